@@ -1,0 +1,1 @@
+"""SREGym embedded Kubernetes-compatible cluster."""
