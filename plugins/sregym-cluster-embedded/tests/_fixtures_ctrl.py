@@ -109,6 +109,8 @@ class FakeClient:
         return out
 
     async def create(self, resource: str, obj: dict, namespace: str | None = None) -> dict:
+        if "/" in resource:
+            raise FakeApiError(404, "NotFound", "the server could not find the requested resource")
         if resource in self.fail_create:
             raise FakeApiError(403, "Forbidden", self.fail_create[resource])
         obj = copy.deepcopy(obj)
