@@ -1,0 +1,1 @@
+"""SREGym stand-in plugin."""

@@ -1,0 +1,243 @@
+"""Every SREGym hook specification.
+
+Plugins implement these with :data:`sregym_core.hookimpl`. Registration hooks return a list (or any
+iterable) of records from :mod:`sregym_core.types`; the facade in :mod:`sregym_core.plugins` flattens
+them and rejects duplicate names. Hooks are always called with keyword arguments.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    import click
+
+    from .types import (
+        AgentSpec,
+        AppSpec,
+        ClusterProviderSpec,
+        ComponentSpec,
+        FaultInstance,
+        FaultSpec,
+        LocalImage,
+        NoiseSpec,
+        OracleSpec,
+        ProblemSpec,
+    )
+
+_hookspec = pluggy.HookspecMarker("sregym")
+
+# ------------------------------------------------------------------------------------------------
+# registration
+# ------------------------------------------------------------------------------------------------
+
+
+@_hookspec
+def sregym_apps() -> Iterable[AppSpec]:
+    """Register applications.
+
+    :returns: :class:`~sregym_core.types.AppSpec` records.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_apps():
+            return [AppSpec(name="hotel-reservation", namespace="hotel-reservation", ...)]
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_faults() -> Iterable[FaultSpec]:
+    """Register fault primitives.
+
+    :returns: :class:`~sregym_core.types.FaultSpec` records; their selectors build the
+        compatibility matrix.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_noise_sources() -> Iterable[NoiseSpec]:
+    """Register noise sources (transient disturbances that are not root causes).
+
+    :returns: :class:`~sregym_core.types.NoiseSpec` records.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_oracles() -> Iterable[OracleSpec]:
+    """Register mitigation-oracle building blocks and diagnosis judges.
+
+    :returns: :class:`~sregym_core.types.OracleSpec` records (``kind`` ``mitigation`` or ``judge``).
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_agents() -> Iterable[AgentSpec]:
+    """Register agents.
+
+    :returns: :class:`~sregym_core.types.AgentSpec` records.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_clusters() -> Iterable[ClusterProviderSpec]:
+    """Register cluster providers (the embedded cluster, any kubeconfig...).
+
+    :returns: :class:`~sregym_core.types.ClusterProviderSpec` records.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_problems() -> Iterable[ProblemSpec]:
+    """Register curated problems, usually loaded from YAML files the plugin ships.
+
+    :returns: :class:`~sregym_core.types.ProblemSpec` records.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_local_images() -> Iterable[LocalImage]:
+    """Register local images: how the embedded cluster runs an image reference as a process.
+
+    Apps also carry their own images in ``AppSpec.images``; this hook is for images that belong to
+    no app (observability servers, helper images).
+
+    :returns: :class:`~sregym_core.types.LocalImage` records.
+
+    .. versionadded:: 0.1
+    """
+
+
+# ------------------------------------------------------------------------------------------------
+# decisions
+# ------------------------------------------------------------------------------------------------
+
+
+@_hookspec(firstresult=True)
+def sregym_check_compatibility(fault: FaultSpec, component: ComponentSpec, app: AppSpec) -> bool | None:
+    """Override one cell of the compatibility matrix.
+
+    Stops at first non-None result.
+
+    :param fault: the fault primitive.
+    :param component: the candidate target.
+    :param app: the app the component belongs to.
+    :returns: ``True`` or ``False`` to decide, ``None`` to defer to the fault's selector.
+
+    .. versionadded:: 0.1
+    """
+
+
+# ------------------------------------------------------------------------------------------------
+# lifecycle
+# ------------------------------------------------------------------------------------------------
+
+
+@_hookspec
+def sregym_before_inject(problem: ProblemSpec, instance: FaultInstance) -> None:
+    """Called just before a fault instance is injected.
+
+    :param problem: the running problem.
+    :param instance: the fault instance about to be injected.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_after_inject(problem: ProblemSpec, instance: FaultInstance) -> None:
+    """Called after a fault instance was injected.
+
+    :param problem: the running problem.
+    :param instance: the injected fault instance.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_before_recover(problem: ProblemSpec, instance: FaultInstance) -> None:
+    """Called just before a fault instance is recovered.
+
+    :param problem: the running problem.
+    :param instance: the fault instance about to be recovered.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_after_recover(problem: ProblemSpec, instance: FaultInstance) -> None:
+    """Called after a fault instance was recovered.
+
+    :param problem: the running problem.
+    :param instance: the recovered fault instance.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_attempt_finished(record: Any) -> None:
+    """Called when an attempt's result record has been written.
+
+    :param record: the :class:`~sregym_core.results.AttemptRecord`.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_run_finished(results_dir: str, records: list[Any]) -> None:
+    """Called once when ``sregym run`` finishes.
+
+    :param results_dir: where the records were written.
+    :param records: every attempt record of the run.
+
+    .. versionadded:: 0.1
+    """
+
+
+# ------------------------------------------------------------------------------------------------
+# CLI
+# ------------------------------------------------------------------------------------------------
+
+
+@_hookspec
+def sregym_register_commands(cli: click.Group) -> None:
+    """Add commands to the ``sregym`` command line.
+
+    :param cli: the root click group; call ``cli.add_command(...)``.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_register_commands(cli):
+            cli.add_command(cluster_group)
+
+    .. versionadded:: 0.1
+    """

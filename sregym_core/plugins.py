@@ -1,0 +1,294 @@
+"""The plugin manager and its typed facade.
+
+Builtins are registered first, from :data:`DEFAULT_PLUGINS`, then every module of the ``sregym``
+entry-point group. Environment controls:
+
+* ``SREGYM_LOAD_PLUGINS`` — comma-separated allow-list of distributions or entry-point names; set but
+  empty means *no* external plugins.
+* ``SREGYM_DISABLE_PLUGINS`` — comma-separated block-list (entry-point or distribution names).
+* ``SREGYM_TRACE_PLUGINS=1`` — log every hook call at debug level.
+
+A plugin whose import fails produces one warning line and everything else still loads. A plugin
+that fails validation (unknown hook, bad record, a name another plugin also registers) is a
+:class:`~sregym_core.errors.PluginError` naming every provider.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import attrs
+import pluggy
+import structlog
+
+from . import hookspecs
+from .errors import PluginError
+from .types import (
+    AgentSpec,
+    AppSpec,
+    ClusterProviderSpec,
+    FaultSpec,
+    LocalImage,
+    NoiseSpec,
+    OracleSpec,
+    ProblemSpec,
+)
+
+log = structlog.get_logger()
+
+ENTRY_POINT_GROUP = "sregym"
+
+#: Builtin plugin modules, registered in code before entry points (so entry points run first).
+DEFAULT_PLUGINS: tuple[str, ...] = ("sregym_core.oracles.builtin",)
+
+R = TypeVar("R")
+
+_REPORT_TO = "Please report this issue to the plugin author(s)."
+
+
+@attrs.frozen(kw_only=True)
+class PluginInfo:
+    """What ``sregym plugins`` shows about one plugin."""
+
+    name: str
+    distribution: str
+    version: str
+    status: str  # loaded | blocked | failed | builtin
+    hooks: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@attrs.define
+class PluginHost:
+    """Typed facade around the pluggy manager: flattens registration hooks, rejects duplicates."""
+
+    pm: pluggy.PluginManager
+    _infos: dict[str, PluginInfo] = attrs.Factory(dict)
+    _dists: dict[str, tuple[str, str]] = attrs.Factory(dict)
+    _cache: dict[str, Any] = attrs.Factory(dict)
+    warn: Callable[[str], None] = attrs.field(default=None)
+
+    def __attrs_post_init__(self) -> None:
+        if self.warn is None:
+            self.warn = _warn_stderr
+
+    # -------------------------------------------------------------------------------- loading
+
+    def register(self, plugin: object, name: str | None = None, *, distribution: str | None = None,
+                 version: str = "", builtin: bool = False) -> str:
+        """Register ``plugin`` (a module or object with hookimpls) and return its canonical name."""
+        try:
+            registered = self.pm.register(plugin, name=name)
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"plugin {name or plugin!r} is invalid: {exc}", hints=(_REPORT_TO,)) from exc
+        if registered is None:
+            return name or ""
+        dist = distribution or ("sregym-core" if builtin else registered)
+        self._dists[registered] = (dist, version)
+        self._infos[registered] = PluginInfo(
+            name=registered, distribution=dist, version=version,
+            status="builtin" if builtin else "loaded", hooks=self._hooks_of(plugin),
+        )
+        self._cache.clear()
+        return registered
+
+    def unregister(self, name: str) -> None:
+        plugin = self.pm.get_plugin(name)
+        if plugin is not None:
+            self.pm.unregister(plugin)
+        self._infos.pop(name, None)
+        self._dists.pop(name, None)
+        self._cache.clear()
+
+    def load_builtins(self, modules: Iterable[str] = DEFAULT_PLUGINS) -> None:
+        from . import __version__
+
+        for module_name in modules:
+            if importlib.util.find_spec(module_name) is None:  # a builtin still being written
+                continue
+            module = importlib.import_module(module_name)
+            self.register(module, name=module_name.rsplit(".", 1)[-1].replace("_", "-"),
+                          version=__version__, builtin=True)
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
+        allow = _env_list("SREGYM_LOAD_PLUGINS")
+        block = _env_list("SREGYM_DISABLE_PLUGINS") or set()
+        for ep in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
+            dist = ep.dist.name if ep.dist else "?"
+            version = ep.dist.version if ep.dist else ""
+            if allow is not None and ep.name not in allow and dist not in allow:
+                continue
+            if ep.name in block or dist in block:
+                self.pm.set_blocked(ep.name)
+                self._infos[ep.name] = PluginInfo(name=ep.name, distribution=dist, version=version, status="blocked")
+                continue
+            if self.pm.get_plugin(ep.name) is not None or self.pm.is_blocked(ep.name):
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # a broken plugin must not take the others down
+                message = f"{type(exc).__name__}: {exc}"
+                self._infos[ep.name] = PluginInfo(name=ep.name, distribution=dist, version=version,
+                                                  status="failed", error=message)
+                self.warn(f"plugin '{ep.name}' from distribution '{dist}' failed to load ({message}); skipping it")
+                log.debug("plugin_load_failed", plugin=ep.name, dist=dist, traceback=traceback.format_exc())
+                continue
+            self.register(plugin, name=ep.name, distribution=dist, version=version)
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"a plugin implements an unknown hook: {exc}", hints=(_REPORT_TO,)) from exc
+        if os.environ.get("SREGYM_TRACE_PLUGINS") == "1":
+            self.pm.trace.root.setwriter(lambda text: log.debug("hook_trace", text=text.rstrip()))
+            self.pm.enable_tracing()
+
+    # -------------------------------------------------------------------------------- facade
+
+    def plugin_infos(self) -> list[PluginInfo]:
+        infos = dict(self._infos)
+        for name, plugin in self.pm.list_name_plugin():
+            if name not in infos and plugin is not None:
+                infos[name] = PluginInfo(name=name, distribution=name, version="", status="loaded",
+                                         hooks=self._hooks_of(plugin))
+        return sorted(infos.values(), key=lambda i: (i.status != "builtin", i.name))
+
+    def get_apps(self) -> dict[str, AppSpec]:
+        return self._collect("sregym_apps", AppSpec)
+
+    def get_faults(self) -> dict[str, FaultSpec]:
+        return self._collect("sregym_faults", FaultSpec)
+
+    def get_noise_sources(self) -> dict[str, NoiseSpec]:
+        return self._collect("sregym_noise_sources", NoiseSpec)
+
+    def get_oracles(self) -> dict[str, OracleSpec]:
+        return self._collect("sregym_oracles", OracleSpec)
+
+    def get_agents(self) -> dict[str, AgentSpec]:
+        return self._collect("sregym_agents", AgentSpec)
+
+    def get_clusters(self) -> dict[str, ClusterProviderSpec]:
+        return self._collect("sregym_clusters", ClusterProviderSpec)
+
+    def get_problems(self) -> dict[str, ProblemSpec]:
+        return self._collect("sregym_problems", ProblemSpec, key=lambda p: p.id)
+
+    def get_local_images(self) -> list[LocalImage]:
+        """Every local image: from apps first, then from ``sregym_local_images``."""
+        images: list[LocalImage] = [img for app in self.get_apps().values() for img in app.images]
+        for _provider, records in self._call_each("sregym_local_images"):
+            for record in records:
+                if not isinstance(record, LocalImage):
+                    raise PluginError(f"sregym_local_images returned {type(record).__name__}, expected LocalImage")
+                images.append(record)
+        return images
+
+    def provider_of(self, plugin_name: str) -> str:
+        dist, version = self._dists.get(plugin_name, (plugin_name, ""))
+        return f"{dist} {version}".strip()
+
+    # -------------------------------------------------------------------------------- internals
+
+    def _call_each(self, hook_name: str) -> list[tuple[str, list[Any]]]:
+        hook = getattr(self.pm.hook, hook_name)
+        results = []
+        for impl in reversed(hook.get_hookimpls()):  # registration order: builtins first
+            try:
+                returned = impl.function()
+            except PluginError:
+                raise
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin '{impl.plugin_name}' ({self.provider_of(impl.plugin_name)}) failed in {hook_name}: "
+                    f"{type(exc).__name__}: {exc}",
+                    hints=(_REPORT_TO,),
+                ) from exc
+            if returned is None:
+                continue
+            results.append((impl.plugin_name, list(returned)))
+        return results
+
+    def _collect(self, hook_name: str, record_type: type[R], key: Callable[[Any], str] | None = None) -> dict[str, R]:
+        if hook_name in self._cache:
+            return self._cache[hook_name]
+        key = key or (lambda record: record.name)
+        found: dict[str, R] = {}
+        providers: dict[str, list[str]] = {}
+        for plugin_name, records in self._call_each(hook_name):
+            for record in records:
+                if not isinstance(record, record_type):
+                    raise PluginError(
+                        f"plugin '{plugin_name}' ({self.provider_of(plugin_name)}) returned a "
+                        f"{type(record).__name__} from {hook_name}, expected {record_type.__name__}",
+                        hints=(_REPORT_TO,),
+                    )
+                name = key(record)
+                providers.setdefault(name, []).append(plugin_name)
+                found.setdefault(name, record)
+        clashes = {name: who for name, who in providers.items() if len(who) > 1}
+        if clashes:
+            lines = [
+                f"{record_type.__name__} '{name}' is registered by "
+                + " and ".join(f"'{p}' ({self.provider_of(p)})" for p in who)
+                for name, who in sorted(clashes.items())
+            ]
+            raise PluginError(
+                "duplicate names: " + "; ".join(lines),
+                hints=("uninstall one of the distributions or disable one with SREGYM_DISABLE_PLUGINS", _REPORT_TO),
+            )
+        result = dict(sorted(found.items()))
+        self._cache[hook_name] = result
+        return result
+
+    @staticmethod
+    def _hooks_of(plugin: object) -> tuple[str, ...]:
+        return tuple(sorted(n for n in dir(plugin) if n.startswith("sregym_") and callable(getattr(plugin, n, None))))
+
+
+def _env_list(name: str) -> set[str] | None:
+    raw = os.environ.get(name)
+    if raw is None:
+        return None
+    return {item.strip() for item in raw.split(",") if item.strip()}
+
+
+def _warn_stderr(message: str) -> None:
+    print(f"Warning: {message}", file=sys.stderr)
+
+
+def new_plugin_host(*, builtins: bool = True, entry_points: bool = True,
+                    warn: Callable[[str], None] | None = None) -> PluginHost:
+    """Create a fresh host (tests use this through fixtures; the CLI through the cache)."""
+    pm = pluggy.PluginManager("sregym")
+    pm.add_hookspecs(hookspecs)
+    host = PluginHost(pm=pm, warn=warn)
+    if builtins:
+        host.load_builtins()
+    if entry_points:
+        host.load_entry_points()
+    return host
+
+
+_HOST: PluginHost | None = None
+
+
+def get_plugin_manager() -> PluginHost:
+    """The process-wide plugin host, created (and entry points loaded) on first use."""
+    global _HOST
+    if _HOST is None:
+        _HOST = new_plugin_host()
+    return _HOST
+
+
+def set_plugin_manager(host: PluginHost | None) -> PluginHost | None:
+    """Replace the process-wide host (the test harness uses this); returns the previous one."""
+    global _HOST
+    previous, _HOST = _HOST, host
+    return previous

@@ -1,0 +1,207 @@
+"""Problem files: load, validate, compose.
+
+Two phases, so plugins can ship problem files without depending on each other:
+
+1. :func:`parse_problem` validates a document against ``schemas/problem.schema.json`` and builds a
+   :class:`~sregym_core.types.ProblemSpec` (no cross-references checked).
+2. :func:`resolve_problem` checks it against the installed plugins — the app and faults exist, each
+   target is a component the fault's selector accepts, params satisfy the fault's schema (defaults
+   filled in), triggers reference known instances — and derives missing ground truth.
+
+Every error carries the JSON path of the offending value, and nothing is deployed before both pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import yaml
+
+from .errors import ConfigError, UsageError
+from .types import (
+    FaultInstance,
+    FaultSpec,
+    GroundTruth,
+    NoiseInstance,
+    ProblemSpec,
+    Target,
+    Trigger,
+)
+from .validation import load_schema, validate
+
+if TYPE_CHECKING:
+    from .plugins import PluginHost
+
+DEFAULT_ORACLE: dict[str, Any] = {"all": ["baseline_preserved", "fault_invariant", "functional_slo"]}
+
+
+def read_document(path: Path) -> Any:
+    """Read a YAML or JSON file, turning parse errors into a :class:`ConfigError` with a line number."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path} is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from exc
+
+
+def parse_problem(data: Any, *, source: Path | str | None = None) -> ProblemSpec:
+    """Validate a problem document and build its record (phase 1)."""
+    what = f"problem file {source}" if source else "problem"
+    validate(data, load_schema("problem"), what=what,
+             hints=("see `sregym schema problem` for the format",))
+    faults = []
+    for index, item in enumerate(data["faults"]):
+        when = item.get("when", {})
+        faults.append(FaultInstance(
+            id=item.get("id", f"f{index}"),
+            fault=item["fault"],
+            target=item["target"],
+            params=item.get("params", {}),
+            when=Trigger(at=when.get("at", 0.0), after=when.get("after"), duration=when.get("duration")),
+            role=item.get("role", "fault"),
+        ))
+    ids = [f.id for f in faults]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ConfigError(f"{what} is invalid", errors=[("$.faults", f"duplicate fault instance id(s): {', '.join(duplicates)}")])
+    for index, instance in enumerate(faults):
+        if instance.when.after is not None and instance.when.after not in ids:
+            raise ConfigError(f"{what} is invalid", errors=[(
+                f"$.faults[{index}].when.after", f"no fault instance with id {instance.when.after!r} (ids: {', '.join(ids)})")])
+        if instance.when.after == instance.id:
+            raise ConfigError(f"{what} is invalid", errors=[(f"$.faults[{index}].when.after", "an instance cannot wait for itself")])
+    noise = [
+        NoiseInstance(noise=n["noise"], target=n.get("target"), params=n.get("params", {}),
+                      period=n.get("period"), duration=n.get("duration"), seed=n.get("seed", 0))
+        for n in data.get("noise", [])
+    ]
+    truth = tuple(GroundTruth.from_config(g) for g in data.get("ground_truth", []))
+    return ProblemSpec(
+        id=data["id"], app=data["app"], summary=data.get("summary", ""), faults=faults, noise=noise,
+        oracle=data.get("oracle"), ground_truth=truth, tags=data.get("tags", []),
+        layer=data.get("layer", "k8s"), failure_mode=data.get("failure_mode", "persistent"),
+        difficulty=data.get("difficulty", "easy"), agent_timeout=data.get("agent_timeout", 600.0),
+        judge_threshold=data.get("judge_threshold", 0.7), source=Path(source) if source else None,
+    )
+
+
+def load_problem_file(path: Path | str) -> ProblemSpec:
+    """Read and parse one problem file (phase 1)."""
+    return parse_problem(read_document(Path(path)), source=path)
+
+
+def load_problem_dir(directory: Path | str) -> list[ProblemSpec]:
+    """Parse every ``*.yaml``/``*.yml`` file under ``directory`` (what app plugins call in
+    ``sregym_problems``)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    files = sorted([*directory.rglob("*.yaml"), *directory.rglob("*.yml")])
+    return [load_problem_file(f) for f in files]
+
+
+def resolve_problem(problem: ProblemSpec, host: PluginHost, *, capabilities: Iterable[str] | None = None) -> ProblemSpec:
+    """Check a parsed problem against the installed plugins (phase 2) and fill in derived parts."""
+    what = f"problem {problem.id!r}" + (f" ({problem.source})" if problem.source else "")
+    apps = host.get_apps()
+    app = apps.get(problem.app)
+    if app is None:
+        raise ConfigError(f"{what} is invalid", errors=[("$.app", f"unknown app {problem.app!r}")],
+                          hints=(f"installed apps: {', '.join(apps) or 'none'}",))
+    faults = host.get_faults()
+    resolved: list[FaultInstance] = []
+    errors: list[tuple[str, str]] = []
+    for index, instance in enumerate(problem.faults):
+        spec = faults.get(instance.fault)
+        if spec is None:
+            errors.append((f"$.faults[{index}].fault", f"unknown fault {instance.fault!r}"))
+            continue
+        component = app.component(instance.target)
+        if component is None:
+            errors.append((f"$.faults[{index}].target",
+                           f"app {app.name!r} has no component {instance.target!r} "
+                           f"(components: {', '.join(c.name for c in app.components)})"))
+            continue
+        verdict = host.pm.hook.sregym_check_compatibility(fault=spec, component=component, app=app)
+        if verdict is None:
+            verdict = spec.selector.matches(component)
+        if not verdict:
+            errors.append((f"$.faults[{index}].target",
+                           f"fault {spec.name!r} cannot target {component.name!r} "
+                           f"(it needs {spec.selector.describe()})"))
+            continue
+        if capabilities is not None:
+            missing = spec.needs(frozenset(capabilities))
+            if missing:
+                errors.append((f"$.faults[{index}].fault",
+                               f"fault {spec.name!r} needs cluster capabilities {', '.join(sorted(missing))}"))
+                continue
+        try:
+            params = validate(dict(instance.params), dict(spec.params_schema),
+                              what=f"params of fault {spec.name!r}", fill_defaults=True)
+        except ConfigError as exc:
+            errors += [(f"$.faults[{index}].params" + path[1:], why) for path, why in exc.errors]
+            continue
+        resolved.append(attrs.evolve(instance, params=params))
+    if errors:
+        raise ConfigError(f"{what} is invalid", errors=errors)
+    for index, noise in enumerate(problem.noise):
+        if noise.noise not in host.get_noise_sources():
+            errors.append((f"$.noise[{index}].noise", f"unknown noise source {noise.noise!r}"))
+    if errors:
+        raise ConfigError(f"{what} is invalid", errors=errors)
+    truth = problem.ground_truth or tuple(
+        derive_ground_truth(faults[i.fault], Target(app=app, component=app.component(i.target), namespace=app.namespace), i)
+        for i in resolved if i.role != "trigger"
+    )
+    oracle = problem.oracle if problem.oracle is not None else DEFAULT_ORACLE
+    return attrs.evolve(problem, faults=tuple(resolved), ground_truth=truth, oracle=oracle)
+
+
+def derive_ground_truth(spec: FaultSpec, target: Target, instance: FaultInstance, state: Mapping[str, Any] | None = None) -> GroundTruth:
+    """The ground truth of one fault instance, from the fault's own ``ground_truth`` callable or,
+    failing that, from its summary."""
+    if spec.ground_truth is not None:
+        truth = spec.ground_truth(target, dict(instance.params), dict(state or {}))
+        if not isinstance(truth, GroundTruth):
+            raise ConfigError(f"fault {spec.name!r} returned {type(truth).__name__} as ground truth, expected GroundTruth")
+        return attrs.evolve(truth, user_visible=instance.role != "latent")
+    return GroundTruth(
+        fault=spec.name, layer=spec.layer, components=(target.component.name,), namespace=target.namespace,
+        resource_kind=target.component.kind, mechanism=spec.summary or spec.name,
+        mutated_values=dict(instance.params), prose=f"{spec.summary} on {target.component.name}.",
+        symptoms=spec.symptoms, user_visible=instance.role != "latent",
+    )
+
+
+def compose_adhoc(host: PluginHost, *, app: str, fault: str, target: str, params: Mapping[str, Any] | None = None,
+                  capabilities: Iterable[str] | None = None) -> ProblemSpec:
+    """Compose a problem on the fly from one viable (app, fault, target) pair."""
+    spec = host.get_faults().get(fault)
+    if spec is None:
+        raise UsageError(f"unknown fault {fault!r}", hints=("`sregym list-faults` lists them",))
+    problem = ProblemSpec(
+        id=f"adhoc-{app}-{fault}-{target}", app=app, summary=f"{fault} on {target} (ad hoc)",
+        faults=(FaultInstance(id="f0", fault=fault, target=target, params=dict(params or {})),),
+        tags=("adhoc",), layer=spec.layer, failure_mode=spec.failure_mode,
+    )
+    return resolve_problem(problem, host, capabilities=capabilities)
+
+
+def problem_to_dict(problem: ProblemSpec) -> dict[str, Any]:
+    """A JSON-able view for ``--json`` listings."""
+    return {
+        "id": problem.id, "app": problem.app, "summary": problem.summary, "tags": list(problem.tags),
+        "layer": problem.layer, "failure_mode": problem.failure_mode, "difficulty": problem.difficulty,
+        "faults": [{"id": f.id, "fault": f.fault, "target": f.target, "params": dict(f.params),
+                    "role": f.role, "when": attrs.asdict(f.when)} for f in problem.faults],
+        "source": str(problem.source) if problem.source else None,
+    }

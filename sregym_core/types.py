@@ -1,0 +1,476 @@
+"""Typed records that SREGym plugins return from registration hooks.
+
+Every record is frozen. Names are normalized to lowercase kebab-case; a name that is still not a valid
+identifier after normalization raises :class:`~sregym_core.errors.PluginError`. Raw YAML or JSON
+enters through ``from_config`` classmethods *after* jsonschema validation, never through ``__init__``.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .errors import PluginError
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+#: The layers a fault can live in (CATALOG.md).
+LAYERS = ("app", "config", "k8s", "storage", "datastore", "os", "hardware", "network", "control")
+#: The failure modes a problem can exhibit.
+FAILURE_MODES = ("persistent", "correlated", "concurrent", "metastable", "latent", "transient")
+
+
+def normalize_name(value: str) -> str:
+    """Lowercase, spaces and underscores to dashes; reject anything else odd."""
+    if not isinstance(value, str):
+        raise PluginError(f"a record name must be a string, got {type(value).__name__}")
+    name = value.strip().lower().replace("_", "-").replace(" ", "-")
+    if not _NAME.match(name):
+        raise PluginError(
+            f"invalid name {value!r}",
+            hints=("names are lowercase letters, digits, '.', '-' and start with a letter or digit",),
+        )
+    return name
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return dict(value or {})
+
+
+def _tuple(value: Any) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+# --------------------------------------------------------------------------------------------------
+# Applications
+# --------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ComponentSpec:
+    """One deployable component of an application, as faults see it.
+
+    Attributes:
+        name: the component's name, equal to its workload's name (``geo``, ``mongodb-geo``...).
+        kind: the workload kind (``Deployment``, ``StatefulSet``, ``DaemonSet``...).
+        roles: role tags fault selectors match: ``frontend``, ``service:grpc``, ``service:http``,
+            ``db:postgres``, ``cache:memcached``, ``cache:redis``, ``workload-generator``, ``stateful``.
+        ports: container ports the component serves.
+        pvcs: PersistentVolumeClaims it mounts.
+        container: the main container's name (defaults to ``name``).
+        config_map: the ConfigMap holding its configuration file, if any.
+        env: names of environment variables it reads (faults may remove or shadow them).
+        service: the Service that fronts it, if any (defaults to ``name`` when it has ports).
+        labels: the pod labels that select it.
+    """
+
+    name: str = attrs.field(converter=normalize_name)
+    kind: str = "Deployment"
+    roles: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    ports: tuple[int, ...] = attrs.field(default=(), converter=_tuple)
+    pvcs: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    container: str | None = None
+    config_map: str | None = None
+    env: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    service: str | None = None
+    labels: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+
+    @property
+    def container_name(self) -> str:
+        return self.container or self.name
+
+    @property
+    def service_name(self) -> str | None:
+        if self.service:
+            return self.service
+        return self.name if self.ports else None
+
+    def has_role(self, pattern: str) -> bool:
+        """True when any role matches ``pattern`` (shell-style: ``db:*``)."""
+        return any(fnmatch.fnmatchcase(role, pattern) for role in self.roles)
+
+    @classmethod
+    def from_config(cls, data: Mapping[str, Any]) -> ComponentSpec:
+        return cls(**{k: v for k, v in data.items() if k in attrs.fields_dict(cls)})
+
+
+@attrs.frozen(kw_only=True)
+class LocalImage:
+    """How the embedded cluster runs a container image as a local process.
+
+    Attributes:
+        image: an image reference pattern (``sregym/hotel-reservation:*``, ``postgres:*``).
+        argv: the image's ENTRYPOINT; the pod's ``command`` replaces it and ``args`` replace ``cmd``.
+        cmd: the image's default CMD.
+        env: environment the image sets.
+        workdir: the image's WORKDIR.
+    """
+
+    image: str
+    argv: tuple[str, ...] = attrs.field(converter=_tuple)
+    cmd: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    env: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    workdir: str | None = None
+    summary: str = ""
+
+    def matches(self, reference: str) -> bool:
+        return fnmatch.fnmatchcase(reference, self.image)
+
+
+@attrs.frozen(kw_only=True)
+class WorkloadSpec:
+    """Where an app's workload generator answers stats queries (the functional-SLO oracle)."""
+
+    name: str
+    namespace: str
+    service: str
+    port: int
+    query_path: str = "/stats"
+    control_path: str = "/control"
+
+
+@attrs.frozen(kw_only=True)
+class AppSpec:
+    """An application SREGym can deploy.
+
+    Attributes:
+        name: the app's name (``hotel-reservation``).
+        summary: one line for listings.
+        namespace: the namespace its services live in.
+        description: what the agent is told about the app.
+        manifests: YAML files (or directories of them) applied in order.
+        components: the component inventory faults are matched against.
+        workload: the workload generator's stats endpoint, if it has one.
+        images: local images the embedded cluster needs to run it.
+        hidden_namespaces: namespaces the agent must not see (the workload generator's).
+        problems_dir: where the app's curated problem files live.
+        params: default manifest parameters.
+        deploy: optional ``deploy(ctx) -> None`` replacing the default apply-and-wait.
+        deploy_timeout: seconds to wait for every pod to be Ready.
+    """
+
+    name: str = attrs.field(converter=normalize_name)
+    summary: str = ""
+    namespace: str = ""
+    description: str = ""
+    manifests: tuple[Path, ...] = attrs.field(default=(), converter=lambda v: tuple(Path(p) for p in _tuple(v)))
+    components: tuple[ComponentSpec, ...] = attrs.field(default=(), converter=_tuple)
+    workload: WorkloadSpec | None = None
+    images: tuple[LocalImage, ...] = attrs.field(default=(), converter=_tuple)
+    hidden_namespaces: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    problems_dir: Path | None = None
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    deploy: Callable[..., Any] | None = attrs.field(default=None, eq=False, hash=False)
+    deploy_timeout: float = 180.0
+
+    def component(self, name: str) -> ComponentSpec | None:
+        wanted = name.lower()
+        return next((c for c in self.components if c.name == wanted), None)
+
+
+# --------------------------------------------------------------------------------------------------
+# Faults and noise
+# --------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class TargetSelector:
+    """Which components a fault can target.
+
+    A component matches when its kind is in ``kinds`` (or ``kinds`` is empty), at least one of its
+    roles matches one of ``roles`` (or ``roles`` is empty), none matches ``exclude_roles``, and it
+    has every attribute in ``requires`` (``ports``, ``pvcs``, ``config_map``, ``env``, ``service``).
+    """
+
+    kinds: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    roles: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    exclude_roles: tuple[str, ...] = attrs.field(default=("workload-generator",), converter=_tuple)
+    requires: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+
+    def matches(self, component: ComponentSpec) -> bool:
+        if self.kinds and component.kind not in self.kinds:
+            return False
+        if self.roles and not any(component.has_role(pattern) for pattern in self.roles):
+            return False
+        if any(component.has_role(pattern) for pattern in self.exclude_roles):
+            return False
+        for attribute in self.requires:
+            value = component.service_name if attribute == "service" else getattr(component, attribute, None)
+            if not value:
+                return False
+        return True
+
+    def describe(self) -> str:
+        parts = []
+        if self.kinds:
+            parts.append("kind in " + "/".join(self.kinds))
+        if self.roles:
+            parts.append("role " + "|".join(self.roles))
+        if self.requires:
+            parts.append("with " + ", ".join(self.requires))
+        return "; ".join(parts) or "any workload"
+
+
+@attrs.frozen(kw_only=True)
+class GroundTruth:
+    """The structured truth about one injected fault, which the diagnosis judge receives.
+
+    Attributes:
+        fault: the fault primitive's name.
+        layer: one of :data:`LAYERS`.
+        components: the faulty component(s).
+        namespace: where they live.
+        resource_kind: the kind of thing that is broken (``Deployment``, ``Service``, ``ConfigMap``,
+            ``PostgreSQL role``...).
+        mechanism: what was done, in one phrase.
+        mutated_values: concrete values, e.g. ``{"image": {"before": "x:1", "after": "x:404"}}``.
+        prose: a paragraph the judge and the reference agent read.
+        symptoms: what an SRE observes.
+        keywords: synonyms of the mechanism that a correct diagnosis may use.
+        user_visible: False for a latent fault in a concurrent-independent problem.
+    """
+
+    fault: str
+    layer: str
+    components: tuple[str, ...] = attrs.field(converter=_tuple)
+    namespace: str
+    resource_kind: str
+    mechanism: str
+    mutated_values: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    prose: str = ""
+    symptoms: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    keywords: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    user_visible: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self, recurse=True, value_serializer=_jsonable)
+
+    @classmethod
+    def from_config(cls, data: Mapping[str, Any]) -> GroundTruth:
+        return cls(**{k: v for k, v in data.items() if k in attrs.fields_dict(cls)})
+
+
+def _jsonable(_inst: Any, _field: Any, value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+@attrs.frozen(kw_only=True)
+class Target:
+    """A concrete fault target: one component of one deployed app."""
+
+    app: AppSpec
+    component: ComponentSpec
+    namespace: str
+
+    @property
+    def name(self) -> str:
+        return self.component.name
+
+
+@attrs.frozen(kw_only=True)
+class FaultSpec:
+    """A fault primitive.
+
+    The callables take ``(ctx, target, params)`` where ``ctx`` is a :class:`FaultContext`; they may
+    be plain functions or coroutines. ``inject`` may store what it needs for ``recover`` in
+    ``ctx.state`` (a dict kept per fault instance). ``is_present`` is the fault-specific invariant
+    the mitigation oracle checks. ``reference_fix`` is the gold mitigation done *as an agent would*
+    (through the Kubernetes API or a datastore's protocol), not by calling ``recover``.
+    ``ground_truth(target, params, state) -> GroundTruth``.
+
+    Attributes:
+        name, summary, layer: identity; ``layer`` is one of :data:`LAYERS`.
+        selector: which components it can target.
+        params_schema: JSON Schema of its parameters (defaults filled from ``default`` keywords).
+        capabilities: cluster capabilities it needs (``any``, ``embedded``, ``real``, ``root``,
+            ``ld-preload``, ``node-agent``...). ``any`` means it runs everywhere.
+        failure_mode: the mode it exhibits alone (``persistent``, ``latent``, ``metastable``...).
+        symptoms: what an SRE sees, for docs and ground truth.
+    """
+
+    name: str = attrs.field(converter=normalize_name)
+    summary: str = ""
+    layer: str = attrs.field(default="k8s", validator=lambda inst, _a, v: _check_layer(inst, v))
+    selector: TargetSelector = attrs.Factory(TargetSelector)
+    params_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
+    inject: Callable[..., Any] = attrs.field(eq=False, hash=False)
+    recover: Callable[..., Any] = attrs.field(eq=False, hash=False)
+    is_present: Callable[..., Any] = attrs.field(eq=False, hash=False)
+    reference_fix: Callable[..., Any] | None = attrs.field(default=None, eq=False, hash=False)
+    ground_truth: Callable[..., GroundTruth] | None = attrs.field(default=None, eq=False, hash=False)
+    capabilities: frozenset[str] = attrs.field(default=frozenset({"any"}), converter=frozenset)
+    failure_mode: str = "persistent"
+    symptoms: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+
+    def needs(self, capabilities: frozenset[str] | set[str]) -> frozenset[str]:
+        """The capabilities this fault needs that ``capabilities`` lacks."""
+        return frozenset(c for c in self.capabilities if c != "any" and c not in capabilities)
+
+
+def _check_layer(fault: Any, value: str) -> None:
+    if value not in LAYERS:
+        raise PluginError(f"fault {fault.name!r} has unknown layer {value!r}", hints=(f"use one of {', '.join(LAYERS)}",))
+
+
+@attrs.frozen(kw_only=True)
+class NoiseSpec:
+    """A noise source: a transient disturbance that is not a root cause.
+
+    ``apply(ctx, target, params)`` starts it, ``revert(ctx, target, params)`` undoes it.
+    """
+
+    name: str = attrs.field(converter=normalize_name)
+    summary: str = ""
+    selector: TargetSelector = attrs.Factory(TargetSelector)
+    apply: Callable[..., Any] = attrs.field(eq=False, hash=False)
+    revert: Callable[..., Any] = attrs.field(eq=False, hash=False)
+    params_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
+    default_period: float = 60.0
+    default_duration: float = 10.0
+    capabilities: frozenset[str] = attrs.field(default=frozenset({"any"}), converter=frozenset)
+
+
+# --------------------------------------------------------------------------------------------------
+# Oracles, agents, clusters
+# --------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class OracleSpec:
+    """A named mitigation-oracle building block or diagnosis judge.
+
+    ``factory(**config)`` returns the oracle (kind ``mitigation``) or judge (kind ``judge``).
+    """
+
+    name: str = attrs.field(converter=normalize_name)
+    summary: str = ""
+    kind: str = attrs.field(default="mitigation", validator=attrs.validators.in_(("mitigation", "judge")))
+    factory: Callable[..., Any] = attrs.field(eq=False, hash=False)
+    config_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
+
+
+@attrs.frozen(kw_only=True)
+class AgentSpec:
+    """An agent SREGym can run.
+
+    ``factory(**config)`` returns an object with ``async run(task) -> AgentOutcome``
+    (see :mod:`sregym_core.agents`). ``needs`` says what the agent uses: ``mcp``, ``http-api``,
+    ``kubeconfig``, ``llm``, and ``ground-truth`` for validation agents (reference and hackers), which
+    alone are handed the problem's ground truth and fault handles.
+    """
+
+    name: str = attrs.field(converter=normalize_name)
+    summary: str = ""
+    needs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    factory: Callable[..., Any] = attrs.field(eq=False, hash=False)
+    config_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
+    role: str = attrs.field(default="evaluated", validator=attrs.validators.in_(("evaluated", "reference", "noop", "hacker")))
+
+
+@attrs.frozen(kw_only=True)
+class ClusterProviderSpec:
+    """A kind of cluster SREGym can run problems on.
+
+    ``factory(name=..., **options)`` returns a cluster handle with ``up()``, ``down()``,
+    ``kubeconfig(agent=False) -> Path``, ``snapshot()``/``restore()`` where supported, and
+    ``capabilities``.
+    """
+
+    name: str = attrs.field(converter=normalize_name)
+    summary: str = ""
+    capabilities: frozenset[str] = attrs.field(default=frozenset({"any"}), converter=frozenset)
+    factory: Callable[..., Any] = attrs.field(eq=False, hash=False)
+    default: bool = False
+
+
+# --------------------------------------------------------------------------------------------------
+# Problems
+# --------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Trigger:
+    """When a fault instance is injected: ``at`` seconds after the start, or ``after`` another
+    instance (by id) has been injected for ``at`` seconds; ``duration`` makes it transient."""
+
+    at: float = 0.0
+    after: str | None = None
+    duration: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class FaultInstance:
+    """One use of a fault primitive in a problem."""
+
+    id: str
+    fault: str
+    target: str
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    when: Trigger = attrs.Factory(Trigger)
+    role: str = "fault"  # fault | vulnerability | trigger | latent
+
+
+@attrs.frozen(kw_only=True)
+class NoiseInstance:
+    """One noise source scheduled in a problem."""
+
+    noise: str
+    target: str | None = None
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    period: float | None = None
+    duration: float | None = None
+    seed: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class ProblemSpec:
+    """A runnable problem: an app, fault instances, noise, oracle composition and ground truth.
+
+    Attributes:
+        id: unique problem id (``hotel-wrong-image-geo``).
+        app: the app's name.
+        summary: one line for listings.
+        faults: the fault instances, with their triggers.
+        noise: noise instances.
+        oracle: the mitigation-oracle composition (see ``oracles.mitigation.build_oracle``).
+        ground_truth: one record per user-relevant fault.
+        tags: free tags; ``lite`` puts it in the lite suite.
+        layer, failure_mode, difficulty: classification.
+        agent_timeout: seconds the agent gets per stage.
+        judge_threshold: composite score needed to pass diagnosis.
+        source: the file it came from, if any.
+    """
+
+    id: str = attrs.field(converter=normalize_name)
+    app: str
+    summary: str = ""
+    faults: tuple[FaultInstance, ...] = attrs.field(converter=_tuple)
+    noise: tuple[NoiseInstance, ...] = attrs.field(default=(), converter=_tuple)
+    oracle: Mapping[str, Any] | None = None
+    ground_truth: tuple[GroundTruth, ...] = attrs.field(default=(), converter=_tuple)
+    tags: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    layer: str = "k8s"
+    failure_mode: str = "persistent"
+    difficulty: str = "easy"
+    agent_timeout: float = 600.0
+    judge_threshold: float = 0.7
+    source: Path | None = None
+
+    @property
+    def suites(self) -> tuple[str, ...]:
+        return tuple(t for t in self.tags if t in ("lite", "full")) or ("full",)

@@ -1,0 +1,117 @@
+"""The CLI, in-process (fixture host) and as the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sregym_noop.plugin
+
+from sregym_core import hookimpl
+from sregym_core.errors import ConfigError
+from sregym_core.types import FaultSpec
+
+SREGYM = str(Path(sys.executable).parent / "sregym")
+
+
+@pytest.fixture
+def noop_and_app(register_plugin, fake_app):
+    class Apps:
+        @hookimpl
+        def sregym_apps(self):
+            return [fake_app]
+
+    register_plugin(sregym_noop.plugin, name="noop", distribution="sregym-noop", version="0.1.0")
+    register_plugin(Apps(), name="fake-app")
+
+
+def test_list_faults_table_json_markdown(sregym_cli, noop_and_app):
+    table = sregym_cli("list-faults").assert_success().output
+    assert "noop" in table and "fake-app/api" in table and "total viable pairs: 3" in table
+    data = json.loads(sregym_cli("list-faults", "--json").assert_success().output)
+    assert data["total"] == 3 and data["faults"][0]["name"] == "noop"
+    assert {p["component"] for p in data["pairs"]} == {"frontend", "api", "db"}
+    markdown = sregym_cli("list-faults", "--format", "markdown").assert_success().output
+    assert markdown.startswith("# Fault compatibility matrix") and "| noop | k8s |" in markdown
+    only = json.loads(sregym_cli("list-faults", "--app", "fake-app", "--json").output)
+    assert only["total"] == 3
+
+
+def test_unknown_app_is_a_clean_error(sregym_cli, noop_and_app):
+    outcome = sregym_cli("list-faults", "--app", "nope").assert_failed(2)
+    assert outcome.stderr.startswith("Error: unknown app 'nope'")
+    assert "hint: installed apps: fake-app" in outcome.stderr
+    assert "Traceback" not in outcome.stderr + outcome.output
+
+
+def test_list_apps_and_plugins(sregym_cli, noop_and_app):
+    apps = json.loads(sregym_cli("list-apps", "--json").assert_success().output)
+    assert apps[0]["name"] == "fake-app" and len(apps[0]["components"]) == 3
+    plugins = json.loads(sregym_cli("plugins", "--json").assert_success().output)
+    noop = next(p for p in plugins if p["name"] == "noop")
+    assert noop["distribution"] == "sregym-noop" and "sregym_faults" in noop["hooks"]
+
+
+def test_schema_command(sregym_cli, noop_and_app):
+    names = sregym_cli("schema").assert_success().output.split()
+    assert {"problem", "app", "fault-params", "fault/noop"} <= set(names)
+    problem = json.loads(sregym_cli("schema", "problem").assert_success().output)
+    assert problem["title"] == "SREGym problem"
+    params = json.loads(sregym_cli("schema", "fault/noop").assert_success().output)
+    assert params["properties"]["label"]["default"] == "noop"
+    sregym_cli("schema", "nope").assert_failed(2)
+
+
+def test_plugin_errors_render_without_traceback(sregym_cli, register_plugin):
+    class Dup:
+        @hookimpl
+        def sregym_faults(self):
+            return [FaultSpec(name="noop", summary="clash", inject=print, recover=print, is_present=print)]
+
+    register_plugin(sregym_noop.plugin, name="noop", distribution="sregym-noop", version="0.1.0")
+    register_plugin(Dup(), name="dup", distribution="sregym-fault-dup", version="9")
+    outcome = sregym_cli("list-faults").assert_failed(1)
+    assert "Error: duplicate names" in outcome.stderr
+    assert "sregym-noop 0.1.0" in outcome.stderr and "sregym-fault-dup 9" in outcome.stderr
+    assert "Traceback" not in outcome.stderr
+
+
+def test_unexpected_errors_hint_debug(sregym_cli, register_plugin):
+    class Boom:
+        @hookimpl
+        def sregym_apps(self):
+            raise ConfigError("apps file broken", errors=[("$.components[0]", "bad")])
+
+    register_plugin(Boom())
+    outcome = sregym_cli("list-apps").assert_failed(1)
+    assert "Error: apps file broken" in outcome.stderr and "at $.components[0]: bad" in outcome.stderr
+
+
+def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([SREGYM, *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+def test_installed_plugin_shows_up_through_its_entry_point():
+    """sregym-noop is pip-installed (editable) like any outside plugin: no core change needed."""
+    proc = _run("plugins", "--json")
+    assert proc.returncode == 0, proc.stderr
+    plugins = {p["name"]: p for p in json.loads(proc.stdout)}
+    assert plugins["noop"]["distribution"] == "sregym-noop" and plugins["noop"]["status"] == "loaded"
+    faults = json.loads(_run("list-faults", "--json").stdout)
+    assert "noop" in [f["name"] for f in faults["faults"]]
+    disabled = json.loads(_run("list-faults", "--json", env={"SREGYM_DISABLE_PLUGINS": "noop"}).stdout)
+    assert "noop" not in [f["name"] for f in disabled["faults"]]
+
+
+def test_console_script_errors_exit_nonzero_without_traceback():
+    proc = _run("schema", "does-not-exist")
+    assert proc.returncode == 2
+    assert any(line.startswith("Error: no schema named") for line in proc.stderr.splitlines())
+    assert "Traceback" not in proc.stderr
+    debug = _run("--debug", "schema", "does-not-exist")
+    assert "Traceback" in debug.stderr

@@ -1,0 +1,58 @@
+"""The compatibility matrix."""
+
+from __future__ import annotations
+
+from sregym_core import hookimpl
+from sregym_core.compat import build_matrix, render_markdown
+from sregym_core.types import FaultSpec, TargetSelector
+
+
+def _faults():
+    return [
+        FaultSpec(name="any-workload", summary="x", inject=print, recover=print, is_present=print),
+        FaultSpec(name="db-only", summary="x", layer="datastore", selector=TargetSelector(roles=("db:*",)),
+                  inject=print, recover=print, is_present=print),
+        FaultSpec(name="pvc-only", summary="x", layer="storage", selector=TargetSelector(requires=("pvcs",)),
+                  inject=print, recover=print, is_present=print, capabilities={"root"}),
+    ]
+
+
+def test_matrix_counts(plugin_manager, register_plugin, fake_app):
+    class P:
+        @hookimpl
+        def sregym_apps(self):
+            return [fake_app]
+
+        @hookimpl
+        def sregym_faults(self):
+            return _faults()
+
+    register_plugin(P())
+    matrix = build_matrix(plugin_manager)
+    assert matrix.counts_by_fault() == {"any-workload": 3, "db-only": 1, "pvc-only": 1}
+    assert matrix.counts_by_layer() == {"datastore": 1, "k8s": 3, "storage": 1}
+    assert matrix.total == 5
+    filtered = build_matrix(plugin_manager, capabilities=frozenset({"any"}))
+    assert filtered.total == 4
+    reason = next(c.reason for c in filtered.cells if c.fault == "pvc-only" and c.component == "db")
+    assert "cluster lacks root" in reason
+    markdown = render_markdown(matrix)
+    assert "| db-only | datastore |" in markdown and "**5**" in markdown
+
+
+def test_check_compatibility_hook_overrides(plugin_manager, register_plugin, fake_app):
+    class P:
+        @hookimpl
+        def sregym_apps(self):
+            return [fake_app]
+
+        @hookimpl
+        def sregym_faults(self):
+            return _faults()[:1]
+
+        @hookimpl
+        def sregym_check_compatibility(self, fault, component, app):
+            return False if component.name == "frontend" else None
+
+    register_plugin(P())
+    assert build_matrix(plugin_manager).total == 2

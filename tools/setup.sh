@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Set up everything SREGym needs on a fresh Debian/Ubuntu machine, idempotently:
+#   1. system servers the embedded cluster runs as pods (PostgreSQL, memcached, Redis, Prometheus...)
+#      — only when we can install them (root + apt); otherwise say what is missing;
+#   2. a virtualenv (.venv, or $SREGYM_VENV) with the core and every plugin installed editable.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+APT_PACKAGES=(postgresql memcached redis-server prometheus stress-ng bubblewrap dnsmasq-base gcc libc6-dev)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing system packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null
+    # policy-rc.d keeps Debian from starting system-wide services we never use
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+    rm -f /usr/sbin/policy-rc.d
+  else
+    echo "setup: not root or no apt-get; these system packages are missing: ${missing[*]}" >&2
+    echo "setup: tests that need them will be skipped" >&2
+  fi
+fi
+
+venv_dir=${SREGYM_VENV:-$root/.venv}
+python=${PYTHON:-python3}
+if [ ! -x "$venv_dir/bin/python" ]; then
+  "$python" -m venv "$venv_dir"
+  "$venv_dir/bin/python" -m pip install -q --disable-pip-version-check -U pip
+fi
+"$venv_dir/bin/python" tools/dev_install.py --venv "$venv_dir"
+echo "setup: done ($venv_dir)"
