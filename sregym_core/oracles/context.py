@@ -1,0 +1,54 @@
+"""What a mitigation oracle may ask of the live system: the :class:`OracleContext` protocol.
+
+The conductor implements it over the cluster (admin kubeconfig), the fault instances and the
+workload generator's stats API; tests implement it with a fake. Oracles never talk to the cluster
+directly, which keeps them pure functions of what the context reports and easy to unit-test.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class OracleContext(Protocol):
+    """The live system as mitigation oracles see it.
+
+    Attributes:
+        baseline_workloads: the workloads snapshotted right after deploy (same shape as
+            :meth:`list_workloads`).
+        fault_instances: the problem's fault instances (``FaultInstance`` records or anything with
+            ``id``/``fault``/``target``/``role``), indexed as :meth:`fault_present` expects.
+    """
+
+    baseline_workloads: list[dict[str, Any]]
+    fault_instances: Sequence[Any]
+
+    async def list_workloads(self) -> list[dict[str, Any]]:
+        """Deployments, StatefulSets, DaemonSets, Services and Pods of the app's namespace(s), as
+        Kubernetes JSON objects; each dict must carry ``kind`` (list responses omit it per item)."""
+        ...
+
+    async def fault_present(self, instance_index: int) -> bool:
+        """Whether fault instance ``instance_index`` is still present (its ``is_present`` check)."""
+        ...
+
+    async def workload_stats(self, window_s: float) -> dict[str, Any]:
+        """The workload generator's view of the last ``window_s`` seconds: ``success_rate`` (0..1),
+        ``count``, ``p50_ms``, ``p95_ms``, ``p99_ms`` (and anything else it reports)."""
+        ...
+
+    async def replay_trigger(self, name: str) -> None:
+        """Re-run the named trigger (a fault instance id of role ``trigger``, or a named load burst)."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait (fakes advance a virtual clock)."""
+        ...
+
+    def now(self) -> float:
+        """Monotonic seconds."""
+        ...

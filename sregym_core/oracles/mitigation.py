@@ -1,0 +1,721 @@
+"""Mitigation oracles: building blocks that check the live system, and combinators over them.
+
+Every oracle has ``async evaluate(ctx) -> OracleVerdict`` over an
+:class:`~sregym_core.oracles.context.OracleContext`. Verdicts carry evidence (what was checked, what
+failed and why) and the verdicts of their children, so a result record shows *why* a mitigation
+failed: "Deployment geo scaled to zero", "fault instance wrong-image@geo still present",
+"success rate 0.62 < 0.99 over 30 s".
+
+A problem file's ``oracle:`` section composes them (:func:`build_oracle`, schema
+:data:`ORACLE_SCHEMA`); without one, :data:`DEFAULT_ORACLE_CONFIG` applies:
+``all(baseline_preserved, fault_invariant, functional_slo)``.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from sregym_core.errors import ConfigError
+
+from .context import OracleContext
+
+
+@attrs.frozen(kw_only=True)
+class OracleVerdict:
+    """The outcome of one oracle.
+
+    Attributes:
+        name: the oracle (``baseline_preserved``, ``all``, ``sustained``...).
+        passed: whether the live system satisfied it.
+        evidence: what was checked and found (JSON-serialisable).
+        children: verdicts of the oracles it is made of.
+        error: set when the oracle could not check (the context raised); then ``passed`` is False.
+    """
+
+    name: str
+    passed: bool
+    evidence: Mapping[str, Any] = attrs.field(factory=dict)
+    children: tuple[OracleVerdict, ...] = ()
+    error: str | None = None
+
+    def failures(self) -> list[OracleVerdict]:
+        """The failed leaves (the verdicts that explain a failure)."""
+        if self.passed:
+            return []
+        failed_children = [leaf for child in self.children for leaf in child.failures()]
+        return failed_children or [self]
+
+    def errors(self) -> list[str]:
+        """Every error in the tree: the oracle could not check, which is not the agent's fault."""
+        own = [f"{self.name}: {self.error}"] if self.error else []
+        return own + [e for child in self.children for e in child.errors()]
+
+    def summary(self) -> str:
+        """One line: pass, or the reasons of the failed leaves."""
+        if self.passed:
+            return f"{self.name}: passed"
+        reasons = [f"{leaf.name}: {leaf.error or leaf.evidence.get('reason', 'failed')}" for leaf in self.failures()]
+        return "; ".join(reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "evidence": dict(self.evidence),
+            "children": [c.to_dict() for c in self.children],
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OracleVerdict:
+        return cls(
+            name=data["name"],
+            passed=bool(data["passed"]),
+            evidence=dict(data.get("evidence") or {}),
+            children=tuple(cls.from_dict(c) for c in data.get("children") or ()),
+            error=data.get("error"),
+        )
+
+
+@runtime_checkable
+class Oracle(Protocol):
+    """A mitigation oracle (the factory result of an ``OracleSpec`` of kind ``mitigation``)."""
+
+    name: str
+
+    async def evaluate(self, ctx: OracleContext) -> OracleVerdict: ...
+
+
+def describe_oracle(oracle: Any) -> Any:
+    """The configuration form of an oracle tree (what ``build_oracle`` would take to rebuild it)."""
+    describe = getattr(oracle, "describe", None)
+    return describe() if callable(describe) else getattr(oracle, "name", type(oracle).__name__)
+
+
+async def _guarded(name: str, check: Callable[[], Awaitable[OracleVerdict]]) -> OracleVerdict:
+    """Run a check; a context failure becomes a failed verdict with ``error`` instead of a crash."""
+    try:
+        return await check()
+    except Exception as exc:  # noqa: BLE001 - any failure to observe the system is recorded, not raised
+        return OracleVerdict(name=name, passed=False, evidence={"reason": "could not check"}, error=_describe(exc))
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# --------------------------------------------------------------------------------------------------
+# Baseline preserved
+# --------------------------------------------------------------------------------------------------
+
+_SCALABLE = ("Deployment", "StatefulSet", "ReplicaSet")
+_REPLACEABLE = ("Deployment", "StatefulSet", "DaemonSet", "Service")
+_AUTOMATIC_LABELS = ("pod-template-hash", "controller-revision-hash", "statefulset.kubernetes.io/pod-name")
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+
+
+def _get(obj: Any, *path: str, default: Any = None) -> Any:
+    """Read a field from a Kubernetes object given as camelCase JSON or as a client ``to_dict()``."""
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return default
+        if key in obj:
+            obj = obj[key]
+        elif _snake(key) in obj:
+            obj = obj[_snake(key)]
+        else:
+            return default
+    return default if obj is None else obj
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    return (str(obj.get("kind", "")), str(_get(obj, "metadata", "namespace", default="")), str(_get(obj, "metadata", "name", default="")))
+
+
+def _labels(labels: Any) -> dict[str, str]:
+    return {k: v for k, v in dict(labels or {}).items() if k not in _AUTOMATIC_LABELS}
+
+
+def _replicas(obj: Mapping[str, Any]) -> int:
+    value = _get(obj, "spec", "replicas")
+    return 1 if value is None else int(value)
+
+
+def _matches(patterns: Sequence[str], kind: str, name: str) -> bool:
+    candidates = (f"{kind}/{name}".lower(), name.lower())
+    return any(fnmatch.fnmatchcase(c, p.lower()) for p in patterns for c in candidates)
+
+
+@attrs.frozen(kw_only=True)
+class BaselinePreserved:
+    """No workload deleted, scaled to zero, relabelled or replaced since the post-deploy baseline.
+
+    Pods owned by a controller come and go and are not checked; standalone pods are. ``ignore``
+    and ``allow_replaced`` take ``Kind/name`` or ``name`` shell patterns, for faults whose fix
+    necessarily recreates an object (a deleted Service).
+    """
+
+    ignore: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    allow_replaced: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    name: str = "baseline_preserved"
+
+    async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
+        return await _guarded(self.name, lambda: self._check(ctx))
+
+    async def _check(self, ctx: OracleContext) -> OracleVerdict:
+        current = {_key(o): o for o in await ctx.list_workloads()}
+        baseline = list(ctx.baseline_workloads)
+        if any(not o.get("kind") for o in baseline + list(current.values())):
+            raise ValueError("workload objects must carry 'kind' (set it on items of list responses)")
+        violations: list[dict[str, str]] = []
+        warnings: list[dict[str, str]] = []
+        checked = 0
+        for old in baseline:
+            kind, namespace, name = _key(old)
+            if _matches(self.ignore, kind, name):
+                continue
+            if kind == "Pod" and _get(old, "metadata", "ownerReferences"):
+                continue
+            checked += 1
+            new = current.get((kind, namespace, name))
+
+            def violation(what: str, detail: str, kind: str = kind, namespace: str = namespace, name: str = name) -> None:
+                violations.append({"kind": kind, "namespace": namespace, "name": name, "violation": what, "detail": detail})
+
+            if new is None:
+                violation("deleted", f"{kind} {namespace}/{name} no longer exists")
+                continue
+            old_uid, new_uid = _get(old, "metadata", "uid"), _get(new, "metadata", "uid")
+            if (kind in _REPLACEABLE or kind == "Pod") and old_uid and new_uid and old_uid != new_uid:
+                if not _matches(self.allow_replaced, kind, name):
+                    violation("replaced", f"{kind} {namespace}/{name} was deleted and recreated (uid {old_uid} -> {new_uid})")
+            if kind in _SCALABLE:
+                before, after = _replicas(old), _replicas(new)
+                if before > 0 and after == 0:
+                    violation("scaled_to_zero", f"{kind} {namespace}/{name} replicas {before} -> 0")
+                elif after < before:
+                    warnings.append({"kind": kind, "name": name, "detail": f"replicas {before} -> {after}"})
+            if kind == "DaemonSet":
+                before = _get(old, "status", "desiredNumberScheduled", default=0)
+                after = _get(new, "status", "desiredNumberScheduled", default=0)
+                if before and not after:
+                    violation("scaled_to_zero", f"DaemonSet {namespace}/{name} is scheduled on no node (was {before})")
+            for what, path in (("selector", ("spec", "selector")), ("pod template labels", ("spec", "template", "metadata", "labels"))):
+                if kind == "Pod" or (what != "selector" and kind == "Service"):
+                    continue
+                before, after = _get(old, *path), _get(new, *path)
+                if what == "pod template labels":
+                    before, after = _labels(before), _labels(after)
+                if before != after:
+                    violation("relabelled", f"{kind} {namespace}/{name} {what} changed: {before} -> {after}")
+            before, after = _labels(_get(old, "metadata", "labels")), _labels(_get(new, "metadata", "labels"))
+            if before != after:
+                violation("relabelled", f"{kind} {namespace}/{name} labels changed: {before} -> {after}")
+        baseline_keys = {_key(o) for o in baseline}
+        added = [
+            "/".join(k)
+            for k, o in current.items()
+            if k not in baseline_keys and not (k[0] == "Pod" and _get(o, "metadata", "ownerReferences"))
+        ]
+        evidence: dict[str, Any] = {"checked": checked, "violations": violations, "added": sorted(added)}
+        if warnings:
+            evidence["scaled_down"] = warnings
+        if violations:
+            evidence["reason"] = "; ".join(v["detail"] for v in violations)
+        return OracleVerdict(name=self.name, passed=not violations, evidence=evidence)
+
+    def describe(self) -> Any:
+        if self.ignore or self.allow_replaced:
+            return {"baseline_preserved": {"ignore": list(self.ignore), "allow_replaced": list(self.allow_replaced)}}
+        return "baseline_preserved"
+
+
+# --------------------------------------------------------------------------------------------------
+# Fault invariant
+# --------------------------------------------------------------------------------------------------
+
+
+def _instance_field(instance: Any, field: str, default: Any = None) -> Any:
+    if isinstance(instance, Mapping):
+        return instance.get(field, default)
+    return getattr(instance, field, default)
+
+
+def describe_instance(index: int, instance: Any) -> str:
+    """``id`` of a fault instance, or ``fault@target``, or its index."""
+    ident = _instance_field(instance, "id")
+    if ident:
+        return str(ident)
+    fault, target = _instance_field(instance, "fault"), _instance_field(instance, "target")
+    return f"{fault}@{target}" if fault else f"instance {index}"
+
+
+@attrs.frozen(kw_only=True)
+class FaultInvariant:
+    """Every fault instance's ``is_present`` is false.
+
+    Instances whose ``role`` is ``trigger`` (transient load or CPU bursts of metastable problems)
+    are not faults to repair and are skipped unless listed in ``instances`` (indices).
+    """
+
+    instances: tuple[int, ...] | None = attrs.field(default=None, converter=lambda v: None if v is None else tuple(v))
+    roles: tuple[str, ...] = ("fault", "vulnerability", "latent")
+    name: str = "fault_invariant"
+
+    async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
+        return await _guarded(self.name, lambda: self._check(ctx))
+
+    async def _check(self, ctx: OracleContext) -> OracleVerdict:
+        results: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for index, instance in enumerate(ctx.fault_instances):
+            if self.instances is not None:
+                if index not in self.instances:
+                    continue
+            elif _instance_field(instance, "role", "fault") not in self.roles:
+                continue
+            label = describe_instance(index, instance)
+            try:
+                present = bool(await ctx.fault_present(index))
+            except Exception as exc:  # noqa: BLE001 - recorded per instance
+                errors.append(f"{label}: {_describe(exc)}")
+                results.append({"instance": label, "present": None, "error": _describe(exc)})
+                continue
+            results.append({"instance": label, "present": present})
+        still = [r["instance"] for r in results if r["present"]]
+        evidence: dict[str, Any] = {"instances": results}
+        if still:
+            evidence["reason"] = "fault still present: " + ", ".join(still)
+        return OracleVerdict(
+            name=self.name, passed=not still and not errors, evidence=evidence, error="; ".join(errors) or None
+        )
+
+    def describe(self) -> Any:
+        return {"fault_invariant": {"instances": list(self.instances)}} if self.instances is not None else "fault_invariant"
+
+
+# --------------------------------------------------------------------------------------------------
+# Functional SLO
+# --------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class FunctionalSLO:
+    """The workload's success rate (and optionally p95 latency) over the last ``window_s`` seconds.
+
+    Fewer than ``min_requests`` requests in the window fails: silence is not health.
+    """
+
+    min_success_rate: float = 0.99
+    max_p95_ms: float | None = None
+    window_s: float = 30.0
+    min_requests: int = 20
+    name: str = "functional_slo"
+
+    async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
+        return await _guarded(self.name, lambda: self._check(ctx))
+
+    async def _check(self, ctx: OracleContext) -> OracleVerdict:
+        stats = dict(await ctx.workload_stats(self.window_s))
+        count = int(stats.get("count") or 0)
+        rate = stats.get("success_rate")
+        p95 = stats.get("p95_ms")
+        reasons = []
+        if count < self.min_requests:
+            reasons.append(f"only {count} requests in {self.window_s:g} s (need {self.min_requests})")
+        if rate is None or float(rate) < self.min_success_rate:
+            shown = "unknown" if rate is None else f"{float(rate):.3f}"
+            reasons.append(f"success rate {shown} < {self.min_success_rate:g}")
+        if self.max_p95_ms is not None and (p95 is None or float(p95) > self.max_p95_ms):
+            reasons.append(f"p95 {p95} ms > {self.max_p95_ms:g} ms")
+        evidence: dict[str, Any] = {
+            "window_s": self.window_s,
+            "min_success_rate": self.min_success_rate,
+            "max_p95_ms": self.max_p95_ms,
+            "min_requests": self.min_requests,
+            "stats": {k: stats.get(k) for k in ("count", "success_rate", "p50_ms", "p95_ms", "p99_ms") if k in stats},
+        }
+        if reasons:
+            evidence["reason"] = "; ".join(reasons)
+        return OracleVerdict(name=self.name, passed=not reasons, evidence=evidence)
+
+    def describe(self) -> Any:
+        return {
+            "functional_slo": {
+                "min_success_rate": self.min_success_rate,
+                "max_p95_ms": self.max_p95_ms,
+                "window_s": self.window_s,
+                "min_requests": self.min_requests,
+            }
+        }
+
+
+# --------------------------------------------------------------------------------------------------
+# Time and composition
+# --------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Sustained:
+    """``inner`` keeps passing for ``seconds``, sampled every ``interval`` seconds (fails fast)."""
+
+    inner: Oracle
+    seconds: float
+    interval: float = 5.0
+    name: str = "sustained"
+
+    async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
+        start = ctx.now()
+        samples = 0
+        last: OracleVerdict | None = None
+        while True:
+            last = await self.inner.evaluate(ctx)
+            samples += 1
+            held = ctx.now() - start
+            if not last.passed:
+                evidence = {"seconds": self.seconds, "held_s": round(held, 3), "samples": samples}
+                evidence["reason"] = f"{self.inner.name} failed after {held:.1f} s of {self.seconds:g} s"
+                return OracleVerdict(name=self.name, passed=False, evidence=evidence, children=(last,))
+            if held >= self.seconds:
+                break
+            await ctx.sleep(min(self.interval, max(self.seconds - held, 0.0)))
+        evidence = {"seconds": self.seconds, "held_s": round(ctx.now() - start, 3), "samples": samples}
+        return OracleVerdict(name=self.name, passed=True, evidence=evidence, children=(last,))
+
+    def describe(self) -> Any:
+        return {"sustained": {"seconds": self.seconds, "interval": self.interval, "oracle": describe_oracle(self.inner)}}
+
+
+@attrs.frozen(kw_only=True)
+class Replay:
+    """Re-run a trigger, wait ``settle_s``, then ``inner`` must pass (metastable recovery)."""
+
+    trigger: str
+    inner: Oracle
+    settle_s: float = 10.0
+    name: str = "replay"
+
+    async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
+        try:
+            await ctx.replay_trigger(self.trigger)
+        except Exception as exc:  # noqa: BLE001 - an unreplayable trigger cannot prove recovery
+            return OracleVerdict(
+                name=self.name,
+                passed=False,
+                evidence={"trigger": self.trigger, "reason": "could not replay the trigger"},
+                error=_describe(exc),
+            )
+        await ctx.sleep(self.settle_s)
+        inner = await self.inner.evaluate(ctx)
+        evidence: dict[str, Any] = {"trigger": self.trigger, "settle_s": self.settle_s}
+        if not inner.passed:
+            evidence["reason"] = f"unhealthy after replaying {self.trigger!r}"
+        return OracleVerdict(name=self.name, passed=inner.passed, evidence=evidence, children=(inner,))
+
+    def describe(self) -> Any:
+        return {"replay": {"trigger": self.trigger, "settle_s": self.settle_s, "oracle": describe_oracle(self.inner)}}
+
+
+@attrs.frozen(kw_only=True)
+class AllOf:
+    """Every child passes. Children run in order; after the first failure the rest are skipped
+    (``short_circuit``), so a long ``sustained`` does not run when the baseline is already broken."""
+
+    children: tuple[Oracle, ...] = attrs.field(converter=tuple)
+    short_circuit: bool = True
+    name: str = "all"
+
+    async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
+        verdicts: list[OracleVerdict] = []
+        skipped: list[str] = []
+        for child in self.children:
+            if self.short_circuit and any(not v.passed for v in verdicts):
+                skipped.append(child.name)
+                continue
+            verdicts.append(await child.evaluate(ctx))
+        failed = [v.name for v in verdicts if not v.passed]
+        evidence: dict[str, Any] = {"failed": failed}
+        if skipped:
+            evidence["skipped"] = skipped
+        if failed:
+            evidence["reason"] = "failed: " + ", ".join(failed)
+        return OracleVerdict(name=self.name, passed=not failed and bool(verdicts), evidence=evidence, children=tuple(verdicts))
+
+    def describe(self) -> Any:
+        children = [describe_oracle(c) for c in self.children]
+        return {"all": children} if self.short_circuit else {"all": {"oracles": children, "short_circuit": False}}
+
+
+@attrs.frozen(kw_only=True)
+class AnyOf:
+    """At least one child passes (stops at the first that does)."""
+
+    children: tuple[Oracle, ...] = attrs.field(converter=tuple)
+    name: str = "any"
+
+    async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
+        verdicts: list[OracleVerdict] = []
+        for child in self.children:
+            verdict = await child.evaluate(ctx)
+            verdicts.append(verdict)
+            if verdict.passed:
+                return OracleVerdict(name=self.name, passed=True, evidence={"passed_by": verdict.name}, children=tuple(verdicts))
+        return OracleVerdict(
+            name=self.name, passed=False, evidence={"reason": "no alternative passed"}, children=tuple(verdicts)
+        )
+
+    def describe(self) -> Any:
+        return {"any": [describe_oracle(c) for c in self.children]}
+
+
+@attrs.frozen(kw_only=True)
+class _PluginOracle:
+    """An oracle a plugin registered, with its failures turned into verdicts."""
+
+    name: str
+    impl: Any = attrs.field(eq=False)
+    params: Mapping[str, Any] = attrs.field(factory=dict)
+
+    async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
+        async def check() -> OracleVerdict:
+            verdict = await self.impl.evaluate(ctx)
+            if not isinstance(verdict, OracleVerdict):
+                raise TypeError(f"oracle {self.name!r} returned {type(verdict).__name__}, not an OracleVerdict")
+            return verdict
+
+        return await _guarded(self.name, check)
+
+    def describe(self) -> Any:
+        return {self.name: dict(self.params)} if self.params else self.name
+
+
+# Lower-case constructors, the vocabulary problem authors and Python hooks use.
+
+
+def baseline_preserved(*, ignore: Sequence[str] = (), allow_replaced: Sequence[str] = ()) -> BaselinePreserved:
+    return BaselinePreserved(ignore=tuple(ignore), allow_replaced=tuple(allow_replaced))
+
+
+def fault_invariant(*, instances: Sequence[int] | None = None) -> FaultInvariant:
+    return FaultInvariant(instances=instances)
+
+
+def functional_slo(
+    *, min_success_rate: float = 0.99, max_p95_ms: float | None = None, window_s: float = 30.0, min_requests: int = 20
+) -> FunctionalSLO:
+    return FunctionalSLO(min_success_rate=min_success_rate, max_p95_ms=max_p95_ms, window_s=window_s, min_requests=min_requests)
+
+
+def sustained(inner: Oracle, seconds: float, interval: float = 5.0) -> Sustained:
+    return Sustained(inner=inner, seconds=seconds, interval=interval)
+
+
+def replay(trigger: str, inner: Oracle, settle_s: float = 10.0) -> Replay:
+    return Replay(trigger=trigger, inner=inner, settle_s=settle_s)
+
+
+def all_of(*children: Oracle, short_circuit: bool = True) -> AllOf:
+    return AllOf(children=children, short_circuit=short_circuit)
+
+
+def any_of(*children: Oracle) -> AnyOf:
+    return AnyOf(children=children)
+
+
+# --------------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------------
+
+DEFAULT_ORACLE_CONFIG: dict[str, Any] = {"all": ["baseline_preserved", "fault_invariant", "functional_slo"]}
+
+_PATTERNS = {"type": "array", "items": {"type": "string", "minLength": 1}}
+_NODE = "#/$defs/oracle"
+
+#: JSON Schema of a problem file's ``oracle:`` section (self-contained: embed it anywhere).
+ORACLE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://sregym.dev/schemas/oracle.schema.json",
+    "title": "SREGym mitigation oracle composition",
+    "$ref": _NODE,
+    "$defs": {
+        "oracle": {
+            "description": "A mitigation oracle: a name, or an object with exactly one oracle key.",
+            "oneOf": [
+                {"type": "string", "pattern": "^[a-z][a-z0-9_-]*$"},
+                {
+                    "type": "object",
+                    "minProperties": 1,
+                    "maxProperties": 1,
+                    "properties": {
+                        "all": {
+                            "oneOf": [
+                                {"type": "array", "items": {"$ref": _NODE}, "minItems": 1},
+                                {
+                                    "type": "object",
+                                    "required": ["oracles"],
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "oracles": {"type": "array", "items": {"$ref": _NODE}, "minItems": 1},
+                                        "short_circuit": {"type": "boolean"},
+                                    },
+                                },
+                            ]
+                        },
+                        "any": {"type": "array", "items": {"$ref": _NODE}, "minItems": 1},
+                        "baseline_preserved": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {"ignore": _PATTERNS, "allow_replaced": _PATTERNS},
+                        },
+                        "fault_invariant": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {"instances": {"type": "array", "items": {"type": "integer", "minimum": 0}}},
+                        },
+                        "functional_slo": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                "min_success_rate": {"type": "number", "minimum": 0, "maximum": 1},
+                                "max_p95_ms": {"type": ["number", "null"], "exclusiveMinimum": 0},
+                                "window_s": {"type": "number", "exclusiveMinimum": 0},
+                                "min_requests": {"type": "integer", "minimum": 0},
+                            },
+                        },
+                        "sustained": {
+                            "type": "object",
+                            "required": ["seconds"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "seconds": {"type": "number", "exclusiveMinimum": 0},
+                                "interval": {"type": "number", "exclusiveMinimum": 0},
+                                "oracle": {"$ref": _NODE},
+                            },
+                        },
+                        "replay": {
+                            "type": "object",
+                            "required": ["trigger"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "trigger": {"type": "string", "minLength": 1},
+                                "settle_s": {"type": "number", "minimum": 0},
+                                "oracle": {"$ref": _NODE},
+                            },
+                        },
+                    },
+                    "patternProperties": {
+                        "^(?!(all|any|baseline_preserved|fault_invariant|functional_slo|sustained|replay)$)[a-z][a-z0-9_-]*$": {
+                            "type": "object",
+                            "description": "parameters of an oracle a plugin registered",
+                        }
+                    },
+                    "additionalProperties": False,
+                },
+            ],
+        }
+    },
+}
+
+_LEAVES: dict[str, Callable[..., Oracle]] = {
+    "baseline_preserved": baseline_preserved,
+    "fault_invariant": fault_invariant,
+    "functional_slo": functional_slo,
+}
+
+
+def _canonical(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def validate_oracle_config(config: Any, *, source: str | None = None) -> None:
+    """Check ``config`` against :data:`ORACLE_SCHEMA`; raise ``ConfigError`` with JSON paths."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(ORACLE_SCHEMA)
+    problems = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if problems:
+        errors = []
+        for error in problems:
+            # oneOf errors are vague at the top; the deepest context names the real problem
+            best = jsonschema.exceptions.best_match([error])
+            path = "oracle" + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in best.absolute_path)
+            errors.append((path, best.message))
+        raise ConfigError(
+            "invalid oracle composition",
+            errors=errors,
+            source=source,
+            hints=(
+                "an oracle is a name (baseline_preserved, fault_invariant, functional_slo) or an object with one key: "
+                "all, any, sustained, replay, or a leaf with its parameters",
+            ),
+        )
+
+
+def build_oracle(
+    config: Any = None,
+    *,
+    extra: Mapping[str, Callable[..., Any]] | None = None,
+    source: str | None = None,
+) -> Oracle:
+    """Build an oracle tree from a problem file's ``oracle:`` section.
+
+    :param config: the section (``None`` or empty: :data:`DEFAULT_ORACLE_CONFIG`).
+    :param extra: oracles registered by plugins, name -> ``factory(**params)`` returning an object
+        with ``async evaluate(ctx) -> OracleVerdict`` (names may use ``-`` or ``_``).
+    :param source: the file the section came from, for error messages.
+    :raises ConfigError: on a schema violation or an unknown oracle name.
+    """
+    if config is None or config == {} or config == []:
+        config = DEFAULT_ORACLE_CONFIG
+    validate_oracle_config(config, source=source)
+    plugins = {_canonical(k): v for k, v in (extra or {}).items()}
+    return _build(config, plugins, "oracle", source)
+
+
+def _build(node: Any, plugins: Mapping[str, Callable[..., Any]], path: str, source: str | None) -> Oracle:
+    if isinstance(node, str):
+        return _leaf(node, {}, plugins, path, source)
+    (key, value), = node.items()
+    name = _canonical(key)
+    where = f"{path}[{key!r}]"
+    if name == "all":
+        items, short = (value, True) if isinstance(value, list) else (value["oracles"], value.get("short_circuit", True))
+        return AllOf(children=[_build(c, plugins, f"{where}[{i}]", source) for i, c in enumerate(items)], short_circuit=short)
+    if name == "any":
+        return AnyOf(children=[_build(c, plugins, f"{where}[{i}]", source) for i, c in enumerate(value)])
+    if name == "sustained":
+        inner = _build(value.get("oracle", "functional_slo"), plugins, f"{where}['oracle']", source)
+        return Sustained(inner=inner, seconds=float(value["seconds"]), interval=float(value.get("interval", 5.0)))
+    if name == "replay":
+        inner = _build(value.get("oracle", "functional_slo"), plugins, f"{where}['oracle']", source)
+        return Replay(trigger=value["trigger"], inner=inner, settle_s=float(value.get("settle_s", 10.0)))
+    return _leaf(key, value, plugins, where, source)
+
+
+def _leaf(key: str, params: Mapping[str, Any], plugins: Mapping[str, Callable[..., Any]], path: str, source: str | None) -> Oracle:
+    name = _canonical(key)
+    if name in _LEAVES:
+        return _LEAVES[name](**params)
+    if name in plugins:
+        try:
+            impl = plugins[name](**params)
+        except TypeError as exc:
+            raise ConfigError(f"oracle {key!r} rejected its parameters", errors=[(path, str(exc))], source=source) from exc
+        return _PluginOracle(name=name, impl=impl, params=dict(params))
+    known = sorted(set(_LEAVES) | set(plugins) | {"all", "any", "sustained", "replay"})
+    raise ConfigError(
+        f"unknown mitigation oracle {key!r}",
+        errors=[(path, f"no oracle named {key!r}")],
+        source=source,
+        hints=(f"known oracles: {', '.join(known)}", "plugins register more with the sregym_oracles hook"),
+    )

@@ -1,0 +1,266 @@
+"""The checklist scoring rules and the deterministic judge-rules judge."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sregym_core.errors import ConfigError
+from sregym_core.oracles import (
+    CHECKLIST,
+    DIMENSIONS,
+    QUESTION_IDS,
+    ChecklistAnswer,
+    Judge,
+    JudgeVerdict,
+    RulesJudge,
+)
+from sregym_core.oracles.judge import decide, score
+from sregym_core.oracles.rules import concrete_values, make_rules_judge
+from sregym_core.types import GroundTruth
+
+NS = "hotel-reservation"
+SERVICES = ("frontend", "search", "geo", "rate", "profile", "recommendation", "user", "reservation")
+COMPONENTS = SERVICES + tuple(f"postgres-{s}" for s in SERVICES[2:]) + ("memcached-profile", "memcached-rate", "memcached-reservation")
+
+WRONG_IMAGE = GroundTruth(
+    fault="wrong-image",
+    layer="k8s",
+    components=("geo",),
+    namespace=NS,
+    resource_kind="Deployment",
+    mechanism="container image set to a tag that does not exist",
+    mutated_values={"image": {"before": "sregym/hotel-reservation:1.0", "after": "sregym/hotel-reservation:1.0-nonexistent"}},
+    symptoms=("geo pods in ImagePullBackOff", "search requests fail"),
+)
+WRONG_PORT = GroundTruth(
+    fault="wrong-port-env",
+    layer="config",
+    components=("search",),
+    namespace=NS,
+    resource_kind="Deployment",
+    mechanism="the GEO_ADDR environment variable points at the wrong port",
+    mutated_values={"GEO_ADDR": {"before": "geo:8083", "after": "geo:9083"}},
+    symptoms=("connection refused to geo in search logs",),
+    keywords=("wrong port",),
+)
+DB_REVOKE = GroundTruth(
+    fault="db-revoke",
+    layer="datastore",
+    components=("postgres-user",),
+    namespace=NS,
+    resource_kind="PostgreSQL role",
+    mechanism="SELECT privilege on the users table revoked from the user service's role",
+    mutated_values={"revoked": "SELECT on users", "role": "hotel_user"},
+    symptoms=("permission denied for table users", "login fails"),
+    user_visible=False,
+)
+SCALE_ZERO = GroundTruth(
+    fault="scale-zero",
+    layer="k8s",
+    components=("rate",),
+    namespace=NS,
+    resource_kind="Deployment",
+    mechanism="replicas scaled to zero",
+    mutated_values={"replicas": {"before": 1, "after": 0}},
+    symptoms=("no endpoints for rate",),
+)
+
+
+def judge(submission, *truth, threshold=0.7):
+    return RulesJudge(threshold=threshold).judge(submission, tuple(truth), app_components=COMPONENTS, app_namespace=NS)
+
+
+# ---------------------------------------------------------------- checklist and scoring
+
+
+def test_checklist_has_nine_questions_three_per_dimension():
+    assert len(CHECKLIST) == 9 and len(set(QUESTION_IDS)) == 9
+    for dimension in DIMENSIONS:
+        assert sum(q.dimension == dimension for q in CHECKLIST) == 3
+
+
+def _answers(yes_ids):
+    return [ChecklistAnswer(id=q.id, dimension=q.dimension, question=q.question, answer=q.id in yes_ids) for q in CHECKLIST]
+
+
+def test_scoring_equal_weights_threshold_and_empty_dimension():
+    all_but_one = set(QUESTION_IDS) - {"char_values"}
+    dims = score(_answers(all_but_one))
+    assert dims["characterization"] == pytest.approx(2 / 3)
+    assert decide(dims, 0.7) == (pytest.approx(8 / 9, abs=1e-6), True)
+    # localization and scope perfect, nothing on characterization: 0.67 composite and an empty dimension
+    no_char = {q.id for q in CHECKLIST if q.dimension != "characterization"}
+    composite, passed = decide(score(_answers(no_char)), 0.5)
+    assert composite == pytest.approx(2 / 3, abs=1e-6) and not passed
+    # exactly at the threshold passes
+    assert decide({"localization": 0.7, "characterization": 0.7, "scope": 0.7}, 0.7)[1]
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, -0.1, "high", True])
+def test_threshold_is_validated(bad):
+    with pytest.raises(ConfigError, match="threshold"):
+        RulesJudge(threshold=bad)
+
+
+def test_factory_takes_threshold_from_config_and_rejects_unknown_keys():
+    assert make_rules_judge(threshold=0.9).threshold == 0.9
+    with pytest.raises(ConfigError, match="does not take model"):
+        make_rules_judge(model="gpt")
+
+
+def test_rules_judge_satisfies_protocol_and_verdict_round_trips():
+    j = RulesJudge()
+    assert isinstance(j, Judge)
+    verdict = judge("The geo deployment uses image sregym/hotel-reservation:1.0-nonexistent, ImagePullBackOff.", WRONG_IMAGE)
+    data = json.loads(json.dumps(verdict.to_dict()))
+    assert JudgeVerdict.from_dict(data) == verdict
+    assert data["inputs"]["truth"][0]["components"] == ["geo"]
+    assert data["inputs"]["app_namespace"] == NS and data["inputs"]["submission"].startswith("The geo")
+    assert [a["id"] for a in data["answers"]] == list(QUESTION_IDS)
+
+
+def test_truth_may_be_given_as_dicts():
+    verdict = RulesJudge().judge(
+        "geo's image tag 1.0-nonexistent does not exist so pods are in ImagePullBackOff",
+        (WRONG_IMAGE.to_dict(),),
+        app_components=COMPONENTS,
+        app_namespace=NS,
+    )
+    assert verdict.passed
+
+
+# ---------------------------------------------------------------- judging realistic diagnoses
+
+
+def test_correct_wrong_image_diagnosis_passes_every_question():
+    verdict = judge(
+        "Root cause: the geo Deployment in namespace hotel-reservation was updated to image "
+        "sregym/hotel-reservation:1.0-nonexistent, a tag that does not exist. Its pods are stuck in "
+        "ImagePullBackOff, so search cannot reach geo and hotel searches through the frontend fail.",
+        WRONG_IMAGE,
+    )
+    assert verdict.passed and verdict.composite == 1.0, [(a.id, a.evidence) for a in verdict.answers if not a.answer]
+
+
+def test_correct_diagnosis_without_concrete_value_still_passes():
+    verdict = judge("geo pods cannot pull their image (ErrImagePull) because the geo deployment references a nonexistent tag.", WRONG_IMAGE)
+    assert verdict.passed
+    assert verdict.answer("char_values") is False
+
+
+def test_wrong_component_fails():
+    verdict = judge(
+        "The search deployment's image tag does not exist (ImagePullBackOff), which breaks the frontend. geo is healthy.",
+        WRONG_IMAGE,
+    )
+    assert not verdict.passed
+    assert not verdict.answer("loc_component") and not verdict.answer("scope_no_unrelated")
+    assert "search" in next(a.evidence for a in verdict.answers if a.id == "scope_no_unrelated")
+
+
+def test_right_component_wrong_mechanism_fails_on_characterization():
+    verdict = judge("The geo pods are OOMKilled because the memory limit on the geo deployment is too low.", WRONG_IMAGE)
+    assert not verdict.passed
+    assert verdict.dimensions["characterization"] == 0.0 and verdict.dimensions["localization"] == 1.0
+
+
+def test_listing_every_service_fails_scope():
+    verdict = judge(
+        "Multiple services are broken: frontend, search, geo, rate, profile, recommendation, user and reservation "
+        "all have a wrong image and are in ImagePullBackOff.",
+        WRONG_IMAGE,
+    )
+    assert not verdict.passed
+    assert verdict.dimensions["scope"] == 0.0
+    assert "over-broad" in next(a.evidence for a in verdict.answers if a.id == "scope_no_unrelated")
+
+
+def test_whole_application_blame_phrase_fails_scope():
+    verdict = judge("All services have a nonexistent image tag, geo included, so everything is in ImagePullBackOff.", WRONG_IMAGE)
+    assert verdict.dimensions["scope"] == 0.0 and not verdict.passed
+
+
+def test_vague_diagnosis_fails():
+    verdict = judge("Something is wrong with the hotel reservation app; some requests fail. Probably a misconfiguration.", WRONG_IMAGE)
+    assert not verdict.passed
+    assert not verdict.answer("loc_component") and not verdict.answer("char_mechanism")
+
+
+def test_empty_submission_fails_every_question():
+    verdict = judge("   ", WRONG_IMAGE)
+    assert not verdict.passed and verdict.composite == 0.0
+    assert all(a.evidence == "empty submission" for a in verdict.answers)
+
+
+def test_wrong_port_with_concrete_value():
+    good = judge("search's GEO_ADDR env var points to geo:9083, the wrong port, so search gets connection refused.", WRONG_PORT)
+    assert good.passed and good.answer("char_values")
+    # mentions geo as the peer but blames search: geo is on the effect side, not blamed
+    assert good.answer("scope_no_unrelated")
+    blames_geo = judge("The geo service listens on the wrong port 9083 so search cannot connect.", WRONG_PORT)
+    assert not blames_geo.passed
+
+
+def test_db_revoke_uses_datastore_aliases_and_layer():
+    verdict = judge(
+        "The user database (postgres-user) lost its grants: SELECT on users was revoked from role hotel_user, so the "
+        "user service gets 'permission denied for table users' and logins fail.",
+        DB_REVOKE,
+    )
+    assert verdict.passed, [(a.id, a.evidence) for a in verdict.answers if not a.answer]
+    assert verdict.answer("loc_kind") and verdict.answer("char_values")
+
+
+def test_db_alias_alone_counts_as_the_component():
+    verdict = judge("Privileges were revoked on the user database; logins fail with permission denied.", DB_REVOKE)
+    assert verdict.answer("loc_component") and verdict.answer("scope_all_faults")
+
+
+def test_scale_zero_without_values_follows_mechanism():
+    assert concrete_values(SCALE_ZERO) == []
+    verdict = judge("The rate deployment was scaled to zero replicas, so the rate service has no endpoints.", SCALE_ZERO)
+    assert verdict.passed and verdict.answer("char_values")
+    assert "follows the mechanism" in next(a.evidence for a in verdict.answers if a.id == "char_values")
+
+
+def test_negated_mechanism_does_not_count():
+    verdict = judge("The rate deployment is fine and was not scaled to zero; the rate pods crash on start.", SCALE_ZERO)
+    assert not verdict.answer("char_mechanism")
+
+
+def test_common_word_components_need_context():
+    # "error rate" and "the user" are prose, not the rate and user components
+    verdict = judge("The error rate is high for the user because the geo image tag does not exist.", WRONG_IMAGE)
+    assert verdict.answer("scope_no_unrelated")
+    assert verdict.inputs["app_components"][0] == "frontend"
+
+
+def test_pod_names_count_as_components():
+    verdict = judge("Pod geo-5d8f7c9b6d-x7k2p is in ImagePullBackOff: image tag 1.0-nonexistent does not exist.", WRONG_IMAGE)
+    assert verdict.answer("loc_component") and verdict.passed
+
+
+def test_other_namespace_is_wrong():
+    verdict = judge("In namespace default, geo has a nonexistent image tag.", WRONG_IMAGE)
+    assert not verdict.answer("loc_namespace")
+
+
+# ---------------------------------------------------------------- multiple faults
+
+
+def test_multi_fault_must_name_all_and_prioritise_the_visible_one():
+    truths = (WRONG_IMAGE, DB_REVOKE)
+    both = judge(
+        "The user-visible outage: geo's image tag 1.0-nonexistent does not exist so geo is in ImagePullBackOff and "
+        "searches fail. Separately, a latent issue: SELECT was revoked on the user database (postgres-user).",
+        *truths,
+    )
+    assert both.passed and both.answer("scope_all_faults") and both.answer("scope_priority")
+    only_one = judge("geo's image tag does not exist, ImagePullBackOff, searches fail.", *truths)
+    assert not only_one.answer("scope_all_faults")
+    latent_first = judge(
+        "postgres-user had SELECT revoked, causing permission denied. Also geo has a nonexistent image.", *truths
+    )
+    assert not latent_first.answer("scope_priority")
