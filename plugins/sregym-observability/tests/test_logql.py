@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import pytest
+from sregym_observability.logql import LogQLError, parse_logql
+
+
+def test_selector_and_chained_filters() -> None:
+    query = parse_logql('{namespace="hotel", app=~"geo.*", pod!="x", container!~"side.*"} '
+                        '|= "error" != "healthz" |~ "time(out)?" !~ `debug\\d`')
+    assert [(m.name, m.op, m.value) for m in query.matchers] == [
+        ("namespace", "=", "hotel"), ("app", "=~", "geo.*"), ("pod", "!=", "x"), ("container", "!~", "side.*")]
+    assert [(f.op, f.pattern) for f in query.filters] == [
+        ("|=", "error"), ("!=", "healthz"), ("|~", "time(out)?"), ("!~", "debug\\d")]
+    labels = {"namespace": "hotel", "app": "geo", "pod": "geo-1", "container": "geo"}
+    assert query.selects(labels)
+    assert not query.selects({**labels, "container": "sidecar"})
+    assert not query.selects({**labels, "app": "xgeo"})  # regexes are anchored
+    assert query.keep("rpc error: timeout")
+    assert not query.keep("rpc error: timeout /healthz")
+    assert not query.keep("error tim debug7")
+    assert not query.keep("all fine")
+
+
+def test_escapes_in_double_quoted_strings() -> None:
+    query = parse_logql('{app="a"} |= "say \\"hi\\"" |~ "\\d+ ms"')
+    assert query.filters[0].pattern == 'say "hi"'
+    assert query.keep('say "hi" after 12 ms')
+    assert not query.keep('say "hi" after x ms')
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "unexpected end of input"),
+        ("namespace=\"x\"", "expecting {"),
+        ("{namespace=\"x\"", "expecting , between label matchers"),
+        ("{namespace=x}", "expecting STRING"),
+        ("{namespace~\"x\"}", "expecting = or != or =~ or !~"),
+        ("{}", "at least one regexp or equality matcher"),
+        ("{app=~\".*\"}", "empty-compatible value"),
+        ("{app=~\"(\"}", "error parsing regexp"),
+        ("{app=\"a\"} |= ", "expecting STRING"),
+        ("{app=\"a\"} | json", "unsupported pipeline stage"),
+        ("{app=\"a\"} foo", "expecting |= or != or |~ or !~"),
+        ("{app=\"a\"} |~ \"[\"", "error parsing regexp"),
+        ("{app=\"a} ", "literal not terminated"),
+    ],
+)
+def test_malformed_queries_are_explained(text: str, fragment: str) -> None:
+    with pytest.raises(LogQLError) as caught:
+        parse_logql(text)
+    assert fragment in str(caught.value)
+    assert "parse error" in str(caught.value) or "regexp" in str(caught.value)
