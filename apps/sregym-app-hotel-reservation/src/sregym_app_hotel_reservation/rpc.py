@@ -1,0 +1,232 @@
+"""gRPC with a JSON codec: real gRPC over HTTP/2 through grpcio generic handlers, no protoc step.
+
+Each service exposes ``/hotel.<Service>/<Method>``; requests and responses are JSON objects. The
+server side adds admission control (``QUEUE_DEPTH`` concurrent RPCs via grpcio's
+``maximum_concurrent_rpcs``, and a ``BACKEND_RATE_LIMIT`` token bucket whose waiters queue up), the
+standard ``grpc.health.v1`` service, metrics and server spans. The client side adds per-attempt
+timeouts, retries with exponential backoff and jitter, metrics, client spans and trace propagation.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent import futures
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from . import logs, telemetry
+from .config import Config, Rpc
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+CHANNEL_OPTIONS = [
+    # Reconnect quickly once a broken dependency is fixed (grpc's default backoff grows to 120 s).
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+    ("grpc.enable_retries", 0),  # retries are ours, configured by RPC_RETRIES
+    ("grpc.keepalive_time_ms", 30000),
+]
+
+
+class RpcError(Exception):
+    """An error with a gRPC status code, raised by handlers and by clients after retries."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _encode(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _decode(data: bytes) -> Any:
+    return json.loads(data) if data else {}
+
+
+def service_path(service: str) -> str:
+    return f"hotel.{service.capitalize()}"
+
+
+class TokenBucket:
+    """Admits ``rate`` requests per second; callers wait their turn (the queue grows under overload)."""
+
+    def __init__(self, rate: float, burst: float | None = None) -> None:
+        self.rate = rate
+        self.capacity = burst if burst is not None else max(1.0, rate / 10)
+        self.tokens = self.capacity
+        self.stamp = time.monotonic()
+        self.lock = threading.Lock()
+
+    def acquire(self) -> float:
+        """Take one token, sleeping until it is available; return the seconds waited."""
+        with self.lock:
+            now = time.monotonic()
+            self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+            self.tokens -= 1
+            wait = 0.0 if self.tokens >= 0 else -self.tokens / self.rate
+        if wait:
+            time.sleep(wait)
+        return wait
+
+
+class RpcServer:
+    """A gRPC server for one service's JSON methods plus the health service."""
+
+    def __init__(self, cfg: Config, handlers: Mapping[str, Handler]) -> None:
+        self.cfg = cfg
+        self.health = health.HealthServicer()
+        self.bucket = TokenBucket(cfg.rpc.rate_limit) if cfg.rpc.rate_limit > 0 else None
+        self._inflight = 0
+        self._lock = threading.Lock()
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=cfg.rpc.workers, thread_name_prefix="rpc"),
+            maximum_concurrent_rpcs=cfg.rpc.queue_depth,
+            options=[("grpc.so_reuseport", 0)],
+        )
+        path = service_path(cfg.service)
+        method_handlers = {
+            name: grpc.unary_unary_rpc_method_handler(
+                self._wrap(name, fn), request_deserializer=_decode, response_serializer=_encode)
+            for name, fn in handlers.items()
+        }
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(path, method_handlers),))
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        self.bound = self.server.add_insecure_port(f"{cfg.host}:{cfg.port}")
+        if not self.bound:
+            raise OSError(f"cannot listen on {cfg.host}:{cfg.port}")
+
+    def _wrap(self, method: str, fn: Handler) -> Callable[[Any, grpc.ServicerContext], Any]:
+        service = self.cfg.service
+        tracer = telemetry.tracer()
+
+        def handle(request: dict[str, Any], context: grpc.ServicerContext) -> Any:
+            start = time.perf_counter()
+            parent = telemetry.extract_context(context.invocation_metadata())
+            token = otel_context.attach(parent)
+            code = grpc.StatusCode.OK
+            with self._lock:
+                self._inflight += 1
+                telemetry.RPC_SERVER_INFLIGHT.labels(service).set(self._inflight)
+            try:
+                with tracer.start_as_current_span(
+                    f"{service_path(service)}/{method}", kind=trace.SpanKind.SERVER,
+                    attributes={"rpc.system": "grpc", "rpc.service": service_path(service), "rpc.method": method},
+                ) as span:
+                    if self.bucket is not None:
+                        waited = self.bucket.acquire()
+                        if waited > 0.001:
+                            span.set_attribute("hotel.ratelimit_wait_ms", round(waited * 1000, 1))
+                    try:
+                        return fn(request if isinstance(request, dict) else {})
+                    except RpcError as exc:
+                        code = exc.code
+                        span.set_status(trace.Status(trace.StatusCode.ERROR, exc.message))
+                        context.abort(exc.code, exc.message)
+                    except Exception as exc:
+                        if isinstance(exc, grpc.RpcError) or type(exc).__name__ == "_AbortError":
+                            raise
+                        code = grpc.StatusCode.INTERNAL
+                        span.record_exception(exc)
+                        span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
+                        logs.error("handler_crashed", method=method, error=f"{type(exc).__name__}: {exc}")
+                        context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+            finally:
+                otel_context.detach(token)
+                with self._lock:
+                    self._inflight -= 1
+                    telemetry.RPC_SERVER_INFLIGHT.labels(service).set(self._inflight)
+                telemetry.RPC_SERVER_REQUESTS.labels(service, method, code.name).inc()
+                telemetry.RPC_SERVER_LATENCY.labels(service, method).observe(time.perf_counter() - start)
+
+        return handle
+
+    def start(self) -> None:
+        self.server.start()
+        self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        self.health.set(service_path(self.cfg.service), health_pb2.HealthCheckResponse.SERVING)
+
+    def stop(self, grace: float) -> None:
+        self.health.enter_graceful_shutdown()
+        self.server.stop(grace).wait(grace + 1)
+
+
+class Peer:
+    """A client for one peer service, with timeout, retries and exponential backoff."""
+
+    def __init__(self, service: str, peer: str, addr: str, rpc: Rpc) -> None:
+        self.service, self.peer, self.addr, self.rpc = service, peer, addr, rpc
+        # Plain DNS via getaddrinfo (GRPC_DNS_RESOLVER=native, set in serve.py) so cluster DNS works.
+        self.channel = grpc.insecure_channel(addr, options=CHANNEL_OPTIONS)
+        self._stubs: dict[str, Any] = {}
+        self._health = health_pb2_grpc.HealthStub(self.channel)
+
+    def _stub(self, method: str) -> Any:
+        stub = self._stubs.get(method)
+        if stub is None:
+            stub = self.channel.unary_unary(f"/{service_path(self.peer)}/{method}",
+                                            request_serializer=_encode, response_deserializer=_decode)
+            self._stubs[method] = stub
+        return stub
+
+    def call(self, method: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Call ``method``; retry retryable failures; raise RpcError naming the peer after the last try."""
+        tracer = telemetry.tracer()
+        start = time.perf_counter()
+        attempts = self.rpc.retries + 1
+        last: grpc.RpcError | None = None
+        with tracer.start_as_current_span(
+            f"{service_path(self.peer)}/{method}", kind=trace.SpanKind.CLIENT,
+            attributes={"rpc.system": "grpc", "rpc.service": service_path(self.peer), "rpc.method": method,
+                        "net.peer.name": self.addr, "peer.service": self.peer},
+        ) as span:
+            metadata = telemetry.inject_metadata()
+            try:
+                for attempt in range(attempts):
+                    try:
+                        reply = self._stub(method)(dict(request), timeout=self.rpc.timeout_ms / 1000,
+                                                   metadata=metadata)
+                        telemetry.RPC_CLIENT_REQUESTS.labels(self.service, self.peer, method, "OK").inc()
+                        return reply
+                    except grpc.RpcError as exc:
+                        last = exc
+                        code = exc.code()
+                        telemetry.RPC_CLIENT_REQUESTS.labels(self.service, self.peer, method, code.name).inc()
+                        if code not in RETRYABLE or attempt == attempts - 1:
+                            break
+                        telemetry.RPC_CLIENT_RETRIES.labels(self.service, self.peer, method).inc()
+                        delay = min(self.rpc.backoff_max_ms, self.rpc.backoff_ms * (2 ** attempt)) / 1000
+                        time.sleep(delay * random.uniform(0.5, 1.0))
+                assert last is not None
+                code, details = last.code(), last.details() or ""
+                telemetry.RPC_CLIENT_ERRORS.labels(self.service, self.peer, method, code.name).inc()
+                span.set_status(trace.Status(trace.StatusCode.ERROR, f"{code.name}: {details}"))
+                span.set_attribute("rpc.grpc.status_code", code.value[0])
+                logs.error("rpc_failed", peer=self.peer, addr=self.addr, method=method,
+                           attempts=attempt + 1, error=f"{code}: {details}")
+                raise RpcError(code, f"{self.peer} ({self.addr}) {method}: {code.name}: {details}")
+            finally:
+                telemetry.RPC_CLIENT_LATENCY.labels(self.service, self.peer, method).observe(
+                    time.perf_counter() - start)
+
+    def check_health(self, timeout: float = 0.5) -> str:
+        """The peer's grpc.health.v1 status name, or the error that prevented asking."""
+        try:
+            reply = self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
+            return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+        except grpc.RpcError as exc:
+            return f"{exc.code().name}: {exc.details()}"
+
+    def close(self) -> None:
+        self.channel.close()

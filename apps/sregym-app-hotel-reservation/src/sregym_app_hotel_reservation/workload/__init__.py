@@ -1,0 +1,1 @@
+"""The workload generator: open-loop load with the DeathStarBench mix, and the stats API oracles query."""
