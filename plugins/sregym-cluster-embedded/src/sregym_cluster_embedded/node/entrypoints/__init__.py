@@ -1,0 +1,1 @@
+"""Entrypoint scripts that stand in for official images' ``docker-entrypoint.sh``."""

@@ -1,0 +1,22 @@
+"""Errors the node agent raises; each maps to a real kubelet reason and message."""
+
+from __future__ import annotations
+
+
+class ContainerConfigError(Exception):
+    """Env or config the container needs is missing: waiting reason CreateContainerConfigError."""
+
+
+class MountError(Exception):
+    """A volume cannot be set up yet: the pod stays ContainerCreating with a FailedMount event."""
+
+
+class ImagePullError(Exception):
+    """The image is not in the catalog: ErrImagePull, then ImagePullBackOff."""
+
+
+def api_error(code: int, reason: str, message: str) -> Exception:
+    """An ``ApiError`` (a Kubernetes Status) from the package's API server."""
+    from ..apiserver.errors import ApiError
+
+    return ApiError(code, message, reason)

@@ -1,0 +1,176 @@
+"""The image catalog: container image references → local launch recipes.
+
+A :class:`Recipe` plays the role of an image's config: ``entrypoint`` (Docker ENTRYPOINT), ``cmd``
+(CMD), ``env``, ``workdir``, plus what a process-based runtime needs instead of a root filesystem:
+``programs`` (names or absolute image paths → host executables) and ``private_dirs`` (paths that
+live inside the image's writable layer, given a fresh per-container directory).
+
+Patterns are globs over the normalised reference ``<repository>:<tag>``, where Docker Hub
+prefixes are dropped (``docker.io/library/postgres:16-alpine`` → ``postgres:16-alpine``). A pattern
+without ``:`` matches every tag. Later registrations win, so app plugins can override built-ins.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ENTRYPOINTS = Path(__file__).parent / "entrypoints"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to run an image as a local process."""
+
+    entrypoint: tuple[str, ...] = ()
+    cmd: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    workdir: str | None = None
+    programs: tuple[tuple[str, str], ...] = ()
+    private_dirs: tuple[str, ...] = ()
+    description: str = ""
+
+    @staticmethod
+    def make(*, entrypoint: Iterable[str] = (), cmd: Iterable[str] = (), env: dict[str, str] | None = None,
+             workdir: str | None = None, programs: dict[str, str] | None = None,
+             private_dirs: Iterable[str] = (), description: str = "") -> Recipe:
+        return Recipe(tuple(entrypoint), tuple(cmd), tuple((env or {}).items()), workdir,
+                      tuple((programs or {}).items()), tuple(private_dirs), description)
+
+
+@dataclass
+class ImageCatalog:
+    """Ordered pattern → recipe table; see the module docstring for matching rules."""
+
+    entries: list[tuple[str, Recipe]] = field(default_factory=list)
+
+    def register(self, pattern: str, recipe: Recipe) -> None:
+        self.entries.append((normalize_pattern(pattern), recipe))
+
+    def resolve(self, image: str) -> Recipe | None:
+        ref = normalize_reference(image)
+        for pattern, recipe in reversed(self.entries):
+            if (":" in pattern and fnmatch.fnmatchcase(ref, pattern)) or (
+                ":" not in pattern and fnmatch.fnmatchcase(ref.rsplit(":", 1)[0], pattern)
+            ):
+                return recipe
+        return None
+
+    def load(self, sources: Iterable[Callable[[], Iterable[tuple[str, Recipe]]]]) -> None:
+        """Add the entries each source callable returns (apps register their images this way)."""
+        for source in sources:
+            for pattern, recipe in source():
+                self.register(pattern, recipe)
+
+
+def normalize_reference(image: str) -> str:
+    """``docker.io/library/redis:7`` → ``redis:7``; a missing tag becomes ``latest``."""
+    ref = image.strip().split("@", 1)[0]
+    parts = ref.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        if parts[0] in ("docker.io", "index.docker.io", "registry-1.docker.io"):
+            parts = parts[1:]
+    if len(parts) == 2 and parts[0] == "library":
+        parts = parts[1:]
+    ref = "/".join(parts)
+    last = ref.rsplit("/", 1)[-1]
+    if ":" not in last:
+        ref += ":latest"
+    return ref
+
+
+def normalize_pattern(pattern: str) -> str:
+    if ":" in pattern.rsplit("/", 1)[-1]:
+        return normalize_reference(pattern)
+    return normalize_reference(pattern + ":x").rsplit(":", 1)[0]
+
+
+def python_executable() -> str:
+    """The interpreter pods run: this venv's python, never a shell shim that forks."""
+    exe = sys.executable
+    try:
+        with open(exe, "rb") as handle:
+            if handle.read(2) == b"#!":
+                return os.path.realpath(exe)
+    except OSError:
+        pass
+    return exe
+
+
+def _host_program(name: str) -> str | None:
+    return shutil.which(name, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+
+
+def _postgres_bin() -> str | None:
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
+    return os.path.dirname(versions[-1]) if versions else None
+
+
+def builtin_recipes() -> list[tuple[str, Recipe]]:
+    """Recipes for the images the embedded cluster ships: only those whose binaries exist."""
+    py = python_executable()
+    entries: list[tuple[str, Recipe]] = []
+    shell = {"sh": "/bin/sh", "/bin/sh": "/bin/sh", "bash": "/bin/bash", "/bin/bash": "/bin/bash"}
+    for image in ("busybox", "alpine", "debian", "ubuntu"):
+        entries.append((image, Recipe.make(cmd=["sh"], programs=shell, description="host shell tools")))
+    python_programs = {name: py for name in ("python", "python3", "/usr/local/bin/python",
+                                             "/usr/local/bin/python3", "/usr/bin/python3")}
+    entries.append(("python", Recipe.make(cmd=["python3"], programs={**python_programs, **shell},
+                                          description="this environment's Python")))
+    if memcached := _host_program("memcached"):
+        recipe = Recipe.make(
+            entrypoint=["docker-entrypoint.sh"], cmd=["memcached"],
+            programs={"memcached": memcached, "docker-entrypoint.sh": str(ENTRYPOINTS / "memcached_entrypoint.sh")},
+            description="Debian memcached")
+        entries += [("memcached", recipe), ("bitnami/memcached", recipe)]
+    if redis := _host_program("redis-server"):
+        programs = {"redis-server": redis, "valkey-server": redis,
+                    "docker-entrypoint.sh": str(ENTRYPOINTS / "redis_entrypoint.sh"), **shell}
+        if cli := _host_program("redis-cli"):
+            programs |= {"redis-cli": cli, "valkey-cli": cli}
+        recipe = Recipe.make(entrypoint=["docker-entrypoint.sh"], cmd=["redis-server"], workdir="/data",
+                             programs=programs, private_dirs=["/data"], description="Debian redis-server")
+        valkey = Recipe.make(entrypoint=["docker-entrypoint.sh"], cmd=["valkey-server"], workdir="/data",
+                             programs=programs, private_dirs=["/data"], description="Debian redis-server as valkey")
+        entries += [("redis", recipe), ("bitnami/redis", recipe), ("valkey/valkey", valkey)]
+    if pg_bin := _postgres_bin():
+        entrypoint = str(ENTRYPOINTS / "postgres_entrypoint.py")
+        programs = {"docker-entrypoint.sh": entrypoint, "postgres": entrypoint,
+                    **{name: os.path.join(pg_bin, name) for name in ("initdb", "pg_ctl", "psql", "pg_isready",
+                                                                     "pg_dump", "createdb", "dropdb")},
+                    **shell}
+        for name in ("psql", "pg_isready", "pg_dump", "createdb", "dropdb"):
+            if not os.path.exists(programs[name]) and (found := _host_program(name)):
+                programs[name] = found
+        recipe = Recipe.make(
+            entrypoint=["docker-entrypoint.sh"], cmd=["postgres"],
+            env={"PGDATA": "/var/lib/postgresql/data", "PG_BIN": pg_bin,
+                 "PGHOST": "/var/run/postgresql", "SREGYM_PYTHON": py},
+            programs=programs, private_dirs=["/var/lib/postgresql/data", "/var/run/postgresql",
+                                             "/docker-entrypoint-initdb.d"],
+            description=f"Debian PostgreSQL ({pg_bin})")
+        entries.append(("postgres", recipe))
+    return entries
+
+
+def default_catalog(sources: Iterable[Callable[[], Iterable[tuple[str, Recipe]]]] = ()) -> ImageCatalog:
+    catalog = ImageCatalog()
+    for pattern, recipe in builtin_recipes():
+        catalog.register(pattern, recipe)
+    catalog.load(sources)
+    return catalog
+
+
+def container_argv(recipe: Recipe, command: list[str] | None, args: list[str] | None) -> list[str]:
+    """Docker ENTRYPOINT/CMD semantics as Kubernetes applies them to ``command``/``args``."""
+    if command:
+        return list(command) + list(args or [])
+    if args:
+        return list(recipe.entrypoint) + list(args)
+    return list(recipe.entrypoint) + list(recipe.cmd)

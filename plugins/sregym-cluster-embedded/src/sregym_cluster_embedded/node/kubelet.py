@@ -1,0 +1,448 @@
+"""The kubelet loop of each virtual node, and the NodeSet the cluster process starts.
+
+Per node: register the Node object (capacity, allocatable, conditions, addresses, nodeInfo),
+renew its Lease in ``kube-node-lease`` every 10 s, watch pods bound to it and run them as
+:class:`~.pod.PodWorker`\\ s, finish graceful deletions (stop, then delete with grace 0).
+``stop_node`` stops the agent but, as on a real node whose kubelet dies, leaves the pods'
+processes running; ``start_node`` resumes and reconciles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import platform
+import signal
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from .cgroups import Backend, detect_backend
+from .images import ImageCatalog, Recipe, default_catalog
+from .pod import PodWorker
+from .runtime import NodeRuntime
+from .shim import build_shim
+
+log = logging.getLogger(__name__)
+COMPONENT = "kubelet"
+LEASE_NS = "kube-node-lease"
+LEASE_PERIOD_S = 10.0
+NODE_STATUS_PERIOD_S = 40.0
+MAX_PODS = 110
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _micro_now() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+
+
+class NodeAgent:
+    """One virtual node's kubelet."""
+
+    def __init__(self, nodes: NodeSet, name: str, index: int) -> None:
+        self.nodes = nodes
+        self.name = name
+        self.index = index
+        self.client = nodes.client
+        self.settings = nodes.settings
+        self.state_dir: Path = Path(nodes.settings.state_dir)
+        self.root = self.state_dir / "nodes" / name
+        prefix = nodes.settings.pod_cidr_prefix
+        self.host_ip = f"{prefix}.{index}.1"
+        self.pod_cidr = f"{prefix}.{index}.0/24"
+        self._ip_prefix = f"{prefix}.{index}."
+        self._ips: dict[str, str] = {}
+        self.workers: dict[str, PodWorker] = {}
+        self.fault_env: dict[str, str] = {}
+        self.paused = True
+        self._tasks: list[asyncio.Task] = []
+        self._node_uid = ""
+        self.allocatable = {"cpu": str(nodes.settings.node_cpu), "memory": str(nodes.settings.node_memory),
+                            "pods": str(MAX_PODS), "ephemeral-storage": "100Gi"}
+
+    # ------------------------------------------------------------ shared with pods
+
+    @property
+    def catalog(self) -> ImageCatalog:
+        return self.nodes.catalog
+
+    @property
+    def backend(self) -> Backend:
+        return self.nodes.backend
+
+    @property
+    def shim(self):
+        return self.nodes.shim
+
+    @property
+    def service_env_source(self):
+        return self.nodes.service_env_source
+
+    def track(self, pid: int) -> None:
+        self.nodes.pids.add(pid)
+
+    def untrack(self, pid: int) -> None:
+        self.nodes.pids.discard(pid)
+
+    async def event(self, involved: dict, reason: str, message: str, type: str = "Normal") -> None:
+        if self.paused:
+            return
+        involved = {"kind": involved.get("kind") or "Pod", "apiVersion": involved.get("apiVersion") or "v1",
+                    **{k: v for k, v in involved.items() if k not in ("kind", "apiVersion")}}
+        with contextlib.suppress(Exception):
+            await self.client.create_event(involved, reason, message, type=type, component=COMPONENT, host=self.name)
+
+    def allocate_ip(self, uid: str) -> str:
+        if uid in self._ips:
+            return self._ips[uid]
+        used = set(self._ips.values())
+        for host in range(2, 255):
+            ip = f"{self._ip_prefix}{host}"
+            if ip not in used:
+                self._ips[uid] = ip
+                return ip
+        raise RuntimeError(f"node {self.name}: no free pod IP in {self.pod_cidr}")
+
+    def release_ip(self, uid: str) -> None:
+        self._ips.pop(uid, None)
+
+    def host_port_conflict(self, worker: PodWorker) -> bool:
+        wanted = _host_ports(worker.pod)
+        if not wanted:
+            return False
+        for other in self.workers.values():
+            if other is not worker and not other.terminating and other.phase() not in ("Succeeded", "Failed"):
+                if wanted & _host_ports(other.pod):
+                    return True
+        return False
+
+    # ------------------------------------------------------------ agent lifecycle
+
+    async def start(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o755)
+        self.paused = False
+        await self._register()
+        await self._renew_lease()
+        self._tasks = [asyncio.create_task(self._heartbeat(), name=f"heartbeat-{self.name}"),
+                       asyncio.create_task(self._watch_pods(), name=f"podwatch-{self.name}")]
+        for worker in self.workers.values():
+            worker.mark_dirty()
+
+    async def stop_agent(self) -> None:
+        """Stop talking to the API (heartbeats, watch, status); pods keep running."""
+        self.paused = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def shutdown(self, grace: float) -> None:
+        await self.stop_agent()
+        workers = list(self.workers.values())
+        await asyncio.gather(*(w.terminate(grace) for w in workers), return_exceptions=True)
+        await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)
+        self.workers.clear()
+
+    # ------------------------------------------------------------ Node, Lease
+
+    def _node_object(self) -> dict:
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": self.name,
+                "labels": {"kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
+                           "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
+                           "beta.kubernetes.io/arch": "amd64"},
+                "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                                "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+            },
+            "spec": {"podCIDR": self.pod_cidr, "podCIDRs": [self.pod_cidr]},
+        }
+
+    def _node_status(self, existing: dict | None) -> dict:
+        now = _now()
+        previous = {c.get("type"): c for c in (existing or {}).get("conditions") or []}
+
+        def cond(kind: str, status: str, reason: str, message: str) -> dict:
+            old = previous.get(kind)
+            changed = not old or old.get("status") != status
+            return {"type": kind, "status": status, "lastHeartbeatTime": now,
+                    "lastTransitionTime": now if changed else old.get("lastTransitionTime", now),
+                    "reason": reason, "message": message}
+
+        capacity = dict(self.allocatable)
+        uname = platform.uname()
+        return {
+            "capacity": capacity,
+            "allocatable": dict(self.allocatable),
+            "conditions": [
+                cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+            ],
+            "addresses": [{"type": "InternalIP", "address": self.host_ip}, {"type": "Hostname", "address": self.name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {
+                "machineID": uuid.uuid5(uuid.NAMESPACE_DNS, f"{self.settings.name}.{self.name}").hex,
+                "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.settings.name}/{self.name}")),
+                "bootID": str(uuid.uuid5(uuid.NAMESPACE_OID, f"{self.settings.name}/{self.name}/{os.getpid()}")),
+                "kernelVersion": uname.release,
+                "osImage": _os_image(),
+                "containerRuntimeVersion": "sregym-process://0.1.0",
+                "kubeletVersion": getattr(self.settings, "kubernetes_version", "v1.32.4"),
+                "kubeProxyVersion": "",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+            "images": [],
+        }
+
+    async def _register(self) -> None:
+        try:
+            node = await self.client.get("nodes", self.name)
+        except Exception as exc:  # noqa: BLE001
+            if getattr(exc, "code", None) != 404:
+                raise
+            node = await self.client.create("nodes", self._node_object())
+        self._node_uid = node["metadata"].get("uid", "")
+        await self._update_node_status()
+
+    async def _update_node_status(self) -> None:
+        for _ in range(5):
+            node = await self.client.get("nodes", self.name)
+            node["status"] = {**(node.get("status") or {}), **self._node_status(node.get("status"))}
+            try:
+                await self.client.update("nodes", node, subresource="status")
+                return
+            except Exception as exc:  # noqa: BLE001
+                if getattr(exc, "code", None) != 409:
+                    raise
+
+    async def _renew_lease(self) -> None:
+        spec = {"holderIdentity": self.name, "leaseDurationSeconds": 40, "renewTime": _micro_now()}
+        try:
+            lease = await self.client.get("leases.coordination.k8s.io", self.name, LEASE_NS)
+        except Exception as exc:  # noqa: BLE001
+            if getattr(exc, "code", None) != 404:
+                raise
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self.name, "namespace": LEASE_NS,
+                                 "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": self.name,
+                                                      "uid": self._node_uid}] if self._node_uid else []},
+                    "spec": spec}
+            try:
+                await self.client.create("leases.coordination.k8s.io", body, LEASE_NS)
+            except Exception as create_exc:  # noqa: BLE001
+                if getattr(create_exc, "code", None) == 404:  # namespace missing: create it once
+                    with contextlib.suppress(Exception):
+                        await self.client.create("namespaces", {"metadata": {"name": LEASE_NS}})
+                    await self.client.create("leases.coordination.k8s.io", body, LEASE_NS)
+                elif getattr(create_exc, "code", None) != 409:
+                    raise
+            return
+        lease["spec"] = {**(lease.get("spec") or {}), **spec}
+        with contextlib.suppress(Exception):
+            await self.client.update("leases.coordination.k8s.io", lease)
+
+    async def _heartbeat(self) -> None:
+        last_status = time.monotonic()
+        while True:
+            await asyncio.sleep(LEASE_PERIOD_S)
+            try:
+                await self._renew_lease()
+                if time.monotonic() - last_status >= NODE_STATUS_PERIOD_S:
+                    await self._update_node_status()
+                    last_status = time.monotonic()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - keep beating; the next round may succeed
+                log.warning("node %s heartbeat failed", self.name, exc_info=True)
+
+    # ------------------------------------------------------------ pods
+
+    async def _watch_pods(self) -> None:
+        selector = f"spec.nodeName={self.name}"
+        while True:
+            try:
+                current = await self.client.list("pods", None, field_selector=selector)
+                alive = {p["metadata"].get("uid") for p in current}
+                for uid in [u for u in self.workers if u not in alive]:
+                    asyncio.create_task(self._force_remove(uid))
+                async for kind, pod in self.client.watch("pods", None, field_selector=selector):
+                    await self._on_pod(kind, pod)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001
+                log.warning("node %s: pod watch failed; restarting it", self.name, exc_info=True)
+            await asyncio.sleep(0.5)
+
+    async def _on_pod(self, kind: str, pod: dict) -> None:
+        meta = pod.get("metadata", {})
+        uid = meta.get("uid", "")
+        worker = self.workers.get(uid)
+        if kind == "DELETED":
+            if worker is not None:
+                asyncio.create_task(self._force_remove(uid))
+            return
+        if worker is None:
+            if meta.get("deletionTimestamp"):
+                await self.client.delete("pods", meta.get("name", ""), meta.get("namespace"), grace_period=0)
+                return
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                return  # finished before this agent started: nothing to run
+            worker = PodWorker(self, pod)
+            self.workers[uid] = worker
+            worker.start()
+            return
+        worker.pod["metadata"]["labels"] = meta.get("labels") or {}
+        worker.pod["metadata"]["annotations"] = meta.get("annotations") or {}
+        if meta.get("deletionTimestamp") and not worker.terminating:
+            grace = meta.get("deletionGracePeriodSeconds")
+            grace = worker.grace_period if grace is None else float(grace)
+            worker.terminating = True
+            asyncio.create_task(self._graceful_remove(worker, grace))
+
+    async def _graceful_remove(self, worker: PodWorker, grace: float) -> None:
+        try:
+            await worker.terminate(grace)
+            await self.client.delete("pods", worker.name, worker.namespace, grace_period=0)
+        except Exception:  # noqa: BLE001
+            log.warning("deleting pod %s/%s failed", worker.namespace, worker.name, exc_info=True)
+        finally:
+            if self.workers.get(worker.uid) is worker:
+                del self.workers[worker.uid]
+                await worker.close()
+
+    async def _force_remove(self, uid: str) -> None:
+        worker = self.workers.pop(uid, None)
+        if worker is None:
+            return
+        worker.terminating = True
+        await worker.terminate(0)
+        await worker.close()
+
+    def find(self, namespace: str, name: str) -> PodWorker | None:
+        matches = [w for w in self.workers.values() if w.namespace == namespace and w.name == name]
+        return matches[-1] if matches else None
+
+
+def _host_ports(pod: dict) -> set[tuple[str, int, str]]:
+    ports = set()
+    for container in pod.get("spec", {}).get("containers") or []:
+        for port in container.get("ports") or []:
+            if port.get("hostPort"):
+                ports.add((port.get("hostIP") or "0.0.0.0", int(port["hostPort"]), port.get("protocol") or "TCP"))
+    return ports
+
+
+def _os_image() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    return platform.platform()
+
+
+class NodeSet:
+    """All node agents of one cluster plus the shared runtime pieces."""
+
+    def __init__(self, client: Any, settings: Any, *, image_sources: Iterable[Callable[[], Iterable[tuple[str, Recipe]]]] = (),
+                 service_env: Callable[[str], Any] | None = None, backend: str | None = None,
+                 node_names: list[str] | None = None) -> None:
+        self.client = client
+        self.settings = settings
+        self.catalog = default_catalog(image_sources)
+        self.backend = detect_backend(settings.name, backend)
+        state_dir = Path(settings.state_dir)
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.shim = build_shim(state_dir)
+        self.service_env_source = service_env
+        self.pids: set[int] = set()
+        count = max(int(getattr(settings, "nodes", 1) or 1), 1)
+        names = node_names or [f"node-{i + 1}" for i in range(count)]
+        self.agents: dict[str, NodeAgent] = {n: NodeAgent(self, n, i + 1) for i, n in enumerate(names)}
+        self.runtime = NodeRuntime(self)
+        self._start_task: asyncio.Task | None = None
+
+    def __await__(self):
+        async def _self() -> NodeSet:
+            await self.started()
+            return self
+        return _self().__await__()
+
+    async def started(self) -> None:
+        """Wait until every node is registered (start_nodes begins this in the background)."""
+        if self._start_task is None:
+            self._start_task = asyncio.get_running_loop().create_task(self._start_all())
+        await asyncio.shield(self._start_task)
+
+    async def _start_all(self) -> None:
+        await asyncio.gather(*(agent.start() for agent in self.agents.values()))
+
+    async def stop_node(self, name: str) -> None:
+        await self.agents[name].stop_agent()
+
+    async def start_node(self, name: str) -> None:
+        await self.agents[name].start()
+
+    def set_fault_env(self, node: str, env: dict[str, str]) -> None:
+        """Extra env for processes started from now on (e.g. an LD_PRELOAD fault shim)."""
+        self.agents[node].fault_env = dict(env)
+
+    def container_stats(self) -> list[dict]:
+        """Per-container counters (CPU, memory, CFS throttling) for cAdvisor-style metrics."""
+        rows = []
+        for agent in self.agents.values():
+            for worker in agent.workers.values():
+                for runner in worker.all_runners():
+                    rows.append({"node": agent.name, "namespace": worker.namespace, "pod": worker.name,
+                                 **runner.stats()})
+        return rows
+
+    async def stop(self, grace: float = 2.0) -> None:
+        """Stop every agent and kill every process the nodes started; verify none survives."""
+        await asyncio.gather(*(a.shutdown(grace) for a in self.agents.values()), return_exceptions=True)
+        for pid in list(self.pids):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_alive(p) for p in self.pids):
+            await asyncio.sleep(0.05)
+        self.pids = {p for p in self.pids if _alive(p)}
+        with contextlib.suppress(Exception):
+            self.backend.cleanup()
+        if getattr(getattr(self.client, "core", None), "runtime", None) is self.runtime:
+            self.client.core.runtime = None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def start_nodes(client: Any, settings: Any, **options: Any) -> NodeSet:
+    """Create the node agents and start them in the running loop. The result may be awaited to
+    wait until every Node is registered; ``options`` go to :class:`NodeSet`."""
+    nodes = NodeSet(client, settings, **options)
+    core = getattr(client, "core", None)
+    if core is not None:
+        core.runtime = nodes.runtime
+    nodes._start_task = asyncio.get_running_loop().create_task(nodes._start_all())
+    return nodes

@@ -1,0 +1,366 @@
+"""One pod on a node: sandbox directory, IP, volumes, init containers, containers, status."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .container import ContainerRunner
+from .envs import expand, service_env
+from .errors import MountError
+from .shim import shim_env
+from .volumes import VolumeBuilder
+
+if TYPE_CHECKING:
+    from .kubelet import NodeAgent
+
+log = logging.getLogger(__name__)
+CONFIG_REFRESH_S = 10.0
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def qos_class(pod: dict) -> str:
+    containers = (pod.get("spec", {}).get("containers") or []) + (pod.get("spec", {}).get("initContainers") or [])
+    requests_any = limits_any = False
+    guaranteed = True
+    for container in containers:
+        resources = container.get("resources") or {}
+        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+        for name in ("cpu", "memory"):
+            request, limit = requests.get(name, limits.get(name)), limits.get(name)
+            requests_any |= request is not None
+            limits_any |= limit is not None
+            if limit is None or str(request) != str(limit):
+                guaranteed = False
+    if not requests_any and not limits_any:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+class PodWorker:
+    def __init__(self, agent: NodeAgent, pod: dict) -> None:
+        self.agent = agent
+        self.pod = pod
+        meta = pod["metadata"]
+        self.uid: str = meta.get("uid", "")
+        self.name: str = meta.get("name", "")
+        self.namespace: str = meta.get("namespace", "default")
+        self.root: Path = agent.root / "pods" / self.uid
+        self.log_dir = self.root / "logs"
+        self.pod_ip = ""
+        self.volumes: dict[str, Path] = {}
+        spec = pod.get("spec", {})
+        self.init_runners = [ContainerRunner(self, c, kind="sidecar" if c.get("restartPolicy") == "Always" else "init")
+                             for c in spec.get("initContainers") or []]
+        self.runners = [ContainerRunner(self, c, kind="main") for c in spec.get("containers") or []]
+        self.sandbox_ready = False
+        self.initialized = not self.init_runners
+        self.failed: tuple[str, str] | None = None
+        self.start_time = _now()
+        self.terminating = False
+        self._stop = asyncio.Event()
+        self._dirty = asyncio.Event()
+        self._conditions: dict[str, dict] = {}
+        self._tasks: list[asyncio.Task] = []
+        self._writer: asyncio.Task | None = None
+        self._builder: VolumeBuilder | None = None
+        self.finished = asyncio.Event()
+
+    # ------------------------------------------------------------ small helpers
+
+    @property
+    def restart_policy(self) -> str:
+        return self.pod.get("spec", {}).get("restartPolicy") or "Always"
+
+    @property
+    def grace_period(self) -> float:
+        value = self.pod.get("spec", {}).get("terminationGracePeriodSeconds")
+        return float(30 if value is None else value)
+
+    def all_runners(self) -> list[ContainerRunner]:
+        return self.init_runners + self.runners
+
+    def runner(self, name: str) -> ContainerRunner | None:
+        return next((r for r in self.all_runners() if r.name == name), None)
+
+    def mark_dirty(self) -> None:
+        self._dirty.set()
+
+    async def sleep(self, delay: float) -> bool:
+        """Wait ``delay`` seconds; True when the pod is being stopped meanwhile."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), delay)
+        return self._stop.is_set()
+
+    async def base_env(self) -> dict[str, str]:
+        """Service variables of the pod's namespace (and the master ``kubernetes`` service)."""
+        if self.agent.service_env_source is not None:
+            result = self.agent.service_env_source(self.namespace)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return dict(result or {})
+        services = []
+        if self.pod.get("spec", {}).get("enableServiceLinks", True) is not False:
+            services = await self.agent.client.list("services", self.namespace)
+        if self.namespace != "default" or not services:
+            with contextlib.suppress(Exception):
+                master = await self.agent.client.get("services", "kubernetes", "default")
+                services = [s for s in services if s["metadata"]["name"] != "kubernetes"] + [master]
+        return service_env(services)
+
+    def mounts_for(self, container: dict) -> dict[str, str]:
+        mounts: dict[str, str] = {}
+        env = {e.get("name", ""): str(e.get("value", "")) for e in container.get("env") or [] if "value" in e}
+        for mount in container.get("volumeMounts") or []:
+            base = self.volumes.get(mount.get("name", ""))
+            if base is None:
+                continue
+            sub = mount.get("subPath") or expand(mount.get("subPathExpr", ""), env)
+            real = base
+            if sub:
+                real = base / sub.lstrip("/")
+                if real.is_symlink() or real.exists():
+                    real = Path(os.path.realpath(real))  # a subPath is a snapshot, as on a real node
+                else:
+                    real.mkdir(parents=True, exist_ok=True)
+            mounts[mount.get("mountPath", "")] = str(real)
+        return mounts
+
+    def extra_env(self, env: dict[str, str]) -> dict[str, str]:
+        extra = shim_env(self.agent.shim, self.pod_ip, env)
+        if "POD_IP" not in env:
+            extra["POD_IP"] = self.pod_ip
+        for key, value in self.agent.fault_env.items():
+            if key == "LD_PRELOAD" and extra.get("LD_PRELOAD"):
+                extra["LD_PRELOAD"] = f"{extra['LD_PRELOAD']}:{value}"
+            else:
+                extra[key] = value
+        return extra
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self._writer = asyncio.create_task(self._status_writer(), name=f"status-{self.name}")
+        self._tasks.append(asyncio.create_task(self._run(), name=f"pod-{self.name}"))
+
+    async def _run(self) -> None:
+        try:
+            await self._run_inner()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - one pod's bug must not take the node down
+            log.exception("pod %s/%s failed in the node agent", self.namespace, self.name)
+            self.failed = ("Failed", "node agent error; see the cluster log")
+            self.mark_dirty()
+        finally:
+            self.finished.set()
+
+    async def _run_inner(self) -> None:
+        spec = self.pod.get("spec", {})
+        conflict = self.agent.host_port_conflict(self)
+        if conflict:
+            self.failed = ("NodePorts", "Pod was rejected: Predicate NodePorts failed: "
+                                        "node(s) didn't have free ports for the requested pod ports")
+            await self.agent.event(self.pod, "NodePorts", self.failed[1], "Warning")
+            self.mark_dirty()
+            return
+        self.pod_ip = self.agent.host_ip if spec.get("hostNetwork") else self.agent.allocate_ip(self.uid)
+        status = self.pod.setdefault("status", {})
+        status.update({"podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}], "hostIP": self.agent.host_ip,
+                       "hostIPs": [{"ip": self.agent.host_ip}]})
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o755)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.mark_dirty()
+        self._builder = VolumeBuilder(self.agent.client, self.pod, self.root, self.agent.root,
+                                      self.agent.state_dir, self.agent.allocatable)
+        delay = 2.0
+        while True:
+            try:
+                self.volumes = await self._builder.setup_all()
+                break
+            except MountError as exc:
+                await self.agent.event(self.pod, "FailedMount", str(exc), "Warning")
+            if await self.sleep(delay):
+                return
+            delay = min(delay * 2, 30.0)
+        self.sandbox_ready = True
+        if self.init_runners:
+            for runner in self.runners:
+                runner.state = {"waiting": {"reason": "PodInitializing"}}
+        self.mark_dirty()
+        self._tasks.append(asyncio.create_task(self._refresh_loop()))
+        for runner in self.init_runners:
+            if runner.kind == "sidecar":
+                self._tasks.append(asyncio.create_task(runner.run()))
+                while not (runner.started and runner.running()):
+                    if await self.sleep(0.05):
+                        return
+                continue
+            await runner.run()
+            if self._stop.is_set():
+                return
+            if runner.state.get("terminated", {}).get("exitCode", 1) != 0:
+                self.mark_dirty()  # restartPolicy Never: the pod fails
+                return
+        self.initialized = True
+        self.mark_dirty()
+        mains = [asyncio.create_task(r.run()) for r in self.runners]
+        self._tasks += mains
+        await asyncio.gather(*mains, return_exceptions=True)
+        if not self._stop.is_set():
+            for runner in reversed(self.init_runners):
+                await runner.stop(self.grace_period)
+            self.mark_dirty()
+
+    async def _refresh_loop(self) -> None:
+        while not await self.sleep(CONFIG_REFRESH_S):
+            if self._builder is not None:
+                with contextlib.suppress(Exception):
+                    await self._builder.refresh()
+
+    async def terminate(self, grace: float) -> None:
+        """Stop every container (main ones first, then sidecars in reverse order)."""
+        self.terminating = True
+        self._stop.set()
+        await asyncio.gather(*(r.stop(grace) for r in self.runners), return_exceptions=True)
+        for runner in reversed(self.init_runners):
+            await runner.stop(grace)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.mark_dirty()
+        await self.flush_status()
+
+    async def close(self) -> None:
+        """After the pod is gone: stop the writer, free the IP, remove the sandbox."""
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._writer
+        self.agent.release_ip(self.uid)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # ------------------------------------------------------------ status
+
+    def phase(self) -> str:
+        if self.failed:
+            return "Failed"
+        if not self.initialized:
+            for runner in self.init_runners:
+                terminated = runner.state.get("terminated")
+                if runner.kind == "init" and terminated and terminated.get("exitCode") != 0 and \
+                        self.restart_policy == "Never":
+                    return "Failed"
+            return "Pending"
+        if self.runners and all(r.done for r in self.runners):
+            codes = [r.state.get("terminated", {}).get("exitCode", 1) for r in self.runners]
+            return "Succeeded" if all(c == 0 for c in codes) else "Failed"
+        if any(r.instance >= 0 for r in self.runners):
+            return "Running"
+        return "Pending"
+
+    def _condition(self, kind: str, ok: bool, reason: str = "", message: str = "") -> dict:
+        status = "True" if ok else "False"
+        previous = self._conditions.get(kind)
+        stamp = previous["lastTransitionTime"] if previous and previous["status"] == status else _now()
+        cond = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": stamp}
+        if reason:
+            cond["reason"] = reason
+        if message:
+            cond["message"] = message
+        self._conditions[kind] = cond
+        return cond
+
+    def build_status(self, existing: dict) -> dict:
+        phase = self.phase()
+        conditions = [c for c in existing.get("conditions") or [] if c.get("type") not in
+                      ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")]
+        if not any(c.get("type") == "PodScheduled" for c in conditions):
+            conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                               "lastTransitionTime": self.start_time})
+        done = phase in ("Succeeded", "Failed")
+        conditions.append(self._condition("PodReadyToStartContainers", self.sandbox_ready and not self.terminating))
+        pending_init = [r.name for r in self.init_runners if not (
+            (r.kind == "init" and r.state.get("terminated", {}).get("exitCode") == 0) or (r.kind == "sidecar" and r.started))]
+        if self.initialized or not pending_init:
+            conditions.append(self._condition("Initialized", True, "PodCompleted" if done and self.init_runners else ""))
+        else:
+            conditions.append(self._condition("Initialized", False, "ContainersNotInitialized",
+                                              f"containers with incomplete status: [{' '.join(pending_init)}]"))
+        unready = [r.name for r in self.runners if not r.ready] + \
+                  [r.name for r in self.init_runners if r.kind == "sidecar" and not r.ready]
+        if done:
+            ready_args = (False, "PodCompleted", "")
+        elif unready:
+            ready_args = (False, "ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]")
+        else:
+            ready_args = (True, "", "")
+        conditions.append(self._condition("ContainersReady", *ready_args))
+        conditions.append(self._condition("Ready", *ready_args))
+        order = {"PodReadyToStartContainers": 0, "Initialized": 1, "Ready": 2, "ContainersReady": 3, "PodScheduled": 4}
+        conditions.sort(key=lambda c: order.get(c.get("type"), 9))
+        status = {k: v for k, v in existing.items() if k in ("nominatedNodeName", "resize", "resourceClaimStatuses")}
+        status.update({"phase": phase, "conditions": conditions, "qosClass": qos_class(self.pod),
+                       "startTime": self.start_time})
+        if self.agent.host_ip:
+            status["hostIP"] = self.agent.host_ip
+            status["hostIPs"] = [{"ip": self.agent.host_ip}]
+        if self.pod_ip:
+            status["podIP"] = self.pod_ip
+            status["podIPs"] = [{"ip": self.pod_ip}]
+        if self.failed:
+            status["reason"], status["message"] = self.failed
+        status["containerStatuses"] = [r.status() for r in self.runners]
+        if self.init_runners:
+            status["initContainerStatuses"] = [r.status() for r in self.init_runners]
+        return status
+
+    async def _status_writer(self) -> None:
+        while True:
+            await self._dirty.wait()
+            await asyncio.sleep(0.02)  # coalesce bursts of changes into one write
+            if self.agent.paused:
+                await asyncio.sleep(0.5)
+                continue
+            self._dirty.clear()
+            await self.flush_status()
+
+    async def flush_status(self) -> None:
+        client = self.agent.client
+        for _ in range(5):
+            try:
+                current = await client.get("pods", self.name, self.namespace)
+            except Exception as exc:  # noqa: BLE001
+                if getattr(exc, "code", None) == 404:
+                    return
+                raise
+            if current["metadata"].get("uid") != self.uid:
+                return
+            # keep labels/annotations fresh for the downward API
+            self.pod["metadata"]["labels"] = current["metadata"].get("labels") or {}
+            self.pod["metadata"]["annotations"] = current["metadata"].get("annotations") or {}
+            new_status = self.build_status(current.get("status") or {})
+            if new_status == current.get("status"):
+                return
+            current["status"] = new_status
+            try:
+                await client.update("pods", current, subresource="status")
+                return
+            except Exception as exc:  # noqa: BLE001
+                code = getattr(exc, "code", None)
+                if code == 409:
+                    continue
+                if code == 404:
+                    return
+                log.warning("status update of %s/%s failed: %s", self.namespace, self.name, exc)
+                return

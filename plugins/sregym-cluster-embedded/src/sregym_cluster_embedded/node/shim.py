@@ -1,0 +1,45 @@
+"""Builds the bind/connect LD_PRELOAD shim once per state dir (gcc), or picks the Python fallback."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("shim_bind.c")
+PY_FALLBACK = Path(__file__).with_name("pyshim")
+
+
+def build_shim(state_dir: Path) -> Path | None:
+    """Path of the compiled shim (cached by source hash), or None when gcc is unavailable."""
+    source = SOURCE.read_bytes()
+    digest = hashlib.sha256(source).hexdigest()[:12]
+    target = state_dir / "shim" / f"sregym_bind-{digest}.so"
+    if target.exists():
+        return target
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if not gcc:
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.chmod(0o755)
+    tmp = target.with_suffix(".tmp")
+    result = subprocess.run([gcc, "-O2", "-fPIC", "-shared", "-o", str(tmp), str(SOURCE), "-ldl"],
+                            capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        return None
+    tmp.chmod(0o755)
+    tmp.replace(target)
+    return target
+
+
+def shim_env(shim: Path | None, pod_ip: str, env: dict[str, str]) -> dict[str, str]:
+    """Env additions that make a container's processes use its pod IP."""
+    extra = {"SREGYM_POD_IP": pod_ip}
+    if shim is not None:
+        preload = env.get("LD_PRELOAD", "")
+        extra["LD_PRELOAD"] = f"{shim}:{preload}" if preload else str(shim)
+    else:
+        path = env.get("PYTHONPATH", "")
+        extra["PYTHONPATH"] = f"{PY_FALLBACK}:{path}" if path else str(PY_FALLBACK)
+    return extra
