@@ -1,0 +1,123 @@
+"""One record per attempt: what happened, how it was graded, what it cost.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+SCHEMA_VERSION = 1
+
+#: How the agent's process ended: normally, by crashing, by running out of time, or by sending
+#: something that is not a submission.
+AGENT_STATUSES = ("ok", "crashed", "timeout", "garbage")
+
+#: Stages whose time limit can expire.
+STAGES = ("setup", "diagnosis", "mitigation", "tearing_down")
+
+
+def utc_now() -> str:
+    """Now, as an ISO-8601 UTC timestamp with milliseconds (what records store)."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _plain(value: Any) -> Any:
+    """Verdict records (attrs objects with ``to_dict``) become their dicts."""
+    if value is None or isinstance(value, Mapping):
+        return None if value is None else dict(value)
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    raise TypeError(f"expected a verdict or a dict, got {type(value).__name__}")
+
+
+@attrs.frozen(kw_only=True)
+class AttemptRecord:
+    """The result of one attempt of one agent at one problem.
+
+    Attributes:
+        run_id: the ``sregym run`` invocation this attempt belongs to.
+        problem_id, agent, attempt: what was attempted (``attempt`` counts from 1).
+        app: the application's name; ``model``: the agent's model, when it has one.
+        started_at, finished_at: ISO-8601 UTC timestamps.
+        diagnosis_passed: the judge's verdict; ``None`` when no diagnosis was submitted.
+        diagnosis: the judge's verdict as a dict (``JudgeVerdict.to_dict()``) with its evidence.
+        mitigation_passed, mitigation: the same for the mitigation oracle (``OracleVerdict.to_dict()``).
+        success: end-to-end success (diagnosis and mitigation passed), computed unless given.
+        time_to_diagnose_s, time_to_mitigate_s: seconds from the fault's injection to the
+            submission of each stage.
+        steps: agent steps (tool calls / turns); ``prompt_tokens``, ``completion_tokens``, ``cost_usd``.
+        agent_status: one of :data:`AGENT_STATUSES`.
+        timeouts: stages whose time limit expired.
+        deploy_failed: the app could not be deployed (the attempt did not run);
+            ``deploy_attempts``: how many deploys were tried.
+        error: what went wrong, in one message.
+        trajectory_path: the ATIF trajectory file, relative to the results directory.
+        extra: anything else (judge name, oracle composition, fault instances...).
+    """
+
+    run_id: str
+    problem_id: str
+    agent: str
+    attempt: int = attrs.field(converter=int)
+    app: str = ""
+    model: str | None = None
+    started_at: str = attrs.field(factory=utc_now)
+    finished_at: str | None = None
+    diagnosis_passed: bool | None = None
+    diagnosis: Mapping[str, Any] | None = attrs.field(default=None, converter=_plain)
+    mitigation_passed: bool | None = None
+    mitigation: Mapping[str, Any] | None = attrs.field(default=None, converter=_plain)
+    success: bool = attrs.field(
+        default=attrs.Factory(lambda self: bool(self.diagnosis_passed and self.mitigation_passed), takes_self=True)
+    )
+    time_to_diagnose_s: float | None = attrs.field(default=None, converter=_optional_float)
+    time_to_mitigate_s: float | None = attrs.field(default=None, converter=_optional_float)
+    steps: int | None = attrs.field(default=None, converter=_optional_int)
+    prompt_tokens: int | None = attrs.field(default=None, converter=_optional_int)
+    completion_tokens: int | None = attrs.field(default=None, converter=_optional_int)
+    cost_usd: float | None = attrs.field(default=None, converter=_optional_float)
+    agent_status: str = attrs.field(default="ok", validator=attrs.validators.in_(AGENT_STATUSES))
+    timeouts: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    deploy_failed: bool = False
+    deploy_attempts: int = 1
+    error: str | None = None
+    trajectory_path: str | None = None
+    extra: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @attempt.validator
+    def _check_attempt(self, _attribute: Any, value: int) -> None:
+        if value < 1:
+            raise ValueError(f"attempt counts from 1, got {value}")
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """What ``--resume`` compares: (problem id, agent, attempt number)."""
+        return (self.problem_id, self.agent, self.attempt)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = attrs.asdict(self, recurse=False)
+        data["timeouts"] = list(self.timeouts)
+        data["diagnosis"] = None if self.diagnosis is None else dict(self.diagnosis)
+        data["mitigation"] = None if self.mitigation is None else dict(self.mitigation)
+        data["extra"] = dict(self.extra)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AttemptRecord:
+        fields = attrs.fields_dict(cls)
+        return cls(**{k: v for k, v in data.items() if k in fields})
