@@ -1,0 +1,488 @@
+"""The aiohttp application: authentication, routing, discovery, CRUD, watch and Tables.
+
+Every response to an API path is either the requested object or a Kubernetes ``Status``; nothing
+the client sends can produce anything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from aiohttp import web
+
+from . import discovery, optional
+from .auth import Authenticator
+from .core import ApiCore
+from .errors import ApiError, bad_request, forbidden, method_not_allowed, server_not_found
+from .rbac import Attributes, Authorizer, UserInfo
+from .request import (
+    PATCH_TYPES,
+    Target,
+    bool_param,
+    check_json_object,
+    decode_body,
+    dry_run_param,
+    int_param,
+    media_type,
+    parse_resource_path,
+    wants_partial,
+    wants_table,
+)
+from .selectors import ObjectFilter
+from .store import Obj
+
+log = logging.getLogger(__name__)
+
+ANONYMOUS = UserInfo(name="system:anonymous", groups=("system:unauthenticated",))
+PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version", "/version/"}
+MAX_BODY = 3 * 1024 * 1024
+DEFAULT_WATCH_TIMEOUT = 1800
+BOOKMARK_INTERVAL = 60.0
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def json_response(body: Any, status: int = 200, content_type: str = "application/json") -> web.Response:
+    return web.Response(body=_dumps(body).encode(), status=status, headers={"Content-Type": content_type})
+
+
+def status_response(exc: ApiError) -> web.Response:
+    return json_response(exc.status, exc.code)
+
+
+def success_status(details: dict[str, Any] | None = None, code: int = 200) -> dict[str, Any]:
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    if details:
+        body["details"] = details
+    if code != 200:
+        body["code"] = code
+    return body
+
+
+class ApiServer:
+    """State shared by the handlers of one API server."""
+
+    def __init__(self, core: ApiCore, authn: Authenticator) -> None:
+        self.core = core
+        self.authn = authn
+        self.authz = Authorizer(core)
+        self.started = time.monotonic()
+        self._openapi: tuple[int, dict[str, Any], dict[str, dict[str, Any]]] | None = None
+        # server-side latency per (method, kind of request), for the benchmark
+        self.timings: dict[str, list[float]] = {}
+        self.record_timings = False
+
+    @property
+    def settings(self) -> Any:
+        return self.core.settings
+
+    # ------------------------------------------------------------------------------------------
+    # authorization helpers
+    # ------------------------------------------------------------------------------------------
+    def authorize(self, user: UserInfo, verb: str, target: Target, name: str | None = None) -> None:
+        rt = target.rt
+        attrs_ = Attributes(verb=verb, group=rt.group, resource=rt.plural, subresource=target.subresource,
+                            namespace=target.namespace or "", name=name or target.name or "")
+        if not self.authz.allowed(user, attrs_):
+            raise forbidden(user.name, verb, rt.plural, rt.group, target.namespace, name or target.name,
+                            target.subresource)
+
+    def authorize_path(self, user: UserInfo, verb: str, path: str) -> None:
+        if not self.authz.allowed(user, Attributes(verb=verb, path=path)):
+            raise ApiError(403, f'forbidden: User "{user.name}" cannot {verb} path "{path}"', "Forbidden",
+                           details={})
+
+    # ------------------------------------------------------------------------------------------
+    # openapi
+    # ------------------------------------------------------------------------------------------
+    def openapi(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        gen = self.core.registry.generation
+        if self._openapi is None or self._openapi[0] != gen:
+            resources = []
+            for rt in self.core.registry.types():
+                res: dict[str, Any] = {"group": rt.group, "version": rt.version, "kind": rt.kind,
+                                       "plural": rt.plural, "namespaced": rt.namespaced}
+                if rt.crd is not None:
+                    for ver in (rt.crd.get("spec") or {}).get("versions") or []:
+                        if ver.get("name") == rt.version and (ver.get("schema") or {}).get("openAPIV3Schema"):
+                            res["schema"] = ver["schema"]["openAPIV3Schema"]
+                resources.append(res)
+            index, docs = optional.build_openapi(resources)
+            self._openapi = (gen, index, docs)
+        return self._openapi[1], self._openapi[2]
+
+
+# ----------------------------------------------------------------------------------------------
+# middleware
+# ----------------------------------------------------------------------------------------------
+@web.middleware
+async def errors_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    server: ApiServer = request.app["server"]
+    t0 = time.perf_counter()
+    try:
+        response = await handler(request)
+    except ApiError as exc:
+        response = status_response(exc)
+    except web.HTTPRequestEntityTooLarge:
+        response = status_response(ApiError(413, "the request body is too large", "RequestEntityTooLarge"))
+    except web.HTTPException as exc:
+        response = status_response(ApiError(exc.status, exc.reason or "error"))
+    except (asyncio.CancelledError, ConnectionResetError):
+        raise
+    except Exception as exc:  # a bug: report it as a Status, never drop the connection
+        log.exception("internal error on %s %s", request.method, request.path)
+        response = status_response(ApiError(500, f"Internal error occurred: {exc}", "InternalError"))
+    if server.record_timings:
+        server.timings.setdefault(request.get("timing_key", request.method), []).append(time.perf_counter() - t0)
+    return response
+
+
+def _user(request: web.Request) -> UserInfo:
+    server: ApiServer = request.app["server"]
+    header = request.headers.get("Authorization")
+    if header is None:
+        return ANONYMOUS
+    user = server.authn.authenticate(header)
+    if user is None:
+        raise ApiError(401, "Unauthorized", "Unauthorized")
+    return user
+
+
+# ----------------------------------------------------------------------------------------------
+# the one dispatcher
+# ----------------------------------------------------------------------------------------------
+async def dispatch(request: web.Request) -> web.StreamResponse:
+    server: ApiServer = request.app["server"]
+    path = request.path
+    user = _user(request)
+    request["user"] = user
+    parts = [p for p in path.split("/")][1:]
+    if parts and parts[-1] == "" and path not in ("/version/",):
+        parts = parts[:-1]
+    head = parts[0] if parts else ""
+
+    if path in ("/healthz", "/livez", "/readyz") or head in ("healthz", "livez", "readyz"):
+        return web.Response(text="ok", content_type="text/plain")
+    if request.method != "GET" and head in ("version", "api", "apis", "openapi", ""):
+        if head in ("version", "openapi", "") or len(parts) < (3 if head == "api" else 4):
+            raise method_not_allowed()
+    if head == "version":
+        if len(parts) > 1 and parts[1]:
+            raise server_not_found()
+        return json_response(version_info(server.settings))
+    if head == "":
+        server.authorize_path(user, "get", "/")
+        return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3",
+                                        "/readyz", "/version"]})
+    if head == "openapi":
+        server.authorize_path(user, "get", path)
+        return openapi_response(server, parts)
+    if head == "api":
+        if len(parts) == 1:
+            server.authorize_path(user, "get", "/api")
+            return discovery_response(request, server, legacy=True)
+        if parts[1] != "v1":
+            raise server_not_found()
+        if len(parts) == 2:
+            server.authorize_path(user, "get", "/api/v1")
+            return json_response(discovery.api_resource_list(server.core.registry, "", "v1"))
+        return await resource_request(request, server, "", "v1", parts[2:])
+    if head == "apis":
+        registry = server.core.registry
+        if len(parts) == 1:
+            server.authorize_path(user, "get", "/apis")
+            return discovery_response(request, server, legacy=False)
+        if len(parts) == 2:
+            server.authorize_path(user, "get", path)
+            doc = discovery.api_group(registry, parts[1])
+            if doc is None:
+                raise server_not_found()
+            return json_response(doc)
+        if len(parts) == 3:
+            server.authorize_path(user, "get", path)
+            doc = discovery.api_resource_list(registry, parts[1], parts[2])
+            if doc is None:
+                raise server_not_found()
+            return json_response(doc)
+        return await resource_request(request, server, parts[1], parts[2], parts[3:])
+    raise server_not_found()
+
+
+def version_info(settings: Any) -> dict[str, Any]:
+    version = settings.kubernetes_version
+    major, minor = version.lstrip("v").split(".")[:2]
+    return {
+        "major": major, "minor": minor, "gitVersion": version, "gitCommit": "sregym-embedded",
+        "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.8",
+        "compiler": "gc", "platform": "linux/amd64",
+    }
+
+
+def discovery_response(request: web.Request, server: ApiServer, *, legacy: bool) -> web.Response:
+    registry = server.core.registry
+    agg = discovery.wants_aggregated(request.headers.get("Accept", ""))
+    if agg is not None:
+        ctype = discovery.AGG_V2 if agg == "v2" else discovery.AGG_V2BETA1
+        return json_response(discovery.aggregated(registry, legacy, agg), content_type=ctype)
+    if legacy:
+        return json_response(discovery.api_versions(f"{server.settings.api_host}:{server.settings.api_port}"))
+    return json_response(discovery.api_group_list(registry))
+
+
+def openapi_response(server: ApiServer, parts: list[str]) -> web.Response:
+    if len(parts) < 2 or parts[1] != "v3":
+        raise server_not_found()
+    index, docs = server.openapi()
+    if len(parts) == 2:
+        return json_response(index)
+    doc = docs.get("/".join(parts[2:]))
+    if doc is None:
+        raise server_not_found()
+    return json_response(doc)
+
+
+# ----------------------------------------------------------------------------------------------
+# resources
+# ----------------------------------------------------------------------------------------------
+async def read_body(request: web.Request) -> bytes:
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise ApiError(413, "the request body is too large", "RequestEntityTooLarge")
+    return await request.read()
+
+
+async def resource_request(request: web.Request, server: ApiServer, group: str, version: str,
+                           rest: list[str]) -> web.StreamResponse:
+    from . import subresources
+
+    core = server.core
+    user: UserInfo = request["user"]
+    target = parse_resource_path(core.registry, group, version, rest)
+    rt = target.rt
+    query = request.query
+    method = request.method
+    accept = request.headers.get("Accept", "")
+    request["timing_key"] = f"{method} {'item' if target.name else 'list'}"
+    if target.subresource in subresources.HANDLED:
+        return await subresources.handle(request, server, target)
+    if rt.key in subresources.VIRTUAL_HANDLERS:
+        return await subresources.virtual(request, server, target)
+
+    if method == "GET":
+        is_watch = target.watch_prefix or bool_param(query, "watch")
+        if target.name is None and target.namespace is None and rt.namespaced:
+            verb = "watch" if is_watch else "list"
+            server.authorize(user, verb, target)
+        else:
+            server.authorize(user, "watch" if is_watch else ("get" if target.name else "list"), target)
+        if is_watch:
+            return await watch_response(request, server, target)
+        if target.name is not None:
+            if target.subresource == "scale":
+                return json_response(core.get_scale(rt, target.namespace, target.name))
+            obj = core.get(rt, target.namespace, target.name)
+            if wants_table(accept):
+                return json_response(_table(server, target, [obj], query))
+            if wants_partial(accept):
+                return json_response(optional.partial_metadata(obj))
+            return json_response(obj)
+        request["timing_key"] = "GET list"
+        items, rv, cont, remaining = core.list(
+            rt, target.namespace, label_selector=query.get("labelSelector"),
+            field_selector=query.get("fieldSelector"), limit=int_param(query, "limit"),
+            continue_token=query.get("continue"))
+        list_meta: dict[str, Any] = {"resourceVersion": rv}
+        if cont:
+            list_meta["continue"] = cont
+            list_meta["remainingItemCount"] = remaining
+        if wants_table(accept):
+            table = _table(server, target, items, query)
+            table["metadata"] = list_meta
+            return json_response(table)
+        if wants_partial(accept):
+            return json_response({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                                  "metadata": list_meta, "items": [optional.partial_metadata(o) for o in items]})
+        return json_response({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": list_meta,
+                              "items": items})
+
+    dry_run = dry_run_param(query)
+    if method == "POST":
+        if target.name is not None:
+            raise method_not_allowed()
+        if rt.namespaced and target.namespace is None:
+            raise method_not_allowed()
+        server.authorize(user, "create", target)
+        body = check_json_object(decode_body(await read_body(request), request.headers.get("Content-Type")),
+                                 rt.kind)
+        created = core.create(rt, target.namespace, body, dry_run=dry_run)
+        return json_response(created, 201)
+    if method == "PUT":
+        if target.name is None:
+            raise method_not_allowed()
+        server.authorize(user, "update", target)
+        body = decode_body(await read_body(request), request.headers.get("Content-Type"))
+        if target.subresource == "scale":
+            return json_response(core.update(rt, target.namespace, target.name, body, subresource="scale",
+                                             dry_run=dry_run))
+        body = check_json_object(body, rt.kind)
+        return json_response(core.update(rt, target.namespace, target.name, body,
+                                         subresource=target.subresource or None, dry_run=dry_run))
+    if method == "PATCH":
+        if target.name is None:
+            raise method_not_allowed()
+        ctype = media_type(request.headers.get("Content-Type"))
+        if ctype not in PATCH_TYPES:
+            raise ApiError(415, f'the body of the request was in an unknown format - accepted media types '
+                                f'include: {", ".join(PATCH_TYPES)}', "UnsupportedMediaType")
+        server.authorize(user, "patch", target)
+        existed = core.store.get(rt.storage_key, target.namespace if rt.namespaced else None, target.name)
+        if existed is None and ctype == "application/apply-patch+yaml" and not target.subresource:
+            server.authorize(user, "create", target)
+        body = await read_body(request)
+        result = core.patch(rt, target.namespace, target.name, body, ctype,
+                            subresource=target.subresource or None, dry_run=dry_run)
+        return json_response(result, 201 if existed is None and target.subresource != "scale" else 200)
+    if method == "DELETE":
+        raw = await read_body(request)
+        options: dict[str, Any] = {}
+        if raw.strip():
+            decoded = decode_body(raw, request.headers.get("Content-Type"))
+            if not isinstance(decoded, dict):
+                raise bad_request("DeleteOptions must be an object")
+            options = decoded
+        grace = int_param(query, "gracePeriodSeconds")
+        if grace is not None:
+            options["gracePeriodSeconds"] = grace
+        if query.get("propagationPolicy"):
+            options["propagationPolicy"] = query["propagationPolicy"]
+        if options.get("propagationPolicy") not in (None, "", "Orphan", "Background", "Foreground"):
+            raise bad_request(f"invalid propagationPolicy: {options['propagationPolicy']!r}")
+        dry_run = dry_run or options.get("dryRun") == ["All"]
+        if target.name is None:
+            if rt.namespaced and target.namespace is None:
+                server.authorize(user, "deletecollection", target)
+            server.authorize(user, "deletecollection", target)
+            deleted = core.delete_collection(rt, target.namespace, label_selector=query.get("labelSelector"),
+                                             field_selector=query.get("fieldSelector"), options=options,
+                                             dry_run=dry_run)
+            return json_response({"kind": rt.list_kind, "apiVersion": rt.api_version,
+                                  "metadata": {"resourceVersion": str(core.store.rv)}, "items": deleted})
+        if target.subresource:
+            raise method_not_allowed()
+        server.authorize(user, "delete", target)
+        result = core.delete(rt, target.namespace, target.name, options, dry_run=dry_run)
+        return json_response(result)
+    raise method_not_allowed()
+
+
+def _table(server: ApiServer, target: Target, objects: list[Obj], query: Any) -> dict[str, Any]:
+    include = query.get("includeObject") or "Metadata"
+    if include not in ("None", "Metadata", "Object"):
+        raise bad_request(f"invalid includeObject: {include!r}")
+    return optional.build_table(target.rt.plural, target.rt.group, objects, include_object=include,
+                                crd=target.rt.crd)
+
+
+# ----------------------------------------------------------------------------------------------
+# watch
+# ----------------------------------------------------------------------------------------------
+async def watch_response(request: web.Request, server: ApiServer, target: Target) -> web.StreamResponse:
+    core = server.core
+    rt = target.rt
+    query = request.query
+    request["timing_key"] = "WATCH"
+    field_selector = query.get("fieldSelector")
+    if target.name is not None:
+        name_sel = f"metadata.name={target.name}"
+        field_selector = f"{field_selector},{name_sel}" if field_selector else name_sel
+    flt = ObjectFilter(target.namespace if rt.namespaced else None, query.get("labelSelector"), field_selector,
+                       rt.key)
+    send_initial = bool_param(query, "sendInitialEvents")
+    if send_initial and query.get("resourceVersionMatch") not in ("NotOlderThan",):
+        raise ApiError(422, "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to "
+                            "NotOlderThan", "Invalid")
+    rv_text = query.get("resourceVersion") or ""
+    since: int | None = None
+    if rv_text not in ("", "0") and not send_initial:
+        try:
+            since = int(rv_text)
+        except ValueError:
+            raise bad_request(f'invalid resource version "{rv_text}"') from None
+    timeout = int_param(query, "timeoutSeconds")
+    timeout = DEFAULT_WATCH_TIMEOUT if timeout is None or timeout <= 0 else timeout
+    table = wants_table(request.headers.get("Accept", ""))
+    include = query.get("includeObject") or "Metadata"
+    bookmarks = bool_param(query, "allowWatchBookmarks")
+
+    store = core.store
+    watcher = store.watch(rt.storage_key, flt, since)
+    initial = [] if since is not None else [o for o in store.list(rt.storage_key, flt.namespace) if flt(o)]
+    initial_rv = store.rv
+
+    def encode(event_type: str, obj: Obj) -> bytes:
+        if table and event_type != "BOOKMARK":
+            obj = optional.build_table(rt.plural, rt.group, [core.external(rt, obj)], include_object=include,
+                                       crd=rt.crd)
+        else:
+            obj = core.external(rt, obj) if event_type != "BOOKMARK" else obj
+        return _dumps({"type": event_type, "object": obj}).encode() + b"\n"
+
+    def bookmark(rv: int, initial_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return encode("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta})
+
+    response = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
+    response.enable_chunked_encoding()
+    deadline = time.monotonic() + timeout
+    try:
+        await response.prepare(request)
+        chunk = b"".join(encode("ADDED", o) for o in initial)
+        if send_initial:
+            chunk += bookmark(initial_rv, True)
+        if chunk:
+            await response.write(chunk)
+        last_bookmark = time.monotonic()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                break
+            try:
+                item = await asyncio.wait_for(watcher.queue.get(), timeout=min(remaining, 5.0))
+            except TimeoutError:
+                if bookmarks and time.monotonic() - last_bookmark > BOOKMARK_INTERVAL:
+                    await response.write(bookmark(store.rv))
+                    last_bookmark = time.monotonic()
+                continue
+            if item is None:
+                break
+            out = [encode(*item)]
+            while not watcher.queue.empty() and len(out) < 500:
+                nxt = watcher.queue.get_nowait()
+                if nxt is None:
+                    watcher.queue.put_nowait(None)
+                    break
+                out.append(encode(*nxt))
+            await response.write(b"".join(out))
+    except (ConnectionResetError, ConnectionError, asyncio.CancelledError):
+        pass
+    finally:
+        store.unwatch(watcher)
+    try:
+        await response.write_eof()
+    except (ConnectionResetError, ConnectionError, RuntimeError):
+        pass
+    return response
+
+
+def build_app(server: ApiServer) -> web.Application:
+    app = web.Application(middlewares=[errors_middleware], client_max_size=MAX_BODY + 1024)
+    app["server"] = server
+    app.router.add_route("*", "/{tail:.*}", dispatch)
+    return app
