@@ -1,0 +1,12 @@
+"""SREGym hook implementations for the Hotel Reservation app."""
+
+from __future__ import annotations
+
+from sregym_core import hookimpl
+
+from .app import app_spec
+
+
+@hookimpl
+def sregym_apps():
+    return [app_spec()]
