@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
+
+T = TypeVar("T")
 
 
 def sregym_home() -> Path:
@@ -36,3 +42,58 @@ class ClusterSettings:
     api_port: int = 0
     kubernetes_version: str = "v1.32.4"
     cluster_domain: str = "cluster.local"
+
+
+# -- per-cluster address ranges --------------------------------------------------------------------
+# Each cluster gets a pair of /16 prefixes inside 127.0.0.0/8: pods in 127.<40+2i>, services in
+# 127.<41+2i>. The table lives in $SREGYM_HOME/clusters/allocations.json, guarded by a file lock,
+# so clusters started side by side never share a range.
+FIRST_OCTET = 40
+MAX_CLUSTERS = 100
+
+
+def _allocation_file() -> Path:
+    return sregym_home() / "clusters" / "allocations.json"
+
+
+def _locked_table(update: Callable[[dict[str, int]], T]) -> T:
+    path = _allocation_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            try:
+                table = json.loads(path.read_text())
+                if not isinstance(table, dict):
+                    table = {}
+            except (FileNotFoundError, ValueError):
+                table = {}
+            result = update(table)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(table, indent=2, sort_keys=True))
+            tmp.replace(path)
+            return result
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def allocate(name: str) -> tuple[str, str]:
+    """(pod prefix, service prefix) for cluster ``name``: the same each time for one name."""
+
+    def take(table: dict[str, int]) -> int:
+        if name in table:
+            return table[name]
+        used = set(table.values())
+        for index in range(MAX_CLUSTERS):
+            if index not in used:
+                table[name] = index
+                return index
+        raise RuntimeError(f"no free address range: {MAX_CLUSTERS} clusters already allocated")
+
+    index = _locked_table(take)
+    return f"127.{FIRST_OCTET + 2 * index}", f"127.{FIRST_OCTET + 2 * index + 1}"
+
+
+def release(name: str) -> None:
+    """Give cluster ``name``'s address range back."""
+    _locked_table(lambda table: table.pop(name, None))
