@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         NoiseSpec,
         OracleSpec,
         ProblemSpec,
+        ToolSpec,
     )
 
 _hookspec = pluggy.HookspecMarker("sregym")
@@ -125,6 +126,20 @@ def sregym_local_images() -> Iterable[LocalImage]:
     no app (observability servers, helper images).
 
     :returns: :class:`~sregym_core.types.LocalImage` records.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_agent_tools() -> Iterable[ToolSpec]:
+    """Register tools agents can call over MCP besides kubectl and submit.
+
+    The observability plugin registers ``get_metrics``, ``get_alerts``, ``get_logs``,
+    ``get_services``, ``get_operations``, ``get_traces`` and ``get_dependency_graph`` this way; the
+    MCP server answers "not available" for any of those names no plugin provides.
+
+    :returns: :class:`~sregym_core.types.ToolSpec` records.
 
     .. versionadded:: 0.1
     """

@@ -39,6 +39,7 @@ from .types import (
     NoiseSpec,
     OracleSpec,
     ProblemSpec,
+    ToolSpec,
 )
 
 log = structlog.get_logger()
@@ -179,6 +180,9 @@ class PluginHost:
 
     def get_problems(self) -> dict[str, ProblemSpec]:
         return self._collect("sregym_problems", ProblemSpec, key=lambda p: p.id)
+
+    def get_agent_tools(self) -> dict[str, ToolSpec]:
+        return self._collect("sregym_agent_tools", ToolSpec)
 
     def get_local_images(self) -> list[LocalImage]:
         """Every local image: from apps first, then from ``sregym_local_images``."""

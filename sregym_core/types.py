@@ -398,6 +398,31 @@ class ClusterProviderSpec:
     default: bool = False
 
 
+@attrs.frozen(kw_only=True)
+class ToolSpec:
+    """An observability tool agents can call over MCP (``get_metrics``, ``get_logs``...).
+
+    ``call(endpoints, **arguments) -> str`` returns compact text for an LLM; ``endpoints`` is the
+    cluster's :class:`ObservabilityEndpoints`. ``parameters`` is a JSON Schema of the arguments.
+    """
+
+    name: str
+    summary: str = ""
+    parameters: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object", "properties": {}}, converter=_frozen_mapping)
+    call: Callable[..., Any] = attrs.field(eq=False, hash=False)
+
+
+@attrs.frozen(kw_only=True)
+class ObservabilityEndpoints:
+    """Where a cluster's observability APIs answer (Prometheus HTTP API, Loki API, Jaeger query API)."""
+
+    prometheus_url: str | None = None
+    loki_url: str | None = None
+    jaeger_url: str | None = None
+    alertmanager_url: str | None = None
+    headers: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+
+
 # --------------------------------------------------------------------------------------------------
 # Problems
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,124 @@
+"""One cluster plus the apps deployed on it, kept across problems."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+import structlog
+
+from ..errors import DeployError
+from ..plugins import PluginHost
+from ..types import AppSpec
+from .agent_access import grant_agent_access
+from .kube import Kube, default_kubectl
+from .reconcile import Baseline, wait_ready
+from .workload import WorkloadClient
+
+log = structlog.get_logger()
+
+
+@attrs.define
+class DeployedApp:
+    app: AppSpec
+    namespaces: tuple[str, ...]
+    baseline: Baseline
+    agent_kubeconfig: Path
+    workload: WorkloadClient | None
+    deploy_seconds: float
+
+
+@attrs.define
+class Environment:
+    """A cluster handle, the admin view of it, and the apps deployed so far."""
+
+    host: PluginHost
+    cluster: Any
+    workdir: Path
+    kubectl: str = attrs.Factory(default_kubectl)
+    deploy_retries: int = 1
+    _kube: Kube | None = None
+    _apps: dict[str, DeployedApp] = attrs.Factory(dict)
+
+    @property
+    def kube(self) -> Kube:
+        if self._kube is None:
+            self._kube = Kube(self.cluster.kubeconfig(), kubectl=self.kubectl)
+        return self._kube
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return frozenset(getattr(self.cluster, "capabilities", None) or {"any"})
+
+    def observability(self) -> Any:
+        getter = getattr(self.cluster, "observability", None)
+        return getter() if getter else None
+
+    async def up(self) -> None:
+        await asyncio.to_thread(self.cluster.up)
+
+    async def ensure_app(self, app: AppSpec) -> DeployedApp:
+        """Deploy ``app`` once (retrying a failed deploy) and snapshot its baseline."""
+        if app.name in self._apps:
+            return self._apps[app.name]
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                deployed = await self._deploy(app)
+                deployed_attempts = attempts
+                break
+            except DeployError as exc:
+                log.warning("deploy_failed", app=app.name, attempt=attempts, error=str(exc))
+                if attempts > self.deploy_retries:
+                    exc.deploy_attempts = attempts  # type: ignore[attr-defined]
+                    raise
+        log.info("app_deployed", app=app.name, seconds=round(deployed.deploy_seconds, 2), attempts=deployed_attempts)
+        self._apps[app.name] = deployed
+        return deployed
+
+    async def _deploy(self, app: AppSpec) -> DeployedApp:
+        started = time.monotonic()
+        namespaces = tuple(dict.fromkeys([app.namespace, *app.hidden_namespaces]))
+        if app.deploy is not None:
+            result = app.deploy(kubeconfig=self.cluster.kubeconfig(), kubectl=self.kubectl, timeout=app.deploy_timeout)
+            if inspect.isawaitable(result):
+                await result
+        else:
+            for manifest in app.manifests:
+                await self.kube.akubectl("apply", "-f", str(manifest), timeout=app.deploy_timeout)
+        await wait_ready(self.kube, namespaces, app.deploy_timeout, what=f"app {app.name!r}")
+        workload = WorkloadClient(app.workload, self.kube, self.cluster) if app.workload else None
+        if workload is not None:
+            await self._wait_workload_healthy(app, workload)
+        baseline = await asyncio.to_thread(Baseline(self.kube, namespaces).take)
+        agent_kubeconfig = await asyncio.to_thread(
+            grant_agent_access, self.kube, [app.namespace], self.workdir / "agent" / f"{app.name}.kubeconfig")
+        return DeployedApp(app=app, namespaces=namespaces, baseline=baseline, agent_kubeconfig=agent_kubeconfig,
+                           workload=workload, deploy_seconds=time.monotonic() - started)
+
+    async def _wait_workload_healthy(self, app: AppSpec, workload: WorkloadClient, window: float = 5.0) -> None:
+        deadline = time.monotonic() + app.deploy_timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            try:
+                last = await workload.astats(window)
+                if (last.get("count") or 0) > 0 and (last.get("success_rate") or 0) >= 0.95:
+                    return
+            except Exception as exc:  # not up yet
+                last = str(exc)
+            await asyncio.sleep(1.0)
+        raise DeployError(f"app {app.name!r} is up but its workload does not succeed", hints=(f"last stats: {last}",))
+
+    async def reset_app(self, name: str) -> list[str]:
+        """Reconcile an app back to its baseline and wait until it is healthy again."""
+        deployed = self._apps[name]
+        actions = await asyncio.to_thread(deployed.baseline.reconcile)
+        await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
+        # the baseline keeps uids of what it recreated from now on
+        await asyncio.to_thread(deployed.baseline.take)
+        return actions

@@ -1,0 +1,195 @@
+"""Baseline snapshots and reconciliation: put the app back exactly as it was after deploy.
+
+Generic over the Kubernetes API (so it works on any cluster): objects the agent or a fault deleted
+are recreated, changed ones are put back (same uid, a plain PUT), and objects that appeared since
+the baseline are deleted. Pods are left to their controllers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import structlog
+
+from ..errors import DeployError
+from .kube import ApiStatusError, Kube
+
+log = structlog.get_logger()
+
+#: (collection path template, kind) of what reconciliation restores, in dependency order.
+RECONCILED: tuple[tuple[str, str], ...] = (
+    ("/api/v1/namespaces/{ns}/configmaps", "ConfigMap"),
+    ("/api/v1/namespaces/{ns}/secrets", "Secret"),
+    ("/api/v1/namespaces/{ns}/serviceaccounts", "ServiceAccount"),
+    ("/api/v1/namespaces/{ns}/persistentvolumeclaims", "PersistentVolumeClaim"),
+    ("/api/v1/namespaces/{ns}/resourcequotas", "ResourceQuota"),
+    ("/api/v1/namespaces/{ns}/limitranges", "LimitRange"),
+    ("/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies", "NetworkPolicy"),
+    ("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles", "Role"),
+    ("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", "RoleBinding"),
+    ("/api/v1/namespaces/{ns}/services", "Service"),
+    ("/apis/apps/v1/namespaces/{ns}/deployments", "Deployment"),
+    ("/apis/apps/v1/namespaces/{ns}/statefulsets", "StatefulSet"),
+    ("/apis/apps/v1/namespaces/{ns}/daemonsets", "DaemonSet"),
+    ("/apis/batch/v1/namespaces/{ns}/jobs", "Job"),
+    ("/apis/batch/v1/namespaces/{ns}/cronjobs", "CronJob"),
+    ("/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers", "HorizontalPodAutoscaler"),
+    ("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", "PodDisruptionBudget"),
+)
+
+#: Objects the cluster itself creates in every namespace; never reconciled.
+SYSTEM_NAMES = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt"), ("RoleBinding", "sregym-agent")}
+#: Fields whose drift matters, per kind (the rest is status or server bookkeeping).
+COMPARED = ("spec", "data", "stringData", "binaryData", "rules", "roleRef", "subjects")
+
+
+def _strip(obj: dict[str, Any]) -> dict[str, Any]:
+    """The part of an object we restore: spec/data plus labels and annotations."""
+    meta = obj.get("metadata", {})
+    kept = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
+    kept["metadata"] = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
+    return kept
+
+
+def _comparable(obj: dict[str, Any]) -> Any:
+    meta = obj.get("metadata", {})
+    return ({k: obj.get(k) for k in COMPARED}, meta.get("labels") or {},
+            {k: v for k, v in (meta.get("annotations") or {}).items()
+             if not k.startswith(("deployment.kubernetes.io/", "kubectl.kubernetes.io/last-applied"))})
+
+
+class Baseline:
+    """The app's state right after deploy."""
+
+    def __init__(self, kube: Kube, namespaces: tuple[str, ...]) -> None:
+        self.kube, self.namespaces = kube, namespaces
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.workloads: list[dict[str, Any]] = []
+
+    def take(self) -> Baseline:
+        self.objects = {}
+        for ns in self.namespaces:
+            for template, kind in RECONCILED:
+                for item in self._list(template.format(ns=ns), kind):
+                    name = item["metadata"]["name"]
+                    if (kind, name) in SYSTEM_NAMES or _owned(item):
+                        continue
+                    self.objects[(kind, ns, name)] = item
+        self.workloads = self.kube.workloads(self.namespaces)
+        return self
+
+    def _list(self, path: str, kind: str) -> list[dict[str, Any]]:
+        try:
+            return self.kube.list_items(path, kind)
+        except ApiStatusError as exc:
+            if exc.code in (404, 405):
+                return []
+            raise
+
+    def reconcile(self) -> list[str]:
+        """Undo every drift; return what was done (for the record)."""
+        actions: list[str] = []
+        seen: set[tuple[str, str, str]] = set()
+        for ns in self.namespaces:
+            for template, kind in RECONCILED:
+                collection = template.format(ns=ns)
+                for item in self._list(collection, kind):
+                    name = item["metadata"]["name"]
+                    key = (kind, ns, name)
+                    if (kind, name) in SYSTEM_NAMES or _owned(item):
+                        continue
+                    seen.add(key)
+                    wanted = self.objects.get(key)
+                    if wanted is None:
+                        self._delete(collection, name)
+                        actions.append(f"deleted {kind} {ns}/{name} (not in the baseline)")
+                    elif item["metadata"].get("uid") != wanted["metadata"].get("uid") or _comparable(item) != _comparable(wanted):
+                        self._put_back(collection, wanted, item)
+                        actions.append(f"restored {kind} {ns}/{name}")
+        for key, wanted in self.objects.items():
+            if key in seen:
+                continue
+            kind, ns, name = key
+            collection = next(t for t, k in RECONCILED if k == kind).format(ns=ns)
+            try:
+                self.kube.request("POST", collection, body=_strip(wanted))
+                actions.append(f"recreated {kind} {ns}/{name}")
+            except ApiStatusError as exc:
+                actions.append(f"could not recreate {kind} {ns}/{name}: {exc}")
+        return actions
+
+    def _put_back(self, collection: str, wanted: dict[str, Any], current: dict[str, Any]) -> None:
+        body = _strip(wanted)
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        kind = wanted.get("kind")
+        if kind == "Service":  # clusterIP is immutable: keep the live one
+            body.setdefault("spec", {})["clusterIP"] = current.get("spec", {}).get("clusterIP")
+            body["spec"]["clusterIPs"] = current.get("spec", {}).get("clusterIPs")
+        try:
+            self.kube.request("PUT", f"{collection}/{wanted['metadata']['name']}", body=body)
+        except ApiStatusError as exc:
+            if exc.code == 422:  # an immutable field changed (e.g. a selector): replace the object
+                self._delete(collection, wanted["metadata"]["name"])
+                self.kube.request("POST", collection, body=_strip(wanted))
+            else:
+                raise
+
+    def _delete(self, collection: str, name: str) -> None:
+        try:
+            self.kube.request("DELETE", f"{collection}/{name}", body={"propagationPolicy": "Background"})
+        except ApiStatusError as exc:
+            if exc.code != 404:
+                raise
+
+
+def _owned(item: dict[str, Any]) -> bool:
+    """Objects a controller owns (ReplicaSet pods, Job pods...) are not ours to reconcile."""
+    return any(ref.get("controller") for ref in item.get("metadata", {}).get("ownerReferences") or [])
+
+
+def pods_not_ready(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:
+    """Pods that are not Ready (ignoring finished job pods), described for error messages."""
+    waiting = []
+    for ns in namespaces:
+        for pod in kube.list_items(f"/api/v1/namespaces/{ns}/pods", "Pod"):
+            phase = pod.get("status", {}).get("phase")
+            if phase == "Succeeded":
+                continue
+            if pod["metadata"].get("deletionTimestamp"):
+                waiting.append(f"{ns}/{pod['metadata']['name']} (terminating)")
+                continue
+            conditions = {c["type"]: c["status"] for c in pod.get("status", {}).get("conditions", [])}
+            if conditions.get("Ready") != "True":
+                reasons = [s.get("state", {}).get("waiting", {}).get("reason") for s in pod.get("status", {}).get("containerStatuses", [])]
+                reason = next((r for r in reasons if r), phase or "Pending")
+                waiting.append(f"{ns}/{pod['metadata']['name']} ({reason})")
+    return waiting
+
+
+def workloads_settled(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:
+    """Deployments/StatefulSets whose ready replicas differ from spec."""
+    pending = []
+    for ns in namespaces:
+        for kind, path in (("Deployment", f"/apis/apps/v1/namespaces/{ns}/deployments"),
+                           ("StatefulSet", f"/apis/apps/v1/namespaces/{ns}/statefulsets")):
+            for obj in kube.list_items(path, kind):
+                want = obj.get("spec", {}).get("replicas", 1)
+                ready = obj.get("status", {}).get("readyReplicas", 0) or 0
+                if ready < want:
+                    pending.append(f"{kind} {ns}/{obj['metadata']['name']} {ready}/{want} ready")
+    return pending
+
+
+async def wait_ready(kube: Kube, namespaces: tuple[str, ...], timeout: float, *, what: str = "the app") -> float:
+    """Wait until every pod is Ready and every workload has its replicas; return seconds waited."""
+    started = time.monotonic()
+    last: list[str] = []
+    while time.monotonic() - started < timeout:
+        last = await asyncio.to_thread(lambda: workloads_settled(kube, namespaces) + pods_not_ready(kube, namespaces))
+        if not last:
+            return time.monotonic() - started
+        await asyncio.sleep(0.5)
+    raise DeployError(f"{what} did not become ready within {timeout:g} s",
+                      hints=tuple(f"not ready: {item}" for item in last[:10]))
