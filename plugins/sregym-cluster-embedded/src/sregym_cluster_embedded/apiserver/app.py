@@ -177,6 +177,8 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         server.authorize_path(user, "get", "/")
         return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3",
                                         "/readyz", "/version"]})
+    if head == "sregym":
+        return await admin_request(request, server, parts)
     if head == "openapi":
         server.authorize_path(user, "get", path)
         return openapi_response(server, parts)
@@ -208,6 +210,35 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
                 raise server_not_found()
             return json_response(doc)
         return await resource_request(request, server, parts[1], parts[2], parts[3:])
+    raise server_not_found()
+
+
+async def admin_request(request: web.Request, server: ApiServer, parts: list[str]) -> web.Response:
+    """Cluster administration for the benchmark (system:masters only):
+    ``POST /sregym/snapshots/<label>`` saves the store, ``POST /sregym/snapshots/<label>/restore``
+    brings it back, ``DELETE /sregym/snapshots/<label>`` forgets it, ``GET /sregym/snapshots`` lists."""
+    user: UserInfo = request["user"]
+    if not user.is_master:
+        raise ApiError(403, f'forbidden: User "{user.name}" cannot {request.method.lower()} path "{request.path}"',
+                       "Forbidden", details={})
+    snapshots: dict[str, bytes] = request.app.setdefault("snapshots", {})
+    if parts[1:] == ["snapshots"] and request.method == "GET":
+        return json_response({"snapshots": sorted(snapshots)})
+    if len(parts) >= 3 and parts[1] == "snapshots" and parts[2]:
+        label = parts[2]
+        if len(parts) == 3 and request.method == "POST":
+            snapshots[label] = server.core.store.snapshot()
+            return json_response({"label": label, "bytes": len(snapshots[label])}, 201)
+        if len(parts) == 3 and request.method == "DELETE":
+            if snapshots.pop(label, None) is None:
+                raise ApiError(404, f'snapshot "{label}" not found')
+            return json_response(success_status())
+        if len(parts) == 4 and parts[3] == "restore" and request.method == "POST":
+            blob = snapshots.get(label)
+            if blob is None:
+                raise ApiError(404, f'snapshot "{label}" not found')
+            server.core.store.restore(blob)
+            return json_response({"label": label, "resourceVersion": str(server.core.store.rv)})
     raise server_not_found()
 
 
