@@ -1,0 +1,46 @@
+"""The plugin registers an AppSpec whose inventory matches the manifests."""
+
+from __future__ import annotations
+
+import sregym_app_hotel_reservation.plugin
+from sregym_core.testing.contracts import AppContract
+
+from sregym_app_hotel_reservation.app import app_spec
+from sregym_app_hotel_reservation.manifests import render
+
+
+class TestHotelApp(AppContract):
+    plugin = sregym_app_hotel_reservation.plugin
+
+
+def test_inventory_matches_the_manifests():
+    app = app_spec()
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in render()}
+    for c in app.components:
+        workload = docs[(c.kind, c.name)]
+        assert workload["metadata"]["namespace"] == app.namespace
+        pod = workload["spec"]["template"]["spec"]
+        container = next(x for x in pod["containers"] if x["name"] == c.container_name)
+        assert set(c.ports) == {p["containerPort"] for p in container["ports"]}
+        assert c.labels.items() <= workload["spec"]["template"]["metadata"]["labels"].items()
+        claims = {v["persistentVolumeClaim"]["claimName"] for v in pod.get("volumes", []) if "persistentVolumeClaim" in v}
+        assert set(c.pvcs) == claims
+        env = {e["name"] for e in container.get("env", [])}
+        assert set(c.env) <= env, set(c.env) - env
+        if c.config_map:
+            assert ("ConfigMap", c.config_map) in docs
+        assert ("Service", c.service_name) in docs
+    roles = {r for c in app.components for r in c.roles}
+    assert {"frontend", "service:grpc", "db:postgres", "cache:memcached", "stateful"} <= roles
+
+
+def test_images_and_workload():
+    app = app_spec()
+    assert app.images[0].matches("sregym/hotel-reservation:1.0-buggy")
+    assert app.images[0].env["HOTEL_BUILD_VARIANT"] == "buggy"
+    assert not app.images[0].matches("sregym/hotel-reservation:1.0")
+    assert app.images[1].matches("sregym/hotel-reservation:1.0")
+    assert app.images[1].argv[1:] == ("-m", "sregym_app_hotel_reservation.serve")
+    assert app.workload is not None and app.workload.namespace in app.hidden_namespaces
+    assert app.problems_dir is not None and app.problems_dir.is_dir()
+    assert "hotel-reservation" in app.description and "postgres-geo" in app.description
