@@ -8,7 +8,7 @@ as a real API server's: ``1.5`` prints as ``1500m``, ``2000000`` as ``2M`` and `
 from __future__ import annotations
 
 import re
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Context, Decimal, InvalidOperation, localcontext
 
 __all__ = [
     "BINARY_SI",
@@ -38,6 +38,9 @@ _DECIMAL_BY_EXPONENT = {exp: suffix for suffix, exp in _DECIMAL_SUFFIXES.items()
 _BINARY_BY_POWER = {power: suffix for suffix, power in _BINARY_SUFFIXES.items()}
 _NUMBER = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)$")
 _NANO = Decimal("1e-9")
+# Enough digits for any quantity the API accepts (it caps exponents well below this).
+_CONTEXT = Context(prec=80)
+_MAX_EXPONENT = 60
 
 
 class QuantityError(ValueError):
@@ -55,6 +58,8 @@ def _split(text: str) -> tuple[str, str]:
 
 
 def _scale(suffix: str) -> tuple[Decimal, str]:
+    if len(suffix) > 8:
+        raise QuantityError(QUANTITY_REGEX_MESSAGE)
     if suffix in _BINARY_SUFFIXES:
         return Decimal(1024) ** _BINARY_SUFFIXES[suffix], BINARY_SI
     if suffix in _DECIMAL_SUFFIXES:
@@ -78,13 +83,16 @@ def _parse(text: object) -> tuple[Decimal, str]:
     if not number or not _NUMBER.match(number):
         raise QuantityError(QUANTITY_REGEX_MESSAGE)
     multiplier, fmt = _scale(suffix)
-    try:
-        value = Decimal(number) * multiplier
-    except InvalidOperation as exc:  # pragma: no cover - guarded by the regex
-        raise QuantityError(QUANTITY_REGEX_MESSAGE) from exc
-    # The API server keeps at most nano precision and rounds up (never down) beyond it.
-    if value != value.quantize(_NANO, rounding=ROUND_CEILING):
-        value = value.quantize(_NANO, rounding=ROUND_CEILING)
+    with localcontext(_CONTEXT):
+        try:
+            value = Decimal(number) * multiplier
+        except InvalidOperation as exc:  # pragma: no cover - guarded by the regex
+            raise QuantityError(QUANTITY_REGEX_MESSAGE) from exc
+        if value != 0 and abs(value.adjusted()) > _MAX_EXPONENT:
+            raise QuantityError("quantity is too large or too small")
+        # The API server keeps at most nano precision and rounds up (never down) beyond it.
+        if int(value.as_tuple().exponent) < -9:
+            value = value.quantize(_NANO, rounding=ROUND_CEILING)
     return value, fmt
 
 
@@ -119,7 +127,11 @@ def _decimal_parts(value: Decimal) -> tuple[int, int]:
 
 def format_quantity(value: Decimal | int | float, fmt: str = DECIMAL_SI) -> str:
     """Format a value the way ``resource.Quantity.String()`` does for the given format."""
-    value = Decimal(str(value)) if not isinstance(value, Decimal) else value
+    with localcontext(_CONTEXT):
+        return _format(Decimal(str(value)) if not isinstance(value, Decimal) else value, fmt)
+
+
+def _format(value: Decimal, fmt: str) -> str:
     if value == 0:
         return "0"
     sign = "-" if value < 0 else ""
