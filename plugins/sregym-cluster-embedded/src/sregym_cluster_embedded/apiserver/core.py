@@ -236,7 +236,7 @@ class ApiCore:
         if rt.kind == "Service" and rt.group == "":
             self._commit_service_ips(obj)
         stored = self.store.put(srt.storage_key, obj)
-        self._after_create(rt, stored)
+        stored = self._after_create(rt, stored)
         return self.external(rt, stored)
 
     def _check_namespace_open(self, namespace: str) -> None:
@@ -467,7 +467,7 @@ class ApiCore:
                 raise mapped from exc
             optional.log.warning("admission failed for %s: %s", rt.key, exc)
 
-    def _after_create(self, rt: ResourceType, obj: Obj) -> None:
+    def _after_create(self, rt: ResourceType, obj: Obj) -> Obj:
         if rt.key == "namespaces":
             ns = obj["metadata"]["name"]
             if self.store.get("serviceaccounts", ns, "default") is None:
@@ -492,7 +492,8 @@ class ApiCore:
                 ],
                 "storedVersions": [v["name"] for v in new["spec"]["versions"] if v.get("storage")],
             }
-            self.store.put(rt.storage_key, new)
+            return self.store.put(rt.storage_key, new)
+        return obj
 
     # ------------------------------------------------------------------------------------------
     # update
