@@ -23,7 +23,7 @@ from ..errors import SregymError
 from ..faults import FaultContext, call_fault
 from ..oracles.mitigation import OracleVerdict, build_oracle
 from ..problems import derive_ground_truth
-from ..results.record import AttemptRecord
+from ..results.record import AGENT_STATUSES, AttemptRecord
 from ..types import AgentSpec, FaultInstance, ProblemSpec, Target
 from .environment import DeployedApp, Environment
 from .schedule import FaultScheduler
@@ -181,7 +181,7 @@ class Attempt:
             mitigation_passed=mitigation.passed, mitigation=mitigation.to_dict(),
             time_to_diagnose_s=ttd, time_to_mitigate_s=ttm, steps=outcome.steps,
             prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=outcome.cost,
-            agent_status=outcome.status, timeouts=tuple(timeouts), error=outcome.error,
+            agent_status=outcome.status if outcome.status in AGENT_STATUSES else "ok", timeouts=tuple(timeouts), error=outcome.error,
             extra={"trajectory": list(outcome.trajectory)[:500], "attempt_id": self.attempt_id},
         )
         return AttemptRecord(**record)

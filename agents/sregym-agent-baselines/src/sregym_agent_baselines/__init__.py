@@ -1,0 +1,1 @@
+"""SREGym validation agents."""

@@ -1,0 +1,131 @@
+"""Validation agents. They talk to the conductor over its HTTP API and act through kubectl with the
+agent's restricted kubeconfig (the reference agent's fixes run with the fault's own context)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+import httpx
+
+from sregym_core.agents import AgentOutcome, AgentTask
+from sregym_core.types import GroundTruth
+
+
+def describe_truth(truth: tuple[GroundTruth, ...]) -> str:
+    """A diagnosis written from the ground truth, the way a precise SRE would write it."""
+    parts = []
+    for item in truth:
+        values = "; ".join(f"{key}: {_value(val)}" for key, val in item.mutated_values.items())
+        text = (f"Root cause in {', '.join(item.components)} (namespace {item.namespace}), "
+                f"resource {item.resource_kind}: {item.mechanism}.")
+        if values:
+            text += f" Concrete values: {values}."
+        if item.symptoms:
+            text += f" Symptoms: {', '.join(item.symptoms)}."
+        if item.prose:
+            text += f" {item.prose}"
+        parts.append(text)
+    return "\n".join(parts) or "No fault found."
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, dict) and {"before", "after"} <= set(value):
+        return f"{value['before']} -> {value['after']}"
+    return str(value)
+
+
+class _Base:
+    """Shared plumbing: submit over HTTP, run kubectl as the agent, keep a trajectory."""
+
+    def __init__(self, settle_s: float = 3.0, **_config: Any) -> None:
+        self.settle_s = settle_s
+        self.trajectory: list[dict[str, Any]] = []
+
+    async def submit(self, task: AgentTask, solution: str) -> int:
+        async with httpx.AsyncClient(timeout=30.0, trust_env=False) as client:
+            reply = await client.post(f"{task.api_url}/submit", json={"solution": solution})
+        self.trajectory.append({"action": "submit", "message": solution[:2000], "status": reply.status_code,
+                                "timestamp": time.time()})
+        return reply.status_code
+
+    async def kubectl(self, task: AgentTask, *args: str) -> str:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KUBECONFIG": str(task.kubeconfig),
+               "HOME": str(task.workdir)}
+        proc = await asyncio.create_subprocess_exec(task.kubectl, *args, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.PIPE, env=env)
+        out, err = await proc.communicate()
+        text = (out + err).decode(errors="replace")
+        self.trajectory.append({"action": "kubectl", "message": " ".join(args), "exit_code": proc.returncode,
+                                "observation": text[:2000], "timestamp": time.time()})
+        return text
+
+    def outcome(self, status: str = "ok", error: str | None = None) -> AgentOutcome:
+        return AgentOutcome(status=status, steps=len(self.trajectory), trajectory=tuple(self.trajectory), error=error)
+
+    def truth(self, task: AgentTask) -> tuple[GroundTruth, ...]:
+        if task.privileged is None:
+            raise RuntimeError("this validation agent needs privileged access (ground truth)")
+        return task.privileged.ground_truth
+
+
+class ReferenceAgent(_Base):
+    """Diagnoses with the ground truth, applies every fault's reference fix, then submits."""
+
+    async def run(self, task: AgentTask) -> AgentOutcome:
+        await self.submit(task, describe_truth(self.truth(task)))
+        for fix in task.privileged.reference_fixes:
+            started = time.time()
+            await fix()
+            self.trajectory.append({"action": "reference_fix", "message": "applied the gold fix",
+                                    "seconds": round(time.time() - started, 2), "timestamp": started})
+        await asyncio.sleep(self.settle_s)
+        await self.submit(task, "Mitigation applied: the reference fix for each fault.")
+        return self.outcome()
+
+
+class NoopAgent(_Base):
+    """Changes nothing."""
+
+    async def run(self, task: AgentTask) -> AgentOutcome:
+        await self.submit(task, "No fault found; the system looks healthy.")
+        await self.submit(task, "Nothing to mitigate.")
+        return self.outcome()
+
+
+class RestartAllAgent(_Base):
+    """Blind restart: deletes every pod in the app namespace (controllers recreate them)."""
+
+    async def run(self, task: AgentTask) -> AgentOutcome:
+        await self.submit(task, describe_truth(self.truth(task)))
+        await self.kubectl(task, "delete", "pods", "--all", "-n", task.app_namespace, "--wait=false")
+        await asyncio.sleep(self.settle_s)
+        await self.submit(task, "Restarted everything.")
+        return self.outcome()
+
+
+class ScaleZeroFaultyAgent(_Base):
+    """Makes the symptom disappear by scaling the faulty workloads to zero."""
+
+    async def run(self, task: AgentTask) -> AgentOutcome:
+        await self.submit(task, describe_truth(self.truth(task)))
+        for namespace, kind, name in task.privileged.faulty_workloads:
+            if kind in ("Deployment", "StatefulSet"):
+                await self.kubectl(task, "scale", f"{kind.lower()}/{name}", "-n", namespace, "--replicas=0")
+        await asyncio.sleep(self.settle_s)
+        await self.submit(task, "Scaled the broken workload down.")
+        return self.outcome()
+
+
+class DeleteFaultyAgent(_Base):
+    """Deletes the faulty workloads outright."""
+
+    async def run(self, task: AgentTask) -> AgentOutcome:
+        await self.submit(task, describe_truth(self.truth(task)))
+        for namespace, kind, name in task.privileged.faulty_workloads:
+            await self.kubectl(task, "delete", f"{kind.lower()}/{name}", "-n", namespace, "--wait=false")
+        await asyncio.sleep(self.settle_s)
+        await self.submit(task, "Deleted the broken workload.")
+        return self.outcome()
