@@ -18,7 +18,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from otlp_receiver import OtlpReceiver  # noqa: E402
-
 from sregym_app_hotel_reservation.localrun import LocalApp, free_port  # noqa: E402
 
 pytest_plugins = ["sregym_core.testing"]

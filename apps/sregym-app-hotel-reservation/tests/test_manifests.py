@@ -8,7 +8,6 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-
 from sregym_app_hotel_reservation import config
 from sregym_app_hotel_reservation.manifests import load_documents, render, render_yaml
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sregym_app_hotel_reservation.plugin
-from sregym_core.testing.contracts import AppContract
-
 from sregym_app_hotel_reservation.app import app_spec
 from sregym_app_hotel_reservation.manifests import render
+
+from sregym_core.testing.contracts import AppContract
 
 
 class TestHotelApp(AppContract):

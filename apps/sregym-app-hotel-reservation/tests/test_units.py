@@ -7,7 +7,6 @@ import random
 import time
 
 import pytest
-
 from sregym_app_hotel_reservation import config, data
 from sregym_app_hotel_reservation.rpc import TokenBucket
 from sregym_app_hotel_reservation.services.recommendation import value_scores

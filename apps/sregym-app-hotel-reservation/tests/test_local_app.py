@@ -1,0 +1,115 @@
+"""The whole app as real local processes: the workload succeeds and traces span every hop."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from pymemcache.client.base import Client
+
+from conftest import http
+
+pytestmark = pytest.mark.slow
+
+SEARCH = "/hotels?inDate=2015-04-09&outDate=2015-04-11&lat=37.7867&lon=-122.4112"
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """Sum of a Prometheus sample family filtered by labels."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_workload_window_succeeds(hotel, workload_factory):
+    wl = workload_factory(hotel.frontend_url, rate=40, duration=8, max_requests=1000, seed=11,
+                          distribution="poisson")
+    progress = wl.wait_finished(40)
+    assert 200 <= progress["sent"] <= 500
+    stats = wl.stats(60)
+    assert stats["count"] == progress["sent"]
+    assert stats["success_rate"] >= 0.99, stats
+    assert {"search", "recommend"} <= set(stats["by_endpoint"])
+    assert stats["p50_ms"] is not None and stats["p50_ms"] < stats["p99_ms"] + 0.01
+    # The same numbers are exported for Prometheus.
+    status, text = http(wl.url("/metrics"))
+    assert status == 200 and "workload_requests_total" in text
+    # A second, bounded run through the control API (count bound wins over duration).
+    status, body = wl.control(rate=50, duration=30, max_requests=25, distribution="constant")
+    assert status == 200 and body["running"]
+    assert wl.wait_finished(20)["sent"] == 25
+    assert wl.control(rate=-5)[0] == 400
+
+
+def test_every_endpoint_answers(hotel):
+    status, body = http(hotel.frontend_url + SEARCH)
+    assert status == 200 and body["type"] == "FeatureCollection" and body["features"]
+    status, body = http(hotel.frontend_url + "/recommendations?require=rate&lat=37.78&lon=-122.41")
+    assert status == 200 and len(body["features"]) == 5
+    assert http(hotel.frontend_url + "/user?username=Cornell_3&password=3333333333") == (
+        200, {"message": "Login successfully!"})
+    assert http(hotel.frontend_url + "/user?username=Cornell_3&password=wrong")[0] == 401
+    reserve = ("/reservation?inDate=2015-04-10&outDate=2015-04-12&lat=37.78&lon=-122.41&hotelId=5"
+               "&customerName=Cornell_3&username=Cornell_3&password=3333333333&number=1")
+    assert http(hotel.frontend_url + reserve, "POST") == (200, {"message": "Reserve successfully!"})
+    assert http(hotel.frontend_url + "/hotels?inDate=2015-04-12&outDate=2015-04-10&lat=1&lon=2")[0] == 400
+    assert http(hotel.frontend_url + "/recommendations?require=cheap&lat=1&lon=2")[0] == 400
+    assert http(hotel.frontend_url + "/nope")[0] == 404
+
+
+def _ancestors(span, by_id):
+    chain = [span]
+    while chain[-1]["parent_id"] and chain[-1]["parent_id"] in by_id:
+        chain.append(by_id[chain[-1]["parent_id"]])
+    return chain
+
+
+def test_traces_span_frontend_search_geo_rate_and_datastores(hotel, otlp):
+    start = len(otlp.spans)
+    # An empty rate cache: the first search reads PostgreSQL and fills memcached, the second hits it.
+    Client(("127.0.0.1", hotel.memcached["rate"].port)).flush_all()
+    for _ in range(2):
+        assert http(hotel.frontend_url + "/hotels?inDate=2015-04-09&outDate=2015-04-10&lat=37.70&lon=-122.47")[0] == 200
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        spans = otlp.spans[start:]
+        by_id = {s["span_id"]: s for s in spans}
+        db_spans = [s for s in spans if s["attributes"].get("db.system") in ("postgresql", "memcached")]
+        paths = {(s["service"], s["attributes"]["db.system"]): [a["service"] for a in _ancestors(s, by_id)]
+                 for s in db_spans}
+        if ("geo", "postgresql") in paths and ("rate", "memcached") in paths and ("rate", "postgresql") in paths:
+            break
+        time.sleep(0.3)
+    for key in (("geo", "postgresql"), ("rate", "memcached"), ("rate", "postgresql")):
+        chain = paths.get(key)
+        assert chain, f"no {key} span among {len(spans)} spans"
+        # database span ← service server span ← search client span ← search server ← frontend client ← frontend root
+        assert chain[-1] == "frontend" and "search" in chain and chain[0] == key[0], chain
+    root = [s for s in spans if s["service"] == "frontend" and not s["parent_id"]]
+    assert root and root[0]["name"] == "HTTP GET /hotels"
+    one_trace = {s["trace_id"] for s in spans if s["service"] == "geo"}
+    assert one_trace & {s["trace_id"] for s in root}
+
+
+def test_metrics_and_readiness(hotel):
+    http(hotel.frontend_url + SEARCH)
+    frontend = hotel.metrics("frontend")
+    assert metric(frontend, "hotel_http_requests_total", endpoint="/hotels", code="200") >= 1
+    assert metric(frontend, "hotel_http_latency_seconds_count", endpoint="/hotels") >= 1
+    geo = hotel.metrics("geo")
+    assert metric(geo, "hotel_rpc_server_requests_total", method="Nearby", code="OK") >= 1
+    assert metric(geo, "hotel_db_pool_max", db="geo") == 4
+    assert re.search(r'hotel_db_pool_connections\{db="geo",service="geo"\} [1-9]', geo)
+    rate = hotel.metrics("rate")
+    assert metric(rate, "hotel_cache_requests_total", result="hit") + metric(
+        rate, "hotel_cache_requests_total", result="miss") >= 1
+    status, report = hotel.readiness("reservation")
+    assert status == 200 and report["checks"]["database"]["ok"] and report["checks"]["cache"]["ok"]
+    status, report = hotel.readiness("frontend")
+    assert status == 200 and report["checks"]["peer:search"]["ok"]
+    assert http(hotel.admin_url("geo", "/healthz")) == (200, {"status": "ok"})
