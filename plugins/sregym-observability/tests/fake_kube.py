@@ -155,3 +155,25 @@ def make_pod(namespace: str, name: str, *, app: str, containers: dict[str, dict]
                         "containerID": f"local://{name}-{c}", "state": {"running": {"startedAt": "x"}}, **extra}
                        for c, extra in containers.items()]},
     }
+
+
+class ThreadedFakeKube:
+    """A :class:`FakeKube` on its own event loop thread, for tests that drive real subprocesses."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.kube = FakeKube()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.url = asyncio.run_coroutine_threadsafe(self.kube.start(), self.loop).result(10)
+
+    def call(self, fn, *args) -> None:
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.kube.stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()

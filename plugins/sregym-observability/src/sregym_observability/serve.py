@@ -3,6 +3,7 @@
     python -m sregym_observability.serve logs      --port 3100  [--kubeconfig K] [--namespaces a,b]
     python -m sregym_observability.serve traces    --port 16686 (OTLP/HTTP on the same port: POST /v1/traces)
     python -m sregym_observability.serve exporters --port 8080  [--stats-url URL ...]
+        (/metrics kube-state, /metrics/cadvisor, /sd/pods and /sd/endpoints as Prometheus HTTP SD)
 
 Kubernetes credentials: ``--kubeconfig``/``$KUBECONFIG``, ``--api-server`` + ``--token-file`` +
 ``--ca-file``, or the in-cluster service account. ``logs --no-collector`` serves pushes only.
@@ -25,6 +26,7 @@ from aiohttp import web
 from .cadvisor import HttpContainerStatsSource, render_cadvisor
 from .collector import LogCollector
 from .jaeger_api import add_trace_routes
+from .k8s_sd import endpoints_target_groups, pod_target_groups
 from .kube_state import RESOURCE_PATHS, render_kube_state
 from .kubeapi import KubeApiError, KubeClient, resolve_access
 from .logstore import LogRetention, LogStore
@@ -135,8 +137,25 @@ async def run_exporters(args: argparse.Namespace, app: web.Application, tasks: l
         found = await asyncio.to_thread(stats.container_stats)
         return web.Response(text=render_cadvisor(found), headers={"Content-Type": CONTENT_TYPE})
 
+    async def sd(request: web.Request) -> web.Response:
+        wanted = {n for n in request.query.get("namespace", "").split(",") if n}
+        try:
+            if request.match_info["role"] == "pods":
+                groups = pod_target_groups(await kube.list_items("/api/v1/pods"))
+            else:
+                endpoints, services, pods = await asyncio.gather(
+                    kube.list_items("/api/v1/endpoints"), kube.list_items("/api/v1/services"),
+                    kube.list_items("/api/v1/pods"))
+                groups = endpoints_target_groups(endpoints, services, pods)
+        except Exception as err:  # noqa: BLE001 - Prometheus keeps its last good targets on errors
+            return web.Response(status=503, text=f"cannot list the cluster: {err}\n")
+        if wanted:
+            groups = [g for g in groups if g["labels"].get("__meta_kubernetes_namespace") in wanted]
+        return web.json_response(groups)
+
     app.router.add_get("/metrics", kube_state)
     app.router.add_get("/metrics/cadvisor", cadvisor)
+    app.router.add_get("/sd/{role:pods|endpoints}", sd)
     app.router.add_get("/ready", _ok)
     return [kube.close]
 
