@@ -210,7 +210,8 @@ class ContainerRunner:
                     shutil.rmtree(root / "rootfs", ignore_errors=True)
                 context = build_context(pod=self.pod, container=self.spec, recipe=recipe, env=env,
                                         container_root=root, mounts=self.worker.mounts_for(self.spec),
-                                        extra_env=self.worker.extra_env(env))
+                                        extra_env=self.worker.extra_env(env),
+                                        run_root=self.worker.run_root(self.name))
                 return context
             except ContainerConfigError as exc:
                 self._set({"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}})

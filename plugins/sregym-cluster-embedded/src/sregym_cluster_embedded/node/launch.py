@@ -95,12 +95,17 @@ def make_bin_dir(root: Path, programs: dict[str, str]) -> Path:
 
 
 def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, str], container_root: Path,
-                  mounts: dict[str, str], extra_env: dict[str, str]) -> ProcessContext:
-    """Container root, private dirs, path map, env and working directory for one container."""
+                  mounts: dict[str, str], extra_env: dict[str, str], run_root: Path | None = None) -> ProcessContext:
+    """Container root, private dirs, path map, env and working directory for one container.
+
+    Private ``/run`` and ``/var/run`` directories go under the short ``run_root`` instead of the
+    deep container root: they hold UNIX sockets, whose paths must fit in 107 bytes."""
     rootfs = container_root / "rootfs"
     mapping: dict[str, str] = {}
     for private in recipe.private_dirs:
         real = rootfs / private.lstrip("/")
+        if run_root is not None and private.startswith(("/run/", "/var/run/")):
+            real = run_root / private.lstrip("/")
         real.mkdir(parents=True, exist_ok=True)
         real.chmod(0o777)
         mapping[private] = str(real)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import shutil
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CONFIG_REFRESH_S = 10.0
+RUN_ROOT = Path("/tmp/sregym-run")
 
 
 def _now() -> str:
@@ -74,6 +76,7 @@ class PodWorker:
         self._writer: asyncio.Task | None = None
         self._builder: VolumeBuilder | None = None
         self.finished = asyncio.Event()
+        self._run_prefix = hashlib.sha1(str(self.root).encode()).hexdigest()[:8]
 
     # ------------------------------------------------------------ small helpers
 
@@ -116,6 +119,11 @@ class PodWorker:
                 master = await self.agent.client.get("services", "kubernetes", "default")
                 services = [s for s in services if s["metadata"]["name"] != "kubernetes"] + [master]
         return service_env(services)
+
+    def run_root(self, container: str) -> Path:
+        """A short per-container directory for UNIX sockets (see launch.build_context)."""
+        digest = hashlib.sha1(f"{self.root}/{container}".encode()).hexdigest()[:12]
+        return RUN_ROOT / f"{self._run_prefix}-{digest}"
 
     def mounts_for(self, container: dict) -> dict[str, str]:
         mounts: dict[str, str] = {}
@@ -249,6 +257,8 @@ class PodWorker:
                 await self._writer
         self.agent.release_ip(self.uid)
         shutil.rmtree(self.root, ignore_errors=True)
+        for path in RUN_ROOT.glob(f"{self._run_prefix}-*"):
+            shutil.rmtree(path, ignore_errors=True)
 
     # ------------------------------------------------------------ status
 

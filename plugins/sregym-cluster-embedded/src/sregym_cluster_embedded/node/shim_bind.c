@@ -2,8 +2,11 @@
  * bind() to 0.0.0.0, 127.0.0.1, :: or ::1 binds the pod IP instead (an IPv6 socket gets the
  * v4-mapped pod IP, or EADDRNOTAVAIL when it is IPV6_V6ONLY), so pods on one host can all
  * listen on the same port. connect() to 127.0.0.1 / ::1 goes to the pod IP, so "localhost"
- * inside a pod reaches the pod's own containers. Env: SREGYM_POD_IP (read once at load time:
- * PostgreSQL and Redis overwrite environ for their process titles). */
+ * inside a pod reaches the pod's own containers. Pods have no IPv6: socket(AF_INET6) fails with
+ * EAFNOSUPPORT, as on a host booted with ipv6.disable=1, which servers (memcached, PostgreSQL,
+ * Redis, Go, asyncio) handle by using IPv4 only; SREGYM_POD_IPV6=1 keeps IPv6 sockets and maps
+ * their wildcard/loopback to the v4-mapped pod IP instead. Env is read once at load time:
+ * PostgreSQL and Redis overwrite environ for their process titles. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -16,13 +19,23 @@
 static int (*real_bind)(int, const struct sockaddr *, socklen_t);
 static int (*real_connect)(int, const struct sockaddr *, socklen_t);
 static struct in_addr pod_ip;
+static int (*real_socket)(int, int, int);
 static int active;
+static int ipv6_allowed;
 
 __attribute__((constructor)) static void sregym_init(void) {
     const char *value = getenv("SREGYM_POD_IP");
     active = value && inet_pton(AF_INET, value, &pod_ip) == 1;
     real_bind = dlsym(RTLD_NEXT, "bind");
     real_connect = dlsym(RTLD_NEXT, "connect");
+    real_socket = dlsym(RTLD_NEXT, "socket");
+    const char *v6 = getenv("SREGYM_POD_IPV6");
+    ipv6_allowed = v6 && v6[0] == '1';
+}
+
+int socket(int domain, int type, int protocol) {
+    if (active && domain == AF_INET6 && !ipv6_allowed) { errno = EAFNOSUPPORT; return -1; }
+    return real_socket(domain, type, protocol);
 }
 
 static int is_v4_local(const struct sockaddr_in *a, int wildcard_too) {

@@ -181,7 +181,7 @@ class VolumeBuilder:
         if pvc is None:
             raise MountError(f'persistentvolumeclaim "{claim}" not found')
         pv_name = pvc.get("spec", {}).get("volumeName")
-        if not pv_name or pvc.get("status", {}).get("phase") not in (None, "Bound"):
+        if not pv_name:  # the PV controller sets volumeName when it binds the claim
             raise MountError(f'persistentvolumeclaim "{claim}" is not bound')
         pv = await _get(self.client, "persistentvolumes", pv_name, None) or {}
         spec = pv.get("spec", {})

@@ -1,0 +1,149 @@
+"""Pure pieces of the node agent: quantities, image references, ENTRYPOINT/CMD, path mapping,
+env expansion, service variables, CRI logs with rotation, atomic volume projection."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from sregym_cluster_embedded.node.envs import expand, service_env
+from sregym_cluster_embedded.node.images import (
+    ImageCatalog,
+    Recipe,
+    container_argv,
+    default_catalog,
+    normalize_reference,
+)
+from sregym_cluster_embedded.node.logs import LogWriter, parse_rfc3339, read_log, rfc3339_nano
+from sregym_cluster_embedded.node.pathmap import PathMap
+from sregym_cluster_embedded.node.quantity import QuantityError, cpu_millis, memory_bytes
+from sregym_cluster_embedded.node.volumes import _atomic_write
+
+
+def test_quantities():
+    assert cpu_millis("500m") == 500
+    assert cpu_millis("1.5") == 1500
+    assert cpu_millis(2) == 2000
+    assert memory_bytes("64Mi") == 64 * 2**20
+    assert memory_bytes("1G") == 10**9
+    assert memory_bytes("129e6") == 129_000_000
+    assert cpu_millis(None) is None
+    with pytest.raises(QuantityError):
+        memory_bytes("12 apples")
+
+
+@pytest.mark.parametrize("ref, expected", [
+    ("postgres", "postgres:latest"),
+    ("postgres:15", "postgres:15"),
+    ("docker.io/library/postgres:16-alpine", "postgres:16-alpine"),
+    ("docker.io/valkey/valkey:8", "valkey/valkey:8"),
+    ("ghcr.io/acme/app:v1", "ghcr.io/acme/app:v1"),
+    ("redis@sha256:abc", "redis:latest"),
+    ("localhost:5000/app", "localhost:5000/app:latest"),
+])
+def test_normalize_reference(ref, expected):
+    assert normalize_reference(ref) == expected
+
+
+def test_catalog_matching_and_override():
+    catalog = default_catalog()
+    assert catalog.resolve("busybox:1.36") is not None
+    assert catalog.resolve("docker.io/library/postgres:16-alpine") is not None
+    assert catalog.resolve("valkey/valkey:8") is not None
+    assert catalog.resolve("python:3.11-slim") is not None
+    assert catalog.resolve("nosuchimage:1") is None
+    custom = ImageCatalog()
+    first, second = Recipe.make(cmd=["a"]), Recipe.make(cmd=["b"])
+    custom.register("acme/app", first)
+    custom.load([lambda: [("acme/app:v2", second)]])
+    assert custom.resolve("acme/app:v1") is first
+    assert custom.resolve("acme/app:v2") is second  # later registrations win
+
+
+def test_entrypoint_cmd_semantics():
+    recipe = Recipe.make(entrypoint=["ep"], cmd=["default"])
+    assert container_argv(recipe, None, None) == ["ep", "default"]
+    assert container_argv(recipe, None, ["x"]) == ["ep", "x"]
+    assert container_argv(recipe, ["cmd"], None) == ["cmd"]  # command drops CMD too
+    assert container_argv(recipe, ["cmd"], ["y"]) == ["cmd", "y"]
+
+
+def test_pathmap_rewrites_paths_at_boundaries():
+    pm = PathMap({"/etc/app": "/real/cfg", "/data": "/real/data"})
+    assert pm.host("/etc/app/x.conf") == "/real/cfg/x.conf"
+    assert pm.host("/etc/application") == "/etc/application"
+    assert pm.rewrite("--config=/etc/app/x.conf") == "--config=/real/cfg/x.conf"
+    assert pm.rewrite("cat /etc/app/a && ls /data") == "cat /real/cfg/a && ls /real/data"
+    assert pm.rewrite("/database") == "/database"
+    assert pm.rewrite("PATH=/bin:/data/bin") == "PATH=/bin:/real/data/bin"
+
+
+def test_env_expansion():
+    env = {"A": "1", "B": "two"}
+    assert expand("$(A)-$(B)", env) == "1-two"
+    assert expand("$(MISSING)", env) == "$(MISSING)"
+    assert expand("$$(A)", env) == "$(A)"
+
+
+def test_service_env_variables():
+    svc = {"metadata": {"name": "my-db"}, "spec": {"clusterIP": "127.43.0.9",
+                                                   "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}]}}
+    headless = {"metadata": {"name": "h"}, "spec": {"clusterIP": "None", "ports": [{"port": 1}]}}
+    env = service_env([svc, headless])
+    assert env["MY_DB_SERVICE_HOST"] == "127.43.0.9"
+    assert env["MY_DB_SERVICE_PORT"] == "5432"
+    assert env["MY_DB_SERVICE_PORT_PG"] == "5432"
+    assert env["MY_DB_PORT"] == "tcp://127.43.0.9:5432"
+    assert env["MY_DB_PORT_5432_TCP_ADDR"] == "127.43.0.9"
+    assert not any(k.startswith("H_") for k in env)
+
+
+def test_timestamps_roundtrip():
+    stamp = rfc3339_nano(1_700_000_000.123456789)
+    assert stamp.startswith("2023-11-14T22:13:20.123456")
+    assert stamp.endswith("Z") and len(stamp.split(".")[1]) == 10
+    assert abs(parse_rfc3339(stamp) - 1_700_000_000.123456789) < 1e-5
+
+
+def _collect(gen) -> bytes:
+    async def run():
+        out = b""
+        async for chunk in gen:
+            out += chunk
+        return out
+    return asyncio.run(run())
+
+
+def test_logs_rotation_tail_and_partial_lines(tmp_path: Path):
+    path = tmp_path / "c" / "0.log"
+    writer = LogWriter(path, max_bytes=400)
+    for i in range(20):
+        writer.write_line("stdout", b"line %d" % i)
+    writer.write_line("stderr", b"half", partial=True)
+    writer.write_line("stderr", b"-done")
+    writer.close()
+    assert Path(str(path) + ".1").exists()
+    assert path.stat().st_size < 400
+    text = _collect(read_log(path))
+    lines = text.decode().splitlines()
+    assert lines[-1] == "half-done"
+    assert lines[-2] == "line 19"
+    assert _collect(read_log(path, tail_lines=2)).decode().splitlines() == ["line 19", "half-done"]
+    stamped = _collect(read_log(path, tail_lines=1, timestamps=True)).decode()
+    assert stamped.split(" ", 1)[1] == "half-done\n" and stamped[:4].isdigit()
+    assert len(_collect(read_log(path, limit_bytes=10))) == 10
+
+
+def test_atomic_projection_swaps_data_dir(tmp_path: Path):
+    target = tmp_path / "vol"
+    _atomic_write(target, {"a.conf": (b"one", 0o644), "b": (b"x", 0o600)})
+    assert (target / "a.conf").read_text() == "one"
+    assert os.readlink(target / "a.conf") == "..data/a.conf"
+    assert oct((target / "b").stat().st_mode & 0o777) == "0o600"
+    first = os.readlink(target / "..data")
+    _atomic_write(target, {"a.conf": (b"two", 0o644)})
+    assert (target / "a.conf").read_text() == "two"
+    assert not (target / "b").exists()
+    assert not (target / first).exists()
