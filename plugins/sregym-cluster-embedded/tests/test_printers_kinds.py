@@ -75,7 +75,7 @@ def test_every_printer_has_name_like_first_column_and_consistent_cells() -> None
                                         "VolumeAttributesClass", "Age"]),
         ("storageclasses", "storage.k8s.io", ["Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode",
                                               "AllowVolumeExpansion", "Age"]),
-        ("resourcequotas", "", ["Name", "Age", "Request", "Limit"]),
+        ("resourcequotas", "", ["Name", "Request", "Limit", "Age"]),
         ("limitranges", "", ["Name", "Created At"]),
         ("deployments", "apps", ["Name", "Ready", "Up-to-date", "Available", "Age"]),
         ("replicasets", "apps", ["Name", "Desired", "Current", "Ready", "Age"]),
@@ -206,7 +206,7 @@ def test_pv_pvc_storageclass() -> None:
 def test_quota_and_limitrange() -> None:
     q = {"metadata": meta("q"), "status": {"hard": {"limits.cpu": "4", "pods": "10", "requests.memory": "2Gi"},
                                            "used": {"limits.cpu": "1500m", "pods": "3", "requests.memory": "512Mi"}}}
-    assert cells("resourcequotas", "", q) == ["q", "10m", "pods: 3/10, requests.memory: 512Mi/2Gi", "limits.cpu: 1500m/4"]
+    assert cells("resourcequotas", "", q) == ["q", "pods: 3/10, requests.memory: 512Mi/2Gi", "limits.cpu: 1500m/4", "10m"]
     assert cells("limitranges", "", {"metadata": meta("lr")}) == ["lr", ts(600)]
 
 
@@ -244,7 +244,7 @@ def test_cronjob_cells() -> None:
     cron = {"metadata": meta("backup"), "spec": {"schedule": "0 * * * *", "suspend": False,
                                                  "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "b", "image": "bk"}]}}}}},
             "status": {"active": [{"name": "backup-1"}], "lastScheduleTime": ts(125)}}
-    assert cells("cronjobs", "batch", cron) == ["backup", "0 * * * *", "<none>", "False", 1, "2m5s", "10m", "b", "bk", ""]
+    assert cells("cronjobs", "batch", cron) == ["backup", "0 * * * *", "<none>", "False", 1, "2m5s", "10m", "b", "bk", "<none>"]
     assert cells("cronjobs", "batch", {"metadata": meta("n"), "spec": {}})[3:6] == ["<unset>", 0, "<none>"]
 
 
@@ -320,3 +320,20 @@ def test_generic_fallback_and_descriptions() -> None:
     definitions = table("pods", "")["columnDefinitions"]
     assert definitions[0]["description"].startswith("Name must be unique within a namespace")
     assert "podIP" in definitions[5]["description"] or definitions[5]["description"].startswith("podIP")
+
+
+def test_set_semantics_and_overflow_rules() -> None:
+    lb = {"metadata": meta("lb"), "spec": {"type": "LoadBalancer", "clusterIPs": ["127.43.0.2"], "ports": []},
+          "status": {"loadBalancer": {"ingress": [{"ip": "127.0.0.9"}, {"hostname": "a.example"}, {"ip": "127.0.0.9"}]}}}
+    assert cells("services", "", lb)[3] == "127.0.0.9,a.example"
+    no_addresses = {"metadata": meta("ep"), "subsets": [{"ports": [{"port": 80}]}]}
+    assert cells("endpoints", "", no_addresses)[1] == ""
+    rules = [{"host": f"h{i}.example"} for i in range(3)] + [{}, {"host": "h9.example"}]
+    ing = {"metadata": meta("ing"), "spec": {"rules": rules}}
+    assert cells("ingresses", "networking.k8s.io", ing)[2] == "h0.example,h1.example,h2.example + 2 more..."
+    rs = {"metadata": meta("rs"), "spec": {"replicas": 1, "template": {"spec": {"containers": []}}}}
+    assert cells("replicasets", "apps", rs)[-1] == "<none>"
+    assert cells("priorityclasses", "scheduling.k8s.io", {"metadata": meta("pc"), "value": 1})[-1] == ""
+    crb = table("clusterrolebindings", "rbac.authorization.k8s.io")["columnDefinitions"]
+    assert crb[3]["description"] == "Users in the clusterRoleBinding"
+    assert [c["type"] for c in table("roles", "rbac.authorization.k8s.io")["columnDefinitions"]] == ["string", "date"]

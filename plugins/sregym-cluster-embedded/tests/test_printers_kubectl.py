@@ -87,5 +87,5 @@ def test_quota_and_limit_range_admission(kubectl, namespace: str) -> None:
     assert refused.returncode != 0
     assert 'pods "two" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1' in refused.stderr
     quota_rows = columns(kubectl("get", "quota", "-n", namespace).stdout)
-    assert quota_rows[0] == ["NAME", "AGE", "REQUEST", "LIMIT"]
-    assert quota_rows[1][2] == "pods: 1/1"
+    assert quota_rows[0] == ["NAME", "REQUEST", "LIMIT", "AGE"]
+    assert quota_rows[1][1] == "pods: 1/1"

@@ -54,7 +54,7 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("rbac.authorization.k8s.io", "roles"): misc.ROLE_PRINTER,
     ("rbac.authorization.k8s.io", "clusterroles"): misc.ROLE_PRINTER,
     ("rbac.authorization.k8s.io", "rolebindings"): misc.BINDING_PRINTER,
-    ("rbac.authorization.k8s.io", "clusterrolebindings"): misc.BINDING_PRINTER,
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): misc.CLUSTER_BINDING_PRINTER,
     ("apiextensions.k8s.io", "customresourcedefinitions"): misc.CREATED_AT_PRINTER,
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): misc.WEBHOOK_CONFIGURATION_PRINTER,
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): misc.WEBHOOK_CONFIGURATION_PRINTER,

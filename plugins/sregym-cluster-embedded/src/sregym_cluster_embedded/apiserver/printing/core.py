@@ -7,6 +7,7 @@ from typing import Any
 
 from ..quantity import QuantityError, canonical_quantity
 from .columns import (
+    AGE_DOC,
     NAME_DOC,
     Column,
     Printer,
@@ -115,7 +116,7 @@ NAMESPACE_PRINTER = Printer(
 
 SERVICE_COLUMNS = (
     name_column(),
-    Column("Type", "string", "The type of service"),
+    Column("Type", "string", ("V1ServiceSpec", "type")),
     Column("Cluster-IP", "string", ("V1ServiceSpec", "cluster_ip")),
     Column("External-IP", "string", ("V1ServiceSpec", "external_ips")),
     Column("Port(s)", "string", ("V1ServiceSpec", "ports")),
@@ -124,16 +125,17 @@ SERVICE_COLUMNS = (
 )
 
 
-def _load_balancer_text(status: Any) -> str:
-    entries = []
+def load_balancer_text(status: Any) -> str:
+    """IPs (or hostnames) of a load-balancer status, de-duplicated and sorted like a string set."""
+    entries = set()
     for ingress in as_list(dig(status, "loadBalancer", "ingress")):
         if not isinstance(ingress, dict):
             continue
         if ingress.get("ip"):
-            entries.append(str(ingress["ip"]))
+            entries.add(str(ingress["ip"]))
         elif ingress.get("hostname"):
-            entries.append(str(ingress["hostname"]))
-    return ",".join(entries)
+            entries.add(str(ingress["hostname"]))
+    return ",".join(sorted(entries))
 
 
 def service_external_ip(service: dict[str, Any]) -> str:
@@ -143,7 +145,7 @@ def service_external_ip(service: dict[str, Any]) -> str:
     if kind in ("ClusterIP", "NodePort"):
         return ",".join(external) if external else "<none>"
     if kind == "LoadBalancer":
-        balancer = _load_balancer_text(service.get("status"))
+        balancer = load_balancer_text(service.get("status"))
         if external:
             return ",".join(([balancer] if balancer else []) + external)
         return balancer or "<pending>"
@@ -205,7 +207,7 @@ def endpoints_text(endpoints: dict[str, Any], limit: int = 3) -> str:
         for port in ports:
             total += len(addresses)
             shown.extend(_join_host_port(ip, port.get("port")) for ip in addresses)
-    return list_with_more(shown, total, limit, "<none>")
+    return list_with_more(shown, total, limit, "")
 
 
 ENDPOINTS_PRINTER = Printer(
@@ -377,7 +379,7 @@ PV_COLUMNS = (
     Column("Status", "string", ("V1PersistentVolumeStatus", "phase")),
     Column("Claim", "string", ("V1PersistentVolumeSpec", "claim_ref")),
     Column("StorageClass", "string", "StorageClass of the pv"),
-    Column("VolumeAttributesClass", "string", ("V1PersistentVolumeSpec", "volume_attributes_class_name")),
+    Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
     Column("Reason", "string", ("V1PersistentVolumeStatus", "reason")),
     age_column(),
     Column("VolumeMode", "string", ("V1PersistentVolumeSpec", "volume_mode"), priority=1),
@@ -424,7 +426,7 @@ PVC_COLUMNS = (
     Column("Capacity", "string", ("V1PersistentVolumeClaimStatus", "capacity")),
     Column("Access Modes", "string", ("V1PersistentVolumeClaimStatus", "access_modes")),
     Column("StorageClass", "string", "StorageClass of the pvc"),
-    Column("VolumeAttributesClass", "string", ("V1PersistentVolumeClaimSpec", "volume_attributes_class_name")),
+    Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
     age_column(),
     Column("VolumeMode", "string", ("V1PersistentVolumeClaimSpec", "volume_mode"), priority=1),
 )
@@ -440,7 +442,7 @@ def _pvc_cells(pvc: dict[str, Any], now: datetime) -> list[Any]:
     if spec.get("volumeName"):
         access = access_modes_text(status.get("accessModes"))
         capacity = quantity_text(dig(status, "capacity", "storage"))
-    attributes_class = spec.get("volumeAttributesClassName") or status.get("currentVolumeAttributesClassName")
+    attributes_class = spec.get("volumeAttributesClassName")
     return [
         meta_name(pvc),
         phase,
@@ -503,13 +505,12 @@ def _quota_cells(quota: dict[str, Any], now: datetime) -> list[Any]:
         text = f"{resource}: {quantity_text(used.get(resource))}/{quantity_text(hard[resource])}"
         pieces = resource.split(".")
         (limits if len(pieces) > 1 and pieces[0] == "limits" else requests).append(text)
-    return [meta_name(quota), _age(quota, now), ", ".join(requests), ", ".join(limits)]
+    return [meta_name(quota), ", ".join(requests), ", ".join(limits), _age(quota, now)]
 
 
 QUOTA_PRINTER = Printer(
     (
         name_column(),
-        age_column(),
         Column("Request", "string", "Request represents a minimum amount of cpu/memory that a container may consume."),
         Column(
             "Limit",
@@ -517,12 +518,14 @@ QUOTA_PRINTER = Printer(
             "Limits control the maximum amount of cpu/memory that a container may use independent of "
             "contention on the node.",
         ),
+        age_column(),
     ),
     _quota_cells,
 )
 
+# LimitRanges have no dedicated printer: the generic NAME / CREATED AT table.
 LIMIT_RANGE_PRINTER = Printer(
-    (name_column(), Column("Created At", "date", ("V1ObjectMeta", "creation_timestamp"))),
+    (name_column(), Column("Created At", "date", AGE_DOC)),
     lambda lr, now: [meta_name(lr), rfc3339(dig(lr, "metadata", "creationTimestamp"))],
 )
 

@@ -19,6 +19,7 @@ from .columns import (
     meta_name,
     name_column,
 )
+from .core import load_balancer_text
 from .jsonpath import JSONPathError, find, go_text
 from .timefmt import parse_time, rfc3339, since
 
@@ -45,28 +46,29 @@ NETWORK_POLICY_PRINTER = Printer(
 
 
 def _ingress_hosts(rules: Any) -> str:
-    hosts = [str(r["host"]) for r in as_list(rules) if isinstance(r, dict) and r.get("host")]
+    """Up to three rule hosts; the overflow count is of rules, as in the real printer."""
+    rules = as_list(rules)
+    hosts: list[str] = []
+    more = False
+    for rule in rules:
+        if len(hosts) == 3:
+            more = True
+        if not more and isinstance(rule, dict) and rule.get("host"):
+            hosts.append(str(rule["host"]))
     if not hosts:
         return "*"
-    text = ",".join(hosts[:3])
-    return f"{text} + {len(hosts) - 3} more..." if len(hosts) > 3 else text
+    text = ",".join(hosts)
+    return f"{text} + {len(rules) - 3} more..." if more else text
 
 
 def _ingress_address(ingress: dict[str, Any]) -> str:
-    entries = []
-    for item in as_list(dig(ingress, "status", "loadBalancer", "ingress")):
-        if isinstance(item, dict):
-            if item.get("ip"):
-                entries.append(str(item["ip"]))
-            elif item.get("hostname"):
-                entries.append(str(item["hostname"]))
-    return ",".join(entries)
+    return load_balancer_text(ingress.get("status"))
 
 
 INGRESS_PRINTER = Printer(
     (
         name_column(),
-        Column("Class", "string", ("V1IngressSpec", "ingress_class_name")),
+        Column("Class", "string", "The name of the IngressClass resource that should be used for additional configuration"),
         Column("Hosts", "string", "Hosts that incoming requests are matched against before the ingress rule"),
         Column("Address", "string", "Address is a list containing ingress points for the load-balancer"),
         Column("Ports", "string", "Ports of TLS configurations that open"),
@@ -95,8 +97,8 @@ def _ingress_class_parameters(ic: dict[str, Any]) -> str:
 INGRESS_CLASS_PRINTER = Printer(
     (
         name_column(),
-        Column("Controller", "string", ("V1IngressClassSpec", "controller")),
-        Column("Parameters", "string", ("V1IngressClassSpec", "parameters")),
+        Column("Controller", "string", "Controller that is responsible for handling this class"),
+        Column("Parameters", "string", "A reference to a resource with additional parameters"),
         age_column(),
     ),
     lambda ic, now: [meta_name(ic), str(dig(ic, "spec", "controller", default="")), _ingress_class_parameters(ic), _age(ic, now)],
@@ -115,7 +117,7 @@ PRIORITY_CLASS_PRINTER = Printer(
         as_int(pc.get("value")),
         bool(pc.get("globalDefault") or False),
         _age(pc, now),
-        str(pc.get("preemptionPolicy") or "<none>"),
+        str(pc.get("preemptionPolicy") or ""),
     ],
 )
 
@@ -149,27 +151,30 @@ def _binding_cells(binding: dict[str, Any], now: datetime) -> list[Any]:
     return [meta_name(binding), f"{ref.get('kind', '')}/{ref.get('name', '')}", _age(binding, now), *_subjects(binding)]
 
 
-BINDING_PRINTER = Printer(
-    (
-        name_column(),
-        Column("Role", "string", ("V1RoleBinding", "role_ref")),
-        age_column(),
-        Column("Users", "string", "Users in the roleBinding", priority=1),
-        Column("Groups", "string", "Groups in the roleBinding", priority=1),
-        Column("ServiceAccounts", "string", "ServiceAccounts in the roleBinding", priority=1),
-    ),
-    _binding_cells,
-)
+def _binding_printer(label: str) -> Printer:
+    return Printer(
+        (
+            name_column(),
+            Column("Role", "string", ("V1RoleBinding", "role_ref")),
+            age_column(),
+            Column("Users", "string", f"Users in the {label}", priority=1),
+            Column("Groups", "string", f"Groups in the {label}", priority=1),
+            Column("ServiceAccounts", "string", f"ServiceAccounts in the {label}", priority=1),
+        ),
+        _binding_cells,
+    )
 
-ROLE_PRINTER = Printer(
-    (name_column(), Column("Created At", "string", AGE_DOC)),
-    lambda role, now: [meta_name(role), _created_at(role)],
-)
+
+BINDING_PRINTER = _binding_printer("roleBinding")
+CLUSTER_BINDING_PRINTER = _binding_printer("clusterRoleBinding")
+
+# Roles and ClusterRoles have no dedicated printer either.
+ROLE_PRINTER = CREATED_AT_PRINTER
 
 WEBHOOK_CONFIGURATION_PRINTER = Printer(
     (
         name_column(),
-        Column("Webhooks", "integer", "Webhooks indicates the number of webhooks in the configuration"),
+        Column("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this configuration"),
         age_column(),
     ),
     lambda cfg, now: [meta_name(cfg), len(as_list(cfg.get("webhooks"))), _age(cfg, now)],

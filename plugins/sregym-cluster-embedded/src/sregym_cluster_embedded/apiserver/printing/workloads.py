@@ -16,6 +16,7 @@ from .columns import (
     bool_ptr,
     container_cells,
     dig,
+    format_label_selector,
     format_labels,
     meta_name,
     name_column,
@@ -29,8 +30,9 @@ def _age(obj: dict[str, Any], now: datetime) -> str:
 
 
 def _wide_template(obj: dict[str, Any], template_path: tuple[str, ...], selector: Any) -> list[str]:
+    """CONTAINERS, IMAGES, SELECTOR; an empty selector reads ``<none>`` (FormatLabelSelector)."""
     names, images = container_cells(dig(obj, *template_path, "spec", "containers"))
-    return [names, images, selector_string(selector)]
+    return [names, images, format_label_selector(selector)]
 
 
 CONTAINERS_COLUMN = Column("Containers", "string", "Names of each container in the template.", priority=1)
@@ -42,8 +44,8 @@ DEPLOYMENT_PRINTER = Printer(
     (
         name_column(),
         Column("Ready", "string", "Number of the pod with ready state"),
-        Column("Up-to-date", "integer", ("V1DeploymentStatus", "updated_replicas")),
-        Column("Available", "integer", ("V1DeploymentStatus", "available_replicas")),
+        Column("Up-to-date", "string", ("V1DeploymentStatus", "updated_replicas")),
+        Column("Available", "string", ("V1DeploymentStatus", "available_replicas")),
         age_column(),
         CONTAINERS_COLUMN,
         IMAGES_COLUMN,
@@ -55,7 +57,8 @@ DEPLOYMENT_PRINTER = Printer(
         as_int(dig(d, "status", "updatedReplicas")),
         as_int(dig(d, "status", "availableReplicas")),
         _age(d, now),
-        *_wide_template(d, ("spec", "template"), dig(d, "spec", "selector")),
+        *container_cells(dig(d, "spec", "template", "spec", "containers")),
+        selector_string(dig(d, "spec", "selector")),
     ],
 )
 
@@ -129,10 +132,11 @@ DAEMONSET_PRINTER = Printer(
 
 
 def _has_condition(obj: dict[str, Any], kind: str) -> bool:
-    return any(
-        isinstance(c, dict) and c.get("type") == kind and c.get("status") == "True"
-        for c in as_list(dig(obj, "status", "conditions"))
-    )
+    """Whether the first condition of this type is True."""
+    for condition in as_list(dig(obj, "status", "conditions")):
+        if isinstance(condition, dict) and condition.get("type") == kind:
+            return condition.get("status") == "True"
+    return False
 
 
 def job_status_text(job: dict[str, Any]) -> str:
@@ -146,8 +150,6 @@ def job_status_text(job: dict[str, Any]) -> str:
         return "Suspended"
     if _has_condition(job, "FailureTarget"):
         return "FailureTarget"
-    if _has_condition(job, "SuccessCriteriaMet"):
-        return "SuccessCriteriaMet"
     return "Running"
 
 
@@ -327,8 +329,8 @@ HPA_PRINTER = Printer(
         Column("Reference", "string", ("V2HorizontalPodAutoscalerSpec", "scale_target_ref")),
         Column("Targets", "string", ("V2HorizontalPodAutoscalerSpec", "metrics")),
         Column("MinPods", "string", ("V2HorizontalPodAutoscalerSpec", "min_replicas")),
-        Column("MaxPods", "integer", ("V2HorizontalPodAutoscalerSpec", "max_replicas")),
-        Column("Replicas", "integer", ("V2HorizontalPodAutoscalerStatus", "current_replicas")),
+        Column("MaxPods", "string", ("V2HorizontalPodAutoscalerSpec", "max_replicas")),
+        Column("Replicas", "string", ("V2HorizontalPodAutoscalerStatus", "current_replicas")),
         age_column(),
     ),
     _hpa_cells,
@@ -339,9 +341,9 @@ HPA_PRINTER = Printer(
 PDB_PRINTER = Printer(
     (
         name_column(),
-        Column("Min Available", "string", ("V1PodDisruptionBudgetSpec", "min_available")),
-        Column("Max Unavailable", "string", ("V1PodDisruptionBudgetSpec", "max_unavailable")),
-        Column("Allowed Disruptions", "integer", ("V1PodDisruptionBudgetStatus", "disruptions_allowed")),
+        Column("Min Available", "string", "The minimum number of pods that must be available."),
+        Column("Max Unavailable", "string", "The maximum number of pods that may be unavailable."),
+        Column("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted at this time."),
         age_column(),
     ),
     lambda pdb, now: [
@@ -368,7 +370,7 @@ CONTROLLER_REVISION_PRINTER = Printer(
     (
         name_column(),
         Column("Controller", "string", "Controller of the object"),
-        Column("Revision", "integer", ("V1ControllerRevision", "revision")),
+        Column("Revision", "string", ("V1ControllerRevision", "revision")),
         age_column(),
     ),
     lambda rev, now: [meta_name(rev), _controller_of(rev), as_int(rev.get("revision")), _age(rev, now)],
