@@ -16,6 +16,7 @@ import httpx
 import pytest
 from fake_kube import ThreadedFakeKube, kubeconfig_text, make_pod
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from sregym_observability import tools
 from sregym_observability.prometheus_config import (
     PROMETHEUS_BINARY,
     PrometheusSettings,
@@ -23,6 +24,7 @@ from sregym_observability.prometheus_config import (
     supports_kubernetes_sd,
     write_config_dir,
 )
+from sregym_observability.tools import Endpoints
 
 from conftest import free_port, stop_process, wait_http
 
@@ -170,6 +172,17 @@ def test_real_prometheus_rates_quantiles_alerts_and_discovery(tmp_path: Path, st
         assert error_alert["labels"]["namespace"] == "hotel" and error_alert["labels"]["service"] == "frontend"
         assert "fail" in error_alert["annotations"]["summary"]
         assert not any(a["labels"].get("namespace") == "elsewhere" for a in alerts)
+
+        # The agents' tools over the same Prometheus.
+        endpoints = Endpoints(prometheus_url=url)
+        alert_text = tools.get_alerts(endpoints)
+        assert alert_text.splitlines()[1].startswith("[firing] ")
+        assert "HighErrorRate (critical)" in alert_text and "pod=geo-1" in alert_text
+        metrics_text = tools.get_metrics(endpoints, 'sum by (code) (rate(hotel_http_requests_total[10s]))')
+        assert metrics_text.startswith("2 series (largest first):")
+        assert metrics_text.splitlines()[1].startswith('{code="200"}')
+        assert "bad_data" in tools.get_metrics(endpoints, "rate(hotel_http_requests_total)")
+        assert tools.get_metrics(endpoints, "no_such_metric").startswith("No series matched")
     finally:
         workload.stop.set()
         if prometheus is not None:
