@@ -269,3 +269,53 @@ def test_metadata_bookkeeping_untouched() -> None:
     before = copy.deepcopy(obj["metadata"])
     defaulted("", "v1", "Pod", obj)
     assert obj["metadata"] == before
+
+
+def test_quantities_are_stored_canonically() -> None:
+    obj = pod()
+    obj["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": 1, "memory": "1024Mi"},
+        "requests": {"cpu": "0.5", "memory": "0.5Gi", "ephemeral-storage": "0.0001"},
+    }
+    resources = defaulted("", "v1", "Pod", obj)["spec"]["containers"][0]["resources"]
+    assert resources["limits"] == {"cpu": "1", "memory": "1Gi"}
+    assert resources["requests"] == {"cpu": "500m", "memory": "512Mi", "ephemeral-storage": "1m"}
+    quota = defaulted("", "v1", "ResourceQuota", {"spec": {"hard": {"requests.cpu": "2000m", "pods": 10, "bad": "x"}}})
+    assert quota["spec"]["hard"] == {"requests.cpu": "2", "pods": "10", "bad": "x"}
+
+
+def test_resize_policy_for_containers_with_requests() -> None:
+    obj = pod()
+    obj["spec"]["containers"][0]["resources"] = {"requests": {"memory": "64Mi"}}
+    obj["spec"]["containers"].append(container(name="plain"))
+    containers = defaulted("", "v1", "Pod", obj)["spec"]["containers"]
+    assert containers[0]["resizePolicy"] == [{"resourceName": "memory", "restartPolicy": "NotRequired"}]
+    assert "resizePolicy" not in containers[1]
+
+
+def test_host_ports_only_defaulted_on_pods() -> None:
+    tpl = template()
+    tpl["spec"]["hostNetwork"] = True
+    tpl["spec"]["containers"][0]["ports"] = [{"containerPort": 9100}]
+    deploy = defaulted("apps", "v1", "Deployment", {"spec": {"template": tpl}})
+    assert "hostPort" not in deploy["spec"]["template"]["spec"]["containers"][0]["ports"][0]
+
+
+def test_statefulset_explicit_rolling_update_without_block() -> None:
+    sts = {"spec": {"updateStrategy": {"type": "RollingUpdate"}, "template": template()}}
+    assert defaulted("apps", "v1", "StatefulSet", sts)["spec"]["updateStrategy"] == {"type": "RollingUpdate"}
+    sts = {"spec": {"updateStrategy": {"type": "OnDelete"}, "template": template()}}
+    assert defaulted("apps", "v1", "StatefulSet", sts)["spec"]["updateStrategy"] == {"type": "OnDelete"}
+
+
+def test_service_affinity_config_and_external_ips() -> None:
+    svc = {"spec": {"sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 5}}, "externalIPs": ["127.0.0.8"],
+                    "ports": [{"port": 80}]}}
+    spec = defaulted("", "v1", "Service", svc)["spec"]
+    assert "sessionAffinityConfig" not in spec
+    assert spec["externalTrafficPolicy"] == "Cluster"
+
+
+def test_node_allocatable_defaults_to_capacity() -> None:
+    node = defaulted("", "v1", "Node", {"status": {"capacity": {"cpu": "4", "memory": "8192Mi", "pods": "110"}}})
+    assert node["status"]["allocatable"] == {"cpu": "4", "memory": "8Gi", "pods": "110"}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["apply_defaults", "default_pod_spec", "image_pull_policy", "pod_qos_class"]
+__all__ = ["apply_defaults", "canonical_resources", "default_pod_spec", "image_pull_policy", "pod_qos_class"]
 
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 DEFAULT_FILE_MODE = 420  # 0644, the mode kubectl shows as defaultMode: 420
@@ -82,17 +82,17 @@ def _default_ports(ports: Any) -> None:
         _set(port, "protocol", "TCP")
 
 
-def _default_container(container: dict[str, Any], host_network: bool) -> None:
+def _default_container(container: dict[str, Any]) -> None:
     _set(container, "terminationMessagePath", DEFAULT_TERMINATION_MESSAGE_PATH)
     _set(container, "terminationMessagePolicy", "File")
     _set(container, "imagePullPolicy", image_pull_policy(container.get("image")))
     if container.get("resources") is None:
         container["resources"] = {}
     _default_ports(container.get("ports"))
-    if host_network:
-        for port in _dicts(container.get("ports")):
-            if port.get("hostPort") in (None, 0) and port.get("containerPort") is not None:
-                port["hostPort"] = port["containerPort"]
+    resources = container.get("resources")
+    if isinstance(resources, dict):
+        for field in ("limits", "requests"):
+            canonical_resources(resources.get(field))
     for env in _dicts(container.get("env")):
         field_ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env.get("valueFrom"), dict) else None
         if isinstance(field_ref, dict):
@@ -144,10 +144,9 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
         spec["serviceAccount"] = spec["serviceAccountName"]
     elif spec.get("serviceAccount") and not spec.get("serviceAccountName"):
         spec["serviceAccountName"] = spec["serviceAccount"]
-    host_network = bool(spec.get("hostNetwork"))
     for key in ("containers", "initContainers", "ephemeralContainers"):
         for container in _dicts(spec.get(key)):
-            _default_container(container, host_network)
+            _default_container(container)
     for volume in _dicts(spec.get("volumes")):
         _default_volume(volume)
 
@@ -176,6 +175,48 @@ def _requests_from_limits(container: dict[str, Any]) -> None:
     if isinstance(requests, dict):
         for name, value in resources["limits"].items():
             requests.setdefault(name, value)
+
+
+def _default_resize_policy(container: dict[str, Any]) -> None:
+    """In-place resize is on by default: containers with cpu/memory requests get NotRequired."""
+    resources = container.get("resources")
+    requests = resources.get("requests") if isinstance(resources, dict) else None
+    if not isinstance(requests, dict):
+        return
+    policies = container.get("resizePolicy")
+    if policies is None:
+        policies = []
+    if not isinstance(policies, list):
+        return
+    named = {p.get("resourceName") for p in _dicts(policies)}
+    for name in ("cpu", "memory"):
+        if name in requests and name not in named:
+            policies.append({"resourceName": name, "restartPolicy": "NotRequired"})
+    if policies:
+        container["resizePolicy"] = policies
+
+
+def canonical_resources(resource_list: Any) -> None:
+    """Store quantities the way the API server does: rounded up to 1m, in canonical spelling.
+
+    ``cpu: 0.5`` is stored as ``500m``, ``memory: 1024Mi`` as ``1Gi`` and ``cpu: 1`` (a JSON
+    number) as the string ``"1"``. Malformed values are left for validation to reject.
+    """
+    from decimal import ROUND_CEILING
+
+    from .quantity import QuantityError, format_quantity, parse_quantity, quantity_format
+
+    if not isinstance(resource_list, dict):
+        return
+    for name, value in list(resource_list.items()):
+        try:
+            amount, fmt = parse_quantity(value), quantity_format(value)
+        except QuantityError:
+            continue
+        milli = amount * 1000
+        if milli != milli.to_integral_value():
+            amount = milli.to_integral_value(rounding=ROUND_CEILING) / 1000
+        resource_list[name] = format_quantity(amount, fmt)
 
 
 def pod_qos_class(spec: dict[str, Any]) -> str:
@@ -222,6 +263,12 @@ def _default_pod(obj: dict[str, Any], version: str) -> None:
     for key in ("containers", "initContainers"):
         for container in _dicts(spec.get(key)):
             _requests_from_limits(container)
+            if spec.get("hostNetwork"):
+                for port in _dicts(container.get("ports")):
+                    if port.get("hostPort") in (None, 0) and port.get("containerPort") is not None:
+                        port["hostPort"] = port["containerPort"]
+    for container in _dicts(spec.get("containers")):
+        _default_resize_policy(container)
     # Admission plugins that run on every real pod create.
     if not spec.get("serviceAccountName"):
         spec["serviceAccountName"] = spec["serviceAccount"] = "default"
@@ -281,6 +328,10 @@ def _default_pvc_spec_and_status(claim: dict[str, Any]) -> None:
     spec = _dict(claim, "spec")
     if spec is not None:
         _set(spec, "volumeMode", "Filesystem")
+        resources = spec.get("resources")
+        if isinstance(resources, dict):
+            canonical_resources(resources.get("requests"))
+            canonical_resources(resources.get("limits"))
     status = _dict(claim, "status")
     if status is not None:
         _set(status, "phase", "Pending")
@@ -294,11 +345,13 @@ def _default_statefulset(obj: dict[str, Any], version: str) -> None:
     _set(spec, "podManagementPolicy", "OrderedReady")
     strategy = _dict(spec, "updateStrategy")
     if strategy is not None:
-        _set(strategy, "type", "RollingUpdate")
-        if strategy["type"] == "RollingUpdate":
-            rolling = _dict(strategy, "rollingUpdate")
-            if rolling is not None:
-                _set(rolling, "partition", 0)
+        if not strategy.get("type"):
+            strategy["type"] = "RollingUpdate"
+            if strategy.get("rollingUpdate") is None:
+                strategy["rollingUpdate"] = {}
+        rolling = strategy.get("rollingUpdate")
+        if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict):
+            _set(rolling, "partition", 0)
     _set(spec, "revisionHistoryLimit", 10)
     retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
     if retention is not None:
@@ -426,6 +479,8 @@ def _default_service(obj: dict[str, Any], version: str) -> None:
         return
     _set(spec, "type", "ClusterIP")
     _set(spec, "sessionAffinity", "None")
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
     if spec["sessionAffinity"] == "ClientIP":
         config = _dict(spec, "sessionAffinityConfig")
         client = _dict(config, "clientIP") if config is not None else None
@@ -436,7 +491,8 @@ def _default_service(obj: dict[str, Any], version: str) -> None:
         if port.get("targetPort") in (None, 0, ""):
             port["targetPort"] = port.get("port")
     kind = spec["type"]
-    if kind in ("NodePort", "LoadBalancer"):
+    externally_accessible = kind in ("NodePort", "LoadBalancer") or (kind == "ClusterIP" and spec.get("externalIPs"))
+    if externally_accessible:
         _set(spec, "externalTrafficPolicy", "Cluster")
     if kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
         spec["allocateLoadBalancerNodePorts"] = True
@@ -492,6 +548,16 @@ def _default_namespace(obj: dict[str, Any], version: str) -> None:
         _set(status, "phase", "Active")
 
 
+def _default_node(obj: dict[str, Any], version: str) -> None:
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return
+    canonical_resources(status.get("capacity"))
+    canonical_resources(status.get("allocatable"))
+    if status.get("allocatable") is None and isinstance(status.get("capacity"), dict):
+        status["allocatable"] = dict(status["capacity"])
+
+
 def _default_secret(obj: dict[str, Any], version: str) -> None:
     _set(obj, "type", "Opaque")
 
@@ -499,6 +565,7 @@ def _default_secret(obj: dict[str, Any], version: str) -> None:
 def _default_pv(obj: dict[str, Any], version: str) -> None:
     spec = _dict(obj, "spec")
     if spec is not None:
+        canonical_resources(spec.get("capacity"))
         _set(spec, "persistentVolumeReclaimPolicy", "Retain")
         _set(spec, "volumeMode", "Filesystem")
         if isinstance(spec.get("hostPath"), dict) and spec["hostPath"].get("type") is None:
@@ -522,6 +589,8 @@ def _default_limit_range(obj: dict[str, Any], version: str) -> None:
     if not isinstance(spec, dict):
         return
     for item in _dicts(spec.get("limits")):
+        for key in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio"):
+            canonical_resources(item.get(key))
         if item.get("type") != "Container":
             continue
         default = item.get("default") or {}
@@ -539,6 +608,16 @@ def _default_limit_range(obj: dict[str, Any], version: str) -> None:
             item["default"] = default
         if request:
             item["defaultRequest"] = request
+
+
+def _default_resource_quota(obj: dict[str, Any], version: str) -> None:
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        canonical_resources(spec.get("hard"))
+    status = obj.get("status")
+    if isinstance(status, dict):
+        canonical_resources(status.get("hard"))
+        canonical_resources(status.get("used"))
 
 
 def _default_priority_class(obj: dict[str, Any], version: str) -> None:
@@ -626,9 +705,11 @@ _DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("", "Endpoints"): _default_endpoints,
     ("", "Namespace"): _default_namespace,
     ("", "Secret"): _default_secret,
+    ("", "Node"): _default_node,
     ("", "PersistentVolume"): _default_pv,
     ("", "PersistentVolumeClaim"): _default_pvc,
     ("", "LimitRange"): _default_limit_range,
+    ("", "ResourceQuota"): _default_resource_quota,
     ("apps", "Deployment"): _default_deployment,
     ("apps", "ReplicaSet"): _default_replicaset,
     ("apps", "StatefulSet"): _default_statefulset,
