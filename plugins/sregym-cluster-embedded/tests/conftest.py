@@ -39,7 +39,8 @@ def kubectl_binaries() -> list[Any]:
     if PINNED_KUBECTL.exists():
         params.append(pytest.param(PINNED_KUBECTL, id="kubectl-1.37"))
     if SYSTEM_KUBECTL.exists():
-        params.append(pytest.param(SYSTEM_KUBECTL, id="kubectl-system"))
+        # the machine's kubectl is a version dispatcher: every call costs a second process, so slow
+        params.append(pytest.param(SYSTEM_KUBECTL, id="kubectl-system", marks=pytest.mark.slow))
     return params or [pytest.param(None, marks=pytest.mark.skip(reason="no kubectl binary"))]
 
 

@@ -45,6 +45,11 @@ BOOKMARK_INTERVAL = 60.0
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
+SERVER_KEY: web.AppKey[ApiServer] = web.AppKey("server")
+USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("user")
+TIMING_KEY: web.RequestKey[str] = web.RequestKey("timing_key")
+
+
 def json_response(body: Any, status: int = 200, content_type: str = "application/json") -> web.Response:
     return web.Response(body=_dumps(body).encode(), status=status, headers={"Content-Type": content_type})
 
@@ -74,6 +79,8 @@ class ApiServer:
         # server-side latency per (method, kind of request), for the benchmark
         self.timings: dict[str, list[float]] = {}
         self.record_timings = False
+        #: labelled store snapshots for fast resets (see admin_request)
+        self.snapshots: dict[str, bytes] = {}
 
     @property
     def settings(self) -> Any:
@@ -120,7 +127,7 @@ class ApiServer:
 # ----------------------------------------------------------------------------------------------
 @web.middleware
 async def errors_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    server: ApiServer = request.app["server"]
+    server: ApiServer = request.app[SERVER_KEY]
     t0 = time.perf_counter()
     try:
         response = await handler(request)
@@ -136,12 +143,12 @@ async def errors_middleware(request: web.Request, handler: Any) -> web.StreamRes
         log.exception("internal error on %s %s", request.method, request.path)
         response = status_response(ApiError(500, f"Internal error occurred: {exc}", "InternalError"))
     if server.record_timings:
-        server.timings.setdefault(request.get("timing_key", request.method), []).append(time.perf_counter() - t0)
+        server.timings.setdefault(request.get(TIMING_KEY, request.method), []).append(time.perf_counter() - t0)
     return response
 
 
 def _user(request: web.Request) -> UserInfo:
-    server: ApiServer = request.app["server"]
+    server: ApiServer = request.app[SERVER_KEY]
     header = request.headers.get("Authorization")
     if header is None:
         return ANONYMOUS
@@ -155,10 +162,10 @@ def _user(request: web.Request) -> UserInfo:
 # the one dispatcher
 # ----------------------------------------------------------------------------------------------
 async def dispatch(request: web.Request) -> web.StreamResponse:
-    server: ApiServer = request.app["server"]
+    server: ApiServer = request.app[SERVER_KEY]
     path = request.path
     user = _user(request)
-    request["user"] = user
+    request[USER_KEY] = user
     parts = [p for p in path.split("/")][1:]
     if parts and parts[-1] == "" and path not in ("/version/",):
         parts = parts[:-1]
@@ -217,11 +224,11 @@ async def admin_request(request: web.Request, server: ApiServer, parts: list[str
     """Cluster administration for the benchmark (system:masters only):
     ``POST /sregym/snapshots/<label>`` saves the store, ``POST /sregym/snapshots/<label>/restore``
     brings it back, ``DELETE /sregym/snapshots/<label>`` forgets it, ``GET /sregym/snapshots`` lists."""
-    user: UserInfo = request["user"]
+    user: UserInfo = request[USER_KEY]
     if not user.is_master:
         raise ApiError(403, f'forbidden: User "{user.name}" cannot {request.method.lower()} path "{request.path}"',
                        "Forbidden", details={})
-    snapshots: dict[str, bytes] = request.app.setdefault("snapshots", {})
+    snapshots = server.snapshots
     if parts[1:] == ["snapshots"] and request.method == "GET":
         return json_response({"snapshots": sorted(snapshots)})
     if len(parts) >= 3 and parts[1] == "snapshots" and parts[2]:
@@ -289,13 +296,13 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
     from . import subresources
 
     core = server.core
-    user: UserInfo = request["user"]
+    user: UserInfo = request[USER_KEY]
     target = parse_resource_path(core.registry, group, version, rest)
     rt = target.rt
     query = request.query
     method = request.method
     accept = request.headers.get("Accept", "")
-    request["timing_key"] = f"{method} {'item' if target.name else 'list'}"
+    request[TIMING_KEY] = f"{method} {'item' if target.name else 'list'}"
     if target.subresource in subresources.HANDLED:
         return await subresources.handle(request, server, target)
     if rt.key in subresources.VIRTUAL_HANDLERS:
@@ -319,7 +326,7 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             if wants_partial(accept):
                 return json_response(optional.partial_metadata(obj))
             return json_response(obj)
-        request["timing_key"] = "GET list"
+        request[TIMING_KEY] = "GET list"
         items, rv, cont, remaining = core.list(
             rt, target.namespace, label_selector=query.get("labelSelector"),
             field_selector=query.get("fieldSelector"), limit=int_param(query, "limit"),
@@ -423,7 +430,7 @@ async def watch_response(request: web.Request, server: ApiServer, target: Target
     core = server.core
     rt = target.rt
     query = request.query
-    request["timing_key"] = "WATCH"
+    request[TIMING_KEY] = "WATCH"
     field_selector = query.get("fieldSelector")
     if target.name is not None:
         name_sel = f"metadata.name={target.name}"
@@ -514,6 +521,6 @@ async def watch_response(request: web.Request, server: ApiServer, target: Target
 
 def build_app(server: ApiServer) -> web.Application:
     app = web.Application(middlewares=[errors_middleware], client_max_size=MAX_BODY + 1024)
-    app["server"] = server
+    app[SERVER_KEY] = server
     app.router.add_route("*", "/{tail:.*}", dispatch)
     return app

@@ -52,6 +52,13 @@ def random_suffix(n: int = 5) -> str:
     return "".join(random.choice(_NAME_CHARS) for _ in range(n))
 
 
+def _drop_empty_metadata(meta: Obj) -> None:
+    """Empty maps and lists in ObjectMeta are omitted, as Go's omitempty does on a real server."""
+    for field in ("labels", "annotations", "finalizers", "ownerReferences", "managedFields"):
+        if field in meta and not meta[field]:
+            del meta[field]
+
+
 def _spec_part(obj: Obj) -> Obj:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
@@ -227,6 +234,7 @@ class ApiCore:
             meta.pop("generation", None)
         if rt.kind in RESET_STATUS_KINDS or (rt.crd is not None and rt.has_status):
             obj.pop("status", None)
+        _drop_empty_metadata(meta)
         self._prepare_create(rt, obj)
         if rt.crd is None:
             optional.apply_defaults(rt.group, rt.version, rt.kind, obj)
@@ -600,6 +608,7 @@ class ApiCore:
         if rt.crd is None:
             optional.apply_defaults(rt.group, rt.version, rt.kind, new)
         meta = new["metadata"]
+        _drop_empty_metadata(meta)
         if "generation" in meta and _spec_part(old) != _spec_part(new):
             meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
         # a no-op update does not bump the resourceVersion (real servers skip the write)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
+from .app import USER_KEY
 from .core import now_iso
 from .errors import ApiError, bad_request, method_not_allowed, not_found, server_not_found
 from .rbac import Attributes
@@ -59,7 +60,7 @@ async def handle(request: web.Request, server: ApiServer, target: Target) -> web
     sub = target.subresource
     if target.name is None:
         raise server_not_found()
-    server.authorize(request["user"], _verb_for(request.method, sub), target)
+    server.authorize(request[USER_KEY], _verb_for(request.method, sub), target)
     if sub == "log":
         if request.method != "GET":
             raise method_not_allowed()
@@ -434,7 +435,7 @@ async def token_request(request: web.Request, server: ApiServer, target: Target)
 # ----------------------------------------------------------------------------------------------
 async def virtual(request: web.Request, server: ApiServer, target: Target) -> web.StreamResponse:
     rt = target.rt
-    user = request["user"]
+    user = request[USER_KEY]
     if rt.group == "metrics.k8s.io":
         if request.method != "GET":
             raise method_not_allowed()
