@@ -1,6 +1,7 @@
 """The agents' observability tools: compact, bounded text over the real wire APIs.
 
-Each function takes an :class:`Endpoints` record first and speaks the Prometheus HTTP API, the Loki
+Each function takes an :class:`Endpoints` record first (or anything with the same attributes, such
+as ``sregym_core.types.ObservabilityEndpoints``) and speaks the Prometheus HTTP API, the Loki
 HTTP API or the Jaeger query API, so it works against this package's servers and against real
 Prometheus, Loki and Jaeger alike. Failures come back as explanations, never exceptions: an agent
 reads the text and decides what to do next.
@@ -52,6 +53,10 @@ class _ToolFailure(Exception):
     """Carries the explanation shown to the agent."""
 
 
+def _max_chars(endpoints: Any) -> int:
+    return int(getattr(endpoints, "max_chars", DEFAULT_MAX_CHARS))
+
+
 def _bound(text: str, max_chars: int, *, keep: str = "head") -> str:
     if len(text) <= max_chars:
         return text
@@ -72,14 +77,16 @@ def _bound(text: str, max_chars: int, *, keep: str = "head") -> str:
     return "\n".join([note] + list(reversed(kept)))
 
 
-def _get(endpoints: Endpoints, base: str | None, what: str, path: str, params: Mapping[str, Any] | None = None) -> Any:
+def _get(endpoints: Any, base: str | None, what: str, path: str, params: Mapping[str, Any] | None = None) -> Any:
     if not base:
         raise _ToolFailure(f"{what} is not configured for this environment (no URL was given).")
     url = base.rstrip("/") + path
+    timeout = float(getattr(endpoints, "timeout_s", 15.0))
     try:
-        response = httpx.get(url, params=params, headers=dict(endpoints.headers), timeout=endpoints.timeout_s)
+        response = httpx.get(url, params=params, headers=dict(getattr(endpoints, "headers", {}) or {}),
+                             timeout=timeout)
     except httpx.TimeoutException:
-        raise _ToolFailure(f"{what} at {base} did not answer within {endpoints.timeout_s:.0f}s; "
+        raise _ToolFailure(f"{what} at {base} did not answer within {timeout:.0f}s; "
                            "try a narrower query or retry shortly.") from None
     except httpx.HTTPError as err:
         raise _ToolFailure(f"{what} is not reachable at {base} ({type(err).__name__}: {err}). "
@@ -183,7 +190,7 @@ def get_metrics(endpoints: Endpoints, query: str) -> str:
     else:
         lines.append(json.dumps(data)[:2000])
     lines += [f"warning: {w}" for w in warnings]
-    return _bound("\n".join(lines), endpoints.max_chars)
+    return _bound("\n".join(lines), _max_chars(endpoints))
 
 
 def _sort_key(value: str) -> float:
@@ -221,7 +228,7 @@ def get_alerts(endpoints: Endpoints) -> str:
             "description", "")
         lines.append(f"[{alert.get('state')}] {labels.get('alertname')} ({labels.get('severity', 'none')}){since}: "
                      f"{summary} | {scope}")
-    return _bound("\n".join(lines), endpoints.max_chars)
+    return _bound("\n".join(lines), _max_chars(endpoints))
 
 
 # -- logs ----------------------------------------------------------------------------------------
@@ -280,7 +287,7 @@ def get_logs(endpoints: Endpoints, query: str, last_n_minutes: int = 15, limit: 
               + (f", newest {limit} only" if len(entries) >= limit else "") + ":")
     lines = [f"{format_rfc3339_ns(ts)[11:23]} {where} {line}" for ts, where, line in entries]
     # Keep the newest lines when the answer is too long: they are closest to the present.
-    return header + "\n" + _bound("\n".join(lines), endpoints.max_chars - len(header) - 1, keep="tail")
+    return header + "\n" + _bound("\n".join(lines), _max_chars(endpoints) - len(header) - 1, keep="tail")
 
 
 # -- traces --------------------------------------------------------------------------------------
@@ -293,7 +300,7 @@ def get_services(endpoints: Endpoints) -> str:
     services = sorted(body.get("data") or [])
     if not services:
         return "No service has reported traces yet (the apps may not be instrumented, or no requests were served)."
-    return _bound(f"{len(services)} services with traces: " + ", ".join(services), endpoints.max_chars)
+    return _bound(f"{len(services)} services with traces: " + ", ".join(services), _max_chars(endpoints))
 
 
 @_tool
@@ -306,7 +313,7 @@ def get_operations(endpoints: Endpoints, service: str) -> str:
     ops = sorted(body.get("data") or [])
     if not ops:
         return f"No operations recorded for service {service!r}; get_services lists the services with traces."
-    return _bound(f"{len(ops)} operations of {service}:\n" + "\n".join(ops), endpoints.max_chars)
+    return _bound(f"{len(ops)} operations of {service}:\n" + "\n".join(ops), _max_chars(endpoints))
 
 
 def _tags(span: Mapping[str, Any]) -> dict[str, Any]:
@@ -385,7 +392,7 @@ def get_traces(endpoints: Endpoints, service: str, last_n_minutes: int = 15, lim
         p50 = durations[len(durations) // 2] / 1000
         lines.append(f"  {key[0]} / {key[1]}: {len(durations)}, {failures[key]} errors, "
                      f"{p50:.1f} / {durations[-1] / 1000:.1f} ms")
-    return _bound("\n".join(lines), endpoints.max_chars)
+    return _bound("\n".join(lines), _max_chars(endpoints))
 
 
 @_tool
@@ -403,7 +410,7 @@ def get_dependency_graph(endpoints: Endpoints, last_n_minutes: int = 60) -> str:
     links.sort(key=lambda link: -int(link.get("callCount", 0)))
     lines = [f"{len(links)} call edges in the last {minutes} min (caller -> callee: calls):"]
     lines += [f"{link.get('parent')} -> {link.get('child')}: {link.get('callCount')}" for link in links]
-    return _bound("\n".join(lines), endpoints.max_chars)
+    return _bound("\n".join(lines), _max_chars(endpoints))
 
 
 # -- async variants for asyncio servers (the MCP server runs the blocking calls in a thread) -------

@@ -1,0 +1,178 @@
+"""Kubernetes manifests of the observability stack (namespace ``observability``).
+
+Valid for real Kubernetes and for the embedded cluster, where ``sregym/observability:*`` and
+``prom/prometheus:*`` run as local processes (see :mod:`sregym_observability.plugin`). Prometheus
+finds targets through the exporter's HTTP SD endpoints by default, because the Debian Prometheus
+the embedded cluster runs lacks Kubernetes SD; ``discovery="kubernetes"`` suits upstream images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import yaml
+
+from .prometheus_config import PrometheusSettings, render_alert_rules, render_prometheus_config
+
+NAMESPACE = "observability"
+SERVICE_ACCOUNT = "observability"
+IMAGE = "sregym/observability:0.1.0"
+PROMETHEUS_IMAGE = "prom/prometheus:v2.42.0"
+PORTS = {"prometheus": 9090, "loki": 3100, "jaeger": 16686, "otlp": 4318, "cluster-exporters": 8080}
+
+
+@attrs.frozen(kw_only=True)
+class StackSettings:
+    """Parameters of the rendered stack.
+
+    Attributes:
+        app_namespaces: namespaces alert rules watch (empty: all but system namespaces).
+        discovery: ``"http"`` (default; works with Debian's Prometheus) or ``"kubernetes"``.
+        log_namespaces: namespaces whose logs are collected (empty: all).
+        stats_urls: node-agent container-stats URLs for the cAdvisor-named metrics (embedded only).
+        log_max_bytes / max_spans / retention: in-memory budgets of the log and trace stores.
+        prometheus_retention_size: on-disk cap of the TSDB.
+    """
+
+    namespace: str = NAMESPACE
+    app_namespaces: tuple[str, ...] = ()
+    discovery: str = "http"
+    log_namespaces: tuple[str, ...] = ()
+    stats_urls: tuple[str, ...] = ()
+    log_max_bytes: int = 64 * 1024 * 1024
+    max_spans: int = 200_000
+    retention: str = "2h"
+    prometheus_retention_size: str = "512MB"
+    image: str = IMAGE
+    prometheus_image: str = PROMETHEUS_IMAGE
+    kubelet_cadvisor: bool = False
+
+    def service_url(self, service: str) -> str:
+        return f"http://{service}.{self.namespace}.svc:{PORTS[service]}"
+
+
+def _labels(component: str) -> dict[str, str]:
+    return {"app": component, "app.kubernetes.io/part-of": "sregym-observability"}
+
+
+def _deployment(settings: StackSettings, name: str, container: dict[str, Any],
+                volumes: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    spec: dict[str, Any] = {"serviceAccountName": SERVICE_ACCOUNT, "containers": [container]}
+    if volumes:
+        spec["volumes"] = list(volumes)
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": settings.namespace, "labels": _labels(name)},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "strategy": {"type": "Recreate"},
+                 "template": {"metadata": {"labels": _labels(name)}, "spec": spec}},
+    }
+
+
+def _service(settings: StackSettings, name: str, ports: Sequence[tuple[str, int, int]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": settings.namespace, "labels": _labels(name)},
+        "spec": {"selector": {"app": name},
+                 "ports": [{"name": port_name, "port": port, "targetPort": target, "protocol": "TCP"}
+                           for port_name, port, target in ports]},
+    }
+
+
+def _server_container(settings: StackSettings, component: str, port: int, args: Sequence[str],
+                      memory: str) -> dict[str, Any]:
+    return {
+        "name": component, "image": settings.image,
+        "args": [component, "--port", str(port), *args],
+        "ports": [{"name": "http", "containerPort": port}],
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": port}, "periodSeconds": 5},
+        "livenessProbe": {"httpGet": {"path": "/ready", "port": port}, "periodSeconds": 10, "failureThreshold": 6},
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": memory}},
+    }
+
+
+def prometheus_settings(settings: StackSettings) -> PrometheusSettings:
+    return PrometheusSettings(discovery=settings.discovery, sd_url=settings.service_url("cluster-exporters"),
+                              app_namespaces=settings.app_namespaces, observability_namespace=settings.namespace,
+                              exporter_service="cluster-exporters", kubelet_cadvisor=settings.kubelet_cadvisor,
+                              rule_files=("/etc/prometheus/rules.yml",))
+
+
+def render_objects(settings: StackSettings = StackSettings()) -> list[dict[str, Any]]:
+    """Every object of the stack, in apply order."""
+    ns = settings.namespace
+    reader_rules = [
+        {"apiGroups": [""], "resources": ["pods", "pods/log", "nodes", "nodes/proxy", "nodes/metrics", "services",
+                                          "endpoints", "namespaces", "persistentvolumeclaims", "configmaps"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "daemonsets", "replicasets"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["autoscaling"], "resources": ["horizontalpodautoscalers"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
+    ]
+    log_args = ["--max-bytes", str(settings.log_max_bytes), "--retention", str(_seconds(settings.retention))]
+    if settings.log_namespaces:
+        log_args += ["--namespaces", ",".join(settings.log_namespaces)]
+    exporter_args = [arg for url in settings.stats_urls for arg in ("--stats-url", url)]
+    prom = prometheus_settings(settings)
+    prometheus_container = {
+        "name": "prometheus", "image": settings.prometheus_image,
+        "args": ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus",
+                 f"--storage.tsdb.retention.time={settings.retention}",
+                 f"--storage.tsdb.retention.size={settings.prometheus_retention_size}",
+                 f"--web.listen-address=0.0.0.0:{PORTS['prometheus']}", "--web.enable-lifecycle"],
+        "ports": [{"name": "http", "containerPort": PORTS["prometheus"]}],
+        "readinessProbe": {"httpGet": {"path": "/-/ready", "port": PORTS["prometheus"]}, "periodSeconds": 5},
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+        "volumeMounts": [{"name": "config", "mountPath": "/etc/prometheus"},
+                         {"name": "data", "mountPath": "/prometheus"}],
+    }
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"sregym.io/hidden": "true"}}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": ns}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "sregym-observability-reader"}, "rules": reader_rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "sregym-observability-reader"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "sregym-observability-reader"},
+         "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": ns}]},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "prometheus-config", "namespace": ns},
+         "data": {"prometheus.yml": render_prometheus_config(prom), "rules.yml": render_alert_rules(prom)}},
+        _deployment(settings, "cluster-exporters",
+                    _server_container(settings, "exporters", PORTS["cluster-exporters"], exporter_args, "256Mi")),
+        _service(settings, "cluster-exporters", [("http", PORTS["cluster-exporters"], PORTS["cluster-exporters"])]),
+        _deployment(settings, "loki", _server_container(settings, "logs", PORTS["loki"], log_args,
+                                                         f"{max(256, settings.log_max_bytes * 4 // 2**20)}Mi")),
+        _service(settings, "loki", [("http", PORTS["loki"], PORTS["loki"])]),
+        _deployment(settings, "jaeger", _server_container(
+            settings, "traces", PORTS["jaeger"],
+            ["--max-spans", str(settings.max_spans), "--retention", str(_seconds(settings.retention))], "512Mi")),
+        # OTLP/HTTP and the query API share one port; the Service exposes both well-known ports.
+        _service(settings, "jaeger", [("query", PORTS["jaeger"], PORTS["jaeger"]),
+                                      ("otlp-http", PORTS["otlp"], PORTS["jaeger"])]),
+        _deployment(settings, "prometheus", prometheus_container, volumes=[
+            {"name": "config", "configMap": {"name": "prometheus-config"}},
+            {"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}]),
+        _service(settings, "prometheus", [("http", PORTS["prometheus"], PORTS["prometheus"])]),
+    ]
+
+
+def _seconds(duration: str) -> int:
+    from .timeparse import parse_duration
+
+    return int(parse_duration(duration))
+
+
+def render_manifests(settings: StackSettings = StackSettings()) -> str:
+    """The stack as one multi-document YAML string for ``kubectl apply -f -``."""
+    return yaml.safe_dump_all(render_objects(settings), sort_keys=False)
+
+
+def otlp_endpoint(settings: StackSettings = StackSettings()) -> str:
+    """What apps set as ``OTEL_EXPORTER_OTLP_ENDPOINT`` (the SDK appends ``/v1/traces``)."""
+    return f"http://jaeger.{settings.namespace}.svc:{PORTS['otlp']}"

@@ -1,0 +1,64 @@
+"""Plugin records and the stack's manifests (validated against the Kubernetes schemas)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from sregym_observability import plugin, tools
+from sregym_observability.manifests import StackSettings, otlp_endpoint, render_manifests, render_objects
+
+
+def test_local_images_and_tools_are_registered() -> None:
+    images = {image.image: image for image in plugin.sregym_local_images()}
+    assert images["sregym/observability:*"].argv == (sys.executable, "-m", "sregym_observability.serve")
+    assert images["prom/prometheus:*"].argv == ("/usr/bin/prometheus",)
+    specs = {spec.name: spec for spec in plugin.sregym_agent_tools()}
+    assert set(specs) == {"get_metrics", "get_alerts", "get_logs", "get_services", "get_operations", "get_traces",
+                          "get_dependency_graph"}
+    assert specs["get_logs"].parameters["required"] == ["query"]
+    assert specs["get_traces"].call is tools.get_traces
+
+
+def test_manifests_validate_against_kubernetes_schemas() -> None:
+    objects = render_objects(StackSettings(app_namespaces=("hotel-reservation",), stats_urls=("http://127.0.0.1:1/s",)))
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in objects]
+    assert ("Deployment", "prometheus") in kinds and ("Deployment", "loki") in kinds
+    assert ("Deployment", "jaeger") in kinds and ("Deployment", "cluster-exporters") in kinds
+    assert ("ClusterRoleBinding", "sregym-observability-reader") in kinds
+    for obj in objects:
+        kubernetes_validate.validate(obj, "1.30", strict=True)
+    rules = next(o for o in objects if o["kind"] == "ConfigMap")["data"]["rules.yml"]
+    assert 'namespace=~"hotel-reservation"' in rules
+    role = next(o for o in objects if o["kind"] == "ClusterRole")
+    assert "pods/log" in role["rules"][0]["resources"]
+    exporters = next(o for o in objects if o["metadata"]["name"] == "cluster-exporters" and o["kind"] == "Deployment")
+    assert exporters["spec"]["template"]["spec"]["containers"][0]["args"][:1] == ["exporters"]
+    assert "--stats-url" in exporters["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert otlp_endpoint() == "http://jaeger.observability.svc:4318"
+
+
+def test_embedded_prometheus_config_passes_promtool(tmp_path: Path) -> None:
+    config_map = next(o for o in yaml.safe_load_all(render_manifests()) if o["kind"] == "ConfigMap")
+    (tmp_path / "prometheus.yml").write_text(
+        config_map["data"]["prometheus.yml"].replace("/etc/prometheus/rules.yml", str(tmp_path / "rules.yml")))
+    (tmp_path / "rules.yml").write_text(config_map["data"]["rules.yml"])
+    if not Path("/usr/bin/promtool").exists():
+        pytest.skip("promtool is not installed")
+    check = subprocess.run(["/usr/bin/promtool", "check", "config", str(tmp_path / "prometheus.yml")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_serve_rejects_unknown_components_and_missing_credentials(tmp_path: Path) -> None:
+    bad = subprocess.run([sys.executable, "-m", "sregym_observability.serve", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    missing = subprocess.run([sys.executable, "-m", "sregym_observability.serve", "exporters", "--port", "0",
+                              "--host", "127.0.0.1"], capture_output=True, text=True, env=env, timeout=30)
+    assert missing.returncode == 1
+    assert "KUBERNETES_SERVICE_HOST is not set" in missing.stderr and "hint: pass --kubeconfig" in missing.stderr
