@@ -74,6 +74,7 @@ class ContainerRunner:
         self._cpu_sample: tuple[float, int] | None = None
         self._cpu_rate = 0
         self.done = False  # finished and will not restart
+        self._spec_changed = False
 
     # ------------------------------------------------------------ helpers
 
@@ -120,6 +121,9 @@ class ContainerRunner:
             exit_code = await self.run_once()
             if self._stopping or exit_code is None:
                 return
+            if self._spec_changed:  # new image: restart now, whatever the policy says
+                self._spec_changed = False
+                continue
             if not self._should_restart(exit_code):
                 self.done = True
                 self.worker.mark_dirty()
@@ -407,6 +411,20 @@ class ContainerRunner:
             await asyncio.sleep(min(float(hook["sleep"].get("seconds", 0)), timeout))
             return True, ""
         return True, ""
+
+    async def update_spec(self, spec: dict) -> None:
+        """The pod's container spec changed (``kubectl set image`` on a pod): restart with it."""
+        if spec.get("image") == self.spec.get("image"):
+            return
+        self.spec = spec
+        if self.running():
+            await self.event("Killing", f"Container {self.name} definition changed, will be restarted")
+            self._spec_changed = True
+            await self._kill_process(self.worker.grace_period)
+        elif self.done:
+            self.done = False
+            self._spec_changed = False
+            self.worker.restart_runner(self)
 
     async def stop(self, grace: float) -> None:
         """Stop for good: preStop hook, SIGTERM, wait up to ``grace``, SIGKILL."""

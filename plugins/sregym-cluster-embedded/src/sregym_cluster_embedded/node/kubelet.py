@@ -309,6 +309,8 @@ class NodeAgent:
             return
         worker.pod["metadata"]["labels"] = meta.get("labels") or {}
         worker.pod["metadata"]["annotations"] = meta.get("annotations") or {}
+        if not worker.terminating and not meta.get("deletionTimestamp"):
+            asyncio.create_task(worker.update_spec(pod))
         if meta.get("deletionTimestamp") and not worker.terminating:
             grace = meta.get("deletionGracePeriodSeconds")
             grace = worker.grace_period if grace is None else float(grace)
@@ -361,7 +363,7 @@ class NodeSet:
 
     def __init__(self, client: Any, settings: Any, *, image_sources: Iterable[Callable[[], Iterable[tuple[str, Recipe]]]] = (),
                  service_env: Callable[[str], Any] | None = None, backend: str | None = None,
-                 node_names: list[str] | None = None) -> None:
+                 node_names: list[str] | None = None, pod_env: Callable[[dict], dict] | None = None) -> None:
         self.client = client
         self.settings = settings
         self.catalog = default_catalog(image_sources)
@@ -370,6 +372,8 @@ class NodeSet:
         state_dir.mkdir(parents=True, exist_ok=True)
         self.shim = build_shim(state_dir)
         self.service_env_source = service_env
+        #: extra env for every container of a pod (e.g. the network's DNS settings); called per start
+        self.pod_env = pod_env
         self.pids: set[int] = set()
         count = max(int(getattr(settings, "nodes", 1) or 1), 1)
         names = node_names or [f"node-{i + 1}" for i in range(count)]

@@ -145,6 +145,8 @@ class PodWorker:
 
     def extra_env(self, env: dict[str, str]) -> dict[str, str]:
         extra = shim_env(self.agent.shim, self.pod_ip, env)
+        if self.agent.nodes.pod_env is not None:
+            extra.update(self.agent.nodes.pod_env(self.pod) or {})
         if "POD_IP" not in env:
             extra["POD_IP"] = self.pod_ip
         for key, value in self.agent.fault_env.items():
@@ -229,6 +231,17 @@ class PodWorker:
             for runner in reversed(self.init_runners):
                 await runner.stop(self.grace_period)
             self.mark_dirty()
+
+    def restart_runner(self, runner: ContainerRunner) -> None:
+        self._tasks.append(asyncio.create_task(runner.run()))
+
+    async def update_spec(self, pod: dict) -> None:
+        """Apply the mutable parts of a pod update (container images)."""
+        specs = {c.get("name"): c for c in (pod.get("spec", {}).get("containers") or [])
+                 + (pod.get("spec", {}).get("initContainers") or [])}
+        for runner in self.all_runners():
+            if runner.name in specs and specs[runner.name].get("image") != runner.spec.get("image"):
+                await runner.update_spec(specs[runner.name])
 
     async def _refresh_loop(self) -> None:
         while not await self.sleep(CONFIG_REFRESH_S):

@@ -37,6 +37,11 @@ class LogStream:
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._source.__aiter__()
 
+    async def aclose(self) -> None:
+        close = getattr(self._source, "aclose", None)
+        if close is not None:
+            await close()
+
 
 class PtyProcess:
     """An exec'd process on a pseudo-terminal, shaped like asyncio's Process."""
@@ -121,19 +126,12 @@ class NodeRuntime:
         raise api_error(404, "NotFound", f'pods "{pod}" not found')
 
     def _runner(self, worker: PodWorker, container: str | None) -> ContainerRunner:
+        """The named container (the first one when no name is given, as the API server defaults)."""
         if not container:
-            if len(worker.runners) != 1 and worker.runners:
-                # kubectl normally names one; the API server defaults to the first
-                pass
             return worker.runners[0]
         runner = worker.runner(container)
         if runner is None:
-            names = " ".join(r.name for r in worker.runners)
-            init = " ".join(r.name for r in worker.init_runners)
-            message = f"container {container} is not valid for pod {worker.name}"
-            if names:
-                message = f"container {container} is not valid for pod {worker.name}"
-            raise api_error(400, "BadRequest", message + ("" if not (names or init) else ""))
+            raise api_error(400, "BadRequest", f"container {container} is not valid for pod {worker.name}")
         return runner
 
     def read_log(self, namespace: str, pod: str, container: str | None = None, *, previous: bool = False,
@@ -142,12 +140,10 @@ class NodeRuntime:
         worker = self._worker(namespace, pod)
         runner = self._runner(worker, container)
         if previous:
-            if runner.restart_count == 0 or runner.instance < 1 and "terminated" not in runner.state:
+            if runner.restart_count == 0:
                 raise api_error(400, "BadRequest",
                                 f'previous terminated container "{runner.name}" in pod "{pod}" not found')
-            number = runner.restart_count - 1 if runner.running() or "terminated" not in runner.state \
-                else runner.restart_count - 1
-            path = instance_log_path(worker.log_dir, runner.name, number)
+            path = instance_log_path(worker.log_dir, runner.name, runner.restart_count - 1)
             if not path.exists():
                 raise api_error(400, "BadRequest",
                                 f'previous terminated container "{runner.name}" in pod "{pod}" not found')

@@ -1,0 +1,161 @@
+"""Node agent features beyond the basics: node stop/start, fault env, hostPort conflicts, gRPC and
+startup probes, downward API and projected volumes, TTY exec, image change on a live pod."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from _fixtures_node import (condition, container_status, events_for, node_cluster, pod_getter, pod_manifest,
+                            read_all, wait_for)
+
+pytestmark = pytest.mark.slow
+
+GRPC_SERVER = """
+import grpc, os, time
+from concurrent import futures
+state = {'n': 0}
+def check(request, context):
+    state['n'] += 1
+    return b'\\x08\\x01' if os.path.exists('healthy') else b'\\x08\\x02'
+handler = grpc.method_handlers_generic_handler('grpc.health.v1.Health', {
+    'Check': grpc.unary_unary_rpc_method_handler(check, request_deserializer=lambda b: b, response_serializer=lambda b: b)})
+server = grpc.server(futures.ThreadPoolExecutor(2)); server.add_generic_rpc_handlers((handler,))
+server.add_insecure_port('0.0.0.0:9000'); server.start(); server.wait_for_termination()
+"""
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_stop_node_keeps_pods_running_and_start_node_resumes():
+    async def body():
+        async with node_cluster() as (client, nodes):
+            await client.create("pods", pod_manifest("p", [{"name": "c", "image": "busybox", "command": ["sleep", "60"]}]))
+            await wait_for(pod_getter(client, "p"), lambda p: p["status"].get("phase") == "Running")
+            lease = await client.get("leases.coordination.k8s.io", "node-1", "kube-node-lease")
+            assert lease["spec"]["holderIdentity"] == "node-1"
+            node = await client.get("nodes", "node-1")
+            assert condition(node, "Ready")["status"] == "True"
+            assert node["status"]["allocatable"]["pods"] == "110"
+            await nodes.stop_node("node-1")
+            runner = nodes.agents["node-1"].find("default", "p").runners[0]
+            pid = runner.process.pid
+            await client.delete("pods", "p", "default")  # nobody finishes the deletion while the kubelet is down
+            await asyncio.sleep(0.5)
+            assert runner.running()
+            assert (await client.get("pods", "p", "default"))["metadata"]["deletionTimestamp"]
+            await nodes.start_node("node-1")
+
+            async def gone():
+                try:
+                    await client.get("pods", "p", "default")
+                    return {"gone": False}
+                except Exception as exc:  # noqa: BLE001
+                    return {"gone": exc.code == 404}
+            await wait_for(gone, lambda r: r["gone"], timeout=10)
+            assert runner.process.returncode is not None and runner.process.pid == pid
+    run(body())
+
+
+def test_fault_env_reaches_new_processes_only():
+    async def body():
+        async with node_cluster() as (client, nodes):
+            await client.create("pods", pod_manifest("old", [{"name": "c", "image": "busybox", "command": ["sleep", "60"]}]))
+            await wait_for(pod_getter(client, "old"), lambda p: p["status"].get("phase") == "Running")
+            nodes.set_fault_env("node-1", {"FAULT_MARK": "armed"})
+            await client.create("pods", pod_manifest("new", [{"name": "c", "image": "busybox",
+                                                              "command": ["sh", "-c", "echo mark=$FAULT_MARK; sleep 60"]}]))
+            await wait_for(pod_getter(client, "new"), lambda p: p["status"].get("phase") == "Running")
+            await asyncio.sleep(0.3)
+            assert b"mark=armed" in await read_all(nodes.runtime.read_log("default", "new", "c"))
+            old_env = nodes.agents["node-1"].find("default", "old").runners[0].context.env
+            assert "FAULT_MARK" not in old_env
+    run(body())
+
+
+def test_host_port_conflict_is_rejected():
+    async def body():
+        async with node_cluster() as (client, _):
+            container = {"name": "c", "image": "busybox", "command": ["sleep", "60"],
+                         "ports": [{"containerPort": 80, "hostPort": 18080}]}
+            await client.create("pods", pod_manifest("a", [container]))
+            await wait_for(pod_getter(client, "a"), lambda p: p["status"].get("phase") == "Running")
+            await client.create("pods", pod_manifest("b", [container]))
+            pod = await wait_for(pod_getter(client, "b"), lambda p: p["status"].get("phase") == "Failed")
+            assert pod["status"]["reason"] == "NodePorts"
+            assert "Predicate NodePorts failed" in pod["status"]["message"]
+    run(body())
+
+
+def test_grpc_and_startup_probes():
+    pytest.importorskip("grpc")
+
+    async def body():
+        async with node_cluster() as (client, nodes):
+            await client.create("pods", pod_manifest("g", [{
+                "name": "g", "image": "python:3.11", "command": ["python", "-c", GRPC_SERVER],
+                "startupProbe": {"tcpSocket": {"port": 9000}, "periodSeconds": 0.2, "failureThreshold": 50},
+                "readinessProbe": {"grpc": {"port": 9000}, "periodSeconds": 0.3}}]))
+            pod = await wait_for(pod_getter(client, "g"), lambda p: container_status(p).get("started"))
+            assert condition(pod, "Ready")["status"] == "False"
+            await wait_for(lambda: events_for(client, "g"), lambda evs: any(
+                'Readiness probe failed: service unhealthy (responded with "NOT_SERVING")' in e["message"] for e in evs))
+            proc = await nodes.runtime.exec("default", "g", "g", ["touch", "healthy"])
+            assert await proc.wait() == 0
+            await wait_for(pod_getter(client, "g"), lambda p: condition(p, "Ready").get("status") == "True")
+    run(body())
+
+
+def test_downward_api_and_projected_volumes():
+    async def body():
+        async with node_cluster() as (client, nodes):
+            await client.create("configmaps", {"metadata": {"name": "cm", "namespace": "default"}, "data": {"k": "v1"}})
+            manifest = pod_manifest("dw", [{
+                "name": "c", "image": "busybox", "command": ["sleep", "60"],
+                "resources": {"limits": {"memory": "64Mi", "cpu": "250m"}},
+                "env": [{"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
+                        {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}],
+                "volumeMounts": [{"name": "info", "mountPath": "/etc/podinfo"}, {"name": "all", "mountPath": "/etc/all"}]}],
+                volumes=[{"name": "info", "downwardAPI": {"items": [
+                    {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                    {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]}},
+                    {"name": "all", "projected": {"sources": [
+                        {"configMap": {"name": "cm"}},
+                        {"downwardAPI": {"items": [{"path": "ns", "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+                        {"serviceAccountToken": {"path": "token"}}]}}])
+            manifest["metadata"]["labels"] = {"tier": "db"}
+            await client.create("pods", manifest)
+            await wait_for(pod_getter(client, "dw"), lambda p: p["status"].get("phase") == "Running")
+            proc = await nodes.runtime.exec("default", "dw", "c", [
+                "sh", "-c", "cat /etc/podinfo/labels; echo; cat /etc/podinfo/name /etc/all/k /etc/all/ns; echo; "
+                            "test -s /etc/all/token && echo token-ok; echo $MEM $CPU"])
+            out = (await proc.stdout.read()).decode()
+            assert 'tier="db"' in out and "dwv1default" in out.replace("\n", "")
+            assert "token-ok" in out and "64 1" in out
+            await client.patch("configmaps", "cm", {"data": {"k": "v2"}}, "default")
+            worker = nodes.agents["node-1"].find("default", "dw")
+            await worker._builder.refresh()  # the periodic sync, without waiting for it
+            proc = await nodes.runtime.exec("default", "dw", "c", ["cat", "/etc/all/k"])
+            assert (await proc.stdout.read()) == b"v2"
+    run(body())
+
+
+def test_tty_exec_and_image_change_restarts_container():
+    async def body():
+        async with node_cluster() as (client, nodes):
+            await client.create("pods", pod_manifest("t", [{"name": "c", "image": "busybox", "command": ["sleep", "60"]}]))
+            await wait_for(pod_getter(client, "t"), lambda p: p["status"].get("phase") == "Running")
+            proc = await nodes.runtime.exec("default", "t", "c", ["sh", "-c", "tty >/dev/null && echo is-a-tty"], tty=True)
+            out = await asyncio.wait_for(proc.stdout.read(), 5)
+            assert await proc.wait() == 0
+            assert b"is-a-tty" in out
+            pod = await client.get("pods", "t", "default")
+            pod["spec"]["containers"][0]["image"] = "alpine"
+            await client.update("pods", pod)
+            pod = await wait_for(pod_getter(client, "t"), lambda p: container_status(p).get("image") == "alpine"
+                                 and "running" in container_status(p).get("state", {}))
+            assert container_status(pod)["restartCount"] == 1
+    run(body())
