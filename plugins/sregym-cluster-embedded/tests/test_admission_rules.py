@@ -125,6 +125,12 @@ def test_limit_range_within_bounds_passes_and_pvc_storage() -> None:
         'persistentvolumeclaims "data" is forbidden: minimum storage usage per PersistentVolumeClaim is 1Gi, '
         "but request is 500Mi"
     )
+    big = {"kind": "PersistentVolumeClaim", "metadata": {"name": "big"},
+           "spec": {"resources": {"requests": {"storage": "5Gi"}, "limits": {"storage": "1Gi"}}}}
+    lr = limit_range({"type": "PersistentVolumeClaim", "max": {"storage": "2Gi"}})
+    assert forbidden(lambda: apply_limit_ranges(big, [lr])).endswith(
+        "maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"
+    )
 
 
 # ---------------------------------------------------------------------------- ResourceQuota

@@ -169,6 +169,7 @@ def test_job_defaults_and_generated_selector() -> None:
     assert job["metadata"]["labels"]["controller-uid"] == "1234"
     parallel = defaulted("batch", "v1", "Job", {"spec": {"parallelism": 3, "template": template()}})["spec"]
     assert parallel["parallelism"] == 3 and "completions" not in parallel and "selector" not in parallel
+    assert parallel["manualSelector"] is False
 
 
 def test_cronjob_defaults() -> None:

@@ -200,6 +200,17 @@ def _max_violation(kind: str, name: str, enforced: Amount, requests: dict, limit
     return None
 
 
+def _max_request_violation(kind: str, name: str, enforced: Amount, requests: dict, limits: dict) -> str | None:
+    """Max checked against the request only (PersistentVolumeClaim storage)."""
+    request = requests.get(name)
+    req_value, _, enforced_value = _enforced_values(request, None, enforced)
+    if request is None:
+        return f"maximum {name} usage per {kind} is {_text(enforced)}.  No request is specified"
+    if req_value > enforced_value:
+        return f"maximum {name} usage per {kind} is {_text(enforced)}, but request is {_text(request)}"
+    return None
+
+
 def _ratio_violation(kind: str, name: str, enforced: Amount, requests: dict, limits: dict) -> str | None:
     request, limit = requests.get(name), limits.get(name)
     req_value, lim_value, _ = _enforced_values(request, limit, enforced)
@@ -214,9 +225,13 @@ def _ratio_violation(kind: str, name: str, enforced: Amount, requests: dict, lim
     return None
 
 
-def _check_item(item: dict[str, Any], kind: str, requests: dict, limits: dict) -> list[str]:
+_CONTAINER_CHECKS = (("min", _min_violation), ("max", _max_violation), ("maxLimitRequestRatio", _ratio_violation))
+_CLAIM_CHECKS = (("min", _min_violation), ("max", _max_request_violation))
+
+
+def _check_item(item: dict[str, Any], kind: str, requests: dict, limits: dict, checks=_CONTAINER_CHECKS) -> list[str]:
     problems: list[str] = []
-    for key, check in (("min", _min_violation), ("max", _max_violation), ("maxLimitRequestRatio", _ratio_violation)):
+    for key, check in checks:
         for name, enforced in sorted(_resource_list(item.get(key)).items()):
             problem = check(kind, name, enforced, requests, limits)
             if problem:
@@ -224,7 +239,7 @@ def _check_item(item: dict[str, Any], kind: str, requests: dict, limits: dict) -
     return problems
 
 
-def _pod_totals(spec: dict[str, Any], field: str) -> dict[str, Amount]:
+def _pod_totals(spec: dict[str, Any], field: str, *, overhead: bool = True) -> dict[str, Amount]:
     """Effective pod requests/limits: max(sum of containers, largest init container) + overhead."""
     total: dict[str, Amount] = {}
     for container in _dicts(spec.get("containers")):
@@ -234,8 +249,9 @@ def _pod_totals(spec: dict[str, Any], field: str) -> dict[str, Amount]:
         for name, amount in _resource_list((container.get("resources") or {}).get(field)).items():
             if name not in total or amount[0] > total[name][0]:
                 total[name] = amount
-    for name, amount in _resource_list(spec.get("overhead")).items():
-        _add(total, name, amount)
+    if overhead:
+        for name, amount in _resource_list(spec.get("overhead")).items():
+            _add(total, name, amount)
     return total
 
 
@@ -250,7 +266,8 @@ def _validate_pod(limit_range: dict[str, Any], pod: dict[str, Any]) -> list[str]
                     item, "Container", _resource_list(resources.get("requests")), _resource_list(resources.get("limits"))
                 )
         elif item.get("type") == "Pod":
-            problems += _check_item(item, "Pod", _pod_totals(spec, "requests"), _pod_totals(spec, "limits"))
+            requests = _pod_totals(spec, "requests", overhead=False)
+            problems += _check_item(item, "Pod", requests, _pod_totals(spec, "limits", overhead=False))
     return problems
 
 
@@ -259,9 +276,9 @@ def _validate_claim(limit_range: dict[str, Any], claim: dict[str, Any]) -> list[
     problems: list[str] = []
     for item in _dicts(_spec(limit_range).get("limits")):
         if item.get("type") == "PersistentVolumeClaim":
-            checked = {k: v for k, v in item.items() if k in ("min", "max")}
+            # Only the claim's requests count; its limits are not user input here.
             problems += _check_item(
-                checked, "PersistentVolumeClaim", _resource_list(resources.get("requests")), _resource_list(resources.get("limits"))
+                item, "PersistentVolumeClaim", _resource_list(resources.get("requests")), {}, _CLAIM_CHECKS
             )
     return problems
 

@@ -398,6 +398,8 @@ def _default_job(obj: dict[str, Any], version: str) -> None:
     for rule in _dicts((spec.get("podFailurePolicy") or {}).get("rules") if isinstance(spec.get("podFailurePolicy"), dict) else None):
         for pattern in _dicts(rule.get("onPodConditions")):
             _set(pattern, "status", "True")
+    if spec.get("manualSelector") is None:
+        spec["manualSelector"] = False
     _generate_job_selector(obj, spec)
     template_labels = (spec.get("template") or {}).get("metadata", {}) if isinstance(spec.get("template"), dict) else {}
     labels = template_labels.get("labels") if isinstance(template_labels, dict) else None
@@ -416,8 +418,6 @@ def _generate_job_selector(obj: dict[str, Any], spec: dict[str, Any]) -> None:
     name = str(metadata.get("name") or "")
     if spec.get("selector") is None:
         spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
-    if spec.get("manualSelector") is None:
-        spec["manualSelector"] = False
     template = _dict(spec, "template")
     if template is None:
         return
