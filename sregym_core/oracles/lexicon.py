@@ -13,7 +13,8 @@ MECHANISM_TERMS: dict[str, tuple[str, ...]] = {
         "imagepullbackoff", "errimagepull", "image pull", "pull the image", "pulling the image",
         "cannot be pulled", "nonexistent image", "nonexistent tag", "non existent tag", "non existent image",
         "image does not exist", "tag does not exist", "image not found", "invalid image", "wrong image",
-        "bad image", "unknown image", "manifest unknown",
+        "bad image", "unknown image", "manifest unknown", "image+does not exist", "image+not found",
+        "tag+does not exist", "image+cannot pull", "image+cannot be pulled", "image+pull error",
     ),
     "buggy-image": ("buggy image", "buggy version", "regression", "code bug", "bug in", "buggy build", "defective image"),
     "missing-env": ("missing env", "environment variable", "env var", "removed env", "missing variable", "unset"),
@@ -26,8 +27,8 @@ MECHANISM_TERMS: dict[str, tuple[str, ...]] = {
         "no replicas", "replicas=0",
     ),
     "selector-mismatch": (
-        "selector", "no endpoints", "endpoints are empty", "empty endpoints", "label mismatch",
-        "does not match any pod", "matches no pods", "selects no pods",
+        "selector", "selectors", "no endpoints", "endpoints are empty", "empty endpoints", "label mismatch",
+        "does not match any pod", "matches no pods", "match no pods", "selects no pods",
     ),
     "selector-pollution": ("selector", "matches another", "foreign pods", "wrong pods", "extra pods in endpoints"),
     "wrong-target-port": ("targetport", "target port", "wrong port", "port mismatch", "connection refused"),
@@ -43,8 +44,7 @@ MECHANISM_TERMS: dict[str, tuple[str, ...]] = {
     "node-selector-missing": ("nodeselector", "node selector", "no node matches"),
     "network-policy-block": ("networkpolicy", "network policy", "deny all", "denies"),
     "db-revoke": (
-        "revoke", "revoked", "privilege", "privileges", "grant", "grants", "permission denied", "lost permission",
-        "insufficient privilege",
+        "revoke", "revoked", "privilege", "privileges", "grant", "grants", "lost permission", "insufficient privilege",
     ),
     "db-drop-user": ("role does not exist", "dropped role", "role was dropped", "user was dropped", "login role"),
     "db-password-rotated": ("password", "authentication failed", "credentials", "stale secret"),
@@ -56,10 +56,13 @@ MECHANISM_TERMS: dict[str, tuple[str, ...]] = {
 }
 
 KIND_TERMS: dict[str, tuple[str, ...]] = {
-    "deployment": ("deployment", "deploy", "pod template", "pod spec", "container spec", "image", "rollout", "replicaset"),
+    "deployment": (
+        "deployment", "deploy", "pod template", "pod spec", "container spec", "container", "image", "images", "rollout",
+        "replicaset", "replicas", "memory limit", "cpu limit", "resource limit", "env var", "environment variable",
+    ),
     "statefulset": ("statefulset", "sts", "pod template", "image", "replicas"),
     "daemonset": ("daemonset", "ds"),
-    "service": ("service", "svc", "selector", "endpoints", "targetport", "target port", "clusterip"),
+    "service": ("service", "services", "svc", "selector", "selectors", "endpoints", "targetport", "target port", "clusterip"),
     "configmap": ("configmap", "config map", "configuration file", "config file"),
     "secret": ("secret", "credentials"),
     "networkpolicy": ("networkpolicy", "network policy"),
@@ -83,7 +86,7 @@ GENERIC_SYMPTOMS: tuple[str, ...] = (
     "error", "errors", "5xx", "500", "502", "503", "504", "timeout", "timeouts", "timed out", "crashloopbackoff",
     "crash", "crashing", "restarts", "imagepullbackoff", "errimagepull", "pending", "failing", "fails", "failed",
     "failure", "latency", "slow", "refused", "unavailable", "no endpoints", "not ready", "outage", "down",
-    "unreachable", "oomkilled", "denied",
+    "unreachable", "oomkilled", "denied", "evicting", "evictions", "evicted", "refused",
 )
 
 CAUSAL_WORDS: tuple[str, ...] = (
@@ -95,7 +98,8 @@ CAUSAL_WORDS: tuple[str, ...] = (
 OVER_BROAD_PHRASES: tuple[str, ...] = (
     "all services", "all the services", "every service", "all microservices", "all components", "every component",
     "all pods", "all deployments", "every deployment", "entire application", "whole application",
-    "the entire cluster", "the whole cluster", "everything is broken", "all of the services",
+    "the entire cluster", "the whole cluster", "everything is broken", "all of the services", "all databases",
+    "all the databases", "every database", "all caches", "all datastores", "everything is failing",
 )
 
 LATENT_CUES: tuple[str, ...] = (

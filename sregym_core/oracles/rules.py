@@ -49,6 +49,7 @@ class _Reading:
     """What the rules extracted from one diagnosis, shared by the nine questions."""
 
     flat: str
+    flat_values: str  # the text with namespace names masked, for concrete values
     clauses: list[text.Clause]
     mentions: list[text.Mention]
     truth_components: set[str]
@@ -110,9 +111,9 @@ class RulesJudge:
         clause_list = text.clauses(submission)
         namespaces = {app_namespace} | {t.namespace for t in truths}
         mentions = text.find_mentions(clause_list, components, reserved=namespaces - components)
-        named = {m.component for m in mentions if not clause_list[m.clause].exonerating}
-        blamed = {m.component for m in mentions if clause_list[m.clause].cause_side} - truth_components
-        unrelated_named = named - truth_components
+        named = {m.component for m in mentions if _identifies(clause_list, mentions, m)}
+        blamed = self._blamed(clause_list, mentions, truth_components)
+        unrelated_named = {m.component for m in mentions if not clause_list[m.clause].exonerating} - truth_components
         others = len(components - truth_components)
         needed = max(self.over_broad_min, math.ceil(self.over_broad_fraction * others)) if others else math.inf
         over_broad = None
@@ -122,12 +123,31 @@ class RulesJudge:
                 sorted(unrelated_named)
             )
         else:
+            blaming = " . ".join(text.flatten(c.text) for c in clause_list if c.cause_side)
             for phrase in lexicon.OVER_BROAD_PHRASES:
-                found = text.find_phrase(flat, phrase)
+                found = text.find_phrase(blaming, phrase)
                 if found:
                     over_broad = f"blames the whole application: {found!r}"
                     break
-        return _Reading(flat, clause_list, mentions, truth_components, named, blamed, over_broad)
+        masked = text.normalize(submission)
+        for ns in sorted(namespaces, key=len, reverse=True):
+            if ns:
+                masked = masked.replace(ns.lower(), " ")
+        return _Reading(flat, text.flatten(masked), clause_list, mentions, truth_components, named, blamed, over_broad)
+
+    @staticmethod
+    def _blamed(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], truth: set[str]) -> set[str]:
+        """Unrelated components a cause clause blames. In "search is configured with the wrong port for
+        geo", geo comes after the faulty component: it is the object, not the culprit."""
+        blamed: set[str] = set()
+        for index, clause in enumerate(clause_list):
+            if not clause.cause_side:
+                continue
+            for mention in (m for m in mentions if m.clause == index):
+                if mention.component in truth:
+                    break
+                blamed.add(mention.component)
+        return blamed
 
     # ---------------------------------------------------------------------------------------------
     # the nine questions
@@ -142,9 +162,9 @@ class RulesJudge:
         hit = sorted(wanted & r.named)
         if hit:
             return _Answer(True, "names faulty component(s): " + ", ".join(hit))
-        exonerated = sorted(wanted & {m.component for m in r.mentions})
-        if exonerated:
-            return _Answer(False, "mentions " + ", ".join(exonerated) + " only as healthy or not the cause")
+        elsewhere = sorted(wanted & {m.component for m in r.mentions})
+        if elsewhere:
+            return _Answer(False, "mentions " + ", ".join(elsewhere) + " only as healthy or as a victim, not as the cause")
         return _Answer(False, "does not name " + " or ".join(sorted(wanted)))
 
     def _q_loc_namespace(self, r: _Reading, truths: Sequence[GroundTruth], app_namespace: str) -> _Answer:
@@ -176,7 +196,7 @@ class RulesJudge:
         for t in truths:
             terms = list(t.keywords) + list(lexicon.MECHANISM_TERMS.get(t.fault, ()))
             for term in terms:
-                found = text.find_phrase(r.flat, term)
+                found = _find_term(r, term)
                 if found:
                     return _Answer(True, f"mechanism of {t.fault} via {term!r}: {found!r}")
             # without any vocabulary, fall back to the mechanism's own words (most of them present)
@@ -196,7 +216,7 @@ class RulesJudge:
             mechanism = self._mechanism(r, truths)
             return _Answer(mechanism.answer, "no concrete values in the truth; follows the mechanism", 0.6)
         for value in values:
-            found = text.find_phrase(r.flat, value)
+            found = text.find_phrase(r.flat_values, value)
             if found:
                 return _Answer(True, f"states concrete value {value!r}: {found!r}")
         return _Answer(False, "states none of the mutated values: " + ", ".join(values[:6]))
@@ -205,6 +225,8 @@ class RulesJudge:
         mechanism = self._mechanism(r, truths)
         if not mechanism.answer:
             return _Answer(False, "no symptom-cause chain without the right mechanism")
+        if not r.named & r.truth_components:
+            return _Answer(False, "the chain starts from the wrong component")
         for t in truths:
             for symptom in t.symptoms:
                 found = text.find_phrase(r.flat, symptom) or _loose_phrase(r.flat, symptom)
@@ -251,6 +273,31 @@ class RulesJudge:
 
 
 _STOP = frozenset({"that", "this", "with", "from", "into", "than", "does", "have", "were", "which", "their", "there", "them"})
+
+
+def _identifies(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], mention: text.Mention) -> bool:
+    """Does this mention point at the component as the problem? Cause and plain clauses do; an
+    effect clause does too when its cause names no component ("geo crashes because of a bad key")."""
+    clause = clause_list[mention.clause]
+    if clause.identifies:
+        return True
+    if clause.role != "effect":
+        return False
+    partners = [i for i, c in enumerate(clause_list) if c.group == clause.group and c.cause_side]
+    return bool(partners) and not any(m.clause in partners for m in mentions)
+
+
+def _find_term(r: _Reading, term: str) -> str | None:
+    """A vocabulary term; ``a+b`` means both phrases in one clause ("image ... does not exist")."""
+    if "+" not in term:
+        return text.find_phrase(r.flat, term)
+    parts = [p.strip() for p in term.split("+") if p.strip()]
+    for clause in r.clauses:
+        flat = text.flatten(clause.text)
+        found = [text.find_phrase(flat, p) for p in parts]
+        if all(found):
+            return found[0]
+    return None
 
 
 def _loose_phrase(flat: str, phrase: str) -> str | None:

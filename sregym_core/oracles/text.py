@@ -7,6 +7,7 @@ a component named as a downstream symptom is not blamed, a component in "X is he
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -65,12 +66,12 @@ _EXONERATION = re.compile(
 _SYMPTOM_CLAUSE = re.compile(r"\b(?:symptoms?|downstream|as a consequence|as a result|knock-on|cascad\w*|propagat\w*)\b")
 
 _CAUSE_BEFORE_CONNECTIVE = re.compile(
-    r"\b(?:because(?: of)?|due to|caused by|as a result of|stems? from|originat\w+ (?:from|in)|comes? from|"
+    r"\b(?:because(?: of)?|due to|caused by|as a result of|stems? from|originat\w+ (?:from|in)|"
     r"root cause (?:is|was|:)|the cause (?:is|was)|culprit (?:is|was)|triggered by|since)\b"
 )
 _CAUSE_AFTER_CONNECTIVE = re.compile(
     r"\b(?:causes|caused|causing|leads? to|led to|leading to|results? in|resulting in|breaks|broke|therefore|"
-    r"which makes|making|so that|hence)\b"
+    r"which makes|making|so that|hence|which is why|, so|so (?:the|that|its|every|all|search|users?))\b"
 )
 _BLAME_CUES = re.compile(
     r"(?:misconfigur\w*|\bwrong\b|\bbad\b|\bincorrect\b|\binvalid\b|\bbroken\b|\bfaulty\b|\brevoked?\b|"
@@ -95,6 +96,7 @@ def flatten(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[-_/]", " ", normalize(text))).strip()
 
 
+@functools.lru_cache(maxsize=4096)
 def phrase_pattern(phrase: str) -> re.Pattern[str] | None:
     """A word-bounded regex for ``phrase`` over :func:`flatten`-ed text."""
     words = flatten(phrase)
@@ -125,37 +127,60 @@ def snippet(text: str, start: int, end: int, width: int = 40) -> str:
 
 @attrs.frozen
 class Clause:
-    """A piece of a sentence and whether it is on the cause side, the effect side, or exonerating."""
+    """A piece of a sentence and its role in a causal statement.
+
+    ``role`` is ``cause`` (what the diagnosis blames), ``effect`` (victims and symptoms),
+    ``neutral`` (a plain statement) or ``exonerated`` ("X is healthy").
+    """
 
     text: str
-    cause_side: bool
-    exonerating: bool
+    role: str
+    group: int = 0  # clauses split from one causal statement share a group
+
+    @property
+    def cause_side(self) -> bool:
+        return self.role == "cause"
+
+    @property
+    def exonerating(self) -> bool:
+        return self.role == "exonerated"
+
+    @property
+    def identifies(self) -> bool:
+        """Does naming a component here identify it as (part of) the problem?"""
+        return self.role in ("cause", "neutral")
 
 
 def clauses(text: str) -> list[Clause]:
     """Split a diagnosis into clauses and classify which side of a causal statement each is on."""
     result: list[Clause] = []
+    group = 0
     for sentence in _SENTENCE_SPLIT.split(normalize(text)):
         sentence = sentence.strip()
         if not sentence:
             continue
         for part in _CONTRAST_SPLIT.split(sentence):
-            result.extend(_split_causal(part.strip()))
-    return [c for c in result if c.text]
+            group += 1
+            result.extend(attrs.evolve(c, group=group) for c in _split_causal(part.strip()))
+    return [c for c in result if c.text.strip(" ,;:-()")]
 
 
 def _split_causal(part: str) -> list[Clause]:
     if _EXONERATION.search(part):
-        return [Clause(part, cause_side=False, exonerating=True)]
+        return [Clause(part, "exonerated")]
     if _SYMPTOM_CLAUSE.search(part) and not _CAUSE_BEFORE_CONNECTIVE.search(part):
-        return [Clause(part, cause_side=False, exonerating=False)]
+        return [Clause(part, "effect")]
     match = _CAUSE_BEFORE_CONNECTIVE.search(part)
     if match:  # "<effect> because <cause>"
-        return [Clause(part[: match.start()], False, False), Clause(part[match.end() :], True, False)]
+        return [Clause(part[: match.start()], "effect"), *_split_causal_after(part[match.end() :], "cause")]
+    return _split_causal_after(part, "cause" if _BLAME_CUES.search(part) else "neutral")
+
+
+def _split_causal_after(part: str, role: str) -> list[Clause]:
     match = _CAUSE_AFTER_CONNECTIVE.search(part)
     if match:  # "<cause> leads to <effect>"
-        return [Clause(part[: match.start()], True, False), Clause(part[match.end() :], False, False)]
-    return [Clause(part, cause_side=bool(_BLAME_CUES.search(part)), exonerating=False)]
+        return [Clause(part[: match.start()], "cause"), Clause(part[match.end() :], "effect")]
+    return [Clause(part, role)]
 
 
 def _name_variants(name: str) -> list[str]:
@@ -183,16 +208,21 @@ def _datastore_aliases(name: str) -> list[str]:
     return aliases
 
 
+@functools.lru_cache(maxsize=4096)
 def component_pattern(name: str) -> re.Pattern[str]:
     """Word-bounded mentions of ``name``, allowing pod-name suffixes (``geo-7d9f8c-x2k4q``, ``db-0``)."""
     names = "|".join(re.escape(v) for v in _name_variants(name) + _datastore_aliases(name))
-    suffix = r"(?:-[a-z0-9]{6,10}-[a-z0-9]{5}|-[a-z0-9]{5}|-\d+|-(?:service|svc|deployment|deploy|pod|pods|server))?"
+    suffix = (
+        r"(?:-[a-z0-9]{6,10}-[a-z0-9]{5}|-[a-z0-9]{5}|-\d+"
+        r"|-(?:service|svc|deployment|deploy|pod|pods|server|config|configmap|cm|secret|data))?"
+    )
     # "geo:8083" and "http://geo" are addresses of a peer, not mentions of it as a component
-    return re.compile(rf"(?<![\w/.-])(?:{names}){suffix}(?![\w-]|:\d|\.[a-z])")
+    return re.compile(rf"(?<![\w.-])(?<!//)(?:{names}){suffix}(?![\w-]|:\d|\.[a-z])")
 
 
 def _strong(text: str, start: int, end: int, name: str) -> bool:
-    """Is this mention unambiguous? Plain English words need a resource noun or quotes next to them."""
+    """Is this mention unambiguous? Plain English words need a resource noun, quotes, a possessive,
+    a colon, or the start of a clause next to them ("search is configured with...")."""
     if name.lower() not in COMMON_WORDS:
         return True
     if text[start:end] != name.lower():  # a suffixed or aliased form (geo-7d9f8-abcde, user database)
@@ -201,10 +231,12 @@ def _strong(text: str, start: int, end: int, name: str) -> bool:
     after = text[end : end + 25]
     if re.search(r"[`'\"]\s*$", before) and re.match(r"\s*[`'\"]", after):
         return True
-    if re.match(r"'s\b", after):
+    if re.match(r"(?:'s\b|\s*[:(])", after) or not before.strip(" ,;-(") or re.search(r"/$", before):
+        return True
+    if re.search(r"\b(?:root cause|culprit|cause) (?:is|was)\s+(?:the\s+)?$", before):
         return True
     nouns = "|".join(RESOURCE_NOUNS)
-    return bool(re.match(rf"\s*(?:{nouns})\b", after) or re.search(rf"\b(?:{nouns})\s*(?:/|named\s+|called\s+)?$", before))
+    return bool(re.match(rf"\s*(?:{nouns})\b", after) or re.search(rf"\b(?:{nouns})\s*(?:named\s+|called\s+)?$", before))
 
 
 @attrs.frozen
