@@ -238,3 +238,70 @@ import pytest  # noqa: E402
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+class FakeKubelet:
+    """Plays the node agents for controller tests on a real LocalClient: registers nodes, marks bound pods
+    Running+Ready with an IP (or per-pod phase overrides), and finishes graceful deletions."""
+
+    def __init__(self, client, nodes=("node-1",), *, cpu="4", memory="8Gi") -> None:
+        self.client = client
+        self.nodes = nodes
+        self.cpu, self.memory = cpu, memory
+        self.phase: dict[str, str] = {}  # pod name prefix -> phase to report (e.g. "Succeeded")
+        self.unready: set[str] = set()
+        self._task = None
+        self._ips = itertools.count(10)
+
+    async def start(self) -> None:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for name in self.nodes:
+            await self.client.create("nodes", {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                                               "spec": {}})
+            await self.client.patch("nodes", name, {"status": {
+                "allocatable": {"cpu": self.cpu, "memory": self.memory, "pods": "110"},
+                "capacity": {"cpu": self.cpu, "memory": self.memory, "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}]}}, subresource="status")
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    def _wanted_phase(self, name: str) -> str:
+        for prefix, phase in self.phase.items():
+            if name.startswith(prefix):
+                return phase
+        return "Running"
+
+    async def _loop(self) -> None:
+        while True:
+            for pod in await self.client.list("pods"):
+                meta, spec = pod["metadata"], pod["spec"]
+                if not spec.get("nodeName"):
+                    continue
+                if meta.get("deletionTimestamp"):
+                    await self.client.delete("pods", meta["name"], meta["namespace"], grace_period=0)
+                    continue
+                status = pod.get("status") or {}
+                phase = self._wanted_phase(meta["name"])
+                ready = "True" if phase == "Running" and meta["name"] not in self.unready else "False"
+                have = next((c["status"] for c in status.get("conditions") or [] if c["type"] == "Ready"), None)
+                if status.get("phase") == phase and have == ready:
+                    continue
+                stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                conds = [c for c in status.get("conditions") or [] if c["type"] not in ("Ready", "ContainersReady")]
+                conds += [{"type": "Ready", "status": ready, "lastTransitionTime": stamp},
+                          {"type": "ContainersReady", "status": ready, "lastTransitionTime": stamp}]
+                new = {"phase": phase, "podIP": status.get("podIP") or f"127.42.0.{next(self._ips)}",
+                       "hostIP": "127.0.0.1", "startTime": status.get("startTime") or stamp, "conditions": conds}
+                try:
+                    await self.client.patch("pods", meta["name"], {"status": new}, meta["namespace"], subresource="status")
+                except Exception:
+                    pass
+            await asyncio.sleep(0.05)

@@ -68,13 +68,14 @@ def _load(spec: str) -> type[Controller]:
     return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
 
 
-def start_controllers(client: Any, settings: Any, *, only: Iterable[str] | None = None) -> ControllerSet:
+def start_controllers(client: Any, settings: Any, *, only: Iterable[str] | None = None,
+                      timings: Timings | None = None) -> ControllerSet:
     """Start the controllers (all, or the `only` names of REGISTRY) against a LocalClient.
 
-    Call it inside the running event loop. The result may also be awaited (`await start_controllers(...)`),
+    `timings` overrides the clock constants (tests use short ones). Call it inside the running event loop. The result may also be awaited (`await start_controllers(...)`),
     which just returns it, so callers may treat this as sync or async.
     """
-    ctx = Context(client=client, settings=settings, timings=Timings.from_settings(settings),
+    ctx = Context(client=client, settings=settings, timings=timings or Timings.from_settings(settings),
                   usage=getattr(settings, "pod_usage", None))
     names = list(REGISTRY) if only is None else list(only)
     controllers = [_load(REGISTRY[name])(ctx) for name in names]

@@ -106,6 +106,8 @@ class Informer:
                 raise
             except Exception as exc:  # the API may be restarting; relist after a pause
                 log.debug("informer %s: %s", self.resource, exc)
+                # an unknown resource type must not hold every controller back: count it as synced (empty)
+                self.synced.set()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 

@@ -23,11 +23,12 @@ LEASE_NS = "kube-node-lease"
 NODE_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 
 
-def ready_status(node: Obj) -> str:
+def ready_status(node: Obj) -> str | None:
+    """"True", "False", "Unknown", or None while the node has never reported (still within grace)."""
     for cond in (node.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready":
             return cond.get("status", "Unknown")
-    return "Unknown"
+    return None
 
 
 class NodeLifecycleController(Controller):
