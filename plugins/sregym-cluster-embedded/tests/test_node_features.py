@@ -6,9 +6,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from _fixtures_node import (condition, container_status, events_for, node_cluster, pod_getter, pod_manifest,
-                            read_all, wait_for)
+from _fixtures_node import (
+    condition,
+    container_status,
+    events_for,
+    node_cluster,
+    pod_getter,
+    pod_manifest,
+    read_all,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
