@@ -91,9 +91,10 @@ def test_schema_file_matches_the_code():
         ({"attempt": 0}, "record['attempt']"),
         ({"agent_status": "meh"}, "record['agent_status']"),
         ({"started_at": "yesterday"}, "record['started_at']"),
-        ({"timeouts": ["lunch"]}, "record['timeouts'][0]"),
+        ({"timeouts": [""]}, "record['timeouts'][0]"),
         ({"surprise": 1}, "record"),
         ({"diagnosis": {"judge": "x"}}, "record['diagnosis']"),
+        ({"diagnosis": {"passed": "yes"}}, "record['diagnosis']"),
     ],
 )
 def test_schema_rejects_bad_records_with_paths(change, path):
@@ -119,6 +120,11 @@ def test_writer_appends_jsonl_and_csv_and_reads_back(tmp_path):
     assert rows[1]["timeouts"] == "mitigation"
     assert "baseline_preserved: Deployment hotel/rate replicas 1 -> 0" in rows[1]["mitigation_failures"]
     assert float(rows[0]["diagnosis_composite"]) == 1.0
+
+
+def test_conductor_shapes_are_accepted():
+    data = make_record(timeouts=("agent",), diagnosis={"passed": False, "error": "no diagnosis was submitted"}).to_dict()
+    validate_record_dict(data)
 
 
 def test_writer_refuses_invalid_record_and_writes_nothing(tmp_path):

@@ -48,7 +48,8 @@ RESULT_SCHEMA: dict[str, Any] = {
                 {"type": "null"},
                 {
                     "type": "object",
-                    "required": ["judge", "passed", "composite", "dimensions", "answers"],
+                    "description": "a full verdict, or {passed: false, error: ...} when no judge ran",
+                    "required": ["passed"],
                     "properties": {
                         "judge": {"type": "string"},
                         "passed": {"type": "boolean"},
@@ -91,7 +92,12 @@ RESULT_SCHEMA: dict[str, Any] = {
         "completion_tokens": _OPT_INT,
         "cost_usd": _OPT_NUMBER,
         "agent_status": {"enum": list(AGENT_STATUSES)},
-        "timeouts": {"type": "array", "items": {"enum": list(STAGES)}, "uniqueItems": True},
+        "timeouts": {
+            "type": "array",
+            "description": "what ran out of time: 'agent' (the agent's overall limit) or a stage: " + ", ".join(STAGES),
+            "items": {"type": "string", "minLength": 1},
+            "uniqueItems": True,
+        },
         "deploy_failed": {"type": "boolean"},
         "deploy_attempts": {"type": "integer", "minimum": 0},
         "error": _OPT_STRING,
