@@ -27,6 +27,7 @@ if str(SRC) not in sys.path:
 
 from sregym_cluster_embedded.apiserver.errors import ApiError  # noqa: E402
 from sregym_cluster_embedded.apiserver.server import RunningApiServer  # noqa: E402
+from sregym_cluster_embedded.apiserver.store import clone  # noqa: E402
 from sregym_cluster_embedded.settings import ClusterSettings  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
@@ -239,3 +240,66 @@ def k8s_client(api_server: ThreadedApiServer) -> Iterator[Any]:
 
 def which(name: str) -> str | None:
     return shutil.which(name)
+
+
+# ------------------------------------------------------------------------------------------------
+# objects no kubelet would otherwise make in these tests
+# ------------------------------------------------------------------------------------------------
+NODE = "node-1"
+
+
+def ensure_node(api: ThreadedApiServer, name: str = NODE) -> None:
+    core = api.core
+
+    def make() -> None:
+        if core.store.get("nodes", None, name) is None:
+            core.create(core.registry.by_key("nodes"), None, {
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
+                "spec": {},
+                "status": {
+                    "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                    "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                    "message": "kubelet is posting ready status",
+                                    "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                                    "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                    "addresses": [{"type": "InternalIP", "address": "127.40.1.1"},
+                                  {"type": "Hostname", "address": name}],
+                    "nodeInfo": {"kubeletVersion": "v1.32.4", "osImage": "Debian GNU/Linux 12 (bookworm)",
+                                 "kernelVersion": "6.1.0", "containerRuntimeVersion": "sregym-process://0.1.0",
+                                 "operatingSystem": "linux", "architecture": "amd64"},
+                },
+            })
+
+    api.call(make)
+
+
+def running_pod(api: ThreadedApiServer, namespace: str, name: str, *, labels: dict[str, str] | None = None,
+                containers: tuple[str, ...] = ("main",), grace: int | None = 0) -> None:
+    """A pod bound to NODE whose status says Running/Ready (no kubelet runs in these tests)."""
+    ensure_node(api)
+    core = api.core
+
+    def make() -> None:
+        spec: dict[str, Any] = {"nodeName": NODE,
+                                "containers": [{"name": c, "image": "busybox"} for c in containers]}
+        if grace is not None:
+            spec["terminationGracePeriodSeconds"] = grace
+        pods = core.registry.by_key("pods")
+        core.create(pods, namespace, {"apiVersion": "v1", "kind": "Pod",
+                                      "metadata": {"name": name, "labels": labels or {}}, "spec": spec})
+        obj = clone(core.get(pods, namespace, name))
+        stamp = "2026-01-01T00:00:00Z"
+        obj["status"] = {
+            "phase": "Running", "podIP": "127.40.1.9", "hostIP": "127.40.1.1", "startTime": stamp,
+            "conditions": [{"type": t, "status": "True", "lastTransitionTime": stamp}
+                           for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
+                                     "PodScheduled")],
+            "containerStatuses": [{"name": c, "ready": True, "restartCount": 0, "image": "busybox",
+                                   "imageID": "", "started": True, "state": {"running": {"startedAt": stamp}}}
+                                  for c in containers],
+        }
+        core.update(pods, namespace, name, obj, subresource="status")
+
+    api.call(make)
