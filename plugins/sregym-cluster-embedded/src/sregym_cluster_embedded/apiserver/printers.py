@@ -11,7 +11,7 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
-from .printing import core, misc, pods, workloads
+from .printing import cluster, core, misc, pods, workloads
 from .printing.columns import Printer
 from .printing.timefmt import human_duration, since
 
@@ -58,6 +58,20 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): misc.CREATED_AT_PRINTER,
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): misc.WEBHOOK_CONFIGURATION_PRINTER,
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): misc.WEBHOOK_CONFIGURATION_PRINTER,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): cluster.VALIDATING_POLICY_PRINTER,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): cluster.VALIDATING_POLICY_BINDING_PRINTER,
+    ("apiregistration.k8s.io", "apiservices"): cluster.API_SERVICE_PRINTER,
+    ("", "componentstatuses"): cluster.COMPONENT_STATUS_PRINTER,
+    ("node.k8s.io", "runtimeclasses"): cluster.RUNTIME_CLASS_PRINTER,
+    ("storage.k8s.io", "csidrivers"): cluster.CSI_DRIVER_PRINTER,
+    ("storage.k8s.io", "csinodes"): cluster.CSI_NODE_PRINTER,
+    ("storage.k8s.io", "volumeattachments"): cluster.VOLUME_ATTACHMENT_PRINTER,
+    ("storage.k8s.io", "volumeattributesclasses"): cluster.VOLUME_ATTRIBUTES_CLASS_PRINTER,
+    ("certificates.k8s.io", "certificatesigningrequests"): cluster.CSR_PRINTER,
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"): cluster.FLOW_SCHEMA_PRINTER,
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): cluster.PRIORITY_LEVEL_PRINTER,
+    ("networking.k8s.io", "servicecidrs"): cluster.SERVICE_CIDR_PRINTER,
+    ("networking.k8s.io", "ipaddresses"): cluster.IP_ADDRESS_PRINTER,
 }
 
 
