@@ -92,6 +92,13 @@ DISCOVERY: dict[tuple[str, str], list[tuple[str, str, bool, list[str]]]] = {
 }
 
 
+SHORT_NAMES = {
+    "configmaps": ["cm"], "namespaces": ["ns"], "serviceaccounts": ["sa"], "services": ["svc"], "resourcequotas": ["quota"],
+    "pods": ["po"], "nodes": ["no"], "deployments": ["deploy"], "cronjobs": ["cj"], "poddisruptionbudgets": ["pdb"],
+    "priorityclasses": ["pc"], "ingresses": ["ing"], "crontabs": ["ct"],
+}  # fmt: skip
+
+
 def discovery_resources() -> list[dict[str, Any]]:
     """The DISCOVERY table in the shape ``openapi.build_openapi_v3`` takes."""
     return [
@@ -147,6 +154,7 @@ class CaptureServer:
         self.tmp = tmp
         self.openapi = openapi
         self.requests: list[dict[str, Any]] = []
+        self.objects: dict[str, dict[str, Any]] = {}  # item path -> object (GET/PUT/PATCH support)
         self.cert, self.key = make_tls_files(tmp)
         self.port = 0
         self._loop: Any = None
@@ -224,6 +232,32 @@ class CaptureServer:
         return proc
 
     # -- request handling
+    def _patch(self, request: Any, path: str, body: bytes) -> Any:
+        from aiohttp import web
+        from sregym_cluster_embedded.apiserver.patching import PatchError, apply_patch
+
+        self.requests.append({"method": "PATCH", "path": path, "content_type": request.content_type, "body": body, "query": dict(request.query)})
+        current = self.objects.get(path)
+        if current is None and request.content_type != "application/apply-patch+yaml":
+            return _status(404, "NotFound", f'"{path.rsplit("/", 1)[-1]}" not found')
+        base = current or {}
+        api_version = base.get("apiVersion") or _gv_of_path(path)
+        kind = base.get("kind") or ""
+        if not kind:
+            try:
+                import yaml
+
+                kind = (yaml.safe_load(body) or {}).get("kind", "")
+            except Exception:  # noqa: BLE001 - the patch code reports bad bodies itself
+                kind = ""
+        try:
+            patched = apply_patch(base, body, request.content_type, kind=kind, group=api_version.rpartition("/")[0])
+        except PatchError as exc:
+            status = exc.to_status()
+            return web.json_response(status, status=exc.code)
+        self.objects[path] = patched
+        return web.json_response(patched, status=200 if current is not None else 201)
+
     async def _handle(self, request: Any) -> Any:
         from aiohttp import web
         from sregym_cluster_embedded.apiserver.protobuf import ProtobufError, decode_object
@@ -246,6 +280,8 @@ class CaptureServer:
                 resources = []
                 for plural, kind, namespaced, verbs in items:
                     resource = {"name": plural, "singularName": "" if "/" in plural else kind.lower(), "namespaced": namespaced, "kind": kind, "verbs": verbs}
+                    if plural in SHORT_NAMES:
+                        resource["shortNames"] = SHORT_NAMES[plural]
                     if plural == "serviceaccounts/token":
                         resource.update(group="authentication.k8s.io", version="v1")
                     if plural == "pods/eviction":
@@ -259,6 +295,10 @@ class CaptureServer:
             document = documents.get(path[len("/openapi/v3/") :])
             if document is not None:
                 return web.json_response(document)
+        if request.method == "GET" and path in self.objects:
+            return web.json_response(self.objects[path])
+        if request.method == "PATCH":
+            return self._patch(request, path, body)
         if request.method in ("POST", "PUT", "DELETE") and body:
             record: dict[str, Any] = {"method": request.method, "path": path, "content_type": request.content_type, "body": body}
             self.requests.append(record)
@@ -267,12 +307,35 @@ class CaptureServer:
                     obj = decode_object(body)
                 except ProtobufError as exc:
                     record["error"] = str(exc)
-                    return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": str(exc), "reason": "BadRequest", "code": 400}, status=400)
+                    return _status(400, "BadRequest", str(exc))
             else:
                 obj = json.loads(body)
             record["decoded"] = obj
-            return web.json_response(_echo(obj), status=201)
+            if request.method == "DELETE":
+                self.objects.pop(path, None)
+                return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Success"})
+            reply = _echo(obj)
+            if reply.get("kind") not in _REVIEW_KINDS:
+                item = path if request.method == "PUT" else f"{path}/{reply['metadata']['name']}"
+                if request.query.get("dryRun") != "All":
+                    self.objects[item] = reply
+            return web.json_response(reply, status=201 if request.method == "POST" else 200)
         return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404}, status=404)
+
+
+_REVIEW_KINDS = {"SelfSubjectAccessReview", "SelfSubjectRulesReview", "SelfSubjectReview", "TokenRequest"}
+
+
+def _status(code: int, reason: str, message: str) -> Any:
+    from aiohttp import web
+
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
+    return web.json_response(body, status=code)
+
+
+def _gv_of_path(path: str) -> str:
+    parts = path.strip("/").split("/")
+    return parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
 
 
 def _echo(obj: dict[str, Any]) -> dict[str, Any]:

@@ -272,14 +272,44 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "pdb-selector-replaced": (_PDB, {"spec": {"selector": {"matchLabels": {"app": "api"}}}}),
 }
 
-ERROR_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "missing-merge-key": (_deployment(), _pod_template_patch({"containers": [{"image": "x"}]})),
-    "delete-without-merge-key": (_deployment(), _pod_template_patch({"containers": [{"$patch": "delete"}]})),
+# name -> (object, patch, HTTP code, message) as kube-apiserver reports them.
+ERROR_CASES: dict[str, tuple[dict[str, Any], dict[str, Any], int, str]] = {
+    "missing-merge-key": (
+        _deployment(),
+        _pod_template_patch({"containers": [{"image": "x"}]}),
+        500,
+        "map: map[image:x] does not contain declared merge key: name",
+    ),
+    "delete-without-merge-key": (
+        _deployment(),
+        _pod_template_patch({"containers": [{"$patch": "delete"}]}),
+        500,
+        "delete patch type with no merge key defined",
+    ),
     "retain-keys-mismatch": (
         _deployment(),
         _pod_template_patch({"volumes": [{"$retainKeys": ["name"], "configMap": {"name": "c2"}, "name": "data"}]}),
+        422,
+        "the server rejected our request due to an error in our request",
     ),
-    "unknown-directive": (_deployment(), {"metadata": {"labels": {"$patch": "explode"}}}),
+    "retain-keys-not-a-list": (
+        _deployment(),
+        {"spec": {"strategy": {"$retainKeys": "type", "type": "Recreate"}}},
+        400,
+        "invalid patch format of retainKeys",
+    ),
+    "set-element-order-not-a-list": (
+        _deployment(),
+        _pod_template_patch({"$setElementOrder/containers": {"name": "web"}}),
+        400,
+        "invalid patch format of setElementOrder list",
+    ),
+    "unknown-directive": (
+        _deployment(),
+        {"metadata": {"labels": {"$patch": "explode"}}},
+        500,
+        "Unknown patch type: explode in map: map[$patch:explode]",
+    ),
 }
 
 
@@ -319,11 +349,12 @@ def test_smp_list_order_from_set_element_order() -> None:
 
 @pytest.mark.parametrize("name", sorted(ERROR_CASES))
 def test_smp_bad_directives_are_patch_errors(name: str) -> None:
-    obj, patch = ERROR_CASES[name]
+    obj, patch, code, message = ERROR_CASES[name]
     with pytest.raises(PatchError) as info:
         _ours(obj, patch)
-    assert info.value.code == 422
-    assert info.value.message
+    assert (info.value.code, info.value.message) == (code, message)
+    if code == 500:
+        assert "reason" not in info.value.to_status()  # kubectl then prints "Error from server: <message>"
 
 
 def test_smp_rejected_for_custom_resources() -> None:
@@ -349,7 +380,7 @@ def test_smp_matches_live_kubectl(tmp_path: Path) -> None:
         expected = kubectl_local_patch(obj, patch, "strategic", tmp_path)
         assert isinstance(expected, dict), f"{name}: kubectl refused: {expected}"
         assert prune_empty(_ours(obj, patch)) == prune_empty(expected), name
-    for name, (obj, patch) in sorted(ERROR_CASES.items()):
+    for name, (obj, patch, _, _) in sorted(ERROR_CASES.items()):
         assert isinstance(kubectl_local_patch(obj, patch, "strategic", tmp_path), str), f"{name}: kubectl accepted it"
 
 

@@ -29,7 +29,7 @@ _REASONS = {
     409: "Conflict",
     415: "UnsupportedMediaType",
     422: "Invalid",
-    500: "InternalError",
+    500: "",  # StatusReasonUnknown: what the server reports for errors it does not classify
 }
 _UNPROCESSABLE = "the server rejected our request due to an error in our request"
 
@@ -41,7 +41,7 @@ class PatchError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-        self.reason = _REASONS.get(code, "Unknown")
+        self.reason = _REASONS.get(code, "")
         self.causes = causes or []
 
     def to_status(self) -> dict[str, Any]:
@@ -51,9 +51,10 @@ class PatchError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         }
+        if self.reason:
+            status["reason"] = self.reason
         if self.causes:
             status["details"] = {"causes": self.causes}
         return status
@@ -94,13 +95,15 @@ def apply_patch(obj: dict[str, Any], body: bytes, content_type: str, *, kind: st
                 f"the body of the request was in an unknown format - accepted media types include: {', '.join(CONTENT_TYPES)}",
             )
     except smp.SmpError as exc:
+        if exc.code == 422:
+            raise _unprocessable(exc.message) from None
         raise PatchError(exc.code, exc.message) from None
     except PatchError:
         raise
     except RecursionError:
         raise PatchError(400, "the patch is nested too deeply") from None
     except Exception as exc:  # noqa: BLE001 - contract: bad input never escapes as anything but PatchError
-        raise PatchError(500, f"unable to apply patch: {exc}") from None
+        raise PatchError(500, f"unable to apply patch: {exc}") from None  # a bug of ours, reported cleanly
     if not isinstance(result, dict):
         raise PatchError(
             400,

@@ -32,7 +32,11 @@ __all__ = [
 
 
 class SmpError(Exception):
-    """A patch that cannot be applied; ``code`` is the HTTP status the API server answers with."""
+    """A patch that cannot be applied; ``code`` is the HTTP status kube-apiserver answers with.
+
+    As there: malformed directives are 400, a ``$retainKeys`` mismatch 422, and errors the server
+    does not classify (a list element without its merge key...) 500 with the bare message.
+    """
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -239,7 +243,7 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], fields: dict[str
         if directive == "replace":
             return _merge_map({}, {k: v for k, v in patch.items() if k != _DIRECTIVE}, fields)
         if directive != "merge":
-            raise SmpError(422, f"Unknown patch type: {directive} in map: {_go_map(patch)}")
+            raise SmpError(500, f"Unknown patch type: {directive} in map: {_go_map(patch)}")
 
     if _RETAIN in patch:
         _apply_retain_keys(original, patch)
@@ -251,7 +255,7 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], fields: dict[str
         if key.startswith(_DELETE_PRIMITIVE):
             field = key[len(_DELETE_PRIMITIVE) :]
             if not isinstance(value, list):
-                raise SmpError(422, f"invalid type for {key}: expected a list, got {_go_type(value)}")
+                raise SmpError(400, "invalid patch format of primitive list")
             current = original.get(field)
             if isinstance(current, list):
                 original[field] = [item for item in current if item not in value]
@@ -278,7 +282,7 @@ def _element_orders(patch: dict[str, Any]) -> dict[str, list[Any]]:
     for key, value in patch.items():
         if key.startswith(_ORDER):
             if not isinstance(value, list):
-                raise SmpError(422, f"invalid type for {key}: expected a list, got {_go_type(value)}")
+                raise SmpError(400, "invalid patch format of setElementOrder list")
             orders[key[len(_ORDER) :]] = value
     return orders
 
@@ -286,12 +290,12 @@ def _element_orders(patch: dict[str, Any]) -> dict[str, list[Any]]:
 def _apply_retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:
     retain = patch[_RETAIN]
     if not isinstance(retain, list):
-        raise SmpError(422, f"invalid type for $retainKeys: expected a list, got {_go_type(retain)}")
+        raise SmpError(400, "invalid patch format of retainKeys")
     for key, value in patch.items():
         if key.startswith("$") or value is None:
             continue
         if key not in retain:
-            raise SmpError(422, "The request is invalid: patch content doesn't match retainKeys list")
+            raise SmpError(422, "patch content doesn't match retainKeys list")
     for key in list(original):
         if key not in retain:
             del original[key]
@@ -363,11 +367,11 @@ def _merge_map_list(original: list[Any], patch: list[Any], meta: FieldMeta) -> l
     result = [copy.deepcopy(i) for i in original]
     for item in patch:
         if not isinstance(item, dict):
-            raise SmpError(422, f"unable to find api field in struct for the merge key {key}: {_go_value(item)}")
+            raise SmpError(500, f"merging an object in json but data type is not map, orig is {_go_value(item)}")
         if key not in item:
             if item.get(_DIRECTIVE) == "delete":
-                raise SmpError(422, f"delete patch type with no merge key defined: {_go_map(item)}")
-            raise SmpError(422, f"map: {_go_map(item)} does not contain declared merge key: {key}")
+                raise SmpError(500, "delete patch type with no merge key defined")
+            raise SmpError(500, f"map: {_go_map(item)} does not contain declared merge key: {key}")
         index = next((n for n, old in enumerate(result) if isinstance(old, dict) and old.get(key) == item[key]), None)
         if item.get(_DIRECTIVE) == "delete":
             result = [old for old in result if not (isinstance(old, dict) and old.get(key) == item[key])]
