@@ -337,3 +337,14 @@ def test_set_semantics_and_overflow_rules() -> None:
     crb = table("clusterrolebindings", "rbac.authorization.k8s.io")["columnDefinitions"]
     assert crb[3]["description"] == "Users in the clusterRoleBinding"
     assert [c["type"] for c in table("roles", "rbac.authorization.k8s.io")["columnDefinitions"]] == ["string", "date"]
+
+
+def test_custom_resource_cell_types() -> None:
+    crd = {"spec": {"versions": [{"name": "v1", "served": True, "storage": True, "additionalPrinterColumns": [
+        {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio"},
+        {"name": "Count", "type": "integer", "jsonPath": ".spec.count"},
+        {"name": "On", "type": "boolean", "jsonPath": ".spec.on"},
+        {"name": "Since", "type": "date", "jsonPath": ".status.since"},
+    ]}]}}
+    obj = {"metadata": meta("w"), "spec": {"ratio": 2, "count": 2.9, "on": "yes"}, "status": {"since": "not a date"}}
+    assert table("widgets", "example.com", obj, crd=crd)["rows"][0]["cells"] == ["w", 2.0, 2, None, "<invalid>"]

@@ -213,11 +213,13 @@ def _cell(column: dict[str, Any], obj: dict[str, Any], now: datetime) -> Any:
     value = results[0]
     kind = column.get("type", "string")
     if kind == "date":
-        return since(value, now) if parse_time(value) is not None else None
+        if not isinstance(value, str):
+            return None
+        return since(value, now) if parse_time(value) is not None else "<invalid>"
     if kind == "integer":
         return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
     if kind == "number":
-        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
     if kind == "boolean":
         return value if isinstance(value, bool) else None
     return go_text(value)
