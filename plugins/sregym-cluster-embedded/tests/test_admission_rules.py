@@ -260,3 +260,9 @@ def test_mount_service_account_token() -> None:
     opted_out = pod()
     mount_service_account_token(opted_out, service_account={"automountServiceAccountToken": False})
     assert "volumes" not in opted_out["spec"]
+
+
+def test_message_uses_generate_name_before_a_name_exists() -> None:
+    unnamed = {"metadata": {"generateName": "web-5d9c8-"}, "spec": {"containers": [{"name": "app"}]}}
+    message = forbidden(lambda: check_quota("pods", unnamed, [quota(pods="0")], {}))
+    assert message.startswith('pods "web-5d9c8-" is forbidden: exceeded quota: q')

@@ -61,7 +61,9 @@ class AdmissionError(Exception):
 
 
 def _forbidden(resource: str, obj: dict[str, Any], reason_text: str) -> AdmissionError:
-    name = str((obj.get("metadata") or {}).get("name") or "") if isinstance(obj.get("metadata"), dict) else ""
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    # Like the real plugin: before name generation the generateName prefix stands in for the name.
+    name = str(metadata.get("name") or metadata.get("generateName") or "Unknown")
     plural, _, group = resource.partition(".")
     return AdmissionError(403, "Forbidden", f'{resource} "{name}" is forbidden: {reason_text}', name=name, kind=plural, group=group)
 
