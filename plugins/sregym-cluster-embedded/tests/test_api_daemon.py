@@ -1,0 +1,147 @@
+"""The per-cluster process: up/down/status/kubeconfig, clusters side by side, owner death, the CLI,
+snapshots through the plugin handle. Every test checks that nothing is left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from conftest import PINNED_KUBECTL
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("SREGYM_HOME", str(tmp_path / "sregym"))
+    yield tmp_path / "sregym"
+
+
+def kubectl(kubeconfig: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([str(PINNED_KUBECTL), f"--kubeconfig={kubeconfig}",
+                           f"--cache-dir={kubeconfig.parent / 'kube-cache'}", *args],
+                          capture_output=True, text=True, timeout=60, env={"HOME": str(kubeconfig.parent)})
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def gone(pid: int, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_two_clusters_side_by_side(home: Path) -> None:
+    from sregym_cluster_embedded import cluster
+
+    a = cluster.up("alpha", 1)
+    try:
+        b = cluster.up("beta", 0)
+        try:
+            assert a.running and b.running and a.pid != b.pid and a.api_port != b.api_port
+            assert a.pod_cidr_prefix != b.pod_cidr_prefix and a.service_cidr_prefix != b.service_cidr_prefix
+            assert a.startup_seconds is not None and a.startup_seconds < 5
+            for info in (a, b):
+                assert info.state_dir == home / "clusters" / info.name
+                for f in ("pid", "port", "info.json", "kubeconfig", "agent-kubeconfig", "cluster.log",
+                          "pki/ca.crt"):
+                    assert (info.state_dir / f).exists(), f
+                config = yaml.safe_load(info.kubeconfig.read_text())
+                assert config["clusters"][0]["cluster"]["server"] == info.url
+                assert config["clusters"][0]["cluster"]["certificate-authority-data"]
+            # each kubeconfig talks to its own cluster
+            kubectl(a.kubeconfig, "create", "configmap", "only-in-alpha")
+            assert "only-in-alpha" in kubectl(a.kubeconfig, "get", "cm").stdout
+            assert "only-in-alpha" not in kubectl(b.kubeconfig, "get", "cm").stdout
+            svc = json.loads(kubectl(b.kubeconfig, "get", "svc", "kubernetes", "-o", "json").stdout)
+            assert svc["spec"]["clusterIP"].startswith(b.service_cidr_prefix + ".")
+            # the agent identity is restricted
+            denied = kubectl(a.agent_kubeconfig, "get", "secrets", "-n", "kube-system", check=False)
+            assert denied.returncode == 1 and "Forbidden" in denied.stderr
+            assert cluster.up("beta", 0).pid == b.pid  # up is idempotent
+            assert cluster.kubeconfig("alpha", agent=True) == a.agent_kubeconfig
+        finally:
+            assert cluster.down("beta")
+    finally:
+        assert cluster.down("alpha")
+    for info in (a, b):
+        assert info.pid is not None and gone(info.pid)
+        assert not cluster.status(info.name).running
+        assert not (info.state_dir / "pid").exists()
+    assert cluster.down("alpha") is False
+
+
+def test_daemon_stops_when_owner_dies(home: Path) -> None:
+    from sregym_cluster_embedded import cluster
+
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        info = cluster.up("owned", 0, owner_pid=owner.pid)
+        assert info.running
+    finally:
+        owner.kill()
+        owner.wait()
+    assert info.pid is not None and gone(info.pid, timeout=15)
+    assert not cluster.status("owned").running
+
+
+def test_cli_commands(home: Path) -> None:
+    env = dict(os.environ, SREGYM_HOME=str(home))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sregym_cluster_embedded", *args], capture_output=True,
+                              text=True, timeout=60, env=env)
+
+    up = cli("up", "--name", "clitest", "--nodes", "0", "--json")
+    assert up.returncode == 0, up.stderr
+    info = json.loads(up.stdout)
+    try:
+        assert info["running"] and info["url"].startswith("https://127.0.0.1:")
+        status = cli("status", "--name", "clitest")
+        assert status.returncode == 0 and "running" in status.stdout
+        path = cli("kubeconfig", "--name", "clitest", "--agent").stdout.strip()
+        assert path.endswith("clusters/clitest/agent-kubeconfig") and Path(path).exists()
+        bad = cli("up", "--name", "Bad Name")
+        assert bad.returncode == 1 and "invalid cluster name" in bad.stderr
+    finally:
+        down = cli("down", "--name", "clitest", "--forget")
+    assert down.returncode == 0 and "stopped" in down.stdout
+    assert gone(info["pid"])
+    assert cli("status", "--name", "clitest").returncode == 3
+
+
+def test_plugin_handle_snapshot_restore(home: Path) -> None:
+    from sregym_cluster_embedded.plugin import EmbeddedCluster
+
+    handle = EmbeddedCluster(name="snap", nodes=0, owned=False)
+    handle.up()
+    pid = handle.status().pid
+    try:
+        admin = handle.kubeconfig()
+        kubectl(admin, "create", "configmap", "base", "--from-literal=v=1")
+        handle.snapshot("baseline")
+        kubectl(admin, "create", "configmap", "extra")
+        kubectl(admin, "patch", "configmap", "base", "-p", '{"data":{"v":"2"}}')
+        handle.restore("baseline")
+        names = kubectl(admin, "get", "cm", "-o", "name").stdout.split()
+        assert "configmap/base" in names and "configmap/extra" not in names
+        assert kubectl(admin, "get", "cm", "base", "-o", "jsonpath={.data.v}").stdout == "1"
+    finally:
+        handle.down()
+    assert pid is not None and gone(pid)
