@@ -51,3 +51,14 @@ def test_malformed_queries_are_explained(text: str, fragment: str) -> None:
         parse_logql(text)
     assert fragment in str(caught.value)
     assert "parse error" in str(caught.value) or "regexp" in str(caught.value)
+
+
+@pytest.mark.parametrize("text", [
+    '{a="b"}', '{a="b"} |= "err"', '{a="b"} != "err"', '{a="b"} |~ "e.r"', '{a="b"} !~ "^x"',
+    '{a="b"} |= "err" != "health" |~ "[0-9]+ms"',
+])
+def test_fast_line_predicate_agrees_with_keep(text: str) -> None:
+    query = parse_logql(text)
+    predicate = query.line_predicate()
+    for line in ["error 12ms", "err health 5ms", "x error", "eXr", "", "fine", "error healthz 3ms"]:
+        assert (predicate is None or predicate(line)) == query.keep(line), line

@@ -90,12 +90,12 @@ def test_out_of_order_entries_are_clamped_not_lost() -> None:
 
 
 def test_memory_stays_bounded_under_large_volume() -> None:
-    retention = LogRetention(max_bytes=4 * 1024 * 1024, max_stream_bytes=1024 * 1024)
+    retention = LogRetention(max_bytes=2 * 1024 * 1024, max_stream_bytes=512 * 1024)
     store = LogStore(retention)
     tracemalloc.start()
     try:
         line = "y" * 200
-        for batch in range(400):  # 400 * 250 lines * ~200 B = ~20 MB pushed into a 4 MiB store
+        for batch in range(160):  # 160 * 250 lines * ~200 B = ~8 MB pushed into a 2 MiB store
             store.append({"app": f"s{batch % 20}"}, [(batch * 1000 + j, line) for j in range(250)])
         current, _ = tracemalloc.get_traced_memory()
     finally:

@@ -9,7 +9,7 @@ know Loki recognise them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 
@@ -87,6 +87,24 @@ class LogQuery:
 
     def keep(self, line: str) -> bool:
         return all(f.keep(line) for f in self.filters)
+
+    def line_predicate(self) -> Callable[[str], bool] | None:
+        """A fast callable equivalent to :meth:`keep` (None when there are no filters)."""
+        checks: list[Callable[[str], bool]] = []
+        for f in self.filters:
+            if f.op == "|=":
+                checks.append(lambda line, p=f.pattern: p in line)
+            elif f.op == "!=":
+                checks.append(lambda line, p=f.pattern: p not in line)
+            elif f.op == "|~":
+                checks.append(lambda line, search=f._regex.search: search(line) is not None)
+            else:
+                checks.append(lambda line, search=f._regex.search: search(line) is None)
+        if not checks:
+            return None
+        if len(checks) == 1:
+            return checks[0]
+        return lambda line: all(check(line) for check in checks)
 
 
 class _Scanner:

@@ -161,25 +161,36 @@ class LogStore:
         grouped per stream, each stream's values sorted in the requested direction.
         """
         candidates: list[tuple[int, int, str, tuple[tuple[str, str], ...]]] = []
+        keep = query.line_predicate()
         for key, stream in self._streams.items():
-            if not query.selects(stream.labels):
+            if not stream.entries or not query.selects(stream.labels):
                 continue
-            picked = 0
-            ordered = reversed(stream.entries) if backward else iter(stream.entries)
-            for ts, seq, line in ordered:
-                if ts >= end_ns:
-                    if backward:
+            entries = stream.entries
+            # Entries are time-ordered: skip streams entirely outside the range.
+            if entries[0][0] >= end_ns or entries[-1][0] < start_ns:
+                continue
+            found: list[tuple[int, int, str, tuple[tuple[str, str], ...]]] = []
+            if backward:
+                for ts, seq, line in reversed(entries):
+                    if ts >= end_ns:
                         continue
-                    break
-                if ts < start_ns:
-                    if backward:
+                    if ts < start_ns:
                         break
-                    continue
-                if query.keep(line):
-                    candidates.append((ts, seq, line, key))
-                    picked += 1
-                    if picked >= limit:
+                    if keep is None or keep(line):
+                        found.append((ts, seq, line, key))
+                        if len(found) >= limit:
+                            break
+            else:
+                for ts, seq, line in entries:
+                    if ts < start_ns:
+                        continue
+                    if ts >= end_ns:
                         break
+                    if keep is None or keep(line):
+                        found.append((ts, seq, line, key))
+                        if len(found) >= limit:
+                            break
+            candidates.extend(found)
         chosen = (heapq.nlargest if backward else heapq.nsmallest)(limit, candidates)
         grouped: dict[tuple[tuple[str, str], ...], list[tuple[int, str]]] = {}
         for ts, _, line, key in chosen:
