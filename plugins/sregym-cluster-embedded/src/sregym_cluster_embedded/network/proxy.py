@@ -1,0 +1,250 @@
+"""Service proxy: a TCP listener per ClusterIP:port forwarding to ready endpoints.
+
+A listener exists only while its port has ready endpoints, so a service without endpoints refuses
+connections (as kube-proxy's REJECT rule does). Balancing is round-robin, or sticky per client IP
+with `sessionAffinity: ClientIP`. NetworkPolicy is checked per connection (source IP → pod); a denied
+connection is silently held, like a dropped SYN-ACK path. Fault hooks add delay/jitter and loss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import random
+import socket
+import struct
+import time
+from dataclasses import dataclass
+
+from ..controllers.util import Obj
+from .policy import allowed
+from .view import ClusterView
+
+log = logging.getLogger(__name__)
+CONNECT_TIMEOUT = 5.0
+DENIED_HOLD_SECONDS = 120.0  # a dropped connection is held this long at most, then closed
+CHUNK = 65536
+
+
+@dataclass
+class Fault:
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss_pct: float = 0.0
+
+
+@dataclass(frozen=True)
+class PortKey:
+    namespace: str
+    service: str
+    port_name: str
+    ip: str
+    port: int
+
+
+def is_loopback(ip: str) -> bool:
+    try:
+        return ipaddress.ip_address(ip) in ipaddress.ip_network("127.0.0.0/8")
+    except ValueError:
+        return False
+
+
+class ServiceProxy:
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self.listeners: dict[PortKey, asyncio.base_events.Server] = {}
+        self.faults: dict[str, Fault] = {}
+        self._rr: dict[PortKey, int] = {}
+        self._affinity: dict[tuple[PortKey, str], tuple[str, float]] = {}
+        self._dirty = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._conns: set[asyncio.Task] = set()
+        self.connections = 0
+        view.services.add_handler(lambda *_: self._dirty.set())
+        view.endpoints.add_handler(lambda *_: self._dirty.set())
+
+    def start(self) -> None:
+        self._dirty.set()
+        self._task = asyncio.create_task(self._loop(), name="service-proxy")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        for server in self.listeners.values():
+            server.close()
+        for task in list(self._conns):
+            task.cancel()
+        for server in self.listeners.values():
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+        self.listeners.clear()
+
+    async def _loop(self) -> None:
+        await self.view.wait_synced()
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            try:
+                await self.sync()
+            except Exception:
+                log.exception("service proxy sync failed")
+            await asyncio.sleep(0.02)  # coalesce bursts of endpoint updates
+
+    # ------------------------------------------------------------ listeners
+
+    def wanted(self) -> set[PortKey]:
+        out = set()
+        for svc in self.view.services.list():
+            spec = svc.get("spec", {})
+            ip = spec.get("clusterIP")
+            if not ip or ip == "None" or not is_loopback(ip) or spec.get("type") == "ExternalName":
+                continue
+            if (svc["metadata"].get("labels") or {}).get("k8s-app") == "kube-dns":
+                continue  # the DNS server itself answers on this address
+            ns, name = svc["metadata"].get("namespace", ""), svc["metadata"]["name"]
+            for port in spec.get("ports") or []:
+                if port.get("protocol", "TCP") != "TCP":
+                    continue
+                key = PortKey(ns, name, port.get("name") or "", ip, int(port["port"]))
+                if self.backends(key):
+                    out.add(key)
+        return out
+
+    async def sync(self) -> None:
+        wanted = self.wanted()
+        for key in [k for k in self.listeners if k not in wanted]:
+            self.listeners.pop(key).close()  # no endpoints left: connections are refused from now on
+        for key in wanted - set(self.listeners):
+            try:
+                server = await asyncio.start_server(lambda r, w, k=key: self._accept(k, r, w), key.ip, key.port,
+                                                    reuse_address=True)
+            except OSError as exc:
+                log.warning("service proxy: cannot listen on %s:%s for %s/%s: %s", key.ip, key.port,
+                            key.namespace, key.service, exc)
+                continue
+            self.listeners[key] = server
+
+    def backends(self, key: PortKey) -> list[tuple[str, int, str | None]]:
+        """(ip, port, pod name) of the ready endpoints for one service port."""
+        out = []
+        for addr in self.view.ready_addresses(key.namespace, key.service):
+            ports = addr.get("ports") or []
+            match = next((p for p in ports if (p.get("name") or "") == key.port_name), None)
+            if match is None and len(ports) == 1 and not key.port_name:
+                match = ports[0]
+            if match is not None and is_loopback(addr["ip"]):
+                out.append((addr["ip"], int(match["port"]), (addr.get("targetRef") or {}).get("name")))
+        return out
+
+    def pick(self, key: PortKey, client_ip: str) -> tuple[str, int, str | None] | None:
+        backends = self.backends(key)
+        if not backends:
+            return None
+        svc = self.view.services.get(key.namespace, key.service) or {}
+        spec = svc.get("spec", {})
+        if spec.get("sessionAffinity") == "ClientIP":
+            timeout = float(((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds", 10800))
+            sticky = self._affinity.get((key, client_ip))
+            now = time.monotonic()
+            if sticky and now - sticky[1] < timeout:
+                for backend in backends:
+                    if backend[0] == sticky[0]:
+                        self._affinity[(key, client_ip)] = (backend[0], now)
+                        return backend
+            choice = backends[self._next(key, len(backends))]
+            self._affinity[(key, client_ip)] = (choice[0], now)
+            return choice
+        return backends[self._next(key, len(backends))]
+
+    def _next(self, key: PortKey, count: int) -> int:
+        value = self._rr.get(key, -1) + 1
+        self._rr[key] = value
+        return value % count
+
+    def fault_for(self, key: PortKey, pod: str | None) -> Fault | None:
+        for target in (f"{key.namespace}/{key.service}", key.service, f"{key.namespace}/{pod}", pod):
+            if target and target in self.faults:
+                return self.faults[target]
+        return None
+
+    # ------------------------------------------------------------ connections
+
+    async def _accept(self, key: PortKey, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._conns.add(task)
+        try:
+            await self._handle(key, reader, writer)
+        except (asyncio.CancelledError, ConnectionError, OSError):
+            pass
+        finally:
+            if task is not None:
+                self._conns.discard(task)
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _handle(self, key: PortKey, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        client_ip = (writer.get_extra_info("peername") or ("", 0))[0]
+        backend = self.pick(key, client_ip)
+        if backend is None:
+            return
+        ip, port, pod_name = backend
+        dst_pod = self.view.pod_by_ip(ip)
+        src_pod = self.view.pod_by_ip(client_ip)
+        if not allowed(self.view.policies.list(), src_ip=client_ip, src_pod=src_pod, dst_ip=ip, dst_pod=dst_pod,
+                       port=port, protocol="TCP", ns_labels=self.view.namespace_labels):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(reader.read(), DENIED_HOLD_SECONDS)  # dropped: nothing ever answers
+            return
+        fault = self.fault_for(key, pod_name)
+        if fault is not None:
+            await self._impair(fault)
+        try:
+            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(ip, port), CONNECT_TIMEOUT)
+        except (OSError, TimeoutError):
+            sock = writer.get_extra_info("socket")
+            if sock is not None:  # reset, as a REJECT by the backend would look
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        self.connections += 1
+        try:
+            await asyncio.gather(self._pipe(reader, up_writer, None), self._pipe(up_reader, writer, fault))
+        finally:
+            with contextlib.suppress(Exception):
+                up_writer.close()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fault: Fault | None) -> None:
+        try:
+            while True:
+                data = await reader.read(CHUNK)
+                if not data:
+                    break
+                if fault is not None:
+                    await self._impair(fault)
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                if writer.can_write_eof():
+                    writer.write_eof()
+
+    async def _impair(self, fault: Fault) -> None:
+        """Delay (± jitter) a response chunk; a lost one costs TCP retransmission time-outs."""
+        if fault.delay_ms or fault.jitter_ms:
+            delay = max(0.0, fault.delay_ms + random.uniform(-fault.jitter_ms, fault.jitter_ms))
+            await asyncio.sleep(delay / 1000)
+        if fault.loss_pct > 0:
+            rto = 0.2
+            while random.uniform(0, 100) < fault.loss_pct:
+                await asyncio.sleep(rto)
+                rto = min(rto * 2, 60.0)
+
+
+__all__ = ["Fault", "PortKey", "ServiceProxy", "Obj"]
