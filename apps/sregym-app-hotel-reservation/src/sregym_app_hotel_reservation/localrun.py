@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -34,10 +35,27 @@ ADMIN_PASSWORD = "hotel-admin"
 SERVICE_ORDER = ("geo", "rate", "profile", "recommendation", "user", "reservation", "search", "frontend")
 
 
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free 127.0.0.1 port below the kernel's ephemeral range, never the same twice per process.
+
+    Ports the kernel hands out for outgoing connections (32768+) would race with our listeners.
+    """
+    rng = random.Random()
+    for _ in range(500):
+        port = rng.randint(20000, 32000)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError("no free port found in 20000-32000")
 
 
 def pg_bin(tool: str) -> str:

@@ -9,6 +9,7 @@ timeouts, retries with exponential backoff and jitter, metrics, client spans and
 
 from __future__ import annotations
 
+import contextvars
 import json
 import random
 import threading
@@ -35,6 +36,11 @@ CHANNEL_OPTIONS = [
     ("grpc.enable_retries", 0),  # retries are ours, configured by RPC_RETRIES
     ("grpc.keepalive_time_ms", 30000),
 ]
+
+
+# The caller's deadline (time.monotonic() value) for the request being served: outgoing calls never
+# wait past it, as gRPC deadline propagation does in Go and Java services.
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("hotel_rpc_deadline", default=None)
 
 
 class RpcError(Exception):
@@ -115,6 +121,8 @@ class RpcServer:
             start = time.perf_counter()
             parent = telemetry.extract_context(context.invocation_metadata())
             token = otel_context.attach(parent)
+            remaining = context.time_remaining()
+            deadline_token = _deadline.set(time.monotonic() + remaining if remaining is not None else None)
             code = grpc.StatusCode.OK
             with self._lock:
                 self._inflight += 1
@@ -144,6 +152,7 @@ class RpcServer:
                         context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
             finally:
                 otel_context.detach(token)
+                _deadline.reset(deadline_token)
                 with self._lock:
                     self._inflight -= 1
                     telemetry.RPC_SERVER_INFLIGHT.labels(service).set(self._inflight)
@@ -193,10 +202,18 @@ class Peer:
         ) as span:
             metadata = telemetry.inject_metadata()
             try:
+                caller_deadline = _deadline.get()
+                made = 0
                 for attempt in range(attempts):
+                    timeout = self.rpc.timeout_ms / 1000
+                    if caller_deadline is not None:
+                        timeout = min(timeout, caller_deadline - time.monotonic())
+                        if timeout <= 0.001 and last is not None:
+                            break  # the caller has given up; more attempts would be wasted work
+                        timeout = max(timeout, 0.001)
+                    made += 1
                     try:
-                        reply = self._stub(method)(dict(request), timeout=self.rpc.timeout_ms / 1000,
-                                                   metadata=metadata)
+                        reply = self._stub(method)(dict(request), timeout=timeout, metadata=metadata)
                         telemetry.RPC_CLIENT_REQUESTS.labels(self.service, self.peer, method, "OK").inc()
                         return reply
                     except grpc.RpcError as exc:
@@ -214,7 +231,7 @@ class Peer:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, f"{code.name}: {details}"))
                 span.set_attribute("rpc.grpc.status_code", code.value[0])
                 logs.error("rpc_failed", peer=self.peer, addr=self.addr, method=method,
-                           attempts=attempt + 1, error=f"{code}: {details}")
+                           attempts=made, error=f"{code}: {details}")
                 raise RpcError(code, f"{self.peer} ({self.addr}) {method}: {code.name}: {details}")
             finally:
                 telemetry.RPC_CLIENT_LATENCY.labels(self.service, self.peer, method).observe(

@@ -6,24 +6,12 @@ import re
 import time
 
 import pytest
+from hotel_testlib import http, metric
 from pymemcache.client.base import Client
-
-from conftest import http
 
 pytestmark = pytest.mark.slow
 
 SEARCH = "/hotels?inDate=2015-04-09&outDate=2015-04-11&lat=37.7867&lon=-122.4112"
-
-
-def metric(text: str, name: str, **labels: str) -> float:
-    """Sum of a Prometheus sample family filtered by labels."""
-    total = 0.0
-    for line in text.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
-            continue
-        if all(f'{k}="{v}"' in line for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def test_workload_window_succeeds(hotel, workload_factory):
