@@ -264,3 +264,46 @@ def test_multi_fault_must_name_all_and_prioritise_the_visible_one():
         "postgres-user had SELECT revoked, causing permission denied. Also geo has a nonexistent image.", *truths
     )
     assert not latent_first.answer("scope_priority")
+
+
+# ---------------------------------------------------------------- robustness
+
+
+def test_judging_without_truth_or_with_a_broken_truth_is_an_oracle_error():
+    from sregym_core.errors import OracleError
+
+    with pytest.raises(OracleError, match="without a ground truth"):
+        RulesJudge().judge("geo is broken", (), app_components=COMPONENTS, app_namespace=NS)
+    with pytest.raises(OracleError, match="invalid ground truth"):
+        RulesJudge().judge("geo is broken", ({"fault": "x"},), app_components=COMPONENTS, app_namespace=NS)
+
+
+def test_huge_submission_is_judged_quickly():
+    import time
+
+    text = "The geo deployment image tag 1.0-nonexistent does not exist; search, rate and user are fine. " * 30_000
+    started = time.monotonic()
+    verdict = judge(text, WRONG_IMAGE)
+    assert time.monotonic() - started < 10
+    assert verdict.answer("loc_component")
+    assert len(verdict.inputs["submission"]) == 20_000 and verdict.inputs["submitted_chars"] == len(text)
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_WORDS = st.sampled_from(
+    list(COMPONENTS) + ["because", "so", "image", "tag", "not", "the", "is", "wrong", "all services", "healthy", ",", ".",
+                        "ImagePullBackOff", "1.0-nonexistent", "namespace", NS, "root cause:", "\n", "'s", "`", "-"]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.text(max_size=400), st.lists(_WORDS, max_size=60).map(" ".join)))
+def test_any_text_gets_a_consistent_verdict(submission):
+    verdict = judge(submission, WRONG_IMAGE, DB_REVOKE)
+    assert 0.0 <= verdict.composite <= 1.0 and len(verdict.answers) == 9
+    if verdict.passed:
+        assert verdict.composite >= 0.7 and min(verdict.dimensions.values()) > 0
+    if not verdict.answer("char_mechanism"):
+        assert not verdict.answer("char_chain")

@@ -432,3 +432,34 @@ def test_oracle_schema_embeds_in_another_schema():
     assert not list(validator.iter_errors({"id": "x", "oracle": {"all": ["baseline_preserved", {"sustained": {"seconds": 5}}]}}))
     assert list(validator.iter_errors({"id": "x", "oracle": {"sustained": {"seconds": "five"}}}))
     jsonschema.Draft202012Validator.check_schema(ORACLE_SCHEMA)
+
+
+def test_sustained_with_a_stuck_clock_terminates_with_an_error():
+    ctx = FakeContext(BASELINE)
+
+    async def no_sleep(seconds):
+        return None
+
+    ctx.sleep = no_sleep
+    verdict = run(sustained(functional_slo(), seconds=30, interval=5).evaluate(ctx))
+    assert not verdict.passed and "clock advanced only 0.0 s" in verdict.error
+    assert verdict.evidence["samples"] == 8
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: sustained(functional_slo(), seconds=0),
+        lambda: sustained(functional_slo(), seconds=5, interval=0),
+        lambda: functional_slo(min_success_rate=1.5),
+        lambda: functional_slo(window_s=0),
+    ],
+)
+def test_building_blocks_reject_impossible_parameters(make):
+    with pytest.raises(ValueError):
+        make()
+
+
+def test_functional_slo_garbage_stats_is_an_error_verdict():
+    verdict = run(functional_slo().evaluate(FakeContext(BASELINE, stats={"count": "lots", "success_rate": 1})))
+    assert not verdict.passed and verdict.error.startswith("ValueError")

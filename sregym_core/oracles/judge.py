@@ -22,6 +22,10 @@ from sregym_core.types import GroundTruth
 
 DEFAULT_THRESHOLD = 0.7
 
+#: Judges read at most this much of a submission: a diagnosis is a paragraph, not a log dump, and an
+#: agent must not be able to make grading slow or expensive by submitting megabytes.
+MAX_SUBMISSION_CHARS = 20_000
+
 DIMENSIONS = ("localization", "characterization", "scope")
 
 
@@ -253,6 +257,12 @@ def check_threshold(threshold: Any) -> float:
     return float(threshold)
 
 
+def clip_submission(submission: Any) -> tuple[str, int]:
+    """The part of a submission judges read, and the original length."""
+    text = submission if isinstance(submission, str) else str(submission or "")
+    return text[:MAX_SUBMISSION_CHARS], len(text)
+
+
 def truth_to_dict(truth: GroundTruth | Mapping[str, Any]) -> dict[str, Any]:
     """A ground truth as plain JSON data (for stored inputs and prompts)."""
     if isinstance(truth, Mapping):
@@ -261,10 +271,29 @@ def truth_to_dict(truth: GroundTruth | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def coerce_truth(truth: GroundTruth | Mapping[str, Any] | Sequence[Any]) -> tuple[GroundTruth, ...]:
-    """Accept one truth or several, as records or dicts; return records."""
+    """Accept one truth or several, as records or dicts; return records.
+
+    :raises OracleError: when there is no truth or a dict is not a ground truth.
+    """
+    from sregym_core.errors import OracleError
+
     if isinstance(truth, GroundTruth | Mapping):
         truth = (truth,)
-    return tuple(t if isinstance(t, GroundTruth) else GroundTruth.from_config(t) for t in truth)
+    records = []
+    for item in truth or ():
+        if isinstance(item, GroundTruth):
+            records.append(item)
+            continue
+        try:
+            records.append(GroundTruth.from_config(item))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise OracleError(
+                f"cannot judge: invalid ground truth ({exc})",
+                hints=("a ground truth needs fault, layer, components, namespace, resource_kind and mechanism",),
+            ) from None
+    if not records:
+        raise OracleError("cannot judge a diagnosis without a ground truth", hints=("the problem defines no ground truth",))
+    return tuple(records)
 
 
 def make_verdict(
@@ -279,10 +308,19 @@ def make_verdict(
     cost: float | None = None,
     tokens: Mapping[str, int] | None = None,
     error: str | None = None,
+    submitted_chars: int | None = None,
 ) -> JudgeVerdict:
     """Score ``answers`` and wrap everything a verdict stores."""
     dimensions = score(answers)
     composite, passed = decide(dimensions, threshold)
+    inputs: dict[str, Any] = {
+        "submission": submission,
+        "truth": [truth_to_dict(t) for t in truth],
+        "app_components": list(app_components),
+        "app_namespace": app_namespace,
+    }
+    if submitted_chars is not None and submitted_chars > len(submission):
+        inputs["submitted_chars"] = submitted_chars  # the judge read only the first MAX_SUBMISSION_CHARS
     return JudgeVerdict(
         judge=judge,
         passed=passed and error is None,
@@ -290,12 +328,7 @@ def make_verdict(
         dimensions=dimensions,
         answers=tuple(answers),
         threshold=threshold,
-        inputs={
-            "submission": submission,
-            "truth": [truth_to_dict(t) for t in truth],
-            "app_components": list(app_components),
-            "app_namespace": app_namespace,
-        },
+        inputs=inputs,
         cost=cost,
         tokens=dict(tokens or {"prompt": 0, "completion": 0}),
         error=error,
@@ -313,6 +346,7 @@ def failed_verdict(
     app_namespace: str,
     cost: float | None = None,
     tokens: Mapping[str, int] | None = None,
+    submitted_chars: int | None = None,
 ) -> JudgeVerdict:
     """A verdict for a judge that could not answer: every question "no", ``error`` set."""
     answers = [
@@ -330,4 +364,5 @@ def failed_verdict(
         cost=cost,
         tokens=tokens,
         error=error,
+        submitted_chars=submitted_chars,
     )

@@ -16,6 +16,7 @@ A problem file's ``oracle:`` section composes them (:func:`build_oracle`, schema
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -316,10 +317,10 @@ class FunctionalSLO:
     Fewer than ``min_requests`` requests in the window fails: silence is not health.
     """
 
-    min_success_rate: float = 0.99
+    min_success_rate: float = attrs.field(default=0.99, validator=[attrs.validators.ge(0), attrs.validators.le(1)])
     max_p95_ms: float | None = None
-    window_s: float = 30.0
-    min_requests: int = 20
+    window_s: float = attrs.field(default=30.0, validator=attrs.validators.gt(0))
+    min_requests: int = attrs.field(default=20, validator=attrs.validators.ge(0))
     name: str = "functional_slo"
 
     async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
@@ -370,15 +371,17 @@ class Sustained:
     """``inner`` keeps passing for ``seconds``, sampled every ``interval`` seconds (fails fast)."""
 
     inner: Oracle
-    seconds: float
-    interval: float = 5.0
+    seconds: float = attrs.field(validator=attrs.validators.gt(0))
+    interval: float = attrs.field(default=5.0, validator=attrs.validators.gt(0))
     name: str = "sustained"
 
     async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
         start = ctx.now()
         samples = 0
+        # a clock that does not advance must not loop forever: never more samples than the schedule needs
+        max_samples = math.ceil(self.seconds / self.interval) + 2
         last: OracleVerdict | None = None
-        while True:
+        while samples < max_samples:
             last = await self.inner.evaluate(ctx)
             samples += 1
             held = ctx.now() - start
@@ -389,7 +392,12 @@ class Sustained:
             if held >= self.seconds:
                 break
             await ctx.sleep(min(self.interval, max(self.seconds - held, 0.0)))
-        evidence = {"seconds": self.seconds, "held_s": round(ctx.now() - start, 3), "samples": samples}
+        held = ctx.now() - start
+        evidence = {"seconds": self.seconds, "held_s": round(held, 3), "samples": samples}
+        if held < self.seconds:
+            evidence["reason"] = "could not check"
+            error = f"the context's clock advanced only {held:.1f} s over {samples} samples"
+            return OracleVerdict(name=self.name, passed=False, evidence=evidence, children=(last,), error=error)
         return OracleVerdict(name=self.name, passed=True, evidence=evidence, children=(last,))
 
     def describe(self) -> Any:

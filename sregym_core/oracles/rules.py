@@ -30,6 +30,7 @@ from .judge import (
     ChecklistAnswer,
     JudgeVerdict,
     check_threshold,
+    clip_submission,
     coerce_truth,
     make_verdict,
 )
@@ -82,7 +83,7 @@ class RulesJudge:
         app_namespace: str = "",
     ) -> JudgeVerdict:
         truths = coerce_truth(truth)
-        submission = submission if isinstance(submission, str) else str(submission or "")
+        submission, submitted_chars = clip_submission(submission)
         if not submission.strip():
             answers = [_answer(q.id, _Answer(False, "empty submission")) for q in CHECKLIST]
         else:
@@ -97,6 +98,7 @@ class RulesJudge:
             app_components=tuple(app_components),
             app_namespace=app_namespace,
             cost=0.0,
+            submitted_chars=submitted_chars,
         )
 
     # ---------------------------------------------------------------------------------------------

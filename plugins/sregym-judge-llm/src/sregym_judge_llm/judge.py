@@ -29,6 +29,7 @@ from sregym_core.oracles.judge import (
     ChecklistAnswer,
     JudgeVerdict,
     check_threshold,
+    clip_submission,
     coerce_truth,
     failed_verdict,
     make_verdict,
@@ -106,7 +107,7 @@ class LLMJudge:
         app_namespace: str = "",
     ) -> JudgeVerdict:
         truths = coerce_truth(truth)
-        submission = submission if isinstance(submission, str) else str(submission or "")
+        submission, submitted_chars = clip_submission(submission)
         common = {
             "judge": self.name,
             "threshold": self.threshold,
@@ -114,6 +115,7 @@ class LLMJudge:
             "truth": truths,
             "app_components": tuple(app_components),
             "app_namespace": app_namespace,
+            "submitted_chars": submitted_chars,
         }
         messages = [
             {"role": "system", "content": system_prompt()},
