@@ -158,12 +158,15 @@ def resolve_problem(problem: ProblemSpec, host: PluginHost, *, capabilities: Ite
             errors.append((f"$.noise[{index}].noise", f"unknown noise source {noise.noise!r}"))
     if errors:
         raise ConfigError(f"{what} is invalid", errors=errors)
-    truth = problem.ground_truth or tuple(
-        derive_ground_truth(faults[i.fault], Target(app=app, component=app.component(i.target), namespace=app.namespace), i)
-        for i in resolved if i.role != "trigger"
-    )
+    # ground truth not given in the file is derived at attempt time, from the injected state
+    # (concrete values such as the original image are only known then)
+    for instance in resolved:
+        if instance.role != "trigger":
+            derive_ground_truth(faults[instance.fault],
+                                Target(app=app, component=app.component(instance.target), namespace=app.namespace),
+                                instance)  # fails early if a fault's ground_truth callable is broken
     oracle = problem.oracle if problem.oracle is not None else DEFAULT_ORACLE
-    return attrs.evolve(problem, faults=tuple(resolved), ground_truth=truth, oracle=oracle)
+    return attrs.evolve(problem, faults=tuple(resolved), oracle=oracle)
 
 
 def derive_ground_truth(spec: FaultSpec, target: Target, instance: FaultInstance, state: Mapping[str, Any] | None = None) -> GroundTruth:

@@ -10,12 +10,13 @@ from sregym_core import hookimpl
 from sregym_core.errors import ConfigError, UsageError
 from sregym_core.problems import (
     compose_adhoc,
+    derive_ground_truth,
     load_problem_dir,
     load_problem_file,
     parse_problem,
     resolve_problem,
 )
-from sregym_core.types import FaultSpec, TargetSelector
+from sregym_core.types import FaultSpec, Target, TargetSelector
 
 
 @pytest.fixture
@@ -92,7 +93,10 @@ def test_bad_yaml_file_names_line(tmp_path):
 def test_resolve_checks_targets_and_params(plugin_manager, with_fake_app):
     resolved = resolve_problem(parse_problem(GOOD), plugin_manager)
     assert resolved.oracle == {"all": ["baseline_preserved", "fault_invariant", "functional_slo"]}
-    truth = resolved.ground_truth[0]
+    assert resolved.ground_truth == ()  # derived at attempt time, from the injected state
+    app = plugin_manager.get_apps()["fake-app"]
+    truth = derive_ground_truth(plugin_manager.get_faults()["noop"],
+                                Target(app=app, component=app.component("api"), namespace="fake"), resolved.faults[0])
     assert truth.components == ("api",) and truth.namespace == "fake" and truth.mutated_values == {"label": "x"}
 
     wrong_target = {**GOOD, "faults": [{"fault": "db-only", "target": "frontend"}]}
@@ -132,7 +136,7 @@ def test_compose_adhoc(plugin_manager, with_fake_app):
     problem = compose_adhoc(plugin_manager, app="fake-app", fault="db-only", target="db")
     assert problem.id == "adhoc-fake-app-db-only-db"
     assert problem.faults[0].params == {"n": 3}
-    assert problem.ground_truth[0].layer == "datastore"
+    assert problem.faults[0].fault == "db-only"
     with pytest.raises(UsageError):
         compose_adhoc(plugin_manager, app="fake-app", fault="nope", target="db")
 

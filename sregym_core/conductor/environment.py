@@ -85,9 +85,12 @@ class Environment:
         started = time.monotonic()
         namespaces = tuple(dict.fromkeys([app.namespace, *app.hidden_namespaces]))
         if app.deploy is not None:
-            result = app.deploy(kubeconfig=self.cluster.kubeconfig(), kubectl=self.kubectl, timeout=app.deploy_timeout)
-            if inspect.isawaitable(result):
-                await result
+            # an app's own deploy function (blocking or async) replaces apply-and-wait
+            if inspect.iscoroutinefunction(app.deploy):
+                await app.deploy(self.cluster.kubeconfig(), kubectl=self.kubectl, timeout=app.deploy_timeout)
+            else:
+                await asyncio.to_thread(app.deploy, self.cluster.kubeconfig(), kubectl=self.kubectl,
+                                        timeout=app.deploy_timeout)
         else:
             for manifest in app.manifests:
                 await self.kube.akubectl("apply", "-f", str(manifest), timeout=app.deploy_timeout)

@@ -20,10 +20,19 @@ class WorkloadClient:
 
     def _direct_url(self, path: str) -> str | None:
         service_url = getattr(self.cluster, "service_url", None)
-        if service_url is None:
+        if service_url is not None:
+            base = service_url(self.spec.namespace, self.spec.service, self.spec.port)
+            return f"{base.rstrip('/')}{path}" if base else None
+        # a ClusterIP on the loopback range (the embedded cluster) is reachable from the host as is;
+        # anything else goes through the API server's service proxy, never straight to the address
+        try:
+            service = self.kube.get(f"/api/v1/namespaces/{self.spec.namespace}/services/{self.spec.service}")
+        except ApiStatusError:
             return None
-        base = service_url(self.spec.namespace, self.spec.service, self.spec.port)
-        return f"{base.rstrip('/')}{path}" if base else None
+        ip = service.get("spec", {}).get("clusterIP") or ""
+        if ip.startswith("127."):
+            return f"http://{ip}:{self.spec.port}{path}"
+        return None
 
     def _request(self, method: str, path: str, body: dict | None = None) -> dict[str, Any]:
         url = self._direct_url(path)

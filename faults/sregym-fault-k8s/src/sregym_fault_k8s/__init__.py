@@ -1,0 +1,1 @@
+"""Kubernetes-object and storage fault primitives."""

@@ -1,0 +1,116 @@
+"""Small helpers faults use to read and change workloads through real kubectl (admin identity)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from typing import Any
+
+from sregym_core.errors import PermanentFaultError
+
+
+def get(ctx: Any, kind: str, name: str, *, namespace: str | None = None, missing_ok: bool = False) -> dict | None:
+    out = ctx.kubectl("get", kind, name, "-n", namespace or ctx.namespace, "-o", "json", "--ignore-not-found")
+    if not out.strip():
+        if missing_ok:
+            return None
+        raise PermanentFaultError(f"{kind} {namespace or ctx.namespace}/{name} does not exist")
+    return json.loads(out)
+
+
+def exists(ctx: Any, kind: str, name: str, *, namespace: str | None = None) -> bool:
+    return get(ctx, kind, name, namespace=namespace, missing_ok=True) is not None
+
+
+def patch(ctx: Any, kind: str, name: str, body: Any, *, type: str = "merge", namespace: str | None = None) -> None:
+    ctx.kubectl("patch", kind, name, "-n", namespace or ctx.namespace, "--type", type, "-p", json.dumps(body))
+
+
+def apply(ctx: Any, obj: dict) -> None:
+    ctx.kubectl("apply", "-f", "-", input=json.dumps(obj))
+
+
+def delete(ctx: Any, kind: str, name: str, *, namespace: str | None = None) -> None:
+    ctx.kubectl("delete", kind, name, "-n", namespace or ctx.namespace, "--ignore-not-found", "--wait=false")
+
+
+def workload(ctx: Any, target: Any) -> dict:
+    return get(ctx, target.component.kind, target.component.name)
+
+
+def pod_spec(obj: dict) -> dict:
+    return obj["spec"]["template"]["spec"]
+
+
+def container_index(obj: dict, name: str) -> int:
+    for index, container in enumerate(pod_spec(obj)["containers"]):
+        if container["name"] == name:
+            return index
+    if len(pod_spec(obj)["containers"]) == 1:
+        return 0
+    raise PermanentFaultError(f"workload {obj['metadata']['name']} has no container {name!r}")
+
+
+def container(obj: dict, name: str) -> dict:
+    return pod_spec(obj)["containers"][container_index(obj, name)]
+
+
+def set_pod_spec_field(ctx: Any, target: Any, path: str, value: Any) -> None:
+    """JSON-patch ``/spec/template/spec/<path>`` (add = create or replace)."""
+    patch(ctx, target.component.kind, target.component.name,
+          [{"op": "add", "path": f"/spec/template/spec/{path}", "value": value}], type="json")
+
+
+def remove_pod_spec_field(ctx: Any, target: Any, path: str) -> None:
+    obj = workload(ctx, target)
+    node: Any = pod_spec(obj)
+    parts = path.split("/")
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node.get(part)
+        if node is None:
+            return
+    last = parts[-1]
+    present = (isinstance(node, list) and int(last) < len(node)) or (isinstance(node, dict) and last in node)
+    if present:
+        patch(ctx, target.component.kind, target.component.name,
+              [{"op": "remove", "path": f"/spec/template/spec/{path}"}], type="json")
+
+
+def container_path(obj: dict, target: Any, field: str = "") -> str:
+    index = container_index(obj, target.component.container_name)
+    return f"containers/{index}" + (f"/{field}" if field else "")
+
+
+def save(ctx: Any, key: str, value: Any) -> Any:
+    ctx.state[key] = copy.deepcopy(value)
+    return value
+
+
+def restart(ctx: Any, target: Any) -> None:
+    """A rollout restart, so pods pick up a changed ConfigMap/Secret/Service."""
+    ctx.kubectl("rollout", "restart", f"{target.component.kind.lower()}/{target.component.name}", "-n", ctx.namespace)
+
+
+def delete_pods(ctx: Any, target: Any) -> None:
+    obj = workload(ctx, target)
+    labels = obj["spec"]["selector"].get("matchLabels", {})
+    selector = ",".join(f"{k}={v}" for k, v in labels.items())
+    if selector:
+        ctx.kubectl("delete", "pods", "-n", ctx.namespace, "-l", selector, "--wait=false")
+
+
+def service(ctx: Any, target: Any) -> dict:
+    name = target.component.service_name
+    if not name:
+        raise PermanentFaultError(f"component {target.component.name} has no Service")
+    return get(ctx, "service", name)
+
+
+def wait_until(check, timeout: float = 30.0, interval: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(interval)
+    return False

@@ -1,0 +1,67 @@
+"""Static checks of every Kubernetes fault primitive (the live round trip is in the slow tests)."""
+
+from __future__ import annotations
+
+import sregym_fault_k8s.plugin
+from sregym_fault_k8s.base import TemplateFault, pointer_get
+
+from sregym_core.testing.contracts import FaultContract
+
+
+class TestK8sFaults(FaultContract):
+    plugin = sregym_fault_k8s.plugin
+    round_trip = False  # every primitive acts on a live cluster
+
+
+def test_at_least_35_primitives():
+    assert len(sregym_fault_k8s.plugin.sregym_faults()) >= 35
+
+
+def test_pointer_get_and_restore_ops():
+    obj = {"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "x:1"}]}}}}
+    assert pointer_get(obj, "/spec/template/spec/containers/0/image") == "x:1"
+    assert pointer_get(obj, "/spec/template/spec/containers/1/image") == {"$missing": True}
+    assert pointer_get(obj, "/spec/replicas") == {"$missing": True}
+
+
+class FakeCtx:
+    """Records the patches a template fault sends (the code around TemplateFault)."""
+
+    def __init__(self, obj):
+        self.obj, self.state, self.namespace, self.patches = obj, {}, "ns", []
+
+    def kubectl(self, *args, input=None, check=True):
+        import json
+
+        if args[0] == "get":
+            return json.dumps(self.obj)
+        if args[0] == "patch":
+            import jsonpatch
+
+            ops = json.loads(args[args.index("-p") + 1])
+            self.patches.append(ops)
+            self.obj = jsonpatch.apply_patch(self.obj, ops)
+        return ""
+
+
+def test_template_fault_round_trip_restores_exact_fields():
+    from sregym_core.types import AppSpec, ComponentSpec, Target
+
+    component = ComponentSpec(name="geo", ports=(8083,))
+    target = Target(app=AppSpec(name="a", components=(component,)), component=component, namespace="ns")
+    obj = {"metadata": {"name": "geo"}, "spec": {"replicas": 1, "template": {"spec": {"containers": [
+        {"name": "geo", "image": "hotel:1.0", "env": [{"name": "A", "value": "1"}]}]}}}}
+    ctx = FakeCtx(obj)
+
+    def mutate(ctx, target, params, live):
+        return [{"op": "add", "path": "/spec/template/spec/containers/0/image", "value": "hotel:404"},
+                {"op": "add", "path": "/spec/template/spec/nodeSelector", "value": {"disk": "nvme"}}]
+
+    fault = TemplateFault(mutate)
+    fault.inject(ctx, target, {})
+    assert ctx.obj["spec"]["template"]["spec"]["containers"][0]["image"] == "hotel:404"
+    assert fault.present(ctx, target, {}) is True
+    fault.restore(ctx, target, {})
+    assert ctx.obj["spec"]["template"]["spec"]["containers"][0]["image"] == "hotel:1.0"
+    assert "nodeSelector" not in ctx.obj["spec"]["template"]["spec"]
+    assert fault.present(ctx, target, {}) is False
