@@ -244,8 +244,9 @@ class FakeKubelet:
     """Plays the node agents for controller tests on a real LocalClient: registers nodes, marks bound pods
     Running+Ready with an IP (or per-pod phase overrides), and finishes graceful deletions."""
 
-    def __init__(self, client, nodes=("node-1",), *, cpu="4", memory="8Gi") -> None:
+    def __init__(self, client, nodes=("node-1",), *, cpu="4", memory="8Gi", ip_prefix="127.42") -> None:
         self.client = client
+        self.ip_prefix = ip_prefix
         self.nodes = nodes
         self.cpu, self.memory = cpu, memory
         self.phase: dict[str, str] = {}  # pod name prefix -> phase to report (e.g. "Succeeded")
@@ -298,7 +299,7 @@ class FakeKubelet:
                 conds = [c for c in status.get("conditions") or [] if c["type"] not in ("Ready", "ContainersReady")]
                 conds += [{"type": "Ready", "status": ready, "lastTransitionTime": stamp},
                           {"type": "ContainersReady", "status": ready, "lastTransitionTime": stamp}]
-                new = {"phase": phase, "podIP": status.get("podIP") or f"127.42.0.{next(self._ips)}",
+                new = {"phase": phase, "podIP": status.get("podIP") or f"{self.ip_prefix}.0.{next(self._ips)}",
                        "hostIP": "127.0.0.1", "startTime": status.get("startTime") or stamp, "conditions": conds}
                 try:
                     await self.client.patch("pods", meta["name"], {"status": new}, meta["namespace"], subresource="status")

@@ -1,0 +1,129 @@
+"""Service proxy over real TCP: refused without endpoints, round-robin, ClientIP affinity, NetworkPolicy, delay."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import pytest
+from _fixtures_ctrl import FakeKubelet, anyio_backend, settle  # noqa: F401
+from sregym_cluster_embedded.client import new_local_cluster
+from sregym_cluster_embedded.controllers import start_controllers
+from sregym_cluster_embedded.network import start_network
+from sregym_cluster_embedded.settings import ClusterSettings
+
+pytestmark = pytest.mark.anyio
+
+
+class Env:
+    def __init__(self, client, kubelet, network):
+        self.client, self.kubelet, self.network = client, kubelet, network
+        self.servers: list[asyncio.base_events.Server] = []
+
+    async def pod(self, name, labels, *, serve=True):
+        await self.client.create("pods", {"metadata": {"name": name, "labels": labels}, "spec": {
+            "containers": [{"name": "m", "image": "x", "ports": [{"name": "http", "containerPort": 8080}]}]}}, "default")
+
+        async def has_ip():
+            return (await self.client.get("pods", name, "default")).get("status", {}).get("podIP")
+        await settle(has_ip, timeout=10)
+        ip = (await self.client.get("pods", name, "default"))["status"]["podIP"]
+        if serve:
+            async def reply(reader, writer, who=name):
+                writer.write(who.encode())
+                await writer.drain()
+                writer.close()
+            self.servers.append(await asyncio.start_server(reply, ip, 8080))
+        return ip
+
+
+@pytest.fixture
+async def env(tmp_path):
+    settings = ClusterSettings(state_dir=tmp_path, pod_cidr_prefix="127.203", service_cidr_prefix="127.204")
+    client = new_local_cluster(settings)
+    kubelet = FakeKubelet(client, ip_prefix="127.203")
+    await kubelet.start()
+    ctrl = start_controllers(client, settings, only=["scheduler", "endpoints"])
+    network = await start_network(client, settings)
+    e = Env(client, kubelet, network)
+    yield e
+    for server in e.servers:
+        server.close()
+    await network.stop()
+    await ctrl.stop()
+    await kubelet.stop()
+
+
+async def fetch(ip, port, *, source=None, timeout=2.0) -> bytes:
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(ip, port, local_addr=(source, 0) if source else None), timeout)
+    try:
+        return await asyncio.wait_for(reader.read(), timeout)
+    finally:
+        writer.close()
+
+
+async def refused(ip, port) -> bool:
+    try:
+        await fetch(ip, port, timeout=1)
+    except ConnectionRefusedError:
+        return True
+    except Exception:
+        return False
+    return False
+
+
+async def test_balancing_refusal_and_affinity(env: Env):
+    svc = await env.client.create("services", {"metadata": {"name": "web"}, "spec": {
+        "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}, "default")
+    ip = svc["spec"]["clusterIP"]
+    assert ip.startswith("127.204.")
+    assert await refused(ip, 80)  # no endpoints yet: like kube-proxy's REJECT
+    await env.pod("web-a", {"app": "web"})
+    await env.pod("web-b", {"app": "web"})
+
+    async def both():
+        with contextlib.suppress(OSError, asyncio.TimeoutError):
+            seen = {await fetch(ip, 80) for _ in range(4)}
+            return seen == {b"web-a", b"web-b"}
+        return False
+    await settle(both, timeout=10)
+    await env.client.patch("services", "web", {"spec": {"sessionAffinity": "ClientIP"}}, "default")
+    await asyncio.sleep(0.2)
+    assert len({await fetch(ip, 80) for _ in range(6)}) == 1
+    env.kubelet.unready.update({"web-a", "web-b"})
+    await settle(lambda: refused(ip, 80), timeout=10)
+
+
+async def test_network_policy_and_delay(env: Env):
+    svc = await env.client.create("services", {"metadata": {"name": "api"}, "spec": {
+        "selector": {"app": "api"}, "ports": [{"port": 81, "targetPort": 8080}]}}, "default")
+    ip = svc["spec"]["clusterIP"]
+    await env.pod("api-0", {"app": "api"})
+    frontend_ip = await env.pod("front", {"role": "frontend"}, serve=False)
+    other_ip = await env.pod("other", {"role": "batch"}, serve=False)
+    await settle(lambda: _ok(fetch(ip, 81)), timeout=10)
+    await env.client.create("networkpolicies.networking.k8s.io", {"metadata": {"name": "api-ingress"}, "spec": {
+        "podSelector": {"matchLabels": {"app": "api"}}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"podSelector": {"matchLabels": {"role": "frontend"}}}], "ports": [{"port": 8080}]}]}}, "default")
+    await asyncio.sleep(0.2)
+    assert await fetch(ip, 81, source=frontend_ip) == b"api-0"
+    with pytest.raises(asyncio.TimeoutError):
+        await fetch(ip, 81, source=other_ip, timeout=0.5)  # dropped, not refused
+    with pytest.raises(asyncio.TimeoutError):
+        await fetch(ip, 81, timeout=0.5)  # the host is no pod: default deny applies
+    env.network.set_delay("api", 300)
+    start = time.monotonic()
+    assert await fetch(ip, 81, source=frontend_ip) == b"api-0"
+    assert time.monotonic() - start >= 0.3
+    env.network.clear_faults()
+    start = time.monotonic()
+    await fetch(ip, 81, source=frontend_ip)
+    assert time.monotonic() - start < 0.3
+
+
+async def _ok(coro) -> bool:
+    try:
+        return bool(await coro)
+    except Exception:
+        return False
