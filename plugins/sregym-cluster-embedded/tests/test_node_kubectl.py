@@ -169,3 +169,20 @@ def test_no_process_survives_cluster_down(cluster):
     cluster["clusters"].down(cluster["name"])
     gone, alive = psutil.wait_procs(children + [daemon], timeout=10)
     assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_no_process_survives_a_killed_daemon(cluster):
+    clusters = cluster["clusters"]
+    info = clusters.up(cluster["name"], 1, owner_pid=os.getpid())
+    kubectl(cluster, "run", "forker", "--image=busybox", "--", "sh", "-c", "sleep 301 & sleep 302")
+    wait_json(cluster, ["get", "pod", "forker"], lambda p: p["status"].get("phase") == "Running")
+    daemon = psutil.Process(info.pid)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        children = daemon.children(recursive=True)
+        if sum("sleep 30" in " ".join(c.cmdline()) for c in children) == 2:
+            break
+        time.sleep(0.1)
+    daemon.kill()  # no clean-up code runs in the daemon: the watchdog must do it
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]

@@ -96,6 +96,10 @@ class Backend:
     def cleanup(self) -> None:
         """Remove the per-cluster parent group."""
 
+    def directories(self) -> list[str]:
+        """The per-cluster parent groups (the watchdog sweeps them if the agent dies)."""
+        return []
+
 
 # ---------------------------------------------------------------- cgroup v1
 
@@ -186,6 +190,17 @@ class V1Backend(Backend):
             parent = mount / _own_path(controller).lstrip("/") / f"sregym-{cluster}"
             parent.mkdir(parents=True, exist_ok=True)
             self.parents[controller] = parent
+        self._remove_stale()
+
+    def _remove_stale(self) -> None:
+        """Groups left by a previous run of this cluster that was killed: empty them."""
+        for parent in self.parents.values():
+            for child in parent.iterdir():
+                if child.is_dir():
+                    V1Group({"x": child}, Limits()).destroy()
+
+    def directories(self) -> list[str]:
+        return [str(p) for p in self.parents.values()]
 
     def group(self, key: str, limits: Limits) -> Group:
         dirs = {}
@@ -272,6 +287,12 @@ class V2Backend(Backend):
         self.parent = CGROUP_ROOT / own.lstrip("/") / f"sregym-{cluster}"
         self.parent.mkdir(parents=True, exist_ok=True)
         (self.parent / "cgroup.subtree_control").write_text("+cpu +memory +pids")
+        for child in self.parent.iterdir():
+            if child.is_dir():
+                V2Group(child, Limits()).destroy()
+
+    def directories(self) -> list[str]:
+        return [str(self.parent)]
 
     def group(self, key: str, limits: Limits) -> Group:
         directory = self.parent / key

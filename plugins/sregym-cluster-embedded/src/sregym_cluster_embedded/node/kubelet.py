@@ -15,6 +15,7 @@ import logging
 import os
 import platform
 import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -24,7 +25,7 @@ from typing import Any
 import psutil
 
 from .cgroups import Backend, detect_backend
-from .images import ImageCatalog, Recipe, default_catalog
+from .images import ImageCatalog, Recipe, default_catalog, python_executable
 from .pod import PodWorker
 from .runtime import NodeRuntime
 from .shim import build_shim
@@ -89,10 +90,10 @@ class NodeAgent:
         return self.nodes.service_env_source
 
     def track(self, pid: int) -> None:
-        self.nodes.pids.add(pid)
+        self.nodes.track(pid)
 
     def untrack(self, pid: int) -> None:
-        self.nodes.pids.discard(pid)
+        self.nodes.untrack(pid)
 
     async def event(self, involved: dict, reason: str, message: str, type: str = "Normal") -> None:
         if self.paused:
@@ -375,6 +376,9 @@ class NodeSet:
         #: extra env for every container of a pod (e.g. the network's DNS settings); called per start
         self.pod_env = pod_env
         self.pids: set[int] = set()
+        self._watchdog = _start_watchdog()
+        for directory in self.backend.directories():
+            self._tell_watchdog(f"cg {directory}")
         count = max(int(getattr(settings, "nodes", 1) or 1), 1)
         names = node_names or [f"node-{i + 1}" for i in range(count)]
         self.agents: dict[str, NodeAgent] = {n: NodeAgent(self, n, i + 1) for i, n in enumerate(names)}
@@ -395,6 +399,20 @@ class NodeSet:
 
     async def _start_all(self) -> None:
         await asyncio.gather(*(agent.start() for agent in self.agents.values()))
+
+    def track(self, pid: int) -> None:
+        self.pids.add(pid)
+        self._tell_watchdog(f"pg {pid}")
+
+    def untrack(self, pid: int) -> None:
+        self.pids.discard(pid)
+        self._tell_watchdog(f"unpg {pid}")
+
+    def _tell_watchdog(self, line: str) -> None:
+        if self._watchdog is not None and self._watchdog.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._watchdog.stdin.write(line.encode() + b"\n")
+                self._watchdog.stdin.flush()
 
     async def stop_node(self, name: str) -> None:
         await self.agents[name].stop_agent()
@@ -430,8 +448,25 @@ class NodeSet:
         self.pids = {p for p in self.pids if _alive(p)}
         with contextlib.suppress(Exception):
             self.backend.cleanup()
+        if self._watchdog is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._watchdog.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                await asyncio.to_thread(self._watchdog.wait, 5)
+            self._watchdog = None
         if getattr(getattr(self.client, "core", None), "runtime", None) is self.runtime:
             self.client.core.runtime = None
+
+
+def _start_watchdog() -> subprocess.Popen | None:
+    """The process that cleans up if this one dies without calling ``stop`` (see watchdog.py)."""
+    try:
+        return subprocess.Popen([python_executable(), str(Path(__file__).with_name("watchdog.py"))],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, close_fds=True)
+    except OSError:
+        log.warning("could not start the node watchdog; pods may outlive a crashed cluster")
+        return None
 
 
 def _alive(pid: int) -> bool:
@@ -444,6 +479,7 @@ def _alive(pid: int) -> bool:
 def start_nodes(client: Any, settings: Any, **options: Any) -> NodeSet:
     """Create the node agents and start them in the running loop. The result may be awaited to
     wait until every Node is registered; ``options`` go to :class:`NodeSet`."""
+    options.setdefault("image_sources", tuple(getattr(settings, "image_sources", ()) or ()))
     nodes = NodeSet(client, settings, **options)
     core = getattr(client, "core", None)
     if core is not None:
