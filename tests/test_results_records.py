@@ -130,9 +130,12 @@ def test_conductor_shapes_are_accepted():
 def test_writer_refuses_invalid_record_and_writes_nothing(tmp_path):
     writer = ResultsWriter(tmp_path)
     bad = make_record(started_at="not a time")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError) as info:
         writer.append(bad)
-    assert not (tmp_path / "results.jsonl").exists()
+    assert not (tmp_path / "results.jsonl").exists() and not (tmp_path / "results.csv").exists()
+    kept = (tmp_path / "results.rejected.jsonl").read_text().splitlines()
+    assert json.loads(kept[0])["started_at"] == "not a time"
+    assert any("results.rejected.jsonl" in h for h in info.value.hints)
 
 
 def test_completed_keys_for_resume_skip_deploy_failures(tmp_path):

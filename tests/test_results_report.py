@@ -151,3 +151,23 @@ def test_charts_handle_empty_and_single_values():
 def test_report_of_empty_directory(tmp_path):
     page = write_html_report(tmp_path / "none", out=tmp_path / "r.html").read_text()
     assert "0 attempts" in page
+
+
+def test_trajectory_accepts_common_tool_call_shapes(tmp_path):
+    traj = TrajectoryWriter(tmp_path / "t.json", session_id="s", agent_name="a", autosave=False)
+    traj.add_step(
+        "agent", {"text": "structured message"},
+        tool_calls=[
+            {"id": "c1", "type": "function", "function": {"name": "get_logs", "arguments": '{"query": "geo"}'}},  # OpenAI
+            {"name": "submit", "args": {"ans": "geo"}},  # ad hoc
+            {"tool": "exec_kubectl_cmd_safely", "input": "kubectl get pods"},
+        ],
+        observations=["plain text result", {"tool_call_id": "c1", "output": {"lines": 3}}],
+    )
+    doc = traj.to_dict()["steps"][0]
+    assert doc["message"] == '{"text": "structured message"}'
+    assert [c["function_name"] for c in doc["tool_calls"]] == ["get_logs", "submit", "exec_kubectl_cmd_safely"]
+    assert doc["tool_calls"][0]["arguments"] == {"query": "geo"} and doc["tool_calls"][0]["tool_call_id"] == "c1"
+    assert doc["tool_calls"][1]["tool_call_id"] == "call_2"
+    assert doc["tool_calls"][2]["arguments"] == {"raw": "kubectl get pods"}
+    assert doc["observation"]["results"][1] == {"source_call_id": "c1", "content": '{"lines": 3}'}

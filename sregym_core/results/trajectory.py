@@ -56,6 +56,36 @@ class Observation:
         return {"source_call_id": self.source_call_id, "content": _cut(self.content)}
 
 
+def _tool_call(item: ToolCall | Mapping[str, Any], index: int) -> dict[str, Any]:
+    """A tool call from a record or from the shapes agents commonly log (OpenAI, MCP, ad hoc)."""
+    if isinstance(item, ToolCall):
+        return item.to_dict()
+    if not isinstance(item, Mapping):
+        return ToolCall(tool_call_id=f"call_{index}", function_name=str(item)).to_dict()
+    function = item.get("function") if isinstance(item.get("function"), Mapping) else {}
+    name = item.get("function_name") or item.get("name") or function.get("name") or item.get("tool") or "unknown"
+    arguments = item.get("arguments", item.get("args", item.get("input", function.get("arguments", {}))))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = {"raw": arguments}
+    if not isinstance(arguments, Mapping):
+        arguments = {"value": arguments}
+    ident = item.get("tool_call_id") or item.get("id") or f"call_{index}"
+    return ToolCall(tool_call_id=str(ident), function_name=str(name), arguments=dict(arguments)).to_dict()
+
+
+def _observation(item: Observation | Mapping[str, Any] | str) -> dict[str, Any]:
+    if isinstance(item, Observation):
+        return item.to_dict()
+    if isinstance(item, Mapping):
+        source = item.get("source_call_id") or item.get("tool_call_id") or item.get("id")
+        content = item.get("content", item.get("output", item.get("result", "")))
+        return Observation(source_call_id=None if source is None else str(source), content=content).to_dict()
+    return Observation(source_call_id=None, content=item).to_dict()
+
+
 def _cut(content: Any) -> str:
     text = content if isinstance(content, str) else json.dumps(content, default=str)
     if len(text) <= MAX_OBSERVATION_CHARS:
@@ -113,16 +143,16 @@ class TrajectoryWriter:
             "step_id": len(self.steps) + 1,
             "timestamp": timestamp or utc_now(),
             "source": source,
-            "message": message,
+            "message": message if isinstance(message, str) else json.dumps(message, default=str),
         }
         if model_name or (source == "agent" and self.agent["model_name"]):
             step["model_name"] = model_name or self.agent["model_name"]
         if reasoning:
             step["reasoning_content"] = reasoning
-        calls = [c.to_dict() if isinstance(c, ToolCall) else ToolCall(**c).to_dict() for c in tool_calls]
+        calls = [_tool_call(c, i) for i, c in enumerate(tool_calls or (), 1)]
         if calls:
             step["tool_calls"] = calls
-        results = [o.to_dict() if isinstance(o, Observation) else Observation(**o).to_dict() for o in observations]
+        results = [_observation(o) for o in observations or ()]
         if results:
             step["observation"] = {"results": results}
         metrics = {
@@ -143,7 +173,7 @@ class TrajectoryWriter:
         """Attach tool results to an earlier step (tools often answer after the call was logged)."""
         step = self.steps[step_id - 1]
         results = step.setdefault("observation", {"results": []})["results"]
-        results += [o.to_dict() if isinstance(o, Observation) else Observation(**o).to_dict() for o in observations]
+        results += [_observation(o) for o in observations]
         if self.autosave:
             self.save()
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import structlog
 
+from sregym_core.errors import ConfigError
+
 from .record import AttemptRecord
 from .schema import validate_record_dict
 
@@ -27,6 +29,7 @@ log = structlog.get_logger()
 
 JSONL_NAME = "results.jsonl"
 CSV_NAME = "results.csv"
+REJECTED_NAME = "results.rejected.jsonl"
 TRAJECTORY_DIR = "trajectories"
 
 #: CSV columns: the scalar fields of a record plus one-line verdict digests.
@@ -70,15 +73,23 @@ class ResultsWriter:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.jsonl_path = self.directory / JSONL_NAME
         self.csv_path = self.directory / CSV_NAME
+        self.rejected_path = self.directory / REJECTED_NAME
         self.validate = validate
         self._lock = threading.Lock()
 
     def append(self, record: AttemptRecord) -> None:
         """Write one record to both files; returns once both are on disk."""
         data = record.to_dict()
-        if self.validate:
-            validate_record_dict(data)
         line = json.dumps(data, sort_keys=False, default=str, ensure_ascii=False) + "\n"
+        if self.validate:
+            try:
+                validate_record_dict(data)
+            except ConfigError as exc:
+                # an attempt may have taken many minutes: keep it, out of the way of readers, then fail loudly
+                with self._lock:
+                    _append_durably(self.rejected_path, line)
+                exc.hints = (*exc.hints, f"the record was kept in {self.rejected_path}")
+                raise
         with self._lock:
             _append_durably(self.jsonl_path, line)
             buffer = io.StringIO()
