@@ -32,7 +32,19 @@ def kubectl_local_patch(obj: dict[str, Any], patch: Any, patch_type: str, tmp: P
     src.write_text(json.dumps(obj))
     env = {**os.environ, "KUBECONFIG": str(tmp / "no-kubeconfig"), "HOME": str(tmp)}
     proc = subprocess.run(
-        [kubectl, "patch", "--local", "-f", str(src), "--type", patch_type, "-p", json.dumps(patch), "-o", "json"],
+        [
+            kubectl,
+            "patch",
+            "--local",
+            "-f",
+            str(src),
+            "--type",
+            patch_type,
+            "-p",
+            json.dumps(patch),
+            "-o",
+            "json",
+        ],
         capture_output=True,
         text=True,
         timeout=30,
@@ -81,9 +93,15 @@ DISCOVERY: dict[tuple[str, str], list[tuple[str, str, bool, list[str]]]] = {
         ("clusterroles", "ClusterRole", False, ["create", "get", "list", "patch", "delete"]),
         ("clusterrolebindings", "ClusterRoleBinding", False, ["create", "get", "list", "patch", "delete"]),
     ],
-    ("policy", "v1"): [("poddisruptionbudgets", "PodDisruptionBudget", True, ["create", "get", "list", "patch", "delete"])],
-    ("scheduling.k8s.io", "v1"): [("priorityclasses", "PriorityClass", False, ["create", "get", "list", "patch", "delete"])],
-    ("networking.k8s.io", "v1"): [("ingresses", "Ingress", True, ["create", "get", "list", "patch", "delete"])],
+    ("policy", "v1"): [
+        ("poddisruptionbudgets", "PodDisruptionBudget", True, ["create", "get", "list", "patch", "delete"])
+    ],
+    ("scheduling.k8s.io", "v1"): [
+        ("priorityclasses", "PriorityClass", False, ["create", "get", "list", "patch", "delete"])
+    ],
+    ("networking.k8s.io", "v1"): [
+        ("ingresses", "Ingress", True, ["create", "get", "list", "patch", "delete"])
+    ],
     ("authentication.k8s.io", "v1"): [("selfsubjectreviews", "SelfSubjectReview", False, ["create"])],
     ("authorization.k8s.io", "v1"): [
         ("selfsubjectaccessreviews", "SelfSubjectAccessReview", False, ["create"]),
@@ -130,14 +148,18 @@ def make_tls_files(tmp: Path) -> tuple[Path, Path]:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+        )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
     cert_path, key_path = tmp / "tls.crt", tmp / "tls.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
     )
     return cert_path, key_path
 
@@ -150,9 +172,15 @@ class CaptureServer:
     ``(index, documents)`` from ``openapi.build_openapi_v3``.
     """
 
-    def __init__(self, tmp: Path, openapi: tuple[dict[str, Any], dict[str, dict[str, Any]]] | None = None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        openapi: tuple[dict[str, Any], dict[str, dict[str, Any]]] | None = None,
+        extra_discovery: dict[tuple[str, str], list[tuple[str, str, bool, list[str]]]] | None = None,
+    ) -> None:
         self.tmp = tmp
         self.openapi = openapi
+        self.discovery = {**DISCOVERY, **(extra_discovery or {})}
         self.requests: list[dict[str, Any]] = []
         self.objects: dict[str, dict[str, Any]] = {}  # item path -> object (GET/PUT/PATCH support)
         self.cert, self.key = make_tls_files(tmp)
@@ -213,7 +241,12 @@ class CaptureServer:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "t", "cluster": {"server": f"https://127.0.0.1:{self.port}", "certificate-authority-data": ca}}],
+            "clusters": [
+                {
+                    "name": "t",
+                    "cluster": {"server": f"https://127.0.0.1:{self.port}", "certificate-authority-data": ca},
+                }
+            ],
             "users": [{"name": "t", "user": {"token": "test-token"}}],
             "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t", "namespace": "default"}}],
             "current-context": "t",
@@ -226,7 +259,9 @@ class CaptureServer:
         kubectl = kubectl_path()
         assert kubectl, "kubectl not found"
         cmd = [kubectl, "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.tmp / "cache"), *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(self.tmp)})
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(self.tmp)}
+        )
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr}")
         return proc
@@ -236,7 +271,15 @@ class CaptureServer:
         from aiohttp import web
         from sregym_cluster_embedded.apiserver.patching import PatchError, apply_patch
 
-        self.requests.append({"method": "PATCH", "path": path, "content_type": request.content_type, "body": body, "query": dict(request.query)})
+        self.requests.append(
+            {
+                "method": "PATCH",
+                "path": path,
+                "content_type": request.content_type,
+                "body": body,
+                "query": dict(request.query),
+            }
+        )
         current = self.objects.get(path)
         if current is None and request.content_type != "application/apply-patch+yaml":
             return _status(404, "NotFound", f'"{path.rsplit("/", 1)[-1]}" not found')
@@ -251,7 +294,9 @@ class CaptureServer:
             except Exception:  # noqa: BLE001 - the patch code reports bad bodies itself
                 kind = ""
         try:
-            patched = apply_patch(base, body, request.content_type, kind=kind, group=api_version.rpartition("/")[0])
+            patched = apply_patch(
+                base, body, request.content_type, kind=kind, group=api_version.rpartition("/")[0]
+            )
         except PatchError as exc:
             status = exc.to_status()
             return web.json_response(status, status=exc.code)
@@ -265,21 +310,35 @@ class CaptureServer:
         path = request.path.rstrip("/") or "/"
         body = await request.read()
         if path == "/version":
-            return web.json_response({"major": "1", "minor": "37", "gitVersion": "v1.37.0", "platform": "linux/amd64"})
+            return web.json_response(
+                {"major": "1", "minor": "37", "gitVersion": "v1.37.0", "platform": "linux/amd64"}
+            )
         if path == "/api":
-            return web.json_response({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
+            return web.json_response(
+                {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+            )
         if path == "/apis":
             groups = [
-                {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v}], "preferredVersion": {"groupVersion": f"{g}/{v}", "version": v}}
-                for (g, v) in DISCOVERY
+                {
+                    "name": g,
+                    "versions": [{"groupVersion": f"{g}/{v}", "version": v}],
+                    "preferredVersion": {"groupVersion": f"{g}/{v}", "version": v},
+                }
+                for (g, v) in self.discovery
                 if g
             ]
             return web.json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
-        for (g, v), items in DISCOVERY.items():
+        for (g, v), items in self.discovery.items():
             if path == (f"/apis/{g}/{v}" if g else f"/api/{v}"):
                 resources = []
                 for plural, kind, namespaced, verbs in items:
-                    resource = {"name": plural, "singularName": "" if "/" in plural else kind.lower(), "namespaced": namespaced, "kind": kind, "verbs": verbs}
+                    resource = {
+                        "name": plural,
+                        "singularName": "" if "/" in plural else kind.lower(),
+                        "namespaced": namespaced,
+                        "kind": kind,
+                        "verbs": verbs,
+                    }
                     if plural in SHORT_NAMES:
                         resource["shortNames"] = SHORT_NAMES[plural]
                     if plural == "serviceaccounts/token":
@@ -287,7 +346,14 @@ class CaptureServer:
                     if plural == "pods/eviction":
                         resource.update(group="policy", version="v1")
                     resources.append(resource)
-                return web.json_response({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{g}/{v}" if g else v, "resources": resources})
+                return web.json_response(
+                    {
+                        "kind": "APIResourceList",
+                        "apiVersion": "v1",
+                        "groupVersion": f"{g}/{v}" if g else v,
+                        "resources": resources,
+                    }
+                )
         if path.startswith("/openapi/v3") and self.openapi is not None:
             index, documents = self.openapi
             if path == "/openapi/v3":
@@ -300,7 +366,12 @@ class CaptureServer:
         if request.method == "PATCH":
             return self._patch(request, path, body)
         if request.method in ("POST", "PUT", "DELETE") and body:
-            record: dict[str, Any] = {"method": request.method, "path": path, "content_type": request.content_type, "body": body}
+            record: dict[str, Any] = {
+                "method": request.method,
+                "path": path,
+                "content_type": request.content_type,
+                "body": body,
+            }
             self.requests.append(record)
             if request.content_type == "application/vnd.kubernetes.protobuf":
                 try:
@@ -320,7 +391,17 @@ class CaptureServer:
                 if request.query.get("dryRun") != "All":
                     self.objects[item] = reply
             return web.json_response(reply, status=201 if request.method == "POST" else 200)
-        return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404}, status=404)
+        return web.json_response(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "message": "the server could not find the requested resource",
+                "reason": "NotFound",
+                "code": 404,
+            },
+            status=404,
+        )
 
 
 _REVIEW_KINDS = {"SelfSubjectAccessReview", "SelfSubjectRulesReview", "SelfSubjectReview", "TokenRequest"}
@@ -329,7 +410,15 @@ _REVIEW_KINDS = {"SelfSubjectAccessReview", "SelfSubjectRulesReview", "SelfSubje
 def _status(code: int, reason: str, message: str) -> Any:
     from aiohttp import web
 
-    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
     return web.json_response(body, status=code)
 
 
@@ -346,9 +435,15 @@ def _echo(obj: dict[str, Any]) -> dict[str, Any]:
     if kind == "SelfSubjectAccessReview":
         reply["status"] = {"allowed": True, "reason": "test server allows everything"}
     elif kind == "SelfSubjectRulesReview":
-        reply["status"] = {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}], "nonResourceRules": [], "incomplete": False}
+        reply["status"] = {
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [],
+            "incomplete": False,
+        }
     elif kind == "SelfSubjectReview":
-        reply["status"] = {"userInfo": {"username": "test-admin", "groups": ["system:masters", "system:authenticated"]}}
+        reply["status"] = {
+            "userInfo": {"username": "test-admin", "groups": ["system:masters", "system:authenticated"]}
+        }
     elif kind == "TokenRequest":
         reply["status"] = {"token": "issued-token", "expirationTimestamp": "2030-01-01T00:00:00Z"}
     return reply

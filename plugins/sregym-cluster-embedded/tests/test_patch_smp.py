@@ -29,8 +29,15 @@ def _deployment(**spec_overrides: Any) -> dict[str, Any]:
                 "name": "web",
                 "image": "nginx:1.25",
                 "args": ["--a", "--b"],
-                "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "C", "value": "3"}],
-                "ports": [{"containerPort": 80, "protocol": "TCP"}, {"containerPort": 443, "protocol": "TCP"}],
+                "env": [
+                    {"name": "A", "value": "1"},
+                    {"name": "B", "value": "2"},
+                    {"name": "C", "value": "3"},
+                ],
+                "ports": [
+                    {"containerPort": 80, "protocol": "TCP"},
+                    {"containerPort": 443, "protocol": "TCP"},
+                ],
                 "volumeMounts": [{"name": "data", "mountPath": "/data"}],
             },
             {"name": "side", "image": "busybox"},
@@ -56,7 +63,10 @@ def _deployment(**spec_overrides: Any) -> dict[str, Any]:
         "spec": {
             "replicas": 2,
             "selector": {"matchLabels": {"app": "web"}},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+            },
             "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod_spec},
         },
     }
@@ -70,7 +80,11 @@ _NODE = {
     "apiVersion": "v1",
     "kind": "Node",
     "metadata": {"name": "node-1"},
-    "spec": {"unschedulable": True, "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}], "podCIDRs": ["10.0.0.0/24"]},
+    "spec": {
+        "unschedulable": True,
+        "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}],
+        "podCIDRs": ["10.0.0.0/24"],
+    },
 }
 _SERVICE = {
     "apiVersion": "v1",
@@ -78,7 +92,10 @@ _SERVICE = {
     "metadata": {"name": "web", "namespace": "default"},
     "spec": {
         "selector": {"app": "web"},
-        "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}, {"name": "https", "port": 443, "protocol": "TCP"}],
+        "ports": [
+            {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+            {"name": "https", "port": 443, "protocol": "TCP"},
+        ],
     },
 }
 _CRONJOB = {
@@ -92,7 +109,9 @@ _CRONJOB = {
                 "template": {
                     "spec": {
                         "restartPolicy": "OnFailure",
-                        "containers": [{"name": "job", "image": "busybox", "env": [{"name": "X", "value": "1"}]}],
+                        "containers": [
+                            {"name": "job", "image": "busybox", "env": [{"name": "X", "value": "1"}]}
+                        ],
                     }
                 }
             }
@@ -117,11 +136,19 @@ _STATEFULSET = {
     "spec": {
         "serviceName": "db",
         "selector": {"matchLabels": {"app": "db"}},
-        "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "pg", "image": "postgres:15"}]}},
+        "template": {
+            "metadata": {"labels": {"app": "db"}},
+            "spec": {"containers": [{"name": "pg", "image": "postgres:15"}]},
+        },
         "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}],
     },
 }
-_SA = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa", "namespace": "default"}, "secrets": [{"name": "s1"}]}
+_SA = {
+    "apiVersion": "v1",
+    "kind": "ServiceAccount",
+    "metadata": {"name": "sa", "namespace": "default"},
+    "secrets": [{"name": "s1"}],
+}
 _PDB = {
     "apiVersion": "policy/v1",
     "kind": "PodDisruptionBudget",
@@ -133,7 +160,12 @@ _PDB = {
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "set-image": (
         _deployment(),
-        _pod_template_patch({"$setElementOrder/containers": [{"name": "web"}, {"name": "side"}], "containers": [{"image": "nginx:1.26", "name": "web"}]}),
+        _pod_template_patch(
+            {
+                "$setElementOrder/containers": [{"name": "web"}, {"name": "side"}],
+                "containers": [{"image": "nginx:1.26", "name": "web"}],
+            }
+        ),
     ),
     "set-env-add": (
         _deployment(),
@@ -157,7 +189,15 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "set-env-order-with-server-only": (
         _deployment(),
         _pod_template_patch(
-            {"containers": [{"name": "web", "$setElementOrder/env": [{"name": "C"}, {"name": "A"}, {"name": "Z"}], "env": [{"name": "Z", "value": "26"}]}]}
+            {
+                "containers": [
+                    {
+                        "name": "web",
+                        "$setElementOrder/env": [{"name": "C"}, {"name": "A"}, {"name": "Z"}],
+                        "env": [{"name": "Z", "value": "26"}],
+                    }
+                ]
+            }
         ),
     ),
     "reorder-containers-only": (
@@ -166,23 +206,32 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     ),
     "add-container": (
         _deployment(),
-        _pod_template_patch({"containers": [{"name": "extra", "image": "redis", "env": [{"name": "Q", "value": None}]}]}),
+        _pod_template_patch(
+            {"containers": [{"name": "extra", "image": "redis", "env": [{"name": "Q", "value": None}]}]}
+        ),
     ),
-    "delete-container": (_deployment(), _pod_template_patch({"containers": [{"$patch": "delete", "name": "side"}]})),
+    "delete-container": (
+        _deployment(),
+        _pod_template_patch({"containers": [{"$patch": "delete", "name": "side"}]}),
+    ),
     "replace-containers": (
         _deployment(),
         _pod_template_patch({"containers": [{"name": "only", "image": "alpine"}, {"$patch": "replace"}]}),
     ),
     "set-resources": (
         _deployment(),
-        _pod_template_patch({"containers": [{"name": "web", "resources": {"limits": {"cpu": "200m", "memory": "64Mi"}}}]}),
+        _pod_template_patch(
+            {"containers": [{"name": "web", "resources": {"limits": {"cpu": "200m", "memory": "64Mi"}}}]}
+        ),
     ),
     "volume-retain-keys": (
         _deployment(),
         _pod_template_patch(
             {
                 "$setElementOrder/volumes": [{"name": "data"}, {"name": "cfg"}],
-                "volumes": [{"$retainKeys": ["configMap", "name"], "configMap": {"name": "c2"}, "name": "data"}],
+                "volumes": [
+                    {"$retainKeys": ["configMap", "name"], "configMap": {"name": "c2"}, "name": "data"}
+                ],
             }
         ),
     ),
@@ -198,7 +247,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
                     {
                         "name": "web",
                         "ports": [{"containerPort": 80, "name": "http"}, {"containerPort": 9090}],
-                        "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg"}, {"mountPath": "/data", "readOnly": True, "name": "data"}],
+                        "volumeMounts": [
+                            {"name": "cfg", "mountPath": "/etc/cfg"},
+                            {"mountPath": "/data", "readOnly": True, "name": "data"},
+                        ],
                     }
                 ]
             }
@@ -207,12 +259,23 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "atomic-args-and-tolerations": (
         _deployment(),
         _pod_template_patch(
-            {"containers": [{"name": "web", "args": ["--c"]}], "tolerations": [{"key": "b", "operator": "Exists"}]}
+            {
+                "containers": [{"name": "web", "args": ["--c"]}],
+                "tolerations": [{"key": "b", "operator": "Exists"}],
+            }
         ),
     ),
     "image-pull-secrets-and-host-aliases": (
         _deployment(),
-        _pod_template_patch({"imagePullSecrets": [{"name": "reg2"}], "hostAliases": [{"ip": "127.0.0.1", "hostnames": ["b"]}, {"ip": "10.1.1.1", "hostnames": ["c"]}]}),
+        _pod_template_patch(
+            {
+                "imagePullSecrets": [{"name": "reg2"}],
+                "hostAliases": [
+                    {"ip": "127.0.0.1", "hostnames": ["b"]},
+                    {"ip": "10.1.1.1", "hostnames": ["c"]},
+                ],
+            }
+        ),
     ),
     "init-container-image": (
         _deployment(),
@@ -220,53 +283,112 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     ),
     "rollout-restart": (
         _deployment(),
-        {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-22T08:00:00Z"}}}}},
+        {
+            "spec": {
+                "template": {
+                    "metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-22T08:00:00Z"}}
+                }
+            }
+        },
     ),
     "labels-null-delete-and-add": (_deployment(), {"metadata": {"labels": {"tier": None, "team": "sre"}}}),
     "labels-replace-map": (_deployment(), {"metadata": {"labels": {"$patch": "replace", "only": "this"}}}),
     "delete-map": (_deployment(), {"spec": {"strategy": {"$patch": "delete"}}}),
     "finalizers-union": (_deployment(), {"metadata": {"finalizers": ["c/three", "a/one"]}}),
-    "finalizers-delete-primitive": (_deployment(), {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a/one"]}}),
+    "finalizers-delete-primitive": (
+        _deployment(),
+        {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a/one"]}},
+    ),
     "finalizers-set-order": (
         _deployment(),
-        {"metadata": {"$setElementOrder/finalizers": ["b/two", "a/one", "c/three"], "finalizers": ["c/three"]}},
+        {
+            "metadata": {
+                "$setElementOrder/finalizers": ["b/two", "a/one", "c/three"],
+                "finalizers": ["c/three"],
+            }
+        },
     ),
     "owner-references-merge": (
         _deployment(),
-        {"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Secret", "name": "o2", "uid": "u2"}]}},
+        {
+            "metadata": {
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Secret", "name": "o2", "uid": "u2"}]
+            }
+        },
     ),
     "scale-replicas": (_deployment(), {"spec": {"replicas": 5}}),
     "empty-merge-list-is-noop": (_deployment(), _pod_template_patch({"imagePullSecrets": []})),
     "null-merge-list-deletes": (_deployment(), _pod_template_patch({"hostAliases": None})),
     "cordon": (_NODE, {"spec": {"unschedulable": None}}),
-    "taint-add": (_NODE, {"spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}, {"key": "k2", "effect": "NoExecute"}]}}),
+    "taint-add": (
+        _NODE,
+        {
+            "spec": {
+                "taints": [
+                    {"key": "k", "value": "v", "effect": "NoSchedule"},
+                    {"key": "k2", "effect": "NoExecute"},
+                ]
+            }
+        },
+    ),
     "taint-remove-last": (_NODE, {"spec": {"taints": None}}),
     "node-pod-cidrs": (_NODE, {"spec": {"podCIDRs": ["10.0.1.0/24"]}}),
     "service-ports": (
         _SERVICE,
-        {"spec": {"$setElementOrder/ports": [{"port": 80}, {"port": 443}, {"port": 8443}], "ports": [{"port": 80, "targetPort": 9090}, {"port": 8443, "name": "alt"}]}},
+        {
+            "spec": {
+                "$setElementOrder/ports": [{"port": 80}, {"port": 443}, {"port": 8443}],
+                "ports": [{"port": 80, "targetPort": 9090}, {"port": 8443, "name": "alt"}],
+            }
+        },
     ),
     "service-port-delete": (_SERVICE, {"spec": {"ports": [{"$patch": "delete", "port": 443}]}}),
     "cronjob-env": (
         _CRONJOB,
-        {"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "job", "env": [{"name": "Y", "value": "2"}]}]}}}}}},
+        {
+            "spec": {
+                "jobTemplate": {
+                    "spec": {
+                        "template": {
+                            "spec": {"containers": [{"name": "job", "env": [{"name": "Y", "value": "2"}]}]}
+                        }
+                    }
+                }
+            }
+        },
     ),
     "statefulset-template-and-claims": (
         _STATEFULSET,
         {
             "spec": {
                 "template": {"spec": {"containers": [{"name": "pg", "image": "postgres:16"}]}},
-                "volumeClaimTemplates": [{"metadata": {"name": "other"}, "spec": {"accessModes": ["ReadWriteMany"]}}],
+                "volumeClaimTemplates": [
+                    {"metadata": {"name": "other"}, "spec": {"accessModes": ["ReadWriteMany"]}}
+                ],
             }
         },
     ),
     "pod-status-conditions": (
         _POD,
-        {"status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Initialized", "status": "True"}], "podIPs": [{"ip": "10.0.0.2"}]}},
+        {
+            "status": {
+                "conditions": [
+                    {"type": "Ready", "status": "True"},
+                    {"type": "Initialized", "status": "True"},
+                ],
+                "podIPs": [{"ip": "10.0.0.2"}],
+            }
+        },
     ),
     "pod-ephemeral-container": (
         _POD,
-        {"spec": {"ephemeralContainers": [{"name": "debugger", "image": "busybox", "targetContainerName": "main"}]}},
+        {
+            "spec": {
+                "ephemeralContainers": [
+                    {"name": "debugger", "image": "busybox", "targetContainerName": "main"}
+                ]
+            }
+        },
     ),
     "serviceaccount-secrets": (_SA, {"secrets": [{"name": "s2"}]}),
     "pdb-selector-replaced": (_PDB, {"spec": {"selector": {"matchLabels": {"app": "api"}}}}),
@@ -288,7 +410,9 @@ ERROR_CASES: dict[str, tuple[dict[str, Any], dict[str, Any], int, str]] = {
     ),
     "retain-keys-mismatch": (
         _deployment(),
-        _pod_template_patch({"volumes": [{"$retainKeys": ["name"], "configMap": {"name": "c2"}, "name": "data"}]}),
+        _pod_template_patch(
+            {"volumes": [{"$retainKeys": ["name"], "configMap": {"name": "c2"}, "name": "data"}]}
+        ),
         422,
         "the server rejected our request due to an error in our request",
     ),
@@ -358,7 +482,12 @@ def test_smp_bad_directives_are_patch_errors(name: str) -> None:
 
 
 def test_smp_rejected_for_custom_resources() -> None:
-    crd_obj = {"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "x"}, "spec": {"a": 1}}
+    crd_obj = {
+        "apiVersion": "stable.example.com/v1",
+        "kind": "CronTab",
+        "metadata": {"name": "x"},
+        "spec": {"a": 1},
+    }
     with pytest.raises(PatchError) as info:
         apply_patch(crd_obj, b'{"spec":{"a":2}}', SMP, kind="CronTab", group="stable.example.com")
     assert info.value.code == 415
@@ -366,8 +495,19 @@ def test_smp_rejected_for_custom_resources() -> None:
 
 
 def test_smp_unknown_builtin_kind_replaces_lists_atomically() -> None:
-    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l", "finalizers": ["x"]}, "spec": {"l": [1, 2]}}
-    out = apply_patch(lease, b'{"spec":{"l":[3]},"metadata":{"finalizers":["y"]}}', SMP, kind="Lease", group="coordination.k8s.io")
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "l", "finalizers": ["x"]},
+        "spec": {"l": [1, 2]},
+    }
+    out = apply_patch(
+        lease,
+        b'{"spec":{"l":[3]},"metadata":{"finalizers":["y"]}}',
+        SMP,
+        kind="Lease",
+        group="coordination.k8s.io",
+    )
     assert out["spec"]["l"] == [3]
     assert out["metadata"]["finalizers"] == ["y", "x"]  # patch items first, as apimachinery orders them
 
@@ -381,7 +521,9 @@ def test_smp_matches_live_kubectl(tmp_path: Path) -> None:
         assert isinstance(expected, dict), f"{name}: kubectl refused: {expected}"
         assert prune_empty(_ours(obj, patch)) == prune_empty(expected), name
     for name, (obj, patch, _, _) in sorted(ERROR_CASES.items()):
-        assert isinstance(kubectl_local_patch(obj, patch, "strategic", tmp_path), str), f"{name}: kubectl accepted it"
+        assert isinstance(kubectl_local_patch(obj, patch, "strategic", tmp_path), str), (
+            f"{name}: kubectl accepted it"
+        )
 
 
 def _record() -> None:

@@ -26,7 +26,9 @@ DEPLOY: dict[str, Any] = {
         "selector": {"matchLabels": {"app": "web"}},
         "template": {
             "metadata": {"labels": {"app": "web"}},
-            "spec": {"containers": [{"name": "web", "image": "nginx:1.25", "env": [{"name": "A", "value": "1"}]}]},
+            "spec": {
+                "containers": [{"name": "web", "image": "nginx:1.25", "env": [{"name": "A", "value": "1"}]}]
+            },
         },
     },
 }
@@ -34,7 +36,13 @@ DEPLOY: dict[str, Any] = {
 
 def _patch(body: Any, content_type: str, obj: dict[str, Any] | None = None, **kw: str) -> dict[str, Any]:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return apply_patch(copy.deepcopy(obj if obj is not None else DEPLOY), raw, content_type, kind=kw.get("kind", "Deployment"), group=kw.get("group", "apps"))
+    return apply_patch(
+        copy.deepcopy(obj if obj is not None else DEPLOY),
+        raw,
+        content_type,
+        kind=kw.get("kind", "Deployment"),
+        group=kw.get("group", "apps"),
+    )
 
 
 # --------------------------------------------------------------------------- JSON patch
@@ -45,7 +53,11 @@ def test_json_patch_rollout_undo_shape() -> None:
     template["spec"]["containers"][0]["image"] = "nginx:1.24"
     ops = [
         {"op": "replace", "path": "/spec/template", "value": template},
-        {"op": "replace", "path": "/metadata/annotations", "value": {"deployment.kubernetes.io/revision": "3"}},
+        {
+            "op": "replace",
+            "path": "/metadata/annotations",
+            "value": {"deployment.kubernetes.io/revision": "3"},
+        },
     ]
     out = _patch(ops, JSON_PATCH)
     assert out["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.24"
@@ -55,7 +67,13 @@ def test_json_patch_rollout_undo_shape() -> None:
 
 def test_json_patch_test_failure_is_422_with_cause() -> None:
     with pytest.raises(PatchError) as info:
-        _patch([{"op": "test", "path": "/spec/replicas", "value": 3}, {"op": "replace", "path": "/spec/replicas", "value": 4}], JSON_PATCH)
+        _patch(
+            [
+                {"op": "test", "path": "/spec/replicas", "value": 3},
+                {"op": "replace", "path": "/spec/replicas", "value": 4},
+            ],
+            JSON_PATCH,
+        )
     err = info.value
     assert (err.code, err.reason) == (422, "Invalid")
     assert err.message == "the server rejected our request due to an error in our request"
@@ -133,14 +151,27 @@ def test_merge_patch_scale_label_and_lists_replaced() -> None:
 
 
 def test_merge_patch_works_for_custom_resources() -> None:
-    cr = {"apiVersion": "x.example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1, "keep": True}}
+    cr = {
+        "apiVersion": "x.example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"size": 1, "keep": True},
+    }
     out = _patch({"spec": {"size": 2}}, MERGE, cr, kind="Widget", group="x.example.com")
     assert out["spec"] == {"size": 2, "keep": True}
 
 
 @given(
-    target=st.recursive(st.none() | st.integers() | st.text(max_size=3), lambda c: st.dictionaries(st.text(max_size=2), c, max_size=3), max_leaves=8),
-    patch=st.recursive(st.none() | st.integers() | st.text(max_size=3), lambda c: st.dictionaries(st.text(max_size=2), c, max_size=3), max_leaves=8),
+    target=st.recursive(
+        st.none() | st.integers() | st.text(max_size=3),
+        lambda c: st.dictionaries(st.text(max_size=2), c, max_size=3),
+        max_leaves=8,
+    ),
+    patch=st.recursive(
+        st.none() | st.integers() | st.text(max_size=3),
+        lambda c: st.dictionaries(st.text(max_size=2), c, max_size=3),
+        max_leaves=8,
+    ),
 )
 @settings(max_examples=200, deadline=None)
 def test_merge_patch_is_idempotent(target: Any, patch: Any) -> None:
@@ -184,7 +215,12 @@ spec:
 
 
 def test_apply_custom_resource_deep_merges() -> None:
-    cr = {"apiVersion": "x.example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"a": {"b": 1}, "l": [1]}}
+    cr = {
+        "apiVersion": "x.example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"a": {"b": 1}, "l": [1]},
+    }
     body = b'{"apiVersion":"x.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"a":{"c":2},"l":[2]}}'
     out = _patch(body, APPLY, cr, kind="Widget", group="x.example.com")
     assert out["spec"] == {"a": {"b": 1, "c": 2}, "l": [2]}
@@ -248,7 +284,9 @@ def test_patch_may_not_rename(field: str) -> None:
     assert f"the {field} of the object (other) does not match" in info.value.message
 
 
-@given(body=st.binary(max_size=64) | st.from_regex(r'[\[\]{}":,a-z0-9$ ]{0,40}', fullmatch=True).map(str.encode))
+@given(
+    body=st.binary(max_size=64) | st.from_regex(r'[\[\]{}":,a-z0-9$ ]{0,40}', fullmatch=True).map(str.encode)
+)
 @settings(max_examples=300, deadline=None)
 def test_garbage_never_raises_anything_but_patch_error(body: bytes) -> None:
     for content_type in CONTENT_TYPES:
@@ -265,9 +303,18 @@ def test_json_and_merge_patch_match_live_kubectl(tmp_path: Path) -> None:
     if not kubectl_path():
         pytest.skip("kubectl not installed")
     cases = [
-        ("json", [{"op": "add", "path": "/metadata/labels/x", "value": "y"}, {"op": "remove", "path": "/metadata/annotations"}]),
+        (
+            "json",
+            [
+                {"op": "add", "path": "/metadata/labels/x", "value": "y"},
+                {"op": "remove", "path": "/metadata/annotations"},
+            ],
+        ),
         ("json", [{"op": "copy", "from": "/metadata/labels", "path": "/spec/template/metadata/annotations"}]),
-        ("merge", {"spec": {"replicas": 4, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+        (
+            "merge",
+            {"spec": {"replicas": 4, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}},
+        ),
         ("merge", {"metadata": {"labels": None, "annotations": {"b": "2"}}}),
     ]
     for patch_type, patch in cases:

@@ -59,23 +59,42 @@ CREATE_COMMANDS: dict[str, list[str]] = {
 REVIEW_COMMANDS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "token": (
         ["create", "token", "default", "--duration=1h", "--audience=api"],
-        {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "spec": {"audiences": ["api"], "expirationSeconds": 3600}},
+        {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "spec": {"audiences": ["api"], "expirationSeconds": 3600},
+        },
     ),
     "can-i": (
         ["auth", "can-i", "delete", "pods", "--subresource=log", "-n", "kube-system"],
         {
             "kind": "SelfSubjectAccessReview",
             "apiVersion": "authorization.k8s.io/v1",
-            "spec": {"resourceAttributes": {"namespace": "kube-system", "verb": "delete", "resource": "pods", "subresource": "log"}},
+            "spec": {
+                "resourceAttributes": {
+                    "namespace": "kube-system",
+                    "verb": "delete",
+                    "resource": "pods",
+                    "subresource": "log",
+                }
+            },
         },
     ),
     "can-i-nonresource": (
         ["auth", "can-i", "get", "/healthz"],
-        {"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1", "spec": {"nonResourceAttributes": {"path": "/healthz", "verb": "get"}}},
+        {
+            "kind": "SelfSubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "spec": {"nonResourceAttributes": {"path": "/healthz", "verb": "get"}},
+        },
     ),
     "can-i-list": (
         ["auth", "can-i", "--list", "-n", "default"],
-        {"kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1", "spec": {"namespace": "default"}},
+        {
+            "kind": "SelfSubjectRulesReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "spec": {"namespace": "default"},
+        },
     ),
     "whoami": (["auth", "whoami"], {"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1"}),
 }
@@ -135,7 +154,9 @@ def test_zero_values_follow_go_json_rules() -> None:
     assert idle["spec"]["replicas"] == 0  # pointer field: zero is meaningful
     assert "creationTimestamp" not in idle["metadata"]  # zero Time is JSON null
     assert "namespace" not in idle["metadata"] and "generation" not in idle["metadata"]
-    assert idle["spec"]["template"]["spec"]["containers"][0]["resources"] == {}  # non-pointer struct, as Go JSON
+    assert (
+        idle["spec"]["template"]["spec"]["containers"][0]["resources"] == {}
+    )  # non-pointer struct, as Go JSON
     zero = decode_object((RECORD_DIR / "priorityclass-zero.pb").read_bytes())
     assert zero["value"] == 0  # no omitempty on PriorityClass.value
 

@@ -95,7 +95,9 @@ def test_quantity_maps_and_int_or_string() -> None:
     limits = ld(1, ld(1, "cpu") + ld(2, ld(1, "250m"))) + ld(1, ld(1, "memory") + ld(2, ld(1, "64Mi")))
     container = ld(1, "c") + ld(8, limits)
     port = vint(3, 80) + ld(4, vint(1, 1) + ld(3, "http"))  # ServicePort port/targetPort
-    assert decode_message(container, "core.Container")["resources"] == {"limits": {"cpu": "250m", "memory": "64Mi"}}
+    assert decode_message(container, "core.Container")["resources"] == {
+        "limits": {"cpu": "250m", "memory": "64Mi"}
+    }
     assert decode_message(port, "core.ServicePort") == {"port": 80, "targetPort": "http"}
 
 
@@ -103,18 +105,29 @@ def test_packed_repeated_numbers() -> None:
     # ResourceQuota has no repeated numbers; PodSecurityContext.supplementalGroups (int64, field 4) does.
     packed = ld(4, _varint(1000) + _varint(2000))
     assert decode_message(packed, "core.PodSecurityContext") == {"supplementalGroups": [1000, 2000]}
-    assert decode_message(vint(4, 1) + vint(4, 2), "core.PodSecurityContext") == {"supplementalGroups": [1, 2]}
+    assert decode_message(vint(4, 1) + vint(4, 2), "core.PodSecurityContext") == {
+        "supplementalGroups": [1, 2]
+    }
 
 
 def test_raw_extension_and_fields_v1() -> None:
     managed = ld(1, "kubectl") + ld(7, ld(1, json.dumps({"f:data": {}})))
     meta = ld(1, "m") + ld(17, managed)
-    assert decode_message(meta, "meta.ObjectMeta")["managedFields"] == [{"manager": "kubectl", "fieldsV1": {"f:data": {}}}]
+    assert decode_message(meta, "meta.ObjectMeta")["managedFields"] == [
+        {"manager": "kubectl", "fieldsV1": {"f:data": {}}}
+    ]
 
 
 @pytest.mark.parametrize(
     ("nanos", "text"),
-    [(0, "0s"), (3_600_000_000_000, "1h0m0s"), (90_000_000_000, "1m30s"), (1_500_000_000, "1.5s"), (2_000_000, "2ms"), (-1_000_000_000, "-1s")],
+    [
+        (0, "0s"),
+        (3_600_000_000_000, "1h0m0s"),
+        (90_000_000_000, "1m30s"),
+        (1_500_000_000, "1.5s"),
+        (2_000_000, "2ms"),
+        (-1_000_000_000, "-1s"),
+    ],
 )
 def test_go_duration_format(nanos: int, text: str) -> None:
     assert go_duration(nanos) == text
@@ -141,7 +154,16 @@ def test_bad_bodies_raise_protobuf_error(body: bytes, fragment: str) -> None:
 
 
 def test_every_kind_and_message_reference_is_in_the_table() -> None:
-    well_known = {"Time", "MicroTime", "Duration", "Quantity", "IntOrString", "RawExtension", "FieldsV1", "StringList"}
+    well_known = {
+        "Time",
+        "MicroTime",
+        "Duration",
+        "Quantity",
+        "IntOrString",
+        "RawExtension",
+        "FieldsV1",
+        "StringList",
+    }
     scalars = {"string", "bytes", "bool", "int32", "int64"}
     assert set(KINDS.values()) <= set(MESSAGES)
     for name, spec in MESSAGES.items():
@@ -155,7 +177,12 @@ def test_every_kind_and_message_reference_is_in_the_table() -> None:
 _RECORDED = sorted((DATA_DIR / "protobuf").glob("*.pb"))
 
 
-@given(index=st.integers(0, len(_RECORDED) - 1), cut=st.integers(0, 4000), flip=st.integers(0, 4000), bit=st.integers(0, 7))
+@given(
+    index=st.integers(0, len(_RECORDED) - 1),
+    cut=st.integers(0, 4000),
+    flip=st.integers(0, 4000),
+    bit=st.integers(0, 7),
+)
 @settings(max_examples=400, deadline=None)
 def test_corrupted_recorded_bodies_never_crash(index: int, cut: int, flip: int, bit: int) -> None:
     body = bytearray(_RECORDED[index].read_bytes())
@@ -173,7 +200,12 @@ def test_corrupted_recorded_bodies_never_crash(index: int, cut: int, flip: int, 
 @given(st.binary(max_size=200))
 @settings(max_examples=300, deadline=None)
 def test_random_bytes_never_crash(data: bytes) -> None:
-    for body in (data, b"k8s\x00" + data, envelope("v1", "ConfigMap", data), envelope("apps/v1", "Deployment", data)):
+    for body in (
+        data,
+        b"k8s\x00" + data,
+        envelope("v1", "ConfigMap", data),
+        envelope("apps/v1", "Deployment", data),
+    ):
         try:
             decode_object(body)
         except ProtobufError:

@@ -65,7 +65,9 @@ def _unprocessable(detail: str) -> PatchError:
     return PatchError(422, _UNPROCESSABLE, causes=[{"reason": "UnexpectedServerResponse", "message": detail}])
 
 
-def apply_patch(obj: dict[str, Any], body: bytes, content_type: str, *, kind: str, group: str) -> dict[str, Any]:
+def apply_patch(
+    obj: dict[str, Any], body: bytes, content_type: str, *, kind: str, group: str
+) -> dict[str, Any]:
     """Apply a PATCH request body to ``obj`` and return the patched copy.
 
     :param obj: the live object (JSON dict); ``{}`` for a server-side apply that creates.
@@ -85,7 +87,10 @@ def apply_patch(obj: dict[str, Any], body: bytes, content_type: str, *, kind: st
         elif media == STRATEGIC_PATCH:
             patch = _parse_json(body)
             if not isinstance(patch, dict):
-                raise PatchError(400, f"json: cannot unmarshal {_json_kind(patch)} into Go value of type map[string]interface {{}}")
+                raise PatchError(
+                    400,
+                    f"json: cannot unmarshal {_json_kind(patch)} into Go value of type map[string]interface {{}}",
+                )
             result = smp.strategic_merge(obj, patch, group=group, kind=kind)
         elif media == APPLY_PATCH:
             result = _server_side_apply(obj, body, kind=kind, group=group)
@@ -133,11 +138,15 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 def _json_patch(obj: dict[str, Any], patch: Any) -> Any:
     if not isinstance(patch, list):
-        raise PatchError(400, f"json: cannot unmarshal {_json_kind(patch)} into Go value of type jsonpatch.Patch")
+        raise PatchError(
+            400, f"json: cannot unmarshal {_json_kind(patch)} into Go value of type jsonpatch.Patch"
+        )
     doc: Any = copy.deepcopy(obj)
     for op in patch:
         if not isinstance(op, dict):
-            raise PatchError(400, f"json: cannot unmarshal {_json_kind(op)} into Go value of type jsonpatch.Operation")
+            raise PatchError(
+                400, f"json: cannot unmarshal {_json_kind(op)} into Go value of type jsonpatch.Operation"
+            )
         name, path = op.get("op"), op.get("path")
         if name not in ("add", "remove", "replace", "move", "copy", "test"):
             raise _unprocessable(f"Unexpected kind: {name}")
@@ -147,7 +156,13 @@ def _json_patch(obj: dict[str, Any], patch: Any) -> Any:
             doc = jsonpatch.apply_patch(doc, [op], in_place=True)
         except jsonpatch.JsonPatchTestFailed:
             raise _unprocessable(f"testing value {path} failed: test failed") from None
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError) as exc:
+        except (
+            jsonpatch.JsonPatchException,
+            jsonpointer.JsonPointerException,
+            KeyError,
+            IndexError,
+            TypeError,
+        ) as exc:
             raise _unprocessable(_op_failure(name, path, op, exc)) from None
     return doc
 
@@ -183,14 +198,18 @@ def _server_side_apply(obj: dict[str, Any], body: bytes, *, kind: str, group: st
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise PatchError(400, f"error decoding YAML: {exc}") from None
     if not isinstance(applied, dict):
-        raise PatchError(400, f"error decoding YAML: the applied configuration must be an object, got {_json_kind(applied)}")
+        raise PatchError(
+            400,
+            f"error decoding YAML: the applied configuration must be an object, got {_json_kind(applied)}",
+        )
     if not applied.get("kind"):
         raise PatchError(400, f"Object 'Kind' is missing in '{text.strip()[:200]}'")
     if not applied.get("apiVersion"):
         raise PatchError(400, f"Object 'apiVersion' is missing in '{text.strip()[:200]}'")
     if applied["kind"] != kind:
         raise PatchError(
-            400, f"the kind in the applied configuration ({applied['kind']}) does not match the object kind ({kind})"
+            400,
+            f"the kind in the applied configuration ({applied['kind']}) does not match the object kind ({kind})",
         )
     applied_group = str(applied["apiVersion"]).rpartition("/")[0]
     if applied_group != group:
@@ -242,14 +261,18 @@ def _check_identity(original: dict[str, Any], patched: dict[str, Any]) -> None:
     for field in ("name", "namespace"):
         old, new = old_meta.get(field), new_meta.get(field)
         if old and new is not None and new != old:
-            raise PatchError(400, f"the {field} of the object ({new}) does not match the {field} on the URL ({old})")
+            raise PatchError(
+                400, f"the {field} of the object ({new}) does not match the {field} on the URL ({old})"
+            )
 
 
 def _parse_json(body: bytes) -> Any:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        raise PatchError(400, "invalid character looking for beginning of value (body is not UTF-8)") from None
+        raise PatchError(
+            400, "invalid character looking for beginning of value (body is not UTF-8)"
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

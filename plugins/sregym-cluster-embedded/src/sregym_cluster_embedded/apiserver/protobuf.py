@@ -24,7 +24,16 @@ _MAX_DEPTH = 64
 
 _VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
 _SCALARS = {"string", "bytes", "bool", "int32", "int64"}
-_WELL_KNOWN = {"Time", "MicroTime", "Duration", "Quantity", "IntOrString", "RawExtension", "FieldsV1", "StringList"}
+_WELL_KNOWN = {
+    "Time",
+    "MicroTime",
+    "Duration",
+    "Quantity",
+    "IntOrString",
+    "RawExtension",
+    "FieldsV1",
+    "StringList",
+}
 
 
 class ProtobufError(Exception):
@@ -63,7 +72,9 @@ def decode_object(body: bytes) -> dict[str, Any]:
         raise ProtobufError("protobuf body must be bytes")
     body = bytes(body)
     if not body.startswith(MAGIC):
-        raise ProtobufError("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]")
+        raise ProtobufError(
+            "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
+        )
     envelope = _wire_fields(body[len(MAGIC) :])
     type_meta = _wire_fields(_last_bytes(envelope, 1, "typeMeta"))
     api_version = _text(_last_bytes(type_meta, 1, "apiVersion"))

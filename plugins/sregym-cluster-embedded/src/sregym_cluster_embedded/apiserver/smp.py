@@ -57,7 +57,11 @@ class FieldMeta:
     @property
     def strategy(self) -> str | None:
         """The Go tag value, as used for ``x-kubernetes-patch-strategy``."""
-        parts = [p for p, on in (("merge", self.merge), ("retainKeys", self.retain_keys), ("replace", self.replace)) if on]
+        parts = [
+            p
+            for p, on in (("merge", self.merge), ("retainKeys", self.retain_keys), ("replace", self.replace))
+            if on
+        ]
         return ",".join(parts) or None
 
 
@@ -210,7 +214,9 @@ def root_struct(group: str, kind: str) -> dict[str, FieldMeta]:
     return KIND_ROOTS.get((group, kind)) or {"metadata": _sub("ObjectMeta")}
 
 
-def strategic_merge(original: dict[str, Any], patch: dict[str, Any], *, group: str, kind: str) -> dict[str, Any]:
+def strategic_merge(
+    original: dict[str, Any], patch: dict[str, Any], *, group: str, kind: str
+) -> dict[str, Any]:
     """Apply strategic merge ``patch`` to ``original`` (a built-in kind); returns a new dict.
 
     Raises SmpError for CRDs (415, as the real server) and malformed directives (422).
@@ -234,7 +240,9 @@ def _fields_of(meta: FieldMeta | None) -> dict[str, FieldMeta]:
     return STRUCTS.get(meta.struct, {}) if meta and meta.struct else {}
 
 
-def _merge_map(original: dict[str, Any], patch: dict[str, Any], fields: dict[str, FieldMeta]) -> dict[str, Any] | None:
+def _merge_map(
+    original: dict[str, Any], patch: dict[str, Any], fields: dict[str, FieldMeta]
+) -> dict[str, Any] | None:
     """Merge ``patch`` into ``original`` (owned, mutated). Returns None when the map is deleted."""
     directive = patch.get(_DIRECTIVE)
     if directive is not None:
@@ -352,7 +360,9 @@ def _merge_list(original: list[Any], patch: list[Any], meta: FieldMeta, order: l
         merged = _merge_map_list(original, patch, meta)
         if merged is None:  # "$patch: replace": exactly the patch's elements, in their order
             element = FieldMeta(struct=meta.struct)
-            return [_strip_directives(i, element) for i in patch if not (isinstance(i, dict) and _DIRECTIVE in i)]
+            return [
+                _strip_directives(i, element) for i in patch if not (isinstance(i, dict) and _DIRECTIVE in i)
+            ]
     if order is None:
         order = [i for i in patch if not (isinstance(i, dict) and _DIRECTIVE in i)]
     return _apply_order(merged, order, meta.merge_key, original)
@@ -367,12 +377,16 @@ def _merge_map_list(original: list[Any], patch: list[Any], meta: FieldMeta) -> l
     result = [copy.deepcopy(i) for i in original]
     for item in patch:
         if not isinstance(item, dict):
-            raise SmpError(500, f"merging an object in json but data type is not map, orig is {_go_value(item)}")
+            raise SmpError(
+                500, f"merging an object in json but data type is not map, orig is {_go_value(item)}"
+            )
         if key not in item:
             if item.get(_DIRECTIVE) == "delete":
                 raise SmpError(500, "delete patch type with no merge key defined")
             raise SmpError(500, f"map: {_go_map(item)} does not contain declared merge key: {key}")
-        index = next((n for n, old in enumerate(result) if isinstance(old, dict) and old.get(key) == item[key]), None)
+        index = next(
+            (n for n, old in enumerate(result) if isinstance(old, dict) and old.get(key) == item[key]), None
+        )
         if item.get(_DIRECTIVE) == "delete":
             result = [old for old in result if not (isinstance(old, dict) and old.get(key) == item[key])]
             continue
@@ -409,7 +423,8 @@ def _apply_order(merged: list[Any], order: list[Any], key: str | None, original:
     missing = len(order) + len(original)
     in_patch = sorted((i for i in merged if identity(i) in order_pos), key=lambda i: order_pos[identity(i)])
     server_only = sorted(
-        (i for i in merged if identity(i) not in order_pos), key=lambda i: server_pos.get(identity(i), missing)
+        (i for i in merged if identity(i) not in order_pos),
+        key=lambda i: server_pos.get(identity(i), missing),
     )
     result: list[Any] = []
     left = right = 0
