@@ -65,8 +65,16 @@ class ClusterProcess:
         self.with_controllers, self.with_nodes, self.with_network = with_controllers, with_nodes, with_network
 
     async def start(self) -> None:
+        await self.start_api()
+        await self.start_parts()
+
+    async def start_api(self) -> None:
         await self.server.start()
         self.settings = self.server.settings
+
+    async def start_parts(self) -> None:
+        """Controllers, network and nodes; they list-then-watch, so starting them after the API
+        already answers loses nothing."""
         if self.with_controllers:
             await self._start_part("controllers", "start_controllers")
         if self.with_network:
@@ -135,13 +143,16 @@ async def serve(name: str, nodes: int, *, owner_pid: int | None = None, host: st
         loop.add_signal_handler(sig, stop.set)
     proc = ClusterProcess(settings)
     try:
-        await proc.start()
+        await proc.start_api()
         _write_state(state_dir, proc.server.settings, started)
-        log.info("cluster %s ready at %s in %.3fs", name, proc.server.url, time.monotonic() - started)
+        log.info("cluster %s API ready at %s in %.3fs", name, proc.server.url, time.monotonic() - started)
         if ready_fd is not None:
             with contextlib.suppress(OSError):
                 os.write(ready_fd, b"ready\n")
                 os.close(ready_fd)
+        await proc.start_parts()
+        log.info("cluster %s running (%s) after %.3fs", name, ", ".join(m for m, _ in proc.parts) or "API only",
+                 time.monotonic() - started)
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=1.0)

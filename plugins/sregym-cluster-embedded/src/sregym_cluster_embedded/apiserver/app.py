@@ -54,6 +54,14 @@ def json_response(body: Any, status: int = 200, content_type: str = "application
     return web.Response(body=_dumps(body).encode(), status=status, headers={"Content-Type": content_type})
 
 
+def list_response(core: ApiCore, rt: Any, list_meta: dict[str, Any], items: list[Obj]) -> web.Response:
+    """A List whose items are spliced in from the store's serialization cache."""
+    head = _dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": list_meta})
+    encoded = b",".join(core.store.encoded(rt.storage_key, o) for o in items)
+    body = head[:-1].encode() + b',"items":[' + encoded + b"]}"
+    return web.Response(body=body, headers={"Content-Type": "application/json"})
+
+
 def status_response(exc: ApiError) -> web.Response:
     return json_response(exc.status, exc.code)
 
@@ -325,7 +333,8 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
                 return json_response(_table(server, target, [obj], query))
             if wants_partial(accept):
                 return json_response(optional.partial_metadata(obj))
-            return json_response(obj)
+            return web.Response(body=core.store.encoded(rt.storage_key, obj),
+                                headers={"Content-Type": "application/json"})
         request[TIMING_KEY] = "GET list"
         items, rv, cont, remaining = core.list(
             rt, target.namespace, label_selector=query.get("labelSelector"),
@@ -342,8 +351,7 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
         if wants_partial(accept):
             return json_response({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
                                   "metadata": list_meta, "items": [optional.partial_metadata(o) for o in items]})
-        return json_response({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": list_meta,
-                              "items": items})
+        return list_response(core, rt, list_meta, items)
 
     dry_run = dry_run_param(query)
     if method == "POST":
@@ -463,8 +471,10 @@ async def watch_response(request: web.Request, server: ApiServer, target: Target
         if table and event_type != "BOOKMARK":
             obj = optional.build_table(rt.plural, rt.group, [core.external(rt, obj)], include_object=include,
                                        crd=rt.crd)
-        else:
-            obj = core.external(rt, obj) if event_type != "BOOKMARK" else obj
+        elif event_type != "BOOKMARK":
+            # every watcher of an object shares one serialization of it
+            return b'{"type":"' + event_type.encode() + b'","object":' + \
+                store.encoded(rt.storage_key, core.external(rt, obj)) + b"}\n"
         return _dumps({"type": event_type, "object": obj}).encode() + b"\n"
 
     def bookmark(rv: int, initial_end: bool = False) -> bytes:

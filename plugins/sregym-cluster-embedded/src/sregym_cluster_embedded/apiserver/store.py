@@ -22,6 +22,13 @@ HISTORY = 50_000
 MAX_BACKLOG = 20_000
 
 
+_encode_str = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def _encode(obj: Any) -> bytes:
+    return _encode_str(obj).encode()
+
+
 def clone(value: Any) -> Any:
     """A fast deep copy of JSON data."""
     if isinstance(value, dict):
@@ -79,6 +86,21 @@ class Store:
         self._history: deque[tuple[int, str, str, Obj, Obj | None]] = deque(maxlen=HISTORY)
         #: called after every write with (key, event type, new, old)
         self.listeners: list[Callable[[str, str, Obj, Obj | None], None]] = []
+        #: serialized JSON of stored objects, valid while the stored dict is the same object
+        self._encoded: dict[tuple[str, str, str], tuple[Obj, bytes]] = {}
+
+    # -- serialization cache --------------------------------------------------------------------
+    def encoded(self, key: str, obj: Obj) -> bytes:
+        """``obj`` as compact JSON, cached for stored objects (which are never mutated in place)."""
+        meta = obj.get("metadata") or {}
+        cache_key = (key, meta.get("namespace") or "", meta.get("name") or "")
+        hit = self._encoded.get(cache_key)
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        data = _encode(obj)
+        if self.get(key, cache_key[1], cache_key[2]) is obj:
+            self._encoded[cache_key] = (obj, data)
+        return data
 
     # -- reads ----------------------------------------------------------------------------------
     def get(self, key: str, namespace: str | None, name: str) -> Obj | None:
@@ -121,6 +143,7 @@ class Store:
         old = items.get(name)
         meta["resourceVersion"] = str(self.next_rv())
         items[name] = obj
+        self._encoded.pop((key, ns, name), None)
         self._emit(key, "MODIFIED" if old is not None else "ADDED", obj, old)
         return obj
 
@@ -131,6 +154,7 @@ class Store:
             return None
         if not items:
             self._data[key].pop(namespace or "", None)
+        self._encoded.pop((key, namespace or "", name), None)
         # the DELETED event carries a new resourceVersion, like the real server
         gone = dict(old)
         gone["metadata"] = dict(old["metadata"], resourceVersion=str(self.next_rv()))
