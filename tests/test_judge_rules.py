@@ -307,3 +307,17 @@ def test_any_text_gets_a_consistent_verdict(submission):
         assert verdict.composite >= 0.7 and min(verdict.dimensions.values()) > 0
     if not verdict.answer("char_mechanism"):
         assert not verdict.answer("char_chain")
+
+
+@pytest.mark.parametrize(
+    ("submission", "expected"),
+    [
+        ("In the default namespace, geo has a nonexistent image tag.", False),
+        ("kubectl -n kube-system shows geo with a nonexistent image tag", False),
+        ("geo has a nonexistent image tag; it is in the same namespace as search", True),
+        ("geo in namespace `hotel-reservation` has a nonexistent image tag", True),
+        ("geo has a nonexistent image tag (the app namespace)", True),
+    ],
+)
+def test_namespace_question(submission, expected):
+    assert judge(submission, WRONG_IMAGE).answer("loc_namespace") is expected

@@ -175,9 +175,9 @@ class RulesJudge:
             found = text.find_phrase(r.flat, ns, allow_negated=True)
             if found:
                 return _Answer(True, f"names namespace {ns!r}: {found!r}")
-        other = re.search(r"(?:namespace[: ]+|-n |--namespace[ =])([a-z0-9][a-z0-9-]*)", text.normalize(" ".join(c.text for c in r.clauses)))
-        if other and other.group(1) not in namespaces:
-            return _Answer(False, f"points at namespace {other.group(1)!r}, the fault is in {', '.join(namespaces)}")
+        other = _other_namespace(" ".join(c.text for c in r.clauses), namespaces)
+        if other:
+            return _Answer(False, f"points at namespace {other!r}, the fault is in {', '.join(namespaces)}")
         if r.named & r.truth_components and all(ns == app_namespace for ns in namespaces):
             return _Answer(True, "namespace implied: the app has one namespace and the right component is named", 0.6)
         return _Answer(False, "namespace not stated and no faulty component named")
@@ -275,6 +275,26 @@ class RulesJudge:
 
 
 _STOP = frozenset({"that", "this", "with", "from", "into", "than", "does", "have", "were", "which", "their", "there", "them"})
+
+
+_NAMESPACE_AFTER = re.compile(r"(?:\bnamespace[: ]+|\s-n\s+|--namespace[ =])`?([a-z0-9][a-z0-9-]*)")
+_NAMESPACE_BEFORE = re.compile(r"\b(?:the|in|of)\s+`?([a-z0-9][a-z0-9-]*)`?\s+namespace\b")
+_NOT_A_NAMESPACE = frozenset(
+    {"is", "was", "the", "its", "this", "that", "same", "app", "application", "right", "wrong", "correct", "a", "an",
+     "one", "each", "every", "target", "affected", "whole", "entire", "given", "benchmark", "which", "and", "of", "in",
+     "as", "for", "to", "with", "on", "where", "so", "by", "but", "it", "has", "have", "are", "were", "be", "not", "no",
+     "all", "other", "another", "both", "shared", "default-deny"}
+)
+
+
+def _other_namespace(normalized: str, namespaces: Sequence[str]) -> str | None:
+    """A namespace the diagnosis points at that is not the fault's ("in the default namespace")."""
+    for pattern in (_NAMESPACE_AFTER, _NAMESPACE_BEFORE):
+        for match in pattern.finditer(normalized):
+            candidate = match.group(1)
+            if candidate not in _NOT_A_NAMESPACE and candidate not in namespaces:
+                return candidate
+    return None
 
 
 def _identifies(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], mention: text.Mention) -> bool:
