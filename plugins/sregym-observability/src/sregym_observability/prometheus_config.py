@@ -74,6 +74,7 @@ class PrometheusSettings:
     kubelet_cadvisor: bool = False
     rule_files: tuple[str, ...] = ("rules.yml",)
     alert_for: str = "30s"
+    rate_window: str = "1m"
     signals: GoldenSignals = attrs.Factory(GoldenSignals)
 
 
@@ -191,6 +192,7 @@ def alert_rules(settings: PrometheusSettings) -> dict[str, Any]:
     ns = namespace_matcher(settings.app_namespaces)
     s = settings.signals
     wait = settings.alert_for
+    w = settings.rate_window
 
     def rule(name: str, expr: str, summary: str, *, severity: str = "warning", for_: str | None = None) -> dict:
         return {"alert": name, "expr": expr, "for": for_ or wait, "labels": {"severity": severity},
@@ -201,7 +203,7 @@ def alert_rules(settings: PrometheusSettings) -> dict[str, Any]:
              f'sum by (namespace, pod) (kube_pod_status_ready{{condition="false", {ns}}}) > 0',
              "Pod {{ $labels.namespace }}/{{ $labels.pod }} is not ready"),
         rule("KubePodCrashLooping",
-             f'max_over_time(kube_pod_container_status_waiting_reason{{reason="CrashLoopBackOff", {ns}}}[1m]) >= 1',
+             f'max_over_time(kube_pod_container_status_waiting_reason{{reason="CrashLoopBackOff", {ns}}}[{w}]) >= 1',
              "Container {{ $labels.container }} of pod {{ $labels.namespace }}/{{ $labels.pod }} is crash looping",
              severity="critical", for_="0s"),
         rule("KubePodFrequentRestarts",
@@ -253,16 +255,16 @@ def alert_rules(settings: PrometheusSettings) -> dict[str, Any]:
     by = "namespace, app, service"
     golden = [
         rule("HighErrorRate",
-             f"sum by ({by}) (rate({errors}[1m])) / sum by ({by}) (rate({requests}[1m])) > {s.error_ratio}",
+             f"sum by ({by}) (rate({errors}[{w}])) / sum by ({by}) (rate({requests}[{w}])) > {s.error_ratio}",
              "{{ $value | humanizePercentage }} of requests to {{ $labels.namespace }}/"
              "{{ with $labels.service }}{{ . }}{{ else }}{{ $labels.app }}{{ end }} fail", severity="critical"),
         rule("HighLatency",
-             f'histogram_quantile(0.95, sum by ({by}, le) (rate({{__name__=~"{s.latency_bucket}", {ns}}}[1m]))) '
+             f'histogram_quantile(0.95, sum by ({by}, le) (rate({{__name__=~"{s.latency_bucket}", {ns}}}[{w}]))) '
              f"> {s.latency_p95_s}",
              "p95 latency of {{ $labels.namespace }}/{{ with $labels.service }}{{ . }}{{ else }}{{ $labels.app }}"
              "{{ end }} is {{ $value | humanizeDuration }}"),
         rule("DownstreamCallsFailing",
-             f'sum by (namespace, service, peer) (rate({{__name__=~"{s.client_errors}", {ns}}}[1m])) > 0',
+             f'sum by (namespace, service, peer) (rate({{__name__=~"{s.client_errors}", {ns}}}[{w}])) > 0',
              "{{ $labels.service }} fails calling {{ $labels.peer }} ({{ $value | humanize }}/s)"),
     ]
     return {"groups": [{"name": "sregym-workload-health", "rules": health},
