@@ -40,11 +40,17 @@ class PersistentVolumeController(Controller):
     component = COMPONENT
 
     def setup(self) -> None:
-        self.claims = self.watch("persistentvolumeclaims")
+        self.claims = self.watch("persistentvolumeclaims", self._claim)
         self.volumes = self.watch("persistentvolumes", lambda _e, pv, _o: self._pv(pv))
         self.classes = self.watch("storageclasses.storage.k8s.io", lambda _e, _c, _o: self.enqueue(("", "")))
         self.nodes = self.ctx.informer("nodes")
         self.enqueue(("", ""))  # make sure the default StorageClass exists
+
+    def _claim(self, event: str, pvc: Obj, _old: Obj | None) -> None:
+        self.enqueue((pvc["metadata"].get("namespace", ""), name_of(pvc)))
+        volume = pvc.get("spec", {}).get("volumeName")
+        if event == "DELETED" and volume:
+            self.enqueue(("/pv", volume))  # its volume is released now
 
     def _pv(self, pv: Obj) -> None:
         ref = pv.get("spec", {}).get("claimRef") or {}
@@ -79,6 +85,8 @@ class PersistentVolumeController(Controller):
                 await self._bind(pvc, pv)
             return
         class_name, cls = self.storage_class(pvc)
+        if pvc.get("spec", {}).get("storageClassName") is None and cls is not None:
+            pvc = await self._assign_default_class(pvc, class_name)
         pv = self._find_available(pvc, class_name)
         if pv is None and cls is not None and cls.get("provisioner") in OUR_PROVISIONERS:
             node = self._provision_node(pvc, cls)
@@ -96,6 +104,16 @@ class PersistentVolumeController(Controller):
                                      "storage class is set", type="Warning", component=COMPONENT)
             return
         await self._bind(pvc, pv)
+
+    async def _assign_default_class(self, pvc: Obj, class_name: str) -> Obj:
+        """Retroactive default StorageClass assignment, as the PV controller does for unbound claims."""
+        try:
+            updated = await self.client.patch("persistentvolumeclaims", name_of(pvc),
+                                              {"spec": {"storageClassName": class_name}}, pvc["metadata"].get("namespace"))
+        except Exception:
+            return pvc  # an API that treats the field as immutable: bind anyway
+        self.claims.upsert(updated)
+        return updated
 
     async def _ensure_default_class(self) -> None:
         if self.classes.get(None, DEFAULT_CLASS) is not None:
