@@ -16,12 +16,12 @@ import hashlib
 import random
 import time
 from collections.abc import Callable
-from typing import Any
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING, Any
 
 from . import logs
+
+if TYPE_CHECKING:
+    import psycopg
 
 N_HOTELS = 300
 N_USERS = 500
@@ -154,6 +154,9 @@ def migrate(service: str, admin_conninfo: str, role: str, role_password: str, *,
 
     Waits up to ``wait_s`` for the database to accept connections (it starts alongside us).
     """
+    import psycopg  # here, not at module level: the workload generator imports this module for its data
+    from psycopg import sql
+
     deadline = time.monotonic() + wait_s
     while True:
         try:

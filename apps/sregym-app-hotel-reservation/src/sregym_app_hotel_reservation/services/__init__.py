@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..cache import CacheClient
 from ..config import Config
-from ..db import Store
-from ..rpc import Handler, Peer
+
+if TYPE_CHECKING:  # psycopg and pymemcache cost ~20 MiB per process; only data services load them
+    from ..cache import CacheClient
+    from ..db import Store
+    from ..rpc import Handler, Peer
 
 
 @attrs.define
