@@ -171,3 +171,14 @@ def test_trajectory_accepts_common_tool_call_shapes(tmp_path):
     assert doc["tool_calls"][1]["tool_call_id"] == "call_2"
     assert doc["tool_calls"][2]["arguments"] == {"raw": "kubectl get pods"}
     assert doc["observation"]["results"][1] == {"source_call_id": "c1", "content": '{"lines": 3}'}
+
+
+def test_report_shows_checklist_shares(tmp_path):
+    answers = [{"id": "loc_component", "dimension": "localization", "answer": True},
+               {"id": "char_mechanism", "dimension": "characterization", "answer": False}]
+    diag = {"judge": "judge-rules", "passed": False, "composite": 0.5, "dimensions": {}, "answers": answers}
+    records = [record("p", "react", n, diag=False, mit=False, diagnosis=diag) for n in (1, 2)]
+    page = render_html(records)
+    section = page.split("Diagnosis checklist", 1)[1].split("<h2>", 1)[0]
+    assert "<th>loc_component</th>" in section and "<td>react</td><td>100%</td><td>0%</td>" in section
+    assert "No judged diagnoses" in render_html([record("p", "noop", 1, diag=None, mit=None)])

@@ -148,6 +148,31 @@ def _attempts_html(records: Sequence[AttemptRecord]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def checklist_html(records: Sequence[AttemptRecord]) -> str:
+    """Share of "yes" answers per checklist question and agent: where diagnoses fall short."""
+    counts: dict[str, dict[str, list[int]]] = {}
+    questions: list[str] = []
+    for record in records:
+        for answer in (record.diagnosis or {}).get("answers", []) or []:
+            qid = str(answer.get("id", "?"))
+            if qid not in questions:
+                questions.append(qid)
+            cell = counts.setdefault(record.agent, {}).setdefault(qid, [0, 0])
+            cell[0] += bool(answer.get("answer"))
+            cell[1] += 1
+    if not counts:
+        return "<p>No judged diagnoses.</p>"
+    head = "<th>agent</th>" + "".join(f"<th>{_e(q)}</th>" for q in questions)
+    rows = []
+    for agent in sorted(counts):
+        cells = []
+        for q in questions:
+            yes, n = counts[agent].get(q, [0, 0])
+            cells.append(f"<td>{yes * 100 // n}%</td>" if n else "<td>-</td>")
+        rows.append(f"<tr><td>{_e(agent)}</td>{''.join(cells)}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
 def _flag(value: bool | None) -> str:
     return "-" if value is None else ("pass" if value else "fail")
 
@@ -182,6 +207,8 @@ def render_html(records: Sequence[AttemptRecord], *, title: str = "SREGym result
             distribution_chart(ttd, "time to diagnose"),
             "<h2>Time to mitigate (passing mitigations)</h2>",
             distribution_chart(ttm, "time to mitigate"),
+            "<h2>Diagnosis checklist (share of yes answers)</h2>",
+            checklist_html(records),
             "<h2>Attempts</h2>",
             _attempts_html(records),
             "</body></html>",
