@@ -66,6 +66,10 @@ def test_sdk_exporter_to_jaeger_queries(start_component) -> None:
     assert reply.status_code == 200 and reply.json() == {}
     assert "geo" in httpx.get(server.url + "/api/services").json()["data"]
 
+    assert httpx.post(server.url + "/admin/clear").json() == {"cleared": True}
+    assert httpx.get(server.url + "/api/services").json()["data"] == []
+    assert httpx.get(server.url + f"/api/traces/{trace_id}").status_code == 404
+
 
 @pytest.mark.parametrize(("method", "path", "kwargs", "status", "fragment"), [
     ("GET", "/api/traces", {}, 400, "parameter 'service' is required"),

@@ -48,6 +48,12 @@ def test_push_then_query_in_loki_shapes(start_component) -> None:
     values = httpx.get(server.url + "/loki/api/v1/label/app/values").json()
     assert values == {"status": "success", "data": ["frontend", "geo"]}
 
+    # Between problems the store is emptied; it keeps serving and accepting pushes.
+    assert httpx.post(server.url + "/admin/clear").json() == {"cleared": True}
+    assert httpx.get(server.url + "/loki/api/v1/labels").json()["data"] == []
+    assert _push(server.url, [{"stream": {"app": "geo"}, "values": [[str(now), "again"]]}]).status_code == 204
+    assert httpx.get(server.url + "/loki/api/v1/label/app/values").json()["data"] == ["geo"]
+
 
 @pytest.mark.parametrize(
     ("path", "params", "fragment"),

@@ -278,8 +278,15 @@ def add_trace_routes(app: web.Application, store: TraceStore) -> None:
     app.router.add_get("/api/traces/{trace_id}", trace_by_id)
     app.router.add_get("/api/dependencies", dependencies)
     app.router.add_get("/stats", store_stats)
+    app.router.add_post("/admin/clear", clear)
     app.router.add_get("/ready", ready)
 
 
 async def ready(request: web.Request) -> web.Response:
     return web.Response(text="ready\n")
+
+
+async def clear(request: web.Request) -> web.Response:
+    """Drop everything stored (between problems, so one problem's errors do not mislead the next)."""
+    request.app[STORE_KEY].clear()
+    return web.json_response({"cleared": True})

@@ -140,6 +140,7 @@ class LogStore:
         self._enforce_global(time.time())
 
     def clear(self) -> None:
+        self.dropped_entries += self.entry_count()
         self._streams.clear()
         self._arrivals.clear()
         self.total_bytes = 0

@@ -203,3 +203,10 @@ def add_loki_routes(app: web.Application, store: LogStore) -> None:
     app.router.add_post("/loki/api/v1/push", push)
     app.router.add_get("/ready", ready)
     app.router.add_get("/stats", store_stats)
+    app.router.add_post("/admin/clear", clear)
+
+
+async def clear(request: web.Request) -> web.Response:
+    """Drop everything stored (between problems, so one problem's errors do not mislead the next)."""
+    request.app[STORE_KEY].clear()
+    return web.json_response({"cleared": True})

@@ -116,6 +116,7 @@ class TraceStore:
         self._enforce(time.time())
 
     def clear(self) -> None:
+        self.dropped_spans += self.total_spans
         self._traces.clear()
         self._operations.clear()
         self.total_spans = 0
