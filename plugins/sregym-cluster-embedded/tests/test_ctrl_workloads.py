@@ -265,3 +265,21 @@ async def test_pdb_status(cluster: Cluster):
         st = pdb.get("status") or {}
         return st.get("currentHealthy") == 3 and st.get("disruptionsAllowed") == 1 and st.get("expectedPods") == 3
     await settle(ok, timeout=10)
+
+
+async def test_orphans_are_adopted_again(cluster: Cluster):
+    c = cluster.client
+    spec = {"replicas": 2, "selector": {"matchLabels": {"app": "adopt"}}, "template": template("adopt")}
+    await c.create("deployments.apps", {"metadata": {"name": "adopt"}, "spec": spec}, "default")
+    await settle(lambda: _len(c.list("pods", "default", label_selector="app=adopt"), 2), timeout=10)
+    await c.delete("deployments.apps", "adopt", "default", propagation="Orphan")
+    await settle(lambda: _eq(cluster.get("deployments.apps", "adopt"), None), timeout=10)
+    pods_before = sorted(p["metadata"]["uid"] for p in await c.list("pods", "default", label_selector="app=adopt"))
+    new = await c.create("deployments.apps", {"metadata": {"name": "adopt"}, "spec": spec}, "default")
+
+    async def adopted():
+        sets = await c.list("replicasets.apps", "default", label_selector="app=adopt")
+        return len(sets) == 1 and (sets[0]["metadata"].get("ownerReferences") or [{}])[0].get("uid") == new["metadata"]["uid"]
+    await settle(adopted, timeout=10)
+    await asyncio.sleep(0.3)
+    assert sorted(p["metadata"]["uid"] for p in await c.list("pods", "default", label_selector="app=adopt")) == pods_before

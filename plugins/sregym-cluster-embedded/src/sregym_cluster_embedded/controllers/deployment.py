@@ -12,6 +12,7 @@ import json
 from datetime import timedelta
 
 from .base import Controller, Key
+from .replicaset import adopt_orphans
 from .util import (
     Obj,
     get_condition,
@@ -89,6 +90,7 @@ class DeploymentController(Controller):
         if deploy is None or is_deleting(deploy):
             return
         ns = key[0]
+        await adopt_orphans(self.client, deploy, self.rsets, "replicasets.apps")
         owned = [rs for rs in self.rsets.list(ns) if is_controlled_by(rs, deploy) and not is_deleting(rs)]
         spec = deploy.get("spec", {})
         template = spec.get("template") or {}

@@ -62,6 +62,28 @@ def deletion_rank(pod: Obj) -> tuple:
     )
 
 
+async def adopt_orphans(client, owner: Obj, cache, resource: str) -> None:
+    """Take over objects with no controller that the owner's selector matches (as after an orphaning delete)."""
+    selector = owner.get("spec", {}).get("selector")
+    if not selector:
+        return
+    ns = owner["metadata"].get("namespace", "")
+    for obj in cache.list(ns):
+        meta = obj["metadata"]
+        if is_deleting(obj) or any(r.get("controller") for r in meta.get("ownerReferences") or []):
+            continue
+        if resource == "pods" and not is_pod_active(obj):
+            continue
+        if not match_selector(selector, meta.get("labels"), empty_matches=False):
+            continue
+        refs = list(meta.get("ownerReferences") or []) + [owner_ref(owner)]
+        try:
+            cache.upsert(await client.patch(resource, meta["name"], {"metadata": {"ownerReferences": refs}}, ns))
+        except Exception as exc:
+            if api_error_code(exc) not in (404, 409, 422):
+                raise
+
+
 class ReplicaSetController(Controller):
     name = "replicaset"
     component = COMPONENT
@@ -86,6 +108,7 @@ class ReplicaSetController(Controller):
         if rs is None or is_deleting(rs):
             return
         ns = key[0]
+        await adopt_orphans(self.client, rs, self.pods, "pods")
         pods = self.owned_pods(rs)
         active = [p for p in pods if is_pod_active(p)]
         want = int(rs.get("spec", {}).get("replicas", 1) if rs.get("spec", {}).get("replicas") is not None else 1)
