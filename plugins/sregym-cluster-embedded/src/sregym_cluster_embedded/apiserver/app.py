@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import discovery, optional
+from . import discovery, optional, proxy
 from .auth import Authenticator
 from .core import ApiCore
 from .errors import ApiError, bad_request, forbidden, method_not_allowed, server_not_found
@@ -89,6 +89,20 @@ class ApiServer:
         self.record_timings = False
         #: labelled store snapshots for fast resets (see admin_request)
         self.snapshots: dict[str, bytes] = {}
+        self._http: Any = None
+
+    def http_session(self) -> Any:
+        """The client session the service/pod proxy dials with (created on first use)."""
+        import aiohttp
+
+        if self._http is None or self._http.closed:
+            self._http = aiohttp.ClientSession(auto_decompress=False)
+        return self._http
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
 
     @property
     def settings(self) -> Any:
@@ -305,6 +319,8 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
 
     core = server.core
     user: UserInfo = request[USER_KEY]
+    if group == "" and proxy.is_proxy_path(rest):
+        return await proxy.handle(request, server, rest)
     target = parse_resource_path(core.registry, group, version, rest)
     rt = target.rt
     query = request.query

@@ -891,6 +891,17 @@ class ApiCore:
     # ------------------------------------------------------------------------------------------
     # bootstrap
     # ------------------------------------------------------------------------------------------
+    def _api_endpoints(self) -> None:
+        """Point the ``kubernetes`` Service at this API server (the real one reconciles these too)."""
+        ep, eps = _kubernetes_endpoints(self.settings.api_host, int(self.settings.api_port or 6443))
+        for key, obj in (("endpoints", ep), ("endpointslices.discovery.k8s.io", eps)):
+            rt = self.registry.by_key(key)
+            current = self.store.get(key, "default", "kubernetes")
+            if current is None:
+                self.create(rt, "default", obj)
+            else:
+                self.update(rt, "default", "kubernetes", dict(obj, metadata=dict(current["metadata"])))
+
     def bootstrap(self) -> None:
         """The objects every fresh cluster has."""
         from .rbac import bootstrap_rbac
@@ -908,6 +919,7 @@ class ApiCore:
                          "ports": [{"name": "https", "port": 443, "protocol": "TCP",
                                     "targetPort": int(self.settings.api_port or 6443)}]},
             })
+        self._api_endpoints()
         for name, value in (("system-cluster-critical", 2000000000), ("system-node-critical", 2000001000)):
             if self.store.get("priorityclasses.scheduling.k8s.io", None, name) is None:
                 self.create(self.registry.by_key("priorityclasses.scheduling.k8s.io"), None, {
@@ -925,6 +937,22 @@ class ApiCore:
                 "volumeBindingMode": "WaitForFirstConsumer",
             })
         bootstrap_rbac(self)
+
+
+def _kubernetes_endpoints(host: str, port: int) -> tuple[Obj, Obj]:
+    """The Endpoints and EndpointSlice of the ``kubernetes`` Service: the API server itself."""
+    ep = {"apiVersion": "v1", "kind": "Endpoints",
+          "metadata": {"name": "kubernetes", "namespace": "default",
+                       "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+          "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]}
+    eps = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+           "metadata": {"name": "kubernetes", "namespace": "default",
+                        "labels": {"kubernetes.io/service-name": "kubernetes",
+                                   "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+           "addressType": "IPv4",
+           "endpoints": [{"addresses": [host], "conditions": {"ready": True, "serving": True, "terminating": False}}],
+           "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}
+    return ep, eps
 
 
 def server_not_found_sub(sub: str) -> ApiError:

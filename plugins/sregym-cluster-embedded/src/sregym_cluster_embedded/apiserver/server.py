@@ -115,6 +115,8 @@ class RunningApiServer:
 
     async def stop(self) -> None:
         self.core.store.close_watchers()
+        if self.api is not None:
+            await self.api.close()
         if self.runner is not None:
             await self.runner.cleanup()
             self.runner = None
