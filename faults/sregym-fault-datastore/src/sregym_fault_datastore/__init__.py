@@ -1,0 +1,1 @@
+"""Datastore fault primitives."""

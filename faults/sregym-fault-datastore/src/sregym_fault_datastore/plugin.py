@@ -1,0 +1,12 @@
+"""Hook implementations: datastore fault primitives."""
+
+from __future__ import annotations
+
+from sregym_core import hookimpl
+
+from . import caches, postgres
+
+
+@hookimpl
+def sregym_faults():
+    return [*postgres.FAULTS, *caches.FAULTS]

@@ -1,0 +1,264 @@
+"""PostgreSQL faults, done in SQL as the database admin."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from sregym_fault_k8s import kube
+from sregym_fault_k8s.base import schema, truth_factory
+
+from sregym_core.types import FaultSpec, TargetSelector
+
+from .sql import app_roles, psql, quote_ident, table_grants
+
+POSTGRES = TargetSelector(roles=("db:postgres",))
+
+
+def _qualified(table: str) -> str:
+    schema_name, _, name = table.partition(".")
+    return f"{quote_ident(schema_name)}.{quote_ident(name)}"
+
+
+# ------------------------------------------------------------------ db-revoke
+
+def revoke_inject(ctx, target, params):
+    grants = {role: table_grants(ctx, target, role) for role in app_roles(ctx, target)}
+    ctx.state["grants"] = grants
+    for role in grants:
+        psql(ctx, target, f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {quote_ident(role)}")
+
+
+def revoke_present(ctx, target, params):
+    for role, grants in ctx.state.get("grants", {}).items():
+        live = set(map(tuple, table_grants(ctx, target, role)))
+        if any(tuple(g) not in live for g in grants):
+            return True
+    return False
+
+
+def revoke_recover(ctx, target, params):
+    for role, grants in ctx.state.get("grants", {}).items():
+        for table, privilege in grants:
+            psql(ctx, target, f"GRANT {privilege} ON {_qualified(table)} TO {quote_ident(role)}")
+
+
+# ------------------------------------------------------------------ db-drop-user
+
+def drop_user_inject(ctx, target, params):
+    roles = app_roles(ctx, target)
+    saved = {}
+    for role in roles:
+        secret = psql(ctx, target, f"SELECT rolpassword FROM pg_authid WHERE rolname = '{role}'")
+        saved[role] = {"password": secret[0][0] if secret and secret[0] else None,
+                       "grants": table_grants(ctx, target, role)}
+        psql(ctx, target, f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {quote_ident(role)}")
+        psql(ctx, target, f"REVOKE ALL ON SCHEMA public FROM {quote_ident(role)}", check=False)
+        psql(ctx, target, f"DROP OWNED BY {quote_ident(role)}", check=False)
+        psql(ctx, target, f"DROP ROLE {quote_ident(role)}")
+    ctx.state["roles"] = saved
+
+
+def drop_user_present(ctx, target, params):
+    names = [r[0] for r in psql(ctx, target, "SELECT rolname FROM pg_roles")]
+    return any(role not in names for role in ctx.state.get("roles", {}))
+
+
+def drop_user_recover(ctx, target, params):
+    names = [r[0] for r in psql(ctx, target, "SELECT rolname FROM pg_roles")]
+    for role, saved in ctx.state.get("roles", {}).items():
+        if role not in names:
+            # the stored SCRAM verifier recreates the role with its original password
+            password = saved["password"].replace("'", "''") if saved["password"] else ""
+            psql(ctx, target, f"CREATE ROLE {quote_ident(role)} LOGIN PASSWORD '{password}'")
+        psql(ctx, target, f"GRANT USAGE ON SCHEMA public TO {quote_ident(role)}", check=False)
+        for table, privilege in saved["grants"]:
+            psql(ctx, target, f"GRANT {privilege} ON {_qualified(table)} TO {quote_ident(role)}")
+
+
+# ------------------------------------------------------------------ db-password-rotated
+
+def _secret_users(ctx: Any, target: Any) -> tuple[str, list[tuple[str, str]]]:
+    """The Secret with the app's DB credentials and the workloads that read it."""
+    obj = kube.workload(ctx, target)
+    env = obj["spec"]["template"]["spec"]["containers"][0].get("env") or []
+    secret = next(((e.get("valueFrom") or {}).get("secretKeyRef", {}).get("name") for e in env
+                   if (e.get("valueFrom") or {}).get("secretKeyRef")), None)
+    users = []
+    for kind in ("deployment", "statefulset"):
+        items = json.loads(ctx.kubectl("get", kind, "-n", ctx.namespace, "-o", "json"))["items"]
+        for item in items:
+            if item["metadata"]["name"] == target.component.name:
+                continue
+            text = json.dumps(item["spec"]["template"]["spec"])
+            if secret and f'"name": "{secret}"' in text:
+                users.append((kind, item["metadata"]["name"]))
+    return secret, users
+
+
+def rotate_inject(ctx, target, params):
+    secret, users = _secret_users(ctx, target)
+    if not secret or not users:
+        from sregym_core.errors import PermanentFaultError
+
+        raise PermanentFaultError(f"no workload reads {target.component.name}'s credentials Secret")
+    role = app_roles(ctx, target)[0]
+    current = json.loads(ctx.kubectl("get", "secret", secret, "-n", ctx.namespace, "-o", "json"))
+    key = params["password_key"]
+    ctx.state.update(secret=secret, users=users, role=role, rotated_at=time.time(), key=key,
+                     old=current.get("data", {}).get(key))
+    new = params["new_password"]
+    psql(ctx, target, f"ALTER ROLE {quote_ident(role)} PASSWORD '{new}'")
+    kube.patch(ctx, "secret", secret, {"stringData": {key: new}})
+    # close the app's pooled sessions so the stale password is actually used again
+    psql(ctx, target, f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'", check=False)
+
+
+def _pods_started_before(ctx, kind, name, when) -> bool:
+    obj = json.loads(ctx.kubectl("get", kind, name, "-n", ctx.namespace, "-o", "json"))
+    labels = obj["spec"]["selector"].get("matchLabels", {})
+    selector = ",".join(f"{k}={v}" for k, v in labels.items())
+    pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
+    from datetime import datetime
+
+    for pod in pods:
+        started = pod.get("status", {}).get("startTime") or pod["metadata"]["creationTimestamp"]
+        if datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp() < when:
+            return True
+    return False
+
+
+def rotate_present(ctx, target, params):
+    return any(_pods_started_before(ctx, kind, name, ctx.state["rotated_at"]) for kind, name in ctx.state.get("users", []))
+
+
+def rotate_fix(ctx, target, params):
+    for kind, name in ctx.state.get("users", []):
+        ctx.kubectl("rollout", "restart", f"{kind}/{name}", "-n", ctx.namespace)
+
+
+def rotate_recover(ctx, target, params):
+    import base64
+
+    old = base64.b64decode(ctx.state["old"]).decode() if ctx.state.get("old") else None
+    if old:
+        psql(ctx, target, f"ALTER ROLE {quote_ident(ctx.state['role'])} PASSWORD '{old}'")
+        kube.patch(ctx, "secret", ctx.state["secret"], {"stringData": {ctx.state["key"]: old}})
+    rotate_fix(ctx, target, params)
+
+
+# ------------------------------------------------------------------ db-lock-contention
+
+def lock_inject(ctx, target, params):
+    tables = [r[0] for r in psql(ctx, target, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")]
+    if not tables:
+        from sregym_core.errors import PermanentFaultError
+
+        raise PermanentFaultError(f"{target.component.name} has no table to lock")
+    table = params.get("table") or tables[0]
+    obj = kube.workload(ctx, target)
+    container = obj["spec"]["template"]["spec"]["containers"][0]
+    env = [e for e in container.get("env") or [] if e["name"] in ("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB")]
+    service = target.component.service_name or target.component.name
+    sql = f"BEGIN; LOCK TABLE public.{quote_ident(table)} IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(86400);"
+    ctx.state.update(table=table, job=params["job_name"])
+    kube.apply(ctx, {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": params["job_name"], "namespace": ctx.namespace, "labels": {"app": params["job_name"]}},
+        "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": {"app": params["job_name"]}}, "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "backfill", "image": container["image"],
+                            "command": ["sh", "-c", f'PGPASSWORD="$POSTGRES_PASSWORD" psql -h {service} '
+                                                    f'-U "$POSTGRES_USER" -d "$POSTGRES_DB" -c "{sql}"'],
+                            "env": env}]}}}})
+    kube.wait_until(lambda: lock_present(ctx, target, params), timeout=60)
+
+
+def lock_present(ctx, target, params):
+    rows = psql(ctx, target, "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                             f"WHERE l.mode = 'AccessExclusiveLock' AND l.granted AND c.relname = '{ctx.state['table']}'")
+    return bool(rows) and rows[0][0] not in ("", "0")
+
+
+def lock_fix(ctx, target, params):
+    psql(ctx, target, "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                      f"WHERE l.mode = 'AccessExclusiveLock' AND c.relname = '{ctx.state['table']}'", check=False)
+
+
+def lock_recover(ctx, target, params):
+    kube.delete(ctx, "job", ctx.state.get("job", params["job_name"]))
+    lock_fix(ctx, target, params)
+
+
+# ------------------------------------------------------------------ db-max-connections
+
+def _arg_value(args: list[str], name: str) -> tuple[int | None, str | None]:
+    for index, arg in enumerate(args):
+        if arg.startswith(f"{name}="):
+            return index, arg.split("=", 1)[1]
+    return None, None
+
+
+def max_conn_inject(ctx, target, params):
+    obj = kube.workload(ctx, target)
+    args = list(obj["spec"]["template"]["spec"]["containers"][0].get("args") or [])
+    ctx.state["args"] = list(args)
+    index, _value = _arg_value(args, "max_connections")
+    if index is None:
+        args += ["-c", f"max_connections={params['value']}"]
+    else:
+        args[index] = f"max_connections={params['value']}"
+    kube.patch(ctx, target.component.kind, target.component.name,
+               [{"op": "add", "path": "/spec/template/spec/containers/0/args", "value": args}], type="json")
+
+
+def max_conn_present(ctx, target, params):
+    obj = kube.workload(ctx, target)
+    _index, value = _arg_value(obj["spec"]["template"]["spec"]["containers"][0].get("args") or [], "max_connections")
+    return value is not None and int(value) <= params["value"]
+
+
+def max_conn_recover(ctx, target, params):
+    kube.patch(ctx, target.component.kind, target.component.name,
+               [{"op": "add", "path": "/spec/template/spec/containers/0/args", "value": ctx.state["args"]}], type="json")
+
+
+def _f(name, summary, inject, recover, present, fix=None, *, mechanism, resource_kind="PostgreSQL role",
+       symptoms=(), keywords=(), params=None, values=None) -> FaultSpec:
+    return FaultSpec(name=name, summary=summary, layer="datastore", selector=POSTGRES, params_schema=params or schema(),
+                     inject=inject, recover=recover, is_present=present, reference_fix=fix or recover,
+                     ground_truth=truth_factory(name, "datastore", resource_kind, mechanism, symptoms=symptoms,
+                                                keywords=keywords, values=values),
+                     symptoms=symptoms)
+
+
+FAULTS = [
+    _f("db-revoke", "the app role's table privileges are revoked", revoke_inject, revoke_recover, revoke_present,
+       mechanism="the application role's privileges on its tables were revoked",
+       symptoms=("permission denied for table",), keywords=("revoke", "grant", "privilege", "permission denied"),
+       values=lambda t, p, s: {"roles": sorted(s.get("grants", {})), "revoked": "ALL ON ALL TABLES IN SCHEMA public"}),
+    _f("db-drop-user", "the app's login role is dropped", drop_user_inject, drop_user_recover, drop_user_present,
+       mechanism="the application's database login role was dropped",
+       symptoms=("role does not exist", "password authentication failed"), keywords=("role", "user", "dropped", "does not exist"),
+       values=lambda t, p, s: {"dropped_roles": sorted(s.get("roles", {}))}),
+    _f("db-password-rotated", "the DB password is rotated but the app pods keep the stale secret in their env",
+       rotate_inject, rotate_recover, rotate_present, rotate_fix,
+       mechanism="database password rotated; running pods still use the old password from their environment",
+       symptoms=("password authentication failed",), keywords=("password", "rotat", "stale", "restart", "secret"),
+       params=schema(new_password={"type": "string", "default": "rotated-2f9Kq"},
+                     password_key={"type": "string", "default": "password"}),
+       values=lambda t, p, s: {"role": s.get("role"), "secret": s.get("secret"), "stale_workloads": [n for _k, n in s.get("users", [])]}),
+    _f("db-lock-contention", "a hidden job holds an exclusive lock on a hot table", lock_inject, lock_recover,
+       lock_present, lock_fix, mechanism="a backfill job holds an ACCESS EXCLUSIVE lock on a table, blocking every query",
+       resource_kind="PostgreSQL lock", symptoms=("query timeouts", "lock waits"),
+       keywords=("lock", "exclusive", "blocking", "pg_locks", "terminate"),
+       params=schema(table={"type": "string"}, job_name={"type": "string", "default": "analytics-backfill"}),
+       values=lambda t, p, s: {"table": s.get("table") or p.get("table"), "holder": s.get("job") or p.get("job_name")}),
+    _f("db-max-connections", "max_connections lowered below the pools' sizes", max_conn_inject, max_conn_recover,
+       max_conn_present, mechanism="PostgreSQL max_connections lowered below what the connection pools need",
+       resource_kind="PostgreSQL configuration", symptoms=("too many clients already", "pool timeouts"),
+       keywords=("max_connections", "too many clients", "connections"),
+       params=schema(value={"type": "integer", "minimum": 1, "default": 3}),
+       values=lambda t, p, s: {"max_connections": p.get("value")}),
+]

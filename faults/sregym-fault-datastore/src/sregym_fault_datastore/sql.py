@@ -1,0 +1,57 @@
+"""Running SQL in a PostgreSQL pod as its admin, through ``kubectl exec`` and the pod's own psql."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sregym_core.errors import PermanentFaultError, TemporaryFaultError
+
+# The admin credentials are the ones the postgres container itself was started with. POD_IP is set
+# by the embedded node agent (pods share the host's loopback there); on real nodes localhost works.
+_PSQL = ('PGPASSWORD="$POSTGRES_PASSWORD" psql -h "${POD_IP:-127.0.0.1}" -U "${POSTGRES_USER:-postgres}" '
+         '-d "${POSTGRES_DB:-postgres}" -v ON_ERROR_STOP=1 -At -F "|" -c "$1"')
+
+
+def running_pod(ctx: Any, target: Any) -> str:
+    obj = json.loads(ctx.kubectl("get", target.component.kind.lower(), target.component.name, "-n", ctx.namespace,
+                                 "-o", "json"))
+    labels = obj["spec"]["selector"].get("matchLabels", {})
+    selector = ",".join(f"{k}={v}" for k, v in labels.items())
+    pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
+    for pod in pods:
+        ready = {c["type"]: c["status"] for c in pod.get("status", {}).get("conditions", [])}.get("Ready")
+        if ready == "True" and not pod["metadata"].get("deletionTimestamp"):
+            return pod["metadata"]["name"]
+    raise TemporaryFaultError(f"no ready pod of {target.component.name} to run SQL in", delay=2.0)
+
+
+def psql(ctx: Any, target: Any, statement: str, *, check: bool = True) -> list[list[str]]:
+    """Run one SQL statement as the database admin and return rows of text fields."""
+    pod = running_pod(ctx, target)
+    container = target.component.container_name if target.component.container else "postgres"
+    out = ctx.kubectl("exec", pod, "-n", ctx.namespace, "-c", container, "--", "sh", "-c", _PSQL, "psql", statement,
+                      check=False)
+    if check and ("ERROR:" in out or "FATAL:" in out or "could not connect" in out):
+        raise PermanentFaultError(f"SQL failed in {pod}: {out.strip()[:500]}")
+    return [line.split("|") for line in out.splitlines() if line.strip()]
+
+
+def app_roles(ctx: Any, target: Any) -> list[str]:
+    """The database's application login roles (not superusers)."""
+    rows = psql(ctx, target, "SELECT rolname FROM pg_roles WHERE rolcanlogin AND NOT rolsuper "
+                             "AND rolname NOT LIKE 'pg\\_%' ORDER BY rolname")
+    roles = [r[0] for r in rows if r and r[0]]
+    if not roles:
+        raise PermanentFaultError(f"{target.component.name} has no application login role")
+    return roles
+
+
+def table_grants(ctx: Any, target: Any, role: str) -> list[tuple[str, str]]:
+    rows = psql(ctx, target, "SELECT table_schema || '.' || table_name, privilege_type FROM "
+                             f"information_schema.role_table_grants WHERE grantee = '{role}' ORDER BY 1, 2")
+    return [(r[0], r[1]) for r in rows if len(r) == 2]
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
