@@ -6,6 +6,7 @@ import asyncio
 import re
 from pathlib import Path
 
+import pytest
 from fake_kube import FakeKube, kubeconfig_text, make_pod
 from sregym_observability.cadvisor import ContainerStats, StaticStatsSource, render_cadvisor
 from sregym_observability.kube_state import parse_quantity, render_kube_state
@@ -145,3 +146,63 @@ def test_exporter_lists_the_api_and_skips_missing_resources(tmp_path: Path) -> N
     assert find(text, "kube_deployment_status_replicas_available", deployment="geo") == [1]
     assert find(text, "kube_node_status_condition", node="node-1", condition="Ready", status="true") == [1]
     assert "kube_job_status_failed" not in text  # batch/v1 jobs answer 404 here and are skipped
+
+
+def test_node_agent_rows_and_spec_limits() -> None:
+    from sregym_observability.cadvisor import with_spec_limits
+
+    row = {"node": "node-1", "namespace": "hotel", "pod": "geo-1", "container": "geo", "running": True,
+           "restartCount": 0, "cpu_ns": 2_500_000_000, "memory_bytes": 1000, "nr_periods": 10, "nr_throttled": 4,
+           "throttled_ns": 500_000_000, "timestamp": "2026-01-01T00:00:00Z"}
+    stats = ContainerStats.from_json(row)
+    assert (stats.cpu_seconds_total, stats.memory_working_set_bytes, stats.cfs_periods,
+            stats.cfs_throttled_periods, stats.cfs_throttled_seconds) == (2.5, 1000, 10, 4, 0.5)
+    [filled] = with_spec_limits([stats], _objects()["pods"])
+    assert filled.memory_limit_bytes == 128 * 2**20
+    text = render_cadvisor([filled])
+    assert find(text, "container_cpu_cfs_throttled_seconds_total", pod="geo-1") == [0.5]
+    assert find(text, "container_spec_memory_limit_bytes", pod="geo-1") == [128 * 2**20]
+
+
+@pytest.mark.slow
+def test_exporter_serves_cadvisor_names_from_node_agent_urls(tmp_path: Path, start_component) -> None:
+    import http.server
+    import json as jsonlib
+    import threading
+
+    import httpx
+    from fake_kube import ThreadedFakeKube
+
+    rows = [{"node": "node-1", "namespace": "hotel", "pod": "geo-1", "container": "geo", "cpu_ns": 3 * 10**9,
+             "memory_bytes": 4096, "nr_periods": 100, "nr_throttled": 30, "throttled_ns": 10**9}]
+
+    class Stats(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            body = jsonlib.dumps({"containers": rows}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stats)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    fake = ThreadedFakeKube()
+    try:
+        fake.call(fake.kube.put_pod, _objects()["pods"][0])
+        config = tmp_path / "kubeconfig"
+        config.write_text(kubeconfig_text(fake.url))
+        dead = "http://127.0.0.1:9/stats"  # an unreachable node contributes nothing, the rest still counts
+        exporter = start_component("exporters", "--kubeconfig", str(config), "--stats-url",
+                                   f"http://127.0.0.1:{server.server_address[1]}/stats", "--stats-url", dead)
+        text = httpx.get(exporter.url + "/metrics/cadvisor", timeout=10).text
+        assert find(text, "container_cpu_usage_seconds_total", namespace="hotel", pod="geo-1", container="geo") == [3]
+        assert find(text, "container_cpu_cfs_throttled_periods_total", pod="geo-1") == [30]
+        assert find(text, "container_spec_memory_limit_bytes", pod="geo-1") == [128 * 2**20]
+    finally:
+        server.shutdown()
+        fake.close()

@@ -29,12 +29,22 @@ class ContainerStats:
     memory_limit_bytes: float = 0.0  # 0 = unlimited, as cAdvisor reports it
     cfs_periods: int = 0
     cfs_throttled_periods: int = 0
+    cfs_throttled_seconds: float = 0.0
     oom_events: int = 0
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ContainerStats:
+        """Accept this record's field names, or the embedded node agent's ``container_stats()`` rows
+        (``cpu_ns``, ``memory_bytes``, ``nr_periods``, ``nr_throttled``, ``throttled_ns``)."""
         fields = {f.name for f in attrs.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in fields})
+        values = {k: v for k, v in data.items() if k in fields}
+        node_agent = {"cpu_ns": ("cpu_seconds_total", 1e-9), "memory_bytes": ("memory_working_set_bytes", 1),
+                      "nr_periods": ("cfs_periods", 1), "nr_throttled": ("cfs_throttled_periods", 1),
+                      "throttled_ns": ("cfs_throttled_seconds", 1e-9), "memory_limit": ("memory_limit_bytes", 1)}
+        for key, (field, scale) in node_agent.items():
+            if key in data and field not in values:
+                values[field] = data[key] * scale if scale != 1 else data[key]
+        return cls(**values)
 
 
 class ContainerStatsSource(Protocol):
@@ -83,8 +93,25 @@ _FAMILIES = (
     ("container_spec_memory_limit_bytes", "gauge", "Memory limit for the container."),
     ("container_cpu_cfs_periods_total", "counter", "Number of elapsed enforcement period intervals."),
     ("container_cpu_cfs_throttled_periods_total", "counter", "Number of throttled period intervals."),
+    ("container_cpu_cfs_throttled_seconds_total", "counter", "Total time duration the container has been throttled."),
     ("container_oom_events_total", "counter", "Count of out of memory events observed for the container"),
 )
+
+
+def with_spec_limits(stats: Iterable[ContainerStats], pods: Iterable[Mapping[str, Any]]) -> list[ContainerStats]:
+    """Fill ``memory_limit_bytes`` from the pods' specs where the stats source does not know it."""
+    from .kube_state import parse_quantity
+
+    limits: dict[tuple[str, str, str], float] = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            memory = ((container.get("resources") or {}).get("limits") or {}).get("memory")
+            if memory:
+                limits[(meta.get("namespace", ""), meta.get("name", ""), container.get("name", ""))] = \
+                    parse_quantity(memory)
+    return [attrs.evolve(s, memory_limit_bytes=limits.get((s.namespace, s.pod, s.container), 0.0))
+            if not s.memory_limit_bytes else s for s in stats]
 
 
 def render_cadvisor(stats: Iterable[ContainerStats]) -> str:
@@ -101,5 +128,6 @@ def render_cadvisor(stats: Iterable[ContainerStats]) -> str:
         families.add("container_spec_memory_limit_bytes", labels, s.memory_limit_bytes)
         families.add("container_cpu_cfs_periods_total", labels, s.cfs_periods)
         families.add("container_cpu_cfs_throttled_periods_total", labels, s.cfs_throttled_periods)
+        families.add("container_cpu_cfs_throttled_seconds_total", labels, s.cfs_throttled_seconds)
         families.add("container_oom_events_total", labels, s.oom_events)
     return families.render()

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import structlog
 from aiohttp import web
 
-from .cadvisor import HttpContainerStatsSource, render_cadvisor
+from .cadvisor import HttpContainerStatsSource, render_cadvisor, with_spec_limits
 from .collector import LogCollector
 from .jaeger_api import add_trace_routes
 from .k8s_sd import endpoints_target_groups, pod_target_groups
@@ -135,6 +135,11 @@ async def run_exporters(args: argparse.Namespace, app: web.Application, tasks: l
 
     async def cadvisor(request: web.Request) -> web.Response:
         found = await asyncio.to_thread(stats.container_stats)
+        if found:
+            try:
+                found = with_spec_limits(found, await kube.list_items("/api/v1/pods"))
+            except Exception as err:  # noqa: BLE001 - limits are an extra; the usage series still count
+                log.warning("pod_list_failed", error=str(err))
         return web.Response(text=render_cadvisor(found), headers={"Content-Type": CONTENT_TYPE})
 
     async def sd(request: web.Request) -> web.Response:
