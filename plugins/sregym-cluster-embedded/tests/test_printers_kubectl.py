@@ -89,3 +89,33 @@ def test_quota_and_limit_range_admission(kubectl, namespace: str) -> None:
     quota_rows = columns(kubectl("get", "quota", "-n", namespace).stdout)
     assert quota_rows[0] == ["NAME", "REQUEST", "LIMIT", "AGE"]
     assert quota_rows[1][1] == "pods: 1/1"
+
+
+def test_events_and_limit_range(kubectl, namespace: str) -> None:
+    seen = (datetime.now(UTC) - timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    event = {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "web.17a1b2c3d4e5f6a7", "namespace": namespace},
+        "involvedObject": {"kind": "Pod", "name": "web", "namespace": namespace, "fieldPath": "spec.containers{app}"},
+        "reason": "BackOff", "message": "Back-off restarting failed container app in pod web", "type": "Warning",
+        "source": {"component": "kubelet", "host": "node-1"}, "count": 7,
+        "firstTimestamp": seen, "lastTimestamp": seen,
+    }
+    kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(event))
+    rows = columns(kubectl("get", "events", "-n", namespace).stdout)
+    assert rows[0] == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert rows[1][1:] == ["Warning", "BackOff", "pod/web", "Back-off restarting failed container app in pod web"]
+    wide = columns(kubectl("get", "events", "-n", namespace, "-o", "wide").stdout)
+    assert wide[0][4:6] == ["SUBOBJECT", "SOURCE"] and wide[1][-2:] == ["7", "web.17a1b2c3d4e5f6a7"]
+
+    limits = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults"},
+              "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m", "memory": "256Mi"},
+                                   "defaultRequest": {"cpu": "100m"}}]}}
+    kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(limits))
+    assert columns(kubectl("get", "limitrange", "-n", namespace).stdout)[0] == ["NAME", "CREATED AT"]
+    kubectl("run", "lr", "--image=nginx:1.25", "-n", namespace)
+    pod = json.loads(kubectl("get", "pod", "lr", "-n", namespace, "-o", "json").stdout)
+    assert pod["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "256Mi"}}
+    assert pod["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: cpu, memory request for container lr; cpu, memory limit for container lr")
