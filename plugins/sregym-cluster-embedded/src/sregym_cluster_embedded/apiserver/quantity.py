@@ -7,6 +7,7 @@ as a real API server's: ``1.5`` prints as ``1500m``, ``2000000`` as ``2M`` and `
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import ROUND_CEILING, Context, Decimal, InvalidOperation, localcontext
 
@@ -78,6 +79,12 @@ def _parse(text: object) -> tuple[Decimal, str]:
         text = str(text)
     if not isinstance(text, str):
         raise QuantityError(QUANTITY_REGEX_MESSAGE)
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> tuple[Decimal, str]:
+    # Cached: the same few quantity strings are parsed over and over (every pod, every quota check).
     text = text.strip()
     number, suffix = _split(text)
     if not number or not _NUMBER.match(number):
