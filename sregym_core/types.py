@@ -301,6 +301,9 @@ class FaultSpec:
             ``ld-preload``, ``node-agent``...). ``any`` means it runs everywhere.
         failure_mode: the mode it exhibits alone (``persistent``, ``latent``, ``metastable``...).
         symptoms: what an SRE sees, for docs and ground truth.
+        recreates: ``Kind/name`` patterns of objects a correct fix must recreate (so the
+            baseline-preserved oracle accepts their new uid); ``{component}``, ``{service}`` and
+            ``{config_map}`` are filled from the target.
     """
 
     name: str = attrs.field(converter=normalize_name)
@@ -316,6 +319,7 @@ class FaultSpec:
     capabilities: frozenset[str] = attrs.field(default=frozenset({"any"}), converter=frozenset)
     failure_mode: str = "persistent"
     symptoms: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    recreates: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
     def needs(self, capabilities: frozenset[str] | set[str]) -> frozenset[str]:
         """The capabilities this fault needs that ``capabilities`` lacks."""

@@ -23,13 +23,14 @@ from ._select import cluster_options, select_problems
 @click.option("--timeout", type=float, help="Agent time limit in seconds (default: the problem's).")
 @click.option("--oracle-window", type=float, help="Override the functional-SLO window (seconds).")
 @click.option("--judge", default="judge-rules", show_default=True, help="Diagnosis judge.")
+@click.option("--judge-model", help="Model for the LLM judge (judge-llm).")
 @click.option("--model", help="Model for LLM agents (passed as agent config).")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
 @click.option("--resume", is_flag=True, help="Skip attempts already recorded in --results.")
 @cluster_options
 @click.pass_obj
 def command(app: App, problem, suite, app_name, fault, target, params, agents, attempts, timeout, oracle_window, judge,
-            model, results_dir, resume, cluster_name, provider, keep_cluster) -> None:
+            judge_model, model, results_dir, resume, cluster_name, provider, keep_cluster) -> None:
     """Run problems with agents on a cluster; one result record per attempt."""
     from ..conductor.attempt import AttemptSettings
     from ..conductor.runner import RunPlan, run_sync
@@ -37,7 +38,7 @@ def command(app: App, problem, suite, app_name, fault, target, params, agents, a
 
     problems = select_problems(app.host, problem=problem, suite=suite, app=app_name, fault=fault, target=target,
                                params=params)
-    settings = AttemptSettings(judge=judge, agent_timeout=timeout, oracle_window=oracle_window,
+    settings = AttemptSettings(judge=judge, judge_model=judge_model, agent_timeout=timeout, oracle_window=oracle_window,
                                agent_config={"model": model} if model else {})
     plan = RunPlan(problems=problems, agents=agents, attempts=attempts, results_dir=results_dir, resume=resume,
                    settings=settings)

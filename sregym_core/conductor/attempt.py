@@ -36,6 +36,7 @@ STAGES = ("setup", "diagnosis", "mitigation", "tearing_down", "done")
 @attrs.define
 class AttemptSettings:
     judge: str = "judge-rules"
+    judge_model: str | None = None
     agent_timeout: float | None = None
     oracle_window: float | None = None
     mitigation_grace: float = 2.0
@@ -127,7 +128,10 @@ class Attempt:
         spec = self.env.host.get_oracles().get(self.settings.judge)
         if spec is None or spec.kind != "judge":
             raise SregymError(f"no diagnosis judge named {self.settings.judge!r}")
-        judge = spec.factory(threshold=self.problem.judge_threshold)
+        options: dict[str, Any] = {"threshold": self.problem.judge_threshold}
+        if self.settings.judge_model:
+            options["model"] = self.settings.judge_model
+        judge = spec.factory(**options)
         app = self.deployed.app
         return await asyncio.to_thread(judge.judge, solution, self.ground_truth(),
                                        app_components=tuple(c.name for c in app.components), app_namespace=app.namespace)
@@ -232,12 +236,21 @@ class Attempt:
         if self.mitigation_at is None:
             return OracleVerdict(name="mitigation", passed=False, evidence={"reason": "no mitigation was submitted"})
         oracles = {name: spec.factory for name, spec in self.env.host.get_oracles().items() if spec.kind == "mitigation"}
-        config = self.problem.oracle
+        config = _allow_recreated(self.problem.oracle, self._recreated())
         if self.settings.oracle_window:
             config = _override_window(config, self.settings.oracle_window)
         oracle = build_oracle(config, extra=oracles, source=f"problem {self.problem.id}")
         await asyncio.sleep(self.settings.mitigation_grace)
         return await oracle.evaluate(self.oracle_context())
+
+    def _recreated(self) -> list[str]:
+        patterns = []
+        for instance in self.problem.faults:
+            component = self.targets[instance.id].component
+            for template in self.faults[instance.fault].recreates:
+                patterns.append(template.format(component=component.name, service=component.service_name or component.name,
+                                                config_map=component.config_map or ""))
+        return patterns
 
     async def _recover_all(self) -> None:
         for instance in reversed(self.scheduler.injected()):
@@ -252,6 +265,27 @@ def _fix(func: Any, ctx: FaultContext, target: Target, params: Any):
         await call_fault(func, ctx, target, params)
 
     return apply
+
+
+def _allow_recreated(config: Any, patterns: list[str]) -> Any:
+    """Let ``baseline_preserved`` accept objects the fault's correct fix has to recreate."""
+    if not patterns:
+        return config
+    if config == "baseline_preserved":
+        return {"baseline_preserved": {"allow_replaced": patterns}}
+    if isinstance(config, list):
+        return [_allow_recreated(item, patterns) for item in config]
+    if isinstance(config, dict):
+        out = {}
+        for key, value in config.items():
+            if key == "baseline_preserved":
+                value = dict(value or {})
+                value["allow_replaced"] = [*value.get("allow_replaced", []), *patterns]
+                out[key] = value
+            else:
+                out[key] = _allow_recreated(value, patterns)
+        return out
+    return config
 
 
 def _override_window(config: Any, window: float) -> Any:
