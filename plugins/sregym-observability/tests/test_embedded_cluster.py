@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 from sregym_observability import tools
 from sregym_observability.tools import Endpoints
 
@@ -95,3 +96,60 @@ def test_collector_exporters_and_sd_on_the_embedded_cluster(embedded: str, start
     talker = next(g for g in groups if g["labels"]["__meta_kubernetes_pod_name"] == "talker")
     assert talker["labels"]["__meta_kubernetes_pod_annotation_prometheus_io_scrape"] == "true"
     assert talker["targets"][0].startswith("127.")
+
+
+METRICS_SERVER = (
+    "import http.server as h\n"
+    "n = [0]\n"
+    "class H(h.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        n[0] += 1\n"
+    "        body = ('# TYPE demo_requests_total counter\\ndemo_requests_total{code=\"500\"} %d\\n' % (n[0] * 10)).encode()\n"
+    "        self.send_response(200); self.send_header('Content-Type', 'text/plain'); self.end_headers()\n"
+    "        self.wfile.write(body)\n"
+    "    def log_message(self, *a): pass\n"
+    "h.HTTPServer(('0.0.0.0', 8080), H).serve_forever()\n")
+
+
+@pytest.mark.skipif(not Path("/usr/bin/prometheus").exists(), reason="prometheus is not installed")
+def test_real_prometheus_discovers_and_alerts_on_the_embedded_cluster(embedded: str, start_component,
+                                                                       tmp_path: Path) -> None:
+    from sregym_observability.prometheus_config import PrometheusSettings, prometheus_args, write_config_dir
+
+    from conftest import free_port, stop_process, wait_http
+
+    _kubectl(embedded, "create", "namespace", "demo")
+    objects = [
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": "web", "namespace": "demo", "labels": {"app": "web"},
+                      "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "8080"}},
+         "spec": {"containers": [{"name": "web", "image": "python:3.11", "command": ["python", "-c", METRICS_SERVER],
+                                  "ports": [{"containerPort": 8080}]}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "crasher", "namespace": "demo", "labels": {"app": "crasher"}},
+         "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", "echo dying; exit 3"]}]}},
+    ]
+    _kubectl(embedded, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+    exporters = start_component("exporters", "--kubeconfig", embedded)
+    settings = PrometheusSettings(discovery="http", sd_url=exporters.url,
+                                  exporter_targets=(exporters.url.removeprefix("http://"),), scrape_interval="1s",
+                                  evaluation_interval="1s", alert_for="1s", app_namespaces=("demo",))
+    config = write_config_dir(tmp_path / "prom", settings)
+    port = free_port()
+    with open(tmp_path / "prometheus.log", "wb") as log:
+        prometheus = subprocess.Popen(["/usr/bin/prometheus", *prometheus_args(
+            config_file=str(config), data_dir=str(tmp_path / "tsdb"), listen=f"127.0.0.1:{port}")],
+            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        endpoints = Endpoints(prometheus_url=f"http://127.0.0.1:{port}")
+        wait_http(endpoints.prometheus_url + "/-/ready", prometheus, timeout=30)
+        up = _wait(lambda: (t := tools.get_metrics(endpoints, 'up{job="kubernetes-pods"} == 1')) and "1 series" in t
+                   and t, timeout=60)
+        assert 'namespace="demo"' in up and 'pod="web"' in up and 'app="web"' in up
+        rate = _wait(lambda: (t := tools.get_metrics(endpoints, 'sum(rate(demo_requests_total{namespace="demo"}[5s]))'))
+                     and not t.startswith("No series") and t, timeout=30)
+        assert float(rate.splitlines()[1].split("= ")[1]) > 0
+        alerts = _wait(lambda: (t := tools.get_alerts(endpoints)) and "[firing] KubePodCrashLooping" in t and t,
+                       timeout=90)
+        assert "pod=crasher" in next(line for line in alerts.splitlines() if "KubePodCrashLooping" in line)
+    finally:
+        stop_process(prometheus)
