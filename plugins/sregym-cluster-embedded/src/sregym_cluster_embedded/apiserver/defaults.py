@@ -15,7 +15,10 @@ see :func:`sregym_cluster_embedded.apiserver.admission.mount_service_account_tok
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import ROUND_CEILING
 from typing import Any
+
+from .quantity import QuantityError, format_quantity, parse_quantity, quantity_format
 
 __all__ = ["apply_defaults", "canonical_resources", "default_pod_spec", "image_pull_policy", "pod_qos_class"]
 
@@ -202,10 +205,6 @@ def canonical_resources(resource_list: Any) -> None:
     ``cpu: 0.5`` is stored as ``500m``, ``memory: 1024Mi`` as ``1Gi`` and ``cpu: 1`` (a JSON
     number) as the string ``"1"``. Malformed values are left for validation to reject.
     """
-    from decimal import ROUND_CEILING
-
-    from .quantity import QuantityError, format_quantity, parse_quantity, quantity_format
-
     if not isinstance(resource_list, dict):
         return
     for name, value in list(resource_list.items()):
@@ -221,8 +220,6 @@ def canonical_resources(resource_list: Any) -> None:
 
 def pod_qos_class(spec: dict[str, Any]) -> str:
     """Guaranteed / Burstable / BestEffort from cpu and memory requests and limits."""
-    from .quantity import QuantityError, parse_quantity
-
     containers = _dicts(spec.get("containers")) + _dicts(spec.get("initContainers"))
     any_set = False
     guaranteed = True

@@ -186,7 +186,3 @@ def bool_ptr(value: Any) -> str:
     if value is None:
         return "<unset>"
     return "True" if value else "False"
-
-
-def int_or_string(value: Any) -> str:
-    return str(value)
