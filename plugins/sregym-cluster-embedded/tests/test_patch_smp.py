@@ -428,6 +428,22 @@ ERROR_CASES: dict[str, tuple[dict[str, Any], dict[str, Any], int, str]] = {
         400,
         "invalid patch format of setElementOrder list",
     ),
+    "order-mismatch": (
+        _deployment(),
+        _pod_template_patch(
+            {
+                "containers": [
+                    {
+                        "name": "web",
+                        "$setElementOrder/env": [{"name": "A"}, {"name": "C"}],
+                        "env": [{"name": "C", "value": "9"}, {"name": "A", "value": "8"}],
+                    }
+                ]
+            }
+        ),
+        500,
+        "The order in patch list:\n[map[name:C value:9] map[name:A value:8]]\n doesn't match $setElementOrder list:\n[map[name:A] map[name:C]]\n",
+    ),
     "unknown-directive": (
         _deployment(),
         {"metadata": {"labels": {"$patch": "explode"}}},

@@ -241,15 +241,19 @@ def _fields_of(meta: FieldMeta | None) -> dict[str, FieldMeta]:
 
 
 def _merge_map(
-    original: dict[str, Any], patch: dict[str, Any], fields: dict[str, FieldMeta]
+    original: dict[str, Any], patch: dict[str, Any], fields: dict[str, FieldMeta], *, fresh: bool = False
 ) -> dict[str, Any] | None:
-    """Merge ``patch`` into ``original`` (owned, mutated). Returns None when the map is deleted."""
+    """Merge ``patch`` into ``original`` (owned, mutated). Returns None when the map is deleted.
+
+    ``fresh`` marks content the original did not have: apimachinery takes such patch values as they
+    are, without checking ``$setElementOrder`` (we still drop the directives instead of storing them).
+    """
     directive = patch.get(_DIRECTIVE)
     if directive is not None:
         if directive == "delete":
             return None
         if directive == "replace":
-            return _merge_map({}, {k: v for k, v in patch.items() if k != _DIRECTIVE}, fields)
+            return _merge_map({}, {k: v for k, v in patch.items() if k != _DIRECTIVE}, fields, fresh=True)
         if directive != "merge":
             raise SmpError(500, f"Unknown patch type: {directive} in map: {_go_map(patch)}")
 
@@ -257,6 +261,14 @@ def _merge_map(
         _apply_retain_keys(original, patch)
 
     orders = _element_orders(patch)
+    if fresh:
+        orders = {}  # content new to the object is taken in the patch's own order
+    for field, order in orders.items():
+        if isinstance(patch.get(field), list):
+            meta = fields.get(field)
+            _check_order(patch[field], order, meta.merge_key if meta else None)
+            if not patch[field] and not original.get(field):
+                raise SmpError(500, "no elements in any of the given slices")
     for key, value in patch.items():
         if key in (_DIRECTIVE, _RETAIN) or key.startswith(_ORDER):
             continue
@@ -295,6 +307,37 @@ def _element_orders(patch: dict[str, Any]) -> dict[str, list[Any]]:
     return orders
 
 
+def _check_order(items: list[Any], order: list[Any], key: str | None) -> None:
+    """The patch list must be a subsequence of ``$setElementOrder`` (kubectl builds both together).
+
+    Deleted elements are ignored; other directive elements are skipped while walking but count
+    as unmatched when the order list runs out first (as in apimachinery).
+    """
+    if not items or not order:
+        return
+    wanted = (
+        [i for i in items if not (isinstance(i, dict) and i.get(_DIRECTIVE) == "delete")] if key else items
+    )
+    position = index = 0
+    while position < len(wanted) and index < len(order):
+        current, expected = wanted[position], order[index]
+        if isinstance(current, dict) and _DIRECTIVE in current:
+            position += 1
+            continue
+        if key and isinstance(current, dict) and isinstance(expected, dict):
+            same = current.get(key) == expected.get(key)
+        else:
+            same = current == expected
+        if same:
+            position += 1
+        index += 1
+    if position < len(wanted):
+        raise SmpError(
+            500,
+            f"The order in patch list:\n{_go_value(items)}\n doesn't match $setElementOrder list:\n{_go_value(order)}\n",
+        )
+
+
 def _apply_retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:
     retain = patch[_RETAIN]
     if not isinstance(retain, list):
@@ -318,7 +361,7 @@ def _merge_value(current: Any, value: Any, meta: FieldMeta | None, order: list[A
         if meta is not None and meta.replace:
             return _strip_directives(value, meta)
         base = current if isinstance(current, dict) else {}
-        merged = _merge_map(base, value, _fields_of(meta))
+        merged = _merge_map(base, value, _fields_of(meta), fresh=not isinstance(current, dict))
         return _DELETED if merged is None else merged
     if isinstance(value, list):
         base_list = current if isinstance(current, list) else []
@@ -331,7 +374,7 @@ def _merge_value(current: Any, value: Any, meta: FieldMeta | None, order: list[A
 def _strip_directives(value: Any, meta: FieldMeta | None) -> Any:
     """A patch value taken as is: directives dropped (merging into an empty value does that)."""
     if isinstance(value, dict):
-        merged = _merge_map({}, value, _fields_of(meta))
+        merged = _merge_map({}, value, _fields_of(meta), fresh=True)
         return {} if merged is None else merged
     if isinstance(value, list):
         return _strip_list(value, meta)
@@ -390,7 +433,9 @@ def _merge_map_list(original: list[Any], patch: list[Any], meta: FieldMeta) -> l
         if item.get(_DIRECTIVE) == "delete":
             result = [old for old in result if not (isinstance(old, dict) and old.get(key) == item[key])]
             continue
-        merged = _merge_map({} if index is None else result[index], item, _fields_of(element))
+        merged = _merge_map(
+            {} if index is None else result[index], item, _fields_of(element), fresh=index is None
+        )
         if index is None:
             if merged is not None:
                 result.append(merged)
