@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import tempfile
@@ -78,6 +79,9 @@ spec:
 def cluster():
     home = Path(tempfile.mkdtemp(prefix="sregym-nodee2e-", dir="/tmp"))
     home.chmod(0o755)
+    # a private address range: clusters under other SREGYM_HOMEs keep their own allocation tables
+    (home / "clusters").mkdir()
+    (home / "clusters" / "allocations.json").write_text(json.dumps({"nodee2e": random.randint(30, 99)}))
     old = os.environ.get("SREGYM_HOME")
     os.environ["SREGYM_HOME"] = str(home)
     from sregym_cluster_embedded import cluster as clusters

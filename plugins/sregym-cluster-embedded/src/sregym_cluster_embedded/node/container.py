@@ -12,10 +12,12 @@ import contextlib
 import hashlib
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import mountns
 from .cgroups import Group, Limits, free_key
 from .envs import container_env
 from .errors import ContainerConfigError
@@ -74,6 +76,7 @@ class ContainerRunner:
         self._cpu_sample: tuple[float, int] | None = None
         self._cpu_rate = 0
         self.done = False  # finished and will not restart
+        self.launched = False  # some instance got as far as running (or failing to start)
         self._spec_changed = False
 
     # ------------------------------------------------------------ helpers
@@ -212,10 +215,17 @@ class ContainerRunner:
                 if root.exists() and self.instance >= 0:  # a new container: fresh writable layer
                     import shutil
                     shutil.rmtree(root / "rootfs", ignore_errors=True)
+                mounts = self.worker.mounts_for(self.spec)
+                nodes = self.worker.agent.nodes
+                # a volume over e.g. /work would hide the interpreter: fall back to path rewriting
+                exact = nodes.mount_ns and not mountns.shadows(
+                    [*mounts, *recipe.private_dirs, self.spec.get("workingDir") or "/."], nodes.essential_paths)
                 context = build_context(pod=self.pod, container=self.spec, recipe=recipe, env=env,
-                                        container_root=root, mounts=self.worker.mounts_for(self.spec),
+                                        container_root=root, mounts=mounts,
                                         extra_env=self.worker.extra_env(env),
-                                        run_root=self.worker.run_root(self.name))
+                                        run_root=self.worker.run_root(self.name),
+                                        mount_ns=exact,
+                                        files=self.worker.pod_files())
                 return context
             except ContainerConfigError as exc:
                 self._set({"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}})
@@ -244,6 +254,7 @@ class ContainerRunner:
             message = ("failed to create containerd task: failed to create shim task: OCI runtime create failed: "
                        f"runc create failed: unable to start container process: {exc}: unknown")
             await self.event("Failed", f"Error: {message}", "Warning")
+            self.launched = True
             self._finish({"exitCode": 128, "reason": "StartError", "message": message,
                           "startedAt": "1970-01-01T00:00:00Z", "finishedAt": _now(), "containerID": self.container_id})
             self._started_at = self._finished_at = time.monotonic()
@@ -253,21 +264,24 @@ class ContainerRunner:
         writer = LogWriter(self.log_path)
         self._exited.clear()
         try:
+            user, group = context.popen_ids()
             self.process = await asyncio.create_subprocess_exec(
-                *argv, env=context.env, cwd=context.cwd,
+                *argv, env=context.env, cwd=context.popen_cwd,
                 stdin=asyncio.subprocess.PIPE if self.spec.get("stdin") else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 start_new_session=True, preexec_fn=context.preexec(self.group.preexec),
-                user=context.user, group=context.group)
-        except OSError as exc:
+                user=user, group=group)
+        except (OSError, subprocess.SubprocessError) as exc:
             writer.close()
             self.group.destroy()
-            message = f"failed to create containerd task: {exc.strerror or exc}: unknown"
+            self.launched = True
+            message = f"failed to create containerd task: {getattr(exc, 'strerror', None) or exc}: unknown"
             await self.event("Failed", f"Error: {message}", "Warning")
             self._finish({"exitCode": 128, "reason": "StartError", "message": message,
                           "startedAt": started_iso, "finishedAt": _now(), "containerID": self.container_id})
             self._started_at = self._finished_at = time.monotonic()
             return 128
+        self.launched = True
         self.group.started(self.process.pid)
         self.worker.agent.track(self.process.pid)
         self._started_at = time.monotonic()
@@ -389,10 +403,20 @@ class ContainerRunner:
             raise ExecNotFound("container not started")
         argv = self.context.argv(command)
         group_preexec = self.group.preexec if self.group is not None and self.running() else None
-        proc = await asyncio.create_subprocess_exec(
-            *argv, env=self.context.env, cwd=self.context.cwd, stdin=stdin, stdout=stdout, stderr=stderr,
-            start_new_session=True, preexec_fn=self.context.preexec(group_preexec),
-            user=self.context.user, group=self.context.group)
+        join_fd = None
+        if self.context.plan is not None:
+            if not self.running():
+                raise ExecNotFound("container not running")
+            join_fd = os.open(f"/proc/{self.process.pid}/ns/mnt", os.O_RDONLY)
+        user, group = self.context.popen_ids()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, env=self.context.env, cwd=self.context.popen_cwd, stdin=stdin, stdout=stdout, stderr=stderr,
+                start_new_session=True, preexec_fn=self.context.preexec(group_preexec, join_fd),
+                user=user, group=group)
+        finally:
+            if join_fd is not None:
+                os.close(join_fd)
         self.worker.agent.track(proc.pid)
         return proc
 

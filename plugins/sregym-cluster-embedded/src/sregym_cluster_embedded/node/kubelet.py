@@ -24,6 +24,7 @@ from typing import Any
 
 import psutil
 
+from . import mountns
 from .cgroups import Backend, detect_backend
 from .images import ImageCatalog, Recipe, default_catalog, python_executable
 from .pod import PodWorker
@@ -68,6 +69,7 @@ class NodeAgent:
         self.paused = True
         self._tasks: list[asyncio.Task] = []
         self._node_uid = ""
+        self.cluster_domain = getattr(nodes.settings, "cluster_domain", "cluster.local")
         self.allocatable = {"cpu": str(nodes.settings.node_cpu), "memory": str(nodes.settings.node_memory),
                             "pods": str(MAX_PODS), "ephemeral-storage": "100Gi"}
 
@@ -364,7 +366,8 @@ class NodeSet:
 
     def __init__(self, client: Any, settings: Any, *, image_sources: Iterable[Callable[[], Iterable[tuple[str, Recipe]]]] = (),
                  service_env: Callable[[str], Any] | None = None, backend: str | None = None,
-                 node_names: list[str] | None = None, pod_env: Callable[[dict], dict] | None = None) -> None:
+                 node_names: list[str] | None = None, pod_env: Callable[[dict], dict] | None = None,
+                 resolv_conf: Callable[[dict], str | None] | None = None, mount_ns: bool | None = None) -> None:
         self.client = client
         self.settings = settings
         self.catalog = default_catalog(image_sources)
@@ -375,6 +378,10 @@ class NodeSet:
         self.service_env_source = service_env
         #: extra env for every container of a pod (e.g. the network's DNS settings); called per start
         self.pod_env = pod_env
+        #: the text of a pod's /etc/resolv.conf (cluster DNS), used when pods get a mount namespace
+        self.resolv_conf = resolv_conf
+        self.mount_ns = mountns.works(state_dir) if mount_ns is None else mount_ns
+        self.essential_paths = mountns.essential_paths(state_dir)
         self.pids: set[int] = set()
         self._watchdog = _start_watchdog()
         for directory in self.backend.directories():

@@ -11,6 +11,7 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import mountns
 from .images import Recipe, container_argv, python_executable
 from .pathmap import PathMap
 
@@ -29,19 +30,31 @@ class ProcessContext:
 
     env: dict[str, str]
     cwd: str
-    pathmap: PathMap
+    pathmap: PathMap  # rewrites arguments (identity when the mount namespace gives exact paths)
     programs: dict[str, str]
     root: Path
     user: int | None = None
     group: int | None = None
     extra_preexec: list = field(default_factory=list)
+    lookup: PathMap | None = None  # container path -> host path, to check that a program exists
+    plan: mountns.MountPlan | None = None
+
+    @property
+    def popen_cwd(self) -> str | None:
+        """Where Popen chdirs before preexec: nowhere in a mount namespace (enter() does it)."""
+        return None if self.plan is not None else self.cwd
+
+    def popen_ids(self) -> tuple[int | None, int | None]:
+        """user/group for Popen: in a mount namespace the switch happens after entering it."""
+        return (None, None) if self.plan is not None else (self.user, self.group)
 
     def argv(self, argv: list[str]) -> list[str]:
         """Rewrite paths and resolve the program like the runtime resolves it in the image."""
         if not argv:
             raise ExecNotFound("no command specified")
         args = [self.pathmap.rewrite(a) for a in argv[1:]]
-        program = resolve_program(argv[0], self.programs, self.pathmap, self.env.get("PATH", HOST_PATH))
+        program = resolve_program(argv[0], self.programs, self.lookup or self.pathmap,
+                                  self.env.get("PATH", HOST_PATH), exact=self.plan is not None)
         if program is None:
             raise ExecNotFound(
                 f'exec: "{argv[0]}": executable file not found in $PATH' if "/" not in argv[0]
@@ -50,24 +63,37 @@ class ProcessContext:
             return [python_executable(), program, *args]
         return [program, *args]
 
-    def preexec(self, group_preexec=None):
+    def preexec(self, group_preexec=None, join_fd: int | None = None):
+        """The child-side setup: death signal, cgroup, then the mount namespace (entered for the
+        main process, joined through ``join_fd`` for an exec) and the user switch."""
         hooks = [group_preexec] if group_preexec else []
         hooks += self.extra_preexec
+        plan, cwd, user, group = self.plan, self.cwd, self.user, self.group
 
         def run() -> None:
             _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             for hook in hooks:
                 hook()
+            if plan is not None:
+                if join_fd is not None:
+                    mountns.join(join_fd, plan.fsroot, cwd)
+                else:
+                    plan.enter(cwd)
+                if group is not None:
+                    os.setgid(group)
+                if user is not None:
+                    os.setuid(user)
         return run
 
 
-def resolve_program(name: str, programs: dict[str, str], pathmap: PathMap, path_env: str) -> str | None:
+def resolve_program(name: str, programs: dict[str, str], pathmap: PathMap, path_env: str,
+                    exact: bool = False) -> str | None:
     if name in programs:
         return programs[name]
     if "/" in name:
         mapped = pathmap.host(name)
         if mapped != name and os.path.exists(mapped):
-            return mapped
+            return name if exact else mapped
         base = os.path.basename(name)
         if base in programs:
             return programs[base]
@@ -95,7 +121,8 @@ def make_bin_dir(root: Path, programs: dict[str, str]) -> Path:
 
 
 def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, str], container_root: Path,
-                  mounts: dict[str, str], extra_env: dict[str, str], run_root: Path | None = None) -> ProcessContext:
+                  mounts: dict[str, str], extra_env: dict[str, str], run_root: Path | None = None,
+                  mount_ns: bool = False, files: dict[str, str] | None = None) -> ProcessContext:
     """Container root, private dirs, path map, env and working directory for one container.
 
     Private ``/run`` and ``/var/run`` directories go under the short ``run_root`` instead of the
@@ -104,13 +131,19 @@ def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, 
     mapping: dict[str, str] = {}
     for private in recipe.private_dirs:
         real = rootfs / private.lstrip("/")
-        if run_root is not None and private.startswith(("/run/", "/var/run/")):
+        if run_root is not None and not mount_ns and private.startswith(("/run/", "/var/run/")):
             real = run_root / private.lstrip("/")
         real.mkdir(parents=True, exist_ok=True)
         real.chmod(0o777)
         mapping[private] = str(real)
     mapping.update(mounts)  # volume mounts shadow the image's own directories
-    pathmap = PathMap(mapping)
+    workdir = container.get("workingDir") or recipe.workdir
+    if mount_ns and workdir and workdir not in mapping and not os.path.isdir(mountns.resolve_in_root(workdir)):
+        real = rootfs / workdir.lstrip("/")  # the image would have it: give it one
+        real.mkdir(parents=True, exist_ok=True)
+        mapping[workdir] = str(real)
+    lookup = PathMap(mapping)
+    pathmap = PathMap({}) if mount_ns else lookup
     programs = dict(recipe.programs)
     bin_dir = make_bin_dir(container_root, programs)
     home = rootfs / "root"
@@ -125,8 +158,14 @@ def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, 
     full_env = {k: pathmap.rewrite(str(v)) for k, v in full_env.items()}
     full_env.update(extra_env)
     full_env["SREGYM_ROOT"] = str(rootfs)
-    full_env["SREGYM_MOUNTS"] = json.dumps(mapping)
-    workdir = container.get("workingDir") or recipe.workdir
+    full_env["SREGYM_MOUNTS"] = json.dumps({} if mount_ns else mapping)
+    security = {**(pod.get("spec", {}).get("securityContext") or {}), **(container.get("securityContext") or {})}
+    user = security.get("runAsUser") if os.geteuid() == 0 else None
+    group = security.get("runAsGroup") if os.geteuid() == 0 else None
+    if mount_ns:
+        plan = mountns.MountPlan(container_root / "fsroot", container_root / "layers", mapping, files or {})
+        return ProcessContext(env=full_env, cwd=workdir or "/", pathmap=pathmap, programs=programs, root=rootfs,
+                              user=user, group=group, lookup=lookup, plan=plan)
     if workdir:
         cwd = pathmap.host(workdir)
         if cwd == workdir:  # not a mount or private dir: the image's own directory
@@ -134,11 +173,8 @@ def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, 
         Path(cwd).mkdir(parents=True, exist_ok=True)
     else:
         cwd = str(rootfs)
-    security = {**(pod.get("spec", {}).get("securityContext") or {}), **(container.get("securityContext") or {})}
-    user = security.get("runAsUser") if os.geteuid() == 0 else None
-    group = security.get("runAsGroup") if os.geteuid() == 0 else None
     return ProcessContext(env=full_env, cwd=cwd, pathmap=pathmap, programs=programs, root=rootfs,
-                          user=user, group=group)
+                          user=user, group=group, lookup=lookup)
 
 
 def command_argv(recipe: Recipe, container: dict, env: dict[str, str]) -> list[str]:

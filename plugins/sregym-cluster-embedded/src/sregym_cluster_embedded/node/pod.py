@@ -125,6 +125,30 @@ class PodWorker:
         digest = hashlib.sha1(f"{self.root}/{container}".encode()).hexdigest()[:12]
         return RUN_ROOT / f"{self._run_prefix}-{digest}"
 
+    def pod_files(self) -> dict[str, str]:
+        """Per-pod files bound over the host's in a mount namespace: /etc/hosts (the kubelet's
+        managed hosts file) and /etc/resolv.conf when the network provides one."""
+        files = {}
+        hosts = self.root / "etc-hosts"
+        spec = self.pod.get("spec", {})
+        hostname = spec.get("hostname") or self.name
+        if spec.get("subdomain"):
+            hostname = f"{hostname}.{spec['subdomain']}.{self.namespace}.svc.{self.agent.cluster_domain} {hostname}"
+        lines = ["# Kubernetes-managed hosts file.", "127.0.0.1\tlocalhost",
+                 "::1\tlocalhost ip6-localhost ip6-loopback", "fe00::0\tip6-localnet", "fe00::0\tip6-mcastprefix",
+                 "fe00::1\tip6-allnodes", "fe00::2\tip6-allrouters", f"{self.pod_ip}\t{hostname}"]
+        for alias in spec.get("hostAliases") or []:
+            lines.append(f"\n# Entries added by HostAliases.\n{alias.get('ip')}\t{chr(9).join(alias.get('hostnames') or [])}")
+        hosts.write_text("\n".join(lines) + "\n")
+        files["/etc/hosts"] = str(hosts)
+        if self.agent.nodes.resolv_conf is not None:
+            text = self.agent.nodes.resolv_conf(self.pod)
+            if text:
+                resolv = self.root / "resolv.conf"
+                resolv.write_text(text)
+                files["/etc/resolv.conf"] = str(resolv)
+        return files
+
     def mounts_for(self, container: dict) -> dict[str, str]:
         mounts: dict[str, str] = {}
         env = {e.get("name", ""): str(e.get("value", "")) for e in container.get("env") or [] if "value" in e}
@@ -288,7 +312,7 @@ class PodWorker:
         if self.runners and all(r.done for r in self.runners):
             codes = [r.state.get("terminated", {}).get("exitCode", 1) for r in self.runners]
             return "Succeeded" if all(c == 0 for c in codes) else "Failed"
-        if any(r.instance >= 0 for r in self.runners):
+        if any(r.launched for r in self.runners):
             return "Running"
         return "Pending"
 

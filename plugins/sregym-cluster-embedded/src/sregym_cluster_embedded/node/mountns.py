@@ -1,0 +1,199 @@
+"""Exact container paths with a private mount namespace (root only; see pathmap.py otherwise).
+
+Each container gets a root directory ``fsroot`` under its sandbox. In the child, between fork and
+exec, we ``unshare(CLONE_NEWNS)``, make every mount private (nothing propagates to the host), bind
+the host's top-level directories into ``fsroot`` at the same names, bind each volume and private
+directory at its exact ``mountPath``, bind the pod's ``/etc/hosts`` and ``/etc/resolv.conf``, then
+``chroot(fsroot)``. So ``/var/lib/postgresql/data`` or ``/etc/app/app.conf`` are the real paths,
+while every host path (binaries, the venv, the state dir) stays visible where it was.
+
+A mountpoint missing on the host is never created on the host: under a new top-level name it is a
+directory of ``fsroot`` itself; deeper (``/etc/app``) the top-level directory is mounted as an
+overlay (host dir as the read-only lower layer, a per-container upper layer), and the directory is
+made in the upper layer. ``kubectl exec`` joins the namespace with ``setns`` and the same chroot.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from pathlib import Path
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_BIND, MS_REC, MS_PRIVATE = 1, 4096, 16384, 1 << 18
+SKIP_TOP_LEVEL = {"lost+found", "boot", "media", "mnt", "old_root"}
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    result = _libc.mount(source.encode() if source else None, target.encode(),
+                         fstype.encode() if fstype else None, flags, data.encode() if data else None)
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount {source} on {target}: {os.strerror(errno)}")
+
+
+def available() -> bool:
+    """Mount namespaces need root (CAP_SYS_ADMIN); $SREGYM_NODE_MOUNTNS=0 turns them off."""
+    return os.geteuid() == 0 and os.environ.get("SREGYM_NODE_MOUNTNS", "1") != "0" and os.path.exists("/proc/self/ns/mnt")
+
+
+def _submount_roots() -> set[str]:
+    """Top-level names under which the host has further mounts (those need recursive binds)."""
+    roots = set()
+    try:
+        with open("/proc/self/mountinfo") as handle:
+            for line in handle:
+                target = line.split()[4]
+                parts = target.strip("/").split("/")
+                if len(parts) >= 2 or (parts[0] and target != "/"):
+                    roots.add(parts[0])
+    except OSError:
+        pass
+    return roots
+
+
+def essential_paths(state_dir: Path) -> list[str]:
+    """Host paths the runtime itself needs inside a container: system dirs, this Python and
+    package, the state dir (shim, volumes)."""
+    import sys
+    paths = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc/ld.so.cache", "/proc", "/dev", "/sys",
+             sys.prefix, sys.base_prefix, os.path.dirname(sys.executable),
+             os.path.dirname(os.path.realpath(sys.executable)), str(Path(__file__).resolve().parent),
+             str(Path(state_dir).resolve())}
+    return sorted(paths)
+
+
+def shadows(container_paths: list[str], essential: list[str]) -> str | None:
+    """The first container path that would hide an essential host path, if any."""
+    for path in container_paths:
+        inside = resolve_in_root(path).rstrip("/") or "/"
+        for needed in essential:
+            if needed == inside or needed.startswith(inside + "/") or inside == "/":
+                return path
+    return None
+
+
+def resolve_in_root(path: str) -> str:
+    """``path`` with symlinks resolved as the container sees them (the host's layout)."""
+    out = "/"
+    parts = [p for p in path.split("/") if p]
+    hops = 0
+    while parts:
+        name = parts.pop(0)
+        candidate = os.path.join(out, name)
+        if os.path.islink(candidate) and hops < 40:
+            hops += 1
+            target = os.readlink(candidate)
+            parts = [p for p in target.split("/") if p] + parts
+            if target.startswith("/"):
+                out = "/"
+            continue
+        out = candidate
+    return out
+
+
+class MountPlan:
+    """The mounts of one container, computed in the parent; ``enter`` runs in the child."""
+
+    def __init__(self, fsroot: Path, layers: Path, mounts: dict[str, str], files: dict[str, str]) -> None:
+        self.fsroot = str(fsroot)
+        self.layers = layers
+        fsroot.mkdir(parents=True, exist_ok=True)
+        fsroot.chmod(0o755)
+        recursive = _submount_roots()
+        self.top: list[tuple[str, bool]] = []  # (name, recursive)
+        for entry in sorted(os.listdir("/")):
+            if entry in SKIP_TOP_LEVEL:
+                continue
+            host = os.path.join("/", entry)
+            target = os.path.join(self.fsroot, entry)
+            if os.path.islink(host):
+                if not os.path.lexists(target):
+                    os.symlink(os.readlink(host), target)
+            elif os.path.isdir(host):
+                os.makedirs(target, exist_ok=True)
+                self.top.append((entry, entry in recursive))
+        # the directory holding the state dir first, so later binds are not copied into it
+        state_top = self.fsroot.strip("/").split("/")[0]
+        self.top.sort(key=lambda item: item[0] != state_top)
+        self.overlays: list[tuple[str, str, str]] = []  # (top-level name, upper, work)
+        self.binds: list[tuple[str, str, bool]] = []  # (host source, container path, is_dir)
+        for container_path, host_path in sorted({**mounts, **files}.items(), key=lambda kv: kv[0].count("/")):
+            inside = resolve_in_root(container_path)
+            is_dir = os.path.isdir(host_path)
+            first = inside.strip("/").split("/")[0]
+            if not os.path.lexists(inside) and inside.count("/") > 1 and first != state_top \
+                    and first not in [o[0] for o in self.overlays] and any(name == first for name, _ in self.top):
+                upper, work = layers / "upper" / first, layers / "work" / first
+                upper.mkdir(parents=True, exist_ok=True)
+                work.mkdir(parents=True, exist_ok=True)
+                self.overlays.append((first, str(upper), str(work)))
+            elif not os.path.lexists(inside) and first == state_top:
+                # overlaying the state dir's own top-level dir would overlap its layers: make
+                # the (empty) mountpoint on the host instead
+                if is_dir:
+                    os.makedirs(inside, exist_ok=True)
+                else:
+                    os.makedirs(os.path.dirname(inside), exist_ok=True)
+                    Path(inside).touch(exist_ok=True)
+            elif not os.path.lexists(inside) and inside.count("/") == 1:
+                target = Path(self.fsroot + inside)
+                if is_dir:
+                    target.mkdir(parents=True, exist_ok=True)
+                else:
+                    target.touch(exist_ok=True)
+            self.binds.append((host_path, inside, is_dir))
+
+    def enter(self, cwd: str) -> None:
+        """In the child: new mount namespace, the plan's mounts, chroot, chdir."""
+        if _libc.unshare(CLONE_NEWNS) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        for name, recursive in self.top:
+            _mount("/" + name, f"{self.fsroot}/{name}", None, MS_BIND | (MS_REC if recursive else 0))
+        for name, upper, work in self.overlays:
+            _mount("overlay", f"{self.fsroot}/{name}", "overlay", 0,
+                   f"lowerdir=/{name},upperdir={upper},workdir={work}")
+        for source, inside, is_dir in self.binds:
+            target = self.fsroot + inside
+            if not os.path.lexists(target):
+                if is_dir:
+                    os.makedirs(target, exist_ok=True)
+                else:
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    open(target, "a").close()  # noqa: SIM115 - an empty mountpoint file
+            _mount(source, target, None, MS_BIND | MS_REC)
+        os.chroot(self.fsroot)
+        os.chdir(cwd if os.path.isdir(cwd) else "/")
+
+
+def join(ns_fd: int, fsroot: str, cwd: str) -> None:
+    """In an exec'd child: join a running container's mount namespace and root."""
+    if _libc.setns(ns_fd, CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "setns(CLONE_NEWNS) failed")
+    os.chroot(fsroot)
+    os.chdir(cwd if os.path.isdir(cwd) else "/")
+
+
+def works(state_dir: Path) -> bool:
+    """Whether a container can really be started in a mount namespace here (probed once)."""
+    if not available():
+        return False
+    import shutil
+    import subprocess
+    probe = Path(state_dir) / "mountns-probe"
+    try:
+        volume = probe / "volume"
+        volume.mkdir(parents=True, exist_ok=True)
+        (volume / "ok").write_text("ok")
+        plan = MountPlan(probe / "fsroot", probe / "layers", {"/sregym-probe/deep": str(volume)}, {})
+        result = subprocess.run(["/bin/cat", "/sregym-probe/deep/ok"], capture_output=True, timeout=10,
+                                preexec_fn=lambda: plan.enter("/"))
+        return result.stdout == b"ok"
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
