@@ -7,7 +7,9 @@ import copy
 import pytest
 from sregym_cluster_embedded.apiserver.admission import (
     AdmissionError,
+    apply_default_storage_class,
     apply_limit_ranges,
+    apply_priority,
     check_quota,
     compute_quota_status,
     mount_service_account_token,
@@ -266,3 +268,48 @@ def test_message_uses_generate_name_before_a_name_exists() -> None:
     unnamed = {"metadata": {"generateName": "web-5d9c8-"}, "spec": {"containers": [{"name": "app"}]}}
     message = forbidden(lambda: check_quota("pods", unnamed, [quota(pods="0")], {}))
     assert message.startswith('pods "web-5d9c8-" is forbidden: exceeded quota: q')
+
+
+def test_priority_admission() -> None:
+    classes = [
+        {"metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"},
+        {"metadata": {"name": "normal"}, "value": 10, "globalDefault": True},
+    ]
+    named = pod("a")
+    named["spec"]["priorityClassName"] = "high"
+    apply_priority(named, classes)
+    assert (named["spec"]["priority"], named["spec"]["preemptionPolicy"]) == (1000, "Never")
+    unnamed = pod("b")
+    apply_priority(unnamed, classes)
+    assert (unnamed["spec"]["priorityClassName"], unnamed["spec"]["priority"]) == ("normal", 10)
+    plain = pod("c")
+    apply_priority(plain, classes[:1])
+    assert plain["spec"]["priority"] == 0 and "priorityClassName" not in plain["spec"]
+    system = pod("s")
+    system["spec"]["priorityClassName"] = "system-cluster-critical"
+    apply_priority(system, [])
+    assert system["spec"]["priority"] == 2000000000
+    missing = pod("d")
+    missing["spec"]["priorityClassName"] = "urgent"
+    assert forbidden(lambda: apply_priority(missing, classes)) == (
+        'pods "d" is forbidden: no PriorityClass with name urgent was found'
+    )
+
+
+def test_default_storage_class_admission() -> None:
+    classes = [
+        {"metadata": {"name": "slow", "creationTimestamp": "2026-01-01T00:00:00Z",
+                      "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}},
+        {"metadata": {"name": "fast", "creationTimestamp": "2026-02-01T00:00:00Z",
+                      "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}},
+        {"metadata": {"name": "other"}},
+    ]
+    claim = {"metadata": {"name": "data"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}}}
+    apply_default_storage_class(claim, classes)
+    assert claim["spec"]["storageClassName"] == "fast"
+    explicit_none = {"metadata": {"name": "d"}, "spec": {"storageClassName": ""}}
+    apply_default_storage_class(explicit_none, classes)
+    assert explicit_none["spec"]["storageClassName"] == ""
+    no_default = {"metadata": {"name": "e"}, "spec": {}}
+    apply_default_storage_class(no_default, classes[2:])
+    assert "storageClassName" not in no_default["spec"]

@@ -20,7 +20,9 @@ from .quantity import DECIMAL_SI, QuantityError, format_quantity, milli_value, p
 
 __all__ = [
     "AdmissionError",
+    "apply_default_storage_class",
     "apply_limit_ranges",
+    "apply_priority",
     "check_quota",
     "compute_quota_status",
     "mount_service_account_token",
@@ -675,3 +677,76 @@ def mount_service_account_token(pod: dict, *, service_account: dict | None = Non
             mounts = container["volumeMounts"] = []
         if isinstance(mounts, list):
             mounts.append({"name": name, "readOnly": True, "mountPath": SERVICE_ACCOUNT_MOUNT_PATH})
+
+
+# ---------------------------------------------------------------------------- Priority
+
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+
+
+def apply_priority(pod: dict, priority_classes: list[dict]) -> None:
+    """The Priority plugin: resolve ``priorityClassName`` into ``priority``/``preemptionPolicy``.
+
+    Without a class name the global-default class (if any) is used, else priority 0. An unknown
+    class is rejected with the real message (``no PriorityClass with name x was found``).
+    """
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    if not isinstance(spec, dict):
+        return
+    # The two system classes always exist on a real cluster (the API server bootstraps them).
+    classes = {name: {"metadata": {"name": name}, "value": value} for name, value in SYSTEM_PRIORITY_CLASSES.items()}
+    classes.update(
+        {str((pc.get("metadata") or {}).get("name")): pc for pc in priority_classes or [] if isinstance(pc, dict)}
+    )
+    name = spec.get("priorityClassName")
+    if not name:
+        defaults = [pc for pc in classes.values() if pc.get("globalDefault") is True]
+        if not defaults:
+            spec.setdefault("priority", 0)
+            spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+            return
+        # Several global defaults can exist transiently; the lowest value wins, as in the real plugin.
+        chosen = min(defaults, key=lambda pc: int(pc.get("value") or 0))
+        spec["priorityClassName"] = (chosen.get("metadata") or {}).get("name")
+    else:
+        chosen = classes.get(str(name))
+        if chosen is None:
+            raise _forbidden("pods", pod, f"no PriorityClass with name {name} was found")
+    value = chosen.get("value")
+    spec["priority"] = int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+    spec["preemptionPolicy"] = chosen.get("preemptionPolicy") or "PreemptLowerPriority"
+
+
+# ---------------------------------------------------------------------------- DefaultStorageClass
+
+_DEFAULT_CLASS_ANNOTATIONS = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
+_LEGACY_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+
+
+def apply_default_storage_class(claim: dict, storage_classes: list[dict]) -> None:
+    """The DefaultStorageClass plugin: claims that name no class get the default one.
+
+    A claim that sets ``storageClassName`` (even ``""``) or the legacy annotation is left alone.
+    With several defaults the newest wins.
+    """
+    spec = claim.get("spec") if isinstance(claim, dict) else None
+    if not isinstance(spec, dict) or spec.get("storageClassName") is not None:
+        return
+    annotations = (claim.get("metadata") or {}).get("annotations") if isinstance(claim.get("metadata"), dict) else None
+    if isinstance(annotations, dict) and _LEGACY_CLASS_ANNOTATION in annotations:
+        return
+    defaults = []
+    for sc in storage_classes or []:
+        if not isinstance(sc, dict):
+            continue
+        sc_annotations = (sc.get("metadata") or {}).get("annotations") or {}
+        if isinstance(sc_annotations, dict) and any(sc_annotations.get(k) == "true" for k in _DEFAULT_CLASS_ANNOTATIONS):
+            defaults.append(sc)
+    if not defaults:
+        return
+    newest = max(defaults, key=lambda sc: (str((sc.get("metadata") or {}).get("creationTimestamp") or ""),
+                                           str((sc.get("metadata") or {}).get("name") or "")))
+    spec["storageClassName"] = (newest.get("metadata") or {}).get("name")
