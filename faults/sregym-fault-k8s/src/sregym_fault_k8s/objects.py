@@ -394,7 +394,7 @@ def pvc_mismatch_recover(ctx, target, params):
 
 
 def _pvc_volume_selector():
-    return TargetSelector(kinds=("Deployment",), requires=("pvcs",))
+    return TargetSelector(kinds=("Deployment", "StatefulSet"), requires=("pvcs",))
 
 
 FAULTS = [
