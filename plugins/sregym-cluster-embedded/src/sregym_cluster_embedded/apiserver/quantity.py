@@ -120,11 +120,11 @@ def _integral(value: Decimal) -> bool:
     return value == value.to_integral_value()
 
 
-def _decimal_parts(value: Decimal) -> tuple[int, int]:
+def _decimal_parts(value: Decimal, max_exponent: int = 18) -> tuple[int, int]:
     """Return (mantissa, exponent) with the exponent a multiple of 3 and as large as possible."""
     exponent = -9
     mantissa = int((value * Decimal(10) ** 9).to_integral_value(rounding=ROUND_CEILING))
-    while mantissa != 0 and mantissa % 1000 == 0 and exponent < 18:
+    while mantissa != 0 and mantissa % 1000 == 0 and exponent < max_exponent:
         mantissa //= 1000
         exponent += 3
     if mantissa == 0:
@@ -154,7 +154,8 @@ def _format(value: Decimal, fmt: str) -> str:
                 number //= 1024
                 power += 1
             return f"{sign}{number}{_BINARY_BY_POWER.get(power, '')}"
-    mantissa, exponent = _decimal_parts(magnitude)
+    # SI suffixes stop at E (1e18); the exponent form has no such ceiling.
+    mantissa, exponent = _decimal_parts(magnitude, 10**6 if fmt == DECIMAL_EXPONENT else 18)
     if fmt == DECIMAL_EXPONENT:
         suffix = f"e{exponent}" if exponent else ""
         return f"{sign}{mantissa}{suffix}"
