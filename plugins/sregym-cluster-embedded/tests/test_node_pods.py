@@ -283,12 +283,13 @@ def test_graceful_delete_sigterm_then_sigkill():
     run(body())
 
 
-def test_postgres_and_memcached_pods_serve_real_clients():
+@pytest.mark.parametrize("mount_ns", [None, False], ids=["exact-paths-if-root", "path-rewrite"])
+def test_postgres_and_memcached_pods_serve_real_clients(mount_ns):
     psycopg = pytest.importorskip("psycopg")
     pymemcache = pytest.importorskip("pymemcache.client.base")
 
     async def body():
-        async with node_cluster() as (client, nodes):
+        async with node_cluster(mount_ns=mount_ns) as (client, nodes):
             if nodes.catalog.resolve("postgres:15") is None:
                 pytest.skip("PostgreSQL is not installed")
             await client.create("configmaps", {"metadata": {"name": "init", "namespace": "default"},
