@@ -119,3 +119,24 @@ def test_events_and_limit_range(kubectl, namespace: str) -> None:
         "limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "256Mi"}}
     assert pod["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
         "LimitRanger plugin set: cpu, memory request for container lr; cpu, memory limit for container lr")
+
+
+def test_hpa_cronjob_and_priority_class_tables(kubectl, namespace: str) -> None:
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 5}}
+    kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(hpa))
+    rows = columns(kubectl("get", "hpa", "-n", namespace).stdout)
+    assert rows[0] == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+    assert rows[1][1:6] == ["Deployment/web", "cpu: <unknown>/80%", "1", "5", "0"]
+    kubectl("create", "cronjob", "backup", "--image=busybox:1.36", "--schedule=*/5 * * * *", "-n", namespace)
+    cron = columns(kubectl("get", "cronjob", "backup", "-n", namespace).stdout)
+    assert cron[0] == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]
+    assert cron[1][1:6] == ["*/5 * * * *", "<none>", "False", "0", "<none>"]
+    name = f"pc-{namespace}"[:60]
+    kubectl("create", "priorityclass", name, "--value=1000", "--description=test")
+    try:
+        pc = columns(kubectl("get", "priorityclass", name).stdout)
+        assert pc[0] == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+        assert pc[1][1:3] == ["1000", "false"] and pc[1][4] == "PreemptLowerPriority"
+    finally:
+        kubectl("delete", "priorityclass", name, check=False)
