@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("shim_bind.c")
 PY_FALLBACK = Path(__file__).with_name("pyshim")
 
 
-def build_shim(state_dir: Path) -> Path | None:
-    """Path of the compiled shim (cached by source hash), or None when gcc is unavailable."""
+SHARED_DIR = Path(tempfile.gettempdir()) / "sregym-shim"
+
+
+def build_shim(state_dir: Path | None = None) -> Path | None:
+    """Path of the compiled shim (cached by source hash), or None when gcc is unavailable.
+
+    It lives in a world-readable directory, not the state dir: processes that drop privileges
+    (postgres, memcached -u) must still be able to map it, and a state dir under a 0700 home
+    would make the dynamic loader skip it silently, leaving the server on 0.0.0.0."""
     source = SOURCE.read_bytes()
     digest = hashlib.sha256(source).hexdigest()[:12]
-    target = state_dir / "shim" / f"sregym_bind-{digest}.so"
+    target = SHARED_DIR / f"sregym_bind-{digest}.so"
     if target.exists():
         return target
     gcc = shutil.which("gcc") or shutil.which("cc")
@@ -23,7 +32,7 @@ def build_shim(state_dir: Path) -> Path | None:
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
     target.parent.chmod(0o755)
-    tmp = target.with_suffix(".tmp")
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
     result = subprocess.run([gcc, "-O2", "-fPIC", "-shared", "-o", str(tmp), str(SOURCE), "-ldl"],
                             capture_output=True, text=True, timeout=60)
     if result.returncode != 0:

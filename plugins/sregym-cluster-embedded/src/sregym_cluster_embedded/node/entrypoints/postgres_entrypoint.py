@@ -49,6 +49,10 @@ def drop_privileges(dirs: list[str]) -> None:
     os.setgid(user.pw_gid)
     os.setuid(user.pw_uid)
     os.environ["HOME"] = user.pw_dir
+    for lib in filter(None, os.environ.get("LD_PRELOAD", "").replace(":", " ").split()):
+        if not os.access(lib, os.R_OK):
+            fail(f'error: user "postgres" cannot read the preloaded library {lib}; refusing to start '
+                 "(postgres would listen on every address instead of the pod IP)")
     for path in dirs:
         if not os.access(path, os.W_OK | os.X_OK):
             fail(f'error: user "postgres" cannot reach {path}: the cluster state directory and its '
