@@ -69,6 +69,14 @@ def test_limit_range_defaults_and_annotation() -> None:
     )
 
 
+def test_limit_range_defaults_update_qos_class() -> None:
+    obj = pod("web-1", ctr())
+    obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    lr = limit_range({"type": "Container", "default": {"cpu": "500m", "memory": "256Mi"}})
+    apply_limit_ranges(obj, [lr])
+    assert obj["status"]["qosClass"] == "Guaranteed"
+
+
 def test_limit_range_max_violation_message() -> None:
     obj = pod("web-1", ctr(requests={"cpu": "1"}, limits={"cpu": "2"}))
     lr = limit_range({"type": "Container", "max": {"cpu": "500m"}})

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from .defaults import pod_qos_class
 from .quantity import DECIMAL_SI, QuantityError, format_quantity, milli_value, parse_quantity, quantity_format
 
 __all__ = [
@@ -318,6 +319,10 @@ def apply_limit_ranges(pod: dict, limit_ranges: list[dict]) -> None:
             if not isinstance(annotations, dict):
                 annotations = metadata["annotations"] = {}
             annotations[LIMIT_RANGER_ANNOTATION] = "LimitRanger plugin set: " + "; ".join(notes)
+            # The QoS class is derived from resources, so it must follow the defaults just applied.
+            status = pod.get("status")
+            if isinstance(status, dict) and status.get("qosClass"):
+                status["qosClass"] = pod_qos_class(spec)
     for limit_range in ranges:
         problems = _validate_pod(limit_range, pod)
         if problems:
