@@ -20,6 +20,7 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
 NOT_READY = "node.kubernetes.io/not-ready"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 LEASE_NS = "kube-node-lease"
+API_DEFAULT_TOLERATION = 300  # what DefaultTolerationSeconds admission writes into every pod
 NODE_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 
 
@@ -185,6 +186,14 @@ class NodeLifecycleController(Controller):
                 if api_error_code(exc) != 404:
                     raise
 
+    def _configured(self, tol: Obj, taint: Obj) -> int | None:
+        """tolerationSeconds, where the API server's DefaultTolerationSeconds (300) follows our setting."""
+        seconds = tol.get("tolerationSeconds")
+        if seconds == API_DEFAULT_TOLERATION and tol.get("operator") == "Exists" and \
+                tol.get("key") == taint.get("key") and taint.get("key") in (UNREACHABLE, NOT_READY):
+            return self.ctx.timings.default_toleration_seconds
+        return seconds
+
     def eviction_delay(self, pod: Obj, taints: list[Obj]) -> float | None:
         """Seconds until the pod must go (0: now), or None when it tolerates every NoExecute taint forever."""
         delays = []
@@ -196,7 +205,7 @@ class NodeLifecycleController(Controller):
                     tols = [{"tolerationSeconds": self.ctx.timings.default_toleration_seconds}]
                 else:
                     return 0.0
-            seconds = [t.get("tolerationSeconds") for t in tols]
+            seconds = [self._configured(t, taint) for t in tols]
             if any(s is None for s in seconds):
                 continue
             added = parse_time(taint.get("timeAdded")) or now()
