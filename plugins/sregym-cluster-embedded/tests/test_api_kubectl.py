@@ -452,3 +452,23 @@ def test_crd_via_kubectl(kubectl: Kubectl, namespace: str, tmp_path: Any) -> Non
     assert header(out) == ["NAME", "SIZE"] or header(out) == ["NAME", "SIZE", "AGE"] or header(out)[0] == "NAME"
     assert "g1" in out
     kubectl("delete", "crd", f"gadgets.{namespace}.example.com")
+
+
+def test_unknown_fields_strict_and_warn(kubectl: Kubectl, namespace: str, tmp_path: Any) -> None:
+    pytest.importorskip("sregym_cluster_embedded.apiserver.openapi", reason="OpenAPI schemas not built yet")
+    typo = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "typo", "namespace": namespace},
+            "spec": {"replica": 2, "selector": {"matchLabels": {"app": "t"}},
+                     "template": {"metadata": {"labels": {"app": "t"}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx", "imagePullPolic": "x"}]}}}}
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(typo))
+    strict = kubectl("apply", "-f", str(path), check=False)
+    assert strict.returncode == 1
+    assert ('Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
+            'unknown field "spec.replica", unknown field "spec.template.spec.containers[0].imagePullPolic"'
+            in strict.stderr)
+    warned = kubectl("create", "-f", str(path), "--validate=warn")
+    assert 'Warning: unknown field "spec.replica"' in warned.stderr
+    assert warned.stdout.strip() == "deployment.apps/typo created"
+    stored = json.loads(kubectl("get", "deploy", "typo", "-n", namespace, "-o", "json").stdout)
+    assert "replica" not in stored["spec"]  # dropped, as a typed decoder drops it

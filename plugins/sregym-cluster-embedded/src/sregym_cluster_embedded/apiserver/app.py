@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import discovery, optional, proxy
+from . import discovery, fieldcheck, optional, proxy
 from .auth import Authenticator
 from .core import ApiCore
 from .errors import ApiError, bad_request, forbidden, method_not_allowed, server_not_found
@@ -378,8 +378,9 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
         server.authorize(user, "create", target)
         body = check_json_object(decode_body(await read_body(request), request.headers.get("Content-Type")),
                                  rt.kind)
+        warnings = fieldcheck.check(rt, body, query)
         created = core.create(rt, target.namespace, body, dry_run=dry_run)
-        return json_response(created, 201)
+        return _warn(json_response(created, 201), warnings)
     if method == "PUT":
         if target.name is None:
             raise method_not_allowed()
@@ -389,8 +390,9 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             return json_response(core.update(rt, target.namespace, target.name, body, subresource="scale",
                                              dry_run=dry_run))
         body = check_json_object(body, rt.kind)
-        return json_response(core.update(rt, target.namespace, target.name, body,
-                                         subresource=target.subresource or None, dry_run=dry_run))
+        warnings = fieldcheck.check(rt, body, query) if not target.subresource else []
+        return _warn(json_response(core.update(rt, target.namespace, target.name, body,
+                                               subresource=target.subresource or None, dry_run=dry_run)), warnings)
     if method == "PATCH":
         if target.name is None:
             raise method_not_allowed()
@@ -403,9 +405,13 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
         if existed is None and ctype == "application/apply-patch+yaml" and not target.subresource:
             server.authorize(user, "create", target)
         body = await read_body(request)
+        warnings: list[str] = []
+        if not target.subresource:
+            warnings, body = fieldcheck.check_patch(rt, body, ctype, query)
         result = core.patch(rt, target.namespace, target.name, body, ctype,
                             subresource=target.subresource or None, dry_run=dry_run)
-        return json_response(result, 201 if existed is None and target.subresource != "scale" else 200)
+        return _warn(json_response(result, 201 if existed is None and target.subresource != "scale" else 200),
+                     warnings)
     if method == "DELETE":
         raw = await read_body(request)
         options: dict[str, Any] = {}
@@ -437,6 +443,12 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
         result = core.delete(rt, target.namespace, target.name, options, dry_run=dry_run)
         return json_response(result)
     raise method_not_allowed()
+
+
+def _warn(response: web.Response, warnings: list[str]) -> web.Response:
+    for warning in warnings:
+        response.headers.add("Warning", warning)
+    return response
 
 
 def _table(server: ApiServer, target: Target, objects: list[Obj], query: Any) -> dict[str, Any]:
