@@ -166,3 +166,26 @@ def test_tty_exec_and_image_change_restarts_container():
                                  and "running" in container_status(p).get("state", {}))
             assert container_status(pod)["restartCount"] == 1
     run(body())
+
+
+def test_post_start_and_pre_stop_hooks_run():
+    async def body():
+        async with node_cluster() as (client, nodes):
+            mounts = [{"name": "host", "mountPath": "/hooks"}]
+            await client.create("pods", pod_manifest("hooks", [{
+                "name": "c", "image": "busybox", "command": ["sh", "-c", "trap 'echo term >> /hooks/log; exit 0' TERM; "
+                                                                          "while :; do sleep 0.1; done"],
+                "volumeMounts": mounts,
+                "lifecycle": {"postStart": {"exec": {"command": ["sh", "-c", "echo poststart >> /hooks/log"]}},
+                              "preStop": {"exec": {"command": ["sh", "-c", "echo prestop >> /hooks/log"]}}}}],
+                volumes=[{"name": "host", "hostPath": {"path": "/var/hooks", "type": "DirectoryOrCreate"}}]))
+            await wait_for(pod_getter(client, "hooks"), lambda p: p["status"].get("phase") == "Running")
+            await asyncio.sleep(0.5)
+            await client.delete("pods", "hooks", "default")
+            log = nodes.agents["node-1"].root / "host" / "var" / "hooks" / "log"
+
+            async def lines():
+                return {"lines": log.read_text().split() if log.exists() else []}
+            result = await wait_for(lines, lambda r: "term" in r["lines"], timeout=10)
+            assert result["lines"] == ["poststart", "prestop", "term"]
+    run(body())

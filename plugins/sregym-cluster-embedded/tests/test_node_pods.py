@@ -299,8 +299,10 @@ def test_postgres_and_memcached_pods_serve_real_clients(mount_ns):
             await client.create("persistentvolumeclaims", {"metadata": {"name": "data", "namespace": "default"}, "spec": {
                 "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "volumeName": "pv1"}})
             pg = {"name": "db", "image": "docker.io/library/postgres:16-alpine",
-                  "env": [{"name": "POSTGRES_PASSWORD", "value": "pw"}, {"name": "POSTGRES_DB", "value": "app"}],
-                  "ports": [{"containerPort": 5432}],
+                  # PGPORT: a port of its own, so a stray server elsewhere on 0.0.0.0:5432 cannot interfere
+                  "env": [{"name": "POSTGRES_PASSWORD", "value": "pw"}, {"name": "POSTGRES_DB", "value": "app"},
+                          {"name": "PGPORT", "value": "5433"}],
+                  "ports": [{"containerPort": 5433}],
                   "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"},
                                    {"name": "init", "mountPath": "/docker-entrypoint-initdb.d"}],
                   "readinessProbe": {"exec": {"command": ["pg_isready", "-h", "localhost", "-U", "postgres"]},
@@ -319,7 +321,7 @@ def test_postgres_and_memcached_pods_serve_real_clients(mount_ns):
             ip = pod["status"]["podIP"]
 
             def query() -> int:
-                with psycopg.connect(host=ip, port=5432, user="postgres", password="pw", dbname="app", connect_timeout=5) as conn:
+                with psycopg.connect(host=ip, port=5433, user="postgres", password="pw", dbname="app", connect_timeout=5) as conn:
                     return conn.execute("select v from t").fetchone()[0]
             assert await asyncio.to_thread(query) == 42
             proc = await nodes.runtime.exec("default", "pg", "db", ["psql", "-U", "postgres", "-d", "app", "-tAc", "select count(*) from t"])
