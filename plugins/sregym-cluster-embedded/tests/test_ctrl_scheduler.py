@@ -171,3 +171,21 @@ async def test_stale_lease_marks_node_unknown_and_evicts():
         await settle(lambda: not client.objects("nodes")[0]["spec"].get("taints"))
     finally:
         await ctrl.stop()
+
+
+async def test_manual_no_execute_taint_honours_toleration_seconds():
+    client = FakeClient()
+    await client.create("nodes", node("node-1"))
+    await client.create("pods", pod("plain", nodeName="node-1"))
+    await client.create("pods", pod("patient", nodeName="node-1", tolerations=[
+        {"key": "maint", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 1}]))
+    await client.create("pods", pod("forever", nodeName="node-1", tolerations=[
+        {"key": "maint", "operator": "Exists", "effect": "NoExecute"}]))
+    ctrl = await start(client, types.SimpleNamespace(node_monitor_period=0.2))
+    try:
+        await client.patch("nodes", "node-1", {"spec": {"taints": [{"key": "maint", "value": "x", "effect": "NoExecute"}]}})
+        names = lambda: sorted(p["metadata"]["name"] for p in client.objects("pods"))  # noqa: E731
+        await settle(lambda: names() == ["forever", "patient"], timeout=3)
+        await settle(lambda: names() == ["forever"], timeout=5)
+    finally:
+        await ctrl.stop()

@@ -127,3 +127,16 @@ async def _ok(coro) -> bool:
         return bool(await coro)
     except Exception:
         return False
+
+
+async def test_node_port_listens_on_every_node_ip(env: Env):
+    await env.client.patch("nodes", "node-1", {"status": {"addresses": [{"type": "InternalIP", "address": "127.203.1.1"}]}},
+                           subresource="status")
+    svc = await env.client.create("services", {"metadata": {"name": "np"}, "spec": {
+        "type": "NodePort", "selector": {"app": "np"}, "ports": [{"port": 82, "targetPort": 8080}]}}, "default")
+    node_port = svc["spec"]["ports"][0]["nodePort"]
+    assert 30000 <= node_port <= 32767
+    await env.pod("np-0", {"app": "np"})
+    await settle(lambda: _ok(fetch("127.203.1.1", node_port)), timeout=10)
+    assert await fetch("127.203.1.1", node_port) == b"np-0"
+    assert await fetch(svc["spec"]["clusterIP"], 82) == b"np-0"

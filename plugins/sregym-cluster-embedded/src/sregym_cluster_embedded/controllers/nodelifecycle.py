@@ -41,7 +41,7 @@ class NodeLifecycleController(Controller):
         self.leases = self.watch("leases.coordination.k8s.io",
                                  lambda _e, lease, _o: self._lease_event(lease))
         self.pods = self.watch("pods", lambda _e, pod, _o: self._pod_event(pod))
-        self._first_seen: dict[str, float] = {}
+        self._taint_seen: dict[tuple[str, str, str], object] = {}
         self._monitor: asyncio.Task | None = None
 
     def _lease_event(self, lease: Obj) -> None:
@@ -186,6 +186,11 @@ class NodeLifecycleController(Controller):
                 if api_error_code(exc) != 404:
                     raise
 
+    def _first_seen_taint(self, pod: Obj, taint: Obj):
+        """A taint added by hand has no timeAdded: count from when we first saw it on that node."""
+        key = (pod.get("spec", {}).get("nodeName", ""), taint.get("key", ""), taint.get("value", ""))
+        return self._taint_seen.setdefault(key, now())
+
     def _configured(self, tol: Obj, taint: Obj) -> int | None:
         """tolerationSeconds, where the API server's DefaultTolerationSeconds (300) follows our setting."""
         seconds = tol.get("tolerationSeconds")
@@ -208,7 +213,7 @@ class NodeLifecycleController(Controller):
             seconds = [self._configured(t, taint) for t in tols]
             if any(s is None for s in seconds):
                 continue
-            added = parse_time(taint.get("timeAdded")) or now()
+            added = parse_time(taint.get("timeAdded")) or self._first_seen_taint(pod, taint)
             deadline = added + timedelta(seconds=max(0, min(int(s) for s in seconds)))
             delays.append((deadline - now()).total_seconds())
         if not delays:

@@ -64,6 +64,7 @@ class ServiceProxy:
         self.connections = 0
         view.services.add_handler(lambda *_: self._dirty.set())
         view.endpoints.add_handler(lambda *_: self._dirty.set())
+        view.nodes.add_handler(lambda *_: self._dirty.set())
 
     def start(self) -> None:
         self._dirty.set()
@@ -110,8 +111,14 @@ class ServiceProxy:
                 if port.get("protocol", "TCP") != "TCP":
                     continue
                 key = PortKey(ns, name, port.get("name") or "", ip, int(port["port"]))
-                if self.backends(key):
-                    out.add(key)
+                if not self.backends(key):
+                    continue
+                out.add(key)
+                if spec.get("type") in ("NodePort", "LoadBalancer") and port.get("nodePort"):
+                    # the same backends on every node's InternalIP:nodePort (externalTrafficPolicy Cluster)
+                    for node_ip in self.view.node_ips():
+                        if is_loopback(node_ip):
+                            out.add(PortKey(ns, name, port.get("name") or "", node_ip, int(port["nodePort"])))
         return out
 
     async def sync(self) -> None:

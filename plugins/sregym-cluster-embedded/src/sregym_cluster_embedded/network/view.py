@@ -9,14 +9,14 @@ from ..controllers.util import Obj, is_deleting, is_pod_ready
 
 
 class ClusterView:
-    RESOURCES = ("services", "endpoints", "pods", "namespaces", "networkpolicies.networking.k8s.io")
+    RESOURCES = ("services", "endpoints", "pods", "namespaces", "networkpolicies.networking.k8s.io", "nodes")
 
     def __init__(self, client: Any, settings: Any) -> None:
         self.client = client
         self.settings = settings
         self.domain = getattr(settings, "cluster_domain", "cluster.local") or "cluster.local"
         self.informers = {r: Informer(client, r) for r in self.RESOURCES}
-        self.services, self.endpoints, self.pods, self.namespaces, self.policies = (
+        self.services, self.endpoints, self.pods, self.namespaces, self.policies, self.nodes = (
             self.informers[r] for r in self.RESOURCES)
         self._pods_by_ip: dict[str, Obj] = {}
         self.pods.add_handler(self._index_pod)
@@ -41,6 +41,15 @@ class ClusterView:
     async def stop(self) -> None:
         for inf in self.informers.values():
             await inf.stop()
+
+    def node_ips(self) -> list[str]:
+        """InternalIP of every node (where NodePort services listen)."""
+        out = []
+        for node in self.nodes.list():
+            for addr in (node.get("status") or {}).get("addresses") or []:
+                if addr.get("type") == "InternalIP" and addr.get("address"):
+                    out.append(addr["address"])
+        return sorted(set(out))
 
     def pod_by_ip(self, ip: str) -> Obj | None:
         return self._pods_by_ip.get(ip)
