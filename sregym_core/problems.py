@@ -57,6 +57,15 @@ def parse_problem(data: Any, *, source: Path | str | None = None) -> ProblemSpec
     what = f"problem file {source}" if source else "problem"
     validate(data, load_schema("problem"), what=what,
              hints=("see `sregym schema problem` for the format",))
+    if data.get("oracle") is not None:
+        from .oracles.mitigation import validate_oracle_config
+
+        try:
+            validate_oracle_config(data["oracle"], source=str(source) if source else None)
+        except ConfigError as exc:
+            raise ConfigError(f"{what} is invalid",
+                              errors=[("$." + path.replace("['", ".").replace("']", ""), why) for path, why in exc.errors],
+                              hints=("see `sregym schema problem` ($defs.oracle) for the composition format",)) from exc
     faults = []
     for index, item in enumerate(data["faults"]):
         when = item.get("when", {})

@@ -147,3 +147,10 @@ def test_load_problem_dir(tmp_path):
     (tmp_path / "sub" / "b.yml").write_text(yaml.safe_dump({**GOOD, "id": "other"}))
     assert [p.id for p in load_problem_dir(tmp_path)] == ["fake-noop-api", "other"]
     assert load_problem_dir(tmp_path / "missing") == []
+
+
+def test_bad_oracle_composition_is_rejected_with_path():
+    data = {**GOOD, "oracle": {"all": ["baseline_preserved", {"functional_slo": {"window_s": -1}}]}}
+    with pytest.raises(ConfigError) as info:
+        parse_problem(data)
+    assert any(path.startswith("$.oracle") for path, _why in info.value.errors), info.value.errors

@@ -10,3 +10,12 @@ from .app import app_spec
 @hookimpl
 def sregym_apps():
     return [app_spec()]
+
+
+@hookimpl
+def sregym_problems():
+    from sregym_core.problems import load_problem_dir
+
+    from .app import problems_dir
+
+    return load_problem_dir(problems_dir())

@@ -80,7 +80,10 @@ class ClusterProcess:
         if self.with_network:
             await self._start_part("network", "start_network")
         if self.with_nodes:
-            nodes = await self._start_part("node", "start_nodes")
+            from .plugin_images import plugin_image_source
+
+            # images that installed apps and plugins declare (the node's own catalog has the standard ones)
+            nodes = await self._start_part("node", "start_nodes", image_sources=[plugin_image_source])
             runtime = getattr(nodes, "runtime", None)
             if runtime is not None:
                 self.server.core.runtime = runtime
@@ -88,12 +91,12 @@ class ClusterProcess:
                 if controllers is not None and hasattr(controllers, "set_metrics") and hasattr(runtime, "pod_usage"):
                     controllers.set_metrics(runtime.pod_usage)
 
-    async def _start_part(self, module: str, fn_name: str) -> Any:
+    async def _start_part(self, module: str, fn_name: str, **options: Any) -> Any:
         fn = _entry_point(module, fn_name)
         if fn is None:
             return None
         try:
-            part = await _maybe_await(fn(self.client, self.settings))
+            part = await _maybe_await(fn(self.client, self.settings, **options))
         except Exception:
             log.exception("starting %s failed", module)
             return None
