@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -322,3 +323,32 @@ def test_json_and_merge_patch_match_live_kubectl(tmp_path: Path) -> None:
         assert isinstance(expected, dict), expected
         content_type = JSON_PATCH if patch_type == "json" else MERGE
         assert prune_empty(_patch(patch, content_type)) == prune_empty(expected)
+
+
+def test_apply_yaml_alias_bomb_is_refused_quickly() -> None:
+    lines = [
+        "apiVersion: apps/v1",
+        "kind: Deployment",
+        "metadata: {name: web}",
+        "a0: &a0 [x, x, x, x, x, x, x, x, x, x]",
+    ]
+    lines += [
+        f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]"
+        for i in range(1, 9)
+    ]
+    started = time.perf_counter()
+    with pytest.raises(PatchError) as info:
+        _patch("\n".join(lines).encode(), APPLY)
+    assert info.value.code == 400 and "too many nodes" in info.value.message
+    assert time.perf_counter() - started < 2
+
+
+def test_deeply_nested_json_is_a_clean_error() -> None:
+    body = b"[" * 100_000 + b"]" * 100_000
+    for content_type in (JSON_PATCH, MERGE, "application/strategic-merge-patch+json"):
+        with pytest.raises(PatchError) as info:
+            _patch(body, content_type)
+        assert info.value.code == 400
+    nested = b'{"a":' * 5000 + b"1" + b"}" * 5000
+    with pytest.raises(PatchError):
+        _patch(nested, "application/strategic-merge-patch+json")

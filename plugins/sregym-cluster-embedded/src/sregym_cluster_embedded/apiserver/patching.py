@@ -202,6 +202,9 @@ def _server_side_apply(obj: dict[str, Any], body: bytes, *, kind: str, group: st
             400,
             f"error decoding YAML: the applied configuration must be an object, got {_json_kind(applied)}",
         )
+    if _expanded_size(applied, _MAX_APPLY_NODES) > _MAX_APPLY_NODES:
+        # YAML aliases can make a few bytes expand exponentially ("billion laughs").
+        raise PatchError(400, "error decoding YAML: the applied configuration expands to too many nodes")
     if not applied.get("kind"):
         raise PatchError(400, f"Object 'Kind' is missing in '{text.strip()[:200]}'")
     if not applied.get("apiVersion"):
@@ -223,6 +226,23 @@ def _server_side_apply(obj: dict[str, Any], body: bytes, *, kind: str, group: st
     if smp.is_builtin(group):
         return smp.strategic_merge(obj, config, group=group, kind=kind)
     return _deep_merge(copy.deepcopy(obj), config)
+
+
+_MAX_APPLY_NODES = 200_000
+
+
+def _expanded_size(value: Any, limit: int) -> int:
+    """Count nodes as if aliases were expanded, stopping as soon as ``limit`` is passed."""
+    count = 0
+    stack = [value]
+    while stack and count <= limit:
+        current = stack.pop()
+        count += 1
+        if isinstance(current, dict):
+            stack.extend(current.values())
+        elif isinstance(current, list):
+            stack.extend(current)
+    return count
 
 
 def _drop_nulls_and_directives(value: Any) -> Any:
