@@ -95,14 +95,18 @@ def test_limit_range_min_and_multiple_errors_are_bracketed() -> None:
 
 
 def test_limit_range_missing_limit_or_request() -> None:
+    # For Container limits the LimitRange's own defaults (max -> default, min -> defaultRequest)
+    # fill the gap, as on a real cluster; Pod-type limits have no defaults, so they reject.
     obj = pod("p", ctr(requests={"memory": "1Gi"}))
-    lr = limit_range({"type": "Container", "max": {"memory": "2Gi"}})
-    assert forbidden(lambda: apply_limit_ranges(copy.deepcopy(obj), [lr])).endswith(
-        "maximum memory usage per Container is 2Gi.  No limit is specified"
+    apply_limit_ranges(obj, [limit_range({"type": "Container", "max": {"memory": "2Gi"}})])
+    assert obj["spec"]["containers"][0]["resources"]["limits"] == {"memory": "2Gi"}
+    lr = limit_range({"type": "Pod", "max": {"memory": "2Gi"}})
+    assert forbidden(lambda: apply_limit_ranges(pod("p", ctr(requests={"memory": "1Gi"})), [lr])).endswith(
+        "maximum memory usage per Pod is 2Gi.  No limit is specified"
     )
-    lr = limit_range({"type": "Container", "min": {"cpu": "100m"}})
+    lr = limit_range({"type": "Pod", "min": {"cpu": "100m"}})
     assert forbidden(lambda: apply_limit_ranges(pod("p", ctr()), [lr])).endswith(
-        "minimum cpu usage per Container is 100m.  No request is specified"
+        "minimum cpu usage per Pod is 100m.  No request is specified"
     )
 
 

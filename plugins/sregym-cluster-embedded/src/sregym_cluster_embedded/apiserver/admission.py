@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
-from .defaults import pod_qos_class
+from .defaults import apply_defaults, pod_qos_class
 from .quantity import DECIMAL_SI, QuantityError, format_quantity, milli_value, parse_quantity, quantity_format
 
 __all__ = [
@@ -165,6 +165,10 @@ def _container_defaults(limit_range: dict[str, Any]) -> tuple[dict[str, Any], di
     for item in _dicts(_spec(limit_range).get("limits")):
         if item.get("type") != "Container":
             continue
+        # Apply the LimitRange's own defaulting (max -> default -> defaultRequest, min ->
+        # defaultRequest) in case the object was stored without it.
+        item = copy.deepcopy(item)
+        apply_defaults("", "v1", "LimitRange", {"spec": {"limits": [item]}})
         if isinstance(item.get("default"), dict):
             limits.update(item["default"])
         if isinstance(item.get("defaultRequest"), dict):
