@@ -43,7 +43,7 @@ async def node_cluster(nodes: int = 1, **options) -> AsyncIterator[tuple]:
         assert not survivors, f"processes survived NodeSet.stop(): {survivors}"
 
 
-async def wait_for(fetch: Callable, check: Callable[[dict], bool], timeout: float = 20.0, interval: float = 0.1):
+async def wait_for(fetch: Callable, check: Callable[[dict], bool], timeout: float = 40.0, interval: float = 0.1):
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:

@@ -189,3 +189,19 @@ def test_post_start_and_pre_stop_hooks_run():
             result = await wait_for(lines, lambda r: "term" in r["lines"], timeout=10)
             assert result["lines"] == ["poststart", "prestop", "term"]
     run(body())
+
+
+def test_active_deadline_and_fallback_termination_message():
+    async def body():
+        async with node_cluster() as (client, _):
+            await client.create("pods", pod_manifest("late", [{"name": "c", "image": "busybox", "command": ["sleep", "60"]}],
+                                                     activeDeadlineSeconds=1))
+            await client.create("pods", pod_manifest("msg", [{
+                "name": "c", "image": "busybox", "command": ["sh", "-c", "echo first; echo last words; exit 2"],
+                "terminationMessagePolicy": "FallbackToLogsOnError"}], restartPolicy="Never"))
+            pod = await wait_for(pod_getter(client, "late"), lambda p: p["status"].get("phase") == "Failed")
+            assert pod["status"]["reason"] == "DeadlineExceeded"
+            pod = await wait_for(pod_getter(client, "msg"), lambda p: p["status"].get("phase") == "Failed")
+            terminated = container_status(pod)["state"]["terminated"]
+            assert terminated["exitCode"] == 2 and terminated["message"] == "first\nlast words"
+    run(body())

@@ -39,6 +39,14 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def _log_tail(path: Path | None, lines: int = 80, limit: int = 2048) -> str:
+    """The kubelet's FallbackToLogsOnError message: the last lines of the log, at most 2 KiB."""
+    if path is None or not path.exists():
+        return ""
+    text = b"\n".join(line.split(b" ", 3)[-1] for line in path.read_bytes().splitlines()[-lines:])
+    return text[-limit:].decode("utf-8", "replace")
+
+
 def container_limits(container: dict) -> Limits:
     limits = (container.get("resources") or {}).get("limits") or {}
     try:
@@ -315,8 +323,13 @@ class ContainerRunner:
             reason, exit_code = "OOMKilled", 137
         else:
             reason = "Completed" if exit_code == 0 else "Error"
-        self._finish({"exitCode": exit_code, "reason": reason, "startedAt": started_iso,
-                      "finishedAt": _now(), "containerID": self.container_id})
+        terminated = {"exitCode": exit_code, "reason": reason, "startedAt": started_iso,
+                      "finishedAt": _now(), "containerID": self.container_id}
+        if exit_code != 0 and self.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+            terminated["message"] = _log_tail(self.log_path)
+        if code < 0:
+            terminated["signal"] = -code
+        self._finish(terminated)
         self._finished_at = time.monotonic()
         self._exited.set()
         return exit_code

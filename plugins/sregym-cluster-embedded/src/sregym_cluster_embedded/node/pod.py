@@ -228,6 +228,9 @@ class PodWorker:
                 return
             delay = min(delay * 2, 30.0)
         self.sandbox_ready = True
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline:
+            self._tasks.append(asyncio.create_task(self._deadline(float(deadline))))
         if self.init_runners:
             for runner in self.runners:
                 runner.state = {"waiting": {"reason": "PodInitializing"}}
@@ -266,6 +269,16 @@ class PodWorker:
         for runner in self.all_runners():
             if runner.name in specs and specs[runner.name].get("image") != runner.spec.get("image"):
                 await runner.update_spec(specs[runner.name])
+
+    async def _deadline(self, seconds: float) -> None:
+        """spec.activeDeadlineSeconds: the kubelet fails the pod and stops its containers."""
+        if await self.sleep(seconds):
+            return
+        self.failed = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+        await self.agent.event(self.pod, "DeadlineExceeded", self.failed[1], "Normal")
+        self._stop.set()
+        await asyncio.gather(*(r.stop(self.grace_period) for r in self.all_runners()), return_exceptions=True)
+        self.mark_dirty()
 
     async def _refresh_loop(self) -> None:
         while not await self.sleep(CONFIG_REFRESH_S):
