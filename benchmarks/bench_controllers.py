@@ -8,8 +8,11 @@
   directly to the backend, over fresh connections.
 * DNS: median latency of an A query to the cluster DNS server.
 
+* --real: the same apply against a real cluster process (`cluster up`, real kubectl, pods run as real
+  busybox `sleep` processes by the node agents): apply -> all pods created, scheduled, Ready.
+
     python benchmarks/bench_controllers.py [--deployments 10] [--replicas 3] [--nodes 3] [--rounds 3]
-                                           [--requests 200] [--json out.json]
+                                           [--requests 200] [--real] [--json out.json]
 """
 
 from __future__ import annotations
@@ -191,6 +194,47 @@ async def proxy_round(requests: int) -> dict[str, float]:
             "dns_median_ms": statistics.median(dns) * 1000}
 
 
+def real_round(deployments: int, replicas: int, nodes: int) -> dict[str, float]:
+    """apply -> created / scheduled / all Ready on a real cluster process with real pod processes."""
+    import os
+    import subprocess
+
+    import yaml
+    from sregym_cluster_embedded import cluster
+
+    kubectl = Path(sys.executable).parent / "kubectl"
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["SREGYM_HOME"] = home
+        info = cluster.up("benchctrl", nodes)
+        try:
+            docs = []
+            for i in range(deployments):
+                d = deployment(i, replicas)
+                d["spec"]["template"]["spec"]["containers"][0].update(image="busybox", command=["sleep", "3600"])
+                docs.append(d)
+            manifest = yaml.safe_dump_all(docs)
+            base = [str(kubectl), f"--kubeconfig={info.kubeconfig}", f"--cache-dir={home}/kc"]
+            total = deployments * replicas
+            t0 = time.perf_counter()
+            subprocess.run(base + ["apply", "-f", "-"], input=manifest, text=True, check=True, capture_output=True)
+            marks: dict[str, float] = {"apply_returned_s": time.perf_counter() - t0}
+            while "ready_s" not in marks and time.perf_counter() - t0 < 120:
+                out = subprocess.run(base + ["get", "pods", "-o", "json"], text=True, capture_output=True, check=True)
+                pods = json.loads(out.stdout)["items"]
+                now = time.perf_counter() - t0
+                if len(pods) >= total:
+                    marks.setdefault("created_s", now)
+                    if all(p["spec"].get("nodeName") for p in pods):
+                        marks.setdefault("scheduled_s", now)
+                    if all(any(c["type"] == "Ready" and c["status"] == "True"
+                               for c in (p.get("status") or {}).get("conditions") or []) for p in pods):
+                        marks["ready_s"] = now
+                time.sleep(0.05)
+            return {f"real_{k}": v for k, v in marks.items()}
+        finally:
+            cluster.down("benchctrl")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deployments", type=int, default=10)
@@ -198,12 +242,16 @@ async def main() -> None:
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--real", action="store_true", help="also measure on a real cluster process")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     rounds = [await rollout_round(args.deployments, args.replicas, args.nodes) for _ in range(args.rounds)]
     result = {"pods": args.deployments * args.replicas,
               **{k: statistics.median(r[k] for r in rounds) for k in rounds[0]},
               **await proxy_round(args.requests)}
+    if args.real:
+        result.update(await asyncio.get_running_loop().run_in_executor(
+            None, real_round, args.deployments, args.replicas, args.nodes))
     for key, value in result.items():
         print(f"{key:28s} {value:.4f}" if isinstance(value, float) else f"{key:28s} {value}")
     if args.json:

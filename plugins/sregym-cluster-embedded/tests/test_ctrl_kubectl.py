@@ -123,13 +123,13 @@ def http_status(url: str) -> int:
         return resp.status
 
 
-def dns_a(server: str, name: str) -> str | None:
+def dns_a(server: tuple[str, int], name: str) -> str | None:
     """The first A record for `name` from the cluster DNS (None on NXDOMAIN or no answer)."""
     query = struct.pack("!6H", 7, 0x100, 1, 0, 0, 0) + b"".join(
         bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack("!2H", 1, 1)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.settimeout(3)
-        sock.sendto(query, (server, 53))
+        sock.sendto(query, server)
         data = sock.recv(512)
     answers = struct.unpack("!H", data[6:8])[0]
     return socket.inet_ntoa(data[-4:]) if answers else f"rcode={data[3] & 15}"
@@ -143,8 +143,14 @@ def test_rollout_lifecycle_and_service_traffic(cluster: Cluster) -> None:
     ip = svc["spec"]["clusterIP"]
     assert ip.startswith(cluster.info.service_cidr_prefix + ".")
     assert http_status(f"http://{ip}/") == 200  # through the service proxy to a real python process
-    assert dns_a(f"{cluster.info.service_cidr_prefix}.0.10", "web.default.svc.cluster.local") == ip
-    eps = cluster.json("get", "endpoints", "web")
+    # port 53 of this address may belong to a cluster of another SREGYM_HOME: ask where DNS really is
+    dns = json.loads((Path(cluster.info.state_dir) / "network.json").read_text())
+    assert dns["dns_host"] == f"{cluster.info.service_cidr_prefix}.0.10"
+    assert dns_a((dns["dns_host"], dns["dns_port"]), "web.default.svc.cluster.local") == ip
+    deadline = time.monotonic() + 15  # Endpoints follow pod readiness a moment after the rollout
+    while len((eps := cluster.json("get", "endpoints", "web"))["subsets"][0].get("addresses", [])) < 3 \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert len(eps["subsets"][0]["addresses"]) == 3 and eps["subsets"][0]["ports"][0]["port"] == 8080
 
     k("set", "image", "deploy/web", "web=python:3.12")
@@ -211,6 +217,15 @@ def test_statefulset_job_and_namespace_deletion(cluster: Cluster) -> None:
         time.sleep(0.2)
     assert (path / "x").read_text() == "hi\n"  # the pod wrote into its provisioned volume
     assert "kube-root-ca.crt" in k("get", "configmaps", "-n", "shop")
+    k("set", "env", "sts/db", "-n", "shop", "MODE=two")
+    k("rollout", "status", "sts/db", "-n", "shop", "--timeout=90s")
+    history = k("rollout", "history", "sts/db", "-n", "shop")
+    assert "1         <none>" in history and "2         <none>" in history
+    k("rollout", "undo", "sts/db", "-n", "shop")
+    k("rollout", "status", "sts/db", "-n", "shop", "--timeout=90s")
+    template = cluster.json("get", "sts", "db", "-n", "shop")["spec"]["template"]
+    assert not template["spec"]["containers"][0].get("env")
+    assert "3         <none>" in k("rollout", "history", "sts/db", "-n", "shop")
     k("delete", "namespace", "shop", "--timeout=90s")
     assert "NotFound" in k("get", "namespace", "shop", check=False)
     deadline = time.monotonic() + 20

@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import scheduling as sch
 from .base import Controller, Key
 from .replicaset import pod_from_template
+from .revisions import ensure_revision
 from .util import (
     Obj,
     int_or_percent,
@@ -44,6 +45,7 @@ class DaemonSetController(Controller):
         self.sets = self.watch("daemonsets.apps")
         self.pods = self.watch("pods", lambda _e, pod, _o: self.enqueue_owner(pod, "DaemonSet"))
         self.nodes = self.watch("nodes", lambda _e, _n, _o: self._all())
+        self.revisions = self.ctx.informer("controllerrevisions.apps")
 
     def _all(self) -> None:
         for ds in self.sets.list():
@@ -55,6 +57,7 @@ class DaemonSetController(Controller):
             return
         ns = key[0]
         rev = template_hash(ds.get("spec", {}).get("template") or {})
+        await ensure_revision(self.client, self.revisions, ds, f"{name_of(ds)}-{rev}", rev)
         pods = [p for p in self.pods.list(ns) if is_controlled_by(p, ds)]
         by_node: dict[str, list[Obj]] = {}
         for pod in pods:

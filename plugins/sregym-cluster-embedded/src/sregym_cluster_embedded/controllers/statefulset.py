@@ -7,6 +7,7 @@ import re
 
 from .base import Controller, Key
 from .replicaset import pod_from_template
+from .revisions import ensure_revision
 from .util import (
     Obj,
     is_controlled_by,
@@ -103,22 +104,7 @@ class StatefulSetController(Controller):
         await self._status(sts, update_rev)
 
     async def _ensure_revision(self, sts: Obj, rev: str) -> None:
-        ns = sts["metadata"].get("namespace", "")
-        if self.revisions.get(ns, rev) is not None:
-            return
-        existing = [r for r in self.revisions.list(ns) if is_controlled_by(r, sts)]
-        number = max((int(r.get("revision") or 0) for r in existing), default=0) + 1
-        body = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
-                "metadata": {"name": rev, "namespace": ns, "labels": dict(
-                    (sts.get("spec", {}).get("selector") or {}).get("matchLabels") or {},
-                    **{REVISION_LABEL: rev.rsplit("-", 1)[-1]}), "ownerReferences": [owner_ref(sts)]},
-                "data": {"spec": {"template": copy.deepcopy(sts["spec"].get("template") or {})}},
-                "revision": number}
-        try:
-            self.revisions.upsert(await self.client.create("controllerrevisions.apps", body, ns))
-        except Exception as exc:
-            if api_error_code(exc) not in (409, 404):
-                raise
+        await ensure_revision(self.client, self.revisions, sts, rev, rev.rsplit("-", 1)[-1])
 
     async def _create(self, sts: Obj, ordinal: int, rev: str) -> bool:
         ns = sts["metadata"].get("namespace", "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import json
 import logging
 import re
 from pathlib import Path
@@ -62,9 +63,20 @@ class Network:
         self.view.start()
         await self.view.wait_synced()
         await self.dns.start()
+        self._write_info()
         self.proxy.start()
         await self._ensure_dns_service()
         return self
+
+    def _write_info(self) -> None:
+        """`<state_dir>/network.json`: where DNS really listens (port 53 may be taken by another cluster)."""
+        state_dir = getattr(self.settings, "state_dir", None)
+        if not state_dir:
+            return
+        with contextlib.suppress(OSError):
+            Path(state_dir).mkdir(parents=True, exist_ok=True)
+            (Path(state_dir) / "network.json").write_text(json.dumps(
+                {"dns_host": self.dns.host, "dns_port": self.dns.port, "domain": self.domain}))
 
     async def _ensure_dns_service(self) -> None:
         """`kube-dns` in kube-system, so `kubectl get svc -A` and clients' expectations match a real cluster."""
