@@ -205,3 +205,18 @@ def test_active_deadline_and_fallback_termination_message():
             terminated = container_status(pod)["state"]["terminated"]
             assert terminated["exitCode"] == 2 and terminated["message"] == "first\nlast words"
     run(body())
+
+
+def test_python_fallback_without_the_preload_shim_binds_pod_ips():
+    async def body():
+        async with node_cluster(preload_shim=False) as (client, _):
+            server = "import http.server as h; h.HTTPServer(('0.0.0.0', 8080), h.SimpleHTTPRequestHandler).serve_forever()"
+            for name in ("one", "two"):  # same port, two pods: only works when each binds its pod IP
+                await client.create("pods", pod_manifest(name, [{
+                    "name": "c", "image": "python:3.11", "command": ["python", "-c", server],
+                    "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 0.2}}]))
+            for name in ("one", "two"):
+                pod = await wait_for(pod_getter(client, name), lambda p: condition(p, "Ready").get("status") == "True")
+                assert container_status(pod)["restartCount"] == 0
+                assert "LD_PRELOAD" not in str(pod)
+    run(body())

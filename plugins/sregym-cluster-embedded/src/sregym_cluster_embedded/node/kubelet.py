@@ -367,14 +367,16 @@ class NodeSet:
     def __init__(self, client: Any, settings: Any, *, image_sources: Iterable[Callable[[], Iterable[tuple[str, Recipe]]]] = (),
                  service_env: Callable[[str], Any] | None = None, backend: str | None = None,
                  node_names: list[str] | None = None, pod_env: Callable[[dict], dict] | None = None,
-                 resolv_conf: Callable[[dict], str | None] | None = None, mount_ns: bool | None = None) -> None:
+                 resolv_conf: Callable[[dict], str | None] | None = None, mount_ns: bool | None = None,
+                 preload_shim: bool = True) -> None:
         self.client = client
         self.settings = settings
         self.catalog = default_catalog(image_sources)
         self.backend = detect_backend(settings.name, backend)
         state_dir = Path(settings.state_dir)
         state_dir.mkdir(parents=True, exist_ok=True)
-        self.shim = build_shim(state_dir)
+        # without the compiled shim, Python containers get the sitecustomize fallback
+        self.shim = build_shim(state_dir) if preload_shim else None
         self.service_env_source = service_env
         #: extra env for every container of a pod (e.g. the network's DNS settings); called per start
         self.pod_env = pod_env
