@@ -145,3 +145,32 @@ def test_plugin_handle_snapshot_restore(home: Path) -> None:
     finally:
         handle.down()
     assert pid is not None and gone(pid)
+
+
+def test_real_pods_exec_logs_and_cleanup(home: Path) -> None:
+    """The whole process with its node agent: a busybox pod really runs; exec, logs and delete work;
+    down leaves no pod process behind."""
+    from sregym_cluster_embedded import cluster
+
+    info = cluster.up("realpods", 1)
+    marker = "4242.5"
+    try:
+        kc = info.kubeconfig
+        assert kc is not None
+        kubectl(kc, "run", "sleeper", "--image=busybox", "--", "sh", "-c", f"echo started; sleep {marker}")
+        kubectl(kc, "wait", "--for=condition=Ready", "pod/sleeper", "--timeout=60s")
+        assert kubectl(kc, "exec", "sleeper", "--", "echo", "inside").stdout == "inside\n"
+        assert "started" in kubectl(kc, "logs", "sleeper").stdout
+        assert any(marker in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))
+        kubectl(kc, "delete", "pod", "sleeper", "--grace-period=1", "--wait=true")
+        assert kubectl(kc, "get", "pods", "-o", "name").stdout.strip() == ""
+        kubectl(kc, "run", "again", "--image=busybox", "--", "sleep", marker)
+        kubectl(kc, "wait", "--for=condition=Ready", "pod/again", "--timeout=60s")
+    finally:
+        cluster.down("realpods")
+    assert info.pid is not None and gone(info.pid)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(
+            marker in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])):
+        time.sleep(0.1)
+    assert not any(marker in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))

@@ -142,3 +142,35 @@ def test_watch_list_bookmark(api_server: ThreadedApiServer, namespace: str) -> N
         assert code == 410 or code == 200
     finally:
         conn.close()
+
+
+def test_quota_and_limit_range_admission(kubectl: Kubectl, namespace: str) -> None:
+    ns = ["-n", namespace]
+    kubectl("create", "quota", "q", "--hard=pods=1,count/deployments.apps=1", *ns)
+    kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": namespace},
+        "spec": {"limits": [{"type": "Container", "default": {"cpu": "250m", "memory": "64Mi"},
+                             "defaultRequest": {"cpu": "100m", "memory": "32Mi"}}]}}))
+    kubectl("run", "first", "--image=busybox", *ns)
+    pod = json.loads(kubectl("get", "pod", "first", "-o", "json", *ns).stdout)
+    assert pod["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "250m", "memory": "64Mi"},
+                                                         "requests": {"cpu": "100m", "memory": "32Mi"}}
+    second = kubectl("run", "second", "--image=busybox", *ns, check=False)
+    assert second.returncode == 1
+    assert ('pods "second" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1'
+            in second.stderr)
+    kubectl("create", "deployment", "d1", "--image=nginx", *ns)
+    third = kubectl("create", "deployment", "d2", "--image=nginx", *ns, check=False)
+    assert third.returncode == 1 and "exceeded quota: q" in third.stderr
+    quota = json.loads(kubectl("get", "quota", "q", "-o", "json", *ns).stdout)
+    assert quota["status"]["used"]["pods"] == "1"
+
+
+def test_attach_streams_output(k8s_client: Any, namespace: str, api_server: ThreadedApiServer) -> None:
+    from kubernetes import client
+    from kubernetes.stream import stream
+
+    running_pod(api_server, namespace, "solo")
+    out = stream(client.CoreV1Api(k8s_client).connect_get_namespaced_pod_attach, "solo", namespace,
+                 stderr=True, stdin=False, stdout=True, tty=False, _request_timeout=10)
+    assert "followed line" in out

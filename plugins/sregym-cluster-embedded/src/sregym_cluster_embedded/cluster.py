@@ -110,9 +110,9 @@ def _readyz(url: str, ca: Path, timeout: float = 2.0) -> bool:
         conn.close()
 
 
-def _log_tail(state_dir: Path, lines: int = 15) -> list[str]:
+def _log_tail(state_dir: Path, lines: int = 15, file: str = "cluster.log") -> list[str]:
     try:
-        return (state_dir / "cluster.log").read_text(errors="replace").splitlines()[-lines:]
+        return (state_dir / file).read_text(errors="replace").splitlines()[-lines:]
     except FileNotFoundError:
         return []
 
@@ -153,11 +153,20 @@ def up(name: str = "default", nodes: int = 1, *, owner_pid: int | None = None, t
     finally:
         os.close(read_fd)
     info = status(name)
-    if not ready or not info.running or not _readyz(info.url or "", state_dir / "pki" / "ca.crt"):
+    answered = False
+    while ready and info.running and not answered:
+        answered = _readyz(info.url or "", state_dir / "pki" / "ca.crt")
+        if answered or time.monotonic() > deadline or proc.poll() is not None:
+            break
+        time.sleep(0.1)  # a loaded machine may need a moment for the TLS handshake
+    if not answered:
         if proc.poll() is None:
             _stop_pid(proc.pid, 5.0)
-        raise ClusterError(f"cluster {name!r} did not start", hints=_log_tail(state_dir) or
-                           [f"see {state_dir / 'cluster.log'}"])
+        why = "exited early" if proc.poll() not in (None, 0) else ("never reported ready" if not ready
+                                                                   else "did not answer /readyz")
+        raise ClusterError(f"cluster {name!r} did not start ({why})",
+                           hints=_log_tail(state_dir) + _log_tail(state_dir, 5, "daemon.out")
+                           or [f"see {state_dir / 'cluster.log'}"])
     return info
 
 

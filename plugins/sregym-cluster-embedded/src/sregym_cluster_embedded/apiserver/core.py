@@ -455,7 +455,7 @@ class ApiCore:
                 ns_objects = {
                     key: list(self.store.list(key, namespace))
                     for key in ("pods", "services", "configmaps", "secrets", "persistentvolumeclaims",
-                                "replicationcontrollers", "resourcequotas")
+                                "replicationcontrollers", "resourcequotas", rt.storage_key)
                 }
                 updated = mod.check_quota(rt.plural if not rt.group else rt.key, obj, [clone(q) for q in quotas],
                                           ns_objects)
