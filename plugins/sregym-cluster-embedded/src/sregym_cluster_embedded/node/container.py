@@ -10,12 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import psutil
 
 from . import mountns
 from .cgroups import Group, Limits, free_key
@@ -30,6 +33,7 @@ from .quantity import cpu_millis, memory_bytes
 if TYPE_CHECKING:
     from .pod import PodWorker
 
+log = logging.getLogger(__name__)
 BACKOFF_INITIAL = 10.0
 BACKOFF_MAX = 300.0
 BACKOFF_RESET_AFTER = 600.0
@@ -302,6 +306,7 @@ class ContainerRunner:
         self.started = "startupProbe" not in self.spec
         self.ready = False
         self._start_probes()
+        self._probe_tasks.append(asyncio.create_task(self._check_listeners()))
         post_start = ((self.spec.get("lifecycle") or {}).get("postStart"))
         if post_start:
             ok, message = await self._run_hook(post_start, 30.0)
@@ -432,6 +437,27 @@ class ContainerRunner:
                 os.close(join_fd)
         self.worker.agent.track(proc.pid)
         return proc
+
+    async def _check_listeners(self, delay: float = 3.0) -> None:
+        """Warn when the container listens on a wildcard address: the bind shim did not apply
+        (a static binary, say), so the port is taken on every pod IP of the machine."""
+        await asyncio.sleep(delay)
+        if not self.running() or self.worker.pod.get("spec", {}).get("hostNetwork"):
+            return
+        pids = self.group.pids() if self.group is not None else []
+        for pid in pids:
+            try:
+                proc = psutil.Process(pid)
+                connections = proc.net_connections(kind="inet") if hasattr(proc, "net_connections") \
+                    else proc.connections(kind="inet")
+            except psutil.Error:
+                continue
+            for conn in connections:
+                if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.ip in ("0.0.0.0", "::"):
+                    log.warning("pod %s/%s container %s listens on %s:%s, not on its pod IP %s: the bind shim did "
+                                "not apply, so this port is taken on every pod IP", self.worker.namespace,
+                                self.worker.name, self.name, conn.laddr.ip, conn.laddr.port, self.worker.pod_ip)
+                    return
 
     # ------------------------------------------------------------ hooks and stop
 
