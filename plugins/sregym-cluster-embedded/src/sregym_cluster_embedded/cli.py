@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster.main(args=argv, prog_name="python -m sregym_cluster_embedded", standalone_mode=True)
     except SystemExit as exc:
+        if isinstance(exc.code, str):
+            click.echo(f"Error: {exc.code}", err=True)
+            return 1
         return int(exc.code or 0)
     return 0
 

@@ -83,7 +83,14 @@ class ClusterProcess:
             from .plugin_images import plugin_image_source
 
             # images that installed apps and plugins declare (the node's own catalog has the standard ones)
-            nodes = await self._start_part("node", "start_nodes", image_sources=[plugin_image_source])
+            node_options: dict[str, Any] = {"image_sources": [plugin_image_source]}
+            if dict(self.parts).get("network") is not None:
+                # pods resolve cluster names through the network's DNS: a resolv.conf in their mount
+                # namespace (root) or the resolver hook the env points Python processes at (no root)
+                from . import network as cluster_network
+
+                node_options.update(pod_env=cluster_network.pod_dns_env, resolv_conf=cluster_network.pod_resolv_conf)
+            nodes = await self._start_part("node", "start_nodes", **node_options)
             runtime = getattr(nodes, "runtime", None)
             if runtime is not None:
                 self.server.core.runtime = runtime
@@ -116,6 +123,14 @@ class ClusterProcess:
         await self.server.stop()
 
 
+def _running_daemon(name: str) -> int | None:
+    """Another live daemon serving ``name`` (two would clobber one state directory)."""
+    from .cluster import _daemon_pid
+
+    pid = _daemon_pid(name)
+    return pid if pid is not None and pid != os.getpid() else None
+
+
 def _write_state(state_dir: Path, settings: ClusterSettings, started: float) -> None:
     info = {
         "name": settings.name, "pid": os.getpid(), "api_host": settings.api_host, "api_port": settings.api_port,
@@ -133,6 +148,9 @@ def _write_state(state_dir: Path, settings: ClusterSettings, started: float) -> 
 async def serve(name: str, nodes: int, *, owner_pid: int | None = None, host: str = "127.0.0.1", port: int = 0,
                 node_cpu: str = "4", node_memory: str = "8Gi", ready_fd: int | None = None) -> None:
     started = time.monotonic()
+    other = _running_daemon(name)
+    if other is not None:
+        raise SystemExit(f"cluster {name!r} is already served by pid {other}")
     settings = make_settings(name, nodes, host=host, port=port, node_cpu=node_cpu, node_memory=node_memory)
     state_dir = Path(settings.state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
