@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -81,11 +82,11 @@ def allocate(name: str) -> tuple[str, str]:
     """(pod prefix, service prefix) for cluster ``name``: the same each time for one name."""
 
     def take(table: dict[str, int]) -> int:
-        if name in table:
+        if name in table and _claim_machine_wide(table[name], name):
             return table[name]
         used = set(table.values())
         for index in range(MAX_CLUSTERS):
-            if index not in used:
+            if index not in used and _claim_machine_wide(index, name):
                 table[name] = index
                 return index
         raise RuntimeError(f"no free address range: {MAX_CLUSTERS} clusters already allocated")
@@ -96,4 +97,71 @@ def allocate(name: str) -> tuple[str, str]:
 
 def release(name: str) -> None:
     """Give cluster ``name``'s address range back."""
-    _locked_table(lambda table: table.pop(name, None))
+    index = _locked_table(lambda table: table.pop(name, None))
+    if index is not None:
+        _release_machine_wide(index, name)
+
+
+# -- machine-wide claims ----------------------------------------------------------------------------
+# The table above is per $SREGYM_HOME, but addresses are per machine: two homes (two users' runs, or
+# tests with temporary homes) must never hand out the same range. Each range is also claimed in a
+# machine-wide registry; a claim is kept while its cluster's state directory has a live daemon pid,
+# or for a short grace period while that cluster is still starting.
+CLAIM_GRACE_S = 120.0
+
+
+def _machine_registry() -> Path:
+    return Path(os.environ.get("SREGYM_RANGE_REGISTRY", f"/tmp/sregym-ranges-{os.getuid()}.json"))
+
+
+def _claim_alive(claim: dict) -> bool:
+    pid_file = Path(claim.get("dir", "")) / "pid"
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+        return True
+    except (OSError, ValueError):
+        return time.time() - float(claim.get("at", 0)) < CLAIM_GRACE_S and not pid_file.exists()
+
+
+def _with_registry(update: Callable[[dict[str, dict]], T]) -> T:
+    path = _machine_registry()
+    with open(path.with_suffix(".lock"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            try:
+                registry = json.loads(path.read_text())
+                if not isinstance(registry, dict):
+                    registry = {}
+            except (FileNotFoundError, ValueError):
+                registry = {}
+            result = update(registry)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(registry, indent=2, sort_keys=True))
+            tmp.replace(path)
+            return result
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _claim_machine_wide(index: int, name: str) -> bool:
+    directory = str(cluster_dir(name).resolve())
+
+    def claim(registry: dict[str, dict]) -> bool:
+        current = registry.get(str(index))
+        if current and current.get("dir") != directory and _claim_alive(current):
+            return False
+        registry[str(index)] = {"dir": directory, "at": time.time()}
+        return True
+
+    return _with_registry(claim)
+
+
+def _release_machine_wide(index: int, name: str) -> None:
+    directory = str(cluster_dir(name).resolve())
+
+    def drop(registry: dict[str, dict]) -> None:
+        if registry.get(str(index), {}).get("dir") == directory:
+            registry.pop(str(index))
+
+    _with_registry(drop)
