@@ -283,3 +283,21 @@ async def test_orphans_are_adopted_again(cluster: Cluster):
     await settle(adopted, timeout=10)
     await asyncio.sleep(0.3)
     assert sorted(p["metadata"]["uid"] for p in await c.list("pods", "default", label_selector="app=adopt")) == pods_before
+
+
+async def test_job_on_failure_counts_container_restarts(cluster: Cluster):
+    c = cluster.client
+    await c.create("jobs.batch", {"metadata": {"name": "flaky"}, "spec": {
+        "backoffLimit": 2, "template": {"spec": {"restartPolicy": "OnFailure",
+                                                 "containers": [{"name": "m", "image": "busybox"}]}}}}, "default")
+    await settle(lambda: _len(c.list("pods", "default", label_selector="job-name=flaky"), 1), timeout=10)
+    (pod,) = await c.list("pods", "default", label_selector="job-name=flaky")
+    await c.patch("pods", pod["metadata"]["name"], {"status": {"containerStatuses": [
+        {"name": "m", "restartCount": 3, "ready": False, "image": "busybox", "imageID": "",
+         "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}, "default", subresource="status")
+
+    async def failed():
+        job = await c.get("jobs.batch", "flaky", "default")
+        return any(x["type"] == "Failed" and x["reason"] == "BackoffLimitExceeded"
+                   for x in (job.get("status") or {}).get("conditions", []))
+    await settle(failed, timeout=10)

@@ -58,7 +58,11 @@ class JobController(Controller):
         failed_pods = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
         previous = job.get("status") or {}
         succeeded = max(len(succeeded_pods), int(previous.get("succeeded") or 0))
+        # with restartPolicy OnFailure the kubelet restarts containers in place: restarts count as failures
+        restarts = sum(c.get("restartCount", 0) for p in active for c in (p.get("status") or {}).get("containerStatuses") or []) \
+            if (spec.get("template", {}).get("spec") or {}).get("restartPolicy") == "OnFailure" else 0
         failed = max(len(failed_pods), int(previous.get("failed") or 0))
+        failed_for_limit = max(failed, len(failed_pods) + restarts)
         completions = spec.get("completions")
         parallelism = int(spec.get("parallelism", 1) if spec.get("parallelism") is not None else 1)
         backoff_limit = int(spec.get("backoffLimit", 6) if spec.get("backoffLimit") is not None else 6)
@@ -71,7 +75,7 @@ class JobController(Controller):
             active = []
             conditions = _upsert(conditions, "Suspended", "True", "JobSuspended", "Job suspended")
             status.pop("startTime", None)
-        elif failed > backoff_limit:
+        elif failed_for_limit > backoff_limit:
             outcome = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
         elif spec.get("activeDeadlineSeconds") is not None and (now() - (parse_time(status["startTime"]) or now())) \
                 .total_seconds() >= int(spec["activeDeadlineSeconds"]):
