@@ -142,3 +142,22 @@ async def test_network_env_and_python_hook_resolve_cluster_names(net):
     lines = out.decode().split("\n")
     assert lines[0] == web["spec"]["clusterIP"], err.decode()
     assert lines[1] == f"('{web['spec']['clusterIP']}', 80)" and lines[2] == "127.0.0.1" and lines[3] == "refused"
+
+
+@pytest.mark.needs_root
+async def test_private_resolv_conf_lets_glibc_resolve_cluster_names(net, tmp_path):
+    from sregym_cluster_embedded.network import private_resolv_argv
+
+    if net.dns.port != 53:
+        pytest.skip("port 53 of the DNS address is taken on this machine")
+    conf = tmp_path / "resolv.conf"
+    conf.write_text(net.resolv_conf({"metadata": {"namespace": "default"}, "spec": {}}))
+    argv = private_resolv_argv(["getent", "ahostsv4", "web"], conf)
+    if argv is None:
+        pytest.skip("needs root and unshare")
+    host_resolv = open("/etc/resolv.conf").read()
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 20)
+    web = await net.client.get("services", "web", "default")
+    assert out.decode().split()[0] == web["spec"]["clusterIP"], err.decode()
+    assert open("/etc/resolv.conf").read() == host_resolv  # the bind mount stayed private

@@ -14,7 +14,9 @@ import contextlib
 import ipaddress
 import json
 import logging
+import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +210,15 @@ def pod_resolv_conf(pod: Obj, *, settings: Any = None, dns_address: str | None =
     return "\n".join(lines) + "\n"
 
 
+def private_resolv_argv(argv: list[str], resolv_conf: str | Path) -> list[str] | None:
+    """Wrap a container command so it runs in a private mount namespace where `resolv_conf` is bind-mounted
+    on /etc/resolv.conf (needs root and util-linux `unshare`; None when that is not possible)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return None
+    script = 'mount --bind "$0" /etc/resolv.conf && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, str(resolv_conf), *argv]
+
+
 def pod_dns_env(pod: Obj, *, network: Network | None = None) -> dict[str, str]:
     """Environment for the no-root resolver hook: prepend SREGYM PYTHONPATH entry to the pod's own."""
     net = network or _current
@@ -264,4 +275,5 @@ def service_env_vars(namespace: str, *, enable_service_links: bool = True) -> di
 
 
 __all__ = ["Network", "start_network", "current", "pod_resolv_conf", "pod_dns_env", "service_env_vars",
+           "private_resolv_argv",
            "build_service_env", "dns_ip", "HOOK_DIR"]
