@@ -305,3 +305,23 @@ def test_secret_string_data(c: LocalClient) -> None:
     with pytest.raises(ApiError) as err:
         run(c.create("secrets", {"metadata": {"name": "t"}, "data": {"x": "%%%"}}, "default"))
     assert err.value.code == 400
+
+
+def test_quota_usage_is_recounted() -> None:
+    pytest.importorskip("sregym_cluster_embedded.apiserver.admission")
+
+    async def scenario() -> list[str]:
+        c = new_local_cluster()
+        seen = []
+        await c.create("resourcequotas", {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "5"}}}, "default")
+        await asyncio.sleep(0)
+        seen.append((await c.get("resourcequotas", "q", "default"))["status"]["used"]["pods"])
+        for name in ("a", "b"):
+            await c.create("pods", pod(name), "default")
+        seen.append((await c.get("resourcequotas", "q", "default"))["status"]["used"]["pods"])
+        await c.delete("pods", "a", "default")
+        await asyncio.sleep(0)
+        seen.append((await c.get("resourcequotas", "q", "default"))["status"]["used"]["pods"])
+        return seen
+
+    assert run(scenario()) == ["0", "2", "1"]

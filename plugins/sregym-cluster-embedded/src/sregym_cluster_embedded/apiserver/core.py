@@ -8,6 +8,7 @@ allocation, CRD registration and the events.k8s.io <-> core/v1 Event conversion.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import random
@@ -41,6 +42,9 @@ POD_MUTABLE_MSG = (
     "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
 )
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+# what ResourceQuota usage is computed from
+QUOTA_COUNTED = ("pods", "services", "configmaps", "secrets", "persistentvolumeclaims", "replicationcontrollers",
+                 "resourcequotas")
 DEFAULT_GRACE = 30
 
 
@@ -72,6 +76,7 @@ class ApiCore:
         self.store = Store()
         self.store.listeners.append(self._on_write)
         self._service_ips: set[str] = set()
+        self._quota_pending: set[str] = set()
         self._node_ports: set[int] = set()
         #: the PodRuntime (logs, exec, metrics); set by the node agents when they start
         self.runtime: Any = None
@@ -430,12 +435,48 @@ class ApiCore:
                         self._node_ports.discard(port.get("nodePort"))
             if event_type != "DELETED":
                 self._commit_service_ips(obj)
-        elif key == "customresourcedefinitions.apiextensions.k8s.io":
+        ns = (obj.get("metadata") or {}).get("namespace")
+        if ns and key in QUOTA_COUNTED and (event_type == "DELETED" or key == "resourcequotas") \
+                and self.store.count("resourcequotas", ns):
+            self._schedule_quota_recount(ns)
+        if key == "customresourcedefinitions.apiextensions.k8s.io":
             spec = obj.get("spec") or {}
             if event_type == "DELETED":
                 self.registry.remove_crd_types(spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
             else:
                 self.registry.set_crd_types(obj)
+
+    # -- quota usage ----------------------------------------------------------------------------
+    def _schedule_quota_recount(self, namespace: str) -> None:
+        """Recount quota usage after the current write (as the real quota controller does)."""
+        if namespace in self._quota_pending:
+            return
+        self._quota_pending.add(namespace)
+        try:
+            asyncio.get_running_loop().call_soon(self._recount_quotas, namespace)
+        except RuntimeError:  # no loop (plain unit use): recount right away
+            self._recount_quotas(namespace)
+
+    def _recount_quotas(self, namespace: str) -> None:
+        self._quota_pending.discard(namespace)
+        mod = optional.admission_module()
+        check = getattr(mod, "check_quota", None)
+        if check is None:
+            return
+        ns_objects = {key: list(self.store.list(key, namespace)) for key in QUOTA_COUNTED}
+        for quota in self.store.list("resourcequotas", namespace):
+            try:
+                # the quota "re-admitting" itself adds nothing and reports what is used now
+                updated = check("resourcequotas", clone(quota), [clone(quota)], ns_objects)
+            except Exception as exc:
+                optional.log.warning("quota recount in %s failed: %s", namespace, exc)
+                continue
+            status = (updated or [{}])[0].get("status")
+            current = self.store.get("resourcequotas", namespace, quota["metadata"]["name"])
+            if current is not None and status and current.get("status") != status:
+                new = dict(current, status=status)
+                new["metadata"] = dict(current["metadata"])
+                self.store.put("resourcequotas", new)
 
     # -- admission ------------------------------------------------------------------------------
     def _admit_create(self, rt: ResourceType, obj: Obj, dry_run: bool) -> None:
