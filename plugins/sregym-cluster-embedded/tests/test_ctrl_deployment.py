@@ -177,9 +177,22 @@ async def test_replicaset_failed_create_event_carries_api_message(cluster: FakeC
     ev = next(e for e in cluster.events if e["reason"] == "FailedCreate")
     assert ev["type"] == "Warning" and ev["message"].startswith("Error creating: pods \"web-x\" is forbidden: exceeded quota")
     assert ev["component"] == "replicaset-controller"
-    rs = cluster.objects("replicasets.apps")[0]
     await settle(lambda: any(c["type"] == "ReplicaFailure" for c in (cluster.objects("replicasets.apps")[0].get("status") or {}).get("conditions", [])))
-    assert rs
+
+    async def surfaced():
+        d = await cluster.get("deployments.apps", "web")
+        return any(c["type"] == "ReplicaFailure" and c["reason"] == "FailedCreate" and "exceeded quota" in c["message"]
+                   for c in (d.get("status") or {}).get("conditions", []))
+    await settle(surfaced)
+    del cluster.fail_create["pods"]
+    rs_name = cluster.objects("replicasets.apps")[0]["metadata"]["name"]
+    await cluster.patch("replicasets.apps", rs_name, {"metadata": {"annotations": {"poke": "1"}}})  # skip the retry wait
+
+    async def recovered():
+        d = await cluster.get("deployments.apps", "web")
+        conds = (d.get("status") or {}).get("conditions", [])
+        return len(cluster.objects("pods")) == 1 and not any(c["type"] == "ReplicaFailure" for c in conds)
+    await settle(recovered, timeout=10)
 
 
 async def test_scale_down_prefers_not_ready_pods(cluster: FakeClient):

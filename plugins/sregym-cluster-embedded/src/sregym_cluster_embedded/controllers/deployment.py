@@ -321,6 +321,13 @@ class DeploymentController(Controller):
             conds = set_condition(conds, "Available", "False", "MinimumReplicasUnavailable",
                                   "Deployment does not have minimum availability.")
         conds = self._progressing(deploy, new_rs, status, previous, conds, created)
+        failure = next((c for rs in sets for c in (rs.get("status") or {}).get("conditions") or []
+                        if c.get("type") == "ReplicaFailure" and c.get("status") == "True"), None)
+        if failure is not None:  # e.g. a quota refusing pods: surfaced on the Deployment as upstream does
+            conds = set_condition(conds, "ReplicaFailure", "True", failure.get("reason", "FailedCreate"),
+                                  failure.get("message", ""))
+        else:
+            conds = [c for c in conds if c.get("type") != "ReplicaFailure"]
         order = {"Available": 0, "Progressing": 1, "ReplicaFailure": 2}
         status["conditions"] = sorted(conds, key=lambda c: order.get(c.get("type"), 9))
         await write_status(self.client, "deployments.apps", deploy, status, self.deploys)
