@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -86,6 +87,7 @@ class ContainerRunner:
         self._probe_tasks: list[asyncio.Task] = []
         self._exited = asyncio.Event()
         self._cpu_sample: tuple[float, int] | None = None
+        self._stop_signal = signal.SIGTERM
         self._cpu_rate = 0
         self.done = False  # finished and will not restart
         self.launched = False  # some instance got as far as running (or failing to start)
@@ -225,7 +227,6 @@ class ContainerRunner:
                                           self.worker.agent.allocatable)
                 root = self.worker.root / "containers" / self.name
                 if root.exists() and self.instance >= 0:  # a new container: fresh writable layer
-                    import shutil
                     shutil.rmtree(root / "rootfs", ignore_errors=True)
                 mounts = self.worker.mounts_for(self.spec)
                 nodes = self.worker.agent.nodes
@@ -258,6 +259,7 @@ class ContainerRunner:
         self.container_id = "containerd://" + hashlib.sha256(
             f"{self.pod['metadata'].get('uid')}/{self.name}/{self.restart_count}/{time.time_ns()}".encode()).hexdigest()
         self.context = context
+        self._stop_signal = recipe.stop_signal
         self._kill_reason = None
         started_iso = _now()
         try:
@@ -490,7 +492,7 @@ class ContainerRunner:
             self.worker.restart_runner(self)
 
     async def stop(self, grace: float) -> None:
-        """Stop for good: preStop hook, SIGTERM, wait up to ``grace``, SIGKILL."""
+        """Stop for good: preStop hook, the stop signal (SIGTERM), wait up to ``grace``, SIGKILL."""
         self._stopping = True
         if self.running():
             await self.event("Killing", f"Stopping container {self.name}")
@@ -508,7 +510,9 @@ class ContainerRunner:
             if not ok:
                 await self.event("FailedPreStopHook", f"PreStopHook failed: {message}", "Warning")
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
+            # like the container runtime: the stop signal goes to the main process only; whatever
+            # else runs in the container is killed once it exits
+            os.kill(proc.pid, self._stop_signal)
         remaining = deadline - time.monotonic()
         if remaining > 0:
             with contextlib.suppress(asyncio.TimeoutError):

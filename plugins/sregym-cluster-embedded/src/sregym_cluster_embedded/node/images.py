@@ -35,13 +35,14 @@ class Recipe:
     programs: tuple[tuple[str, str], ...] = ()
     private_dirs: tuple[str, ...] = ()
     description: str = ""
+    stop_signal: int = 15  # the image's STOPSIGNAL (postgres uses SIGINT: fast shutdown)
 
     @staticmethod
     def make(*, entrypoint: Iterable[str] = (), cmd: Iterable[str] = (), env: dict[str, str] | None = None,
              workdir: str | None = None, programs: dict[str, str] | None = None,
-             private_dirs: Iterable[str] = (), description: str = "") -> Recipe:
+             private_dirs: Iterable[str] = (), description: str = "", stop_signal: int = 15) -> Recipe:
         return Recipe(tuple(entrypoint), tuple(cmd), tuple((env or {}).items()), workdir,
-                      tuple((programs or {}).items()), tuple(private_dirs), description)
+                      tuple((programs or {}).items()), tuple(private_dirs), description, stop_signal)
 
 
 @dataclass
@@ -154,7 +155,7 @@ def builtin_recipes() -> list[tuple[str, Recipe]]:
                  "PGHOST": "/var/run/postgresql", "SREGYM_PYTHON": py},
             programs=programs, private_dirs=["/var/lib/postgresql/data", "/var/run/postgresql",
                                              "/docker-entrypoint-initdb.d"],
-            description=f"Debian PostgreSQL ({pg_bin})")
+            description=f"Debian PostgreSQL ({pg_bin})", stop_signal=2)
         entries.append(("postgres", recipe))
     return entries
 

@@ -1,0 +1,388 @@
+/* LD_PRELOAD fault shim: node-level I/O and syscall faults for the pods of one virtual node.
+ *
+ * Loaded into every pod process (after the bind shim). It does nothing until the node's rules
+ * file ($SREGYM_FAULT_RULES) holds rules; the file is re-read when its mtime changes (checked at
+ * most every 100 ms with the vDSO coarse clock), so the cluster arms and disarms running
+ * processes without restarting them. One rule per line, space-separated key=value:
+ *
+ *   pods=*|ip,ip   calls=read,write,fsync,open,connect   errno=5   rate=0.3   prefix=/a:/b
+ *   mode=random|badblocks   block=8192   frac=0.05   seed=7   port=5432   delay_us=0
+ *
+ * A rule applies to a call when the process's pod IP ($SREGYM_POD_IP) is listed (or pods=*), the
+ * call is listed, and the file's path starts with one of the prefixes (for connect: the port
+ * matches, 0 = any). mode=random fails a matching call with probability `rate`; mode=badblocks
+ * fails every read whose byte range covers a "bad" block, a deterministic function of the file's
+ * inode, the block number and the seed (fraction `frac` of the blocks), like a dm-dust map.
+ *
+ * Entry points covered beyond read/write (see fault-fidelity.md §4): the _FORTIFY_SOURCE __*_chk
+ * variants, stdio (fread/fwrite and their _unlocked forms, whose internal __read cannot be
+ * interposed), copy_file_range and sendfile. Env values are copied at load time: PostgreSQL and
+ * Redis overwrite environ for their process titles. Not covered: static binaries, mmap, io_uring. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#undef fread_unlocked   /* stdio.h may define these as macros under optimisation */
+#undef fwrite_unlocked
+
+#define C_READ 1
+#define C_WRITE 2
+#define C_FSYNC 4
+#define C_OPEN 8
+#define C_CONNECT 16
+#define MAX_RULES 16
+#define MAX_PREFIXES 4
+
+struct rule {
+    int calls, err, badblocks, port;
+    double rate, frac;
+    long block, delay_us;
+    uint64_t seed;
+    int npfx;
+    char pfx[MAX_PREFIXES][512];
+};
+struct ruleset { int n; struct rule r[MAX_RULES]; };
+
+static char *rules_path, *pod_ip;
+static struct ruleset *volatile current;   /* swapped whole; old sets are leaked (rare, tiny) */
+static volatile long next_check_ms;
+static struct timespec seen_mtime;
+static pthread_mutex_t reload_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread uint64_t rng;
+static __thread int busy;                  /* no faults inside the shim's own calls */
+
+static ssize_t (*r_read)(int, void *, size_t);
+static ssize_t (*r_pread)(int, void *, size_t, off_t);
+static ssize_t (*r_readv)(int, const struct iovec *, int);
+static ssize_t (*r_preadv)(int, const struct iovec *, int, off_t);
+static ssize_t (*r_write)(int, const void *, size_t);
+static ssize_t (*r_pwrite)(int, const void *, size_t, off_t);
+static ssize_t (*r_writev)(int, const struct iovec *, int);
+static ssize_t (*r_pwritev)(int, const struct iovec *, int, off_t);
+static size_t (*r_fread)(void *, size_t, size_t, FILE *);
+static size_t (*r_fread_unlocked)(void *, size_t, size_t, FILE *);
+static size_t (*r_fwrite)(const void *, size_t, size_t, FILE *);
+static size_t (*r_fwrite_unlocked)(const void *, size_t, size_t, FILE *);
+static int (*r_fsync)(int);
+static int (*r_fdatasync)(int);
+static int (*r_openat)(int, const char *, int, ...);
+static FILE *(*r_fopen)(const char *, const char *);
+static int (*r_connect)(int, const struct sockaddr *, socklen_t);
+static ssize_t (*r_cfr)(int, off_t *, int, off_t *, size_t, unsigned int);
+static ssize_t (*r_sendfile)(int, int, off_t *, size_t);
+static int ready;
+
+static void resolve(void) {
+    if (ready) return;
+    r_read = dlsym(RTLD_NEXT, "read"); r_pread = dlsym(RTLD_NEXT, "pread64");
+    r_readv = dlsym(RTLD_NEXT, "readv"); r_preadv = dlsym(RTLD_NEXT, "preadv64");
+    r_write = dlsym(RTLD_NEXT, "write"); r_pwrite = dlsym(RTLD_NEXT, "pwrite64");
+    r_writev = dlsym(RTLD_NEXT, "writev"); r_pwritev = dlsym(RTLD_NEXT, "pwritev64");
+    r_fread = dlsym(RTLD_NEXT, "fread"); r_fread_unlocked = dlsym(RTLD_NEXT, "fread_unlocked");
+    r_fwrite = dlsym(RTLD_NEXT, "fwrite"); r_fwrite_unlocked = dlsym(RTLD_NEXT, "fwrite_unlocked");
+    r_fsync = dlsym(RTLD_NEXT, "fsync"); r_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
+    r_openat = dlsym(RTLD_NEXT, "openat64"); r_fopen = dlsym(RTLD_NEXT, "fopen64");
+    r_connect = dlsym(RTLD_NEXT, "connect");
+    r_cfr = dlsym(RTLD_NEXT, "copy_file_range"); r_sendfile = dlsym(RTLD_NEXT, "sendfile64");
+    ready = 1;
+}
+
+__attribute__((constructor)) static void sregym_fault_init(void) {
+    const char *s = getenv("SREGYM_FAULT_RULES");
+    if (s && *s) rules_path = strdup(s);
+    s = getenv("SREGYM_POD_IP");
+    pod_ip = strdup(s ? s : "");
+    resolve();
+}
+
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static int listed(const char *list, const char *item) {   /* comma-separated membership */
+    size_t len = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && strncmp(p, item, n) == 0) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+static int parse_rule(char *line, struct rule *r) {
+    memset(r, 0, sizeof *r);
+    r->err = EIO; r->rate = 1.0; r->block = 8192;
+    int for_me = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) continue;
+        *eq = 0;
+        const char *k = tok, *v = eq + 1;
+        if (!strcmp(k, "pods")) for_me = !strcmp(v, "*") || (*pod_ip && listed(v, pod_ip));
+        else if (!strcmp(k, "calls")) {
+            r->calls = (listed(v, "read") ? C_READ : 0) | (listed(v, "write") ? C_WRITE : 0)
+                     | (listed(v, "fsync") ? C_FSYNC : 0) | (listed(v, "open") ? C_OPEN : 0)
+                     | (listed(v, "connect") ? C_CONNECT : 0);
+        } else if (!strcmp(k, "errno")) r->err = atoi(v);
+        else if (!strcmp(k, "rate")) r->rate = atof(v);
+        else if (!strcmp(k, "frac")) r->frac = atof(v);
+        else if (!strcmp(k, "block")) r->block = atol(v) > 0 ? atol(v) : 8192;
+        else if (!strcmp(k, "seed")) r->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "port")) r->port = atoi(v);
+        else if (!strcmp(k, "delay_us")) r->delay_us = atol(v);
+        else if (!strcmp(k, "mode")) r->badblocks = !strcmp(v, "badblocks");
+        else if (!strcmp(k, "prefix")) {
+            char *copy = strdup(v), *s2 = NULL;
+            for (char *p = strtok_r(copy, ":", &s2); p && r->npfx < MAX_PREFIXES; p = strtok_r(NULL, ":", &s2))
+                snprintf(r->pfx[r->npfx++], sizeof r->pfx[0], "%s", p);
+            free(copy);
+        }
+    }
+    return for_me && r->calls && r->err > 0;
+}
+
+static void reload(void) {
+    struct stat st;
+    if (stat(rules_path, &st) != 0) {
+        if (current) current = NULL;
+        seen_mtime.tv_sec = seen_mtime.tv_nsec = 0;
+        return;
+    }
+    if (st.st_mtim.tv_sec == seen_mtime.tv_sec && st.st_mtim.tv_nsec == seen_mtime.tv_nsec) return;
+    int fd = r_openat(AT_FDCWD, rules_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    static char buf[16384];
+    ssize_t n = 0, got;
+    while (n < (ssize_t)sizeof buf - 1 && (got = r_read(fd, buf + n, sizeof buf - 1 - n)) > 0) n += got;
+    close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    struct ruleset *set = calloc(1, sizeof *set);
+    if (!set) return;
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line && set->n < MAX_RULES; line = strtok_r(NULL, "\n", &save))
+        if (line[0] != '#' && parse_rule(line, &set->r[set->n])) set->n++;
+    seen_mtime = st.st_mtim;
+    current = set->n ? set : NULL;
+    if (!set->n) free(set);
+}
+
+/* The rules in force, or NULL (the fast path: one coarse clock read per call). */
+static struct ruleset *rules(void) {
+    if (!rules_path || busy) return NULL;
+    long now = now_ms();
+    if (now >= next_check_ms && pthread_mutex_trylock(&reload_lock) == 0) {
+        busy = 1;
+        next_check_ms = now + 100;
+        reload();
+        busy = 0;
+        pthread_mutex_unlock(&reload_lock);
+    }
+    return current;
+}
+
+static double rnd(void) {
+    if (!rng) rng = ((uint64_t)getpid() * 2654435761u) ^ (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)&rng;
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int under(const struct rule *r, const char *path) {
+    if (!r->npfx) return 1;
+    for (int i = 0; i < r->npfx; i++) {
+        size_t n = strlen(r->pfx[i]);
+        if (strncmp(path, r->pfx[i], n) == 0 && (path[n] == 0 || path[n] == '/' || r->pfx[i][n - 1] == '/')) return 1;
+    }
+    return 0;
+}
+
+static int fd_path(int fd, char *out, size_t size) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, out, size - 1);
+    if (n <= 0) return 0;
+    out[n] = 0;
+    return out[0] == '/';
+}
+
+static uint64_t mix(uint64_t x) {   /* splitmix64 finaliser: a stable hash of (inode, block, seed) */
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static int bad_range(const struct rule *r, int fd, off_t off, size_t len) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || len == 0) return 0;
+    if (off < 0) off = lseek(fd, 0, SEEK_CUR);
+    if (off < 0) return 0;
+    long first = off / r->block, last = (off + (off_t)len - 1) / r->block;
+    if (last - first > 4096) last = first + 4096;
+    uint64_t limit = (uint64_t)(r->frac * 1e6);
+    for (long b = first; b <= last; b++)
+        if (mix((uint64_t)st.st_ino * 1000003ULL ^ mix((uint64_t)b ^ (r->seed << 32))) % 1000000ULL < limit) return 1;
+    return 0;
+}
+
+/* errno to inject for a call on fd (or path when fd < 0), or 0. off < 0 means "current offset". */
+static int decide(int call, int fd, const char *path, off_t off, size_t len) {
+    struct ruleset *set = rules();
+    if (!set) return 0;
+    char buf[4096];
+    int have_path = 0;
+    for (int i = 0; i < set->n; i++) {
+        const struct rule *r = &set->r[i];
+        if (!(r->calls & call)) continue;
+        if (!have_path) {
+            if (path) {
+                if (path[0] == '/') snprintf(buf, sizeof buf, "%s", path);
+                else {
+                    char cwd[2048];
+                    if (!getcwd(cwd, sizeof cwd)) continue;
+                    snprintf(buf, sizeof buf, "%s/%s", cwd, path);
+                }
+            } else if (!fd_path(fd, buf, sizeof buf)) return 0;
+            have_path = 1;
+        }
+        if (!under(r, buf)) continue;
+        if (r->delay_us > 0) usleep(r->delay_us);
+        if (r->badblocks) {
+            if (call == C_READ && fd >= 0 && bad_range(r, fd, off, len)) return r->err;
+        } else if (r->rate > 0 && rnd() < r->rate) {
+            return r->err;
+        }
+    }
+    return 0;
+}
+
+#define FAIL_IF(expr) do { int e_ = (expr); if (e_) { errno = e_; return -1; } } while (0)
+#define RD(fd, off, len) decide(C_READ, fd, NULL, off, len)
+#define WR(fd) decide(C_WRITE, fd, NULL, -1, 0)
+
+static size_t iov_len(const struct iovec *v, int c) {
+    size_t n = 0;
+    for (int i = 0; i < c; i++) n += v[i].iov_len;
+    return n;
+}
+
+ssize_t read(int fd, void *b, size_t n) { FAIL_IF(RD(fd, -1, n)); return r_read(fd, b, n); }
+ssize_t __read_chk(int fd, void *b, size_t n, size_t bl) { (void)bl; return read(fd, b, n); }
+ssize_t pread(int fd, void *b, size_t n, off_t o) { FAIL_IF(RD(fd, o, n)); return r_pread(fd, b, n, o); }
+ssize_t pread64(int fd, void *b, size_t n, off_t o) { return pread(fd, b, n, o); }
+ssize_t __pread_chk(int fd, void *b, size_t n, off_t o, size_t bl) { (void)bl; return pread(fd, b, n, o); }
+ssize_t __pread64_chk(int fd, void *b, size_t n, off_t o, size_t bl) { (void)bl; return pread(fd, b, n, o); }
+ssize_t readv(int fd, const struct iovec *v, int c) { FAIL_IF(RD(fd, -1, iov_len(v, c))); return r_readv(fd, v, c); }
+ssize_t preadv(int fd, const struct iovec *v, int c, off_t o) { FAIL_IF(RD(fd, o, iov_len(v, c))); return r_preadv(fd, v, c, o); }
+ssize_t preadv64(int fd, const struct iovec *v, int c, off_t o) { return preadv(fd, v, c, o); }
+ssize_t write(int fd, const void *b, size_t n) { FAIL_IF(WR(fd)); return r_write(fd, b, n); }
+ssize_t pwrite(int fd, const void *b, size_t n, off_t o) { FAIL_IF(WR(fd)); return r_pwrite(fd, b, n, o); }
+ssize_t pwrite64(int fd, const void *b, size_t n, off_t o) { return pwrite(fd, b, n, o); }
+ssize_t writev(int fd, const struct iovec *v, int c) { FAIL_IF(WR(fd)); return r_writev(fd, v, c); }
+ssize_t pwritev(int fd, const struct iovec *v, int c, off_t o) { FAIL_IF(WR(fd)); return r_pwritev(fd, v, c, o); }
+ssize_t pwritev64(int fd, const struct iovec *v, int c, off_t o) { return pwritev(fd, v, c, o); }
+int fsync(int fd) { FAIL_IF(decide(C_FSYNC, fd, NULL, -1, 0)); return r_fsync(fd); }
+int fdatasync(int fd) { FAIL_IF(decide(C_FSYNC, fd, NULL, -1, 0)); return r_fdatasync(fd); }
+
+ssize_t copy_file_range(int in, off_t *ioff, int out, off_t *ooff, size_t n, unsigned int flags) {
+    FAIL_IF(RD(in, ioff ? *ioff : -1, n));
+    FAIL_IF(WR(out));
+    return r_cfr(in, ioff, out, ooff, n, flags);
+}
+ssize_t sendfile(int out, int in, off_t *off, size_t n) {
+    FAIL_IF(RD(in, off ? *off : -1, n));
+    return r_sendfile(out, in, off, n);
+}
+ssize_t sendfile64(int out, int in, off_t *off, size_t n) { return sendfile(out, in, off, n); }
+
+/* stdio: a failed call sets the stream's error flag, as a real I/O error would */
+static size_t stdio_fail(FILE *f, int e) {
+    errno = e;
+    f->_flags |= 0x0020; /* _IO_ERR_SEEN: ferror() reports it */
+    return 0;
+}
+size_t fread(void *p, size_t sz, size_t nm, FILE *f) {
+    int e = RD(fileno(f), -1, sz * nm);
+    return e ? stdio_fail(f, e) : r_fread(p, sz, nm, f);
+}
+size_t fread_unlocked(void *p, size_t sz, size_t nm, FILE *f) {
+    int e = RD(fileno(f), -1, sz * nm);
+    return e ? stdio_fail(f, e) : r_fread_unlocked(p, sz, nm, f);
+}
+size_t __fread_chk(void *p, size_t pl, size_t sz, size_t nm, FILE *f) { (void)pl; return fread(p, sz, nm, f); }
+size_t __fread_unlocked_chk(void *p, size_t pl, size_t sz, size_t nm, FILE *f) { (void)pl; return fread_unlocked(p, sz, nm, f); }
+size_t fwrite(const void *p, size_t sz, size_t nm, FILE *f) {
+    int e = WR(fileno(f));
+    return e ? stdio_fail(f, e) : r_fwrite(p, sz, nm, f);
+}
+size_t fwrite_unlocked(const void *p, size_t sz, size_t nm, FILE *f) {
+    int e = WR(fileno(f));
+    return e ? stdio_fail(f, e) : r_fwrite_unlocked(p, sz, nm, f);
+}
+
+/* open family: the path is checked before the call (relative paths against the cwd) */
+static int open_mode(int flags, va_list ap) {
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, int) : 0;
+}
+static int do_openat(int dirfd, const char *path, int flags, int mode) {
+    if (dirfd == AT_FDCWD || (path && path[0] == '/')) FAIL_IF(decide(C_OPEN, -1, path, -1, 0));
+    return r_openat(dirfd, path, flags, mode);
+}
+int open(const char *path, int flags, ...) {
+    va_list ap; va_start(ap, flags); int mode = open_mode(flags, ap); va_end(ap);
+    return do_openat(AT_FDCWD, path, flags, mode);
+}
+int open64(const char *path, int flags, ...) {
+    va_list ap; va_start(ap, flags); int mode = open_mode(flags, ap); va_end(ap);
+    return do_openat(AT_FDCWD, path, flags, mode);
+}
+int openat(int dirfd, const char *path, int flags, ...) {
+    va_list ap; va_start(ap, flags); int mode = open_mode(flags, ap); va_end(ap);
+    return do_openat(dirfd, path, flags, mode);
+}
+int openat64(int dirfd, const char *path, int flags, ...) {
+    va_list ap; va_start(ap, flags); int mode = open_mode(flags, ap); va_end(ap);
+    return do_openat(dirfd, path, flags, mode);
+}
+int __open_2(const char *path, int flags) { return do_openat(AT_FDCWD, path, flags, 0); }
+int __open64_2(const char *path, int flags) { return do_openat(AT_FDCWD, path, flags, 0); }
+FILE *fopen(const char *path, const char *mode) {
+    int e = decide(C_OPEN, -1, path, -1, 0);
+    if (e) { errno = e; return NULL; }
+    return r_fopen(path, mode);
+}
+FILE *fopen64(const char *path, const char *mode) { return fopen(path, mode); }
+
+/* connect: rules match by destination port (port=0: any) instead of a path */
+int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+    struct ruleset *set = rules();
+    if (set && addr && (addr->sa_family == AF_INET || addr->sa_family == AF_INET6)) {
+        int port = ntohs(addr->sa_family == AF_INET ? ((const struct sockaddr_in *)addr)->sin_port
+                                                    : ((const struct sockaddr_in6 *)addr)->sin6_port);
+        for (int i = 0; i < set->n; i++) {
+            const struct rule *r = &set->r[i];
+            if (!(r->calls & C_CONNECT) || (r->port && r->port != port)) continue;
+            if (r->delay_us > 0) usleep(r->delay_us);
+            if (r->rate > 0 && rnd() < r->rate) { errno = r->err; return -1; }
+        }
+    }
+    return r_connect(fd, addr, len);
+}
