@@ -140,3 +140,18 @@ async def test_node_port_listens_on_every_node_ip(env: Env):
     await settle(lambda: _ok(fetch("127.203.1.1", node_port)), timeout=10)
     assert await fetch("127.203.1.1", node_port) == b"np-0"
     assert await fetch(svc["spec"]["clusterIP"], 82) == b"np-0"
+
+
+async def test_load_balancer_gets_a_node_ip_ingress(env: Env):
+    await env.client.patch("nodes", "node-1", {"status": {"addresses": [{"type": "InternalIP", "address": "127.203.1.1"}]}},
+                           subresource="status")
+    await env.client.create("services", {"metadata": {"name": "lb"}, "spec": {
+        "type": "LoadBalancer", "selector": {"app": "lb"}, "ports": [{"port": 8443, "targetPort": 8080}]}}, "default")
+    await env.pod("lb-0", {"app": "lb"})
+
+    async def assigned():
+        svc = await env.client.get("services", "lb", "default")
+        return ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") == [{"ip": "127.203.1.1", "ipMode": "VIP"}]
+    await settle(assigned, timeout=10)
+    await settle(lambda: _ok(fetch("127.203.1.1", 8443)), timeout=10)
+    assert await fetch("127.203.1.1", 8443) == b"lb-0"

@@ -114,6 +114,9 @@ class ServiceProxy:
                 if not self.backends(key):
                     continue
                 out.add(key)
+                for ingress in (svc.get("status") or {}).get("loadBalancer", {}).get("ingress") or []:
+                    if spec.get("type") == "LoadBalancer" and is_loopback(ingress.get("ip", "")):
+                        out.add(PortKey(ns, name, port.get("name") or "", ingress["ip"], int(port["port"])))
                 if spec.get("type") in ("NodePort", "LoadBalancer") and port.get("nodePort"):
                     # the same backends on every node's InternalIP:nodePort (externalTrafficPolicy Cluster)
                     for node_ip in self.view.node_ips():
@@ -121,7 +124,26 @@ class ServiceProxy:
                             out.add(PortKey(ns, name, port.get("name") or "", node_ip, int(port["nodePort"])))
         return out
 
+    async def assign_load_balancers(self) -> None:
+        """Like k3s' service load balancer: a LoadBalancer service gets the first node's IP as its ingress."""
+        node_ips = [ip for ip in self.view.node_ips() if is_loopback(ip)]
+        if not node_ips:
+            return
+        for svc in self.view.services.list():
+            if svc.get("spec", {}).get("type") != "LoadBalancer":
+                continue
+            if ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
+                continue
+            try:
+                updated = await self.view.client.patch(
+                    "services", svc["metadata"]["name"], {"status": {"loadBalancer": {"ingress": [{"ip": node_ips[0], "ipMode": "VIP"}]}}},
+                    svc["metadata"].get("namespace"), subresource="status")
+                self.view.services.upsert(updated)
+            except Exception as exc:  # the service may be gone already
+                log.debug("load balancer status for %s: %s", svc["metadata"]["name"], exc)
+
     async def sync(self) -> None:
+        await self.assign_load_balancers()
         wanted = self.wanted()
         for key in [k for k in self.listeners if k not in wanted]:
             self.listeners.pop(key).close()  # no endpoints left: connections are refused from now on
