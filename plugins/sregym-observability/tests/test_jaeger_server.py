@@ -100,7 +100,7 @@ def test_large_volume_keeps_spans_and_memory_bounded(start_component) -> None:
     process = psutil.Process(server.pid)
     baseline = process.memory_info().rss
     now = time.time_ns()
-    for batch in range(24):  # 24 * 2500 = 60k spans into a 10k-span store
+    for batch in range(16):  # 16 * 2500 = 40k spans into a 10k-span store
         spans = [{"traceId": f"{batch:016x}{i:016x}", "spanId": f"{i + 1:016x}", "name": f"op{i % 7}",
                   "startTimeUnixNano": str(now + i), "endTimeUnixNano": str(now + i + 1000),
                   "attributes": [{"key": "payload", "value": {"stringValue": "p" * 200}}]} for i in range(2500)]
@@ -108,8 +108,8 @@ def test_large_volume_keeps_spans_and_memory_bounded(start_component) -> None:
             {"key": "service.name", "value": {"stringValue": f"svc{batch % 4}"}}]}, "scopeSpans": [{"spans": spans}]}]}
         assert httpx.post(server.url + "/v1/traces", json=payload, timeout=30).status_code == 200
     stats = httpx.get(server.url + "/stats").json()
-    assert stats["spans"] <= max_spans and stats["dropped_spans"] >= 50_000
+    assert stats["spans"] <= max_spans and stats["dropped_spans"] >= 30_000
     grown = process.memory_info().rss - baseline
     assert grown < 200 * 2**20, f"RSS grew {grown / 2**20:.0f} MiB"
     newest = httpx.get(server.url + "/api/traces", params={"service": "svc3", "limit": "1"}).json()
-    assert newest["data"][0]["traceID"].startswith(f"{23:016x}")
+    assert newest["data"][0]["traceID"].startswith(f"{15:016x}")

@@ -100,18 +100,18 @@ def test_large_volume_keeps_memory_bounded(start_component) -> None:
     line = "z" * 400
     sent = 0
     base_ts = time.time_ns() - 10**9
-    for batch in range(60):  # ~60 * 2000 * 400 B ≈ 48 MB through an 8 MiB store
+    for batch in range(45):  # ~45 * 2000 * 400 B ≈ 36 MB through an 8 MiB store
         values = [[str(base_ts + batch * 2000 + j), f"{line} {batch}-{j}"] for j in range(2000)]
         assert _push(server.url, [{"stream": {"app": f"load{batch % 10}"}, "values": values}]).status_code == 204
         sent += 2000 * len(line)
     stats = httpx.get(server.url + "/stats").json()
     grown = process.memory_info().rss - baseline
-    assert sent > 5 * budget
+    assert sent > 4 * budget
     assert stats["bytes"] <= budget
     assert stats["dropped_entries"] > 0
     # The store holds at most its budget; allow for allocator slack and request buffers.
     assert grown < 3 * budget, f"RSS grew by {grown / 2**20:.1f} MiB for a {budget / 2**20:.0f} MiB store"
     # Newest lines are still queryable.
     body = httpx.get(server.url + "/loki/api/v1/query_range",
-                     params={"query": '{app="load9"} |= "59-1999"', "start": str(base_ts - 1)}).json()
-    assert body["data"]["result"][0]["values"][0][1].endswith("59-1999")
+                     params={"query": '{app="load4"} |= "44-1999"', "start": str(base_ts - 1)}).json()
+    assert body["data"]["result"][0]["values"][0][1].endswith("44-1999")
