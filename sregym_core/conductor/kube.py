@@ -53,21 +53,22 @@ class Kube:
                 query: dict[str, Any] | None = None) -> Any:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         try:
-            response = self.api.call_api(
-                path, method, query_params=list((query or {}).items()), header_params=headers, body=body,
-                auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
-            )
+            _method, url, headers, body, post = self.api.param_serialize(
+                method=method, resource_path=path, query_params=list((query or {}).items()) or None,
+                header_params=headers, body=body, auth_settings=["BearerToken"])
+            response = self.api.call_api(method, url, header_params=headers, body=body, post_params=post,
+                                         _request_timeout=60)
+            response.read()
         except Exception as exc:
-            status = getattr(exc, "status", None)
-            if status is not None:
-                reason = getattr(exc, "body", "") or getattr(exc, "reason", "")
-                try:
-                    reason = json.loads(reason).get("message", reason)
-                except (ValueError, AttributeError, TypeError):
-                    pass
-                raise ApiStatusError(int(status), str(reason)) from exc
             raise ClusterError(f"cannot reach the API server: {exc}") from exc
         data = response.data
+        if response.status >= 400:
+            message = data.decode(errors="replace") if isinstance(data, bytes) else str(data)
+            try:
+                message = json.loads(message).get("message", message)
+            except (ValueError, AttributeError):
+                pass
+            raise ApiStatusError(int(response.status), str(message))
         return json.loads(data) if data else None
 
     def get(self, path: str, **query: Any) -> Any:
