@@ -220,3 +220,22 @@ def test_python_fallback_without_the_preload_shim_binds_pod_ips():
                 assert container_status(pod)["restartCount"] == 0
                 assert "LD_PRELOAD" not in str(pod)
     run(body())
+
+
+def test_disk_pressure_shows_in_node_conditions(monkeypatch):
+    from collections import namedtuple
+
+    from sregym_cluster_embedded.node import kubelet
+
+    async def body():
+        async with node_cluster() as (client, nodes):
+            agent = nodes.agents["node-1"]
+            assert condition(await client.get("nodes", "node-1"), "DiskPressure")["status"] == "False"
+            usage = namedtuple("usage", "total used free percent")
+            monkeypatch.setattr(kubelet.psutil, "disk_usage", lambda _path: usage(100, 95, 5, 95.0))
+            assert agent.pressure()[1] is True
+            await agent._update_node_status()
+            node = await client.get("nodes", "node-1")
+            assert condition(node, "DiskPressure")["status"] == "True"
+            assert condition(node, "DiskPressure")["reason"] == "KubeletHasDiskPressure"
+    run(body())

@@ -187,12 +187,18 @@ class NodeAgent:
 
         capacity = dict(self.allocatable)
         uname = platform.uname()
+        memory, disk, pids = self.pressure()
         return {
             "capacity": capacity,
             "allocatable": dict(self.allocatable),
             "conditions": [
+                cond("MemoryPressure", "True", "KubeletHasInsufficientMemory", "kubelet has insufficient memory available")
+                if memory else
                 cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                cond("DiskPressure", "True", "KubeletHasDiskPressure", "kubelet has disk pressure") if disk else
                 cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                cond("PIDPressure", "True", "KubeletHasInsufficientPID", "kubelet has insufficient PID available")
+                if pids else
                 cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
                 cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
             ],
@@ -212,6 +218,20 @@ class NodeAgent:
             },
             "images": [],
         }
+
+    def pressure(self) -> tuple[bool, bool, bool]:
+        """The kubelet's hard eviction signals, measured on this host: memory.available < 100Mi,
+        nodefs.available < 10% (the state dir's filesystem), pid.available < 10%."""
+        memory = disk = pids = False
+        with contextlib.suppress(Exception):
+            memory = psutil.virtual_memory().available < 100 * 2**20
+        with contextlib.suppress(Exception):
+            usage = psutil.disk_usage(str(self.state_dir))
+            disk = usage.free < 0.10 * usage.total
+        with contextlib.suppress(Exception):
+            pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+            pids = len(psutil.pids()) > 0.9 * pid_max
+        return memory, disk, pids
 
     async def _register(self) -> None:
         try:
@@ -262,11 +282,14 @@ class NodeAgent:
 
     async def _heartbeat(self) -> None:
         last_status = time.monotonic()
+        last_pressure = self.pressure()
         while True:
             await asyncio.sleep(LEASE_PERIOD_S)
             try:
                 await self._renew_lease()
-                if time.monotonic() - last_status >= NODE_STATUS_PERIOD_S:
+                pressure = self.pressure()
+                if pressure != last_pressure or time.monotonic() - last_status >= NODE_STATUS_PERIOD_S:
+                    last_pressure = pressure
                     await self._update_node_status()
                     last_status = time.monotonic()
             except asyncio.CancelledError:
