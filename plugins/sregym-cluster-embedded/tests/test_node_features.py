@@ -117,8 +117,11 @@ def test_grpc_and_startup_probes():
 
 
 def test_downward_api_and_projected_volumes():
+    def token_source(pod: dict, projection: dict) -> str:
+        return f"tok-{pod['metadata']['namespace']}-{projection.get('path')}"
+
     async def body():
-        async with node_cluster() as (client, nodes):
+        async with node_cluster(token_source=token_source) as (client, nodes):
             await client.create("configmaps", {"metadata": {"name": "cm", "namespace": "default"}, "data": {"k": "v1"}})
             manifest = pod_manifest("dw", [{
                 "name": "c", "image": "busybox", "command": ["sleep", "60"],
@@ -138,10 +141,10 @@ def test_downward_api_and_projected_volumes():
             await wait_for(pod_getter(client, "dw"), lambda p: p["status"].get("phase") == "Running")
             proc = await nodes.runtime.exec("default", "dw", "c", [
                 "sh", "-c", "cat /etc/podinfo/labels; echo; cat /etc/podinfo/name /etc/all/k /etc/all/ns; echo; "
-                            "test -s /etc/all/token && echo token-ok; echo $MEM $CPU"])
+                            "cat /etc/all/token; echo; echo $MEM $CPU"])
             out = (await proc.stdout.read()).decode()
             assert 'tier="db"' in out and "dwv1default" in out.replace("\n", "")
-            assert "token-ok" in out and "64 1" in out
+            assert "tok-default-token" in out and "64 1" in out
             await client.patch("configmaps", "cm", {"data": {"k": "v2"}}, "default")
             worker = nodes.agents["node-1"].find("default", "dw")
             await worker._builder.refresh()  # the periodic sync, without waiting for it

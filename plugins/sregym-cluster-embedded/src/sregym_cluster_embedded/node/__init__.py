@@ -10,6 +10,8 @@ Entry point for the cluster process: :func:`start_nodes` returns a :class:`NodeS
   from the namespace's Services).
 * ``pod_env(pod) -> dict``: extra env for every container of a pod.
 * ``resolv_conf(pod) -> str | None``: a pod's /etc/resolv.conf (used with mount namespaces).
+* ``token_source(pod, projection) -> str``: service-account tokens for projected volumes (the API
+  server's signer); without it pods get a placeholder token.
 * ``backend``: "cgroup-v2" | "cgroup-v1" | "userspace" | "none" (default: detected).
 * ``mount_ns``: force exact paths on/off (default: on when root and it works here).
 

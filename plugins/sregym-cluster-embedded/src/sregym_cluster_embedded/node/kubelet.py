@@ -391,7 +391,7 @@ class NodeSet:
                  service_env: Callable[[str], Any] | None = None, backend: str | None = None,
                  node_names: list[str] | None = None, pod_env: Callable[[dict], dict] | None = None,
                  resolv_conf: Callable[[dict], str | None] | None = None, mount_ns: bool | None = None,
-                 preload_shim: bool = True) -> None:
+                 preload_shim: bool = True, token_source: Callable[[dict, dict], Any] | None = None) -> None:
         self.client = client
         self.settings = settings
         self.catalog = default_catalog(image_sources)
@@ -401,6 +401,8 @@ class NodeSet:
         # without the compiled shim, Python containers get the sitecustomize fallback
         self.shim = build_shim(state_dir) if preload_shim else None
         self.service_env_source = service_env
+        #: (pod, serviceAccountToken projection) -> token (or awaitable): real SA tokens for pods
+        self.token_source = token_source
         #: extra env for every container of a pod (e.g. the network's DNS settings); called per start
         self.pod_env = pod_env
         #: the text of a pod's /etc/resolv.conf (cluster DNS), used when pods get a mount namespace

@@ -216,7 +216,8 @@ class PodWorker:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.mark_dirty()
         self._builder = VolumeBuilder(self.agent.client, self.pod, self.root, self.agent.root,
-                                      self.agent.state_dir, self.agent.allocatable)
+                                      self.agent.state_dir, self.agent.allocatable,
+                                      token_source=self.agent.nodes.token_source)
         delay = 2.0
         while True:
             try:

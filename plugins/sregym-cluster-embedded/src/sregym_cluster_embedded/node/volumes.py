@@ -245,7 +245,10 @@ class VolumeBuilder:
     async def _token(self, token: dict) -> bytes:
         if self.token_source is not None:
             try:
-                return (await self.token_source(self.pod, token)).encode()
+                value = self.token_source(self.pod, token)
+                if hasattr(value, "__await__"):
+                    value = await value
+                return str(value).encode()
             except Exception:  # noqa: BLE001 - a token is best effort; the pod still starts
                 pass
         sa = self.pod.get("spec", {}).get("serviceAccountName", "default")
