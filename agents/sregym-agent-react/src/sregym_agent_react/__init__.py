@@ -1,0 +1,5 @@
+"""SREGym's open baseline SRE agent (``react``)."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
