@@ -40,7 +40,10 @@ def test_escapes_in_double_quoted_strings() -> None:
         ("{app=~\".*\"}", "empty-compatible value"),
         ("{app=~\"(\"}", "error parsing regexp"),
         ("{app=\"a\"} |= ", "expecting STRING"),
-        ("{app=\"a\"} | json", "unsupported pipeline stage"),
+        ("{app=\"a\"} | line_format \"{{.msg}}\"", "unsupported pipeline stage"),
+        ("{app=\"a\"} | json foo=\"bar\"", "unsupported pipeline stage"),
+        ("{app=\"a\"} | json | status>=abc", "expecting a number"),
+        ("{app=\"a\"} | ", "expecting a pipeline stage"),
         ("{app=\"a\"} foo", "expecting |= or != or |~ or !~"),
         ("{app=\"a\"} |~ \"[\"", "error parsing regexp"),
         ("{app=\"a} ", "literal not terminated"),
@@ -55,10 +58,27 @@ def test_malformed_queries_are_explained(text: str, fragment: str) -> None:
 
 @pytest.mark.parametrize("text", [
     '{a="b"}', '{a="b"} |= "err"', '{a="b"} != "err"', '{a="b"} |~ "e.r"', '{a="b"} !~ "^x"',
-    '{a="b"} |= "err" != "health" |~ "[0-9]+ms"',
+    '{a="b"} |= "err" != "health" |~ "[0-9]+ms"', '{a="b"} | json | level="error"', '{a="b"} | logfmt | ms>4',
 ])
 def test_fast_line_predicate_agrees_with_keep(text: str) -> None:
     query = parse_logql(text)
     predicate = query.line_predicate()
     for line in ["error 12ms", "err health 5ms", "x error", "eXr", "", "fine", "error healthz 3ms"]:
         assert (predicate is None or predicate(line)) == query.keep(line), line
+
+
+def test_json_and_logfmt_parsers_with_label_filters() -> None:
+    query = parse_logql('{app="geo"} |= "db" | json | level="error" | attempts>=3 | error_kind!~"perm.*"')
+    assert [type(stage).__name__ for stage in query.stages] == [
+        "LineFilter", "ParserStage", "LabelFilter", "LabelFilter", "LabelFilter"]
+    assert query.keep('{"level":"error","event":"db_failed","attempts":3,"error":{"kind":"timeout"}}')
+    assert not query.keep('{"level":"error","event":"db_failed","attempts":3,"error":{"kind":"permission"}}')
+    assert not query.keep('{"level":"error","event":"db_failed","attempts":2}')
+    assert not query.keep('{"level":"info","event":"db_ok","attempts":9}')
+    assert not query.keep("db plain text line")  # JSONParserErr: label filters see no fields
+    stream_label = parse_logql('{app="geo"} | json | app="geo" | level="warn"')
+    assert stream_label.keep('{"level":"warn"}', {"app": "geo"})
+    logfmt = parse_logql('{app="geo"} | logfmt | msg=~"time.*" | status>500')
+    assert logfmt.keep('level=info msg="timeout reached" status=503')
+    assert not logfmt.keep('level=info msg="timeout reached" status=200')
+    assert not logfmt.keep("msg=ok status=503")

@@ -1,6 +1,7 @@
-"""The LogQL subset agents use: a stream selector and chained line filters.
+"""The LogQL subset agents use: a stream selector, line filters, parsers and label filters.
 
     {namespace="hotel", app=~"geo.*"} |= "error" != "healthz" |~ "timeout|refused"
+    {app="geo"} | json | level="error" | attempts>=3
 
 Errors read like Loki's (``parse error at line 1, col N: ...``) because agents and tools that
 know Loki recognise them.
@@ -8,6 +9,7 @@ know Loki recognise them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 
@@ -76,35 +78,143 @@ class LineFilter:
 
 
 @attrs.frozen
+class ParserStage:
+    """``| json`` or ``| logfmt``: extract fields of the line as labels for later label filters."""
+
+    kind: str
+
+    def extract(self, line: str) -> dict[str, str]:
+        return parse_json_fields(line) if self.kind == "json" else parse_logfmt_fields(line)
+
+
+NUMERIC_OPS = (">=", "<=", "==", ">", "<")
+
+
+@attrs.frozen
+class LabelFilter:
+    """``| level="error"``, ``| status>=500``: a filter on stream or extracted labels."""
+
+    name: str
+    op: str
+    value: str
+    _matcher: LabelMatcher | None = attrs.field(default=None, eq=False, repr=False)
+    _number: float | None = attrs.field(default=None, eq=False, repr=False)
+
+    @classmethod
+    def build(cls, name: str, op: str, value: str) -> LabelFilter:
+        if op in NUMERIC_OPS:
+            try:
+                number = float(value)
+            except ValueError:
+                raise LogQLError(f"label filter {name}{op}{value}: {value!r} is not a number") from None
+            return cls(name, op, value, None, number)
+        return cls(name, op, value, LabelMatcher.build(name, op, value), None)
+
+    def keep(self, labels: Mapping[str, str]) -> bool:
+        if self._matcher is not None:
+            return self._matcher.matches(labels)
+        try:
+            actual = float(labels.get(self.name, ""))
+        except ValueError:
+            return False
+        assert self._number is not None
+        return {">": actual > self._number, ">=": actual >= self._number, "<": actual < self._number,
+                "<=": actual <= self._number, "==": actual == self._number}[self.op]
+
+
+Stage = LineFilter | ParserStage | LabelFilter
+
+
+def parse_json_fields(line: str) -> dict[str, str]:
+    """Loki's ``| json``: nested keys joined with ``_``; a line that is not a JSON object gets ``__error__``."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return {"__error__": "JSONParserErr"}
+    if not isinstance(data, dict):
+        return {"__error__": "JSONParserErr"}
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, value: object) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}_{key}" if prefix else str(key), inner)
+        elif isinstance(value, list):
+            out[_LABEL_SANITIZE.sub("_", prefix)] = json.dumps(value)
+        elif value is not None:
+            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            out[_LABEL_SANITIZE.sub("_", prefix)] = text
+
+    walk("", data)
+    return out
+
+
+_LOGFMT = re.compile(r'([A-Za-z_][\w.-]*)=("(?:[^"\\]|\\.)*"|\S*)')
+_LABEL_SANITIZE = re.compile(r"[^A-Za-z0-9_]")
+
+
+def parse_logfmt_fields(line: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in _LOGFMT.findall(line):
+        if value.startswith('"'):
+            value = value[1:-1].replace('\\"', '"')
+        out[_LABEL_SANITIZE.sub("_", key)] = value
+    return out
+
+
+@attrs.frozen
 class LogQuery:
-    """A parsed log query: stream matchers plus line filters applied in order."""
+    """A parsed log query: stream matchers plus a pipeline of stages applied in order.
+
+    ``filters`` holds the line filters alone (they are also in ``stages``). Extracted labels are used
+    by later label filters only; unlike Loki they do not split the result into new streams.
+    """
 
     matchers: tuple[LabelMatcher, ...]
     filters: tuple[LineFilter, ...] = ()
+    stages: tuple[Stage, ...] = ()
 
     def selects(self, labels: Mapping[str, str]) -> bool:
         return all(m.matches(labels) for m in self.matchers)
 
-    def keep(self, line: str) -> bool:
-        return all(f.keep(line) for f in self.filters)
+    def keep(self, line: str, labels: Mapping[str, str] | None = None) -> bool:
+        """Run the pipeline on one line (the reference; :meth:`line_predicate` is the fast path)."""
+        current: Mapping[str, str] = labels or {}
+        for stage in self.stages or self.filters:
+            if isinstance(stage, LineFilter):
+                if not stage.keep(line):
+                    return False
+            elif isinstance(stage, ParserStage):
+                current = {**current, **stage.extract(line)}
+            elif not stage.keep(current):
+                return False
+        return True
 
-    def line_predicate(self) -> Callable[[str], bool] | None:
-        """A fast callable equivalent to :meth:`keep` (None when there are no filters)."""
-        checks: list[Callable[[str], bool]] = []
-        for f in self.filters:
-            if f.op == "|=":
-                checks.append(lambda line, p=f.pattern: p in line)
-            elif f.op == "!=":
-                checks.append(lambda line, p=f.pattern: p not in line)
-            elif f.op == "|~":
-                checks.append(lambda line, search=f._regex.search: search(line) is not None)
-            else:
-                checks.append(lambda line, search=f._regex.search: search(line) is None)
-        if not checks:
+    def line_predicate(self, stream_labels: Mapping[str, str] | None = None) -> Callable[[str], bool] | None:
+        """A fast callable deciding whether a line of a stream with ``stream_labels`` is kept
+        (None when every line is)."""
+        stages = self.stages or self.filters
+        if not stages:
             return None
-        if len(checks) == 1:
-            return checks[0]
-        return lambda line: all(check(line) for check in checks)
+        if all(isinstance(stage, LineFilter) for stage in stages):
+            checks = [_line_check(stage) for stage in stages]  # type: ignore[arg-type]
+            if len(checks) == 1:
+                return checks[0]
+            return lambda line: all(check(line) for check in checks)
+        base = dict(stream_labels or {})
+        return lambda line: self.keep(line, base)
+
+
+def _line_check(f: LineFilter) -> Callable[[str], bool]:
+    if f.op == "|=":
+        return lambda line, p=f.pattern: p in line
+    if f.op == "!=":
+        return lambda line, p=f.pattern: p not in line
+    assert f._regex is not None
+    search = f._regex.search
+    if f.op == "|~":
+        return lambda line: search(line) is not None
+    return lambda line: search(line) is None
 
 
 class _Scanner:
@@ -215,17 +325,53 @@ def parse_logql(text: str) -> LogQuery:
         raise LogQLError("parse error : queries require at least one regexp or equality matcher that does not "
                          "have an empty-compatible value. For instance, app=~\".*\" does not meet this "
                          "requirement, but app=~\".+\" will")
-    filters: list[LineFilter] = []
+    stages: list[Stage] = []
     while not scanner.at_end():
         op = scanner.peek_op(FILTER_OPS)
-        if op is None:
-            if scanner.text.startswith("|", scanner.pos):
-                raise scanner.fail("unsupported pipeline stage: only line filters |= != |~ !~ are supported here")
+        if op is not None:
+            scanner.pos += len(op)
+            pattern = scanner.string()
+            try:
+                stages.append(LineFilter.build(op, pattern))
+            except re.error as err:
+                raise LogQLError(f"error parsing regexp: {err} in line filter {op} {pattern!r}") from None
+            continue
+        if not scanner.text.startswith("|", scanner.pos):
             raise scanner.fail(f"syntax error: unexpected {scanner._describe_next()}, expecting |= or != or |~ or !~")
-        scanner.pos += len(op)
-        pattern = scanner.string()
-        try:
-            filters.append(LineFilter.build(op, pattern))
-        except re.error as err:
-            raise LogQLError(f"error parsing regexp: {err} in line filter {op} {pattern!r}") from None
-    return LogQuery(tuple(matchers), tuple(filters))
+        scanner.pos += 1
+        stages.append(_pipeline_stage(scanner))
+    filters = tuple(stage for stage in stages if isinstance(stage, LineFilter))
+    return LogQuery(tuple(matchers), filters, tuple(stages))
+
+
+def _pipeline_stage(scanner: _Scanner) -> Stage:
+    scanner.skip_space()
+    start = scanner.pos
+    found = _LABEL_NAME.match(scanner.text, scanner.pos)
+    if not found:
+        raise scanner.fail(f"syntax error: unexpected {scanner._describe_next()}, expecting a pipeline stage")
+    name = found.group()
+    scanner.pos = found.end()
+    if name in ("json", "logfmt"):
+        after = scanner.text[scanner.pos:].lstrip()
+        if after and not after.startswith("|"):
+            raise scanner.fail(f"unsupported pipeline stage: | {name} with parameters")
+        return ParserStage(name)
+    op = scanner.peek_op(LABEL_OPS + NUMERIC_OPS)
+    if op is None:
+        scanner.pos = start
+        raise scanner.fail(f"unsupported pipeline stage {name!r}: supported are line filters, | json, | logfmt "
+                           "and label filters such as | level=\"error\" or | status>=500")
+    scanner.pos += len(op)
+    scanner.skip_space()
+    if op in NUMERIC_OPS:
+        number = re.match(r"-?\d+(?:\.\d+)?", scanner.text[scanner.pos:])
+        if not number:
+            raise scanner.fail(f"syntax error: expecting a number after {name}{op}")
+        scanner.pos += number.end()
+        return LabelFilter.build(name, op, number.group())
+    value = scanner.string()
+    try:
+        return LabelFilter.build(name, op, value)
+    except re.error as err:
+        raise LogQLError(f"error parsing regexp: {err} in label filter {name}{op}{value!r}") from None

@@ -162,10 +162,10 @@ class LogStore:
         grouped per stream, each stream's values sorted in the requested direction.
         """
         candidates: list[tuple[int, int, str, tuple[tuple[str, str], ...]]] = []
-        keep = query.line_predicate()
         for key, stream in self._streams.items():
             if not stream.entries or not query.selects(stream.labels):
                 continue
+            keep = query.line_predicate(stream.labels)
             entries = stream.entries
             # Entries are time-ordered: skip streams entirely outside the range.
             if entries[0][0] >= end_ns or entries[-1][0] < start_ns:
