@@ -142,6 +142,12 @@ def test_plugin_handle_snapshot_restore(home: Path) -> None:
         names = kubectl(admin, "get", "cm", "-o", "name").stdout.split()
         assert "configmap/base" in names and "configmap/extra" not in names
         assert kubectl(admin, "get", "cm", "base", "-o", "jsonpath={.data.v}").stdout == "1"
+        # one identity per agent
+        agent7 = handle.new_agent_kubeconfig("agent-7")
+        who = kubectl(agent7, "auth", "whoami").stdout
+        assert "agent-7" in who and "sregym:agents" in who
+        assert kubectl(agent7, "get", "cm", check=False).returncode == 1
+        assert kubectl(agent7, "get", "nodes").returncode == 0
     finally:
         handle.down()
     assert pid is not None and gone(pid)

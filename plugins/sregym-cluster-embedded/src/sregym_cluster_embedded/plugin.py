@@ -16,7 +16,7 @@ from sregym_core.types import ClusterProviderSpec
 
 from . import cluster as clusters
 
-CAPABILITIES = frozenset({"any", "embedded", "node-agent", "snapshot"})
+CAPABILITIES = frozenset({"any", "embedded", "node-agent", "snapshot", "ld-preload"})  # nodefaults: ld-preload
 
 
 class EmbeddedCluster:
@@ -42,16 +42,95 @@ class EmbeddedCluster:
     def status(self) -> clusters.ClusterInfo:
         return clusters.status(self.name)
 
+    def new_agent_kubeconfig(self, user: str, groups: tuple[str, ...] = ("sregym:agents",)) -> Path:
+        """A kubeconfig with a fresh token for one agent identity (``user`` in ``groups``)."""
+        import urllib.parse
+
+        from .apiserver.server import kubeconfig as make_kubeconfig
+
+        body = json.dumps({"user": user, "groups": list(groups)}).encode()
+        minted = self._admin("POST", "/sregym/tokens", body)
+        admin = yaml.safe_load(self.kubeconfig().read_text())
+        cluster = admin["clusters"][0]["cluster"]
+        ca = clusters.cluster_dir(self.name) / "pki" / "ca.crt"
+        config = make_kubeconfig(self.name, cluster["server"], ca.read_bytes(), user, minted["token"])
+        path = clusters.cluster_dir(self.name) / f"agent-{urllib.parse.quote(user, safe='')}.kubeconfig"
+        path.touch(mode=0o600)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
     # -- fast resets ------------------------------------------------------------------------------
-    def _admin(self, method: str, path: str) -> Any:
+    def _admin(self, method: str, path: str, body: bytes | None = None) -> Any:
         config = yaml.safe_load(self.kubeconfig().read_text())
         server = config["clusters"][0]["cluster"]["server"]
         token = config["users"][0]["user"]["token"]
         ctx = ssl.create_default_context(cafile=str(clusters.cluster_dir(self.name) / "pki" / "ca.crt"))
-        req = urllib.request.Request(server + path, method=method, data=b"" if method == "POST" else None,
+        req = urllib.request.Request(server + path, method=method, data=(body or b"") if method == "POST" else None,
                                      headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(req, context=ctx, timeout=60) as resp:
             return json.loads(resp.read() or b"null")
+
+    # -- nodefaults: node-level fault hooks (see apiserver/admin_faults.py) -------------------------
+    def _admin_json(self, method: str, path: str, body: dict | None = None) -> Any:
+        """An admin call with a JSON body; API errors raise ``urllib.error.HTTPError`` (a Status body)."""
+        config = yaml.safe_load(self.kubeconfig().read_text())
+        server = config["clusters"][0]["cluster"]["server"]
+        token = config["users"][0]["user"]["token"]
+        ctx = ssl.create_default_context(cafile=str(clusters.cluster_dir(self.name) / "pki" / "ca.crt"))
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(server + path, method=method, data=data,
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, context=ctx, timeout=120) as resp:
+            return json.loads(resp.read() or b"null")
+
+    def stop_node(self, node: str) -> dict:
+        """Stop a node's agent (no heartbeats: NotReady, then Unknown and evictions); pods keep running."""
+        return self._admin_json("POST", f"/sregym/nodes/{node}/stop")
+
+    def start_node(self, node: str) -> dict:
+        return self._admin_json("POST", f"/sregym/nodes/{node}/start")
+
+    def node_agents(self) -> dict:
+        """``{node: {"agent": "running" | "stopped"}}``."""
+        return self._admin_json("GET", "/sregym/nodes")
+
+    def node_fault(self, fault_id: str, **spec: Any) -> dict:
+        """Set an LD_PRELOAD fault rule (fields as in ``admin_faults``: calls, errno, rate, mode,
+        namespace, labels, pods, pinned, nodes, paths, volumes...); returns what it reaches."""
+        return self._admin_json("PUT", f"/sregym/faults/shim/{fault_id}", spec)
+
+    def disk_fill(self, fault_id: str, **spec: Any) -> dict:
+        """Fill a claim's volume (namespace, claim, filler, fill_bytes): writes get ENOSPC while full."""
+        return self._admin_json("PUT", f"/sregym/faults/diskfull/{fault_id}", spec)
+
+    def network_fault(self, fault_id: str, **spec: Any) -> dict:
+        """Delay/lose traffic in the service proxy (namespace, service | labels, delay_ms, jitter_ms, loss_pct)."""
+        return self._admin_json("PUT", f"/sregym/faults/network/{fault_id}", spec)
+
+    def fault_status(self, kind: str, fault_id: str) -> dict | None:
+        """A fault record with what it reaches now (kind: shim, diskfull, network), or None."""
+        import urllib.error
+
+        try:
+            return self._admin_json("GET", f"/sregym/faults/{kind}/{fault_id}")
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+    def clear_fault(self, kind: str, fault_id: str) -> bool:
+        import urllib.error
+
+        try:
+            self._admin_json("DELETE", f"/sregym/faults/{kind}/{fault_id}")
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return False
+            raise
+        return True
+
+    def faults(self) -> dict:
+        return self._admin_json("GET", "/sregym/faults")
 
     def snapshot(self, label: str = "baseline") -> None:
         """Save the whole cluster state under ``label`` (kept in the cluster process)."""

@@ -18,6 +18,8 @@ from . import discovery, fieldcheck, optional, proxy
 from .auth import Authenticator
 from .core import ApiCore
 from .errors import ApiError, bad_request, forbidden, method_not_allowed, server_not_found
+from .rbac import ADMIN_USER as ADMIN_NAME
+from .rbac import MASTERS as MASTERS_GROUP
 from .rbac import Attributes, Authorizer, UserInfo
 from .request import (
     PATCH_TYPES,
@@ -250,7 +252,24 @@ async def admin_request(request: web.Request, server: ApiServer, parts: list[str
     if not user.is_master:
         raise ApiError(403, f'forbidden: User "{user.name}" cannot {request.method.lower()} path "{request.path}"',
                        "Forbidden", details={})
+    if len(parts) >= 2 and parts[1] in ("faults", "nodes"):  # nodefaults: node-level fault hooks
+        from .admin_faults import handle as fault_hooks_request
+
+        return await fault_hooks_request(request, getattr(server, "fault_hooks", None), parts)
     snapshots = server.snapshots
+    if parts[1:] == ["tokens"] and request.method == "POST":
+        # a new identity for one agent: {"user": "agent-7", "groups": ["sregym:agents"]} -> {"token": ...}
+        try:
+            spec = json.loads(await request.read() or b"{}")
+        except ValueError:
+            raise bad_request("the body must be JSON: {\"user\": ..., \"groups\": [...]}") from None
+        if not isinstance(spec, dict) or not isinstance(spec.get("user"), str) or not spec["user"] \
+                or not isinstance(spec.get("groups", []), list) or not all(isinstance(g, str) for g in spec.get("groups", [])):
+            raise bad_request("expected {\"user\": <name>, \"groups\": [<group>...]}")
+        if spec["user"] == ADMIN_NAME or MASTERS_GROUP in spec.get("groups", []):
+            raise ApiError(403, "agent identities may not be administrators", "Forbidden")
+        token = server.authn.mint(spec["user"], spec.get("groups", []))
+        return json_response({"user": spec["user"], "groups": spec.get("groups", []), "token": token}, 201)
     if parts[1:] == ["snapshots"] and request.method == "GET":
         return json_response({"snapshots": sorted(snapshots)})
     if len(parts) >= 3 and parts[1] == "snapshots" and parts[2]:

@@ -41,10 +41,20 @@ class Authenticator:
         self.static: dict[str, UserInfo] = {}
         self.signing_key = signing_key or secrets.token_bytes(32)
         self.issuer = issuer
+        #: called with (token, user, groups) after :meth:`mint`, to persist the token
+        self.on_mint: Any = None
 
     def add_token(self, token: str, user: str, groups: list[str] | tuple[str, ...] = ()) -> None:
         all_groups = tuple(dict.fromkeys([*groups, AUTHENTICATED]))
         self.static[token] = UserInfo(name=user, groups=all_groups)
+
+    def mint(self, user: str, groups: list[str] | tuple[str, ...] = ()) -> str:
+        """A new static token for ``user`` (kept across restarts when a token file is set)."""
+        token = new_token()
+        self.add_token(token, user, groups)
+        if self.on_mint is not None:
+            self.on_mint(token, user, list(groups))
+        return token
 
     def authenticate(self, header: str | None) -> UserInfo | None:
         if not header or not header.lower().startswith("bearer "):

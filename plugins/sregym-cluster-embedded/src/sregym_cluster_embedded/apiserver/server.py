@@ -89,6 +89,13 @@ class RunningApiServer:
         authn.add_token(tokens["agent"], AGENT_USER, [AGENT_GROUP])
         for token, who in (tokens.get("extra") or {}).items():
             authn.add_token(token, who.get("user", "user"), who.get("groups") or [])
+
+        def remember(token: str, user: str, groups: list[str]) -> None:
+            data = load_tokens(self.state_dir)
+            data.setdefault("extra", {})[token] = {"user": user, "groups": groups}
+            _write_private(self.state_dir / "tokens.json", json.dumps(data, indent=2))
+
+        authn.on_mint = remember
         self.api = ApiServer(self.core, authn)
         app = build_app(self.api)
         self.runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
