@@ -242,3 +242,21 @@ def test_disk_pressure_shows_in_node_conditions(monkeypatch):
             assert condition(node, "DiskPressure")["status"] == "True"
             assert condition(node, "DiskPressure")["reason"] == "KubeletHasDiskPressure"
     run(body())
+
+
+def test_ephemeral_debug_container_runs_once_with_logs():
+    async def body():
+        async with node_cluster() as (client, nodes):
+            await client.create("pods", pod_manifest("app", [{"name": "c", "image": "busybox", "command": ["sleep", "60"]}]))
+            await wait_for(pod_getter(client, "app"), lambda p: p["status"].get("phase") == "Running")
+            pod = await client.get("pods", "app", "default")
+            pod["spec"]["ephemeralContainers"] = [{"name": "debugger", "image": "busybox",
+                                                   "command": ["sh", "-c", "echo debugging $HOSTNAME"]}]
+            await client.update("pods", pod, subresource="ephemeralcontainers")
+            pod = await wait_for(pod_getter(client, "app"), lambda p: any(
+                "terminated" in s["state"] for s in p["status"].get("ephemeralContainerStatuses") or []))
+            status = pod["status"]["ephemeralContainerStatuses"][0]
+            assert status["state"]["terminated"]["exitCode"] == 0 and status["restartCount"] == 0
+            assert await read_all(nodes.runtime.read_log("default", "app", "debugger")) == b"debugging app\n"
+            assert container_status(pod)["restartCount"] == 0  # the app container was left alone
+    run(body())

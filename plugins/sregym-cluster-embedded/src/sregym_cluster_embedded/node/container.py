@@ -65,7 +65,7 @@ class ContainerRunner:
         self.worker = worker
         self.spec = spec
         self.name: str = spec.get("name", "")
-        self.kind = kind  # "init", "sidecar" or "main"
+        self.kind = kind  # "init", "sidecar", "main" or "ephemeral" (kubectl debug)
         self.restart_count = 0
         self.state: dict = {"waiting": {"reason": "ContainerCreating" if kind == "main" else "PodInitializing"}}
         self._last_terminated: dict = {}
@@ -101,7 +101,8 @@ class ContainerRunner:
 
     def _field_ref(self) -> dict:
         meta = self.pod["metadata"]
-        prefix = "spec.initContainers" if self.kind != "main" else "spec.containers"
+        prefix = {"main": "spec.containers", "ephemeral": "spec.ephemeralContainers"}.get(
+            self.kind, "spec.initContainers")
         return {"kind": "Pod", "apiVersion": "v1", "metadata": {**meta}, "fieldPath": f"{prefix}{{{self.name}}}"}
 
     async def event(self, reason: str, message: str, type: str = "Normal") -> None:
@@ -163,6 +164,8 @@ class ContainerRunner:
     def _should_restart(self, exit_code: int) -> bool:
         if self.kind == "sidecar":
             return True
+        if self.kind == "ephemeral":
+            return False
         policy = self.worker.restart_policy
         if self.kind == "init":
             return exit_code != 0 and policy != "Never"
@@ -355,7 +358,7 @@ class ContainerRunner:
             if self.spec.get(kind):
                 self._probe_tasks.append(asyncio.create_task(self._probe_loop(kind, self.spec[kind])))
         if not self.spec.get("readinessProbe"):
-            self.ready = self.kind != "init"
+            self.ready = self.kind in ("main", "sidecar")
 
     def _stop_probes(self) -> None:
         for task in self._probe_tasks:

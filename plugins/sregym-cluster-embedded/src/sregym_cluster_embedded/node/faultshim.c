@@ -98,16 +98,16 @@ static void resolve(void) {
     r_openat = dlsym(RTLD_NEXT, "openat64"); r_fopen = dlsym(RTLD_NEXT, "fopen64");
     r_connect = dlsym(RTLD_NEXT, "connect");
     r_cfr = dlsym(RTLD_NEXT, "copy_file_range"); r_sendfile = dlsym(RTLD_NEXT, "sendfile64");
+    /* after the real functions are known: strdup may enter malloc, which may read (jemalloc) */
+    const char *s = getenv("SREGYM_FAULT_RULES");
+    char *path = s && *s ? strdup(s) : NULL;
+    s = getenv("SREGYM_POD_IP");
+    pod_ip = strdup(s ? s : "");
+    rules_path = path;
     ready = 1;
 }
 
-__attribute__((constructor)) static void sregym_fault_init(void) {
-    const char *s = getenv("SREGYM_FAULT_RULES");
-    if (s && *s) rules_path = strdup(s);
-    s = getenv("SREGYM_POD_IP");
-    pod_ip = strdup(s ? s : "");
-    resolve();
-}
+__attribute__((constructor)) static void sregym_fault_init(void) { resolve(); }
 
 static long now_ms(void) {
     struct timespec ts;
@@ -187,6 +187,7 @@ static void reload(void) {
 
 /* The rules in force, or NULL (the fast path: one coarse clock read per call). */
 static struct ruleset *rules(void) {
+    resolve();   /* other libraries' constructors may call in before ours has run */
     if (!rules_path || busy) return NULL;
     long now = now_ms();
     if (now >= next_check_ms && pthread_mutex_trylock(&reload_lock) == 0) {
@@ -343,6 +344,7 @@ static int open_mode(int flags, va_list ap) {
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, int) : 0;
 }
 static int do_openat(int dirfd, const char *path, int flags, int mode) {
+    resolve();
     if (dirfd == AT_FDCWD || (path && path[0] == '/')) FAIL_IF(decide(C_OPEN, -1, path, -1, 0));
     return r_openat(dirfd, path, flags, mode);
 }

@@ -64,6 +64,7 @@ class PodWorker:
         self.init_runners = [ContainerRunner(self, c, kind="sidecar" if c.get("restartPolicy") == "Always" else "init")
                              for c in spec.get("initContainers") or []]
         self.runners = [ContainerRunner(self, c, kind="main") for c in spec.get("containers") or []]
+        self.ephemeral_runners: list[ContainerRunner] = []
         self.sandbox_ready = False
         self.initialized = not self.init_runners
         self.failed: tuple[str, str] | None = None
@@ -90,7 +91,7 @@ class PodWorker:
         return float(30 if value is None else value)
 
     def all_runners(self) -> list[ContainerRunner]:
-        return self.init_runners + self.runners
+        return self.init_runners + self.runners + self.ephemeral_runners
 
     def runner(self, name: str) -> ContainerRunner | None:
         return next((r for r in self.all_runners() if r.name == name), None)
@@ -264,7 +265,14 @@ class PodWorker:
         self._tasks.append(asyncio.create_task(runner.run()))
 
     async def update_spec(self, pod: dict) -> None:
-        """Apply the mutable parts of a pod update (container images)."""
+        """Apply the mutable parts of a pod update (container images, new ephemeral containers)."""
+        known = {r.name for r in self.ephemeral_runners}
+        for spec in pod.get("spec", {}).get("ephemeralContainers") or []:
+            if spec.get("name") not in known and self.initialized and not self.terminating:
+                runner = ContainerRunner(self, spec, kind="ephemeral")
+                self.ephemeral_runners.append(runner)
+                self.mark_dirty()
+                self._tasks.append(asyncio.create_task(runner.run()))
         specs = {c.get("name"): c for c in (pod.get("spec", {}).get("containers") or [])
                  + (pod.get("spec", {}).get("initContainers") or [])}
         for runner in self.all_runners():
@@ -291,7 +299,8 @@ class PodWorker:
         """Stop every container (main ones first, then sidecars in reverse order)."""
         self.terminating = True
         self._stop.set()
-        await asyncio.gather(*(r.stop(grace) for r in self.runners), return_exceptions=True)
+        await asyncio.gather(*(r.stop(grace) for r in self.runners + self.ephemeral_runners),
+                             return_exceptions=True)
         for runner in reversed(self.init_runners):
             await runner.stop(grace)
         for task in self._tasks:
@@ -384,6 +393,8 @@ class PodWorker:
         status["containerStatuses"] = [r.status() for r in self.runners]
         if self.init_runners:
             status["initContainerStatuses"] = [r.status() for r in self.init_runners]
+        if self.ephemeral_runners:
+            status["ephemeralContainerStatuses"] = [r.status() for r in self.ephemeral_runners]
         return status
 
     async def _status_writer(self) -> None:
