@@ -147,3 +147,19 @@ def test_atomic_projection_swaps_data_dir(tmp_path: Path):
     assert (target / "a.conf").read_text() == "two"
     assert not (target / "b").exists()
     assert not (target / first).exists()
+
+
+def test_malformed_probe_fails_instead_of_raising():
+    from sregym_cluster_embedded.node.probes import run_probe
+
+    async def never(command, timeout):
+        raise AssertionError("no exec expected")
+
+    async def body():
+        ok, message = await run_probe({"httpGet": {"port": "nope"}}, {"ports": []}, "127.0.0.1", never)
+        assert not ok and "unable to find port" in message
+        ok, message = await run_probe({"tcpSocket": {"port": 1, "host": "10.0.0.1"}}, {}, "127.0.0.1", never)
+        assert not ok and "network is unreachable" in message  # never dials outside 127/8
+        ok, message = await run_probe({}, {}, "127.0.0.1", never)
+        assert not ok
+    asyncio.run(body())

@@ -376,7 +376,12 @@ class ContainerRunner:
             if kind != "startupProbe" and not self.started:
                 await asyncio.sleep(min(period, 0.2))
                 continue
-            ok, message = await run_probe(probe, self.spec, self.worker.pod_ip, self._probe_exec)
+            try:
+                ok, message = await run_probe(probe, self.spec, self.worker.pod_ip, self._probe_exec)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a malformed probe fails, it does not crash the node
+                ok, message = False, f"probe error: {exc}"
             if not self.running():
                 return
             if ok:
