@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import platform
@@ -395,8 +396,11 @@ class NodeSet:
         self.client = client
         self.settings = settings
         self.catalog = default_catalog(image_sources)
-        self.backend = detect_backend(settings.name, backend)
         state_dir = Path(settings.state_dir)
+        # one cgroup parent per cluster *instance*: clusters of the same name under different
+        # state dirs (tests, other SREGYM_HOMEs) must never clean up each other's groups
+        instance = hashlib.sha1(str(state_dir.resolve()).encode()).hexdigest()[:8]
+        self.backend = detect_backend(f"{settings.name}-{instance}", backend)
         state_dir.mkdir(parents=True, exist_ok=True)
         # without the compiled shim, Python containers get the sitecustomize fallback
         self.shim = build_shim(state_dir) if preload_shim else None
