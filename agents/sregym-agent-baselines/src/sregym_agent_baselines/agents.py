@@ -40,7 +40,7 @@ def _value(value: Any) -> str:
 class _Base:
     """Shared plumbing: submit over HTTP, run kubectl as the agent, keep a trajectory."""
 
-    def __init__(self, settle_s: float = 3.0, **_config: Any) -> None:
+    def __init__(self, settle_s: float = 5.0, **_config: Any) -> None:
         self.settle_s = settle_s
         self.trajectory: list[dict[str, Any]] = []
 
@@ -62,6 +62,22 @@ class _Base:
                                 "observation": text[:2000], "timestamp": time.time()})
         return text
 
+    async def wait_healthy(self, task: AgentTask, timeout: float = 180.0) -> bool:
+        """Poll (as the agent) until every pod in the app namespace is Ready and none is pending."""
+        import json
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = await self.kubectl(task, "get", "pods", "-n", task.app_namespace, "-o", "json")
+            try:
+                pods = json.loads(text[text.index("{"):])["items"]
+            except (ValueError, KeyError):
+                pods = None
+            if pods is not None and all(_ready(p) for p in pods):
+                return True
+            await asyncio.sleep(2.0)
+        return False
+
     def outcome(self, status: str = "ok", error: str | None = None) -> AgentOutcome:
         return AgentOutcome(status=status, steps=len(self.trajectory), trajectory=tuple(self.trajectory), error=error)
 
@@ -69,6 +85,15 @@ class _Base:
         if task.privileged is None:
             raise RuntimeError("this validation agent needs privileged access (ground truth)")
         return task.privileged.ground_truth
+
+
+def _ready(pod: dict) -> bool:
+    if pod.get("status", {}).get("phase") == "Succeeded":
+        return True
+    if pod.get("metadata", {}).get("deletionTimestamp"):
+        return False
+    conditions = {c.get("type"): c.get("status") for c in pod.get("status", {}).get("conditions", [])}
+    return conditions.get("Ready") == "True"
 
 
 class ReferenceAgent(_Base):
@@ -81,6 +106,8 @@ class ReferenceAgent(_Base):
             await fix()
             self.trajectory.append({"action": "reference_fix", "message": "applied the gold fix",
                                     "seconds": round(time.time() - started, 2), "timestamp": started})
+        # like a careful SRE: confirm every pod is back and Ready before declaring the incident over
+        await self.wait_healthy(task)
         await asyncio.sleep(self.settle_s)
         await self.submit(task, "Mitigation applied: the reference fix for each fault.")
         return self.outcome()
