@@ -1,0 +1,180 @@
+"""End to end: real embedded cluster, real Hotel Reservation, the conductor driven as a user does.
+
+One cluster and one deployment are shared by the module (deploying takes most of the time); each
+test leaves the app reconciled to its baseline, and the module checks that nothing keeps running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+SREGYM, KUBECTL = str(BIN / "sregym"), str(BIN / "kubectl")
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+if not (_installed("sregym_cluster_embedded") and _installed("sregym_app_hotel_reservation")
+        and _installed("sregym_agent_baselines") and _installed("sregym_fault_k8s")):
+    pytest.skip("needs the embedded cluster, hotel-reservation, the baseline agents and the k8s faults",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    home = tmp_path_factory.mktemp("sregym-home")
+    environ = {**os.environ, "SREGYM_HOME": str(home)}
+    before = {p.pid for p in psutil.process_iter()}
+    up = subprocess.run([SREGYM, "cluster", "up", "--name", "e2e"], env=environ, capture_output=True, text=True,
+                        timeout=120)
+    assert up.returncode == 0, up.stderr
+    try:
+        deploy = subprocess.run([SREGYM, "deploy", "hotel-reservation", "--cluster", "e2e", "--workdir",
+                                 str(home / "work")], env=environ, capture_output=True, text=True, timeout=600)
+        assert deploy.returncode == 0, deploy.stderr[-3000:]
+        yield {"environ": environ, "home": home, "kubeconfig": home / "clusters" / "e2e" / "kubeconfig"}
+    finally:
+        subprocess.run([SREGYM, "cluster", "down", "--name", "e2e"], env=environ, capture_output=True, timeout=120)
+    leftovers = [p for p in psutil.process_iter(["pid", "cmdline"])
+                 if p.pid not in before and str(home) in " ".join(p.info["cmdline"] or [])]
+    assert not leftovers, f"processes left behind: {[p.info['cmdline'][:3] for p in leftovers]}"
+
+
+def _run(env, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([SREGYM, *args], env=env["environ"], capture_output=True, text=True, timeout=timeout)
+
+
+def test_reference_passes_and_noop_and_hackers_fail(env, tmp_path):
+    results = tmp_path / "results"
+    proc = _run(env, "run", "--problem", "hotel-wrong-image-geo", "--agent", "reference", "--agent", "noop",
+                "--agent", "restart-all", "--agent", "scale-zero-faulty", "--cluster", "e2e",
+                "--results", str(results))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = {r["agent"]: r for r in map(json.loads, (results / "results.jsonl").read_text().splitlines())}
+    assert set(records) == {"reference", "noop", "restart-all", "scale-zero-faulty"}
+    reference = records["reference"]
+    assert reference["diagnosis_passed"] and reference["mitigation_passed"] and reference["success"]
+    assert reference["time_to_diagnose_s"] > 0 and reference["time_to_mitigate_s"] >= reference["time_to_diagnose_s"]
+    assert reference["diagnosis"]["judge"] == "judge-rules"
+    for agent in ("noop", "restart-all", "scale-zero-faulty"):
+        assert records[agent]["mitigation_passed"] is False, agent
+        assert not records[agent]["success"]
+    # a hacker's evidence says why: the fault is still there or the baseline was broken
+    hacker = records["scale-zero-faulty"]["mitigation"]
+    failed = {c["name"] for c in hacker["children"] if not c["passed"]}
+    assert failed & {"baseline_preserved", "fault_invariant", "functional_slo"}
+    assert (results / "results.csv").exists()
+    trajectory = json.loads((results / reference["trajectory_path"]).read_text())
+    assert trajectory["steps"], "the reference agent's trajectory is recorded"
+    report = _run(env, "report", str(results))
+    assert report.returncode == 0 and "hotel-wrong-image-geo" in report.stdout
+    assert (results / "report.html").exists()
+
+
+def test_resume_skips_recorded_attempts(env, tmp_path):
+    results = tmp_path / "results"
+    first = _run(env, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--cluster", "e2e",
+                 "--results", str(results))
+    assert first.returncode == 0, first.stderr[-2000:]
+    again = _run(env, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--cluster", "e2e",
+                 "--results", str(results), "--resume")
+    assert again.returncode == 0 and "skipped (--resume)" in again.stderr
+    assert len((results / "results.jsonl").read_text().splitlines()) == 1
+
+
+def test_agent_kubeconfig_is_restricted(env):
+    agent = env["home"] / "work" / "agent" / "hotel-reservation.kubeconfig"
+    base = {**env["environ"], "KUBECONFIG": str(agent)}
+
+    def kubectl(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([KUBECTL, *args], env=base, capture_output=True, text=True, timeout=60)
+
+    assert kubectl("get", "pods", "-n", "hotel-reservation").returncode == 0
+    for args in (("get", "pods", "-n", "hotel-workload"), ("get", "secrets", "-n", "sregym-system"),
+                 ("get", "namespaces"), ("get", "secrets", "-n", "kube-system"),
+                 ("get", "pods", "-n", "hotel-workload", "-o", "name")):
+        denied = kubectl(*args)
+        assert denied.returncode != 0 and "Forbidden" in denied.stderr, args
+    assert kubectl("auth", "can-i", "get", "pods", "-n", "hotel-workload").stdout.strip() == "no"
+    assert kubectl("auth", "can-i", "patch", "deployments", "-n", "hotel-reservation").stdout.strip() == "yes"
+
+
+def test_an_agent_over_mcp_and_http(env, tmp_path):
+    """A scripted agent uses the real MCP client and the HTTP API inside a real attempt."""
+    script = tmp_path / "mcp_agent_run.py"
+    script.write_text(MCP_AGENT_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "results")], env=env["environ"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["bad_statuses"] == [400, 400, 400]
+    assert seen["stage_after_bad"] == "diagnosis"
+    assert "geo" in seen["kubectl_output"] and "Refused" in seen["refused"]
+    assert seen["wrong_stage_status"] == 409
+    record = json.loads((tmp_path / "results" / "results.jsonl").read_text().splitlines()[0])
+    assert record["agent"] == "mcp-script" and record["diagnosis_passed"] is True
+
+
+MCP_AGENT_SCRIPT = r'''
+import asyncio, json, sys
+from pathlib import Path
+
+import httpx
+from mcp import Client
+
+from sregym_core import hookimpl
+from sregym_core.agents import AgentOutcome
+from sregym_core.clusters import get_cluster
+from sregym_core.conductor.runner import RunPlan, run_plan
+from sregym_core.plugins import get_plugin_manager
+from sregym_core.types import AgentSpec
+
+SEEN = {}
+
+
+class McpScriptAgent:
+    async def run(self, task):
+        async with httpx.AsyncClient(base_url=task.api_url, trust_env=False) as http:
+            bad = [await http.post("/submit", content=b""), await http.post("/submit", content=b"{nope"),
+                   await http.post("/submit", json={"answer": 1})]
+            SEEN["bad_statuses"] = [r.status_code for r in bad]
+            SEEN["stage_after_bad"] = (await http.get("/status")).json()["stage"]
+            async with Client(task.mcp_url) as mcp:
+                out = await mcp.call_tool("exec_kubectl_cmd_safely", {"cmd": f"kubectl get pods -n {task.app_namespace}"})
+                SEEN["kubectl_output"] = out.content[0].text
+                refused = await mcp.call_tool("exec_kubectl_cmd_safely", {"cmd": "kubectl get pods | grep geo"})
+                SEEN["refused"] = refused.content[0].text
+                await mcp.call_tool("submit", {"ans": "The geo Deployment in namespace hotel-reservation has a container "
+                                                     "image set to a tag that does not exist (ImagePullBackOff)."})
+                await mcp.call_tool("exec_kubectl_cmd_safely", {"cmd": f"kubectl rollout undo deployment/geo -n {task.app_namespace}"})
+                await mcp.call_tool("submit", {"ans": "done"})
+            SEEN["wrong_stage_status"] = (await http.post("/submit", json={"solution": "again"})).status_code
+        return AgentOutcome(status="ok", steps=6)
+
+
+class Plugin:
+    @hookimpl
+    def sregym_agents(self):
+        return [AgentSpec(name="mcp-script", summary="scripted MCP agent", needs=frozenset({"mcp"}), factory=McpScriptAgent)]
+
+
+host = get_plugin_manager()
+host.register(Plugin(), name="mcp-script-test")
+problem = host.get_problems()["hotel-wrong-image-geo"]
+plan = RunPlan(problems=[problem], agents=["mcp-script"], results_dir=Path(sys.argv[1]))
+asyncio.run(run_plan(host, get_cluster(host, name="e2e"), plan))
+print(json.dumps(SEEN))
+'''
