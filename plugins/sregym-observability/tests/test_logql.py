@@ -82,3 +82,44 @@ def test_json_and_logfmt_parsers_with_label_filters() -> None:
     assert logfmt.keep('level=info msg="timeout reached" status=503')
     assert not logfmt.keep('level=info msg="timeout reached" status=200')
     assert not logfmt.keep("msg=ok status=503")
+
+
+def test_metric_queries_parse() -> None:
+    from sregym_observability.logql import MetricQuery, parse_query
+
+    plain = parse_query('{app="geo"} |= "error"')
+    assert not isinstance(plain, MetricQuery)
+    query = parse_query('sum by (app) (count_over_time({namespace="hotel"} |~ "err[a-z]+" [5m]))')
+    assert isinstance(query, MetricQuery)
+    assert (query.function, query.range_s, query.aggregation, query.grouping) == ("count_over_time", 300, "sum", ("app",))
+    assert query.log.filters[0].pattern == "err[a-z]+"
+    suffix = parse_query('max(rate({app="geo"}[30s])) without (pod)')
+    assert (suffix.aggregation, suffix.grouping, suffix.without, suffix.function) == ("max", ("pod",), True, "rate")
+    assert suffix.series_labels({"app": "geo", "pod": "p"}) == {"app": "geo"}
+    for bad, fragment in [("topk(3, rate({a=\"b\"}[1m]))", "expecting a log query"),
+                          ("absent_over_time({a=\"b\"}[1m])", "unsupported function"),
+                          ("rate({a=\"b\"}[soon])", "invalid range"),
+                          ("rate({a=}[1m])", "parse error")]:
+        with pytest.raises(LogQLError, match=fragment):
+            parse_query(bad)
+
+
+def test_metric_evaluation_counts_rates_and_groups() -> None:
+    from sregym_observability.logql import parse_query
+    from sregym_observability.logstore import LogStore, evaluate_metric
+
+    s = 1_000_000_000
+    store = LogStore()
+    store.append({"app": "geo", "pod": "geo-1"}, [(1 * s, "error a"), (2 * s, "ok"), (3 * s, "error b")])
+    store.append({"app": "geo", "pod": "geo-2"}, [(3 * s, "error c")])
+    store.append({"app": "rate", "pod": "rate-1"}, [(2 * s, "error d")])
+    counts = evaluate_metric(store, parse_query('sum by (app) (count_over_time({app=~".+"} |= "error" [10s]))'),
+                             [3 * s, 12 * s])
+    assert sorted((labels["app"], points) for labels, points in counts) == [
+        ("geo", [(3 * s, 3.0), (12 * s, 2.0)]), ("rate", [(3 * s, 1.0), (12 * s, 0.0)])]
+    [(labels, points)] = evaluate_metric(store, parse_query('rate({pod="geo-1"} |= "error" [2s])'), [3 * s])
+    assert labels == {"app": "geo", "pod": "geo-1"} and points == [(3 * s, 0.5)]
+    per_pod = evaluate_metric(store, parse_query('count(count_over_time({app="geo"}[10s]))'), [3 * s])
+    assert per_pod == [({}, [(3 * s, 2.0)])]
+    size = evaluate_metric(store, parse_query('bytes_over_time({pod="rate-1"}[5s])'), [3 * s])
+    assert size[0][1] == [(3 * s, 7.0)]

@@ -7,6 +7,7 @@ import time
 import httpx
 import psutil
 import pytest
+from sregym_observability import tools
 
 pytestmark = pytest.mark.slow
 
@@ -67,6 +68,11 @@ def test_push_then_query_in_loki_shapes(start_component) -> None:
         ("/loki/api/v1/query_range", {"query": '{app="a"}', "start": "200", "end": "100"}, "end timestamp"),
         ("/loki/api/v1/query_range", {"query": '{app="a"}', "direction": "up"}, "direction"),
         ("/loki/api/v1/query", {"query": '{app="a"} |~ "("'}, "error parsing regexp"),
+        ("/loki/api/v1/query", {"query": 'rate({app="a"}[nope])'}, "invalid range"),
+        ("/loki/api/v1/query_range", {"query": 'rate({app="a"}[1m])', "step": "-1"}, "step"),
+        ("/loki/api/v1/query_range", {"query": 'rate({app="a"}[1m])', "step": "0.001", "start": "0",
+                                      "end": "100000"}, "11,000 points"),
+        ("/loki/api/v1/label/app/values", {"query": 'rate({app="a"}[1m])'}, "metric query is not allowed"),
     ],
 )
 def test_malformed_queries_get_400_with_loki_text(shared_logs, path, params, fragment) -> None:
@@ -115,3 +121,27 @@ def test_large_volume_keeps_memory_bounded(start_component) -> None:
     body = httpx.get(server.url + "/loki/api/v1/query_range",
                      params={"query": '{app="load4"} |= "44-1999"', "start": str(base_ts - 1)}).json()
     assert body["data"]["result"][0]["values"][0][1].endswith("44-1999")
+
+
+def test_metric_queries_in_loki_shapes(shared_logs) -> None:
+    server = shared_logs
+    now = time.time_ns()
+    values = [[str(now - i * 1_000_000_000), "error: upstream timeout"] for i in range(1, 11)]
+    _push(server.url, [{"stream": {"namespace": "m", "app": "geo", "pod": "geo-1"}, "values": values},
+                       {"stream": {"namespace": "m", "app": "rate", "pod": "rate-1"}, "values": values[:2]}])
+    instant = httpx.get(server.url + "/loki/api/v1/query", params={
+        "query": 'sum by (app) (count_over_time({namespace="m"} |= "timeout" [1m]))'}).json()
+    assert instant["data"]["resultType"] == "vector"
+    assert sorted((r["metric"]["app"], r["value"][1]) for r in instant["data"]["result"]) == [("geo", "10"),
+                                                                                               ("rate", "2")]
+    assert isinstance(instant["data"]["result"][0]["value"][0], float)
+    matrix = httpx.get(server.url + "/loki/api/v1/query_range", params={
+        "query": 'sum(count_over_time({namespace="m"}[2s]))', "start": str(now - 12 * 10**9), "end": str(now),
+        "step": "2s"}).json()
+    assert matrix["data"]["resultType"] == "matrix"
+    [series] = matrix["data"]["result"]
+    assert series["metric"] == {}
+    assert sum(int(v) for _, v in series["values"]) == 12
+    endpoints = tools.Endpoints(loki_url=server.url)
+    text = tools.get_logs(endpoints, 'sum by (app) (count_over_time({namespace="m"} |= "timeout" [1m]))')
+    assert text.splitlines() == ["2 series (largest first):", '{app="geo"} = 10', '{app="rate"} = 2']

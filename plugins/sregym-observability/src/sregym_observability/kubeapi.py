@@ -8,7 +8,9 @@ in-cluster service-account files.
 
 from __future__ import annotations
 
+import atexit
 import base64
+import contextlib
 import json
 import os
 import ssl
@@ -59,7 +61,13 @@ def _materialize(data_b64: str, suffix: str) -> str:
     fd, path = tempfile.mkstemp(prefix="sregym-obs-", suffix=suffix)
     with os.fdopen(fd, "wb") as handle:
         handle.write(base64.b64decode(data_b64))
+    atexit.register(_remove_quietly, path)  # key material must not outlive the process
     return path
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def access_from_kubeconfig(path: str | os.PathLike[str], context: str | None = None) -> KubeAccess:

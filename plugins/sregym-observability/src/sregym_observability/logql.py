@@ -375,3 +375,68 @@ def _pipeline_stage(scanner: _Scanner) -> Stage:
         return LabelFilter.build(name, op, value)
     except re.error as err:
         raise LogQLError(f"error parsing regexp: {err} in label filter {name}{op}{value!r}") from None
+
+
+# -- metric queries ------------------------------------------------------------------------------
+
+RANGE_FUNCTIONS = ("count_over_time", "rate", "bytes_over_time", "bytes_rate")
+AGGREGATIONS = ("sum", "count", "max", "min", "avg")
+_AGGREGATION = re.compile(
+    r"^(sum|count|max|min|avg)\s*(?:(by|without)\s*\(([^)]*)\))?\s*\((.*?)\)\s*(?:(by|without)\s*\(([^)]*)\))?$",
+    re.DOTALL)
+_RANGE_FUNCTION = re.compile(r"^(\w+)\s*\((.*)\[([^\]]+)\]\s*\)$", re.DOTALL)
+
+
+@attrs.frozen
+class MetricQuery:
+    """``[agg [by|without (labels)]] (fn(<log query> [range]))`` over log lines.
+
+    ``fn`` is count_over_time, rate (lines per second), bytes_over_time or bytes_rate.
+    """
+
+    function: str
+    log: LogQuery
+    range_s: float
+    aggregation: str | None = None
+    grouping: tuple[str, ...] = ()
+    without: bool = False
+
+    def series_labels(self, labels: Mapping[str, str]) -> dict[str, str]:
+        if self.aggregation is None:
+            return dict(labels)
+        if self.without:
+            return {k: v for k, v in labels.items() if k not in self.grouping}
+        return {k: labels[k] for k in self.grouping if k in labels}
+
+
+def parse_query(text: str) -> LogQuery | MetricQuery:
+    """A log query (``{...} | ...``) or a metric query over one."""
+    stripped = text.strip()
+    if not stripped or stripped.startswith("{"):
+        return parse_logql(text)
+    from .timeparse import parse_duration
+
+    aggregation, grouping, without = None, (), False
+    found = _AGGREGATION.match(stripped)
+    if found:
+        aggregation = found.group(1)
+        mode, names = (found.group(2), found.group(3)) if found.group(2) else (found.group(5), found.group(6))
+        if mode:
+            grouping = tuple(n.strip() for n in names.split(",") if n.strip())
+            without = mode == "without"
+        stripped = found.group(4).strip()
+    inner = _RANGE_FUNCTION.match(stripped)
+    if not inner:
+        raise LogQLError("parse error : syntax error: expecting a log query {...} or a metric query such as "
+                         'sum by (app) (count_over_time({namespace="x"} |= "error" [5m]))')
+    function, log_text, range_text = inner.groups()
+    if function not in RANGE_FUNCTIONS:
+        raise LogQLError(f"parse error : unsupported function {function!r}; supported: {', '.join(RANGE_FUNCTIONS)}"
+                         f" (optionally inside {', '.join(AGGREGATIONS)})")
+    try:
+        range_s = parse_duration(range_text)
+    except ValueError as err:
+        raise LogQLError(f"parse error : invalid range [{range_text}]: {err}") from None
+    if range_s <= 0:
+        raise LogQLError("parse error : the range of a metric query must be positive")
+    return MetricQuery(function, parse_logql(log_text), range_s, aggregation, grouping, without)

@@ -8,6 +8,7 @@ simply skipped.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import time
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from .logql import LogQuery
+from .logql import LogQuery, MetricQuery
 
 # Rough per-entry overhead of the Python objects (tuples, ints) beyond the line's own characters,
 # so the byte budget tracks real memory rather than payload only.
@@ -221,4 +222,68 @@ class LogStore:
                 continue
             if end_ns is not None and first >= end_ns:
                 continue
+            yield stream
+
+
+def evaluate_metric(store: LogStore, query: MetricQuery, steps_ns: list[int], *,
+                    max_series: int = 1000) -> list[tuple[dict[str, str], list[tuple[int, float]]]]:
+    """Evaluate ``query`` at each timestamp of ``steps_ns``: one (labels, [(ts, value)]) per series."""
+    range_ns = int(query.range_s * 1e9)
+    lo, hi = steps_ns[0] - range_ns, steps_ns[-1]
+    per_series: dict[tuple[tuple[str, str], ...], list[float]] = {}
+    by_bytes = query.function.startswith("bytes")
+    for stream in list(query_streams(store, query.log)):
+        keep = query.log.line_predicate(stream.labels)
+        times: list[int] = []
+        sizes: list[int] = []
+        for ts, _, line in stream.entries:
+            if ts <= lo or ts > hi:
+                continue
+            if keep is None or keep(line):
+                times.append(ts)
+                sizes.append(len(line.encode()))
+        if not times:
+            continue
+        prefix = list(itertools.accumulate(sizes, initial=0))
+        values = []
+        for step in steps_ns:
+            first = bisect.bisect_right(times, step - range_ns)
+            last = bisect.bisect_right(times, step)
+            amount = float(prefix[last] - prefix[first]) if by_bytes else float(last - first)
+            if query.function in ("rate", "bytes_rate"):
+                amount /= query.range_s
+            values.append(amount)
+        key = stream_key(query.series_labels(stream.labels))
+        if key not in per_series and len(per_series) >= max_series:
+            continue
+        _combine(per_series, key, values, query.aggregation)
+    out = []
+    for key, values in per_series.items():
+        if query.aggregation == "avg":
+            total, count = values[: len(steps_ns)], values[len(steps_ns):]
+            values = [t / c if c else 0.0 for t, c in zip(total, count, strict=True)]
+        out.append((dict(key), list(zip(steps_ns, values, strict=True))))
+    return out
+
+
+def _combine(per_series: dict, key: tuple, values: list[float], aggregation: str | None) -> None:
+    if aggregation == "count":
+        values = [1.0 if v else 0.0 for v in values]
+    if aggregation == "avg":
+        values = values + [1.0] * len(values)  # totals then counts
+    existing = per_series.get(key)
+    if existing is None:
+        per_series[key] = list(values)
+        return
+    if aggregation in (None, "sum", "count", "avg"):
+        per_series[key] = [a + b for a, b in zip(existing, values, strict=True)]
+    elif aggregation == "max":
+        per_series[key] = [max(a, b) for a, b in zip(existing, values, strict=True)]
+    elif aggregation == "min":
+        per_series[key] = [min(a, b) for a, b in zip(existing, values, strict=True)]
+
+
+def query_streams(store: LogStore, query: LogQuery) -> Iterable[_Stream]:
+    for stream in store._streams.values():
+        if stream.entries and query.selects(stream.labels):
             yield stream

@@ -8,13 +8,14 @@ as Loki sends them.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
 from aiohttp import web
 
-from .logql import LogQLError, LogQuery, parse_logql
-from .logstore import LogStore
+from .logql import LogQLError, LogQuery, MetricQuery, parse_query
+from .logstore import LogStore, evaluate_metric
 from .timeparse import parse_duration, parse_loki_time
 
 STORE_KEY: web.AppKey[LogStore] = web.AppKey("log_store", LogStore)
@@ -34,16 +35,58 @@ def _now_ns() -> int:
     return time.time_ns()
 
 
-def _query_of(params: Any, *, required: bool = True) -> LogQuery | None:
+def _query_of(params: Any, *, required: bool = True, metric_ok: bool = True) -> LogQuery | MetricQuery | None:
     text = params.get("query")
     if text is None or not text.strip():
         if required:
             raise BadRequest("query parameter is required, e.g. query={namespace=\"default\"} |= \"error\"")
         return None
     try:
-        return parse_logql(text)
+        parsed = parse_query(text)
     except LogQLError as err:
         raise BadRequest(str(err)) from None
+    if isinstance(parsed, MetricQuery) and not metric_ok:
+        raise BadRequest("a metric query is not allowed here; use a stream selector such as {app=\"geo\"}")
+    return parsed
+
+
+MAX_POINTS = 11_000
+
+
+def _step_ns(params: Any, start: int, end: int) -> int:
+    raw = params.get("step")
+    if raw in (None, ""):
+        return max(1_000_000_000, (end - start) // 250)
+    try:
+        seconds = float(raw) if re.fullmatch(r"\d+(\.\d+)?", raw) else parse_duration(raw)
+    except ValueError as err:
+        raise BadRequest(f"invalid parameter 'step': {err}") from None
+    if seconds <= 0:
+        raise BadRequest("zero or negative query resolution step widths are not accepted. Try a positive integer")
+    step = int(seconds * 1e9)
+    if (end - start) // step > MAX_POINTS:
+        raise BadRequest("exceeded maximum resolution of 11,000 points per timeseries. Try increasing the value "
+                         "of the step parameter")
+    return step
+
+
+def _metric_body(store: LogStore, query: MetricQuery, steps: list[int], *, instant: bool) -> dict:
+    series = []
+    for labels, points in evaluate_metric(store, query, steps):
+        kept = [(ts, value) for ts, value in points if value != 0.0]  # Loki has no sample without log lines
+        if not kept:
+            continue
+        if instant:
+            ts, value = kept[-1]
+            series.append({"metric": labels, "value": [ts / 1e9, _fmt(value)]})
+        else:
+            series.append({"metric": labels, "values": [[ts / 1e9, _fmt(v)] for ts, v in kept]})
+    return {"status": "success", "data": {"resultType": "vector" if instant else "matrix", "result": series,
+                                          "stats": {}}}
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
 
 
 def _time_param(params: Any, name: str, default: int) -> int:
@@ -109,7 +152,11 @@ async def query_range(request: web.Request) -> web.Response:
         query = _query_of(params)
         assert query is not None
         start, end = _range(params)
-        body = _streams_body(request.app[STORE_KEY], query, start, end, _limit(params), _direction(params))
+        if isinstance(query, MetricQuery):
+            step = _step_ns(params, start, end)
+            body = _metric_body(request.app[STORE_KEY], query, list(range(start, end + 1, step)), instant=False)
+        else:
+            body = _streams_body(request.app[STORE_KEY], query, start, end, _limit(params), _direction(params))
     except BadRequest as err:
         return _bad(str(err))
     return web.json_response(body)
@@ -121,6 +168,8 @@ async def query_instant(request: web.Request) -> web.Response:
         query = _query_of(params)
         assert query is not None
         at = _time_param(params, "time", _now_ns())
+        if isinstance(query, MetricQuery):
+            return web.json_response(_metric_body(request.app[STORE_KEY], query, [at], instant=True))
         # An instant log query looks back over the default range ending at `time`.
         body = _streams_body(request.app[STORE_KEY], query, at - 3600 * 1_000_000_000, at, _limit(params),
                              _direction(params))
@@ -143,7 +192,7 @@ async def label_values(request: web.Request) -> web.Response:
     try:
         start, end = _range(request.query) if ("start" in request.query or "end" in request.query
                                                or "since" in request.query) else (None, None)
-        query = _query_of(request.query, required=False)
+        query = _query_of(request.query, required=False, metric_ok=False)
     except BadRequest as err:
         return _bad(str(err))
     values = request.app[STORE_KEY].label_values(name, start, end, query)

@@ -249,9 +249,29 @@ def _log_queries(query: str) -> list[str]:
     return [f'{{app="{name}"}}{suffix}', f'{{container="{name}"}}{suffix}', f'{{pod=~"{re.escape(name)}.*"}}{suffix}']
 
 
+_METRIC_QUERY = re.compile(r"^\s*(sum|count|max|min|avg|count_over_time|rate|bytes_over_time|bytes_rate)\b")
+
+
+def _log_metric(endpoints: Any, query: str) -> str:
+    body = _get(endpoints, endpoints.loki_url, "The log store (Loki API)", "/loki/api/v1/query", {"query": query})
+    result = (body.get("data") or {}).get("result") or []
+    if not result:
+        return f"`{query}` is empty now: no matching log lines in its range."
+    result.sort(key=lambda s: _sort_key(s["value"][1]), reverse=True)
+    lines = [f"{len(result)} series (largest first):"]
+    lines += [f"{_labels(s['metric'])} = {_num(s['value'][1])}" for s in result]
+    return _bound("\n".join(lines), _max_chars(endpoints))
+
+
 @_tool
 def get_logs(endpoints: Endpoints, query: str, last_n_minutes: int = 15, limit: int = 200) -> str:
-    """Log lines for a LogQL query or a bare service name over the last minutes, oldest first."""
+    """Log lines for a LogQL query or a bare service name over the last minutes, oldest first.
+
+    A LogQL metric query (``sum by (app) (count_over_time({namespace="x"} |= "error" [5m]))``) is
+    evaluated now and its series listed instead.
+    """
+    if _METRIC_QUERY.match(query or ""):
+        return _log_metric(endpoints, query)
     try:
         minutes = max(1, min(int(last_n_minutes), 24 * 60))
         limit = max(1, min(int(limit), 1000))
