@@ -20,6 +20,18 @@ TRACKED = (
 )
 
 
+KIND_RESOURCES = {
+    "Pod": "pods", "ReplicaSet": "replicasets.apps", "Deployment": "deployments.apps", "StatefulSet": "statefulsets.apps",
+    "DaemonSet": "daemonsets.apps", "ControllerRevision": "controllerrevisions.apps", "Job": "jobs.batch",
+    "CronJob": "cronjobs.batch", "Service": "services", "EndpointSlice": "endpointslices.discovery.k8s.io",
+    "PersistentVolumeClaim": "persistentvolumeclaims", "ConfigMap": "configmaps", "Secret": "secrets",
+    "ServiceAccount": "serviceaccounts", "HorizontalPodAutoscaler": "horizontalpodautoscalers.autoscaling",
+    "PodDisruptionBudget": "poddisruptionbudgets.policy", "NetworkPolicy": "networkpolicies.networking.k8s.io",
+    "Ingress": "ingresses.networking.k8s.io", "Node": "nodes", "Namespace": "namespaces",
+}
+CLUSTER_SCOPED = {"nodes", "namespaces"}
+
+
 class GarbageCollector(Controller):
     name = "gc"
     component = "garbage-collector-controller"
@@ -91,15 +103,28 @@ class GarbageCollector(Controller):
             if len(waiting) == len(alive):
                 await self._delete(resource, obj, "Foreground")
             return
-        if self._owner_kinds_known(owners):
+        if self._owner_kinds_known(owners) and not await self._any_owner_live(owners, ns):
             await self._delete(resource, obj, "Background")
+
+    async def _any_owner_live(self, owners: list[Obj], ns: str) -> bool:
+        """Ask the API before collecting: an owner created a moment ago may not be in our caches yet."""
+        for owner in owners:
+            resource = KIND_RESOURCES.get(owner.get("kind", ""))
+            if resource is None:
+                return True
+            try:
+                current = await self.client.get(resource, owner.get("name", ""), None if resource in CLUSTER_SCOPED else ns)
+            except Exception as exc:
+                if api_error_code(exc) == 404:
+                    continue
+                return True  # cannot tell: keep the dependent
+            if current and uid_of(current) == owner.get("uid"):
+                return True
+        return False
 
     def _owner_kinds_known(self, owners: list[Obj]) -> bool:
         """Only collect when we would have seen the owner: kinds we do not track might still exist."""
-        tracked_kinds = {"Pod", "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "ControllerRevision", "Job",
-                         "CronJob", "Service", "EndpointSlice", "PersistentVolumeClaim", "ConfigMap", "Secret",
-                         "ServiceAccount", "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "Ingress"}
-        return all(o.get("kind") in tracked_kinds for o in owners)
+        return all(o.get("kind") in KIND_RESOURCES for o in owners)
 
     async def _delete(self, resource: str, obj: Obj, propagation: str) -> None:
         try:
