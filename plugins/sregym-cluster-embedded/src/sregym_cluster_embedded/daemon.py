@@ -91,12 +91,27 @@ class ClusterProcess:
 
                 node_options.update(pod_env=cluster_network.pod_dns_env, resolv_conf=cluster_network.pod_resolv_conf)
             nodes = await self._start_part("node", "start_nodes", **node_options)
+            if nodes is not None:  # nodefaults: admin fault hooks (shim rules, node stop, proxy faults)
+                await self._start_fault_hooks(nodes)
             runtime = getattr(nodes, "runtime", None)
             if runtime is not None:
                 self.server.core.runtime = runtime
                 controllers = dict(self.parts).get("controllers")
                 if controllers is not None and hasattr(controllers, "set_metrics") and hasattr(runtime, "pod_usage"):
                     controllers.set_metrics(runtime.pod_usage)
+
+    async def _start_fault_hooks(self, nodes: Any) -> None:
+        """nodefaults: hand the NodeSet and Network to the admin fault endpoints (/sregym/faults)."""
+        try:
+            from .apiserver.admin_faults import FaultHooks
+
+            hooks = FaultHooks(self.client, self.settings, nodes, dict(self.parts).get("network"))
+            hooks.install()
+        except Exception:
+            log.exception("starting the node fault hooks failed")
+            return
+        self.server.api.fault_hooks = hooks
+        self.parts.append(("fault-hooks", hooks))
 
     async def _start_part(self, module: str, fn_name: str, **options: Any) -> Any:
         fn = _entry_point(module, fn_name)

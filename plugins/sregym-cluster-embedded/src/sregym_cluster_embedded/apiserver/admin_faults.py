@@ -1,0 +1,508 @@
+"""Node-level fault hooks for the benchmark: an admin-only HTTP surface under ``/sregym``.
+
+Faults run in the benchmark process, so the node agents, the fault shim and the service proxy are
+reached through these endpoints (system:masters only; errors are Kubernetes ``Status`` objects):
+
+* ``GET /sregym/nodes``; ``POST /sregym/nodes/<node>/stop`` and ``.../start``: stop a node agent
+  (heartbeats and status stop, pods keep running; the node lifecycle controller then marks the
+  node Unknown and evicts) and start it again.
+* ``PUT /sregym/faults/shim/<id>``: an LD_PRELOAD fault rule (see ``node/faultshim.c``) for the
+  pods selected by ``namespace`` + ``labels`` (+ ``pods`` names; ``pinned`` keeps exactly the pods
+  alive now, so a replacement pod is healthy), the pods mounting ``volumes``, or every pod of
+  ``nodes``; limited to files under ``paths`` and ``volumes`` (``[{namespace, claim}]``, resolved
+  to the bound PersistentVolume now: a disk fault stays with the disk, a new volume is healthy).
+  Fields: ``calls`` (read, write, fsync, open, connect), ``errno`` (number or name), ``rate``,
+  ``mode`` (random | badblocks, with ``frac``, ``block``, ``seed``), ``port``, ``delay_us``.
+* ``PUT /sregym/faults/diskfull/<id>`` ``{namespace, claim, filler, fill_bytes}``: writes a filler
+  file into the volume and caps the volume at less than its usage, so writes under it fail with
+  ENOSPC while usage stays at or above the cap (deleting the filler frees it).
+* ``PUT /sregym/faults/network/<id>`` ``{namespace, service | labels, delay_ms, jitter_ms, loss_pct}``:
+  impair the service proxy for a Service, or for the backend pods selected now (like netem in the
+  pods' namespaces: a replacement pod is healthy).
+* ``GET /sregym/faults`` (everything, with what each fault currently reaches) and
+  ``GET``/``DELETE /sregym/faults/<kind>/<id>``.
+
+Rules files are re-rendered every half second from the fault records and the pods in the store, so
+pods that appear later are covered and deleted pods drop out (their IPs may be reused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno as errno_names
+import json
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from ..node.faultshim import build_fault_shim, rules_file, write_rules
+from .errors import ApiError
+
+log = logging.getLogger(__name__)
+
+CALLS = ("read", "write", "fsync", "open", "connect")
+RECONCILE_SECONDS = 0.5
+MAX_FILL_BYTES = 512 * 1024 * 1024
+_ID = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
+_SAFE_PATH = re.compile(r"^/[^\s:]*$")
+
+
+def _bad(message: str) -> ApiError:
+    return ApiError(422, message, "Invalid")
+
+
+def _errno(value: Any) -> int:
+    if isinstance(value, bool):
+        raise _bad("errno must be a number or a name such as EIO")
+    if isinstance(value, int) and 0 < value < 4096:
+        return value
+    if isinstance(value, str) and value.isupper() and isinstance(getattr(errno_names, value, None), int):
+        return int(getattr(errno_names, value))
+    raise _bad(f"errno {value!r} is not a number or a name such as EIO")
+
+
+def _number(body: dict, key: str, default: float, low: float, high: float) -> float:
+    value = body.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise _bad(f"{key} must be a number in [{low}, {high}]")
+    return float(value)
+
+
+def _labels(body: dict) -> dict[str, str]:
+    labels = body.get("labels") or {}
+    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise _bad("labels must map strings to strings")
+    return labels
+
+
+def _str_list(body: dict, key: str) -> list[str]:
+    value = body.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise _bad(f"{key} must be a list of strings")
+    return value
+
+
+def _pod_matches(pod: dict, namespace: str, labels: dict[str, str], names: list[str]) -> bool:
+    meta = pod.get("metadata", {})
+    if meta.get("namespace") != namespace or (names and meta.get("name") not in names):
+        return False
+    have = meta.get("labels") or {}
+    return all(have.get(k) == v for k, v in labels.items())
+
+
+class FaultHooks:
+    """Fault records of one cluster and the rendering of them into rules files and proxy faults."""
+
+    def __init__(self, client: Any, settings: Any, nodes: Any, network: Any) -> None:
+        self.client = client
+        self.settings = settings
+        self.nodes = nodes
+        self.network = network
+        self.state_dir = Path(settings.state_dir)
+        self.shim_path = build_fault_shim() if nodes is not None and getattr(nodes, "shim", None) else None
+        self.shim: dict[str, dict] = {}
+        self.diskfull: dict[str, dict] = {}
+        self.net: dict[str, dict] = {}
+        self._rendered: dict[str, list[str]] = {}
+        self._task: asyncio.Task | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def install(self) -> None:
+        """Load the (inert) fault shim into every pod started from now on, and start rendering."""
+        if self.nodes is not None and self.shim_path is not None:
+            for node in self.nodes.agents:
+                path = rules_file(self.state_dir, node)
+                write_rules(path, [])
+                self.nodes.set_fault_env(node, {"LD_PRELOAD": str(self.shim_path), "SREGYM_FAULT_RULES": str(path)})
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name="fault-hooks")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        if self.nodes is not None:
+            for node in self.nodes.agents:
+                with contextlib.suppress(OSError):
+                    rules_file(self.state_dir, node).unlink()
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                self.render()
+            except Exception:  # noqa: BLE001 - a bad record must not stop the loop
+                log.exception("rendering fault rules failed")
+            await asyncio.sleep(RECONCILE_SECONDS)
+
+    # ------------------------------------------------------------ store lookups
+
+    def _pods(self) -> list[dict]:
+        return self.client.list_nocopy("pods")
+
+    def _get(self, resource: str, name: str, namespace: str | None = None) -> dict | None:
+        for obj in self.client.list_nocopy(resource, namespace):
+            if obj["metadata"]["name"] == name:
+                return obj
+        return None
+
+    def bound_volume(self, namespace: str, claim: str) -> str:
+        """The PersistentVolume a claim is bound to: disk faults stay with the disk, not the claim."""
+        pvc = self._get("persistentvolumeclaims", claim, namespace)
+        if pvc is None:
+            raise ApiError(404, f'persistentvolumeclaims "{claim}" not found', "NotFound")
+        pv_name = (pvc.get("spec") or {}).get("volumeName")
+        pv = self._get("persistentvolumes", pv_name) if pv_name else None
+        if not ((pv or {}).get("spec") or {}).get("hostPath", {}).get("path"):
+            raise ApiError(409, f'persistentvolumeclaims "{claim}" is not bound to a host-path volume', "Conflict")
+        return str(pv_name)
+
+    def volume_scope(self, pv_name: str) -> tuple[str | None, list[str], list[dict]]:
+        """A volume's host directory, the mount paths pods see it at, and the pods that mount it."""
+        pv = self._get("persistentvolumes", pv_name)
+        host = ((pv or {}).get("spec") or {}).get("hostPath", {}).get("path")
+        if not host:
+            return None, [], []
+        claims = {(c["metadata"].get("namespace"), c["metadata"]["name"])
+                  for c in self.client.list_nocopy("persistentvolumeclaims")
+                  if (c.get("spec") or {}).get("volumeName") == pv_name}
+        mounts: set[str] = set()
+        pods = []
+        for pod in self._pods():
+            spec = pod.get("spec") or {}
+            names = {v.get("name") for v in spec.get("volumes") or []
+                     if (pod["metadata"].get("namespace"), (v.get("persistentVolumeClaim") or {}).get("claimName"))
+                     in claims}
+            if not names:
+                continue
+            pods.append(pod)
+            for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+                for mount in container.get("volumeMounts") or []:
+                    if mount.get("name") in names and mount.get("mountPath"):
+                        mounts.add(mount["mountPath"].rstrip("/") or "/")
+        return os.path.realpath(host), sorted(mounts), pods
+
+    def _prefixes(self, record: dict) -> list[str]:
+        out = list(record["paths"])
+        for pv in record["pvs"]:
+            host, mounts, _pods = self.volume_scope(pv)
+            if host:
+                out += [host, *mounts]
+        return [p for p in dict.fromkeys(out) if _SAFE_PATH.match(p) and p != "/"][:4]
+
+    def _targets(self, record: dict) -> dict[str, list[str]]:
+        """node -> pod IPs ("*" for every pod of the node) a record reaches right now."""
+        if not record["namespace"] and not record["pvs"]:
+            return {n: ["*"] for n in record["nodes"]}
+        mounting: set[str] | None = None
+        if record["pvs"]:
+            mounting = {p["metadata"].get("uid") for pv in record["pvs"] for p in self.volume_scope(pv)[2]}
+        out: dict[str, list[str]] = {}
+        for pod in self._pods():
+            meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+            if mounting is not None and meta.get("uid") not in mounting:
+                continue
+            if record["uids"] is not None:
+                if meta.get("uid") not in record["uids"]:
+                    continue
+            elif record["namespace"] and not _pod_matches(pod, record["namespace"], record["labels"], record["pods"]):
+                continue
+            node, ip = spec.get("nodeName"), status.get("podIP")
+            if not node or not ip or (record["nodes"] and node not in record["nodes"]):
+                continue
+            if meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed"):
+                continue
+            out.setdefault(node, []).append(ip)
+        return out
+
+    # ------------------------------------------------------------ rendering
+
+    @staticmethod
+    def _line(record: dict, ips: list[str], prefixes: list[str]) -> str:
+        parts = [f"pods={','.join(ips)}", f"calls={','.join(record['calls'])}", f"errno={record['errno']}",
+                 f"rate={record['rate']:g}", f"mode={record['mode']}", f"frac={record['frac']:g}",
+                 f"block={record['block']}", f"seed={record['seed']}", f"port={record['port']}",
+                 f"delay_us={record['delay_us']}"]
+        if prefixes:
+            parts.append("prefix=" + ":".join(prefixes))
+        return " ".join(parts)
+
+    def render(self) -> None:
+        if self.nodes is None or self.shim_path is None:
+            return
+        lines: dict[str, list[str]] = {node: [] for node in self.nodes.agents}
+        for record in self.shim.values():
+            prefixes = self._prefixes(record)
+            if (record["paths"] or record["pvs"]) and not prefixes:
+                continue  # its volume is gone: nothing to scope it to
+            for node, ips in self._targets(record).items():
+                if node in lines:
+                    lines[node].append(self._line(record, ips, prefixes))
+        for record in self.diskfull.values():
+            self._measure(record)
+            if record["full"]:
+                rule = {**record, "calls": ["write"], "errno": errno_names.ENOSPC, "rate": 1.0, "mode": "random",
+                        "frac": 0.0, "block": 8192, "seed": 0, "port": 0, "delay_us": 0, "paths": [],
+                        "namespace": "", "labels": {}, "pods": [], "nodes": [], "uids": None}
+                prefixes = self._prefixes(rule)
+                for node, ips in self._targets(rule).items():
+                    if node in lines and prefixes:
+                        lines[node].append(self._line(rule, ips, prefixes))
+        for node, node_lines in lines.items():
+            if self._rendered.get(node) != node_lines:
+                write_rules(rules_file(self.state_dir, node), node_lines)
+                self._rendered[node] = node_lines
+
+    # ------------------------------------------------------------ shim records
+
+    def put_shim(self, fault_id: str, body: dict) -> dict:
+        calls = _str_list(body, "calls")
+        if not calls or any(c not in CALLS for c in calls):
+            raise _bad(f"calls must be a non-empty list of {', '.join(CALLS)}")
+        mode = body.get("mode", "random")
+        if mode not in ("random", "badblocks"):
+            raise _bad("mode must be random or badblocks")
+        namespace = body.get("namespace") or ""
+        if not isinstance(namespace, str):
+            raise _bad("namespace must be a string")
+        nodes = _str_list(body, "nodes")
+        unknown = [n for n in nodes if self.nodes is None or n not in self.nodes.agents]
+        if unknown:
+            raise ApiError(404, f'nodes "{unknown[0]}" not found', "NotFound")
+        if not namespace and not nodes:
+            raise _bad("give a namespace (with labels or pods) or nodes")
+        paths = _str_list(body, "paths")
+        if any(not _SAFE_PATH.match(p) for p in paths):
+            raise _bad("paths must be absolute, without spaces or colons")
+        volumes = body.get("volumes") or []
+        if not isinstance(volumes, list) or not all(
+                isinstance(v, dict) and isinstance(v.get("namespace"), str) and isinstance(v.get("claim"), str)
+                for v in volumes):
+            raise _bad("volumes must be a list of {namespace, claim}")
+        record = {
+            "id": fault_id, "calls": calls, "errno": _errno(body.get("errno", "EIO")),
+            "rate": _number(body, "rate", 1.0, 0.0, 1.0), "mode": mode,
+            "frac": _number(body, "frac", 0.0, 0.0, 1.0), "block": int(_number(body, "block", 8192, 512, 1 << 20)),
+            "seed": int(_number(body, "seed", 1, 0, 2**31)), "port": int(_number(body, "port", 0, 0, 65535)),
+            "delay_us": int(_number(body, "delay_us", 0, 0, 1_000_000)),
+            "namespace": namespace, "labels": _labels(body), "pods": _str_list(body, "pods"), "nodes": nodes,
+            "paths": paths, "volumes": [{"namespace": v["namespace"], "claim": v["claim"]} for v in volumes],
+            "pvs": [self.bound_volume(v["namespace"], v["claim"]) for v in volumes], "uids": None,
+        }
+        if mode == "badblocks" and record["frac"] <= 0:
+            raise _bad("badblocks needs frac > 0")
+        if body.get("pinned"):
+            if not namespace:
+                raise _bad("pinned needs a namespace")
+            record["uids"] = [p["metadata"]["uid"] for p in self._pods()
+                              if _pod_matches(p, namespace, record["labels"], record["pods"])]
+            if not record["uids"]:
+                raise ApiError(404, "no pod matches the selector", "NotFound")
+        self.shim[fault_id] = record
+        self.render()
+        return self.describe_shim(record)
+
+    def describe_shim(self, record: dict) -> dict:
+        targets = self._targets(record)
+        return {**{k: v for k, v in record.items() if k != "uids"}, "pinned": record["uids"] is not None,
+                "prefixes": self._prefixes(record), "targets": targets,
+                "active": bool(targets) and (not (record["paths"] or record["pvs"]) or bool(self._prefixes(record)))}
+
+    # ------------------------------------------------------------ disk full
+
+    def _measure(self, record: dict) -> None:
+        used = 0
+        for root, _dirs, files in os.walk(record["host"]):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    used += os.lstat(os.path.join(root, name)).st_blocks * 512
+        record["usage"] = used
+        record["full"] = used >= record["capacity"]
+
+    def put_diskfull(self, fault_id: str, body: dict) -> dict:
+        namespace, claim = body.get("namespace"), body.get("claim")
+        if not isinstance(namespace, str) or not isinstance(claim, str):
+            raise _bad("namespace and claim are required strings")
+        filler = body.get("filler", ".fill")
+        if not isinstance(filler, str) or not filler or filler.startswith("/") or ".." in filler.split("/"):
+            raise _bad("filler must be a relative path inside the volume")
+        fill = int(_number(body, "fill_bytes", 32 * 1024 * 1024, 1024 * 1024, MAX_FILL_BYTES))
+        pv = self.bound_volume(namespace, claim)
+        host_dir = self.volume_scope(pv)[0]
+        if host_dir is None:
+            raise ApiError(409, f'persistentvolumes "{pv}" has no host directory', "Conflict")
+        host = Path(host_dir)
+        record = {"id": fault_id, "namespace": namespace, "claim": claim, "pvs": [pv], "host": str(host),
+                  "filler": filler, "fill_bytes": fill, "capacity": 0, "usage": 0, "full": False}
+        before = self._measure_value(record)
+        # the cap leaves a tenth of the filler as headroom once the filler is gone
+        record["capacity"] = before + fill - fill // 10
+        path = host / filler
+        path.parent.mkdir(parents=True, exist_ok=True)
+        chunk = b"\0" * (1024 * 1024)
+        with open(path, "wb") as out:
+            for _ in range(fill // len(chunk)):
+                out.write(chunk)
+        with contextlib.suppress(OSError):
+            st = host.stat()
+            os.chown(path, st.st_uid, st.st_gid)
+        self.diskfull[fault_id] = record
+        self.render()
+        return dict(record)
+
+    def _measure_value(self, record: dict) -> int:
+        probe = {**record, "capacity": 1 << 62}
+        self._measure(probe)
+        return int(probe["usage"])
+
+    # ------------------------------------------------------------ network
+
+    def put_network(self, fault_id: str, body: dict) -> dict:
+        if self.network is None:
+            raise ApiError(503, "this cluster has no service network", "ServiceUnavailable")
+        namespace = body.get("namespace")
+        if not isinstance(namespace, str) or not namespace:
+            raise _bad("namespace is required")
+        delay = _number(body, "delay_ms", 0.0, 0.0, 60_000.0)
+        jitter = _number(body, "jitter_ms", 0.0, 0.0, 60_000.0)
+        loss = _number(body, "loss_pct", 0.0, 0.0, 100.0)
+        if not (delay or jitter or loss):
+            raise _bad("give delay_ms, jitter_ms or loss_pct")
+        service = body.get("service")
+        if service:
+            if not isinstance(service, str) or self._get("services", service, namespace) is None:
+                raise ApiError(404, f'services "{service}" not found', "NotFound")
+            targets = [f"{namespace}/{service}"]
+        else:
+            labels = _labels(body)
+            targets = [f"{namespace}/{p['metadata']['name']}" for p in self._pods()
+                       if _pod_matches(p, namespace, labels, []) and not p["metadata"].get("deletionTimestamp")]
+            if not targets:
+                raise ApiError(404, "no pod matches the selector", "NotFound")
+        self.delete_network(fault_id)
+        for target in targets:
+            self.network.set_delay(target, delay, jitter)
+            self.network.set_loss(target, loss)
+        self.net[fault_id] = {"id": fault_id, "namespace": namespace, "service": service or None,
+                              "labels": body.get("labels") or {}, "delay_ms": delay, "jitter_ms": jitter,
+                              "loss_pct": loss, "targets": targets}
+        return self.describe_network(self.net[fault_id])
+
+    def describe_network(self, record: dict) -> dict:
+        live = []
+        for target in record["targets"]:
+            namespace, name = target.split("/", 1)
+            kind = "services" if record["service"] else "pods"
+            obj = self._get(kind, name, namespace)
+            if obj is not None and not obj["metadata"].get("deletionTimestamp"):
+                live.append(target)
+        return {**record, "live": live, "active": bool(live)}
+
+    def delete_network(self, fault_id: str) -> bool:
+        record = self.net.pop(fault_id, None)
+        if record is None:
+            return False
+        for target in record["targets"]:
+            self.network.clear_faults(target)
+        return True
+
+    # ------------------------------------------------------------ summary
+
+    def nodes_status(self) -> dict:
+        if self.nodes is None:
+            return {}
+        return {name: {"agent": "stopped" if agent.paused else "running"} for name, agent in self.nodes.agents.items()}
+
+    def summary(self) -> dict:
+        return {"shimAvailable": self.shim_path is not None, "nodes": self.nodes_status(),
+                "shim": {k: self.describe_shim(v) for k, v in self.shim.items()},
+                "diskfull": {k: dict(v) for k, v in self.diskfull.items()},
+                "network": {k: self.describe_network(v) for k, v in self.net.items()}}
+
+
+# ---------------------------------------------------------------------------------------------- HTTP
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=json.dumps(body).encode(), status=status, content_type="application/json")
+
+
+async def _body(request: web.Request) -> dict:
+    raw = await request.read()
+    if len(raw) > 64 * 1024:
+        raise ApiError(413, "the request body is too large", "RequestEntityTooLarge")
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError as exc:
+        raise ApiError(400, f"the request body is not JSON: {exc}", "BadRequest") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "the request body must be a JSON object", "BadRequest")
+    return body
+
+
+async def handle(request: web.Request, hooks: FaultHooks | None, parts: list[str]) -> web.Response:
+    """``parts`` is the path split on "/" starting with "sregym"; the caller checked the admin."""
+    if hooks is None:
+        raise ApiError(503, "node fault hooks are not running in this cluster", "ServiceUnavailable")
+    method = request.method
+    rest = parts[1:]
+    if rest[0] == "nodes":
+        if rest == ["nodes"] and method == "GET":
+            return _json(hooks.nodes_status())
+        if len(rest) == 3 and rest[2] in ("stop", "start") and method == "POST":
+            if hooks.nodes is None or rest[1] not in hooks.nodes.agents:
+                raise ApiError(404, f'nodes "{rest[1]}" not found', "NotFound")
+            if rest[2] == "stop":
+                await hooks.nodes.stop_node(rest[1])
+            elif hooks.nodes.agents[rest[1]].paused:
+                await hooks.nodes.start_node(rest[1])
+            return _json({"node": rest[1], **hooks.nodes_status()[rest[1]]})
+        raise ApiError(404, "the server could not find the requested resource", "NotFound")
+    if rest == ["faults"] and method == "GET":
+        return _json(hooks.summary())
+    if len(rest) != 3 or rest[1] not in ("shim", "diskfull", "network"):
+        raise ApiError(404, "the server could not find the requested resource", "NotFound")
+    kind, fault_id = rest[1], rest[2]
+    if not _ID.match(fault_id):
+        raise _bad(f"fault id {fault_id!r} must be a DNS-1123 label")
+    records = {"shim": hooks.shim, "diskfull": hooks.diskfull, "network": hooks.net}[kind]
+    if method == "PUT":
+        body = await _body(request)
+        if kind == "shim":
+            if hooks.shim_path is None:
+                raise ApiError(503, "the fault shim is unavailable (no C compiler or no bind shim)",
+                               "ServiceUnavailable")
+            return _json(hooks.put_shim(fault_id, body), 201)
+        if kind == "diskfull":
+            if hooks.shim_path is None:
+                raise ApiError(503, "the fault shim is unavailable", "ServiceUnavailable")
+            return _json(await asyncio.to_thread(hooks.put_diskfull, fault_id, body), 201)
+        return _json(hooks.put_network(fault_id, body), 201)
+    if fault_id not in records:
+        raise ApiError(404, f'{kind} fault "{fault_id}" not found', "NotFound")
+    if method == "GET":
+        record = records[fault_id]
+        if kind == "shim":
+            return _json(hooks.describe_shim(record))
+        if kind == "network":
+            return _json(hooks.describe_network(record))
+        await asyncio.to_thread(hooks._measure, record)
+        return _json(dict(record))
+    if method == "DELETE":
+        if kind == "network":
+            hooks.delete_network(fault_id)
+        else:
+            record = records.pop(fault_id)
+            if kind == "diskfull":  # recovery frees the space too
+                with contextlib.suppress(OSError):
+                    (Path(record["host"]) / record["filler"]).unlink()
+            hooks.render()
+        return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                      "details": {"name": fault_id, "kind": kind}})
+    raise ApiError(405, f"the server does not allow this method on {request.path}", "MethodNotAllowed")
