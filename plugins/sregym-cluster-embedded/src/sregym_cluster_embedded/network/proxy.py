@@ -227,7 +227,7 @@ class ServiceProxy:
         if not allowed(self.view.policies.list(), src_ip=client_ip, src_pod=src_pod, dst_ip=ip, dst_pod=dst_pod,
                        port=port, protocol="TCP", ns_labels=self.view.namespace_labels):
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(reader.read(), DENIED_HOLD_SECONDS)  # dropped: nothing ever answers
+                await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)  # dropped: nothing ever answers
             return
         fault = self.fault_for(key, pod_name)
         if fault is not None:
@@ -246,6 +246,11 @@ class ServiceProxy:
         finally:
             with contextlib.suppress(Exception):
                 up_writer.close()
+
+    @staticmethod
+    async def _discard(reader: asyncio.StreamReader) -> None:
+        while await reader.read(CHUNK):
+            pass
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fault: Fault | None) -> None:
         try:
