@@ -325,3 +325,27 @@ def test_quota_usage_is_recounted() -> None:
         return seen
 
     assert run(scenario()) == ["0", "2", "1"]
+
+
+def test_field_validation_messages(c: LocalClient) -> None:
+    d = deployment()
+    d["spec"]["replicas"] = -1
+    d["spec"]["template"]["spec"]["containers"].append({"name": "web", "image": "x", "resources": {
+        "requests": {"memory": "64Mi"}, "limits": {"memory": "10Mi"}}})
+    with pytest.raises(ApiError) as err:
+        run(c.create("deployments.apps", d, "default"))
+    assert err.value.code == 422
+    assert err.value.message == (
+        'Deployment.apps "web" is invalid: [spec.template.spec.containers[1].name: Duplicate value: "web", '
+        'spec.template.spec.containers[1].resources.requests: Invalid value: "64Mi": must be less than or equal '
+        "to memory limit of 10Mi, spec.replicas: Invalid value: -1: must be greater than or equal to 0]")
+    assert [cause["field"] for cause in err.value.status["details"]["causes"]][-1] == "spec.replicas"
+    run(c.create("deployments.apps", deployment(), "default"))
+    with pytest.raises(ApiError) as err:
+        run(c.patch("deployments.apps", "web", {"spec": {"template": {"spec": {"containers": [
+            {"name": "web", "resources": {"limits": {"cpu": "lots"}}}]}}}}, "default", patch_type="strategic"))
+    assert err.value.code == 400 and "quantities must match the regular expression" in err.value.message
+    with pytest.raises(ApiError) as err:
+        run(c.create("services", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 70000}]}}, "default"))
+    assert err.value.message == ('Service "s" is invalid: spec.ports[0].port: Invalid value: 70000: must be between '
+                                 "1 and 65535, inclusive")

@@ -102,7 +102,9 @@ def conflict(plural: str, group: str, name: str, why: str) -> ApiError:
 
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
     """422 Invalid. ``causes`` are (reason, message, field) triples like ``FieldValueRequired``."""
-    text = "; ".join(f"{field}: {msg}" if field else msg for _reason, msg, field in causes)
+    parts = [f"{field}: {msg}" if field else msg for _reason, msg, field in causes]
+    # one cause reads "field: message"; several are bracketed, as the real server prints them
+    text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     details = _details(name, group, kind)
     details["causes"] = [{"reason": r, "message": m, "field": f} for r, m, f in causes]
     qualified = f"{kind}.{group}" if group else kind
