@@ -40,8 +40,10 @@ def test_collector_follows_pods_restarts_and_deletions(tmp_path: Path) -> None:
         now = time.time_ns()
         kube.put_pod(make_pod("hotel", "geo-1", app="geo", containers={"geo": {}}))
         kube.write_log("hotel", "geo-1", "geo", now, '{"level":"info","event":"started"}')
+        kube.put_pod(make_pod("hotel-workload", "wrk-1", app="wrk", containers={"wrk": {}}))
+        kube.write_log("hotel-workload", "wrk-1", "wrk", now, "secret benchmark internals")
         async with KubeClient(resolve_access(str(config))) as client:
-            collector = LogCollector(client, store, resync_s=0.2)
+            collector = LogCollector(client, store, resync_s=0.2, exclude_namespaces=("hotel-workload",))
             task = asyncio.create_task(collector.run())
             try:
                 geo = parse_logql('{namespace="hotel", app="geo"}')
@@ -70,6 +72,10 @@ def test_collector_follows_pods_restarts_and_deletions(tmp_path: Path) -> None:
                 kube.delete_pod("hotel", "rate-1")
                 await _wait_for(lambda: not any(k[1] == "rate-1" for k in collector._tails))
                 assert store.label_values("node") == ["node-1"]
+                # A hidden namespace is never tailed.
+                assert store.label_values("namespace") == ["hotel"]
+                assert not any(k[0] == "hotel-workload" for k in kube.logs if k in collector._tails)
+                assert all(r.get("container") != "wrk" for r in kube.log_requests)
             finally:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)

@@ -137,6 +137,8 @@ def test_exporter_lists_the_api_and_skips_missing_resources(tmp_path: Path) -> N
         config.write_text(kubeconfig_text(url))
         try:
             async with KubeClient(resolve_access(str(config))) as client:
+                hidden = await KubeStateExporter(client, hidden_namespaces={"hotel"}).text()
+                assert 'namespace="hotel"' not in hidden and 'node="node-1"' in hidden
                 return await KubeStateExporter(client).text()
         finally:
             await kube.stop()

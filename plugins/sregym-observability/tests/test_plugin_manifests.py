@@ -25,7 +25,8 @@ def test_local_images_and_tools_are_registered() -> None:
 
 
 def test_manifests_validate_against_kubernetes_schemas() -> None:
-    objects = render_objects(StackSettings(app_namespaces=("hotel-reservation",), stats_urls=("http://127.0.0.1:1/s",)))
+    objects = render_objects(StackSettings(app_namespaces=("hotel-reservation",), stats_urls=("http://127.0.0.1:1/s",),
+                                           hidden_namespaces=("hotel-workload", "observability")))
     kinds = [(o["kind"], o["metadata"]["name"]) for o in objects]
     assert ("Deployment", "prometheus") in kinds and ("Deployment", "loki") in kinds
     assert ("Deployment", "jaeger") in kinds and ("Deployment", "cluster-exporters") in kinds
@@ -38,7 +39,11 @@ def test_manifests_validate_against_kubernetes_schemas() -> None:
     assert "pods/log" in role["rules"][0]["resources"]
     exporters = next(o for o in objects if o["metadata"]["name"] == "cluster-exporters" and o["kind"] == "Deployment")
     assert exporters["spec"]["template"]["spec"]["containers"][0]["args"][:1] == ["exporters"]
-    assert "--stats-url" in exporters["spec"]["template"]["spec"]["containers"][0]["args"]
+    exporter_args = exporters["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--stats-url" in exporter_args
+    assert exporter_args[exporter_args.index("--exclude-namespaces") + 1] == "hotel-workload,observability"
+    loki = next(o for o in objects if o["metadata"]["name"] == "loki" and o["kind"] == "Deployment")
+    assert "--exclude-namespaces" in loki["spec"]["template"]["spec"]["containers"][0]["args"]
     assert otlp_endpoint() == "http://jaeger.observability.svc:4318"
 
 

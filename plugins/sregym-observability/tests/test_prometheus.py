@@ -94,7 +94,7 @@ def test_generated_config_passes_promtool_in_the_supported_discovery_mode(tmp_pa
         valid = mode == "http" or has_k8s_sd
         assert (check.returncode == 0) == valid, check.stdout + check.stderr
         if valid:
-            assert "16 rules found" in check.stdout + check.stderr
+            assert "19 rules found" in check.stdout + check.stderr
 
 
 def test_real_prometheus_rates_quantiles_alerts_and_discovery(tmp_path: Path, start_component) -> None:

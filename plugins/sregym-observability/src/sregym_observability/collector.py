@@ -66,10 +66,12 @@ class LogCollector:
     """Keeps one tail task per container of every pod in ``namespaces`` (all when empty)."""
 
     def __init__(self, kube: KubeClient, store: LogStore, *, namespaces: tuple[str, ...] = (),
-                 resync_s: float = 10.0, max_tails: int = 1000) -> None:
+                 exclude_namespaces: tuple[str, ...] = (), resync_s: float = 10.0, max_tails: int = 1000) -> None:
         self.kube = kube
         self.store = store
         self.namespaces = namespaces
+        # Hidden namespaces (the workload generator, the benchmark itself) never reach the agents' logs.
+        self.exclude_namespaces = frozenset(exclude_namespaces)
         self.resync_s = resync_s
         self.max_tails = max_tails
         self._pods: dict[tuple[str, str], dict] = {}
@@ -131,6 +133,8 @@ class LogCollector:
     def _remember(self, pod: dict) -> tuple[str, str]:
         meta = pod.get("metadata", {})
         key = (meta.get("namespace", ""), meta.get("name", ""))
+        if key[0] in self.exclude_namespaces:
+            return key
         self._pods[key] = pod
         self._reconcile(pod)
         return key
@@ -204,7 +208,8 @@ class LogCollector:
         self._last_ts[key] = batch[-1][0]
 
 
-async def run_collector(kube: KubeClient, store: LogStore, namespaces: tuple[str, ...] = ()) -> None:
-    collector = LogCollector(kube, store, namespaces=namespaces)
+async def run_collector(kube: KubeClient, store: LogStore, namespaces: tuple[str, ...] = (),
+                        exclude_namespaces: tuple[str, ...] = ()) -> None:
+    collector = LogCollector(kube, store, namespaces=namespaces, exclude_namespaces=exclude_namespaces)
     with contextlib.suppress(asyncio.CancelledError):
         await collector.run()

@@ -31,6 +31,8 @@ class StackSettings:
         app_namespaces: namespaces alert rules watch (empty: all but system namespaces).
         discovery: ``"http"`` (default; works with Debian's Prometheus) or ``"kubernetes"``.
         log_namespaces: namespaces whose logs are collected (empty: all).
+        hidden_namespaces: namespaces agents must not see (workload generator...): their logs are not
+            collected, their objects not exported and their pods not discovered.
         stats_urls: node-agent container-stats URLs for the cAdvisor-named metrics (embedded only).
         log_max_bytes / max_spans / retention: in-memory budgets of the log and trace stores.
         prometheus_retention_size: on-disk cap of the TSDB.
@@ -40,6 +42,7 @@ class StackSettings:
     app_namespaces: tuple[str, ...] = ()
     discovery: str = "http"
     log_namespaces: tuple[str, ...] = ()
+    hidden_namespaces: tuple[str, ...] = ()
     stats_urls: tuple[str, ...] = ()
     log_max_bytes: int = 64 * 1024 * 1024
     max_spans: int = 200_000
@@ -118,6 +121,10 @@ def render_objects(settings: StackSettings = StackSettings()) -> list[dict[str, 
     if settings.log_namespaces:
         log_args += ["--namespaces", ",".join(settings.log_namespaces)]
     exporter_args = [arg for url in settings.stats_urls for arg in ("--stats-url", url)]
+    if settings.hidden_namespaces:
+        hidden = ",".join(settings.hidden_namespaces)
+        exporter_args += ["--exclude-namespaces", hidden]
+        log_args += ["--exclude-namespaces", hidden]
     prom = prometheus_settings(settings)
     prometheus_container = {
         "name": "prometheus", "image": settings.prometheus_image,

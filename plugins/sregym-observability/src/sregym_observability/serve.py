@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--token-file", default=None)
     parser.add_argument("--ca-file", default=None)
     parser.add_argument("--namespaces", default="", help="comma-separated namespaces to collect (default all)")
+    parser.add_argument("--exclude-namespaces", default="",
+                        help="logs and exporters: comma-separated namespaces never collected, listed or discovered")
     parser.add_argument("--no-collector", action="store_true", help="logs: accept pushes only")
     parser.add_argument("--max-bytes", type=int, default=64 * 1024 * 1024, help="logs: global byte budget")
     parser.add_argument("--max-stream-bytes", type=int, default=8 * 1024 * 1024)
@@ -56,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--retention", type=float, default=7200.0, help="max age in seconds")
     parser.add_argument("--stats-url", action="append", default=[], help="exporters: node agent stats URL")
     return parser
+
+
+def _excluded(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(n for n in args.exclude_namespaces.split(",") if n)
 
 
 DEFAULT_PORTS = {"logs": 3100, "traces": 16686, "exporters": 8080}
@@ -82,7 +88,8 @@ async def run_logs(args: argparse.Namespace, app: web.Application, tasks: list[a
         kube = await _kube(args).__aenter__()
         cleanups.append(kube.close)
         namespaces = tuple(n for n in args.namespaces.split(",") if n)
-        tasks.append(asyncio.create_task(LogCollector(kube, store, namespaces=namespaces).run()))
+        tasks.append(asyncio.create_task(LogCollector(kube, store, namespaces=namespaces,
+                                                      exclude_namespaces=_excluded(args)).run()))
     return cleanups
 
 
@@ -96,11 +103,15 @@ async def run_traces(args: argparse.Namespace, app: web.Application, tasks: list
 class KubeStateExporter:
     """Lists the cluster on scrape (cached briefly, so several scrapers do not multiply API load)."""
 
-    def __init__(self, kube: KubeClient, cache_s: float = 2.0) -> None:
+    def __init__(self, kube: KubeClient, cache_s: float = 2.0, hidden_namespaces: set[str] | None = None) -> None:
         self.kube = kube
         self.cache_s = cache_s
+        self.hidden = hidden_namespaces or set()
         self._cached: tuple[float, str] | None = None
         self._lock = asyncio.Lock()
+
+    def _visible(self, kind: str, obj: dict) -> bool:
+        return _namespace_of(kind, obj) not in self.hidden
 
     async def text(self) -> str:
         async with self._lock:
@@ -115,7 +126,7 @@ class KubeStateExporter:
                     continue  # a resource this cluster does not serve or we may not read
                 if isinstance(result, BaseException):
                     raise result
-                objects[key] = result
+                objects[key] = [o for o in result if self._visible(key, o)]
             text = render_kube_state(objects)
             self._cached = (time.monotonic(), text)
             return text
@@ -123,7 +134,8 @@ class KubeStateExporter:
 
 async def run_exporters(args: argparse.Namespace, app: web.Application, tasks: list[asyncio.Task]) -> list:
     kube = await _kube(args).__aenter__()
-    exporter = KubeStateExporter(kube)
+    hidden = set(_excluded(args))
+    exporter = KubeStateExporter(kube, hidden_namespaces=hidden)
     stats = HttpContainerStatsSource(args.stats_url)
 
     async def kube_state(request: web.Request) -> web.Response:
@@ -156,6 +168,7 @@ async def run_exporters(args: argparse.Namespace, app: web.Application, tasks: l
             return web.Response(status=503, text=f"cannot list the cluster: {err}\n")
         if wanted:
             groups = [g for g in groups if g["labels"].get("__meta_kubernetes_namespace") in wanted]
+        groups = [g for g in groups if g["labels"].get("__meta_kubernetes_namespace") not in hidden]
         return web.json_response(groups)
 
     app.router.add_get("/metrics", kube_state)
@@ -167,6 +180,11 @@ async def run_exporters(args: argparse.Namespace, app: web.Application, tasks: l
 
 async def _ok(request: web.Request) -> web.Response:
     return web.Response(text="ready\n")
+
+
+def _namespace_of(kind: str, obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return meta.get("name", "") if kind == "namespaces" else meta.get("namespace", "")
 
 
 RUNNERS = {"logs": run_logs, "traces": run_traces, "exporters": run_exporters}
