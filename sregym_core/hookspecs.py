@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         FaultSpec,
         LocalImage,
         NoiseSpec,
+        ObservabilitySpec,
         OracleSpec,
         ProblemSpec,
         ToolSpec,
@@ -126,6 +127,19 @@ def sregym_local_images() -> Iterable[LocalImage]:
     no app (observability servers, helper images).
 
     :returns: :class:`~sregym_core.types.LocalImage` records.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_observability() -> Iterable[ObservabilitySpec]:
+    """Register observability stacks (metrics, alerts, logs, traces) the conductor can deploy.
+
+    The conductor deploys the first one once per cluster, before any app, keeps it across problems,
+    and hands its endpoints to the agent tools.
+
+    :returns: :class:`~sregym_core.types.ObservabilitySpec` records.
 
     .. versionadded:: 0.1
     """

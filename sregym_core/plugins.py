@@ -37,6 +37,7 @@ from .types import (
     FaultSpec,
     LocalImage,
     NoiseSpec,
+    ObservabilitySpec,
     OracleSpec,
     ProblemSpec,
     ToolSpec,
@@ -180,6 +181,9 @@ class PluginHost:
 
     def get_problems(self) -> dict[str, ProblemSpec]:
         return self._collect("sregym_problems", ProblemSpec, key=lambda p: p.id)
+
+    def get_observability(self) -> dict[str, ObservabilitySpec]:
+        return self._collect("sregym_observability", ObservabilitySpec)
 
     def get_agent_tools(self) -> dict[str, ToolSpec]:
         return self._collect("sregym_agent_tools", ToolSpec)

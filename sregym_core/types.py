@@ -427,6 +427,28 @@ class ObservabilityEndpoints:
     headers: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
 
 
+@attrs.frozen(kw_only=True)
+class ObservabilitySpec:
+    """An observability stack the conductor deploys once per cluster, before any app.
+
+    Attributes:
+        name, summary: identity.
+        namespace: where the stack runs (hidden from agents).
+        render: ``render(app_namespaces) -> str``, the stack's manifests as YAML.
+        services: role (``prometheus``, ``loki``, ``jaeger``, ``otlp``) → (Service name, port).
+        otlp_endpoint: what apps set as ``OTEL_EXPORTER_OTLP_ENDPOINT``.
+        deploy_timeout: seconds to wait for the stack's pods.
+    """
+
+    name: str = attrs.field(converter=normalize_name)
+    summary: str = ""
+    namespace: str = "observability"
+    render: Callable[..., str] = attrs.field(eq=False, hash=False)
+    services: Mapping[str, tuple[str, int]] = attrs.field(factory=dict, converter=_frozen_mapping)
+    otlp_endpoint: str = ""
+    deploy_timeout: float = 180.0
+
+
 # --------------------------------------------------------------------------------------------------
 # Problems
 # --------------------------------------------------------------------------------------------------

@@ -16,9 +16,12 @@ from ._select import cluster_options
 @click.command(name="deploy")
 @click.argument("app_name")
 @click.option("--workdir", type=click.Path(path_type=Path), default=Path("results/.work"), show_default=True)
+@click.option("--observability/--no-observability", default=True, show_default=True,
+              help="Also deploy the metrics/logs/traces stack.")
 @cluster_options
 @click.pass_obj
-def command(app: App, app_name: str, workdir: Path, cluster_name: str, provider: str | None, keep_cluster: bool) -> None:
+def command(app: App, app_name: str, workdir: Path, observability: bool, cluster_name: str, provider: str | None,
+            keep_cluster: bool) -> None:
     """Deploy APP and wait until every pod is Ready and its workload succeeds."""
     from ..conductor.environment import Environment
 
@@ -26,7 +29,7 @@ def command(app: App, app_name: str, workdir: Path, cluster_name: str, provider:
     if app_name not in apps:
         raise UsageError(f"unknown app {app_name!r}", hints=(f"installed apps: {', '.join(apps) or 'none'}",))
     cluster = get_cluster(app.host, provider=provider, name=cluster_name)
-    env = Environment(host=app.host, cluster=cluster, workdir=workdir)
+    env = Environment(host=app.host, cluster=cluster, workdir=workdir, with_observability=observability)
 
     async def go():
         await env.up()

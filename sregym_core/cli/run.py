@@ -27,10 +27,12 @@ from ._select import cluster_options, select_problems
 @click.option("--model", help="Model for LLM agents (passed as agent config).")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
 @click.option("--resume", is_flag=True, help="Skip attempts already recorded in --results.")
+@click.option("--observability/--no-observability", default=True, show_default=True,
+              help="Deploy the metrics/logs/traces stack for the agent tools.")
 @cluster_options
 @click.pass_obj
 def command(app: App, problem, suite, app_name, fault, target, params, agents, attempts, timeout, oracle_window, judge,
-            judge_model, model, results_dir, resume, cluster_name, provider, keep_cluster) -> None:
+            judge_model, model, results_dir, resume, observability, cluster_name, provider, keep_cluster) -> None:
     """Run problems with agents on a cluster; one result record per attempt."""
     from ..conductor.attempt import AttemptSettings
     from ..conductor.runner import RunPlan, run_sync
@@ -41,7 +43,7 @@ def command(app: App, problem, suite, app_name, fault, target, params, agents, a
     settings = AttemptSettings(judge=judge, judge_model=judge_model, agent_timeout=timeout, oracle_window=oracle_window,
                                agent_config={"model": model} if model else {})
     plan = RunPlan(problems=problems, agents=agents, attempts=attempts, results_dir=results_dir, resume=resume,
-                   settings=settings)
+                   settings=settings, observability=observability)
     cluster = get_cluster(app.host, provider=provider, name=cluster_name)
     try:
         records = run_sync(app.host, cluster, plan, progress=lambda line: click.echo(f"• {line}", err=True))

@@ -52,7 +52,8 @@ def command(app: App, problem, suite, app_name, fault, target, params, agent_lis
     problems = select_problems(app.host, problem=problem, suite=suite, app=app_name, fault=fault, target=target,
                                params=params)
     agents = [a.strip() for a in agent_list.split(",") if a.strip()]
-    plan = RunPlan(problems=problems, agents=agents, results_dir=results_dir,
+    # validation agents do not read metrics or traces: skip the observability stack (faster, lighter)
+    plan = RunPlan(problems=problems, agents=agents, results_dir=results_dir, observability=False,
                    settings=AttemptSettings(agent_timeout=timeout, oracle_window=oracle_window))
     cluster = get_cluster(app.host, provider=provider, name=cluster_name)
     try:

@@ -41,8 +41,11 @@ class Environment:
     workdir: Path
     kubectl: str = attrs.Factory(default_kubectl)
     deploy_retries: int = 1
+    with_observability: bool = True
     _kube: Kube | None = None
     _apps: dict[str, DeployedApp] = attrs.Factory(dict)
+    _stack: Any = None
+    _endpoints: Any = None
 
     @property
     def kube(self) -> Kube:
@@ -55,11 +58,44 @@ class Environment:
         return frozenset(getattr(self.cluster, "capabilities", None) or {"any"})
 
     def observability(self) -> Any:
+        if self._endpoints is not None:
+            return self._endpoints
         getter = getattr(self.cluster, "observability", None)
         return getter() if getter else None
 
     async def up(self) -> None:
         await asyncio.to_thread(self.cluster.up)
+        if self.with_observability:
+            await self.ensure_observability()
+
+    async def ensure_observability(self) -> None:
+        """Deploy the first registered observability stack once (kept across problems)."""
+        stacks = self.host.get_observability()
+        if self._stack is not None or not stacks:
+            return
+        stack = next(iter(stacks.values()))
+        namespaces = sorted({a.namespace for a in self.host.get_apps().values() if a.namespace})
+        started = time.monotonic()
+        await self.kube.akubectl("apply", "-f", "-", input=stack.render(tuple(namespaces)), timeout=stack.deploy_timeout)
+        await wait_ready(self.kube, (stack.namespace,), stack.deploy_timeout, what=f"observability stack {stack.name!r}")
+        self._stack = stack
+        self._endpoints = await asyncio.to_thread(self._stack_endpoints, stack)
+        log.info("observability_deployed", stack=stack.name, seconds=round(time.monotonic() - started, 2))
+
+    def _stack_endpoints(self, stack: Any) -> Any:
+        from ..types import ObservabilityEndpoints
+
+        urls: dict[str, str | None] = {}
+        for role in ("prometheus", "loki", "jaeger"):
+            if role not in stack.services:
+                urls[role] = None
+                continue
+            service, port = stack.services[role]
+            ip = self.kube.get(f"/api/v1/namespaces/{stack.namespace}/services/{service}").get("spec", {}).get("clusterIP", "")
+            # reachable from the host only on the embedded cluster's loopback range; elsewhere the
+            # tools answer "not available" rather than dialling a non-local address
+            urls[role] = f"http://{ip}:{port}" if ip.startswith("127.") else None
+        return ObservabilityEndpoints(prometheus_url=urls["prometheus"], loki_url=urls["loki"], jaeger_url=urls["jaeger"])
 
     async def ensure_app(self, app: AppSpec) -> DeployedApp:
         """Deploy ``app`` once (retrying a failed deploy) and snapshot its baseline."""
@@ -86,11 +122,14 @@ class Environment:
         namespaces = tuple(dict.fromkeys([app.namespace, *app.hidden_namespaces]))
         if app.deploy is not None:
             # an app's own deploy function (blocking or async) replaces apply-and-wait
+            extra = {}
+            if self._stack is not None and "otlp_endpoint" in app.params:
+                extra["params"] = {**app.params, "otlp_endpoint": self._stack.otlp_endpoint}
             if inspect.iscoroutinefunction(app.deploy):
-                await app.deploy(self.cluster.kubeconfig(), kubectl=self.kubectl, timeout=app.deploy_timeout)
+                await app.deploy(self.cluster.kubeconfig(), kubectl=self.kubectl, timeout=app.deploy_timeout, **extra)
             else:
                 await asyncio.to_thread(app.deploy, self.cluster.kubeconfig(), kubectl=self.kubectl,
-                                        timeout=app.deploy_timeout)
+                                        timeout=app.deploy_timeout, **extra)
         else:
             for manifest in app.manifests:
                 await self.kube.akubectl("apply", "-f", str(manifest), timeout=app.deploy_timeout)

@@ -34,6 +34,7 @@ class RunPlan:
     results_dir: Path = Path("results")
     resume: bool = False
     settings: AttemptSettings = attrs.Factory(AttemptSettings)
+    observability: bool = True
 
 
 async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: Progress | None = None) -> list[AttemptRecord]:
@@ -46,7 +47,8 @@ async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: P
     writer = ResultsWriter(plan.results_dir)
     done = writer.completed_keys() if plan.resume else set()
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    env = Environment(host=host, cluster=cluster, workdir=plan.results_dir / ".work")
+    env = Environment(host=host, cluster=cluster, workdir=plan.results_dir / ".work",
+                      with_observability=plan.observability)
     say(f"cluster: bringing up {getattr(cluster, 'name', 'cluster')}")
     await env.up()
     records: list[AttemptRecord] = []
