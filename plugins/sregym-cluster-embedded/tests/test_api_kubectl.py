@@ -34,6 +34,11 @@ def test_version_and_discovery(kubectl: Kubectl) -> None:
     apps = kubectl("api-resources", "--api-group=apps", "-o", "name").stdout.split()
     assert "deployments.apps" in apps and "statefulsets.apps" in apps
     assert "v1" in kubectl("api-versions").stdout.split()
+    cs = kubectl("get", "cs")
+    assert header(cs.stdout) == ["NAME", "STATUS", "MESSAGE", "ERROR"]
+    assert re.search(r"^etcd-0\s+Healthy\s+ok", cs.stdout, re.M)
+    assert "Warning: v1 ComponentStatus is deprecated in v1.19+" in cs.stderr
+    assert kubectl("get", "--raw", "/readyz?verbose").stdout.endswith("readyz check passed\n")
 
 
 def test_create_generators(kubectl: Kubectl, namespace: str) -> None:

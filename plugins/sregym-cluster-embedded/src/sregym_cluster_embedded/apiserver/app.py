@@ -196,7 +196,7 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
     head = parts[0] if parts else ""
 
     if path in ("/healthz", "/livez", "/readyz") or head in ("healthz", "livez", "readyz"):
-        return web.Response(text="ok", content_type="text/plain")
+        return health_response(head, parts, request.query)
     if request.method != "GET" and head in ("version", "api", "apis", "openapi", ""):
         if head in ("version", "openapi", "") or len(parts) < (3 if head == "api" else 4):
             raise method_not_allowed()
@@ -288,6 +288,24 @@ async def admin_request(request: web.Request, server: ApiServer, parts: list[str
             server.core.store.restore(blob)
             return json_response({"label": label, "resourceVersion": str(server.core.store.rv)})
     raise server_not_found()
+
+
+HEALTH_CHECKS = ("ping", "log", "etcd", "informer-sync", "poststarthook/start-apiextensions-controllers",
+                 "poststarthook/crd-informer-synced", "poststarthook/rbac/bootstrap-roles",
+                 "poststarthook/bootstrap-controller", "shutdown")
+
+
+def health_response(head: str, parts: list[str], query: Any) -> web.Response:
+    checks = [c for c in HEALTH_CHECKS if head == "readyz" or c not in ("informer-sync", "shutdown")]
+    if len(parts) > 1:  # a single check: /readyz/ping
+        name = "/".join(parts[1:])
+        if name not in checks:
+            raise server_not_found()
+        return web.Response(text="ok", content_type="text/plain")
+    if "verbose" in query:
+        lines = [f"[+]{c} ok" for c in checks] + [f"{head} check passed"]
+        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+    return web.Response(text="ok", content_type="text/plain")
 
 
 def version_info(settings: Any) -> dict[str, Any]:

@@ -137,6 +137,7 @@ def _builtin_types() -> list[ResourceType]:
             categories=all_, subs=(sc, st)),
         _rt("", "v1", "PodTemplate", "podtemplates"),
         _rt("", "v1", "Binding", "bindings", verbs=CREATE_ONLY),
+        _rt("", "v1", "ComponentStatus", "componentstatuses", False, short_names=("cs",), verbs=READ_VERBS),
         # apps/v1
         _rt("apps", "v1", "Deployment", "deployments", short_names=("deploy",), categories=all_, subs=(sc, st)),
         _rt("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",), categories=all_, subs=(sc, st)),
@@ -190,6 +191,7 @@ def _builtin_types() -> list[ResourceType]:
 #: resources whose objects are computed or are one-shot reviews: never stored
 VIRTUAL = {
     "bindings",
+    "componentstatuses",
     "selfsubjectaccessreviews.authorization.k8s.io",
     "selfsubjectrulesreviews.authorization.k8s.io",
     "subjectaccessreviews.authorization.k8s.io",

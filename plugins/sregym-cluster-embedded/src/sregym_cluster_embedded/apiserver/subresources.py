@@ -33,7 +33,9 @@ VIRTUAL_HANDLERS = {
     "pods.metrics.k8s.io",
     "nodes.metrics.k8s.io",
     "bindings",
+    "componentstatuses",
 }
+COMPONENTS = ("controller-manager", "etcd-0", "scheduler")
 EXEC_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 
 
@@ -441,6 +443,11 @@ async def virtual(request: web.Request, server: ApiServer, target: Target) -> we
             raise method_not_allowed()
         server.authorize(user, "get" if target.name else "list", target)
         return metrics(request, server, target)
+    if rt.key == "componentstatuses":
+        if request.method != "GET":
+            raise method_not_allowed()
+        server.authorize(user, "get" if target.name else "list", target)
+        return component_statuses(request, target)
     if request.method != "POST" or target.name is not None:
         raise method_not_allowed()
     server.authorize(user, "create", target)
@@ -471,6 +478,36 @@ async def virtual(request: web.Request, server: ApiServer, target: Target) -> we
         who = server.authn.authenticate(f"Bearer {spec.get('token', '')}")
         out["status"] = {"authenticated": True, "user": who.to_json()} if who else {"authenticated": False}
     return _json(out, 201)
+
+
+def component_statuses(request: web.Request, target: Target) -> web.Response:
+    """The deprecated ComponentStatus API agents still use to check the control plane."""
+    names = [target.name] if target.name else list(COMPONENTS)
+    if target.name and target.name not in COMPONENTS:
+        raise not_found("componentstatuses", "", target.name)
+    items = [{"kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": n},
+              "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]} for n in names]
+    warning = '299 - "v1 ComponentStatus is deprecated in v1.19+"'
+    if "as=Table" in request.headers.get("Accept", ""):
+        body: dict[str, Any] = {
+            "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+            "columnDefinitions": [
+                {"name": n, "type": "string", "format": "name" if n == "Name" else "", "description": d,
+                 "priority": 0}
+                for n, d in (("Name", "Name"), ("Status", "Status of the component conditions"),
+                             ("Message", "Message of the component conditions"),
+                             ("Error", "Error of the component conditions"))],
+            "rows": [{"cells": [i["metadata"]["name"], "Healthy", "ok", ""],
+                      "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                                 "metadata": i["metadata"]}} for i in items],
+        }
+    elif target.name:
+        body = items[0]
+    else:
+        body = {"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {}, "items": items}
+    response = _json(body)
+    response.headers.add("Warning", warning)
+    return response
 
 
 def _access_status(server: ApiServer, user: Any, spec: dict[str, Any]) -> dict[str, Any]:
