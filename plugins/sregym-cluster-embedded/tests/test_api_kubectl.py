@@ -96,6 +96,10 @@ def test_create_namespace_and_delete_wait(kubectl: Kubectl, api_server: Threaded
     deleted = kubectl("delete", "configmap", "x", "-n", name, "--wait=true", timeout=30).stdout
     assert re.match(r'configmap "x" deleted', deleted)
     api_server.call(lambda: api_server.core.store.remove("namespaces", None, name))
+    audit = [json.loads(line) for line in (api_server.state_dir / "audit.jsonl").read_text().splitlines()]
+    mine = [e for e in audit if e["path"] == f"/api/v1/namespaces/{name}/configmaps/x"]
+    assert mine and mine[-1]["method"] == "DELETE" and mine[-1]["user"] == "kubernetes-admin"
+    assert mine[-1]["code"] == 200
 
 
 def test_get_output_formats(kubectl: Kubectl, namespace: str, api_server: ThreadedApiServer) -> None:

@@ -92,6 +92,18 @@ class ApiServer:
         #: labelled store snapshots for fast resets (see admin_request)
         self.snapshots: dict[str, bytes] = {}
         self._http: Any = None
+        #: JSON lines, one per write request (who did what, with which outcome)
+        self.audit_file: Any = None
+
+    def audit(self, request: web.Request, code: int) -> None:
+        user = request.get(USER_KEY)
+        entry = {"ts": time.time(), "user": user.name if user else None, "method": request.method,
+                 "path": request.path, "query": request.query_string, "code": code}
+        try:
+            self.audit_file.write(_dumps(entry) + "\n")
+            self.audit_file.flush()
+        except (OSError, ValueError):
+            self.audit_file = None  # a full disk must not take the API down
 
     def http_session(self) -> Any:
         """The client session the service/pod proxy dials with (created on first use)."""
@@ -102,6 +114,9 @@ class ApiServer:
         return self._http
 
     async def close(self) -> None:
+        if self.audit_file is not None:
+            self.audit_file.close()
+            self.audit_file = None
         if self._http is not None:
             await self._http.close()
             self._http = None
@@ -166,6 +181,8 @@ async def errors_middleware(request: web.Request, handler: Any) -> web.StreamRes
     except Exception as exc:  # a bug: report it as a Status, never drop the connection
         log.exception("internal error on %s %s", request.method, request.path)
         response = status_response(ApiError(500, f"Internal error occurred: {exc}", "InternalError"))
+    if server.audit_file is not None and request.method not in ("GET", "HEAD", "OPTIONS"):
+        server.audit(request, response.status)
     if server.record_timings:
         server.timings.setdefault(request.get(TIMING_KEY, request.method), []).append(time.perf_counter() - t0)
     return response

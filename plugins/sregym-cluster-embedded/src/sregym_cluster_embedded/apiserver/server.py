@@ -97,6 +97,7 @@ class RunningApiServer:
 
         authn.on_mint = remember
         self.api = ApiServer(self.core, authn)
+        self.api.audit_file = open(self.state_dir / "audit.jsonl", "a", encoding="utf-8")  # noqa: SIM115
         app = build_app(self.api)
         self.runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
         await self.runner.setup()
