@@ -1,0 +1,5 @@
+"""SREGym adapters that run popular coding-agent CLIs as evaluated agents."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,205 @@
+"""Run a coding-agent CLI as an evaluated SREGym agent.
+
+One run: a fresh HOME and work directory inside the attempt's workdir, the MCP server written into
+the CLI's own configuration, a copy of the restricted kubeconfig as ``$KUBECONFIG``, the task
+prompt on the command line (and in ``TASK.md``), the CLI started in the sandbox with a scrubbed
+environment and a time limit, then its JSON output parsed for tokens, cost and tool calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from sregym_core.agents import AgentOutcome, AgentTask
+from sregym_core.errors import AgentError, ConfigError, SregymError
+
+from .adapters import ADAPTERS, Adapter, Launch, Usage
+from .prompt import task_prompt
+from .sandbox import Sandbox, protected_paths
+
+log = structlog.get_logger()
+
+SETTINGS = ("model", "binary", "timeout", "sandbox", "network", "env", "pass_env", "read_only", "protected",
+            "max_output_bytes")
+SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin")
+PROXY_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+#: seconds left to the conductor after the CLI's own limit, to parse output and report
+TIMEOUT_MARGIN = 15.0
+
+
+class CLIAgent:
+    """An adapter plus settings; see :data:`SETTINGS` and the package README."""
+
+    def __init__(self, adapter: str, **settings: Any) -> None:
+        self.adapter_name = adapter
+        self.settings = settings
+
+    async def run(self, task: AgentTask) -> AgentOutcome:
+        started = time.time()
+        trajectory: list[dict[str, Any]] = []
+        try:
+            settings = {**{k: v for k, v in dict(task.config).items() if k in SETTINGS}, **self.settings}
+            unknown = sorted(set(settings) - set(SETTINGS))
+            if unknown:
+                raise ConfigError(f"agent {self.adapter_name} does not take {', '.join(unknown)}",
+                                  hints=(f"known settings: {', '.join(SETTINGS)}",))
+            adapter = ADAPTERS[self.adapter_name]()
+            binary = _find_binary(adapter, settings.get("binary"))
+            if not task.mcp_url:
+                raise AgentError(f"{adapter.name} needs the MCP server and the task has no mcp_url")
+            launch, sandbox, argv, env = self._prepare(adapter, binary, task, settings)
+        except SregymError as exc:
+            return AgentOutcome(status="crashed", error=exc.render())
+        timeout = float(settings.get("timeout") or max(task.timeout - TIMEOUT_MARGIN, 10.0))
+        trajectory.append({"action": "launch", "message": f"{adapter.name}: {binary}", "timestamp": round(started, 3),
+                           "sandbox": "bwrap" if sandbox.isolated else "none", "network": sandbox.network,
+                           "config_files": [str(p) for p in launch.files], "timeout_s": timeout})
+        if not sandbox.isolated:
+            log.warning("cli_agent_unsandboxed", agent=adapter.name,
+                        reason="bubblewrap unavailable or disabled: the CLI can read the benchmark's files")
+        out_path, err_path = launch.workdir / f"{adapter.name}.stdout", launch.workdir / f"{adapter.name}.stderr"
+        status, code = "ok", None
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=err,
+                                                        env=env, cwd=str(launch.workdir), start_new_session=True)
+            try:
+                code = await asyncio.wait_for(proc.wait(), timeout)
+            except TimeoutError:
+                status = "timeout"
+            finally:
+                await _stop(proc)  # also on cancellation by the conductor
+        limit = int(settings.get("max_output_bytes") or 50_000_000)
+        stdout = _tail(out_path, limit)
+        stderr = _tail(err_path, 4000)
+        usage = _parse(adapter, stdout)
+        stage = await _stage(task.api_url)
+        now = round(time.time(), 3)
+        trajectory += [{**step, "timestamp": now} for step in usage.trajectory]
+        trajectory.append({"action": "exit", "message": f"exit code {code}", "exit_code": code, "stage": stage,
+                           "seconds": round(time.time() - started, 2), "stderr_tail": stderr[-1000:], "timestamp": now})
+        problems = []
+        if status == "timeout":
+            problems.append(f"{adapter.name} exceeded its {timeout:g} s limit and was stopped")
+        elif code != 0:
+            status = "crashed"
+            problems.append(f"{adapter.name} exited with code {code}: {stderr.strip()[-500:] or '(no stderr)'}")
+        if usage.error:
+            problems.append(usage.error)
+        if stage in ("diagnosis", "mitigation"):
+            problems.append(f"{adapter.name} stopped before submitting {'a diagnosis' if stage == 'diagnosis' else 'done'}")
+        return AgentOutcome(status=status, steps=usage.steps, prompt_tokens=usage.prompt_tokens,
+                            completion_tokens=usage.completion_tokens, cost=round(usage.cost, 6),
+                            trajectory=tuple(trajectory), error="; ".join(problems) or None)
+
+    def _prepare(self, adapter: Adapter, binary: Path, task: AgentTask, settings: dict[str, Any]):
+        mode = settings.get("sandbox", "auto")
+        if mode not in ("auto", "bwrap", "none"):
+            raise ConfigError(f"sandbox must be auto, bwrap or none, got {mode!r}")
+        workdir = (task.workdir / adapter.name).resolve()
+        home = workdir / "home"
+        for directory in (home / ".kube", home / ".config", home / ".cache", home / ".local" / "share", workdir / "tmp"):
+            directory.mkdir(parents=True, exist_ok=True)
+        kubeconfig = home / ".kube" / "config"
+        if Path(task.kubeconfig).exists():
+            shutil.copyfile(task.kubeconfig, kubeconfig)  # the original sits among the benchmark's files
+            kubeconfig.chmod(0o600)
+        kubectl = shutil.which(task.kubectl) or shutil.which("kubectl")
+        read_only = [binary.parent, binary.resolve().parent, *[Path(p) for p in settings.get("read_only") or ()]]
+        if kubectl:
+            read_only.append(Path(kubectl).resolve())
+        sandbox = Sandbox(workdir=workdir, read_only=read_only, network=settings.get("network", "host"),
+                          protected=protected_paths(settings.get("protected") or ()),
+                          use_bwrap={"auto": None, "bwrap": True, "none": False}[mode])
+        if mode == "bwrap" and not sandbox.isolated:
+            raise AgentError("sandbox=bwrap was asked for but bubblewrap is not usable here",
+                             hints=("install bubblewrap (apt-get install bubblewrap) or allow unprivileged user namespaces",))
+        launch = Launch(workdir=workdir, home=home, mcp_url=task.mcp_url, api_url=task.api_url,
+                        model=settings.get("model"), isolated=sandbox.isolated)
+        adapter.prepare(launch)
+        prompt = task_prompt(task)
+        (workdir / "TASK.md").write_text(prompt)
+        path = [str(Path(kubectl).resolve().parent)] if kubectl else []
+        path += [str(binary.parent), *SYSTEM_PATH]
+        env = {"PATH": ":".join(dict.fromkeys(path)), "HOME": str(home), "USER": "sre", "LOGNAME": "sre",
+               "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1", "CI": "1",
+               "TMPDIR": "/tmp" if sandbox.isolated else str(workdir / "tmp"),
+               "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
+               "XDG_DATA_HOME": str(home / ".local" / "share"), "KUBECONFIG": str(kubeconfig),
+               "SREGYM_API_URL": task.api_url, "SREGYM_SUBMIT_URL": f"{task.api_url}/submit",
+               "SREGYM_MCP_URL": task.mcp_url, "SREGYM_NAMESPACE": task.app_namespace}
+        for name in (*adapter.provider_env, *PROXY_ENV, *(settings.get("pass_env") or ())):
+            if os.environ.get(name):
+                env[name] = os.environ[name]
+        if any(name in env for name in PROXY_ENV):
+            # the MCP server and the cluster are on 127.0.0.1: never send them through a proxy
+            env["NO_PROXY"] = env["no_proxy"] = ",".join(filter(None, [os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost"]))
+        env.update(launch.env)
+        env.update({str(k): str(v) for k, v in (settings.get("env") or {}).items()})
+        argv, spawn_env = sandbox.wrap(adapter.argv(str(binary), launch, prompt), env)
+        if sandbox.isolated:
+            spawn_env = {"PATH": os.environ.get("PATH", ":".join(SYSTEM_PATH))}  # for bwrap itself; --clearenv inside
+        return launch, sandbox, argv, spawn_env
+
+
+def binary_env(adapter: Adapter) -> str:
+    """``SREGYM_CLAUDE_BINARY`` and so on: where to find the CLI when it is not on PATH."""
+    return f"SREGYM_{adapter.binary.upper()}_BINARY"
+
+
+def _find_binary(adapter: Adapter, override: str | None) -> Path:
+    name = override or os.environ.get(binary_env(adapter)) or adapter.binary
+    found = shutil.which(name)
+    if found is None:
+        raise AgentError(f"{adapter.name}: the {name!r} command is not installed (not found on PATH)",
+                         hints=(f"install it: {adapter.install_hint}",
+                                f"or point to it: {binary_env(adapter)}=/path/to/{adapter.binary} (or the agent setting binary)"))
+    return Path(found).absolute()
+
+
+def _parse(adapter: Adapter, stdout: str) -> Usage:
+    try:
+        return adapter.parse(stdout)
+    except Exception as exc:  # noqa: BLE001 - unexpected output shapes must not lose the run
+        return Usage(error=f"could not parse {adapter.name} output: {type(exc).__name__}: {exc}")
+
+
+def _tail(path: Path, limit: int) -> str:
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(size - limit, 0))
+        return handle.read().decode(errors="replace")
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """End the CLI and everything it started (its own session; in bwrap the PID namespace dies with it)."""
+    if proc.returncode is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), wait)
+            return
+        except TimeoutError:
+            continue
+
+
+async def _stage(api_url: str) -> str | None:
+    import httpx
+
+    try:
+        async with httpx.AsyncClient(timeout=5.0, trust_env=False) as client:
+            reply = await client.get(f"{api_url}/status")
+        return reply.json().get("stage")
+    except Exception:  # noqa: BLE001 - the stage is informative only
+        return None

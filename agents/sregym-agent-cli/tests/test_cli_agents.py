@@ -1,0 +1,323 @@
+"""CLI adapters: generated configuration (parsed back), output parsers, the bubblewrap sandbox, and a
+fake CLI (installed under each real binary's name) run through the whole adapter against a real
+MCP server and conductor API on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import psutil
+import pytest
+import sregym_agent_cli.plugin
+from sregym_agent_cli.adapters import (
+    ADAPTERS,
+    ClaudeCode,
+    Codex,
+    GeminiCLI,
+    Launch,
+    OpenCode,
+    last_json_object,
+)
+from sregym_agent_cli.agent import CLIAgent
+from sregym_agent_cli.sandbox import Sandbox, bwrap_path, protected_paths
+
+from sregym_core.agent_api.kubectl_tool import KubectlTool
+from sregym_core.agent_api.server import AgentServer
+from sregym_core.agents import AgentTask
+from sregym_core.testing.contracts import AgentContract
+
+HERE = Path(__file__).parent
+REPO_FILE = Path(__file__).resolve().parents[3] / "pyproject.toml"  # a file of the SREGym checkout
+MCP = "http://127.0.0.1:41234/mcp"
+needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not usable here")
+
+
+class TestCLIAgentContract(AgentContract):
+    plugin = sregym_agent_cli.plugin
+
+
+def launch(tmp_path, model=None, isolated=True):
+    workdir, home = tmp_path / "work", tmp_path / "work" / "home"
+    home.mkdir(parents=True)
+    return Launch(workdir=workdir, home=home, mcp_url=MCP, api_url="http://127.0.0.1:41234", model=model,
+                  isolated=isolated)
+
+
+# ---------------------------------------------------------------------- generated configuration
+
+
+def test_claude_code_config(tmp_path):
+    run = launch(tmp_path, model="claude-sonnet-4-5")
+    ClaudeCode().prepare(run)
+    config = json.loads((run.workdir / ".mcp.json").read_text())
+    assert config == {"mcpServers": {"sregym": {"type": "http", "url": MCP}}}
+    argv = ClaudeCode().argv("claude", run, "the prompt")
+    assert argv[:3] == ["claude", "-p", "the prompt"]
+    assert argv[argv.index("--mcp-config") + 1] == str(run.workdir / ".mcp.json") and "--strict-mcp-config" in argv
+    assert argv[argv.index("--output-format") + 1] == "stream-json" and argv[-2:] == ["--model", "claude-sonnet-4-5"]
+    assert "mcp__sregym" in argv[argv.index("--allowedTools") + 1].split(",")
+    assert "--dangerously-skip-permissions" not in argv  # tools are allowed one by one instead
+    assert run.env["CLAUDE_CONFIG_DIR"] == str(run.home / ".claude")
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_codex_config(tmp_path, isolated):
+    run = launch(tmp_path, model='gpt-5-codex "quoted"', isolated=isolated)
+    Codex().prepare(run)
+    config = tomllib.loads((run.home / ".codex" / "config.toml").read_text())
+    assert config["mcp_servers"]["sregym"]["url"] == MCP
+    assert config["model"] == 'gpt-5-codex "quoted"' and config["approval_policy"] == "never"
+    assert config["sandbox_mode"] == ("danger-full-access" if isolated else "workspace-write")
+    assert config["projects"][str(run.workdir)]["trust_level"] == "trusted"
+    assert run.env["CODEX_HOME"] == str(run.home / ".codex")
+    argv = Codex().argv("codex", run, "the prompt")
+    assert argv[:3] == ["codex", "exec", "--json"] and argv[-1] == "the prompt" and "--skip-git-repo-check" in argv
+
+
+def test_gemini_config(tmp_path):
+    run = launch(tmp_path)
+    GeminiCLI().prepare(run)
+    config = json.loads((run.home / ".gemini" / "settings.json").read_text())
+    assert config["mcpServers"]["sregym"]["httpUrl"] == MCP and config["mcpServers"]["sregym"]["trust"] is True
+    argv = GeminiCLI().argv("gemini", run, "the prompt")
+    assert argv[:3] == ["gemini", "-p", "the prompt"] and argv[argv.index("--output-format") + 1] == "json"
+    assert "--yolo" in argv and "-m" not in argv
+
+
+def test_opencode_config(tmp_path):
+    run = launch(tmp_path, model="anthropic/claude-sonnet-4-5")
+    OpenCode().prepare(run)
+    path = run.workdir / "opencode.json"
+    config = json.loads(path.read_text())
+    assert config["mcp"]["sregym"] == {"type": "remote", "url": MCP, "enabled": True}
+    assert config["model"] == "anthropic/claude-sonnet-4-5" and config["$schema"] == "https://opencode.ai/config.json"
+    assert run.env["OPENCODE_CONFIG"] == str(path)
+    argv = OpenCode().argv("opencode", run, "the prompt")
+    assert argv[:4] == ["opencode", "run", "--format", "json"] and argv[-1] == "the prompt"
+
+
+# ---------------------------------------------------------------------- output parsers
+
+
+def test_parsers_survive_garbage():
+    for adapter in ADAPTERS.values():
+        usage = adapter().parse("Segmentation fault\n{not json\n[1, 2\n")
+        assert usage.prompt_tokens == 0 and usage.completion_tokens == 0
+    assert last_json_object('notice\n{"a": {"b": 1}}\ntrailer {"c": 2}') == {"c": 2}
+
+
+def test_claude_error_result_is_reported():
+    usage = ClaudeCode().parse(json.dumps({"type": "result", "subtype": "error_max_turns", "is_error": True,
+                                           "usage": {"input_tokens": 10, "output_tokens": 5}}))
+    assert usage.prompt_tokens == 10 and "error_max_turns" in usage.error
+
+
+# ---------------------------------------------------------------------- the sandbox
+
+
+@needs_bwrap
+def test_sandbox_hides_the_benchmark_files(tmp_path, monkeypatch):
+    sregym_home = tmp_path / "sregym-home"
+    results = tmp_path / "results"
+    workdir = results / ".work" / "p-agent-1" / "agent"
+    tool_dir = tmp_path / "opt-tools"
+    for directory in (sregym_home / "clusters", workdir, tool_dir / "secret-checkout"):
+        directory.mkdir(parents=True)
+    monkeypatch.setenv("SREGYM_HOME", str(sregym_home))
+    markers = {"home": sregym_home / "clusters" / "admin-kubeconfig", "results": results / "results.jsonl",
+               "nested": tool_dir / "secret-checkout" / "problem.yaml"}
+    for path in markers.values():
+        path.write_text("ground truth")
+    (workdir / "notes.txt").write_text("mine")
+    (tool_dir / "tool.txt").write_text("a tool")
+    sandbox = Sandbox(workdir=workdir, read_only=[tool_dir],
+                      protected=protected_paths([results, tool_dir / "secret-checkout"]))
+    assert sandbox.isolated
+
+    def inside(script):
+        argv, env = sandbox.wrap(["/bin/sh", "-c", script], {"PATH": "/usr/bin:/bin"})
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
+
+    for name, path in [*markers.items(), ("repo", REPO_FILE)]:
+        assert REPO_FILE.exists()
+        seen = inside(f"cat {path}")
+        assert seen.returncode != 0 and "ground truth" not in seen.stdout, name
+    assert inside(f"cat {workdir}/notes.txt").stdout == "mine"
+    assert inside(f"echo new > {workdir}/out.txt && cat {tool_dir}/tool.txt").stdout == "a tool"
+    assert (workdir / "out.txt").read_text() == "new\n"
+    assert inside(f"echo x > {tool_dir}/tool.txt").returncode != 0  # read-only
+    assert inside("ls /root /home 2>/dev/null; echo $HOME $SREGYM_HOME").stdout.strip() == ""
+    assert inside("cat /etc/hostname >/dev/null && echo ok").stdout.strip() == "ok"  # the system is there
+
+
+@needs_bwrap
+def test_sandbox_without_network(tmp_path):
+    sandbox = Sandbox(workdir=tmp_path, network="none")
+    argv, env = sandbox.wrap(["/bin/cat", "/proc/net/dev"], {})
+    devices = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30).stdout
+    interfaces = [line.split(":")[0].strip() for line in devices.splitlines()[2:]]
+    assert interfaces == ["lo"]
+
+
+def test_plain_subprocess_when_bwrap_is_off(tmp_path):
+    argv, env = Sandbox(workdir=tmp_path, use_bwrap=False).wrap(["/bin/true"], {"HOME": "/x"})
+    assert argv == ["/bin/true"] and env == {"HOME": "/x"}
+
+
+# ---------------------------------------------------------------------- the whole adapter
+
+
+class Sink:
+    def __init__(self):
+        self.stage = "diagnosis"
+        self.received = []
+
+    def submit(self, solution):
+        if self.stage not in ("diagnosis", "mitigation"):
+            return 409, {"error": "late", "stage": self.stage}
+        self.received.append(solution)
+        self.stage = "mitigation" if self.stage == "diagnosis" else "tearing_down"
+        return 200, {"status": "accepted", "stage": self.stage}
+
+    def app_info(self):
+        return {"app_name": "hotel-reservation", "namespace": "hotel-reservation", "descriptions": "Hotels."}
+
+
+def install_fake(bin_dir: Path, name: str) -> Path:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / name
+    shutil.copyfile(HERE / "fake_cli_source.py", path)
+    path.chmod(0o755)
+    return path
+
+
+def kubectl_binary() -> str:
+    found = shutil.which("kubectl", path=str(Path(os.sys.executable).parent)) or shutil.which("kubectl")
+    assert found, "kubectl is needed for the adapter tests"
+    return found
+
+
+def run_cli(tmp_path, agent_name, **settings):
+    """The adapter end to end: returns (outcome, sink, report printed by the fake)."""
+    sink = Sink()
+    kubeconfig = tmp_path / "sregym-home" / "agent-kubeconfig"
+    kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:6443'}\n"
+                          "contexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\n"
+                          "users:\n- name: u\n  user: {token: agent-token}\n")
+
+    async def scenario():
+        server = AgentServer(sink, KubectlTool(kubeconfig=kubeconfig, kubectl=kubectl_binary(),
+                                               cache_dir=tmp_path / "kube-cache"))
+        await server.start()
+        try:
+            workdir = tmp_path / "results" / ".work" / "p-1" / "agent"
+            workdir.mkdir(parents=True)
+            task = AgentTask(attempt_id="a1", app_name="hotel-reservation", app_namespace="hotel-reservation",
+                             app_description="Hotel Reservation (gRPC services, MongoDB, memcached).",
+                             api_url=server.api_url, mcp_url=server.mcp_url, kubeconfig=kubeconfig, workdir=workdir,
+                             timeout=60, kubectl=kubectl_binary())
+            return await CLIAgent(agent_name, **settings).run(task)
+        finally:
+            await server.stop()
+
+    outcome = asyncio.run(scenario())
+    texts = [s["message"] for s in outcome.trajectory if s["action"] == "text" and s["message"].startswith("REPORT ")]
+    report = json.loads(texts[-1][len("REPORT "):]) if texts else None
+    return outcome, sink, report
+
+
+EXPECTED_USAGE = {  # (prompt, completion, cost, steps) from each fake's output
+    "claude-code": (33_500, 900, 0.0421, 7),
+    "codex": (26_549, 1590, 0.0, 2),
+    "gemini-cli": (25_939, 224, 0.0, 5),
+    "opencode": (3600, 420, 0.03, 1),
+}
+
+
+@pytest.mark.slow  # starts the MCP server and a sandboxed process (1-5 s each)
+@needs_bwrap
+@pytest.mark.parametrize("agent_name", sorted(ADAPTERS))
+def test_fake_cli_through_the_adapter(tmp_path, monkeypatch, agent_name):
+    adapter = ADAPTERS[agent_name]
+    bin_dir = tmp_path / "tools" / "bin"
+    install_fake(bin_dir, adapter.binary)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("SREGYM_HOME", str(tmp_path / "sregym-home"))
+    monkeypatch.setenv("SREGYM_TEST_SECRET", "must-not-leak")
+    key = adapter.provider_env[0]
+    monkeypatch.setenv(key, "sk-provider-key")
+    results_marker = tmp_path / "results" / "results.jsonl"
+    results_marker.parent.mkdir(parents=True)
+    results_marker.write_text("{}")
+    markers = [str(REPO_FILE), str(results_marker), str(tmp_path / "sregym-home" / "agent-kubeconfig")]
+    outcome, sink, report = run_cli(tmp_path, agent_name, env={"FAKE_MARKERS": ":".join(markers)})
+    assert outcome.status == "ok", outcome.error
+    assert outcome.error is None
+    assert sink.received == ["geo Deployment in hotel-reservation runs image hotel:404 (was hotel:1.0)", "done"]
+    prompt, completion, cost, steps = EXPECTED_USAGE[agent_name]
+    assert (outcome.prompt_tokens, outcome.completion_tokens, outcome.steps) == (prompt, completion, steps)
+    assert outcome.cost == pytest.approx(cost)
+    # what the fake saw inside: the MCP server from its own config, kubectl with the copied kubeconfig,
+    # a fresh HOME in the work directory, none of the benchmark's files, a scrubbed environment
+    assert report["mcp_status"] == 200 and report["mcp_initialized"]
+    assert report["kube_server"] == "https://127.0.0.1:6443"
+    assert report["readable_markers"] == []
+    workdir = tmp_path / "results" / ".work" / "p-1" / "agent" / agent_name
+    assert report["home"] == str(workdir / "home") and report["cwd"] == str(workdir)
+    assert key in report["env_keys"] and "SREGYM_TEST_SECRET" not in report["env_keys"]
+    launch_step = outcome.trajectory[0]
+    assert launch_step["action"] == "launch" and launch_step["sandbox"] == "bwrap"
+    assert outcome.trajectory[-1]["action"] == "exit" and outcome.trajectory[-1]["stage"] == "tearing_down"
+    if agent_name != "gemini-cli":  # gemini's JSON has per-tool counts only
+        calls = [c for s in outcome.trajectory for c in s.get("tool_calls", ())]
+        assert any(c["arguments"] == {"cmd": "kubectl get pods"} for c in calls)
+    assert (workdir / "TASK.md").read_text().count("/submit") == 1
+    json.dumps(list(outcome.trajectory))
+
+
+def test_missing_binary_is_a_recorded_failure(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("SREGYM_CLAUDE_BINARY", raising=False)
+    task = AgentTask(attempt_id="a", app_name="x", app_namespace="x", app_description="", api_url="http://127.0.0.1:9",
+                     mcp_url="http://127.0.0.1:9/mcp", kubeconfig=tmp_path / "kc", workdir=tmp_path)
+    outcome = asyncio.run(CLIAgent("claude-code").run(task))
+    assert outcome.status == "crashed"
+    assert "'claude' command is not installed" in outcome.error and "npm install -g @anthropic-ai/claude-code" in outcome.error
+
+
+def test_unknown_setting_is_a_recorded_failure(tmp_path):
+    task = AgentTask(attempt_id="a", app_name="x", app_namespace="x", app_description="", api_url="http://127.0.0.1:9",
+                     mcp_url="http://127.0.0.1:9/mcp", kubeconfig=tmp_path / "kc", workdir=tmp_path)
+    outcome = asyncio.run(CLIAgent("codex", sandbox_mode="off").run(task))
+    assert outcome.status == "crashed" and "sandbox_mode" in outcome.error
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_time_limit_stops_the_cli_and_everything_in_it(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "tools" / "bin"
+    install_fake(bin_dir, "gemini")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    outcome, sink, _report = run_cli(tmp_path, "gemini-cli", timeout=2, env={"FAKE_SLEEP": "120"})
+    assert outcome.status == "timeout" and "exceeded its 2 s limit" in outcome.error
+    assert sink.received == []
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if str(bin_dir) in " ".join(p.info["cmdline"] or ())]
+    assert leftovers == []
+
+
+@pytest.mark.slow
+def test_plain_subprocess_fallback_works(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "tools" / "bin"
+    install_fake(bin_dir, "opencode")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    outcome, sink, report = run_cli(tmp_path, "opencode", sandbox="none")
+    assert outcome.status == "ok" and len(sink.received) == 2
+    assert outcome.trajectory[0]["sandbox"] == "none"
+    assert report["home"].endswith("/opencode/home")
