@@ -16,8 +16,9 @@ from typing import Any
 from .errors import ApiError
 
 Obj = dict[str, Any]
-#: how many past events are kept for watches that resume from a resourceVersion
-HISTORY = 50_000
+#: how many past events are kept for watches that resume from a resourceVersion (older -> 410 Gone;
+#: bounded so that status churn cannot grow memory without limit)
+HISTORY = 5_000
 #: a watcher that falls this far behind is closed (its client re-lists, as with a real server)
 MAX_BACKLOG = 20_000
 
