@@ -44,6 +44,18 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+async def pump_fd(fd: int, stream: str, writer: LogWriter) -> None:
+    """Log everything read from pipe ``fd`` until EOF (then close it)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**20)
+    pipe = os.fdopen(fd, "rb", buffering=0)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    try:
+        await pump_stream(reader, stream, writer)
+    finally:
+        transport.close()
+
+
 def _log_tail(path: Path | None, lines: int = 80, limit: int = 2048) -> str:
     """The kubelet's FallbackToLogsOnError message: the last lines of the log, at most 2 KiB."""
     if path is None or not path.exists():
@@ -282,12 +294,22 @@ class ContainerRunner:
         self._exited.clear()
         try:
             user, group = context.popen_ids()
-            self.process = await asyncio.create_subprocess_exec(
-                *argv, env=context.env, cwd=context.popen_cwd,
-                stdin=asyncio.subprocess.PIPE if self.spec.get("stdin") else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True, preexec_fn=context.preexec(self.group.preexec),
-                user=user, group=group)
+            # our own pipes, not asyncio's: with asyncio's, wait() (3.11) only returns once every
+            # pipe is closed, i.e. after a leftover grandchild dies, not when the main process exits
+            out_r, out_w = os.pipe()
+            err_r, err_w = os.pipe()
+            try:
+                self.process = await asyncio.create_subprocess_exec(
+                    *argv, env=context.env, cwd=context.popen_cwd, stdin=asyncio.subprocess.DEVNULL,
+                    stdout=out_w, stderr=err_w, start_new_session=True,
+                    preexec_fn=context.preexec(self.group.preexec), user=user, group=group)
+            except BaseException:
+                os.close(out_r)
+                os.close(err_r)
+                raise
+            finally:
+                os.close(out_w)
+                os.close(err_w)
         except (OSError, subprocess.SubprocessError) as exc:
             writer.close()
             self.group.destroy()
@@ -303,8 +325,8 @@ class ContainerRunner:
         self.worker.agent.track(self.process.pid)
         self._started_at = time.monotonic()
         self._cpu_sample = None
-        pumps = [asyncio.create_task(pump_stream(self.process.stdout, "stdout", writer)),
-                 asyncio.create_task(pump_stream(self.process.stderr, "stderr", writer))]
+        pumps = [asyncio.create_task(pump_fd(out_r, "stdout", writer)),
+                 asyncio.create_task(pump_fd(err_r, "stderr", writer))]
         await self.event("Created", f"Created container: {self.name}")
         await self.event("Started", f"Started container {self.name}")
         self._set({"running": {"startedAt": started_iso}})
@@ -320,12 +342,18 @@ class ContainerRunner:
                 self._kill_reason = "postStart"
                 await self._kill_process(0)
         code = await self.process.wait()
-        await asyncio.gather(*pumps, return_exceptions=True)
-        writer.close()
-        self._stop_probes()
+        # the main process is gone, so is the container: its other processes die now (they may
+        # hold the log pipes open), then the pipes are drained
         oom = self.group.oom_killed()
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)  # the container's other processes go too
+            os.killpg(self.process.pid, signal.SIGKILL)
+        for pid in self.group.pids():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*pumps, return_exceptions=True), 5)
+        writer.close()
+        self._stop_probes()
         self.group.destroy()
         self.worker.agent.untrack(self.process.pid)
         exit_code = 128 - code if code < 0 else code
