@@ -4,6 +4,7 @@ startup probes, downward API and projected volumes, TTY exec, image change on a 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from _fixtures_node import (
@@ -259,4 +260,20 @@ def test_ephemeral_debug_container_runs_once_with_logs():
             assert status["state"]["terminated"]["exitCode"] == 0 and status["restartCount"] == 0
             assert await read_all(nodes.runtime.read_log("default", "app", "debugger")) == b"debugging app\n"
             assert container_status(pod)["restartCount"] == 0  # the app container was left alone
+    run(body())
+
+
+def test_exit_of_main_process_ends_container_even_with_leftover_children():
+    async def body():
+        async with node_cluster() as (client, nodes):
+            # the background sleep keeps stdout open; the container still ends with its main process
+            await client.create("pods", pod_manifest("bg", [{"name": "c", "image": "busybox",
+                                                            "command": ["sh", "-c", "sleep 60 & sleep 0.5; exit 4"]}],
+                                                     restartPolicy="Never"))
+            started = time.monotonic()
+            pod = await wait_for(pod_getter(client, "bg"), lambda p: p["status"].get("phase") == "Failed", timeout=20)
+            assert time.monotonic() - started < 5
+            assert container_status(pod)["state"]["terminated"]["exitCode"] == 4
+            runner = nodes.agents["node-1"].find("default", "bg").runners[0]
+            assert not runner.group.pids()  # the leftover sleep was killed with the container
     run(body())
