@@ -174,3 +174,32 @@ def test_attach_streams_output(k8s_client: Any, namespace: str, api_server: Thre
     out = stream(client.CoreV1Api(k8s_client).connect_get_namespaced_pod_attach, "solo", namespace,
                  stderr=True, stdin=False, stdout=True, tty=False, _request_timeout=10)
     assert "followed line" in out
+
+
+@pytest.mark.parametrize("protocol", ["v4.channel.k8s.io", "v5.channel.k8s.io"])
+def test_exec_channel_protocols(api_server: ThreadedApiServer, namespace: str, protocol: str) -> None:
+    import ssl
+
+    import websocket
+    import yaml
+
+    running_pod(api_server, namespace, "solo")
+    token = yaml.safe_load(api_server.kubeconfig.read_text())["users"][0]["user"]["token"]
+    url = (api_server.url.replace("https://", "wss://") + f"/api/v1/namespaces/{namespace}/pods/solo/exec"
+           "?command=sh&command=-c&command=echo%20out%3B%20echo%20err%20%3E%262%3B%20exit%205"
+           "&container=main&stdout=true&stderr=true")
+    ws = websocket.create_connection(url, header=[f"Authorization: Bearer {token}"], subprotocols=[protocol],
+                                     sslopt={"cert_reqs": ssl.CERT_REQUIRED,
+                                             "ca_certs": str(api_server.state_dir / "pki" / "ca.crt")}, timeout=10)
+    try:
+        assert ws.getsubprotocol() == protocol
+        channels: dict[int, bytes] = {}
+        while 3 not in channels:
+            frame = ws.recv()
+            channels[frame[0]] = channels.get(frame[0], b"") + frame[1:]
+    finally:
+        ws.close()
+    assert channels[1] == b"out\n" and channels[2] == b"err\n"
+    status = json.loads(channels[3])
+    assert status["status"] == "Failure" and status["reason"] == "NonZeroExitCode"
+    assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "5"}]
