@@ -10,7 +10,8 @@ reached through these endpoints (system:masters only; errors are Kubernetes ``St
   pods selected by ``namespace`` + ``labels`` (+ ``pods`` names; ``pinned`` keeps exactly the pods
   alive now, so a replacement pod is healthy), the pods mounting ``volumes``, or every pod of
   ``nodes``; limited to files under ``paths`` and ``volumes`` (``[{namespace, claim}]``, resolved
-  to the bound PersistentVolume now: a disk fault stays with the disk, a new volume is healthy).
+  to the bound PersistentVolume now: a disk fault stays with the disk, a new volume is healthy;
+  ``whole_volume: false`` limits it to ``paths`` on those volumes).
   Fields: ``calls`` (read, write, fsync, open, connect), ``errno`` (number or name), ``rate``,
   ``mode`` (random | badblocks, with ``frac``, ``block``, ``seed``), ``port``, ``delay_us``.
 * ``PUT /sregym/faults/diskfull/<id>`` ``{namespace, claim, filler, fill_bytes}``: writes a filler
@@ -192,7 +193,7 @@ class FaultHooks:
         out = list(record["paths"])
         for pv in record["pvs"]:
             host, mounts, _pods = self.volume_scope(pv)
-            if host:
+            if host and record.get("whole_volume", True):
                 out += [host, *mounts]
         return [p for p in dict.fromkeys(out) if _SAFE_PATH.match(p) and p != "/"][:4]
 
@@ -239,7 +240,7 @@ class FaultHooks:
         lines: dict[str, list[str]] = {node: [] for node in self.nodes.agents}
         for record in self.shim.values():
             prefixes = self._prefixes(record)
-            if (record["paths"] or record["pvs"]) and not prefixes:
+            if (record["paths"] or (record["pvs"] and record["whole_volume"])) and not prefixes:
                 continue  # its volume is gone: nothing to scope it to
             for node, ips in self._targets(record).items():
                 if node in lines:
@@ -294,6 +295,8 @@ class FaultHooks:
             "namespace": namespace, "labels": _labels(body), "pods": _str_list(body, "pods"), "nodes": nodes,
             "paths": paths, "volumes": [{"namespace": v["namespace"], "claim": v["claim"]} for v in volumes],
             "pvs": [self.bound_volume(v["namespace"], v["claim"]) for v in volumes], "uids": None,
+            # false: the volumes only choose the pods (the pods mounting them) and `paths` the files
+            "whole_volume": body.get("whole_volume", True) is not False,
         }
         if mode == "badblocks" and record["frac"] <= 0:
             raise _bad("badblocks needs frac > 0")

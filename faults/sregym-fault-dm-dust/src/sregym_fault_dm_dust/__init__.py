@@ -1,0 +1,1 @@
+"""SREGym fault pack: bad blocks under a datastore's volume."""

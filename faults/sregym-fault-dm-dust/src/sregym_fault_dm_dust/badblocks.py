@@ -1,0 +1,159 @@
+"""``disk-bad-blocks``: a bad-block map under a datastore's volume, like a dm-dust target.
+
+Reads covering a bad block fail with EIO every time, while the rest of the volume reads fine. On a
+PostgreSQL target the map covers the largest user table's file, so some records of it cannot be
+read ("could not read block N in file ...: Input/output error") and everything else works. The
+blocks are a fixed function of the file's inode, the block number and a seed (the same one the
+node's fault shim computes), chosen so that at least one block of the file is bad.
+
+The map stays with the disk (the bound PersistentVolume): the fix is moving the datastore to a new
+volume and rebuilding its data, as after a real disk failure.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sregym_fault_k8s import kube
+from sregym_fault_k8s.base import WORKLOADS, schema, truth_factory
+from sregym_fault_node import hooks
+
+from sregym_core.types import FaultSpec, TargetSelector
+
+BLOCK = 8192  # PostgreSQL's page size: one bad block is one unreadable page
+_MASK = (1 << 64) - 1
+_LARGEST_TABLE = (
+    "SELECT current_setting('data_directory') || '/' || pg_relation_filepath(c.oid), c.relname "
+    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' "
+    "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' "
+    "ORDER BY pg_relation_size(c.oid) DESC, c.relname LIMIT 1")
+_PSQL = ('PGPASSWORD="$POSTGRES_PASSWORD" psql -h "${POD_IP:-127.0.0.1}" -U "${POSTGRES_USER:-postgres}" '
+         '-d "${POSTGRES_DB:-postgres}" -At -F "|" -c "CHECKPOINT" -c "$1"')
+
+
+def _mix(x: int) -> int:
+    """splitmix64's finaliser, exactly as node/faultshim.c computes it."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+def bad_blocks(inode: int, blocks: int, seed: int, frac: float) -> list[int]:
+    limit = int(frac * 1e6)
+    return [b for b in range(blocks)
+            if _mix(((inode * 1000003) & _MASK) ^ _mix((b ^ (seed << 32)) & _MASK)) % 1000000 < limit]
+
+
+def _largest_table(ctx: Any, target: Any) -> tuple[str, str] | None:
+    """(path as PostgreSQL sees it, table name) of the largest user table, after a checkpoint."""
+    pod = next((p for p in hooks.pods(ctx, target) if hooks.is_ready(p)), None)
+    if pod is None:
+        return None
+    container = target.component.container_name if target.component.container else "postgres"
+    out = ctx.kubectl("exec", pod["metadata"]["name"], "-n", ctx.namespace, "-c", container, "--", "sh", "-c",
+                      _PSQL, "psql", _LARGEST_TABLE, check=False)
+    for line in out.splitlines():
+        parts = line.split("|")
+        if len(parts) == 2 and parts[0].startswith("/"):
+            return parts[0], parts[1]
+    return None
+
+
+def _host_and_mount(ctx: Any, target: Any, claim: str) -> tuple[str, str]:
+    pv = kube.get(ctx, "persistentvolume", hooks.bound_volume(ctx, claim) or "", namespace="")
+    host = os.path.realpath(pv["spec"]["hostPath"]["path"])
+    for pod in hooks.pods(ctx, target):
+        spec = pod.get("spec") or {}
+        names = {v["name"] for v in spec.get("volumes") or []
+                 if (v.get("persistentVolumeClaim") or {}).get("claimName") == claim}
+        for container in spec.get("containers") or []:
+            for mount in container.get("volumeMounts") or []:
+                if mount.get("name") in names:
+                    return host, mount["mountPath"].rstrip("/")
+    return host, ""
+
+
+def _table_map(ctx: Any, target: Any, claim: str, frac: float) -> dict | None:
+    """Paths (both views) of the largest table's file and a seed giving it bad blocks."""
+    found = _largest_table(ctx, target) if target.component.has_role("db:postgres") else None
+    if found is None:
+        return None
+    path, table = found
+    host, mount = _host_and_mount(ctx, target, claim)
+    if mount and path.startswith(mount + "/"):
+        host_path, paths = host + path[len(mount):], [path, host + path[len(mount):]]
+    elif path.startswith(host + "/"):
+        host_path = path
+        paths = [path] + ([mount + path[len(host):]] if mount else [])
+    else:
+        return None
+    try:
+        st = os.stat(host_path)
+    except OSError:
+        return None
+    blocks = max(1, st.st_size // BLOCK)
+    for seed in range(1, 500):
+        bad = bad_blocks(st.st_ino, blocks, seed, frac)
+        if bad and (blocks == 1 or len(bad) < blocks):
+            return {"paths": paths, "table": table, "file": path, "blocks": blocks, "seed": seed, "bad": bad}
+    return None
+
+
+def inject(ctx: Any, target: Any, params: dict) -> None:
+    claims = hooks.claims(ctx, target)
+    frac = round(params["fraction"], 4)
+    spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
+                            "calls": ["read"], "errno": "EIO", "mode": "badblocks", "frac": frac, "block": BLOCK,
+                            "seed": 1, "volumes": [{"namespace": ctx.namespace, "claim": c} for c in claims]}
+    mapped = _table_map(ctx, target, claims[0], frac)
+    if mapped is not None:
+        spec.update(paths=mapped["paths"], seed=mapped["seed"], whole_volume=False)
+        ctx.state.update(table=mapped["table"], file=mapped["file"], bad_blocks=mapped["bad"][:32])
+    record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
+    ctx.state.update(claims=claims, volumes=record.get("pvs", []))
+    if params["restart"]:
+        # a cold start: the datastore's cache no longer hides the unreadable blocks
+        hooks.restart_pods(ctx, target)
+
+
+def is_present(ctx: Any, target: Any, params: dict) -> bool:
+    record = hooks.status(ctx, "shim")
+    return bool(record and record.get("active"))
+
+
+def reference_fix(ctx: Any, target: Any, params: dict) -> None:
+    hooks.replace_volumes(ctx, target)
+
+
+def recover(ctx: Any, target: Any, params: dict) -> None:
+    hooks.clear(ctx, "shim")
+
+
+def _values(target: Any, params: dict, state: dict) -> dict:
+    return {**params, "volumes": state.get("volumes", []), "claims": state.get("claims", []),
+            **{k: state[k] for k in ("table", "file", "bad_blocks") if k in state}}
+
+
+DISK_BAD_BLOCKS = FaultSpec(
+    name="disk-bad-blocks", layer="hardware",
+    selector=TargetSelector(kinds=WORKLOADS, roles=("db:*",), requires=("pvcs",)),
+    summary="Bad blocks under the datastore's volume: reads of some records fail with EIO, every time",
+    params_schema=schema(fraction={"type": "number", "minimum": 0.001, "maximum": 0.9, "default": 0.2},
+                         restart={"type": "boolean", "default": True}),
+    inject=inject, recover=recover, is_present=is_present, reference_fix=reference_fix,
+    ground_truth=truth_factory(
+        "disk-bad-blocks", "hardware", "PersistentVolume", "bad blocks on the volume's disk: reads of them fail with EIO",
+        symptoms=("could not read block N in file ...: Input/output error", "some queries always fail"),
+        keywords=("bad blocks", "EIO", "Input/output error", "disk failure", "dm-dust", "corrupt"),
+        values=_values,
+        prose="The disk under {component}'s volume ({volumes}) has bad blocks: reads covering them fail with EIO "
+              "every time, so queries touching the affected records fail with 'could not read block ... "
+              "Input/output error' while others work. Fix: move {component} to a new volume (recreate its "
+              "claim) and rebuild its data."),
+    capabilities=frozenset({"embedded", "ld-preload"}), failure_mode="persistent",
+    symptoms=("could not read block ... Input/output error",),
+    recreates=("PersistentVolumeClaim/*", "PersistentVolume/*"),
+)
+

@@ -1,0 +1,46 @@
+"""Static checks of disk-bad-blocks, and that its bad-block map is the one the node's shim computes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sregym_fault_dm_dust.plugin
+from sregym_fault_dm_dust.badblocks import bad_blocks
+
+from sregym_core.testing.contracts import FaultContract
+
+
+class TestDmDust(FaultContract):
+    plugin = sregym_fault_dm_dust.plugin
+    round_trip = False
+
+
+def test_bad_blocks_are_deterministic_and_proportional():
+    first = bad_blocks(4242, 10_000, 3, 0.1)
+    assert first == bad_blocks(4242, 10_000, 3, 0.1)
+    assert 800 < len(first) < 1200
+    assert first != bad_blocks(4242, 10_000, 4, 0.1)
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc to build the shim")
+def test_map_matches_the_node_shim(tmp_path: Path):
+    from sregym_cluster_embedded.node.faultshim import build_fault_shim
+
+    shim = build_fault_shim()
+    assert shim is not None
+    data = tmp_path / "table"
+    data.write_bytes(os.urandom(8192 * 64))
+    rules = tmp_path / "rules"
+    rules.write_text(f"pods=* calls=read errno=5 mode=badblocks frac=0.2 block=8192 seed=5 prefix={data}\n")
+    probe = ("import os,sys\nfd=os.open(sys.argv[1],os.O_RDONLY)\nbad=[]\n"
+             "for b in range(64):\n    try: os.pread(fd,8192,b*8192)\n    except OSError: bad.append(b)\nprint(bad)")
+    out = subprocess.run([sys.executable, "-c", probe, str(data)], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "LD_PRELOAD": str(shim), "SREGYM_FAULT_RULES": str(rules)})
+    assert out.returncode == 0, out.stderr
+    expected = bad_blocks(data.stat().st_ino, 64, 5, 0.2)
+    assert expected and out.stdout.strip() == str(expected)

@@ -1,0 +1,122 @@
+"""Syscall faults. On the embedded cluster they are rules of the node's LD_PRELOAD fault shim,
+armed in running processes; on real nodes they will be eBPF programs (a later pack version), and
+the capability tags keep them out of clusters that have neither.
+
+* ``latent-sector-error``: reads of the datastore's volume fail now and then with EIO, as when a
+  disk develops unreadable sectors. The fault stays with the disk (the bound PersistentVolume);
+  the fix is moving the datastore to a new volume and letting its data be rebuilt.
+* ``syscall-fail``: one syscall of the target's current pods fails with an errno at a rate (like
+  an eBPF program attached to the pods' cgroup); replacing the pods drops it.
+"""
+
+from __future__ import annotations
+
+import errno as errno_names
+from typing import Any
+
+from sregym_fault_k8s.base import WORKLOADS, schema, truth_factory
+from sregym_fault_node import hooks
+
+from sregym_core.types import FaultSpec, TargetSelector
+
+DATASTORE_WITH_VOLUME = TargetSelector(kinds=WORKLOADS, roles=("db:*",), requires=("pvcs",))
+FILE_CALLS = ("read", "write", "fsync", "open")
+DEFAULT_ERRNO = {"read": "EIO", "write": "EIO", "fsync": "EIO", "open": "EIO", "connect": "ECONNREFUSED"}
+
+
+# --------------------------------------------------------------------------- latent-sector-error
+
+def lse_inject(ctx: Any, target: Any, params: dict) -> None:
+    volumes = [{"namespace": ctx.namespace, "claim": c} for c in hooks.claims(ctx, target)]
+    record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), namespace=ctx.namespace,
+                        labels=hooks.selector_labels(ctx, target), calls=["read"], errno="EIO",
+                        rate=params["rate"], volumes=volumes)
+    ctx.state.update(claims=[v["claim"] for v in volumes], volumes=record.get("pvs", []))
+
+
+def shim_present(ctx: Any, target: Any, params: dict) -> bool:
+    record = hooks.status(ctx, "shim")
+    return bool(record and record.get("active"))
+
+
+def volume_fix(ctx: Any, target: Any, params: dict) -> None:
+    hooks.replace_volumes(ctx, target)
+
+
+def shim_recover(ctx: Any, target: Any, params: dict) -> None:
+    hooks.clear(ctx, "shim")
+
+
+# --------------------------------------------------------------------------- syscall-fail
+
+def _errno_number(params: dict) -> int:
+    name = params.get("errno") or DEFAULT_ERRNO[params["syscall"]]
+    return int(getattr(errno_names, name))
+
+
+def syscall_inject(ctx: Any, target: Any, params: dict) -> None:
+    spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
+                            "pinned": True, "calls": [params["syscall"]], "errno": _errno_number(params),
+                            "rate": params["rate"]}
+    if params["syscall"] in FILE_CALLS and target.component.pvcs:
+        # file syscalls of a stateful target fail on its data volume (not its program files)
+        spec["volumes"] = [{"namespace": ctx.namespace, "claim": c} for c in hooks.claims(ctx, target)]
+    if params["syscall"] == "connect" and params.get("port"):
+        spec["port"] = params["port"]
+    record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
+    ctx.state["pods"] = sorted({ip for ips in record.get("targets", {}).values() for ip in ips})
+
+
+def syscall_fix(ctx: Any, target: Any, params: dict) -> None:
+    hooks.restart_pods(ctx, target)
+
+
+def _values_lse(target: Any, params: dict, state: dict) -> dict:
+    return {**params, "errno": "EIO", "claims": state.get("claims", []), "volumes": state.get("volumes", [])}
+
+
+def _values_syscall(target: Any, params: dict, state: dict) -> dict:
+    return {**params, "errno": params.get("errno") or DEFAULT_ERRNO[params["syscall"]],
+            "pod_ips": state.get("pods", [])}
+
+
+FAULTS = [
+    FaultSpec(
+        name="latent-sector-error", layer="hardware", selector=DATASTORE_WITH_VOLUME,
+        summary="Intermittent EIO on reads of the datastore's volume (unreadable disk sectors)",
+        params_schema=schema(rate={"type": "number", "minimum": 0.001, "maximum": 0.5, "default": 0.02}),
+        inject=lse_inject, recover=shim_recover, is_present=shim_present, reference_fix=volume_fix,
+        ground_truth=truth_factory(
+            "latent-sector-error", "hardware", "PersistentVolume", "latent sector errors: reads of the volume fail with EIO",
+            symptoms=("could not read block ... Input/output error", "queries fail intermittently"),
+            keywords=("EIO", "Input/output error", "bad sectors", "disk failure", "I/O error"),
+            values=_values_lse,
+            prose="The disk under {component}'s volume ({volumes}) has latent sector errors: about {rate} of its "
+                  "reads fail with EIO, so the datastore logs 'could not read block ... Input/output error' and "
+                  "queries fail intermittently. Fix: move {component} to a new volume (recreate its claim) and "
+                  "let its data be rebuilt."),
+        capabilities=hooks.LD_PRELOAD, failure_mode="persistent",
+        symptoms=("could not read block ... Input/output error", "intermittent query failures"),
+        recreates=("PersistentVolumeClaim/*", "PersistentVolume/*"),
+    ),
+    FaultSpec(
+        name="syscall-fail", layer="os", selector=TargetSelector(kinds=WORKLOADS),
+        summary="One syscall (fsync, write, read, open or connect) of the target's pods fails with an errno",
+        params_schema=schema(
+            syscall={"type": "string", "enum": ["fsync", "write", "read", "open", "connect"], "default": "fsync"},
+            errno={"type": "string", "enum": ["", "EIO", "ENOSPC", "EACCES", "EROFS", "EDQUOT", "ECONNREFUSED",
+                                              "ETIMEDOUT", "EHOSTUNREACH", "EMFILE"], "default": ""},
+            rate={"type": "number", "minimum": 0.01, "maximum": 1, "default": 1.0},
+            port={"type": "integer", "minimum": 0, "maximum": 65535, "default": 0}),
+        inject=syscall_inject, recover=shim_recover, is_present=shim_present, reference_fix=syscall_fix,
+        ground_truth=truth_factory(
+            "syscall-fail", "os", "Pod", "a syscall of the target's processes fails with an injected errno",
+            symptoms=("errno in the logs", "crash loop (fsync PANIC)", "connection errors (connect)"),
+            keywords=("syscall", "errno", "eBPF", "seccomp", "fsync", "I/O error"),
+            values=_values_syscall,
+            prose="{syscall}() in {component}'s processes fails with {errno} (rate {rate}), injected at the "
+                  "syscall layer of its current pods. Fix: replace the affected pods."),
+        capabilities=hooks.LD_PRELOAD, failure_mode="persistent",
+        symptoms=("errors naming the failed syscall", "restarts"),
+    ),
+]

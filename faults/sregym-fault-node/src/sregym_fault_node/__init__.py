@@ -1,0 +1,1 @@
+"""SREGym fault pack: node-level faults acting through the cluster handle's node fault hooks."""

@@ -1,0 +1,208 @@
+"""What node-level faults share: the cluster's fault hooks, the target's pods, nodes and volumes.
+
+Node faults cannot be done through the Kubernetes API; they call the cluster handle (``ctx.cluster``),
+which on the embedded cluster reaches its admin endpoints (``/sregym/nodes``, ``/sregym/faults``).
+Everything an agent's fix touches is still done through kubectl.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from sregym_fault_k8s import kube
+
+from sregym_core.errors import PermanentFaultError, TemporaryFaultError
+
+#: capabilities of faults acting through an LD_PRELOAD shim on the node's pods
+LD_PRELOAD = frozenset({"embedded", "ld-preload"})
+#: capabilities of faults that stop node agents or impair the service proxy
+NODE_AGENT = frozenset({"embedded", "node-agent"})
+
+
+def cluster(ctx: Any, method: str) -> Any:
+    """The cluster handle, when it offers ``method``; a clear error otherwise."""
+    handle = getattr(ctx, "cluster", None)
+    if handle is None or not callable(getattr(handle, method, None)):
+        raise PermanentFaultError(
+            f"this cluster has no node fault hook {method!r}",
+            hints=("node-level faults run on the embedded cluster (capabilities embedded, node-agent, ld-preload)",))
+    return handle
+
+
+def call(ctx: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Call a hook; an API error becomes a fault error carrying the Status message."""
+    try:
+        return getattr(cluster(ctx, method), method)(*args, **kwargs)
+    except urllib.error.HTTPError as exc:
+        try:
+            message = json.loads(exc.read() or b"{}").get("message") or str(exc)
+        except ValueError:
+            message = str(exc)
+        if exc.code >= 500:
+            raise TemporaryFaultError(f"node fault hook {method}: {message}", delay=2.0) from None
+        raise PermanentFaultError(f"node fault hook {method}: {message}") from None
+
+
+def hook_id(ctx: Any, kind: str) -> str:
+    """One id per fault instance, kept in its state (so recover finds what inject made)."""
+    if "hook_id" not in ctx.state:
+        ctx.state["hook_id"] = f"{kind}-{uuid.uuid4().hex[:10]}"
+    return ctx.state["hook_id"]
+
+
+def status(ctx: Any, kind: str) -> dict | None:
+    if "hook_id" not in ctx.state:
+        return None
+    return call(ctx, "fault_status", kind, ctx.state["hook_id"])
+
+
+def clear(ctx: Any, kind: str) -> None:
+    if "hook_id" in ctx.state:
+        call(ctx, "clear_fault", kind, ctx.state["hook_id"])
+
+
+def selector_labels(ctx: Any, target: Any) -> dict[str, str]:
+    obj = kube.workload(ctx, target)
+    labels = (obj["spec"].get("selector") or {}).get("matchLabels") or {}
+    if not labels:
+        raise PermanentFaultError(f"{target.component.kind} {target.component.name} has no matchLabels selector")
+    return dict(labels)
+
+
+def pods(ctx: Any, target: Any, *, include_terminating: bool = False) -> list[dict]:
+    selector = ",".join(f"{k}={v}" for k, v in selector_labels(ctx, target).items())
+    items = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
+    return [p for p in items if include_terminating or not p["metadata"].get("deletionTimestamp")]
+
+
+def is_ready(pod: dict) -> bool:
+    conditions = {c.get("type"): c.get("status") for c in (pod.get("status") or {}).get("conditions") or []}
+    return conditions.get("Ready") == "True" and not pod["metadata"].get("deletionTimestamp")
+
+
+def node_ready(ctx: Any, node: str) -> bool:
+    obj = kube.get(ctx, "node", node, missing_ok=True)
+    if obj is None:
+        return False
+    conditions = {c.get("type"): c.get("status") for c in (obj.get("status") or {}).get("conditions") or []}
+    return conditions.get("Ready") == "True"
+
+
+def target_node(ctx: Any, target: Any) -> str:
+    """The node hosting the target's first running pod."""
+    for pod in pods(ctx, target):
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            return node
+    raise TemporaryFaultError(f"no scheduled pod of {target.component.name} yet", delay=2.0)
+
+
+def claims(ctx: Any, target: Any) -> list[str]:
+    """The PersistentVolumeClaims the target's pods mount."""
+    names: list[str] = []
+    for pod in pods(ctx, target):
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim and claim not in names:
+                names.append(claim)
+    if not names:
+        raise PermanentFaultError(f"{target.component.name} mounts no PersistentVolumeClaim")
+    return names
+
+
+def bound_volume(ctx: Any, claim: str) -> str | None:
+    pvc = kube.get(ctx, "persistentvolumeclaim", claim, missing_ok=True)
+    return ((pvc or {}).get("spec") or {}).get("volumeName")
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str, interval: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(interval)
+    raise TemporaryFaultError(f"timed out after {timeout:.0f}s waiting for {what}", delay=2.0)
+
+
+def wait_ready(ctx: Any, target: Any, timeout: float = 120.0) -> None:
+    wait_for(lambda: any(is_ready(p) for p in pods(ctx, target)), timeout, f"a ready pod of {target.component.name}")
+
+
+def restart_pods(ctx: Any, target: Any) -> None:
+    """Delete the target's pods (their controller makes new ones) and wait for a ready one."""
+    old = {p["metadata"]["uid"] for p in pods(ctx, target)}
+    selector = ",".join(f"{k}={v}" for k, v in selector_labels(ctx, target).items())
+    ctx.kubectl("delete", "pods", "-n", ctx.namespace, "-l", selector, "--wait=false")
+    wait_for(lambda: any(is_ready(p) and p["metadata"]["uid"] not in old for p in pods(ctx, target)), 180.0,
+             f"a new ready pod of {target.component.name}")
+
+
+# ------------------------------------------------------------------ replacing a failing volume
+
+_PROVISIONING_ANNOTATIONS = ("pv.kubernetes.io/", "volume.kubernetes.io/", "volume.beta.kubernetes.io/")
+
+
+def _fresh_claim(pvc: dict) -> dict:
+    meta = pvc["metadata"]
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if not k.startswith(_PROVISIONING_ANNOTATIONS)}
+    spec = {k: v for k, v in (pvc.get("spec") or {}).items()
+            if k in ("accessModes", "resources", "storageClassName", "volumeMode", "selector")}
+    fresh_meta = {"name": meta["name"], "namespace": meta.get("namespace")}
+    if meta.get("labels"):
+        fresh_meta["labels"] = meta["labels"]
+    if annotations:
+        fresh_meta["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": fresh_meta, "spec": spec}
+
+
+def replace_volumes(ctx: Any, target: Any) -> None:
+    """Move the target onto new, empty volumes (what you do when a disk is failing and the data can
+    be rebuilt): scale to zero, recreate its claims, scale back, and restart the workloads that
+    seed it (their init steps run again)."""
+    kind, name = target.component.kind.lower(), target.component.name
+    obj = kube.workload(ctx, target)
+    replicas = obj["spec"].get("replicas", 1) or 1
+    names = claims(ctx, target)
+    ctx.kubectl("scale", f"{kind}/{name}", "-n", ctx.namespace, "--replicas=0")
+    wait_for(lambda: not pods(ctx, target, include_terminating=True), 120.0, f"{name}'s pods to stop")
+    for claim in names:
+        pvc = kube.get(ctx, "persistentvolumeclaim", claim)
+        ctx.kubectl("delete", "pvc", claim, "-n", ctx.namespace, "--wait=true", "--timeout=90s")
+        ctx.kubectl("create", "-f", "-", input=json.dumps(_fresh_claim(pvc)))
+    ctx.kubectl("scale", f"{kind}/{name}", "-n", ctx.namespace, f"--replicas={replicas}")
+    wait_ready(ctx, target, 180.0)
+    restart_dependents(ctx, target)
+
+
+def dependents(ctx: Any, target: Any) -> list[str]:
+    """Deployments that name the target's Service in their pod template or in a ConfigMap they use."""
+    service = target.component.service_name
+    if not service:
+        return []
+    word = re.compile(rf"(?<![-\w]){re.escape(service)}(?![-\w])")
+    config_maps = json.loads(ctx.kubectl("get", "configmaps", "-n", ctx.namespace, "-o", "json"))["items"]
+    mentioning = {c["metadata"]["name"] for c in config_maps if word.search(json.dumps(c.get("data") or {}))}
+    out = []
+    for deployment in json.loads(ctx.kubectl("get", "deployments", "-n", ctx.namespace, "-o", "json"))["items"]:
+        template = json.dumps(deployment["spec"]["template"])
+        if deployment["metadata"]["name"] == target.component.name:
+            continue
+        if word.search(template) or any(f'"{c}"' in template for c in mentioning):
+            out.append(deployment["metadata"]["name"])
+    return out
+
+
+def restart_dependents(ctx: Any, target: Any) -> None:
+    names = dependents(ctx, target)
+    for name in names:
+        ctx.kubectl("rollout", "restart", f"deployment/{name}", "-n", ctx.namespace)
+    for name in names:
+        ctx.kubectl("rollout", "status", f"deployment/{name}", "-n", ctx.namespace, "--timeout=180s",
+                    check=False, timeout=200.0)

@@ -1,0 +1,252 @@
+"""Node faults: node not ready, CPU noisy neighbour, disk full, network delay and loss.
+
+Each fault's reference fix is what an SRE does through kubectl: move work off a dead node, remove
+a neighbour's runaway pod, free space on the volume, replace pods whose network is impaired.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sregym_fault_k8s import kube
+from sregym_fault_k8s.base import WORKLOADS, schema, truth_factory
+
+from sregym_core.errors import PermanentFaultError
+from sregym_core.types import FaultSpec, TargetSelector
+
+from . import hooks
+
+STATELESS = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"))
+WITH_VOLUME = TargetSelector(kinds=WORKLOADS, requires=("pvcs",))
+WITH_SERVICE = TargetSelector(kinds=WORKLOADS, requires=("service",))
+
+
+# --------------------------------------------------------------------------- node-not-ready
+
+def node_down_inject(ctx: Any, target: Any, params: dict) -> None:
+    node = hooks.target_node(ctx, target)
+    agents = hooks.call(ctx, "node_agents")
+    if sum(1 for name, a in agents.items() if name != node and a.get("agent") == "running") < 1:
+        raise PermanentFaultError("node-not-ready needs another running node for the pods to move to")
+    obj = kube.get(ctx, "node", node, namespace="")
+    ctx.state.update(node=node, was_unschedulable=bool((obj.get("spec") or {}).get("unschedulable")))
+    hooks.call(ctx, "stop_node", node)
+
+
+def node_down_present(ctx: Any, target: Any, params: dict) -> bool:
+    node = ctx.state["node"]
+    stopped = hooks.call(ctx, "node_agents").get(node, {}).get("agent") == "stopped"
+    if not stopped:
+        return False
+    # still broken unless the target serves from a healthy node
+    for pod in hooks.pods(ctx, target):
+        where = (pod.get("spec") or {}).get("nodeName")
+        if where and where != node and hooks.is_ready(pod) and hooks.node_ready(ctx, where):
+            return False
+    return True
+
+
+def node_down_fix(ctx: Any, target: Any, params: dict) -> None:
+    """Cordon the dead node and force-delete the target's pods on it (its kubelet never confirms)."""
+    node = ctx.state["node"]
+    ctx.kubectl("cordon", node)
+    for pod in hooks.pods(ctx, target, include_terminating=True):
+        if (pod.get("spec") or {}).get("nodeName") == node:
+            ctx.kubectl("delete", "pod", pod["metadata"]["name"], "-n", ctx.namespace, "--force",
+                        "--grace-period=0", check=False)
+    hooks.wait_for(lambda: not node_down_present(ctx, target, params), 180.0,
+                   f"a ready pod of {target.component.name} on another node")
+
+
+def node_down_recover(ctx: Any, target: Any, params: dict) -> None:
+    node = ctx.state.get("node")
+    if not node:
+        return
+    hooks.call(ctx, "start_node", node)
+    if not ctx.state.get("was_unschedulable"):
+        ctx.kubectl("uncordon", node, check=False)
+
+
+# --------------------------------------------------------------------------- cpu-noisy-neighbor
+
+def _busy_script(workers: int) -> str:
+    # stress-ng where the image has it; otherwise shell busy loops. Both stop on their own after an hour.
+    return (f"if command -v stress-ng >/dev/null 2>&1; then exec stress-ng --cpu {workers} --timeout 3600s --quiet; fi; "
+            f"for i in $(seq {workers}); do timeout 3600 sh -c 'while :; do :; done' & done; wait")
+
+
+def noisy_inject(ctx: Any, target: Any, params: dict) -> None:
+    node = hooks.target_node(ctx, target)
+    name = params["name"] or f"batch-cruncher-{uuid.uuid4().hex[:5]}"
+    ctx.state.update(node=node, deployment=name)
+    container = {"name": "cruncher", "image": "busybox", "command": ["sh", "-c", _busy_script(params["workers"])],
+                 # a large request and no limit: the neighbour wins the node's CPU shares
+                 "resources": {"requests": {"cpu": params["cpu_request"]}}}
+    kube.apply(ctx, {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ctx.namespace, "labels": {"app": name}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1,
+                                       "containers": [container]}}},
+    })
+
+
+def noisy_present(ctx: Any, target: Any, params: dict) -> bool:
+    obj = kube.get(ctx, "deployment", ctx.state["deployment"], missing_ok=True)
+    if obj is None or (obj["spec"].get("replicas") or 0) == 0:
+        return False
+    containers = obj["spec"]["template"]["spec"].get("containers") or []
+    return not all((c.get("resources") or {}).get("limits", {}).get("cpu") for c in containers)
+
+
+def noisy_fix(ctx: Any, target: Any, params: dict) -> None:
+    ctx.kubectl("delete", "deployment", ctx.state["deployment"], "-n", ctx.namespace, "--ignore-not-found")
+
+
+# --------------------------------------------------------------------------- disk-full
+
+def disk_full_inject(ctx: Any, target: Any, params: dict) -> None:
+    claim = hooks.claims(ctx, target)[0]
+    ctx.state.update(claim=claim, filler=params["filler"])
+    hooks.call(ctx, "disk_fill", hooks.hook_id(ctx, "diskfull"), namespace=ctx.namespace, claim=claim,
+               filler=params["filler"], fill_bytes=params["fill_mb"] * 1024 * 1024)
+
+
+def disk_full_present(ctx: Any, target: Any, params: dict) -> bool:
+    record = hooks.status(ctx, "diskfull")
+    return bool(record and record.get("full"))
+
+
+def disk_full_fix(ctx: Any, target: Any, params: dict) -> None:
+    """Delete the stray file from a throw-away pod mounting the claim (the datastore may be crash
+    looping, so exec into it is not reliable), then restart the datastore."""
+    name = f"disk-cleanup-{uuid.uuid4().hex[:6]}"
+    node = hooks.target_node(ctx, target)
+    kube.apply(ctx, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ctx.namespace},
+        "spec": {"restartPolicy": "Never", "nodeName": node, "terminationGracePeriodSeconds": 1,
+                 "containers": [{"name": "cleanup", "image": "busybox",
+                                 "command": ["rm", "-f", f"/volume/{ctx.state['filler']}"],
+                                 "volumeMounts": [{"name": "v", "mountPath": "/volume"}]}],
+                 "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": ctx.state["claim"]}}]},
+    })
+
+    def finished() -> bool:
+        pod = kube.get(ctx, "pod", name, missing_ok=True)
+        return pod is not None and (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+    hooks.wait_for(finished, 60.0, f"pod {name}")
+    ctx.kubectl("delete", "pod", name, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
+    hooks.wait_for(lambda: not disk_full_present(ctx, target, params), 30.0, "the volume to have free space")
+    hooks.restart_pods(ctx, target)  # skip the crash-loop back-off
+
+
+def disk_full_recover(ctx: Any, target: Any, params: dict) -> None:
+    hooks.clear(ctx, "diskfull")
+
+
+# --------------------------------------------------------------------------- network delay / loss
+
+def _net_inject(ctx: Any, target: Any, params: dict) -> None:
+    impairment = {k: params[k] for k in ("delay_ms", "jitter_ms", "loss_pct") if k in params}
+    record = hooks.call(ctx, "network_fault", hooks.hook_id(ctx, "network"), namespace=ctx.namespace,
+                        labels=hooks.selector_labels(ctx, target), **impairment)
+    ctx.state["pods"] = record.get("targets", [])
+
+
+def _net_present(ctx: Any, target: Any, params: dict) -> bool:
+    record = hooks.status(ctx, "network")
+    return bool(record and record.get("active"))
+
+
+def _net_fix(ctx: Any, target: Any, params: dict) -> None:
+    """The impairment lives in the pods' network namespaces: replacing the pods drops it."""
+    hooks.restart_pods(ctx, target)
+
+
+def _net_recover(ctx: Any, target: Any, params: dict) -> None:
+    hooks.clear(ctx, "network")
+
+
+# --------------------------------------------------------------------------- records
+
+def _fault(name: str, summary: str, *, layer: str, selector: TargetSelector, params: dict, inject, present, fix,
+           recover, resource_kind: str, mechanism: str, symptoms: tuple[str, ...], keywords: tuple[str, ...],
+           capabilities: frozenset[str], prose: str, values=None, recreates: tuple[str, ...] = ()) -> FaultSpec:
+    return FaultSpec(name=name, summary=summary, layer=layer, selector=selector, params_schema=params,
+                     inject=inject, recover=recover, is_present=present, reference_fix=fix,
+                     ground_truth=truth_factory(name, layer, resource_kind, mechanism, symptoms=symptoms,
+                                                keywords=keywords, values=values, prose=prose),
+                     capabilities=capabilities, symptoms=symptoms, recreates=recreates)
+
+
+def _with_state(*keys: str):
+    def values(target: Any, params: dict, state: dict) -> dict:
+        return {**params, **{k: state.get(k, "(unknown)") for k in keys}}
+    return values
+
+
+FAULTS = [
+    _fault("node-not-ready", "The node agent (kubelet) on the target's node stops: the node goes NotReady",
+           layer="os", selector=STATELESS, params=schema(),
+           inject=node_down_inject, present=node_down_present, fix=node_down_fix, recover=node_down_recover,
+           resource_kind="Node", mechanism="kubelet stopped on the node hosting the target",
+           symptoms=("node NotReady / Unknown", "pods on it not ready", "service endpoints empty"),
+           keywords=("NotReady", "kubelet", "node down", "unreachable", "cordon", "drain"),
+           capabilities=hooks.NODE_AGENT, values=_with_state("node"),
+           prose="The kubelet on node {node}, which hosts {component}, stopped: the node stopped "
+                 "heartbeating and went NotReady/Unknown, so {component}'s pods there are no longer ready "
+                 "and nothing replaced them yet. Fix: cordon {node} and force-delete the pods stuck on it so "
+                 "they are rescheduled on healthy nodes."),
+    _fault("cpu-noisy-neighbor", "A CPU-hungry pod without limits lands on the target's node",
+           layer="os", selector=TargetSelector(kinds=WORKLOADS),
+           params=schema(workers={"type": "integer", "minimum": 1, "maximum": 8, "default": 2},
+                         cpu_request={"type": "string", "default": "1"},
+                         name={"type": "string", "default": "", "pattern": "^([a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?)?$"}),
+           inject=noisy_inject, present=noisy_present, fix=noisy_fix,
+           recover=lambda ctx, target, params: noisy_fix(ctx, target, params),
+           resource_kind="Deployment", mechanism="a busy neighbour pod with a large CPU request and no limit "
+                                                  "on the target's node",
+           symptoms=("latency up on co-located pods", "node CPU saturated", "kubectl top shows the neighbour"),
+           keywords=("noisy neighbor", "CPU contention", "no CPU limit", "stress"),
+           capabilities=frozenset({"any"}), values=_with_state("node", "deployment"),
+           prose="Deployment {deployment} runs CPU-burning workers on node {node}, next to {component}, with a "
+                 "large CPU request and no limit, starving {component} of CPU. Fix: delete it or give it a CPU limit."),
+    _fault("disk-full", "A stray file fills the target's volume: writes fail with ENOSPC",
+           layer="storage", selector=WITH_VOLUME,
+           params=schema(fill_mb={"type": "integer", "minimum": 1, "maximum": 512, "default": 32},
+                         filler={"type": "string", "default": "backup.tar.partial",
+                                 "pattern": "^[A-Za-z0-9._-]{1,64}$"}),
+           inject=disk_full_inject, present=disk_full_present, fix=disk_full_fix, recover=disk_full_recover,
+           resource_kind="PersistentVolumeClaim", mechanism="volume filled by a stray file: No space left on device",
+           symptoms=("No space left on device in the datastore's logs", "writes fail", "crash loop"),
+           keywords=("disk full", "ENOSPC", "no space left", "volume full"),
+           capabilities=hooks.LD_PRELOAD, values=_with_state("claim", "filler"),
+           prose="The volume of claim {claim} mounted by {component} is full: a {fill_mb} MiB stray file "
+                 "{filler} at its root uses the remaining space, so writes fail with ENOSPC (No space left on "
+                 "device). Fix: delete {filler} from the volume and restart {component}."),
+    _fault("network-delay", "Traffic to the target's pods is delayed (netem-like, in the service proxy)",
+           layer="network", selector=WITH_SERVICE,
+           params=schema(delay_ms={"type": "number", "minimum": 1, "maximum": 10000, "default": 400},
+                         jitter_ms={"type": "number", "minimum": 0, "maximum": 10000, "default": 50}),
+           inject=_net_inject, present=_net_present, fix=_net_fix, recover=_net_recover,
+           resource_kind="Pod", mechanism="network delay on the target's pods",
+           symptoms=("high latency", "RPC deadline exceeded", "timeouts at callers"),
+           keywords=("latency", "delay", "netem", "slow network"),
+           capabilities=hooks.NODE_AGENT, values=_with_state("pods"),
+           prose="Every response from {component}'s pods is delayed by {delay_ms} ms (± {jitter_ms} ms) in their "
+                 "network path, so callers see high latency and deadline errors. Fix: replace the affected pods."),
+    _fault("network-loss", "Packets from the target's pods are lost (each loss costs a retransmission time-out)",
+           layer="network", selector=WITH_SERVICE,
+           params=schema(loss_pct={"type": "number", "minimum": 1, "maximum": 100, "default": 40}),
+           inject=_net_inject, present=_net_present, fix=_net_fix, recover=_net_recover,
+           resource_kind="Pod", mechanism="packet loss on the target's pods",
+           symptoms=("intermittent timeouts", "tail latency", "retransmissions"),
+           keywords=("packet loss", "netem", "retransmission", "timeouts"),
+           capabilities=hooks.NODE_AGENT, values=_with_state("pods"),
+           prose="{loss_pct}% of the packets leaving {component}'s pods are lost, so requests stall on "
+                 "retransmission time-outs. Fix: replace the affected pods."),
+]
+

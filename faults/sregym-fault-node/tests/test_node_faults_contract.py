@@ -1,0 +1,40 @@
+"""Static contract checks of the node faults (the live ones are in test_node_faults_e2e.py)."""
+
+from __future__ import annotations
+
+import sregym_fault_node.plugin
+from sregym_fault_node import hooks
+
+from sregym_core.testing.contracts import FaultContract
+
+
+class TestNodeFaults(FaultContract):
+    plugin = sregym_fault_node.plugin
+    round_trip = False  # they need a cluster's node fault hooks
+
+
+def test_node_faults_need_the_hooks():
+    from sregym_core.errors import PermanentFaultError
+
+    class NoHooks:
+        cluster = object()
+        state: dict = {}
+
+    try:
+        hooks.cluster(NoHooks(), "stop_node")
+    except PermanentFaultError as exc:
+        assert "node fault hook" in str(exc)
+    else:
+        raise AssertionError("a cluster without hooks must be refused")
+
+
+def test_fresh_claim_drops_binding():
+    pvc = {"metadata": {"name": "d", "namespace": "n", "uid": "u", "resourceVersion": "9",
+                        "annotations": {"pv.kubernetes.io/bind-completed": "yes", "keep": "1"}},
+           "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                    "volumeName": "pvc-u", "storageClassName": "standard"},
+           "status": {"phase": "Bound"}}
+    fresh = hooks._fresh_claim(pvc)
+    assert fresh["metadata"] == {"name": "d", "namespace": "n", "annotations": {"keep": "1"}}
+    assert "volumeName" not in fresh["spec"] and fresh["spec"]["storageClassName"] == "standard"
+    assert "status" not in fresh
