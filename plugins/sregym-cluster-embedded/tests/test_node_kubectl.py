@@ -51,6 +51,13 @@ spec:
       volumes: [{name: cfg, configMap: {name: web-cfg}}]
 ---
 apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
 kind: Pod
 metadata: {name: crash}
 spec:
@@ -130,6 +137,9 @@ def test_workload_faults_logs_exec_and_top(cluster):
                        'echo $TOKEN; cat /srv/index.html; echo $KUBERNETES_SERVICE_HOST').stdout.split("\n")
     assert exec_out[0] == "abc123" and exec_out[1] == "hello from configmap"
     assert exec_out[2].startswith("127.")
+    # through the cluster's DNS and service proxy, by service name, from inside a pod
+    fetch = "import urllib.request; print(urllib.request.urlopen('http://web/index.html', timeout=5).read().decode())"
+    assert kubectl(cluster, "exec", "deploy/web", "--", "python", "-c", fetch).stdout == "hello from configmap\n\n"
 
     bad = wait_json(cluster, ["get", "pod", "badimage"], lambda p: "ImagePullBackOff" in json.dumps(p["status"]))
     assert bad["status"]["phase"] == "Pending"

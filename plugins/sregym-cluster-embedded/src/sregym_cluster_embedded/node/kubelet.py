@@ -514,11 +514,27 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _cluster_network(client: Any) -> Any:
+    """The network started for this very cluster (same client), if any."""
+    try:
+        from ..network import current
+    except ImportError:
+        return None
+    network = current()
+    return network if network is not None and getattr(network, "client", None) is client else None
+
+
 def start_nodes(client: Any, settings: Any, **options: Any) -> NodeSet:
     """Create the node agents and start them in the running loop. The result may be awaited to
     wait until every Node is registered; ``options`` go to :class:`NodeSet`."""
     options.setdefault("image_sources", tuple(getattr(settings, "image_sources", ()) or ()))
+    network = _cluster_network(client)
+    if network is not None:  # the same cluster's network: its DNS and service variables
+        options.setdefault("resolv_conf", network.resolv_conf)
+        options.setdefault("service_env", network.service_env)
     nodes = NodeSet(client, settings, **options)
+    if network is not None and not nodes.mount_ns and nodes.pod_env is None:
+        nodes.pod_env = network.dns_env  # no private /etc/resolv.conf: the network's resolver hook
     core = getattr(client, "core", None)
     if core is not None:
         core.runtime = nodes.runtime

@@ -111,7 +111,10 @@ class PodWorker:
             result = self.agent.service_env_source(self.namespace)
             if asyncio.iscoroutine(result):
                 result = await result
-            return dict(result or {})
+            env = dict(result or {})
+            if self.pod.get("spec", {}).get("enableServiceLinks", True) is False:
+                env = {k: v for k, v in env.items() if k.startswith("KUBERNETES_")}
+            return env
         services = []
         if self.pod.get("spec", {}).get("enableServiceLinks", True) is not False:
             services = await self.agent.client.list("services", self.namespace)
