@@ -368,8 +368,11 @@ def get_traces(endpoints: Endpoints, service: str, last_n_minutes: int = 15, lim
         limit = max(1, min(int(limit), 500))
     except (TypeError, ValueError):
         return "last_n_minutes and limit must be whole numbers."
+    end_us = time.time_ns() // 1000
+    # Explicit start/end (µs) as well as lookback: real Jaeger versions differ in which they honour.
     body = _get(endpoints, endpoints.jaeger_url, "The trace store (Jaeger API)", "/api/traces",
-                {"service": service, "lookback": f"{minutes}m", "limit": str(limit)})
+                {"service": service, "start": str(end_us - minutes * 60_000_000), "end": str(end_us),
+                 "lookback": f"{minutes}m", "limit": str(limit)})
     traces = body.get("data") or []
     if not traces:
         return (f"No traces through {service!r} in the last {minutes} minutes. "
