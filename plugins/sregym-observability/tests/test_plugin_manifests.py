@@ -67,3 +67,34 @@ def test_serve_rejects_unknown_components_and_missing_credentials(tmp_path: Path
                               "--host", "127.0.0.1"], capture_output=True, text=True, env=env, timeout=30)
     assert missing.returncode == 1
     assert "KUBERNETES_SERVICE_HOST is not set" in missing.stderr and "hint: pass --kubeconfig" in missing.stderr
+
+
+@pytest.mark.slow
+def test_all_in_one_process_serves_every_component(tmp_path: Path) -> None:
+    import httpx
+    import psutil
+    from fake_kube import ThreadedFakeKube, kubeconfig_text, make_pod
+
+    from conftest import free_port, stop_process, wait_http
+
+    fake = ThreadedFakeKube()
+    ports = {name: free_port() for name in ("logs", "traces", "exporters")}
+    config = tmp_path / "kubeconfig"
+    config.write_text(kubeconfig_text(fake.url))
+    fake.call(fake.kube.put_pod, make_pod("hotel", "geo-1", app="geo", containers={"geo": {}}))
+    process = subprocess.Popen([sys.executable, "-m", "sregym_observability.serve", "all", "--host", "127.0.0.1",
+                                "--kubeconfig", str(config), *[a for n, p in ports.items()
+                                                               for a in (f"--{n}-port", str(p))]],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for port in ports.values():
+            wait_http(f"http://127.0.0.1:{port}/ready", process)
+        logs, traces, exporters = (f"http://127.0.0.1:{p}" for p in ports.values())
+        assert httpx.get(logs + "/loki/api/v1/labels").json()["status"] == "success"
+        assert httpx.get(traces + "/api/services").json()["data"] == []
+        assert 'pod="geo-1"' in httpx.get(exporters + "/metrics").text
+        assert len(psutil.Process(process.pid).children()) == 0  # one process, not three
+    finally:
+        stop_process(process)
+        fake.close()
+    assert process.returncode == 0

@@ -4,6 +4,7 @@
     python -m sregym_observability.serve traces    --port 16686 (OTLP/HTTP on the same port: POST /v1/traces)
     python -m sregym_observability.serve exporters --port 8080  [--stats-url URL ...]
         (/metrics kube-state, /metrics/cadvisor, /sd/pods and /sd/endpoints as Prometheus HTTP SD)
+    python -m sregym_observability.serve all --logs-port 3100 --traces-port 16686 --exporters-port 8080
 
 Kubernetes credentials: ``--kubeconfig``/``$KUBECONFIG``, ``--api-server`` + ``--token-file`` +
 ``--ca-file``, or the in-cluster service account. ``logs --no-collector`` serves pushes only.
@@ -35,7 +36,7 @@ from .promtext import CONTENT_TYPE
 from .tracestore import TraceRetention, TraceStore
 
 log = structlog.get_logger()
-COMPONENTS = ("logs", "traces", "exporters")
+COMPONENTS = ("logs", "traces", "exporters", "all")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("component", choices=COMPONENTS)
     parser.add_argument("--host", default=os.environ.get("SREGYM_OBS_HOST", "0.0.0.0"))
     parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--logs-port", type=int, default=None, help="all: port of the log store")
+    parser.add_argument("--traces-port", type=int, default=None, help="all: port of the trace store")
+    parser.add_argument("--exporters-port", type=int, default=None, help="all: port of the exporters")
     parser.add_argument("--kubeconfig", default=None)
     parser.add_argument("--api-server", default=None)
     parser.add_argument("--token-file", default=None)
@@ -190,17 +194,30 @@ def _namespace_of(kind: str, obj: dict) -> str:
 RUNNERS = {"logs": run_logs, "traces": run_traces, "exporters": run_exporters}
 
 
+def _port_of(args: argparse.Namespace, component: str) -> int:
+    if args.component != "all" and args.port is not None:
+        return args.port
+    specific = getattr(args, f"{component}_port", None)
+    return specific if specific is not None else DEFAULT_PORTS[component]
+
+
 async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None) -> None:
-    app = web.Application(client_max_size=64 * 1024 * 1024)
     tasks: list[asyncio.Task] = []
-    cleanups = await RUNNERS[args.component](args, app, tasks)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = args.port if args.port is not None else DEFAULT_PORTS[args.component]
-    site = web.TCPSite(runner, args.host, port)
-    await site.start()
-    log.info("observability_server_started", component=args.component, host=args.host, port=port)
-    print(f"sregym-observability {args.component} listening on {args.host}:{port}", flush=True)
+    cleanups: list = []
+    runners: list[web.AppRunner] = []
+    # "all" runs the three servers in one process (one interpreter instead of three: ~90 MiB less per
+    # environment), each on its own port exactly as if it ran alone.
+    components = ("logs", "traces", "exporters") if args.component == "all" else (args.component,)
+    for component in components:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        cleanups += await RUNNERS[component](args, app, tasks)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        runners.append(runner)
+        port = _port_of(args, component)
+        await web.TCPSite(runner, args.host, port).start()
+        log.info("observability_server_started", component=component, host=args.host, port=port)
+        print(f"sregym-observability {component} listening on {args.host}:{port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -214,7 +231,8 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await runner.cleanup()
+        for runner in runners:
+            await runner.cleanup()
         for cleanup in cleanups:
             await cleanup()
 
