@@ -349,3 +349,34 @@ def test_field_validation_messages(c: LocalClient) -> None:
         run(c.create("services", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 70000}]}}, "default"))
     assert err.value.message == ('Service "s" is invalid: spec.ports[0].port: Invalid value: 70000: must be between '
                                  "1 and 65535, inclusive")
+
+
+MALFORMED = [
+    ("services", {"spec": "x"}), ("services", {"spec": {"ports": "x"}}),
+    ("services", {"spec": {"clusterIP": 5, "ports": [{"port": 80}]}}), ("pods", {"spec": "x"}),
+    ("pods", {"spec": {"containers": "x"}}),
+    ("pods", {"spec": {"containers": [{"name": "a", "image": "b", "resources": {"requests": {"cpu": [1]}}}]}}),
+    ("deployments.apps", {"spec": {"selector": {"matchLabels": "x"}, "template": 5}}),
+    ("deployments.apps", {"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": "x"}}}}),
+    ("secrets", {"data": {"a": 5}}), ("secrets", {"stringData": "x"}),
+    ("customresourcedefinitions.apiextensions.k8s.io", {"spec": "x"}),
+    ("customresourcedefinitions.apiextensions.k8s.io",
+     {"spec": {"group": "y", "names": {"plural": "xs", "kind": "X"}, "versions": [{"storage": True}]}}),
+    ("namespaces", {"spec": "x"}), ("resourcequotas", {"spec": {"hard": "x"}}),
+    ("events", {"involvedObject": "x"}), ("poddisruptionbudgets.policy", {"spec": {"selector": "x"}}),
+    ("clusterrolebindings.rbac.authorization.k8s.io", {"subjects": "x", "roleRef": 5}),
+    ("clusterroles.rbac.authorization.k8s.io", {"rules": "x"}),
+    ("clusterroles.rbac.authorization.k8s.io", {"rules": [5, {"verbs": 3}]}),
+]
+
+
+@pytest.mark.parametrize(("resource", "body"), MALFORMED)
+def test_malformed_shapes_are_rejected_not_crashed(c: LocalClient, resource: str, body: dict) -> None:
+    body = {"metadata": {"name": "xs.y" if "customresource" in resource else "bad"}, **body}
+    with pytest.raises(ApiError) as err:
+        run(c.create(resource, body, "default"))
+    assert err.value.code in (400, 422), err.value.message
+    # authorization keeps working whatever is stored
+    from sregym_cluster_embedded.apiserver.rbac import Attributes, Authorizer, UserInfo
+
+    assert Authorizer(c.core).allowed(UserInfo(name="u"), Attributes(verb="get", resource="pods")) is False

@@ -16,7 +16,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import optional
+from . import fieldcheck, optional
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .registry import VIRTUAL, Registry, ResourceType
 from .selectors import ObjectFilter
@@ -197,6 +197,7 @@ class ApiCore:
             raise ApiError(405, "the server does not allow this method on the requested resource",
                            "MethodNotAllowed")
         obj = self.check_body_kind(rt, clone(body))
+        fieldcheck.check_types(rt, obj)
         obj = self.internal(rt, obj)
         srt = self.storage_type(rt)
         meta = obj["metadata"]
@@ -351,6 +352,12 @@ class ApiCore:
             causes.append(("FieldValueRequired", "Required value", "spec.group"))
         if not names.get("plural") or not names.get("kind"):
             causes.append(("FieldValueRequired", "Required value", "spec.names.plural"))
+        for i, ver in enumerate(spec.get("versions") or []):
+            if not isinstance(ver, dict) or not isinstance(ver.get("name"), str) or not ver["name"]:
+                causes.append(("FieldValueRequired", "Required value", f"spec.versions[{i}].name"))
+        if not isinstance(names, dict):
+            names = {}
+            causes.append(("FieldValueRequired", "Required value", "spec.names"))
         if not spec.get("versions"):
             causes.append(("FieldValueRequired", "Required value: must have exactly one version marked as "
                                                  "storage version", "spec.versions"))
@@ -574,6 +581,8 @@ class ApiCore:
         if subresource == "scale":
             return self._update_scale(rt, namespace, name, body, dry_run=dry_run)
         obj = self.check_body_kind(rt, clone(body))
+        if subresource in (None, "", "status"):
+            fieldcheck.check_types(rt, obj)
         obj = self.internal(rt, obj)
         srt = self.storage_type(rt)
         meta = obj["metadata"]

@@ -92,6 +92,96 @@ def _walk(value: Any, schema: Any, schemas: dict[str, Any], path: str, out: list
             _walk(child, items, schemas, f"{path}[{i}]", out, prune)
 
 
+# -- JSON types ------------------------------------------------------------------------------------
+_JSON_NAMES = {dict: "object", list: "array", str: "string", bool: "bool", int: "number", float: "number"}
+
+
+def _type_ok(value: Any, kind: str) -> bool:
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    return True
+
+
+def _go_type(schema: dict[str, Any], raw: Any) -> str:
+    ref = (raw or {}).get("$ref") if isinstance(raw, dict) else None
+    if ref is None and isinstance(raw, dict) and len(raw.get("allOf") or []) == 1:
+        ref = raw["allOf"][0].get("$ref")
+    if ref:
+        parts = ref.removeprefix(_REF).split(".")
+        return ".".join(parts[-2:])
+    kind = schema.get("type")
+    if kind == "integer":
+        return schema.get("format") or "int"
+    if kind == "boolean":
+        return "bool"
+    if kind == "array":
+        return "[]" + _go_type(_resolve(schema.get("items"), {}) or {}, schema.get("items"))
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return "map[string]" + _go_type(schema["additionalProperties"], schema["additionalProperties"])
+    return kind or "object"
+
+
+def _first_type_error(value: Any, raw: Any, schemas: dict[str, Any], path: str) -> tuple[str, str, str] | None:
+    """(path, JSON type found, Go type wanted) of the first value whose JSON type is wrong."""
+    schema = _resolve(raw, schemas)
+    if not schema or value is None or schema.get("x-kubernetes-int-or-string"):
+        return None
+    kind = schema.get("type")
+    if kind and not _type_ok(value, kind):
+        return path, _JSON_NAMES.get(type(value), "value"), _go_type(schema, raw)
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return None
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, child in value.items():
+            sub = f"{path}.{key}" if path else key
+            if key in props:
+                found = _first_type_error(child, props[key], schemas, sub)
+            elif isinstance(extra, dict):
+                found = _first_type_error(child, extra, schemas, sub)
+            else:
+                found = None
+            if found:
+                return found
+    elif isinstance(value, list) and schema.get("items") is not None:
+        for i, child in enumerate(value):
+            found = _first_type_error(child, schema["items"], schemas, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def check_types(rt: ResourceType, obj: Any) -> None:
+    """Reject values of the wrong JSON type, as the real server's decoder (built-ins, 400) or
+    schema validation (custom resources, 422) does."""
+    root, schemas = _root_schema(rt)
+    if root is None or not isinstance(obj, dict):
+        return
+    found = _first_type_error(obj, root, schemas, "")
+    if found is None:
+        return
+    path, got, want = found
+    if rt.crd is not None:
+        name = (obj.get("metadata") or {}).get("name", "") if isinstance(obj.get("metadata"), dict) else ""
+        want_json = {"int": "integer", "int32": "integer", "int64": "integer", "bool": "boolean"}.get(want, want)
+        raise ApiError(422, f'{rt.kind}.{rt.group} "{name}" is invalid: {path}: Invalid value: "{got}": {path} in '
+                            f'body must be of type {want_json}: "{got}"', "Invalid")
+    field = f"{rt.kind}.{path}" if path else rt.kind
+    raise ApiError(400, f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: json: cannot '
+                        f"unmarshal {got} into Go struct field {field} of type {want}", "BadRequest")
+
+
 def unknown_fields(rt: ResourceType, body: Any, *, prune: bool = False) -> list[str]:
     """Paths of the fields in ``body`` the schema of ``rt`` does not declare."""
     root, schemas = _root_schema(rt)

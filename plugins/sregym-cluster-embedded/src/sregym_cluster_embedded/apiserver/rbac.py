@@ -52,7 +52,9 @@ class Attributes:
         return not self.path
 
 
-def _subject_matches(subject: dict[str, Any], user: UserInfo, binding_ns: str) -> bool:
+def _subject_matches(subject: Any, user: UserInfo, binding_ns: str) -> bool:
+    if not isinstance(subject, dict):
+        return False
     kind, name = subject.get("kind"), subject.get("name")
     if kind == "User":
         return name == user.name
@@ -64,12 +66,12 @@ def _subject_matches(subject: dict[str, Any], user: UserInfo, binding_ns: str) -
     return False
 
 
-def _match(values: list[str] | None, value: str) -> bool:
-    return bool(values) and ("*" in values or value in values)
+def _match(values: Any, value: str) -> bool:
+    return isinstance(values, list) and bool(values) and ("*" in values or value in values)
 
 
 def _resource_match(rule_resources: list[str] | None, resource: str, subresource: str) -> bool:
-    if not rule_resources:
+    if not isinstance(rule_resources, list) or not rule_resources:
         return False
     combined = f"{resource}/{subresource}" if subresource else resource
     for r in rule_resources:
@@ -81,7 +83,9 @@ def _resource_match(rule_resources: list[str] | None, resource: str, subresource
 
 
 def _path_match(urls: list[str] | None, path: str) -> bool:
-    for url in urls or []:
+    for url in urls if isinstance(urls, list) else []:
+        if not isinstance(url, str):
+            continue
         if url == "*" or url == path:
             return True
         if url.endswith("*") and path.startswith(url[:-1]):
@@ -89,8 +93,8 @@ def _path_match(urls: list[str] | None, path: str) -> bool:
     return False
 
 
-def rule_allows(rule: dict[str, Any], attrs_: Attributes) -> bool:
-    if not _match(rule.get("verbs"), attrs_.verb):
+def rule_allows(rule: Any, attrs_: Attributes) -> bool:
+    if not isinstance(rule, dict) or not _match(rule.get("verbs"), attrs_.verb):
         return False
     if not attrs_.is_resource:
         return _path_match(rule.get("nonResourceURLs"), attrs_.path)
@@ -100,8 +104,17 @@ def rule_allows(rule: dict[str, Any], attrs_: Attributes) -> bool:
         return False
     names = rule.get("resourceNames")
     if names:
-        return bool(attrs_.name) and attrs_.name in names
+        return bool(attrs_.name) and isinstance(names, list) and attrs_.name in names
     return True
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _rules_of(role: dict[str, Any]) -> list[dict[str, Any]]:
+    """A role's well-formed rules (a malformed one must never break authorization for everyone)."""
+    return [r for r in _list(role.get("rules")) if isinstance(r, dict)]
 
 
 class Authorizer:
@@ -113,28 +126,35 @@ class Authorizer:
         role = self.core.store.get("clusterroles.rbac.authorization.k8s.io", None, name)
         if role is None:
             return []
-        rules = list(role.get("rules") or [])
-        agg = role.get("aggregationRule") or {}
-        for sel in agg.get("clusterRoleSelectors") or []:
+        rules = _rules_of(role)
+        agg = role.get("aggregationRule") if isinstance(role.get("aggregationRule"), dict) else {}
+        selectors = agg.get("clusterRoleSelectors")
+        for sel in selectors if isinstance(selectors, list) else []:
+            if not isinstance(sel, dict):
+                continue
             matcher = selector_from_match_labels(sel)
             if matcher is None:
                 continue
             for other in self.core.store.list("clusterroles.rbac.authorization.k8s.io"):
                 if other is not role and matcher(labels_of(other)):
-                    rules.extend(other.get("rules") or [])
+                    rules.extend(_rules_of(other))
         return rules
 
-    def _role_rules(self, ref: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
+    def _role_rules(self, ref: Any, namespace: str) -> list[dict[str, Any]]:
+        if not isinstance(ref, dict) or not isinstance(ref.get("name"), str):
+            return []
         if ref.get("kind") == "ClusterRole":
-            return self._cluster_role_rules(ref.get("name", ""))
-        role = self.core.store.get("roles.rbac.authorization.k8s.io", namespace, ref.get("name", ""))
-        return list(role.get("rules") or []) if role else []
+            return self._cluster_role_rules(ref["name"])
+        role = self.core.store.get("roles.rbac.authorization.k8s.io", namespace, ref["name"])
+        return _rules_of(role) if role else []
 
     def cluster_rules(self, user: UserInfo) -> list[dict[str, Any]]:
         rules: list[dict[str, Any]] = []
         for binding in self.core.store.list("clusterrolebindings.rbac.authorization.k8s.io"):
-            if any(_subject_matches(s, user, "") for s in binding.get("subjects") or []):
-                rules.extend(self._cluster_role_rules((binding.get("roleRef") or {}).get("name", "")))
+            if any(_subject_matches(s, user, "") for s in _list(binding.get("subjects"))):
+                ref = binding.get("roleRef")
+                if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+                    rules.extend(self._cluster_role_rules(ref["name"]))
         return rules
 
     def namespace_rules(self, user: UserInfo, namespace: str) -> list[dict[str, Any]]:
@@ -142,8 +162,8 @@ class Authorizer:
         if not namespace:
             return rules
         for binding in self.core.store.list("rolebindings.rbac.authorization.k8s.io", namespace):
-            if any(_subject_matches(s, user, namespace) for s in binding.get("subjects") or []):
-                rules.extend(self._role_rules(binding.get("roleRef") or {}, namespace))
+            if any(_subject_matches(s, user, namespace) for s in _list(binding.get("subjects"))):
+                rules.extend(self._role_rules(binding.get("roleRef"), namespace))
         return rules
 
     # -- decisions ------------------------------------------------------------------------------
@@ -165,14 +185,16 @@ class Authorizer:
             rules = self.cluster_rules(user) + self.namespace_rules(user, namespace)
         resource_rules, non_resource_rules = [], []
         for r in rules:
+            if not isinstance(r, dict):
+                continue
             if r.get("nonResourceURLs"):
-                non_resource_rules.append({"verbs": list(r.get("verbs") or []),
-                                           "nonResourceURLs": list(r["nonResourceURLs"])})
+                non_resource_rules.append({"verbs": list(_list(r.get("verbs"))),
+                                           "nonResourceURLs": list(_list(r["nonResourceURLs"]))})
             else:
-                entry = {"verbs": list(r.get("verbs") or []), "apiGroups": list(r.get("apiGroups") or []),
-                         "resources": list(r.get("resources") or [])}
+                entry = {"verbs": list(_list(r.get("verbs"))), "apiGroups": list(_list(r.get("apiGroups"))),
+                         "resources": list(_list(r.get("resources")))}
                 if r.get("resourceNames"):
-                    entry["resourceNames"] = list(r["resourceNames"])
+                    entry["resourceNames"] = list(_list(r["resourceNames"]))
                 resource_rules.append(entry)
         return {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": False}
 
