@@ -36,7 +36,7 @@ def web_pod(name: str, node: str) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
             "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [{
                 "name": "web", "image": "python:3.11", "command": ["python", "-c", WEB],
-                "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 0.2}}]}}
+                "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}}]}}
 
 
 def is_ready(pod: dict) -> bool:

@@ -4,6 +4,7 @@ startup probes, downward API and projected volumes, TTY exec, image change on a 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 
 import pytest
@@ -84,13 +85,19 @@ def test_fault_env_reaches_new_processes_only():
     run(body())
 
 
-def test_host_port_conflict_is_rejected():
+def test_host_port_forwards_and_conflict_is_rejected():
     async def body():
-        async with node_cluster() as (client, _):
-            container = {"name": "c", "image": "busybox", "command": ["sleep", "60"],
-                         "ports": [{"containerPort": 80, "hostPort": 18080}]}
+        async with node_cluster() as (client, nodes):
+            host_port = random.randint(20000, 29999)
+            container = {"name": "c", "image": "python:3.11", "command": ["python", "-m", "http.server", "8080"],
+                         "ports": [{"containerPort": 8080, "hostPort": host_port}],
+                         "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1}}
             await client.create("pods", pod_manifest("a", [container]))
-            await wait_for(pod_getter(client, "a"), lambda p: p["status"].get("phase") == "Running")
+            await wait_for(pod_getter(client, "a"), lambda p: condition(p, "Ready").get("status") == "True")
+            reader, writer = await asyncio.open_connection(nodes.agents["node-1"].host_ip, host_port)
+            writer.write(b"GET / HTTP/1.0\r\n\r\n")
+            assert (await reader.read()).startswith(b"HTTP/1.0 200")
+            writer.close()
             await client.create("pods", pod_manifest("b", [container]))
             pod = await wait_for(pod_getter(client, "b"), lambda p: p["status"].get("phase") == "Failed")
             assert pod["status"]["reason"] == "NodePorts"
@@ -105,8 +112,8 @@ def test_grpc_and_startup_probes():
         async with node_cluster() as (client, nodes):
             await client.create("pods", pod_manifest("g", [{
                 "name": "g", "image": "python:3.11", "command": ["python", "-c", GRPC_SERVER],
-                "startupProbe": {"tcpSocket": {"port": 9000}, "periodSeconds": 0.2, "failureThreshold": 50},
-                "readinessProbe": {"grpc": {"port": 9000}, "periodSeconds": 0.3}}]))
+                "startupProbe": {"tcpSocket": {"port": 9000}, "periodSeconds": 1, "failureThreshold": 50},
+                "readinessProbe": {"grpc": {"port": 9000}, "periodSeconds": 1}}]))
             pod = await wait_for(pod_getter(client, "g"), lambda p: container_status(p).get("started"))
             assert condition(pod, "Ready")["status"] == "False"
             await wait_for(lambda: events_for(client, "g"), lambda evs: any(
@@ -218,7 +225,7 @@ def test_python_fallback_without_the_preload_shim_binds_pod_ips():
             for name in ("one", "two"):  # same port, two pods: only works when each binds its pod IP
                 await client.create("pods", pod_manifest(name, [{
                     "name": "c", "image": "python:3.11", "command": ["python", "-c", server],
-                    "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 0.2}}]))
+                    "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1}}]))
             for name in ("one", "two"):
                 pod = await wait_for(pod_getter(client, name), lambda p: condition(p, "Ready").get("status") == "True")
                 assert container_status(pod)["restartCount"] == 0

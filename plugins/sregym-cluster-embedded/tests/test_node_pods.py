@@ -55,7 +55,7 @@ def test_configmap_volume_secret_env_readiness_and_exec():
                                  {"name": "cfg", "mountPath": "/etc/single.conf", "subPath": "app.conf"},
                                  {"name": "scratch", "mountPath": "/work"}],
                 "ports": [{"containerPort": 8080, "name": "http"}],
-                "readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 0.2},
+                "readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 1},
             }
             await client.create("pods", pod_manifest("web", [container], volumes=[
                 {"name": "cfg", "configMap": {"name": "cfg", "items": [{"key": "app.conf", "path": "app.conf"}]}},
@@ -249,7 +249,7 @@ def test_liveness_failure_restarts_container():
             await client.create("pods", pod_manifest("live", [{
                 "name": "c", "image": "busybox", "command": ["sleep", "60"],
                 "livenessProbe": {"exec": {"command": ["sh", "-c", "echo sick; exit 1"]},
-                                  "periodSeconds": 0.2, "failureThreshold": 2}}]))
+                                  "periodSeconds": 1, "failureThreshold": 2}}]))
             pod = await wait_for(pod_getter(client, "live"), lambda p: container_status(p).get("restartCount", 0) >= 1)
             assert container_status(pod)["lastState"]["terminated"]["exitCode"] == 143  # killed by SIGTERM
             messages = [e["message"] for e in await events_for(client, "live")]
@@ -306,12 +306,12 @@ def test_postgres_and_memcached_pods_serve_real_clients(mount_ns):
                   "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"},
                                    {"name": "init", "mountPath": "/docker-entrypoint-initdb.d"}],
                   "readinessProbe": {"exec": {"command": ["pg_isready", "-h", "localhost", "-U", "postgres"]},
-                                     "periodSeconds": 0.5}}
+                                     "periodSeconds": 1}}
             await client.create("pods", pod_manifest("pg", [pg], volumes=[
                 {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
                 {"name": "init", "configMap": {"name": "init"}}]))
             await client.create("pods", pod_manifest("mc", [{"name": "mc", "image": "memcached:1.6", "args": ["-m", "32", "-p", "11211"],
-                                                             "readinessProbe": {"tcpSocket": {"port": 11211}, "periodSeconds": 0.2}}]))
+                                                             "readinessProbe": {"tcpSocket": {"port": 11211}, "periodSeconds": 1}}]))
             mc = await wait_for(pod_getter(client, "mc"), lambda p: condition(p, "Ready").get("status") == "True")
             cache = pymemcache.Client((mc["status"]["podIP"], 11211), connect_timeout=2, timeout=2)
             cache.set("k", b"v")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .container import ContainerRunner
 from .envs import expand, service_env
 from .errors import MountError
+from .hostports import HostPortForwarder
 from .shim import shim_env
 from .volumes import VolumeBuilder
 
@@ -65,6 +66,7 @@ class PodWorker:
                              for c in spec.get("initContainers") or []]
         self.runners = [ContainerRunner(self, c, kind="main") for c in spec.get("containers") or []]
         self.ephemeral_runners: list[ContainerRunner] = []
+        self.host_ports = HostPortForwarder()
         self.sandbox_ready = False
         self.initialized = not self.init_runners
         self.failed: tuple[str, str] | None = None
@@ -233,6 +235,8 @@ class PodWorker:
                 return
             delay = min(delay * 2, 30.0)
         self.sandbox_ready = True
+        if not spec.get("hostNetwork"):
+            await self.host_ports.start(self.agent.host_ip, self.pod_ip, self.pod)
         deadline = spec.get("activeDeadlineSeconds")
         if deadline:
             self._tasks.append(asyncio.create_task(self._deadline(float(deadline))))
@@ -318,6 +322,7 @@ class PodWorker:
             self._writer.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._writer
+        await self.host_ports.stop()
         self.agent.release_ip(self.uid)
         shutil.rmtree(self.root, ignore_errors=True)
         for path in RUN_ROOT.glob(f"{self._run_prefix}-*"):
