@@ -71,6 +71,11 @@ async def test_statefulset_ordinals_claims_and_reverse_rollout(cluster: Cluster)
     await settle(bound, timeout=10)
     pv = (await c.list("persistentvolumes"))[0]
     assert pv["spec"]["hostPath"]["path"].startswith(str(cluster.ctrl.ctx.settings.state_dir))
+    for volume in await c.list("persistentvolumes"):  # each pod landed where its volume was provisioned
+        claim = volume["spec"]["claimRef"]["name"]
+        pod_node = (await cluster.get("pods", claim.removeprefix("data-")))["spec"]["nodeName"]
+        pinned = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+        assert pinned == [pod_node]
     events = await cluster.events()
     assert ("SuccessfulCreate", "create Pod db-0 in StatefulSet db successful") in events
     assert ("SuccessfulCreate", "create Claim data-db-0 Pod db-0 in StatefulSet db success") in events

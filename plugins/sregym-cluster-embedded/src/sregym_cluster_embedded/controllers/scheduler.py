@@ -108,6 +108,9 @@ class Scheduler(Controller):
         for vol in pod.get("spec", {}).get("volumes") or []:
             claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
             pvc = self.pvcs.get(ns, claim) if claim else None
+            selected = ((pvc or {}).get("metadata", {}).get("annotations") or {}).get(SELECTED_NODE)
+            if pvc is not None and not pvc.get("spec", {}).get("volumeName") and selected and selected != name_of(node):
+                return False  # a volume is being provisioned for another node already
             volume = pvc and pvc.get("spec", {}).get("volumeName")
             pv = self.pvs.get(None, volume) if volume else None
             required = ((pv or {}).get("spec", {}).get("nodeAffinity") or {}).get("required")
@@ -239,12 +242,26 @@ class Scheduler(Controller):
     async def _bind(self, pod: Obj, node: Obj) -> None:
         ns, name, node_name = pod["metadata"].get("namespace", ""), name_of(pod), name_of(node)
         await self._select_volume_nodes(pod, node_name)
+        if not self._claims_bound(pod):
+            # PreBind: wait until the provisioner has bound the claims, as the VolumeBinding plugin does
+            self.enqueue((ns, name), 0.1)
+            return
         bound = await bind_pod(self.client, pod, node_name)
         self.unschedulable.discard((ns, name))
         if bound:
             self.pods.upsert(bound)
         await self.ctx.event(pod, "Scheduled", f"Successfully assigned {ns}/{name} to {node_name}",
                              component=COMPONENT)
+
+    def _claims_bound(self, pod: Obj) -> bool:
+        ns = pod["metadata"].get("namespace", "")
+        for vol in pod.get("spec", {}).get("volumes") or []:
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            pvc = self.pvcs.get(ns, claim) if claim else None
+            if pvc is not None and not (pvc.get("spec", {}).get("volumeName")
+                                        and (pvc.get("status") or {}).get("phase") == "Bound"):
+                return False
+        return True
 
     async def _select_volume_nodes(self, pod: Obj, node_name: str) -> None:
         ns = pod["metadata"].get("namespace", "")
