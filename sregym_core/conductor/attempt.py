@@ -253,11 +253,37 @@ class Attempt:
         return patterns
 
     async def _recover_all(self) -> None:
+        self.unrecovered: list[FaultInstance] = []
         for instance in reversed(self.scheduler.injected()):
             try:
                 await self._recover(instance)
-            except Exception as exc:  # keep going: reconcile cleans up what recover missed
+            except Exception as exc:  # e.g. the datastore pod was deleted by the agent: retried after reconcile
                 log.warning("fault_recover_failed", fault=instance.fault, error=str(exc))
+                self.unrecovered.append(instance)
+
+    async def settle(self) -> bool:
+        """After the app was reconciled to baseline: retry recoveries that failed and check that no
+        fault is still present. Returns False when the environment needs a hard reset."""
+        retry, self.unrecovered = list(getattr(self, "unrecovered", [])), []
+        for instance in retry:
+            try:
+                await self._recover(instance)
+            except Exception as exc:
+                log.warning("fault_recover_failed_again", fault=instance.fault, error=str(exc))
+                self.unrecovered.append(instance)
+        if self.unrecovered:
+            return False
+        for index, instance in enumerate(self.problem.faults):
+            if instance not in self.scheduler.ever_injected():
+                continue
+            try:
+                if await self.fault_present(index):
+                    log.warning("fault_still_present", fault=instance.fault, instance=instance.id)
+                    return False
+            except Exception as exc:
+                log.warning("fault_check_failed", fault=instance.fault, error=str(exc))
+                return False
+        return True
 
 
 def _fix(func: Any, ctx: FaultContext, target: Target, params: Any):

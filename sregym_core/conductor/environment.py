@@ -156,6 +156,14 @@ class Environment:
             await asyncio.sleep(1.0)
         raise DeployError(f"app {app.name!r} is up but its workload does not succeed", hints=(f"last stats: {last}",))
 
+    async def redeploy_app(self, app: AppSpec) -> DeployedApp:
+        """Hard reset: delete the app's namespaces (volumes included) and deploy it again."""
+        deployed = self._apps.pop(app.name, None)
+        namespaces = deployed.namespaces if deployed else tuple(dict.fromkeys([app.namespace, *app.hidden_namespaces]))
+        await self.kube.akubectl("delete", "namespace", *namespaces, "--ignore-not-found", "--wait=true",
+                                 timeout=app.deploy_timeout)
+        return await self.ensure_app(app)
+
     async def reset_app(self, name: str) -> list[str]:
         """Reconcile an app back to its baseline and wait until it is healthy again."""
         deployed = self._apps[name]

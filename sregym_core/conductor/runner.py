@@ -90,6 +90,10 @@ async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: P
                         f"mitigation {'PASS' if record.mitigation_passed else 'FAIL'} ({record.agent_status})")
                     started = time.monotonic()
                     actions = await env.reset_app(app.name)
+                    if not await attempt.settle():
+                        # a fault survived recovery (say, a datastore change on a volume): start over
+                        say(f"{resolved.id}: a fault survived recovery; redeploying {app.name} from scratch")
+                        deployed = await env.redeploy_app(app)
                     log.info("app_reset", seconds=round(time.monotonic() - started, 2), actions=len(actions))
     finally:
         structlog.contextvars.clear_contextvars()

@@ -19,6 +19,7 @@ class FaultScheduler:
         self.instances = list(instances)
         self._inject, self._recover = inject, recover
         self._injected: list[FaultInstance] = []
+        self._ever: list[FaultInstance] = []
         self._events = {i.id: asyncio.Event() for i in self.instances}
         self._tasks: list[asyncio.Task] = []
         self._errors: list[BaseException] = []
@@ -26,6 +27,9 @@ class FaultScheduler:
     def injected(self) -> list[FaultInstance]:
         """Instances injected and not yet recovered by the scheduler itself."""
         return list(self._injected)
+
+    def ever_injected(self) -> list[FaultInstance]:
+        return list(self._ever)
 
     async def start(self) -> None:
         for instance in self.instances:
@@ -47,6 +51,7 @@ class FaultScheduler:
                 await asyncio.sleep(instance.when.at)
             await self._inject(instance)
             self._injected.append(instance)
+            self._ever.append(instance)
             self._events[instance.id].set()
             if instance.when.duration:
                 await asyncio.sleep(instance.when.duration)
