@@ -69,8 +69,13 @@ class CLIAgent:
         out_path, err_path = launch.workdir / f"{adapter.name}.stdout", launch.workdir / f"{adapter.name}.stderr"
         status, code = "ok", None
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=err,
-                                                        env=env, cwd=str(launch.workdir), start_new_session=True)
+            try:
+                proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=out,
+                                                            stderr=err, env=env, cwd=str(launch.workdir),
+                                                            start_new_session=True)
+            except OSError as exc:
+                return AgentOutcome(status="crashed", trajectory=tuple(trajectory),
+                                    error=AgentError(f"{adapter.name} could not be started: {exc}").render())
             try:
                 code = await asyncio.wait_for(proc.wait(), timeout)
             except TimeoutError:
