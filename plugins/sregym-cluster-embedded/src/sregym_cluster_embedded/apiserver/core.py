@@ -1009,8 +1009,8 @@ def _kubernetes_endpoints(host: str, port: int) -> tuple[Obj, Obj]:
           "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]}
     eps = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
            "metadata": {"name": "kubernetes", "namespace": "default",
-                        "labels": {"kubernetes.io/service-name": "kubernetes",
-                                   "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+                        # no managed-by label: the EndpointSlice controller must not adopt (and delete) it
+                        "labels": {"kubernetes.io/service-name": "kubernetes"}},
            "addressType": "IPv4",
            "endpoints": [{"addresses": [host], "conditions": {"ready": True, "serving": True, "terminating": False}}],
            "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}
