@@ -1,0 +1,111 @@
+"""The node fault shim (node/faultshim.c) on real programs, without a cluster: rules, scoping,
+the entry points that bypass read(), and arming a running process by rewriting the rules file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sregym_cluster_embedded.node.faultshim import build_fault_shim, write_rules
+
+pytestmark = pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc to build the shim")
+
+
+@pytest.fixture(scope="module")
+def shim() -> Path:
+    path = build_fault_shim()
+    assert path is not None and path.exists()
+    return path
+
+
+@pytest.fixture()
+def box(tmp_path: Path, shim: Path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "blob").write_bytes(os.urandom(200_000))
+    (tmp_path / "outside").write_text("fine\n")
+    rules = tmp_path / "rules"
+
+    def run(argv: list[str], pod_ip: str = "127.0.0.9", cwd: Path | None = None) -> subprocess.CompletedProcess:
+        env = {**os.environ, "LD_PRELOAD": str(shim), "SREGYM_FAULT_RULES": str(rules), "SREGYM_POD_IP": pod_ip}
+        return subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
+                              timeout=60, cwd=cwd)
+
+    return tmp_path, data, rules, run
+
+
+def test_inert_without_rules(box) -> None:
+    _root, data, _rules, run = box
+    out = run(["sha256sum", str(data / "blob")])
+    assert out.returncode == 0 and not out.stderr
+
+
+def test_read_eio_through_cat_and_stdio(box) -> None:
+    root, data, rules, run = box
+    write_rules(rules, [f"pods=* calls=read errno=5 rate=1 prefix={data}"])
+    cat = run(["cat", str(data / "blob")])          # read / copy_file_range
+    assert cat.returncode == 1 and "Input/output error" in cat.stderr
+    digest = run(["sha256sum", str(data / "blob")])  # fread_unlocked
+    assert digest.returncode == 1 and "Input/output error" in digest.stderr
+    assert run(["cat", str(root / "outside")]).stdout == "fine\n"  # outside the prefix
+
+
+def test_pod_scoping(box) -> None:
+    _root, data, rules, run = box
+    write_rules(rules, [f"pods=127.0.0.7,127.0.0.8 calls=read errno=5 rate=1 prefix={data}"])
+    assert run(["cat", str(data / "blob")], pod_ip="127.0.0.9").returncode == 0
+    assert run(["cat", str(data / "blob")], pod_ip="127.0.0.8").returncode == 1
+
+
+def test_write_fsync_open_connect(box) -> None:
+    _root, data, rules, run = box
+    write_rules(rules, [f"pods=* calls=write errno=28 rate=1 prefix={data}"])
+    out = run([sys.executable, "-c", f"import os\nfd=os.open({str(data / 'w')!r}, os.O_WRONLY|os.O_CREAT)\n"
+                                     "os.write(fd, b'x')"])
+    assert "No space left on device" in out.stderr
+    write_rules(rules, [f"pods=* calls=fsync errno=5 rate=1 prefix={data}"])
+    out = run([sys.executable, "-c", f"import os\nfd=os.open({str(data / 'w')!r}, os.O_WRONLY|os.O_CREAT)\n"
+                                     "os.write(fd, b'x')\nos.fsync(fd)"])
+    assert "Input/output error" in out.stderr and "line 4" in out.stderr  # the write passed, fsync failed
+    write_rules(rules, [f"pods=* calls=open errno=13 rate=1 prefix={data}"])
+    out = run(["cat", "blob"], cwd=data)  # a relative path is resolved against the cwd
+    assert "Permission denied" in out.stderr
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        write_rules(rules, [f"pods=* calls=connect errno=111 rate=1 port={port}"])
+        out = run([sys.executable, "-c", f"import socket\nsocket.create_connection(('127.0.0.1', {port}), 2)"])
+        assert "Connection refused" in out.stderr
+
+
+def test_arm_and_disarm_a_running_process(box) -> None:
+    _root, data, rules, _run = box
+    shim_path = build_fault_shim()
+    script = (f"import os, time\nfor _ in range(60):\n"
+              f"    try:\n        open({str(data / 'blob')!r}, 'rb').read(); print('ok', flush=True)\n"
+              f"    except OSError as e:\n        print('err', e.errno, flush=True)\n    time.sleep(0.1)\n")
+    env = {**os.environ, "LD_PRELOAD": str(shim_path), "SREGYM_FAULT_RULES": str(rules), "SREGYM_POD_IP": "127.0.0.9"}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "ok"
+        write_rules(rules, [f"pods=* calls=read errno=5 rate=1 prefix={data}"])
+        deadline = time.monotonic() + 3
+        seen = ""
+        while time.monotonic() < deadline and seen != "err 5":
+            seen = proc.stdout.readline().strip()
+        assert seen == "err 5"
+        write_rules(rules, [])
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and seen != "ok":
+            seen = proc.stdout.readline().strip()
+        assert seen == "ok"
+    finally:
+        proc.kill()
+        proc.wait()
