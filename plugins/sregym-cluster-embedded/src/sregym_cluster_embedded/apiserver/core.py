@@ -581,8 +581,10 @@ class ApiCore:
         if subresource == "scale":
             return self._update_scale(rt, namespace, name, body, dry_run=dry_run)
         obj = self.check_body_kind(rt, clone(body))
-        if subresource in (None, "", "status"):
+        if subresource in (None, ""):
             fieldcheck.check_types(rt, obj)
+        elif subresource == "status":  # only the status is taken from the body: check only that
+            fieldcheck.check_types(rt, {"status": obj.get("status")})
         obj = self.internal(rt, obj)
         srt = self.storage_type(rt)
         meta = obj["metadata"]
