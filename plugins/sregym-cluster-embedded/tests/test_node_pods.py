@@ -209,8 +209,12 @@ def test_cgroup_cpu_quota_throttles():
                 pytest.skip("cgroups need root")
             await client.create("pods", pod_manifest("spin", [{
                 "name": "spin", "image": "busybox", "command": ["sh", "-c", "while :; do :; done"],
-                "resources": {"limits": {"cpu": "100m"}}}]))
+                "resources": {"requests": {"cpu": "50m"}, "limits": {"cpu": "100m"}}}]))
             await wait_for(pod_getter(client, "spin"), lambda p: p["status"].get("phase") == "Running")
+            group = nodes.agents["node-1"].find("default", "spin").runners[0].group
+            if nodes.backend.name == "cgroup-v1":
+                assert (group.dirs["cpu"] / "cpu.cfs_quota_us").read_text().strip() == "10000"
+                assert (group.dirs["cpu"] / "cpu.shares").read_text().strip() == "51"
             nodes.runtime.pod_usage("default", "spin")
             await asyncio.sleep(1.5)
             cpu_ns, _ = nodes.runtime.pod_usage("default", "spin")["spin"]

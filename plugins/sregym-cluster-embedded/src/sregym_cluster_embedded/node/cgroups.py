@@ -30,6 +30,7 @@ class Limits:
     cpu_millis: int | None = None
     memory_bytes: int | None = None
     pids: int | None = None
+    cpu_request_millis: int | None = None  # weight under contention (cpu.shares / cpu.weight)
 
 
 @dataclass
@@ -210,6 +211,8 @@ class V1Backend(Backend):
                 V1Group({controller: directory}, limits).destroy()
             directory.mkdir()
             dirs[controller] = directory
+        if limits.cpu_request_millis:
+            (dirs["cpu"] / "cpu.shares").write_text(str(max(limits.cpu_request_millis * 1024 // 1000, 2)))
         if limits.cpu_millis:
             (dirs["cpu"] / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
             quota = max(limits.cpu_millis * CFS_PERIOD_US // 1000, 1000)
@@ -299,6 +302,10 @@ class V2Backend(Backend):
         if directory.exists():
             V2Group(directory, limits).destroy()
         directory.mkdir()
+        if limits.cpu_request_millis:
+            shares = max(limits.cpu_request_millis * 1024 // 1000, 2)
+            with contextlib.suppress(OSError):  # the kubelet's shares -> weight conversion
+                (directory / "cpu.weight").write_text(str(1 + ((shares - 2) * 9999) // 262142))
         if limits.cpu_millis:
             quota = max(limits.cpu_millis * CFS_PERIOD_US // 1000, 1000)
             (directory / "cpu.max").write_text(f"{quota} {CFS_PERIOD_US}")

@@ -65,9 +65,11 @@ def _log_tail(path: Path | None, lines: int = 80, limit: int = 2048) -> str:
 
 
 def container_limits(container: dict) -> Limits:
-    limits = (container.get("resources") or {}).get("limits") or {}
+    resources = container.get("resources") or {}
+    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
     try:
-        return Limits(cpu_millis=cpu_millis(limits.get("cpu")), memory_bytes=memory_bytes(limits.get("memory")))
+        return Limits(cpu_millis=cpu_millis(limits.get("cpu")), memory_bytes=memory_bytes(limits.get("memory")),
+                      cpu_request_millis=cpu_millis(requests.get("cpu", limits.get("cpu"))))
     except ValueError:
         return Limits()
 
