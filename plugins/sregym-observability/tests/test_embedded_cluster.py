@@ -153,3 +153,18 @@ def test_real_prometheus_discovers_and_alerts_on_the_embedded_cluster(embedded: 
         assert "pod=crasher" in next(line for line in alerts.splitlines() if "KubePodCrashLooping" in line)
     finally:
         stop_process(prometheus)
+
+
+def test_stack_manifests_apply_to_the_embedded_cluster(embedded: str) -> None:
+    from sregym_observability.deploy import deploy_observability
+    from sregym_observability.manifests import StackSettings
+
+    settings = StackSettings(app_namespaces=("demo",), hidden_namespaces=("observability",))
+    lines = deploy_observability(embedded, settings, wait=False)
+    assert any("deployment.apps/prometheus" in line for line in lines)
+    assert "configmap/prometheus-config" in " ".join(lines)
+    names = _kubectl(embedded, "-n", "observability", "get", "deployments", "-o", "name").split()
+    assert sorted(names) == ["deployment.apps/cluster-exporters", "deployment.apps/jaeger", "deployment.apps/loki",
+                             "deployment.apps/prometheus"]
+    again = deploy_observability(embedded, settings, wait=False)  # idempotent
+    assert any("unchanged" in line or "configured" in line for line in again)

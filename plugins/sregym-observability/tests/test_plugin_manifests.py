@@ -98,3 +98,41 @@ def test_all_in_one_process_serves_every_component(tmp_path: Path) -> None:
         stop_process(process)
         fake.close()
     assert process.returncode == 0
+
+
+def test_in_cluster_without_a_token_is_explained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sregym_observability.kubeapi import access_in_cluster
+
+    from sregym_core.errors import ClusterError
+
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    with pytest.raises(ClusterError, match="no service-account token") as caught:
+        access_in_cluster(tmp_path)
+    assert any("automountServiceAccountToken" in hint for hint in caught.value.hints)
+    (tmp_path / "token").write_text("abc\n")
+    (tmp_path / "ca.crt").write_text("x")
+    access = access_in_cluster(tmp_path)
+    assert access.token == "abc" and access.server == "https://127.0.0.1:443"
+    assert access.ca_file == str(tmp_path / "ca.crt")
+
+
+@pytest.mark.slow
+def test_logs_server_without_credentials_still_serves_pushes(tmp_path: Path) -> None:
+    import httpx
+
+    from conftest import free_port, stop_process, wait_http
+
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KUBERNETES_SERVICE_HOST": "127.0.0.1"}
+    log = tmp_path / "logs.log"
+    with open(log, "wb") as handle:
+        process = subprocess.Popen([sys.executable, "-m", "sregym_observability.serve", "logs", "--host", "127.0.0.1",
+                                    "--port", str(port)], env=env, stdout=handle, stderr=subprocess.STDOUT)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/ready", process)
+        assert httpx.post(f"http://127.0.0.1:{port}/loki/api/v1/push", json={"streams": [
+            {"stream": {"app": "a"}, "values": [["1", "x"]]}]}).status_code == 204
+    finally:
+        stop_process(process)
+    assert "collector disabled: running in a cluster" in log.read_text()

@@ -106,7 +106,12 @@ def access_in_cluster(sa_dir: Path = SA_DIR) -> KubeAccess:
         raise ClusterError("not running in a cluster: KUBERNETES_SERVICE_HOST is not set",
                            hints=["pass --kubeconfig PATH or set KUBECONFIG"])
     token_file, ca_file = sa_dir / "token", sa_dir / "ca.crt"
-    token = token_file.read_text().strip() if token_file.exists() else None
+    if not token_file.exists():
+        raise ClusterError(f"running in a cluster (KUBERNETES_SERVICE_HOST={host}) but no service-account token "
+                           f"is mounted at {token_file}",
+                           hints=["mount the pod's service-account token (automountServiceAccountToken)",
+                                  "or pass --kubeconfig / --api-server with --token-file and --ca-file"])
+    token = token_file.read_text().strip()
     host = f"[{host}]" if ":" in host else host
     return KubeAccess(server=f"https://{host}:{port}", token=token,
                       ca_file=str(ca_file) if ca_file.exists() else None)

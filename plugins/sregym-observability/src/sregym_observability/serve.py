@@ -24,6 +24,8 @@ from collections.abc import Sequence
 import structlog
 from aiohttp import web
 
+from sregym_core.errors import ClusterError
+
 from .cadvisor import HttpContainerStatsSource, render_cadvisor, with_spec_limits
 from .collector import LogCollector
 from .jaeger_api import add_trace_routes
@@ -89,7 +91,13 @@ async def run_logs(args: argparse.Namespace, app: web.Application, tasks: list[a
     tasks.append(asyncio.create_task(_periodic(10.0, store.expire)))
     cleanups = []
     if not args.no_collector:
-        kube = await _kube(args).__aenter__()
+        try:
+            kube = await _kube(args).__aenter__()
+        except ClusterError as err:
+            # The push API and queries stay useful without the collector; say why it is off.
+            log.error("log_collector_disabled", error=err.message, hints=list(err.hints))
+            print(f"sregym-observability logs: collector disabled: {err.message}", file=sys.stderr, flush=True)
+            return cleanups
         cleanups.append(kube.close)
         namespaces = tuple(n for n in args.namespaces.split(",") if n)
         tasks.append(asyncio.create_task(LogCollector(kube, store, namespaces=namespaces,
