@@ -97,7 +97,6 @@ class ContainerRunner:
         self._finished_at = 0.0
         self._backoff: float | None = None
         self._stopping = False
-        self._kill_reason: str | None = None
         self._probe_tasks: list[asyncio.Task] = []
         self._exited = asyncio.Event()
         self._cpu_sample: tuple[float, int] | None = None
@@ -277,7 +276,6 @@ class ContainerRunner:
             f"{self.pod['metadata'].get('uid')}/{self.name}/{self.restart_count}/{time.time_ns()}".encode()).hexdigest()
         self.context = context
         self._stop_signal = recipe.stop_signal
-        self._kill_reason = None
         started_iso = _now()
         try:
             argv = context.argv(command_argv(recipe, self.spec, context.env))
@@ -341,7 +339,6 @@ class ContainerRunner:
             ok, message = await self._run_hook(post_start, 30.0)
             if not ok:
                 await self.event("FailedPostStartHook", f"PostStartHook failed: {message}", "Warning")
-                self._kill_reason = "postStart"
                 await self._kill_process(0)
         code = await self.process.wait()
         # the main process is gone, so is the container: its other processes die now (they may
@@ -435,7 +432,6 @@ class ContainerRunner:
                     else:
                         await self.event("Killing", f"Container {self.name} failed {label.lower()} probe, will be restarted")
                         grace = probe.get("terminationGracePeriodSeconds", self.worker.grace_period)
-                        self._kill_reason = kind
                         asyncio.create_task(self._kill_process(float(grace)))
                         return
             await asyncio.sleep(period)

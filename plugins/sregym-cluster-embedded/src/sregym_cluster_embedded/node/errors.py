@@ -11,10 +11,6 @@ class MountError(Exception):
     """A volume cannot be set up yet: the pod stays ContainerCreating with a FailedMount event."""
 
 
-class ImagePullError(Exception):
-    """The image is not in the catalog: ErrImagePull, then ImagePullBackOff."""
-
-
 def api_error(code: int, reason: str, message: str) -> Exception:
     """An ``ApiError`` (a Kubernetes Status) from the package's API server."""
     from ..apiserver.errors import ApiError
