@@ -1,0 +1,189 @@
+"""The admin fault endpoints (/sregym/nodes, /sregym/faults) on a real cluster process: admin only,
+Status errors for bad input, a shim rule arming a running pod and disarming it, node stop/start,
+and the service proxy delay."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import PINNED_KUBECTL
+
+pytestmark = pytest.mark.slow
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: reader, labels: {app: reader}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: reader
+    image: python
+    command: ["python3", "-u", "-c"]
+    args:
+    - |
+      import time
+      for _ in range(3000):
+          try:
+              open("/usr/lib/os-release", "rb").read(); print("ok")
+          except OSError as e:
+              print("err", e.errno)
+          time.sleep(0.1)
+"""
+
+
+@pytest.fixture(scope="module")
+def handle(tmp_path_factory) -> Iterator[Any]:
+    import os
+
+    from sregym_cluster_embedded.plugin import EmbeddedCluster
+
+    old = os.environ.get("SREGYM_HOME")
+    os.environ["SREGYM_HOME"] = str(tmp_path_factory.mktemp("home"))
+    cluster = EmbeddedCluster(name="nfadmin", nodes=2, owned=True)
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+        if old is None:
+            os.environ.pop("SREGYM_HOME", None)
+        else:
+            os.environ["SREGYM_HOME"] = old
+
+
+def kubectl(handle: Any, *args: str, input: str | None = None) -> str:
+    out = subprocess.run([str(PINNED_KUBECTL), "--kubeconfig", str(handle.kubeconfig()), *args], input=input,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def status_of(call) -> tuple[int, dict]:
+    try:
+        call()
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+    raise AssertionError("expected an API error")
+
+
+def test_agent_identity_is_refused(handle: Any) -> None:
+    from sregym_cluster_embedded import cluster as clusters
+
+    config = yaml.safe_load(handle.kubeconfig(agent=True).read_text())
+    ctx = ssl.create_default_context(cafile=str(clusters.cluster_dir(handle.name) / "pki" / "ca.crt"))
+    req = urllib.request.Request(config["clusters"][0]["cluster"]["server"] + "/sregym/faults",
+                                 headers={"Authorization": f"Bearer {config['users'][0]['user']['token']}"})
+    code, body = status_of(lambda: urllib.request.urlopen(req, context=ctx, timeout=30))
+    assert code == 403 and body["kind"] == "Status" and body["reason"] == "Forbidden"
+
+
+def test_bad_requests_get_status_errors(handle: Any) -> None:
+    code, body = status_of(lambda: handle.node_fault("x", calls=["read"]))
+    assert code == 422 and "namespace" in body["message"]
+    code, body = status_of(lambda: handle.node_fault("x", namespace="default", calls=["chmod"]))
+    assert code == 422 and "calls" in body["message"]
+    code, body = status_of(lambda: handle.node_fault("x", namespace="default", calls=["read"], errno="EWHAT"))
+    assert code == 422 and "errno" in body["message"]
+    code, body = status_of(lambda: handle.node_fault("Bad_Id", namespace="default", calls=["read"]))
+    assert code == 422
+    code, body = status_of(lambda: handle.node_fault("x", nodes=["node-9"], calls=["read"]))
+    assert code == 404
+    code, body = status_of(lambda: handle.disk_fill("x", namespace="default", claim="nope"))
+    assert code == 404 and "nope" in body["message"]
+    code, body = status_of(lambda: handle.network_fault("x", namespace="default", service="nope", delay_ms=5))
+    assert code == 404
+    code, body = status_of(lambda: handle.stop_node("node-9"))
+    assert code == 404
+    assert handle.fault_status("shim", "never") is None
+    assert handle.clear_fault("shim", "never") is False
+
+
+def test_shim_rule_arms_and_disarms_a_running_pod(handle: Any) -> None:
+    kubectl(handle, "apply", "-f", "-", input=POD)
+    kubectl(handle, "wait", "--for=condition=Ready", "pod/reader", "--timeout=60s")
+    try:
+        record = handle.node_fault("eio", namespace="default", labels={"app": "reader"}, calls=["read"],
+                                   errno="EIO", paths=["/usr/lib/os-release"])
+        assert record["active"] and sum(len(v) for v in record["targets"].values()) == 1
+        time.sleep(1.5)
+        tail = kubectl(handle, "logs", "reader", "--tail=3").split()
+        assert tail[-2:] == ["err", "5"]
+        assert handle.faults()["shim"]["eio"]["active"]
+        assert handle.clear_fault("shim", "eio")
+        time.sleep(1.5)
+        assert kubectl(handle, "logs", "reader", "--tail=1").strip() == "ok"
+    finally:
+        kubectl(handle, "delete", "pod", "reader", "--wait=false")
+
+
+def test_stop_and_start_a_node_agent(handle: Any) -> None:
+    assert handle.node_agents()["node-2"]["agent"] == "running"
+    assert handle.stop_node("node-2")["agent"] == "stopped"
+    assert handle.faults()["nodes"]["node-2"]["agent"] == "stopped"
+    assert handle.start_node("node-2")["agent"] == "running"
+    assert "node-2" in kubectl(handle, "get", "nodes")
+
+
+def test_network_delay_on_a_service(handle: Any) -> None:
+    manifest = """
+apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: web, image: python, command: ["python3", "-m", "http.server", "8080"], ports: [{containerPort: 8080}],
+     readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 8080, targetPort: 8080}]
+"""
+    kubectl(handle, "apply", "-f", "-", input=manifest)
+    try:
+        kubectl(handle, "wait", "--for=condition=Ready", "pod/web", "--timeout=60s")
+        ip = kubectl(handle, "get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}")
+
+        def seconds() -> float:
+            started = time.monotonic()
+            for _ in range(50):
+                try:
+                    with urllib.request.urlopen(f"http://{ip}:8080/", timeout=10) as resp:
+                        resp.read()
+                    break
+                except OSError:
+                    time.sleep(0.2)  # endpoints may lag the pod's readiness by a moment
+                    started = time.monotonic()
+            return time.monotonic() - started
+
+        assert seconds() < 0.3
+        record = handle.network_fault("slow", namespace="default", service="web", delay_ms=400)
+        assert record["active"] and record["targets"] == ["default/web"]
+        assert seconds() >= 0.38
+        handle.clear_fault("network", "slow")
+        assert seconds() < 0.3
+    finally:
+        kubectl(handle, "delete", "pod,svc", "web", "--wait=false")
+
+
+def test_rules_files_are_world_readable(handle: Any) -> None:
+    from sregym_cluster_embedded import cluster as clusters
+    from sregym_cluster_embedded.node.faultshim import rules_file
+
+    path = rules_file(Path(clusters.cluster_dir(handle.name)), "node-1")
+    assert path.exists() and path.stat().st_mode & 0o044 == 0o044
