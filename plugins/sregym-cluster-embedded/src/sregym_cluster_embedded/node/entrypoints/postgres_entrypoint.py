@@ -15,11 +15,15 @@ import json
 import os
 import pwd
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 
 MOUNTS: dict[str, str] = json.loads(os.environ.get("SREGYM_MOUNTS", "{}"))
+
+
+INIT_MARKER = ".sregym-initialised"
 
 
 def host_path(path: str) -> str:
@@ -117,6 +121,8 @@ def initialise(pg_bin: str, pgdata: str, sockdir: str) -> None:
             else:
                 print(f"{sys.argv[0]}: ignoring {name}", flush=True)
     run([ctl, "-D", pgdata, "-m", "fast", "-w", "stop"], stdout=sys.stdout, stderr=sys.stderr)
+    with open(os.path.join(pgdata, INIT_MARKER), "w") as marker:
+        marker.write("initialised\n")
     print("\nPostgreSQL init process complete; ready for start up.\n", flush=True)
 
 
@@ -133,6 +139,13 @@ def main() -> None:
         sockdir = host_path("/var/run/postgresql")
     drop_privileges([pgdata, sockdir])
     os.environ["PGHOST"] = sockdir
+    if os.path.exists(os.path.join(pgdata, "PG_VERSION")) and not os.path.exists(os.path.join(pgdata, INIT_MARKER)):
+        # a first start killed half-way through initialisation (say by a liveness probe on a loaded
+        # machine) would otherwise leave a cluster without the application's database forever
+        print("\nPostgreSQL data directory is only partly initialised; initialising it again\n", flush=True)
+        for entry in os.listdir(pgdata):
+            path = os.path.join(pgdata, entry)
+            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
     if not os.path.exists(os.path.join(pgdata, "PG_VERSION")):
         initialise(pg_bin, pgdata, sockdir)
     else:
