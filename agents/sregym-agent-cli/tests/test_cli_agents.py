@@ -321,3 +321,32 @@ def test_plain_subprocess_fallback_works(tmp_path, monkeypatch):
     assert outcome.status == "ok" and len(sink.received) == 2
     assert outcome.trajectory[0]["sandbox"] == "none"
     assert report["home"].endswith("/opencode/home")
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_cancellation_by_the_conductor_stops_the_cli(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "tools" / "bin"
+    install_fake(bin_dir, "codex")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    task = AgentTask(attempt_id="a", app_name="x", app_namespace="x", app_description="", api_url="http://127.0.0.1:9",
+                     mcp_url="http://127.0.0.1:9/mcp", kubeconfig=tmp_path / "kc", workdir=workdir, timeout=300,
+                     kubectl=kubectl_binary())
+
+    async def scenario():
+        run = asyncio.create_task(CLIAgent("codex", env={"FAKE_SLEEP": "120"}).run(task))
+        pid_file = workdir / "codex" / "fake.pid"
+        for _ in range(100):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            await asyncio.sleep(0.1)
+        assert pid_file.exists(), "the fake CLI never started"
+        run.cancel()  # what the conductor does when the agent's time is up
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(scenario())
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if str(bin_dir) in " ".join(p.info["cmdline"] or ())]
+    assert leftovers == []
