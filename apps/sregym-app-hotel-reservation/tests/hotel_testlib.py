@@ -32,7 +32,7 @@ def _value(v: Any) -> Any:
 class OtlpReceiver:
     """Collects spans posted to ``http://127.0.0.1:<port>/v1/traces``."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.spans: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         outer = self
@@ -55,14 +55,15 @@ class OtlpReceiver:
                 self.end_headers()
                 self.wfile.write(reply)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.host = host
+        self.httpd = ThreadingHTTPServer((host, 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def _add(self, request: ExportTraceServiceRequest) -> None:
         found = []

@@ -36,11 +36,13 @@ def test_inventory_matches_the_manifests():
 
 def test_images_and_workload():
     app = app_spec()
-    assert app.images[0].matches("sregym/hotel-reservation:1.0-buggy")
-    assert app.images[0].env["HOTEL_BUILD_VARIANT"] == "buggy"
-    assert not app.images[0].matches("sregym/hotel-reservation:1.0")
-    assert app.images[1].matches("sregym/hotel-reservation:1.0")
-    assert app.images[1].argv[1:] == ("-m", "sregym_app_hotel_reservation.serve")
+    # The node's catalog lets the last matching entry win: the buggy variant must come last.
+    def resolve(ref):
+        return [i for i in app.images if i.matches(ref)][-1]
+
+    assert resolve("sregym/hotel-reservation:1.0-buggy").env["HOTEL_BUILD_VARIANT"] == "buggy"
+    assert resolve("sregym/hotel-reservation:1.0").env["HOTEL_BUILD_VARIANT"] == "stable"
+    assert all(i.argv[1:] == ("-m", "sregym_app_hotel_reservation.serve") for i in app.images)
     assert app.workload is not None and app.workload.namespace in app.hidden_namespaces
     assert app.problems_dir is not None and app.problems_dir.is_dir()
     assert "hotel-reservation" in app.description and "postgres-geo" in app.description

@@ -6,6 +6,8 @@ Failures become :class:`~.rpc.RpcError` with status UNAVAILABLE (connection trou
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -21,12 +23,36 @@ from .config import Database
 from .rpc import RpcError
 
 
+def resolve_host(host: str, port: int) -> str | None:
+    """The host's address from Python's getaddrinfo, or None for literal IPs and unresolvable names.
+
+    libpq resolves names in C; resolving here (and passing ``hostaddr``) makes the service follow the
+    same resolver as the rest of the process, which is what the embedded cluster's DNS hooks serve.
+    An unresolvable name is left to libpq, whose error message then names it.
+    """
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
+    return str(infos[0][4][0]) if infos else None
+
+
 def conninfo(db: Database, *, user: str | None = None, password: str | None = None,
              connect_timeout: int = 3) -> str:
+    """A libpq connection string, resolved now (call it per connection so DNS changes are followed)."""
+    extra = {}
+    if (hostaddr := resolve_host(db.host, db.port)) is not None:
+        extra["hostaddr"] = hostaddr
     return psycopg.conninfo.make_conninfo(
         host=db.host, port=db.port, dbname=db.name, user=user or db.user,
         password=password if password is not None else db.password,
-        connect_timeout=connect_timeout, application_name="hotel-reservation",
+        connect_timeout=connect_timeout, application_name="hotel-reservation", **extra,
     )
 
 
@@ -38,7 +64,7 @@ class Store:
         self.peer = f"postgres-{service}"
         options = f"-c statement_timeout={db.statement_timeout_ms}" if db.statement_timeout_ms else ""
         self.pool = ConnectionPool(
-            conninfo(db), min_size=db.pool_min, max_size=db.pool_max, open=False,
+            lambda: conninfo(db), min_size=db.pool_min, max_size=db.pool_max, open=False,
             timeout=db.pool_timeout_ms / 1000, name=self.peer, reconnect_timeout=0,
             kwargs={"autocommit": True, "options": options} if options else {"autocommit": True},
             reconnect_failed=self._reconnect_failed,

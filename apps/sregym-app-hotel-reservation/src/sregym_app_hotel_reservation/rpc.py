@@ -10,8 +10,10 @@ timeouts, retries with exponential backoff and jitter, metrics, client spans and
 from __future__ import annotations
 
 import contextvars
+import ipaddress
 import json
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -176,10 +178,46 @@ class Peer:
 
     def __init__(self, service: str, peer: str, addr: str, rpc: Rpc) -> None:
         self.service, self.peer, self.addr, self.rpc = service, peer, addr, rpc
-        # Plain DNS via getaddrinfo (GRPC_DNS_RESOLVER=native, set in serve.py) so cluster DNS works.
-        self.channel = grpc.insecure_channel(addr, options=CHANNEL_OPTIONS)
+        self._lock = threading.Lock()
+        self._retired: list[grpc.Channel] = []
+        self.target = self._resolve()
+        self._connect(self.target)
+
+    def _resolve(self) -> str:
+        """A grpc target for ``addr``: the address Python's getaddrinfo gives (so the process uses one
+        resolver for everything: cluster DNS, or the embedded cluster's hook), else ``addr`` itself and
+        grpc's own (native) resolver, whose error then names the failure."""
+        host, _, port = self.addr.rpartition(":")
+        try:
+            ipaddress.ip_address(host)
+            return self.addr
+        except ValueError:
+            pass
+        try:
+            infos = socket.getaddrinfo(host, int(port), socket.AF_UNSPEC, socket.SOCK_STREAM)
+        except (OSError, ValueError):
+            return self.addr
+        infos.sort(key=lambda info: info[0] != socket.AF_INET)
+        ip = str(infos[0][4][0])
+        return f"ipv4:{ip}:{port}" if infos[0][0] == socket.AF_INET else f"ipv6:[{ip}]:{port}"
+
+    def _connect(self, target: str) -> None:
+        options = [*CHANNEL_OPTIONS]
+        if target != self.addr:
+            options.append(("grpc.default_authority", self.addr))
+        self.channel = grpc.insecure_channel(target, options=options)
         self._stubs: dict[str, Any] = {}
         self._health = health_pb2_grpc.HealthStub(self.channel)
+
+    def refresh(self) -> None:
+        """Re-resolve the peer's name; switch channels when its address changed (Service recreated)."""
+        target = self._resolve()
+        with self._lock:
+            if target != self.target:
+                logs.info("peer_address_changed", peer=self.peer, addr=self.addr, old=self.target, new=target)
+                self._retired.append(self.channel)  # closing it now would cancel calls in flight
+                self.target = target
+                self._connect(target)
 
     def _stub(self, method: str) -> Any:
         stub = self._stubs.get(method)
@@ -220,6 +258,8 @@ class Peer:
                         last = exc
                         code = exc.code()
                         telemetry.RPC_CLIENT_REQUESTS.labels(self.service, self.peer, method, code.name).inc()
+                        if code == grpc.StatusCode.UNAVAILABLE:
+                            self.refresh()
                         if code not in RETRYABLE or attempt == attempts - 1:
                             break
                         telemetry.RPC_CLIENT_RETRIES.labels(self.service, self.peer, method).inc()
@@ -246,4 +286,5 @@ class Peer:
             return f"{exc.code().name}: {exc.details()}"
 
     def close(self) -> None:
-        self.channel.close()
+        for channel in [*self._retired, self.channel]:
+            channel.close()
