@@ -193,3 +193,19 @@ def test_model_and_server_from_the_environment(tmp_path, monkeypatch):
         outcome, sink = asyncio.run(scenario())
     assert outcome.status == "ok" and sink.received == [DIAGNOSIS, "done"]
     assert llm.requests[0]["model"] == "env-model" and llm.headers[0]["Authorization"] == "Bearer sk-from-env"
+
+
+def test_cost_is_summed_from_the_bundled_price_list(tmp_path):
+    # gpt-4o-mini costs $0.15 per million input and $0.60 per million output tokens in litellm's list
+    script = [tool_call("submit", {"ans": DIAGNOSIS}, prompt_tokens=1_000_000, completion_tokens=0),
+              tool_call("submit", {"ans": "done"}, prompt_tokens=0, completion_tokens=1_000_000)]
+    with ScriptedLLM(script) as llm:
+        async def scenario():
+            async with mcp_server(tmp_path) as (sink, _server, task):
+                agent = ReactAgent(model="openai/gpt-4o-mini", api_base=llm.url, self_check=False)
+                return await agent.run(task), sink
+
+        outcome, sink = asyncio.run(scenario())
+    assert sink.received == [DIAGNOSIS, "done"]
+    assert outcome.cost == pytest.approx(0.15 + 0.60)
+    assert [s["cost"] for s in outcome.trajectory if s["action"] == "llm"] == pytest.approx([0.15, 0.60])
