@@ -5,8 +5,9 @@ the capability tags keep them out of clusters that have neither.
 * ``latent-sector-error``: reads of the datastore's volume fail now and then with EIO, as when a
   disk develops unreadable sectors. The fault stays with the disk (the bound PersistentVolume);
   the fix is moving the datastore to a new volume and letting its data be rebuilt.
-* ``syscall-fail``: one syscall of the target's current pods fails with an errno at a rate (like
-  an eBPF program attached to the pods' cgroup); replacing the pods drops it.
+* ``syscall-fail``: one syscall fails with an errno at a rate. File syscalls of a target with a
+  volume fail on that volume (a failing device; the fix is a new volume); otherwise it is attached
+  to the target's current pods (like an eBPF program on their cgroup) and replacing them drops it.
 """
 
 from __future__ import annotations
@@ -56,19 +57,30 @@ def _errno_number(params: dict) -> int:
 
 def syscall_inject(ctx: Any, target: Any, params: dict) -> None:
     spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
-                            "pinned": True, "calls": [params["syscall"]], "errno": _errno_number(params),
-                            "rate": params["rate"]}
-    if params["syscall"] in FILE_CALLS and target.component.pvcs:
-        # file syscalls of a stateful target fail on its data volume (not its program files)
+                            "calls": [params["syscall"]], "errno": _errno_number(params), "rate": params["rate"]}
+    if _on_volume(target, params):
+        # file syscalls of a stateful target fail on its data volume (a failing device): the fault
+        # stays with the volume, whichever pod mounts it
         spec["volumes"] = [{"namespace": ctx.namespace, "claim": c} for c in hooks.claims(ctx, target)]
+        ctx.state["on_volume"] = True
+    else:
+        spec["pinned"] = True  # attached to the current pods, as to their cgroups
     if params["syscall"] == "connect" and params.get("port"):
         spec["port"] = params["port"]
     record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
     ctx.state["pods"] = sorted({ip for ips in record.get("targets", {}).values() for ip in ips})
 
 
+def _on_volume(target: Any, params: dict) -> bool:
+    return params["syscall"] in FILE_CALLS and bool(target.component.pvcs)
+
+
 def syscall_fix(ctx: Any, target: Any, params: dict) -> None:
-    hooks.restart_pods(ctx, target)
+    """A failing volume: move to a new one. Otherwise: replace the pods the fault is attached to."""
+    if ctx.state.get("on_volume"):
+        hooks.replace_volumes(ctx, target)
+    else:
+        hooks.restart_pods(ctx, target)
 
 
 def _values_lse(target: Any, params: dict, state: dict) -> dict:
@@ -76,8 +88,11 @@ def _values_lse(target: Any, params: dict, state: dict) -> dict:
 
 
 def _values_syscall(target: Any, params: dict, state: dict) -> dict:
+    on_volume = bool(state.get("on_volume"))
     return {**params, "errno": params.get("errno") or DEFAULT_ERRNO[params["syscall"]],
-            "pod_ips": state.get("pods", [])}
+            "pod_ips": state.get("pods", []),
+            "scope": "on files of its data volume (the device fails)" if on_volume else "in its current pods",
+            "fix": "move it to a new volume (recreate its claim)" if on_volume else "replace the affected pods"}
 
 
 FAULTS = [
@@ -114,9 +129,9 @@ FAULTS = [
             symptoms=("errno in the logs", "crash loop (fsync PANIC)", "connection errors (connect)"),
             keywords=("syscall", "errno", "eBPF", "seccomp", "fsync", "I/O error"),
             values=_values_syscall,
-            prose="{syscall}() in {component}'s processes fails with {errno} (rate {rate}), injected at the "
-                  "syscall layer of its current pods. Fix: replace the affected pods."),
+            prose="{syscall}() in {component}'s processes fails with {errno} (rate {rate}), {scope}. Fix: {fix}."),
         capabilities=hooks.LD_PRELOAD, failure_mode="persistent",
         symptoms=("errors naming the failed syscall", "restarts"),
+        recreates=("PersistentVolumeClaim/*", "PersistentVolume/*"),
     ),
 ]

@@ -19,7 +19,8 @@ from . import hooks
 
 STATELESS = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"))
 WITH_VOLUME = TargetSelector(kinds=WORKLOADS, requires=("pvcs",))
-WITH_SERVICE = TargetSelector(kinds=WORKLOADS, requires=("service",))
+WITH_SERVICE = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"),
+                              requires=("service",))  # its pods must be able to move
 
 
 # --------------------------------------------------------------------------- node-not-ready
@@ -150,9 +151,12 @@ def disk_full_recover(ctx: Any, target: Any, params: dict) -> None:
 # --------------------------------------------------------------------------- network delay / loss
 
 def _net_inject(ctx: Any, target: Any, params: dict) -> None:
+    node = hooks.target_node(ctx, target)
+    obj = kube.get(ctx, "node", node, namespace="")
+    ctx.state.update(node=node, was_unschedulable=bool((obj.get("spec") or {}).get("unschedulable")))
     impairment = {k: params[k] for k in ("delay_ms", "jitter_ms", "loss_pct") if k in params}
     record = hooks.call(ctx, "network_fault", hooks.hook_id(ctx, "network"), namespace=ctx.namespace,
-                        labels=hooks.selector_labels(ctx, target), **impairment)
+                        labels=hooks.selector_labels(ctx, target), nodes=[node], **impairment)
     ctx.state["pods"] = record.get("targets", [])
 
 
@@ -161,13 +165,29 @@ def _net_present(ctx: Any, target: Any, params: dict) -> bool:
     return bool(record and record.get("active"))
 
 
+def move_off_node(ctx: Any, target: Any, node: str) -> None:
+    """Cordon the node and replace the target's pods on it, so they run elsewhere."""
+    ctx.kubectl("cordon", node)
+    old = set()
+    for pod in hooks.pods(ctx, target, include_terminating=True):
+        if (pod.get("spec") or {}).get("nodeName") == node:
+            old.add(pod["metadata"]["uid"])
+            ctx.kubectl("delete", "pod", pod["metadata"]["name"], "-n", ctx.namespace, "--wait=false", check=False)
+    hooks.wait_for(lambda: any(hooks.is_ready(p) and p["spec"].get("nodeName") != node
+                               for p in hooks.pods(ctx, target)), 180.0,
+                   f"a ready pod of {target.component.name} on another node")
+
+
 def _net_fix(ctx: Any, target: Any, params: dict) -> None:
-    """The impairment lives in the pods' network namespaces: replacing the pods drops it."""
-    hooks.restart_pods(ctx, target)
+    """The node's network path is impaired: move the target's pods to another node."""
+    move_off_node(ctx, target, ctx.state["node"])
+    hooks.wait_for(lambda: not _net_present(ctx, target, params), 60.0, "no impaired pod left")
 
 
 def _net_recover(ctx: Any, target: Any, params: dict) -> None:
     hooks.clear(ctx, "network")
+    if ctx.state.get("node") and not ctx.state.get("was_unschedulable"):
+        ctx.kubectl("uncordon", ctx.state["node"], check=False)
 
 
 # --------------------------------------------------------------------------- records
@@ -227,26 +247,28 @@ FAULTS = [
            prose="The volume of claim {claim} mounted by {component} is full: a {fill_mb} MiB stray file "
                  "{filler} at its root uses the remaining space, so writes fail with ENOSPC (No space left on "
                  "device). Fix: delete {filler} from the volume and restart {component}."),
-    _fault("network-delay", "Traffic to the target's pods is delayed (netem-like, in the service proxy)",
+    _fault("network-delay", "The network of the target's node delays its traffic (netem-like, in the service proxy)",
            layer="network", selector=WITH_SERVICE,
            params=schema(delay_ms={"type": "number", "minimum": 1, "maximum": 10000, "default": 400},
                          jitter_ms={"type": "number", "minimum": 0, "maximum": 10000, "default": 50}),
            inject=_net_inject, present=_net_present, fix=_net_fix, recover=_net_recover,
-           resource_kind="Pod", mechanism="network delay on the target's pods",
+           resource_kind="Node", mechanism="network delay on the node hosting the target's pods",
            symptoms=("high latency", "RPC deadline exceeded", "timeouts at callers"),
            keywords=("latency", "delay", "netem", "slow network"),
-           capabilities=hooks.NODE_AGENT, values=_with_state("pods"),
-           prose="Every response from {component}'s pods is delayed by {delay_ms} ms (± {jitter_ms} ms) in their "
-                 "network path, so callers see high latency and deadline errors. Fix: replace the affected pods."),
-    _fault("network-loss", "Packets from the target's pods are lost (each loss costs a retransmission time-out)",
+           capabilities=hooks.NODE_AGENT, values=_with_state("node", "pods"),
+           prose="The network of node {node} delays every response from {component}'s pods there by {delay_ms} ms "
+                 "(± {jitter_ms} ms), so callers see high latency and deadline errors. Fix: cordon {node} and "
+                 "move {component}'s pods to another node."),
+    _fault("network-loss", "The network of the target's node loses packets (each costs a retransmission time-out)",
            layer="network", selector=WITH_SERVICE,
            params=schema(loss_pct={"type": "number", "minimum": 1, "maximum": 100, "default": 40}),
            inject=_net_inject, present=_net_present, fix=_net_fix, recover=_net_recover,
-           resource_kind="Pod", mechanism="packet loss on the target's pods",
+           resource_kind="Node", mechanism="packet loss on the node hosting the target's pods",
            symptoms=("intermittent timeouts", "tail latency", "retransmissions"),
            keywords=("packet loss", "netem", "retransmission", "timeouts"),
-           capabilities=hooks.NODE_AGENT, values=_with_state("pods"),
-           prose="{loss_pct}% of the packets leaving {component}'s pods are lost, so requests stall on "
-                 "retransmission time-outs. Fix: replace the affected pods."),
+           capabilities=hooks.NODE_AGENT, values=_with_state("node", "pods"),
+           prose="The network of node {node} loses {loss_pct}% of the packets from {component}'s pods there, so "
+                 "requests stall on retransmission time-outs. Fix: cordon {node} and move {component}'s pods to "
+                 "another node."),
 ]
 

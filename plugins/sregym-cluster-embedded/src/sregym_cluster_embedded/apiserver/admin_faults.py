@@ -17,9 +17,10 @@ reached through these endpoints (system:masters only; errors are Kubernetes ``St
 * ``PUT /sregym/faults/diskfull/<id>`` ``{namespace, claim, filler, fill_bytes}``: writes a filler
   file into the volume and caps the volume at less than its usage, so writes under it fail with
   ENOSPC while usage stays at or above the cap (deleting the filler frees it).
-* ``PUT /sregym/faults/network/<id>`` ``{namespace, service | labels, delay_ms, jitter_ms, loss_pct}``:
-  impair the service proxy for a Service, or for the backend pods selected now (like netem in the
-  pods' namespaces: a replacement pod is healthy).
+* ``PUT /sregym/faults/network/<id>`` ``{namespace, service | labels, nodes, delay_ms, jitter_ms, loss_pct}``:
+  impair the service proxy for a Service, for the backend pods selected now (like netem in the
+  pods' namespaces: a replacement pod is healthy), or with ``nodes`` for the selected pods on those
+  nodes, whenever they are there (a node's bad network: moving the pods away heals them).
 * ``GET /sregym/faults`` (everything, with what each fault currently reaches) and
   ``GET``/``DELETE /sregym/faults/<kind>/<id>``.
 
@@ -235,6 +236,8 @@ class FaultHooks:
         return " ".join(parts)
 
     def render(self) -> None:
+        if self.network is not None:
+            self._net_render()
         if self.nodes is None or self.shim_path is None:
             return
         lines: dict[str, list[str]] = {node: [] for node in self.nodes.agents}
@@ -382,20 +385,45 @@ class FaultHooks:
             if not isinstance(service, str) or self._get("services", service, namespace) is None:
                 raise ApiError(404, f'services "{service}" not found', "NotFound")
             targets = [f"{namespace}/{service}"]
+        nodes = _str_list(body, "nodes")
+        if any(self.nodes is None or n not in self.nodes.agents for n in nodes):
+            raise ApiError(404, "nodes not found: " + ", ".join(nodes), "NotFound")
+        record = {"id": fault_id, "namespace": namespace, "service": service or None, "labels": _labels(body),
+                  "nodes": nodes, "delay_ms": delay, "jitter_ms": jitter, "loss_pct": loss, "targets": []}
+        if service:
+            if not isinstance(service, str) or self._get("services", service, namespace) is None:
+                raise ApiError(404, f'services "{service}" not found', "NotFound")
+            targets = [f"{namespace}/{service}"]
         else:
-            labels = _labels(body)
-            targets = [f"{namespace}/{p['metadata']['name']}" for p in self._pods()
-                       if _pod_matches(p, namespace, labels, []) and not p["metadata"].get("deletionTimestamp")]
-            if not targets:
+            targets = self._net_pods(record)
+            if not targets and not nodes:
                 raise ApiError(404, "no pod matches the selector", "NotFound")
         self.delete_network(fault_id)
+        self.net[fault_id] = record
+        self._net_apply(record, targets)
+        return self.describe_network(record)
+
+    def _net_pods(self, record: dict) -> list[str]:
+        """``ns/pod`` of the selected pods; with ``nodes``, the ones on those nodes now (a node's
+        network is impaired: pods that land there later are too, pods that leave are not)."""
+        return [f"{record['namespace']}/{p['metadata']['name']}" for p in self._pods()
+                if _pod_matches(p, record["namespace"], record["labels"], []) and not p["metadata"].get("deletionTimestamp")
+                and (not record["nodes"] or (p.get("spec") or {}).get("nodeName") in record["nodes"])]
+
+    def _net_apply(self, record: dict, targets: list[str]) -> None:
+        for gone in set(record["targets"]) - set(targets):
+            self.network.clear_faults(gone)
         for target in targets:
-            self.network.set_delay(target, delay, jitter)
-            self.network.set_loss(target, loss)
-        self.net[fault_id] = {"id": fault_id, "namespace": namespace, "service": service or None,
-                              "labels": body.get("labels") or {}, "delay_ms": delay, "jitter_ms": jitter,
-                              "loss_pct": loss, "targets": targets}
-        return self.describe_network(self.net[fault_id])
+            self.network.set_delay(target, record["delay_ms"], record["jitter_ms"])
+            self.network.set_loss(target, record["loss_pct"])
+        record["targets"] = targets
+
+    def _net_render(self) -> None:
+        for record in self.net.values():
+            if record["nodes"] and not record["service"]:
+                targets = self._net_pods(record)
+                if targets != record["targets"]:
+                    self._net_apply(record, targets)
 
     def describe_network(self, record: dict) -> dict:
         live = []
