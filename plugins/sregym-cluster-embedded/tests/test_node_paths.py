@@ -43,7 +43,12 @@ def test_mount_namespace_gives_exact_paths_without_touching_the_host():
             assert out[0] == "/srv/app"
             assert out[1] == f"{pod['status']['podIP']}\texact"
             assert out[2] == "hi"
-            for path in ("/etc/app", "/srv/app", "/sregym-data"):
+            # the container's writes to host directories stay in its own layer
+            proc = await nodes.runtime.exec("default", "exact", "c", [
+                "sh", "-c", "echo mine > /etc/sregym-leak-test && cat /etc/sregym-leak-test"])
+            assert (await proc.stdout.read()) == b"mine\n"
+            assert await proc.wait() == 0
+            for path in ("/etc/app", "/srv/app", "/sregym-data", "/etc/sregym-leak-test"):
                 assert not os.path.exists(path), f"{path} leaked onto the host"
     run(body())
 

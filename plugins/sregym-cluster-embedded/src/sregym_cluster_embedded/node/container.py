@@ -243,7 +243,8 @@ class ContainerRunner:
                                           self.worker.agent.allocatable)
                 root = self.worker.root / "containers" / self.name
                 if root.exists() and self.instance >= 0:  # a new container: fresh writable layer
-                    shutil.rmtree(root / "rootfs", ignore_errors=True)
+                    for layer in ("rootfs", "layers"):
+                        shutil.rmtree(root / layer, ignore_errors=True)
                 mounts = self.worker.mounts_for(self.spec)
                 nodes = self.worker.agent.nodes
                 # a volume over e.g. /work would hide the interpreter: fall back to path rewriting

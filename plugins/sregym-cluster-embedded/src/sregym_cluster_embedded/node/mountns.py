@@ -7,10 +7,9 @@ directory at its exact ``mountPath``, bind the pod's ``/etc/hosts`` and ``/etc/r
 ``chroot(fsroot)``. So ``/var/lib/postgresql/data`` or ``/etc/app/app.conf`` are the real paths,
 while every host path (binaries, the venv, the state dir) stays visible where it was.
 
-A mountpoint missing on the host is never created on the host: under a new top-level name it is a
-directory of ``fsroot`` itself; deeper (``/etc/app``) the top-level directory is mounted as an
-overlay (host dir as the read-only lower layer, a per-container upper layer), and the directory is
-made in the upper layer. ``kubectl exec`` joins the namespace with ``setns`` and the same chroot.
+A mountpoint missing on the host is not created on the host: under a new top-level name it is a
+directory of ``fsroot`` itself; deeper (``/etc/app``) it is made in the overlay's upper layer.
+Only under the top-level directory holding the state dir (bound, not overlaid) is it made on the host. ``kubectl exec`` joins the namespace with ``setns`` and the same chroot.
 """
 
 from __future__ import annotations
@@ -96,15 +95,20 @@ def resolve_in_root(path: str) -> str:
 
 
 class MountPlan:
-    """The mounts of one container, computed in the parent; ``enter`` runs in the child."""
+    """The mounts of one container, computed in the parent; ``enter`` runs in the child.
+
+    Top-level host directories are overlays (the host directory is the read-only lower layer,
+    writes land in the container's own upper layer, so a container cannot change the host's
+    /etc or /usr), except those holding further mounts (/proc, /sys, /dev ...) and the one
+    holding the state dir, which are bound as they are."""
 
     def __init__(self, fsroot: Path, layers: Path, mounts: dict[str, str], files: dict[str, str]) -> None:
         self.fsroot = str(fsroot)
-        self.layers = layers
         fsroot.mkdir(parents=True, exist_ok=True)
         fsroot.chmod(0o755)
         recursive = _submount_roots()
-        self.top: list[tuple[str, bool]] = []  # (name, recursive)
+        state_top = self.fsroot.strip("/").split("/")[0]
+        self.top: list[tuple[str, str, str, str]] = []  # (name, "overlay"|"bind"|"rbind", upper, work)
         for entry in sorted(os.listdir("/")):
             if entry in SKIP_TOP_LEVEL:
                 continue
@@ -113,50 +117,54 @@ class MountPlan:
             if os.path.islink(host):
                 if not os.path.lexists(target):
                     os.symlink(os.readlink(host), target)
-            elif os.path.isdir(host):
-                os.makedirs(target, exist_ok=True)
-                self.top.append((entry, entry in recursive))
+                continue
+            if not os.path.isdir(host):
+                continue
+            os.makedirs(target, exist_ok=True)
+            if entry in recursive:
+                self.top.append((entry, "rbind", "", ""))
+            elif entry == state_top:
+                self.top.append((entry, "bind", "", ""))
+            else:
+                upper, work = layers / "upper" / entry, layers / "work" / entry
+                upper.mkdir(parents=True, exist_ok=True)
+                work.mkdir(parents=True, exist_ok=True)
+                self.top.append((entry, "overlay", str(upper), str(work)))
         # the directory holding the state dir first, so later binds are not copied into it
-        state_top = self.fsroot.strip("/").split("/")[0]
         self.top.sort(key=lambda item: item[0] != state_top)
-        self.overlays: list[tuple[str, str, str]] = []  # (top-level name, upper, work)
+        modes = {name: mode for name, mode, _, _ in self.top}
         self.binds: list[tuple[str, str, bool]] = []  # (host source, container path, is_dir)
         for container_path, host_path in sorted({**mounts, **files}.items(), key=lambda kv: kv[0].count("/")):
             inside = resolve_in_root(container_path)
             is_dir = os.path.isdir(host_path)
             first = inside.strip("/").split("/")[0]
-            if not os.path.lexists(inside) and inside.count("/") > 1 and first != state_top \
-                    and first not in [o[0] for o in self.overlays] and any(name == first for name, _ in self.top):
-                upper, work = layers / "upper" / first, layers / "work" / first
-                upper.mkdir(parents=True, exist_ok=True)
-                work.mkdir(parents=True, exist_ok=True)
-                self.overlays.append((first, str(upper), str(work)))
-            elif not os.path.lexists(inside) and first == state_top:
-                # overlaying the state dir's own top-level dir would overlap its layers: make
-                # the (empty) mountpoint on the host instead
-                if is_dir:
-                    os.makedirs(inside, exist_ok=True)
-                else:
-                    os.makedirs(os.path.dirname(inside), exist_ok=True)
-                    Path(inside).touch(exist_ok=True)
-            elif not os.path.lexists(inside) and inside.count("/") == 1:
-                target = Path(self.fsroot + inside)
-                if is_dir:
-                    target.mkdir(parents=True, exist_ok=True)
-                else:
-                    target.touch(exist_ok=True)
             self.binds.append((host_path, inside, is_dir))
+            if os.path.lexists(inside) or modes.get(first) == "overlay":
+                continue  # exists, or enter() makes it in the overlay's upper layer
+            if inside.count("/") == 1 or first not in modes:  # a new top-level name: inside fsroot
+                target = Path(self.fsroot + inside)
+            else:  # under a directory bound as it is: the mountpoint has to exist on the host
+                target = Path(inside)
+            if is_dir:
+                target.mkdir(parents=True, exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.touch(exist_ok=True)
 
     def enter(self, cwd: str) -> None:
         """In the child: new mount namespace, the plan's mounts, chroot, chdir."""
         if _libc.unshare(CLONE_NEWNS) != 0:
             raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        for name, recursive in self.top:
-            _mount("/" + name, f"{self.fsroot}/{name}", None, MS_BIND | (MS_REC if recursive else 0))
-        for name, upper, work in self.overlays:
-            _mount("overlay", f"{self.fsroot}/{name}", "overlay", 0,
-                   f"lowerdir=/{name},upperdir={upper},workdir={work}")
+        for name, mode, upper, work in self.top:
+            target = f"{self.fsroot}/{name}"
+            if mode == "overlay":
+                try:
+                    _mount("overlay", target, "overlay", 0, f"lowerdir=/{name},upperdir={upper},workdir={work}")
+                    continue
+                except OSError:
+                    pass  # e.g. the state dir sits on a filesystem overlayfs cannot use as upper
+            _mount("/" + name, target, None, MS_BIND | (MS_REC if mode == "rbind" else 0))
         for source, inside, is_dir in self.binds:
             target = self.fsroot + inside
             if not os.path.lexists(target):
