@@ -70,7 +70,8 @@ class AgentTask:
 class AgentOutcome:
     """How an agent's run ended.
 
-    ``status`` is ``ok`` (it returned), ``crashed``, ``timeout`` or ``gave-up``.
+    ``status`` is ``ok`` (it returned), ``crashed``, ``timeout`` or ``garbage`` (it broke the
+    protocol).
     """
 
     status: str = "ok"

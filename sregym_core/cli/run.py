@@ -25,6 +25,8 @@ from ._select import cluster_options, select_problems
 @click.option("--judge", default="judge-rules", show_default=True, help="Diagnosis judge.")
 @click.option("--judge-model", help="Model for the LLM judge (judge-llm).")
 @click.option("--model", help="Model for LLM agents (passed as agent config).")
+@click.option("--agent-config", "agent_config", multiple=True, metavar="KEY=VALUE",
+              help="Agent setting (repeatable; VALUE is parsed as JSON when it can be).")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
 @click.option("--resume", is_flag=True, help="Skip attempts already recorded in --results.")
 @click.option("--observability/--no-observability", default=True, show_default=True,
@@ -32,7 +34,7 @@ from ._select import cluster_options, select_problems
 @cluster_options
 @click.pass_obj
 def command(app: App, problem, suite, app_name, fault, target, params, agents, attempts, timeout, oracle_window, judge,
-            judge_model, model, results_dir, resume, observability, cluster_name, provider, keep_cluster) -> None:
+            judge_model, model, agent_config, results_dir, resume, observability, cluster_name, provider, keep_cluster) -> None:
     """Run problems with agents on a cluster; one result record per attempt."""
     from ..conductor.attempt import AttemptSettings
     from ..conductor.runner import RunPlan, run_sync
@@ -41,7 +43,7 @@ def command(app: App, problem, suite, app_name, fault, target, params, agents, a
     problems = select_problems(app.host, problem=problem, suite=suite, app=app_name, fault=fault, target=target,
                                params=params)
     settings = AttemptSettings(judge=judge, judge_model=judge_model, agent_timeout=timeout, oracle_window=oracle_window,
-                               agent_config={"model": model} if model else {})
+                               agent_config=_agent_config(agent_config, model))
     plan = RunPlan(problems=problems, agents=agents, attempts=attempts, results_dir=results_dir, resume=resume,
                    settings=settings, observability=observability)
     cluster = get_cluster(app.host, provider=provider, name=cluster_name)
@@ -52,3 +54,22 @@ def command(app: App, problem, suite, app_name, fault, target, params, agents, a
             cluster.down()
     app.echo(format_summary(summarize_records(records)))
     app.echo(f"\nresults: {results_dir}/ (`sregym report {results_dir}` writes the HTML report)")
+
+
+def _agent_config(pairs: tuple[str, ...], model: str | None) -> dict:
+    import json
+
+    from ..errors import UsageError
+
+    config: dict = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--agent-config expects KEY=VALUE, got {pair!r}")
+        try:
+            config[key.strip()] = json.loads(value)
+        except ValueError:
+            config[key.strip()] = value
+    if model:
+        config["model"] = model
+    return config

@@ -156,7 +156,10 @@ class Attempt:
             self.stage = "diagnosis"
             task = self._agent_task(server)
             timeout = self.settings.agent_timeout or self.problem.agent_timeout
-            agent = self.agent_spec.factory(**self.settings.agent_config)
+            try:
+                agent = self.agent_spec.factory(**self.settings.agent_config)
+            except Exception as exc:  # a bad agent configuration is a recorded failure, not a crash
+                agent = _FailedAgent(f"could not create agent {self.agent_spec.name!r}: {type(exc).__name__}: {exc}")
             agent_run = asyncio.create_task(self._run_agent(agent, task))
             done, _ = await asyncio.wait({agent_run}, timeout=timeout)
             if not done:
@@ -284,6 +287,14 @@ class Attempt:
                 log.warning("fault_check_failed", fault=instance.fault, error=str(exc))
                 return False
         return True
+
+
+class _FailedAgent:
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+    async def run(self, task: AgentTask) -> AgentOutcome:
+        return AgentOutcome(status="crashed", error=self.error)
 
 
 def _fix(func: Any, ctx: FaultContext, target: Target, params: Any):

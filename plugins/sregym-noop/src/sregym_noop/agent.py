@@ -22,6 +22,6 @@ class EchoAgent:
                 trajectory.append({"action": "submit", "solution": solution, "status": reply.status_code,
                                    "observation": reply.text[:500], "timestamp": started})
                 if reply.status_code >= 400:
-                    return AgentOutcome(status="gave-up", steps=len(trajectory), trajectory=tuple(trajectory),
+                    return AgentOutcome(status="garbage", steps=len(trajectory), trajectory=tuple(trajectory),
                                         error=f"submit answered {reply.status_code}")
         return AgentOutcome(status="ok", steps=len(trajectory), trajectory=tuple(trajectory))
