@@ -47,7 +47,7 @@ def kubectl_local_patch(obj: dict[str, Any], patch: Any, patch_type: str, tmp: P
         ],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=90,
         env=env,
     )
     if proc.returncode != 0:

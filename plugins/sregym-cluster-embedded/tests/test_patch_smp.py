@@ -299,6 +299,16 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _deployment(),
         {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a/one"]}},
     ),
+    "finalizers-merge-order-then-delete": (
+        _deployment(),
+        {
+            "metadata": {
+                "$deleteFromPrimitiveList/finalizers": ["b/two"],
+                "$setElementOrder/finalizers": ["b/two", "c/three", "a/one"],
+                "finalizers": ["b/two", "c/three"],
+            }
+        },
+    ),
     "finalizers-set-order": (
         _deployment(),
         {

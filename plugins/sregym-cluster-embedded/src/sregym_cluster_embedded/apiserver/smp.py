@@ -269,16 +269,9 @@ def _merge_map(
             _check_order(patch[field], order, meta.merge_key if meta else None)
             if not patch[field] and not original.get(field):
                 raise SmpError(500, "no elements in any of the given slices")
+    _delete_from_primitive_lists(original, patch, unordered=set(orders))
     for key, value in patch.items():
-        if key in (_DIRECTIVE, _RETAIN) or key.startswith(_ORDER):
-            continue
-        if key.startswith(_DELETE_PRIMITIVE):
-            field = key[len(_DELETE_PRIMITIVE) :]
-            if not isinstance(value, list):
-                raise SmpError(400, "invalid patch format of primitive list")
-            current = original.get(field)
-            if isinstance(current, list):
-                original[field] = [item for item in current if item not in value]
+        if key in (_DIRECTIVE, _RETAIN) or key.startswith(_ORDER) or key.startswith(_DELETE_PRIMITIVE):
             continue
         if value is None:
             original.pop(key, None)
@@ -290,11 +283,38 @@ def _merge_map(
         else:
             original[key] = merged
 
+    _delete_from_primitive_lists(original, patch, ordered=set(orders))
     for field, order in orders.items():
         current, meta = original.get(field), fields.get(field)
         if field not in patch and isinstance(current, list) and meta is not None and meta.merge:
             original[field] = _apply_order(current, order, meta.merge_key, current)
     return original
+
+
+def _delete_from_primitive_lists(
+    original: dict[str, Any],
+    patch: dict[str, Any],
+    *,
+    ordered: set[str] | None = None,
+    unordered: set[str] | None = None,
+) -> None:
+    """Apply ``$deleteFromPrimitiveList/<field>``.
+
+    apimachinery deletes before merging the field's patch list, except for lists that also carry
+    ``$setElementOrder`` (merged first): call with ``unordered=`` before the merge (skipping
+    those) and with ``ordered=`` after it (only those).
+    """
+    for key, value in patch.items():
+        if not key.startswith(_DELETE_PRIMITIVE):
+            continue
+        if not isinstance(value, list):
+            raise SmpError(400, "invalid patch format of primitive list")
+        field = key[len(_DELETE_PRIMITIVE) :]
+        if (ordered is not None and field not in ordered) or (unordered is not None and field in unordered):
+            continue
+        current = original.get(field)
+        if isinstance(current, list):
+            original[field] = [item for item in current if item not in value]
 
 
 def _element_orders(patch: dict[str, Any]) -> dict[str, list[Any]]:
