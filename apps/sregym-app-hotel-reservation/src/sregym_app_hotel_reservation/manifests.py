@@ -24,7 +24,7 @@ from . import IMAGE_REPO, IMAGE_TAG
 from .config import SERVICES
 
 DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "replicas": 1, "otlp_endpoint": "",
-                                  "workload_rate": 10, "workload_target": ""}
+                                  "workload_rate": 5, "workload_target": ""}
 
 
 def manifest_dir() -> Path:
