@@ -341,6 +341,19 @@ def test_cpu_noisy_neighbor(cluster: Cluster) -> None:
 def test_node_not_ready(cluster: Cluster) -> None:
     fault, ctx, target = fault_setup(cluster, "node-not-ready", "web")
     url = cluster.web_url()
+    pg_node = cluster.pods("pg")[0]["spec"]["nodeName"]
+    if cluster.pods("web")[0]["spec"]["nodeName"] == pg_node:
+        from sregym_core.errors import PermanentFaultError
+
+        # a node with volume-pinned pods is refused: nothing could bring them back
+        with pytest.raises(PermanentFaultError, match="node-local volumes"):
+            fault.inject(ctx, target, params_of(fault))
+        cluster.kubectl("cordon", pg_node)
+        cluster.kubectl("delete", "pods", "-n", NS, "-l", "app=web")
+        wait_until(lambda: any(p["spec"].get("nodeName") != pg_node and p["status"].get("phase") == "Running"
+                               for p in cluster.pods("web")), 90, "web on the other node")
+        cluster.kubectl("rollout", "status", "deployment/web", "-n", NS, "--timeout=120s")
+        cluster.kubectl("uncordon", pg_node)
     params = params_of(fault)
     fault.inject(ctx, target, params)
     node = ctx.state["node"]

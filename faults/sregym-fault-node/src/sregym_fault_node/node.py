@@ -6,6 +6,7 @@ a neighbour's runaway pod, free space on the volume, replace pods whose network 
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -30,9 +31,21 @@ def node_down_inject(ctx: Any, target: Any, params: dict) -> None:
     agents = hooks.call(ctx, "node_agents")
     if sum(1 for name, a in agents.items() if name != node and a.get("agent") == "running") < 1:
         raise PermanentFaultError("node-not-ready needs another running node for the pods to move to")
+    pinned = _volume_pods_on(ctx, node)
+    if pinned:
+        # their volumes are bound to this node: no fix through the API could bring them back
+        raise PermanentFaultError(f"node {node} also hosts pods with node-local volumes ({', '.join(pinned[:3])})",
+                                  hints=("pick a target whose node runs only movable pods",))
     obj = kube.get(ctx, "node", node, namespace="")
     ctx.state.update(node=node, was_unschedulable=bool((obj.get("spec") or {}).get("unschedulable")))
     hooks.call(ctx, "stop_node", node)
+
+
+def _volume_pods_on(ctx: Any, node: str) -> list[str]:
+    items = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "--field-selector", f"spec.nodeName={node}",
+                                   "-o", "json"))["items"]
+    return [p["metadata"]["name"] for p in items
+            if any(v.get("persistentVolumeClaim") for v in (p.get("spec") or {}).get("volumes") or [])]
 
 
 def node_down_present(ctx: Any, target: Any, params: dict) -> bool:
