@@ -90,6 +90,7 @@ class ClusterProcess:
                 from . import network as cluster_network
 
                 node_options.update(pod_env=cluster_network.pod_dns_env, resolv_conf=cluster_network.pod_resolv_conf)
+            node_options["token_source"] = self._service_account_token
             nodes = await self._start_part("node", "start_nodes", **node_options)
             if nodes is not None:  # nodefaults: admin fault hooks (shim rules, node stop, proxy faults)
                 await self._start_fault_hooks(nodes)
@@ -112,6 +113,18 @@ class ClusterProcess:
             return
         self.server.api.fault_hooks = hooks
         self.parts.append(("fault-hooks", hooks))
+
+    def _service_account_token(self, pod: dict, projection: dict) -> str:
+        """A real, verifiable token for a pod's projected service-account volume."""
+        namespace = pod["metadata"].get("namespace", "default")
+        account = pod.get("spec", {}).get("serviceAccountName") or "default"
+        sa = self.server.core.store.get("serviceaccounts", namespace, account)
+        if sa is None:
+            raise LookupError(f"serviceaccount {namespace}/{account} not found")
+        authn = self.server.api.authn
+        token, _expiry = authn.issue_sa_token(namespace, sa, int(projection.get("expirationSeconds") or 3607),
+                                              projection.get("audience") and [projection["audience"]])
+        return token
 
     async def _start_part(self, module: str, fn_name: str, **options: Any) -> Any:
         fn = _entry_point(module, fn_name)

@@ -508,6 +508,12 @@ class ApiCore:
                 ranges = self.store.list("limitranges", namespace)
                 if ranges and hasattr(mod, "apply_limit_ranges"):
                     mod.apply_limit_ranges(obj, [clone(r) for r in ranges])
+                if hasattr(mod, "mount_service_account_token"):
+                    # the ServiceAccount admission plugin: in-cluster clients find a token at the usual path
+                    account = obj.get("spec", {}).get("serviceAccountName") or "default"
+                    sa = self.store.get("serviceaccounts", namespace, account)
+                    if sa is not None:
+                        mod.mount_service_account_token(obj, service_account=clone(sa))
             quotas = self.store.list("resourcequotas", namespace)
             if quotas and hasattr(mod, "check_quota"):
                 ns_objects = {

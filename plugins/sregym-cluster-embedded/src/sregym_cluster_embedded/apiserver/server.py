@@ -82,7 +82,11 @@ class RunningApiServer:
     async def start(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         host = self.settings.api_host
-        ca, crt, key = tls.ensure_certs(self.state_dir / "pki", sorted({host, "127.0.0.1"}))
+        hosts = {host, "127.0.0.1"}
+        service_prefix = getattr(self.settings, "service_cidr_prefix", None)
+        if service_prefix:
+            hosts.add(f"{service_prefix}.0.1")  # the `kubernetes` Service, which in-cluster clients dial
+        ca, crt, key = tls.ensure_certs(self.state_dir / "pki", sorted(hosts))
         tokens = load_tokens(self.state_dir)
         authn = Authenticator(self.core, bytes.fromhex(tokens["signing_key"]))
         authn.add_token(tokens["admin"], ADMIN_USER, [MASTERS, "kubeadm:cluster-admins"])

@@ -69,12 +69,18 @@ def ensure_certs(directory: Path, hosts: list[str]) -> tuple[Path, Path, Path]:
     """Create (once) ca.crt, server.crt and server.key in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     ca, crt, key = directory / "ca.crt", directory / "server.crt", directory / "server.key"
-    if not (ca.exists() and crt.exists() and key.exists()):
+    recorded = directory / "hosts.txt"
+    wanted = "\n".join(sorted(set(hosts)))
+    # the server's addresses can change between runs of one cluster (its service range is allocated
+    # anew), and in-cluster clients verify the `kubernetes` Service IP: re-issue when they differ
+    stale = not recorded.exists() or recorded.read_text() != wanted
+    if stale or not (ca.exists() and crt.exists() and key.exists()):
         ca_pem, crt_pem, key_pem = generate(hosts)
         ca.write_bytes(ca_pem)
         crt.write_bytes(crt_pem)
         key.touch(mode=0o600)
         key.write_bytes(key_pem)
+        recorded.write_text(wanted)
     return ca, crt, key
 
 
