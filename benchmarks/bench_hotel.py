@@ -6,6 +6,10 @@ process of the app (PostgreSQL backends included; shared pages are counted once 
 the figure is an upper bound) at idle and again after a burst of workload.
 
     python benchmarks/bench_hotel.py [--rounds 2] [--rate 50] [--seconds 10] [--json out.json]
+    python benchmarks/bench_hotel.py --embedded      # also: deploy on a fresh embedded cluster
+
+``--embedded`` measures ``deploy()`` on the embedded cluster (kubectl apply → every pod Ready →
+workload succeeding) and the RSS/PSS of the cluster process tree with the app running.
 
 Budgets (DESIGN.md): hotel-reservation deployed, every pod Ready < 20 s (on the embedded cluster;
 this local-process figure is its floor); one full environment (app + observability) < 1 GiB RSS.
@@ -121,12 +125,41 @@ def one_round(rate: float, seconds: float, with_workload: bool) -> dict[str, Any
         app.close()
 
 
+def embedded_round() -> dict[str, Any]:
+    import os
+    import shutil
+
+    from sregym_app_hotel_reservation.deploy import deploy
+    from sregym_cluster_embedded import cluster
+
+    home = Path(tempfile.mkdtemp(prefix="bench-hotel-k8s-"))
+    home.chmod(0o755)
+    os.environ["SREGYM_HOME"] = str(home)
+    name = f"bench-hotel-{os.getpid() % 100000}"
+    try:
+        t0 = time.perf_counter()
+        info = cluster.up(name, 1, owner_pid=os.getpid())
+        t1 = time.perf_counter()
+        result = deploy(info.kubeconfig, timeout=600, params={"workload_rate": 5})
+        time.sleep(5)
+        pids = [info.pid] if info.pid else []
+        return {"cluster_up_s": round(t1 - t0, 2), "deploy_to_ready_s": round(result["ready_s"], 2),
+                "deploy_to_workload_ok_s": round(result.get("workload_ok_s", 0), 2),
+                "cluster_plus_app_rss_mib": round(tree_rss(pids)[0] / 2**20, 1),
+                "cluster_plus_app_pss_mib": round(tree_pss(pids) / 2**20, 1),
+                "processes": tree_rss(pids)[1]}
+    finally:
+        cluster.down(name, forget=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--rate", type=float, default=50)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--embedded", action="store_true", help="also deploy on a fresh embedded cluster")
     args = parser.parse_args()
     rounds = [one_round(args.rate, args.seconds, with_workload=(i == 0)) for i in range(args.rounds)]
     summary = {
@@ -136,6 +169,8 @@ def main() -> int:
         "rss_loaded_with_generator_mib": rounds[0].get("rss_loaded_with_generator_mib"),
         "budget_rss_mib": 1024,
     }
+    if args.embedded:
+        summary["embedded"] = embedded_round()
     print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))

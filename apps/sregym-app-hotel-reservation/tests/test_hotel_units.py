@@ -150,3 +150,11 @@ def test_token_bucket_paces_requests():
     for _ in range(11):
         bucket.acquire()
     assert 0.08 < time.monotonic() - start < 0.5
+
+
+def test_seed_rows_match_their_columns():
+    for service, (table, columns) in data.SEED_COLUMNS.items():
+        rows = data.seed_rows(service)
+        assert len(rows) >= data.N_HOTELS
+        assert {len(r) for r in rows} == {len(columns.split(","))}, table
+        assert f"TABLE IF NOT EXISTS {table} " in " ".join(data.SCHEMAS[service])

@@ -120,31 +120,45 @@ GRANTS: dict[str, str] = {
 }
 
 
-def _seed(service: str, cur: psycopg.Cursor[Any]) -> int:
+SEED_COLUMNS: dict[str, tuple[str, str]] = {
+    "geo": ("geo", "hotel_id, lat, lon"),
+    "rate": ("rate_plans", "hotel_id, code, in_date, out_date, room_code, currency, bookable_rate, total_rate,"
+                           " total_rate_inclusive, room_description"),
+    "profile": ("hotels", "hotel_id, name, phone_number, description, street_number, street_name, city, state,"
+                          " country, postal_code, lat, lon"),
+    "recommendation": ("recommendation", "hotel_id, lat, lon, rate, price"),
+    "user": ("users", "username, password_sha256"),
+    "reservation": ("hotel_capacity", "hotel_id, capacity"),
+}
+
+
+def seed_rows(service: str) -> list[tuple[Any, ...]]:
+    """The rows of ``service``'s seeded table, in SEED_COLUMNS order."""
     if service == "geo":
-        rows: list[tuple[Any, ...]] = [(h["id"], h["lat"], h["lon"]) for h in hotels()]
-        cur.executemany("INSERT INTO geo VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", rows)
-    elif service == "rate":
-        rows = [(p["hotel_id"], p["code"], p["in_date"], p["out_date"], p["room_code"], p["currency"],
+        return [(h["id"], h["lat"], h["lon"]) for h in hotels()]
+    if service == "rate":
+        return [(p["hotel_id"], p["code"], p["in_date"], p["out_date"], p["room_code"], p["currency"],
                  p["bookable_rate"], p["total_rate"], p["total_rate_inclusive"], p["room_description"])
                 for p in rate_plans()]
-        cur.executemany("INSERT INTO rate_plans VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING", rows)
-    elif service == "profile":
-        rows = [(h["id"], h["name"], h["phone"], h["description"], h["street_number"], h["street_name"],
+    if service == "profile":
+        return [(h["id"], h["name"], h["phone"], h["description"], h["street_number"], h["street_name"],
                  h["city"], h["state"], h["country"], h["postal_code"], h["lat"], h["lon"]) for h in hotels()]
-        cur.executemany("INSERT INTO hotels VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-                        rows)
-    elif service == "recommendation":
-        rows = [(h["id"], h["lat"], h["lon"], h["rate"], h["price"]) for h in hotels()]
-        cur.executemany("INSERT INTO recommendation VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING", rows)
-    elif service == "user":
-        rows = users()
-        cur.executemany("INSERT INTO users VALUES (%s,%s) ON CONFLICT DO NOTHING", rows)
-    elif service == "reservation":
-        rows = [(h["id"], h["capacity"]) for h in hotels()]
-        cur.executemany("INSERT INTO hotel_capacity VALUES (%s,%s) ON CONFLICT DO NOTHING", rows)
-    else:
-        raise ValueError(f"unknown data service {service!r}")
+    if service == "recommendation":
+        return [(h["id"], h["lat"], h["lon"], h["rate"], h["price"]) for h in hotels()]
+    if service == "user":
+        return list(users())
+    if service == "reservation":
+        return [(h["id"], h["capacity"]) for h in hotels()]
+    raise ValueError(f"unknown data service {service!r}")
+
+
+def _seed(service: str, cur: psycopg.Cursor[Any]) -> int:
+    # COPY: one round trip. The tables are new and empty here (the whole migration is one transaction).
+    table, columns = SEED_COLUMNS[service]
+    rows = seed_rows(service)
+    with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
     return len(rows)
 
 
