@@ -434,7 +434,8 @@ class ObservabilitySpec:
     Attributes:
         name, summary: identity.
         namespace: where the stack runs (hidden from agents).
-        render: ``render(app_namespaces) -> str``, the stack's manifests as YAML.
+        render: ``render(app_namespaces=..., hidden_namespaces=...) -> str``, the stack's manifests
+            as YAML (alerts watch the app namespaces; hidden ones are never collected or shown).
         services: role (``prometheus``, ``loki``, ``jaeger``, ``otlp``) → (Service name, port).
         otlp_endpoint: what apps set as ``OTEL_EXPORTER_OTLP_ENDPOINT``.
         deploy_timeout: seconds to wait for the stack's pods.

@@ -74,9 +74,12 @@ class Environment:
         if self._stack is not None or not stacks:
             return
         stack = next(iter(stacks.values()))
-        namespaces = sorted({a.namespace for a in self.host.get_apps().values() if a.namespace})
+        apps = self.host.get_apps().values()
+        namespaces = tuple(sorted({a.namespace for a in apps if a.namespace}))
+        hidden = tuple(sorted({ns for a in apps for ns in a.hidden_namespaces} | {"sregym-system"}))
         started = time.monotonic()
-        await self.kube.akubectl("apply", "-f", "-", input=stack.render(tuple(namespaces)), timeout=stack.deploy_timeout)
+        manifests = stack.render(app_namespaces=namespaces, hidden_namespaces=hidden)
+        await self.kube.akubectl("apply", "-f", "-", input=manifests, timeout=stack.deploy_timeout)
         await wait_ready(self.kube, (stack.namespace,), stack.deploy_timeout, what=f"observability stack {stack.name!r}")
         self._stack = stack
         self._endpoints = await asyncio.to_thread(self._stack_endpoints, stack)

@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from sregym_core import hookimpl
-from sregym_core.types import LocalImage, ToolSpec
+from sregym_core.types import LocalImage, ObservabilitySpec, ToolSpec
 
 from . import tools
 
@@ -54,3 +54,23 @@ def sregym_agent_tools() -> list[ToolSpec]:
         ToolSpec(name="get_dependency_graph", summary="Service-to-service call edges seen in traces.",
                  parameters=_schema({"last_n_minutes": _MINUTES}), call=tools.get_dependency_graph),
     ]
+
+
+def _render(*, app_namespaces: tuple[str, ...] = (), hidden_namespaces: tuple[str, ...] = ()) -> str:
+    from .manifests import StackSettings, render_manifests
+
+    return render_manifests(StackSettings(app_namespaces=tuple(app_namespaces), hidden_namespaces=tuple(hidden_namespaces)))
+
+
+@hookimpl
+def sregym_observability() -> list[ObservabilitySpec]:
+    from .manifests import NAMESPACE, PORTS, StackSettings, otlp_endpoint
+
+    return [ObservabilitySpec(
+        name="sregym-observability",
+        summary="Prometheus + alert rules, a Loki-API log store, an OTLP/Jaeger-API trace store, cluster exporters",
+        namespace=NAMESPACE, render=_render,
+        services={"prometheus": ("prometheus", PORTS["prometheus"]), "loki": ("loki", PORTS["loki"]),
+                  "jaeger": ("jaeger", PORTS["jaeger"]), "otlp": ("jaeger", PORTS["otlp"])},
+        otlp_endpoint=otlp_endpoint(StackSettings()),
+    )]
