@@ -174,4 +174,18 @@ class Environment:
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
         # the baseline keeps uids of what it recreated from now on
         await asyncio.to_thread(deployed.baseline.take)
+        await asyncio.to_thread(self._clear_observability)
         return actions
+
+    def _clear_observability(self) -> None:
+        """Forget the previous attempt's logs and traces, so they cannot mislead the next agent."""
+        if self._endpoints is None:
+            return
+        import httpx
+
+        for base in (self._endpoints.loki_url, self._endpoints.jaeger_url):
+            if base:
+                try:
+                    httpx.post(f"{base}/admin/clear", timeout=5.0, trust_env=False)
+                except httpx.HTTPError as exc:
+                    log.warning("observability_clear_failed", url=base, error=str(exc))
