@@ -150,10 +150,9 @@ DISK_BAD_BLOCKS = FaultSpec(
         values=_values,
         prose="The disk under {component}'s volume ({volumes}) has bad blocks: reads covering them fail with EIO "
               "every time, so queries touching the affected records fail with 'could not read block ... "
-              "Input/output error' while others work. Fix: move {component} to a new volume (recreate its "
-              "claim) and rebuild its data."),
+              "Input/output error' while others work. Fix: move {component} to a new volume (a new "
+              "claim in its pod template) and rebuild its data."),
     capabilities=frozenset({"embedded", "ld-preload"}), failure_mode="persistent",
     symptoms=("could not read block ... Input/output error",),
-    recreates=("PersistentVolumeClaim/*", "PersistentVolume/*"),
 )
 

@@ -92,7 +92,8 @@ def _values_syscall(target: Any, params: dict, state: dict) -> dict:
     return {**params, "errno": params.get("errno") or DEFAULT_ERRNO[params["syscall"]],
             "pod_ips": state.get("pods", []),
             "scope": "on files of its data volume (the device fails)" if on_volume else "in its current pods",
-            "fix": "move it to a new volume (recreate its claim)" if on_volume else "replace the affected pods"}
+            "fix": "move it to a new volume (a new claim in its pod template)" if on_volume
+                   else "replace the affected pods"}
 
 
 FAULTS = [
@@ -108,11 +109,11 @@ FAULTS = [
             values=_values_lse,
             prose="The disk under {component}'s volume ({volumes}) has latent sector errors: about {rate} of its "
                   "reads fail with EIO, so the datastore logs 'could not read block ... Input/output error' and "
-                  "queries fail intermittently. Fix: move {component} to a new volume (recreate its claim) and "
+                  "queries fail intermittently. Fix: move {component} to a new volume (a new claim in its pod "
+                  "template) and "
                   "let its data be rebuilt."),
         capabilities=hooks.LD_PRELOAD, failure_mode="persistent",
         symptoms=("could not read block ... Input/output error", "intermittent query failures"),
-        recreates=("PersistentVolumeClaim/*", "PersistentVolume/*"),
     ),
     FaultSpec(
         name="syscall-fail", layer="os", selector=TargetSelector(kinds=WORKLOADS),
@@ -132,6 +133,5 @@ FAULTS = [
             prose="{syscall}() in {component}'s processes fails with {errno} (rate {rate}), {scope}. Fix: {fix}."),
         capabilities=hooks.LD_PRELOAD, failure_mode="persistent",
         symptoms=("errors naming the failed syscall", "restarts"),
-        recreates=("PersistentVolumeClaim/*", "PersistentVolume/*"),
     ),
 ]

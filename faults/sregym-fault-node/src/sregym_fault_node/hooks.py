@@ -164,20 +164,30 @@ def _fresh_claim(pvc: dict) -> dict:
 
 def replace_volumes(ctx: Any, target: Any) -> None:
     """Move the target onto new, empty volumes (what you do when a disk is failing and the data can
-    be rebuilt): scale to zero, recreate its claims, scale back, and restart the workloads that
-    seed it (their init steps run again)."""
-    kind, name = target.component.kind.lower(), target.component.name
+    be rebuilt): a new claim per mounted claim, the pod template switched to it (a rolling
+    restart), then a restart of the workloads that seed it (their init steps run again). The old
+    claims stay, unmounted, for forensics; nothing is deleted."""
     obj = kube.workload(ctx, target)
-    replicas = obj["spec"].get("replicas", 1) or 1
     names = claims(ctx, target)
-    ctx.kubectl("scale", f"{kind}/{name}", "-n", ctx.namespace, "--replicas=0")
-    wait_for(lambda: not pods(ctx, target, include_terminating=True), 120.0, f"{name}'s pods to stop")
-    for claim in names:
-        pvc = kube.get(ctx, "persistentvolumeclaim", claim)
-        ctx.kubectl("delete", "pvc", claim, "-n", ctx.namespace, "--wait=true", "--timeout=90s")
-        ctx.kubectl("create", "-f", "-", input=json.dumps(_fresh_claim(pvc)))
-    ctx.kubectl("scale", f"{kind}/{name}", "-n", ctx.namespace, f"--replicas={replicas}")
-    wait_ready(ctx, target, 180.0)
+    suffix = uuid.uuid4().hex[:5]
+    ops = []
+    for index, volume in enumerate(obj["spec"]["template"]["spec"].get("volumes") or []):
+        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        if claim not in names:
+            continue
+        fresh = _fresh_claim(kube.get(ctx, "persistentvolumeclaim", claim))
+        fresh["metadata"]["name"] = f"{claim[:50]}-r{suffix}"
+        fresh["metadata"].pop("annotations", None)
+        ctx.kubectl("create", "-f", "-", input=json.dumps(fresh))
+        ops.append({"op": "replace", "path": f"/spec/template/spec/volumes/{index}/persistentVolumeClaim/claimName",
+                    "value": fresh["metadata"]["name"]})
+    if not ops:
+        raise PermanentFaultError(f"{target.component.name}'s claims come from volumeClaimTemplates; "
+                                  "replace them by hand")
+    old = {p["metadata"]["uid"] for p in pods(ctx, target)}
+    kube.patch(ctx, target.component.kind, target.component.name, ops, type="json")
+    wait_for(lambda: any(is_ready(p) and p["metadata"]["uid"] not in old for p in pods(ctx, target)), 240.0,
+             f"{target.component.name} ready on its new volume")
     restart_dependents(ctx, target)
 
 
