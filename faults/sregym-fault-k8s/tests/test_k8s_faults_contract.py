@@ -65,3 +65,26 @@ def test_template_fault_round_trip_restores_exact_fields():
     assert ctx.obj["spec"]["template"]["spec"]["containers"][0]["image"] == "hotel:1.0"
     assert "nodeSelector" not in ctx.obj["spec"]["template"]["spec"]
     assert fault.present(ctx, target, {}) is False
+
+
+def test_removed_element_counts_as_fixed_anywhere_in_its_list():
+    from sregym_core.types import AppSpec, ComponentSpec, Target
+
+    component = ComponentSpec(name="user", ports=(8086,))
+    target = Target(app=AppSpec(name="a", components=(component,)), component=component, namespace="ns")
+    env = [{"name": "A", "value": "1"}, {"name": "DB_PASSWORD", "value": "s"}, {"name": "C", "value": "3"}]
+    obj = {"metadata": {"name": "user"}, "spec": {"template": {"spec": {"containers": [{"name": "user", "env": env}]}}}}
+    ctx = FakeCtx(obj)
+
+    def mutate(ctx, target, params, live):
+        return [{"op": "remove", "path": "/spec/template/spec/containers/0/env/1"}]
+
+    fault = TemplateFault(mutate)
+    fault.inject(ctx, target, {})
+    assert fault.present(ctx, target, {}) is True
+    fault.restore(ctx, target, {})
+    assert ctx.obj["spec"]["template"]["spec"]["containers"][0]["env"] == env
+    assert fault.present(ctx, target, {}) is False
+    # an agent appending the variable at the end also fixes it
+    ctx.obj["spec"]["template"]["spec"]["containers"][0]["env"] = [env[0], env[2], env[1]]
+    assert fault.present(ctx, target, {}) is False

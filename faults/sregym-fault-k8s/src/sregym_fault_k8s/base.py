@@ -68,7 +68,12 @@ class TemplateFault:
         for op in ctx.state.get("ops", []):
             live = pointer_get(obj, op["path"])
             if op["op"] == "remove":
-                if live is not _MISSING and live == ctx.state["originals"].get(op["path"]):
+                # present while the removed element is nowhere in its list (an agent may put it back
+                # at another position, which is just as good)
+                parent_path, _, _index = op["path"].rpartition("/")
+                parent = pointer_get(obj, parent_path)
+                original = ctx.state["originals"].get(op["path"])
+                if not (isinstance(parent, list) and original in parent) and live != original:
                     return True
                 continue
             if live == op["value"]:
