@@ -156,7 +156,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("home")
     old = os.environ.get("SREGYM_HOME")
     os.environ["SREGYM_HOME"] = str(home)
-    handle = EmbeddedCluster(name="nodefaults", nodes=2, owned=True)
+    handle = EmbeddedCluster(name=f"nodefaults-{os.getpid()}", nodes=2, owned=True)
     handle.up()
     try:
         c = Cluster(handle)

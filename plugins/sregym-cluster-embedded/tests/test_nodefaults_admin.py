@@ -51,7 +51,7 @@ def handle(tmp_path_factory) -> Iterator[Any]:
 
     old = os.environ.get("SREGYM_HOME")
     os.environ["SREGYM_HOME"] = str(tmp_path_factory.mktemp("home"))
-    cluster = EmbeddedCluster(name="nfadmin", nodes=2, owned=True)
+    cluster = EmbeddedCluster(name=f"nfadmin-{os.getpid()}", nodes=2, owned=True)
     cluster.up()
     try:
         yield cluster
