@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 pytestmark = pytest.mark.slow
+pytest.importorskip("sregym_cluster_embedded")  # the live tests need the embedded cluster
 
 REPO = Path(__file__).resolve().parents[3]
 KUBECTL = str(REPO / ".venv" / "bin" / "kubectl")
