@@ -150,9 +150,17 @@ class Attempt:
                                                namespace=self.deployed.app.namespace, cache_dir=self.workdir / "kube-cache"),
                              tools=self.env.host.get_agent_tools(), endpoints=self.env.observability())
         await server.start()
+        diagnosis: dict[str, Any] | None = None
+        mitigation: OracleVerdict | None = None
         try:
             await self.scheduler.start()
-            await self.scheduler.wait_initial()
+            try:
+                await self.scheduler.wait_initial()
+            except Exception as exc:  # a fault that cannot be injected is recorded, and the run goes on
+                log.warning("fault_injection_failed", problem=self.problem.id, error=str(exc))
+                record["error"] = f"fault injection failed: {exc}"
+                outcome = AgentOutcome(status="ok", error="not started: fault injection failed")
+                raise _InjectionFailed from exc
             self.stage = "diagnosis"
             task = self._agent_task(server)
             timeout = self.settings.agent_timeout or self.problem.agent_timeout
@@ -175,6 +183,9 @@ class Attempt:
             self.stage = "tearing_down" if self.stage != "diagnosis" else self.stage
             diagnosis = await self._diagnosis_verdict()
             mitigation = await self._mitigation_verdict()
+        except _InjectionFailed:
+            diagnosis = {"passed": False, "error": record["error"]}
+            mitigation = OracleVerdict(name="mitigation", passed=False, evidence={"reason": record["error"]})
         finally:
             self.stage = "tearing_down"
             await self.scheduler.stop()
@@ -188,7 +199,8 @@ class Attempt:
             mitigation_passed=mitigation.passed, mitigation=mitigation.to_dict(),
             time_to_diagnose_s=ttd, time_to_mitigate_s=ttm, steps=outcome.steps,
             prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=outcome.cost,
-            agent_status=outcome.status if outcome.status in AGENT_STATUSES else "ok", timeouts=tuple(timeouts), error=outcome.error,
+            agent_status=outcome.status if outcome.status in AGENT_STATUSES else "ok", timeouts=tuple(timeouts),
+            error=record.get("error") or outcome.error,
             extra={"trajectory": list(outcome.trajectory)[:500], "attempt_id": self.attempt_id},
         )
         return AttemptRecord(**record)
@@ -287,6 +299,10 @@ class Attempt:
                 log.warning("fault_check_failed", fault=instance.fault, error=str(exc))
                 return False
         return True
+
+
+class _InjectionFailed(Exception):
+    """Internal: the problem's faults could not be injected; the attempt is recorded as such."""
 
 
 class _FailedAgent:

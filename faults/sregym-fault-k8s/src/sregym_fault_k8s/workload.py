@@ -185,6 +185,9 @@ def _resources(field: str, resource: str):
         if field == "limits" and resource in (resources.get("requests") or {}):
             # a request above the new limit would be rejected: lower it with the limit
             resources["requests"] = {**resources["requests"], resource: params["value"]}
+        if field == "requests" and resource in (resources.get("limits") or {}):
+            # a limit below the new request would be rejected: raise it with the request
+            resources["limits"] = {**resources["limits"], resource: params["value"]}
         return [_container_op(obj, target, "resources", resources)]
     return mutate
 
