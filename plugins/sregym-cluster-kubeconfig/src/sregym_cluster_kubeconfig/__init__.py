@@ -1,0 +1,1 @@
+"""SREGym cluster provider for existing clusters."""

@@ -1,0 +1,50 @@
+"""The kubeconfig provider against a real API server (the embedded one, standing in for any cluster)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sregym_cluster_kubeconfig.plugin
+from sregym_cluster_kubeconfig.provider import KubeconfigCluster
+
+from sregym_core.errors import ClusterError
+from sregym_core.testing.contracts import ClusterContract
+
+
+class TestKubeconfigProvider(ClusterContract):
+    plugin = sregym_cluster_kubeconfig.plugin
+
+
+def test_missing_kubeconfig_is_a_clear_error(tmp_path):
+    handle = KubeconfigCluster(kubeconfig=tmp_path / "nope")
+    with pytest.raises(ClusterError, match="does not exist"):
+        handle.up()
+
+
+def test_unreachable_cluster_is_a_clear_error(tmp_path):
+    config = tmp_path / "config"
+    config.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: "
+                      "{server: 'https://127.0.0.1:9', insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: "
+                      "{token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n")
+    with pytest.raises(ClusterError, match="does not answer"):
+        KubeconfigCluster(kubeconfig=config).up()
+
+
+@pytest.mark.slow
+def test_up_against_a_live_cluster(tmp_path):
+    pytest.importorskip("sregym_cluster_embedded")
+    env = {**os.environ, "SREGYM_HOME": str(tmp_path)}
+    sregym = str(Path(sys.executable).parent / "sregym")
+    subprocess.run([sregym, "cluster", "up", "--name", "kc"], env=env, check=True, capture_output=True, timeout=120)
+    try:
+        handle = KubeconfigCluster(kubeconfig=tmp_path / "clusters" / "kc" / "kubeconfig")
+        handle.up()
+        handle.down()  # must not stop a cluster it does not own
+        assert subprocess.run([sregym, "cluster", "status", "--name", "kc"], env=env, capture_output=True,
+                              text=True, timeout=60).stdout.count("running") == 1
+    finally:
+        subprocess.run([sregym, "cluster", "down", "--name", "kc"], env=env, capture_output=True, timeout=120)
