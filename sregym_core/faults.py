@@ -13,6 +13,7 @@ import asyncio
 import inspect
 import os
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,22 @@ class FaultContext:
         if check and proc.returncode != 0:
             raise FaultError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip() or proc.stdout.strip()}")
         return proc.stdout
+
+    def rollout_restart(self, kind: str, name: str) -> None:
+        """``kubectl rollout restart kind/name``, retried when a restart landed within the last second.
+
+        kubectl stamps ``restartedAt`` with one-second resolution and refuses a second restart in the
+        same second; an inject followed quickly by a fix (or two faults on one workload) hits that.
+        """
+        ref = f"{kind.lower()}/{name}"
+        for attempt in range(5):
+            try:
+                self.kubectl("rollout", "restart", ref, "-n", self.namespace)
+                return
+            except FaultError as exc:
+                if "within the past second" not in str(exc) or attempt == 4:
+                    raise
+                time.sleep(1.1)
 
     def child(self) -> FaultContext:
         """A context sharing everything but with fresh state (one per fault instance)."""

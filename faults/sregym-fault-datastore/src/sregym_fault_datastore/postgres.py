@@ -135,7 +135,7 @@ def rotate_present(ctx, target, params):
 
 def rotate_fix(ctx, target, params):
     for kind, name in ctx.state.get("users", []):
-        ctx.kubectl("rollout", "restart", f"{kind}/{name}", "-n", ctx.namespace)
+        ctx.rollout_restart(kind, name)
 
 
 def rotate_recover(ctx, target, params):

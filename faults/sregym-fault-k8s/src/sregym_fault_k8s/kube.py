@@ -89,7 +89,7 @@ def save(ctx: Any, key: str, value: Any) -> Any:
 
 def restart(ctx: Any, target: Any) -> None:
     """A rollout restart, so pods pick up a changed ConfigMap/Secret/Service."""
-    ctx.kubectl("rollout", "restart", f"{target.component.kind.lower()}/{target.component.name}", "-n", ctx.namespace)
+    ctx.rollout_restart(target.component.kind, target.component.name)
 
 
 def delete_pods(ctx: Any, target: Any) -> None:

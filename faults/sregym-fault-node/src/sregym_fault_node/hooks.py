@@ -212,7 +212,7 @@ def dependents(ctx: Any, target: Any) -> list[str]:
 def restart_dependents(ctx: Any, target: Any) -> None:
     names = dependents(ctx, target)
     for name in names:
-        ctx.kubectl("rollout", "restart", f"deployment/{name}", "-n", ctx.namespace)
+        ctx.rollout_restart("deployment", name)
     for name in names:
         ctx.kubectl("rollout", "status", f"deployment/{name}", "-n", ctx.namespace, "--timeout=180s",
                     check=False, timeout=200.0)
