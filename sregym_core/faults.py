@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from .errors import FaultError
+from .errors import FaultError, TemporaryFaultError
 from .types import AppSpec
 
 
@@ -85,8 +85,28 @@ class FaultContext:
                             cluster=self.cluster, kubectl_path=self.kubectl_path, api=self._api)
 
 
-async def call_fault(func: Any, ctx: FaultContext, target: Any, params: Mapping[str, Any]) -> Any:
-    """Call a fault callable whether it is sync (in a thread) or async."""
+#: how long :func:`call_fault` keeps retrying a :class:`TemporaryFaultError`
+TEMPORARY_RETRY_SECONDS = 60.0
+
+
+async def call_fault(func: Any, ctx: FaultContext, target: Any, params: Mapping[str, Any], *,
+                     retry_for: float = TEMPORARY_RETRY_SECONDS) -> Any:
+    """Call a fault callable whether it is sync (in a thread) or async.
+
+    A :class:`TemporaryFaultError` (say, no ready pod to exec into yet) is retried after its
+    ``delay`` for up to ``retry_for`` seconds; then it propagates.
+    """
+    deadline = time.monotonic() + retry_for
+    while True:
+        try:
+            return await _call_once(func, ctx, target, params)
+        except TemporaryFaultError as exc:
+            if time.monotonic() + exc.delay > deadline:
+                raise
+            await asyncio.sleep(exc.delay)
+
+
+async def _call_once(func: Any, ctx: FaultContext, target: Any, params: Mapping[str, Any]) -> Any:
     if inspect.iscoroutinefunction(func):
         return await func(ctx, target, dict(params))
     result = await asyncio.to_thread(func, ctx, target, dict(params))

@@ -191,6 +191,7 @@ class TargetSelector:
     A component matches when its kind is in ``kinds`` (or ``kinds`` is empty), at least one of its
     roles matches one of ``roles`` (or ``roles`` is empty), none matches ``exclude_roles``, and it
     has every attribute in ``requires`` (``ports``, ``pvcs``, ``config_map``, ``env``, ``service``).
+    ``env:<glob>`` in ``requires`` asks for an env var whose name matches the glob (``env:*_ADDR``).
     """
 
     kinds: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
@@ -206,6 +207,10 @@ class TargetSelector:
         if any(component.has_role(pattern) for pattern in self.exclude_roles):
             return False
         for attribute in self.requires:
+            if attribute.startswith("env:"):
+                if not fnmatch.filter(component.env, attribute[4:]):
+                    return False
+                continue
             value = component.service_name if attribute == "service" else getattr(component, attribute, None)
             if not value:
                 return False

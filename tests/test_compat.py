@@ -56,3 +56,14 @@ def test_check_compatibility_hook_overrides(plugin_manager, register_plugin, fak
 
     register_plugin(P())
     assert build_matrix(plugin_manager).total == 2
+
+
+def test_selector_env_glob_requires_a_matching_env_var():
+    from sregym_core.types import ComponentSpec
+
+    selector = TargetSelector(requires=("env:*_ADDR",))
+    caller = ComponentSpec(name="web", kind="Deployment", env=("LOG_LEVEL", "DB_ADDR"))
+    leaf = ComponentSpec(name="db", kind="StatefulSet", env=("POSTGRES_USER",))
+    assert selector.matches(caller)
+    assert not selector.matches(leaf)
+    assert not selector.matches(ComponentSpec(name="bare", kind="Deployment"))

@@ -42,6 +42,9 @@ def test_images_and_workload():
 
     assert resolve("sregym/hotel-reservation:1.0-buggy").env["HOTEL_BUILD_VARIANT"] == "buggy"
     assert resolve("sregym/hotel-reservation:1.0").env["HOTEL_BUILD_VARIANT"] == "stable"
+    # only published tags exist: a wrong tag must fail to pull, as on a real registry
+    for missing in ("v9.9.9-missing", "2.1.0", "1.4.0-rc1", "2.0-buggy"):
+        assert not [i for i in app.images if i.matches(f"sregym/hotel-reservation:{missing}")], missing
     assert all(i.argv[1:] == ("-m", "sregym_app_hotel_reservation.serve") for i in app.images)
     assert app.workload is not None and app.workload.namespace in app.hidden_namespaces
     assert app.problems_dir is not None and app.problems_dir.is_dir()

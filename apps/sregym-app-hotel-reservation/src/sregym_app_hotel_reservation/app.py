@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import CACHED_SERVICES, DATA_SERVICES, DEFAULT_PORTS, SERVICES
+from .config import CACHED_SERVICES, DATA_SERVICES, DEFAULT_PORTS, PEERS, SERVICES
 from .manifests import DEFAULT_PARAMS, manifest_files
 
 NAME = "hotel-reservation"
@@ -36,7 +36,8 @@ and reservation (memcached-profile, memcached-rate, memcached-reservation; port 
 Configuration: each service reads /etc/hotel/config.yaml from the ConfigMap <service>-config
 (listen port, peer addresses, datastore addresses) and environment variables (database credentials
 from the Secret <service>-db; RPC_TIMEOUT_MS, RPC_RETRIES, RPC_BACKOFF_MS, BACKEND_RATE_LIMIT,
-QUEUE_DEPTH, DB_POOL_MAX, CACHE_* and feature flags such as FEATURE_RECOMMEND_V2). Data services run
+QUEUE_DEPTH, DB_POOL_MAX, CACHE_* and feature flags such as FEATURE_RECOMMEND_V2; frontend and search
+also get their peers' addresses as <PEER>_ADDR, which override the file). Data services run
 a `migrate` init container that creates their database role, schema and seed data once.
 
 Observability: every service writes JSON logs to stdout (errors name the peer, address and cause),
@@ -58,6 +59,8 @@ def components() -> tuple[Any, ...]:
             env += ("CACHE_ENABLED", "CACHE_TTL_S")
         if s == "recommendation":
             env += ("FEATURE_RECOMMEND_V2",)
+        # peer addresses also come as <PEER>_ADDR env vars (they override the config file's peers)
+        env += tuple(f"{peer.upper()}_ADDR" for peer in PEERS[s])
         out.append(ComponentSpec(name=s, kind="Deployment", roles=roles, ports=(DEFAULT_PORTS[s], ADMIN_PORT),
                                  container=s, config_map=f"{s}-config", env=env, service=s,
                                  labels={"app.kubernetes.io/name": s}))

@@ -188,7 +188,10 @@ def configmap_drift_inject(ctx, target, params):
         except yaml.YAMLError:
             continue
         if isinstance(parsed, dict):
-            key = params.get("key") or next(iter(parsed), None)
+            # by default a whole section (listen, peers, database...): a scalar such as a name is
+            # often optional, and dropping it would leave a fault with no symptom
+            sections = [k for k, v in parsed.items() if isinstance(v, dict)]
+            key = params.get("key") or next(iter(sections or parsed), None)
             if key in parsed:
                 removed = (file_key, key, parsed.pop(key))
                 data[file_key] = yaml.safe_dump(parsed, sort_keys=False)

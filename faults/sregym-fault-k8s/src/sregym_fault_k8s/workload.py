@@ -12,6 +12,8 @@ from . import kube
 from .base import WORKLOADS, injected_value, original_value, schema, template_fault
 
 SERVING = TargetSelector(kinds=WORKLOADS, requires=("ports",))
+#: components with a dependency address in an env var (``<PEER>_ADDR``, ``DB_ADDR``...)
+ADDRESS_ENV = TargetSelector(kinds=WORKLOADS, requires=("env:*_ADDR",))
 
 
 def _container_op(obj: dict, target: Any, field: str, value: Any) -> dict:
@@ -43,8 +45,15 @@ def _env_list(obj: dict, target: Any) -> list[dict]:
 
 def _pick_env(obj: dict, target: Any, wanted: str | None, predicate=lambda e: True) -> tuple[int, dict]:
     env = _env_list(obj, target)
+    declared = [n for n in target.component.env if n.endswith("_ADDR")] + list(target.component.env)
+    if not wanted:
+        # declared address variables first, in the order the app lists them
+        for name in declared:
+            for index, item in enumerate(env):
+                if item["name"] == name and predicate(item):
+                    return index, item
     for index, item in enumerate(env):
-        if (wanted and item["name"] == wanted) or (not wanted and item["name"] in target.component.env and predicate(item)):
+        if wanted and item["name"] == wanted:
             return index, item
     if not wanted:
         for index, item in enumerate(env):
@@ -258,12 +267,12 @@ FAULTS = [
                    mutate=env_shadowing, mechanism="duplicate environment variable shadows the correct value",
                    symptoms=("wrong upstream address", "connection refused"), keywords=("duplicate", "env", "shadow", "override"),
                    params_schema=schema(name={"type": "string"}, value={"type": "string"}), values=_env_values,
-                   selector=TargetSelector(kinds=WORKLOADS, requires=("env",))),
+                   selector=ADDRESS_ENV),
     template_fault(name="wrong-port-env", summary="a dependency address env var points at the wrong port",
                    mutate=wrong_port_env, mechanism="dependency address environment variable points to a wrong port",
                    symptoms=("connection refused in logs",), keywords=("port", "address", "env", "connection refused"),
                    params_schema=schema(name={"type": "string"}, value={"type": "string"}), values=_env_values,
-                   selector=TargetSelector(kinds=WORKLOADS, requires=("env",))),
+                   selector=ADDRESS_ENV),
     template_fault(name="wrong-command", summary="the container command runs something else",
                    mutate=wrong_command, mechanism="container command overridden to run a different program",
                    symptoms=("pods Running but not Ready", "no endpoints"), keywords=("command", "entrypoint", "args"),
