@@ -88,3 +88,47 @@ def test_removed_element_counts_as_fixed_anywhere_in_its_list():
     # an agent appending the variable at the end also fixes it
     ctx.obj["spec"]["template"]["spec"]["containers"][0]["env"] = [env[0], env[2], env[1]]
     assert fault.present(ctx, target, {}) is False
+
+
+def test_injected_object_stays_present_when_the_api_server_defaults_fields_in():
+    from sregym_core.types import AppSpec, ComponentSpec, Target
+
+    component = ComponentSpec(name="user", ports=(8086,))
+    target = Target(app=AppSpec(name="a", components=(component,)), component=component, namespace="ns")
+    obj = {"metadata": {"name": "user"}, "spec": {"template": {"spec": {"containers": [{"name": "user"}]}}}}
+    ctx = FakeCtx(obj)
+    hook = {"name": "wait", "image": "busybox:1.36", "ports": [{"containerPort": 9100, "hostPort": 9100}]}
+
+    def mutate(ctx, target, params, live):
+        return [{"op": "add", "path": "/spec/template/spec/initContainers", "value": [hook]}]
+
+    fault = TemplateFault(mutate)
+    fault.inject(ctx, target, {})
+    # what the API server stores: the same container with defaults filled in
+    stored = ctx.obj["spec"]["template"]["spec"]["initContainers"][0]
+    stored.update(imagePullPolicy="IfNotPresent", terminationMessagePath="/dev/termination-log", resources={})
+    stored["ports"][0]["protocol"] = "TCP"
+    assert fault.present(ctx, target, {}) is True
+    stored["image"] = "busybox:1.37"  # an agent changed what the fault set: no longer the injected value
+    assert fault.present(ctx, target, {}) is False
+
+
+def test_a_key_the_injection_removed_counts_as_fixed_once_it_is_back():
+    from sregym_core.types import AppSpec, ComponentSpec, Target
+
+    component = ComponentSpec(name="geo", ports=(8083,))
+    target = Target(app=AppSpec(name="a", components=(component,)), component=component, namespace="ns")
+    resources = {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}}
+    obj = {"metadata": {"name": "geo"}, "spec": {"template": {"spec": {"containers": [
+        {"name": "geo", "resources": resources}]}}}}
+    ctx = FakeCtx(obj)
+
+    def mutate(ctx, target, params, live):
+        return [{"op": "add", "path": "/spec/template/spec/containers/0/resources",
+                 "value": {"requests": {"memory": "64Mi"}, "limits": {"memory": "256Mi"}}}]
+
+    fault = TemplateFault(mutate)
+    fault.inject(ctx, target, {})
+    assert fault.present(ctx, target, {}) is True
+    ctx.obj["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m"
+    assert fault.present(ctx, target, {}) is False

@@ -20,6 +20,11 @@ def _args(ctx, target) -> list[str]:
     return list(container.get("args") or container.get("command") or [])
 
 
+def _memory_flag(args: list[str]) -> str | None:
+    """The ``-m`` value of a memcached command line (None when it runs with the default)."""
+    return args[args.index("-m") + 1] if "-m" in args[:-1] else None
+
+
 def tiny_inject(ctx, target, params):
     obj = kube.workload(ctx, target)
     container = obj["spec"]["template"]["spec"]["containers"][0]
@@ -124,8 +129,9 @@ FAULTS = [
        tiny_inject, tiny_recover, tiny_present, mechanism="memcached memory limit (-m) set far too small, causing evictions",
        resource_kind="memcached configuration", symptoms=("cache miss rate high", "evictions", "database load"),
        keywords=("memcached", "memory", "-m", "evictions", "cache"),
-       params=schema(megabytes={"type": "integer", "minimum": 1, "default": 1}),
-       values=lambda t, p, s: {"-m": {"before": (s.get("original") or [None])[-1] if s else None, "after": p.get("megabytes")}}),
+       # memcached refuses to start below 2 MB (its 1 MB item limit must fit twice)
+       params=schema(megabytes={"type": "integer", "minimum": 2, "default": 2}),
+       values=lambda t, p, s: {"-m": {"before": _memory_flag(s.get("original") or []), "after": p.get("megabytes")}}),
     _f("cache-flood", "a hidden writer floods the cache with junk keys", ANY_CACHE, flood_inject, flood_fix,
        flood_present, mechanism="a rogue cache-warming Deployment floods the cache with large junk keys, evicting real entries",
        resource_kind="Deployment", symptoms=("evictions", "cache hit ratio collapse", "latency"),

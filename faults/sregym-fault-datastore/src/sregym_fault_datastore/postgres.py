@@ -57,6 +57,9 @@ def drop_user_inject(ctx, target, params):
         psql(ctx, target, f"REVOKE ALL ON SCHEMA public FROM {quote_ident(role)}", check=False)
         psql(ctx, target, f"DROP OWNED BY {quote_ident(role)}", check=False)
         psql(ctx, target, f"DROP ROLE {quote_ident(role)}")
+        # sessions of a dropped role live on until they end; end them, so the app has to log in again
+        psql(ctx, target, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+                          " AND usesysid NOT IN (SELECT oid FROM pg_roles)", check=False)
     ctx.state["roles"] = saved
 
 
@@ -151,7 +154,10 @@ def rotate_recover(ctx, target, params):
 # ------------------------------------------------------------------ db-lock-contention
 
 def lock_inject(ctx, target, params):
-    tables = [r[0] for r in psql(ctx, target, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")]
+    # by default the hottest table (most scans and writes so far): the lock must hurt real traffic
+    tables = [r[0] for r in psql(ctx, target, "SELECT relname FROM pg_stat_user_tables WHERE schemaname = 'public' "
+                                              "ORDER BY coalesce(seq_scan, 0) + coalesce(idx_scan, 0) + n_tup_ins "
+                                              "+ n_tup_upd DESC, relname")]
     if not tables:
         from sregym_core.errors import PermanentFaultError
 
@@ -222,6 +228,9 @@ def max_conn_present(ctx, target, params):
 def max_conn_recover(ctx, target, params):
     kube.patch(ctx, target.component.kind, target.component.name,
                [{"op": "add", "path": "/spec/template/spec/containers/0/args", "value": ctx.state["args"]}], type="json")
+    # a StatefulSet does not replace a pod that never became Ready (Kubernetes' "forced rollback"
+    # caveat), so a pod stuck on a bad setting is deleted by hand, as an SRE would
+    kube.delete_pods(ctx, target)
 
 
 def _f(name, summary, inject, recover, present, fix=None, *, mechanism, resource_kind="PostgreSQL role",
@@ -257,8 +266,11 @@ FAULTS = [
        values=lambda t, p, s: {"table": s.get("table") or p.get("table"), "holder": s.get("job") or p.get("job_name")}),
     _f("db-max-connections", "max_connections lowered below the pools' sizes", max_conn_inject, max_conn_recover,
        max_conn_present, mechanism="PostgreSQL max_connections lowered below what the connection pools need",
-       resource_kind="PostgreSQL configuration", symptoms=("too many clients already", "pool timeouts"),
+       resource_kind="PostgreSQL configuration",
+       symptoms=("too many clients already", "remaining connection slots are reserved", "pool timeouts"),
        keywords=("max_connections", "too many clients", "connections"),
-       params=schema(value={"type": "integer", "minimum": 1, "default": 3}),
+       # 3 slots stay reserved for superusers and PostgreSQL refuses to start unless more are allowed:
+       # 4 leaves the app exactly one connection
+       params=schema(value={"type": "integer", "minimum": 4, "default": 4}),
        values=lambda t, p, s: {"max_connections": p.get("value")}),
 ]

@@ -41,6 +41,23 @@ def pointer_get(obj: Any, path: str) -> Any:
     return copy.deepcopy(node)
 
 
+def _contains(live: Any, wanted: Any, original: Any = None) -> bool:
+    """``live`` still holds the injected ``wanted``, ignoring fields the API server defaulted in (a
+    container's ``imagePullPolicy``, a port's ``protocol``...) but not keys the injection removed
+    from ``original`` (a CPU request taken out must stay out)."""
+    if isinstance(wanted, dict):
+        if not isinstance(live, dict):
+            return False
+        before = original if isinstance(original, dict) else {}
+        if any(k in live for k in before if k not in wanted):
+            return False
+        return all(k in live and _contains(live[k], v, before.get(k)) for k, v in wanted.items())
+    if isinstance(wanted, list):
+        before = original if isinstance(original, list) and len(original) == len(wanted) else [None] * len(wanted)
+        return isinstance(live, list) and len(live) == len(wanted) and all(map(_contains, live, wanted, before))
+    return live == wanted
+
+
 Mutation = Callable[[Any, Any, dict, dict], list[dict]]  # (ctx, target, params, live obj) -> json-patch ops
 
 
@@ -76,7 +93,7 @@ class TemplateFault:
                 if not (isinstance(parent, list) and original in parent) and live != original:
                     return True
                 continue
-            if live == op["value"]:
+            if _contains(live, op["value"], ctx.state.get("originals", {}).get(op["path"])):
                 return True
         return False
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 from typing import Any
 
@@ -114,3 +115,33 @@ def wait_until(check, timeout: float = 30.0, interval: float = 0.5) -> bool:
             return True
         time.sleep(interval)
     return False
+
+
+def dependents(ctx: Any, target: Any) -> list[str]:
+    """Deployments that name the target's Service in their pod template or in a ConfigMap they use."""
+    service = target.component.service_name
+    if not service:
+        return []
+    word = re.compile(rf"(?<![-\w]){re.escape(service)}(?![-\w])")
+    config_maps = json.loads(ctx.kubectl("get", "configmaps", "-n", ctx.namespace, "-o", "json"))["items"]
+    mentioning = {c["metadata"]["name"] for c in config_maps if word.search(json.dumps(c.get("data") or {}))}
+    out = []
+    for deployment in json.loads(ctx.kubectl("get", "deployments", "-n", ctx.namespace, "-o", "json"))["items"]:
+        template = json.dumps(deployment["spec"]["template"])
+        if deployment["metadata"]["name"] == target.component.name:
+            continue
+        if word.search(template) or any(f'"{c}"' in template for c in mentioning):
+            out.append(deployment["metadata"]["name"])
+    return out
+
+
+def restart_dependents(ctx: Any, target: Any) -> None:
+    """Roll the target's callers and wait for them, so they open fresh connections to it (pooled
+    connections outlive a deleted Service or a new NetworkPolicy, as conntrack lets them on a real
+    cluster)."""
+    names = dependents(ctx, target)
+    for name in names:
+        ctx.rollout_restart("deployment", name)
+    for name in names:
+        ctx.kubectl("rollout", "status", f"deployment/{name}", "-n", ctx.namespace, "--timeout=180s",
+                    check=False, timeout=200.0)

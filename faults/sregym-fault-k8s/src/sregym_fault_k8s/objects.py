@@ -137,6 +137,7 @@ def service_port_present(ctx, target, params):
 def missing_service_inject(ctx, target, params):
     _svc_save(ctx, target)
     kube.delete(ctx, "service", target.component.service_name)
+    kube.restart_dependents(ctx, target)
 
 
 def missing_service_present(ctx, target, params):
@@ -267,6 +268,7 @@ def network_policy_inject(ctx, target, params):
     kube.apply(ctx, {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
                      "metadata": {"name": params["name"], "namespace": ctx.namespace},
                      "spec": {"podSelector": {"matchLabels": selector}, "policyTypes": ["Ingress"], "ingress": []}})
+    kube.restart_dependents(ctx, target)
 
 
 def network_policy_present(ctx, target, params):
@@ -423,7 +425,8 @@ FAULTS = [
           is_present=service_port_present, resource_kind="Service", mechanism="Service port changed from the one clients use",
           symptoms=("connection refused",), keywords=("port", "service"),
           params=schema(offset={"type": "integer", "default": 10}), values=lambda t, p, s: {"port": s.get("port")}),
-    fault("missing-service", "the component's Service is deleted", inject=missing_service_inject,
+    fault("missing-service", "the component's Service is deleted (and its callers restarted since)",
+          inject=missing_service_inject,
           recover=missing_service_recover, is_present=missing_service_present, resource_kind="Service", recreates=("Service/{service}",),
           mechanism="the Service was deleted", symptoms=("DNS NXDOMAIN", "name resolution failure"),
           keywords=("service", "deleted", "missing", "dns")),
@@ -446,7 +449,7 @@ FAULTS = [
           symptoms=("CreateContainerConfigError", "secret not found"), keywords=("secret", "deleted", "credentials"),
           selector=TargetSelector(kinds=WORKLOADS, roles=("service:*", "frontend"), requires=("env",)),
           values=lambda t, p, s: {"secret": (s.get("secret") or {}).get("metadata", {}).get("name")}),
-    fault("network-policy-block", "a NetworkPolicy denies all ingress to the component",
+    fault("network-policy-block", "a NetworkPolicy denies all ingress to the component (callers reconnect)",
           inject=network_policy_inject, recover=network_policy_recover, is_present=network_policy_present,
           resource_kind="NetworkPolicy", mechanism="a deny-all ingress NetworkPolicy selects the component's pods",
           symptoms=("timeouts", "connection refused from callers"), keywords=("networkpolicy", "network policy", "ingress", "deny"),

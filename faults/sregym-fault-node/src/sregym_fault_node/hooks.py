@@ -8,7 +8,6 @@ Everything an agent's fix touches is still done through kubectl.
 from __future__ import annotations
 
 import json
-import re
 import time
 import urllib.error
 import uuid
@@ -188,31 +187,6 @@ def replace_volumes(ctx: Any, target: Any) -> None:
     kube.patch(ctx, target.component.kind, target.component.name, ops, type="json")
     wait_for(lambda: any(is_ready(p) and p["metadata"]["uid"] not in old for p in pods(ctx, target)), 240.0,
              f"{target.component.name} ready on its new volume")
-    restart_dependents(ctx, target)
+    kube.restart_dependents(ctx, target)
 
 
-def dependents(ctx: Any, target: Any) -> list[str]:
-    """Deployments that name the target's Service in their pod template or in a ConfigMap they use."""
-    service = target.component.service_name
-    if not service:
-        return []
-    word = re.compile(rf"(?<![-\w]){re.escape(service)}(?![-\w])")
-    config_maps = json.loads(ctx.kubectl("get", "configmaps", "-n", ctx.namespace, "-o", "json"))["items"]
-    mentioning = {c["metadata"]["name"] for c in config_maps if word.search(json.dumps(c.get("data") or {}))}
-    out = []
-    for deployment in json.loads(ctx.kubectl("get", "deployments", "-n", ctx.namespace, "-o", "json"))["items"]:
-        template = json.dumps(deployment["spec"]["template"])
-        if deployment["metadata"]["name"] == target.component.name:
-            continue
-        if word.search(template) or any(f'"{c}"' in template for c in mentioning):
-            out.append(deployment["metadata"]["name"])
-    return out
-
-
-def restart_dependents(ctx: Any, target: Any) -> None:
-    names = dependents(ctx, target)
-    for name in names:
-        ctx.rollout_restart("deployment", name)
-    for name in names:
-        ctx.kubectl("rollout", "status", f"deployment/{name}", "-n", ctx.namespace, "--timeout=180s",
-                    check=False, timeout=200.0)

@@ -324,6 +324,11 @@ class ContainerRunner:
         self.launched = True
         self.group.started(self.process.pid)
         self.worker.agent.track(self.process.pid)
+        if self._stopping:
+            # stop() ran while this instance was being prepared (a restart racing a pod deletion):
+            # it saw no live process, so this one must not outlive the pod
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
         self._started_at = time.monotonic()
         self._cpu_sample = None
         pumps = [asyncio.create_task(pump_fd(out_r, "stdout", writer)),
