@@ -121,6 +121,18 @@ class Baseline:
         return actions
 
     def _put_back(self, collection: str, wanted: dict[str, Any], current: dict[str, Any]) -> None:
+        # a controller may update the object (its status) between our read and write: on a 409
+        # conflict read it again and retry, as kubectl apply would
+        for attempt in range(5):
+            try:
+                self._put_once(collection, wanted, current)
+                return
+            except ApiStatusError as exc:
+                if exc.code != 409 or attempt == 4:
+                    raise
+                current = self.kube.get(f"{collection}/{wanted['metadata']['name']}")
+
+    def _put_once(self, collection: str, wanted: dict[str, Any], current: dict[str, Any]) -> None:
         body = _strip(wanted)
         body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         kind = wanted.get("kind")

@@ -132,3 +132,41 @@ def test_a_key_the_injection_removed_counts_as_fixed_once_it_is_back():
     assert fault.present(ctx, target, {}) is True
     ctx.obj["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m"
     assert fault.present(ctx, target, {}) is False
+
+
+def test_a_container_inserted_at_the_front_is_removed_again_on_restore():
+    from sregym_core.types import AppSpec, ComponentSpec, Target
+
+    component = ComponentSpec(name="geo", ports=(8083,))
+    target = Target(app=AppSpec(name="a", components=(component,)), component=component, namespace="ns")
+    app = {"name": "geo", "image": "hotel:1.0", "ports": [{"containerPort": 8083}]}
+    obj = {"metadata": {"name": "geo"}, "spec": {"template": {"spec": {"containers": [dict(app)]}}}}
+    ctx = FakeCtx(obj)
+    sidecar = {"name": "proxy", "image": "python:3.11", "command": ["python", "-m", "http.server", "8083"]}
+
+    def mutate(ctx, target, params, live):
+        return [{"op": "add", "path": "/spec/template/spec/containers/0", "value": sidecar}]
+
+    fault = TemplateFault(mutate)
+    fault.inject(ctx, target, {})
+    ctx.obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {}  # API defaults
+    assert fault.present(ctx, target, {}) is True
+    fault.restore(ctx, target, {})
+    assert ctx.obj["spec"]["template"]["spec"]["containers"] == [app]
+    assert fault.present(ctx, target, {}) is False
+
+
+def test_restoring_twice_keeps_the_original_container():
+    from sregym_core.types import AppSpec, ComponentSpec, Target
+
+    component = ComponentSpec(name="geo", ports=(8083,))
+    target = Target(app=AppSpec(name="a", components=(component,)), component=component, namespace="ns")
+    app = {"name": "geo", "image": "hotel:1.0"}
+    ctx = FakeCtx({"metadata": {"name": "geo"}, "spec": {"template": {"spec": {"containers": [dict(app)]}}}})
+    sidecar = {"name": "proxy", "image": "python:3.11"}
+    fault = TemplateFault(lambda c, t, p, live: [{"op": "add", "path": "/spec/template/spec/containers/0",
+                                                  "value": sidecar}])
+    fault.inject(ctx, target, {})
+    fault.restore(ctx, target, {})  # the reference fix
+    fault.restore(ctx, target, {})  # then recover: must not remove the app's own container
+    assert ctx.obj["spec"]["template"]["spec"]["containers"] == [app]

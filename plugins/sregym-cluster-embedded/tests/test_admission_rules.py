@@ -12,6 +12,7 @@ from sregym_cluster_embedded.apiserver.admission import (
     apply_priority,
     check_quota,
     compute_quota_status,
+    missing_service_account,
     mount_service_account_token,
     object_usage,
 )
@@ -325,3 +326,11 @@ def test_default_storage_class_admission() -> None:
     no_default = {"metadata": {"name": "e"}, "spec": {}}
     apply_default_storage_class(no_default, classes[2:])
     assert "storageClassName" not in no_default["spec"]
+
+
+def test_missing_service_account_is_refused_like_the_real_plugin() -> None:
+    error = missing_service_account({"metadata": {"generateName": "web-5d9f-"}}, "shop", "app-runner")
+    status = error.status()
+    assert status["code"] == 403 and status["reason"] == "Forbidden"
+    assert status["message"] == ('pods "web-5d9f-" is forbidden: error looking up service account shop/app-runner: '
+                                 'serviceaccount "app-runner" not found')

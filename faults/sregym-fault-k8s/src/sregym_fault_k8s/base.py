@@ -41,6 +41,11 @@ def pointer_get(obj: Any, path: str) -> Any:
     return copy.deepcopy(node)
 
 
+def _is_list_index(obj: Any, path: str) -> bool:
+    parent, _, last = path.rpartition("/")
+    return (last.isdigit() or last == "-") and isinstance(pointer_get(obj, parent), list)
+
+
 def _contains(live: Any, wanted: Any, original: Any = None) -> bool:
     """``live`` still holds the injected ``wanted``, ignoring fields the API server defaulted in (a
     container's ``imagePullPolicy``, a port's ``protocol``...) but not keys the injection removed
@@ -71,7 +76,9 @@ class TemplateFault:
     def inject(self, ctx: Any, target: Any, params: dict) -> None:
         obj = kube.workload(ctx, target)
         ops = self.mutate(ctx, target, params, obj)
-        originals = {op["path"]: pointer_get(obj, op["path"]) for op in ops}
+        # an "add" into a list inserts: there was nothing at that path before (restore removes it)
+        originals = {op["path"]: _MISSING if op["op"] == "add" and _is_list_index(obj, op["path"])
+                     else pointer_get(obj, op["path"]) for op in ops}
         ctx.state["ops"] = ops
         ctx.state["originals"] = originals
         kube.patch(ctx, target.component.kind, target.component.name, ops, type="json")
@@ -107,7 +114,10 @@ class TemplateFault:
             original = ctx.state["originals"].get(op["path"], _MISSING)
             live = pointer_get(obj, op["path"])
             if original is _MISSING:
-                if live is not _MISSING:
+                # an element inserted into a list is removed only while it is still the injected one
+                # (after a fix, that index holds the element that was there before)
+                inserted = op["op"] == "add" and _is_list_index(obj, op["path"])
+                if live is not _MISSING and (not inserted or _contains(live, op.get("value"))):
                     ops.append({"op": "remove", "path": op["path"]})
             else:
                 ops.append({"op": "add", "path": op["path"], "value": original})

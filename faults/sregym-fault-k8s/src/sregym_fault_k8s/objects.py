@@ -37,6 +37,11 @@ def _clean(obj: dict) -> dict:
 
 # --------------------------------------------------------------------------- Service selector / ports
 
+# Service faults roll the Service's callers after the change (kube.restart_dependents): pooled gRPC
+# and database connections outlive a Service edit, as conntrack lets them on a real cluster, so the
+# fault shows as soon as clients reconnect, which is when it bites in production.
+
+
 def _svc_save(ctx, target):
     svc = kube.service(ctx, target)
     ctx.state.setdefault("service", _clean(svc))
@@ -61,6 +66,7 @@ def selector_mismatch_inject(ctx, target, params):
     selector = {**svc["spec"].get("selector", {}), params["label"]: params["value"]}
     ctx.state["selector"] = selector
     kube.patch(ctx, "service", svc["metadata"]["name"], {"spec": {"selector": selector}})
+    kube.restart_dependents(ctx, target)
 
 
 def selector_mismatch_present(ctx, target, params):
@@ -68,21 +74,53 @@ def selector_mismatch_present(ctx, target, params):
     return live is None or live["spec"].get("selector", {}).get(params["label"]) == params["value"]
 
 
+def _template_labels(obj: dict) -> dict:
+    labels = obj["spec"]["template"]["metadata"].get("labels", {})
+    return {k: v for k, v in labels.items() if k != "pod-template-hash"}
+
+
+def _other_workloads(ctx, target) -> list[dict]:
+    items = []
+    for kind in ("deployments", "statefulsets"):
+        for obj in json.loads(ctx.kubectl("get", kind, "-n", ctx.namespace, "-o", "json"))["items"]:
+            if obj["metadata"]["name"] != target.component.name:
+                items.append(obj)
+    return items
+
+
 def selector_pollution_inject(ctx, target, params):
     svc = _svc_save(ctx, target)
-    decoy = next((c for c in target.app.components if c.name != target.component.name and c.kind == "Deployment"
-                  and not c.has_role("workload-generator") and not c.has_role("db:*")), None)
-    if decoy is None:
-        raise PermanentFaultError("no other workload to pollute the selector with")
+    own = _template_labels(kube.workload(ctx, target))
+    others = [_template_labels(o) for o in _other_workloads(ctx, target)]
+    shared = {k: v for k, v in own.items() if any(o.get(k) == v for o in others)}
+    if shared:
+        # the common mistake: the selector keeps only labels every tier shares (part-of, tier...),
+        # so the Service load-balances over pods of other workloads too
+        ctx.state.update(mode="broad", selector=shared)
+        kube.patch(ctx, "service", svc["metadata"]["name"],
+                   [{"op": "replace", "path": "/spec/selector", "value": shared}], type="json")
+        kube.restart_dependents(ctx, target)
+        return
     selector = svc["spec"].get("selector", {})
-    obj = kube.get(ctx, decoy.kind, decoy.name)
-    labels = obj["spec"]["template"]["metadata"].get("labels", {})
-    ctx.state.update(decoy=decoy.name, decoy_kind=decoy.kind, decoy_labels=copy.deepcopy(labels))
-    # the decoy's pods now also carry the Service's selector labels: foreign pods join its endpoints
-    kube.patch(ctx, decoy.kind, decoy.name, {"spec": {"template": {"metadata": {"labels": {**labels, **selector}}}}})
+    for decoy in target.app.components:
+        if decoy.name == target.component.name or decoy.kind != "Deployment" or decoy.has_role("workload-generator") \
+                or decoy.has_role("db:*"):
+            continue
+        obj = kube.get(ctx, decoy.kind, decoy.name)
+        labels = obj["spec"]["template"]["metadata"].get("labels", {})
+        if any(k in labels and labels[k] != v for k, v in selector.items()):
+            continue  # relabelling would break the decoy's own selector
+        ctx.state.update(mode="decoy", decoy=decoy.name, decoy_kind=decoy.kind, decoy_labels=copy.deepcopy(labels))
+        # the decoy's pods now also carry the Service's selector labels: foreign pods join its endpoints
+        kube.patch(ctx, decoy.kind, decoy.name, {"spec": {"template": {"metadata": {"labels": {**labels, **selector}}}}})
+        return
+    raise PermanentFaultError("no other workload whose pods the Service selector could also match")
 
 
 def _selector_pollution_restore(ctx, target, params):
+    if ctx.state.get("mode") == "broad":
+        _svc_restore_spec(ctx, target, params, ("selector",))
+        return
     if "decoy" not in ctx.state:
         return
     obj = kube.get(ctx, ctx.state["decoy_kind"], ctx.state["decoy"], missing_ok=True)
@@ -94,13 +132,13 @@ def _selector_pollution_restore(ctx, target, params):
 
 
 def selector_pollution_present(ctx, target, params):
-    obj = kube.get(ctx, ctx.state["decoy_kind"], ctx.state["decoy"], missing_ok=True)
+    """Present while the Service's selector matches the pods of any other workload."""
     svc = kube.get(ctx, "service", target.component.service_name, missing_ok=True)
-    if obj is None or svc is None:
-        return obj is not None
-    labels = obj["spec"]["template"]["metadata"].get("labels", {})
+    if svc is None:
+        return True  # deleting the Service is not a fix
     selector = svc["spec"].get("selector", {})
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+    return bool(selector) and any(all(labels.get(k) == v for k, v in selector.items())
+                                  for labels in map(_template_labels, _other_workloads(ctx, target)))
 
 
 def wrong_target_port_inject(ctx, target, params):
@@ -112,6 +150,7 @@ def wrong_target_port_inject(ctx, target, params):
     ctx.state["target_port"] = ports[0]["targetPort"]
     ctx.state["original_target_port"] = original
     kube.patch(ctx, "service", svc["metadata"]["name"], [{"op": "replace", "path": "/spec/ports", "value": ports}], type="json")
+    kube.restart_dependents(ctx, target)
 
 
 def wrong_target_port_present(ctx, target, params):
@@ -127,6 +166,7 @@ def service_port_inject(ctx, target, params):
     ports[0]["port"] = ports[0]["port"] + params["offset"]
     ctx.state["port"] = ports[0]["port"]
     kube.patch(ctx, "service", svc["metadata"]["name"], [{"op": "replace", "path": "/spec/ports", "value": ports}], type="json")
+    kube.restart_dependents(ctx, target)
 
 
 def service_port_present(ctx, target, params):
@@ -313,11 +353,10 @@ def limitrange_recover(ctx, target, params):
 # --------------------------------------------------------------------------- nodes and scheduling
 
 def taint_inject(ctx, target, params):
-    nodes = ctx.kubectl("get", "nodes", "-o", "name").split()
+    nodes = [n.removeprefix("node/") for n in ctx.kubectl("get", "nodes", "-o", "name").split()]
     taint = f"{params['key']}={params['value']}:NoSchedule"
     ctx.state["nodes"] = nodes
-    for node in nodes:
-        ctx.kubectl("taint", node, taint, "--overwrite")
+    ctx.kubectl("taint", "nodes", *nodes, taint, "--overwrite")
     kube.patch(ctx, target.component.kind, target.component.name, {"spec": {"template": {"spec": {"tolerations": [
         {"key": params["key"], "operator": "Equal", "value": "cpu", "effect": "NoSchedule"}]}}}})
     kube.delete_pods(ctx, target)
@@ -337,7 +376,7 @@ def taint_present(ctx, target, params):
 
 def taint_recover(ctx, target, params):
     for node in ctx.state.get("nodes", []):
-        ctx.kubectl("taint", node, f"{params['key']}-", check=False)
+        ctx.kubectl("taint", "nodes", node.removeprefix("node/"), f"{params['key']}-", check=False)
     obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
     if obj is not None and obj["spec"]["template"]["spec"].get("tolerations"):
         kube.patch(ctx, target.component.kind, target.component.name,
@@ -396,6 +435,9 @@ def pvc_mismatch_recover(ctx, target, params):
         kube.patch(ctx, target.component.kind, target.component.name, [{
             "op": "replace", "path": f"/spec/template/spec/volumes/{ctx.state['index']}/persistentVolumeClaim/claimName",
             "value": ctx.state["claim"]}], type="json")
+        # a StatefulSet does not replace a pod that never became Ready ("forced rollback"): the
+        # Pending pod waiting for the missing claim is deleted by hand, as an SRE would
+        kube.delete_pods(ctx, target)
 
 
 def _pvc_volume_selector():
@@ -411,9 +453,9 @@ FAULTS = [
           values=lambda t, p, s: {"selector": s.get("selector") or {p.get("label"): p.get("value")}}),
     fault("selector-pollution", "Service selector also matches another workload's pods",
           inject=selector_pollution_inject, recover=_selector_pollution_restore, is_present=selector_pollution_present,
-          resource_kind="Service", mechanism="another workload's pods carry the Service's selector labels, so foreign pods are in its endpoints",
+          resource_kind="Service", mechanism="the Service's selector also matches another workload's pods, so foreign pods are in its endpoints",
           symptoms=("intermittent errors", "wrong backend answers"), keywords=("selector", "labels", "endpoints", "foreign"),
-          values=lambda t, p, s: {"decoy_workload": s.get("decoy")}),
+          values=lambda t, p, s: {"selector": s.get("selector")} if s.get("mode") == "broad" else {"decoy_workload": s.get("decoy")}),
     fault("wrong-target-port", "Service targetPort points at a port nothing listens on",
           inject=wrong_target_port_inject, recover=lambda c, t, p: _svc_restore_spec(c, t, p, ("ports",)),
           is_present=wrong_target_port_present, resource_kind="Service", mechanism="Service targetPort set to a wrong port",

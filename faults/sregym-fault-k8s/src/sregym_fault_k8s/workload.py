@@ -227,7 +227,10 @@ def wrong_dns_policy(ctx, target, params, obj):
 
 
 def wrong_service_account(ctx, target, params, obj):
-    return [{"op": "add", "path": "/spec/template/spec/serviceAccountName", "value": params["service_account"]}]
+    # the deprecated serviceAccount field mirrors serviceAccountName; the API server fills one from the
+    # other, so both are set (and both put back)
+    return [{"op": "add", "path": "/spec/template/spec/serviceAccountName", "value": params["service_account"]},
+            {"op": "add", "path": "/spec/template/spec/serviceAccount", "value": params["service_account"]}]
 
 
 def hpa_no_request(ctx, target, params, obj):

@@ -26,6 +26,7 @@ __all__ = [
     "apply_priority",
     "check_quota",
     "compute_quota_status",
+    "missing_service_account",
     "mount_service_account_token",
     "object_usage",
 ]
@@ -69,6 +70,12 @@ def _forbidden(resource: str, obj: dict[str, Any], reason_text: str) -> Admissio
     name = str(metadata.get("name") or metadata.get("generateName") or "Unknown")
     plural, _, group = resource.partition(".")
     return AdmissionError(403, "Forbidden", f'{resource} "{name}" is forbidden: {reason_text}', name=name, kind=plural, group=group)
+
+
+def missing_service_account(pod: dict[str, Any], namespace: str, account: str) -> AdmissionError:
+    """The ServiceAccount plugin's refusal of a pod whose serviceAccountName does not exist."""
+    return _forbidden("pods", pod, f'error looking up service account {namespace}/{account}: '
+                                   f'serviceaccount "{account}" not found')
 
 
 def _aggregate(messages: list[str]) -> str:

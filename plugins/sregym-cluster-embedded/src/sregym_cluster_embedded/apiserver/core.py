@@ -514,6 +514,9 @@ class ApiCore:
                     sa = self.store.get("serviceaccounts", namespace, account)
                     if sa is not None:
                         mod.mount_service_account_token(obj, service_account=clone(sa))
+                    elif account != "default" and hasattr(mod, "missing_service_account"):
+                        # ("default" is created with the namespace; a brand-new namespace may race it)
+                        raise mod.missing_service_account(obj, namespace, account)
             quotas = self.store.list("resourcequotas", namespace)
             if quotas and hasattr(mod, "check_quota"):
                 ns_objects = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import logging
 import random
@@ -233,7 +234,16 @@ class ServiceProxy:
         if fault is not None:
             await self._impair(fault)
         try:
-            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(ip, port), CONNECT_TIMEOUT)
+            # keep the client's address as the source, as kube-proxy's DNAT does: the backend sees the
+            # calling pod, not 127.0.0.1 (which e.g. PostgreSQL's pg_hba trusts without a password)
+            source = (client_ip, 0) if is_loopback(client_ip) and client_ip != "127.0.0.1" else None
+            try:
+                up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(ip, port, local_addr=source),
+                                                              CONNECT_TIMEOUT)
+            except OSError as exc:
+                if source is None or exc.errno not in (errno.EADDRNOTAVAIL, errno.EADDRINUSE):
+                    raise
+                up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(ip, port), CONNECT_TIMEOUT)
         except (OSError, TimeoutError):
             sock = writer.get_extra_info("socket")
             if sock is not None:  # reset, as a REJECT by the backend would look

@@ -93,8 +93,16 @@ def initialise(pg_bin: str, pgdata: str, sockdir: str) -> None:
         os.unlink(pwfile.name)
     with open(os.path.join(pgdata, "postgresql.conf"), "a") as conf:
         conf.write("\nlisten_addresses = '*'\n")
-    with open(os.path.join(pgdata, "pg_hba.conf"), "a") as hba:
-        hba.write(f"\nhost all all all {auth}\n")
+    hba_path = os.path.join(pgdata, "pg_hba.conf")
+    with open(hba_path) as hba:
+        lines = hba.read().splitlines()
+    if auth and auth != "trust":
+        # initdb trusts TCP from 127.0.0.1 and ::1, which in a real pod is the pod itself; here the
+        # loopback is shared by every pod (and Service traffic arrives from 127.0.0.1), so only the
+        # pod-private Unix socket stays trusted and TCP needs the password, as from another pod
+        lines = [line if not line.startswith("host") else line.replace(" trust", f" {auth}") for line in lines]
+    with open(hba_path, "w") as hba:
+        hba.write("\n".join(lines) + f"\nhost all all all {auth}\n")
     port = os.environ.get("PGPORT", "5432")
     ctl = os.path.join(pg_bin, "pg_ctl")
     options = f"-c listen_addresses='' -c unix_socket_directories={sockdir} -p {port}"
