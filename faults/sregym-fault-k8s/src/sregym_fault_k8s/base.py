@@ -85,6 +85,11 @@ class TemplateFault:
         if self.restart_after:
             kube.delete_pods(ctx, target)
 
+    def _forced_rollback(self, ctx: Any, target: Any) -> None:
+        # a StatefulSet never replaces a pod that did not become Ready: delete it, as an SRE would
+        if target.component.kind == "StatefulSet":
+            kube.delete_pods(ctx, target)
+
     def present(self, ctx: Any, target: Any, params: dict) -> bool:
         obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
         if obj is None:
@@ -100,7 +105,9 @@ class TemplateFault:
                 if not (isinstance(parent, list) and original in parent) and live != original:
                     return True
                 continue
-            if _contains(live, op["value"], ctx.state.get("originals", {}).get(op["path"])):
+            # removed keys count only in resource maps (API defaults fill probes, ports... back in)
+            original = ctx.state.get("originals", {}).get(op["path"]) if op["path"].endswith("/resources") else None
+            if _contains(live, op["value"], original):
                 return True
         return False
 
@@ -123,6 +130,7 @@ class TemplateFault:
                 ops.append({"op": "add", "path": op["path"], "value": original})
         if ops:
             kube.patch(ctx, target.component.kind, target.component.name, ops, type="json")
+            self._forced_rollback(ctx, target)
 
 
 def truth_factory(name: str, layer: str, resource_kind: str, mechanism: str, *, symptoms: tuple[str, ...] = (),
