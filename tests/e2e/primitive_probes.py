@@ -154,11 +154,7 @@ def waiting(component: str, *reasons: str) -> Probe:
 
 def crashing(component: str) -> Probe:
     """The component's containers exit and are restarted (CrashLoopBackOff, Error, restarts)."""
-    inner = waiting(component, "CrashLoopBackOff", "Error", "OOMKilled")
-
-    def probe(live: Live) -> str | None:
-        return inner(live)
-    return probe
+    return waiting(component, "CrashLoopBackOff", "Error", "OOMKilled")
 
 
 def init_stuck(component: str) -> Probe:
