@@ -57,7 +57,7 @@ class FaultContext:
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0) -> str:
         """Run the real kubectl as the admin and return stdout; raise :class:`FaultError` on failure."""
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-        proc = subprocess.run([self.kubectl_path, *args], input=input, capture_output=True, text=True,
+        proc = subprocess.run([self.kubectl_path, *args], input=input, capture_output=True, text=True, errors="replace",
                               env=env, timeout=timeout)
         if check and proc.returncode != 0:
             raise FaultError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip() or proc.stdout.strip()}")

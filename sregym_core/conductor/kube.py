@@ -105,7 +105,7 @@ class Kube:
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120.0) -> str:
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-        proc = subprocess.run([self.kubectl_path, *args], input=input, capture_output=True, text=True, env=env,
+        proc = subprocess.run([self.kubectl_path, *args], input=input, capture_output=True, text=True, errors="replace", env=env,
                               timeout=timeout)
         if check and proc.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args)} failed: {(proc.stderr or proc.stdout).strip()[:2000]}")

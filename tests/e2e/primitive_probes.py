@@ -35,7 +35,7 @@ class Live:
     # ------------------------------------------------------------------ kubectl
     def kubectl(self, *args: str, timeout: float = 60) -> str:
         proc = subprocess.run([self.kubectl_path, "--kubeconfig", str(self.kubeconfig), *args],
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, errors="replace", timeout=timeout)
         return proc.stdout + proc.stderr
 
     def get_json(self, *args: str) -> dict:

@@ -79,6 +79,9 @@ class FakeClient:
         self.watchers: list[tuple[str, asyncio.Queue]] = []
         self.events: list[dict] = []
         self.fail_create: dict[str, str] = {}  # resource -> message of a 403 to raise on create
+        # when set, deleting a bound pod only marks it terminating, as a kubelet's grace period does;
+        # finish_termination() removes it
+        self.graceful_pods = False
 
     def _bucket(self, resource: str) -> dict:
         return self.store.setdefault(resource, {})
@@ -163,6 +166,13 @@ class FakeClient:
     async def delete(self, resource: str, name: str, namespace: str | None = None, *,
                      propagation: str = "Background", grace_period: int | None = None) -> dict | None:
         key = self._key(resource, name, namespace)
+        current = self._bucket(resource).get(key)
+        if (self.graceful_pods and resource == "pods" and current is not None and current["spec"].get("nodeName")
+                and not current["metadata"].get("deletionTimestamp")):
+            current["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            current["metadata"]["resourceVersion"] = str(next(self.rv))
+            self._emit(resource, "MODIFIED", current)
+            return copy.deepcopy(current)
         obj = self._bucket(resource).pop(key, None)
         if obj is None:
             raise FakeApiError(404, "NotFound", f'{resource} "{name}" not found')
@@ -190,6 +200,15 @@ class FakeClient:
                             "reason": reason, "message": message, "type": type, "component": component})
 
     # -------------------------------------------------------- test conveniences
+
+    def finish_termination(self) -> int:
+        """Remove every terminating pod (their grace period is over); how many went."""
+        gone = [key for key, p in self._bucket("pods").items() if p["metadata"].get("deletionTimestamp")]
+        for key in gone:
+            obj = self._bucket("pods").pop(key)
+            obj["metadata"]["resourceVersion"] = str(next(self.rv))
+            self._emit("pods", "DELETED", obj)
+        return len(gone)
 
     def objects(self, resource: str, namespace: str | None = None) -> list[dict]:
         return [copy.deepcopy(o) for (ns, _), o in self._bucket(resource).items()

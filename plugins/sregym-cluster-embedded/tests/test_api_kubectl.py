@@ -481,3 +481,20 @@ def test_unknown_fields_strict_and_warn(kubectl: Kubectl, namespace: str, tmp_pa
     assert warned.stdout.strip() == "deployment.apps/typo created"
     stored = json.loads(kubectl("get", "deploy", "typo", "-n", namespace, "-o", "json").stdout)
     assert "replica" not in stored["spec"]  # dropped, as a typed decoder drops it
+
+
+def test_pods_get_the_priority_of_their_class(kubectl: Kubectl, namespace: str) -> None:
+    ns = ["-n", namespace]
+    kubectl("create", "priorityclass", f"batch-{namespace}", "--value=4242", "--description=nightly")
+    try:
+        doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ranked", "namespace": namespace},
+               "spec": {"priorityClassName": f"batch-{namespace}", "containers": [{"name": "c", "image": "busybox"}]}}
+        kubectl("apply", "-f", "-", input=json.dumps(doc))
+        assert kubectl("get", "pod", "ranked", *ns, "-o", "jsonpath={.spec.priority}").stdout == "4242"
+        doc["metadata"]["name"], doc["spec"]["priorityClassName"] = "unranked", "no-such-class"
+        refused = kubectl("apply", "-f", "-", input=json.dumps(doc), check=False)
+        assert refused.returncode != 0
+        assert 'pods "unranked" is forbidden: no PriorityClass with name no-such-class was found' in refused.stderr
+    finally:
+        kubectl("delete", "pod", "ranked", *ns, "--ignore-not-found", "--wait=false", check=False)
+        kubectl("delete", "priorityclass", f"batch-{namespace}", check=False)

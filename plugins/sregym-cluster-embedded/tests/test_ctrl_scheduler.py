@@ -189,3 +189,39 @@ async def test_manual_no_execute_taint_honours_toleration_seconds():
         await settle(lambda: names() == ["forever"], timeout=5)
     finally:
         await ctrl.stop()
+
+
+async def test_preemptors_spread_over_nodes_and_spare_higher_priority_pods():
+    client = FakeClient()
+    client.graceful_pods = True
+    for n in ("node-1", "node-2"):
+        await client.create("nodes", node(n, cpu="1"))
+    ctrl = await start(client)
+    try:
+        # each node: one pod that outranks the batch workload and one that does not
+        for i, n in ((1, "node-1"), (2, "node-2")):
+            await client.create("pods", pod(f"infra{i}", cpu="100m", nodeSelector={"kubernetes.io/hostname": n},
+                                            priority=100000000))
+            await client.create("pods", pod(f"app{i}", cpu="800m", nodeSelector={"kubernetes.io/hostname": n},
+                                            priority=0))
+        await settle(lambda: all(p["spec"].get("nodeName") for p in client.objects("pods")))
+        for i in (1, 2):
+            await client.create("pods", pod(f"batch{i}", cpu="900m", priority=1000000))
+        await settle(lambda: client.reasons().count("Preempted") == 2)
+        # while the victims terminate, a lower-priority pod cannot take the space nominated to the batch
+        await client.create("pods", pod("early", cpu="100m", priority=0))
+        await settle(lambda: any(e["involved"] == "early" and e["reason"] == "FailedScheduling" for e in client.events))
+        assert client.finish_termination() == 2
+        await settle(lambda: bound(client, "batch1") and bound(client, "batch2"))
+        assert bound(client, "early") is None
+        names = {p["metadata"]["name"] for p in client.objects("pods")}
+        assert {"infra1", "infra2"} <= names and not {"app1", "app2"} & names
+        # one preemptor per node: the second did not pile onto the node nominated for the first
+        assert {bound(client, "batch1"), bound(client, "batch2")} == {"node-1", "node-2"}
+        # a replacement of a victim finds no room: the freed space went to the preemptors
+        await client.create("pods", pod("app1-new", cpu="800m", priority=0))
+        await settle(lambda: any(e["involved"] == "app1-new" and e["reason"] == "FailedScheduling" for e in client.events))
+        assert bound(client, "app1-new") is None
+        assert client.reasons().count("Preempted") == 2
+    finally:
+        await ctrl.stop()

@@ -61,7 +61,7 @@ class Kubectl:
     def run(self, *args: str, stdin: str | None = None, timeout: float = 60, check: bool = True) -> str:
         argv = [self.binary, *(["--kubeconfig", self.kubeconfig] if self.kubeconfig else []), *args]
         try:
-            proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, errors="replace", timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             raise _error(f"kubectl {' '.join(args[:3])} timed out after {timeout}s") from exc
         if check and proc.returncode != 0:

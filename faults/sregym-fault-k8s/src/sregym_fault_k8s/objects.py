@@ -8,6 +8,7 @@ import json
 import yaml
 
 from sregym_core.errors import PermanentFaultError
+from sregym_core.quantity import parse_quantity
 from sregym_core.types import FaultSpec, TargetSelector
 
 from . import kube
@@ -383,28 +384,66 @@ def taint_recover(ctx, target, params):
                    [{"op": "remove", "path": "/spec/template/spec/tolerations"}], type="json")
 
 
+BATCH_PRIORITY = 1000000
+BATCH_LABELS = {"app": "batch-reindex"}
+
+
+def _staying_memory(pods: list[dict], classes: dict[str, int], node: str) -> float:
+    """Memory requested on ``node`` by pods the batch workload cannot preempt (priority at or above it)."""
+    total = 0.0
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName") != node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        priority = spec.get("priority")
+        if priority is None:
+            priority = classes.get(spec.get("priorityClassName") or "", 0)
+        if int(priority) >= BATCH_PRIORITY:
+            for container in spec.get("containers") or []:
+                request = ((container.get("resources") or {}).get("requests") or {}).get("memory")
+                total += parse_quantity(request) if request else 0.0
+    return total
+
+
 def preemption_inject(ctx, target, params):
     kube.apply(ctx, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                     "metadata": {"name": "batch-critical"}, "value": 1000000, "globalDefault": False,
+                     "metadata": {"name": "batch-critical"}, "value": BATCH_PRIORITY, "globalDefault": False,
                      "description": "nightly batch jobs"})
     nodes = json.loads(ctx.kubectl("get", "nodes", "-o", "json"))["items"]
-    memory = nodes[0]["status"]["allocatable"]["memory"]
-    kube.apply(ctx, {"apiVersion": "apps/v1", "kind": "Deployment",
-                     "metadata": {"name": "batch-reindex", "namespace": ctx.namespace},
-                     "spec": {"replicas": len(nodes), "selector": {"matchLabels": {"app": "batch-reindex"}},
-                              "template": {"metadata": {"labels": {"app": "batch-reindex"}},
-                                           "spec": {"priorityClassName": "batch-critical",
-                                                    "containers": [{"name": "reindex", "image": "busybox:1.36",
-                                                                    "command": ["sh", "-c", "sleep 3600000"],
-                                                                    "resources": {"requests": {"memory": memory}}}]}}}})
+    pods = json.loads(ctx.kubectl("get", "pods", "-A", "-o", "json"))["items"]
+    classes = {pc["metadata"]["name"]: int(pc.get("value") or 0)
+               for pc in json.loads(ctx.kubectl("get", "priorityclasses", "-o", "json"))["items"]}
+    # One batch pod per node, sized to everything the node can give it once the lower-priority
+    # pods are gone: the scheduler preempts the app's pods and their replacements find no room.
+    for node in nodes:
+        name = node["metadata"]["name"]
+        free = parse_quantity(node["status"]["allocatable"]["memory"]) - _staying_memory(pods, classes, name)
+        mebibytes = int(free // 2**20)
+        if mebibytes <= 0:
+            continue
+        kube.apply(ctx, {"apiVersion": "apps/v1", "kind": "Deployment",
+                         "metadata": {"name": f"batch-reindex-{name}", "namespace": ctx.namespace, "labels": BATCH_LABELS},
+                         "spec": {"replicas": 1, "selector": {"matchLabels": dict(BATCH_LABELS, shard=name)},
+                                  "template": {"metadata": {"labels": dict(BATCH_LABELS, shard=name)},
+                                               "spec": {"priorityClassName": "batch-critical",
+                                                        "nodeSelector": {"kubernetes.io/hostname": name},
+                                                        "containers": [{"name": "reindex", "image": "busybox:1.36",
+                                                                        "command": ["sh", "-c", "sleep 3600000"],
+                                                                        "resources": {"requests": {"memory": f"{mebibytes}Mi"}}}]}}}})
+
+
+def _batch_deployments(ctx) -> list[str]:
+    out = ctx.kubectl("get", "deployments", "-n", ctx.namespace, "-l", "app=batch-reindex", "-o", "name", check=False)
+    return [line.strip() for line in out.splitlines() if line.strip().startswith("deployment")]
 
 
 def preemption_present(ctx, target, params):
-    return kube.exists(ctx, "deployment", "batch-reindex")
+    return bool(_batch_deployments(ctx))
 
 
 def preemption_recover(ctx, target, params):
-    kube.delete(ctx, "deployment", "batch-reindex")
+    for name in _batch_deployments(ctx):
+        ctx.kubectl("delete", name, "-n", ctx.namespace, "--ignore-not-found", "--wait=false", check=False)
     ctx.kubectl("delete", "priorityclass", "batch-critical", "--ignore-not-found", check=False)
 
 
@@ -520,7 +559,7 @@ FAULTS = [
           mechanism="a high-priority batch Deployment fills the nodes and preempts lower-priority pods",
           symptoms=("Preempted", "Pending"), keywords=("priority", "preempt", "PriorityClass"),
           selector=TargetSelector(kinds=("Deployment",), requires=("ports",)),
-          values=lambda t, p, s: {"priorityclass": "batch-critical", "workload": "batch-reindex"}),
+          values=lambda t, p, s: {"priorityclass": "batch-critical", "workload": "batch-reindex", "label": "app=batch-reindex"}),
     fault("pvc-claim-mismatch", "a volume's claimName points at a claim that does not exist",
           inject=pvc_mismatch_inject, recover=pvc_mismatch_recover, is_present=pvc_mismatch_present,
           resource_kind="PersistentVolumeClaim", mechanism="the pod's volume references a PersistentVolumeClaim that does not exist",

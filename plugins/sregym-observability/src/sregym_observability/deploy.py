@@ -44,11 +44,11 @@ def deploy_observability(kubeconfig: str | Path, settings: StackSettings = Stack
     if wait:
         for name in DEPLOYMENTS:
             status = subprocess.run([*base, "-n", settings.namespace, "rollout", "status", f"deployment/{name}",
-                                     f"--timeout={int(timeout_s)}s"], capture_output=True, text=True,
+                                     f"--timeout={int(timeout_s)}s"], capture_output=True, text=True, errors="replace",
                                     timeout=timeout_s + 30)
             if status.returncode != 0:
                 pods = subprocess.run([*base, "-n", settings.namespace, "get", "pods", "-o", "wide"],
-                                      capture_output=True, text=True, timeout=60).stdout
+                                      capture_output=True, text=True, errors="replace", timeout=60).stdout
                 raise DeployError(f"observability deployment {name!r} did not become ready: "
                                   f"{(status.stderr or status.stdout).strip()[:1000]}\n{pods}",
                                   hints=["kubectl -n observability describe pods shows why (image, probes)"])

@@ -18,6 +18,8 @@ from .prometheus_config import PrometheusSettings, render_alert_rules, render_pr
 
 NAMESPACE = "observability"
 SERVICE_ACCOUNT = "observability"
+# Outranks every app pod: a preemption fault must take the app down, never the instruments.
+PRIORITY_CLASS = "sregym-infrastructure"
 IMAGE = "sregym/observability:0.1.0"
 PROMETHEUS_IMAGE = "prom/prometheus:v2.42.0"
 PORTS = {"prometheus": 9090, "loki": 3100, "jaeger": 16686, "otlp": 4318, "cluster-exporters": 8080}
@@ -62,7 +64,8 @@ def _labels(component: str) -> dict[str, str]:
 
 def _deployment(settings: StackSettings, name: str, container: dict[str, Any],
                 volumes: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    spec: dict[str, Any] = {"serviceAccountName": SERVICE_ACCOUNT, "containers": [container]}
+    spec: dict[str, Any] = {"serviceAccountName": SERVICE_ACCOUNT, "priorityClassName": PRIORITY_CLASS,
+                            "containers": [container]}
     if volumes:
         spec["volumes"] = list(volumes)
     return {
@@ -142,6 +145,9 @@ def render_objects(settings: StackSettings = StackSettings()) -> list[dict[str, 
     }
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"sregym.io/hidden": "true"}}},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": PRIORITY_CLASS},
+         "value": 100000000, "globalDefault": False,
+         "description": "SREGym benchmark infrastructure (workload generator, observability)"},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": ns}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
          "metadata": {"name": "sregym-observability-reader"}, "rules": reader_rules},

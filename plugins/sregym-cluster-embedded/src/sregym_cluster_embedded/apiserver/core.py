@@ -517,6 +517,9 @@ class ApiCore:
                     elif account != "default" and hasattr(mod, "missing_service_account"):
                         # ("default" is created with the namespace; a brand-new namespace may race it)
                         raise mod.missing_service_account(obj, namespace, account)
+                if hasattr(mod, "apply_priority"):
+                    # the Priority plugin: spec.priority is what the scheduler and kubelet eviction read
+                    mod.apply_priority(obj, [clone(pc) for pc in self.store.list("priorityclasses.scheduling.k8s.io", None)])
             quotas = self.store.list("resourcequotas", namespace)
             if quotas and hasattr(mod, "check_quota"):
                 ns_objects = {

@@ -60,6 +60,25 @@ class Scheduler(Controller):
                 by_node.setdefault(node, []).append(pod)
         return by_node
 
+    def with_nominated(self, pod: Obj, by_node: dict[str, list[Obj]]) -> dict[str, list[Obj]]:
+        """Placed pods plus the pending pods nominated to a node by an earlier preemption, when they
+        rank at least as high as ``pod``: the space their victims free is reserved for them, so
+        the victims' replacements (or a later preemptor) do not take it and preemption does not loop."""
+        mine, me = priority_of(pod), key_of(pod)
+        out = {name: list(pods) for name, pods in by_node.items()}
+        for other in self.pods.list():
+            node = (other.get("status") or {}).get("nominatedNodeName")
+            if node and wants_us(other) and key_of(other) != me and priority_of(self._with_priority(other)) >= mine:
+                out.setdefault(node, []).append(other)
+        return out
+
+    def _victims_terminating(self, pod: Obj, by_node: dict[str, list[Obj]]) -> bool:
+        """A pod that already preempted waits while its victims terminate instead of preempting again
+        (kube-scheduler's PodEligibleToPreemptOthers)."""
+        node = (pod.get("status") or {}).get("nominatedNodeName")
+        mine = priority_of(pod)
+        return bool(node) and any(is_deleting(p) and priority_of(p) < mine for p in by_node.get(node, []))
+
     def filter_node(self, pod: Obj, node: Obj, nodes: dict[str, Obj], by_node: dict[str, list[Obj]]) -> list[str]:
         """Reasons this node cannot take the pod (empty when it fits), in kube-scheduler plugin order."""
         if node.get("spec", {}).get("unschedulable") and not sch.tolerates(
@@ -144,7 +163,7 @@ class Scheduler(Controller):
             return
         pod = self._with_priority(pod)
         nodes = {name_of(n): n for n in self.nodes.list()}
-        by_node = self.placed_pods()
+        by_node = self.with_nominated(pod, self.placed_pods())
         total = len(nodes)
         problem = self.volume_problem(pod)
         if problem:
@@ -172,6 +191,9 @@ class Scheduler(Controller):
             for reason in reasons:
                 counts[reason] = counts.get(reason, 0) + 1
         message = sch.summarize(total, counts)
+        if self._victims_terminating(pod, by_node):
+            await self._fail(pod, message)
+            return
         preemption = await self._preempt(pod, nodes, by_node, failures)
         if preemption:
             message += " " + preemption
@@ -225,7 +247,9 @@ class Scheduler(Controller):
     def _victims(self, pod: Obj, node: Obj, nodes: dict[str, Obj], by_node: dict[str, list[Obj]]) -> list[Obj] | None:
         mine = priority_of(pod)
         here = list(by_node.get(name_of(node), []))
-        lower = sorted((p for p in here if priority_of(p) < mine), key=priority_of)
+        # pods already terminating free their space anyway; nominated pods are not running to evict
+        lower = sorted((p for p in here if priority_of(p) < mine and not is_deleting(p)
+                        and p.get("spec", {}).get("nodeName")), key=priority_of)
         if not lower:
             return None
         victims: list[Obj] = []
