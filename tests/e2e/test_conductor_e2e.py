@@ -1,18 +1,16 @@
 """End to end: real embedded cluster, real Hotel Reservation, the conductor driven as a user does.
 
-One cluster and one deployment are shared by the module (deploying takes most of the time); each
-test leaves the app reconciled to its baseline, and the module checks that nothing keeps running.
+The cluster and the deployed app are shared with the other end-to-end modules (see conftest.py);
+each test leaves the app reconciled to its baseline.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -34,23 +32,14 @@ if not (_installed("sregym_cluster_embedded") and _installed("sregym_app_hotel_r
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    home = tmp_path_factory.mktemp("sregym-home")
-    environ = {**os.environ, "SREGYM_HOME": str(home)}
-    before = {p.pid for p in psutil.process_iter()}
-    up = subprocess.run([SREGYM, "cluster", "up", "--name", "e2e"], env=environ, capture_output=True, text=True,
-                        timeout=120)
-    assert up.returncode == 0, up.stderr
-    try:
-        deploy = subprocess.run([SREGYM, "deploy", "hotel-reservation", "--cluster", "e2e", "--workdir",
-                                 str(home / "work")], env=environ, capture_output=True, text=True, timeout=600)
-        assert deploy.returncode == 0, deploy.stderr[-3000:]
-        yield {"environ": environ, "home": home, "kubeconfig": home / "clusters" / "e2e" / "kubeconfig"}
-    finally:
-        subprocess.run([SREGYM, "cluster", "down", "--name", "e2e"], env=environ, capture_output=True, timeout=120)
-    leftovers = [p for p in psutil.process_iter(["pid", "cmdline"])
-                 if p.pid not in before and str(home) in " ".join(p.info["cmdline"] or [])]
-    assert not leftovers, f"processes left behind: {[p.info['cmdline'][:3] for p in leftovers]}"
+def env(shared_cluster):
+    home = shared_cluster.home
+    deploy = subprocess.run([SREGYM, "deploy", "hotel-reservation", "--cluster", shared_cluster.name, "--workdir",
+                             str(shared_cluster.workdir)], env=shared_cluster.environ, capture_output=True, text=True,
+                            timeout=600)
+    assert deploy.returncode == 0, deploy.stderr[-3000:]
+    return {"environ": shared_cluster.environ, "home": home, "kubeconfig": shared_cluster.kubeconfig,
+            "cluster": shared_cluster.name}
 
 
 def _run(env, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -60,7 +49,7 @@ def _run(env, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 def test_reference_passes_and_noop_and_hackers_fail(env, tmp_path):
     results = tmp_path / "results"
     proc = _run(env, "run", "--problem", "hotel-wrong-image-geo", "--agent", "reference", "--agent", "noop",
-                "--agent", "restart-all", "--agent", "scale-zero-faulty", "--cluster", "e2e",
+                "--agent", "restart-all", "--agent", "scale-zero-faulty", "--cluster", env["cluster"],
                 "--results", str(results))
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = {r["agent"]: r for r in map(json.loads, (results / "results.jsonl").read_text().splitlines())}
@@ -86,10 +75,10 @@ def test_reference_passes_and_noop_and_hackers_fail(env, tmp_path):
 
 def test_resume_skips_recorded_attempts(env, tmp_path):
     results = tmp_path / "results"
-    first = _run(env, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--cluster", "e2e",
+    first = _run(env, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--cluster", env["cluster"],
                  "--results", str(results))
     assert first.returncode == 0, first.stderr[-2000:]
-    again = _run(env, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--cluster", "e2e",
+    again = _run(env, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--cluster", env["cluster"],
                  "--results", str(results), "--resume")
     assert again.returncode == 0 and "skipped (--resume)" in again.stderr
     assert len((results / "results.jsonl").read_text().splitlines()) == 1
@@ -116,7 +105,7 @@ def test_an_agent_over_mcp_and_http(env, tmp_path):
     """A scripted agent uses the real MCP client and the HTTP API inside a real attempt."""
     script = tmp_path / "mcp_agent_run.py"
     script.write_text(MCP_AGENT_SCRIPT)
-    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "results")], env=env["environ"],
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "results"), env["cluster"]], env=env["environ"],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -175,6 +164,6 @@ host = get_plugin_manager()
 host.register(Plugin(), name="mcp-script-test")
 problem = host.get_problems()["hotel-wrong-image-geo"]
 plan = RunPlan(problems=[problem], agents=["mcp-script"], results_dir=Path(sys.argv[1]))
-asyncio.run(run_plan(host, get_cluster(host, name="e2e"), plan))
+asyncio.run(run_plan(host, get_cluster(host, name=sys.argv[2]), plan))
 print(json.dumps(SEEN))
 '''

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
 import statistics
 import subprocess
 import time
 from typing import Any
 
 import attrs
-import psutil
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -224,41 +222,26 @@ class Hotel:
 
 
 @pytest.fixture(scope="module")
-def hotel(tmp_path_factory):
-    home = tmp_path_factory.mktemp("sregym-primitives")
-    saved = os.environ.get("SREGYM_HOME")
-    os.environ["SREGYM_HOME"] = str(home)
-    before = {p.pid for p in psutil.process_iter()}
+def hotel(shared_cluster, monkeypatch_module):
+    monkeypatch_module.setenv("SREGYM_HOME", str(shared_cluster.home))
     host = new_plugin_host()
-    # SREGYM_PRIMITIVES_CLUSTER=<name> (with its SREGYM_HOME) reuses a running cluster while iterating
-    reuse = os.environ.get("SREGYM_PRIMITIVES_CLUSTER")
-    if reuse:
-        os.environ["SREGYM_HOME"] = saved or str(home)
-    cluster = get_cluster(host, provider="embedded", name=reuse or "primitives")
-    try:
-        if not reuse:
-            cluster.up()
-        env = Environment(host=host, cluster=cluster, workdir=home / "work", with_observability=False)
-        deployed = asyncio.run(env.ensure_app(host.get_apps()[APP]))
-        hotel = Hotel(host, env, deployed)
-        probe = hotel.live(time.time())
-        for _ in range(10):
-            status, seconds = probe.call("search")
-            if status == 200:
-                HEALTHY_MS.append(seconds * 1000)
-        HEALTHY_BURST_MS.extend(seconds * 1000 for status, seconds in probe.burst("search", *BURST) if status == 200)
-        yield hotel
-    finally:
-        if not reuse:
-            cluster.down()
-        if saved is None:
-            os.environ.pop("SREGYM_HOME", None)
-        else:
-            os.environ["SREGYM_HOME"] = saved
-    time.sleep(1.0)
-    leftovers = [p for p in psutil.process_iter(["pid", "cmdline"])
-                 if p.pid not in before and str(home) in " ".join(p.info["cmdline"] or [])]
-    assert not leftovers, f"processes left behind: {[p.info['cmdline'][:3] for p in leftovers]}"
+    cluster = get_cluster(host, provider="embedded", name=shared_cluster.name)
+    env = Environment(host=host, cluster=cluster, workdir=shared_cluster.workdir / "primitives", with_observability=False)
+    deployed = asyncio.run(env.ensure_app(host.get_apps()[APP]))
+    hotel = Hotel(host, env, deployed)
+    probe = hotel.live(time.time())
+    for _ in range(10):
+        status, seconds = probe.call("search")
+        if status == 200:
+            HEALTHY_MS.append(seconds * 1000)
+    HEALTHY_BURST_MS.extend(seconds * 1000 for status, seconds in probe.burst("search", *BURST) if status == 200)
+    return hotel
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
 
 
 def _pack_primitives() -> dict[str, Any]:

@@ -41,18 +41,6 @@ if not _installed():
                 allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def environ(tmp_path_factory):
-    home = tmp_path_factory.mktemp("sregym-validate")
-    env = {**os.environ, "SREGYM_HOME": str(home)}
-    up = subprocess.run([SREGYM, "cluster", "up", "--name", "ci"], env=env, capture_output=True, text=True, timeout=120)
-    assert up.returncode == 0, up.stderr
-    try:
-        yield env
-    finally:
-        subprocess.run([SREGYM, "cluster", "down", "--name", "ci"], env=env, capture_output=True, timeout=120)
-
-
 def lite_group() -> list[str]:
     listing = subprocess.run([SREGYM, "list-problems", "--suite", "lite", "--json"], capture_output=True, text=True,
                              timeout=120, check=True)
@@ -64,17 +52,17 @@ def lite_group() -> list[str]:
     return chosen + ids[:GROUP_SIZE - len(chosen)]
 
 
-def test_rotating_lite_sample_is_sound(environ, tmp_path):
+def test_rotating_lite_sample_is_sound(shared_cluster, tmp_path):
     problems = lite_group()
-    args = [SREGYM, "validate", "--cluster", "ci", "--results", str(tmp_path / "validate")]
+    args = [SREGYM, "validate", "--cluster", shared_cluster.name, "--results", str(tmp_path / "validate")]
     for problem in problems:
         args += ["--problem", problem]
-    proc = subprocess.run(args, env=environ, capture_output=True, text=True, timeout=3000)
+    proc = subprocess.run(args, env=shared_cluster.environ, capture_output=True, text=True, timeout=3000)
     assert proc.returncode == 0, f"problems {problems}:\n{proc.stdout}\n{proc.stderr[-4000:]}"
     assert f"all {len(problems)} problem(s) sound" in proc.stdout
 
 
-def test_random_adhoc_pairs_pass_with_reference(environ, tmp_path):
+def test_random_adhoc_pairs_pass_with_reference(shared_cluster, tmp_path):
     listing = subprocess.run([SREGYM, "list-faults", "--app", "hotel-reservation", "--json",
                               "--capabilities", "any,embedded,node-agent,snapshot,ld-preload"],
                              capture_output=True, text=True, timeout=120, check=True)
@@ -84,8 +72,8 @@ def test_random_adhoc_pairs_pass_with_reference(environ, tmp_path):
     for fault, target in chosen:
         results = tmp_path / f"{fault}-{target}"
         proc = subprocess.run([SREGYM, "run", "--app", "hotel-reservation", "--fault", fault, "--target", target,
-                               "--agent", "reference", "--cluster", "ci", "--no-observability", "--results", str(results)],
-                              env=environ, capture_output=True, text=True, timeout=1500)
+                               "--agent", "reference", "--cluster", shared_cluster.name, "--no-observability", "--results", str(results)],
+                              env=shared_cluster.environ, capture_output=True, text=True, timeout=1500)
         assert proc.returncode == 0, f"seed {seed}, {fault} on {target}: {proc.stderr[-3000:]}"
         record = json.loads((results / "results.jsonl").read_text().splitlines()[0])
         assert record["success"], f"seed {seed}: {fault} on {target} failed: {json.dumps(record['mitigation'])[:2000]}"
