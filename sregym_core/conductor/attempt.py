@@ -23,7 +23,7 @@ from ..errors import SregymError
 from ..faults import FaultContext, call_fault
 from ..oracles.mitigation import OracleVerdict, build_oracle
 from ..problems import derive_ground_truth
-from ..results.record import AGENT_STATUSES, AttemptRecord
+from ..results.record import AGENT_STATUSES, AttemptRecord, utc_now
 from ..types import AgentSpec, FaultInstance, ProblemSpec, Target
 from .environment import DeployedApp, Environment
 from .schedule import FaultScheduler
@@ -143,7 +143,7 @@ class Attempt:
 
     async def run(self) -> AttemptRecord:
         record: dict[str, Any] = {"run_id": self.run_id, "problem_id": self.problem.id, "agent": self.agent_spec.name,
-                                  "attempt": self.attempt_no, "app": self.problem.app}
+                                  "attempt": self.attempt_no, "app": self.problem.app, "started_at": utc_now()}
         timeouts: list[str] = []
         outcome = AgentOutcome(status="crashed", error="agent never started")
         server = AgentServer(self, KubectlTool(kubeconfig=self.deployed.agent_kubeconfig, kubectl=self.env.kubectl,
@@ -200,7 +200,7 @@ class Attempt:
             time_to_diagnose_s=ttd, time_to_mitigate_s=ttm, steps=outcome.steps,
             prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=outcome.cost,
             agent_status=outcome.status if outcome.status in AGENT_STATUSES else "ok", timeouts=tuple(timeouts),
-            error=record.get("error") or outcome.error,
+            error=record.get("error") or outcome.error, finished_at=utc_now(),
             extra={"trajectory": list(outcome.trajectory)[:500], "attempt_id": self.attempt_id},
         )
         return AttemptRecord(**record)

@@ -100,6 +100,9 @@ class Environment:
             urls[role] = f"http://{ip}:{port}" if ip.startswith("127.") else None
         return ObservabilityEndpoints(prometheus_url=urls["prometheus"], loki_url=urls["loki"], jaeger_url=urls["jaeger"])
 
+    def is_deployed(self, app: AppSpec) -> bool:
+        return app.name in self._apps
+
     async def ensure_app(self, app: AppSpec) -> DeployedApp:
         """Deploy ``app`` once (retrying a failed deploy) and snapshot its baseline."""
         if app.name in self._apps:

@@ -59,7 +59,8 @@ async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: P
             app = host.get_apps()[resolved.app]
             structlog.contextvars.bind_contextvars(problem=resolved.id, app=app.name)
             try:
-                say(f"{resolved.id}: deploying {app.name} (once per run)")
+                if not env.is_deployed(app):
+                    say(f"{resolved.id}: deploying {app.name} (once per run)")
                 deployed = await env.ensure_app(app)
             except DeployError as exc:
                 for agent in plan.agents:

@@ -58,6 +58,8 @@ def test_reference_passes_and_noop_and_hackers_fail(env, tmp_path):
     assert reference["diagnosis_passed"] and reference["mitigation_passed"] and reference["success"]
     assert reference["time_to_diagnose_s"] > 0 and reference["time_to_mitigate_s"] >= reference["time_to_diagnose_s"]
     assert reference["diagnosis"]["judge"] == "judge-rules"
+    # the record spans the attempt: started before the injection, finished after grading
+    assert reference["started_at"] < reference["finished_at"]
     for agent in ("noop", "restart-all", "scale-zero-faulty"):
         assert records[agent]["mitigation_passed"] is False, agent
         assert not records[agent]["success"]
