@@ -226,8 +226,15 @@ def hotel(shared_cluster, monkeypatch_module):
     monkeypatch_module.setenv("SREGYM_HOME", str(shared_cluster.home))
     host = new_plugin_host()
     cluster = get_cluster(host, provider="embedded", name=shared_cluster.name)
-    env = Environment(host=host, cluster=cluster, workdir=shared_cluster.workdir / "primitives", with_observability=False)
-    deployed = asyncio.run(env.ensure_app(host.get_apps()[APP]))
+    # the same stack and app parameters as the CLI's deploys on this shared cluster, so deploying
+    # again changes nothing (no rollout) before or after this module
+    env = Environment(host=host, cluster=cluster, workdir=shared_cluster.workdir / "primitives")
+
+    async def deploy():
+        await env.ensure_observability()
+        return await env.ensure_app(host.get_apps()[APP])
+
+    deployed = asyncio.run(deploy())
     hotel = Hotel(host, env, deployed)
     probe = hotel.live(time.time())
     for _ in range(10):

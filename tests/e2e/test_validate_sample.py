@@ -72,7 +72,7 @@ def test_random_adhoc_pairs_pass_with_reference(shared_cluster, tmp_path):
     for fault, target in chosen:
         results = tmp_path / f"{fault}-{target}"
         proc = subprocess.run([SREGYM, "run", "--app", "hotel-reservation", "--fault", fault, "--target", target,
-                               "--agent", "reference", "--cluster", shared_cluster.name, "--no-observability", "--results", str(results)],
+                               "--agent", "reference", "--cluster", shared_cluster.name, "--results", str(results)],
                               env=shared_cluster.environ, capture_output=True, text=True, timeout=1500)
         assert proc.returncode == 0, f"seed {seed}, {fault} on {target}: {proc.stderr[-3000:]}"
         record = json.loads((results / "results.jsonl").read_text().splitlines()[0])
