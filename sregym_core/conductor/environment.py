@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,9 @@ class Environment:
     def is_deployed(self, app: AppSpec) -> bool:
         return app.name in self._apps
 
+    def deployed_app(self, name: str) -> DeployedApp:
+        return self._apps[name]
+
     async def ensure_app(self, app: AppSpec) -> DeployedApp:
         """Deploy ``app`` once (retrying a failed deploy) and snapshot its baseline."""
         if app.name in self._apps:
@@ -170,10 +174,16 @@ class Environment:
                                  timeout=app.deploy_timeout)
         return await self.ensure_app(app)
 
-    async def reset_app(self, name: str) -> list[str]:
-        """Reconcile an app back to its baseline and wait until it is healthy again."""
+    async def reset_app(self, name: str, *, after_reconcile: Callable[[], Awaitable[Any]] | None = None) -> list[str]:
+        """Reconcile an app back to its baseline and wait until it is healthy again.
+
+        ``after_reconcile`` runs between the two: recoveries that needed what an agent had removed
+        (a datastore scaled to zero) can run once the baseline is back, before readiness is required.
+        """
         deployed = self._apps[name]
         actions = await asyncio.to_thread(deployed.baseline.reconcile)
+        if after_reconcile is not None:
+            await after_reconcile()
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
         # the baseline keeps uids of what it recreated from now on
         await asyncio.to_thread(deployed.baseline.take)

@@ -90,16 +90,32 @@ async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: P
                     say(f"{resolved.id} × {agent} #{number}: diagnosis {'PASS' if record.diagnosis_passed else 'FAIL'}, "
                         f"mitigation {'PASS' if record.mitigation_passed else 'FAIL'} ({record.agent_status})")
                     started = time.monotonic()
-                    actions = await env.reset_app(app.name)
-                    if not await attempt.settle():
-                        # a fault survived recovery (say, a datastore change on a volume): start over
-                        say(f"{resolved.id}: a fault survived recovery; redeploying {app.name} from scratch")
-                        deployed = await env.redeploy_app(app)
+                    deployed, actions = await _reset(env, app, attempt, say)
                     log.info("app_reset", seconds=round(time.monotonic() - started, 2), actions=len(actions))
     finally:
         structlog.contextvars.clear_contextvars()
     host.pm.hook.sregym_run_finished(results_dir=str(plan.results_dir), records=records)
     return records
+
+
+async def _reset(env: Environment, app: Any, attempt: Attempt, say: Callable[[str], None]) -> tuple[Any, list[str]]:
+    """Put the app back to its baseline after an attempt; redeploy it from scratch when that fails."""
+    settled: list[bool] = []
+
+    async def settle() -> None:
+        settled.append(await attempt.settle())
+
+    try:
+        actions = await env.reset_app(app.name, after_reconcile=settle)
+    except SregymError as exc:
+        log.warning("app_reset_failed", app=app.name, error=str(exc))
+        say(f"{attempt.problem.id}: {app.name} did not come back after the reset; redeploying it from scratch")
+        return await env.redeploy_app(app), []
+    if not all(settled):
+        # a fault survived recovery (say, a datastore change on a volume): start over
+        say(f"{attempt.problem.id}: a fault survived recovery; redeploying {app.name} from scratch")
+        return await env.redeploy_app(app), actions
+    return env.deployed_app(app.name), actions
 
 
 def _with_trajectory(writer: ResultsWriter, record: AttemptRecord, agent: str, plan: RunPlan) -> AttemptRecord:
