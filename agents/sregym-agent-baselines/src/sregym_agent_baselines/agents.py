@@ -88,7 +88,8 @@ class _Base:
 
 
 def _ready(pod: dict) -> bool:
-    if pod.get("status", {}).get("phase") == "Succeeded":
+    # a finished pod (a batch Job's, or one whose owner already replaced it) waits for nothing
+    if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
         return True
     if pod.get("metadata", {}).get("deletionTimestamp"):
         return False
