@@ -11,7 +11,7 @@ from sregym_fault_k8s.base import schema, truth_factory
 
 from sregym_core.types import FaultSpec, TargetSelector
 
-from .sql import app_roles, psql, quote_ident, table_grants
+from .sql import app_roles, login_refused, psql, quote_ident, table_grants
 
 POSTGRES = TargetSelector(roles=("db:postgres",))
 
@@ -133,7 +133,13 @@ def _pods_started_before(ctx, kind, name, when) -> bool:
 
 
 def rotate_present(ctx, target, params):
-    return any(_pods_started_before(ctx, kind, name, ctx.state["rotated_at"]) for kind, name in ctx.state.get("users", []))
+    """Pods started before the rotation still carry the old password, and the database refuses it."""
+    import base64
+
+    if not any(_pods_started_before(ctx, kind, name, ctx.state["rotated_at"]) for kind, name in ctx.state.get("users", [])):
+        return False
+    old = base64.b64decode(ctx.state["old"]).decode() if ctx.state.get("old") else None
+    return old is None or login_refused(ctx, target, ctx.state["role"], old)
 
 
 def rotate_fix(ctx, target, params):

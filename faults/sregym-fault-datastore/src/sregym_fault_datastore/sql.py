@@ -37,6 +37,18 @@ def psql(ctx: Any, target: Any, statement: str, *, check: bool = True) -> list[l
     return [line.split("|") for line in out.splitlines() if line.strip()]
 
 
+_LOGIN = ('PGPASSWORD="$1" psql -h "${POD_IP:-127.0.0.1}" -U "$2" -d postgres -At -c "SELECT 1" 2>&1')
+
+
+def login_refused(ctx: Any, target: Any, role: str, password: str) -> bool:
+    """Whether the database refuses ``role`` with ``password`` over TCP, as an app pod connects."""
+    pod = running_pod(ctx, target)
+    container = target.component.container_name if target.component.container else "postgres"
+    out = ctx.kubectl("exec", pod, "-n", ctx.namespace, "-c", container, "--", "sh", "-c", _LOGIN, "psql",
+                      password, role, check=False)
+    return "password authentication failed" in out
+
+
 def app_roles(ctx: Any, target: Any) -> list[str]:
     """The database's application login roles (not superusers)."""
     rows = psql(ctx, target, "SELECT rolname FROM pg_roles WHERE rolcanlogin AND NOT rolsuper "
