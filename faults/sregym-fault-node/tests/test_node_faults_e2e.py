@@ -115,7 +115,10 @@ class Cluster:
     def wait_sql(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.sql("select 1").strip() == "1":
+            # the entrypoint's init-time server on a fresh volume answers on the socket too, then
+            # stops; only the final server listens on TCP (listen_addresses is empty before it)
+            listening = self.sql("show listen_addresses").strip()
+            if listening and "error" not in listening and self.sql("select 1").strip() == "1":
                 return
             time.sleep(1)
         raise AssertionError("postgres did not come up: " + self.kubectl("logs", "pg-0", "-n", NS, check=False))

@@ -114,9 +114,8 @@ METRICS_SERVER = (
 @pytest.mark.skipif(not Path("/usr/bin/prometheus").exists(), reason="prometheus is not installed")
 def test_real_prometheus_discovers_and_alerts_on_the_embedded_cluster(embedded: str, start_component,
                                                                        tmp_path: Path) -> None:
+    from obs_helpers import free_port, stop_process, wait_http
     from sregym_observability.prometheus_config import PrometheusSettings, prometheus_args, write_config_dir
-
-    from conftest import free_port, stop_process, wait_http
 
     _kubectl(embedded, "create", "namespace", "demo")
     objects = [

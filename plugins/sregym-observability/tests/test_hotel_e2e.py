@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fake_kube import ThreadedFakeKube, kubeconfig_text, make_pod
+from obs_helpers import free_port, stop_process, wait_http
 from sregym_observability import tools
 from sregym_observability.prometheus_config import (
     PROMETHEUS_BINARY,
@@ -27,8 +28,6 @@ from sregym_observability.prometheus_config import (
     write_config_dir,
 )
 from sregym_observability.tools import Endpoints
-
-from conftest import free_port, stop_process, wait_http
 
 localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
 pytestmark = [pytest.mark.slow,

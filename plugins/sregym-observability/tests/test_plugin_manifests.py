@@ -74,8 +74,7 @@ def test_all_in_one_process_serves_every_component(tmp_path: Path) -> None:
     import httpx
     import psutil
     from fake_kube import ThreadedFakeKube, kubeconfig_text, make_pod
-
-    from conftest import free_port, stop_process, wait_http
+    from obs_helpers import free_port, stop_process, wait_http
 
     fake = ThreadedFakeKube()
     ports = {name: free_port() for name in ("logs", "traces", "exporters")}
@@ -120,8 +119,7 @@ def test_in_cluster_without_a_token_is_explained(tmp_path: Path, monkeypatch: py
 @pytest.mark.slow
 def test_logs_server_without_credentials_still_serves_pushes(tmp_path: Path) -> None:
     import httpx
-
-    from conftest import free_port, stop_process, wait_http
+    from obs_helpers import free_port, stop_process, wait_http
 
     port = free_port()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KUBERNETES_SERVICE_HOST": "127.0.0.1"}

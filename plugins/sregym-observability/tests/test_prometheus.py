@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fake_kube import ThreadedFakeKube, kubeconfig_text, make_pod
+from obs_helpers import free_port, stop_process, wait_http
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from sregym_observability import tools
 from sregym_observability.prometheus_config import (
@@ -25,8 +26,6 @@ from sregym_observability.prometheus_config import (
     write_config_dir,
 )
 from sregym_observability.tools import Endpoints
-
-from conftest import free_port, stop_process, wait_http
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not shutil.which(PROMETHEUS_BINARY), reason="prometheus is not installed")]

@@ -6,6 +6,7 @@ import time
 
 import httpx
 import pytest
+from obs_helpers import free_port
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -13,8 +14,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from sregym_observability import tools
 from sregym_observability.tools import Endpoints
-
-from conftest import free_port
 
 pytestmark = pytest.mark.slow
 
