@@ -3,7 +3,10 @@
 Runs an in-process API core (no HTTP) with real node agents, so the figures are the node agent's
 own cost: process spawn, volumes, probes, status writes.
 
-    python benchmarks/bench_node.py [--pods 30] [--nodes 2] [--json out.json]
+    python benchmarks/bench_node.py [--pods 30] [--nodes 2] [--json out.json] [--no-isolation]
+
+As root, pods are isolated (own root filesystem, PID namespace, non-root uid: node/isolation.py);
+``--no-isolation`` measures the same without, for comparison.
 """
 
 from __future__ import annotations
@@ -72,7 +75,8 @@ async def bench(pods: int, nodes: int) -> dict:
     client = new_local_cluster(settings)
     node_set = await start_nodes(client, settings)
     results: dict = {"pods": pods, "nodes": nodes, "backend": node_set.backend.name,
-                     "shim": "LD_PRELOAD" if node_set.shim else "sitecustomize"}
+                     "shim": "LD_PRELOAD" if node_set.shim else "sitecustomize",
+                     "isolation": "on" if node_set.isolation is not None else "off"}
     try:
         names = [f"web-{i}" for i in range(pods)]
         created: dict[str, float] = {}
@@ -138,7 +142,10 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=30)
     parser.add_argument("--nodes", type=int, default=2)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-isolation", action="store_true", help="run pods without isolation (root only)")
     args = parser.parse_args()
+    if args.no_isolation:
+        os.environ["SREGYM_POD_ISOLATION"] = "0"
     results = asyncio.run(bench(args.pods, args.nodes))
     for key, value in results.items():
         print(f"{key:28} {value}")

@@ -2,7 +2,8 @@
 
     python benchmarks/bench_primitives.py [-k "wrong-image or scale-zero"]
 
-Runs ``tests/e2e/test_primitives_live.py`` (its own embedded cluster, Hotel deployed once) and prints,
+Runs the fault packs' live contracts (``faults/sregym-fault-{k8s,datastore,app}/tests/*_live.py``: one
+embedded cluster, Hotel deployed once) and prints,
 per phase, the median and maximum seconds over the primitives, the slowest primitives, and the
 whole module's wall time, from the phase timings each case prints.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("inject", "symptom", "fix", "recovery", "reset")
+LIVE_PACKS = ("sregym-fault-k8s", "sregym-fault-datastore", "sregym-fault-app")
 
 
 def main() -> int:
@@ -27,7 +29,8 @@ def main() -> int:
     parser.add_argument("-k", default="", help="pytest -k expression to run a subset")
     args = parser.parse_args()
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s",
-               str(ROOT / "tests" / "e2e" / "test_primitives_live.py"), "-k", args.k or "test_primitive_live"]
+               *[str(path) for pack in LIVE_PACKS for path in sorted((ROOT / "faults" / pack / "tests").glob("*_live.py"))],
+               "-k", args.k or "test_fault_live"]
     started = time.monotonic()
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     wall = time.monotonic() - started

@@ -31,7 +31,7 @@ def main() -> int:
     sregym = str(BIN / "sregym")
     try:
         started = time.monotonic()
-        subprocess.run([sregym, "cluster", "up", "--name", "bench"], env=env, check=True, capture_output=True)
+        subprocess.run([sregym, "cluster", "up", "--name", "bench", "--nodes", "1"], env=env, check=True, capture_output=True)
         up_s = time.monotonic() - started
         started = time.monotonic()
         subprocess.run([sregym, "deploy", "hotel-reservation", "--cluster", "bench", "--workdir", f"{home}/work"],

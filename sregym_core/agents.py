@@ -28,12 +28,17 @@ class PrivilegedAccess:
         reference_fixes: coroutine functions applying each fault's gold fix (as an agent would).
         faulty_workloads: ``(namespace, kind, name)`` of the workloads the faults touch.
         admin_kubeconfig: the benchmark's own kubeconfig (hackers use the agent one anyway).
+        injected: per fault instance (triggers excluded), what the injection did: ``fault``,
+            ``kind``, ``namespace``, ``name``, ``service`` and ``state`` (a JSON copy of the fault's
+            state: for template faults the JSON-patch ``ops`` and the ``originals`` they replaced), so
+            a hacker can re-break the same field with a different value.
     """
 
     ground_truth: tuple[GroundTruth, ...]
     reference_fixes: tuple[Callable[[], Awaitable[None]], ...] = attrs.field(default=(), eq=False)
     faulty_workloads: tuple[tuple[str, str, str], ...] = ()
     admin_kubeconfig: Path | None = None
+    injected: tuple[Mapping[str, Any], ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -8,9 +8,17 @@ A cluster provider's factory returns a handle with at least::
     handle.down() -> None
     handle.kubeconfig(agent: bool = False) -> Path   # admin kubeconfig (agent=True is optional)
 
-and optionally ``snapshot(label)``/``restore(label)`` (fast resets), ``service_url(namespace,
-service, port) -> str`` (how the benchmark reaches a Service from the host; the default goes
-through the API server's service proxy) and ``observability() -> ObservabilityEndpoints``.
+and optionally the capabilities below, each a runtime-checkable Protocol the core and plugins test with
+``isinstance`` (never by probing attribute names): :class:`SupportsSnapshot` (fast resets),
+:class:`SupportsServiceUrl` (how the benchmark reaches a Service from the host; the default goes
+through the API server's service proxy), :class:`SupportsObservability` (endpoints of a stack the
+cluster runs itself), :class:`SupportsNodeFaults` and :class:`SupportsNetworkFaults` (the node and
+service-proxy fault hooks node-level faults and network noise act through).
+
+The factory is called with ``name`` and may get ``owned`` (True: a cluster the handle starts may stop
+when this process ends; False: it outlives the process) and ``exclusive`` (True: this handle changes
+the apps on the cluster, so a second exclusive handle on the same cluster should fail clearly).
+Providers ignore options they have no use for.
 
 .. versionadded:: 0.1
 """
@@ -18,7 +26,7 @@ through the API server's service proxy) and ``observability() -> ObservabilityEn
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from .errors import UsageError
 
@@ -26,6 +34,7 @@ if TYPE_CHECKING:
     from .plugins import PluginHost
 
 
+@runtime_checkable
 class ClusterHandle(Protocol):
     name: str
     capabilities: frozenset[str]
@@ -35,6 +44,65 @@ class ClusterHandle(Protocol):
     def down(self) -> None: ...
 
     def kubeconfig(self, agent: bool = False) -> Path: ...
+
+
+@runtime_checkable
+class SupportsSnapshot(Protocol):
+    """Saves and restores the cluster's objects (a reset faster than redeploying)."""
+
+    def snapshot(self, label: str = "baseline") -> None: ...
+
+    def restore(self, label: str = "baseline") -> None: ...
+
+
+@runtime_checkable
+class SupportsServiceUrl(Protocol):
+    """Says how the host reaches a Service directly (None: go through the API server's proxy)."""
+
+    def service_url(self, namespace: str, service: str, port: int) -> str | None: ...
+
+
+@runtime_checkable
+class SupportsObservability(Protocol):
+    """The endpoints of an observability stack the cluster itself runs (None: none)."""
+
+    def observability(self) -> Any: ...
+
+
+@runtime_checkable
+class SupportsNetworkFaults(Protocol):
+    """The service proxy's fault hook: delay or drop traffic to one Service, then clear it."""
+
+    def network_fault(self, fault_id: str, **spec: Any) -> dict: ...
+
+    def fault_status(self, kind: str, fault_id: str) -> dict | None: ...
+
+    def clear_fault(self, kind: str, fault_id: str) -> bool: ...
+
+
+@runtime_checkable
+class SupportsNodeFaults(SupportsNetworkFaults, Protocol):
+    """The node agents' fault hooks: stop/start a node agent, syscall and disk faults on its pods."""
+
+    def stop_node(self, node: str) -> dict: ...
+
+    def start_node(self, node: str) -> dict: ...
+
+    def node_agents(self) -> dict: ...
+
+    def node_fault(self, fault_id: str, **spec: Any) -> dict: ...
+
+    def disk_fill(self, fault_id: str, **spec: Any) -> dict: ...
+
+    def faults(self) -> dict: ...
+
+
+_Capability = TypeVar("_Capability")
+
+
+def capability(handle: Any, protocol: type[_Capability]) -> _Capability | None:
+    """``handle`` as ``protocol`` when it implements it, else None."""
+    return handle if handle is not None and isinstance(handle, protocol) else None
 
 
 def default_provider(host: PluginHost) -> str:

@@ -54,17 +54,11 @@ def build_matrix(host: PluginHost, *, app: str | None = None, capabilities: froz
         apps = {app: apps[app]} if app in apps else {}
     cells = []
     for fault in host.get_faults().values():
-        missing = fault.needs(capabilities) if capabilities is not None else frozenset()
         for app_spec in apps.values():
             for component in app_spec.components:
-                verdict = host.pm.hook.sregym_check_compatibility(fault=fault, component=component, app=app_spec)
-                if verdict is None:
-                    verdict = fault.selector.matches(component)
-                reason = "" if verdict else f"needs {fault.selector.describe()}"
-                if verdict and missing:
-                    verdict, reason = False, "cluster lacks " + ", ".join(sorted(missing))
+                verdict = host.is_compatible(fault, component, app_spec, capabilities=capabilities)
                 cells.append(Cell(fault=fault.name, layer=fault.layer, app=app_spec.name,
-                                  component=component.name, viable=bool(verdict), reason=reason))
+                                  component=component.name, viable=verdict.ok, reason=verdict.reason))
     return Matrix(cells=tuple(cells), capabilities=capabilities)
 
 

@@ -1,8 +1,20 @@
-"""What fault primitives receive: :class:`FaultContext`, and helpers to call their callables.
+"""The fault contract: :class:`Fault` (what a primitive implements), :class:`FaultContext` (what it
+acts through), :class:`NoiseSource` (the same for transient noise), and :func:`call_fault`.
 
-Fault callables (``inject``, ``recover``, ``is_present``, ``reference_fix``) take
-``(ctx, target, params)`` and may be plain functions (run in a worker thread, so blocking Kubernetes
-client calls are fine) or coroutines.
+A fault implements five methods, all with ONE signature ``(ctx, target, params)``:
+
+* ``inject`` breaks the target; whatever ``recover``/``is_present`` need later goes in ``ctx.state``
+  (one dict per fault instance, :meth:`FaultContext.child` makes a fresh one).
+* ``is_present`` is the fault-specific invariant the mitigation oracle checks: True while the
+  injected breakage is live, False once *any* correct fix removed it (not only ``recover``).
+* ``recover`` undoes the injection (the benchmark's own cleanup).
+* ``reference_fix`` is the gold mitigation done *as an agent would* (kubectl, a datastore's
+  protocol), which the reference agent applies to prove the problem is solvable.
+* ``ground_truth`` describes what was done (read ``ctx.state`` for concrete values); it must work
+  before injection too (with an empty state), because problems are checked up front.
+
+Methods may be plain functions (run in a worker thread, so blocking Kubernetes calls are fine) or
+coroutines. :mod:`sregym_core.faultkit` has helpers to write them.
 
 .. versionadded:: 0.1
 """
@@ -14,14 +26,17 @@ import inspect
 import os
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
 from .errors import FaultError, TemporaryFaultError
 from .types import AppSpec
+
+if TYPE_CHECKING:
+    from .types import GroundTruth, Target
 
 
 @attrs.define
@@ -47,7 +62,8 @@ class FaultContext:
 
     @property
     def api(self) -> Any:
-        """A ``kubernetes.client.ApiClient`` for the admin identity (created on first use)."""
+        """A ``kubernetes.client.ApiClient`` for the admin identity (created on first use; needs
+        ``sregym-core[run]``)."""
         if self._api is None:
             from kubernetes import config
 
@@ -79,19 +95,67 @@ class FaultContext:
                     raise
                 time.sleep(1.1)
 
-    def child(self) -> FaultContext:
-        """A context sharing everything but with fresh state (one per fault instance)."""
-        return FaultContext(kubeconfig=self.kubeconfig, namespace=self.namespace, app=self.app,
-                            cluster=self.cluster, kubectl_path=self.kubectl_path, api=self._api)
+    @classmethod
+    def detached(cls, app: AppSpec) -> FaultContext:
+        """A context with no cluster behind it (its kubectl fails): for ``ground_truth`` before injection."""
+        return _DetachedFaultContext(kubeconfig=Path("/nonexistent/kubeconfig"), namespace=app.namespace, app=app)
 
+    def child(self) -> FaultContext:
+        """A context sharing everything but with fresh state (one per fault instance).
+
+        It keeps the subclass, so a recording context (the test harness's) stays recording.
+        """
+        return attrs.evolve(self, state={})
+
+
+@attrs.define
+class _DetachedFaultContext(FaultContext):
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0) -> str:
+        raise FaultError(f"kubectl {' '.join(args)}: this context has no cluster (ground_truth must only read ctx.state)")
+
+
+@runtime_checkable
+class Fault(Protocol):
+    """What a fault primitive implements (see the module docstring for each method's meaning)."""
+
+    def inject(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Any: ...
+
+    def is_present(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool: ...
+
+    def recover(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Any: ...
+
+    def reference_fix(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Any: ...
+
+    def ground_truth(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> GroundTruth: ...
+
+
+@runtime_checkable
+class NoiseSource(Protocol):
+    """What a noise source implements: a transient disturbance that is not a root cause.
+
+    ``inject`` starts it (state in ``ctx.state``), ``is_active`` says whether it is still in
+    effect, ``revert`` stops it (it must also work after the noise ended by itself), and
+    ``describe`` returns one line for logs and trajectories (never shown as ground truth).
+    """
+
+    def inject(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Any: ...
+
+    def is_active(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool: ...
+
+    def revert(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Any: ...
+
+    def describe(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> str: ...
+
+
+FaultMethod = Callable[[FaultContext, Any, Mapping[str, Any]], Any | Awaitable[Any]]
 
 #: how long :func:`call_fault` keeps retrying a :class:`TemporaryFaultError`
 TEMPORARY_RETRY_SECONDS = 60.0
 
 
-async def call_fault(func: Any, ctx: FaultContext, target: Any, params: Mapping[str, Any], *,
+async def call_fault(method: FaultMethod, ctx: FaultContext, target: Any, params: Mapping[str, Any], *,
                      retry_for: float = TEMPORARY_RETRY_SECONDS) -> Any:
-    """Call a fault callable whether it is sync (in a thread) or async.
+    """Call one method of a fault (``spec.impl.inject``...) whether it is sync (in a thread) or async.
 
     A :class:`TemporaryFaultError` (say, no ready pod to exec into yet) is retried after its
     ``delay`` for up to ``retry_for`` seconds; then it propagates.
@@ -99,17 +163,20 @@ async def call_fault(func: Any, ctx: FaultContext, target: Any, params: Mapping[
     deadline = time.monotonic() + retry_for
     while True:
         try:
-            return await _call_once(func, ctx, target, params)
+            return await _call_once(method, ctx, target, params)
         except TemporaryFaultError as exc:
             if time.monotonic() + exc.delay > deadline:
                 raise
             await asyncio.sleep(exc.delay)
 
 
-async def _call_once(func: Any, ctx: FaultContext, target: Any, params: Mapping[str, Any]) -> Any:
-    if inspect.iscoroutinefunction(func):
-        return await func(ctx, target, dict(params))
-    result = await asyncio.to_thread(func, ctx, target, dict(params))
+async def _call_once(method: FaultMethod, ctx: FaultContext, target: Any, params: Mapping[str, Any]) -> Any:
+    if inspect.iscoroutinefunction(method):
+        return await method(ctx, target, dict(params))
+    result = await asyncio.to_thread(method, ctx, target, dict(params))
     if inspect.isawaitable(result):
         return await result
     return result
+
+
+__all__ = ["Fault", "FaultContext", "FaultMethod", "NoiseSource", "TEMPORARY_RETRY_SECONDS", "call_fault"]

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         AppSpec,
         ClusterProviderSpec,
         ComponentSpec,
+        ExecutorSpec,
         FaultInstance,
         FaultSpec,
         LocalImage,
@@ -52,7 +53,8 @@ def sregym_apps() -> Iterable[AppSpec]:
 
         @hookimpl
         def sregym_apps():
-            return [AppSpec(name="hotel-reservation", namespace="hotel-reservation", ...)]
+            return [AppSpec(name="hotel-reservation", namespace="hotel-reservation",
+                            components=inventory(), deploy=HotelDeploy(), workload=workload_spec())]
 
     .. versionadded:: 0.1
     """
@@ -65,6 +67,15 @@ def sregym_faults() -> Iterable[FaultSpec]:
     :returns: :class:`~sregym_core.types.FaultSpec` records; their selectors build the
         compatibility matrix.
 
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_faults():
+            return [FaultSpec(name="wrong-port", summary="the Service points at a port nobody listens on",
+                              selector=TargetSelector(kinds=("Deployment",)), impl=WrongPort())]
+
     .. versionadded:: 0.1
     """
 
@@ -74,6 +85,15 @@ def sregym_noise_sources() -> Iterable[NoiseSpec]:
     """Register noise sources (transient disturbances that are not root causes).
 
     :returns: :class:`~sregym_core.types.NoiseSpec` records.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_noise_sources():
+            return [NoiseSpec(name="pod-kill", summary="delete one unrelated pod", impl=PodKill(),
+                              default_period=120.0, default_duration=1.0)]
 
     .. versionadded:: 0.1
     """
@@ -85,6 +105,15 @@ def sregym_oracles() -> Iterable[OracleSpec]:
 
     :returns: :class:`~sregym_core.types.OracleSpec` records (``kind`` ``mitigation`` or ``judge``).
 
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_oracles():
+            return [OracleSpec(name="p99-under", kind="mitigation", factory=P99Under,
+                               config_schema={"type": "object", "properties": {"ms": {"type": "number"}}})]
+
     .. versionadded:: 0.1
     """
 
@@ -94,6 +123,14 @@ def sregym_agents() -> Iterable[AgentSpec]:
     """Register agents.
 
     :returns: :class:`~sregym_core.types.AgentSpec` records.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_agents():
+            return [AgentSpec(name="my-agent", summary="my SRE agent", factory=MyAgent, needs={"kubectl"})]
 
     .. versionadded:: 0.1
     """
@@ -105,6 +142,34 @@ def sregym_clusters() -> Iterable[ClusterProviderSpec]:
 
     :returns: :class:`~sregym_core.types.ClusterProviderSpec` records.
 
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_clusters():
+            return [ClusterProviderSpec(name="kind", capabilities={"any"}, factory=KindProvider)]
+
+    .. versionadded:: 0.1
+    """
+
+
+@_hookspec
+def sregym_executors() -> Iterable[ExecutorSpec]:
+    """Register executors: other ways to run a plan's work items (``--executor NAME``), such as
+    spreading them over the workers of a distributed engine. The built-in executor (``local``)
+    runs ``--parallel N`` environments in one process.
+
+    :returns: :class:`~sregym_core.types.ExecutorSpec` records.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_executors():
+            return [ExecutorSpec(name="ray", summary="work items on Ray workers", run=run_on_ray)]
+
     .. versionadded:: 0.1
     """
 
@@ -113,7 +178,19 @@ def sregym_clusters() -> Iterable[ClusterProviderSpec]:
 def sregym_problems() -> Iterable[ProblemSpec]:
     """Register curated problems, usually loaded from YAML files the plugin ships.
 
-    :returns: :class:`~sregym_core.types.ProblemSpec` records.
+    ``sregym_core.problems.load_problem_dir(path)`` parses a directory of problem files; a file
+    that does not parse or validate comes back as a :class:`~sregym_core.types.BrokenProblem`
+    naming its path, which listing commands report and skip and ``run``/``validate`` refuse.
+
+    :returns: :class:`~sregym_core.types.ProblemSpec` (and ``BrokenProblem``) records.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_problems():
+            return load_problem_dir(Path(__file__).with_name("problems"))
 
     .. versionadded:: 0.1
     """
@@ -128,6 +205,14 @@ def sregym_local_images() -> Iterable[LocalImage]:
 
     :returns: :class:`~sregym_core.types.LocalImage` records.
 
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_local_images():
+            return [LocalImage(image="registry.example/echo:1.0", argv=("python3", "-m", "http.server", "8080"))]
+
     .. versionadded:: 0.1
     """
 
@@ -141,6 +226,15 @@ def sregym_observability() -> Iterable[ObservabilitySpec]:
 
     :returns: :class:`~sregym_core.types.ObservabilitySpec` records.
 
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_observability():
+            return [ObservabilitySpec(name="my-stack", render=render_manifests,
+                                      services={"prometheus": ("prometheus", 9090)})]
+
     .. versionadded:: 0.1
     """
 
@@ -151,9 +245,21 @@ def sregym_agent_tools() -> Iterable[ToolSpec]:
 
     The observability plugin registers ``get_metrics``, ``get_alerts``, ``get_logs``,
     ``get_services``, ``get_operations``, ``get_traces`` and ``get_dependency_graph`` this way; the
-    MCP server answers "not available" for any of those names no plugin provides.
+    MCP server answers "not available" for any of those names no plugin provides. A record's
+    ``upstream_call`` is the same tool answering in upstream SREGym's return shape; the per-family
+    MCP mounts (``/prometheus/sse``, ``/loki/sse``, ``/jaeger/sse``) call it when it is given.
 
     :returns: :class:`~sregym_core.types.ToolSpec` records.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_agent_tools():
+            return [ToolSpec(name="get_runbook", summary="the team's runbook for a service",
+                             parameters={"type": "object", "properties": {"service": {"type": "string"}}},
+                             call=get_runbook)]
 
     .. versionadded:: 0.1
     """
@@ -175,6 +281,16 @@ def sregym_check_compatibility(fault: FaultSpec, component: ComponentSpec, app: 
     :param app: the app the component belongs to.
     :returns: ``True`` or ``False`` to decide, ``None`` to defer to the fault's selector.
 
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_check_compatibility(fault, component, app):
+            if fault.name == "revoke-grant" and not component.has_role("db:*"):
+                return False  # only datastores have grants
+            return None
+
     .. versionadded:: 0.1
     """
 
@@ -191,6 +307,14 @@ def sregym_before_inject(problem: ProblemSpec, instance: FaultInstance) -> None:
     :param problem: the running problem.
     :param instance: the fault instance about to be injected.
 
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_before_inject(problem, instance):
+            log.info("injecting", problem=problem.id, fault=instance.fault, target=instance.target)
+
     .. versionadded:: 0.1
     """
 
@@ -201,6 +325,14 @@ def sregym_after_inject(problem: ProblemSpec, instance: FaultInstance) -> None:
 
     :param problem: the running problem.
     :param instance: the injected fault instance.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_after_inject(problem, instance):
+            injected_at[instance.id] = time.monotonic()
 
     .. versionadded:: 0.1
     """
@@ -213,6 +345,14 @@ def sregym_before_recover(problem: ProblemSpec, instance: FaultInstance) -> None
     :param problem: the running problem.
     :param instance: the fault instance about to be recovered.
 
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_before_recover(problem, instance):
+            log.info("recovering", problem=problem.id, fault=instance.fault)
+
     .. versionadded:: 0.1
     """
 
@@ -224,6 +364,14 @@ def sregym_after_recover(problem: ProblemSpec, instance: FaultInstance) -> None:
     :param problem: the running problem.
     :param instance: the recovered fault instance.
 
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_after_recover(problem, instance):
+            injected_at.pop(instance.id, None)
+
     .. versionadded:: 0.1
     """
 
@@ -233,6 +381,14 @@ def sregym_attempt_finished(record: Any) -> None:
     """Called when an attempt's result record has been written.
 
     :param record: the :class:`~sregym_core.results.AttemptRecord`.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_attempt_finished(record):
+            dashboard.post({"problem": record.problem_id, "success": record.success})
 
     .. versionadded:: 0.1
     """
@@ -244,6 +400,14 @@ def sregym_run_finished(results_dir: str, records: list[Any]) -> None:
 
     :param results_dir: where the records were written.
     :param records: every attempt record of the run.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_run_finished(results_dir, records):
+            print(f"{sum(r.success for r in records)}/{len(records)} solved; see {results_dir}")
 
     .. versionadded:: 0.1
     """

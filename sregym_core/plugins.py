@@ -8,7 +8,8 @@ entry-point group. Environment controls:
 * ``SREGYM_DISABLE_PLUGINS`` — comma-separated block-list (entry-point or distribution names).
 * ``SREGYM_TRACE_PLUGINS=1`` — log every hook call at debug level.
 
-A plugin whose import fails produces one warning line and everything else still loads. A plugin
+A builtin that fails to import is a :class:`~sregym_core.errors.PluginError`; an external plugin
+whose import fails produces one warning line naming it and everything else still loads. A plugin
 that fails validation (unknown hook, bad record, a name another plugin also registers) is a
 :class:`~sregym_core.errors.PluginError` naming every provider.
 """
@@ -17,12 +18,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import importlib.util
 import os
 import sys
 import traceback
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import attrs
 import pluggy
@@ -33,7 +33,11 @@ from .errors import PluginError
 from .types import (
     AgentSpec,
     AppSpec,
+    BrokenProblem,
     ClusterProviderSpec,
+    ExecutorSpec,
+    ComponentSpec,
+    FaultInstance,
     FaultSpec,
     LocalImage,
     NoiseSpec,
@@ -65,6 +69,18 @@ class PluginInfo:
     status: str  # loaded | blocked | failed | builtin
     hooks: tuple[str, ...] = ()
     error: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Verdict:
+    """Whether a fault can take effect on a component, and if not, why (``failed`` says which check)."""
+
+    ok: bool
+    reason: str = ""
+    failed: Literal["", "target", "capabilities"] = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
 
 
 @attrs.define
@@ -113,9 +129,11 @@ class PluginHost:
         from . import __version__
 
         for module_name in modules:
-            if importlib.util.find_spec(module_name) is None:  # a builtin still being written
-                continue
-            module = importlib.import_module(module_name)
+            try:
+                module = importlib.import_module(module_name)
+            except Exception as exc:  # a broken builtin is a broken install, never a missing feature
+                raise PluginError(f"builtin plugin {module_name} failed to import: {type(exc).__name__}: {exc}",
+                                  hints=("reinstall sregym-core; run with --debug for the traceback",)) from exc
             self.register(module, name=module_name.rsplit(".", 1)[-1].replace("_", "-"),
                           version=__version__, builtin=True)
 
@@ -179,8 +197,16 @@ class PluginHost:
     def get_clusters(self) -> dict[str, ClusterProviderSpec]:
         return self._collect("sregym_clusters", ClusterProviderSpec)
 
+    def get_executors(self) -> dict[str, ExecutorSpec]:
+        return self._collect("sregym_executors", ExecutorSpec)
+
     def get_problems(self) -> dict[str, ProblemSpec]:
         return self._collect("sregym_problems", ProblemSpec, key=lambda p: p.id)
+
+    def broken_problems(self) -> list[BrokenProblem]:
+        """Problem files plugins ship that failed to parse or validate (reported, never run)."""
+        self.get_problems()
+        return list(self._cache.get("broken:sregym_problems", []))
 
     def get_observability(self) -> dict[str, ObservabilitySpec]:
         return self._collect("sregym_observability", ObservabilitySpec)
@@ -197,6 +223,50 @@ class PluginHost:
                     raise PluginError(f"sregym_local_images returned {type(record).__name__}, expected LocalImage")
                 images.append(record)
         return images
+
+    # -------------------------------------------------------------------------------- decisions
+
+    def is_compatible(self, fault: FaultSpec, component: ComponentSpec, app: AppSpec, *,
+                      capabilities: Iterable[str] | None = None) -> Verdict:
+        """Can ``fault`` take effect on ``component`` of ``app`` (on a cluster with ``capabilities``)?
+
+        A plugin's ``sregym_check_compatibility`` decides first; otherwise the fault's selector does.
+        Cluster capabilities are checked last (``None`` means "any cluster").
+        """
+        decided = self.pm.hook.sregym_check_compatibility(fault=fault, component=component, app=app)
+        fits = fault.selector.matches(component) if decided is None else bool(decided)
+        if not fits:
+            reason = f"needs {fault.selector.describe()}" if decided is None else "refused by a plugin's compatibility check"
+            return Verdict(ok=False, reason=reason, failed="target")
+        if capabilities is not None:
+            missing = fault.needs(frozenset(capabilities))
+            if missing:
+                return Verdict(ok=False, reason="cluster lacks " + ", ".join(sorted(missing)), failed="capabilities")
+        return Verdict(ok=True)
+
+    # -------------------------------------------------------------------------------- lifecycle
+
+    def before_inject(self, problem: ProblemSpec, instance: FaultInstance) -> None:
+        self.pm.hook.sregym_before_inject(problem=problem, instance=instance)
+
+    def after_inject(self, problem: ProblemSpec, instance: FaultInstance) -> None:
+        self.pm.hook.sregym_after_inject(problem=problem, instance=instance)
+
+    def before_recover(self, problem: ProblemSpec, instance: FaultInstance) -> None:
+        self.pm.hook.sregym_before_recover(problem=problem, instance=instance)
+
+    def after_recover(self, problem: ProblemSpec, instance: FaultInstance) -> None:
+        self.pm.hook.sregym_after_recover(problem=problem, instance=instance)
+
+    def attempt_finished(self, record: Any) -> None:
+        self.pm.hook.sregym_attempt_finished(record=record)
+
+    def run_finished(self, results_dir: str, records: list[Any]) -> None:
+        self.pm.hook.sregym_run_finished(results_dir=results_dir, records=records)
+
+    def register_commands(self, cli: Any) -> None:
+        """Let every plugin add commands to the root click group."""
+        self.pm.hook.sregym_register_commands(cli=cli)
 
     def provider_of(self, plugin_name: str) -> str:
         dist, version = self._dists.get(plugin_name, (plugin_name, ""))
@@ -229,8 +299,12 @@ class PluginHost:
         key = key or (lambda record: record.name)
         found: dict[str, R] = {}
         providers: dict[str, list[str]] = {}
+        broken: list[BrokenProblem] = []
         for plugin_name, records in self._call_each(hook_name):
             for record in records:
+                if isinstance(record, BrokenProblem):
+                    broken.append(record)
+                    continue
                 if not isinstance(record, record_type):
                     raise PluginError(
                         f"plugin '{plugin_name}' ({self.provider_of(plugin_name)}) returned a "
@@ -253,6 +327,7 @@ class PluginHost:
             )
         result = dict(sorted(found.items()))
         self._cache[hook_name] = result
+        self._cache[f"broken:{hook_name}"] = broken
         return result
 
     @staticmethod
@@ -287,7 +362,7 @@ def new_plugin_host(*, builtins: bool = True, entry_points: bool = True,
 _HOST: PluginHost | None = None
 
 
-def get_plugin_manager() -> PluginHost:
+def get_plugin_host() -> PluginHost:
     """The process-wide plugin host, created (and entry points loaded) on first use."""
     global _HOST
     if _HOST is None:
@@ -295,7 +370,7 @@ def get_plugin_manager() -> PluginHost:
     return _HOST
 
 
-def set_plugin_manager(host: PluginHost | None) -> PluginHost | None:
+def set_plugin_host(host: PluginHost | None) -> PluginHost | None:
     """Replace the process-wide host (the test harness uses this); returns the previous one."""
     global _HOST
     previous, _HOST = _HOST, host

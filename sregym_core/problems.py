@@ -21,7 +21,10 @@ import attrs
 import yaml
 
 from .errors import ConfigError, UsageError
+from .faults import FaultContext
 from .types import (
+    AgentGrant,
+    BrokenProblem,
     FaultInstance,
     FaultSpec,
     GroundTruth,
@@ -35,7 +38,9 @@ from .validation import load_schema, validate
 if TYPE_CHECKING:
     from .plugins import PluginHost
 
-DEFAULT_ORACLE: dict[str, Any] = {"all": ["baseline_preserved", "fault_invariant", "functional_slo"]}
+DEFAULT_AGENT_TIMEOUT = 1800.0  # upstream SREGym's --agent-timeout default
+
+DEFAULT_ORACLE: dict[str, Any] = {"all": ["baseline_preserved", "fault_invariant", "functional_slo", "workload_healthy"]}
 
 
 def read_document(path: Path) -> Any:
@@ -93,13 +98,39 @@ def parse_problem(data: Any, *, source: Path | str | None = None) -> ProblemSpec
         for n in data.get("noise", [])
     ]
     truth = tuple(GroundTruth.from_config(g) for g in data.get("ground_truth", []))
+    from .symptoms import normalize as normalize_symptom
+
+    try:
+        symptom = normalize_symptom(data.get("symptom"))
+    except ValueError as exc:
+        raise ConfigError(f"{what} is invalid", errors=[("$.symptom", str(exc))],
+                          hints=("see `sregym schema problem` ($.properties.symptom)",)) from exc
     return ProblemSpec(
         id=data["id"], app=data["app"], summary=data.get("summary", ""), faults=faults, noise=noise,
         oracle=data.get("oracle"), ground_truth=truth, tags=data.get("tags", []),
         layer=data.get("layer", "k8s"), failure_mode=data.get("failure_mode", "persistent"),
-        difficulty=data.get("difficulty", "easy"), agent_timeout=data.get("agent_timeout", 600.0),
-        judge_threshold=data.get("judge_threshold", 0.7), source=Path(source) if source else None,
+        difficulty=data.get("difficulty", "easy"), agent_timeout=data.get("agent_timeout", DEFAULT_AGENT_TIMEOUT),
+        aliases=data.get("aliases", ()),
+        stages=tuple(s for s in ("diagnosis", "mitigation") if s in data.get("stages", ("diagnosis", "mitigation"))),
+        judge_threshold=data.get("judge_threshold", 0.7), symptom=symptom, source=Path(source) if source else None,
+        agent_access=_agent_access(data.get("agent_access", []), what),
     )
+
+
+def _agent_access(items: list[dict], what: str) -> tuple[AgentGrant, ...]:
+    from .conductor.grants import check_grant
+
+    grants = []
+    for index, item in enumerate(items):
+        grant = AgentGrant(resource=item["resource"], name=item["name"], verbs=item["verbs"],
+                           may_change=item["may_change"], group=item.get("group", ""),
+                           namespace=item.get("namespace"))
+        problem = check_grant(grant)
+        if problem:
+            raise ConfigError(f"{what} is invalid", errors=[(f"$.agent_access[{index}]", problem)],
+                              hints=("see `sregym schema problem` ($.properties.agent_access)",))
+        grants.append(grant)
+    return tuple(grants)
 
 
 def load_problem_file(path: Path | str) -> ProblemSpec:
@@ -107,14 +138,34 @@ def load_problem_file(path: Path | str) -> ProblemSpec:
     return parse_problem(read_document(Path(path)), source=path)
 
 
-def load_problem_dir(directory: Path | str) -> list[ProblemSpec]:
-    """Parse every ``*.yaml``/``*.yml`` file under ``directory`` (what app plugins call in
-    ``sregym_problems``)."""
+def load_problem_dir(directory: Path | str) -> list[ProblemSpec | BrokenProblem]:
+    """Parse every ``*.yaml``/``*.yml`` file under ``directory`` (what plugins call in
+    ``sregym_problems``). A file that does not parse or validate becomes a :class:`BrokenProblem`
+    naming its path, so one bad file costs only itself."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
     files = sorted([*directory.rglob("*.yaml"), *directory.rglob("*.yml")])
-    return [load_problem_file(f) for f in files]
+    out: list[ProblemSpec | BrokenProblem] = []
+    for path in files:
+        try:
+            out.append(load_problem_file(path))
+        except ConfigError as exc:
+            out.append(BrokenProblem(source=path, error=exc.render()))
+    return out
+
+
+def missing_capabilities(problem: ProblemSpec, host: PluginHost, capabilities: Iterable[str]) -> dict[str, frozenset[str]]:
+    """fault name -> the cluster capabilities it needs and ``capabilities`` lacks (empty: runnable)."""
+    faults = host.get_faults()
+    have = frozenset(capabilities)
+    missing: dict[str, frozenset[str]] = {}
+    for instance in problem.faults:
+        spec = faults.get(instance.fault)
+        needs = spec.needs(have) if spec is not None else frozenset()
+        if needs:
+            missing[instance.fault] = needs
+    return missing
 
 
 def resolve_problem(problem: ProblemSpec, host: PluginHost, *, capabilities: Iterable[str] | None = None) -> ProblemSpec:
@@ -139,20 +190,15 @@ def resolve_problem(problem: ProblemSpec, host: PluginHost, *, capabilities: Ite
                            f"app {app.name!r} has no component {instance.target!r} "
                            f"(components: {', '.join(c.name for c in app.components)})"))
             continue
-        verdict = host.pm.hook.sregym_check_compatibility(fault=spec, component=component, app=app)
-        if verdict is None:
-            verdict = spec.selector.matches(component)
-        if not verdict:
+        verdict = host.is_compatible(spec, component, app, capabilities=capabilities)
+        if verdict.failed == "target":
             errors.append((f"$.faults[{index}].target",
-                           f"fault {spec.name!r} cannot target {component.name!r} "
-                           f"(it needs {spec.selector.describe()})"))
+                           f"fault {spec.name!r} cannot target {component.name!r} (it {verdict.reason})"))
             continue
-        if capabilities is not None:
-            missing = spec.needs(frozenset(capabilities))
-            if missing:
-                errors.append((f"$.faults[{index}].fault",
-                               f"fault {spec.name!r} needs cluster capabilities {', '.join(sorted(missing))}"))
-                continue
+        if verdict.failed == "capabilities":
+            missing = ", ".join(sorted(spec.needs(frozenset(capabilities or ()))))
+            errors.append((f"$.faults[{index}].fault", f"fault {spec.name!r} needs cluster capabilities {missing}"))
+            continue
         try:
             params = validate(dict(instance.params), dict(spec.params_schema),
                               what=f"params of fault {spec.name!r}", fill_defaults=True)
@@ -162,36 +208,41 @@ def resolve_problem(problem: ProblemSpec, host: PluginHost, *, capabilities: Ite
         resolved.append(attrs.evolve(instance, params=params))
     if errors:
         raise ConfigError(f"{what} is invalid", errors=errors)
+    noise_sources = host.get_noise_sources()
     for index, noise in enumerate(problem.noise):
-        if noise.noise not in host.get_noise_sources():
+        source = noise_sources.get(noise.noise)
+        if source is None:
             errors.append((f"$.noise[{index}].noise", f"unknown noise source {noise.noise!r}"))
+            continue
+        component = app.component(noise.target) if noise.target else None
+        if noise.target and (component is None or not source.selector.matches(component)):
+            errors.append((f"$.noise[{index}].target", f"noise {noise.noise!r} cannot act on {noise.target!r}"))
+        if noise.target and noise.target in {f.target for f in problem.faults}:
+            errors.append((f"$.noise[{index}].target", f"{noise.target!r} is a fault target: noise is never the cause"))
+        try:
+            validate(dict(noise.params), dict(source.params_schema), what=f"params of noise {noise.noise!r}")
+        except ConfigError as exc:
+            errors += [(f"$.noise[{index}].params" + path[1:], why) for path, why in exc.errors]
     if errors:
         raise ConfigError(f"{what} is invalid", errors=errors)
     # ground truth not given in the file is derived at attempt time, from the injected state
     # (concrete values such as the original image are only known then)
     for instance in resolved:
         if instance.role != "trigger":
-            derive_ground_truth(faults[instance.fault],
-                                Target(app=app, component=app.component(instance.target), namespace=app.namespace),
-                                instance)  # fails early if a fault's ground_truth callable is broken
+            target = Target(app=app, component=app.component(instance.target), namespace=app.namespace)
+            # fails early if a fault's ground_truth is broken (with the empty state it has before injection;
+            # the context has no cluster: ground_truth must only read ctx.state)
+            derive_ground_truth(faults[instance.fault], FaultContext.detached(app), target, instance)
     oracle = problem.oracle if problem.oracle is not None else DEFAULT_ORACLE
     return attrs.evolve(problem, faults=tuple(resolved), oracle=oracle)
 
 
-def derive_ground_truth(spec: FaultSpec, target: Target, instance: FaultInstance, state: Mapping[str, Any] | None = None) -> GroundTruth:
-    """The ground truth of one fault instance, from the fault's own ``ground_truth`` callable or,
-    failing that, from its summary."""
-    if spec.ground_truth is not None:
-        truth = spec.ground_truth(target, dict(instance.params), dict(state or {}))
-        if not isinstance(truth, GroundTruth):
-            raise ConfigError(f"fault {spec.name!r} returned {type(truth).__name__} as ground truth, expected GroundTruth")
-        return attrs.evolve(truth, user_visible=instance.role != "latent")
-    return GroundTruth(
-        fault=spec.name, layer=spec.layer, components=(target.component.name,), namespace=target.namespace,
-        resource_kind=target.component.kind, mechanism=spec.summary or spec.name,
-        mutated_values=dict(instance.params), prose=f"{spec.summary} on {target.component.name}.",
-        symptoms=spec.symptoms, user_visible=instance.role != "latent",
-    )
+def derive_ground_truth(spec: FaultSpec, ctx: FaultContext, target: Target, instance: FaultInstance) -> GroundTruth:
+    """The ground truth of one fault instance, from its fault's ``ground_truth`` (reading ``ctx.state``)."""
+    truth = spec.impl.ground_truth(ctx, target, dict(instance.params))
+    if not isinstance(truth, GroundTruth):
+        raise ConfigError(f"fault {spec.name!r} returned {type(truth).__name__} as ground truth, expected GroundTruth")
+    return attrs.evolve(truth, user_visible=instance.role != "latent")
 
 
 def compose_adhoc(host: PluginHost, *, app: str, fault: str, target: str, params: Mapping[str, Any] | None = None,
@@ -215,5 +266,6 @@ def problem_to_dict(problem: ProblemSpec) -> dict[str, Any]:
         "layer": problem.layer, "failure_mode": problem.failure_mode, "difficulty": problem.difficulty,
         "faults": [{"id": f.id, "fault": f.fault, "target": f.target, "params": dict(f.params),
                     "role": f.role, "when": attrs.asdict(f.when)} for f in problem.faults],
+        "aliases": list(problem.aliases), "stages": list(problem.stages), "agent_timeout": problem.agent_timeout,
         "source": str(problem.source) if problem.source else None,
     }

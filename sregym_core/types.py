@@ -13,18 +13,36 @@ import fnmatch
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
 import attrs
 
 from .errors import PluginError
 
+if TYPE_CHECKING:
+    from .faults import Fault, NoiseSource
+
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
+Layer = Literal["app", "config", "k8s", "storage", "datastore", "os", "hardware", "network", "control"]
+FailureMode = Literal["persistent", "correlated", "concurrent", "metastable", "latent", "transient"]
+#: What a cluster offers and a fault may need: ``any`` (every cluster), ``embedded`` (the embedded
+#: cluster), ``real`` (a real Kubernetes), ``root`` (the benchmark runs as root), ``ld-preload`` (pods are
+#: local processes a shim can be preloaded into), ``node-agent`` (node-level fault hooks), ``snapshot``.
+Capability = Literal["any", "embedded", "real", "root", "ld-preload", "node-agent", "snapshot"]
+#: What an agent is for: evaluated agents are graded; the others validate problems.
+AgentRole = Literal["evaluated", "reference", "noop", "hacker"]
+#: What a fault instance is in a problem (``trigger``s are not root causes; ``latent`` ones are not visible).
+FaultRole = Literal["fault", "vulnerability", "trigger", "latent"]
+OracleKind = Literal["mitigation", "judge"]
+
 #: The layers a fault can live in (CATALOG.md).
-LAYERS = ("app", "config", "k8s", "storage", "datastore", "os", "hardware", "network", "control")
+LAYERS: tuple[str, ...] = get_args(Layer)
 #: The failure modes a problem can exhibit.
-FAILURE_MODES = ("persistent", "correlated", "concurrent", "metastable", "latent", "transient")
+FAILURE_MODES: tuple[str, ...] = get_args(FailureMode)
+CAPABILITIES: tuple[str, ...] = get_args(Capability)
+AGENT_ROLES: tuple[str, ...] = get_args(AgentRole)
+FAULT_ROLES: tuple[str, ...] = get_args(FaultRole)
 
 
 def normalize_name(value: str) -> str:
@@ -73,6 +91,11 @@ class ComponentSpec:
         env: names of environment variables it reads (faults may remove or shadow them).
         service: the Service that fronts it, if any (defaults to ``name`` when it has ports).
         labels: the pod labels that select it.
+        knobs: what the component really lets a fault turn, so app-specific faults are offered only
+            where they can take effect: ``feature-flags`` (it reads feature-flag env vars),
+            ``retry-policy`` (RPC timeout/retry/backoff env vars), ``rate-limit`` (a rate-limit
+            setting), ``load-entrypoint`` (user requests enter here: a load burst can be aimed at it), ``buggy-image`` (a
+            published image variant with a real defect exists for it).
     """
 
     name: str = attrs.field(converter=normalize_name)
@@ -85,6 +108,7 @@ class ComponentSpec:
     env: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     service: str | None = None
     labels: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    knobs: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
     @property
     def container_name(self) -> str:
@@ -138,6 +162,40 @@ class WorkloadSpec:
     port: int
     query_path: str = "/stats"
     control_path: str = "/control"
+    #: the longest one recorded request (user task) may take, its client deadline included. Records are
+    #: stamped when they finish, so the SLO window opens this much after the app settled: it then holds
+    #: only requests sent after the mitigation was in place, never one that was already slow before it.
+    max_request_s: float = 0.0
+
+
+@attrs.frozen(kw_only=True)
+class DeployContext:
+    """What an app's own :class:`Deploy` receives.
+
+    Attributes:
+        app: the app being deployed.
+        kubeconfig: the admin kubeconfig of the cluster.
+        kubectl_path: the kubectl binary to use.
+        params: the manifest parameters (the app's defaults, plus what the run sets, such as
+            ``otlp_endpoint`` when an observability stack is deployed).
+        timeout: seconds the deploy may take (the app's ``deploy_timeout``).
+    """
+
+    app: AppSpec
+    kubeconfig: Path
+    kubectl_path: str = "kubectl"
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    timeout: float = 180.0
+
+
+@runtime_checkable
+class Deploy(Protocol):
+    """An app's own deploy step: apply its objects and return once they exist (blocking or async).
+
+    The conductor then waits for every pod to be Ready and the workload generator to be healthy.
+    """
+
+    def __call__(self, ctx: DeployContext) -> Any: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -156,7 +214,7 @@ class AppSpec:
         hidden_namespaces: namespaces the agent must not see (the workload generator's).
         problems_dir: where the app's curated problem files live.
         params: default manifest parameters.
-        deploy: optional ``deploy(ctx) -> None`` replacing the default apply-and-wait.
+        deploy: an optional :class:`Deploy` replacing the default ``kubectl apply`` of ``manifests``.
         deploy_timeout: seconds to wait for every pod to be Ready.
     """
 
@@ -171,7 +229,7 @@ class AppSpec:
     hidden_namespaces: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     problems_dir: Path | None = None
     params: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
-    deploy: Callable[..., Any] | None = attrs.field(default=None, eq=False, hash=False)
+    deploy: Deploy | None = attrs.field(default=None, eq=False, hash=False)
     deploy_timeout: float = 180.0
 
     def component(self, name: str) -> ComponentSpec | None:
@@ -191,7 +249,8 @@ class TargetSelector:
     A component matches when its kind is in ``kinds`` (or ``kinds`` is empty), at least one of its
     roles matches one of ``roles`` (or ``roles`` is empty), none matches ``exclude_roles``, and it
     has every attribute in ``requires`` (``ports``, ``pvcs``, ``config_map``, ``env``, ``service``).
-    ``env:<glob>`` in ``requires`` asks for an env var whose name matches the glob (``env:*_ADDR``).
+    ``env:<glob>`` in ``requires`` asks for an env var whose name matches the glob (``env:*_ADDR``);
+    ``knob:<name>`` asks for a knob the component declares (``knob:feature-flags``).
     """
 
     kinds: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
@@ -209,6 +268,10 @@ class TargetSelector:
         for attribute in self.requires:
             if attribute.startswith("env:"):
                 if not fnmatch.filter(component.env, attribute[4:]):
+                    return False
+                continue
+            if attribute.startswith("knob:"):
+                if attribute[5:] not in component.knobs:
                     return False
                 continue
             value = component.service_name if attribute == "service" else getattr(component, attribute, None)
@@ -244,6 +307,8 @@ class GroundTruth:
         symptoms: what an SRE observes.
         keywords: synonyms of the mechanism that a correct diagnosis may use.
         user_visible: False for a latent fault in a concurrent-independent problem.
+        vocabulary: phrases that assert this fault's mechanism in ordinary SRE English (synonyms and
+            paraphrases, pattern syntax of the judge-rules lexicon); brought by the fault's own spec.
     """
 
     fault: str
@@ -257,6 +322,7 @@ class GroundTruth:
     symptoms: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     keywords: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     user_visible: bool = True
+    vocabulary: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self, recurse=True, value_serializer=_jsonable)
@@ -289,22 +355,18 @@ class Target:
 
 @attrs.frozen(kw_only=True)
 class FaultSpec:
-    """A fault primitive.
-
-    The callables take ``(ctx, target, params)`` where ``ctx`` is a :class:`FaultContext`; they may
-    be plain functions or coroutines. ``inject`` may store what it needs for ``recover`` in
-    ``ctx.state`` (a dict kept per fault instance). ``is_present`` is the fault-specific invariant
-    the mitigation oracle checks. ``reference_fix`` is the gold mitigation done *as an agent would*
-    (through the Kubernetes API or a datastore's protocol), not by calling ``recover``.
-    ``ground_truth(target, params, state) -> GroundTruth``.
+    """A fault primitive: its identity and description, and ``impl``, the :class:`~sregym_core.faults.Fault`
+    that does the work (``inject``, ``is_present``, ``recover``, ``reference_fix``, ``ground_truth``,
+    all taking ``(ctx, target, params)``; see :mod:`sregym_core.faults`).
 
     Attributes:
         name, summary, layer: identity; ``layer`` is one of :data:`LAYERS`.
         selector: which components it can target.
         params_schema: JSON Schema of its parameters (defaults filled from ``default`` keywords).
-        capabilities: cluster capabilities it needs (``any``, ``embedded``, ``real``, ``root``,
-            ``ld-preload``, ``node-agent``...). ``any`` means it runs everywhere.
-        failure_mode: the mode it exhibits alone (``persistent``, ``latent``, ``metastable``...).
+        impl: the fault's behaviour.
+        capabilities: cluster capabilities it needs (see :data:`Capability`); ``any`` means it runs
+            everywhere.
+        failure_mode: the mode it exhibits alone (one of :data:`FAILURE_MODES`).
         symptoms: what an SRE sees, for docs and ground truth.
         recreates: ``Kind/name`` patterns of objects a correct fix must recreate (so the
             baseline-preserved oracle accepts their new uid); ``{component}``, ``{service}`` and
@@ -313,16 +375,15 @@ class FaultSpec:
 
     name: str = attrs.field(converter=normalize_name)
     summary: str = ""
-    layer: str = attrs.field(default="k8s", validator=lambda inst, _a, v: _check_layer(inst, v))
+    layer: Layer = attrs.field(default="k8s", validator=lambda inst, _a, v: _check_vocabulary(inst, "layer", v, LAYERS))
     selector: TargetSelector = attrs.Factory(TargetSelector)
     params_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
-    inject: Callable[..., Any] = attrs.field(eq=False, hash=False)
-    recover: Callable[..., Any] = attrs.field(eq=False, hash=False)
-    is_present: Callable[..., Any] = attrs.field(eq=False, hash=False)
-    reference_fix: Callable[..., Any] | None = attrs.field(default=None, eq=False, hash=False)
-    ground_truth: Callable[..., GroundTruth] | None = attrs.field(default=None, eq=False, hash=False)
-    capabilities: frozenset[str] = attrs.field(default=frozenset({"any"}), converter=frozenset)
-    failure_mode: str = "persistent"
+    impl: Fault = attrs.field(eq=False, hash=False, validator=lambda inst, _a, v: _check_impl(inst, v, "Fault"))
+    capabilities: frozenset[Capability] = attrs.field(
+        default=frozenset({"any"}), converter=frozenset,
+        validator=lambda inst, _a, v: [_check_vocabulary(inst, "capability", c, CAPABILITIES) for c in v])
+    failure_mode: FailureMode = attrs.field(
+        default="persistent", validator=lambda inst, _a, v: _check_vocabulary(inst, "failure mode", v, FAILURE_MODES))
     symptoms: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     recreates: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
@@ -331,23 +392,36 @@ class FaultSpec:
         return frozenset(c for c in self.capabilities if c != "any" and c not in capabilities)
 
 
-def _check_layer(fault: Any, value: str) -> None:
-    if value not in LAYERS:
-        raise PluginError(f"fault {fault.name!r} has unknown layer {value!r}", hints=(f"use one of {', '.join(LAYERS)}",))
+def _check_vocabulary(record: Any, what: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise PluginError(f"{type(record).__name__} {record.name!r} has unknown {what} {value!r}",
+                          hints=(f"use one of {', '.join(allowed)}",))
+
+
+def _check_impl(record: Any, impl: Any, protocol_name: str) -> None:
+    from . import faults
+
+    protocol = getattr(faults, protocol_name)
+    if not isinstance(impl, protocol):
+        wanted = [name for name, value in vars(protocol).items() if callable(value) and not name.startswith("_")]
+        missing = sorted(m for m in wanted if not callable(getattr(impl, m, None)))
+        raise PluginError(f"{type(record).__name__} {record.name!r}: impl {type(impl).__name__} is not a {protocol_name}"
+                          + (f" (missing {', '.join(missing)})" if missing else ""),
+                          hints=(f"see sregym_core.faults.{protocol_name}; sregym_core.faultkit has helpers",))
 
 
 @attrs.frozen(kw_only=True)
 class NoiseSpec:
     """A noise source: a transient disturbance that is not a root cause.
 
-    ``apply(ctx, target, params)`` starts it, ``revert(ctx, target, params)`` undoes it.
+    ``impl`` is a :class:`~sregym_core.faults.NoiseSource` (``inject``, ``is_active``, ``revert``,
+    ``describe``, all taking ``(ctx, target, params)``).
     """
 
     name: str = attrs.field(converter=normalize_name)
     summary: str = ""
     selector: TargetSelector = attrs.Factory(TargetSelector)
-    apply: Callable[..., Any] = attrs.field(eq=False, hash=False)
-    revert: Callable[..., Any] = attrs.field(eq=False, hash=False)
+    impl: NoiseSource = attrs.field(eq=False, hash=False, validator=lambda inst, _a, v: _check_impl(inst, v, "NoiseSource"))
     params_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
     default_period: float = 60.0
     default_duration: float = 10.0
@@ -368,7 +442,7 @@ class OracleSpec:
 
     name: str = attrs.field(converter=normalize_name)
     summary: str = ""
-    kind: str = attrs.field(default="mitigation", validator=attrs.validators.in_(("mitigation", "judge")))
+    kind: OracleKind = attrs.field(default="mitigation", validator=attrs.validators.in_(get_args(OracleKind)))
     factory: Callable[..., Any] = attrs.field(eq=False, hash=False)
     config_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
 
@@ -388,7 +462,7 @@ class AgentSpec:
     needs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     factory: Callable[..., Any] = attrs.field(eq=False, hash=False)
     config_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
-    role: str = attrs.field(default="evaluated", validator=attrs.validators.in_(("evaluated", "reference", "noop", "hacker")))
+    role: AgentRole = attrs.field(default="evaluated", validator=attrs.validators.in_(AGENT_ROLES))
 
 
 @attrs.frozen(kw_only=True)
@@ -408,17 +482,35 @@ class ClusterProviderSpec:
 
 
 @attrs.frozen(kw_only=True)
+class ExecutorSpec:
+    """A way to run a plan's work items (``sregym run/validate --executor NAME``).
+
+    ``run(host=, plan=, provider=, cluster_name=, workers=, progress=)`` runs every
+    (problem, agent, attempt) of ``plan`` (a :class:`sregym_core.conductor.runner.RunPlan`) on
+    ``workers`` environments of its own, records them in ``plan.results_dir`` exactly as the
+    built-in executor does (``--resume`` included), and returns the records of this run.
+    """
+
+    name: str = attrs.field(converter=normalize_name)
+    summary: str = ""
+    run: Callable[..., Any] = attrs.field(eq=False, hash=False)
+
+
+@attrs.frozen(kw_only=True)
 class ToolSpec:
     """An observability tool agents can call over MCP (``get_metrics``, ``get_logs``...).
 
     ``call(endpoints, **arguments) -> str`` returns compact text for an LLM; ``endpoints`` is the
     cluster's :class:`ObservabilityEndpoints`. ``parameters`` is a JSON Schema of the arguments.
+    ``upstream_call``, when given, is the same tool answering in upstream SREGym's return shape: the
+    per-family MCP mounts (``/prometheus/sse``...) use it; the project's own endpoints use ``call``.
     """
 
     name: str
     summary: str = ""
     parameters: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object", "properties": {}}, converter=_frozen_mapping)
     call: Callable[..., Any] = attrs.field(eq=False, hash=False)
+    upstream_call: Callable[..., Any] | None = attrs.field(default=None, eq=False, hash=False)
 
 
 @attrs.frozen(kw_only=True)
@@ -479,7 +571,7 @@ class FaultInstance:
     target: str
     params: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
     when: Trigger = attrs.Factory(Trigger)
-    role: str = "fault"  # fault | vulnerability | trigger | latent
+    role: FaultRole = "fault"
 
 
 @attrs.frozen(kw_only=True)
@@ -492,6 +584,29 @@ class NoiseInstance:
     period: float | None = None
     duration: float | None = None
     seed: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class AgentGrant:
+    """Extra rights a problem gives the attempt's agent on one named object outside the app's
+    namespace (see :mod:`sregym_core.conductor.grants`): ``verbs`` on ``resource``/``name`` only, and
+    the object may change only in the ``may_change`` fields (path -> ``any`` or ``remove-lines``)."""
+
+    resource: str
+    name: str
+    verbs: tuple[str, ...] = attrs.field(converter=_tuple)
+    may_change: Mapping[str, str] = attrs.field(converter=_frozen_mapping)
+    group: str = ""
+    namespace: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class BrokenProblem:
+    """A problem file a plugin ships that does not parse or validate: listing commands report it (with
+    its path) and skip it; ``run`` and ``validate`` refuse to start while one exists."""
+
+    source: Path
+    error: str
 
 
 @attrs.frozen(kw_only=True)
@@ -508,8 +623,15 @@ class ProblemSpec:
         ground_truth: one record per user-relevant fault.
         tags: free tags; ``lite`` puts it in the lite suite.
         layer, failure_mode, difficulty: classification.
-        agent_timeout: seconds the agent gets per stage.
+        agent_timeout: seconds the agent gets in total (upstream's default, 1800).
+        aliases: other ids naming this problem (upstream SREGym ids with the same mechanism).
+        stages: the graded stages, in order (``diagnosis``, ``mitigation`` or both).
         judge_threshold: composite score needed to pass diagnosis.
+        agent_access: extra rights on named cluster objects the agent's fix needs (webhook
+            configurations, the DNS ConfigMap), granted per attempt and guarded.
+        symptom: the user-visible symptom(s) injection must cause (``slo-drop``,
+            ``pods-not-ready``, ``alert-firing <name>``, ``error-logs``) or ``("latent",)``; see
+            :mod:`sregym_core.symptoms`. Validation observes it before any agent acts.
         source: the file it came from, if any.
     """
 
@@ -524,9 +646,13 @@ class ProblemSpec:
     layer: str = "k8s"
     failure_mode: str = "persistent"
     difficulty: str = "easy"
-    agent_timeout: float = 600.0
+    agent_timeout: float = 1800.0
     judge_threshold: float = 0.7
+    symptom: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     source: Path | None = None
+    aliases: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    stages: tuple[str, ...] = attrs.field(default=("diagnosis", "mitigation"), converter=_tuple)
+    agent_access: tuple[AgentGrant, ...] = attrs.field(default=(), converter=_tuple)
 
     @property
     def suites(self) -> tuple[str, ...]:

@@ -82,6 +82,9 @@ def validate(instance: Any, schema: dict[str, Any], *, what: str, fill_defaults:
 def _explain(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties":
         return error.message.replace("Additional properties are not allowed", "unknown key(s)")
+    if error.validator == "oneOf" and list(error.absolute_path)[:1] == ["symptom"]:
+        return ("must be slo-drop, pods-not-ready, 'alert-firing <AlertName>', error-logs or latent, "
+                "a list of them, or {latent: true}")
     if error.validator == "oneOf" and isinstance(error.instance, dict | list):
         return "must be a name, {name: {params}} or {all|any: [...]}"
     return error.message

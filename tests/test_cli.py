@@ -14,6 +14,7 @@ import sregym_noop.plugin
 from sregym_core import hookimpl
 from sregym_core.errors import ConfigError
 from sregym_core.types import FaultSpec
+from sregym_core.testing import StateFault
 
 SREGYM = str(Path(sys.executable).parent / "sregym")
 
@@ -70,7 +71,7 @@ def test_plugin_errors_render_without_traceback(sregym_cli, register_plugin):
     class Dup:
         @hookimpl
         def sregym_faults(self):
-            return [FaultSpec(name="noop", summary="clash", inject=print, recover=print, is_present=print)]
+            return [FaultSpec(name="noop", summary="clash", impl=StateFault())]
 
     register_plugin(sregym_noop.plugin, name="noop", distribution="sregym-noop", version="0.1.0")
     register_plugin(Dup(), name="dup", distribution="sregym-fault-dup", version="9")
@@ -115,3 +116,19 @@ def test_console_script_errors_exit_nonzero_without_traceback():
     assert "Traceback" not in proc.stderr
     debug = _run("--debug", "schema", "does-not-exist")
     assert "Traceback" in debug.stderr
+
+
+def test_cluster_commands_default_to_the_cluster_run_uses():
+    """`sregym run` then `sregym cluster down` must stop the cluster the run kept, not another name."""
+    pytest.importorskip("sregym_cluster_embedded")
+    from sregym_cluster_embedded.plugin import EmbeddedCluster
+
+    from sregym_core.cli import cli, register_plugin_commands
+
+    register_plugin_commands()
+    run_default = next(p.default for p in cli.commands["run"].params if p.name == "cluster_name")
+    for name in ("up", "down", "kubeconfig"):  # status without a name lists every cluster
+        command = cli.commands["cluster"].commands[name]
+        assert next(p.default for p in command.params if p.name == "name") == run_default, name
+    up = cli.commands["cluster"].commands["up"]
+    assert next(p.default for p in up.params if p.name == "nodes") == EmbeddedCluster().nodes

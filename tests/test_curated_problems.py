@@ -42,6 +42,22 @@ def test_suite_coverage(host):
     assert {"k8s", "storage", "datastore", "config", "app", "network"} <= layers
 
 
+def test_every_curated_problem_declares_its_symptom_and_checks_the_system(host):
+    """Validation observes the declared symptom before any agent acts; the oracle asks whether the
+    faulty workload is healthy, not only whether the injected value is gone."""
+    from sregym_core.symptoms import KINDS
+
+    problems = [p for p in host.get_problems().values() if p.app == "hotel-reservation"]
+    if not problems:
+        pytest.skip("hotel-reservation is not installed")
+    for problem in problems:
+        assert problem.symptom, f"{problem.id} declares no symptom"
+        assert all(s.split(" ", 1)[0] in KINDS for s in problem.symptom), problem.id
+        assert "workload_healthy" in str(problem.oracle), f"{problem.id}: oracle lacks workload_healthy"
+    lite = [p for p in problems if "lite" in p.tags]
+    assert all(p.symptom != ("latent",) for p in lite), "every lite problem shows a symptom"
+
+
 def test_compatibility_doc_is_current():
     """docs/compatibility.md comes from `sregym list-faults --format markdown` (regenerate with tox -e generate)."""
     sregym = Path(sys.executable).parent / "sregym"

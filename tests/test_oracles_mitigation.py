@@ -59,8 +59,9 @@ def pod(name, owner=True, uid=None, ns="hotel"):
 class FakeContext:
     """An OracleContext over in-memory state with a virtual clock."""
 
-    def __init__(self, baseline, current=None, faults=(), stats=None):
+    def __init__(self, baseline, current=None, faults=(), stats=None, faulty=()):
         self.baseline_workloads = copy.deepcopy(baseline)
+        self.faulty_workloads = list(faulty)
         self.current = copy.deepcopy(current if current is not None else baseline)
         self.fault_instances = list(faults)
         self.present = {i: False for i in range(len(self.fault_instances))}
@@ -172,12 +173,15 @@ def test_baseline_preserved_allow_replaced_and_ignore_patterns():
     assert verdict.passed, verdict.evidence
 
 
-def test_baseline_preserved_scaled_down_is_a_warning_not_a_violation():
+def test_baseline_preserved_scaled_below_the_baseline_is_a_violation():
     baseline = [deployment("geo", replicas=3)]
     current = [deployment("geo", replicas=1)]
     verdict = run(baseline_preserved().evaluate(FakeContext(baseline, current)))
-    assert verdict.passed
-    assert verdict.evidence["scaled_down"][0]["detail"] == "replicas 3 -> 1"
+    assert not verdict.passed
+    assert verdict.evidence["violations"][0]["violation"] == "scaled_down"
+    assert "replicas 3 -> 1" in verdict.evidence["reason"]
+    # scaling up is no violation
+    assert run(baseline_preserved().evaluate(FakeContext(baseline, [deployment("geo", replicas=4)]))).passed
 
 
 def test_baseline_preserved_reads_snake_case_client_dicts():
@@ -344,7 +348,7 @@ def test_default_composition():
     assert run(oracle.evaluate(ctx)).passed
     ctx.present[0] = True
     assert run(oracle.evaluate(ctx)).summary() == "fault_invariant: fault still present: img"
-    assert DEFAULT_ORACLE_CONFIG == {"all": ["baseline_preserved", "fault_invariant", "functional_slo"]}
+    assert DEFAULT_ORACLE_CONFIG == {"all": ["baseline_preserved", "fault_invariant", "functional_slo", "workload_healthy"]}
 
 
 def test_build_oracle_from_problem_section():

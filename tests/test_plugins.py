@@ -11,6 +11,7 @@ from sregym_core import hookimpl
 from sregym_core.errors import PluginError
 from sregym_core.plugins import new_plugin_host
 from sregym_core.types import AgentSpec, FaultSpec
+from sregym_core.testing import StateFault
 
 FAKE_DIST = Path(__file__).parent / "data" / "sregym-test-plugin"
 
@@ -62,10 +63,10 @@ def test_empty_allow_list_loads_nothing(fake_distribution, monkeypatch):
 
 
 def _fault(name: str) -> FaultSpec:
-    return FaultSpec(name=name, summary="x", inject=print, recover=print, is_present=print)
+    return FaultSpec(name=name, summary="x", impl=StateFault())
 
 
-def test_duplicate_names_name_every_provider(plugin_manager):
+def test_duplicate_names_name_every_provider(plugin_host):
     class One:
         @hookimpl
         def sregym_faults(self):
@@ -76,15 +77,15 @@ def test_duplicate_names_name_every_provider(plugin_manager):
         def sregym_faults(self):
             return [_fault("pod-kill"), _fault("other")]
 
-    plugin_manager.register(One(), name="one", distribution="sregym-fault-one", version="1.0")
-    plugin_manager.register(Two(), name="two", distribution="sregym-fault-two", version="2.0")
+    plugin_host.register(One(), name="one", distribution="sregym-fault-one", version="1.0")
+    plugin_host.register(Two(), name="two", distribution="sregym-fault-two", version="2.0")
     with pytest.raises(PluginError) as info:
-        plugin_manager.get_faults()
+        plugin_host.get_faults()
     message = str(info.value)
     assert "pod-kill" in message and "sregym-fault-one 1.0" in message and "sregym-fault-two 2.0" in message
 
 
-def test_wrong_record_type_is_a_plugin_error(plugin_manager, register_plugin):
+def test_wrong_record_type_is_a_plugin_error(plugin_host, register_plugin):
     class Bad:
         @hookimpl
         def sregym_agents(self):
@@ -92,30 +93,30 @@ def test_wrong_record_type_is_a_plugin_error(plugin_manager, register_plugin):
 
     register_plugin(Bad(), name="bad")
     with pytest.raises(PluginError, match="expected AgentSpec"):
-        plugin_manager.get_agents()
+        plugin_host.get_agents()
 
 
-def test_unknown_hook_fails_loudly(plugin_manager):
+def test_unknown_hook_fails_loudly(plugin_host):
     class Typo:
         @hookimpl
         def sregym_fualts(self):
             return []
 
-    plugin_manager.register(Typo(), name="typo")
+    plugin_host.register(Typo(), name="typo")
     with pytest.raises(Exception, match="unknown hook|sregym_fualts"):
-        plugin_manager.pm.check_pending()
+        plugin_host.pm.check_pending()
 
 
-def test_register_and_unregister_round_trip(plugin_manager, register_plugin):
+def test_register_and_unregister_round_trip(plugin_host, register_plugin):
     class Agents:
         @hookimpl
         def sregym_agents(self):
             return [AgentSpec(name="Some_Agent", summary="x", factory=object)]
 
     name = register_plugin(Agents())
-    assert list(plugin_manager.get_agents()) == ["some-agent"]
-    plugin_manager.unregister(name)
-    assert plugin_manager.get_agents() == {}
+    assert list(plugin_host.get_agents()) == ["some-agent"]
+    plugin_host.unregister(name)
+    assert plugin_host.get_agents() == {}
 
 
 def test_bad_name_is_rejected():

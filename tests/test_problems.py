@@ -17,6 +17,8 @@ from sregym_core.problems import (
     resolve_problem,
 )
 from sregym_core.types import FaultSpec, Target, TargetSelector
+from sregym_core.faults import FaultContext
+from sregym_core.testing import StateFault
 
 
 @pytest.fixture
@@ -30,7 +32,7 @@ def with_fake_app(register_plugin, fake_app):
         @hookimpl
         def sregym_faults(self):
             return [FaultSpec(name="db-only", summary="only databases", layer="datastore",
-                              selector=TargetSelector(roles=("db:*",)), inject=print, recover=print, is_present=print,
+                              selector=TargetSelector(roles=("db:*",)), impl=StateFault(),
                               params_schema={"type": "object", "properties": {"n": {"type": "integer", "default": 3}},
                                              "additionalProperties": False})]
 
@@ -90,55 +92,54 @@ def test_bad_yaml_file_names_line(tmp_path):
         load_problem_file(path)
 
 
-def test_resolve_checks_targets_and_params(plugin_manager, with_fake_app):
-    resolved = resolve_problem(parse_problem(GOOD), plugin_manager)
-    assert resolved.oracle == {"all": ["baseline_preserved", "fault_invariant", "functional_slo"]}
+def test_resolve_checks_targets_and_params(plugin_host, with_fake_app):
+    resolved = resolve_problem(parse_problem(GOOD), plugin_host)
+    assert resolved.oracle == {"all": ["baseline_preserved", "fault_invariant", "functional_slo", "workload_healthy"]}
     assert resolved.ground_truth == ()  # derived at attempt time, from the injected state
-    app = plugin_manager.get_apps()["fake-app"]
-    truth = derive_ground_truth(plugin_manager.get_faults()["noop"],
+    app = plugin_host.get_apps()["fake-app"]
+    truth = derive_ground_truth(plugin_host.get_faults()["noop"], FaultContext.detached(app),
                                 Target(app=app, component=app.component("api"), namespace="fake"), resolved.faults[0])
     assert truth.components == ("api",) and truth.namespace == "fake" and truth.mutated_values == {"label": "x"}
 
     wrong_target = {**GOOD, "faults": [{"fault": "db-only", "target": "frontend"}]}
     with pytest.raises(ConfigError) as info:
-        resolve_problem(parse_problem(wrong_target), plugin_manager)
+        resolve_problem(parse_problem(wrong_target), plugin_host)
     assert info.value.errors[0][0] == "$.faults[0].target"
     assert "cannot target" in info.value.errors[0][1]
 
     bad_params = {**GOOD, "faults": [{"fault": "db-only", "target": "db", "params": {"n": "three"}}]}
     with pytest.raises(ConfigError) as info:
-        resolve_problem(parse_problem(bad_params), plugin_manager)
+        resolve_problem(parse_problem(bad_params), plugin_host)
     assert info.value.errors[0][0] == "$.faults[0].params.n"
 
     defaults = {**GOOD, "faults": [{"fault": "db-only", "target": "db"}]}
-    assert resolve_problem(parse_problem(defaults), plugin_manager).faults[0].params == {"n": 3}
+    assert resolve_problem(parse_problem(defaults), plugin_host).faults[0].params == {"n": 3}
 
     unknown = {**GOOD, "app": "nope"}
     with pytest.raises(ConfigError, match="unknown app"):
-        resolve_problem(parse_problem(unknown), plugin_manager)
+        resolve_problem(parse_problem(unknown), plugin_host)
 
 
-def test_capabilities_filter(plugin_manager, register_plugin, with_fake_app):
+def test_capabilities_filter(plugin_host, register_plugin, with_fake_app):
     class RootFault:
         @hookimpl
         def sregym_faults(self):
-            return [FaultSpec(name="needs-root", summary="x", capabilities={"root"}, inject=print, recover=print,
-                              is_present=print)]
+            return [FaultSpec(name="needs-root", summary="x", capabilities={"root"}, impl=StateFault())]
 
     register_plugin(RootFault())
     problem = parse_problem({**GOOD, "faults": [{"fault": "needs-root", "target": "api"}]})
     with pytest.raises(ConfigError, match="capabilities root"):
-        resolve_problem(problem, plugin_manager, capabilities={"any", "embedded"})
-    assert resolve_problem(problem, plugin_manager, capabilities={"any", "root"})
+        resolve_problem(problem, plugin_host, capabilities={"any", "embedded"})
+    assert resolve_problem(problem, plugin_host, capabilities={"any", "root"})
 
 
-def test_compose_adhoc(plugin_manager, with_fake_app):
-    problem = compose_adhoc(plugin_manager, app="fake-app", fault="db-only", target="db")
+def test_compose_adhoc(plugin_host, with_fake_app):
+    problem = compose_adhoc(plugin_host, app="fake-app", fault="db-only", target="db")
     assert problem.id == "adhoc-fake-app-db-only-db"
     assert problem.faults[0].params == {"n": 3}
     assert problem.faults[0].fault == "db-only"
     with pytest.raises(UsageError):
-        compose_adhoc(plugin_manager, app="fake-app", fault="nope", target="db")
+        compose_adhoc(plugin_host, app="fake-app", fault="nope", target="db")
 
 
 def test_load_problem_dir(tmp_path):

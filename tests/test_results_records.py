@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from sregym_core.errors import ConfigError
-from sregym_core.oracles import RulesJudge, all_of, baseline_preserved, functional_slo
+from sregym_core.oracles import CHECKLIST, ChecklistAnswer, all_of, baseline_preserved, functional_slo
+from sregym_core.oracles.judge import make_verdict
 from sregym_core.results import (
     CSV_COLUMNS,
     RESULT_SCHEMA,
@@ -47,9 +48,12 @@ class _Ctx:
 
 
 def make_record(problem="hotel-scale-zero-rate", agent="reference", attempt=1, fixed=True, **overrides):
-    diagnosis = RulesJudge().judge(
-        "The rate deployment was scaled to zero replicas so rate has no endpoints" if fixed else "no idea",
-        (TRUTH,), app_components=("rate", "geo"), app_namespace="hotel",
+    # a verdict as a judge plugin returns it (the core ships no judge)
+    answers = [ChecklistAnswer(id=q.id, dimension=q.dimension, question=q.question, answer=fixed) for q in CHECKLIST]
+    diagnosis = make_verdict(
+        judge="judge-rules", answers=answers, threshold=0.7,
+        submission="The rate deployment was scaled to zero replicas so rate has no endpoints" if fixed else "no idea",
+        truth=(TRUTH,), app_components=("rate", "geo"), app_namespace="hotel",
     )
     mitigation = asyncio.run(all_of(baseline_preserved(), functional_slo()).evaluate(_Ctx(1 if fixed else 0)))
     fields = dict(
@@ -180,3 +184,21 @@ def test_trajectory_path_is_safe_and_relative(tmp_path):
     assert path.parent.parent == tmp_path / "trajectories"
     assert ".." not in path.name and " " not in path.name
     assert writer.relative(path) == "trajectories/run_1/hotel___etc__react_agent__2.json"
+
+
+def test_summary_says_when_diagnoses_were_graded_by_different_judges(tmp_path):
+    from sregym_core.results.summary import judges_note, summary_table
+
+    same = [make_record(), make_record(attempt=2)]
+    assert judges_note(same) is None
+    writer = ResultsWriter(tmp_path)
+    for record in same:
+        writer.append(record)
+    assert "different judges" not in summary_table(tmp_path)
+    llm = make_record(attempt=3)
+    llm = AttemptRecord(**{**{f: getattr(llm, f) for f in ("run_id", "problem_id", "agent", "attempt", "app")},
+                           "diagnosis_passed": False, "diagnosis": {"judge": "judge-llm-gated", "passed": False, "error": "x"}})
+    writer.append(llm)
+    note = judges_note([*same, llm])
+    assert note and "judge-llm-gated" in note and "judge-rules" in note
+    assert note in summary_table(tmp_path)

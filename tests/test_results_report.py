@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -16,12 +15,9 @@ from sregym_core.results import (
     TrajectoryWriter,
     format_summary,
     load_trajectory,
-    render_html,
     summarize,
     summary_table,
-    write_html_report,
 )
-from sregym_core.results.report import distribution_chart, success_chart
 from sregym_core.results.trajectory import MAX_OBSERVATION_CHARS
 
 
@@ -115,44 +111,6 @@ def test_summary_table_text(results_dir):
     assert format_summary([]) == "no results recorded"
 
 
-# ---------------------------------------------------------------- HTML report
-
-
-def test_html_report_has_table_and_well_formed_svg_plots(results_dir):
-    path = write_html_report(results_dir)
-    assert path == results_dir / "report.html"
-    page = path.read_text()
-    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
-    svgs = [page[s : page.index("</svg>", s) + 6] for s in range(len(page)) if page.startswith("<svg", s)]
-    assert len(svgs) == 3
-    for svg in svgs:
-        ET.fromstring(svg)  # well-formed XML
-    bars = ET.fromstring(svgs[0]).findall("{http://www.w3.org/2000/svg}rect[@class='bar']")
-    assert len(bars) == 4  # 2 problems x 2 agents
-    titles = sorted(b.find("{http://www.w3.org/2000/svg}title").text for b in bars)
-    assert "hotel-wrong-image-geo / reference: 100%" in titles and "hotel-wrong-image-geo / noop: 0%" in titles
-    assert "exit 1" in page  # failure reasons per attempt
-
-
-def test_html_escapes_untrusted_text(tmp_path):
-    evil = record("<script>alert(1)</script>", "agent&co", 1, diag=False, mit=False, error="<img src=x onerror=y>")
-    page = render_html([evil])
-    assert "<script>" not in page and "<img" not in page
-    assert "&lt;script&gt;" in page
-
-
-def test_charts_handle_empty_and_single_values():
-    assert "No attempts" in success_chart([])
-    assert "No time to mitigate" in distribution_chart({}, "time to mitigate")
-    svg = distribution_chart({"solo": [5.0]}, "time to diagnose")
-    assert len(ET.fromstring(svg).findall("{http://www.w3.org/2000/svg}circle")) == 1
-
-
-def test_report_of_empty_directory(tmp_path):
-    page = write_html_report(tmp_path / "none", out=tmp_path / "r.html").read_text()
-    assert "0 attempts" in page
-
-
 def test_trajectory_accepts_common_tool_call_shapes(tmp_path):
     traj = TrajectoryWriter(tmp_path / "t.json", session_id="s", agent_name="a", autosave=False)
     traj.add_step(
@@ -171,14 +129,3 @@ def test_trajectory_accepts_common_tool_call_shapes(tmp_path):
     assert doc["tool_calls"][1]["tool_call_id"] == "call_2"
     assert doc["tool_calls"][2]["arguments"] == {"raw": "kubectl get pods"}
     assert doc["observation"]["results"][1] == {"source_call_id": "c1", "content": '{"lines": 3}'}
-
-
-def test_report_shows_checklist_shares(tmp_path):
-    answers = [{"id": "loc_component", "dimension": "localization", "answer": True},
-               {"id": "char_mechanism", "dimension": "characterization", "answer": False}]
-    diag = {"judge": "judge-rules", "passed": False, "composite": 0.5, "dimensions": {}, "answers": answers}
-    records = [record("p", "react", n, diag=False, mit=False, diagnosis=diag) for n in (1, 2)]
-    page = render_html(records)
-    section = page.split("Diagnosis checklist", 1)[1].split("<h2>", 1)[0]
-    assert "<th>loc_component</th>" in section and "<td>react</td><td>100%</td><td>0%</td>" in section
-    assert "No judged diagnoses" in render_html([record("p", "noop", 1, diag=None, mit=None)])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import types
 
-from sregym_core.conductor.runner import _reset
+from sregym_core.conductor.runner import reset_after_attempt as _reset
 from sregym_core.errors import DeployError
 
 

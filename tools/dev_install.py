@@ -4,7 +4,7 @@
     python tools/dev_install.py            # creates .venv if needed, installs core + every plugin
     python tools/dev_install.py --list     # just print the packages it would install
 
-Packages are the folders with a pyproject.toml under plugins/, apps/, faults/ and agents/ (plus the
+Packages are the folders with a pyproject.toml under libs/, plugins/, apps/, faults/ and agents/ (plus the
 core at the root). One pip invocation resolves everything at once, which is much faster than one
 install per package.
 """
@@ -19,7 +19,7 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GROUPS = ("plugins", "apps", "faults", "agents")
+GROUPS = ("libs", "plugins", "apps", "faults", "agents")
 
 
 def packages() -> list[Path]:
@@ -33,7 +33,7 @@ def packages() -> list[Path]:
 
 def extras_for(path: Path) -> str:
     text = (path / "pyproject.toml").read_text()
-    names = [e for e in ("test", "testing") if f"\n{e} = [" in text]
+    names = [e for e in ("run", "test", "testing") if f"\n{e} = [" in text]
     return f"[{','.join(names)}]" if names else ""
 
 

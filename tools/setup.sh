@@ -7,7 +7,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-APT_PACKAGES=(postgresql memcached redis-server prometheus stress-ng bubblewrap dnsmasq-base gcc libc6-dev)
+# mariadb-server: TrainTicket's MySQL-compatible datastore (the embedded cluster maps mariadb:* images to it)
+# nginx: the Social Network front (nginx-thrift runs Debian's nginx as a pod process)
+# chromium: only for tests (the HTML report is checked in headless Chromium; those tests skip without it)
+APT_PACKAGES=(postgresql mariadb-server memcached redis-server nginx prometheus stress-ng bubblewrap dnsmasq-base gcc libc6-dev chromium)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

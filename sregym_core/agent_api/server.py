@@ -1,36 +1,54 @@
-"""The conductor HTTP API and the MCP server, served together by one uvicorn server on 127.0.0.1.
+"""The agent surface: the conductor HTTP API and the MCP servers, laid out as upstream SREGym's.
 
-HTTP API (wire-compatible with upstream SREGym harnesses):
+Two listeners, both bound to ``API_BIND_HOST`` (default ``0.0.0.0``):
 
-* ``POST /submit`` ``{"solution": str}`` — the diagnosis in stage ``diagnosis``, the "mitigation done"
-  signal in stage ``mitigation``; acknowledged immediately, graded in the background.
-* ``GET /status`` → ``{"stage": ...}``
-* ``GET /get_app`` → ``{"app_name", "namespace", "descriptions"}``
+* the **API port** (``API_PORT``, default 8000): ``POST /submit`` ``{"solution": str}``,
+  ``GET /status``, ``GET /get_app``, answered as :mod:`.stages` describes; upstream's
+  ``/submit_mcp/sse`` (an MCP server with the one tool ``submit``); and, as additions of this
+  project, one MCP server with every tool at ``/mcp`` (streamable HTTP) and ``/sse``.
+* the **MCP port** (``MCP_SERVER_PORT``, default 9954): one MCP SSE server per tool family at
+  ``/<family>/sse`` + ``/<family>/messages/`` for ``kubectl``, ``prometheus``, ``jaeger``,
+  ``loki`` and ``submit``, with upstream's tool names, parameters, defaults and return shapes.
 
-MCP (streamable HTTP at ``/mcp``, SSE at ``/sse`` + ``/messages/``) with the upstream tool names.
+The server lives for a whole run; each attempt is attached while it runs (:meth:`attach`).
+Before the first attempt every endpoint answers ``400 {"detail": "No problem has been started"}``.
+kubectl rollback stacks are per agent session (:mod:`.sessions`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import json
+import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+import attrs
 import structlog
 
+from ..errors import UsageError
 from ..types import ObservabilityEndpoints, ToolSpec
-from .kubectl_tool import KubectlTool
+from .sessions import SessionTools, session_key
+from .stages import NO_PROBLEM
 
 log = structlog.get_logger()
 
+DEFAULT_BIND_HOST = "0.0.0.0"
+DEFAULT_API_PORT = 8000
+DEFAULT_MCP_PORT = 9954
+
+#: The project's own MCP tool descriptions (the unified ``/mcp`` server).
 OBSERVABILITY_TOOLS: dict[str, tuple[str, dict[str, str]]] = {
     "get_metrics": ("Run a PromQL instant query against the cluster's Prometheus and return the series.",
                     {"query": "str"}),
     "get_alerts": ("List the alerts currently firing or pending in Prometheus.", {}),
     "get_logs": ("Query container logs (LogQL, or a bare service name) over the last N minutes.",
                  {"query": "str", "last_n_minutes": "int"}),
+    "get_labels": ("List the log label names (Loki).", {}),
+    "get_label_values": ("List the values of one log label (Loki).", {"label": "str"}),
     "get_services": ("List the services that reported traces.", {}),
     "get_operations": ("List the operations (span names) of a traced service.", {"service": "str"}),
     "get_traces": ("Summarize a service's traces over the last N minutes: errors first, then the slowest.",
@@ -39,114 +57,257 @@ OBSERVABILITY_TOOLS: dict[str, tuple[str, dict[str, str]]] = {
                              {"last_n_minutes": "int"}),
 }
 
+#: Upstream's MCP mounts on the MCP port: family -> tool names.
+UPSTREAM_FAMILIES: dict[str, tuple[str, ...]] = {
+    "kubectl": ("exec_kubectl_cmd_safely", "rollback_command", "get_previous_rollbackable_cmd"),
+    "prometheus": ("get_metrics", "get_alerts"),
+    "jaeger": ("get_services", "get_operations", "get_traces", "get_dependency_graph"),
+    "loki": ("get_logs", "get_labels", "get_label_values"),
+    "submit": ("submit",),
+}
+
+#: Upstream's tool signatures where they differ from the project's: required / defaults.
+UPSTREAM_DEFAULTS = {"get_logs": {"last_n_minutes": 15}, "get_dependency_graph": {"last_n_minutes": 30},
+                     "get_traces": {}}  # get_traces: last_n_minutes is required upstream
+
 
 class SubmissionSink(Protocol):
-    """The attempt the API and MCP server report to."""
+    """The attempt the API and MCP servers report to."""
 
     stage: str
 
-    def submit(self, solution: str) -> tuple[int, dict[str, Any]]: ...
+    async def submit(self, solution: str) -> tuple[int, dict[str, Any]]: ...
 
     def app_info(self) -> dict[str, Any]: ...
 
 
-def _json(status: int, body: Mapping[str, Any]):
+@attrs.frozen
+class ServeSettings:
+    """Where the agent surface listens.
+
+    ``api_port``/``mcp_port`` 0 pick free ports. ``strict``: a port that is taken is an error
+    (ports given explicitly); otherwise (upstream's defaults) a taken port falls back to a free one,
+    so environments side by side each get their own ports, and the run prints which.
+    """
+
+    bind_host: str = DEFAULT_BIND_HOST
+    api_port: int = DEFAULT_API_PORT
+    mcp_port: int = DEFAULT_MCP_PORT
+    strict: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, bind_host: str | None = None,
+                 api_port: int | None = None, mcp_port: int | None = None) -> ServeSettings:
+        """Flags first, then ``API_BIND_HOST``, ``API_PORT``, ``MCP_SERVER_PORT``, then upstream's defaults."""
+        environ = os.environ if environ is None else environ
+        explicit = api_port is not None or mcp_port is not None or "API_PORT" in environ or "MCP_SERVER_PORT" in environ
+        return cls(bind_host=bind_host or environ.get("API_BIND_HOST") or DEFAULT_BIND_HOST,
+                   api_port=_port(api_port, environ, "API_PORT", DEFAULT_API_PORT),
+                   mcp_port=_port(mcp_port, environ, "MCP_SERVER_PORT", DEFAULT_MCP_PORT), strict=explicit)
+
+
+def _port(value: int | None, environ: Mapping[str, str], name: str, default: int) -> int:
+    if value is None:
+        raw = environ.get(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise UsageError(f"{name}={raw!r} is not a port number", hints=(f"set {name} to 0..65535 (0: a free port)",)) from None
+    if not 0 <= value <= 65535:
+        raise UsageError(f"port {value} is out of range", hints=("ports are 0..65535 (0: a free port)",))
+    return value
+
+
+def connect_host(bind_host: str) -> str:
+    """The address local clients use for a listen address (a wildcard is reached on loopback)."""
+    return "127.0.0.1" if bind_host in ("0.0.0.0", "", "::") else bind_host
+
+
+# ---------------------------------------------------------------------------------------- HTTP API
+
+
+def _json(status: int, body: Any):
     from starlette.responses import JSONResponse
 
-    return JSONResponse(dict(body), status_code=status)
+    return JSONResponse(body, status_code=status)
 
 
-def api_routes(sink: SubmissionSink) -> list:
+def validate_submission(raw: bytes) -> tuple[str | None, list[dict[str, Any]]]:
+    """The ``solution`` of a ``/submit`` body, or the FastAPI/pydantic-style 422 errors."""
+    if not raw.strip():
+        return None, [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}]
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        return None, [{"type": "json_invalid", "loc": ["body", getattr(exc, "pos", 0)], "msg": "JSON decode error",
+                       "input": {}, "ctx": {"error": getattr(exc, "msg", str(exc))}}]
+    if not isinstance(data, dict):
+        return None, [{"type": "model_attributes_type", "loc": ["body"],
+                       "msg": "Input should be a valid dictionary or object to extract fields from", "input": data}]
+    if "solution" not in data:
+        return None, [{"type": "missing", "loc": ["body", "solution"], "msg": "Field required", "input": data}]
+    if not isinstance(data["solution"], str):
+        return None, [{"type": "string_type", "loc": ["body", "solution"], "msg": "Input should be a valid string",
+                       "input": data["solution"]}]
+    return data["solution"], []
+
+
+class AgentSurface:
+    """What the endpoints answer from: the attached attempt, its kubectl sessions, the tools."""
+
+    def __init__(self, tools: Mapping[str, ToolSpec] | None = None,
+                 endpoints: ObservabilityEndpoints | None = None) -> None:
+        self.tools = dict(tools or {})
+        self.endpoints = endpoints
+        self.sink: SubmissionSink | None = None
+        self.sessions: SessionTools | None = None
+
+    def attach(self, sink: SubmissionSink, kubectl_factory: Callable[[str], Any],
+               endpoints: ObservabilityEndpoints | None = None) -> None:
+        self.sink = sink
+        self.sessions = SessionTools(kubectl_factory)
+        if endpoints is not None:
+            self.endpoints = endpoints
+
+    def kubectl(self, key: str):
+        if self.sessions is None:
+            return None
+        return self.sessions.get(key)
+
+    async def submit(self, solution: str) -> tuple[int, dict[str, Any]]:
+        if self.sink is None:
+            return 400, dict(NO_PROBLEM)
+        answer = self.sink.submit(solution)
+        return await answer if inspect.isawaitable(answer) else answer
+
+    async def call_tool(self, name: str, upstream: bool, **arguments: Any) -> str:
+        spec = self.tools.get(name)
+        if spec is None:
+            return (f"{name} is not available: no observability plugin provides it on this cluster. "
+                    "Use exec_kubectl_cmd_safely (logs, events, describe, top) instead.")
+        function = (spec.upstream_call if upstream else None) or spec.call
+        endpoints = self.endpoints or ObservabilityEndpoints()
+        try:
+            if inspect.iscoroutinefunction(function):
+                result = await function(endpoints, **arguments)
+            else:  # the tools speak blocking HTTP: keep the server's event loop free meanwhile
+                result = await asyncio.to_thread(function, endpoints, **arguments)
+                if asyncio.iscoroutine(result):
+                    result = await result
+            return str(result)
+        except Exception as exc:  # a tool error is an answer the agent can read, not a crash
+            return f"{name} failed: {type(exc).__name__}: {exc}"
+
+
+def api_routes(surface: AgentSurface) -> list:
     from starlette.routing import Route
 
     async def submit(request):
-        raw = await request.body()
-        if not raw.strip():
-            return _json(400, {"error": "empty body", "hint": 'send JSON: {"solution": "<text>"}'})
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            return _json(400, {"error": f"body is not valid JSON: {exc}", "hint": 'send {"solution": "<text>"}'})
-        if not isinstance(data, dict) or "solution" not in data:
-            return _json(400, {"error": "missing field 'solution'", "hint": 'send {"solution": "<text>"}'})
-        solution = data["solution"]
-        if not isinstance(solution, str):
-            solution = json.dumps(solution)  # upstream accepts any JSON value; keep it as text
-        code, body = sink.submit(solution)
+        solution, errors = validate_submission(await request.body())
+        if errors:
+            return _json(422, {"detail": errors})
+        code, body = await surface.submit(solution)
         return _json(code, body)
 
     async def status(_request):
-        return _json(200, {"stage": sink.stage})
+        if surface.sink is None:
+            return _json(400, dict(NO_PROBLEM))
+        return _json(200, {"stage": surface.sink.stage})
 
     async def get_app(_request):
-        return _json(200, sink.app_info())
+        if surface.sink is None:
+            return _json(400, dict(NO_PROBLEM))
+        return _json(200, surface.sink.app_info())
 
     return [Route("/submit", submit, methods=["POST"]), Route("/status", status, methods=["GET"]),
             Route("/get_app", get_app, methods=["GET"])]
 
 
-def build_mcp(sink: SubmissionSink, kubectl: KubectlTool, tools: Mapping[str, ToolSpec],
-              endpoints: ObservabilityEndpoints | None):
-    from mcp.server.mcpserver import MCPServer
-
-    server = MCPServer(name="sregym", instructions=(
-        "Tools for investigating and repairing a Kubernetes application. Use exec_kubectl_cmd_safely for "
-        "kubectl, the get_* tools for metrics, alerts, logs and traces, and submit(ans) to submit your "
-        "diagnosis (first call) and then to declare the mitigation done (second call)."), log_level="WARNING")
-
-    @server.tool(name="exec_kubectl_cmd_safely",
-                 description="Run one kubectl command (no pipes or shell) with your credentials and return its output.")
-    async def exec_kubectl_cmd_safely(cmd: str) -> str:
-        return await kubectl.execute(cmd)
-
-    @server.tool(name="rollback_command", description="Undo the last mutating kubectl command of this session.")
-    async def rollback_command() -> str:
-        return await kubectl.rollback()
-
-    @server.tool(name="get_previous_rollbackable_cmd", description="Show the last command rollback_command would undo.")
-    async def get_previous_rollbackable_cmd() -> str:
-        return kubectl.previous_rollbackable()
-
-    @server.tool(name="submit", description="Submit your diagnosis (stage diagnosis), then 'done' when mitigated (stage mitigation).")
-    async def submit(ans: str) -> str:
-        code, body = sink.submit(ans)
-        return json.dumps({"http_status": code, **body})
-
-    for name, (description, params) in OBSERVABILITY_TOOLS.items():
-        server.tool(name=name, description=description)(_observability_tool(name, params, tools.get(name), endpoints))
-    return server
+# ---------------------------------------------------------------------------------------- MCP
 
 
-def _observability_tool(name: str, params: dict[str, str], spec: ToolSpec | None, endpoints: ObservabilityEndpoints | None):
+def _session(ctx: Any) -> str:
+    request = getattr(ctx.request_context, "request", None)
+    return session_key(getattr(request, "headers", None), getattr(request, "query_params", None))
+
+
+async def _submit_as_api(surface: AgentSurface, ans: str) -> dict[str, str]:
+    """``submit`` on the API port: ``{"status": "200"|"done"|"error", "text": ...}``."""
+    code, body = await surface.submit(ans)
+    if code == 200:
+        return {"status": str(body.get("status", "200")), "text": str(body.get("message", ""))}
+    detail = body.get("detail", body.get("error"))
+    return {"status": "error", "text": detail if isinstance(detail, str) else json.dumps(detail)}
+
+
+async def _submit_as_http(surface: AgentSurface, ans: str) -> dict[str, str]:
+    """``submit`` on the MCP port: ``{"status": "<http code>", "text": "<http body>"}``."""
+    code, body = await surface.submit(ans)
+    return {"status": str(code), "text": json.dumps(body)}
+
+
+def _register_kubectl(server: Any, surface: AgentSurface) -> None:
+    from mcp.server.mcpserver import Context  # MCP injects the request context into a parameter of this type
+
+    async def exec_kubectl_cmd_safely(cmd: str, ctx) -> str:
+        tool = surface.kubectl(_session(ctx))
+        if tool is None:
+            return "Command Rejected: No problem has been started"
+        return await tool.execute(cmd)
+
+    async def rollback_command(ctx) -> str:
+        tool = surface.kubectl(_session(ctx))
+        return "No problem has been started" if tool is None else await tool.rollback()
+
+    async def get_previous_rollbackable_cmd(ctx) -> str:
+        tool = surface.kubectl(_session(ctx))
+        return "No problem has been started" if tool is None else tool.previous_rollbackable()
+
+    descriptions = {
+        exec_kubectl_cmd_safely: "Run one kubectl command (no pipes or shell) with your credentials and return its output.",
+        rollback_command: "Undo the last mutating kubectl command of this session.",
+        get_previous_rollbackable_cmd: "Show the commands of this session that rollback_command can undo.",
+    }
+    for function, description in descriptions.items():
+        function.__annotations__["ctx"] = Context  # a class, not a string: mcp is imported only here
+        server.tool(name=function.__name__, description=description)(function)
+
+
+def _register_observability(server: Any, surface: AgentSurface, names: tuple[str, ...], *, upstream: bool) -> None:
+    for name in names:
+        description = OBSERVABILITY_TOOLS[name][0]
+        server.tool(name=name, description=description)(_observability_tool(surface, name, upstream=upstream))
+
+
+def _observability_tool(surface: AgentSurface, name: str, *, upstream: bool):
+    """One tool function per name: MCP derives the input schema (and defaults) from the signature."""
+
     async def call(**arguments: Any) -> str:
-        if spec is None:
-            return (f"{name} is not available: no observability plugin provides it on this cluster. "
-                    "Use exec_kubectl_cmd_safely (logs, events, describe, top) instead.")
-        try:
-            result = spec.call(endpoints or ObservabilityEndpoints(), **arguments)
-            if asyncio.iscoroutine(result):
-                result = await result
-            else:
-                result = await asyncio.to_thread(lambda: result)
-            return str(result)
-        except Exception as exc:  # a tool error is an answer the agent can read, not a crash
-            return f"{name} failed: {type(exc).__name__}: {exc}"
+        return await surface.call_tool(name, upstream, **arguments)
 
-    # MCP derives the tool's input schema from the signature, so build one per parameter set
-    if params == {"query": "str"}:
+    minutes = (UPSTREAM_DEFAULTS if upstream else {}).get(name, {}).get("last_n_minutes", 15)
+    if name == "get_metrics":
         async def tool(query: str) -> str:
             return await call(query=query)
-    elif params == {"query": "str", "last_n_minutes": "int"}:
+    elif name == "get_logs":
         async def tool(query: str, last_n_minutes: int = 15) -> str:
             return await call(query=query, last_n_minutes=last_n_minutes)
-    elif params == {"service": "str"}:
+    elif name == "get_label_values":
+        async def tool(label: str) -> str:
+            return await call(label=label)
+    elif name == "get_operations":
         async def tool(service: str) -> str:
             return await call(service=service)
-    elif params == {"service": "str", "last_n_minutes": "int"}:
+    elif name == "get_traces" and upstream:
+        async def tool(service: str, last_n_minutes: int) -> str:
+            return await call(service=service, last_n_minutes=last_n_minutes)
+    elif name == "get_traces":
         async def tool(service: str, last_n_minutes: int = 15) -> str:
             return await call(service=service, last_n_minutes=last_n_minutes)
-    elif params == {"last_n_minutes": "int"}:
-        async def tool(last_n_minutes: int = 15) -> str:
+    elif name == "get_dependency_graph":
+        async def tool(last_n_minutes: int = minutes) -> str:
             return await call(last_n_minutes=last_n_minutes)
     else:
         async def tool() -> str:
@@ -155,66 +316,207 @@ def _observability_tool(name: str, params: dict[str, str], spec: ToolSpec | None
     return tool
 
 
-class AgentServer:
-    """One uvicorn server on 127.0.0.1 serving the HTTP API and MCP for one attempt."""
+def build_unified_mcp(surface: AgentSurface):
+    """The project's single MCP server with every tool (``/mcp`` and ``/sse`` on the API port)."""
+    from mcp.server.mcpserver import MCPServer
 
-    def __init__(self, sink: SubmissionSink, kubectl: KubectlTool, *, tools: Mapping[str, ToolSpec] | None = None,
-                 endpoints: ObservabilityEndpoints | None = None, host: str = "127.0.0.1") -> None:
-        self.sink, self.kubectl, self.host = sink, kubectl, host
-        self.tools = dict(tools or {})
-        self.endpoints = endpoints
-        self.port: int | None = None
-        self._server = None
-        self._task: asyncio.Task | None = None
-        self._socket: socket.socket | None = None
+    server = MCPServer(name="sregym", instructions=(
+        "Tools for investigating and repairing a Kubernetes application. Use exec_kubectl_cmd_safely for "
+        "kubectl, the get_* tools for metrics, alerts, logs and traces, and submit(ans) to submit your "
+        "diagnosis (first call) and then to declare the mitigation done (second call)."), log_level="WARNING")
+    _register_kubectl(server, surface)
+    _register_observability(server, surface, tuple(OBSERVABILITY_TOOLS), upstream=False)
+
+    @server.tool(name="submit", description="Submit your diagnosis (stage diagnosis), then 'done' when mitigated (stage mitigation).")
+    async def submit(ans: str) -> dict[str, str]:
+        return await _submit_as_api(surface, ans)
+
+    return server
+
+
+def build_family_mcp(surface: AgentSurface, family: str, *, on_api_port: bool = False):
+    """One of upstream's per-family MCP servers."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer(name=f"{family}-mcp-server", log_level="WARNING")
+    if family == "kubectl":
+        _register_kubectl(server, surface)
+    elif family == "submit":
+        @server.tool(name="submit", description="Submit your answer for the current stage (diagnosis, then mitigation).")
+        async def submit(ans: str) -> dict[str, str]:
+            return await (_submit_as_api if on_api_port else _submit_as_http)(surface, ans)
+    else:
+        _register_observability(server, surface, UPSTREAM_FAMILIES[family], upstream=True)
+    return server
+
+
+# ---------------------------------------------------------------------------------------- listeners
+
+
+class _Listener:
+    """One uvicorn server on an already-bound socket."""
+
+    def __init__(self, app: Any, sock: socket.socket) -> None:
+        self.app, self.socket = app, sock
+        self.server = None
+        self.task: asyncio.Task | None = None
+
+    @property
+    def port(self) -> int:
+        return self.socket.getsockname()[1]
+
+    async def start(self) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="on", access_log=False)
+        self.server = uvicorn.Server(config)
+        # the conductor owns signals: uvicorn would take SIGINT for itself, close this socket and let
+        # the run go on with a dead agent API (older uvicorn installs handlers, newer captures them)
+        self.server.install_signal_handlers = lambda: None
+        self.server.capture_signals = contextlib.nullcontext
+        self.task = asyncio.create_task(self.server.serve(sockets=[self.socket]))
+        for _ in range(500):
+            if self.server.started:
+                return
+            if self.task.done():
+                self.task.result()
+            await asyncio.sleep(0.02)
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.should_exit = True
+        if self.task is not None:
+            try:
+                await asyncio.wait_for(self.task, 10)
+            except (TimeoutError, asyncio.CancelledError):
+                self.task.cancel()
+        self.socket.close()
+
+
+def bind(host: str, port: int, *, strict: bool, what: str, env_name: str) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        if strict or port == 0:
+            sock.close()
+            raise UsageError(f"cannot listen for the {what} on {host}:{port}: {exc.strerror}",
+                             hints=(f"another environment may use it: give this one its own port ({env_name}=<port> "
+                                    f"or the flag), or 0 for a free port",)) from None
+        log.warning("port_taken_using_free_port", what=what, port=port)
+        sock.bind((host, 0))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+class AgentServer:
+    """The API listener and the MCP listener for a run (see the module docs)."""
+
+    def __init__(self, sink: SubmissionSink | None = None, kubectl: Any = None, *,
+                 tools: Mapping[str, ToolSpec] | None = None, endpoints: ObservabilityEndpoints | None = None,
+                 host: str | None = None, settings: ServeSettings | None = None) -> None:
+        """``sink``/``kubectl`` attach one attempt (and one kubectl tool shared by every session)
+        right away; without ``settings`` the server listens on free ports of ``host`` (loopback)."""
+        self.surface = AgentSurface(tools, endpoints)
+        self.settings = settings or ServeSettings(bind_host=host or "127.0.0.1", api_port=0, mcp_port=0, strict=True)
+        if sink is not None:
+            self.attach(sink, getattr(kubectl, "for_session", None) or (lambda _session: kubectl))
+        self._api: _Listener | None = None
+        self._mcp: _Listener | None = None
+
+    @property
+    def host(self) -> str:
+        return connect_host(self.settings.bind_host)
+
+    @property
+    def api_port(self) -> int | None:
+        return self._api.port if self._api else None
+
+    @property
+    def mcp_port(self) -> int | None:
+        return self._mcp.port if self._mcp else None
 
     @property
     def api_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"http://{_url_host(self.host)}:{self.api_port}"
 
     @property
     def mcp_url(self) -> str:
+        """The project's unified MCP endpoint (streamable HTTP)."""
         return f"{self.api_url}/mcp"
 
     @property
     def sse_url(self) -> str:
         return f"{self.api_url}/sse"
 
-    def build(self):
-        from starlette.applications import Starlette
+    @property
+    def mcp_base_url(self) -> str:
+        """Upstream's MCP port: ``<this>/kubectl/sse``, ``<this>/prometheus/sse``, ..."""
+        return f"http://{_url_host(self.host)}:{self.mcp_port}"
 
-        mcp = build_mcp(self.sink, self.kubectl, self.tools, self.endpoints)
-        streamable = mcp.streamable_http_app(host=self.host)
-        sse = mcp.sse_app(host=self.host)
-        return Starlette(routes=[*api_routes(self.sink), *streamable.routes, *sse.routes],
-                         lifespan=streamable.router.lifespan_context)
+    def attach(self, sink: SubmissionSink, kubectl_factory: Callable[[str], Any],
+               endpoints: ObservabilityEndpoints | None = None) -> None:
+        self.surface.attach(sink, kubectl_factory, endpoints)
+
+    def build_api_app(self):
+        from starlette.applications import Starlette
+        from starlette.routing import Mount
+
+        host = self.settings.bind_host
+        unified = build_unified_mcp(self.surface)
+        streamable = unified.streamable_http_app(host=host)
+        sse = unified.sse_app(host=host)
+        submit_mcp = build_family_mcp(self.surface, "submit", on_api_port=True).sse_app(host=host)
+        return Starlette(routes=[*api_routes(self.surface), *streamable.routes, *sse.routes,
+                                 Mount("/submit_mcp", app=submit_mcp)],
+                         lifespan=streamable.router.lifespan_context, exception_handlers=_json_errors())
+
+    def build_mcp_app(self):
+        from starlette.applications import Starlette
+        from starlette.routing import Mount
+
+        mounts = [Mount(f"/{family}", app=build_family_mcp(self.surface, family).sse_app(host=self.settings.bind_host))
+                  for family in UPSTREAM_FAMILIES]
+        return Starlette(routes=mounts, exception_handlers=_json_errors())
 
     async def start(self) -> None:
-        import uvicorn
-
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind((self.host, 0))
-        self.port = self._socket.getsockname()[1]
-        config = uvicorn.Config(self.build(), log_level="warning", lifespan="on", access_log=False)
-        self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None  # the conductor owns signals
-        self._task = asyncio.create_task(self._server.serve(sockets=[self._socket]))
-        for _ in range(200):
-            if self._server.started:
-                break
-            if self._task.done():
-                self._task.result()
-            await asyncio.sleep(0.02)
-        log.debug("agent_server_started", url=self.api_url)
+        s = self.settings
+        api_sock = bind(s.bind_host, s.api_port, strict=s.strict, what="agent API", env_name="API_PORT")
+        try:
+            mcp_sock = bind(s.bind_host, s.mcp_port, strict=s.strict, what="MCP server", env_name="MCP_SERVER_PORT")
+        except Exception:
+            api_sock.close()
+            raise
+        self._api, self._mcp = _Listener(self.build_api_app(), api_sock), _Listener(self.build_mcp_app(), mcp_sock)
+        await self._api.start()
+        await self._mcp.start()
+        log.info("agent_server_started", api=self.api_url, mcp=self.mcp_base_url)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._task is not None:
-            try:
-                await asyncio.wait_for(self._task, 10)
-            except (TimeoutError, asyncio.CancelledError):
-                self._task.cancel()
-        if self._socket is not None:
-            self._socket.close()
+        for listener in (self._mcp, self._api):
+            if listener is not None:
+                await listener.stop()
+
+    async def __aenter__(self) -> AgentServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _json_errors() -> dict:
+    """FastAPI-style JSON bodies for routing errors (404, 405), as upstream's API answers them."""
+    from starlette.exceptions import HTTPException
+
+    async def handler(_request, exc: HTTPException):
+        return _json(exc.status_code, {"detail": exc.detail})
+
+    return {HTTPException: handler}

@@ -58,6 +58,8 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, debug: bool, log_format: 
 
 
 def _add_builtin_commands(group: click.Group) -> None:
+    # explicit imports: a command module that fails to import is an error naming it, never a missing command
+    from . import deploy, report, run, validate
     from .list_apps import list_apps
     from .list_faults import list_faults
     from .list_problems import list_problems
@@ -69,12 +71,10 @@ def _add_builtin_commands(group: click.Group) -> None:
     group.add_command(list_faults)
     group.add_command(list_problems)
     group.add_command(schema_show)
-    for name in ("run", "validate", "deploy", "report"):
-        try:
-            module = __import__(f"sregym_core.cli.{name}", fromlist=[name])
-        except ModuleNotFoundError:
-            continue
-        group.add_command(module.command)
+    group.add_command(run.command)
+    group.add_command(validate.command)
+    group.add_command(deploy.command)
+    group.add_command(report.command)
 
 
 _add_builtin_commands(cli)
@@ -86,10 +86,10 @@ def register_plugin_commands(host=None) -> None:
     global _plugin_commands_added
     if _plugin_commands_added:
         return
-    from ..plugins import get_plugin_manager
+    from ..plugins import get_plugin_host
 
-    host = host or get_plugin_manager()
-    host.pm.hook.sregym_register_commands(cli=cli)
+    host = host or get_plugin_host()
+    host.register_commands(cli)
     _plugin_commands_added = True
 
 

@@ -36,10 +36,8 @@ def schema_show(app: App, name: str | None) -> None:
 
 
 def _with_oracle_schema(schema: dict) -> dict:
-    try:
-        from ..oracles.mitigation import ORACLE_SCHEMA
-    except ImportError:
-        return schema
+    from ..oracles.mitigation import ORACLE_SCHEMA
+
     composed = dict(schema)
     composed["$defs"] = {**schema["$defs"], "oracle": ORACLE_SCHEMA}
     return composed

@@ -1,4 +1,5 @@
-"""``sregym validate``: prove problems sound with the reference, noop and hacker agents."""
+"""``sregym validate``: prove problems sound with the reference, noop and hacker agents, and prove that
+each problem's declared user-visible symptom shows after injection, before any agent acts."""
 
 from __future__ import annotations
 
@@ -6,17 +7,33 @@ from pathlib import Path
 
 import click
 
-from ..clusters import get_cluster
 from ..errors import SregymError
 from ._app import App, render_table
-from ._select import cluster_options, select_problems
+from ._engine import require_engine
+from ._noise import check_noise, noise_options
+from ._select import cluster_options, executor_option, parallel_option, plan_runner, select_problems
 
-VALIDATION_AGENTS = ("reference", "noop", "restart-all", "scale-zero-faulty", "delete-faulty")
+VALIDATION_AGENTS = ("reference", "noop", "restart-all", "scale-zero-faulty", "delete-faulty", "stub-replace",
+                     "different-broken-value")
+SYMPTOM = "symptom"
+
+
+def symptom_cell(symptom) -> str:
+    """The matrix cell for a problem's symptom check (see :mod:`sregym_core.symptoms`)."""
+    if not symptom:
+        return "-"
+    if symptom.get("latent"):
+        return "latent"
+    if symptom.get("symptom_observed") is None:
+        return "UNSOUND (no symptom declared)"
+    if symptom["symptom_observed"]:
+        return f"observed ({', '.join(symptom['declared'])}; {symptom.get('seconds', 0):g} s)"
+    return f"UNSOUND (not observed: {', '.join(symptom.get('missing') or symptom['declared'])})"
 
 
 def verdicts(records) -> dict[str, dict[str, str]]:
     """problem → agent → 'ok'/'UNSOUND' cell text, from the rules: reference passes both stages,
-    every other validation agent fails mitigation."""
+    every other validation agent fails mitigation; plus the ``symptom`` cell where it was observed."""
     table: dict[str, dict[str, str]] = {}
     for record in records:
         row = table.setdefault(record.problem_id, {})
@@ -25,13 +42,47 @@ def verdicts(records) -> dict[str, dict[str, str]]:
         elif record.agent == "reference":
             good = bool(record.diagnosis_passed and record.mitigation_passed)
             row[record.agent] = "pass" if good else "UNSOUND (reference failed)"
+        elif record.mitigation_passed:
+            row[record.agent] = "UNSOUND (mitigation passed)"
         else:
-            row[record.agent] = "fails" if not record.mitigation_passed else "UNSOUND (mitigation passed)"
+            not_applicable = str(record.error or "").startswith("not applicable")
+            row[record.agent] = "fails (n/a)" if not_applicable else "fails"
+        symptom = (record.extra or {}).get("symptom")
+        if symptom is not None:
+            row[SYMPTOM] = symptom_cell(symptom)
+    return table
+
+
+def noise_cell(records) -> str:
+    """What ambient noise did during a problem's attempts: injects per kind (errors, if any)."""
+    counts: dict[str, int] = {}
+    errors = 0
+    for record in records:
+        for event in (record.extra or {}).get("noise_events") or ():
+            if event.get("action") == "inject":
+                counts[event["kind"]] = counts.get(event["kind"], 0) + 1
+            elif event.get("action") == "error":
+                errors += 1
+    if not counts and not errors:
+        return "none"
+    text = ", ".join(f"{kind} x{n}" for kind, n in sorted(counts.items()))
+    return text + (f" ({errors} errors)" if errors else "")
+
+
+def compare_tables(quiet: dict[str, dict[str, str]], noisy: dict[str, dict[str, str]],
+                 noise: dict[str, str]) -> dict[str, dict[str, str]]:
+    """problem → column → ``quiet | noise`` cells, plus the ``noise`` column saying what played."""
+    table: dict[str, dict[str, str]] = {}
+    for pid in [*quiet, *[p for p in noisy if p not in quiet]]:
+        left, right = quiet.get(pid, {}), noisy.get(pid, {})
+        row = {column: f"{left.get(column, '-')} | {right.get(column, '-')}" for column in [*left, *[c for c in right if c not in left]]}
+        row["noise"] = noise.get(pid, "none")
+        table[pid] = row
     return table
 
 
 @click.command(name="validate")
-@click.option("--problem", multiple=True, help="Problem id (repeatable).")
+@click.option("--problem", multiple=True, help="Problem id or path to a problem file (repeatable).")
 @click.option("--suite", help="Every problem of a suite (e.g. lite).")
 @click.option("--app", "app_name", help="Ad hoc: the app...")
 @click.option("--fault", help="... the fault primitive ...")
@@ -40,31 +91,71 @@ def verdicts(records) -> dict[str, dict[str, str]]:
 @click.option("--agents", "agent_list", default=",".join(VALIDATION_AGENTS), show_default=True)
 @click.option("--timeout", type=float, default=300.0, show_default=True)
 @click.option("--oracle-window", type=float, help="Override the functional-SLO window (seconds).")
+@click.option("--symptom-timeout", type=float, default=60.0, show_default=True,
+              help="Seconds to wait for the declared symptom after injection.")
+@click.option("--no-symptom", is_flag=True, help="Skip the symptom check.")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path), default=Path("results/validate"), show_default=True)
 @cluster_options
+@parallel_option
+@executor_option
+@noise_options
+@click.option("--side-by-side", is_flag=True,
+              help="With --noise: validate every problem quiet first, then with the noise, and print both verdicts "
+                   "in each cell (quiet | noise) with what the noise did.")
 @click.pass_obj
 def command(app: App, problem, suite, app_name, fault, target, params, agent_list, timeout, oracle_window,
-            results_dir, cluster_name, provider, keep_cluster) -> None:
+            symptom_timeout, no_symptom, results_dir, cluster_name, provider, parallel, executor, keep_cluster, noise,
+            noise_seed, side_by_side) -> None:
     """Run the validation agents on each problem and print the soundness matrix."""
+    require_engine("validate")
     from ..conductor.attempt import AttemptSettings
-    from ..conductor.runner import RunPlan, run_sync
+    from ..conductor.runner import RunPlan
+    from ..progress import RunProgress
 
     problems = select_problems(app.host, problem=problem, suite=suite, app=app_name, fault=fault, target=target,
                                params=params)
     agents = [a.strip() for a in agent_list.split(",") if a.strip()]
+    # the symptom is a property of the problem: observed once, in the first agent's attempt
+    symptom_agents = () if no_symptom or not agents else (agents[0],)
     # validation agents do not read metrics or traces: skip the observability stack (faster, lighter)
-    plan = RunPlan(problems=problems, agents=agents, results_dir=results_dir, observability=False,
-                   settings=AttemptSettings(agent_timeout=timeout, oracle_window=oracle_window))
-    cluster = get_cluster(app.host, provider=provider, name=cluster_name)
-    try:
-        records = run_sync(app.host, cluster, plan, progress=lambda line: click.echo(f"• {line}", err=True))
-    finally:
-        if not keep_cluster:
-            cluster.down()
-    table = verdicts(records)
-    rows = [[pid, *[cells.get(a, "-") for a in agents]] for pid, cells in table.items()]
-    app.echo(render_table(["PROBLEM", *[a.upper() for a in agents]], rows))
-    unsound = [pid for pid, cells in table.items() if any(v.startswith(("UNSOUND", "deploy")) for v in cells.values())]
+    # unless a symptom is a firing alert
+    alerts = any(s.startswith("alert-firing") for p in problems for s in getattr(p, "symptom", ()))
+    profile = check_noise(noise)
+    if side_by_side and profile is None:
+        raise SregymError("--side-by-side compares quiet and noisy runs: give a noise profile",
+                          hints=("e.g. sregym validate --suite lite --noise upstream --side-by-side",))
+
+    def plan_for(noise_profile, directory):
+        return RunPlan(problems=problems, agents=agents, results_dir=directory,
+                       observability=bool(alerts and symptom_agents),
+                       settings=AttemptSettings(agent_timeout=timeout, oracle_window=oracle_window,
+                                                symptom_agents=symptom_agents, symptom_timeout=symptom_timeout,
+                                                noise=noise_profile, noise_seed=noise_seed))
+
+    runs = [(None, results_dir / "quiet"), (profile, results_dir / f"noise-{Path(profile).stem}")] if side_by_side \
+        else [(profile, results_dir)]
+    outcomes = []
+    with plan_runner(app.host, executor=executor, provider=provider, name=cluster_name, keep=keep_cluster,
+                     parallel=parallel) as run, \
+            RunProgress(len(problems) * len(agents) * len(runs), per_problem=len(agents)) as progress:
+        for noise_profile, directory in runs:
+            outcomes.append(run(plan_for(noise_profile, directory), progress))
+    columns = [*agents, *([SYMPTOM] if symptom_agents else [])]
+    if side_by_side:
+        quiet, noisy = outcomes
+        by_problem: dict[str, list] = {}
+        for record in noisy:
+            by_problem.setdefault(record.problem_id, []).append(record)
+        table = compare_tables(verdicts(quiet), verdicts(noisy), {pid: noise_cell(rs) for pid, rs in by_problem.items()})
+        columns.append("noise")
+        headers = [f"{a.upper()} (quiet | {profile})" if a != "noise" else "NOISE" for a in columns]
+    else:
+        table = verdicts(outcomes[0])
+        headers = [a.upper() for a in columns]
+    rows = [[pid, *[cells.get(a, "-") for a in columns]] for pid, cells in table.items()]
+    app.echo(render_table(["PROBLEM", *headers], rows))
+    unsound = [pid for pid, cells in table.items()
+               if any(part.strip().startswith(("UNSOUND", "deploy")) for v in cells.values() for part in v.split(" | "))]
     if unsound:
         raise SregymError(f"{len(unsound)} problem(s) are not sound: {', '.join(unsound)}",
                           hints=("see the per-attempt evidence in " + str(results_dir / "results.jsonl"),))

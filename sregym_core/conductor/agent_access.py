@@ -9,6 +9,7 @@ generator's, the benchmark's own, observability) stay invisible.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import yaml
@@ -17,6 +18,8 @@ from .kube import ApiStatusError, Kube
 
 BENCHMARK_NAMESPACE = "sregym-system"
 AGENT_ACCOUNT = "sregym-agent"
+IDENTITY_LABEL = "sregym.io/agent-identity"
+EXPIRES_ANNOTATION = "sregym.io/expires-at"
 
 #: What the agent may do inside the app's namespaces: everything an SRE on call does.
 NAMESPACED_RULES = [
@@ -52,6 +55,9 @@ CLUSTER_RULES = [
     {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["metrics.k8s.io"], "resources": ["nodes"], "verbs": ["get", "list"]},
     {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list"]},
+    # which admission webhooks see the app's objects (a FailedCreate event names one)
+    {"apiGroups": ["admissionregistration.k8s.io"],
+     "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], "verbs": ["get", "list"]},
 ]
 
 
@@ -77,28 +83,39 @@ def ensure_namespace(kube: Kube, name: str, labels: dict[str, str] | None = None
             raise
 
 
-def grant_agent_access(kube: Kube, app_namespaces: list[str] | tuple[str, ...], out: Path,
-                       *, expiration_seconds: int = 86400) -> Path:
-    """Create (or refresh) the agent identity and write its kubeconfig to ``out``."""
+def grant_agent_access(kube: Kube, app_namespaces: list[str] | tuple[str, ...], out: Path, *,
+                       account: str = AGENT_ACCOUNT, expiration_seconds: int = 86400) -> Path:
+    """Create (or refresh) the agent identity ``account`` and write its kubeconfig to ``out``.
+
+    The identity is a ServiceAccount in the hidden benchmark namespace, bound by a RoleBinding of
+    the same name in each app namespace and a ClusterRoleBinding for cluster-wide reads. Its token
+    comes from the TokenRequest API and expires after ``expiration_seconds`` (at least 600, as
+    Kubernetes requires); :func:`revoke_agent_access` ends it before that.
+    """
     ensure_namespace(kube, BENCHMARK_NAMESPACE, {"sregym.io/hidden": "true"})
+    expiration_seconds = max(600, int(expiration_seconds))
+    metadata: dict = {"name": account}
+    if account != AGENT_ACCOUNT:
+        metadata["labels"] = {IDENTITY_LABEL: "attempt"}
+        metadata["annotations"] = {EXPIRES_ANNOTATION: str(int(time.time()) + expiration_seconds)}
     _put(kube, f"/api/v1/namespaces/{BENCHMARK_NAMESPACE}/serviceaccounts",
-         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": AGENT_ACCOUNT}})
+         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata})
     rbac = "/apis/rbac.authorization.k8s.io/v1"
     _put(kube, f"{rbac}/clusterroles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                                         "metadata": {"name": "sregym-agent"}, "rules": NAMESPACED_RULES})
     _put(kube, f"{rbac}/clusterroles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                                         "metadata": {"name": "sregym-agent-cluster"}, "rules": CLUSTER_RULES})
-    subject = [{"kind": "ServiceAccount", "name": AGENT_ACCOUNT, "namespace": BENCHMARK_NAMESPACE}]
+    subject = [{"kind": "ServiceAccount", "name": account, "namespace": BENCHMARK_NAMESPACE}]
     _put(kube, f"{rbac}/clusterrolebindings", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": "sregym-agent-cluster"}, "subjects": subject,
+        "metadata": {"name": _cluster_binding(account)}, "subjects": subject,
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "sregym-agent-cluster"}})
     for ns in app_namespaces:
         _put(kube, f"{rbac}/namespaces/{ns}/rolebindings", {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "sregym-agent", "labels": {"sregym.io/managed": "true"}}, "subjects": subject,
+            "metadata": {"name": account, "labels": {"sregym.io/managed": "true"}}, "subjects": subject,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "sregym-agent"}})
-    token = kube.request("POST", f"/api/v1/namespaces/{BENCHMARK_NAMESPACE}/serviceaccounts/{AGENT_ACCOUNT}/token",
+    token = kube.request("POST", f"/api/v1/namespaces/{BENCHMARK_NAMESPACE}/serviceaccounts/{account}/token",
                          body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                                "spec": {"expirationSeconds": expiration_seconds}})["status"]["token"]
     server, ca, insecure = kube.server_and_ca()
@@ -118,6 +135,46 @@ def grant_agent_access(kube: Kube, app_namespaces: list[str] | tuple[str, ...], 
     out.write_text(yaml.safe_dump(config))
     out.chmod(0o600)
     return out
+
+
+def revoke_agent_access(kube: Kube, app_namespaces: list[str] | tuple[str, ...], account: str) -> None:
+    """End the identity ``account``: its bindings go, and deleting its ServiceAccount invalidates
+    every token issued for it (bound tokens name the account's uid)."""
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    paths = [f"{rbac}/namespaces/{ns}/rolebindings/{account}" for ns in app_namespaces]
+    paths += [f"{rbac}/clusterrolebindings/{_cluster_binding(account)}",
+              f"/api/v1/namespaces/{BENCHMARK_NAMESPACE}/serviceaccounts/{account}"]
+    for path in paths:
+        try:
+            kube.request("DELETE", path)
+        except ApiStatusError as exc:
+            if exc.code != 404:
+                raise
+
+
+def revoke_stale_identities(kube: Kube, app_namespaces: list[str] | tuple[str, ...]) -> list[str]:
+    """Remove attempt identities left behind by a conductor killed mid-attempt, once their tokens
+    have expired (a live attempt of another conductor on the same cluster keeps its own)."""
+    try:
+        accounts = kube.list_items(f"/api/v1/namespaces/{BENCHMARK_NAMESPACE}/serviceaccounts", "ServiceAccount",
+                                   labelSelector=f"{IDENTITY_LABEL}=attempt")
+    except ApiStatusError as exc:
+        if exc.code == 404:
+            return []
+        raise
+    now = time.time()
+    names = [a["metadata"]["name"] for a in accounts
+             if float((a["metadata"].get("annotations") or {}).get(EXPIRES_ANNOTATION, 0)) < now]
+    from .grants import revoke_grants
+
+    for name in names:
+        revoke_agent_access(kube, app_namespaces, name)
+        revoke_grants(kube, name)  # a problem's extra rights (agent_access), if it had any
+    return names
+
+
+def _cluster_binding(account: str) -> str:
+    return "sregym-agent-cluster" if account == AGENT_ACCOUNT else f"{account}-cluster"
 
 
 def describe_access(app_namespaces: list[str]) -> str:

@@ -1,8 +1,17 @@
 """One attempt: the stage machine ``setup → diagnosis → mitigation → tearing_down → done``.
 
-The agent sees only the app description, the API/MCP URLs and its restricted kubeconfig. The
-diagnosis is judged in the background as soon as it arrives; the mitigation oracle runs on the live
-system after the second submission; then faults are recovered and the app reconciled to baseline.
+The agent sees only the app description, the API/MCP URLs and its restricted kubeconfig. Each
+submission is graded while its stage is current (:class:`~sregym_core.agent_api.stages.StageDesk`,
+upstream's protocol): the diagnosis by the judge, the mitigation by the oracle on the live system;
+then faults are recovered and the app reconciled to baseline. A problem (or ``--stages``) may
+select only one of the two graded stages.
+
+Time points (``time.monotonic``), all measured from ``injected_at``, the moment the last initial
+fault finished injecting (the agent cannot have seen anything before):
+
+* ``time_to_diagnose_s`` / ``time_to_mitigate_s``: to the acceptance of the stage's submission;
+* ``diagnosis_graded_s`` / ``mitigation_graded_s``: to the end of the stage's grading (upstream's
+  ``TTL`` and ``TTM``).
 """
 
 from __future__ import annotations
@@ -10,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +27,8 @@ import attrs
 import structlog
 
 from ..agent_api.kubectl_tool import KubectlTool
-from ..agent_api.server import AgentServer
+from ..agent_api.server import AgentServer, ServeSettings
+from ..agent_api.stages import GRADED_STAGES, StageDesk
 from ..agents import AgentOutcome, AgentTask, PrivilegedAccess
 from ..errors import SregymError
 from ..faults import FaultContext, call_fault
@@ -25,7 +36,11 @@ from ..oracles.mitigation import OracleVerdict, build_oracle
 from ..problems import derive_ground_truth
 from ..results.record import AGENT_STATUSES, AttemptRecord, utc_now
 from ..types import AgentSpec, FaultInstance, ProblemSpec, Target
+from .reconcile import wait_ready
+from .agent_access import grant_agent_access, revoke_agent_access, revoke_stale_identities
+from .grants import GrantGuard, grant_extra, revoke_grants
 from .environment import DeployedApp, Environment
+from .noise import runner_for_attempt
 from .schedule import FaultScheduler
 
 log = structlog.get_logger()
@@ -37,27 +52,47 @@ STAGES = ("setup", "diagnosis", "mitigation", "tearing_down", "done")
 class AttemptSettings:
     judge: str = "judge-rules"
     judge_model: str | None = None
+    judge_rubric: str = "sregym"
     agent_timeout: float | None = None
     oracle_window: float | None = None
     mitigation_grace: float = 2.0
+    #: before the SLO window opens, wait (at most this long) for every pod to be Ready after the mitigation
+    settle_timeout: float = 15.0
+    #: then this long for clients to reconnect (the apps' RPC reconnect backoff is capped at 2 s)
+    reconnect_grace: float = 3.0
     agent_config: dict[str, Any] = attrs.Factory(dict)
+    stages: Sequence[str] | None = None  # overrides the problem's stage selection (``--stages``)
+    noise: str | None = None  # ambient noise profile (``--noise``): off, a built-in name or a file
+    noise_seed: int = 0  # ``--seed``: the same seed plays the same noise schedule
+    #: agents whose attempts first observe the problem's declared symptom (validation: one per problem)
+    symptom_agents: tuple[str, ...] = ()
+    symptom_timeout: float = 60.0
 
 
 class Attempt:
     """The live state of one attempt; also the API's :class:`SubmissionSink`."""
 
     def __init__(self, env: Environment, deployed: DeployedApp, problem: ProblemSpec, agent: AgentSpec, *,
-                 attempt_no: int, run_id: str, settings: AttemptSettings, workdir: Path) -> None:
+                 attempt_no: int, run_id: str, settings: AttemptSettings, workdir: Path,
+                 attempt_id: str | None = None) -> None:
         self.env, self.deployed, self.problem, self.agent_spec = env, deployed, problem, agent
         self.attempt_no, self.run_id, self.settings, self.workdir = attempt_no, run_id, settings, workdir
-        self.attempt_id = uuid.uuid4().hex[:12]
-        self.stage = "setup"
+        self.attempt_id = attempt_id or new_attempt_id()
+        #: the agent's own identity for this attempt (a ServiceAccount revoked when it ends)
+        self.agent_account = f"agent-{self.attempt_id}"
+        #: watches the objects the problem's agent_access grants (see .grants); started after injection
+        grants = tuple(getattr(problem, "agent_access", ()))
+        self.grant_guard = GrantGuard(env.kube if grants else None, grants, deployed.app.namespace)
+        self.agent_kubeconfig = workdir / "agent.kubeconfig"
+        self.stages = tuple(settings.stages or getattr(problem, "stages", None) or GRADED_STAGES)
+        self.desk = StageDesk({"diagnosis": self._paused_noise(self._judge),
+                               "mitigation": self._paused_noise(self._grade_mitigation)}, stages=self.stages)
         self.started = time.monotonic()
-        self.diagnosis_text: str | None = None
-        self.diagnosis_at: float | None = None
-        self.mitigation_at: float | None = None
-        self.mitigation_submitted = asyncio.Event()
-        self.judge_task: asyncio.Task | None = None
+        self.injected_at: float | None = None
+        #: when the app had converged after the mitigation (see OracleAccess.workload_stats)
+        self.settled_at: float | None = None
+        self.settle_wait_s: float | None = None
+        self.symptom: dict[str, Any] | None = None
         self.faults = env.host.get_faults()
         self.contexts: dict[str, FaultContext] = {}
         self.targets: dict[str, Target] = {}
@@ -68,37 +103,51 @@ class Attempt:
             self.contexts[instance.id] = base_ctx.child()
             self.targets[instance.id] = Target(app=app, component=app.component(instance.target), namespace=app.namespace)
         self.scheduler = FaultScheduler(problem.faults, self._inject, self._recover_transient)
+        # ambient noise (sregym_core.conductor.noise): started with the agent, paused while grading,
+        # reverted before the faults are recovered
+        self.noise = runner_for_attempt(settings.noise, settings.noise_seed, problem, app, env.host, base_ctx,
+                                        horizon_s=self.timeout)
+
+    def _paused_noise(self, grade):
+        return lambda solution: self.noise.paused(grade)(solution)
 
     # ------------------------------------------------------------------ SubmissionSink
 
-    def submit(self, solution: str) -> tuple[int, dict[str, Any]]:
-        now = time.monotonic()
-        if self.stage == "diagnosis":
-            self.diagnosis_text, self.diagnosis_at = solution, now
-            self.judge_task = asyncio.get_running_loop().create_task(self._judge(solution))
-            self.stage = "mitigation"
-            log.info("diagnosis_submitted", attempt=self.attempt_id, chars=len(solution))
-            return 200, {"status": "accepted", "stage": self.stage,
-                         "message": "Diagnosis received. Now mitigate the fault, then submit again when done."}
-        if self.stage == "mitigation":
-            self.mitigation_at = now
-            self.stage = "tearing_down"
-            self.mitigation_submitted.set()
-            log.info("mitigation_submitted", attempt=self.attempt_id)
-            return 200, {"status": "accepted", "stage": self.stage, "message": "Mitigation received; grading."}
-        return 409, {"error": f"no submission is expected in stage {self.stage!r}", "stage": self.stage}
+    @property
+    def stage(self) -> str:
+        return self.desk.stage
+
+    @stage.setter
+    def stage(self, value: str) -> None:
+        self.desk.stage = value
+
+    @property
+    def diagnosis_text(self) -> str | None:
+        return self.desk.submissions.get("diagnosis")
+
+    @property
+    def diagnosis_at(self) -> float | None:
+        return self.desk.submitted_at.get("diagnosis")
+
+    @property
+    def mitigation_at(self) -> float | None:
+        return self.desk.submitted_at.get("mitigation")
+
+    async def submit(self, solution: str) -> tuple[int, dict[str, Any]]:
+        return await self.desk.submit(solution)
 
     def app_info(self) -> dict[str, Any]:
         app = self.deployed.app
-        return {"app_name": app.name, "namespace": app.namespace, "descriptions": app.description}
+        return {"app_name": app.name, "namespace": app.namespace, "namespaces": [app.namespace],
+                "descriptions": app.description}
 
     # ------------------------------------------------------------------ faults
 
     async def _inject(self, instance: FaultInstance) -> None:
         spec = self.faults[instance.fault]
-        self.env.host.pm.hook.sregym_before_inject(problem=self.problem, instance=instance)
-        await call_fault(spec.inject, self.contexts[instance.id], self.targets[instance.id], instance.params)
-        self.env.host.pm.hook.sregym_after_inject(problem=self.problem, instance=instance)
+        self.env.host.before_inject(self.problem, instance)
+        await call_fault(spec.impl.inject, self.contexts[instance.id], self.targets[instance.id], instance.params)
+        self.env.host.after_inject(self.problem, instance)
         log.info("fault_injected", fault=instance.fault, target=instance.target, instance=instance.id)
 
     async def _recover_transient(self, instance: FaultInstance) -> None:
@@ -106,22 +155,22 @@ class Attempt:
 
     async def _recover(self, instance: FaultInstance) -> None:
         spec = self.faults[instance.fault]
-        self.env.host.pm.hook.sregym_before_recover(problem=self.problem, instance=instance)
-        await call_fault(spec.recover, self.contexts[instance.id], self.targets[instance.id], instance.params)
-        self.env.host.pm.hook.sregym_after_recover(problem=self.problem, instance=instance)
+        self.env.host.before_recover(self.problem, instance)
+        await call_fault(spec.impl.recover, self.contexts[instance.id], self.targets[instance.id], instance.params)
+        self.env.host.after_recover(self.problem, instance)
         log.info("fault_recovered", fault=instance.fault, instance=instance.id)
 
     async def fault_present(self, index: int) -> bool:
         instance = self.problem.faults[index]
         spec = self.faults[instance.fault]
-        return bool(await call_fault(spec.is_present, self.contexts[instance.id], self.targets[instance.id], instance.params))
+        return bool(await call_fault(spec.impl.is_present, self.contexts[instance.id], self.targets[instance.id], instance.params))
 
     # ------------------------------------------------------------------ grading
 
     def ground_truth(self):
         if self.problem.ground_truth:
             return self.problem.ground_truth
-        return tuple(derive_ground_truth(self.faults[i.fault], self.targets[i.id], i, self.contexts[i.id].state)
+        return tuple(derive_ground_truth(self.faults[i.fault], self.contexts[i.id], self.targets[i.id], i)
                      for i in self.problem.faults if i.role != "trigger")
 
     async def _judge(self, solution: str) -> Any:
@@ -131,25 +180,54 @@ class Attempt:
         options: dict[str, Any] = {"threshold": self.problem.judge_threshold}
         if self.settings.judge_model:
             options["model"] = self.settings.judge_model
+        if self.settings.judge_rubric != "sregym":
+            options["rubric"] = self.settings.judge_rubric
         judge = spec.factory(**options)
         app = self.deployed.app
         return await asyncio.to_thread(judge.judge, solution, self.ground_truth(),
                                        app_components=tuple(c.name for c in app.components), app_namespace=app.namespace)
+
+    def faulty_workloads(self) -> list[dict[str, Any]]:
+        """The workloads the faults target (triggers excluded), for the oracles and hacker agents."""
+        out: list[dict[str, Any]] = []
+        for instance in self.problem.faults:
+            if instance.role == "trigger":
+                continue
+            component = self.targets[instance.id].component
+            out.append({"kind": component.kind, "namespace": self.deployed.app.namespace, "name": component.name,
+                        "service": component.service_name, "instance": instance.id})
+        return out
 
     def oracle_context(self) -> OracleAccess:
         return OracleAccess(self)
 
     # ------------------------------------------------------------------ the run
 
-    async def run(self) -> AttemptRecord:
+    async def run(self, server: AgentServer | None = None) -> AttemptRecord:
+        """Inject, let the agent work through the selected stages, grade, recover.
+
+        ``server`` is the run's agent surface (this attempt is attached to it); without one, a
+        private server on free loopback ports is used for this attempt only.
+        """
         record: dict[str, Any] = {"run_id": self.run_id, "problem_id": self.problem.id, "agent": self.agent_spec.name,
-                                  "attempt": self.attempt_no, "app": self.problem.app, "started_at": utc_now()}
+                                  "attempt": self.attempt_no, "app": self.problem.app, "started_at": utc_now(),
+                                  "stages": self.stages, "model": (self.settings.agent_config or {}).get("model")}
         timeouts: list[str] = []
         outcome = AgentOutcome(status="crashed", error="agent never started")
-        server = AgentServer(self, KubectlTool(kubeconfig=self.deployed.agent_kubeconfig, kubectl=self.env.kubectl,
-                                               namespace=self.deployed.app.namespace, cache_dir=self.workdir / "kube-cache"),
-                             tools=self.env.host.get_agent_tools(), endpoints=self.env.observability())
-        await server.start()
+        await self._grant_identity()
+        own_server = server is None
+        try:
+            if server is None:
+                server = AgentServer(settings=ServeSettings(bind_host="127.0.0.1", api_port=0, mcp_port=0, strict=True))
+                await server.start()
+        except BaseException:
+            await self._revoke_identity()
+            raise
+        kubectl = KubectlTool(kubeconfig=self.agent_kubeconfig, kubectl=self.env.kubectl,
+                              namespace=self.deployed.app.namespace, cache_dir=self.workdir / "kube-cache")
+        # one rollback stack per agent session (sregym_ssid header or session_id query)
+        server.attach(self, kubectl.for_session, endpoints=self.env.observability())
+        server.surface.tools = self.env.host.get_agent_tools()
         diagnosis: dict[str, Any] | None = None
         mitigation: OracleVerdict | None = None
         try:
@@ -161,9 +239,14 @@ class Attempt:
                 record["error"] = f"fault injection failed: {exc}"
                 outcome = AgentOutcome(status="ok", error="not started: fault injection failed")
                 raise _InjectionFailed from exc
-            self.stage = "diagnosis"
+            self.injected_at = time.monotonic()
+            await self.grant_guard.start()  # the granted objects as the fault left them
+            if self.agent_spec.name in self.settings.symptom_agents:
+                self.symptom = await self._observe_symptom()
+            self.desk.open()
+            await self.noise.start()
             task = self._agent_task(server)
-            timeout = self.settings.agent_timeout or self.problem.agent_timeout
+            timeout = self.timeout
             try:
                 agent = self.agent_spec.factory(**self.settings.agent_config)
             except Exception as exc:  # a bad agent configuration is a recorded failure, not a crash
@@ -178,32 +261,57 @@ class Attempt:
                     await agent_run
                 except (asyncio.CancelledError, Exception):
                     pass
+                self.desk.close()  # time is up: nothing more is accepted
             else:
                 outcome = agent_run.result()
-            self.stage = "tearing_down" if self.stage != "diagnosis" else self.stage
-            diagnosis = await self._diagnosis_verdict()
-            mitigation = await self._mitigation_verdict()
+            await self.desk.wait_graded()  # a submitted stage is graded while it is still current
+            self.desk.close()
+            diagnosis = self._diagnosis_verdict()
+            mitigation = self._mitigation_verdict()
         except _InjectionFailed:
-            diagnosis = {"passed": False, "error": record["error"]}
+            diagnosis = {"passed": False, "error": record["error"]} if "diagnosis" in self.stages else None
             mitigation = OracleVerdict(name="mitigation", passed=False, evidence={"reason": record["error"]})
         finally:
-            self.stage = "tearing_down"
+            self.desk.close()
+            await self.desk.cancel()
             await self.scheduler.stop()
-            await server.stop()
+            await self.noise.stop()
+            await self.grant_guard.stop()
+            if own_server:
+                await server.stop()
+            await self._revoke_identity()
             await self._recover_all()
-            self.stage = "done"
-        ttd = (self.diagnosis_at - self.started) if self.diagnosis_at else None
-        ttm = (self.mitigation_at - self.started) if self.mitigation_at else None
+            self.desk.done()
         record.update(
-            diagnosis_passed=diagnosis.get("passed") if diagnosis else False, diagnosis=diagnosis,
-            mitigation_passed=mitigation.passed, mitigation=mitigation.to_dict(),
-            time_to_diagnose_s=ttd, time_to_mitigate_s=ttm, steps=outcome.steps,
+            diagnosis_passed=(bool(diagnosis and diagnosis.get("passed")) if "diagnosis" in self.stages else None),
+            diagnosis=diagnosis,
+            mitigation_passed=(mitigation.passed if "mitigation" in self.stages else None),
+            mitigation=mitigation.to_dict() if "mitigation" in self.stages else None,
+            success=all(bool(diagnosis and diagnosis.get("passed")) if stage == "diagnosis" else mitigation.passed
+                        for stage in self.stages),
+            time_to_diagnose_s=self._since_injection(self.desk.submitted_at.get("diagnosis")),
+            time_to_mitigate_s=self._since_injection(self.desk.submitted_at.get("mitigation")),
+            diagnosis_graded_s=self._since_injection(self.desk.graded_at.get("diagnosis")),
+            mitigation_graded_s=self._since_injection(self.desk.graded_at.get("mitigation")),
+            agent_timeout_s=self.timeout, steps=outcome.steps,
             prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=outcome.cost,
             agent_status=outcome.status if outcome.status in AGENT_STATUSES else "ok", timeouts=tuple(timeouts),
             error=record.get("error") or outcome.error, finished_at=utc_now(),
-            extra={"trajectory": list(outcome.trajectory)[:500], "attempt_id": self.attempt_id},
+            extra={"trajectory": list(outcome.trajectory)[:500], "attempt_id": self.attempt_id,
+                   **({"noise_events": self.noise.events} if self.noise.plan else {}),
+                   **({"symptom": self.symptom} if self.symptom is not None else {})},
         )
         return AttemptRecord(**record)
+
+    @property
+    def timeout(self) -> float:
+        """The agent's time limit: ``--agent-timeout``, else the problem's (upstream's default 1800 s)."""
+        return float(self.settings.agent_timeout or self.problem.agent_timeout)
+
+    def _since_injection(self, moment: float | None) -> float | None:
+        if moment is None or self.injected_at is None:
+            return None
+        return max(0.0, moment - self.injected_at)
 
     def _agent_task(self, server: AgentServer) -> AgentTask:
         app = self.deployed.app
@@ -212,19 +320,54 @@ class Attempt:
             fixes = []
             for instance in self.problem.faults:
                 spec = self.faults[instance.fault]
-                if spec.reference_fix is not None and instance.role != "trigger":
-                    fixes.append(_fix(spec.reference_fix, self.contexts[instance.id], self.targets[instance.id], instance.params))
+                if instance.role != "trigger":
+                    fixes.append(_fix(spec.impl.reference_fix, self.contexts[instance.id], self.targets[instance.id], instance.params))
             workloads = tuple((app.namespace, self.targets[i.id].component.kind, self.targets[i.id].component.name)
                               for i in self.problem.faults)
+            injected = tuple({**w, "fault": next(i.fault for i in self.problem.faults if i.id == w["instance"]),
+                              "state": _json_copy(self.contexts[w["instance"]].state)}
+                             for w in self.faulty_workloads())
             privileged = PrivilegedAccess(ground_truth=self.ground_truth(), reference_fixes=tuple(fixes),
-                                          faulty_workloads=workloads, admin_kubeconfig=self.env.cluster.kubeconfig())
+                                          faulty_workloads=workloads, admin_kubeconfig=self.env.cluster.kubeconfig(),
+                                          injected=injected)
         workdir = self.workdir / "agent"
         workdir.mkdir(parents=True, exist_ok=True)
         return AgentTask(attempt_id=self.attempt_id, app_name=app.name, app_namespace=app.namespace,
                          app_description=app.description, api_url=server.api_url, mcp_url=server.mcp_url,
-                         kubeconfig=self.deployed.agent_kubeconfig, workdir=workdir,
-                         timeout=self.settings.agent_timeout or self.problem.agent_timeout, kubectl=self.env.kubectl,
+                         kubeconfig=self.agent_kubeconfig, workdir=workdir, timeout=self.timeout, kubectl=self.env.kubectl,
                          config=self.settings.agent_config, privileged=privileged)
+
+    async def _observe_symptom(self) -> dict[str, Any]:
+        """After injection, before the agent acts: does the declared user-visible symptom show?"""
+        from ..symptoms import live_probes, observe_symptoms
+
+        declared = self.problem.symptom
+        endpoints = self.env.observability()
+        probes = live_probes(kube=self.env.kube, namespaces=self.deployed.namespaces, faulty=self.faulty_workloads(),
+                             baseline=self.deployed.baseline.workloads, workload=self.deployed.workload,
+                             prometheus_url=getattr(endpoints, "prometheus_url", None), declared=declared)
+        result = await observe_symptoms(declared, probes, timeout_s=self.settings.symptom_timeout)
+        log.info("symptom_observed", problem=self.problem.id, declared=list(declared),
+                 observed=result["symptom_observed"], seconds=result["seconds"])
+        return result
+
+    async def _grant_identity(self) -> None:
+        """A fresh ServiceAccount and token for this attempt only, valid a little past its time limit."""
+        timeout = self.timeout
+        await asyncio.to_thread(revoke_stale_identities, self.env.kube, self.deployed.namespaces)
+        await asyncio.to_thread(grant_agent_access, self.env.kube, [self.deployed.app.namespace], self.agent_kubeconfig,
+                                account=self.agent_account, expiration_seconds=int(timeout) + 600)
+        if getattr(self.problem, "agent_access", ()):
+            await asyncio.to_thread(grant_extra, self.env.kube, self.agent_account, self.problem.agent_access,
+                                    self.deployed.app.namespace)
+
+    async def _revoke_identity(self) -> None:
+        try:
+            await asyncio.to_thread(revoke_agent_access, self.env.kube, [self.deployed.app.namespace], self.agent_account)
+            await asyncio.to_thread(revoke_grants, self.env.kube, self.agent_account)
+        except Exception as exc:  # the token still expires by itself; the next attempt sweeps the account
+            log.warning("agent_identity_revoke_failed", error=str(exc))
+        self.agent_kubeconfig.unlink(missing_ok=True)
 
     async def _run_agent(self, agent: Any, task: AgentTask) -> AgentOutcome:
         try:
@@ -238,24 +381,44 @@ class Attempt:
             return AgentOutcome(status="crashed", error=f"agent returned {type(outcome).__name__}, not AgentOutcome")
         return outcome
 
-    async def _diagnosis_verdict(self) -> dict[str, Any] | None:
-        if self.judge_task is None:
+    def _diagnosis_verdict(self) -> dict[str, Any] | None:
+        if "diagnosis" not in self.stages:
+            return None
+        if "diagnosis" not in self.desk.submissions:
             return {"passed": False, "error": "no diagnosis was submitted"}
-        try:
-            verdict = await self.judge_task
-        except Exception as exc:
-            return {"passed": False, "error": f"judge failed: {type(exc).__name__}: {exc}"}
+        verdict = self.desk.verdicts.get("diagnosis")
+        if verdict is None:
+            return {"judge": self.settings.judge, "passed": False,
+                    "error": "the diagnosis was not graded (the attempt ended first)"}
+        if isinstance(verdict, BaseException):
+            return {"judge": self.settings.judge, "passed": False,
+                    "error": f"judge failed: {type(verdict).__name__}: {verdict}"}
         return verdict.to_dict() if hasattr(verdict, "to_dict") else attrs.asdict(verdict)
 
-    async def _mitigation_verdict(self) -> OracleVerdict:
-        if self.mitigation_at is None:
+    def _mitigation_verdict(self) -> OracleVerdict:
+        if "mitigation" not in self.desk.submissions:
             return OracleVerdict(name="mitigation", passed=False, evidence={"reason": "no mitigation was submitted"})
+        verdict = self.desk.verdicts.get("mitigation")
+        if isinstance(verdict, OracleVerdict):
+            return verdict
+        reason = (f"{type(verdict).__name__}: {verdict}" if isinstance(verdict, BaseException)
+                  else "the mitigation was not graded (the attempt ended first)")
+        return OracleVerdict(name="mitigation", passed=False, evidence={"reason": reason}, error=reason)
+
+    async def _grade_mitigation(self, _solution: str) -> OracleVerdict:
+        """The mitigation oracle on the live system, run while the stage is still ``mitigation``."""
         oracles = {name: spec.factory for name, spec in self.env.host.get_oracles().items() if spec.kind == "mitigation"}
         config = _allow_recreated(self.problem.oracle, self._recreated())
         if self.settings.oracle_window:
             config = _override_window(config, self.settings.oracle_window)
         oracle = build_oracle(config, extra=oracles, source=f"problem {self.problem.id}")
         await asyncio.sleep(self.settings.mitigation_grace)
+        if self.grant_guard.grants:  # a change beyond the granted fields fails the mitigation, even if undone
+            recorded = await asyncio.to_thread(self.grant_guard.check)
+            if recorded:
+                return OracleVerdict(name="mitigation", passed=False,
+                                     evidence={"reason": "the agent changed a granted cluster object beyond its grant",
+                                               "grant_violations": list(recorded)})
         return await oracle.evaluate(self.oracle_context())
 
     def _recreated(self) -> list[str]:
@@ -301,6 +464,11 @@ class Attempt:
         return True
 
 
+def new_attempt_id() -> str:
+    """An id that says nothing about the problem: names every path and identity the agent sees."""
+    return uuid.uuid4().hex[:12]
+
+
 class _InjectionFailed(Exception):
     """Internal: the problem's faults could not be injected; the attempt is recorded as such."""
 
@@ -311,6 +479,13 @@ class _FailedAgent:
 
     async def run(self, task: AgentTask) -> AgentOutcome:
         return AgentOutcome(status="crashed", error=self.error)
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep, JSON-safe copy of a fault's state (what a validation agent may read)."""
+    import json
+
+    return json.loads(json.dumps(value, default=str))
 
 
 def _fix(func: Any, ctx: FaultContext, target: Target, params: Any):
@@ -374,6 +549,10 @@ class OracleAccess:
     def fault_instances(self):
         return self.attempt.problem.faults
 
+    @property
+    def faulty_workloads(self) -> list[dict[str, Any]]:
+        return self.attempt.faulty_workloads()
+
     async def list_workloads(self) -> list[dict[str, Any]]:
         return await self.attempt.env.kube.aworkloads(self.attempt.deployed.namespaces)
 
@@ -386,10 +565,36 @@ class OracleAccess:
             return {"count": 0, "success_rate": None, "error": "this app has no workload generator"}
         # the window must cover only traffic after the mitigation
         since = self.attempt.mitigation_at or time.monotonic()
+        since = max(since, self.attempt.noise.quiet_since or since)  # not the time reverted noise was settling
+        settled = await self._settled_at()
+        if settled is not None:
+            since = max(since, settled)
+        # records are stamped when they finish: a request sent before the window opened (slow because
+        # the fault was still there then) finishes at most max_request_s later, so skip that long
+        since += float(getattr(getattr(workload, "spec", None), "max_request_s", 0.0) or 0.0)
         wait = since + window_s - time.monotonic()
         if wait > 0:
             await asyncio.sleep(wait)
-        return await workload.astats(window_s)
+        stats = dict(await workload.astats(window_s))
+        stats["settle_wait_s"] = self.attempt.settle_wait_s
+        return stats
+
+    async def _settled_at(self) -> float | None:
+        """When the app had converged after the mitigation: every pod Ready, plus the clients' reconnect
+        grace (an agent that verified its rollout and submitted at once must not be graded on the seconds
+        its peers' connections take to come back). Waits at most ``settle_timeout``; a system that never
+        converges is measured anyway. Measured once per attempt; ``None`` when not measured."""
+        attempt = self.attempt
+        if attempt.settled_at is None and attempt.settings.settle_timeout > 0:
+            started = time.monotonic()
+            try:
+                await wait_ready(attempt.env.kube, attempt.deployed.namespaces, attempt.settings.settle_timeout,
+                                 what="the app after the mitigation")
+                attempt.settled_at = time.monotonic() + attempt.settings.reconnect_grace
+            except SregymError:
+                attempt.settled_at = time.monotonic()  # never converged: measure what users get now
+            attempt.settle_wait_s = round(time.monotonic() - started, 2)
+        return attempt.settled_at
 
     async def replay_trigger(self, name: str) -> None:
         await self.attempt.scheduler.replay(name)

@@ -12,9 +12,10 @@ from typing import Any
 import attrs
 import structlog
 
+from ..clusters import SupportsObservability, capability
 from ..errors import DeployError
 from ..plugins import PluginHost
-from ..types import AppSpec
+from ..types import AppSpec, DeployContext
 from .agent_access import grant_agent_access
 from .kube import Kube, default_kubectl
 from .reconcile import Baseline, wait_ready
@@ -28,7 +29,7 @@ class DeployedApp:
     app: AppSpec
     namespaces: tuple[str, ...]
     baseline: Baseline
-    agent_kubeconfig: Path
+    agent_kubeconfig: Path | None  # the standing identity's (``sregym deploy``); attempts get their own
     workload: WorkloadClient | None
     deploy_seconds: float
 
@@ -43,6 +44,11 @@ class Environment:
     kubectl: str = attrs.Factory(default_kubectl)
     deploy_retries: int = 1
     with_observability: bool = True
+    #: write a long-lived agent kubeconfig at deploy (for ``sregym deploy`` users); benchmark runs
+    #: give each attempt its own short-lived identity instead
+    standing_agent_access: bool = True
+    #: seconds the last reset between attempts took (reconcile + settle + ready), for the next record
+    last_reset_s: float | None = None
     _kube: Kube | None = None
     _apps: dict[str, DeployedApp] = attrs.Factory(dict)
     _stack: Any = None
@@ -61,8 +67,8 @@ class Environment:
     def observability(self) -> Any:
         if self._endpoints is not None:
             return self._endpoints
-        getter = getattr(self.cluster, "observability", None)
-        return getter() if getter else None
+        own = capability(self.cluster, SupportsObservability)
+        return own.observability() if own is not None else None
 
     async def up(self) -> None:
         await asyncio.to_thread(self.cluster.up)
@@ -131,25 +137,32 @@ class Environment:
         started = time.monotonic()
         namespaces = tuple(dict.fromkeys([app.namespace, *app.hidden_namespaces]))
         if app.deploy is not None:
-            # an app's own deploy function (blocking or async) replaces apply-and-wait
-            extra = {}
+            # an app's own Deploy (blocking or async) replaces the plain apply
+            params = dict(app.params)
             if self._stack is not None and "otlp_endpoint" in app.params:
-                extra["params"] = {**app.params, "otlp_endpoint": self._stack.otlp_endpoint}
+                params["otlp_endpoint"] = self._stack.otlp_endpoint
+            ctx = DeployContext(app=app, kubeconfig=self.cluster.kubeconfig(), kubectl_path=self.kubectl,
+                                params=params, timeout=app.deploy_timeout)
             if inspect.iscoroutinefunction(app.deploy):
-                await app.deploy(self.cluster.kubeconfig(), kubectl=self.kubectl, timeout=app.deploy_timeout, **extra)
+                await app.deploy(ctx)
             else:
-                await asyncio.to_thread(app.deploy, self.cluster.kubeconfig(), kubectl=self.kubectl,
-                                        timeout=app.deploy_timeout, **extra)
+                result = await asyncio.to_thread(app.deploy, ctx)
+                if inspect.isawaitable(result):
+                    await result
         else:
             for manifest in app.manifests:
                 await self.kube.akubectl("apply", "-f", str(manifest), timeout=app.deploy_timeout)
+        if "embedded" in self.capabilities:
+            await asyncio.to_thread(label_pod_security, self.kube, app.namespace)
         await wait_ready(self.kube, namespaces, app.deploy_timeout, what=f"app {app.name!r}")
         workload = WorkloadClient(app.workload, self.kube, self.cluster) if app.workload else None
         if workload is not None:
             await self._wait_workload_healthy(app, workload)
+        agent_kubeconfig = None
+        if self.standing_agent_access:  # before the baseline, so a reset restores its binding's subjects
+            agent_kubeconfig = await asyncio.to_thread(
+                grant_agent_access, self.kube, [app.namespace], self.workdir / "agent" / f"{app.name}.kubeconfig")
         baseline = await asyncio.to_thread(Baseline(self.kube, namespaces).take)
-        agent_kubeconfig = await asyncio.to_thread(
-            grant_agent_access, self.kube, [app.namespace], self.workdir / "agent" / f"{app.name}.kubeconfig")
         return DeployedApp(app=app, namespaces=namespaces, baseline=baseline, agent_kubeconfig=agent_kubeconfig,
                            workload=workload, deploy_seconds=time.monotonic() - started)
 
@@ -202,3 +215,24 @@ class Environment:
                     httpx.post(f"{base}/admin/clear", timeout=5.0, trust_env=False)
                 except httpx.HTTPError as exc:
                     log.warning("observability_clear_failed", url=base, error=str(exc))
+
+
+#: Pod Security admission for the app's namespace (the agent works there): baseline refuses
+#: privileged, host-namespace and hostPath pods and non-default capabilities, which no app needs;
+#: hidden namespaces (workload generator, observability) are the benchmark's own, unlabelled.
+APP_POD_SECURITY = {f"pod-security.kubernetes.io/{mode}": "baseline" for mode in ("enforce", "warn", "audit")}
+#: ... except host ports: the host-port-conflict fault gives a pod one (a real incident on clusters
+#: that admit them). The standard allows "a known list" of host ports instead of none; the embedded
+#: cluster reads it from this annotation. On the embedded node a hostPort only forwards the node's
+#: own 127.x address to the pod: no access to the host.
+APP_POD_SECURITY_ANNOTATIONS = {"pod-security.sregym.io/allowed-host-ports": "*"}
+
+
+def label_pod_security(kube: Kube, namespace: str) -> None:
+    """Label an app namespace with its Pod Security levels (the agent cannot change namespaces).
+    Embedded cluster only: on a real cluster its own admission configuration stays in charge."""
+    if not namespace:
+        return
+    kube.request("PATCH", f"/api/v1/namespaces/{namespace}",
+                 body={"metadata": {"labels": APP_POD_SECURITY, "annotations": APP_POD_SECURITY_ANNOTATIONS}},
+                 content_type="application/merge-patch+json")

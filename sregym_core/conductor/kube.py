@@ -21,6 +21,7 @@ WORKLOAD_KINDS: tuple[tuple[str, str], ...] = (
     ("/apis/apps/v1/namespaces/{ns}/statefulsets", "StatefulSet"),
     ("/apis/apps/v1/namespaces/{ns}/daemonsets", "DaemonSet"),
     ("/api/v1/namespaces/{ns}/services", "Service"),
+    ("/api/v1/namespaces/{ns}/endpoints", "Endpoints"),  # whether a Service serves (oracles)
     ("/api/v1/namespaces/{ns}/configmaps", "ConfigMap"),
     ("/api/v1/namespaces/{ns}/secrets", "Secret"),
     ("/api/v1/namespaces/{ns}/persistentvolumeclaims", "PersistentVolumeClaim"),

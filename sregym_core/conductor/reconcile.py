@@ -2,7 +2,9 @@
 
 Generic over the Kubernetes API (so it works on any cluster): objects the agent or a fault deleted
 are recreated, changed ones are put back (same uid, a plain PUT), and objects that appeared since
-the baseline are deleted. Pods are left to their controllers.
+the baseline are deleted, pods and ReplicaSets included. An object a controller owns is left to
+its controller only while that owner exists (and, for a pod, while the pod matches the owner's
+selector): a pod the agent created with a forged or dangling owner reference goes too.
 """
 
 from __future__ import annotations
@@ -37,10 +39,19 @@ RECONCILED: tuple[tuple[str, str], ...] = (
     ("/apis/batch/v1/namespaces/{ns}/cronjobs", "CronJob"),
     ("/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers", "HorizontalPodAutoscaler"),
     ("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", "PodDisruptionBudget"),
+    ("/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses", "Ingress"),
+    ("/apis/apps/v1/namespaces/{ns}/replicasets", "ReplicaSet"),
+    ("/apis/apps/v1/namespaces/{ns}/controllerrevisions", "ControllerRevision"),
+    ("/api/v1/namespaces/{ns}/replicationcontrollers", "ReplicationController"),
+    ("/api/v1/namespaces/{ns}/endpoints", "Endpoints"),
+    ("/api/v1/namespaces/{ns}/pods", "Pod"),
 )
+#: Kinds whose live state drifts by itself (controllers write them): extras are deleted and missing
+#: ones recreated, but a changed one is not put back.
+EXTRAS_ONLY = frozenset({"ReplicaSet", "ControllerRevision", "ReplicationController", "Endpoints", "Pod"})
 
 #: Objects the cluster itself creates in every namespace; never reconciled.
-SYSTEM_NAMES = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt"), ("RoleBinding", "sregym-agent")}
+SYSTEM_NAMES = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
 #: Fields whose drift matters, per kind (the rest is status or server bookkeeping).
 COMPARED = ("spec", "data", "stringData", "binaryData", "rules", "roleRef", "subjects")
 
@@ -93,18 +104,31 @@ class Baseline:
         actions: list[str] = []
         seen: set[tuple[str, str, str]] = set()
         for ns in self.namespaces:
-            for template, kind in RECONCILED:
-                collection = template.format(ns=ns)
-                for item in self._list(collection, kind):
+            listed = [(template.format(ns=ns), kind, self._list(template.format(ns=ns), kind))
+                      for template, kind in RECONCILED]
+            owners = {item["metadata"].get("uid"): item for _c, _k, items in listed for item in items}
+            services = {item["metadata"]["name"] for _c, kind, items in listed if kind == "Service" for item in items}
+            for collection, kind, items in listed:
+                for item in items:
                     name = item["metadata"]["name"]
                     key = (kind, ns, name)
-                    if (kind, name) in SYSTEM_NAMES or _owned(item):
+                    if (kind, name) in SYSTEM_NAMES:
+                        continue
+                    if _owned(item):
+                        orphan = _orphan_reason(item, owners)
+                        if orphan:
+                            self._delete(collection, name)
+                            actions.append(f"deleted {kind} {ns}/{name} ({orphan})")
                         continue
                     seen.add(key)
                     wanted = self.objects.get(key)
                     if wanted is None:
+                        if kind == "Endpoints" and name in services:
+                            continue  # the endpoints controller's, for a Service of the baseline
                         self._delete(collection, name)
                         actions.append(f"deleted {kind} {ns}/{name} (not in the baseline)")
+                    elif kind in EXTRAS_ONLY:
+                        continue
                     elif item["metadata"].get("uid") != wanted["metadata"].get("uid") or _comparable(item) != _comparable(wanted):
                         self._put_back(collection, wanted, item)
                         actions.append(f"restored {kind} {ns}/{name}")
@@ -157,8 +181,31 @@ class Baseline:
 
 
 def _owned(item: dict[str, Any]) -> bool:
-    """Objects a controller owns (ReplicaSet pods, Job pods...) are not ours to reconcile."""
+    """Objects a controller owns (ReplicaSet pods, Job pods...) are their controller's to reconcile."""
     return any(ref.get("controller") for ref in item.get("metadata", {}).get("ownerReferences") or [])
+
+
+_RECONCILED_KINDS = frozenset(kind for _t, kind in RECONCILED)
+
+
+def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]]) -> str | None:
+    """Why an object claiming a controller is not really its controller's, or None when it is.
+
+    Only owners of kinds listed here can be checked (an operator's custom resource is trusted)."""
+    ref = next(r for r in item["metadata"]["ownerReferences"] if r.get("controller"))
+    if ref.get("kind") not in _RECONCILED_KINDS:
+        return None
+    owner = owners.get(ref.get("uid"))
+    if owner is None or owner.get("kind") != ref.get("kind"):
+        return f"its owner {ref.get('kind')} {ref.get('name')} does not exist"
+    if item.get("kind", "Pod") == "Pod" and "template" in owner.get("spec", {}):
+        selector = owner["spec"].get("selector") or {}
+        wanted = selector.get("matchLabels", selector) if isinstance(selector, dict) else {}
+        if not selector.get("matchExpressions") and isinstance(wanted, dict):
+            labels = item["metadata"].get("labels") or {}
+            if any(labels.get(k) != v for k, v in wanted.items() if isinstance(v, str)):
+                return f"it does not match the selector of {ref.get('kind')} {ref.get('name')}"
+    return None
 
 
 def pods_not_ready(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:

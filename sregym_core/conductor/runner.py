@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from datetime import datetime
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,14 +13,17 @@ from typing import Any
 import attrs
 import structlog
 
+from ..agent_api.external import EXTERNAL_AGENT, external_agent_spec
+from ..agent_api.server import AgentServer, ServeSettings
 from ..errors import DeployError, SregymError, UsageError
 from ..plugins import PluginHost
-from ..problems import resolve_problem
+from ..problems import missing_capabilities, resolve_problem
 from ..results.record import AttemptRecord
 from ..results.trajectory import TrajectoryWriter
+from ..results.upstream_csv import UpstreamLayout
 from ..results.writer import ResultsWriter
 from ..types import ProblemSpec
-from .attempt import Attempt, AttemptSettings
+from .attempt import Attempt, AttemptSettings, new_attempt_id
 from .environment import Environment
 
 log = structlog.get_logger()
@@ -35,70 +39,204 @@ class RunPlan:
     resume: bool = False
     settings: AttemptSettings = attrs.Factory(AttemptSettings)
     observability: bool = True
+    serve: ServeSettings | None = None  # where the agent surface listens (None: API_* env, upstream's defaults)
 
 
-async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: Progress | None = None) -> list[AttemptRecord]:
-    """Run every (problem, agent, attempt) of the plan; deploy each app once; reset between attempts."""
+@attrs.frozen
+class WorkItem:
+    problem: ProblemSpec
+    agent: str
+    number: int
+
+
+def serve_settings_for(settings: ServeSettings, index: int, parallel: int) -> ServeSettings:
+    """The agent surface of environment ``index`` of ``parallel``: one environment keeps the run's
+    settings (upstream's :8000/:9954 by default); side by side, ports given explicitly are offset by
+    the environment's index and the defaults become free ports (each environment prints its own)."""
+    if parallel <= 1:
+        return settings
+    if settings.strict:
+        return attrs.evolve(settings, api_port=settings.api_port + index if settings.api_port else 0,
+                            mcp_port=settings.mcp_port + index if settings.mcp_port else 0)
+    return attrs.evolve(settings, api_port=0, mcp_port=0, strict=True)
+
+
+@attrs.define
+class _RunState:
+    """What the environments of one run share: the work queue, the results, the deploy failures."""
+
+    host: PluginHost
+    plan: RunPlan
+    run_id: str
+    agents: dict[str, Any]
+    writer: ResultsWriter
+    upstream: UpstreamLayout
+    done: set
+    items: list[WorkItem]
+    queue: asyncio.Queue
+    records: list[AttemptRecord] = attrs.Factory(list)
+    claimed: set = attrs.Factory(set)  # indexes of items taken by an environment (or recorded as failed)
+    # False in a remote worker (see :mod:`.session`): the driver that merges the records calls the hook
+    announce: bool = True
+
+    def record(self, record: AttemptRecord, trajectory: Path | None = None) -> None:
+        self.writer.append(record)
+        self.upstream.append(record, trajectory)
+        self.records.append(record)
+
+
+async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: Progress | None = None,
+                   clusters: Sequence[Any] | None = None) -> list[AttemptRecord]:
+    """Run every (problem, agent, attempt) of the plan; deploy each app once per environment; reset
+    between attempts. ``clusters`` (several) run that many environments side by side, each taking
+    the next work item when it is free; their records go to the one results directory."""
     say = progress or (lambda _text: None)
-    agents = host.get_agents()
+    clusters = list(clusters) if clusters else [cluster]
+    agents = resolve_agents(host, plan)
+    writer = ResultsWriter(plan.results_dir)
+    items = plan_items(host, plan, frozenset(getattr(clusters[0], "capabilities", None) or {"any"}),
+                       getattr(clusters[0], "name", "?"), say)
+    queue: asyncio.Queue = asyncio.Queue()
+    for index in range(len(items)):
+        queue.put_nowait(index)
+    state = _RunState(host=host, plan=plan, run_id=new_run_id(),
+                      agents=agents, writer=writer,
+                      # upstream SREGym's CSV/directory layout, beside results.jsonl
+                      upstream=UpstreamLayout(plan.results_dir),
+                      done=writer.completed_keys() if plan.resume else set(), items=items, queue=queue)
+    structlog.contextvars.bind_contextvars(run_id=state.run_id)
+    try:
+        workers = [_environment_worker(state, handle, index, len(clusters), say) for index, handle in enumerate(clusters)]
+        results = await asyncio.gather(*workers, return_exceptions=True)
+    finally:
+        structlog.contextvars.clear_contextvars()
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures and (len(failures) == len(clusters) or not isinstance(failures[0], SregymError)):
+        raise failures[0]
+    for failure in failures:  # another environment finished the work: say what this one could not do
+        say(f"an environment failed and its remaining work went to the others: {failure}")
+    host.run_finished(str(plan.results_dir), state.records)
+    return state.records
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+def resolve_agents(host: PluginHost, plan: RunPlan) -> dict[str, Any]:
+    """The plan's agents by name (a clear error for one not installed)."""
+    agents = dict(host.get_agents())
+    if EXTERNAL_AGENT in plan.agents:  # --external-harness: the agent runs outside, on the served ports
+        agents[EXTERNAL_AGENT] = external_agent_spec()
     for name in plan.agents:
         if name not in agents:
             raise UsageError(f"unknown agent {name!r}", hints=(f"installed agents: {', '.join(agents) or 'none'}",))
-    writer = ResultsWriter(plan.results_dir)
-    done = writer.completed_keys() if plan.resume else set()
-    run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    env = Environment(host=host, cluster=cluster, workdir=plan.results_dir / ".work",
-                      with_observability=plan.observability)
-    say(f"cluster: bringing up {getattr(cluster, 'name', 'cluster')}")
-    await env.up()
-    records: list[AttemptRecord] = []
-    structlog.contextvars.bind_contextvars(run_id=run_id)
+    return agents
+
+
+def plan_items(host: PluginHost, plan: RunPlan, capabilities: frozenset, cluster_name: str,
+               say: Progress) -> list[WorkItem]:
+    """The plan's work items, problem by problem, agent by agent, attempt by attempt: every
+    executor (this module's environments side by side, or a distributed one) runs these."""
+    runnable = []
+    for problem in plan.problems:
+        # a fault whose mechanism this cluster cannot provide (say, the embedded node agent on a real
+        # cluster) is not run; the run says why and goes on with the others
+        missing = missing_capabilities(problem, host, capabilities)
+        if missing:
+            needs = "; ".join(f"fault {name!r} needs {', '.join(sorted(caps))}" for name, caps in missing.items())
+            say(f"{problem.id}: skipped: {needs} (cluster {cluster_name!r} provides "
+                f"{', '.join(sorted(capabilities))})")
+        else:
+            runnable.append(problem)
+    return [WorkItem(problem, agent, number) for problem in runnable for agent in plan.agents
+            for number in range(1, plan.attempts + 1)]
+
+
+async def _environment_worker(state: _RunState, cluster: Any, index: int, parallel: int, say: Progress) -> None:
+    """One environment: bring its cluster up, then run work items from the shared queue until none is left."""
+    plan, host = state.plan, state.host
+    tag = f"[env {index + 1}] " if parallel > 1 else ""
+
+    def tell(text: str) -> None:
+        say(tag + text)
+
+    workdir = plan.results_dir / ".work" / (f"env-{index + 1}" if parallel > 1 else "")
+    env = Environment(host=host, cluster=cluster, workdir=workdir, with_observability=plan.observability,
+                      standing_agent_access=False)
+    # the agent surface is up for the whole run; until an attempt starts it answers 400 "No problem has been started"
+    server = AgentServer(settings=serve_settings_for(plan.serve or ServeSettings.from_env(), index, parallel))
+    await server.start()
+    tell(f"agent API: {server.api_url} (MCP: {server.mcp_base_url}/<kubectl|prometheus|jaeger|loki|submit>/sse, "
+         f"{server.mcp_url})")
     try:
-        for problem in plan.problems:
-            resolved = resolve_problem(problem, host, capabilities=env.capabilities)
-            app = host.get_apps()[resolved.app]
-            structlog.contextvars.bind_contextvars(problem=resolved.id, app=app.name)
+        say(f"cluster: bringing up {getattr(cluster, 'name', 'cluster')}")
+        await env.up()
+        while True:
             try:
-                if not env.is_deployed(app):
-                    say(f"{resolved.id}: deploying {app.name} (once per run)")
-                deployed = await env.ensure_app(app)
-            except DeployError as exc:
-                for agent in plan.agents:
-                    for number in range(1, plan.attempts + 1):
-                        record = AttemptRecord(run_id=run_id, problem_id=resolved.id, agent=agent, attempt=number,
-                                               app=app.name, deploy_failed=True, diagnosis_passed=False,
-                                               mitigation_passed=False,
-                                               deploy_attempts=getattr(exc, "deploy_attempts", 1), error=exc.render())
-                        writer.append(record)
-                        records.append(record)
-                say(f"{resolved.id}: deploy failed: {exc}")
+                item_index = state.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            if item_index in state.claimed:
                 continue
-            for agent in plan.agents:
-                for number in range(1, plan.attempts + 1):
-                    if (resolved.id, agent, number) in done:
-                        say(f"{resolved.id} × {agent} #{number}: already recorded, skipped (--resume)")
-                        continue
-                    say(f"{resolved.id} × {agent} #{number}: running")
-                    workdir = plan.results_dir / ".work" / f"{resolved.id}-{agent}-{number}"
-                    attempt = Attempt(env, deployed, resolved, agents[agent], attempt_no=number, run_id=run_id,
-                                      settings=plan.settings, workdir=workdir)
-                    record = await attempt.run()
-                    record = _with_trajectory(writer, record, agent, plan)
-                    writer.append(record)
-                    records.append(record)
-                    host.pm.hook.sregym_attempt_finished(record=record)
-                    say(f"{resolved.id} × {agent} #{number}: diagnosis {'PASS' if record.diagnosis_passed else 'FAIL'}, "
-                        f"mitigation {'PASS' if record.mitigation_passed else 'FAIL'} ({record.agent_status})")
-                    started = time.monotonic()
-                    deployed, actions = await _reset(env, app, attempt, say)
-                    log.info("app_reset", seconds=round(time.monotonic() - started, 2), actions=len(actions))
+            state.claimed.add(item_index)
+            await _run_item(state, env, server, state.items[item_index], tell, index)
     finally:
-        structlog.contextvars.clear_contextvars()
-    host.pm.hook.sregym_run_finished(results_dir=str(plan.results_dir), records=records)
-    return records
+        await server.stop()
 
 
-async def _reset(env: Environment, app: Any, attempt: Attempt, say: Callable[[str], None]) -> tuple[Any, list[str]]:
+async def _run_item(state: _RunState, env: Environment, server: AgentServer, item: WorkItem, say: Progress,
+                    env_index: int = 0) -> None:
+    plan, host = state.plan, state.host
+    resolved = resolve_problem(item.problem, host, capabilities=env.capabilities)
+    app = host.get_apps()[resolved.app]
+    structlog.contextvars.bind_contextvars(problem=resolved.id, app=app.name)
+    if (resolved.id, item.agent, item.number) in state.done:
+        say(f"{resolved.id} × {item.agent} #{item.number}: already recorded, skipped (--resume)")
+        return
+    try:
+        if not env.is_deployed(app):
+            say(f"{resolved.id}: deploying {app.name} (once per run)")
+        deployed = await env.ensure_app(app)
+    except DeployError as exc:
+        # every attempt of this problem not yet taken by an environment is recorded as failed
+        failed = [item] + [other for index, other in enumerate(state.items)
+                           if other.problem is item.problem and index not in state.claimed]
+        state.claimed.update(index for index, other in enumerate(state.items) if other in failed)
+        for other in failed:
+            if (resolved.id, other.agent, other.number) in state.done:
+                continue
+            state.record(AttemptRecord(run_id=state.run_id, problem_id=resolved.id, agent=other.agent,
+                                       attempt=other.number, app=app.name, deploy_failed=True, diagnosis_passed=False,
+                                       mitigation_passed=False, deploy_attempts=getattr(exc, "deploy_attempts", 1),
+                                       error=exc.render()))
+        say(f"{resolved.id}: deploy failed: {exc}")
+        return
+    say(f"{resolved.id} × {item.agent} #{item.number}: running")
+    # an opaque id names everything the agent is handed (cwd, HOME, kubeconfig, identity);
+    # the record alone maps it to the problem
+    attempt_id = new_attempt_id()
+    attempt = Attempt(env, deployed, resolved, state.agents[item.agent], attempt_no=item.number, run_id=state.run_id,
+                      settings=plan.settings, workdir=plan.results_dir / ".work" / attempt_id, attempt_id=attempt_id)
+    record = await attempt.run(server)
+    extra = {**record.extra, "environment": env_index + 1}
+    reconciled = getattr(env, "last_reset_s", None)
+    if reconciled is not None and attempt.injected_at is not None:
+        # graded -> next fault injected: the previous attempt's reset plus this one's setup and injection
+        extra["reset_s"] = round(reconciled + (attempt.injected_at - attempt.started), 3)
+    record = _with_trajectory(state.writer, attrs.evolve(record, extra=extra), item.agent, plan)
+    state.record(record, plan.results_dir / record.trajectory_path if record.trajectory_path else None)
+    if state.announce:
+        host.attempt_finished(record)
+    say(f"{resolved.id} × {item.agent} #{item.number}: diagnosis {'PASS' if record.diagnosis_passed else 'FAIL'}, "
+        f"mitigation {'PASS' if record.mitigation_passed else 'FAIL'} ({record.agent_status})")
+    started = time.monotonic()
+    await reset_after_attempt(env, app, attempt, say)
+    env.last_reset_s = time.monotonic() - started
+    log.info("app_reset", seconds=round(env.last_reset_s, 2))
+
+
+async def reset_after_attempt(env: Environment, app: Any, attempt: Attempt, say: Callable[[str], None]) -> tuple[Any, list[str]]:
     """Put the app back to its baseline after an attempt; redeploy it from scratch when that fails."""
     settled: list[bool] = []
 
@@ -119,23 +257,65 @@ async def _reset(env: Environment, app: Any, attempt: Attempt, say: Callable[[st
 
 
 def _with_trajectory(writer: ResultsWriter, record: AttemptRecord, agent: str, plan: RunPlan) -> AttemptRecord:
+    """The agent's logged steps as an ATIF v1.7 trajectory, with the tool outputs it logged as
+    observations and its model as ``model_name``."""
     steps = record.extra.get("trajectory") or []
     path = writer.trajectory_path(record.problem_id, agent, record.attempt, record.run_id)
     trajectory = TrajectoryWriter(path, session_id=f"{record.run_id}/{record.problem_id}/{agent}/{record.attempt}",
-                                  agent_name=agent, autosave=False)
-    for step in steps:
+                                  agent_name=agent, model_name=record.model, autosave=False)
+    for step in _with_ambient_events(steps, record.extra.get("noise_events") or ()):
+        if "ambient" in step:  # what happened around the agent (a pod killed, a rollout...), from the system
+            event = step["ambient"]
+            trajectory.add_step("system", message=f"cluster activity: {event['kind']} {event['action']} on "
+                                                  f"{event['target']}" + (f" ({event['detail']})" if event.get("detail") else ""),
+                                timestamp=event.get("at"), extra={"ambient_event": dict(event)})
+            continue
         step = dict(step)
+        observations = step.pop("observations", None)
+        if not isinstance(observations, list):
+            single = step.pop("observation", None)  # agents that log one output per step
+            observations = [] if single is None else [single if isinstance(single, dict) else {"content": single}]
         trajectory.add_step("agent", message=str(step.get("message") or step.get("action") or ""),
                             tool_calls=step.pop("tool_calls", ()) if isinstance(step.get("tool_calls"), list) else (),
+                            observations=[o for o in observations if isinstance(o, dict)],
                             prompt_tokens=step.get("prompt_tokens"), completion_tokens=step.get("completion_tokens"),
+                            model_name=step.get("model") if isinstance(step.get("model"), str) else None,
                             extra={k: v for k, v in step.items() if k not in ("message",)})
     trajectory.save()
     extra = {k: v for k, v in record.extra.items() if k != "trajectory"}
     return attrs.evolve(record, trajectory_path=writer.relative(path), extra=extra)
 
 
-def run_sync(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: Progress | None = None) -> list[AttemptRecord]:
+def _epoch(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def _with_ambient_events(steps: list, events: Any) -> list:
+    """The agent's steps with the injects/reverts of ambient disturbances placed among them by
+    time (a step without a timestamp keeps its place after the one before it)."""
+    items: list[tuple[float, int, Any]] = []
+    last = float("-inf")
+    for index, step in enumerate(steps):
+        when = _epoch(step.get("timestamp")) if isinstance(step, dict) else None
+        last = when if when is not None else last
+        items.append((last, index, step))
+    for index, event in enumerate(events):
+        if isinstance(event, dict) and event.get("action") in ("inject", "revert", "error"):
+            when = _epoch(event.get("at"))
+            items.append((when if when is not None else float("inf"), len(steps) + index, {"ambient": event}))
+    return [item for _, _, item in sorted(items, key=lambda t: (t[0], t[1]))]
+
+
+def run_sync(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: Progress | None = None,
+             clusters: Sequence[Any] | None = None) -> list[AttemptRecord]:
     try:
-        return asyncio.run(run_plan(host, cluster, plan, progress=progress))
+        return asyncio.run(run_plan(host, cluster, plan, progress=progress, clusters=clusters))
     except SregymError:
         raise

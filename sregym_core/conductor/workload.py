@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Any
 
+from ..clusters import SupportsServiceUrl, capability
 from ..errors import OracleError
 from ..types import WorkloadSpec
 from .kube import ApiStatusError, Kube
@@ -19,9 +20,9 @@ class WorkloadClient:
         self.spec, self.kube, self.cluster = spec, kube, cluster
 
     def _direct_url(self, path: str) -> str | None:
-        service_url = getattr(self.cluster, "service_url", None)
-        if service_url is not None:
-            base = service_url(self.spec.namespace, self.spec.service, self.spec.port)
+        direct = capability(self.cluster, SupportsServiceUrl)
+        if direct is not None:
+            base = direct.service_url(self.spec.namespace, self.spec.service, self.spec.port)
             return f"{base.rstrip('/')}{path}" if base else None
         # a ClusterIP on the loopback range (the embedded cluster) is reachable from the host as is;
         # anything else goes through the API server's service proxy, never straight to the address

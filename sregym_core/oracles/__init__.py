@@ -3,10 +3,11 @@
 Public names:
 
 * judges — :class:`Judge`, :class:`JudgeVerdict`, :class:`ChecklistAnswer`, :data:`CHECKLIST`,
-  :class:`RulesJudge` (``judge-rules``);
+  (the judges themselves are plugins: ``judge-rules``, ``judge-llm``);
 * mitigation — :class:`OracleContext`, :class:`OracleVerdict`, :func:`build_oracle`,
   :data:`ORACLE_SCHEMA`, :data:`DEFAULT_ORACLE_CONFIG` and the building blocks
-  :func:`baseline_preserved`, :func:`fault_invariant`, :func:`functional_slo`, :func:`sustained`,
+  :func:`baseline_preserved`, :func:`fault_invariant`, :func:`functional_slo`, :func:`workload_healthy`,
+  :func:`sustained`,
   :func:`replay`, :func:`all_of`, :func:`any_of`.
 """
 
@@ -38,8 +39,8 @@ from .mitigation import (
     replay,
     sustained,
     validate_oracle_config,
+    workload_healthy,
 )
-from .rules import RulesJudge
 
 __all__ = [
     "CHECKLIST",
@@ -55,7 +56,6 @@ __all__ = [
     "Oracle",
     "OracleContext",
     "OracleVerdict",
-    "RulesJudge",
     "all_of",
     "any_of",
     "baseline_preserved",
@@ -66,4 +66,5 @@ __all__ = [
     "replay",
     "sustained",
     "validate_oracle_config",
+    "workload_healthy",
 ]

@@ -1,5 +1,6 @@
-"""Builtin oracles, registered exactly like a plugin's: the ``judge-rules`` diagnosis judge and the
-mitigation-oracle leaves (``baseline-preserved``, ``fault-invariant``, ``functional-slo``).
+"""Builtin oracles, registered exactly like a plugin's: the mitigation-oracle leaves
+(``baseline-preserved``, ``fault-invariant``, ``functional-slo``, ``workload-healthy``). Diagnosis
+judges are plugins (``judge-rules``, ``judge-llm``).
 
 Combinators (``all``, ``any``, ``sustained``, ``replay``) are syntax of the ``oracle:`` section, not
 registered records; see :func:`sregym_core.oracles.mitigation.build_oracle`.
@@ -11,9 +12,6 @@ from sregym_core import hookimpl
 from sregym_core.types import OracleSpec
 
 from . import mitigation
-from .rules import make_rules_judge
-
-_THRESHOLD_SCHEMA = {"type": "number", "exclusiveMinimum": 0, "maximum": 1}
 
 
 @hookimpl
@@ -21,23 +19,8 @@ def sregym_oracles() -> list[OracleSpec]:
     leaf_schema = mitigation.ORACLE_SCHEMA["$defs"]["oracle"]["oneOf"][1]["properties"]
     return [
         OracleSpec(
-            name="judge-rules",
-            summary="deterministic offline checklist judge: text matching against the structured ground truth",
-            kind="judge",
-            factory=make_rules_judge,
-            config_schema={
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "threshold": _THRESHOLD_SCHEMA,
-                    "over_broad_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-                    "over_broad_min": {"type": "integer", "minimum": 1},
-                },
-            },
-        ),
-        OracleSpec(
             name="baseline-preserved",
-            summary="no workload deleted, scaled to zero, relabelled or replaced since the post-deploy baseline",
+            summary="no workload deleted, scaled down, relabelled or replaced, and every untouched pod template as after deploy",
             kind="mitigation",
             factory=mitigation.baseline_preserved,
             config_schema=leaf_schema["baseline_preserved"],
@@ -51,9 +34,16 @@ def sregym_oracles() -> list[OracleSpec]:
         ),
         OracleSpec(
             name="functional-slo",
-            summary="workload success rate (and p95 latency) over a window",
+            summary="workload success rate, answer content against the seeded data (and p95 latency) over a window",
             kind="mitigation",
             factory=mitigation.functional_slo,
             config_schema=leaf_schema["functional_slo"],
+        ),
+        OracleSpec(
+            name="workload-healthy",
+            summary="each faulty workload's rollout complete, desired replicas ready, Service with ready endpoints",
+            kind="mitigation",
+            factory=mitigation.workload_healthy,
+            config_schema=leaf_schema["workload_healthy"],
         ),
     ]

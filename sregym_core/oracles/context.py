@@ -9,7 +9,7 @@ directly, which keeps them pure functions of what the context reports and easy t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -22,14 +22,22 @@ class OracleContext(Protocol):
             :meth:`list_workloads`).
         fault_instances: the problem's fault instances (``FaultInstance`` records or anything with
             ``id``/``fault``/``target``/``role``), indexed as :meth:`fault_present` expects.
+        faulty_workloads: the workloads the faults target (trigger instances excluded), as mappings
+            with ``kind``, ``namespace``, ``name``, ``service`` (the component's Service name, or
+            ``None``) and ``instance`` (the fault instance id). Oracles check that these are healthy
+            and leave their pod templates to the fix; every other workload must match the baseline.
+
+    .. versionchanged:: 0.2 ``faulty_workloads``; ``list_workloads`` also returns Endpoints.
     """
 
     baseline_workloads: list[dict[str, Any]]
     fault_instances: Sequence[Any]
+    faulty_workloads: Sequence[Mapping[str, Any]]
 
     async def list_workloads(self) -> list[dict[str, Any]]:
-        """Deployments, StatefulSets, DaemonSets, Services and Pods of the app's namespace(s), as
-        Kubernetes JSON objects; each dict must carry ``kind`` (list responses omit it per item)."""
+        """Deployments, StatefulSets, DaemonSets, Services, Endpoints, ConfigMaps, Secrets, PVCs and
+        Pods of the app's namespace(s), as Kubernetes JSON objects; each dict must carry ``kind``
+        (list responses omit it per item)."""
         ...
 
     async def fault_present(self, instance_index: int) -> bool:
@@ -37,8 +45,10 @@ class OracleContext(Protocol):
         ...
 
     async def workload_stats(self, window_s: float) -> dict[str, Any]:
-        """The workload generator's view of the last ``window_s`` seconds: ``success_rate`` (0..1),
-        ``count``, ``p50_ms``, ``p95_ms``, ``p99_ms`` (and anything else it reports)."""
+        """The workload generator's view of the last ``window_s`` seconds: ``success_rate`` (0..1,
+        requests answered as expected *with correct content*), ``count``, ``content_errors``
+        (answers whose status looked fine but whose content contradicts the seeded data),
+        ``p50_ms``, ``p95_ms``, ``p99_ms`` (and anything else it reports)."""
         ...
 
     async def replay_trigger(self, name: str) -> None:

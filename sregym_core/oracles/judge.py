@@ -114,6 +114,46 @@ CHECKLIST: tuple[ChecklistQuestion, ...] = (
 QUESTION_IDS: tuple[str, ...] = tuple(q.id for q in CHECKLIST)
 QUESTIONS_BY_ID: Mapping[str, ChecklistQuestion] = {q.id: q for q in CHECKLIST}
 
+#: Upstream SREGym's rubric, as a selectable variant (``rubric="upstream"``) so scores can be set next
+#: to published upstream numbers: the same ids and question gists, dimension weights 0.33/0.33/0.34,
+#: scores rounded to 0.01, pass at composite >= 0.70 (facts: shared/research/upstream-parity.md, 3).
+UPSTREAM_DIMENSIONS = ("D1", "D2", "D3")
+UPSTREAM_DIMENSION_NAMES = {"D1": "Fault Localization", "D2": "Fault Characterization", "D3": "Scope Precision"}
+UPSTREAM_WEIGHTS = {"D1": 0.33, "D2": 0.33, "D3": 0.34}
+UPSTREAM_CHECKLIST: tuple[ChecklistQuestion, ...] = (
+    ChecklistQuestion(id="D1-Q1", dimension="D1", question="Does the diagnosis name the same component as the origin of the fault?",
+                      guidance="Yes when the ground truth's component is named as where the fault originates."),
+    ChecklistQuestion(id="D1-Q2", dimension="D1", question="Does the diagnosis distinguish the origin from cascading failures?",
+                      guidance="Yes when downstream victims are not presented as origins."),
+    ChecklistQuestion(id="D1-Q3", dimension="D1", question="Does the diagnosis avoid blaming a healthy component as the origin?",
+                      guidance="No when a component that is not faulty is named as the origin."),
+    ChecklistQuestion(id="D2-Q1", dimension="D2", question="Does the diagnosis identify the same injected fault mechanism?",
+                      guidance="Yes when the mechanism or an equivalent description is given; symptoms alone are not enough."),
+    ChecklistQuestion(id="D2-Q2", dimension="D2", question="Does the diagnosis give concrete mutated details (env key, port, tag, limit)?",
+                      guidance="Yes when a concrete mutated value is stated."),
+    ChecklistQuestion(id="D2-Q3", dimension="D2", question="Does the diagnosis avoid asserting a wrong or unrelated fault type?",
+                      guidance="No when it asserts a fault type the ground truth does not contain."),
+    ChecklistQuestion(id="D3-Q1", dimension="D3", question="Does the diagnosis avoid over-attribution (blaming more than the faulty components)?",
+                      guidance="No when unrelated components are blamed."),
+    ChecklistQuestion(id="D3-Q2", dimension="D3", question="Does the diagnosis avoid under-attribution (missing faulty components)?",
+                      guidance="No when a faulty component is missing."),
+    ChecklistQuestion(id="D3-Q3", dimension="D3", question="Is the described impact consistent with the ground truth?",
+                      guidance="Yes when the stated effects follow from the right mechanism."),
+)
+UPSTREAM_QUESTION_IDS: tuple[str, ...] = tuple(q.id for q in UPSTREAM_CHECKLIST)
+RUBRICS = ("sregym", "upstream")
+
+
+def checklist_for(rubric: str = "sregym") -> tuple[ChecklistQuestion, ...]:
+    """The questions of a rubric: ``sregym`` (the project's) or ``upstream``."""
+    if rubric == "upstream":
+        return UPSTREAM_CHECKLIST
+    if rubric == "sregym":
+        return CHECKLIST
+    from sregym_core.errors import ConfigError
+
+    raise ConfigError(f"unknown judge rubric {rubric!r}", hints=(f"use one of {', '.join(RUBRICS)}",))
+
 
 @attrs.frozen(kw_only=True)
 class ChecklistAnswer:
@@ -245,6 +285,19 @@ def decide(dimensions: Mapping[str, float], threshold: float) -> tuple[float, bo
     return composite, composite >= threshold - 1e-9 and min(values) > 0.0
 
 
+def decide_upstream(answers: Iterable[ChecklistAnswer], threshold: float) -> tuple[dict[str, float], float, bool]:
+    """Upstream scoring: per-dimension yes fraction rounded to 0.01, weighted 0.33/0.33/0.34, the
+    composite rounded to 0.01, pass at composite >= threshold (0.70)."""
+    totals: dict[str, list[int]] = {d: [0, 0] for d in UPSTREAM_DIMENSIONS}
+    for item in answers:
+        bucket = totals.setdefault(item.dimension, [0, 0])
+        bucket[0] += int(item.answer)
+        bucket[1] += 1
+    dimensions = {d: round(yes / n, 2) if n else 0.0 for d, (yes, n) in totals.items()}
+    composite = round(sum(UPSTREAM_WEIGHTS.get(d, 0.0) * s for d, s in dimensions.items()), 2)
+    return dimensions, composite, composite >= threshold - 1e-9
+
+
 def check_threshold(threshold: Any) -> float:
     """Validate a configured threshold (a number in (0, 1])."""
     from sregym_core.errors import ConfigError
@@ -309,10 +362,14 @@ def make_verdict(
     tokens: Mapping[str, int] | None = None,
     error: str | None = None,
     submitted_chars: int | None = None,
+    rubric: str = "sregym",
 ) -> JudgeVerdict:
-    """Score ``answers`` and wrap everything a verdict stores."""
-    dimensions = score(answers)
-    composite, passed = decide(dimensions, threshold)
+    """Score ``answers`` (by the rubric's rule) and wrap everything a verdict stores."""
+    if rubric == "upstream":
+        dimensions, composite, passed = decide_upstream(answers, threshold)
+    else:
+        dimensions = score(answers)
+        composite, passed = decide(dimensions, threshold)
     inputs: dict[str, Any] = {
         "submission": submission,
         "truth": [truth_to_dict(t) for t in truth],
@@ -321,6 +378,8 @@ def make_verdict(
     }
     if submitted_chars is not None and submitted_chars > len(submission):
         inputs["submitted_chars"] = submitted_chars  # the judge read only the first MAX_SUBMISSION_CHARS
+    if rubric != "sregym":
+        inputs["rubric"] = rubric
     return JudgeVerdict(
         judge=judge,
         passed=passed and error is None,
@@ -347,11 +406,12 @@ def failed_verdict(
     cost: float | None = None,
     tokens: Mapping[str, int] | None = None,
     submitted_chars: int | None = None,
+    rubric: str = "sregym",
 ) -> JudgeVerdict:
     """A verdict for a judge that could not answer: every question "no", ``error`` set."""
     answers = [
         ChecklistAnswer(id=q.id, dimension=q.dimension, question=q.question, answer=False, evidence=error, confidence=0.0)
-        for q in CHECKLIST
+        for q in checklist_for(rubric)
     ]
     return make_verdict(
         judge=judge,
@@ -365,4 +425,5 @@ def failed_verdict(
         tokens=tokens,
         error=error,
         submitted_chars=submitted_chars,
+        rubric=rubric,
     )

@@ -8,7 +8,12 @@ failed: "Deployment geo scaled to zero", "fault instance wrong-image@geo still p
 
 A problem file's ``oracle:`` section composes them (:func:`build_oracle`, schema
 :data:`ORACLE_SCHEMA`); without one, :data:`DEFAULT_ORACLE_CONFIG` applies:
-``all(baseline_preserved, fault_invariant, functional_slo)``.
+``all(baseline_preserved, fault_invariant, functional_slo, workload_healthy)``.
+
+They check the system, not the injected value: ``fault_invariant`` alone ("the injected value is
+gone") is passed by a *different* broken value, so ``workload_healthy`` asks whether the faulty
+workload actually serves, ``baseline_preserved`` whether every other workload still runs its
+baseline pod template, and ``functional_slo`` whether users get the *right answers*.
 
 .. versionadded:: 0.1
 """
@@ -157,13 +162,67 @@ def _matches(patterns: Sequence[str], kind: str, name: str) -> bool:
     return any(fnmatch.fnmatchcase(c, p.lower()) for p in patterns for c in candidates)
 
 
+#: kinds whose objects are kept by controllers (never compared against the baseline)
+_MANAGED = ("Endpoints", "EndpointSlice", "ReplicaSet", "ControllerRevision")
+_TEMPLATED = ("Deployment", "StatefulSet", "DaemonSet")
+#: container fields compared one by one, so evidence names what changed
+_CONTAINER_FIELDS = ("image", "command", "args", "env", "envFrom", "ports", "livenessProbe", "readinessProbe",
+                     "startupProbe", "resources", "volumeMounts", "securityContext", "workingDir", "lifecycle")
+
+
+def faulty_keys(ctx: Any) -> set[tuple[str, str, str]]:
+    """``(kind, namespace, name)`` of the workloads the faults target (the fix may change them)."""
+    return {(str(w.get("kind", "")), str(w.get("namespace", "")), str(w.get("name", "")))
+            for w in getattr(ctx, "faulty_workloads", ()) or ()}
+
+
+def template_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What differs between two pod templates' specs, named field by field (empty: identical)."""
+    before, after = _get(old, "spec", "template", "spec", default={}), _get(new, "spec", "template", "spec", default={})
+    if before == after:
+        return []
+    changes: list[str] = []
+    for group in ("initContainers", "containers"):
+        old_c = {c.get("name"): c for c in before.get(group) or []}
+        new_c = {c.get("name"): c for c in after.get(group) or []}
+        for name in sorted(set(old_c) | set(new_c), key=str):
+            if name not in new_c:
+                changes.append(f"{group[:-1]} {name} removed")
+            elif name not in old_c:
+                changes.append(f"{group[:-1]} {name} added")
+            else:
+                for field in _CONTAINER_FIELDS:
+                    if old_c[name].get(field) != new_c[name].get(field):
+                        changes.append(f"{group[:-1]} {name} {field}: {_short(old_c[name].get(field))} -> "
+                                       f"{_short(new_c[name].get(field))}")
+                rest = set(old_c[name]) | set(new_c[name])
+                other = sorted(k for k in rest - set(_CONTAINER_FIELDS) - {"name"}
+                               if old_c[name].get(k) != new_c[name].get(k))
+                if other:
+                    changes.append(f"{group[:-1]} {name} {', '.join(other)} changed")
+    pod_fields = sorted(k for k in set(before) | set(after)
+                        if k not in ("containers", "initContainers") and before.get(k) != after.get(k))
+    changes += [f"{field}: {_short(before.get(field))} -> {_short(after.get(field))}" for field in pod_fields]
+    return changes or ["pod template changed"]
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    import json
+
+    text = json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 @attrs.frozen(kw_only=True)
 class BaselinePreserved:
-    """No workload deleted, scaled to zero, relabelled or replaced since the post-deploy baseline.
+    """Nothing but the faulty workloads changed since the post-deploy baseline.
 
-    Pods owned by a controller come and go and are not checked; standalone pods are. ``ignore``
-    and ``allow_replaced`` take ``Kind/name`` or ``name`` shell patterns, for faults whose fix
-    necessarily recreates an object (a deleted Service).
+    No workload deleted, scaled below its baseline replicas, relabelled or replaced; and every
+    workload the faults do not target runs the pod template it ran after deploy (images, commands,
+    args, env, probes, resources, volumes...), so replacing a healthy component with a stub, or
+    breaking a neighbour, fails. Pods owned by a controller come and go and are not checked;
+    standalone pods are. ``ignore`` and ``allow_replaced`` take ``Kind/name`` or ``name`` shell
+    patterns, for faults whose fix necessarily recreates an object (a deleted Service).
     """
 
     ignore: tuple[str, ...] = attrs.field(default=(), converter=tuple)
@@ -178,12 +237,12 @@ class BaselinePreserved:
         baseline = list(ctx.baseline_workloads)
         if any(not o.get("kind") for o in baseline + list(current.values())):
             raise ValueError("workload objects must carry 'kind' (set it on items of list responses)")
+        faulty = faulty_keys(ctx)
         violations: list[dict[str, str]] = []
-        warnings: list[dict[str, str]] = []
         checked = 0
         for old in baseline:
             kind, namespace, name = _key(old)
-            if _matches(self.ignore, kind, name):
+            if kind in _MANAGED or _matches(self.ignore, kind, name):
                 continue
             if kind == "Pod" and _get(old, "metadata", "ownerReferences"):
                 continue
@@ -205,12 +264,17 @@ class BaselinePreserved:
                 if before > 0 and after == 0:
                     violation("scaled_to_zero", f"{kind} {namespace}/{name} replicas {before} -> 0")
                 elif after < before:
-                    warnings.append({"kind": kind, "name": name, "detail": f"replicas {before} -> {after}"})
+                    violation("scaled_down", f"{kind} {namespace}/{name} replicas {before} -> {after}")
             if kind == "DaemonSet":
                 before = _get(old, "status", "desiredNumberScheduled", default=0)
                 after = _get(new, "status", "desiredNumberScheduled", default=0)
                 if before and not after:
                     violation("scaled_to_zero", f"DaemonSet {namespace}/{name} is scheduled on no node (was {before})")
+            if kind in _TEMPLATED and (kind, namespace, name) not in faulty:
+                changes = template_changes(old, new)
+                if changes:
+                    violation("template_changed", f"{kind} {namespace}/{name} (not a faulty workload) pod template "
+                                                  f"changed: {'; '.join(changes[:6])}")
             for what, path in (("selector", ("spec", "selector")), ("pod template labels", ("spec", "template", "metadata", "labels"))):
                 if kind == "Pod" or (what != "selector" and kind == "Service"):
                     continue
@@ -226,11 +290,11 @@ class BaselinePreserved:
         added = [
             "/".join(k)
             for k, o in current.items()
-            if k not in baseline_keys and not (k[0] == "Pod" and _get(o, "metadata", "ownerReferences"))
+            if k not in baseline_keys and k[0] not in _MANAGED
+            and not (k[0] == "Pod" and _get(o, "metadata", "ownerReferences"))
         ]
-        evidence: dict[str, Any] = {"checked": checked, "violations": violations, "added": sorted(added)}
-        if warnings:
-            evidence["scaled_down"] = warnings
+        evidence: dict[str, Any] = {"checked": checked, "violations": violations, "added": sorted(added),
+                                    "faulty": sorted("/".join(k) for k in faulty)}
         if violations:
             evidence["reason"] = "; ".join(v["detail"] for v in violations)
         return OracleVerdict(name=self.name, passed=not violations, evidence=evidence)
@@ -239,6 +303,172 @@ class BaselinePreserved:
         if self.ignore or self.allow_replaced:
             return {"baseline_preserved": {"ignore": list(self.ignore), "allow_replaced": list(self.allow_replaced)}}
         return "baseline_preserved"
+
+
+# --------------------------------------------------------------------------------------------------
+# Workload healthy
+# --------------------------------------------------------------------------------------------------
+
+
+def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, Any] | None) -> bool:
+    """A label selector (``matchLabels``/``matchExpressions``, or a Service's plain map) matches."""
+    if not selector:
+        return False
+    labels = dict(labels or {})
+    plain = {k: v for k, v in selector.items() if k not in ("matchLabels", "matchExpressions")}
+    match = {**plain, **dict(selector.get("matchLabels") or {})}
+    if any(labels.get(k) != v for k, v in match.items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), list(expr.get("values") or [])
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return bool(match or selector.get("matchExpressions"))
+
+
+def _pod_ready(pod: Mapping[str, Any]) -> bool:
+    if _get(pod, "metadata", "deletionTimestamp"):
+        return False
+    conditions = {c.get("type"): c.get("status") for c in _get(pod, "status", "conditions", default=[]) or []}
+    return conditions.get("Ready") == "True"
+
+
+def workload_problems(kind: str, obj: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]],
+                      baseline: Mapping[str, Any] | None = None) -> list[str]:
+    """Why a workload is not healthy (empty: rollout complete and every desired replica ready), the
+    way ``kubectl rollout status`` judges it, plus its pods' readiness."""
+    if obj is None:
+        return ["does not exist"]
+    problems: list[str] = []
+    generation = _get(obj, "metadata", "generation")
+    observed = _get(obj, "status", "observedGeneration")
+    if generation is not None and (observed is None or int(observed) < int(generation)):
+        problems.append(f"controller has not observed generation {generation} (observed {observed})")
+    selector = _get(obj, "spec", "selector")
+    ready_pods = sum(1 for p in pods if _selects(selector, _get(p, "metadata", "labels")) and _pod_ready(p))
+    if kind == "DaemonSet":
+        desired = int(_get(obj, "status", "desiredNumberScheduled", default=0))
+        updated = int(_get(obj, "status", "updatedNumberScheduled", default=0))
+        ready = int(_get(obj, "status", "numberReady", default=0))
+        if desired == 0:
+            problems.append("scheduled on no node")
+        if updated < desired:
+            problems.append(f"rollout incomplete: {updated}/{desired} pods updated")
+        if ready < desired:
+            problems.append(f"{ready}/{desired} pods ready")
+        return problems
+    desired = _replicas(obj)
+    wanted = max(1, _replicas(baseline)) if baseline is not None else 1
+    if desired < wanted:
+        problems.append(f"replicas {desired} (baseline {_replicas(baseline) if baseline is not None else 1}): "
+                        "the workload must serve")
+    status = _get(obj, "status", default={})
+    ready = int(_get(status, "readyReplicas", default=0))
+    updated = _get(status, "updatedReplicas")
+    total = int(_get(status, "replicas", default=0))
+    if kind == "Deployment":
+        if updated is None or int(updated) < desired:
+            problems.append(f"rollout incomplete: {int(updated or 0)}/{desired} replicas updated")
+        if total > int(updated or 0):
+            problems.append(f"{total - int(updated or 0)} old replica(s) still running (rollout incomplete)")
+        available = int(_get(status, "availableReplicas", default=0))
+        if available < desired:
+            problems.append(f"{available}/{desired} replicas available")
+    elif kind == "StatefulSet":
+        current, update = _get(status, "currentRevision"), _get(status, "updateRevision")
+        if update and current != update and (updated is None or int(updated) < desired):
+            problems.append(f"rollout incomplete: revision {current} -> {update}, {int(updated or 0)}/{desired} updated")
+    if ready < desired:
+        problems.append(f"{ready}/{desired} replicas ready")
+    if ready_pods < desired:
+        problems.append(f"{ready_pods}/{desired} of its pods are Ready")
+    return problems
+
+
+def service_problems(service: Mapping[str, Any] | None, endpoints: Mapping[str, Any] | None,
+                     pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why a Service does not serve (empty: it has ready endpoints)."""
+    if service is None:
+        return ["Service does not exist"]
+    if endpoints is not None:
+        ready = sum(len(s.get("addresses") or []) for s in _get(endpoints, "subsets", default=[]) or [])
+        return [] if ready else ["Service has no ready endpoints"]
+    # no Endpoints object reported: judge by the pods its selector picks, as the endpoints controller would
+    selector = _get(service, "spec", "selector")
+    if not any(_selects(selector, _get(p, "metadata", "labels")) and _pod_ready(p) for p in pods):
+        return ["Service selects no ready pod"]
+    return []
+
+
+@attrs.frozen(kw_only=True)
+class WorkloadHealthy:
+    """Every faulty workload is healthy: rollout complete (generation observed, every replica updated,
+    no pod of an old ReplicaSet left), its desired replicas (at least its baseline's, at least one)
+    ready, and its Service with ready endpoints. This checks the system, not the injected value:
+    a *different* broken value, or scaling the workload to one pod that cannot start, fails.
+
+    A rollout still under way gets ``timeout_s`` to finish (polled every ``interval`` seconds).
+    """
+
+    timeout_s: float = attrs.field(default=30.0, validator=attrs.validators.ge(0))
+    interval: float = attrs.field(default=2.0, validator=attrs.validators.gt(0))
+    name: str = "workload_healthy"
+
+    async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
+        return await _guarded(self.name, lambda: self._check(ctx))
+
+    async def _check(self, ctx: OracleContext) -> OracleVerdict:
+        targets = getattr(ctx, "faulty_workloads", None)
+        if targets is None:
+            raise ValueError("the oracle context does not say which workloads are faulty")
+        start = ctx.now()
+        baseline = {_key(o): o for o in ctx.baseline_workloads}
+        while True:
+            report = await self._report(ctx, targets, baseline)
+            failing = {k: v for k, v in report.items() if v}
+            if not failing or ctx.now() - start >= self.timeout_s:
+                break
+            before = ctx.now()
+            await ctx.sleep(self.interval)
+            if ctx.now() <= before:  # a clock that does not advance must not loop forever
+                break
+        evidence: dict[str, Any] = {"workloads": {k: (v or ["healthy"]) for k, v in report.items()},
+                                    "waited_s": round(ctx.now() - start, 1)}
+        if failing:
+            evidence["reason"] = "; ".join(f"{k}: {', '.join(v)}" for k, v in failing.items())
+        return OracleVerdict(name=self.name, passed=not failing, evidence=evidence)
+
+    async def _report(self, ctx: OracleContext, targets: Sequence[Mapping[str, Any]],
+                      baseline: Mapping[tuple[str, str, str], Any]) -> dict[str, list[str]]:
+        current = {_key(o): o for o in await ctx.list_workloads()}
+        report: dict[str, list[str]] = {}
+        for target in targets:
+            kind, namespace, name = str(target["kind"]), str(target["namespace"]), str(target["name"])
+            pods = [o for (k, ns, _n), o in current.items() if k == "Pod" and ns == namespace]
+            label = f"{kind} {namespace}/{name}"
+            problems = report.setdefault(label, [])
+            if kind in _TEMPLATED:
+                problems += [p for p in workload_problems(kind, current.get((kind, namespace, name)), pods,
+                                                          baseline.get((kind, namespace, name)))
+                             if p not in problems]
+            service = target.get("service")
+            if service:
+                svc_problems = service_problems(current.get(("Service", namespace, service)),
+                                                current.get(("Endpoints", namespace, service)), pods)
+                problems += [f"Service {service}: {p}" if not p.startswith("Service") else p.replace("Service", f"Service {service}", 1)
+                             for p in svc_problems]
+        return report
+
+    def describe(self) -> Any:
+        if (self.timeout_s, self.interval) == (30.0, 2.0):
+            return "workload_healthy"
+        return {"workload_healthy": {"timeout_s": self.timeout_s, "interval": self.interval}}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -312,15 +542,21 @@ class FaultInvariant:
 
 @attrs.frozen(kw_only=True)
 class FunctionalSLO:
-    """The workload's success rate (and optionally p95 latency) over the last ``window_s`` seconds.
+    """The workload's success rate (and optionally p95 latency) over the last ``window_s`` seconds,
+    and the share of answers whose *content* contradicts the app's seeded data.
 
-    Fewer than ``min_requests`` requests in the window fails: silence is not health.
+    A success is a request answered as the app should answer it: the right status *and* content the
+    generator checked against the data it knows (a stub answering 200 to everything fails). The
+    generator reports wrong content separately as ``content_errors``; more than
+    ``max_content_error_rate`` of the window fails on its own. Fewer than ``min_requests`` requests
+    in the window fails: silence is not health.
     """
 
     min_success_rate: float = attrs.field(default=0.99, validator=[attrs.validators.ge(0), attrs.validators.le(1)])
     max_p95_ms: float | None = None
     window_s: float = attrs.field(default=30.0, validator=attrs.validators.gt(0))
     min_requests: int = attrs.field(default=20, validator=attrs.validators.ge(0))
+    max_content_error_rate: float = attrs.field(default=0.01, validator=[attrs.validators.ge(0), attrs.validators.le(1)])
     name: str = "functional_slo"
 
     async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
@@ -331,12 +567,18 @@ class FunctionalSLO:
         count = int(stats.get("count") or 0)
         rate = stats.get("success_rate")
         p95 = stats.get("p95_ms")
+        content_errors = stats.get("content_errors")
         reasons = []
         if count < self.min_requests:
             reasons.append(f"only {count} requests in {self.window_s:g} s (need {self.min_requests})")
         if rate is None or float(rate) < self.min_success_rate:
             shown = "unknown" if rate is None else f"{float(rate):.3f}"
             reasons.append(f"success rate {shown} < {self.min_success_rate:g}")
+        if content_errors is not None and count and int(content_errors) / count > self.max_content_error_rate:
+            kinds = stats.get("content_error_kinds") or {}
+            top = ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])[:3])
+            reasons.append(f"{int(content_errors)} of {count} answers had wrong content"
+                           + (f" ({top})" if top else ""))
         if self.max_p95_ms is not None and (p95 is None or float(p95) > self.max_p95_ms):
             reasons.append(f"p95 {p95} ms > {self.max_p95_ms:g} ms")
         evidence: dict[str, Any] = {
@@ -344,7 +586,10 @@ class FunctionalSLO:
             "min_success_rate": self.min_success_rate,
             "max_p95_ms": self.max_p95_ms,
             "min_requests": self.min_requests,
-            "stats": {k: stats.get(k) for k in ("count", "success_rate", "p50_ms", "p95_ms", "p99_ms") if k in stats},
+            "max_content_error_rate": self.max_content_error_rate,
+            "content_checked": content_errors is not None,
+            "stats": {k: stats.get(k) for k in ("count", "success_rate", "content_errors", "content_error_kinds",
+                                                "p50_ms", "p95_ms", "p99_ms", "settle_wait_s") if k in stats},
         }
         if reasons:
             evidence["reason"] = "; ".join(reasons)
@@ -357,6 +602,7 @@ class FunctionalSLO:
                 "max_p95_ms": self.max_p95_ms,
                 "window_s": self.window_s,
                 "min_requests": self.min_requests,
+                "max_content_error_rate": self.max_content_error_rate,
             }
         }
 
@@ -519,9 +765,15 @@ def fault_invariant(*, instances: Sequence[int] | None = None) -> FaultInvariant
 
 
 def functional_slo(
-    *, min_success_rate: float = 0.99, max_p95_ms: float | None = None, window_s: float = 30.0, min_requests: int = 20
+    *, min_success_rate: float = 0.99, max_p95_ms: float | None = None, window_s: float = 30.0, min_requests: int = 20,
+    max_content_error_rate: float = 0.01,
 ) -> FunctionalSLO:
-    return FunctionalSLO(min_success_rate=min_success_rate, max_p95_ms=max_p95_ms, window_s=window_s, min_requests=min_requests)
+    return FunctionalSLO(min_success_rate=min_success_rate, max_p95_ms=max_p95_ms, window_s=window_s,
+                         min_requests=min_requests, max_content_error_rate=max_content_error_rate)
+
+
+def workload_healthy(*, timeout_s: float = 30.0, interval: float = 2.0) -> WorkloadHealthy:
+    return WorkloadHealthy(timeout_s=timeout_s, interval=interval)
 
 
 def sustained(inner: Oracle, seconds: float, interval: float = 5.0) -> Sustained:
@@ -544,7 +796,8 @@ def any_of(*children: Oracle) -> AnyOf:
 # Configuration
 # --------------------------------------------------------------------------------------------------
 
-DEFAULT_ORACLE_CONFIG: dict[str, Any] = {"all": ["baseline_preserved", "fault_invariant", "functional_slo"]}
+DEFAULT_ORACLE_CONFIG: dict[str, Any] = {
+    "all": ["baseline_preserved", "fault_invariant", "functional_slo", "workload_healthy"]}
 
 _PATTERNS = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _NODE = "#/$defs/oracle"
@@ -598,6 +851,15 @@ ORACLE_SCHEMA: dict[str, Any] = {
                                 "max_p95_ms": {"type": ["number", "null"], "exclusiveMinimum": 0},
                                 "window_s": {"type": "number", "exclusiveMinimum": 0},
                                 "min_requests": {"type": "integer", "minimum": 0},
+                                "max_content_error_rate": {"type": "number", "minimum": 0, "maximum": 1},
+                            },
+                        },
+                        "workload_healthy": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                "timeout_s": {"type": "number", "minimum": 0},
+                                "interval": {"type": "number", "exclusiveMinimum": 0},
                             },
                         },
                         "sustained": {
@@ -622,7 +884,7 @@ ORACLE_SCHEMA: dict[str, Any] = {
                         },
                     },
                     "patternProperties": {
-                        "^(?!(all|any|baseline_preserved|fault_invariant|functional_slo|sustained|replay)$)[a-z][a-z0-9_-]*$": {
+                        "^(?!(all|any|baseline_preserved|fault_invariant|functional_slo|workload_healthy|sustained|replay)$)[a-z][a-z0-9_-]*$": {
                             "type": "object",
                             "description": "parameters of an oracle a plugin registered",
                         }
@@ -638,6 +900,7 @@ _LEAVES: dict[str, Callable[..., Oracle]] = {
     "baseline_preserved": baseline_preserved,
     "fault_invariant": fault_invariant,
     "functional_slo": functional_slo,
+    "workload_healthy": workload_healthy,
 }
 
 
@@ -663,7 +926,7 @@ def validate_oracle_config(config: Any, *, source: str | None = None) -> None:
             errors=errors,
             source=source,
             hints=(
-                "an oracle is a name (baseline_preserved, fault_invariant, functional_slo) or an object with one key: "
+                "an oracle is a name (baseline_preserved, fault_invariant, functional_slo, workload_healthy) or an object with one key: "
                 "all, any, sustained, replay, or a leaf with its parameters",
             ),
         )

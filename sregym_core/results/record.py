@@ -57,8 +57,13 @@ class AttemptRecord:
         diagnosis: the judge's verdict as a dict (``JudgeVerdict.to_dict()``) with its evidence.
         mitigation_passed, mitigation: the same for the mitigation oracle (``OracleVerdict.to_dict()``).
         success: end-to-end success (diagnosis and mitigation passed), computed unless given.
-        time_to_diagnose_s, time_to_mitigate_s: seconds from the fault's injection to the
-            submission of each stage.
+        stages: the graded stages the attempt ran (``diagnosis``, ``mitigation`` or both).
+        time_to_diagnose_s, time_to_mitigate_s: seconds from the end of the fault injection (the
+            moment the last initial fault finished injecting, just before the agent is started) to
+            the acceptance of each stage's submission.
+        diagnosis_graded_s, mitigation_graded_s: seconds from the same point to the end of each
+            stage's grading (the judge, the mitigation oracle): upstream SREGym's ``TTL``/``TTM``.
+        agent_timeout_s: the agent's time limit.
         steps: agent steps (tool calls / turns); ``prompt_tokens``, ``completion_tokens``, ``cost_usd``.
         agent_status: one of :data:`AGENT_STATUSES`.
         timeouts: stages whose time limit expired.
@@ -84,8 +89,12 @@ class AttemptRecord:
     success: bool = attrs.field(
         default=attrs.Factory(lambda self: bool(self.diagnosis_passed and self.mitigation_passed), takes_self=True)
     )
+    stages: tuple[str, ...] = attrs.field(default=("diagnosis", "mitigation"), converter=tuple)
     time_to_diagnose_s: float | None = attrs.field(default=None, converter=_optional_float)
     time_to_mitigate_s: float | None = attrs.field(default=None, converter=_optional_float)
+    diagnosis_graded_s: float | None = attrs.field(default=None, converter=_optional_float)
+    mitigation_graded_s: float | None = attrs.field(default=None, converter=_optional_float)
+    agent_timeout_s: float | None = attrs.field(default=None, converter=_optional_float)
     steps: int | None = attrs.field(default=None, converter=_optional_int)
     prompt_tokens: int | None = attrs.field(default=None, converter=_optional_int)
     completion_tokens: int | None = attrs.field(default=None, converter=_optional_int)
@@ -112,6 +121,7 @@ class AttemptRecord:
     def to_dict(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
         data["timeouts"] = list(self.timeouts)
+        data["stages"] = list(self.stages)
         data["diagnosis"] = None if self.diagnosis is None else dict(self.diagnosis)
         data["mitigation"] = None if self.mitigation is None else dict(self.mitigation)
         data["extra"] = dict(self.extra)

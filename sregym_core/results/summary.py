@@ -146,6 +146,16 @@ def format_summary(rows: Sequence[SummaryRow]) -> str:
     return "\n".join(out)
 
 
+def judges_note(records: Iterable[AttemptRecord]) -> str | None:
+    """One line when the diagnoses were graded by different judges (their pass rates differ in meaning)."""
+    judges = sorted({str(r.diagnosis["judge"]) for r in records if r.diagnosis and r.diagnosis.get("judge")})
+    if len(judges) < 2:
+        return None
+    return f"note: diagnoses graded by different judges ({', '.join(judges)}); diagnosis pass rates are not comparable across them"
+
+
 def summary_table(directory: str | os.PathLike[str]) -> str:
-    """The printable summary table of a results directory."""
-    return format_summary(summarize(directory))
+    """The printable summary table of a results directory (and a note when judges were mixed)."""
+    records = read_records(directory)
+    note = judges_note(latest_per_key(records))
+    return format_summary(summarize_records(records)) + (f"\n{note}" if note else "")

@@ -1,8 +1,8 @@
 """Per-attempt agent trajectories in an ATIF-style JSON document.
 
-The layout follows the Agent Trajectory Interchange Format (v1.4) so trajectories can be replayed,
+The layout follows the Agent Trajectory Interchange Format (v1.7, as upstream SREGym writes it) so trajectories can be replayed,
 visualised or used for training by tools that read it: a root with ``schema_version``,
-``session_id``, ``agent`` (name, version, model_name) and ``steps``; each step has ``step_id``,
+``session_id``, ``trajectory_id``, ``agent`` (name, version, model_name) and ``steps``; each step has ``step_id``,
 ``timestamp``, ``source`` (``system``, ``user`` or ``agent``), ``message``, optional
 ``tool_calls`` (``tool_call_id``, ``function_name``, ``arguments``), ``observation`` (``results``
 with ``source_call_id`` and ``content``) and ``metrics`` (``prompt_tokens``,
@@ -27,7 +27,7 @@ import attrs
 
 from .record import utc_now
 
-ATIF_VERSION = "ATIF-v1.4"
+ATIF_VERSION = "ATIF-v1.7"
 SOURCES = ("system", "user", "agent")
 #: Observations longer than this are cut (with a marker); trajectories must stay readable.
 MAX_OBSERVATION_CHARS = 65_536
@@ -195,6 +195,7 @@ class TrajectoryWriter:
         document: dict[str, Any] = {
             "schema_version": ATIF_VERSION,
             "session_id": self.session_id,
+            "trajectory_id": self.session_id,
             "agent": dict(self.agent),
             "steps": self.steps,
             "final_metrics": self.final_metrics,

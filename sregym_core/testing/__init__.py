@@ -6,21 +6,27 @@ Enable it explicitly in a ``conftest.py``::
 
 Fixtures:
 
-* ``plugin_manager`` — a fresh host with no builtins and no entry points, installed as the
+* ``plugin_host`` — a fresh host with no builtins and no entry points, installed as the
   process-wide host for the test.
-* ``plugin_manager_with_builtins`` — the same with the builtins registered.
+* ``plugin_host_with_builtins`` — the same with the builtins registered.
 * ``register_plugin`` — ``register_plugin(obj, name=None)`` registers hook implementations and
   unregisters them at teardown.
 * ``sregym_cli`` — ``sregym_cli("list-faults", "--json")`` runs the CLI in-process against the
   fixture host and returns a :class:`CliOutcome`.
-* ``fake_app`` / ``fake_target`` — an in-memory app and target; ``fake_fault_context`` a context
-  whose ``kubectl`` records calls instead of running them (for contract tests of fault plumbing).
+* ``fake_app`` / ``fake_target`` — an in-memory app and target; ``fake_fault_context`` a
+  :class:`RecordingFaultContext`, whose ``kubectl`` records calls and answers from in-memory objects
+  seeded from the app's inventory (for the contract suites' offline round trip).
 * ``log_output`` — captured structlog events.
+
+Helpers: :class:`StateFault`, a :class:`~sregym_core.faults.Fault` that only changes ``ctx.state``
+(for tests of the plumbing around faults). Live fixtures (``embedded_cluster``, ``deployed_app``)
+and the live fault contract are in :mod:`sregym_core.testing.live`.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +35,10 @@ import pytest
 import structlog
 
 from ..faults import FaultContext
-from ..plugins import PluginHost, new_plugin_host, set_plugin_manager
-from ..types import AppSpec, ComponentSpec, Target
+from ..plugins import PluginHost, new_plugin_host, set_plugin_host
+from ..types import AppSpec, ComponentSpec, GroundTruth, Target
+from .live import deployed_app, embedded_cluster  # noqa: F401  (fixtures of the harness)
+from .recording import RecordingFaultContext
 
 _counter = itertools.count()
 
@@ -56,41 +64,41 @@ class CliOutcome:
 
 
 def _install(host: PluginHost):
-    previous = set_plugin_manager(host)
+    previous = set_plugin_host(host)
     return previous
 
 
 @pytest.fixture
-def plugin_manager() -> PluginHost:
+def plugin_host() -> PluginHost:
     warnings: list[str] = []
     host = new_plugin_host(builtins=False, entry_points=False, warn=warnings.append)
     previous = _install(host)
     yield host
-    set_plugin_manager(previous)
+    set_plugin_host(previous)
 
 
 @pytest.fixture
-def plugin_manager_with_builtins(plugin_manager: PluginHost) -> PluginHost:
-    plugin_manager.load_builtins()
-    return plugin_manager
+def plugin_host_with_builtins(plugin_host: PluginHost) -> PluginHost:
+    plugin_host.load_builtins()
+    return plugin_host
 
 
 @pytest.fixture
-def register_plugin(plugin_manager: PluginHost):
+def register_plugin(plugin_host: PluginHost):
     names: list[str] = []
 
     def register(plugin: object, name: str | None = None, **kwargs: Any) -> str:
-        registered = plugin_manager.register(plugin, name=name or f"test-plugin-{next(_counter)}", **kwargs)
+        registered = plugin_host.register(plugin, name=name or f"test-plugin-{next(_counter)}", **kwargs)
         names.append(registered)
         return registered
 
     yield register
     for name in reversed(names):
-        plugin_manager.unregister(name)
+        plugin_host.unregister(name)
 
 
 @pytest.fixture
-def sregym_cli(plugin_manager: PluginHost, monkeypatch: pytest.MonkeyPatch):
+def sregym_cli(plugin_host: PluginHost, monkeypatch: pytest.MonkeyPatch):
     from click.testing import CliRunner
 
     from ..cli import App, cli
@@ -100,7 +108,7 @@ def sregym_cli(plugin_manager: PluginHost, monkeypatch: pytest.MonkeyPatch):
     def run(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliOutcome:
         runner = CliRunner()
         app = App()
-        app._host = plugin_manager
+        app._host = plugin_host
         result = runner.invoke(cli, list(args), obj=app, input=input, env=env, catch_exceptions=True)
         exception = result.exception if not isinstance(result.exception, SystemExit) else None
         return CliOutcome(exit_code=result.exit_code, output=result.stdout, stderr=result.stderr, exception=exception)
@@ -131,15 +139,25 @@ def fake_fault_context(fake_app: AppSpec, tmp_path: Path) -> FaultContext:
     return RecordingFaultContext(kubeconfig=tmp_path / "kubeconfig", namespace=fake_app.namespace, app=fake_app)
 
 
-@attrs.define
-class RecordingFaultContext(FaultContext):
-    """A fault context whose kubectl records the calls instead of running them."""
+class StateFault:
+    """A :class:`~sregym_core.faults.Fault` that changes nothing but ``ctx.state["injected"]``."""
 
-    calls: list[tuple[str, ...]] = attrs.Factory(list)
+    def inject(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
+        ctx.state["injected"] = True
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0) -> str:
-        self.calls.append(args)
-        return ""
+    def is_present(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
+        return bool(ctx.state.get("injected"))
+
+    def recover(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
+        ctx.state["injected"] = False
+
+    def reference_fix(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
+        ctx.state["injected"] = False
+
+    def ground_truth(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> GroundTruth:
+        return GroundTruth(fault="state-fault", layer="k8s", components=(target.component.name,),
+                           namespace=target.namespace, resource_kind=target.component.kind,
+                           mechanism="nothing (a test stand-in)", mutated_values=dict(params))
 
 
 @pytest.fixture
@@ -148,3 +166,6 @@ def log_output():
     structlog.configure(processors=[capture], cache_logger_on_first_use=False)
     yield capture.entries
     structlog.reset_defaults()
+
+
+__all__ = ["CliOutcome", "RecordingFaultContext", "StateFault"]

@@ -1,6 +1,7 @@
 """Contract suites plugin authors subclass.
 
-Point a subclass at your plugin module; every ``test_*`` method then runs against your records::
+Point a subclass at your plugin module; every ``test_*`` method then runs once per record your
+plugin registers (parametrized by name, so one broken record does not hide the others)::
 
     from sregym_core.testing.contracts import FaultContract
     import my_plugin.plugin
@@ -8,155 +9,254 @@ Point a subclass at your plugin module; every ``test_*`` method then runs agains
     class TestMyFaults(FaultContract):
         plugin = my_plugin.plugin
 
-The suites need the harness fixtures (``pytest_plugins = ["sregym_core.testing"]``).
+The suites need the harness fixtures (``pytest_plugins = ["sregym_core.testing"]``). The live fault
+contract (on a real cluster) is :class:`sregym_core.testing.live.LiveFaultContract`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from typing import Any, ClassVar
 
 import jsonschema
 import pytest
 
-from ..errors import SregymError
-from ..faults import call_fault
+from ..errors import PermanentFaultError, SregymError
+from ..faults import Fault, NoiseSource, call_fault
+from ..plugins import new_plugin_host
 from ..types import (
     LAYERS,
     AgentSpec,
     AppSpec,
     ClusterProviderSpec,
+    ComponentSpec,
     FaultSpec,
     GroundTruth,
+    NoiseSpec,
     OracleSpec,
     Target,
+    ToolSpec,
     normalize_name,
 )
 from ..validation import load_schema, validate
+from .recording import RecordingFaultContext
+
+_GETTERS = {
+    "sregym_faults": "get_faults", "sregym_apps": "get_apps", "sregym_agents": "get_agents",
+    "sregym_clusters": "get_clusters", "sregym_oracles": "get_oracles", "sregym_noise_sources": "get_noise_sources",
+    "sregym_agent_tools": "get_agent_tools",
+}
+
+
+def contract_app() -> AppSpec:
+    """The in-memory app fault contracts target: one component of every common role."""
+    return AppSpec(
+        name="contract-app", summary="an in-memory app with one component of every common role", namespace="contract",
+        description="A contract-test app: a frontend, gRPC services, PostgreSQL, memcached, Redis and a workload generator.",
+        components=(
+            ComponentSpec(name="frontend", roles=("frontend", "service:http"), ports=(8080,),
+                          env=("SEARCH_ADDR", "PROFILE_ADDR"), knobs=_ALL_KNOBS),
+            ComponentSpec(name="search", roles=("service:grpc",), ports=(8082,), config_map="search-config",
+                          env=("GEO_ADDR", "RPC_TIMEOUT_MS"), knobs=_ALL_KNOBS),
+            ComponentSpec(name="geo", roles=("service:grpc",), ports=(8083,), env=("DB_ADDR", "DB_PASSWORD"),
+                          knobs=_ALL_KNOBS),
+            ComponentSpec(name="db", kind="StatefulSet", roles=("db:postgres", "stateful"), ports=(5432,),
+                          pvcs=("data-db-0",), env=("POSTGRES_PASSWORD",)),
+            ComponentSpec(name="memcached", roles=("cache:memcached",), ports=(11211,)),
+            ComponentSpec(name="redis", roles=("cache:redis",), ports=(6379,)),
+            ComponentSpec(name="workload-generator", roles=("workload-generator",), ports=(8089,)),
+        ),
+    )
+
+
+_ALL_KNOBS = ("feature-flags", "retry-policy", "rate-limit", "load-entrypoint", "buggy-image")
 
 
 class _Contract:
     plugin: ClassVar[Any] = None
     hook: ClassVar[str] = ""
 
-    def records(self, register_plugin, plugin_manager) -> list[Any]:
+    @classmethod
+    def _names(cls) -> list[str]:
+        if cls.plugin is None:
+            return []
+        host = new_plugin_host(builtins=False, entry_points=False)
+        host.register(cls.plugin, name="contract-plugin")
+        return list(getattr(host, _GETTERS[cls.hook])())
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "record_name" not in metafunc.fixturenames:
+            return
+        names = self._names()
+        if not names:
+            metafunc.parametrize("record_name", [pytest.param(None, marks=pytest.mark.skip(
+                reason="set `plugin` on the contract subclass" if self.plugin is None else "registers nothing"))])
+            return
+        metafunc.parametrize("record_name", names)
+
+    @pytest.fixture
+    def record(self, record_name, register_plugin, plugin_host):
+        register_plugin(self.plugin)
+        return getattr(plugin_host, _GETTERS[self.hook])()[record_name]
+
+    def test_registers_something(self, register_plugin, plugin_host):
         if self.plugin is None:
             pytest.skip("set `plugin` on the contract subclass")
         register_plugin(self.plugin)
-        getter = {
-            "sregym_faults": plugin_manager.get_faults, "sregym_apps": plugin_manager.get_apps,
-            "sregym_agents": plugin_manager.get_agents, "sregym_clusters": plugin_manager.get_clusters,
-            "sregym_oracles": plugin_manager.get_oracles,
-        }[self.hook]
-        records = list(getter().values())
-        assert records, f"{self.plugin!r} registers nothing through {self.hook}"
-        return records
+        assert getattr(plugin_host, _GETTERS[self.hook])(), f"{self.plugin!r} registers nothing through {self.hook}"
 
-    def test_names_are_normalized_and_unique(self, register_plugin, plugin_manager):
-        records = self.records(register_plugin, plugin_manager)
-        names = [r.name for r in records]
-        assert all(normalize_name(n) == n for n in names)
-        assert len(names) == len(set(names))
+    def test_name_is_normalized(self, record):
+        assert normalize_name(record.name) == record.name
 
-    def test_records_have_summaries(self, register_plugin, plugin_manager):
-        for record in self.records(register_plugin, plugin_manager):
-            assert record.summary.strip(), f"{record.name} has no summary"
+    def test_has_a_summary(self, record):
+        assert record.summary.strip(), f"{record.name} has no summary"
 
 
 class FaultContract(_Contract):
-    """Checks every fault a plugin registers.
+    """Checks every fault a plugin registers, offline.
 
-    Override ``example_params`` (fault name → params) for faults whose params have required keys,
-    and ``round_trip`` = False for faults that cannot run against the recording context.
+    The round trip (inject → present → reference fix → gone; inject → present → recover → gone) runs
+    against a :class:`RecordingFaultContext`: kubectl answers from in-memory objects, so faults that
+    change Kubernetes objects pass it as they are. Faults that act inside a process (SQL, a syscall
+    shim) list themselves in ``live_only`` (name → why) and are proved by the live contract instead.
+
+    ``example_params`` (fault name → params) gives params for faults with required keys; ``app``
+    overrides the in-memory app targeted (default: :func:`contract_app`).
     """
 
     hook = "sregym_faults"
     example_params: ClassVar[dict[str, dict[str, Any]]] = {}
-    round_trip: ClassVar[bool] = True
+    live_only: ClassVar[dict[str, str]] = {}
+    app: ClassVar[AppSpec | None] = None
+
+    def _app(self) -> AppSpec:
+        return self.app or contract_app()
 
     def _params(self, fault: FaultSpec) -> dict[str, Any]:
         return validate(self.example_params.get(fault.name, {}), dict(fault.params_schema),
                         what=f"example params of {fault.name}", fill_defaults=True)
 
-    def test_fault_declares_layer_selector_and_schema(self, register_plugin, plugin_manager):
-        for fault in self.records(register_plugin, plugin_manager):
-            assert fault.layer in LAYERS
-            jsonschema.Draft202012Validator.check_schema(dict(fault.params_schema))
-            validate(dict(fault.params_schema), load_schema("fault-params"), what=f"params schema of {fault.name}")
-            assert fault.capabilities, f"{fault.name} declares no capabilities"
-            for name in ("inject", "recover", "is_present"):
-                assert callable(getattr(fault, name)), f"{fault.name}.{name} is not callable"
+    def _targets(self, fault: FaultSpec) -> list[Target]:
+        app = self._app()
+        targets = [Target(app=app, component=c, namespace=app.namespace) for c in app.components
+                   if fault.selector.matches(c)]
+        assert targets, f"{fault.name}: its selector ({fault.selector.describe()}) matches no component"
+        return targets
 
-    def test_example_params_validate(self, register_plugin, plugin_manager):
-        for fault in self.records(register_plugin, plugin_manager):
-            params = self._params(fault)
-            assert isinstance(params, dict)
+    def _target(self, fault: FaultSpec) -> Target:
+        return self._targets(fault)[0]
 
-    def test_bad_params_are_config_errors(self, register_plugin, plugin_manager):
-        for fault in self.records(register_plugin, plugin_manager):
-            with pytest.raises(SregymError):
-                validate(["not", "an", "object"], dict(fault.params_schema), what=f"params of {fault.name}")
+    def test_declares_layer_selector_schema_and_impl(self, record):
+        assert record.layer in LAYERS
+        jsonschema.Draft202012Validator.check_schema(dict(record.params_schema))
+        validate(dict(record.params_schema), load_schema("fault-params"), what=f"params schema of {record.name}")
+        assert record.capabilities, f"{record.name} declares no capabilities"
+        assert isinstance(record.impl, Fault), f"{record.name}: impl is not a Fault"
 
-    def test_targets_some_component_of_the_fake_app(self, register_plugin, plugin_manager, fake_app):
-        for fault in self.records(register_plugin, plugin_manager):
-            assert fault.selector.describe()
-            assert isinstance(any(fault.selector.matches(c) for c in fake_app.components), bool)
+    def test_example_params_validate(self, record):
+        assert isinstance(self._params(record), dict)
 
-    def test_ground_truth_is_structured(self, register_plugin, plugin_manager, fake_app):
-        for fault in self.records(register_plugin, plugin_manager):
-            if fault.ground_truth is None:
+    def test_bad_params_are_config_errors(self, record):
+        with pytest.raises(SregymError):
+            validate(["not", "an", "object"], dict(record.params_schema), what=f"params of {record.name}")
+
+    def test_targets_some_component_of_the_contract_app(self, record):
+        self._target(record)
+
+    def test_ground_truth_is_structured_before_injection(self, record):
+        target = self._target(record)
+        ctx = RecordingFaultContext(kubeconfig="/nonexistent", namespace=target.namespace, app=target.app).child()
+        truth = record.impl.ground_truth(ctx, target, self._params(record))
+        assert isinstance(truth, GroundTruth)
+        assert truth.components and truth.mechanism and truth.namespace == target.namespace
+
+    def test_inject_fix_recover_round_trip(self, record, tmp_path):
+        if record.name in self.live_only:
+            pytest.skip(f"live only: {self.live_only[record.name]}")
+        params = self._params(record)
+        impl = record.impl
+        # the first matching component the fault can be injected into (a selector matches roles; the
+        # fault may still need, say, a Secret the component reads, and says so with PermanentFaultError)
+        for target in self._targets(record):
+            cluster = RecordingFaultContext(kubeconfig=tmp_path / "kubeconfig", namespace=target.namespace,
+                                            app=target.app)
+            fixed = cluster.child()
+            try:
+                asyncio.run(call_fault(impl.inject, fixed, target, params, retry_for=0))
+                break
+            except PermanentFaultError:
                 continue
-            component = next((c for c in fake_app.components if fault.selector.matches(c)), None)
-            if component is None:
-                continue
-            truth = fault.ground_truth(Target(app=fake_app, component=component, namespace=fake_app.namespace),
-                                       self._params(fault), {})
-            assert isinstance(truth, GroundTruth)
-            assert truth.components and truth.mechanism and truth.namespace
+        else:
+            pytest.fail(f"{record.name}: inject refused every matching component of the contract app")
 
-    def test_inject_recover_round_trip(self, register_plugin, plugin_manager, fake_app, fake_fault_context):
-        if not self.round_trip:
-            pytest.skip("this plugin's faults need a live cluster for the round trip")
-        for fault in self.records(register_plugin, plugin_manager):
-            component = next((c for c in fake_app.components if fault.selector.matches(c)), None)
-            if component is None:
-                continue
-            target = Target(app=fake_app, component=component, namespace=fake_app.namespace)
-            params = self._params(fault)
-            ctx = fake_fault_context.child()
-            asyncio.run(call_fault(fault.inject, ctx, target, params))
-            assert asyncio.run(call_fault(fault.is_present, ctx, target, params)) is True
-            asyncio.run(call_fault(fault.recover, ctx, target, params))
-            assert asyncio.run(call_fault(fault.is_present, ctx, target, params)) is False
+        def run(method, ctx):
+            return asyncio.run(call_fault(method, ctx, target, params, retry_for=0))
+
+        assert run(impl.is_present, fixed) is True, f"{record.name}: not present right after inject"
+        assert isinstance(impl.ground_truth(fixed, target, params), GroundTruth)
+        run(impl.reference_fix, fixed)
+        assert run(impl.is_present, fixed) is False, f"{record.name}: still present after its reference fix"
+        run(impl.recover, fixed)  # recover after a fix must be harmless
+
+        recovered = cluster.child()
+        run(impl.inject, recovered)
+        assert run(impl.is_present, recovered) is True
+        run(impl.recover, recovered)
+        assert run(impl.is_present, recovered) is False, f"{record.name}: still present after recover"
+
+
+class NoiseContract(_Contract):
+    """Checks every noise source a plugin registers: a NoiseSource impl, a valid params schema."""
+
+    hook = "sregym_noise_sources"
+
+    def test_impl_and_schema(self, record):
+        assert isinstance(record, NoiseSpec)
+        assert isinstance(record.impl, NoiseSource), f"{record.name}: impl is not a NoiseSource"
+        jsonschema.Draft202012Validator.check_schema(dict(record.params_schema))
+        assert record.default_period > 0 and record.default_duration > 0
+
+
+class ToolContract(_Contract):
+    """Checks every agent tool a plugin registers: callable, parameters a valid JSON Schema object."""
+
+    hook = "sregym_agent_tools"
+
+    def test_name_is_normalized(self, record):
+        # MCP tool names are snake_case identifiers (get_metrics), not kebab-case record names
+        assert re.fullmatch(r"[a-z][a-z0-9_]*", record.name), f"tool name {record.name!r} is not snake_case"
+
+    def test_call_and_parameters(self, record):
+        assert isinstance(record, ToolSpec)
+        assert callable(record.call)
+        assert record.upstream_call is None or callable(record.upstream_call)
+        jsonschema.Draft202012Validator.check_schema(dict(record.parameters))
+        assert record.parameters.get("type") == "object"
 
 
 class AppContract(_Contract):
-    """Checks every app a plugin registers: inventory shape, manifests exist, images declared."""
+    """Checks every app a plugin registers: inventory shape, manifests exist, a description."""
 
     hook = "sregym_apps"
 
-    def test_inventory_matches_schema(self, register_plugin, plugin_manager):
-        for app in self.records(register_plugin, plugin_manager):
-            assert isinstance(app, AppSpec)
-            document = {
-                "name": app.name, "namespace": app.namespace,
-                "components": [{k: v for k, v in {
-                    "name": c.name, "kind": c.kind, "roles": list(c.roles), "ports": list(c.ports),
-                    "pvcs": list(c.pvcs),
-                }.items()} for c in app.components],
-            }
-            validate(document, load_schema("app"), what=f"inventory of {app.name}")
+    def test_inventory_matches_schema(self, record):
+        assert isinstance(record, AppSpec)
+        document = {
+            "name": record.name, "namespace": record.namespace,
+            "components": [{"name": c.name, "kind": c.kind, "roles": list(c.roles), "ports": list(c.ports),
+                            "pvcs": list(c.pvcs)} for c in record.components],
+        }
+        validate(document, load_schema("app"), what=f"inventory of {record.name}")
 
-    def test_manifests_exist(self, register_plugin, plugin_manager):
-        for app in self.records(register_plugin, plugin_manager):
-            assert app.manifests, f"{app.name} has no manifests"
-            for path in app.manifests:
-                assert path.exists(), f"{app.name}: manifest {path} is missing"
+    def test_manifests_exist(self, record):
+        assert record.manifests, f"{record.name} has no manifests"
+        for path in record.manifests:
+            assert path.exists(), f"{record.name}: manifest {path} is missing"
 
-    def test_has_description_for_agents(self, register_plugin, plugin_manager):
-        for app in self.records(register_plugin, plugin_manager):
-            assert len(app.description) > 40, f"{app.name}: the agent needs a real description"
+    def test_has_description_for_agents(self, record):
+        assert len(record.description) > 40, f"{record.name}: the agent needs a real description"
 
 
 class AgentContract(_Contract):
@@ -165,11 +265,10 @@ class AgentContract(_Contract):
     hook = "sregym_agents"
     factory_config: ClassVar[dict[str, dict[str, Any]]] = {}
 
-    def test_factory_builds_an_agent(self, register_plugin, plugin_manager):
-        for spec in self.records(register_plugin, plugin_manager):
-            assert isinstance(spec, AgentSpec)
-            agent = spec.factory(**self.factory_config.get(spec.name, {}))
-            assert inspect.iscoroutinefunction(agent.run), f"{spec.name}: run must be async"
+    def test_factory_builds_an_agent(self, record):
+        assert isinstance(record, AgentSpec)
+        agent = record.factory(**self.factory_config.get(record.name, {}))
+        assert inspect.iscoroutinefunction(agent.run), f"{record.name}: run must be async"
 
 
 class ClusterContract(_Contract):
@@ -177,23 +276,54 @@ class ClusterContract(_Contract):
 
     hook = "sregym_clusters"
 
-    def test_declares_capabilities(self, register_plugin, plugin_manager):
-        for spec in self.records(register_plugin, plugin_manager):
-            assert isinstance(spec, ClusterProviderSpec)
-            assert spec.capabilities
-            assert callable(spec.factory)
+    def test_declares_capabilities(self, record):
+        assert isinstance(record, ClusterProviderSpec)
+        assert record.capabilities
+        assert callable(record.factory)
 
 
 class OracleContract(_Contract):
-    """Checks every oracle or judge a plugin registers."""
+    """Checks every oracle or judge a plugin registers: its factory (with ``factory_config``) builds
+    an ``Oracle`` (mitigation) or a ``Judge`` whose verdict on a sample truth is a ``JudgeVerdict``."""
 
     hook = "sregym_oracles"
+    factory_config: ClassVar[dict[str, dict[str, Any]]] = {}
 
-    def test_kind_and_factory(self, register_plugin, plugin_manager):
-        for spec in self.records(register_plugin, plugin_manager):
-            assert isinstance(spec, OracleSpec)
-            assert spec.kind in ("mitigation", "judge")
-            assert callable(spec.factory)
+    def test_kind_and_factory(self, record):
+        from ..oracles.judge import Judge, JudgeVerdict
+        from ..oracles.mitigation import Oracle
+
+        assert isinstance(record, OracleSpec)
+        built = record.factory(**self.factory_config.get(record.name, {}))
+        if record.kind == "mitigation":
+            assert isinstance(built, Oracle), f"{record.name}: factory did not build an Oracle"
+            assert inspect.iscoroutinefunction(built.evaluate)
+            return
+        assert isinstance(built, Judge), f"{record.name}: factory did not build a Judge"
+        truth = (GroundTruth(fault="wrong-image", layer="k8s", components=("geo",), namespace="shop",
+                             resource_kind="Deployment", mechanism="image tag does not exist"),)
+        verdict = built.judge("geo's image tag does not exist", truth, app_components=("geo", "web"),
+                              app_namespace="shop")
+        assert isinstance(verdict, JudgeVerdict)
 
 
-__all__ = ["AgentContract", "AppContract", "ClusterContract", "FaultContract", "OracleContract"]
+class ProblemContract:
+    """Checks every problem a plugin ships resolves against the installed plugins (app, faults,
+    targets, params), so a broken problem file fails the plugin's own tests."""
+
+    plugin: ClassVar[Any] = None
+
+    def test_problems_resolve(self):
+        from ..problems import resolve_problem
+
+        if self.plugin is None:
+            pytest.skip("set `plugin` on the contract subclass")
+        host = new_plugin_host()
+        problems = [p for records in [self.plugin.sregym_problems()] for p in records]
+        assert problems, f"{self.plugin!r} ships no problems"
+        for problem in problems:
+            resolve_problem(problem, host)
+
+
+__all__ = ["AgentContract", "AppContract", "ClusterContract", "FaultContract", "NoiseContract", "OracleContract",
+           "ProblemContract", "ToolContract", "contract_app"]

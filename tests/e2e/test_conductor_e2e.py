@@ -86,6 +86,48 @@ def test_resume_skips_recorded_attempts(env, tmp_path):
     assert len((results / "results.jsonl").read_text().splitlines()) == 1
 
 
+def test_ctrl_c_stops_the_run_cleanly_keeps_what_was_recorded_and_leaves_the_app_whole(env, tmp_path):
+    import signal
+    import threading
+    import time
+
+    results = tmp_path / "results"
+    proc = subprocess.Popen([SREGYM, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--agent", "reference",
+                             "--cluster", env["cluster"], "--results", str(results)],
+                            env=env["environ"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    second_running = threading.Event()
+
+    def read_stderr():
+        for line in proc.stderr:
+            lines.append(line)
+            if "reference #1: running" in line:
+                second_running.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        assert second_running.wait(600), "".join(lines)[-3000:]
+        time.sleep(2)  # inside the second attempt: the fault is injected
+        proc.send_signal(signal.SIGINT)
+        proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    reader.join(10)
+    err = "".join(lines)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Interrupted" in err and "unexpected" not in err and "Traceback" not in err, err[-3000:]
+    records = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
+    assert [r["agent"] for r in records] == ["noop"]  # the finished attempt is kept, the cut one is not
+    # the interrupted attempt's fault is recovered: rate is back to its replica and Ready
+    deploy = json.loads(subprocess.run([KUBECTL, "--kubeconfig", str(env["kubeconfig"]), "get", "deployment", "rate",
+                                        "-n", "hotel-reservation", "-o", "json"], capture_output=True, text=True,
+                                       timeout=60, check=True).stdout)
+    assert deploy["spec"]["replicas"] >= 1, deploy["spec"]
+
+
 def test_agent_kubeconfig_is_restricted(env):
     agent = env["home"] / "work" / "agent" / "hotel-reservation.kubeconfig"
     base = {**env["environ"], "KUBECONFIG": str(agent)}
@@ -111,12 +153,14 @@ def test_an_agent_over_mcp_and_http(env, tmp_path):
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert seen["bad_statuses"] == [400, 400, 400]
+    assert seen["bad_statuses"] == [422, 422, 422]
     assert seen["stage_after_bad"] == "diagnosis"
-    assert "geo" in seen["kubectl_output"] and "Refused" in seen["refused"]
-    assert seen["wrong_stage_status"] == 409
+    assert "geo" in seen["kubectl_output"] and seen["refused"].startswith("Command Rejected:")
+    assert seen["wrong_stage_status"] == 200 and seen["stage_while_grading"] == "mitigation"
     record = json.loads((tmp_path / "results" / "results.jsonl").read_text().splitlines()[0])
     assert record["agent"] == "mcp-script" and record["diagnosis_passed"] is True
+    # "again" was absorbed: the mitigation was graded once, from the "done" submitted before it
+    assert "no mitigation was submitted" not in json.dumps(record["mitigation"])
 
 
 MCP_AGENT_SCRIPT = r'''
@@ -130,7 +174,7 @@ from sregym_core import hookimpl
 from sregym_core.agents import AgentOutcome
 from sregym_core.clusters import get_cluster
 from sregym_core.conductor.runner import RunPlan, run_plan
-from sregym_core.plugins import get_plugin_manager
+from sregym_core.plugins import get_plugin_host
 from sregym_core.types import AgentSpec
 
 SEEN = {}
@@ -150,9 +194,14 @@ class McpScriptAgent:
                 SEEN["refused"] = refused.content[0].text
                 await mcp.call_tool("submit", {"ans": "The geo Deployment in namespace hotel-reservation has a container "
                                                      "image set to a tag that does not exist (ImagePullBackOff)."})
+                while (await http.get("/status")).json()["stage"] == "diagnosis":  # graded while current
+                    await asyncio.sleep(0.2)
                 await mcp.call_tool("exec_kubectl_cmd_safely", {"cmd": f"kubectl rollout undo deployment/geo -n {task.app_namespace}"})
                 await mcp.call_tool("submit", {"ans": "done"})
-            SEEN["wrong_stage_status"] = (await http.post("/submit", json={"solution": "again"})).status_code
+            # a second POST while the oracle grades the mitigation is absorbed, as upstream does
+            again = await http.post("/submit", json={"solution": "again"})
+            SEEN["wrong_stage_status"] = again.status_code
+            SEEN["stage_while_grading"] = (await http.get("/status")).json()["stage"]
         return AgentOutcome(status="ok", steps=6)
 
 
@@ -162,7 +211,7 @@ class Plugin:
         return [AgentSpec(name="mcp-script", summary="scripted MCP agent", needs=frozenset({"mcp"}), factory=McpScriptAgent)]
 
 
-host = get_plugin_manager()
+host = get_plugin_host()
 host.register(Plugin(), name="mcp-script-test")
 problem = host.get_problems()["hotel-wrong-image-geo"]
 plan = RunPlan(problems=[problem], agents=["mcp-script"], results_dir=Path(sys.argv[1]))

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -36,6 +37,16 @@ HERE = Path(__file__).parent
 REPO_FILE = Path(__file__).resolve().parents[3] / "pyproject.toml"  # a file of the SREGym checkout
 MCP = "http://127.0.0.1:41234/mcp"
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not usable here")
+
+
+@pytest.fixture
+def tmp_path():
+    """A temporary directory the sandbox's unprivileged host user can reach (pytest's own base
+    directory is private to root when the tests run as root)."""
+    path = Path(tempfile.mkdtemp(prefix="sregym-cli-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 class TestCLIAgentContract(AgentContract):
@@ -141,14 +152,14 @@ def test_sandbox_hides_the_benchmark_files(tmp_path, monkeypatch):
     assert sandbox.isolated
 
     def inside(script):
-        argv, env = sandbox.wrap(["/bin/sh", "-c", script], {"PATH": "/usr/bin:/bin"})
-        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
+        return run_sandboxed(sandbox, ["/bin/sh", "-c", script], {"PATH": "/usr/bin:/bin"})
 
     for name, path in [*markers.items(), ("repo", REPO_FILE)]:
         assert REPO_FILE.exists()
         seen = inside(f"cat {path}")
         assert seen.returncode != 0 and "ground truth" not in seen.stdout, name
-    assert inside(f"cat {workdir}/notes.txt").stdout == "mine"
+    mine = inside(f"cat {workdir}/notes.txt")
+    assert mine.stdout == "mine", mine.stderr
     assert inside(f"echo new > {workdir}/out.txt && cat {tool_dir}/tool.txt").stdout == "a tool"
     assert (workdir / "out.txt").read_text() == "new\n"
     assert inside(f"echo x > {tool_dir}/tool.txt").returncode != 0  # read-only
@@ -159,10 +170,49 @@ def test_sandbox_hides_the_benchmark_files(tmp_path, monkeypatch):
 @needs_bwrap
 def test_sandbox_without_network(tmp_path):
     sandbox = Sandbox(workdir=tmp_path, network="none")
-    argv, env = sandbox.wrap(["/bin/cat", "/proc/net/dev"], {})
-    devices = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30).stdout
+    devices = run_sandboxed(sandbox, ["/bin/cat", "/proc/net/dev"], {}).stdout
     interfaces = [line.split(":")[0].strip() for line in devices.splitlines()[2:]]
     assert interfaces == ["lo"]
+
+
+def run_sandboxed(sandbox, argv, env):
+    argv, env = sandbox.wrap(argv, env)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
+
+
+@needs_bwrap
+def test_the_cli_is_not_root_and_cannot_break_out(tmp_path, monkeypatch):
+    """Started by a root conductor, the CLI holds no privilege: not root, no capabilities, no
+    remount, no device nodes, no root-only host files, nothing writable outside its work directory."""
+    repo = Path(__file__).resolve().parents[3]
+    workdir = tmp_path / "results" / ".work" / "a1b2c3" / "agent"
+    tool_dir = tmp_path / "opt-tools"
+    for directory in (workdir, tool_dir):
+        directory.mkdir(parents=True)
+    (tool_dir / "tool.txt").write_text("a tool")
+    sandbox = Sandbox(workdir=workdir, read_only=[tool_dir], protected=protected_paths())
+    script = "; ".join([
+        "echo uid=$(id -u)", "grep CapEff /proc/self/status",
+        "mount -o remount,rw /usr 2>/dev/null && echo REMOUNTED",
+        f"mount -o remount,rw {tool_dir} 2>/dev/null && echo REMOUNTED",
+        "mknod /tmp/sda b 8 0 2>/dev/null && echo MKNOD", f"mknod {workdir}/sda b 8 0 2>/dev/null && echo MKNOD",
+        "mount -t tmpfs none /mnt 2>/dev/null && echo MOUNTED",
+        "cat /etc/shadow 2>/dev/null && echo SHADOW", f"cat {repo}/pyproject.toml 2>/dev/null && echo REPO",
+        f"ls {repo} 2>/dev/null | head -1 | grep . && echo REPO",
+        f"touch {tool_dir}/x 2>/dev/null && echo WROTE", "touch /etc/x /usr/x /x 2>/dev/null && echo WROTE",
+        f"touch {workdir}/mine && echo home-ok", "touch /tmp/t && echo tmp-ok",
+        "ls /dev | tr '\\n' ' '; echo", "echo end"])
+    seen = run_sandboxed(sandbox, ["/bin/sh", "-c", script], {"PATH": "/usr/bin:/bin"})
+    out = seen.stdout
+    assert "end" in out, seen.stderr
+    assert "uid=1000" in out and "CapEff:\t0000000000000000" in out
+    for forbidden in ("REMOUNTED", "MKNOD", "MOUNTED", "SHADOW", "REPO", "WROTE"):
+        assert forbidden not in out, (forbidden, out)
+    assert "home-ok" in out and "tmp-ok" in out
+    assert (workdir / "mine").exists() and not (tool_dir / "x").exists()
+    devices = set(out.split("tmp-ok")[1].split("end")[0].split())
+    assert devices <= {"console", "core", "fd", "full", "mqueue", "null", "ptmx", "pts", "random", "shm", "stderr",
+                       "stdin", "stdout", "tty", "urandom", "zero"}, devices
 
 
 def test_plain_subprocess_when_bwrap_is_off(tmp_path):
@@ -270,7 +320,10 @@ def test_fake_cli_through_the_adapter(tmp_path, monkeypatch, agent_name):
     assert report["kube_server"] == "https://127.0.0.1:6443"
     assert report["readable_markers"] == []
     workdir = tmp_path / "results" / ".work" / "p-1" / "agent" / agent_name
-    assert report["home"] == str(workdir / "home") and report["cwd"] == str(workdir)
+    # the CLI's own directory (a private copy when a root conductor drops privileges), copied back after
+    assert report["home"] == report["cwd"] + "/home" and report["cwd"].endswith(f"/{agent_name}")
+    assert report["cwd"] == str(workdir) or (os.geteuid() == 0 and "/.work/" not in report["cwd"])
+    assert (workdir / "home" / ".kube" / "config").exists()
     assert key in report["env_keys"] and "SREGYM_TEST_SECRET" not in report["env_keys"]
     launch_step = outcome.trajectory[0]
     assert launch_step["action"] == "launch" and launch_step["sandbox"] == "bwrap"
@@ -336,9 +389,10 @@ def test_cancellation_by_the_conductor_stops_the_cli(tmp_path, monkeypatch):
                      kubectl=kubectl_binary())
 
     async def scenario():
-        run = asyncio.create_task(CLIAgent("codex", env={"FAKE_SLEEP": "120"}).run(task))
-        pid_file = workdir / "codex" / "fake.pid"
+        agent = CLIAgent("codex", env={"FAKE_SLEEP": "120"})
+        run = asyncio.create_task(agent.run(task))
         for _ in range(100):
+            pid_file = (agent.run_dir or workdir / "codex") / "fake.pid"
             if pid_file.exists() and pid_file.read_text():
                 break
             await asyncio.sleep(0.1)

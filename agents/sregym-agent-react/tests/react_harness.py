@@ -89,7 +89,7 @@ async def mcp_server(tmp_path: Path):
     """(sink, server, task) with a live MCP server on 127.0.0.1; stopped on exit."""
     sink = Sink()
     tool = KubectlTool(kubeconfig=tmp_path / "agent-kubeconfig", kubectl=str(fake_kubectl(tmp_path)), namespace=NS,
-                       cache_dir=tmp_path / "kube-cache")
+                       cache_dir=tmp_path / "kube-cache", isolation="none")  # a script stands in for kubectl
     server = AgentServer(sink, tool)
     await server.start()
     workdir = tmp_path / "agent"

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import shutil
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
+from sregym_core.testing.processes import snapshot, survivors
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -44,11 +43,11 @@ def hotel(otlp: OtlpReceiver, tmp_path_factory: pytest.TempPathFactory) -> Itera
         pytest.skip("needs PostgreSQL and memcached binaries")
     app = LocalApp(tmp_path_factory.mktemp("hotel"), otlp_endpoint=otlp.endpoint)
     app.start()
-    pids = app.pids()
+    started = snapshot(app.pids())
     yield app
+    current = snapshot(app.pids())  # tests restart services; the ones running now must stop too
     app.close()
-    time.sleep(0.2)
-    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    alive = survivors(started + current)
     assert not alive, f"processes left running: {alive}"
 
 

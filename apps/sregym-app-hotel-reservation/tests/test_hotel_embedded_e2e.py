@@ -35,6 +35,22 @@ spec:
 """
 
 
+OTLP_SINK = """
+apiVersion: v1
+kind: Service
+metadata: {{name: otlp-sink, namespace: default}}
+spec:
+  ports: [{{name: otlp, port: 4318, targetPort: {port}}}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {{name: otlp-sink, namespace: default}}
+subsets:
+- addresses: [{{ip: 127.0.0.2}}]
+  ports: [{{name: otlp, port: {port}}}]
+"""
+
+
 @pytest.fixture(scope="module")
 def cluster():
     home = Path(tempfile.mkdtemp(prefix="hotel-e2e-"))
@@ -92,10 +108,15 @@ def test_deploy_workload_and_traces_on_the_embedded_cluster(cluster):
     if not pods_get_cluster_dns(k):
         pytest.skip("the embedded cluster does not give pods cluster DNS yet (dns-probe pod failed)")
     # Pods dialling 127.0.0.1 reach their own pod IP, so the receiver listens on another loopback address.
+    # App pods may not connect to host listeners (the pod network boundary), so the sink is reached the
+    # way a cluster reaches any outside service: a Service without selector and hand-written Endpoints,
+    # forwarded by the service proxy.
     receiver = OtlpReceiver(host="127.0.0.2").start()
+    k.run("apply", "-f", "-", stdin=OTLP_SINK.format(port=receiver.port))
     try:
         started = time.monotonic()
-        result = deploy(cluster.kubeconfig, params={"otlp_endpoint": receiver.endpoint, "workload_rate": 5},
+        result = deploy(cluster.kubeconfig, params={"otlp_endpoint": "http://otlp-sink.default.svc.cluster.local:4318",
+                                                    "workload_rate": 5},
                         timeout=300)
         assert result["ready_s"] < 300 and result["stats"]["success_rate"] >= 0.99
         # A fixed 30 s window of workload must reach the SLO (a loaded machine may need a warm-up window).

@@ -22,7 +22,9 @@ def test_workload_window_succeeds(hotel, workload_factory):
     stats = wl.stats(60)
     assert stats["count"] == progress["sent"]
     assert stats["success_rate"] >= 0.99, stats
-    assert {"search", "recommend"} <= set(stats["by_endpoint"])
+    # every answer checked against the seeded data: the real services answer right
+    assert stats["content_errors"] == 0, stats["content_error_kinds"]
+    assert {"search", "recommend", "login"} <= set(stats["by_endpoint"])
     assert stats["p50_ms"] is not None and stats["p50_ms"] < stats["p99_ms"] + 0.01
     # The same numbers are exported for Prometheus.
     status, text = http(wl.url("/metrics"))
@@ -103,3 +105,40 @@ def test_metrics_and_readiness(hotel):
     status, report = hotel.readiness("frontend")
     assert status == 200 and report["checks"]["peer:search"]["ok"]
     assert http(hotel.admin_url("geo", "/healthz")) == (200, {"status": "ok"})
+
+
+def test_a_stub_answering_200_to_everything_fails_the_content_checks(workload_factory, tmp_path):
+    """A frontend replaced by a stub that says 200 {} to every request: every answer is wrong."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Stub(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            return
+
+        def _answer(self):
+            body = json.dumps({"type": "FeatureCollection", "features": [], "message": "ok"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        wl = workload_factory(f"http://127.0.0.1:{server.server_port}", rate=40, duration=4, max_requests=300,
+                              seed=3, distribution="constant")
+        wl.wait_finished(30)
+        stats = wl.stats(60)
+    finally:
+        server.shutdown()
+    assert stats["count"] >= 100
+    assert stats["success_rate"] == 0.0, stats
+    assert stats["content_errors"] == stats["count"]
+    kinds = stats["content_error_kinds"]
+    assert kinds.get("search found no hotel") and kinds.get("wrong recommendations for require=dis", 0) + kinds.get(
+        "wrong recommendations for require=rate", 0) + kinds.get("wrong recommendations for require=price", 0)

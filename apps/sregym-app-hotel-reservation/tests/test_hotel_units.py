@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import time
+from urllib.parse import urlencode
 
 import pytest
 from sregym_app_hotel_reservation import config, data
 from sregym_app_hotel_reservation.rpc import TokenBucket
 from sregym_app_hotel_reservation.services.recommendation import value_scores
 from sregym_app_hotel_reservation.services.reservation import nights, nights_buggy
-from sregym_app_hotel_reservation.workload import mix
+from sregym_app_hotel_reservation.workload import content, mix
 from sregym_app_hotel_reservation.workload.generator import validate_run
-from sregym_app_hotel_reservation.workload.stats import Record, RequestLog, percentile
+from sregym_appkit.stats import Record, RequestLog, percentile
 
 DB_ENV = {"DB_USER": "hotel_geo", "DB_PASSWORD": "pw"}
 
@@ -103,16 +105,20 @@ def test_recommend_v2_defect_needs_a_five_star_hotel():
     assert any(h["rate"] == 5.0 for h in data.hotels()), "the seed must contain the trigger"
 
 
-def test_mix_matches_deathstarbench_proportions():
+def test_mix_proportions_check_the_user_path_often():
     rng = random.Random(1)
     counts = {name: 0 for name in mix.ENDPOINTS}
     for _ in range(20000):
         counts[mix.choose(rng)] += 1
-    assert abs(counts["search"] / 20000 - 0.60) < 0.02
-    assert abs(counts["recommend"] / 20000 - 0.39) < 0.02
-    assert 0 < counts["login"] < 250 and 0 < counts["reserve"] < 250
+    assert abs(counts["search"] / 20000 - 0.55) < 0.02
+    assert abs(counts["recommend"] / 20000 - 0.35) < 0.02
+    assert abs(counts["login"] / 20000 - 0.06) < 0.01 and abs(counts["reserve"] / 20000 - 0.04) < 0.01
     method, path = mix.request_for("reserve", rng)
     assert method == "POST" and path.startswith("/reservation?") and "password=" in path
+    # about half the logins carry a wrong password (the frontend must refuse them)
+    logins = [content.query_params(mix.request_for("login", rng)[1]) for _ in range(400)]
+    wrong = sum(content.expected_status("login", q) == 401 for q in logins)
+    assert 140 < wrong < 260
 
 
 def test_some_searches_cross_into_may():
@@ -158,3 +164,79 @@ def test_seed_rows_match_their_columns():
         assert len(rows) >= data.N_HOTELS
         assert {len(r) for r in rows} == {len(columns.split(","))}, table
         assert f"TABLE IF NOT EXISTS {table} " in " ".join(data.SCHEMAS[service])
+
+
+# ---------------------------------------------------------------- content checks against the seeded data
+
+
+def _feature(h):
+    return {"type": "Feature", "id": h["id"], "properties": {"name": h["name"], "phone_number": h["phone"]},
+            "geometry": {"type": "Point", "coordinates": [h["lon"], h["lat"]]}}
+
+
+def _collection(ids):
+    by_id = {h["id"]: h for h in data.hotels()}
+    return json.dumps({"type": "FeatureCollection", "features": [_feature(by_id[i]) for i in ids]}).encode()
+
+
+SEARCH_PATH = "/hotels?inDate=2015-04-10&outDate=2015-04-12&lat=37.7867&lon=-122.4112"
+
+
+def test_content_search_accepts_the_nearest_hotels_and_nothing_else():
+    allowed = content.search_allowed(37.7867, -122.4112)
+    assert len(allowed) == 5
+    nearest = sorted(allowed)
+    assert content.check("search", SEARCH_PATH, 200, _collection(nearest)) is None
+    assert content.check("search", SEARCH_PATH, 200, _collection(nearest[:2])) is None  # availability may drop some
+    assert content.check("search", SEARCH_PATH, 200, _collection([])) == "search found no hotel"
+    far = next(h["id"] for h in data.hotels() if h["id"] not in allowed)
+    assert content.check("search", SEARCH_PATH, 200, _collection([nearest[0], far])) == \
+        "search returned hotels that are not the nearest"
+    assert content.check("search", SEARCH_PATH, 200, b'{"status": "ok"}') == "not a GeoJSON FeatureCollection"
+    assert content.check("search", SEARCH_PATH, 200, b"<html>") == "answer is not JSON"
+    tampered = json.loads(_collection(nearest[:1]))
+    tampered["features"][0]["properties"]["name"] = "Stub Hotel"
+    assert content.check("search", SEARCH_PATH, 200, json.dumps(tampered).encode()) == \
+        "hotel name or phone differs from the data"
+
+
+def test_content_recommendations_are_the_seeded_top_five():
+    for require in ("rate", "price"):
+        path = f"/recommendations?require={require}&lat=37.78&lon=-122.41"
+        top = sorted(content.recommendations_expected(require, 37.78, -122.41))
+        assert len(top) == 5
+        assert content.check("recommend", path, 200, _collection(top)) is None
+        assert content.check("recommend", path, 200, _collection(top[:4])) == f"wrong recommendations for require={require}"
+    best = max(data.hotels(), key=lambda h: (h["rate"], -int(h["id"])))
+    assert best["id"] in content.recommendations_expected("rate", 0, 0)
+    path = "/recommendations?require=dis&lat=37.78&lon=-122.41"
+    assert content.check("recommend", path, 200, _collection(sorted(content.recommendations_expected("dis", 37.78, -122.41)))) is None
+
+
+def test_content_login_and_reservation():
+    good = "/user?" + urlencode({"username": "Cornell_7", "password": "7777777777"})
+    bad = "/user?" + urlencode({"username": "Cornell_7", "password": "7777777770"})
+    ok = json.dumps({"message": "Login successfully!"}).encode()
+    refused = json.dumps({"message": "Login failed: wrong username or password"}).encode()
+    assert content.expected_status("login", content.query_params(good)) == 200
+    assert content.expected_status("login", content.query_params(bad)) == 401
+    assert content.check("login", good, 200, ok) is None
+    assert content.check("login", bad, 401, refused) is None
+    assert content.check("login", bad, 200, ok) == "login with a wrong password accepted"
+    assert content.check("login", good, 200, b'{"status": "ok"}') == "login answer without success message"
+    reserve = "/reservation?" + urlencode({"hotelId": "3", "username": "Cornell_1", "password": "1111111111"})
+    assert content.check("reserve", reserve, 200, json.dumps({"message": "Reserve successfully!"}).encode()) is None
+    assert content.check("reserve", reserve, 200, json.dumps({"message": "Failed. Already reserved."}).encode()) is None
+    assert content.check("reserve", reserve, 200, b"{}") == "reservation answer without an outcome"
+
+
+def test_stats_count_content_errors_as_failures():
+    log = RequestLog(100)
+    now = time.time()
+    log.add(Record(t=now, endpoint="search", status=200, latency_ms=5, ok=True))
+    log.add(Record(t=now, endpoint="search", status=200, latency_ms=5, ok=False, content_error="search found no hotel"))
+    log.add(Record(t=now, endpoint="search", status=503, latency_ms=5, ok=False))
+    stats = log.stats(60)
+    assert stats["count"] == 3 and stats["success"] == 1
+    assert stats["content_errors"] == 1 and stats["content_error_kinds"] == {"search found no hotel": 1}
+    assert stats["error_kinds"] == {"503": 1}

@@ -10,7 +10,7 @@ from sregym_core.testing.contracts import FaultContract
 
 class TestAppFaults(FaultContract):
     plugin = sregym_fault_app.plugin
-    round_trip = False
+    live_only = {"fd-limit": "it reads the entrypoint from the image (local image map) to wrap it with ulimit"}
 
 
 def test_env_ops_replace_and_append():

@@ -17,7 +17,7 @@ from sregym_core.testing.contracts import FaultContract
 
 class TestDmDust(FaultContract):
     plugin = sregym_fault_dm_dust.plugin
-    round_trip = False
+    live_only = {"disk-bad-blocks": "it maps bad blocks under a running datastore's files (node hooks)"}
 
 
 def test_bad_blocks_are_deterministic_and_proportional():

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sregym_fault_k8s.plugin
-from sregym_fault_k8s.base import TemplateFault, pointer_get
+from sregym_core.faultkit import TemplateFault, pointer_get
 
 from sregym_core.testing.contracts import FaultContract
 
 
 class TestK8sFaults(FaultContract):
     plugin = sregym_fault_k8s.plugin
-    round_trip = False  # every primitive acts on a live cluster
 
 
 def test_at_least_35_primitives():
@@ -57,14 +56,14 @@ def test_template_fault_round_trip_restores_exact_fields():
         return [{"op": "add", "path": "/spec/template/spec/containers/0/image", "value": "hotel:404"},
                 {"op": "add", "path": "/spec/template/spec/nodeSelector", "value": {"disk": "nvme"}}]
 
-    fault = TemplateFault(mutate)
+    fault = TemplateFault(mutate, truth=None)
     fault.inject(ctx, target, {})
     assert ctx.obj["spec"]["template"]["spec"]["containers"][0]["image"] == "hotel:404"
-    assert fault.present(ctx, target, {}) is True
-    fault.restore(ctx, target, {})
+    assert fault.is_present(ctx, target, {}) is True
+    fault.recover(ctx, target, {})
     assert ctx.obj["spec"]["template"]["spec"]["containers"][0]["image"] == "hotel:1.0"
     assert "nodeSelector" not in ctx.obj["spec"]["template"]["spec"]
-    assert fault.present(ctx, target, {}) is False
+    assert fault.is_present(ctx, target, {}) is False
 
 
 def test_removed_element_counts_as_fixed_anywhere_in_its_list():
@@ -79,15 +78,15 @@ def test_removed_element_counts_as_fixed_anywhere_in_its_list():
     def mutate(ctx, target, params, live):
         return [{"op": "remove", "path": "/spec/template/spec/containers/0/env/1"}]
 
-    fault = TemplateFault(mutate)
+    fault = TemplateFault(mutate, truth=None)
     fault.inject(ctx, target, {})
-    assert fault.present(ctx, target, {}) is True
-    fault.restore(ctx, target, {})
+    assert fault.is_present(ctx, target, {}) is True
+    fault.recover(ctx, target, {})
     assert ctx.obj["spec"]["template"]["spec"]["containers"][0]["env"] == env
-    assert fault.present(ctx, target, {}) is False
+    assert fault.is_present(ctx, target, {}) is False
     # an agent appending the variable at the end also fixes it
     ctx.obj["spec"]["template"]["spec"]["containers"][0]["env"] = [env[0], env[2], env[1]]
-    assert fault.present(ctx, target, {}) is False
+    assert fault.is_present(ctx, target, {}) is False
 
 
 def test_injected_object_stays_present_when_the_api_server_defaults_fields_in():
@@ -102,15 +101,15 @@ def test_injected_object_stays_present_when_the_api_server_defaults_fields_in():
     def mutate(ctx, target, params, live):
         return [{"op": "add", "path": "/spec/template/spec/initContainers", "value": [hook]}]
 
-    fault = TemplateFault(mutate)
+    fault = TemplateFault(mutate, truth=None)
     fault.inject(ctx, target, {})
     # what the API server stores: the same container with defaults filled in
     stored = ctx.obj["spec"]["template"]["spec"]["initContainers"][0]
     stored.update(imagePullPolicy="IfNotPresent", terminationMessagePath="/dev/termination-log", resources={})
     stored["ports"][0]["protocol"] = "TCP"
-    assert fault.present(ctx, target, {}) is True
+    assert fault.is_present(ctx, target, {}) is True
     stored["image"] = "busybox:1.37"  # an agent changed what the fault set: no longer the injected value
-    assert fault.present(ctx, target, {}) is False
+    assert fault.is_present(ctx, target, {}) is False
 
 
 def test_a_key_the_injection_removed_counts_as_fixed_once_it_is_back():
@@ -127,11 +126,11 @@ def test_a_key_the_injection_removed_counts_as_fixed_once_it_is_back():
         return [{"op": "add", "path": "/spec/template/spec/containers/0/resources",
                  "value": {"requests": {"memory": "64Mi"}, "limits": {"memory": "256Mi"}}}]
 
-    fault = TemplateFault(mutate)
+    fault = TemplateFault(mutate, truth=None)
     fault.inject(ctx, target, {})
-    assert fault.present(ctx, target, {}) is True
+    assert fault.is_present(ctx, target, {}) is True
     ctx.obj["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m"
-    assert fault.present(ctx, target, {}) is False
+    assert fault.is_present(ctx, target, {}) is False
 
 
 def test_a_container_inserted_at_the_front_is_removed_again_on_restore():
@@ -147,13 +146,13 @@ def test_a_container_inserted_at_the_front_is_removed_again_on_restore():
     def mutate(ctx, target, params, live):
         return [{"op": "add", "path": "/spec/template/spec/containers/0", "value": sidecar}]
 
-    fault = TemplateFault(mutate)
+    fault = TemplateFault(mutate, truth=None)
     fault.inject(ctx, target, {})
     ctx.obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {}  # API defaults
-    assert fault.present(ctx, target, {}) is True
-    fault.restore(ctx, target, {})
+    assert fault.is_present(ctx, target, {}) is True
+    fault.recover(ctx, target, {})
     assert ctx.obj["spec"]["template"]["spec"]["containers"] == [app]
-    assert fault.present(ctx, target, {}) is False
+    assert fault.is_present(ctx, target, {}) is False
 
 
 def test_restoring_twice_keeps_the_original_container():
@@ -165,8 +164,8 @@ def test_restoring_twice_keeps_the_original_container():
     ctx = FakeCtx({"metadata": {"name": "geo"}, "spec": {"template": {"spec": {"containers": [dict(app)]}}}})
     sidecar = {"name": "proxy", "image": "python:3.11"}
     fault = TemplateFault(lambda c, t, p, live: [{"op": "add", "path": "/spec/template/spec/containers/0",
-                                                  "value": sidecar}])
+                                                  "value": sidecar}], truth=None)
     fault.inject(ctx, target, {})
-    fault.restore(ctx, target, {})  # the reference fix
-    fault.restore(ctx, target, {})  # then recover: must not remove the app's own container
+    fault.recover(ctx, target, {})  # the reference fix
+    fault.recover(ctx, target, {})  # then recover: must not remove the app's own container
     assert ctx.obj["spec"]["template"]["spec"]["containers"] == [app]

@@ -188,7 +188,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
 
 def fault_setup(c: Cluster, fault_name: str, component: str) -> tuple[Any, Any, Any]:
     from sregym_core.faults import FaultContext
-    from sregym_core.plugins import get_plugin_manager
+    from sregym_core.plugins import get_plugin_host
     from sregym_core.types import AppSpec, ComponentSpec, Target
 
     components = (
@@ -197,7 +197,7 @@ def fault_setup(c: Cluster, fault_name: str, component: str) -> tuple[Any, Any, 
         ComponentSpec(name="web", kind="Deployment", roles=("service:http",), ports=(8080,), service="web"),
     )
     app = AppSpec(name="nodefaults-test", namespace=NS, components=components)
-    faults = get_plugin_manager().get_faults()
+    faults = get_plugin_host().get_faults()
     fault = faults[fault_name]
     ctx = FaultContext(kubeconfig=c.kubeconfig, namespace=NS, app=app, cluster=c.handle, kubectl_path=KUBECTL)
     target = Target(app=app, component=next(x for x in components if x.name == component), namespace=NS)
@@ -215,29 +215,29 @@ def test_latent_sector_error(cluster: Cluster) -> None:
     fault, ctx, target = fault_setup(cluster, "latent-sector-error", "pg")
     cluster.seed_table()
     params = params_of(fault, rate=0.05)
-    fault.inject(ctx, target, params)
+    fault.impl.inject(ctx, target, params)
     try:
         outputs = [cluster.sql("select count(*), sum(length(pad)) from t") for _ in range(6)]
         assert any("Input/output error" in o for o in outputs), outputs
         logs = cluster.kubectl("logs", "pg-0", "-n", NS)
         assert "could not read" in logs and "Input/output error" in logs
-        assert fault.is_present(ctx, target, params)
-        truth = fault.ground_truth(target, params, ctx.state)
+        assert fault.impl.is_present(ctx, target, params)
+        truth = fault.impl.ground_truth(ctx, target, params)
         assert truth.mutated_values["volumes"] and truth.layer == "hardware"
-        fault.reference_fix(ctx, target, params)
-        assert not fault.is_present(ctx, target, params)
+        fault.impl.reference_fix(ctx, target, params)
+        assert not fault.impl.is_present(ctx, target, params)
         cluster.wait_sql()
         cluster.seed_table(5_000)
         assert all(cluster.sql("select count(*) from t").strip() == "5000" for _ in range(5))
     finally:
-        fault.recover(ctx, target, params)
+        fault.impl.recover(ctx, target, params)
 
 
 def test_disk_bad_blocks(cluster: Cluster) -> None:
     fault, ctx, target = fault_setup(cluster, "disk-bad-blocks", "pg")
     cluster.seed_table()
     params = params_of(fault, fraction=0.05)
-    fault.inject(ctx, target, params)
+    fault.impl.inject(ctx, target, params)
     try:
         assert ctx.state["table"] == "t" and ctx.state["bad_blocks"]
         cluster.wait_sql()
@@ -247,40 +247,40 @@ def test_disk_bad_blocks(cluster: Cluster) -> None:
         assert block in ctx.state["bad_blocks"]
         assert cluster.sql("select count(*) from t") == first  # deterministic: same block every time
         assert cluster.sql("select 1").strip() == "1"  # the rest of the volume reads fine
-        assert fault.is_present(ctx, target, params)
-        fault.reference_fix(ctx, target, params)
-        assert not fault.is_present(ctx, target, params)
+        assert fault.impl.is_present(ctx, target, params)
+        fault.impl.reference_fix(ctx, target, params)
+        assert not fault.impl.is_present(ctx, target, params)
         cluster.wait_sql()
         cluster.seed_table(5_000)
         assert cluster.sql("select count(*) from t").strip() == "5000"
     finally:
-        fault.recover(ctx, target, params)
+        fault.impl.recover(ctx, target, params)
 
 
 def test_syscall_fail_fsync(cluster: Cluster) -> None:
     fault, ctx, target = fault_setup(cluster, "syscall-fail", "pg")
     cluster.wait_sql()
     params = params_of(fault, syscall="fsync")
-    fault.inject(ctx, target, params)
+    fault.impl.inject(ctx, target, params)
     try:
         cluster.sql("create table if not exists f(x int); insert into f values (1); checkpoint")
         wait_until(lambda: "could not fsync" in cluster.kubectl("logs", "pg-0", "-n", NS, check=False)
                    or "could not fsync" in cluster.kubectl("logs", "pg-0", "-n", NS, "--previous", check=False),
                    60, "a fsync PANIC in the postgres logs")
-        assert fault.is_present(ctx, target, params)
-        fault.reference_fix(ctx, target, params)
-        assert not fault.is_present(ctx, target, params)
+        assert fault.impl.is_present(ctx, target, params)
+        fault.impl.reference_fix(ctx, target, params)
+        assert not fault.impl.is_present(ctx, target, params)
         cluster.wait_sql()
         assert "CHECKPOINT" in cluster.sql("checkpoint")
     finally:
-        fault.recover(ctx, target, params)
+        fault.impl.recover(ctx, target, params)
 
 
 def test_disk_full(cluster: Cluster) -> None:
     fault, ctx, target = fault_setup(cluster, "disk-full", "pg")
     cluster.wait_sql()
     params = params_of(fault, fill_mb=16)
-    fault.inject(ctx, target, params)
+    fault.impl.inject(ctx, target, params)
     try:
         time.sleep(1.5)  # the rules are re-rendered every half second
         out = cluster.sql("create table if not exists big(pad text); "
@@ -288,13 +288,13 @@ def test_disk_full(cluster: Cluster) -> None:
         assert "No space left on device" in out, out
         assert "backup.tar.partial" in cluster.kubectl("exec", "pg-0", "-n", NS, "--", "ls",
                                                        "/var/lib/postgresql/data", check=False)
-        assert fault.is_present(ctx, target, params)
-        fault.reference_fix(ctx, target, params)
-        assert not fault.is_present(ctx, target, params)
+        assert fault.impl.is_present(ctx, target, params)
+        fault.impl.reference_fix(ctx, target, params)
+        assert not fault.impl.is_present(ctx, target, params)
         cluster.wait_sql()
         assert "INSERT" in cluster.sql("create table if not exists small(x int); insert into small values (1)")
     finally:
-        fault.recover(ctx, target, params)
+        fault.impl.recover(ctx, target, params)
 
 
 def test_network_delay(cluster: Cluster) -> None:
@@ -302,37 +302,37 @@ def test_network_delay(cluster: Cluster) -> None:
     url = cluster.web_url()
     assert request_seconds(url) < 0.3
     params = params_of(fault, delay_ms=500, jitter_ms=0)
-    fault.inject(ctx, target, params)
+    fault.impl.inject(ctx, target, params)
     try:
         assert request_seconds(url) >= 0.45
-        assert fault.is_present(ctx, target, params)
-        fault.reference_fix(ctx, target, params)
-        assert not fault.is_present(ctx, target, params)
+        assert fault.impl.is_present(ctx, target, params)
+        fault.impl.reference_fix(ctx, target, params)
+        assert not fault.impl.is_present(ctx, target, params)
         wait_until(lambda: request_seconds(url) < 0.3, 30, "fast responses again")
     finally:
-        fault.recover(ctx, target, params)
+        fault.impl.recover(ctx, target, params)
 
 
 def test_network_loss(cluster: Cluster) -> None:
     fault, ctx, target = fault_setup(cluster, "network-loss", "web")
     url = cluster.web_url()
     params = params_of(fault, loss_pct=60)
-    fault.inject(ctx, target, params)
+    fault.impl.inject(ctx, target, params)
     try:
         times = [_elapsed_even_if_lost(url) for _ in range(8)]
         assert max(times) >= 0.19, times  # a lost segment costs at least one 200 ms time-out
-        assert fault.is_present(ctx, target, params)
-        fault.reference_fix(ctx, target, params)
-        assert not fault.is_present(ctx, target, params)
+        assert fault.impl.is_present(ctx, target, params)
+        fault.impl.reference_fix(ctx, target, params)
+        assert not fault.impl.is_present(ctx, target, params)
         wait_until(lambda: max(request_seconds(url) for _ in range(5)) < 0.15, 30, "no more losses")
     finally:
-        fault.recover(ctx, target, params)
+        fault.impl.recover(ctx, target, params)
 
 
 def test_cpu_noisy_neighbor(cluster: Cluster) -> None:
     fault, ctx, target = fault_setup(cluster, "cpu-noisy-neighbor", "web")
     params = params_of(fault, workers=1)
-    fault.inject(ctx, target, params)
+    fault.impl.inject(ctx, target, params)
     try:
         node = cluster.pods("web")[0]["spec"]["nodeName"]
         name = ctx.state["deployment"]
@@ -342,14 +342,14 @@ def test_cpu_noisy_neighbor(cluster: Cluster) -> None:
             return bool(pods) and pods[0]["spec"]["nodeName"] == node and pods[0]["status"].get("phase") == "Running"
 
         wait_until(neighbour_runs, 60, "the neighbour pod on the target's node")
-        assert fault.is_present(ctx, target, params)
-        truth = fault.ground_truth(target, params, ctx.state)
+        assert fault.impl.is_present(ctx, target, params)
+        truth = fault.impl.ground_truth(ctx, target, params)
         assert truth.mutated_values["node"] == node
-        fault.reference_fix(ctx, target, params)
-        assert not fault.is_present(ctx, target, params)
+        fault.impl.reference_fix(ctx, target, params)
+        assert not fault.impl.is_present(ctx, target, params)
         wait_until(lambda: not cluster.pods(name), 30, "the neighbour gone")
     finally:
-        fault.recover(ctx, target, params)
+        fault.impl.recover(ctx, target, params)
 
 
 def test_node_not_ready(cluster: Cluster) -> None:
@@ -361,7 +361,7 @@ def test_node_not_ready(cluster: Cluster) -> None:
 
         # a node with volume-pinned pods is refused: nothing could bring them back
         with pytest.raises(PermanentFaultError, match="node-local volumes"):
-            fault.inject(ctx, target, params_of(fault))
+            fault.impl.inject(ctx, target, params_of(fault))
         cluster.kubectl("cordon", pg_node)
         cluster.kubectl("delete", "pods", "-n", NS, "-l", "app=web")
         wait_until(lambda: any(p["spec"].get("nodeName") != pg_node and p["status"].get("phase") == "Running"
@@ -369,23 +369,23 @@ def test_node_not_ready(cluster: Cluster) -> None:
         cluster.kubectl("rollout", "status", "deployment/web", "-n", NS, "--timeout=120s")
         cluster.kubectl("uncordon", pg_node)
     params = params_of(fault)
-    fault.inject(ctx, target, params)
+    fault.impl.inject(ctx, target, params)
     node = ctx.state["node"]
     try:
-        assert fault.is_present(ctx, target, params)
+        assert fault.impl.is_present(ctx, target, params)
 
         def not_ready() -> bool:
             line = next(ln for ln in cluster.kubectl("get", "nodes").splitlines() if ln.startswith(node))
             return "NotReady" in line
 
         wait_until(not_ready, 90, f"{node} NotReady")
-        assert fault.is_present(ctx, target, params)
-        fault.reference_fix(ctx, target, params)
-        assert not fault.is_present(ctx, target, params)
+        assert fault.impl.is_present(ctx, target, params)
+        fault.impl.reference_fix(ctx, target, params)
+        assert not fault.impl.is_present(ctx, target, params)
         assert "SchedulingDisabled" in cluster.kubectl("get", "node", node)
         assert any(p["spec"]["nodeName"] != node for p in cluster.pods("web"))
         wait_until(lambda: request_seconds(url) < 1, 30, "the service answering from the other node")
     finally:
-        fault.recover(ctx, target, params)
+        fault.impl.recover(ctx, target, params)
     wait_until(lambda: "NotReady" not in cluster.kubectl("get", "node", node), 60, f"{node} Ready again")
     assert "SchedulingDisabled" not in cluster.kubectl("get", "node", node)

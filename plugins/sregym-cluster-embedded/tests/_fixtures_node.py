@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-import psutil
+from sregym_core.testing.processes import snapshot, survivors
 from sregym_cluster_embedded.client import new_local_cluster
 from sregym_cluster_embedded.node import start_nodes
 from sregym_cluster_embedded.settings import ClusterSettings
@@ -36,11 +36,11 @@ async def node_cluster(nodes: int = 1, **options) -> AsyncIterator[tuple]:
     try:
         yield client, node_set
     finally:
-        pids = set(node_set.pids)
+        started = snapshot(set(node_set.pids))
         await node_set.stop()
-        survivors = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        left = survivors(started, grace=0)
         shutil.rmtree(state, ignore_errors=True)
-        assert not survivors, f"processes survived NodeSet.stop(): {survivors}"
+        assert not left, f"processes survived NodeSet.stop(): {left}"
 
 
 async def wait_for(fetch: Callable, check: Callable[[dict], bool], timeout: float = 40.0, interval: float = 0.1):

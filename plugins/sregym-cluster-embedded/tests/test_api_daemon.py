@@ -180,3 +180,49 @@ def test_real_pods_exec_logs_and_cleanup(home: Path) -> None:
             marker in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])):
         time.sleep(0.1)
     assert not any(marker in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))
+
+
+def test_up_never_hands_out_a_stopping_cluster(home: Path) -> None:
+    """The owner of a cluster dies while another command asks for it: that command gets a cluster
+    that answers and keeps answering (the old daemon, kept, or a fresh one once the old is gone)."""
+    from sregym_cluster_embedded import cluster
+
+    for delay in (0.0, 0.8, 1.6):
+        owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        old = cluster.up("racy", 0, owner_pid=owner.pid)
+        owner.kill()
+        owner.wait()
+        time.sleep(delay)
+        info = cluster.up("racy", 0)
+        try:
+            assert cluster.answers(info)
+            time.sleep(2.5)  # a daemon notices a gone owner within a second
+            now = cluster.status("racy")
+            assert now.running and now.pid == info.pid and cluster.answers(now)
+        finally:
+            cluster.down("racy")
+        assert old.pid is not None and info.pid is not None and gone(old.pid) and gone(info.pid)
+
+
+def test_handles_share_a_cluster_and_exclusive_ones_refuse_a_second(home: Path) -> None:
+    from sregym_core.errors import ClusterError
+    from sregym_cluster_embedded import cluster
+    from sregym_cluster_embedded.plugin import EmbeddedCluster
+
+    runner = EmbeddedCluster(name="shared", nodes=0, owned=True, exclusive=True)
+    viewer = EmbeddedCluster(name="shared", nodes=0)
+    runner.up()
+    pid = cluster.status("shared").pid
+    try:
+        viewer.up()
+        with pytest.raises(ClusterError, match=f"in use by another command.*pid {os.getpid()}"):
+            EmbeddedCluster(name="shared", nodes=0, exclusive=True).up()
+        runner.down()  # the viewer still uses it: it keeps running
+        assert cluster.status("shared").running and cluster.status("shared").pid == pid
+        again = EmbeddedCluster(name="shared", nodes=0, exclusive=True)
+        again.up()  # the runner's claim on the apps went with its down
+        again.down()
+        assert cluster.status("shared").running
+    finally:
+        viewer.down()  # the last user: stopped
+    assert pid is not None and gone(pid) and not cluster.status("shared").running

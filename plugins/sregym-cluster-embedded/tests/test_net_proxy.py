@@ -155,3 +155,50 @@ async def test_load_balancer_gets_a_node_ip_ingress(env: Env):
     await settle(assigned, timeout=10)
     await settle(lambda: _ok(fetch("127.203.1.1", 8443)), timeout=10)
     assert await fetch("127.203.1.1", 8443) == b"lb-0"
+
+
+@pytest.fixture
+async def two_nodes(tmp_path):
+    settings = ClusterSettings(state_dir=tmp_path, pod_cidr_prefix="127.205", service_cidr_prefix="127.206")
+    client = new_local_cluster(settings)
+    kubelet = FakeKubelet(client, nodes=("node-1", "node-2"), ip_prefix="127.205")
+    await kubelet.start()
+    ctrl = start_controllers(client, settings, only=["scheduler", "endpoints"])
+    network = await start_network(client, settings)
+    e = Env(client, kubelet, network)
+    yield e
+    for server in e.servers:
+        server.close()
+    await network.stop()
+    await ctrl.stop()
+    await kubelet.stop()
+
+
+async def test_internal_traffic_policy_local_keeps_traffic_on_the_callers_node(two_nodes: Env):
+    env = two_nodes
+    svc = await env.client.create("services", {"metadata": {"name": "geo"}, "spec": {
+        "selector": {"app": "geo"}, "ports": [{"port": 82, "targetPort": 8080}]}}, "default")
+    ip = svc["spec"]["clusterIP"]
+    for name, node in (("geo-0", "node-1"), ("front-1", "node-1"), ("front-2", "node-2")):
+        labels = {"app": "geo"} if name.startswith("geo") else {"role": "frontend"}
+        await env.client.create("pods", {"metadata": {"name": name, "labels": labels}, "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "containers": [{"name": "m", "image": "x", "ports": [{"containerPort": 8080}]}]}}, "default")
+    ips = {}
+    for name in ("geo-0", "front-1", "front-2"):
+        async def has_ip(name=name):
+            return (await env.client.get("pods", name, "default")).get("status", {}).get("podIP")
+        await settle(has_ip, timeout=10)
+        ips[name] = (await env.client.get("pods", name, "default"))["status"]["podIP"]
+
+    async def reply(reader, writer):
+        writer.write(b"geo-0")
+        await writer.drain()
+        writer.close()
+    env.servers.append(await asyncio.start_server(reply, ips["geo-0"], 8080))
+    await settle(lambda: _ok(fetch(ip, 82, source=ips["front-2"])), timeout=10)  # Cluster: any node
+    await env.client.patch("services", "geo", {"spec": {"internalTrafficPolicy": "Local"}}, "default")
+    await settle(lambda: (env.network.view.services.get("default", "geo") or {}).get("spec", {})
+                 .get("internalTrafficPolicy") == "Local")
+    assert await fetch(ip, 82, source=ips["front-1"]) == b"geo-0"  # same node
+    assert await fetch(ip, 82, source=ips["front-2"]) == b""  # no local endpoint: dropped

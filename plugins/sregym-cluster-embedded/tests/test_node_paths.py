@@ -30,6 +30,7 @@ def test_mount_namespace_gives_exact_paths_without_touching_the_host():
             await _configmap(client)
             await client.create("pods", pod_manifest("exact", [{
                 "name": "c", "image": "python:3.11", "command": ["python", "-c", READER], "workingDir": "/srv/app",
+                "securityContext": {"runAsUser": 0},  # root in the container: may write its /etc (own layer)
                 "volumeMounts": [{"name": "cfg", "mountPath": "/etc/app"},
                                  {"name": "data", "mountPath": "/sregym-data/deep"}]}],
                 volumes=[{"name": "cfg", "configMap": {"name": "cfg"}}, {"name": "data", "emptyDir": {}}]))

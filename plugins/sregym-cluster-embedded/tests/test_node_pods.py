@@ -142,6 +142,30 @@ def test_unknown_image_gives_errimagepull_then_backoff():
     run(body())
 
 
+def test_an_image_put_back_restarts_the_container_without_waiting_out_the_back_off():
+    """Chaos Mesh's pod-failure (and the noise source of that name) swaps a pod's image for one that
+    cannot run, then puts it back: the real kubelet keys its back-off by the container's spec hash,
+    so the original image starts at once, not after the pull back-off (20 s by then)."""
+    async def body():
+        async with node_cluster() as (client, _):
+            await client.create("pods", pod_manifest("flip", [{"name": "c", "image": "busybox", "command": ["sleep", "300"]}]))
+            await wait_for(pod_getter(client, "flip"), lambda p: container_status(p).get("started"))
+            swap = [{"op": "replace", "path": "/spec/containers/0/image", "value": "gcr.io/google-containers/pause:latest"}]
+            await client.patch("pods", "flip", swap, "default", patch_type="json")
+            # two pull failures: the second back-off (20 s) is under way
+            await wait_for(lambda: events_for(client, "flip"),
+                           lambda evs: sum(e.get("count", 1) for e in evs
+                                               if e["message"].startswith("Back-off pulling image")) >= 2,
+                           timeout=60)
+            back = [{"op": "replace", "path": "/spec/containers/0/image", "value": "busybox"}]
+            await client.patch("pods", "flip", back, "default", patch_type="json")
+            pod = await wait_for(pod_getter(client, "flip"),
+                                 lambda p: "running" in container_status(p).get("state", {})
+                                 and container_status(p).get("image") == "busybox", timeout=10)
+            assert pod["spec"]["containers"][0]["image"] == "busybox"
+    run(body())
+
+
 def test_missing_config_gives_createcontainerconfigerror_and_failedmount():
     async def body():
         async with node_cluster() as (client, _):

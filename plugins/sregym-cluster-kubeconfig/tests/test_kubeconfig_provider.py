@@ -39,7 +39,7 @@ def test_up_against_a_live_cluster(tmp_path):
     pytest.importorskip("sregym_cluster_embedded")
     env = {**os.environ, "SREGYM_HOME": str(tmp_path)}
     sregym = str(Path(sys.executable).parent / "sregym")
-    subprocess.run([sregym, "cluster", "up", "--name", "kc"], env=env, check=True, capture_output=True, timeout=120)
+    subprocess.run([sregym, "cluster", "up", "--name", "kc", "--nodes", "1"], env=env, check=True, capture_output=True, timeout=120)
     try:
         handle = KubeconfigCluster(kubeconfig=tmp_path / "clusters" / "kc" / "kubeconfig")
         handle.up()

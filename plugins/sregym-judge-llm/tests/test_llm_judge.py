@@ -7,9 +7,9 @@ import json
 import time
 
 import pytest
+from judge_llm_stub import rules_backed_reply
 from sregym_judge_llm.judge import LLMJudge, make_llm_judge
 
-from conftest import rules_backed_reply
 from sregym_core.errors import ConfigError
 from sregym_core.oracles.judge import QUESTION_IDS, Judge
 from sregym_core.types import GroundTruth

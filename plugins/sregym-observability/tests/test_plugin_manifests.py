@@ -18,8 +18,9 @@ def test_local_images_and_tools_are_registered() -> None:
     assert images["sregym/observability:*"].argv == (sys.executable, "-m", "sregym_observability.serve")
     assert images["prom/prometheus:*"].argv == ("/usr/bin/prometheus",)
     specs = {spec.name: spec for spec in plugin.sregym_agent_tools()}
-    assert set(specs) == {"get_metrics", "get_alerts", "get_logs", "get_services", "get_operations", "get_traces",
-                          "get_dependency_graph"}
+    assert set(specs) == {"get_metrics", "get_alerts", "get_logs", "get_labels", "get_label_values", "get_services",
+                          "get_operations", "get_traces", "get_dependency_graph"}
+    assert specs["get_label_values"].parameters["required"] == ["label"]
     assert specs["get_logs"].parameters["required"] == ["query"]
     assert specs["get_traces"].call is tools.get_traces
 

@@ -60,6 +60,15 @@ def test_get_logs_by_service_name_and_logql(stack: Endpoints) -> None:
     assert "No log lines" in tools.get_logs(stack, "payments", 10)
 
 
+def test_get_labels_and_label_values(stack: Endpoints) -> None:
+    labels = tools.get_labels(stack)
+    assert labels.startswith("Available labels:\n") and "  - app" in labels.splitlines()
+    values = tools.get_label_values(stack, "app")
+    assert values.splitlines()[1:] == ["  - frontend", "  - geo"]
+    assert "get_labels lists" in tools.get_label_values(stack, "no such label")
+    assert "Give a label name" in tools.get_label_values(stack, "app} |= x")
+
+
 def test_get_logs_explains_bad_queries(stack: Endpoints) -> None:
     text = tools.get_logs(stack, '{app="geo"', 10)
     assert "rejected the request (HTTP 400)" in text and "parse error" in text

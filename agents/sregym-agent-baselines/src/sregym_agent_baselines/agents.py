@@ -37,6 +37,14 @@ def _value(value: Any) -> str:
     return str(value)
 
 
+async def _stage(client: httpx.AsyncClient, task: AgentTask) -> str | None:
+    try:
+        reply = await client.get(f"{task.api_url}/status")
+        return reply.json().get("stage") if reply.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
 class _Base:
     """Shared plumbing: submit over HTTP, run kubectl as the agent, keep a trajectory."""
 
@@ -46,9 +54,17 @@ class _Base:
 
     async def submit(self, task: AgentTask, solution: str) -> int:
         async with httpx.AsyncClient(timeout=30.0, trust_env=False) as client:
+            before = await _stage(client, task)
             reply = await client.post(f"{task.api_url}/submit", json={"solution": solution})
-        self.trajectory.append({"action": "submit", "message": solution[:2000], "status": reply.status_code,
-                                "timestamp": time.time()})
+            self.trajectory.append({"action": "submit", "message": solution[:2000], "status": reply.status_code,
+                                    "timestamp": time.time()})
+            if reply.status_code == 200 and before == "diagnosis":
+                # the diagnosis is graded while the stage is still "diagnosis" (upstream's protocol): a
+                # submission before the stage moves on would count as the same diagnosis again
+                for _ in range(600):
+                    if await _stage(client, task) != "diagnosis":
+                        break
+                    await asyncio.sleep(0.5)
         return reply.status_code
 
     async def kubectl(self, task: AgentTask, *args: str) -> str:
@@ -61,6 +77,16 @@ class _Base:
         self.trajectory.append({"action": "kubectl", "message": " ".join(args), "exit_code": proc.returncode,
                                 "observation": text[:2000], "timestamp": time.time()})
         return text
+
+    async def get_json(self, task: AgentTask, kind: str, name: str, namespace: str) -> dict | None:
+        """The object as the agent sees it (``kubectl get -o json``), or None."""
+        import json
+
+        text = await self.kubectl(task, "get", f"{kind.lower()}/{name}", "-n", namespace, "-o", "json")
+        try:
+            return json.loads(text[text.index("{"):])
+        except ValueError:
+            return None
 
     async def wait_healthy(self, task: AgentTask, timeout: float = 180.0) -> bool:
         """Poll (as the agent) until every pod in the app namespace is Ready and none is pending."""
@@ -156,4 +182,26 @@ class DeleteFaultyAgent(_Base):
             await self.kubectl(task, "delete", f"{kind.lower()}/{name}", "-n", namespace, "--wait=false")
         await asyncio.sleep(self.settle_s)
         await self.submit(task, "Deleted the broken workload.")
+        return self.outcome()
+
+
+class AutosubmitAgent(_Base):
+    """Upstream's ``autosubmit``: submits a fixed answer at once in each graded stage, never
+    investigating or changing anything (a harness smoke test; it must fail both stages)."""
+
+    ANSWER = "autosubmit: no investigation was done"
+
+    async def run(self, task: AgentTask) -> AgentOutcome:
+        submitted: set[str] = set()
+        async with httpx.AsyncClient(timeout=30.0, trust_env=False) as client:
+            for _ in range(int(max(task.timeout, 1) * 4)):
+                stage = await _stage(client, task)
+                if stage in ("tearing_down", "done"):
+                    break
+                if stage in ("diagnosis", "mitigation") and stage not in submitted:
+                    reply = await client.post(f"{task.api_url}/submit", json={"solution": self.ANSWER})
+                    self.trajectory.append({"action": "submit", "stage": stage, "message": self.ANSWER,
+                                            "status": reply.status_code, "timestamp": time.time()})
+                    submitted.add(stage)
+                await asyncio.sleep(0.25)
         return self.outcome()

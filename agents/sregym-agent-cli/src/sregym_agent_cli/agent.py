@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from sregym_core.errors import AgentError, ConfigError, SregymError
 
 from .adapters import ADAPTERS, Adapter, Launch, Usage
 from .prompt import task_prompt
-from .sandbox import Sandbox, protected_paths
+from .sandbox import Sandbox, bwrap_path, protected_paths
 
 log = structlog.get_logger()
 
@@ -42,6 +43,8 @@ class CLIAgent:
     def __init__(self, adapter: str, **settings: Any) -> None:
         self.adapter_name = adapter
         self.settings = settings
+        self.copy_back: Path | None = None
+        self.run_dir: Path | None = None  # where the CLI runs (its cwd)
 
     async def run(self, task: AgentTask) -> AgentOutcome:
         started = time.time()
@@ -56,7 +59,7 @@ class CLIAgent:
             binary = _find_binary(adapter, settings.get("binary"))
             if not task.mcp_url:
                 raise AgentError(f"{adapter.name} needs the MCP server and the task has no mcp_url")
-            launch, sandbox, argv, env = self._prepare(adapter, binary, task, settings)
+            launch, sandbox, wrapped = self._prepare(adapter, binary, task, settings)
         except SregymError as exc:
             return AgentOutcome(status="crashed", error=exc.render())
         timeout = float(settings.get("timeout") or max(task.timeout - TIMEOUT_MARGIN, 10.0))
@@ -70,8 +73,8 @@ class CLIAgent:
         status, code = "ok", None
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             try:
-                proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=out,
-                                                            stderr=err, env=env, cwd=str(launch.workdir),
+                proc = await asyncio.create_subprocess_exec(*wrapped.argv, stdin=asyncio.subprocess.DEVNULL, stdout=out,
+                                                            stderr=err, env=wrapped.env, cwd=str(launch.workdir),
                                                             start_new_session=True)
             except OSError as exc:
                 return AgentOutcome(status="crashed", trajectory=tuple(trajectory),
@@ -82,6 +85,10 @@ class CLIAgent:
                 status = "timeout"
             finally:
                 await _stop(proc)  # also on cancellation by the conductor
+                if self.copy_back is not None:
+                    _copy_back(launch.workdir, self.copy_back)
+        if self.copy_back is not None:
+            out_path, err_path = self.copy_back / out_path.name, self.copy_back / err_path.name
         limit = int(settings.get("max_output_bytes") or 50_000_000)
         stdout = _tail(out_path, limit)
         stderr = _tail(err_path, 4000)
@@ -110,6 +117,14 @@ class CLIAgent:
         if mode not in ("auto", "bwrap", "none"):
             raise ConfigError(f"sandbox must be auto, bwrap or none, got {mode!r}")
         workdir = (task.workdir / adapter.name).resolve()
+        if mode != "none" and os.geteuid() == 0 and bwrap_path() is not None:
+            # the sandbox runs as an unprivileged user that may not reach the results directory:
+            # the CLI works in a fresh directory of its own, copied back to ``workdir`` afterwards
+            self.copy_back = workdir
+            base = Path(tempfile.mkdtemp(prefix="sregym-agent-"))
+            base.chmod(0o711)
+            workdir = base / adapter.name
+        self.run_dir = workdir
         home = workdir / "home"
         for directory in (home / ".kube", home / ".config", home / ".cache", home / ".local" / "share", workdir / "tmp"):
             directory.mkdir(parents=True, exist_ok=True)
@@ -149,10 +164,10 @@ class CLIAgent:
             env["NO_PROXY"] = env["no_proxy"] = ",".join(filter(None, [os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost"]))
         env.update(launch.env)
         env.update({str(k): str(v) for k, v in (settings.get("env") or {}).items()})
-        argv, spawn_env = sandbox.wrap(adapter.argv(str(binary), launch, prompt), env)
+        wrapped = sandbox.wrap(adapter.argv(str(binary), launch, prompt), env)
         if sandbox.isolated:
-            spawn_env = {"PATH": os.environ.get("PATH", ":".join(SYSTEM_PATH))}  # for bwrap itself; --clearenv inside
-        return launch, sandbox, argv, spawn_env
+            wrapped.env = {"PATH": os.environ.get("PATH", ":".join(SYSTEM_PATH))}  # for bwrap itself; --clearenv inside
+        return launch, sandbox, wrapped
 
 
 def binary_env(adapter: Adapter) -> str:
@@ -168,6 +183,18 @@ def _find_binary(adapter: Adapter, override: str | None) -> Path:
                          hints=(f"install it: {adapter.install_hint}",
                                 f"or point to it: {binary_env(adapter)}=/path/to/{adapter.binary} (or the agent setting binary)"))
     return Path(found).absolute()
+
+
+def _copy_back(run_dir: Path, workdir: Path) -> None:
+    """Keep the CLI's files (output, transcripts, HOME) with the attempt; remove its private copy."""
+    shutil.copytree(run_dir, workdir, symlinks=True, dirs_exist_ok=True,
+                    ignore_dangling_symlinks=True, copy_function=_copy_quietly)
+    shutil.rmtree(run_dir.parent, ignore_errors=True)
+
+
+def _copy_quietly(src: str, dst: str) -> None:
+    with contextlib.suppress(OSError):  # sockets, fifos and unreadable leftovers are not worth a crash
+        shutil.copy2(src, dst)
 
 
 def _parse(adapter: Adapter, stdout: str) -> Usage:

@@ -10,6 +10,9 @@ from sregym_core.types import AgentSpec
 from .adapters import ADAPTERS
 from .agent import SETTINGS, CLIAgent
 
+#: upstream SREGym's names for the same CLI agents (``--agent claudecode`` works as in upstream)
+UPSTREAM_NAMES = {"claudecode": "claude-code", "gemini": "gemini-cli"}
+
 CONFIG_SCHEMA = {"type": "object", "properties": {name: {} for name in SETTINGS}, "additionalProperties": False}
 
 
@@ -20,4 +23,9 @@ def sregym_agents():
                   needs=frozenset({"mcp", "http-api", "kubeconfig", "llm"}),
                   factory=functools.partial(CLIAgent, name), config_schema=CONFIG_SCHEMA)
         for name in ADAPTERS
+    ] + [
+        AgentSpec(name=alias, summary=f"upstream SREGym's name for {name}",
+                  needs=frozenset({"mcp", "http-api", "kubeconfig", "llm"}),
+                  factory=functools.partial(CLIAgent, name), config_schema=CONFIG_SCHEMA)
+        for alias, name in UPSTREAM_NAMES.items() if name in ADAPTERS
     ]

@@ -8,6 +8,14 @@ results directory around the work directory, ``$SREGYM_HOME`` with the cluster's
 credentials, the user's real home — simply does not exist inside. Paths that would expose a
 protected location get that location masked by an empty directory.
 
+The CLI is never root: it runs as uid 1000 of a new user namespace with every capability
+dropped, so it cannot remount a read-only bind, create device nodes or mount anything. When the
+conductor itself is root, bubblewrap is started as the unprivileged host user :data:`HOST_UID`
+(``setpriv``), because a user namespace made by root maps the sandbox user onto host root, which
+owns (and so could read) every root-only file of the mounted system directories. That user must
+then be able to reach every directory it binds (:func:`reachable`), and the work directory is
+given to it.
+
 The network is shared by default (the CLI must reach its model provider and the MCP server on
 127.0.0.1); ``network="none"`` unshares it for fully local checks. The agent's reach into the
 cluster is bounded by its restricted kubeconfig, not by the network.
@@ -18,6 +26,7 @@ its HOME in the work directory, and a warning says the benchmark's files are rea
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -27,11 +36,34 @@ from pathlib import Path
 
 import attrs
 import structlog
+from sregym_core.errors import AgentError
 
 log = structlog.get_logger()
 
 #: System locations mounted read-only when they exist (symlinks such as /bin -> usr/bin are recreated).
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+#: The CLI's uid and gid inside its user namespace.
+SANDBOX_UID = 1000
+#: The host user bubblewrap runs as when the conductor is root (nobody).
+HOST_UID = 65534
+
+
+def _dropping() -> bool:
+    """Whether bubblewrap must first leave root (see the module docstring)."""
+    return os.geteuid() == 0
+
+
+def _setpriv() -> list[str]:
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return []
+    return [setpriv, f"--reuid={HOST_UID}", f"--regid={HOST_UID}", "--clear-groups", "--"]
+
+
+def _user_args() -> list[str]:
+    # no nested user namespace either: no way back to a root of its own inside
+    return ["--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--cap-drop", "ALL"]
 
 
 @functools.cache
@@ -40,9 +72,16 @@ def bwrap_path() -> str | None:
     path = shutil.which("bwrap")
     if path is None:
         return None
+    prefix = []
+    if _dropping():
+        prefix = _setpriv()
+        if not prefix:
+            log.warning("bwrap_unusable", stderr="running as root and setpriv (util-linux) is missing")
+            return None
     try:
-        probe = subprocess.run([path, *_system_mounts()[0], "--proc", "/proc", "--dev", "/dev", "--unshare-pid",
-                                "--die-with-parent", "/bin/sh", "-c", "true"], capture_output=True, timeout=20)
+        probe = subprocess.run([*prefix, path, *_user_args(), *_system_mounts()[0], "--proc", "/proc", "--dev", "/dev",
+                                "--unshare-pid", "--die-with-parent", "/bin/sh", "-c", "true"],
+                               capture_output=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
     if probe.returncode != 0:
@@ -111,13 +150,20 @@ class Sandbox:
         """The read-only extras that exist, resolved."""
         return [p.resolve() for p in self.read_only if p.resolve().exists()]
 
-    def wrap(self, argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    @property
+    def drops_root(self) -> bool:
+        """Whether the sandbox runs as :data:`HOST_UID` (the conductor is root)."""
+        return self.isolated and _dropping()
+
+    def wrap(self, argv: Sequence[str], env: Mapping[str, str]) -> Wrapped:
         """``(argv, env)`` to hand to the process spawner."""
         bwrap = self.bwrap
         if bwrap is None:
-            return list(argv), dict(env)
-        args = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try"]
+            return Wrapped(list(argv), dict(env))
+        dropping = _dropping()
+        prefix = _setpriv() if dropping else []
+        args = [*prefix, bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
+                "--unshare-uts", "--unshare-cgroup-try", *_user_args()]
         if self.network == "none":
             args.append("--unshare-net")
         system, mounted = _system_mounts()
@@ -125,21 +171,73 @@ class Sandbox:
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         protected = [p.resolve() for p in self.protected]
         extras = self.mounts()
+
+        def bind(flag: str, path: Path) -> list[str]:
+            if dropping and not reachable(path, HOST_UID):
+                raise SandboxError(f"{path} cannot be mounted in the sandbox: user {HOST_UID} (nobody), which runs "
+                                   "the sandbox for a root conductor, cannot reach it",
+                                   hints=("install the CLI where every user can read it (say /usr/local), or run "
+                                          "the benchmark as a non-root user",))
+            return [flag, str(path), str(path)]
+
         # extras inside a protected path (a single binary in the checkout) go on top of its mask, below
         within = [p for p in extras if any(_inside(p, guarded) for guarded in protected)]
         for path in extras:
             if path not in within:
-                args += ["--ro-bind", str(path), str(path)]
+                args += bind("--ro-bind", path)
                 mounted.append(path)
         # a protected path under anything mounted (say a checkout in /opt) is masked by an empty one
         for path in protected:
             if any(_inside(path, m) for m in mounted) and path.exists():
                 args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         for path in within:
-            args += ["--ro-bind", str(path), str(path)]
+            args += bind("--ro-bind", path)
         # the work directory last, so it shows even when it lies inside a masked path
         workdir = self.workdir.resolve()
-        args += ["--bind", str(workdir), str(workdir), "--chdir", str(workdir), "--clearenv"]
+        if dropping:
+            _give(workdir, HOST_UID)
+        # the root itself (a tmpfs of bwrap's) read-only: writable are only the work directory and /tmp
+        args += [*bind("--bind", workdir), "--remount-ro", "/", "--chdir", str(workdir), "--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
-        return [*args, "--", *argv], {}
+        return Wrapped([*args, "--", *argv], {})
+
+
+@attrs.define
+class Wrapped:
+    """A sandboxed command: its argv and environment (``argv, env = sandbox.wrap(...)`` works)."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+    def __iter__(self):
+        return iter((self.argv, self.env))
+
+
+class SandboxError(AgentError):
+    """The sandbox cannot be built as asked."""
+
+
+def reachable(path: Path, uid: int) -> bool:
+    """Whether ``uid`` (not root, in no group of note) can walk to ``path`` and read it."""
+    path = Path(path)
+    for parent in [*reversed(path.parents), path]:
+        try:
+            info = parent.stat()
+        except OSError:
+            return False
+        if info.st_uid == uid:
+            continue
+        needed = 0o001 if parent != path else (0o005 if parent.is_dir() else 0o004)
+        if info.st_mode & needed != needed:
+            return False
+    return True
+
+
+def _give(directory: Path, uid: int) -> None:
+    """Hand the work directory (and everything in it) to the sandbox's host user."""
+    os.chown(directory, uid, uid)
+    for root, dirs, files in os.walk(directory):
+        for name in dirs + files:
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)

@@ -9,6 +9,7 @@ sent, a health self-check runs; if it finds problems the model is told and may c
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping
@@ -106,6 +107,8 @@ class _Run:
                     await self.phase(phase, model, toolbox)
                     if self.finished and phase == "diagnosis":
                         break
+                    if phase == "diagnosis":
+                        await self.wait_for_grading()
         except ProviderError as exc:
             log.warning("react_agent_provider_failed", error=str(exc), attempts=exc.attempts)
             return self.outcome("crashed", f"ProviderError after {exc.attempts} attempt(s): {exc}")
@@ -200,15 +203,31 @@ class _Run:
         return text, self.accepted(text)
 
     def accepted(self, text: str) -> bool:
+        """Whether ``submit`` took the answer: ``{"status": "200"|"done"|"error", "text": ...}``."""
         try:
             body = json.loads(text)
         except ValueError:
             return False
-        status = body.get("http_status") if isinstance(body, dict) else None
-        if status == 409:
+        status = str(body.get("status")) if isinstance(body, dict) else None
+        if status == "done" or (status == "error" and "Cannot submit at stage" in str(body.get("text"))):
             self.finished = True  # the conductor moved on (e.g. the attempt is being torn down)
             return True
-        return status == 200
+        return status not in (None, "error")
+
+    async def wait_for_grading(self) -> None:
+        """The diagnosis is graded while the stage is still ``diagnosis`` (upstream's protocol);
+        mitigating before it moves on would make the next ``submit`` a duplicate diagnosis."""
+        import httpx
+
+        async with httpx.AsyncClient(timeout=10.0, trust_env=False) as client:
+            for _ in range(600):
+                try:
+                    reply = await client.get(f"{self.task.api_url}/status")
+                    if reply.status_code != 200 or reply.json().get("stage") != "diagnosis":
+                        return
+                except (httpx.HTTPError, ValueError):
+                    return
+                await asyncio.sleep(0.5)
 
     async def fallback_submit(self, phase: str, toolbox: ToolBox, last_text: str, which: str) -> None:
         if phase == "diagnosis":

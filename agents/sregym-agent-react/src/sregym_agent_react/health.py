@@ -49,7 +49,7 @@ def unready_pods(table: str) -> tuple[list[str], str | None]:
     """
     bad = []
     rows = [line.split() for line in table.strip().splitlines() if line.strip()]
-    if not rows or table.startswith(("Refused", "Tool error", "error", "Error")):
+    if not rows or table.startswith(("Command Rejected", "Refused", "Tool error", "error", "Error")):
         return [], f"could not list pods: {table.strip()[:200]}"
     for row in rows:
         if len(row) < 3:

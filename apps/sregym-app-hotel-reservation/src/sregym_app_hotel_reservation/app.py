@@ -46,6 +46,22 @@ health at :9090/healthz and readiness at :9090/readyz, and exports OpenTelemetry
 """
 
 
+def _knobs(service: str) -> tuple[str, ...]:
+    """What app-specific faults can really turn on ``service`` (ComponentSpec.knobs)."""
+    knobs = []
+    if PEERS[service]:
+        knobs.append("retry-policy")  # an RPC client: RPC_TIMEOUT_MS/RPC_RETRIES/RPC_BACKOFF_MS (rpc.py)
+    if service != "frontend":
+        knobs.append("rate-limit")  # a gRPC server: BACKEND_RATE_LIMIT token bucket, QUEUE_DEPTH admission
+    if service == "recommendation":
+        knobs.append("feature-flags")  # FEATURE_RECOMMEND_V2 turns on the dormant value-score defect
+    if service == "reservation":
+        knobs.append("buggy-image")  # the published 1.0-buggy build breaks month-end stays here only
+    if service == "frontend":
+        knobs.append("load-entrypoint")  # user requests enter here; load-burst's default path is a search
+    return tuple(knobs)
+
+
 def components() -> tuple[Any, ...]:
     from sregym_core.types import ComponentSpec
 
@@ -63,7 +79,7 @@ def components() -> tuple[Any, ...]:
         env += tuple(f"{peer.upper()}_ADDR" for peer in PEERS[s])
         out.append(ComponentSpec(name=s, kind="Deployment", roles=roles, ports=(DEFAULT_PORTS[s], ADMIN_PORT),
                                  container=s, config_map=f"{s}-config", env=env, service=s,
-                                 labels={"app.kubernetes.io/name": s}))
+                                 labels={"app.kubernetes.io/name": s}, knobs=_knobs(s)))
     for s in DATA_SERVICES:
         name = f"postgres-{s}"
         out.append(ComponentSpec(name=name, kind="StatefulSet", roles=("db:postgres", "stateful"), ports=(5432,),

@@ -14,7 +14,9 @@ from typing import Any
 from opentelemetry import trace
 from pymemcache.client.base import PooledClient
 
-from . import logs, telemetry
+from sregym_appkit import logs
+
+from . import telemetry
 from .config import Cache
 
 _LOG_EVERY_S = 5.0  # a dead cache would otherwise log on every request

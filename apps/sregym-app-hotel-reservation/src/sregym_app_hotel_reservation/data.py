@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import logs
+from sregym_appkit import logs
 
 if TYPE_CHECKING:
     import psycopg

@@ -18,7 +18,9 @@ import psycopg
 from opentelemetry import trace
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from . import logs, telemetry
+from sregym_appkit import logs
+
+from . import telemetry
 from .config import Database
 from .rpc import RpcError
 

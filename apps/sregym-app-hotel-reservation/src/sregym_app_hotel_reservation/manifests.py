@@ -13,12 +13,11 @@ Parameters (all optional):
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
-from importlib import resources
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
+from sregym_appkit import manifests as kit
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .config import SERVICES
@@ -28,66 +27,37 @@ DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "replicas": 1, "otlp_e
 
 
 def manifest_dir() -> Path:
-    return Path(str(resources.files(__package__) / "manifests"))
+    return kit.manifest_dir(__package__)
 
 
 def manifest_files() -> tuple[Path, ...]:
-    return tuple(sorted(manifest_dir().glob("*.yaml")))
+    return kit.manifest_files(__package__)
 
 
 def load_documents() -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = []
-    for path in manifest_files():
-        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
-    return docs
-
-
-def _containers(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    pod = doc.get("spec", {}).get("template", {}).get("spec", {})
-    yield from pod.get("initContainers", [])
-    yield from pod.get("containers", [])
-
-
-def _set_env(container: dict[str, Any], name: str, value: str) -> None:
-    for var in container.setdefault("env", []):
-        if var.get("name") == name:
-            var.pop("valueFrom", None)
-            var["value"] = value
-            return
-    container["env"].append({"name": name, "value": value})
+    return kit.load_documents(manifest_files())
 
 
 def render(params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The manifests with ``params`` applied, in apply order. Unknown parameters raise ValueError."""
-    merged = dict(DEFAULT_PARAMS)
-    unknown = set(params or {}) - set(DEFAULT_PARAMS)
-    if unknown:
-        raise ValueError(f"unknown manifest parameters: {', '.join(sorted(unknown))}; "
-                         f"known: {', '.join(sorted(DEFAULT_PARAMS))}")
-    merged.update(params or {})
-    replicas = merged["replicas"]
-    if isinstance(replicas, Mapping):
-        per_service = {k: int(v) for k, v in replicas.items()}
-    else:
-        per_service = {s: int(replicas) for s in SERVICES}
-    if any(n < 0 for n in per_service.values()):
-        raise ValueError("replicas must be >= 0")
+    merged = kit.merge_params(params, DEFAULT_PARAMS)
+    per_service = kit.replicas_per_service(merged["replicas"], SERVICES)
     docs = copy.deepcopy(load_documents())
     for doc in docs:
         name = doc.get("metadata", {}).get("name")
         if doc.get("kind") == "Deployment" and name in per_service:
             doc["spec"]["replicas"] = per_service[name]
-        for container in _containers(doc):
+        for container in kit.containers(doc):
             if str(container.get("image", "")).startswith(IMAGE_REPO + ":"):
                 container["image"] = f"{IMAGE_REPO}:{merged['image_tag']}"
                 if name in SERVICES and container["name"] == name:
-                    _set_env(container, "OTEL_EXPORTER_OTLP_ENDPOINT", str(merged["otlp_endpoint"]))
+                    kit.set_env(container, "OTEL_EXPORTER_OTLP_ENDPOINT", str(merged["otlp_endpoint"]))
             if name == "workload-generator":
-                _set_env(container, "WORKLOAD_RATE", str(merged["workload_rate"]))
+                kit.set_env(container, "WORKLOAD_RATE", str(merged["workload_rate"]))
                 if merged["workload_target"]:
-                    _set_env(container, "WORKLOAD_TARGET", str(merged["workload_target"]))
+                    kit.set_env(container, "WORKLOAD_TARGET", str(merged["workload_target"]))
     return docs
 
 
 def render_yaml(params: Mapping[str, Any] | None = None) -> str:
-    return yaml.safe_dump_all(render(params), sort_keys=False)
+    return kit.dump(render(params))

@@ -25,7 +25,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from . import logs, telemetry
+from sregym_appkit import logs
+
+from . import telemetry
 from .config import Config, Rpc
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
@@ -121,7 +123,7 @@ class RpcServer:
 
         def handle(request: dict[str, Any], context: grpc.ServicerContext) -> Any:
             start = time.perf_counter()
-            parent = telemetry.extract_context(context.invocation_metadata())
+            parent = telemetry.extract(context.invocation_metadata())
             token = otel_context.attach(parent)
             remaining = context.time_remaining()
             deadline_token = _deadline.set(time.monotonic() + remaining if remaining is not None else None)
@@ -238,7 +240,7 @@ class Peer:
             attributes={"rpc.system": "grpc", "rpc.service": service_path(self.peer), "rpc.method": method,
                         "net.peer.name": self.addr, "peer.service": self.peer},
         ) as span:
-            metadata = telemetry.inject_metadata()
+            metadata = list(telemetry.carrier().items())
             try:
                 caller_deadline = _deadline.get()
                 made = 0

@@ -23,7 +23,10 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 from typing import Any  # noqa: E402
 
-from . import IMAGE_TAG, config, logs  # noqa: E402
+from sregym_appkit import logs  # noqa: E402
+from sregym_appkit.cli import dispatch  # noqa: E402
+
+from . import IMAGE_TAG, config  # noqa: E402
 
 USAGE = ("usage: python -m sregym_app_hotel_reservation.serve "
          "{frontend|search|geo|rate|profile|recommendation|user|reservation|workload} [--config PATH]\n"
@@ -53,7 +56,7 @@ def run_service(service: str, args: list[str]) -> int:
     logs.configure(service, os.environ.get("LOG_LEVEL", "info"))
     cfg = load_config(service, args)
     from . import telemetry
-    from .admin import AdminServer
+    from sregym_appkit.admin import AdminServer
     from .rpc import Peer, RpcServer
     from .services import Context, handlers_for
 
@@ -164,24 +167,21 @@ def run_migrate(service: str, args: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0 if args else 2
-    command, rest = args[0], args[1:]
-    if command == "workload":
-        from .workload.generator import main as workload_main
-        return workload_main(rest)
-    if command == "migrate":
-        if not rest or rest[0].startswith("-"):
-            print(USAGE, file=sys.stderr)
-            return 2
-        return run_migrate(rest[0], rest[1:])
-    if command not in config.SERVICES:
-        print(f"unknown service {command!r}\n{USAGE}", file=sys.stderr)
+def _workload(rest: list[str]) -> int:
+    from .workload.generator import main as workload_main
+    return workload_main(rest)
+
+
+def _migrate(rest: list[str]) -> int:
+    if not rest or rest[0].startswith("-"):
+        print(USAGE, file=sys.stderr)
         return 2
-    return run_service(command, rest)
+    return run_migrate(rest[0], rest[1:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    return dispatch(argv, usage=USAGE, commands={"workload": _workload, "migrate": _migrate},
+                    services=config.SERVICES, run_service=lambda args: run_service(args[0], args[1:]))
 
 
 if __name__ == "__main__":

@@ -1,21 +1,17 @@
-"""Prometheus metrics and OpenTelemetry tracing shared by every service.
+"""Hotel Reservation's Prometheus metrics (``hotel_*``) and its tracer.
 
-Tracing is real only when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set: then the SDK and the OTLP/HTTP
-exporter are imported and spans are batched to ``<endpoint>/v1/traces``. Otherwise the OpenTelemetry
-API's no-op tracer is used and the SDK is never imported (it costs memory in every pod).
-Context crosses gRPC hops as W3C ``traceparent`` metadata.
+Tracing itself (exporter, propagation) is sregym_appkit.tracing; the context crosses gRPC hops as
+W3C ``traceparent`` metadata.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping
-from typing import Any
-
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 from prometheus_client import Counter, Gauge, Histogram
+from sregym_appkit import tracing
+from sregym_appkit.tracing import carrier, extract, shutdown_tracing
 
-from . import logs
+__all__ = ["carrier", "extract", "setup_tracing", "shutdown_tracing", "tracer"]
 
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -47,56 +43,11 @@ CACHE_REQUESTS = Counter("hotel_cache_requests_total", "memcached lookups", ["se
 CACHE_ERRORS = Counter("hotel_cache_errors_total", "memcached errors", ["service", "cache", "op"])
 UP = Gauge("hotel_service_info", "build information", ["service", "version", "variant"])
 
-_provider: Any = None
-
 
 def setup_tracing(service: str) -> bool:
-    """Install the OTLP/HTTP exporter when an endpoint is configured; return whether tracing is on."""
-    global _provider
-    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    if not endpoint or os.environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
-        logs.info("tracing_disabled", reason="OTEL_EXPORTER_OTLP_ENDPOINT is not set")
-        return False
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service),
-                                "service.namespace": "hotel-reservation"})
-    provider = TracerProvider(resource=resource)
-    # The exporter itself reads OTEL_EXPORTER_OTLP_* and appends /v1/traces to the base endpoint.
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(provider)
-    _provider = provider
-    logs.info("tracing_enabled", endpoint=endpoint)
-    return True
-
-
-def shutdown_tracing() -> None:
-    """Flush and stop the exporter (graceful shutdown)."""
-    if _provider is not None:
-        try:
-            _provider.shutdown()
-        except Exception as exc:  # noqa: BLE001 - shutdown must not fail the exit path
-            logs.warning("tracing_shutdown_failed", error=str(exc))
+    """Traces over OTLP/HTTP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (see sregym_appkit.tracing)."""
+    return tracing.setup_tracing(service, namespace="hotel-reservation")
 
 
 def tracer() -> trace.Tracer:
-    return trace.get_tracer("sregym_app_hotel_reservation")
-
-
-def inject_metadata() -> list[tuple[str, str]]:
-    """The current trace context as gRPC metadata."""
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier)
-    return list(carrier.items())
-
-
-def extract_context(metadata: Iterable[tuple[str, Any]] | Mapping[str, str] | None) -> Any:
-    """A context extracted from incoming gRPC metadata or HTTP headers."""
-    if metadata is None:
-        return propagate.extract({})
-    if isinstance(metadata, Mapping):
-        return propagate.extract(dict(metadata))
-    return propagate.extract({k: v for k, v in metadata if isinstance(v, str)})
+    return trace.get_tracer(__package__)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sregym_fault_k8s import kube
-from sregym_fault_k8s.base import WORKLOADS, schema, template_fault, truth_factory
+from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema, template_fault
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.types import FaultSpec, TargetSelector
@@ -151,11 +150,10 @@ def capacity_recover(ctx, target, params):
 
 def _f(name, summary, inject, recover, present, *, mechanism, resource_kind, symptoms=(), keywords=(), params=None,
        values=None, selector=SERVICES, failure_mode="transient", fix=None) -> FaultSpec:
-    return FaultSpec(name=name, summary=summary, layer="config", selector=selector, params_schema=params or schema(),
-                     inject=inject, recover=recover, is_present=present, reference_fix=fix or recover,
-                     ground_truth=truth_factory(name, "config", resource_kind, mechanism, symptoms=symptoms,
-                                                keywords=keywords, values=values),
-                     failure_mode=failure_mode, symptoms=symptoms)
+    return function_fault(name=name, summary=summary, layer="config", selector=selector, params_schema=params or schema(),
+                          inject=inject, recover=recover, is_present=present, reference_fix=fix,
+                          resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms, keywords=keywords,
+                          values=values, failure_mode=failure_mode)
 
 
 FAULTS = [
@@ -163,16 +161,18 @@ FAULTS = [
                {"RPC_TIMEOUT_MS": "50", "RPC_RETRIES": "30", "RPC_BACKOFF_MS": "0", "RPC_BACKOFF_MAX_MS": "0"},
                mechanism="aggressive client retry policy (50 ms timeout, 30 retries, no backoff) amplifies load into a retry storm",
                symptoms=("errors persist after the load spike ends", "DEADLINE_EXCEEDED", "high request volume on backends"),
-               keywords=("retry", "retries", "timeout", "backoff", "storm", "metastable"), failure_mode="metastable"),
+               keywords=("retry", "retries", "timeout", "backoff", "storm", "metastable"), failure_mode="metastable",
+               selector=TargetSelector(kinds=WORKLOADS, roles=("service:*", "frontend"), requires=("knob:retry-policy",))),
     _env_fault("rate-limit-collapse", "a low backend rate limit with a deep queue: bursts never drain",
                {"BACKEND_RATE_LIMIT": "15", "QUEUE_DEPTH": "2000"},
                mechanism="backend rate limit far below demand with a deep admission queue, so queued requests time out and are retried",
                symptoms=("RESOURCE_EXHAUSTED", "timeouts", "queue growth"),
-               keywords=("rate limit", "queue", "QUEUE_DEPTH", "BACKEND_RATE_LIMIT", "metastable"), failure_mode="metastable"),
+               keywords=("rate limit", "queue", "QUEUE_DEPTH", "BACKEND_RATE_LIMIT", "metastable"), failure_mode="metastable",
+               selector=TargetSelector(kinds=WORKLOADS, roles=("service:*",), requires=("knob:rate-limit",))),
     _env_fault("feature-flag-bug", "a runtime feature flag enables a dormant buggy code path",
                {}, mechanism="feature flag turned on a code path with a latent defect",
                symptoms=("5xx on one endpoint",), keywords=("feature flag", "flag", "FEATURE_"), failure_mode="latent",
-               selector=TargetSelector(kinds=WORKLOADS, roles=("service:*",), requires=("env",)),
+               selector=TargetSelector(kinds=WORKLOADS, roles=("service:*",), requires=("knob:feature-flags",)),
                params_schema=schema(flag={"type": "string", "default": "FEATURE_RECOMMEND_V2"},
                                     value={"type": "string", "default": "true"}),
                from_params=lambda p: {p.get("flag", "FEATURE_RECOMMEND_V2"): p.get("value", "true")}),
@@ -200,7 +200,7 @@ FAULTS = [
        params=schema(path={"type": "string", "default": "/hotels?inDate=2015-04-09&outDate=2015-04-10&lat=37.7867&lon=-122.4112"},
                      seconds={"type": "number", "default": 20}, workers={"type": "integer", "default": 24},
                      job_name={"type": "string", "default": "load-burst"}),
-       selector=TargetSelector(kinds=WORKLOADS, roles=("frontend",)),
+       selector=TargetSelector(kinds=WORKLOADS, roles=("frontend",), requires=("knob:load-entrypoint",)),
        values=lambda t, p, s: {"seconds": p.get("seconds"), "workers": p.get("workers")}),
     _f("cpu-pressure", "trigger: a CPU-hungry pod on the target's node for a while", cpu_pressure_inject,
        cpu_pressure_recover, cpu_pressure_present, mechanism="a transient CPU-saturating noisy neighbour on the node",

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from sregym_fault_k8s import kube
-from sregym_fault_k8s.base import schema, truth_factory
+from sregym_core.faultkit import function_fault, kube, schema
 
 from sregym_core.types import FaultSpec, TargetSelector
 
@@ -117,11 +116,10 @@ def redis_auth_recover(ctx, target, params):
 
 def _f(name, summary, selector, inject, recover, present, fix=None, *, mechanism, resource_kind, symptoms=(),
        keywords=(), params=None, values=None) -> FaultSpec:
-    return FaultSpec(name=name, summary=summary, layer="datastore", selector=selector, params_schema=params or schema(),
-                     inject=inject, recover=recover, is_present=present, reference_fix=fix or recover,
-                     ground_truth=truth_factory(name, "datastore", resource_kind, mechanism, symptoms=symptoms,
-                                                keywords=keywords, values=values),
-                     symptoms=symptoms)
+    return function_fault(name=name, summary=summary, layer="datastore", selector=selector,
+                          params_schema=params or schema(), inject=inject, recover=recover, is_present=present,
+                          reference_fix=fix, resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms,
+                          keywords=keywords, values=values)
 
 
 FAULTS = [

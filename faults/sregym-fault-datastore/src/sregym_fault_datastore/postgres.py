@@ -6,8 +6,7 @@ import json
 import time
 from typing import Any
 
-from sregym_fault_k8s import kube
-from sregym_fault_k8s.base import schema, truth_factory
+from sregym_core.faultkit import function_fault, kube, schema
 
 from sregym_core.types import FaultSpec, TargetSelector
 
@@ -241,11 +240,10 @@ def max_conn_recover(ctx, target, params):
 
 def _f(name, summary, inject, recover, present, fix=None, *, mechanism, resource_kind="PostgreSQL role",
        symptoms=(), keywords=(), params=None, values=None) -> FaultSpec:
-    return FaultSpec(name=name, summary=summary, layer="datastore", selector=POSTGRES, params_schema=params or schema(),
-                     inject=inject, recover=recover, is_present=present, reference_fix=fix or recover,
-                     ground_truth=truth_factory(name, "datastore", resource_kind, mechanism, symptoms=symptoms,
-                                                keywords=keywords, values=values),
-                     symptoms=symptoms)
+    return function_fault(name=name, summary=summary, layer="datastore", selector=POSTGRES,
+                          params_schema=params or schema(), inject=inject, recover=recover, is_present=present,
+                          reference_fix=fix, resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms,
+                          keywords=keywords, values=values)
 
 
 FAULTS = [

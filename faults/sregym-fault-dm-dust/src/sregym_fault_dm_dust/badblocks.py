@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from sregym_fault_k8s import kube
-from sregym_fault_k8s.base import WORKLOADS, schema, truth_factory
+from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
 from sregym_fault_node import hooks
 
 from sregym_core.types import FaultSpec, TargetSelector
@@ -136,23 +135,21 @@ def _values(target: Any, params: dict, state: dict) -> dict:
             **{k: state[k] for k in ("table", "file", "bad_blocks") if k in state}}
 
 
-DISK_BAD_BLOCKS = FaultSpec(
+DISK_BAD_BLOCKS = function_fault(
     name="disk-bad-blocks", layer="hardware",
     selector=TargetSelector(kinds=WORKLOADS, roles=("db:*",), requires=("pvcs",)),
     summary="Bad blocks under the datastore's volume: reads of some records fail with EIO, every time",
     params_schema=schema(fraction={"type": "number", "minimum": 0.001, "maximum": 0.9, "default": 0.2},
                          restart={"type": "boolean", "default": True}),
     inject=inject, recover=recover, is_present=is_present, reference_fix=reference_fix,
-    ground_truth=truth_factory(
-        "disk-bad-blocks", "hardware", "PersistentVolume", "bad blocks on the volume's disk: reads of them fail with EIO",
-        symptoms=("could not read block N in file ...: Input/output error", "some queries always fail"),
-        keywords=("bad blocks", "EIO", "Input/output error", "disk failure", "dm-dust", "corrupt"),
+    resource_kind="PersistentVolume", mechanism="bad blocks on the volume's disk: reads of them fail with EIO",
+    keywords=("bad blocks", "EIO", "Input/output error", "disk failure", "dm-dust", "corrupt"),
         values=_values,
         prose="The disk under {component}'s volume ({volumes}) has bad blocks: reads covering them fail with EIO "
               "every time, so queries touching the affected records fail with 'could not read block ... "
               "Input/output error' while others work. Fix: move {component} to a new volume (a new "
-              "claim in its pod template) and rebuild its data."),
+              "claim in its pod template) and rebuild its data.",
     capabilities=frozenset({"embedded", "ld-preload"}), failure_mode="persistent",
-    symptoms=("could not read block ... Input/output error",),
+    symptoms=("could not read block N in file ...: Input/output error", "some queries always fail"),
 )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno as errno_names
 from typing import Any
 
-from sregym_fault_k8s.base import WORKLOADS, schema, truth_factory
+from sregym_core.faultkit import WORKLOADS, function_fault, schema
 from sregym_fault_node import hooks
 
 from sregym_core.types import FaultSpec, TargetSelector
@@ -97,25 +97,23 @@ def _values_syscall(target: Any, params: dict, state: dict) -> dict:
 
 
 FAULTS = [
-    FaultSpec(
+    function_fault(
         name="latent-sector-error", layer="hardware", selector=DATASTORE_WITH_VOLUME,
         summary="Intermittent EIO on reads of the datastore's volume (unreadable disk sectors)",
         params_schema=schema(rate={"type": "number", "minimum": 0.001, "maximum": 0.5, "default": 0.02}),
         inject=lse_inject, recover=shim_recover, is_present=shim_present, reference_fix=volume_fix,
-        ground_truth=truth_factory(
-            "latent-sector-error", "hardware", "PersistentVolume", "latent sector errors: reads of the volume fail with EIO",
-            symptoms=("could not read block ... Input/output error", "queries fail intermittently"),
-            keywords=("EIO", "Input/output error", "bad sectors", "disk failure", "I/O error"),
-            values=_values_lse,
-            prose="The disk under {component}'s volume ({volumes}) has latent sector errors: about {rate} of its "
+        resource_kind="PersistentVolume", mechanism="latent sector errors: reads of the volume fail with EIO",
+        keywords=("EIO", "Input/output error", "bad sectors", "disk failure", "I/O error"),
+        values=_values_lse,
+        prose="The disk under {component}'s volume ({volumes}) has latent sector errors: about {rate} of its "
                   "reads fail with EIO, so the datastore logs 'could not read block ... Input/output error' and "
                   "queries fail intermittently. Fix: move {component} to a new volume (a new claim in its pod "
                   "template) and "
-                  "let its data be rebuilt."),
+                  "let its data be rebuilt.",
         capabilities=hooks.LD_PRELOAD, failure_mode="persistent",
-        symptoms=("could not read block ... Input/output error", "intermittent query failures"),
+        symptoms=("could not read block ... Input/output error", "queries fail intermittently"),
     ),
-    FaultSpec(
+    function_fault(
         name="syscall-fail", layer="os", selector=TargetSelector(kinds=WORKLOADS),
         summary="One syscall (fsync, write, read, open or connect) of the target's pods fails with an errno",
         params_schema=schema(
@@ -125,13 +123,12 @@ FAULTS = [
             rate={"type": "number", "minimum": 0.01, "maximum": 1, "default": 1.0},
             port={"type": "integer", "minimum": 0, "maximum": 65535, "default": 0}),
         inject=syscall_inject, recover=shim_recover, is_present=shim_present, reference_fix=syscall_fix,
-        ground_truth=truth_factory(
-            "syscall-fail", "os", "Pod", "a syscall of the target's processes fails with an injected errno",
-            symptoms=("errno in the logs", "crash loop (fsync PANIC)", "connection errors (connect)"),
-            keywords=("syscall", "errno", "eBPF", "seccomp", "fsync", "I/O error"),
-            values=_values_syscall,
-            prose="{syscall}() in {component}'s processes fails with {errno} (rate {rate}), {scope}. Fix: {fix}."),
+        resource_kind="Pod", mechanism="a syscall of the target's processes fails with an injected errno",
+        keywords=("syscall", "errno", "eBPF", "seccomp", "fsync", "I/O error"),
+        values=_values_syscall,
+        prose="{syscall}() in {component}'s processes fails with {errno} (rate {rate}), {scope}. Fix: {fix}.",
         capabilities=hooks.LD_PRELOAD, failure_mode="persistent",
-        symptoms=("errors naming the failed syscall", "restarts"),
+        symptoms=("errno in the logs", "crash loop (fsync PANIC)", "connection errors (connect)",
+                  "errors naming the failed syscall", "restarts"),
     ),
 ]

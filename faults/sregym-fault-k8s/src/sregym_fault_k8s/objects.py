@@ -8,11 +8,9 @@ import json
 import yaml
 
 from sregym_core.errors import PermanentFaultError
+from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
 from sregym_core.quantity import parse_quantity
 from sregym_core.types import FaultSpec, TargetSelector
-
-from . import kube
-from .base import WORKLOADS, schema, truth_factory
 
 SERVICE = TargetSelector(kinds=WORKLOADS, requires=("service",))
 
@@ -20,12 +18,10 @@ SERVICE = TargetSelector(kinds=WORKLOADS, requires=("service",))
 def fault(name: str, summary: str, *, inject, recover, is_present, fix=None, resource_kind: str, mechanism: str,
           symptoms=(), keywords=(), params=None, selector=None, values=None, layer="k8s", prose=None,
           capabilities=frozenset({"any"}), recreates=()) -> FaultSpec:
-    return FaultSpec(name=name, summary=summary, layer=layer, selector=selector or SERVICE, recreates=recreates,
-                     params_schema=params or schema(), inject=inject, recover=recover, is_present=is_present,
-                     reference_fix=fix or recover,
-                     ground_truth=truth_factory(name, layer, resource_kind, mechanism, symptoms=symptoms,
-                                                keywords=keywords, values=values, prose=prose),
-                     capabilities=capabilities, symptoms=symptoms)
+    return function_fault(name=name, summary=summary, layer=layer, selector=selector or SERVICE, recreates=recreates,
+                          params_schema=params or schema(), inject=inject, recover=recover, is_present=is_present,
+                          reference_fix=fix, resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms,
+                          keywords=keywords, values=values, prose=prose, capabilities=capabilities)
 
 
 def _clean(obj: dict) -> dict:

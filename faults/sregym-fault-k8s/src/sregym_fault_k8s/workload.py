@@ -6,10 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from sregym_core.errors import PermanentFaultError
+from sregym_core.faultkit import WORKLOADS, injected_value, kube, original_value, schema, template_fault
 from sregym_core.types import TargetSelector
-
-from . import kube
-from .base import WORKLOADS, injected_value, original_value, schema, template_fault
 
 SERVING = TargetSelector(kinds=WORKLOADS, requires=("ports",))
 #: components with a dependency address in an env var (``<PEER>_ADDR``, ``DB_ADDR``...)
@@ -260,7 +258,8 @@ FAULTS = [
                    mutate=buggy_image, mechanism="image rolled to a buggy build with a code defect on one request path",
                    symptoms=("5xx errors on one endpoint",), keywords=("image", "bug", "regression", "roll back"),
                    params_schema=schema(tag={"type": "string", "default": "1.0-buggy"}), values=_image, layer="app",
-                   selector=TargetSelector(kinds=WORKLOADS, roles=("service:*", "frontend"))),
+                   selector=TargetSelector(kinds=WORKLOADS, roles=("service:*", "frontend"),
+                                           requires=("knob:buggy-image",))),
     template_fault(name="missing-env", summary="an env var the service needs is removed",
                    mutate=missing_env, mechanism="required environment variable removed from the container",
                    symptoms=("CrashLoopBackOff", "connection failures"), keywords=("environment", "env", "variable", "missing"),

@@ -14,8 +14,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sregym_fault_k8s import kube
+from sregym_core.faultkit import kube
 
+from sregym_core.clusters import SupportsNodeFaults, capability
 from sregym_core.errors import PermanentFaultError, TemporaryFaultError
 
 #: capabilities of faults acting through an LD_PRELOAD shim on the node's pods
@@ -24,10 +25,10 @@ LD_PRELOAD = frozenset({"embedded", "ld-preload"})
 NODE_AGENT = frozenset({"embedded", "node-agent"})
 
 
-def cluster(ctx: Any, method: str) -> Any:
-    """The cluster handle, when it offers ``method``; a clear error otherwise."""
-    handle = getattr(ctx, "cluster", None)
-    if handle is None or not callable(getattr(handle, method, None)):
+def cluster(ctx: Any, method: str) -> SupportsNodeFaults:
+    """The cluster handle, when it has the node fault hooks; a clear error otherwise."""
+    handle = capability(getattr(ctx, "cluster", None), SupportsNodeFaults)
+    if handle is None:
         raise PermanentFaultError(
             f"this cluster has no node fault hook {method!r}",
             hints=("node-level faults run on the embedded cluster (capabilities embedded, node-agent, ld-preload)",))

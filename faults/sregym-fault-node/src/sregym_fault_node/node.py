@@ -10,8 +10,7 @@ import json
 import uuid
 from typing import Any
 
-from sregym_fault_k8s import kube
-from sregym_fault_k8s.base import WORKLOADS, schema, truth_factory
+from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.types import FaultSpec, TargetSelector
@@ -135,12 +134,15 @@ def disk_full_present(ctx: Any, target: Any, params: dict) -> bool:
 
 def disk_full_fix(ctx: Any, target: Any, params: dict) -> None:
     """Delete the stray file from a throw-away pod mounting the claim (the datastore may be crash
-    looping, so exec into it is not reliable), then restart the datastore."""
+    looping, so exec into it is not reliable), then restart the datastore. The pod runs as root
+    (allowed by the baseline Pod Security level): the file lies in the datastore's private data
+    directory, which the default non-root user cannot enter."""
     name = f"disk-cleanup-{uuid.uuid4().hex[:6]}"
     node = hooks.target_node(ctx, target)
     kube.apply(ctx, {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ctx.namespace},
         "spec": {"restartPolicy": "Never", "nodeName": node, "terminationGracePeriodSeconds": 1,
+                 "securityContext": {"runAsUser": 0},
                  "containers": [{"name": "cleanup", "image": "busybox",
                                  "command": ["rm", "-f", f"/volume/{ctx.state['filler']}"],
                                  "volumeMounts": [{"name": "v", "mountPath": "/volume"}]}],
@@ -208,11 +210,10 @@ def _net_recover(ctx: Any, target: Any, params: dict) -> None:
 def _fault(name: str, summary: str, *, layer: str, selector: TargetSelector, params: dict, inject, present, fix,
            recover, resource_kind: str, mechanism: str, symptoms: tuple[str, ...], keywords: tuple[str, ...],
            capabilities: frozenset[str], prose: str, values=None, recreates: tuple[str, ...] = ()) -> FaultSpec:
-    return FaultSpec(name=name, summary=summary, layer=layer, selector=selector, params_schema=params,
-                     inject=inject, recover=recover, is_present=present, reference_fix=fix,
-                     ground_truth=truth_factory(name, layer, resource_kind, mechanism, symptoms=symptoms,
-                                                keywords=keywords, values=values, prose=prose),
-                     capabilities=capabilities, symptoms=symptoms, recreates=recreates)
+    return function_fault(name=name, summary=summary, layer=layer, selector=selector, params_schema=params,
+                          inject=inject, recover=recover, is_present=present, reference_fix=fix,
+                          resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms, keywords=keywords,
+                          values=values, prose=prose, capabilities=capabilities, recreates=recreates)
 
 
 def _with_state(*keys: str):

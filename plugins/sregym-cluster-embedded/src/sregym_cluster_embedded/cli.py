@@ -9,6 +9,7 @@ import sys
 import click
 
 from . import cluster as clusters
+from .cluster import DEFAULT_NAME, DEFAULT_NODES
 
 
 def _fail(exc: Exception) -> None:
@@ -24,8 +25,8 @@ def cluster() -> None:
 
 
 @cluster.command()
-@click.option("--name", default="default", show_default=True, help="Cluster name.")
-@click.option("--nodes", default=1, show_default=True, type=int, help="Number of virtual nodes.")
+@click.option("--name", default=DEFAULT_NAME, show_default=True, help="Cluster name (the one `sregym run` uses by default).")
+@click.option("--nodes", default=DEFAULT_NODES, show_default=True, type=int, help="Number of virtual nodes.")
 @click.option("--node-cpu", default="4", show_default=True, help="Allocatable CPU per node.")
 @click.option("--node-memory", default="8Gi", show_default=True, help="Allocatable memory per node.")
 @click.option("--json", "as_json", is_flag=True, help="Print the cluster info as JSON.")
@@ -44,7 +45,7 @@ def up(name: str, nodes: int, node_cpu: str, node_memory: str, as_json: bool) ->
 
 
 @cluster.command()
-@click.option("--name", default="default", show_default=True, help="Cluster name.")
+@click.option("--name", default=DEFAULT_NAME, show_default=True, help="Cluster name (the one `sregym run` uses by default).")
 @click.option("--forget", is_flag=True, help="Also release the cluster's address range.")
 def down(name: str, forget: bool) -> None:
     """Stop a cluster and everything it runs."""
@@ -60,28 +61,36 @@ def down(name: str, forget: bool) -> None:
 @click.option("--name", default=None, help="Cluster name (default: every known cluster).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(name: str | None, as_json: bool) -> None:
-    """Show whether clusters are running."""
+    """Show whether clusters are running (and their API answers); exit 3 if --name is not."""
     try:
         infos = [clusters.status(name)] if name else clusters.list_clusters()
     except Exception as exc:
         _fail(exc)
         return
+    answering = {i.name: clusters.answers(i) for i in infos}
     if as_json:
-        click.echo(json.dumps([i.to_json() for i in infos], indent=2))
-        return
-    if not infos:
+        click.echo(json.dumps([{**i.to_json(), "answering": answering[i.name]} for i in infos], indent=2))
+    elif not infos:
         click.echo("no clusters")
-        return
-    click.echo(f"{'NAME':<20} {'STATUS':<10} {'PID':<8} {'NODES':<6} URL")
-    for i in infos:
-        click.echo(f"{i.name:<20} {'running' if i.running else 'stopped':<10} {i.pid or '-'!s:<8} "
-                   f"{i.nodes if i.nodes is not None else '-'!s:<6} {i.url or '-'}")
-    if name and not infos[0].running:
+    else:
+        _print_status(infos, answering)
+    if name and not answering[name]:
         sys.exit(3)
 
 
+def _print_status(infos: list[clusters.ClusterInfo], answering: dict[str, bool]) -> None:
+    click.echo(f"{'NAME':<20} {'STATUS':<14} {'PID':<8} {'NODES':<6} URL")
+    for i in infos:
+        state = i.state if i.state != "running" or answering[i.name] else "not-answering"
+        click.echo(f"{i.name:<20} {state:<14} {i.pid or '-'!s:<8} "
+                   f"{i.nodes if i.nodes is not None else '-'!s:<6} {i.url or '-'}")
+    for i in infos:
+        if i.running and i.isolation_warning:
+            click.echo(f"warning: cluster {i.name!r}: {i.isolation_warning}")
+
+
 @cluster.command()
-@click.option("--name", default="default", show_default=True, help="Cluster name.")
+@click.option("--name", default=DEFAULT_NAME, show_default=True, help="Cluster name (the one `sregym run` uses by default).")
 @click.option("--agent", is_flag=True, help="The restricted agent kubeconfig instead of the admin one.")
 def kubeconfig(name: str, agent: bool) -> None:
     """Print the path of a cluster's kubeconfig."""
@@ -92,8 +101,8 @@ def kubeconfig(name: str, agent: bool) -> None:
 
 
 @cluster.command(hidden=True)
-@click.option("--name", default="default")
-@click.option("--nodes", default=1, type=int)
+@click.option("--name", default=DEFAULT_NAME)
+@click.option("--nodes", default=DEFAULT_NODES, type=int)
 @click.option("--owner-pid", default=None, type=int)
 @click.option("--ready-fd", default=None, type=int)
 @click.option("--port", default=0, type=int)

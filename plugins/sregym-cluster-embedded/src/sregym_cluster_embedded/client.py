@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from .apiserver import webhooks
 from .apiserver.core import ApiCore, now_iso, random_suffix
 from .apiserver.errors import ApiError
 from .apiserver.registry import ResourceType
@@ -25,6 +26,11 @@ PATCH_TYPES = {
     "json": "application/json-patch+json",
     "apply": "application/apply-patch+yaml",
 }
+
+
+#: who the cluster's own components are in an AdmissionReview
+COMPONENT_USER = type("ComponentUser", (), {"name": "system:kube-controller-manager",
+                                                         "groups": ("system:authenticated",)})()
 
 
 class LocalClient:
@@ -62,6 +68,8 @@ class LocalClient:
         body = dict(obj)
         body.setdefault("apiVersion", rt.api_version)
         body.setdefault("kind", rt.kind)
+        if webhooks.configured(self.core):  # controllers' writes go through admission webhooks too
+            body, _ = await webhooks.on_create(self.core, rt, namespace, body, COMPONENT_USER, False)
         return clone(self.core.create(rt, namespace, body))
 
     async def update(self, resource: str, obj: dict, *, subresource: str | None = None) -> dict:
@@ -72,6 +80,11 @@ class LocalClient:
         body.setdefault("kind", rt.kind if subresource != "scale" else "Scale")
         if subresource == "scale":
             body["kind"] = "Scale"
+        if subresource is None and webhooks.configured(self.core):
+            preview = self.core.update(rt, meta.get("namespace"), meta.get("name", ""), body, dry_run=True)
+            mutated, _ = await webhooks.on_write(self.core, rt, meta.get("namespace"), meta.get("name", ""), preview,
+                                                 COMPONENT_USER, False)
+            body = mutated if mutated is not None else body
         return clone(self.core.update(rt, meta.get("namespace"), meta.get("name", ""), body,
                                       subresource=subresource))
 
@@ -82,6 +95,12 @@ class LocalClient:
         if content_type is None:
             raise ApiError(415, f"unknown patch type {patch_type!r}", "UnsupportedMediaType")
         body = json.dumps(patch).encode()
+        if subresource is None and webhooks.configured(self.core):
+            existed = self.core.store.get(rt.storage_key, namespace if rt.namespaced else None, name) is not None
+            preview = self.core.patch(rt, namespace, name, body, content_type, dry_run=True)
+            mutated, _ = await webhooks.on_write(self.core, rt, namespace, name, preview, COMPONENT_USER, False)
+            if mutated is not None:
+                return clone(webhooks.store_mutated(self.core, rt, namespace, name, mutated, existed=existed))
         return clone(self.core.patch(rt, namespace, name, body, content_type, subresource=subresource))
 
     async def delete(self, resource: str, name: str, namespace: str | None = None, *,

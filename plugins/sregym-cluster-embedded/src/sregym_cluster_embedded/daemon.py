@@ -2,47 +2,43 @@
 
 State lives in ``$SREGYM_HOME/clusters/<name>/``: ``pid``, ``port``, ``info.json``, ``pki/``,
 ``kubeconfig`` (admin), ``agent-kubeconfig`` (restricted identity), ``tokens.json``, ``cluster.log``.
-Started by :func:`sregym_cluster_embedded.cluster.up`; stops on SIGTERM/SIGINT or when the owner
-process (``--owner-pid``) dies.
+Started by :func:`sregym_cluster_embedded.cluster.up`; stops on SIGTERM/SIGINT, or when the owner
+process (``--owner-pid``) is gone and no other command uses the cluster (see :mod:`.locks`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import inspect
 import json
 import logging
 import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import psutil
 
+from . import locks
+from .apiserver.admin_faults import FaultHooks
 from .apiserver.server import RunningApiServer
 from .client import LocalClient
+from .cluster import KEEP, SERVING_FILES, STOPPING, _daemon_pid
+from .controllers import start_controllers
+from .network import pod_dns_env, pod_resolv_conf, start_network
+from .node import start_nodes
+from .plugin_images import plugin_image_source
 from .settings import ClusterSettings, allocate, cluster_dir
 
 log = logging.getLogger("sregym_cluster_embedded.daemon")
+PartT = TypeVar("PartT")
 
 
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
+class Part(Protocol):
+    """What the cluster process starts besides the API server, and stops in reverse order."""
 
-
-def _entry_point(module: str, name: str) -> Any:
-    """``module.name`` when that part of the cluster is installed, else None (built in parallel)."""
-    try:
-        mod = importlib.import_module(f"sregym_cluster_embedded.{module}")
-    except ImportError as exc:
-        log.warning("%s not available: %s", module, exc)
-        return None
-    return getattr(mod, name, None)
+    async def stop(self) -> None: ...
 
 
 def make_settings(name: str, nodes: int, *, host: str = "127.0.0.1", port: int = 0,
@@ -54,15 +50,15 @@ def make_settings(name: str, nodes: int, *, host: str = "127.0.0.1", port: int =
 
 
 class ClusterProcess:
-    """Everything one cluster runs, started and stopped in order."""
+    """Everything one cluster runs: the API server, then controllers, network, nodes and the node
+    fault hooks, in that order. A part that fails to start fails the whole cluster (no cluster
+    without its controllers); ``stop`` stops what did start, in reverse."""
 
-    def __init__(self, settings: ClusterSettings, *, with_controllers: bool = True, with_nodes: bool = True,
-                 with_network: bool = True) -> None:
+    def __init__(self, settings: ClusterSettings) -> None:
         self.settings = settings
         self.server = RunningApiServer(settings)
         self.client = LocalClient(self.server.core)
-        self.parts: list[tuple[str, Any]] = []
-        self.with_controllers, self.with_nodes, self.with_network = with_controllers, with_nodes, with_network
+        self.parts: list[tuple[str, Part]] = []
 
     async def start(self) -> None:
         await self.start_api()
@@ -75,44 +71,31 @@ class ClusterProcess:
     async def start_parts(self) -> None:
         """Controllers, network and nodes; they list-then-watch, so starting them after the API
         already answers loses nothing."""
-        if self.with_controllers:
-            await self._start_part("controllers", "start_controllers")
-        if self.with_network:
-            await self._start_part("network", "start_network")
-        if self.with_nodes:
-            from .plugin_images import plugin_image_source
-
-            # images that installed apps and plugins declare (the node's own catalog has the standard ones)
-            node_options: dict[str, Any] = {"image_sources": [plugin_image_source]}
-            if dict(self.parts).get("network") is not None:
-                # pods resolve cluster names through the network's DNS: a resolv.conf in their mount
-                # namespace (root) or the resolver hook the env points Python processes at (no root)
-                from . import network as cluster_network
-
-                node_options.update(pod_env=cluster_network.pod_dns_env, resolv_conf=cluster_network.pod_resolv_conf)
-            node_options["token_source"] = self._service_account_token
-            nodes = await self._start_part("node", "start_nodes", **node_options)
-            if nodes is not None:  # nodefaults: admin fault hooks (shim rules, node stop, proxy faults)
-                await self._start_fault_hooks(nodes)
-            runtime = getattr(nodes, "runtime", None)
-            if runtime is not None:
-                self.server.core.runtime = runtime
-                controllers = dict(self.parts).get("controllers")
-                if controllers is not None and hasattr(controllers, "set_metrics") and hasattr(runtime, "pod_usage"):
-                    controllers.set_metrics(runtime.pod_usage)
-
-    async def _start_fault_hooks(self, nodes: Any) -> None:
-        """nodefaults: hand the NodeSet and Network to the admin fault endpoints (/sregym/faults)."""
-        try:
-            from .apiserver.admin_faults import FaultHooks
-
-            hooks = FaultHooks(self.client, self.settings, nodes, dict(self.parts).get("network"))
-            hooks.install()
-        except Exception:
-            log.exception("starting the node fault hooks failed")
-            return
+        controllers = await self._started("controllers", start_controllers(self.client, self.settings))
+        network = await self._started("network", start_network(self.client, self.settings))
+        # images that installed apps and plugins declare (the node's own catalog has the standard
+        # ones); pods resolve cluster names through the network's DNS: a resolv.conf in their mount
+        # namespace (root) or the resolver hook the env points Python processes at (no root)
+        nodes = await self._started("node", start_nodes(
+            self.client, self.settings, image_sources=[plugin_image_source], pod_env=pod_dns_env,
+            resolv_conf=pod_resolv_conf, token_source=self._service_account_token))
+        # the admin fault endpoints (/sregym/faults, /sregym/nodes): shim rules, node stop, proxy faults
+        hooks = FaultHooks(self.client, self.settings, nodes, network)
+        hooks.install()
         self.server.api.fault_hooks = hooks
         self.parts.append(("fault-hooks", hooks))
+        self.server.core.runtime = nodes.runtime
+        controllers.set_metrics(nodes.runtime.pod_usage)
+
+    async def _started(self, name: str, part: PartT) -> PartT:
+        """Register ``part`` (so ``stop`` stops it even if it fails half way), then wait until it runs."""
+        self.parts.append((name, part))
+        try:
+            await part
+        except Exception:
+            log.exception("starting %s failed", name)
+            raise
+        return part
 
     def _service_account_token(self, pod: dict, projection: dict) -> str:
         """A real, verifiable token for a pod's projected service-account volume."""
@@ -126,35 +109,18 @@ class ClusterProcess:
                                               projection.get("audience") and [projection["audience"]])
         return token
 
-    async def _start_part(self, module: str, fn_name: str, **options: Any) -> Any:
-        fn = _entry_point(module, fn_name)
-        if fn is None:
-            return None
-        try:
-            part = await _maybe_await(fn(self.client, self.settings, **options))
-        except Exception:
-            log.exception("starting %s failed", module)
-            return None
-        self.parts.append((module, part))
-        return part
-
     async def stop(self) -> None:
-        for module, part in reversed(self.parts):
-            stop = getattr(part, "stop", None)
-            if stop is None:
-                continue
+        for name, part in reversed(self.parts):
             try:
-                await asyncio.wait_for(_maybe_await(stop()), timeout=15)
+                await asyncio.wait_for(part.stop(), timeout=15)
             except Exception:
-                log.exception("stopping %s failed", module)
+                log.exception("stopping %s failed", name)
         self.parts.clear()
         await self.server.stop()
 
 
 def _running_daemon(name: str) -> int | None:
     """Another live daemon serving ``name`` (two would clobber one state directory)."""
-    from .cluster import _daemon_pid
-
     pid = _daemon_pid(name)
     return pid if pid is not None and pid != os.getpid() else None
 
@@ -182,7 +148,7 @@ async def serve(name: str, nodes: int, *, owner_pid: int | None = None, host: st
     settings = make_settings(name, nodes, host=host, port=port, node_cpu=node_cpu, node_memory=node_memory)
     state_dir = Path(settings.state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("port", "info.json"):
+    for stale in (*SERVING_FILES, STOPPING, KEEP):
         with contextlib.suppress(FileNotFoundError):
             (state_dir / stale).unlink()
     (state_dir / "pid").write_text(str(os.getpid()))
@@ -195,23 +161,33 @@ async def serve(name: str, nodes: int, *, owner_pid: int | None = None, host: st
         await proc.start_api()
         _write_state(state_dir, proc.server.settings, started)
         log.info("cluster %s API ready at %s in %.3fs", name, proc.server.url, time.monotonic() - started)
-        if ready_fd is not None:
+        await proc.start_parts()
+        log.info("cluster %s running (%s) after %.3fs", name, ", ".join(m for m, _ in proc.parts),
+                 time.monotonic() - started)
+        if ready_fd is not None:  # only a whole cluster is ready: `up` reports a part that failed
             with contextlib.suppress(OSError):
                 os.write(ready_fd, b"ready\n")
                 os.close(ready_fd)
-        await proc.start_parts()
-        log.info("cluster %s running (%s) after %.3fs", name, ", ".join(m for m, _ in proc.parts) or "API only",
-                 time.monotonic() - started)
+        users = locks.lock(name, locks.USERS)
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
             if owner_pid and not psutil.pid_exists(owner_pid):
-                log.info("owner process %s is gone: stopping", owner_pid)
-                break
+                if (state_dir / KEEP).exists():
+                    log.info("owner process %s is gone, but a later command asked to keep the cluster", owner_pid)
+                    owner_pid = None
+                elif users.acquire(timeout=0):  # held until this process exits: newcomers wait for that
+                    log.info("owner process %s is gone and no other command uses the cluster: stopping", owner_pid)
+                    break
     finally:
         log.info("cluster %s stopping", name)
+        # from here on the cluster is not running: no command may pick up its address any more
+        (state_dir / STOPPING).touch()
+        for stale in SERVING_FILES:
+            with contextlib.suppress(FileNotFoundError):
+                (state_dir / stale).unlink()
         await proc.stop()
-        for stale in ("port", "info.json", "pid"):
+        for stale in ("pid", STOPPING):
             with contextlib.suppress(FileNotFoundError):
                 (state_dir / stale).unlink()
 

@@ -12,29 +12,70 @@ from typing import Any
 import yaml
 
 from sregym_core import hookimpl
+from sregym_core.errors import ClusterError
 from sregym_core.types import ClusterProviderSpec
 
 from . import cluster as clusters
+from . import locks
 
-CAPABILITIES = frozenset({"any", "embedded", "node-agent", "snapshot", "ld-preload"})  # nodefaults: ld-preload
+CAPABILITIES = frozenset({"any", "embedded", "node-agent", "snapshot", "ld-preload"})
 
 
 class EmbeddedCluster:
-    """The conductor's handle on one embedded cluster (see ``sregym_core.clusters``)."""
+    """The conductor's handle on one embedded cluster (see ``sregym_core.clusters``).
 
-    def __init__(self, name: str = "sregym", nodes: int = 3, *, owned: bool = True, **options: Any) -> None:
+    ``owned``: a cluster this handle starts stops when this process is gone (and no other command
+    uses it); otherwise it runs until ``sregym cluster down``. ``exclusive``: this handle changes the
+    apps on the cluster (a run, a deploy), so a second exclusive handle on the same name fails at
+    once instead of reverting this one's faults. Between ``up`` and ``down`` (or the end of the
+    process) the handle counts as a user, so nobody stops the cluster under it.
+    """
+
+    def __init__(self, name: str = clusters.DEFAULT_NAME, nodes: int = clusters.DEFAULT_NODES, *, owned: bool = False,
+                 exclusive: bool = False,
+                 **options: Any) -> None:
         self.name = name
         self.nodes = nodes
         self.capabilities = CAPABILITIES
         self.options = options
         self._owned = owned
+        self._exclusive = exclusive
+        self._use = locks.lock(name, locks.USERS)
+        self._apps = locks.lock(name, locks.APPS)
 
     def up(self) -> None:
-        clusters.up(self.name, self.nodes, owner_pid=os.getpid() if self._owned else None,
-                    **{k: v for k, v in self.options.items() if k in ("node_cpu", "node_memory", "timeout")})
+        clusters._check_name(self.name)
+        if self._exclusive and not self._apps.acquire(timeout=0):
+            raise ClusterError(f"cluster {self.name!r} is in use by another command that changes its apps: "
+                               f"{self._apps.holder()}",
+                               hints=["clusters run side by side: give this command another --cluster name",
+                                      "or wait until that command has finished"])
+        try:
+            if not self._use.acquire(shared=True, timeout=clusters.LOCK_WAIT_S):
+                raise ClusterError(f"cluster {self.name!r} is still stopping (waited {clusters.LOCK_WAIT_S:.0f} s)",
+                                   hints=[f"`sregym cluster down --name {self.name}` stops it"])
+            clusters.up(self.name, self.nodes, owner_pid=os.getpid() if self._owned else None,
+                        **{k: v for k, v in self.options.items() if k in ("node_cpu", "node_memory", "timeout")})
+        except BaseException:
+            self._release()
+            raise
 
     def down(self) -> None:
-        clusters.down(self.name)
+        """Stop the cluster, unless another command still uses it (then it keeps running)."""
+        self._use.release()
+        try:
+            clusters.stop_if_unused(self.name)
+        finally:
+            self._apps.release()
+
+    def _release(self) -> None:
+        self._use.release()
+        self._apps.release()
+
+    def release(self) -> None:
+        """Stop using the cluster without stopping it (``--keep-cluster`` from a process that goes on
+        running, such as an RL environment's ``close()``): the next command may take its apps."""
+        self._release()
 
     def kubeconfig(self, agent: bool = False) -> Path:
         return clusters.kubeconfig(self.name, agent=agent)
@@ -70,7 +111,7 @@ class EmbeddedCluster:
         with urllib.request.urlopen(req, context=ctx, timeout=60) as resp:
             return json.loads(resp.read() or b"null")
 
-    # -- nodefaults: node-level fault hooks (see apiserver/admin_faults.py) -------------------------
+    # -- node-level fault hooks (see apiserver/admin_faults.py) ----------------------------------
     def _admin_json(self, method: str, path: str, body: dict | None = None) -> Any:
         """An admin call with a JSON body; API errors raise ``urllib.error.HTTPError`` (a Status body)."""
         config = yaml.safe_load(self.kubeconfig().read_text())

@@ -3,8 +3,10 @@ as an image source for the node agents' catalog."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Iterable
+from pathlib import Path
 
 from .node.images import Recipe
 
@@ -14,12 +16,74 @@ log = logging.getLogger(__name__)
 def plugin_image_source() -> Iterable[tuple[str, Recipe]]:
     """(pattern, recipe) for every local image the installed plugins declare."""
     try:
-        from sregym_core.plugins import get_plugin_manager
+        from sregym_core.plugins import get_plugin_host
 
-        images = get_plugin_manager().get_local_images()
+        images = get_plugin_host().get_local_images()
     except Exception:  # a broken plugin must not stop the cluster; its images are simply missing
         log.exception("loading plugin images failed")
         return []
     return [(image.image, Recipe.make(entrypoint=image.argv, cmd=image.cmd, env=dict(image.env),
-                                      workdir=image.workdir, description=image.summary or image.image))
+                                      workdir=image.workdir, description=image.summary or image.image,
+                                      packages=package_dirs(image.argv)))
             for image in images]
+
+
+def package_dirs(argv) -> list[str]:
+    """The source directories a ``python -m package.module`` image runs from: the package's own
+    and those of its editable-installed dependencies (an editable install points into the
+    checkout). What an isolated pod sees of the checkout, and nothing else."""
+    argv = list(argv)
+    if "-m" not in argv[:-1]:
+        return []
+    top = argv[argv.index("-m") + 1].split(".")[0]
+    dirs = _package_dir(top)
+    for dep in _editable_dependencies(top):
+        dirs += [d for d in _package_dir(dep) if d not in dirs]
+    return dirs
+
+
+def _package_dir(top: str) -> list[str]:
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [str(Path(p).resolve()) for p in spec.submodule_search_locations]
+    return [str(Path(spec.origin).resolve())] if spec.origin else []
+
+
+def _editable_dependencies(top: str) -> list[str]:
+    """Top-level import names of the editable installs the distribution of ``top`` requires."""
+    import importlib.metadata as metadata
+    import re
+
+    owners = metadata.packages_distributions()
+    out: list[str] = []
+    for dist_name in owners.get(top, []):
+        try:
+            requires = metadata.distribution(dist_name).requires or []
+        except metadata.PackageNotFoundError:
+            continue
+        for requirement in requires:
+            if "extra ==" in requirement:
+                continue
+            name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].strip()
+            try:
+                dep = metadata.distribution(name)
+            except metadata.PackageNotFoundError:
+                continue
+            for pkg, dists in owners.items():
+                if dep.metadata["Name"] not in dists or pkg.startswith("_") or pkg in out:
+                    continue
+                # installed into the environment (bound with it) or editable (a source directory)
+                if any(not _inside_environment(d) for d in _package_dir(pkg)):
+                    out.append(pkg)
+    return out
+
+
+def _inside_environment(path: str) -> bool:
+    import sys
+
+    return any(path.startswith(str(Path(p).resolve()) + "/") for p in {sys.prefix, sys.base_prefix})

@@ -81,18 +81,45 @@ def _locked_table(update: Callable[[dict[str, int]], T]) -> T:
 def allocate(name: str) -> tuple[str, str]:
     """(pod prefix, service prefix) for cluster ``name``: the same each time for one name."""
 
+    busy = ranges_in_use()
+
     def take(table: dict[str, int]) -> int:
-        if name in table and _claim_machine_wide(table[name], name):
+        if name in table and table[name] not in busy and _claim_machine_wide(table[name], name):
             return table[name]
         used = set(table.values())
         for index in range(MAX_CLUSTERS):
-            if index not in used and _claim_machine_wide(index, name):
+            if index not in used and index not in busy and _claim_machine_wide(index, name):
                 table[name] = index
                 return index
         raise RuntimeError(f"no free address range: {MAX_CLUSTERS} clusters already allocated")
 
     index = _locked_table(take)
     return f"127.{FIRST_OCTET + 2 * index}", f"127.{FIRST_OCTET + 2 * index + 1}"
+
+
+def ranges_in_use(proc_net: Path = Path("/proc/net")) -> set[int]:
+    """Range indexes with a listening socket of anyone on this machine, whatever registry they used.
+
+    The daemon allocates before it listens, so every listener found belongs to another cluster:
+    another user's (the registries are per user and cannot see each other), or one started with a
+    different registry. Read from /proc/net, which shows every user's sockets."""
+    busy: set[int] = set()
+    for table, listening in (("tcp", "0A"), ("udp", None)):
+        try:
+            lines = (proc_net / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 4 or (listening and fields[3] != listening):
+                continue
+            address = fields[1].split(":")[0]
+            if len(address) != 8:
+                continue
+            octets = bytes.fromhex(address)[::-1]  # /proc/net stores IPv4 in host (little-endian) order
+            if octets[0] == 127 and octets[1] >= FIRST_OCTET:
+                busy.add((octets[1] - FIRST_OCTET) // 2)
+    return busy
 
 
 def release(name: str) -> None:
@@ -119,6 +146,8 @@ def _claim_alive(claim: dict) -> bool:
     try:
         pid = int(pid_file.read_text().strip())
         os.kill(pid, 0)
+        return True
+    except PermissionError:  # another user's live process
         return True
     except (OSError, ValueError):
         return time.time() - float(claim.get("at", 0)) < CLAIM_GRACE_S and not pid_file.exists()

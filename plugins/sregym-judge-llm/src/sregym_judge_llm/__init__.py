@@ -1,18 +1,15 @@
-"""SREGym's LLM diagnosis judge (``judge-llm``) and judge calibration."""
+"""SREGym's LLM diagnosis judge (``judge-llm``); calibration is ``sregym judge calibrate`` (judge-rules)."""
 
 from __future__ import annotations
 
-from .calibration import CalibrationItem, CalibrationReport, calibrate, cohen_kappa, load_dataset
-from .judge import LLMJudge, make_llm_judge
+from .judge import JudgeUnavailable, LLMJudge, configured_model, make_gated_judge, make_llm_judge
 from .prompt import RESPONSE_SCHEMA
 
 __all__ = [
     "RESPONSE_SCHEMA",
-    "CalibrationItem",
-    "CalibrationReport",
+    "JudgeUnavailable",
     "LLMJudge",
-    "calibrate",
-    "cohen_kappa",
-    "load_dataset",
+    "configured_model",
+    "make_gated_judge",
     "make_llm_judge",
 ]

@@ -1,7 +1,15 @@
 """``judge-llm``: the checklist judge through litellm (any provider, any model string).
 
 Configuration, first found wins: the factory's arguments (``model``, ``api_base``, ``api_key``,
-``threshold``...), then the environment (``JUDGE_MODEL``, ``JUDGE_API_BASE``, ``JUDGE_API_KEY``).
+``threshold``...), then the environment (``JUDGE_MODEL`` or upstream's ``JUDGE_MODEL_ID``,
+``JUDGE_API_BASE``, ``JUDGE_API_KEY``).
+
+Two modes. ``plain`` (``judge-llm``): the model answers the checklist. ``gated``
+(``judge-llm-gated``, what ``sregym run`` uses when a judge model is configured): the rules-based
+hard gates of ``judge-rules`` decide first (the faulty component asserted as the cause, no hedge,
+no kitchen sink, no text addressed to the grader); a diagnosis that fails a gate fails without a
+model call, and only the others go to the model. ``rubric="upstream"`` asks upstream SREGym's
+checklist with its prompt shape and JSON-array reply, and scores it its way.
 A local OpenAI-compatible server (vLLM, Ollama, a test stub) is ``model="openai/<name>"`` with
 ``api_base="http://127.0.0.1:8000/v1"``.
 
@@ -20,15 +28,16 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import structlog
 
 from sregym_core.errors import ConfigError
 from sregym_core.oracles.judge import (
-    CHECKLIST,
     DEFAULT_THRESHOLD,
     ChecklistAnswer,
     JudgeVerdict,
     check_threshold,
+    checklist_for,
     clip_submission,
     coerce_truth,
     failed_verdict,
@@ -36,12 +45,34 @@ from sregym_core.oracles.judge import (
 )
 from sregym_core.types import GroundTruth
 
-from .prompt import MalformedReply, parse_reply, retry_prompt, system_prompt, user_prompt
+from .prompt import (
+    MalformedReply,
+    parse_reply,
+    parse_upstream_reply,
+    retry_prompt,
+    system_prompt,
+    upstream_retry_prompt,
+    upstream_system_prompt,
+    upstream_user_prompt,
+    user_prompt,
+)
 
 log = structlog.get_logger()
 
 NAME = "judge-llm"
+GATED_NAME = "judge-llm-gated"
+MODES = ("plain", "gated")
 ENV_MODEL, ENV_API_BASE, ENV_API_KEY = "JUDGE_MODEL", "JUDGE_API_BASE", "JUDGE_API_KEY"
+ENV_MODEL_UPSTREAM = "JUDGE_MODEL_ID"  # upstream SREGym's name for the same setting
+
+
+def configured_model() -> str | None:
+    """The judge model the environment configures (``JUDGE_MODEL``, else ``JUDGE_MODEL_ID``)."""
+    return os.environ.get(ENV_MODEL) or os.environ.get(ENV_MODEL_UPSTREAM) or None
+
+
+class JudgeUnavailable(ConfigError):
+    """The configured judge model did not answer the pre-flight call."""
 
 
 def _litellm() -> Any:
@@ -65,9 +96,9 @@ class LLMJudge:
     :param max_attempts: calls per diagnosis when replies are malformed or the call fails (>= 1).
     :param timeout: seconds per call.
     :param completion_kwargs: extra litellm arguments (e.g. ``mock_response`` in tests).
+    :param mode: ``plain`` or ``gated`` (rules-based hard gates first).
+    :param rubric: ``sregym`` (the project's checklist) or ``upstream``.
     """
-
-    name = NAME
 
     def __init__(
         self,
@@ -79,13 +110,20 @@ class LLMJudge:
         max_attempts: int = 3,
         timeout: float = 120.0,
         completion_kwargs: Mapping[str, Any] | None = None,
+        mode: str = "plain",
+        rubric: str = "sregym",
     ) -> None:
-        self.model = model or os.environ.get(ENV_MODEL)
+        if mode not in MODES:
+            raise ConfigError(f"judge-llm mode must be one of {', '.join(MODES)}, got {mode!r}")
+        checklist_for(rubric)  # rejects an unknown rubric
+        self.mode, self.rubric = mode, rubric
+        self.name = GATED_NAME if mode == "gated" else NAME
+        self.model = model or configured_model()
         if not self.model:
             raise ConfigError(
                 "judge-llm needs a model",
                 hints=(
-                    f"pass --judge-model or set {ENV_MODEL} (any litellm model string, e.g. gpt-4o-mini)",
+                    f"pass --judge-model or set {ENV_MODEL} or {ENV_MODEL_UPSTREAM} (any litellm model string, e.g. gpt-4o-mini)",
                     f"for a local OpenAI-compatible server: {ENV_MODEL}=openai/<name> {ENV_API_BASE}=http://127.0.0.1:8000/v1",
                 ),
             )
@@ -107,26 +145,70 @@ class LLMJudge:
         app_namespace: str = "",
     ) -> JudgeVerdict:
         truths = coerce_truth(truth)
-        submission, submitted_chars = clip_submission(submission)
+        clipped, submitted_chars = clip_submission(submission)
+        gates = None
+        if self.mode == "gated":
+            gate = self._rules().judge(clipped, truths, app_components=tuple(app_components), app_namespace=app_namespace)
+            gates = dict(gate.inputs.get("gates") or {})
+            if not gates.get("passed"):  # a hard gate failed: the checklist cannot pass, no model call
+                return _with_inputs(attrs.evolve(gate, judge=self.name), model=self.model, gated_by="judge-rules")
+        verdict = self._ask_model(clipped, truths, tuple(app_components), app_namespace, submitted_chars)
+        if gates is not None:
+            verdict = _with_inputs(verdict, gates=gates, gated_by="judge-rules")
+        return verdict
+
+    def _rules(self) -> Any:
+        """judge-rules, through the plugin host (one plugin never imports another)."""
+        from sregym_core.plugins import get_plugin_host
+
+        spec = get_plugin_host().get_oracles().get("judge-rules")
+        if spec is None or spec.kind != "judge":
+            raise ConfigError("judge-llm-gated needs the judge-rules plugin", hints=("pip install sregym-judge-rules",))
+        return spec.factory(threshold=self.threshold, rubric=self.rubric)
+
+    def preflight(self) -> None:
+        """One tiny call ("Say ok.") so a run fails fast when the model does not answer.
+
+        :raises JudgeUnavailable: with the provider's error.
+        """
+        try:
+            response = self._complete([{"role": "user", "content": "Say ok."}], json_mode=False, max_tokens=5)
+        except Exception as exc:  # noqa: BLE001 - every provider error means the same here
+            raise JudgeUnavailable(
+                f"the judge model {self.model} did not answer the pre-flight call: {_provider_message(exc)}",
+                hints=(f"check {ENV_MODEL}/{ENV_MODEL_UPSTREAM}, {ENV_API_BASE} and {ENV_API_KEY}",
+                       "or grade offline with --judge judge-rules"),
+            ) from None
+        if not (_content(response) or "").strip():
+            raise JudgeUnavailable(f"the judge model {self.model} answered the pre-flight call with nothing")
+
+    def _ask_model(self, submission: str, truths: tuple[GroundTruth, ...], app_components: tuple[str, ...],
+                   app_namespace: str, submitted_chars: int) -> JudgeVerdict:
+        upstream = self.rubric == "upstream"
         common = {
             "judge": self.name,
             "threshold": self.threshold,
             "submission": submission,
             "truth": truths,
-            "app_components": tuple(app_components),
+            "app_components": app_components,
             "app_namespace": app_namespace,
             "submitted_chars": submitted_chars,
+            "rubric": self.rubric,
         }
-        messages = [
-            {"role": "system", "content": system_prompt()},
-            {"role": "user", "content": user_prompt(submission, truths, app_components=app_components, app_namespace=app_namespace)},
-        ]
+        if upstream:
+            messages = [{"role": "system", "content": upstream_system_prompt()},
+                        {"role": "user", "content": upstream_user_prompt(submission, truths)}]
+        else:
+            messages = [
+                {"role": "system", "content": system_prompt()},
+                {"role": "user", "content": user_prompt(submission, truths, app_components=app_components, app_namespace=app_namespace)},
+            ]
         tokens = {"prompt": 0, "completion": 0}
         cost: float | None = None
         problems: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
             try:
-                response = self._complete(messages)
+                response = self._complete(messages, json_mode=not upstream)
             except Exception as exc:  # noqa: BLE001 - provider errors are many; all end in a recorded error
                 problems.append(f"call {attempt}: {_provider_message(exc)}")
                 log.warning("judge_call_failed", model=self.model, attempt=attempt, error=problems[-1])
@@ -139,11 +221,12 @@ class LLMJudge:
                 cost = (cost or 0.0) + call_cost
             content = _content(response)
             try:
-                by_id = parse_reply(content)
+                by_id = parse_upstream_reply(content) if upstream else parse_reply(content)
             except MalformedReply as exc:
                 problems.append(f"reply {attempt}: {exc}")
                 log.info("judge_reply_malformed", model=self.model, attempt=attempt, error=str(exc))
-                messages += [{"role": "assistant", "content": content or ""}, {"role": "user", "content": retry_prompt(str(exc))}]
+                retry = upstream_retry_prompt(str(exc)) if upstream else retry_prompt(str(exc))
+                messages += [{"role": "assistant", "content": content or ""}, {"role": "user", "content": retry}]
                 continue
             answers = [
                 ChecklistAnswer(
@@ -154,30 +237,31 @@ class LLMJudge:
                     evidence=str(by_id[q.id]["evidence"]),
                     confidence=float(by_id[q.id]["confidence"]),
                 )
-                for q in CHECKLIST
+                for q in checklist_for(self.rubric)
             ]
             verdict = make_verdict(answers=answers, cost=cost, tokens=tokens, **common)
             if problems:  # keep what it took to get a valid reply
-                verdict = _with_inputs(verdict, retries=problems, model=self.model)
-            else:
-                verdict = _with_inputs(verdict, model=self.model)
-            return verdict
+                return _with_inputs(verdict, retries=problems, model=self.model)
+            return _with_inputs(verdict, model=self.model)
         error = f"no valid reply from {self.model} after {self.max_attempts} attempt(s): " + "; ".join(problems)
         return _with_inputs(failed_verdict(error=error, cost=cost, tokens=tokens, **common), retries=problems, model=self.model)
 
-    def _complete(self, messages: list[dict[str, str]]) -> Any:
+    def _complete(self, messages: list[dict[str, str]], *, json_mode: bool = True, max_tokens: int | None = None) -> Any:
         litellm = _litellm()
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": list(messages),
             "temperature": 0,
             "timeout": self.timeout,
-            "response_format": {"type": "json_object"},
             "drop_params": True,  # providers without JSON mode get the prompt's instructions only
             # one retry policy, ours (bounded by max_attempts): no hidden client-side retries
             "num_retries": 0,
             "max_retries": 0,
         }
+        if json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
         if self.api_base:
             kwargs["api_base"] = self.api_base
             # OpenAI-compatible local servers rarely check keys, but the client insists on one
@@ -210,17 +294,20 @@ def _provider_message(exc: BaseException) -> str:
 
 
 def _with_inputs(verdict: JudgeVerdict, **extra: Any) -> JudgeVerdict:
-    import attrs
-
     return attrs.evolve(verdict, inputs={**verdict.inputs, **extra})
 
 
 def make_llm_judge(**config: Any) -> LLMJudge:
     """``OracleSpec`` factory: ``model``, ``api_base``, ``api_key``, ``threshold``, ``max_attempts``,
     ``timeout`` from the configuration (the rest from the environment)."""
-    allowed = {"model", "api_base", "api_key", "threshold", "max_attempts", "timeout", "completion_kwargs"}
+    allowed = {"model", "api_base", "api_key", "threshold", "max_attempts", "timeout", "completion_kwargs", "mode", "rubric"}
     unknown = sorted(set(config) - allowed)
     if unknown:
         raise ConfigError(f"judge-llm does not take {', '.join(unknown)}", hints=(f"known options: {', '.join(sorted(allowed))}",))
     return LLMJudge(**config)
+
+
+def make_gated_judge(**config: Any) -> LLMJudge:
+    """``OracleSpec`` factory of ``judge-llm-gated``: judge-llm behind the judge-rules gates."""
+    return make_llm_judge(**{**config, "mode": "gated"})
 

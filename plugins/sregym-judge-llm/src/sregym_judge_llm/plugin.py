@@ -7,7 +7,7 @@ from typing import Any
 from sregym_core import hookimpl
 from sregym_core.types import OracleSpec
 
-from .judge import make_llm_judge
+from .judge import make_gated_judge, make_llm_judge
 
 CONFIG_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -19,6 +19,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
         "max_attempts": {"type": "integer", "minimum": 1, "maximum": 10},
         "timeout": {"type": "number", "exclusiveMinimum": 0},
+        "mode": {"enum": ["plain", "gated"]},
+        "rubric": {"enum": ["sregym", "upstream"]},
     },
 }
 
@@ -32,12 +34,14 @@ def sregym_oracles() -> list[OracleSpec]:
             kind="judge",
             factory=make_llm_judge,
             config_schema=CONFIG_SCHEMA,
-        )
+        ),
+        OracleSpec(
+            name="judge-llm-gated",
+            summary="judge-llm behind judge-rules' hard gates (component asserted as the cause, no hedge, no kitchen sink, "
+                    "no injection); the default of `sregym run` when a judge model is configured",
+            kind="judge",
+            factory=make_gated_judge,
+            config_schema=CONFIG_SCHEMA,
+        ),
     ]
 
-
-@hookimpl
-def sregym_register_commands(cli: Any) -> None:
-    from .cli import judge_group
-
-    cli.add_command(judge_group)

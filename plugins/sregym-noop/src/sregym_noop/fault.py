@@ -2,35 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from sregym_core.types import GroundTruth
+from sregym_core.faults import FaultContext
+from sregym_core.types import GroundTruth, Target
 
 
-def inject(ctx: Any, target: Any, params: dict[str, Any]) -> None:
-    ctx.state["injected"] = True
-    ctx.state["label"] = params["label"]
+class NoopFault:
+    """A :class:`~sregym_core.faults.Fault` that only records its own state."""
 
+    def inject(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
+        ctx.state["injected"] = True
+        ctx.state["label"] = params["label"]
 
-def recover(ctx: Any, target: Any, params: dict[str, Any]) -> None:
-    ctx.state["injected"] = False
+    def is_present(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
+        return bool(ctx.state.get("injected"))
 
+    def recover(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
+        ctx.state["injected"] = False
 
-def is_present(ctx: Any, target: Any, params: dict[str, Any]) -> bool:
-    return bool(ctx.state.get("injected"))
+    def reference_fix(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
+        ctx.state["injected"] = False
 
-
-def reference_fix(ctx: Any, target: Any, params: dict[str, Any]) -> None:
-    ctx.state["injected"] = False
-
-
-def ground_truth(target: Any, params: dict[str, Any], state: dict[str, Any]) -> GroundTruth:
-    return GroundTruth(
-        fault="noop", layer="k8s", components=(target.component.name,), namespace=target.namespace,
-        resource_kind=target.component.kind, mechanism="nothing was changed (noop fault)",
-        mutated_values={"label": params.get("label", "noop")},
-        prose=f"The noop fault was applied to {target.component.name}; it changes nothing.",
-    )
+    def ground_truth(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> GroundTruth:
+        return GroundTruth(
+            fault="noop", layer="k8s", components=(target.component.name,), namespace=target.namespace,
+            resource_kind=target.component.kind, mechanism="nothing was changed (noop fault)",
+            mutated_values={"label": params.get("label", "noop")},
+            prose=f"The noop fault was applied to {target.component.name}; it changes nothing.",
+        )
 
 
 PARAMS_SCHEMA = {

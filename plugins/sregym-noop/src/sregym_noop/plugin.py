@@ -15,8 +15,7 @@ def sregym_faults():
         FaultSpec(
             name="noop", summary="changes nothing (test stand-in)", layer="k8s",
             selector=TargetSelector(), params_schema=fault.PARAMS_SCHEMA,
-            inject=fault.inject, recover=fault.recover, is_present=fault.is_present,
-            reference_fix=fault.reference_fix, ground_truth=fault.ground_truth,
+            impl=fault.NoopFault(),
             capabilities=frozenset({"any"}), symptoms=("none",),
         )
     ]

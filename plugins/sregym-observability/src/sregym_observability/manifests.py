@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import yaml
 
+from .kubeapi import SA_DIR
 from .prometheus_config import PrometheusSettings, render_alert_rules, render_prometheus_config
 
 NAMESPACE = "observability"
@@ -77,10 +78,14 @@ def _deployment(settings: StackSettings, name: str, container: dict[str, Any],
     }
 
 
-def _service(settings: StackSettings, name: str, ports: Sequence[tuple[str, int, int]]) -> dict[str, Any]:
+def _service(settings: StackSettings, name: str, ports: Sequence[tuple[str, int, int]],
+             app_reachable: Sequence[int] = ()) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": settings.namespace, "labels": _labels(name)}
+    if app_reachable:  # the only ports of this hidden namespace app pods may call (the embedded cluster enforces it)
+        metadata["annotations"] = {"sregym.io/app-reachable-ports": ",".join(str(p) for p in app_reachable)}
     return {
         "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": name, "namespace": settings.namespace, "labels": _labels(name)},
+        "metadata": metadata,
         "spec": {"selector": {"app": name},
                  "ports": [{"name": port_name, "port": port, "targetPort": target, "protocol": "TCP"}
                            for port_name, port, target in ports]},
@@ -91,7 +96,9 @@ def _server_container(settings: StackSettings, component: str, port: int, args: 
                       memory: str) -> dict[str, Any]:
     return {
         "name": component, "image": settings.image,
-        "args": [component, "--port", str(port), *args],
+        # the token's directory as an argument: nodes without per-pod mount namespaces (a non-root
+        # embedded cluster) rewrite container paths in arguments to where the volume really is
+        "args": [component, "--port", str(port), "--sa-dir", str(SA_DIR), *args],
         "ports": [{"name": "http", "containerPort": port}],
         "readinessProbe": {"httpGet": {"path": "/ready", "port": port}, "periodSeconds": 5},
         "livenessProbe": {"httpGet": {"path": "/ready", "port": port}, "periodSeconds": 10, "failureThreshold": 6},
@@ -169,7 +176,7 @@ def render_objects(settings: StackSettings = StackSettings()) -> list[dict[str, 
             ["--max-spans", str(settings.max_spans), "--retention", str(_seconds(settings.retention))], "512Mi")),
         # OTLP/HTTP and the query API share one port; the Service exposes both well-known ports.
         _service(settings, "jaeger", [("query", PORTS["jaeger"], PORTS["jaeger"]),
-                                      ("otlp-http", PORTS["otlp"], PORTS["jaeger"])]),
+                                      ("otlp-http", PORTS["otlp"], PORTS["jaeger"])], app_reachable=[PORTS["otlp"]]),
         _deployment(settings, "prometheus", prometheus_container, volumes=[
             {"name": "config", "configMap": {"name": "prometheus-config"}},
             {"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}]),

@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--api-server", default=None)
     parser.add_argument("--token-file", default=None)
     parser.add_argument("--ca-file", default=None)
+    parser.add_argument("--sa-dir", default=None,
+                        help="the pod's service-account directory (default /var/run/secrets/kubernetes.io/serviceaccount); "
+                             "given as an argument so a node that rewrites container paths maps it")
     parser.add_argument("--namespaces", default="", help="comma-separated namespaces to collect (default all)")
     parser.add_argument("--exclude-namespaces", default="",
                         help="logs and exporters: comma-separated namespaces never collected, listed or discovered")
@@ -75,7 +78,7 @@ DEFAULT_PORTS = {"logs": 3100, "traces": 16686, "exporters": 8080}
 
 def _kube(args: argparse.Namespace) -> KubeClient:
     return KubeClient(resolve_access(args.kubeconfig, server=args.api_server, token_file=args.token_file,
-                                     ca_file=args.ca_file))
+                                     ca_file=args.ca_file, sa_dir=args.sa_dir))
 
 
 async def _periodic(seconds: float, action) -> None:

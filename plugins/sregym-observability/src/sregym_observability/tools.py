@@ -310,6 +310,30 @@ def get_logs(endpoints: Endpoints, query: str, last_n_minutes: int = 15, limit: 
     return header + "\n" + _bound("\n".join(lines), _max_chars(endpoints) - len(header) - 1, keep="tail")
 
 
+@_tool
+def get_labels(endpoints: Endpoints) -> str:
+    """The log label names, in upstream SREGym's shape: ``Available labels:`` then one per line."""
+    body = _get(endpoints, endpoints.loki_url, "The log store (Loki API)", "/loki/api/v1/labels")
+    names = sorted(body.get("data") or [])
+    if not names:
+        return "No labels found: no log lines have been stored yet."
+    return _bound("Available labels:\n" + "\n".join(f"  - {name}" for name in names), _max_chars(endpoints))
+
+
+@_tool
+def get_label_values(endpoints: Endpoints, label: str) -> str:
+    """The values of one log label (e.g. ``app``: the services that log)."""
+    if not label or not _LABEL_VALUE.match(label):
+        return "Give a label name; get_labels lists them (e.g. app, namespace, pod, container)."
+    body = _get(endpoints, endpoints.loki_url, "The log store (Loki API)",
+                f"/loki/api/v1/label/{quote(label, safe='')}/values")
+    values = sorted(body.get("data") or [])
+    if not values:
+        return f"No values for label {label!r}; get_labels lists the labels that exist."
+    return _bound(f"Values of label '{label}':\n" + "\n".join(f"  - {value}" for value in values),
+                  _max_chars(endpoints))
+
+
 # -- traces --------------------------------------------------------------------------------------
 
 
@@ -449,6 +473,14 @@ async def aget_alerts(endpoints: Endpoints) -> str:
 
 async def aget_logs(endpoints: Endpoints, query: str, last_n_minutes: int = 15) -> str:
     return await asyncio.to_thread(get_logs, endpoints, query, last_n_minutes)
+
+
+async def aget_labels(endpoints: Endpoints) -> str:
+    return await asyncio.to_thread(get_labels, endpoints)
+
+
+async def aget_label_values(endpoints: Endpoints, label: str) -> str:
+    return await asyncio.to_thread(get_label_values, endpoints, label)
 
 
 async def aget_services(endpoints: Endpoints) -> str:

@@ -20,7 +20,9 @@ import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from .. import logs, telemetry
+from sregym_appkit import logs
+
+from .. import telemetry
 from ..rpc import RpcError
 from . import Context
 
@@ -136,7 +138,7 @@ class Frontend:
         route = self.routes.get((method, parts.path))
         endpoint = parts.path if route else "other"
         start = time.perf_counter()
-        token = otel_context.attach(telemetry.extract_context(headers))
+        token = otel_context.attach(telemetry.extract(headers))
         try:
             with telemetry.tracer().start_as_current_span(
                 f"HTTP {method} {endpoint}", kind=trace.SpanKind.SERVER,

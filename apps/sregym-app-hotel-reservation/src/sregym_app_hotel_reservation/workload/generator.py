@@ -1,305 +1,52 @@
-"""Open-loop load generator with a query API (``python -m sregym_app_hotel_reservation.serve workload``).
+"""Hotel Reservation's workload generator (``python -m sregym_app_hotel_reservation.serve workload``).
 
-Requests are *scheduled*, not paced by responses: constant or Poisson inter-arrival times at
-``rate`` per second, for at most ``duration`` seconds and ``max_requests`` requests. When more than
-``max_inflight`` requests are outstanding, new ones are recorded as failed (``client_overloaded``)
-instead of delaying the schedule, so a slow system shows up as errors and latency, as it would for
-real users.
-
-API (the mitigation oracles' functional SLO)::
-
-    GET  /stats?window=30   {"count","success","errors","success_rate","p50_ms","p95_ms","p99_ms","by_endpoint"}
-    GET  /control           the current run's parameters and progress
-    POST /control           {"rate": 20, "duration": 60, "max_requests": 5000, "distribution": "poisson"}
-    GET  /healthz, GET /metrics
-
-Settings come from ``--flags`` or ``WORKLOAD_*`` environment variables (see ``parse_settings``).
+The open-loop engine and its ``/stats`` + ``/control`` API are sregym_appkit.workload; this module
+adds the request mix (``mix.py``) and the content check (``content.py``): every answer is checked
+against the seeded data, so a success is the expected status *with* the right content, and an answer
+whose status looks fine but whose content is wrong is a failure counted separately as a content error.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import os
 import random
-import signal
-import time
-from typing import Any
 
-import aiohttp
-import attrs
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from sregym_appkit import workload
+from sregym_appkit.workload import Outcome, Settings, parse_settings, validate_run
 
-from .. import logs
+from . import content
 from .mix import ENDPOINTS, choose, request_for
-from .stats import Record, RequestLog
 
-REQUESTS = Counter("workload_requests_total", "requests sent by the workload generator", ["endpoint", "outcome"])
-LATENCY = Histogram("workload_request_latency_seconds", "end-to-end request latency", ["endpoint"],
-                    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
-SUCCESS_RATE = Gauge("workload_success_rate", "fraction of successful requests over the last 30 s")
-P99 = Gauge("workload_latency_p99_ms", "p99 latency over the last 30 s in milliseconds")
-TARGET_RATE = Gauge("workload_target_rate", "configured requests per second (0 = idle)")
-INFLIGHT = Gauge("workload_inflight", "requests awaiting a response")
-
-MAX_RATE = 2000.0
+__all__ = ["ENDPOINTS", "HotelGenerator", "main", "validate_run"]
 
 
-@attrs.frozen(kw_only=True)
-class RunSpec:
-    """One bounded run of load."""
+class HotelGenerator(workload.Generator):
+    """Searches, recommendations, logins (half with a wrong password) and reservations at the frontend."""
 
-    rate: float
-    duration: float
-    max_requests: int
-    distribution: str = "poisson"
-    seed: int | None = None
+    endpoints = ENDPOINTS
 
+    def choose(self, rng: random.Random) -> str:
+        return choose(rng)
 
-@attrs.frozen(kw_only=True)
-class Settings:
-    target: str
-    host: str
-    port: int
-    run: RunSpec
-    timeout_s: float
-    max_inflight: int
-    buffer: int
-    autostart: bool
+    def prepare(self, endpoint: str, rng: random.Random) -> tuple[str, str]:
+        return request_for(endpoint, rng)
 
-
-def _env(name: str, default: str) -> str:
-    return os.environ.get(name, default) or default
-
-
-def parse_settings(argv: list[str]) -> Settings:
-    p = argparse.ArgumentParser(prog="serve workload", description="Hotel Reservation workload generator")
-    p.add_argument("--target", default=_env("WORKLOAD_TARGET", "http://frontend.hotel-reservation.svc.cluster.local:5000"))
-    p.add_argument("--host", default=_env("WORKLOAD_HOST", "0.0.0.0"))
-    p.add_argument("--port", type=int, default=int(_env("WORKLOAD_PORT", "8089")))
-    p.add_argument("--rate", type=float, default=float(_env("WORKLOAD_RATE", "10")))
-    p.add_argument("--duration", type=float, default=float(_env("WORKLOAD_DURATION", "86400")))
-    p.add_argument("--max-requests", type=int, default=int(_env("WORKLOAD_MAX_REQUESTS", "10000000")))
-    p.add_argument("--distribution", choices=("constant", "poisson"), default=_env("WORKLOAD_DISTRIBUTION", "poisson"))
-    p.add_argument("--seed", type=int, default=int(os.environ["WORKLOAD_SEED"]) if os.environ.get("WORKLOAD_SEED") else None)
-    p.add_argument("--timeout", type=float, default=float(_env("WORKLOAD_TIMEOUT_S", "5")))
-    p.add_argument("--max-inflight", type=int, default=int(_env("WORKLOAD_MAX_INFLIGHT", "256")))
-    p.add_argument("--buffer", type=int, default=int(_env("WORKLOAD_BUFFER", "200000")))
-    p.add_argument("--no-autostart", action="store_true", default=_env("WORKLOAD_AUTOSTART", "true").lower() == "false")
-    a = p.parse_args(argv)
-    run = validate_run({"rate": a.rate, "duration": a.duration, "max_requests": a.max_requests,
-                        "distribution": a.distribution, "seed": a.seed})
-    return Settings(target=a.target.rstrip("/"), host=a.host, port=a.port, run=run, timeout_s=a.timeout,
-                    max_inflight=max(1, a.max_inflight), buffer=max(100, a.buffer), autostart=not a.no_autostart)
-
-
-def validate_run(body: dict[str, Any], base: RunSpec | None = None) -> RunSpec:
-    """A RunSpec from a /control body (missing keys keep ``base``); raise ValueError with a clear message."""
-    unknown = set(body) - {"rate", "duration", "max_requests", "distribution", "seed"}
-    if unknown:
-        raise ValueError(f"unknown keys: {', '.join(sorted(unknown))}")
-    merged = attrs.asdict(base) if base else {}
-    merged.update({k: v for k, v in body.items() if v is not None or k == "seed"})
-    try:
-        rate = float(merged.get("rate", 0))
-        duration = float(merged.get("duration", 60))
-        max_requests = int(merged.get("max_requests", 10_000_000))
-        seed = None if merged.get("seed") is None else int(merged["seed"])
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"rate, duration, max_requests and seed must be numbers: {exc}") from exc
-    distribution = str(merged.get("distribution", "poisson"))
-    if not 0 <= rate <= MAX_RATE:
-        raise ValueError(f"rate must be within 0-{MAX_RATE:g} requests/s")
-    if not 0 < duration <= 7 * 86400:
-        raise ValueError("duration must be within (0, 604800] seconds")
-    if max_requests < 0:
-        raise ValueError("max_requests must be >= 0")
-    if distribution not in ("constant", "poisson"):
-        raise ValueError("distribution must be constant or poisson")
-    return RunSpec(rate=rate, duration=duration, max_requests=max_requests, distribution=distribution, seed=seed)
-
-
-class Generator:
-    """Runs one RunSpec at a time against the frontend and records every request."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.log = RequestLog(settings.buffer)
-        self.spec = settings.run
-        self.task: asyncio.Task[None] | None = None
-        self.session: aiohttp.ClientSession | None = None
-        self.sent = 0
-        self.started_at = 0.0
-        self.inflight = 0
-        self.pending: set[asyncio.Task[None]] = set()
-
-    async def open(self) -> None:
-        connector = aiohttp.TCPConnector(limit=self.settings.max_inflight, ttl_dns_cache=10)
-        timeout = aiohttp.ClientTimeout(total=self.settings.timeout_s)
-        self.session = aiohttp.ClientSession(connector=connector, timeout=timeout)
-
-    async def close(self) -> None:
-        await self.stop()
-        if self.pending:
-            await asyncio.wait(self.pending, timeout=self.settings.timeout_s)
-        if self.session is not None:
-            await self.session.close()
-
-    async def start(self, spec: RunSpec) -> None:
-        await self.stop()
-        self.spec, self.sent, self.started_at = spec, 0, time.time()
-        TARGET_RATE.set(spec.rate)
-        logs.info("workload_run_started", target=self.settings.target, rate=spec.rate, duration=spec.duration,
-                  max_requests=spec.max_requests, distribution=spec.distribution)
-        if spec.rate > 0 and spec.max_requests > 0:
-            self.task = asyncio.create_task(self._schedule(spec))
-
-    async def stop(self) -> None:
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-            try:
-                await self.task
-            except asyncio.CancelledError:
-                pass
-        self.task = None
-        TARGET_RATE.set(0)
-
-    async def _schedule(self, spec: RunSpec) -> None:
-        rng = random.Random(spec.seed)
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        next_at = start
-        while self.sent < spec.max_requests:
-            gap = 1.0 / spec.rate if spec.distribution == "constant" else rng.expovariate(spec.rate)
-            next_at += gap
-            if next_at - start > spec.duration:
-                break
-            delay = next_at - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            endpoint = choose(rng)
-            method, path = request_for(endpoint, rng)
-            self.sent += 1
-            if self.inflight >= self.settings.max_inflight:
-                self._record(endpoint, 0, 0.0, "client_overloaded")
-                continue
-            task = asyncio.create_task(self._one(endpoint, method, path))
-            self.pending.add(task)
-            task.add_done_callback(self.pending.discard)
-        logs.info("workload_run_finished", sent=self.sent, elapsed_s=round(loop.time() - start, 1))
-        TARGET_RATE.set(0)
-
-    def _record(self, endpoint: str, status: int, latency_s: float, error: str = "") -> None:
-        ok = 200 <= status < 300
-        self.log.add(Record(t=time.time(), endpoint=endpoint, status=status, latency_ms=latency_s * 1000,
-                            ok=ok, error=error))
-        REQUESTS.labels(endpoint, "success" if ok else "error").inc()
-        if status:
-            LATENCY.labels(endpoint).observe(latency_s)
-
-    async def _one(self, endpoint: str, method: str, path: str) -> None:
+    async def send(self, endpoint: str, request: tuple[str, str]) -> Outcome:
         assert self.session is not None
-        self.inflight += 1
-        INFLIGHT.set(self.inflight)
-        t0 = time.perf_counter()
-        try:
-            async with self.session.request(method, self.settings.target + path) as resp:
-                await resp.read()
-                self._record(endpoint, resp.status, time.perf_counter() - t0)
-        except TimeoutError:
-            self._record(endpoint, 0, time.perf_counter() - t0, "timeout")
-        except aiohttp.ClientError as exc:
-            self._record(endpoint, 0, time.perf_counter() - t0, type(exc).__name__)
-        finally:
-            self.inflight -= 1
-            INFLIGHT.set(self.inflight)
-
-    def progress(self) -> dict[str, Any]:
-        return {"running": self.task is not None and not self.task.done(), "sent": self.sent,
-                "recorded_total": self.log.total, "inflight": self.inflight, "started_at": self.started_at,
-                "target": self.settings.target, **attrs.asdict(self.spec)}
+        method, path = request
+        async with self.session.request(method, self.settings.target + path) as resp:
+            body = await resp.read()
+        status = resp.status
+        # a refused login (401 for a wrong password) is the expected answer, judged on content too
+        if 200 <= status < 300 or status == content.expected_status(endpoint, content.query_params(path)):
+            wrong = content.check(endpoint, path, status, body) or ""
+            return Outcome(status, wrong=wrong, ok=not wrong)
+        return Outcome(status, ok=False)
 
 
-def make_app(gen: Generator) -> web.Application:
-    async def stats(request: web.Request) -> web.Response:
-        try:
-            window = float(request.query.get("window", "30"))
-            if not 0 < window <= 86400:
-                raise ValueError
-        except ValueError:
-            return web.json_response({"error": "window must be a number of seconds in (0, 86400]"}, status=400)
-        result = gen.log.stats(window)
-        result["endpoints"] = list(ENDPOINTS)
-        return web.json_response(result)
-
-    async def control_get(request: web.Request) -> web.Response:
-        return web.json_response(gen.progress())
-
-    async def control_post(request: web.Request) -> web.Response:
-        try:
-            body = await request.json()
-            if not isinstance(body, dict):
-                raise ValueError("body must be a JSON object")
-            spec = validate_run(body, base=gen.spec)
-        except (ValueError, json.JSONDecodeError) as exc:
-            return web.json_response({"error": str(exc)}, status=400)
-        await gen.start(spec)
-        return web.json_response(gen.progress())
-
-    async def healthz(request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
-
-    async def metrics(request: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    app = web.Application()
-    app.router.add_get("/stats", stats)
-    app.router.add_get("/control", control_get)
-    app.router.add_post("/control", control_post)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", healthz)
-    app.router.add_get("/metrics", metrics)
-    return app
+def build(argv: list[str]) -> HotelGenerator:
+    settings: Settings = parse_settings(argv, description="Hotel Reservation workload generator",
+                                        default_target="http://frontend.hotel-reservation.svc.cluster.local:5000")
+    return HotelGenerator(settings)
 
 
-async def _gauges(gen: Generator) -> None:
-    while True:
-        s = gen.log.stats(30)
-        SUCCESS_RATE.set(s["success_rate"] if s["success_rate"] is not None else 1.0)
-        P99.set(s["p99_ms"] or 0)
-        await asyncio.sleep(1)
-
-
-async def run(settings: Settings) -> None:
-    gen = Generator(settings)
-    await gen.open()
-    runner = web.AppRunner(make_app(gen), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, settings.host, settings.port).start()
-    logs.info("workload_api_listening", host=settings.host, port=settings.port)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    gauges = asyncio.create_task(_gauges(gen))
-    if settings.autostart:
-        await gen.start(settings.run)
-    await stop.wait()
-    logs.info("shutdown_started", reason="signal")
-    gauges.cancel()
-    await gen.close()
-    await runner.cleanup()
-    logs.info("shutdown_complete")
-
-
-def main(argv: list[str]) -> int:
-    logs.configure("workload", os.environ.get("LOG_LEVEL", "info"))
-    try:
-        settings = parse_settings(argv)
-    except ValueError as exc:
-        logs.error("config_invalid", error=str(exc))
-        return 2
-    asyncio.run(run(settings))
-    return 0
+main = workload.main(build)

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import discovery, fieldcheck, optional, proxy
+from . import discovery, fieldcheck, openapi, podsecurity, printers, proxy, subresources, webhooks
 from .auth import Authenticator
 from .core import ApiCore
 from .errors import ApiError, bad_request, forbidden, method_not_allowed, server_not_found
@@ -22,15 +22,20 @@ from .rbac import ADMIN_USER as ADMIN_NAME
 from .rbac import MASTERS as MASTERS_GROUP
 from .rbac import Attributes, Authorizer, UserInfo
 from .request import (
+    MAX_BODY,
     PATCH_TYPES,
+    USER_KEY,
     Target,
     bool_param,
     check_json_object,
     decode_body,
     dry_run_param,
     int_param,
+    json_response,
     media_type,
     parse_resource_path,
+    read_body,
+    success_status,
     wants_partial,
     wants_table,
 )
@@ -41,19 +46,14 @@ log = logging.getLogger(__name__)
 
 ANONYMOUS = UserInfo(name="system:anonymous", groups=("system:unauthenticated",))
 PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version", "/version/"}
-MAX_BODY = 3 * 1024 * 1024
 DEFAULT_WATCH_TIMEOUT = 1800
 BOOKMARK_INTERVAL = 60.0
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 SERVER_KEY: web.AppKey[ApiServer] = web.AppKey("server")
-USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("user")
 TIMING_KEY: web.RequestKey[str] = web.RequestKey("timing_key")
-
-
-def json_response(body: Any, status: int = 200, content_type: str = "application/json") -> web.Response:
-    return web.Response(body=_dumps(body).encode(), status=status, headers={"Content-Type": content_type})
+PSA_AUDIT_KEY: web.RequestKey[str] = web.RequestKey("pod_security_audit")
 
 
 def list_response(core: ApiCore, rt: Any, list_meta: dict[str, Any], items: list[Obj]) -> web.Response:
@@ -66,15 +66,6 @@ def list_response(core: ApiCore, rt: Any, list_meta: dict[str, Any], items: list
 
 def status_response(exc: ApiError) -> web.Response:
     return json_response(exc.status, exc.code)
-
-
-def success_status(details: dict[str, Any] | None = None, code: int = 200) -> dict[str, Any]:
-    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
-    if details:
-        body["details"] = details
-    if code != 200:
-        body["code"] = code
-    return body
 
 
 class ApiServer:
@@ -99,6 +90,8 @@ class ApiServer:
         user = request.get(USER_KEY)
         entry = {"ts": time.time(), "user": user.name if user else None, "method": request.method,
                  "path": request.path, "query": request.query_string, "code": code}
+        if request.get(PSA_AUDIT_KEY):
+            entry["annotations"] = {podsecurity.AUDIT_ANNOTATION: request[PSA_AUDIT_KEY]}
         try:
             self.audit_file.write(_dumps(entry) + "\n")
             self.audit_file.flush()
@@ -120,6 +113,7 @@ class ApiServer:
         if self._http is not None:
             await self._http.close()
             self._http = None
+        await webhooks.close(self.core)
 
     @property
     def settings(self) -> Any:
@@ -156,7 +150,7 @@ class ApiServer:
                         if ver.get("name") == rt.version and (ver.get("schema") or {}).get("openAPIV3Schema"):
                             res["schema"] = ver["schema"]["openAPIV3Schema"]
                 resources.append(res)
-            index, docs = optional.build_openapi(resources)
+            index, docs = openapi.build_openapi_v3(resources)
             self._openapi = (gen, index, docs)
         return self._openapi[1], self._openapi[2]
 
@@ -269,7 +263,7 @@ async def admin_request(request: web.Request, server: ApiServer, parts: list[str
     if not user.is_master:
         raise ApiError(403, f'forbidden: User "{user.name}" cannot {request.method.lower()} path "{request.path}"',
                        "Forbidden", details={})
-    if len(parts) >= 2 and parts[1] in ("faults", "nodes"):  # nodefaults: node-level fault hooks
+    if len(parts) >= 2 and parts[1] in ("faults", "nodes"):  # node-level fault hooks
         from .admin_faults import handle as fault_hooks_request
 
         return await fault_hooks_request(request, getattr(server, "fault_hooks", None), parts)
@@ -361,16 +355,8 @@ def openapi_response(server: ApiServer, parts: list[str]) -> web.Response:
 # ----------------------------------------------------------------------------------------------
 # resources
 # ----------------------------------------------------------------------------------------------
-async def read_body(request: web.Request) -> bytes:
-    if request.content_length is not None and request.content_length > MAX_BODY:
-        raise ApiError(413, "the request body is too large", "RequestEntityTooLarge")
-    return await request.read()
-
-
 async def resource_request(request: web.Request, server: ApiServer, group: str, version: str,
                            rest: list[str]) -> web.StreamResponse:
-    from . import subresources
-
     core = server.core
     user: UserInfo = request[USER_KEY]
     if group == "" and proxy.is_proxy_path(rest):
@@ -402,7 +388,7 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             if wants_table(accept):
                 return json_response(_table(server, target, [obj], query))
             if wants_partial(accept):
-                return json_response(optional.partial_metadata(obj))
+                return json_response(printers.partial_metadata(obj))
             return web.Response(body=core.store.encoded(rt.storage_key, obj),
                                 headers={"Content-Type": "application/json"})
         request[TIMING_KEY] = "GET list"
@@ -420,7 +406,7 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             return json_response(table)
         if wants_partial(accept):
             return json_response({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                                  "metadata": list_meta, "items": [optional.partial_metadata(o) for o in items]})
+                                  "metadata": list_meta, "items": [printers.partial_metadata(o) for o in items]})
         return list_response(core, rt, list_meta, items)
 
     dry_run = dry_run_param(query)
@@ -433,7 +419,11 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
         body = check_json_object(decode_body(await read_body(request), request.headers.get("Content-Type")),
                                  rt.kind)
         warnings = fieldcheck.check(rt, body, query)
+        if webhooks.configured(core):
+            body, hook_warnings = await webhooks.on_create(core, rt, target.namespace, body, user, dry_run)
+            warnings += hook_warnings
         created = core.create(rt, target.namespace, body, dry_run=dry_run)
+        warnings += _pod_security(request, core, target.namespace, created)
         return _warn(json_response(created, 201), warnings)
     if method == "PUT":
         if target.name is None:
@@ -445,8 +435,18 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
                                              dry_run=dry_run))
         body = check_json_object(body, rt.kind)
         warnings = fieldcheck.check(rt, body, query) if not target.subresource else []
-        return _warn(json_response(core.update(rt, target.namespace, target.name, body,
-                                               subresource=target.subresource or None, dry_run=dry_run)), warnings)
+        before = _namespace_labels(core, rt, target)
+        if webhooks.configured(core) and not target.subresource:
+            preview = core.update(rt, target.namespace, target.name, body, dry_run=True)
+            mutated, hook_warnings = await webhooks.on_write(core, rt, target.namespace, target.name, preview, user,
+                                                             dry_run)
+            warnings += hook_warnings
+            body = mutated if mutated is not None else body
+        updated = core.update(rt, target.namespace, target.name, body, subresource=target.subresource or None,
+                              dry_run=dry_run)
+        if not target.subresource:
+            warnings += _pod_security(request, core, target.namespace, updated, before)
+        return _warn(json_response(updated), warnings)
     if method == "PATCH":
         if target.name is None:
             raise method_not_allowed()
@@ -462,8 +462,21 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
         warnings: list[str] = []
         if not target.subresource:
             warnings, body = fieldcheck.check_patch(rt, body, ctype, query)
-        result = core.patch(rt, target.namespace, target.name, body, ctype,
-                            subresource=target.subresource or None, dry_run=dry_run)
+        before = _namespace_labels(core, rt, target)
+        mutated = None
+        if webhooks.configured(core) and not target.subresource:
+            preview = core.patch(rt, target.namespace, target.name, body, ctype, dry_run=True)
+            mutated, hook_warnings = await webhooks.on_write(core, rt, target.namespace, target.name, preview, user,
+                                                             dry_run)
+            warnings += hook_warnings
+        if mutated is not None:  # a mutating webhook changed the patched object: store it as changed
+            result = webhooks.store_mutated(core, rt, target.namespace, target.name, mutated,
+                                            existed=existed is not None, dry_run=dry_run)
+        else:
+            result = core.patch(rt, target.namespace, target.name, body, ctype,
+                                subresource=target.subresource or None, dry_run=dry_run)
+        if not target.subresource:
+            warnings += _pod_security(request, core, target.namespace, result, before)
         return _warn(json_response(result, 201 if existed is None and target.subresource != "scale" else 200),
                      warnings)
     if method == "DELETE":
@@ -499,6 +512,34 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
     raise method_not_allowed()
 
 
+def _namespace_labels(core: Any, rt: Any, target: Target) -> dict[str, str] | None:
+    """A namespace's labels before an update (to warn about pods a new enforce level refuses)."""
+    if rt.key != "namespaces" or target.name is None or target.subresource:
+        return None
+    return core.namespace_labels(target.name)
+
+
+def _pod_security(request: web.Request, core: Any, namespace: str | None, obj: Any,
+                  old_labels: dict[str, str] | None = None) -> list[str]:
+    """Pod Security admission's warn mode (Warning headers) and audit mode (the audit log), for a
+    pod or a workload's pod template; for a namespace, its existing pods under a new enforce level."""
+    if not isinstance(obj, dict):
+        return []
+    if obj.get("kind") == "Namespace":
+        if old_labels is None:
+            return []
+        name = obj["metadata"]["name"]
+        pods = list(core.store.list("pods", name))
+        warnings = podsecurity.namespace_update_warnings(old_labels, (obj.get("metadata") or {}).get("labels"), pods)
+    else:
+        warnings, audit = podsecurity.warnings_and_audit(core.namespace_labels(namespace), obj,
+                                                         core.namespace_annotations(namespace))
+        if audit:
+            request[PSA_AUDIT_KEY] = audit
+    # the header's warn-code form (RFC 7234), which kubectl prints as "Warning: <text>"
+    return ['299 - "' + json.dumps(w, ensure_ascii=True)[1:-1] + '"' for w in warnings]
+
+
 def _warn(response: web.Response, warnings: list[str]) -> web.Response:
     for warning in warnings:
         response.headers.add("Warning", warning)
@@ -509,7 +550,7 @@ def _table(server: ApiServer, target: Target, objects: list[Obj], query: Any) ->
     include = query.get("includeObject") or "Metadata"
     if include not in ("None", "Metadata", "Object"):
         raise bad_request(f"invalid includeObject: {include!r}")
-    return optional.build_table(target.rt.plural, target.rt.group, objects, include_object=include,
+    return printers.build_table(target.rt.plural, target.rt.group, objects, include_object=include,
                                 crd=target.rt.crd)
 
 
@@ -551,7 +592,7 @@ async def watch_response(request: web.Request, server: ApiServer, target: Target
 
     def encode(event_type: str, obj: Obj) -> bytes:
         if table and event_type != "BOOKMARK":
-            obj = optional.build_table(rt.plural, rt.group, [core.external(rt, obj)], include_object=include,
+            obj = printers.build_table(rt.plural, rt.group, [core.external(rt, obj)], include_object=include,
                                        crd=rt.crd)
         elif event_type != "BOOKMARK":
             # every watcher of an object shares one serialization of it

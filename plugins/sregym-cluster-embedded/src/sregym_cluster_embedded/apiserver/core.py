@@ -16,7 +16,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import fieldcheck, optional
+from . import admission, defaults, fieldcheck, patching, podsecurity
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .registry import VIRTUAL, Registry, ResourceType
 from .selectors import ObjectFilter
@@ -243,7 +243,7 @@ class ApiCore:
         _drop_empty_metadata(meta)
         self._prepare_create(rt, obj)
         if rt.crd is None:
-            optional.apply_defaults(rt.group, rt.version, rt.kind, obj)
+            defaults.apply_defaults(rt.group, rt.version, rt.kind, obj)
             self._validate(rt, obj)
         self._admit_create(rt, obj, dry_run)
         if dry_run:
@@ -476,18 +476,10 @@ class ApiCore:
 
     def _recount_quotas(self, namespace: str) -> None:
         self._quota_pending.discard(namespace)
-        mod = optional.admission_module()
-        check = getattr(mod, "check_quota", None)
-        if check is None:
-            return
         ns_objects = {key: list(self.store.list(key, namespace)) for key in QUOTA_COUNTED}
         for quota in self.store.list("resourcequotas", namespace):
-            try:
-                # the quota "re-admitting" itself adds nothing and reports what is used now
-                updated = check("resourcequotas", clone(quota), [clone(quota)], ns_objects)
-            except Exception as exc:
-                optional.log.warning("quota recount in %s failed: %s", namespace, exc)
-                continue
+            # the quota "re-admitting" itself adds nothing and reports what is used now
+            updated = admission.check_quota("resourcequotas", clone(quota), [clone(quota)], ns_objects)
             status = (updated or [{}])[0].get("status")
             current = self.store.get("resourcequotas", namespace, quota["metadata"]["name"])
             if current is not None and status and current.get("status") != status:
@@ -496,54 +488,65 @@ class ApiCore:
                 self.store.put("resourcequotas", new)
 
     # -- admission ------------------------------------------------------------------------------
+    def namespace_labels(self, namespace: str | None) -> dict[str, str]:
+        ns = self.store.get("namespaces", None, namespace) if namespace else None
+        return dict(((ns or {}).get("metadata") or {}).get("labels") or {})
+
+    def namespace_annotations(self, namespace: str | None) -> dict[str, str]:
+        ns = self.store.get("namespaces", None, namespace) if namespace else None
+        return dict(((ns or {}).get("metadata") or {}).get("annotations") or {})
+
+    def enforce_pod_security(self, namespace: str, pod: Obj) -> None:
+        """Pod Security admission's enforce mode (podsecurity.py): 403 for a violating pod."""
+        message = podsecurity.enforce(self.namespace_labels(namespace), pod, self.namespace_annotations(namespace))
+        if message:
+            name = (pod.get("metadata") or {}).get("name", "")
+            raise ApiError(403, message, "Forbidden", details={"name": name, "kind": "pods"})
+
     def _admit_create(self, rt: ResourceType, obj: Obj, dry_run: bool) -> None:
         if not rt.namespaced or rt.crd is not None:
             return
-        namespace = obj["metadata"]["namespace"]
-        mod = optional.admission_module()
-        if mod is None:
-            return
+        if rt.key == "pods":
+            self.enforce_pod_security(obj["metadata"]["namespace"], obj)
         try:
-            if rt.key == "pods":
-                ranges = self.store.list("limitranges", namespace)
-                if ranges and hasattr(mod, "apply_limit_ranges"):
-                    mod.apply_limit_ranges(obj, [clone(r) for r in ranges])
-                if hasattr(mod, "mount_service_account_token"):
-                    # the ServiceAccount admission plugin: in-cluster clients find a token at the usual path
-                    account = obj.get("spec", {}).get("serviceAccountName") or "default"
-                    sa = self.store.get("serviceaccounts", namespace, account)
-                    if sa is not None:
-                        mod.mount_service_account_token(obj, service_account=clone(sa))
-                    elif account != "default" and hasattr(mod, "missing_service_account"):
-                        # ("default" is created with the namespace; a brand-new namespace may race it)
-                        raise mod.missing_service_account(obj, namespace, account)
-                if hasattr(mod, "apply_priority"):
-                    # the Priority plugin: spec.priority is what the scheduler and kubelet eviction read
-                    mod.apply_priority(obj, [clone(pc) for pc in self.store.list("priorityclasses.scheduling.k8s.io", None)])
-            quotas = self.store.list("resourcequotas", namespace)
-            if quotas and hasattr(mod, "check_quota"):
-                ns_objects = {
-                    key: list(self.store.list(key, namespace))
-                    for key in ("pods", "services", "configmaps", "secrets", "persistentvolumeclaims",
-                                "replicationcontrollers", "resourcequotas", rt.storage_key)
-                }
-                updated = mod.check_quota(rt.plural if not rt.group else rt.key, obj, [clone(q) for q in quotas],
-                                          ns_objects)
-                if not dry_run:
-                    for quota in updated or []:
-                        current = self.store.get("resourcequotas", namespace, quota["metadata"]["name"])
-                        if current is not None and current.get("status") != quota.get("status"):
-                            new = dict(current)
-                            new["status"] = quota.get("status")
-                            new["metadata"] = dict(current["metadata"])
-                            self.store.put("resourcequotas", new)
-        except ApiError:
-            raise
-        except Exception as exc:
-            mapped = optional.admission_error(exc)
-            if mapped is not None:
-                raise mapped from exc
-            optional.log.warning("admission failed for %s: %s", rt.key, exc)
+            self._admit(rt, obj, obj["metadata"]["namespace"], dry_run)
+        except admission.AdmissionError as exc:
+            raise ApiError(exc.code, exc.message, exc.reason) from exc
+
+    def _admit(self, rt: ResourceType, obj: Obj, namespace: str, dry_run: bool) -> None:
+        if rt.key == "pods":
+            ranges = self.store.list("limitranges", namespace)
+            if ranges:
+                admission.apply_limit_ranges(obj, [clone(r) for r in ranges])
+            # the ServiceAccount admission plugin: in-cluster clients find a token at the usual path
+            account = obj.get("spec", {}).get("serviceAccountName") or "default"
+            sa = self.store.get("serviceaccounts", namespace, account)
+            if sa is not None:
+                admission.mount_service_account_token(obj, service_account=clone(sa))
+            elif account != "default":
+                # ("default" is created with the namespace; a brand-new namespace may race it)
+                raise admission.missing_service_account(obj, namespace, account)
+            # the Priority plugin: spec.priority is what the scheduler and kubelet eviction read
+            admission.apply_priority(obj, [clone(pc) for pc in self.store.list("priorityclasses.scheduling.k8s.io", None)])
+        quotas = self.store.list("resourcequotas", namespace)
+        if not quotas:
+            return
+        ns_objects = {
+            key: list(self.store.list(key, namespace))
+            for key in ("pods", "services", "configmaps", "secrets", "persistentvolumeclaims",
+                        "replicationcontrollers", "resourcequotas", rt.storage_key)
+        }
+        updated = admission.check_quota(rt.plural if not rt.group else rt.key, obj, [clone(q) for q in quotas],
+                                        ns_objects)
+        if dry_run:
+            return
+        for quota in updated or []:
+            current = self.store.get("resourcequotas", namespace, quota["metadata"]["name"])
+            if current is not None and current.get("status") != quota.get("status"):
+                new = dict(current)
+                new["status"] = quota.get("status")
+                new["metadata"] = dict(current["metadata"])
+                self.store.put("resourcequotas", new)
 
     def _after_create(self, rt: ResourceType, obj: Obj) -> Obj:
         if rt.key == "namespaces":
@@ -633,6 +636,7 @@ class ApiCore:
         if subresource == "ephemeralcontainers":
             new = clone(old)
             new.setdefault("spec", {})["ephemeralContainers"] = (obj.get("spec") or {}).get("ephemeralContainers", [])
+            self.enforce_pod_security(old_meta.get("namespace", ""), new)  # kubectl debug --profile=sysadmin
             return new
         if subresource == "finalize":
             new = dict(old)
@@ -680,7 +684,7 @@ class ApiCore:
                     "FieldValueInvalid", f"Invalid value: {_go_labelselector(new)}: field is immutable",
                     "spec.selector")])
         if rt.crd is None:
-            optional.apply_defaults(rt.group, rt.version, rt.kind, new)
+            defaults.apply_defaults(rt.group, rt.version, rt.kind, new)
             if _spec_part(old) != _spec_part(new):
                 self._validate(rt, new)
         meta = new["metadata"]
@@ -818,20 +822,20 @@ class ApiCore:
             if stored is None:
                 raise not_found(rt.plural, rt.group, name)
             current = self._scale_of(rt, stored)
-            patched = optional.apply_patch(current, body, content_type, kind="Scale", group="autoscaling")
+            patched = _apply_patch(current, body, content_type, kind="Scale", group="autoscaling")
             return self._update_scale(rt, namespace, name, patched, dry_run=dry_run)
         if stored is None:
             if content_type == "application/apply-patch+yaml" and subresource is None:
                 empty = {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": {"name": name}}
                 if rt.namespaced:
                     empty["metadata"]["namespace"] = namespace
-                created = optional.apply_patch(empty, body, content_type, kind=rt.kind, group=rt.group)
+                created = _apply_patch(empty, body, content_type, kind=rt.kind, group=rt.group)
                 if isinstance(created, dict):
                     created.setdefault("metadata", {})["name"] = name
                 return self.create(rt, namespace, created, dry_run=dry_run)
             raise not_found(rt.plural, rt.group, name)
         current = self.external(rt, stored)
-        patched = optional.apply_patch(current, body, content_type, kind=rt.kind, group=rt.group)
+        patched = _apply_patch(current, body, content_type, kind=rt.kind, group=rt.group)
         if not isinstance(patched, dict):
             raise bad_request("the patch did not produce an object")
         patched_meta = patched.get("metadata")
@@ -1124,3 +1128,11 @@ def events_v1_to_core_event(ev: Obj) -> Obj:
         out["count"] = ev["deprecatedCount"]
     out.setdefault("involvedObject", {})
     return out
+
+
+def _apply_patch(obj: Obj, body: bytes, content_type: str, *, kind: str, group: str) -> Obj:
+    """A PATCH body applied to ``obj``; a patch the server refuses is its Kubernetes ``Status``."""
+    try:
+        return patching.apply_patch(obj, body, content_type, kind=kind, group=group)
+    except patching.PatchError as exc:
+        raise ApiError(exc.code, exc.message, exc.reason or None) from exc

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from . import openapi
 from .errors import ApiError
 from .registry import ResourceType
 
@@ -20,12 +21,7 @@ _MAX_REPORTED = 20
 
 
 def _schemas() -> dict[str, Any]:
-    try:
-        from . import openapi
-
-        return openapi.load_schemas().get("schemas") or {}
-    except Exception:  # the OpenAPI data is optional: without it nothing is checked
-        return {}
+    return openapi.load_schemas().get("schemas") or {}
 
 
 def _root_schema(rt: ResourceType) -> tuple[dict[str, Any] | None, dict[str, Any]]:

@@ -85,7 +85,7 @@ def printer_for(resource: str, group: str, crd: dict[str, Any] | None = None) ->
     return misc.GENERIC_PRINTER
 
 
-def _partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
     metadata = obj.get("metadata")
     return {
         "kind": "PartialObjectMetadata",
@@ -107,7 +107,7 @@ def _row(printer: Printer, obj: dict[str, Any], now: datetime, include_object: s
     if mode == "object":
         row["object"] = obj
     elif mode != "none":
-        row["object"] = _partial_metadata(obj)
+        row["object"] = partial_metadata(obj)
     return row
 
 

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from .errors import ApiError, not_found, server_not_found
 from .rbac import Attributes
+from .request import USER_KEY
 
 if TYPE_CHECKING:
     from .app import ApiServer
@@ -89,8 +90,6 @@ def _pod_target(server: ApiServer, namespace: str, name: str, port: str) -> tupl
 
 
 async def handle(request: web.Request, server: ApiServer, rest: list[str]) -> web.StreamResponse:
-    from .app import USER_KEY
-
     namespace, kind, spec = rest[1], rest[2], rest[3]
     scheme, name, port = _split_name(spec, kind[:-1])
     if scheme != "http":

@@ -3,14 +3,42 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import yaml
+from aiohttp import web
 
-from . import optional
+from . import protobuf
 from .errors import ApiError, bad_request, server_not_found, unsupported_media_type
 from .registry import Registry, ResourceType
+
+if TYPE_CHECKING:
+    from .rbac import UserInfo
+
+MAX_BODY = 3 * 1024 * 1024
+# the authenticated user of a request, set by the API server's authentication middleware
+USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("user")
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def json_response(body: Any, status: int = 200, content_type: str = "application/json") -> web.Response:
+    return web.Response(body=_dumps(body).encode(), status=status, headers={"Content-Type": content_type})
+
+
+def success_status(details: dict[str, Any] | None = None, code: int = 200) -> dict[str, Any]:
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    if details:
+        body["details"] = details
+    if code != 200:
+        body["code"] = code
+    return body
+
+
+async def read_body(request: web.Request) -> bytes:
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise ApiError(413, "the request body is too large", "RequestEntityTooLarge")
+    return await request.read()
 
 PATCH_TYPES = (
     "application/json-patch+json",
@@ -78,7 +106,10 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
         except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
             raise bad_request(f"the body of the request could not be decoded as YAML: {exc}") from None
     if ctype == PROTOBUF:
-        return optional.decode_protobuf(raw)
+        try:
+            return protobuf.decode_object(raw)
+        except protobuf.ProtobufError as exc:
+            raise bad_request(f"failed to decode protobuf body: {exc}") from exc
     raise unsupported_media_type(ctype)
 
 

@@ -12,11 +12,21 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
-from .app import USER_KEY
 from .core import now_iso
 from .errors import ApiError, bad_request, method_not_allowed, not_found, server_not_found
 from .rbac import Attributes
-from .request import Target, bool_param, check_json_object, decode_body, int_param, media_type
+from .request import (
+    USER_KEY,
+    Target,
+    bool_param,
+    check_json_object,
+    decode_body,
+    int_param,
+    json_response,
+    media_type,
+    read_body,
+    success_status,
+)
 from .selectors import ObjectFilter, selector_from_match_labels
 
 if TYPE_CHECKING:
@@ -40,14 +50,10 @@ EXEC_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 
 
 def _json(body: Any, status: int = 200) -> web.Response:
-    from .app import json_response
-
     return json_response(body, status)
 
 
 async def _body(request: web.Request, kind: str) -> dict[str, Any]:
-    from .app import read_body
-
     raw = await read_body(request)
     return check_json_object(decode_body(raw, request.headers.get("Content-Type")), kind)
 
@@ -188,6 +194,8 @@ async def _maybe_await(value: Any) -> Any:
 # pods/exec and pods/attach over websocket (v5/v4 channel protocol)
 # ----------------------------------------------------------------------------------------------
 def _exit_status(code: int) -> dict[str, Any]:
+    if code < 0:  # killed by a signal: the runtime reports 128 + signal, as a shell would
+        code = 128 - code
     if code == 0:
         return {"metadata": {}, "status": "Success"}
     return {
@@ -376,8 +384,6 @@ async def evict(request: web.Request, server: ApiServer, target: Target) -> web.
     if not isinstance(options, dict):
         raise bad_request("deleteOptions must be an object")
     core.delete(target.rt, namespace, name, options)
-    from .app import success_status
-
     return _json(success_status(code=201), 201)
 
 
@@ -401,8 +407,6 @@ def bind_pod(server: ApiServer, namespace: str, name: str, body: dict[str, Any])
     status = dict(fresh)
     status["status"] = dict(fresh.get("status") or {}, conditions=conds)
     core.update(pods, namespace, name, status, subresource="status")
-    from .app import success_status
-
     return success_status(code=201)
 
 

@@ -7,6 +7,8 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from .quantity import parse_quantity
+
 SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -62,11 +64,7 @@ class QuantityProblem(ValueError):
     """A resource quantity that does not parse (the real server rejects the body with 400)."""
 
 
-def _parse_quantity(text: object) -> Decimal | None:
-    try:
-        from .quantity import parse_quantity
-    except ImportError:
-        return None
+def _parse_quantity(text: object) -> Decimal:
     try:
         return parse_quantity(text)
     except (ValueError, TypeError, ArithmeticError):

@@ -1,4 +1,6 @@
-"""The controller skeleton: a keyed, de-duplicating work queue fed by informer events, one worker."""
+"""The controller skeleton: a keyed, de-duplicating work queue fed by informer events, and
+``workers`` workers that never reconcile the same key at once (kube-controller-manager's
+``--concurrent-*-syncs``)."""
 
 from __future__ import annotations
 
@@ -75,6 +77,9 @@ class Controller:
 
     name = "controller"
     component = ""
+    #: keys reconciled side by side: one slow reconcile (a pod create waiting a minute on admission
+    #: webhooks) must not hold up every other owner's
+    workers = 1
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -82,7 +87,8 @@ class Controller:
         self._due: dict[Key, float] = {}
         self._wake = asyncio.Event()
         self._failures: dict[Key, int] = {}
-        self._task: asyncio.Task | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._active: set[Key] = set()
         self.setup()
 
     def setup(self) -> None:  # pragma: no cover - overridden
@@ -116,15 +122,18 @@ class Controller:
     # ------------------------------------------------------------ worker
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"controller:{self.name}")
+        self._tasks = [asyncio.create_task(self._run(), name=f"controller:{self.name}:{i}")
+                       for i in range(max(1, self.workers))]
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             try:
-                await self._task
+                await task
             except (asyncio.CancelledError, Exception):
                 pass
+        self._tasks = []
 
     async def _run(self) -> None:
         for inf in list(self.ctx.informers.values()):
@@ -133,7 +142,8 @@ class Controller:
             key = self._pop_ready()
             if key is None:
                 self._wake.clear()
-                timeout = min((d for d in self._due.values()), default=None)
+                # keys another worker holds come back when it finishes (it wakes the others)
+                timeout = min((d for k, d in self._due.items() if k not in self._active), default=None)
                 try:
                     if timeout is None:
                         await self._wake.wait()
@@ -142,6 +152,7 @@ class Controller:
                 except TimeoutError:
                     pass
                 continue
+            self._active.add(key)
             try:
                 await self.reconcile(key)
                 self._failures.pop(key, None)
@@ -151,12 +162,16 @@ class Controller:
                 count = self._failures[key] = self._failures.get(key, 0) + 1
                 log.debug("%s: reconcile %s failed (%s): %s", self.name, key, count, exc)
                 self.enqueue(key, min(0.05 * 2**count, 10.0))
+            finally:
+                self._active.discard(key)
+                if key in self._due:
+                    self._wake.set()
             await asyncio.sleep(0)  # let watches and the API breathe between keys
 
     def _pop_ready(self) -> Key | None:
         now = time.monotonic()
         for key, due in self._due.items():
-            if due <= now:
+            if due <= now and key not in self._active:
                 del self._due[key]
                 return key
         return None

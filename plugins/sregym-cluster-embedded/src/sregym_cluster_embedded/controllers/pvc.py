@@ -7,7 +7,9 @@ node (Immediate). Claims with `storageClassName: ""` bind statically to a matchi
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from .base import Controller, Key
@@ -32,7 +34,7 @@ def default_storage_class() -> Obj:
 
 def volumes_dir(settings) -> Path:
     base = getattr(settings, "state_dir", None)
-    return Path(base) / "volumes" if base else Path("/tmp/sregym-volumes")
+    return Path(base) / "volumes" if base else Path(tempfile.gettempdir()) / f"sregym-volumes-{os.geteuid()}"
 
 
 class PersistentVolumeController(Controller):
@@ -165,6 +167,9 @@ class PersistentVolumeController(Controller):
             return existing
         path = volumes_dir(self.ctx.settings) / name
         path.mkdir(parents=True, exist_ok=True)
+        # world-writable, as hostPath provisioners make it (local-path: mkdir -m 0777): pods run as
+        # non-root users and must be able to write their own volume; datastores tighten it themselves
+        path.chmod(0o777)
         spec = pvc.get("spec", {})
         pv: Obj = {"apiVersion": "v1", "kind": "PersistentVolume",
                    "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": provisioner},

@@ -87,6 +87,7 @@ async def adopt_orphans(client, owner: Obj, cache, resource: str) -> None:
 class ReplicaSetController(Controller):
     name = "replicaset"
     component = COMPONENT
+    workers = 5  # kube-controller-manager's --concurrent-replicaset-syncs default
     owner_kind = "ReplicaSet"
     resource = "replicasets.apps"
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..controllers.util import Obj
+from . import netguard
 from .dns import DnsServer
 from .proxy import Fault, ServiceProxy
 from .view import ClusterView
@@ -56,6 +57,11 @@ class Network:
         self.proxy = ServiceProxy(self.view)
         self.dns = DnsServer(self.view, dns_ip(settings), int(getattr(settings, "dns_port", 53) or 53))
         self._starting: asyncio.Future | None = None
+        #: the kernel-enforced reachability of hidden namespaces (netguard.py), or None and why not
+        self.guard: netguard.NetGuard | None = None
+        self.guard_warning = ""
+        self._guard_dirty = asyncio.Event()
+        self._guard_task: asyncio.Task | None = None
 
     @property
     def domain(self) -> str:
@@ -67,8 +73,40 @@ class Network:
         await self.dns.start()
         self._write_info()
         self.proxy.start()
+        self._start_guard()
         await self._ensure_dns_service()
+        await self._ensure_corefile()
         return self
+
+    def _start_guard(self) -> None:
+        state_dir = getattr(self.settings, "state_dir", None)
+        if not state_dir:
+            return
+        self.guard, reason = netguard.start(Path(state_dir))
+        if self.guard is None:
+            self.guard_warning = f"app pods can reach the hidden namespaces' pods and services ({reason})"
+            log.warning("%s", self.guard_warning)
+            return
+        for informer in (self.view.pods, self.view.services, self.view.namespaces, self.view.nodes):
+            informer.add_handler(lambda *_: self._guard_dirty.set())
+        self._guard_dirty.set()
+        self._guard_task = asyncio.create_task(self._guard_loop(), name="netguard")
+
+    async def _guard_loop(self) -> None:
+        while True:
+            await self._guard_dirty.wait()
+            self._guard_dirty.clear()
+            try:
+                if self.guard.map_fd >= 0:
+                    self.guard.update(netguard.table(self.view, self.settings))
+            except Exception:
+                log.exception("updating the pod reachability table failed")
+            await asyncio.sleep(0.02)  # coalesce bursts
+
+    def sync_guard(self) -> None:
+        """Bring the reachability table up to date now (a hidden pod just got its IP)."""
+        if self.guard is not None and self.guard.map_fd >= 0:
+            self.guard.update(netguard.table(self.view, self.settings))
 
     def _write_info(self) -> None:
         """`<state_dir>/network.json`: where DNS really listens (port 53 may be taken by another cluster)."""
@@ -94,6 +132,19 @@ class Network:
         except Exception as exc:  # exists already, or the API refuses the fixed IP: DNS still works
             log.debug("kube-dns service: %s", exc)
 
+    async def _ensure_corefile(self) -> None:
+        """`kube-system/coredns` with the stock Corefile, the DNS configuration a real cluster has."""
+        from .corefile import DEFAULT_COREFILE, CorefileSource
+
+        text = DEFAULT_COREFILE.replace("cluster.local", self.domain)
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": CorefileSource.NAME, "namespace": CorefileSource.NAMESPACE},
+                "data": {CorefileSource.KEY: text}}
+        try:
+            await self.client.create("configmaps", body, CorefileSource.NAMESPACE)
+        except Exception as exc:  # exists already (kept as the user left it)
+            log.debug("coredns configmap: %s", exc)
+
     async def stop(self) -> None:
         global _current
         if self._starting is not None and not self._starting.done():
@@ -102,6 +153,12 @@ class Network:
             if self._starting is not None:
                 await self._starting
         await self.proxy.stop()
+        if self._guard_task is not None:
+            self._guard_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._guard_task
+        if self.guard is not None:
+            self.guard.close()
         await self.dns.stop()
         await self.view.stop()
         if _current is self:

@@ -9,6 +9,7 @@ names inside the domain get NXDOMAIN; every other name gets REFUSED.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import struct
 
@@ -29,6 +30,14 @@ class DnsResolver:
 
     def resolve(self, name: str, qtype: int) -> tuple[int, list[w.Record]]:
         name = name.lower().strip(".")
+        config = self.view.corefile.current() if getattr(self.view, "corefile", None) is not None else None
+        asked = name
+        if config is not None:
+            # the Corefile's rewrite, then template plugins, before the cluster zone (CoreDNS's order)
+            name = config.rewrite(name)
+            rcode = config.template_rcode(name, qtype)
+            if rcode is not None:
+                return rcode, []
         if name.endswith(".in-addr.arpa"):
             return self._reverse(name)
         if name != self.domain and not name.endswith("." + self.domain):
@@ -38,6 +47,8 @@ class DnsResolver:
         records, exists = self._lookup(name, labels, qtype)
         if not exists:
             return w.NXDOMAIN, []
+        if name != asked:  # a rewritten query is answered under the name the client asked for
+            records = [dataclasses.replace(r, name=asked) for r in records]
         return w.NOERROR, records
 
     def _lookup(self, name: str, labels: list[str], qtype: int) -> tuple[list[w.Record], bool]:

@@ -62,6 +62,7 @@ class ServiceProxy:
         self._dirty = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._conns: set[asyncio.Task] = set()
+        self._unbindable: set[PortKey] = set()  # ports already reported as impossible to listen on
         self.connections = 0
         view.services.add_handler(lambda *_: self._dirty.set())
         view.endpoints.add_handler(lambda *_: self._dirty.set())
@@ -153,9 +154,13 @@ class ServiceProxy:
                 server = await asyncio.start_server(lambda r, w, k=key: self._accept(k, r, w), key.ip, key.port,
                                                     reuse_address=True)
             except OSError as exc:
-                log.warning("service proxy: cannot listen on %s:%s for %s/%s: %s", key.ip, key.port,
-                            key.namespace, key.service, exc)
+                # every sync retries (the address may free up); say it once per port, not per sync
+                (log.debug if key in self._unbindable else log.warning)(
+                    "service proxy: cannot listen on %s:%s for %s/%s: %s", key.ip, key.port, key.namespace,
+                    key.service, exc)
+                self._unbindable.add(key)
                 continue
+            self._unbindable.discard(key)
             self.listeners[key] = server
 
     def backends(self, key: PortKey) -> list[tuple[str, int, str | None]]:
@@ -170,12 +175,21 @@ class ServiceProxy:
                 out.append((addr["ip"], int(match["port"]), (addr.get("targetRef") or {}).get("name")))
         return out
 
+    def _node_of(self, ip: str) -> str | None:
+        pod = self.view.pod_by_ip(ip)
+        return ((pod or {}).get("spec") or {}).get("nodeName")
+
     def pick(self, key: PortKey, client_ip: str) -> tuple[str, int, str | None] | None:
         backends = self.backends(key)
-        if not backends:
-            return None
         svc = self.view.services.get(key.namespace, key.service) or {}
         spec = svc.get("spec", {})
+        if backends and spec.get("internalTrafficPolicy") == "Local":
+            # only endpoints on the calling pod's node; none there and the connection is dropped,
+            # as kube-proxy drops it (no fallback to other nodes)
+            node = self._node_of(client_ip)
+            backends = [b for b in backends if node is not None and self._node_of(b[0]) == node]
+        if not backends:
+            return None
         if spec.get("sessionAffinity") == "ClientIP":
             timeout = float(((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds", 10800))
             sticky = self._affinity.get((key, client_ip))

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ..controllers.informer import Informer
 from ..controllers.util import Obj, is_deleting, is_pod_ready
+from .corefile import CorefileSource
+
+log = logging.getLogger(__name__)
 
 
 class ClusterView:
@@ -20,6 +24,10 @@ class ClusterView:
             self.informers[r] for r in self.RESOURCES)
         self._pods_by_ip: dict[str, Obj] = {}
         self.pods.add_handler(self._index_pod)
+        # the cluster DNS's Corefile (kube-system/coredns), read like CoreDNS reads it
+        self.configmaps = Informer(client, "configmaps")
+        self.informers["configmaps"] = self.configmaps
+        self.corefile = CorefileSource(self.configmaps, log)
 
     def _index_pod(self, event: str, pod: Obj, old: Obj | None) -> None:
         if old is not None:

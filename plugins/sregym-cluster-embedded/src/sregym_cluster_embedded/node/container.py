@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psutil
+from sregym_core.errors import SregymError
 
-from . import mountns
+from . import isolation, mountns
 from .cgroups import Group, Limits, free_key
 from .envs import container_env
 from .errors import ContainerConfigError
@@ -105,6 +106,9 @@ class ContainerRunner:
         self.done = False  # finished and will not restart
         self.launched = False  # some instance got as far as running (or failing to start)
         self._spec_changed = False
+        #: set when the spec changes: a waiting back-off (image pull, crash loop) ends at once, as the
+        #: real kubelet's back-off is keyed by the container's hash and a new image starts afresh
+        self._new_spec = asyncio.Event()
 
     # ------------------------------------------------------------ helpers
 
@@ -171,8 +175,19 @@ class ContainerRunner:
             self._set({"waiting": {"reason": "CrashLoopBackOff",
                                    "message": f"back-off {int(delay)}s restarting failed container={self.name} pod={pod_id}"}})
             await self.event("BackOff", f"Back-off restarting failed container {self.name} in pod {pod_id}", "Warning")
-            if await self.worker.sleep(delay):
+            if await self._back_off(delay):
                 return
+
+    async def _back_off(self, delay: float) -> bool:
+        """Wait out a back-off; a new spec cuts it short. True when the pod is being stopped."""
+        waiter = asyncio.create_task(self._new_spec.wait())
+        try:
+            stopping = await self.worker.sleep_or(delay, waiter)
+        finally:
+            waiter.cancel()
+        if self._new_spec.is_set():
+            self._backoff = None
+        return stopping
 
     def _should_restart(self, exit_code: int) -> bool:
         if self.kind == "sidecar":
@@ -195,10 +210,12 @@ class ContainerRunner:
         return await self._execute(recipe, context)
 
     async def _pull(self):
-        image = self.spec.get("image", "")
-        policy = self.spec.get("imagePullPolicy") or ("Always" if normalize_reference(image).endswith(":latest") else "IfNotPresent")
         delay = BACKOFF_INITIAL
         while not self._stopping:
+            # read each round: a pod update may have replaced the image meanwhile
+            self._new_spec.clear()
+            image = self.spec.get("image", "")
+            policy = self.spec.get("imagePullPolicy") or ("Always" if normalize_reference(image).endswith(":latest") else "IfNotPresent")
             recipe = self.worker.agent.catalog.resolve(image) if image else None
             if recipe is not None:
                 if policy == "Always" and self.instance < 0:
@@ -229,9 +246,9 @@ class ContainerRunner:
                 self._set({"waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}})
                 await self.event("BackOff", f'Back-off pulling image "{image}"')
                 await self.event("Failed", "Error: ImagePullBackOff", "Warning")
-            if await self.worker.sleep(delay):
+            if await self._back_off(delay):
                 return None
-            delay = min(delay * 2, BACKOFF_MAX)
+            delay = BACKOFF_INITIAL if self._new_spec.is_set() else min(delay * 2, BACKOFF_MAX)
         return None
 
     async def _prepare(self, recipe) -> ProcessContext | None:
@@ -248,17 +265,24 @@ class ContainerRunner:
                 mounts = self.worker.mounts_for(self.spec)
                 nodes = self.worker.agent.nodes
                 # a volume over e.g. /work would hide the interpreter: fall back to path rewriting
-                exact = nodes.mount_ns and not mountns.shadows(
-                    [*mounts, *recipe.private_dirs, self.spec.get("workingDir") or "/."], nodes.essential_paths)
+                exact = nodes.isolation is not None or (nodes.mount_ns and not mountns.shadows(
+                    [*mounts, *recipe.private_dirs, self.spec.get("workingDir") or "/."], nodes.essential_paths))
                 context = build_context(pod=self.pod, container=self.spec, recipe=recipe, env=env,
                                         container_root=root, mounts=mounts,
                                         extra_env=self.worker.extra_env(env),
                                         run_root=self.worker.run_root(self.name),
                                         mount_ns=exact,
-                                        files=self.worker.pod_files())
+                                        files=self.worker.pod_files(),
+                                        planner=nodes.isolation, readonly=self.worker.readonly_mounts(self.spec))
+                join_net = await self.worker.net_preexec()
+                if join_net is not None:
+                    context.extra_preexec.append(join_net)
                 return context
             except ContainerConfigError as exc:
                 self._set({"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}})
+                await self.event("Failed", f"Error: {exc}", "Warning")
+            except (OSError, SregymError) as exc:  # the node could not prepare it (a directory, a file): say so
+                self._set({"waiting": {"reason": "CreateContainerError", "message": str(exc)}})
                 await self.event("Failed", f"Error: {exc}", "Warning")
             if await self.worker.sleep(delay):
                 return None
@@ -279,7 +303,7 @@ class ContainerRunner:
         self._stop_signal = recipe.stop_signal
         started_iso = _now()
         try:
-            argv = context.argv(command_argv(recipe, self.spec, context.env))
+            argv = context.command(command_argv(recipe, self.spec, context.env))
         except ExecNotFound as exc:
             message = ("failed to create containerd task: failed to create shim task: OCI runtime create failed: "
                        f"runc create failed: unable to start container process: {exc}: unknown")
@@ -461,10 +485,17 @@ class ContainerRunner:
         """A process in this container's context: env, cwd, paths, cgroup."""
         if self.context is None:
             raise ExecNotFound("container not started")
-        argv = self.context.argv(command)
+        argv = self.context.command(command, exec_mode=True)
         group_preexec = self.group.preexec if self.group is not None and self.running() else None
-        join_fd = None
-        if self.context.plan is not None:
+        join_fd = join_fds = None
+        if self.context.sandbox is not None:
+            if not self.running():
+                raise ExecNotFound("container not running")
+            try:
+                join_fds = isolation.open_namespaces(self.process.pid)
+            except OSError as exc:
+                raise ExecNotFound(f"container not running: {exc}") from None
+        elif self.context.plan is not None:
             if not self.running():
                 raise ExecNotFound("container not running")
             join_fd = os.open(f"/proc/{self.process.pid}/ns/mnt", os.O_RDONLY)
@@ -472,11 +503,13 @@ class ContainerRunner:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, env=self.context.env, cwd=self.context.popen_cwd, stdin=stdin, stdout=stdout, stderr=stderr,
-                start_new_session=True, preexec_fn=self.context.preexec(group_preexec, join_fd),
+                start_new_session=True, preexec_fn=self.context.preexec(group_preexec, join_fd, join_fds),
                 user=user, group=group)
         finally:
             if join_fd is not None:
                 os.close(join_fd)
+            for fd, _ in join_fds or ():
+                os.close(fd)
         self.worker.agent.track(proc.pid)
         return proc
 
@@ -522,6 +555,7 @@ class ContainerRunner:
         if spec.get("image") == self.spec.get("image"):
             return
         self.spec = spec
+        self._new_spec.set()
         if self.running():
             await self.event("Killing", f"Container {self.name} definition changed, will be restarted")
             self._spec_changed = True

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .shim import SHARED_DIR
+from .shim import SHARED_DIR, ensure_shared_dir
 
 SOURCE = Path(__file__).with_name("faultshim.c")
 
@@ -28,8 +28,7 @@ def build_fault_shim() -> Path | None:
     gcc = shutil.which("gcc") or shutil.which("cc")
     if not gcc:
         return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.parent.chmod(0o755)
+    ensure_shared_dir()
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     result = subprocess.run([gcc, "-O2", "-fPIC", "-shared", "-o", str(tmp), str(SOURCE), "-ldl", "-lpthread"],
                             capture_output=True, text=True, timeout=60)
@@ -43,8 +42,8 @@ def build_fault_shim() -> Path | None:
 def rules_dir(state_dir: Path) -> Path:
     """A world-readable directory of rules files, one per cluster (keyed by its state dir)."""
     key = hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:12]
-    directory = SHARED_DIR / f"faults-{key}"
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = ensure_shared_dir() / f"faults-{key}"
+    directory.mkdir(exist_ok=True)
     directory.chmod(0o755)
     return directory
 

@@ -36,13 +36,17 @@ class Recipe:
     private_dirs: tuple[str, ...] = ()
     description: str = ""
     stop_signal: int = 15  # the image's STOPSIGNAL (postgres uses SIGINT: fast shutdown)
+    user: int | None = None  # the image's USER (None: the node's non-root default)
+    packages: tuple[str, ...] = ()  # host directories the command runs from (read-only in the pod)
 
     @staticmethod
     def make(*, entrypoint: Iterable[str] = (), cmd: Iterable[str] = (), env: dict[str, str] | None = None,
              workdir: str | None = None, programs: dict[str, str] | None = None,
-             private_dirs: Iterable[str] = (), description: str = "", stop_signal: int = 15) -> Recipe:
+             private_dirs: Iterable[str] = (), description: str = "", stop_signal: int = 15,
+             user: int | None = None, packages: Iterable[str] = ()) -> Recipe:
         return Recipe(tuple(entrypoint), tuple(cmd), tuple((env or {}).items()), workdir,
-                      tuple((programs or {}).items()), tuple(private_dirs), description, stop_signal)
+                      tuple((programs or {}).items()), tuple(private_dirs), description, stop_signal, user,
+                      tuple(packages))
 
 
 @dataclass
@@ -140,6 +144,17 @@ def builtin_recipes() -> list[tuple[str, Recipe]]:
         valkey = Recipe.make(entrypoint=["docker-entrypoint.sh"], cmd=["valkey-server"], workdir="/data",
                              programs=programs, private_dirs=["/data"], description="Debian redis-server as valkey")
         entries += [("redis", recipe), ("bitnami/redis", recipe), ("valkey/valkey", valkey)]
+    if mariadbd := _host_program("mariadbd"):
+        entrypoint = str(ENTRYPOINTS / "mariadb_entrypoint.py")
+        programs = {"docker-entrypoint.sh": entrypoint, "mariadbd": entrypoint, "mysqld": entrypoint, **shell}
+        for name in ("mariadb", "mysql", "mariadb-admin", "mysqladmin", "mariadb-dump", "mysqldump"):
+            if found := _host_program(name):
+                programs[name] = found
+        recipe = Recipe.make(
+            entrypoint=["docker-entrypoint.sh"], cmd=["mariadbd"], programs=programs,
+            private_dirs=["/var/lib/mysql", "/run/mysqld", "/docker-entrypoint-initdb.d"],
+            description=f"Debian MariaDB ({mariadbd})", packages=[entrypoint])
+        entries += [("mariadb", recipe), ("mysql", recipe)]
     if pg_bin := _postgres_bin():
         entrypoint = str(ENTRYPOINTS / "postgres_entrypoint.py")
         programs = {"docker-entrypoint.sh": entrypoint, "postgres": entrypoint,
@@ -155,7 +170,9 @@ def builtin_recipes() -> list[tuple[str, Recipe]]:
                  "PGHOST": "/var/run/postgresql", "SREGYM_PYTHON": py},
             programs=programs, private_dirs=["/var/lib/postgresql/data", "/var/run/postgresql",
                                              "/docker-entrypoint-initdb.d"],
-            description=f"Debian PostgreSQL ({pg_bin})", stop_signal=2)
+            description=f"Debian PostgreSQL ({pg_bin})", stop_signal=2,
+            user=0,  # the image's entrypoint starts as root and drops to the postgres user
+            packages=[str(ENTRYPOINTS / "postgres_entrypoint.py")])
         entries.append(("postgres", recipe))
     return entries
 

@@ -25,12 +25,13 @@ from typing import Any
 
 import psutil
 
-from . import mountns
+from ..network import current as current_network
+from . import isolation, mountns
 from .cgroups import Backend, detect_backend
 from .images import ImageCatalog, Recipe, default_catalog, python_executable
 from .pod import PodWorker
 from .runtime import NodeRuntime
-from .shim import build_shim
+from .shim import SHARED_DIR, build_shim, ensure_shared_dir
 
 log = logging.getLogger(__name__)
 COMPONENT = "kubelet"
@@ -138,6 +139,10 @@ class NodeAgent:
         self.paused = False
         await self._register()
         await self._renew_lease()
+        if self.nodes.isolation_warning:
+            node = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": self.name, "uid": self.name}}
+            with contextlib.suppress(Exception):
+                await self.event(node, "PodIsolationUnavailable", self.nodes.isolation_warning, "Warning")
         self._tasks = [asyncio.create_task(self._heartbeat(), name=f"heartbeat-{self.name}"),
                        asyncio.create_task(self._watch_pods(), name=f"podwatch-{self.name}")]
         for worker in self.workers.values():
@@ -392,7 +397,8 @@ class NodeSet:
                  service_env: Callable[[str], Any] | None = None, backend: str | None = None,
                  node_names: list[str] | None = None, pod_env: Callable[[dict], dict] | None = None,
                  resolv_conf: Callable[[dict], str | None] | None = None, mount_ns: bool | None = None,
-                 preload_shim: bool = True, token_source: Callable[[dict, dict], Any] | None = None) -> None:
+                 preload_shim: bool = True, token_source: Callable[[dict, dict], Any] | None = None,
+                 net_guard: Any = None) -> None:
         self.client = client
         self.settings = settings
         self.catalog = default_catalog(image_sources)
@@ -411,7 +417,15 @@ class NodeSet:
         self.pod_env = pod_env
         #: the text of a pod's /etc/resolv.conf (cluster DNS), used when pods get a mount namespace
         self.resolv_conf = resolv_conf
-        self.mount_ns = mountns.works(state_dir) if mount_ns is None else mount_ns
+        #: the network's NetGuard: processes of pods in ordinary namespaces join its cgroup
+        self.net_guard = net_guard
+        #: the isolated-pod planner (root), or None and the reason in ``isolation_warning``; probed
+        #: in a thread when the nodes start (a probe container must not stall the API server's loop)
+        self.isolation: isolation.Planner | None = None
+        self.isolation_warning = ""
+        self._mount_ns_choice = mount_ns
+        self._dns_env: Callable[[dict], dict] | None = None  # the resolver hook, for pods without their own /etc
+        self.mount_ns = bool(mount_ns)
         self.essential_paths = mountns.essential_paths(state_dir)
         self.pids: set[int] = set()
         self._watchdog = _start_watchdog()
@@ -435,7 +449,12 @@ class NodeSet:
             self._start_task = asyncio.get_running_loop().create_task(self._start_all())
         await asyncio.shield(self._start_task)
 
+    def _probe_isolation(self) -> None:
+        _probe(self)
+
     async def _start_all(self) -> None:
+        if self.isolation is None and not self.isolation_warning:
+            await asyncio.to_thread(self._probe_isolation)
         await asyncio.gather(*(agent.start() for agent in self.agents.values()))
 
     def track(self, pid: int) -> None:
@@ -486,6 +505,9 @@ class NodeSet:
         self.pids = {p for p in self.pids if _alive(p)}
         with contextlib.suppress(Exception):
             self.backend.cleanup()
+        if self.net_guard is not None:  # its cgroup is empty now: remove it (whoever stops first)
+            with contextlib.suppress(Exception):
+                self.net_guard.close()
         if self._watchdog is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._watchdog.stdin.close()
@@ -494,6 +516,49 @@ class NodeSet:
             self._watchdog = None
         if getattr(getattr(self.client, "core", None), "runtime", None) is self.runtime:
             self.client.core.runtime = None
+
+
+ISOLATION_UNENFORCED = ("pods are NOT isolated on this node ({reason}): they run as processes of the node agent's "
+                        "user, see the host's filesystem and processes, and can reach every pod and service; "
+                        "Pod Security admission still refuses privileged, host-namespace and hostPath pods")
+
+
+def _probe(nodes: NodeSet) -> None:
+    state_dir = Path(nodes.settings.state_dir)
+    choice = nodes._mount_ns_choice
+    nodes.isolation, nodes.isolation_warning = _isolation(state_dir, choice)
+    if nodes.isolation is not None:
+        choice = True
+    nodes.mount_ns = mountns.works(state_dir) if choice is None else choice
+    if not nodes.mount_ns and nodes.pod_env is None and nodes._dns_env is not None:
+        nodes.pod_env = nodes._dns_env  # no private /etc/resolv.conf: the network's resolver hook
+    _write_isolation_state(state_dir, nodes.isolation_warning)
+    if nodes.isolation_warning:
+        log.warning("%s", nodes.isolation_warning)
+
+
+def _isolation(state_dir: Path, mount_ns: bool | None) -> tuple[isolation.Planner | None, str]:
+    """The planner for isolated pods when this node can enforce it, else the warning saying why not."""
+    if mount_ns is False or os.environ.get("SREGYM_POD_ISOLATION", "1") == "0":
+        return None, ISOLATION_UNENFORCED.format(reason="turned off")
+    if os.geteuid() != 0:
+        return None, ISOLATION_UNENFORCED.format(reason="the node agent is not root: no mount or PID namespaces")
+    if not isolation.available():
+        return None, ISOLATION_UNENFORCED.format(reason="the kernel has no PID namespaces")
+    init = isolation.build_init(ensure_shared_dir())
+    if init is None:
+        return None, ISOLATION_UNENFORCED.format(reason="no C compiler to build podinit")
+    planner = isolation.Planner(init, SHARED_DIR / "sandbox")
+    if not isolation.works(planner, state_dir):
+        return None, ISOLATION_UNENFORCED.format(reason="a probe container could not be isolated")
+    return planner, ""
+
+
+def _write_isolation_state(state_dir: Path, warning: str) -> None:
+    """``<state_dir>/isolation.json``: what ``sregym cluster status`` reports."""
+    import json
+    with contextlib.suppress(OSError):
+        (state_dir / "isolation.json").write_text(json.dumps({"pods_isolated": not warning, "warning": warning}))
 
 
 def _start_watchdog() -> subprocess.Popen | None:
@@ -516,11 +581,7 @@ def _alive(pid: int) -> bool:
 
 def _cluster_network(client: Any) -> Any:
     """The network started for this very cluster (same client), if any."""
-    try:
-        from ..network import current
-    except ImportError:
-        return None
-    network = current()
+    network = current_network()
     return network if network is not None and getattr(network, "client", None) is client else None
 
 
@@ -532,9 +593,10 @@ def start_nodes(client: Any, settings: Any, **options: Any) -> NodeSet:
     if network is not None:  # the same cluster's network: its DNS and service variables
         options.setdefault("resolv_conf", network.resolv_conf)
         options.setdefault("service_env", network.service_env)
+        options.setdefault("net_guard", network.guard)
     nodes = NodeSet(client, settings, **options)
-    if network is not None and not nodes.mount_ns and nodes.pod_env is None:
-        nodes.pod_env = network.dns_env  # no private /etc/resolv.conf: the network's resolver hook
+    if network is not None:
+        nodes._dns_env = network.dns_env  # used when pods get no private /etc (see _probe)
     core = getattr(client, "core", None)
     if core is not None:
         core.runtime = nodes.runtime

@@ -6,12 +6,13 @@ import ctypes
 import ctypes.util
 import json
 import os
+import re
 import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import mountns
+from . import isolation, mountns
 from .images import Recipe, container_argv, python_executable
 from .pathmap import PathMap
 
@@ -38,15 +39,25 @@ class ProcessContext:
     extra_preexec: list = field(default_factory=list)
     lookup: PathMap | None = None  # container path -> host path, to check that a program exists
     plan: mountns.MountPlan | None = None
+    sandbox: isolation.Sandbox | None = None  # an isolated container (see isolation.py)
+    identity: isolation.Identity | None = None
 
     @property
     def popen_cwd(self) -> str | None:
         """Where Popen chdirs before preexec: nowhere in a mount namespace (enter() does it)."""
-        return None if self.plan is not None else self.cwd
+        return None if self.plan is not None or self.sandbox is not None else self.cwd
 
     def popen_ids(self) -> tuple[int | None, int | None]:
-        """user/group for Popen: in a mount namespace the switch happens after entering it."""
-        return (None, None) if self.plan is not None else (self.user, self.group)
+        """user/group for Popen: in a mount namespace the switch happens after entering it
+        (isolated: podinit switches, after the namespaces are set up)."""
+        return (None, None) if self.plan is not None or self.sandbox is not None else (self.user, self.group)
+
+    def command(self, argv: list[str], *, exec_mode: bool = False) -> list[str]:
+        """The argv to start: isolated, behind podinit (the container's init, or an exec's)."""
+        resolved = self.argv(argv)
+        if self.identity is None:
+            return resolved
+        return [*self.identity.init_args("exec" if exec_mode else "run"), *resolved]
 
     def argv(self, argv: list[str]) -> list[str]:
         """Rewrite paths and resolve the program like the runtime resolves it in the image."""
@@ -54,7 +65,8 @@ class ProcessContext:
             raise ExecNotFound("no command specified")
         args = [self.pathmap.rewrite(a) for a in argv[1:]]
         program = resolve_program(argv[0], self.programs, self.lookup or self.pathmap,
-                                  self.env.get("PATH", HOST_PATH), exact=self.plan is not None)
+                                  self.env.get("PATH", HOST_PATH),
+                                  exact=self.plan is not None or self.sandbox is not None)
         if program is None:
             raise ExecNotFound(
                 f'exec: "{argv[0]}": executable file not found in $PATH' if "/" not in argv[0]
@@ -63,18 +75,24 @@ class ProcessContext:
             return [python_executable(), program, *args]
         return [program, *args]
 
-    def preexec(self, group_preexec=None, join_fd: int | None = None):
+    def preexec(self, group_preexec=None, join_fd: int | None = None, join_fds: list | None = None):
         """The child-side setup: death signal, cgroup, then the mount namespace (entered for the
-        main process, joined through ``join_fd`` for an exec) and the user switch."""
+        main process, joined through ``join_fd`` for an exec) and the user switch. Isolated: the
+        container's namespaces are created (or joined through ``join_fds``); podinit switches user."""
         hooks = [group_preexec] if group_preexec else []
         hooks += self.extra_preexec
-        plan, cwd, user, group = self.plan, self.cwd, self.user, self.group
+        plan, cwd, user, group, sandbox = self.plan, self.cwd, self.user, self.group, self.sandbox
 
         def run() -> None:
             _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             for hook in hooks:
                 hook()
-            if plan is not None:
+            if sandbox is not None:
+                if join_fds is not None:
+                    isolation.join(join_fds, cwd)
+                else:
+                    sandbox.enter(cwd)
+            elif plan is not None:
                 if join_fd is not None:
                     mountns.join(join_fd, plan.fsroot, cwd)
                 else:
@@ -122,12 +140,16 @@ def make_bin_dir(root: Path, programs: dict[str, str]) -> Path:
 
 def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, str], container_root: Path,
                   mounts: dict[str, str], extra_env: dict[str, str], run_root: Path | None = None,
-                  mount_ns: bool = False, files: dict[str, str] | None = None) -> ProcessContext:
+                  mount_ns: bool = False, files: dict[str, str] | None = None,
+                  planner: isolation.Planner | None = None, readonly: set[str] | None = None) -> ProcessContext:
     """Container root, private dirs, path map, env and working directory for one container.
 
     Private ``/run`` and ``/var/run`` directories go under the short ``run_root`` instead of the
     deep container root: they hold UNIX sockets, whose paths must fit in 107 bytes."""
     rootfs = container_root / "rootfs"
+    if planner is not None:
+        mount_ns = True
+        identity = isolation.identity(pod, container, recipe.user)  # runAsNonRoot refusals first
     mapping: dict[str, str] = {}
     for private in recipe.private_dirs:
         real = rootfs / private.lstrip("/")
@@ -138,7 +160,9 @@ def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, 
         mapping[private] = str(real)
     mapping.update(mounts)  # volume mounts shadow the image's own directories
     workdir = container.get("workingDir") or recipe.workdir
-    if mount_ns and workdir and workdir not in mapping and not os.path.isdir(mountns.resolve_in_root(workdir)):
+    visible = (workdir.startswith(("/usr/", "/etc/")) and os.path.isdir(workdir)) if planner is not None and workdir \
+        else bool(workdir) and os.path.isdir(mountns.resolve_in_root(workdir))
+    if mount_ns and workdir and workdir not in mapping and not visible:
         real = rootfs / workdir.lstrip("/")  # the image would have it: give it one
         real.mkdir(parents=True, exist_ok=True)
         mapping[workdir] = str(real)
@@ -159,6 +183,21 @@ def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, 
     full_env.update(extra_env)
     full_env["SREGYM_ROOT"] = str(rootfs)
     full_env["SREGYM_MOUNTS"] = json.dumps({} if mount_ns else mapping)
+    if planner is not None:
+        full_env["HOME"] = identity.home if "HOME" not in env else full_env["HOME"]
+        full_env["SREGYM_ROOT"] = "/"
+        full_env["PATH"] = full_env["PATH"].replace(str(bin_dir), isolation.BIN_PATH, 1)
+        image_paths = [*recipe.packages, *(t for _, t in recipe.programs)]
+        for key in ("LD_PRELOAD", "PYTHONPATH"):
+            image_paths += [p for p in re.split("[: ]", extra_env.get(key, "")) if p.startswith("/")]
+        if extra_env.get("SREGYM_FAULT_RULES"):  # a directory: the rules file is replaced, not rewritten
+            image_paths.append(os.path.dirname(extra_env["SREGYM_FAULT_RULES"]))
+        sandbox = planner.plan(container_root=container_root, volumes=mapping, readonly=readonly or set(),
+                               files=files or {}, image_paths=image_paths,
+                               hostname=pod.get("spec", {}).get("hostname") or pod["metadata"].get("name", ""),
+                               ro_binds={isolation.BIN_PATH: str(bin_dir)})
+        return ProcessContext(env=full_env, cwd=workdir or "/", pathmap=pathmap, programs=programs, root=rootfs,
+                              lookup=lookup, sandbox=sandbox, identity=identity)
     security = {**(pod.get("spec", {}).get("securityContext") or {}), **(container.get("securityContext") or {})}
     user = security.get("runAsUser") if os.geteuid() == 0 else None
     group = security.get("runAsGroup") if os.geteuid() == 0 else None

@@ -75,23 +75,35 @@ def shadows(container_paths: list[str], essential: list[str]) -> str | None:
     return None
 
 
-def resolve_in_root(path: str) -> str:
-    """``path`` with symlinks resolved as the container sees them (the host's layout)."""
-    out = "/"
+def contained(root: str, path: str) -> str:
+    """``root + path`` with every symlink on the way resolved as inside ``root`` (an absolute link
+    target starts again at ``root``), so no container path can name a host directory."""
+    out = ""
     parts = [p for p in path.split("/") if p]
     hops = 0
     while parts:
         name = parts.pop(0)
-        candidate = os.path.join(out, name)
-        if os.path.islink(candidate) and hops < 40:
+        if name == "..":
+            out = out.rsplit("/", 1)[0]
+            continue
+        if name == ".":
+            continue
+        candidate = f"{out}/{name}"
+        real = root + candidate
+        if os.path.islink(real) and hops < 40:
             hops += 1
-            target = os.readlink(candidate)
-            parts = [p for p in target.split("/") if p] + parts
-            if target.startswith("/"):
-                out = "/"
+            link = os.readlink(real)
+            parts = [p for p in link.split("/") if p] + parts
+            if link.startswith("/"):
+                out = ""
             continue
         out = candidate
-    return out
+    return root + (out or "/")
+
+
+def resolve_in_root(path: str) -> str:
+    """``path`` with symlinks resolved as the container sees them (the host's layout)."""
+    return contained("", path)
 
 
 class MountPlan:

@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from . import isolation
 from .errors import api_error
 from .launch import ExecNotFound
 from .logs import instance_log_path, read_log
@@ -177,7 +178,10 @@ class NodeRuntime:
         try:
             if not tty:
                 return await runner.spawn_exec(command, stdin=asyncio.subprocess.PIPE)
-            master, slave = pty.openpty()
+            if runner.context is not None and runner.context.sandbox is not None and runner.process is not None:
+                master, slave = isolation.open_pty(runner.process.pid)  # the container's own /dev/pts
+            else:
+                master, slave = pty.openpty()
             try:
                 proc = await runner.spawn_exec(command, stdin=slave, stdout=slave, stderr=slave)
             finally:

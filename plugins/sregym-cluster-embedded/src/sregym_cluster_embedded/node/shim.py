@@ -9,11 +9,32 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from sregym_core.errors import ClusterError
+
 SOURCE = Path(__file__).with_name("shim_bind.c")
 PY_FALLBACK = Path(__file__).with_name("pyshim")
 
 
-SHARED_DIR = Path(tempfile.gettempdir()) / "sregym-shim"
+#: World-readable (processes that drop privileges must map the shims) but per user and owned by it:
+#: a directory another user created first could hand this user's pods a library of that user's choosing.
+SHARED_DIR = Path(tempfile.gettempdir()) / f"sregym-shim-{os.geteuid()}"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (0755), and refuse one this user does not own or others may write: a
+    directory in /tmp another user created first would choose what this user's pods load or run."""
+    path.mkdir(mode=0o755, exist_ok=True)
+    info = path.lstat()
+    if path.is_symlink() or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise ClusterError(f"{path} is not a private directory of this user (owner uid {info.st_uid}, "
+                           f"mode {info.st_mode & 0o777:o})",
+                           hints=(f"remove it (it only holds caches and sockets of stopped clusters): rm -rf {path}",))
+    return path
+
+
+def ensure_shared_dir() -> Path:
+    """:data:`SHARED_DIR`, created private to this user (see :func:`ensure_private_dir`)."""
+    return ensure_private_dir(SHARED_DIR)
 
 
 def build_shim(state_dir: Path | None = None) -> Path | None:
@@ -30,8 +51,7 @@ def build_shim(state_dir: Path | None = None) -> Path | None:
     gcc = shutil.which("gcc") or shutil.which("cc")
     if not gcc:
         return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.parent.chmod(0o755)
+    ensure_shared_dir()
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     result = subprocess.run([gcc, "-O2", "-fPIC", "-shared", "-o", str(tmp), str(SOURCE), "-ldl"],
                             capture_output=True, text=True, timeout=60)

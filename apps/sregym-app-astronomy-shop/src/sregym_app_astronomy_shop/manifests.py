@@ -1,0 +1,265 @@
+"""The Kubernetes manifests: rendered from :mod:`topology`, shipped as plain YAML files.
+
+``render(params)`` applies parameters (``image_tag``, ``otlp_endpoint``, ``workload_rate``); the
+files under ``manifests/`` are ``render()`` with the defaults (``python -m
+sregym_app_astronomy_shop.manifests --write`` regenerates them; a test checks they match).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import IMAGE_REPO, IMAGE_TAG
+from .topology import (
+    ADMIN_PORT,
+    FLAG_DESCRIPTIONS,
+    FLAGS,
+    NAMESPACE,
+    PEER_SERVICES,
+    SERVICES,
+    WORKLOAD_NAMESPACE,
+)
+
+DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "otlp_endpoint": "", "workload_rate": 5}
+NGINX_IMAGE = "nginx:1.22"
+VALKEY_IMAGE = "valkey/valkey:7.2"
+BROKER_IMAGE = "redis:7.0"
+PART_OF = {"app.kubernetes.io/part-of": "astronomy-shop"}
+#: the load generator's deadline for one user task (all its requests), seconds
+WORKLOAD_TIMEOUT_S = 5
+
+NGINX_CONF = """\
+# The edge proxy (frontend-proxy): routes the shop's traffic to frontend and image-provider.
+worker_processes 1;
+pid /tmp/nginx.pid;
+events { worker_connections 1024; }
+http {
+  log_format edge escape=json '{"ts":"$time_iso8601","service":"frontend-proxy","event":"request",'
+                              '"method":"$request_method","path":"$uri","status":$status,'
+                              '"request_time_s":$request_time,"upstream":"$upstream_addr",'
+                              '"upstream_status":"$upstream_status","traceparent":"$http_traceparent"}';
+  access_log /tmp/access.log edge;
+  client_body_temp_path /tmp/nginx-body;
+  proxy_temp_path /tmp/nginx-proxy;
+  fastcgi_temp_path /tmp/nginx-fastcgi;
+  uwsgi_temp_path /tmp/nginx-uwsgi;
+  scgi_temp_path /tmp/nginx-scgi;
+  proxy_connect_timeout 3s;
+  proxy_read_timeout 15s;
+  upstream frontend { server frontend:8080; }
+  upstream image_provider { server image-provider:8081; }
+  server {
+    listen 8080;
+    location = /healthz { access_log off; return 200 "ok\\n"; }
+    location /images/ { proxy_pass http://image_provider; }
+    location / { proxy_pass http://frontend; }
+  }
+}
+"""
+
+
+def flagd_json() -> str:
+    flags = {name: {"description": FLAG_DESCRIPTIONS[name], "state": "ENABLED", "variants": variants,
+                    "defaultVariant": "off"}
+             for name, (variants, _owner, _on) in sorted(FLAGS.items())}
+    return json.dumps({"$schema": "https://flagd.dev/schema/v0/flags.json", "flags": flags}, indent=2) + "\n"
+
+
+def _labels(name: str, tier: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": name, **PART_OF, "tier": tier}
+
+
+def _service(name: str, ns: str, ports: list[tuple[str, int]], tier: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": _labels(name, tier)},
+            "spec": {"selector": {"app.kubernetes.io/name": name},
+                     "ports": [{"name": pn, "port": p, "targetPort": p} for pn, p in ports]}}
+
+
+def _deployment(name: str, ns: str, container: dict[str, Any], tier: str, volumes: list[dict[str, Any]] | None = None,
+                priority: str | None = None) -> dict[str, Any]:
+    pod: dict[str, Any] = {"terminationGracePeriodSeconds": 10, "containers": [container]}
+    if volumes:
+        pod["volumes"] = volumes
+    if priority:
+        pod["priorityClassName"] = priority
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": ns, "labels": _labels(name, tier)},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+                     "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+                     "template": {"metadata": {"labels": _labels(name, tier),
+                                               "annotations": {"prometheus.io/scrape": "true",
+                                                               "prometheus.io/port": str(ADMIN_PORT),
+                                                               "prometheus.io/path": "/metrics"}},
+                                  "spec": pod}}}
+
+
+def peer_env(service: str) -> list[dict[str, str]]:
+    out = []
+    for peer in SERVICES[service][2]:
+        host, port = PEER_SERVICES.get(peer, (peer, SERVICES.get(peer, (0,))[0]))
+        out.append({"name": peer.upper().replace("-", "_") + "_ADDR", "value": f"{host}:{port}"})
+    return out
+
+
+def _python_service(name: str) -> list[dict[str, Any]]:
+    port, protocol, _ = SERVICES[name]
+    ports = [("admin", ADMIN_PORT)] if port is None else [("grpc" if protocol == "grpc" else "http", port),
+                                                          ("admin", ADMIN_PORT)]
+    env = [{"name": "OTEL_SERVICE_NAME", "value": name}, {"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": ""},
+           {"name": "FLAGD_HOST", "value": "flagd"}, {"name": "FLAGD_OFREP_PORT", "value": "8016"},
+           {"name": "ADMIN_PORT", "value": str(ADMIN_PORT)}, *peer_env(name)]
+    container: dict[str, Any] = {
+        "name": name, "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": [name],
+        "ports": [{"name": pn, "containerPort": p} for pn, p in ports], "env": env,
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": ADMIN_PORT}, "periodSeconds": 2,
+                           "timeoutSeconds": 3, "failureThreshold": 2},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": ADMIN_PORT}, "initialDelaySeconds": 10,
+                          "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3},
+        "resources": {"requests": {"cpu": "20m", "memory": "48Mi"}, "limits": {"memory": "256Mi"}},
+    }
+    volumes = None
+    if name == "flagd":
+        container["env"] = [e for e in env if e["name"] not in ("FLAGD_HOST", "OTEL_EXPORTER_OTLP_ENDPOINT")] + [
+            {"name": "FLAGD_FILE", "value": "/etc/flagd/demo.flagd.json"}]
+        container["volumeMounts"] = [{"name": "config", "mountPath": "/etc/flagd", "readOnly": True}]
+        volumes = [{"name": "config", "configMap": {"name": "flagd-config"}}]
+    tier = "queue-consumer" if port is None else ("frontend" if name == "frontend" else "service")
+    docs = [] if port is None and name != "flagd" else []
+    docs.append(_service(name, NAMESPACE, ports, tier))
+    docs.append(_deployment(name, NAMESPACE, container, tier, volumes))
+    return docs
+
+
+def _redis(name: str, image: str, args: list[str], tier: str) -> list[dict[str, Any]]:
+    container = {"name": name, "image": image, "args": args, "ports": [{"name": "redis", "containerPort": 6379}],
+                 "readinessProbe": {"tcpSocket": {"port": 6379}, "periodSeconds": 2},
+                 "livenessProbe": {"tcpSocket": {"port": 6379}, "initialDelaySeconds": 10, "periodSeconds": 10},
+                 "resources": {"requests": {"cpu": "20m", "memory": "32Mi"}, "limits": {"memory": "256Mi"}}}
+    return [_service(name, NAMESPACE, [("redis", 6379)], tier), _deployment(name, NAMESPACE, container, tier)]
+
+
+def build() -> list[dict[str, Any]]:
+    """Every object with the default parameters, in apply order."""
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": dict(PART_OF)}},
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": WORKLOAD_NAMESPACE, "labels": {**PART_OF, "sregym.dev/hidden": "true"}}},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "sregym-infrastructure"},
+         "value": 100000000, "globalDefault": False,
+         "description": "SREGym benchmark infrastructure (workload generator, observability)"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "flagd-config", "namespace": NAMESPACE,
+                                                               "labels": _labels("flagd", "config")},
+         "data": {"demo.flagd.json": flagd_json()}},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "frontend-proxy-config", "namespace": NAMESPACE, "labels": _labels("frontend-proxy", "config")},
+         "data": {"nginx.conf": NGINX_CONF}},
+    ]
+    docs += _redis("valkey-cart", VALKEY_IMAGE, ["valkey-server", "--save", "", "--appendonly", "no"], "cache")
+    docs += _redis("queue", BROKER_IMAGE, ["redis-server", "--save", "", "--appendonly", "no", "--maxmemory", "128mb",
+                                           "--maxmemory-policy", "noeviction"], "queue")
+    for name in SERVICES:
+        docs += _python_service(name)
+    proxy = {"name": "frontend-proxy", "image": NGINX_IMAGE, "ports": [{"name": "http", "containerPort": 8080}],
+             "volumeMounts": [{"name": "config", "mountPath": "/etc/nginx", "readOnly": True}],
+             "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 2},
+             "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "initialDelaySeconds": 10,
+                               "periodSeconds": 10},
+             "resources": {"requests": {"cpu": "20m", "memory": "16Mi"}, "limits": {"memory": "128Mi"}}}
+    docs += [_service("frontend-proxy", NAMESPACE, [("http", 8080)], "edge"),
+             _deployment("frontend-proxy", NAMESPACE, proxy, "edge",
+                         [{"name": "config", "configMap": {"name": "frontend-proxy-config"}}])]
+    loadgen = {"name": "load-generator", "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": ["load-generator"],
+               "ports": [{"name": "http", "containerPort": 8089}],
+               "env": [{"name": "WORKLOAD_TARGET", "value": f"http://frontend-proxy.{NAMESPACE}.svc.cluster.local:8080"},
+                       {"name": "WORKLOAD_RATE", "value": "5"}, {"name": "WORKLOAD_PORT", "value": "8089"},
+                       {"name": "WORKLOAD_TIMEOUT_S", "value": str(WORKLOAD_TIMEOUT_S)},
+                       {"name": "FLAGD_HOST", "value": f"flagd.{NAMESPACE}.svc.cluster.local"},
+                       {"name": "FLAGD_OFREP_PORT", "value": "8016"}],
+               "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8089}, "periodSeconds": 2},
+               "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}}}
+    docs += [_service("load-generator", WORKLOAD_NAMESPACE, [("http", 8089)], "workload"),
+             _deployment("load-generator", WORKLOAD_NAMESPACE, loadgen, "workload", priority="sregym-infrastructure")]
+    return docs
+
+
+def manifest_dir() -> Path:
+    return Path(str(resources.files(__package__) / "manifests"))
+
+
+def manifest_files() -> tuple[Path, ...]:
+    return tuple(sorted(manifest_dir().glob("*.yaml")))
+
+
+def _group(doc: dict[str, Any]) -> str:
+    kind, ns = doc["kind"], doc["metadata"].get("namespace")
+    if kind in ("Namespace", "PriorityClass"):
+        return "00-namespaces.yaml"
+    if kind == "ConfigMap":
+        return "10-configmaps.yaml"
+    if ns == WORKLOAD_NAMESPACE:
+        return "60-load-generator.yaml"
+    if doc["metadata"]["name"] in ("valkey-cart", "queue"):
+        return "20-datastores.yaml"
+    return "50-services.yaml"
+
+
+def write(directory: Path | None = None) -> None:
+    directory = directory or manifest_dir()
+    files: dict[str, list[dict[str, Any]]] = {}
+    for doc in build():
+        files.setdefault(_group(doc), []).append(doc)
+    for name, docs in files.items():
+        (directory / name).write_text("# Generated by `python -m sregym_app_astronomy_shop.manifests --write`.\n"
+                                      + yaml.safe_dump_all(docs, sort_keys=False, width=120))
+
+
+def load_documents() -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for path in manifest_files():
+        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+    return docs
+
+
+def _set_env(container: dict[str, Any], name: str, value: str) -> None:
+    for var in container.setdefault("env", []):
+        if var.get("name") == name:
+            var["value"] = value
+            return
+    container["env"].append({"name": name, "value": value})
+
+
+def render(params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The shipped manifests with ``params`` applied; unknown parameters raise ValueError."""
+    unknown = set(params or {}) - set(DEFAULT_PARAMS)
+    if unknown:
+        raise ValueError(f"unknown manifest parameters: {', '.join(sorted(unknown))}; known: {', '.join(DEFAULT_PARAMS)}")
+    merged = {**DEFAULT_PARAMS, **(params or {})}
+    docs = copy.deepcopy(load_documents())
+    for doc in docs:
+        for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            if str(c.get("image", "")).startswith(IMAGE_REPO + ":"):
+                c["image"] = f"{IMAGE_REPO}:{merged['image_tag']}"
+                if any(e["name"] == "OTEL_EXPORTER_OTLP_ENDPOINT" for e in c.get("env", [])):
+                    _set_env(c, "OTEL_EXPORTER_OTLP_ENDPOINT", str(merged["otlp_endpoint"]))
+            if c["name"] == "load-generator":
+                _set_env(c, "WORKLOAD_RATE", str(merged["workload_rate"]))
+    return docs
+
+
+def render_yaml(params: Mapping[str, Any] | None = None) -> str:
+    return yaml.safe_dump_all(render(params), sort_keys=False)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        write()
+    else:
+        print(render_yaml())

@@ -1,0 +1,294 @@
+"""The two wire protocols between services: gRPC with a JSON codec, and JSON over HTTP.
+
+gRPC (ad, cart, checkout, currency, payment, product-catalog, recommendation) is real gRPC over
+HTTP/2 through grpcio's generic handlers, methods ``/oteldemo.<Service>/<Method>``, JSON bodies (no
+protoc step), plus the standard ``grpc.health.v1`` service. HTTP services (frontend, email, quote,
+shipping, image-provider, flagd) use the standard library's threading server. Both sides record
+metrics and spans and propagate W3C trace context.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from concurrent import futures
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import grpc
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from sregym_appkit import logs
+from sregym_appkit.admin import AdminServer
+
+from . import telemetry
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconnect_backoff_ms", 200),
+                   ("grpc.max_reconnect_backoff_ms", 2000), ("grpc.enable_retries", 0)]
+
+
+class RpcError(Exception):
+    """A failure with a gRPC status code (HTTP services map it to a status)."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def _encode(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _decode(data: bytes) -> Any:
+    return json.loads(data) if data else {}
+
+
+def grpc_service_name(service: str) -> str:
+    return "oteldemo." + "".join(p.capitalize() for p in service.split("-")) + "Service"
+
+
+class GrpcServer:
+    """One service's JSON methods plus grpc.health.v1."""
+
+    def __init__(self, service: str, port: int, handlers: Mapping[str, Handler], workers: int = 16) -> None:
+        from grpc_health.v1 import health, health_pb2_grpc
+
+        self.service = service
+        self.health = health.HealthServicer()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=[("grpc.so_reuseport", 0)])
+        path = grpc_service_name(service)
+        methods = {name: grpc.unary_unary_rpc_method_handler(self._wrap(name, fn), request_deserializer=_decode,
+                                                             response_serializer=_encode)
+                   for name, fn in handlers.items()}
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(path, methods),))
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        if not self.server.add_insecure_port(f"0.0.0.0:{port}"):
+            raise OSError(f"cannot listen on port {port}")
+
+    def _wrap(self, method: str, fn: Handler) -> Callable[[Any, grpc.ServicerContext], Any]:
+        service, path = self.service, grpc_service_name(self.service)
+
+        def handle(request: Any, context: grpc.ServicerContext) -> Any:
+            start = time.perf_counter()
+            token = otel_context.attach(telemetry.extract(context.invocation_metadata()))
+            code = grpc.StatusCode.OK
+            try:
+                with telemetry.tracer().start_as_current_span(
+                        f"{path}/{method}", kind=trace.SpanKind.SERVER,
+                        attributes={"rpc.system": "grpc", "rpc.service": path, "rpc.method": method}) as span:
+                    try:
+                        return fn(request if isinstance(request, dict) else {})
+                    except RpcError as exc:
+                        code = exc.code
+                        span.set_status(trace.Status(trace.StatusCode.ERROR, exc.message))
+                        span.set_attribute("rpc.grpc.status_code", exc.code.value[0])
+                        logs.error("request_failed", method=method, code=exc.code.name, error=exc.message)
+                        context.abort(exc.code, exc.message)
+                    except Exception as exc:
+                        if isinstance(exc, grpc.RpcError) or type(exc).__name__ == "_AbortError":
+                            raise
+                        code = grpc.StatusCode.INTERNAL
+                        span.record_exception(exc)
+                        span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
+                        logs.error("handler_crashed", method=method, error=f"{type(exc).__name__}: {exc}")
+                        context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+            finally:
+                otel_context.detach(token)
+                telemetry.RPC_SERVER.labels(service, method, code.name).inc()
+                telemetry.RPC_SERVER_LATENCY.labels(service, method).observe(time.perf_counter() - start)
+
+        return handle
+
+    def start(self) -> None:
+        from grpc_health.v1 import health_pb2
+
+        self.server.start()
+        self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+
+    def set_serving(self, serving: bool) -> None:
+        from grpc_health.v1 import health_pb2
+
+        self.health.set("", health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    def stop(self) -> None:
+        self.server.stop(2).wait(3)
+
+
+class GrpcPeer:
+    """A client of one gRPC peer: per-call timeout, metrics, client spans, trace propagation."""
+
+    def __init__(self, service: str, peer: str, addr: str, timeout_s: float = 3.0) -> None:
+        self.service, self.peer, self.addr, self.timeout_s = service, peer, addr, timeout_s
+        self.channel = grpc.insecure_channel(addr, options=CHANNEL_OPTIONS)
+        self._stubs: dict[str, Any] = {}
+
+    def call(self, method: str, request: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        path = grpc_service_name(self.peer)
+        stub = self._stubs.get(method)
+        if stub is None:
+            stub = self._stubs[method] = self.channel.unary_unary(f"/{path}/{method}", request_serializer=_encode,
+                                                                  response_deserializer=_decode)
+        start = time.perf_counter()
+        with telemetry.tracer().start_as_current_span(
+                f"{path}/{method}", kind=trace.SpanKind.CLIENT,
+                attributes={"rpc.system": "grpc", "rpc.service": path, "rpc.method": method,
+                            "net.peer.name": self.addr, "peer.service": self.peer}) as span:
+            try:
+                reply = stub(dict(request or {}), timeout=self.timeout_s, metadata=list(telemetry.carrier().items()))
+                telemetry.RPC_CLIENT.labels(self.service, self.peer, method, "OK").inc()
+                return reply
+            except grpc.RpcError as exc:
+                code, details = exc.code(), exc.details() or ""
+                telemetry.RPC_CLIENT.labels(self.service, self.peer, method, code.name).inc()
+                span.set_status(trace.Status(trace.StatusCode.ERROR, f"{code.name}: {details}"))
+                span.set_attribute("rpc.grpc.status_code", code.value[0])
+                logs.error("rpc_failed", peer=self.peer, addr=self.addr, method=method, error=f"{code.name}: {details}")
+                raise RpcError(code, f"{self.peer} ({self.addr}) {method}: {code.name}: {details}") from None
+            finally:
+                telemetry.RPC_CLIENT_LATENCY.labels(self.service, self.peer, method).observe(time.perf_counter() - start)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+_HTTP_CODES = {grpc.StatusCode.NOT_FOUND: 404, grpc.StatusCode.INVALID_ARGUMENT: 400,
+               grpc.StatusCode.UNAVAILABLE: 503, grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+               grpc.StatusCode.FAILED_PRECONDITION: 400, grpc.StatusCode.RESOURCE_EXHAUSTED: 429}
+
+
+class HttpPeer:
+    """A JSON-over-HTTP client of one peer."""
+
+    def __init__(self, service: str, peer: str, addr: str, timeout_s: float = 3.0) -> None:
+        self.service, self.peer, self.addr, self.timeout_s = service, peer, addr, timeout_s
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        url = f"http://{self.addr}{path}"
+        start = time.perf_counter()
+        with telemetry.tracer().start_as_current_span(
+                f"{method} {path.split('?')[0]}", kind=trace.SpanKind.CLIENT,
+                attributes={"http.request.method": method, "url.full": url, "peer.service": self.peer}) as span:
+            data = None if body is None else _encode(body)
+            req = urllib.request.Request(url, data=data, method=method,
+                                         headers={"Content-Type": "application/json", **telemetry.carrier()})
+            code = "OK"
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                    span.set_attribute("http.response.status_code", resp.status)
+                    return _decode(resp.read())
+            except urllib.error.HTTPError as exc:
+                code = str(exc.code)
+                detail = exc.read()[:300].decode(errors="replace")
+                span.set_attribute("http.response.status_code", exc.code)
+                span.set_status(trace.Status(trace.StatusCode.ERROR, f"HTTP {exc.code}"))
+                logs.error("http_call_failed", peer=self.peer, addr=self.addr, path=path, status=exc.code, error=detail)
+                raise RpcError(grpc.StatusCode.UNAVAILABLE if exc.code >= 500 else grpc.StatusCode.INVALID_ARGUMENT,
+                               f"{self.peer} ({self.addr}) {path}: HTTP {exc.code}: {detail}") from None
+            except (OSError, ValueError) as exc:
+                code = type(exc).__name__
+                span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
+                logs.error("http_call_failed", peer=self.peer, addr=self.addr, path=path, error=str(exc))
+                raise RpcError(grpc.StatusCode.UNAVAILABLE, f"{self.peer} ({self.addr}) {path}: {exc}") from None
+            finally:
+                telemetry.RPC_CLIENT.labels(self.service, self.peer, path.split("?")[0], code).inc()
+                telemetry.RPC_CLIENT_LATENCY.labels(self.service, self.peer, path.split("?")[0]).observe(
+                    time.perf_counter() - start)
+
+
+#: ``route(method, path, query, body) -> (status, body)`` or ``(status, bytes, content_type)``
+Route = Callable[[str, str, dict[str, str], Any], tuple[Any, ...]]
+
+
+class HttpServer:
+    """A JSON HTTP server: ``route(method, path, query, body) -> (status, body)``; bytes bodies go out raw."""
+
+    def __init__(self, service: str, port: int, route: Route, *, content_type: str = "application/json",
+                 traced: bool = True) -> None:
+        outer = self
+        self.traced = traced
+        self.service, self.route = service, route
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms delayed-ACK stall
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+                return
+
+            def _handle(self) -> None:
+                from urllib.parse import parse_qsl, urlsplit
+
+                parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                start = time.perf_counter()
+                token = otel_context.attach(telemetry.extract(dict(self.headers.items())))
+                status: int = 500
+                ctype = "application/octet-stream"
+                try:
+                    tracer = telemetry.tracer() if outer.traced else trace.NoOpTracer()
+                    with tracer.start_as_current_span(
+                            f"{self.command} {parts.path}", kind=trace.SpanKind.SERVER,
+                            attributes={"http.request.method": self.command, "url.path": parts.path}) as span:
+                        try:
+                            body = _decode(raw) if raw else None
+                            answer = outer.route(self.command, parts.path, dict(parse_qsl(parts.query)), body)
+                            status, out = answer[0], answer[1]
+                            ctype = answer[2] if len(answer) > 2 else ctype
+                        except RpcError as exc:
+                            status, out = _HTTP_CODES.get(exc.code, 500), {"error": exc.message}
+                        except ValueError as exc:
+                            status, out = 400, {"error": str(exc)}
+                        except Exception as exc:  # noqa: BLE001 - a crash is a 500 with its cause, logged
+                            status, out = 500, {"error": f"{type(exc).__name__}: {exc}"}
+                            span.record_exception(exc)
+                            logs.error("handler_crashed", path=parts.path, error=f"{type(exc).__name__}: {exc}")
+                        span.set_attribute("http.response.status_code", status)
+                        if status >= 500:
+                            span.set_status(trace.Status(trace.StatusCode.ERROR, str(out)[:200]))
+                    payload = out if isinstance(out, bytes) else _encode(out)
+                    if not isinstance(out, bytes):
+                        ctype = outer.content_type
+                    self.send_response(status)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    otel_context.detach(token)
+                    if outer.traced:  # probes and scrapes are not traffic
+                        telemetry.RPC_SERVER.labels(outer.service, parts.path, str(status)).inc()
+                        telemetry.RPC_SERVER_LATENCY.labels(outer.service, parts.path).observe(
+                            time.perf_counter() - start)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _handle  # noqa: N815 - stdlib naming
+
+        self.content_type = content_type
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.httpd = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+        self.httpd.daemon_threads = True
+
+    def start(self) -> None:
+        import threading
+
+        threading.Thread(target=self.httpd.serve_forever, name=f"http-{self.service}", daemon=True).start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def admin_server(port: int, ready: Callable[[], tuple[bool, dict[str, Any]]]) -> AdminServer:
+    """The admin port (sregym_appkit.admin) with this app's readiness: ``ready() -> (ok, detail)``."""
+    def readiness() -> dict[str, Any]:
+        ok, detail = ready()
+        return {"ready": ok, **detail}
+
+    return AdminServer("0.0.0.0", port, readiness)

@@ -1,0 +1,104 @@
+"""Process entry point: ``python -m sregym_app_astronomy_shop.serve <service>``.
+
+Services: frontend ad cart checkout currency email payment product-catalog quote recommendation
+shipping image-provider accounting fraud-detection flagd, and ``load-generator`` (the workload).
+Every service serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``ADMIN_PORT`` (9464).
+"""
+
+from __future__ import annotations
+
+import os
+
+# grpc resolves peers with getaddrinfo (the cluster's DNS), not its own c-ares resolver.
+os.environ.setdefault("GRPC_DNS_RESOLVER", "native")
+
+import signal  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+from typing import Any  # noqa: E402
+
+from sregym_appkit import logs  # noqa: E402
+from sregym_appkit.cli import dispatch  # noqa: E402
+
+from . import IMAGE_TAG  # noqa: E402
+
+CONSUMERS = ("accounting", "fraud-detection")
+SERVICES = ("ad", "cart", "checkout", "currency", "email", "frontend", "image-provider", "payment",
+            "product-catalog", "quote", "recommendation", "shipping", *CONSUMERS, "flagd")
+USAGE = f"usage: python -m sregym_app_astronomy_shop.serve {{{'|'.join(SERVICES)}|load-generator}}"
+
+
+def run_service(service: str) -> int:
+    logs.configure(service)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if service == "flagd":
+        from .flagd import run
+        run(int(os.environ.get("FLAGD_OFREP_PORT", "8016")), os.environ.get("FLAGD_FILE", "/etc/flagd/demo.flagd.json"),
+            stop)
+        return 0
+    from . import flags, telemetry
+    from .rpc import admin_server
+
+    telemetry.setup_tracing(service)
+    telemetry.INFO.labels(service, IMAGE_TAG).set(1)
+    flags.configure(service)
+    env = dict(os.environ)
+    try:
+        if service in CONSUMERS:
+            from .orders import Consumer
+            consumer = Consumer(service, env)
+            server, ready = None, consumer.ready
+        else:
+            if service == "checkout":
+                from .orders import build_checkout as build
+            elif service == "frontend":
+                from .frontend import build_frontend as build
+            else:
+                from .backends import BUILDERS
+                build = BUILDERS[service]
+            server, ready = build(env)
+        admin = admin_server(int(os.environ.get("ADMIN_PORT", "9464")), ready)
+    except OSError as exc:
+        logs.error("listen_failed", error=str(exc))
+        return 1
+    admin.start()
+    if server is not None:
+        server.start()
+    logs.info("service_started", version=IMAGE_TAG, flagd=f"{os.environ.get('FLAGD_HOST', 'flagd')}:"
+              f"{os.environ.get('FLAGD_OFREP_PORT', '8016')}",
+              peers={k: v for k, v in env.items() if k.endswith("_ADDR")})
+    if service in CONSUMERS:
+        worker = threading.Thread(target=consumer.run, args=(stop,), name="consumer", daemon=True)
+        worker.start()
+    stop.wait()
+    logs.info("shutdown_started", reason="signal")
+    if server is not None:
+        server.stop()
+    admin.stop()
+    telemetry.shutdown_tracing()
+    return 0
+
+
+def _load_generator(rest: list[str]) -> int:
+    from .loadgen import main as loadgen_main
+    return loadgen_main(rest)
+
+
+def _nginx(rest: list[str]) -> int:
+    from .edge import main as edge_main
+    return edge_main(rest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return dispatch(argv, usage=USAGE, commands={"load-generator": _load_generator, "nginx": _nginx},
+                    services=SERVICES, run_service=lambda args: run_service(args[0]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Astronomy Shop tests (the SREGym harness comes from the repository's root conftest)."""

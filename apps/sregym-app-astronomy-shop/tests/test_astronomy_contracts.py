@@ -1,0 +1,24 @@
+"""The plugin contract suites: the AppSpec, the flagd-flag fault and every shipped problem."""
+
+from __future__ import annotations
+
+import sregym_app_astronomy_shop.plugin
+from sregym_app_astronomy_shop.app import app_spec
+
+from sregym_core.testing.contracts import AppContract, FaultContract, ProblemContract
+
+
+class TestAstronomyApp(AppContract):
+    plugin = sregym_app_astronomy_shop.plugin
+
+
+class TestAstronomyFaults(FaultContract):
+    plugin = sregym_app_astronomy_shop.plugin
+    app = app_spec()
+    live_only = {"queue-poison-pill": "runs redis-cli inside the queue pod (tests/test_astronomy_live.py)",
+                 "flagd-flag": "waits until flagd serves the change, asking flagd itself (tests/test_astronomy_live.py; "
+                               "the ConfigMap edit: test_astronomy_units.py)"}
+
+
+class TestAstronomyProblems(ProblemContract):
+    plugin = sregym_app_astronomy_shop.plugin

@@ -1,0 +1,127 @@
+"""Astronomy Shop live on the embedded cluster, one deployment for the whole module (slow).
+
+Deployed through the conductor's own path (``deployed_app``, with the observability stack), then:
+the load generator's answers are correct (content checks on every request kind, checkout
+included); one trace runs from frontend through checkout into both queue consumers, and flag
+evaluations show as span events; and the flagd-flag fault goes inject (adFailure on) → ads fail in
+the workload → present → reference fix (flag back off) → gone → the workload recovers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from sregym_app_astronomy_shop.loadgen import ENDPOINTS, request_for
+
+from sregym_core.testing.live import LiveCase, exercise, wait_for
+from sregym_core.types import Target
+
+pytestmark = pytest.mark.slow
+FRONTEND = ("frontend-proxy", 8080)
+
+
+@pytest.fixture(scope="module")
+def shop(deployed_app):
+    started = time.monotonic()
+    app = deployed_app("astronomy-shop")
+    deployed = app.env.deployed_app("astronomy-shop")
+    print(f"astronomy-shop deploy (apply to workload healthy): {deployed.deploy_seconds:.1f} s; "
+          f"fixture incl. cluster and observability: {time.monotonic() - started:.1f} s")
+    return app
+
+
+def _jaeger(shop, path: str) -> dict:
+    stack = next(iter(shop.host.get_observability().values()))
+    name, port = stack.services["jaeger"]
+    live = shop.live(time.time())
+    out = live.kubectl("get", "--raw", f"/api/v1/namespaces/{stack.namespace}/services/{name}:{port}/proxy{path}")
+    try:
+        return json.loads(out)
+    except ValueError:
+        return {"data": [], "error": out[:300]}
+
+
+def test_workload_sees_correct_content_on_every_request_kind(shop):
+    live = shop.live(time.time(), request_for=request_for, frontend=FRONTEND)
+
+    def good():
+        stats = live.stats(60)
+        seen = {e for e, s in stats["by_endpoint"].items() if s["success"]}
+        ok = (stats["count"] >= 60 and stats["success_rate"] >= 0.99 and stats["content_errors"] == 0
+              and seen == set(ENDPOINTS))
+        return stats if ok else None
+
+    stats = wait_for(good, 120, 5)
+    assert stats, json.dumps(live.stats(60))[:1500]
+    for endpoint in ("browse", "home", "image", "ads"):
+        status, _ = live.call(endpoint)
+        assert status == 200, endpoint
+
+
+def test_one_trace_crosses_the_queue_and_flags_show_in_spans(shop):
+    # Each service exports its spans on its own batch schedule, so a trace is complete only once the
+    # slowest exporter has flushed: wait for one trace that has the whole chain, and on failure say
+    # which services the most complete candidate had.
+    chain = {"frontend", "checkout", "accounting", "fraud-detection",
+             "cart", "payment", "shipping", "currency", "product-catalog"}
+    best: set[str] = set()
+
+    def queue_trace():
+        nonlocal best
+        for trace in _jaeger(shop, "/api/traces?service=accounting&limit=50&lookback=10m").get("data") or []:
+            services = {p["serviceName"] for p in trace["processes"].values()}
+            kinds = {(trace["processes"][s["processID"]]["serviceName"],
+                      next((t["value"] for t in s["tags"] if t["key"] == "span.kind"), "")) for s in trace["spans"]}
+            if ("checkout", "producer") in kinds and ("accounting", "consumer") in kinds:
+                if len(services & chain) > len(best & chain):
+                    best = services
+                if chain <= services:
+                    return services
+        return None
+
+    assert wait_for(queue_trace, 90, 5), \
+        f"no trace crossing frontend → checkout (producer) → accounting/fraud-detection (consumers) with " \
+        f"every service of the order; the most complete lacked {sorted(chain - best)}"
+
+    def flag_events():
+        for trace in _jaeger(shop, "/api/traces?service=ad&limit=20&lookback=10m").get("data") or []:
+            for span in trace["spans"]:
+                for event in span.get("logs", []):
+                    fields = {f["key"]: f["value"] for f in event.get("fields", [])}
+                    if fields.get("feature_flag.key") == "adFailure":
+                        return fields
+        return None
+
+    assert wait_for(flag_events, 60, 5), "no feature_flag.evaluation event for adFailure on ad's spans"
+
+
+def test_flag_fault_injects_shows_and_the_reference_fix_recovers(shop):
+    spec = shop.host.get_faults()["flagd-flag"]
+    target = Target(app=shop.app, component=shop.app.component("ad"), namespace=shop.app.namespace)
+
+    def ads_failing(live):
+        ads = live.stats(8)["by_endpoint"].get("ads") or {}
+        if ads.get("count", 0) >= 2 and ads.get("success", 1) == 0 and "503" in ads.get("error_kinds", {}):
+            return f"ads: {ads['count']} requests, all failed: {ads['error_kinds']}"
+        return None
+
+    case = LiveCase("ad", ads_failing, params={"flag": "adFailure"}, endpoint="ads", symptom_timeout=60)
+    phases = exercise(shop, spec, case, target, request_for=request_for, frontend=FRONTEND)
+    print(f"flagd-flag adFailure phases (s): {phases}")
+
+
+def test_queue_poison_pill_blocks_the_consumers_until_skipped(shop):
+    spec = shop.host.get_faults()["queue-poison-pill"]
+    target = Target(app=shop.app, component=shop.app.component("queue"), namespace=shop.app.namespace)
+
+    def consumers_stuck(live):
+        logs = live.logs("fraud-detection") + live.logs("accounting")
+        stuck = logs.count('"event":"message_processing_failed"')
+        return f"{stuck} failed attempts on the poison record in the consumers' logs" if stuck >= 4 else None
+
+    # the workload stays healthy (checkout only publishes): recovery is checked on a checkout-free kind
+    case = LiveCase("queue", consumers_stuck, endpoint="browse", symptom_timeout=60)
+    phases = exercise(shop, spec, case, target, request_for=request_for, frontend=FRONTEND)
+    print(f"queue-poison-pill phases (s): {phases}")

@@ -1,0 +1,146 @@
+"""The order queue against a real redis-server (no cluster): in-order consumer groups, a poison record
+blocking them head-of-line, and the fix (delete + acknowledge) letting them drain the backlog."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+from sregym_app_astronomy_shop import data
+from sregym_app_astronomy_shop.orders import GROUPS, STREAM, Consumer
+
+redis = pytest.importorskip("redis")
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs Debian's redis-server")
+
+
+@pytest.fixture
+def broker(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    yield port, client
+    proc.terminate()
+    proc.wait(5)
+
+
+def _order(i: int) -> dict[str, str]:
+    return {"order": json.dumps({"orderId": f"o{i}", "total": data.money("USD", 100 * i)})}
+
+
+def _wait(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_poison_record_blocks_every_group_until_deleted_and_acknowledged(broker):
+    port, client = broker
+    stop = threading.Event()
+    consumers = [Consumer(group, {"QUEUE_ADDR": f"127.0.0.1:{port}"}) for group in GROUPS]
+    threads = [threading.Thread(target=c.run, args=(stop,), daemon=True) for c in consumers]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(3):
+            client.xadd(STREAM, _order(i))
+        assert _wait(lambda: all(c.processed == 3 for c in consumers))
+        poison = client.xadd(STREAM, {"order": "not-an-order"})
+        for i in range(3, 8):
+            client.xadd(STREAM, _order(i))
+        time.sleep(2.5)
+        # head-of-line: nothing after the poison record is processed, in any group
+        assert [c.processed for c in consumers] == [3, 3]
+        for group in GROUPS:
+            pending = client.xpending(STREAM, group)
+            assert pending["pending"] == 1 and pending["min"] == poison
+        client.xdel(STREAM, poison)
+        for group in GROUPS:
+            client.xack(STREAM, group, poison)
+        assert _wait(lambda: all(c.processed == 8 for c in consumers)), [c.processed for c in consumers]
+        assert consumers[0].revenue_cents["USD"] == sum(100 * i for i in range(8))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(5)
+
+
+class _PodCtx:
+    """A fault context whose queue pod is the local redis-server: ``kubectl exec`` runs the command here."""
+
+    namespace = "astronomy-shop"
+
+    def __init__(self, port: int) -> None:
+        self.port, self.state = port, {}
+
+    def kubectl(self, *args, input=None, check=True, timeout=60.0):
+        if args[:2] == ("get", "pods"):
+            return json.dumps({"items": [{"metadata": {"name": "queue-0"},
+                                          "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]})
+        assert args[0] == "exec" and args[-3:-1] == ("sh", "-c"), args
+        command = args[-1].replace("redis-cli", f"redis-cli -p {self.port}", 1)
+        return subprocess.run(["sh", "-c", command], capture_output=True, text=True, env={"POD_IP": "127.0.0.1",
+                              "PATH": "/usr/bin:/bin"}, timeout=timeout).stdout
+
+
+@pytest.mark.skipif(shutil.which("redis-cli") is None, reason="needs Debian's redis-cli")
+def test_the_poison_fault_is_fixed_by_skipping_the_pill_not_by_losing_the_orders_behind_it(broker):
+    """inject → present → reference fix → gone and the backlog drains; a wiped stream (the broker
+    restarted: its data is in memory) is no fix, although the pill is gone with it."""
+    from types import SimpleNamespace
+
+    from sregym_app_astronomy_shop.faults import poison_fix, poison_inject, poison_present
+
+    port, client = broker
+    ctx, target = _PodCtx(port), SimpleNamespace(component=SimpleNamespace(name="queue", labels={"app": "queue"}))
+    stop = threading.Event()
+    consumers = [Consumer(group, {"QUEUE_ADDR": f"127.0.0.1:{port}"}) for group in GROUPS]
+    threads = [threading.Thread(target=c.run, args=(stop,), daemon=True) for c in consumers]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(3):
+            client.xadd(STREAM, _order(i))
+        assert _wait(lambda: all(c.processed == 3 for c in consumers))
+        poison_inject(ctx, target, {})
+        for i in range(3, 6):
+            client.xadd(STREAM, _order(i))
+        assert _wait(lambda: all(client.xpending(STREAM, g)["pending"] == 1 for g in GROUPS))
+        assert poison_present(ctx, target, {}) is True
+        poison_fix(ctx, target, {})
+        assert _wait(lambda: all(c.processed == 6 for c in consumers)), [c.processed for c in consumers]
+        assert poison_present(ctx, target, {}) is False
+
+        wiped = _PodCtx(port)
+        poison_inject(wiped, target, {})
+        client.xadd(STREAM, _order(6))
+        client.delete(STREAM)  # what a restart of the in-memory broker does; the consumers recreate their groups
+        assert _wait(lambda: {g["name"].decode() for g in _groups(client)} == set(GROUPS))
+        assert poison_present(wiped, target, {}) is True
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(5)
+
+
+def _groups(client):
+    try:
+        return client.xinfo_groups(STREAM)
+    except redis.ResponseError:
+        return []

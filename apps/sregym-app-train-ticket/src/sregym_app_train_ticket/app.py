@@ -1,0 +1,122 @@
+"""The AppSpec: inventory, description for agents, manifests, images, workload, deploy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import IMAGE_REPO
+from .manifests import DEFAULT_PARAMS, MARIADB_IMAGE, MYSQL_PVC, render_yaml, service_env
+from .topology import (
+    ADMIN_PORT,
+    FLAGD_SERVICE,
+    GATEWAY,
+    MYSQL_PORT,
+    MYSQL_SERVICE,
+    NAMESPACE,
+    SERVICES,
+    WORKLOAD_NAMESPACE,
+    FLAGS,
+    flags_of,
+)
+
+NAME = "train-ticket"
+STABLE_TAGS = ("1.0", "1.0.0", "latest")
+
+DESCRIPTION = f"""\
+TrainTicket: a railway ticketing system as microservices, in the Kubernetes namespace `{NAMESPACE}`.
+
+Users enter at ts-ui-dashboard (HTTP 8080), which routes /api/v1/<service>/... to the ts-*-service
+services (JSON over HTTP, TrainTicket's {{"status","msg","data"}} envelope). Login: ts-auth-service
+(calls ts-verification-code-service). Search: ts-travel-service (G/D trains) and ts-travel2-service
+(others) call ts-ticketinfo-service → ts-basic-service → ts-station-service, ts-train-service,
+ts-route-service, ts-price-service, and ts-seat-service → ts-order-service / ts-order-other-service,
+ts-config-service. Booking: ts-preserve-service calls ts-security-service (→ both order services),
+ts-contacts-service, travel/travel2, ts-seat-service, the order service, ts-assurance-service,
+ts-food-service, ts-consign-service, ts-user-service and ts-notification-service. Paying:
+ts-inside-payment-service (→ order service, ts-payment-service); cancelling: ts-cancel-service.
+
+Data: one MariaDB server, {MYSQL_SERVICE} (port {MYSQL_PORT}), with one database and one MySQL user per
+service that owns data (ts_order, ts_contacts, ts_travel, ...); credentials in the Secret
+ts-mysql-users, schemas created by the Secret ts-mysql-init. Peers come from <PEER>_ADDR
+environment variables (e.g. TS_ORDER_SERVICE_ADDR).
+
+Feature flags: flagd (OFREP on port 8016) serves the flags in the ConfigMap flagd-config
+(flags.json, flagd's format) and reloads them on change; services evaluate them per request
+through OpenFeature.
+
+Observability: JSON logs on stdout (with trace ids), Prometheus metrics on :{ADMIN_PORT}/metrics
+(ts_http_*, ts_sql_*, ts_feature_flag_evaluations_total), health on :{ADMIN_PORT}/healthz and
+readiness (including the database) on :{ADMIN_PORT}/readyz, OpenTelemetry traces across every hop
+and SQL statement.
+"""
+
+
+def _knobs(service: str) -> tuple[str, ...]:
+    knobs = []
+    if any(FLAGS[f][1] for f in flags_of(service)):
+        knobs.append("tt-flag")  # a flag in flagd-config turns a faulty code path of this service on
+    if service == GATEWAY:
+        knobs.append("load-entrypoint")
+    return tuple(knobs)
+
+
+def components() -> tuple[Any, ...]:
+    from sregym_core.types import ComponentSpec
+
+    out = []
+    for name, (port, _peers, schema, _prefix) in SERVICES.items():
+        roles: tuple[str, ...] = ("frontend", "service:http") if name == GATEWAY else ("service:http",)
+        if name == FLAGD_SERVICE:
+            roles = ("service:http", "flags:flagd")
+        out.append(ComponentSpec(
+            name=name, kind="Deployment", roles=roles, ports=(port, ADMIN_PORT), container=name,
+            config_map="flagd-config" if name == FLAGD_SERVICE else None,
+            env=tuple(e["name"] for e in service_env(name)), service=name,
+            labels={"app.kubernetes.io/name": name}, knobs=_knobs(name)))
+    out.append(ComponentSpec(name=MYSQL_SERVICE, kind="Deployment", roles=("db:mysql", "stateful"), ports=(MYSQL_PORT,),
+                             pvcs=(MYSQL_PVC,),
+                             container="mariadb", env=("MARIADB_ROOT_PASSWORD",), service=MYSQL_SERVICE,
+                             labels={"app.kubernetes.io/name": MYSQL_SERVICE}))
+    return tuple(out)
+
+
+def local_images() -> tuple[Any, ...]:
+    from sregym_core.types import LocalImage
+
+    entry = (sys.executable, "-m", "sregym_app_train_ticket.serve")
+    return tuple(LocalImage(image=f"{IMAGE_REPO}:{tag}", argv=entry, cmd=(GATEWAY,), env={"PYTHONUNBUFFERED": "1"},
+                            summary="TrainTicket services (argv[1] chooses the service)") for tag in STABLE_TAGS)
+
+
+def deploy(ctx: Any) -> None:
+    """Apply the manifests rendered with the run's params; the conductor then waits for Ready."""
+    proc = subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), "apply", "-f", "-"],
+                          input=render_yaml(ctx.params), capture_output=True, text=True, timeout=ctx.timeout)
+    if proc.returncode != 0:
+        from sregym_core.errors import DeployError
+        raise DeployError(f"kubectl apply failed: {proc.stderr.strip()[-1500:]}",
+                          hints=("check the kubeconfig and that the cluster is up",
+                                 f"the datastore image {MARIADB_IMAGE} needs Debian's mariadb-server on the node"))
+
+
+def problems_dir() -> Path:
+    return Path(__file__).parent / "problems"
+
+
+def app_spec() -> Any:
+    from sregym_core.types import AppSpec, WorkloadSpec
+
+    from .manifests import manifest_files
+
+    return AppSpec(
+        name=NAME, namespace=NAMESPACE, description=DESCRIPTION,
+        summary="TrainTicket: 25 ts-* services on the booking path, MariaDB schemas per service, flagd flags",
+        manifests=manifest_files(), components=components(),
+        workload=WorkloadSpec(name="load-generator", namespace=WORKLOAD_NAMESPACE, service="load-generator",
+                              port=8089, query_path="/stats", control_path="/control"),
+        images=local_images(), hidden_namespaces=(WORKLOAD_NAMESPACE,), problems_dir=problems_dir(),
+        params=dict(DEFAULT_PARAMS), deploy=deploy, deploy_timeout=240.0,
+    )

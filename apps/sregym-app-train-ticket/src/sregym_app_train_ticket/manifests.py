@@ -1,0 +1,258 @@
+"""The Kubernetes manifests: rendered from :mod:`topology` and :mod:`data`, shipped as plain YAML.
+
+``render(params)`` applies ``image_tag``, ``otlp_endpoint`` and ``workload_rate``; the files under
+``manifests/`` are ``build()`` with the defaults (``python -m sregym_app_train_ticket.manifests
+--write`` regenerates them; a test checks they match).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import IMAGE_REPO, IMAGE_TAG
+from .data import init_sql, service_password
+from .runtime import env_name
+from .topology import (
+    ADMIN_PORT,
+    FLAGD_PORT,
+    FLAGD_SERVICE,
+    FLAGS,
+    MYSQL_PORT,
+    MYSQL_SERVICE,
+    NAMESPACE,
+    SERVICES,
+    WORKLOAD_NAMESPACE,
+    peers,
+)
+
+DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "otlp_endpoint": "", "workload_rate": 2}
+MARIADB_IMAGE = "mariadb:10.11"
+ROOT_PASSWORD = "ts-root-9c41"
+MYSQL_PVC = "ts-mysql-data"
+PART_OF = {"app.kubernetes.io/part-of": "train-ticket"}
+#: small-footprint server options (the defaults reserve 128 MiB of buffer pool alone)
+MARIADB_ARGS = ["--innodb-buffer-pool-size=16M", "--innodb-log-file-size=8M", "--innodb-log-buffer-size=1M",
+                "--performance-schema=OFF", "--max-connections=200", "--innodb-lock-wait-timeout=5",
+                "--key-buffer-size=1M", "--aria-pagecache-buffer-size=2M", "--thread-cache-size=8",
+                "--innodb-flush-log-at-trx-commit=2"]
+
+
+def flagd_json() -> str:
+    flags = {name: {"description": desc, "state": "ENABLED", "variants": {"on": True, "off": False},
+                    "defaultVariant": "off"}
+             for name, (_owner, _real, desc) in sorted(FLAGS.items(), key=lambda kv: int(kv[0].rsplit("-", 1)[1]))}
+    return json.dumps({"$schema": "https://flagd.dev/schema/v0/flags.json", "flags": flags}, indent=2) + "\n"
+
+
+def db_user(service: str) -> str:
+    return service.removeprefix("ts-")
+
+
+def _labels(name: str, tier: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": name, **PART_OF, "tier": tier}
+
+
+def _service(name: str, ns: str, ports: list[tuple[str, int]], tier: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": _labels(name, tier)},
+            "spec": {"selector": {"app.kubernetes.io/name": name},
+                     "ports": [{"name": pn, "port": p, "targetPort": p} for pn, p in ports]}}
+
+
+def _deployment(name: str, ns: str, container: dict[str, Any], tier: str, volumes: list[dict[str, Any]] | None = None,
+                priority: str | None = None) -> dict[str, Any]:
+    pod: dict[str, Any] = {"terminationGracePeriodSeconds": 10, "containers": [container]}
+    if volumes:
+        pod["volumes"] = volumes
+    if priority:
+        pod["priorityClassName"] = priority
+    annotations = {"prometheus.io/scrape": "true", "prometheus.io/port": str(ADMIN_PORT), "prometheus.io/path": "/metrics"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": ns, "labels": _labels(name, tier)},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+                     "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+                     "template": {"metadata": {"labels": _labels(name, tier),
+                                               **({"annotations": annotations} if tier != "datastore" else {})},
+                                  "spec": pod}}}
+
+
+def peer_env(service: str) -> list[dict[str, Any]]:
+    return [{"name": env_name(p), "value": f"{p}:{SERVICES[p][0]}"} for p in peers(service)]
+
+
+def service_env(service: str) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [
+        {"name": "OTEL_SERVICE_NAME", "value": service}, {"name": "ADMIN_PORT", "value": str(ADMIN_PORT)},
+        {"name": "FLAGD_OFREP_PORT", "value": str(FLAGD_PORT)}]
+    if service == FLAGD_SERVICE:
+        return [*env, {"name": "FLAGD_FILE", "value": "/etc/flagd/flags.json"}]
+    env += [{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": ""}, {"name": "FLAGD_HOST", "value": FLAGD_SERVICE},
+            *peer_env(service)]
+    schema = SERVICES[service][2]
+    if schema:
+        env += [{"name": "MYSQL_ADDR", "value": f"{MYSQL_SERVICE}:{MYSQL_PORT}"},
+                {"name": "MYSQL_DATABASE", "value": schema}, {"name": "MYSQL_USER", "value": db_user(service)},
+                {"name": "MYSQL_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "ts-mysql-users",
+                                                                          "key": db_user(service)}}}]
+    return env
+
+
+def _python_service(name: str) -> list[dict[str, Any]]:
+    port = SERVICES[name][0]
+    container: dict[str, Any] = {
+        "name": name, "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": [name],
+        "ports": [{"name": "http", "containerPort": port}, {"name": "admin", "containerPort": ADMIN_PORT}],
+        "env": service_env(name),
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": ADMIN_PORT}, "periodSeconds": 3,
+                           "timeoutSeconds": 3, "failureThreshold": 2},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": ADMIN_PORT}, "initialDelaySeconds": 15,
+                          "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3},
+        "resources": {"requests": {"cpu": "10m", "memory": "40Mi"}, "limits": {"memory": "256Mi"}},
+    }
+    volumes = None
+    if name == FLAGD_SERVICE:
+        container["volumeMounts"] = [{"name": "config", "mountPath": "/etc/flagd", "readOnly": True}]
+        volumes = [{"name": "config", "configMap": {"name": "flagd-config"}}]
+    tier = "frontend" if name == "ts-ui-dashboard" else ("flags" if name == FLAGD_SERVICE else "service")
+    return [_service(name, NAMESPACE, [("http", port), ("admin", ADMIN_PORT)], tier),
+            _deployment(name, NAMESPACE, container, tier, volumes)]
+
+
+def _mysql() -> list[dict[str, Any]]:
+    container = {
+        "name": "mariadb", "image": MARIADB_IMAGE, "args": list(MARIADB_ARGS),
+        "ports": [{"name": "mysql", "containerPort": MYSQL_PORT}],
+        "env": [{"name": "MARIADB_ROOT_PASSWORD",
+                 "valueFrom": {"secretKeyRef": {"name": "ts-mysql-users", "key": "root"}}}],
+        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/mysql"},
+                         {"name": "init", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True}],
+        "readinessProbe": {"tcpSocket": {"port": MYSQL_PORT}, "periodSeconds": 2, "failureThreshold": 3},
+        "livenessProbe": {"tcpSocket": {"port": MYSQL_PORT}, "initialDelaySeconds": 60, "periodSeconds": 10,
+                          "failureThreshold": 6},
+        "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}, "limits": {"memory": "512Mi"}},
+    }
+    # the data outlives the pod (a restart or a rollout keeps the orders), as on a real cluster
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+           "metadata": {"name": MYSQL_PVC, "namespace": NAMESPACE, "labels": _labels(MYSQL_SERVICE, "datastore")},
+           "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    return [pvc, _service(MYSQL_SERVICE, NAMESPACE, [("mysql", MYSQL_PORT)], "datastore"),
+            _deployment(MYSQL_SERVICE, NAMESPACE, container, "datastore",
+                        [{"name": "data", "persistentVolumeClaim": {"claimName": MYSQL_PVC}},
+                         {"name": "init", "secret": {"secretName": "ts-mysql-init"}}])]
+
+
+def build() -> list[dict[str, Any]]:
+    """Every object with the default parameters, in apply order."""
+    users = {"root": ROOT_PASSWORD, **{db_user(s): service_password(s) for s, spec in SERVICES.items() if spec[2]}}
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": dict(PART_OF)}},
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": WORKLOAD_NAMESPACE, "labels": {**PART_OF, "sregym.dev/hidden": "true"}}},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "sregym-infrastructure"},
+         "value": 100000000, "globalDefault": False,
+         "description": "SREGym benchmark infrastructure (workload generator, observability)"},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "flagd-config", "namespace": NAMESPACE, "labels": _labels("flagd", "config")},
+         "data": {"flags.json": flagd_json()}},
+        {"apiVersion": "v1", "kind": "Secret",
+         "metadata": {"name": "ts-mysql-users", "namespace": NAMESPACE, "labels": _labels(MYSQL_SERVICE, "config")},
+         "type": "Opaque", "stringData": users},
+        {"apiVersion": "v1", "kind": "Secret",
+         "metadata": {"name": "ts-mysql-init", "namespace": NAMESPACE, "labels": _labels(MYSQL_SERVICE, "config")},
+         "type": "Opaque", "stringData": {"01-schemas.sql": init_sql()}},
+    ]
+    docs += _mysql()
+    for name in SERVICES:
+        docs += _python_service(name)
+    loadgen = {"name": "load-generator", "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": ["load-generator"],
+               "ports": [{"name": "http", "containerPort": 8089}],
+               "env": [{"name": "WORKLOAD_TARGET", "value": f"http://ts-ui-dashboard.{NAMESPACE}.svc.cluster.local:8080"},
+                       {"name": "WORKLOAD_RATE", "value": str(DEFAULT_PARAMS["workload_rate"])},
+                       {"name": "WORKLOAD_PORT", "value": "8089"}, {"name": "WORKLOAD_TIMEOUT_S", "value": "8"}],
+               "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8089}, "periodSeconds": 2},
+               "resources": {"requests": {"cpu": "50m", "memory": "48Mi"}, "limits": {"memory": "256Mi"}}}
+    docs += [_service("load-generator", WORKLOAD_NAMESPACE, [("http", 8089)], "workload"),
+             _deployment("load-generator", WORKLOAD_NAMESPACE, loadgen, "workload", priority="sregym-infrastructure")]
+    return docs
+
+
+def manifest_dir() -> Path:
+    return Path(str(resources.files(__package__) / "manifests"))
+
+
+def manifest_files() -> tuple[Path, ...]:
+    return tuple(sorted(manifest_dir().glob("*.yaml")))
+
+
+def _group(doc: dict[str, Any]) -> str:
+    kind, ns, name = doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"]
+    if kind in ("Namespace", "PriorityClass"):
+        return "00-namespaces.yaml"
+    if kind in ("ConfigMap", "Secret"):
+        return "10-config.yaml"
+    if ns == WORKLOAD_NAMESPACE:
+        return "60-load-generator.yaml"
+    if name in (MYSQL_SERVICE, MYSQL_PVC):
+        return "20-mysql.yaml"
+    return "50-services.yaml"
+
+
+def write(directory: Path | None = None) -> None:
+    directory = directory or manifest_dir()
+    files: dict[str, list[dict[str, Any]]] = {}
+    for doc in build():
+        files.setdefault(_group(doc), []).append(doc)
+    for name, docs in files.items():
+        (directory / name).write_text("# Generated by `python -m sregym_app_train_ticket.manifests --write`.\n"
+                                      + yaml.safe_dump_all(docs, sort_keys=False, width=120))
+
+
+def load_documents() -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for path in manifest_files():
+        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+    return docs
+
+
+def _set_env(container: dict[str, Any], name: str, value: str) -> None:
+    for var in container.setdefault("env", []):
+        if var.get("name") == name:
+            var["value"] = value
+            return
+    container["env"].append({"name": name, "value": value})
+
+
+def render(params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The shipped manifests with ``params`` applied; unknown parameters raise ValueError."""
+    unknown = set(params or {}) - set(DEFAULT_PARAMS)
+    if unknown:
+        raise ValueError(f"unknown manifest parameters: {', '.join(sorted(unknown))}; known: {', '.join(DEFAULT_PARAMS)}")
+    merged = {**DEFAULT_PARAMS, **(params or {})}
+    docs = copy.deepcopy(load_documents())
+    for doc in docs:
+        for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            if str(c.get("image", "")).startswith(IMAGE_REPO + ":"):
+                c["image"] = f"{IMAGE_REPO}:{merged['image_tag']}"
+                if any(e["name"] == "OTEL_EXPORTER_OTLP_ENDPOINT" for e in c.get("env", [])):
+                    _set_env(c, "OTEL_EXPORTER_OTLP_ENDPOINT", str(merged["otlp_endpoint"]))
+            if c["name"] == "load-generator":
+                _set_env(c, "WORKLOAD_RATE", str(merged["workload_rate"]))
+    return docs
+
+
+def render_yaml(params: Mapping[str, Any] | None = None) -> str:
+    return yaml.safe_dump_all(render(params), sort_keys=False)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        write()
+    else:
+        print(render_yaml())

@@ -1,0 +1,279 @@
+"""The services' runtime: JSON logs, Prometheus metrics, OTel tracing, a JSON HTTP server and client.
+
+TO BE REPLACED by the shared ``sregym_appkit`` distribution once it lands on main (it extracts the
+same pieces from the other apps); written here, minimal and on its own, so this app does not copy
+another app's modules in the meantime.
+
+Logs are one JSON object per line on stdout (``ts``, ``level``, ``service``, ``event``, plus
+``trace_id``/``span_id`` inside a traced request). Tracing is on only when
+``OTEL_EXPORTER_OTLP_ENDPOINT`` is set. W3C trace context crosses every HTTP hop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from prometheus_client import Counter, Gauge, Histogram
+
+_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+SERVER_REQUESTS = Counter("ts_http_server_requests_total", "requests served", ["service", "route", "status"])
+SERVER_LATENCY = Histogram("ts_http_server_latency_seconds", "request handling time", ["service", "route"],
+                           buckets=_BUCKETS)
+CLIENT_REQUESTS = Counter("ts_http_client_requests_total", "calls to peers", ["service", "peer", "status"])
+CLIENT_LATENCY = Histogram("ts_http_client_latency_seconds", "call time to peers", ["service", "peer"],
+                           buckets=_BUCKETS)
+SQL_QUERIES = Counter("ts_sql_queries_total", "SQL statements run", ["service", "outcome"])
+SQL_LATENCY = Histogram("ts_sql_latency_seconds", "SQL statement time", ["service"], buckets=_BUCKETS)
+FLAG_EVALUATIONS = Counter("ts_feature_flag_evaluations_total", "feature flag evaluations",
+                           ["service", "flag", "variant"])
+INFO = Gauge("ts_service_info", "build information", ["service", "version"])
+
+_state: dict[str, Any] = {"service": "train-ticket", "provider": None}
+_log_lock = threading.Lock()
+
+
+# --------------------------------------------------------------------------------------- logs
+def configure_logs(service: str) -> None:
+    _state["service"] = service
+
+
+def log(level: str, event: str, **fields: Any) -> None:
+    """One JSON line on stdout; never raises."""
+    now = time.time()
+    record: dict[str, Any] = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z",
+                              "level": level, "service": _state["service"], "event": event}
+    ctx = trace.get_current_span().get_span_context()
+    if ctx.is_valid:
+        record["trace_id"], record["span_id"] = format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
+    record.update(fields)
+    with _log_lock:
+        try:
+            sys.stdout.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def info(event: str, **fields: Any) -> None:
+    log("info", event, **fields)
+
+
+def warning(event: str, **fields: Any) -> None:
+    log("warning", event, **fields)
+
+
+def error(event: str, **fields: Any) -> None:
+    log("error", event, **fields)
+
+
+# ------------------------------------------------------------------------------------ tracing
+def setup_tracing(service: str) -> bool:
+    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
+        return False
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service),
+                                                        "service.namespace": "train-ticket"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(), schedule_delay_millis=2000))
+    trace.set_tracer_provider(provider)
+    _state["provider"] = provider
+    return True
+
+
+def shutdown_tracing() -> None:
+    if _state["provider"] is not None:
+        try:
+            _state["provider"].shutdown()
+        except Exception as exc:  # noqa: BLE001 - the exit path must not fail
+            warning("tracing_shutdown_failed", error=str(exc))
+
+
+def tracer() -> trace.Tracer:
+    return trace.get_tracer("sregym_app_train_ticket")
+
+
+# ------------------------------------------------------------------------------------- errors
+class HttpError(Exception):
+    """An answer other than 200: ``status`` and a message (the JSON body says it)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+# ------------------------------------------------------------------------------------- server
+Request = dict[str, Any]  # {"method", "path", "params" (regex groups), "query", "body"}
+Handler = Callable[[Request], Any]
+
+
+class HttpServer:
+    """A JSON HTTP server over ``(method, regex) → handler(request) -> body``; 404 otherwise.
+
+    A handler's return value is the JSON body of a 200; HttpError sets the status; any other
+    exception is a 500 whose body and log line carry the exception (as a Spring controller's)."""
+
+    def __init__(self, service: str, port: int, routes: list[tuple[str, str, Handler]], *, traced: bool = True) -> None:
+        compiled = [(m, re.compile(p + "$"), h) for m, p, h in routes]
+        outer = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+                return
+
+            def _handle(self) -> None:
+                parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                started = time.perf_counter()
+                token = otel_context.attach(propagate.extract({k.lower(): v for k, v in self.headers.items()}))
+                status, route, out = 404, "unmatched", {"status": 0, "msg": f"no route for {self.command} {parts.path}"}
+                try:
+                    for method, pattern, handler in compiled:
+                        match = pattern.match(parts.path)
+                        if method == self.command and match:
+                            route = pattern.pattern.rstrip("$")
+                            status, out = outer._run(handler, route, {
+                                "method": self.command, "path": parts.path, "params": match.groupdict(),
+                                "query": dict(parse_qsl(parts.query)), "raw": raw})
+                            break
+                    payload = out if isinstance(out, bytes) else json.dumps(out, default=str).encode()
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json" if not isinstance(out, bytes) else "text/plain")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    otel_context.detach(token)
+                    if outer.traced:
+                        SERVER_REQUESTS.labels(outer.service, route, str(status)).inc()
+                        SERVER_LATENCY.labels(outer.service, route).observe(time.perf_counter() - started)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _handle  # noqa: N815 - stdlib naming
+
+        self.service, self.traced = service, traced
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.httpd = ThreadingHTTPServer(("0.0.0.0", port), _Handler)
+        self.httpd.daemon_threads = True
+
+    def _run(self, handler: Handler, route: str, request: Request) -> tuple[int, Any]:
+        tracer_ = tracer() if self.traced else trace.NoOpTracer()
+        with tracer_.start_as_current_span(f"{request['method']} {route}", kind=trace.SpanKind.SERVER,
+                                           attributes={"http.request.method": request["method"],
+                                                       "url.path": request["path"], "http.route": route}) as span:
+            try:
+                raw = request.pop("raw")
+                request["body"] = json.loads(raw) if raw.strip() else {}
+                status, out = 200, handler(request)
+            except HttpError as exc:
+                status, out = exc.status, {"status": 0, "msg": exc.message}
+            except ValueError as exc:
+                status, out = 400, {"status": 0, "msg": str(exc)}
+            except Exception as exc:  # noqa: BLE001 - a crash is a 500 naming its cause, logged
+                status, out = 500, {"status": 0, "msg": f"{type(exc).__name__}: {exc}"}
+                span.record_exception(exc)
+                error("request_failed", route=route, error=f"{type(exc).__name__}: {exc}")
+            span.set_attribute("http.response.status_code", status)
+            if status >= 500:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, str(out)[:200]))
+            return status, out
+
+    def start(self) -> None:
+        threading.Thread(target=self.httpd.serve_forever, name=f"http-{self.service}", daemon=True).start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class Peer:
+    """A JSON-over-HTTP client of one peer (``<PEER>_ADDR`` host:port), with spans and metrics."""
+
+    def __init__(self, service: str, peer: str, addr: str, timeout_s: float = 5.0) -> None:
+        self.service, self.peer, self.addr, self.timeout_s = service, peer, addr, timeout_s
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        """The peer's JSON answer; HttpError with the peer's status (502 when it did not answer)."""
+        url = f"http://{self.addr}{path}"
+        started = time.perf_counter()
+        status = "error"
+        with tracer().start_as_current_span(f"{method} {self.peer}", kind=trace.SpanKind.CLIENT,
+                                            attributes={"http.request.method": method, "url.full": url,
+                                                        "peer.service": self.peer}) as span:
+            headers = {"Content-Type": "application/json"}
+            propagate.inject(headers)
+            data = None if body is None else json.dumps(body).encode()
+            try:
+                request = urllib.request.Request(url, data=data, method=method, headers=headers)
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
+                    status = str(resp.status)
+                    return json.loads(resp.read() or b"null")
+            except urllib.error.HTTPError as exc:
+                status = str(exc.code)
+                detail = exc.read()[:400].decode(errors="replace")
+                try:
+                    detail = json.loads(detail).get("msg", detail)
+                except (ValueError, AttributeError):
+                    pass
+                span.set_status(trace.Status(trace.StatusCode.ERROR, f"HTTP {exc.code}"))
+                error("peer_call_failed", peer=self.peer, path=path, status=exc.code, error=detail)
+                raise HttpError(exc.code if exc.code < 500 else 500, f"{self.peer}: HTTP {exc.code}: {detail}") from None
+            except (OSError, ValueError) as exc:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
+                error("peer_call_failed", peer=self.peer, path=path, addr=self.addr, error=str(exc))
+                raise HttpError(502, f"{self.peer} ({self.addr}): {exc}") from None
+            finally:
+                CLIENT_REQUESTS.labels(self.service, self.peer, status).inc()
+                CLIENT_LATENCY.labels(self.service, self.peer).observe(time.perf_counter() - started)
+
+
+def peers_from_env(service: str, names: tuple[str, ...]) -> dict[str, Peer]:
+    timeout = float(os.environ.get("PEER_TIMEOUT_S", "5"))
+    return {name: Peer(service, name, os.environ.get(env_name(name), f"{name}:80"), timeout) for name in names}
+
+
+def env_name(peer: str) -> str:
+    return peer.upper().replace("-", "_") + "_ADDR"
+
+
+class AdminServer:
+    """``/healthz``, ``/readyz`` (``ready() -> (ok, detail)``) and ``/metrics`` on the admin port."""
+
+    def __init__(self, port: int, ready: Callable[[], tuple[bool, dict[str, Any]]]) -> None:
+        from prometheus_client import generate_latest
+
+        def readyz(_request: Request) -> Any:
+            ok, detail = ready()
+            if not ok:
+                raise HttpError(503, json.dumps(detail))
+            return {"ready": True, **detail}
+
+        self.server = HttpServer("admin", port, [
+            ("GET", "/healthz", lambda _r: {"status": "ok"}), ("GET", "/readyz", readyz),
+            ("GET", "/metrics", lambda _r: generate_latest())], traced=False)
+
+    def start(self) -> None:
+        self.server.start()
+
+    def stop(self) -> None:
+        self.server.stop()

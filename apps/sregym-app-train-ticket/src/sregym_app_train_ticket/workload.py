@@ -1,0 +1,278 @@
+"""The workload generator (hidden namespace ``train-ticket-workload``): users logging in, searching,
+booking, paying and cancelling, as an open loop (Poisson arrivals, ``WORKLOAD_RATE`` per second).
+
+Every answer is checked against the seed (:mod:`data`): a search must list exactly the trips that
+run between the two stations with the prices the rates give; a booking must come back with an order
+of the right price; a login must name the right account. A wrong answer counts as a content error.
+
+API (port 8089)::
+
+    GET  /stats?window=30   {"count","success","errors","success_rate","content_errors","error_kinds",
+                             "p50_ms","p95_ms","p99_ms","by_endpoint": {kind: {...}}}
+    GET  /control           the current rate; POST /control {"rate": 3} changes it (0 pauses)
+    GET  /healthz
+
+The request log and its summaries are this app's own minimal copy, TO BE REPLACED by
+``sregym_appkit``'s shared stats module once it lands.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import deque
+from typing import Any
+
+from . import data, runtime
+
+#: kind → weight in the mix
+MIX = {"search": 35, "search-other": 10, "login": 10, "book": 15, "pay": 10, "cancel": 5, "orders": 10, "home": 5}
+ENDPOINTS = tuple(MIX)
+#: (from, to) pairs the searches and bookings use, each with both kinds of trip
+JOURNEYS = (("shanghai", "nanjing"), ("nanjing", "beijing"), ("shanghai", "taiyuan"), ("nanjing", "taiyuan"),
+            ("shanghai", "shijiazhuang"))
+
+
+def travel_date(rng: random.Random) -> str:
+    """A day in the next two months: bookings spread over many trains' days, so seats never run out."""
+    return (dt.date.today() + dt.timedelta(days=rng.randrange(1, 61))).isoformat()
+
+
+def _q(params: dict[str, Any]) -> str:
+    return urllib.parse.urlencode(params)
+
+
+def request_for(kind: str, rng: random.Random) -> tuple[str, str]:
+    """One request of ``kind`` as a bare method and path (all parameters in the query string)."""
+    n = rng.randrange(1, data.ACCOUNTS + 1)
+    start, end = rng.choice(JOURNEYS)
+    if kind in ("search", "search-other"):
+        service = "travelservice" if kind == "search" else "travel2service"
+        return "GET", f"/api/v1/{service}/trips/left?" + _q({"startPlace": start, "endPlace": end,
+                                                              "departureTime": travel_date(rng)})
+    if kind == "book":
+        trip = rng.choice(data.expected_trips(start, end, True))
+        return "POST", "/api/v1/preserveservice/preserve?" + _q({
+            "accountId": data.account_id(n), "contactsId": data.contact_id(n), "tripId": trip, "date": travel_date(rng),
+            "from": start, "to": end, "seatType": data.ECONOMY})
+    if kind == "orders":
+        return "POST", "/api/v1/orderservice/order/refresh?" + _q({"loginId": data.account_id(n)})
+    if kind == "contacts":
+        return "GET", f"/api/v1/contactservice/contacts/account/{data.account_id(n)}"
+    if kind == "stations":
+        return "GET", "/api/v1/stationservice/stations"
+    if kind == "home":
+        return "GET", "/"
+    raise ValueError(f"no bare request for {kind!r}")
+
+
+# ----------------------------------------------------------------------------------- the log
+class RequestLog:
+    """Finished requests in a bounded ring buffer; windowed summaries for the oracles."""
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        self.records: deque[tuple[float, str, int, float, bool, str, str]] = deque(maxlen=capacity)
+        self.lock = threading.Lock()
+
+    def add(self, kind: str, status: int, latency_ms: float, ok: bool, error: str = "", content: str = "") -> None:
+        with self.lock:
+            self.records.append((time.time(), kind, status, latency_ms, ok, error, content))
+
+    @staticmethod
+    def summarize(records: list[tuple[float, str, int, float, bool, str, str]]) -> dict[str, Any]:
+        latencies = sorted(r[3] for r in records)
+        success = sum(1 for r in records if r[4])
+        errors: dict[str, int] = {}
+        content: dict[str, int] = {}
+        for _t, _k, status, _l, good, error, wrong in records:
+            if wrong:
+                content[wrong] = content.get(wrong, 0) + 1
+            elif not good:
+                key = str(status) if status else (error or "error")
+                errors[key] = errors.get(key, 0) + 1
+
+        def pct(q: float) -> float | None:
+            return round(latencies[min(len(latencies) - 1, int(round(q * (len(latencies) - 1))))], 2) if latencies else None
+
+        return {"count": len(records), "success": success, "errors": len(records) - success,
+                "success_rate": round(success / len(records), 4) if records else None,
+                "content_errors": sum(content.values()), "content_error_kinds": content, "error_kinds": errors,
+                "p50_ms": pct(0.5), "p95_ms": pct(0.95), "p99_ms": pct(0.99)}
+
+    def stats(self, window: float) -> dict[str, Any]:
+        cutoff = time.time() - window
+        with self.lock:
+            records = [r for r in self.records if r[0] >= cutoff]
+        out = self.summarize(records)
+        kinds: dict[str, list[Any]] = {}
+        for r in records:
+            kinds.setdefault(r[1], []).append(r)
+        out["window_s"] = window
+        out["by_endpoint"] = {k: self.summarize(v) for k, v in sorted(kinds.items())}
+        return out
+
+
+# ----------------------------------------------------------------------------- the generator
+class Generator:
+    def __init__(self, target: str, rate: float, timeout_s: float, seed: int | None = None) -> None:
+        self.target, self.rate, self.timeout_s = target.rstrip("/"), rate, timeout_s
+        self.log = RequestLog()
+        self.rng = random.Random(seed)
+        self.unpaid: deque[tuple[str, str, str]] = deque(maxlen=200)  # (order, trip, account)
+        self.booked: deque[tuple[str, str, str]] = deque(maxlen=200)
+        self.inflight = threading.Semaphore(int(os.environ.get("WORKLOAD_MAX_INFLIGHT", "24")))
+        self.lock = threading.Lock()
+
+    def _http(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        req = urllib.request.Request(self.target + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                return resp.status, json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, None
+
+    def one(self, kind: str) -> None:
+        started = time.perf_counter()
+        status, error, content = 0, "", ""
+        try:
+            status, content = self._run(kind)
+        except (OSError, ValueError) as exc:
+            error = type(exc).__name__ if not isinstance(exc, TimeoutError) else "timeout"
+            if "timed out" in str(exc):
+                error = "timeout"
+        ok = status == 200 and not content and not error
+        self.log.add(kind, status, (time.perf_counter() - started) * 1000, ok, error, content)
+
+    def _run(self, kind: str) -> tuple[int, str]:
+        """(HTTP status, content error or "") of one request of ``kind``."""
+        rng = self.rng
+        n = rng.randrange(1, data.ACCOUNTS + 1)
+        account = data.account_id(n)
+        if kind == "login":
+            status, code = self._http("GET", "/api/v1/verifycode/generate")
+            if status != 200:
+                return status, ""
+            status, body = self._http("POST", "/api/v1/users/login", {
+                "username": data.username(n), "password": data.PASSWORD,
+                "verificationCodeId": code["data"]["id"], "verificationCode": code["data"]["code"]})
+            if status == 200 and (body.get("status") != 1 or body["data"]["userId"] != account):
+                return status, "login: wrong account or refused"
+            return status, ""
+        if kind in ("search", "search-other"):
+            method, path = request_for(kind, rng)
+            status, body = self._http(method, path)
+            if status != 200:
+                return status, ""
+            start, end = dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))["startPlace"], \
+                dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))["endPlace"]
+            return status, check_search(body, start, end, kind == "search")
+        if kind == "book":
+            method, path = request_for("book", rng)
+            status, body = self._http(method, path)
+            if status != 200:
+                return status, ""
+            if body.get("status") != 1:
+                return status, f"book refused: {body.get('msg')}"
+            params = dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))
+            expected = data.price(params["tripId"], params["from"], params["to"], data.ECONOMY)
+            if abs(float(body["data"]["price"]) - expected) > 0.01:
+                return status, "book: wrong price"
+            with self.lock:
+                self.unpaid.append((body["data"]["orderId"], params["tripId"], params["accountId"]))
+            return status, ""
+        if kind in ("pay", "cancel"):
+            with self.lock:
+                pool = self.unpaid if kind == "pay" or not self.booked else self.booked
+                item = pool.popleft() if pool else None
+            if item is None:
+                return self._http(*request_for("orders", rng))[0], ""
+            order, trip, owner = item
+            if kind == "pay":
+                status, body = self._http("POST", "/api/v1/inside_pay_service/inside_payment",
+                                          {"orderId": order, "tripId": trip, "userId": owner})
+                if status == 200 and body.get("status") == 1:
+                    with self.lock:
+                        self.booked.append(item)
+                return status, "" if status != 200 or body.get("status") == 1 else f"pay refused: {body.get('msg')}"
+            status, body = self._http("GET", f"/api/v1/cancelservice/cancel/{order}/{owner}?tripId={trip}")
+            return status, "" if status != 200 or body.get("status") == 1 else f"cancel refused: {body.get('msg')}"
+        if kind == "orders":
+            status, body = self._http("POST", "/api/v1/orderservice/order/refresh", {"loginId": account})
+            if status == 200 and (body.get("status") != 1 or any(o["accountId"] != account for o in body["data"])):
+                return status, "orders: another account's orders"
+            return status, ""
+        status, body = self._http(*request_for(kind, rng))
+        return status, "" if status != 200 or body.get("status") == 1 else "home: bad answer"
+
+    def run(self, stop: threading.Event) -> None:
+        kinds, weights = list(MIX), list(MIX.values())
+        while not stop.is_set():
+            rate = self.rate
+            if rate <= 0:
+                stop.wait(0.5)
+                continue
+            stop.wait(self.rng.expovariate(rate))
+            kind = self.rng.choices(kinds, weights)[0]
+            if not self.inflight.acquire(blocking=False):
+                self.log.add(kind, 0, 0.0, False, "overload")
+                continue
+
+            def work(kind: str = kind) -> None:
+                try:
+                    self.one(kind)
+                finally:
+                    self.inflight.release()
+
+            threading.Thread(target=work, daemon=True).start()
+
+
+def check_search(body: Any, start: str, end: str, high_speed: bool) -> str:
+    """"" when a search answer lists exactly the seeded trips with the seeded prices, else what is wrong."""
+    if not isinstance(body, dict) or body.get("status") != 1:
+        return "search: refused"
+    trips = {t["tripId"]: t for t in body["data"]}
+    expected = data.expected_trips(start, end, high_speed)
+    if sorted(trips) != expected:
+        return "search: wrong trips"
+    for trip_id, trip in trips.items():
+        if abs(trip["priceForEconomyClass"] - data.price(trip_id, start, end, data.ECONOMY)) > 0.01 or \
+                abs(trip["priceForConfortClass"] - data.price(trip_id, start, end, data.FIRST)) > 0.01:
+            return "search: wrong price"
+    return ""
+
+
+def main(argv: list[str]) -> int:
+    runtime.configure_logs("load-generator")
+    target = os.environ.get("WORKLOAD_TARGET", "http://ts-ui-dashboard.train-ticket.svc.cluster.local:8080")
+    gen = Generator(target, float(os.environ.get("WORKLOAD_RATE", "2")), float(os.environ.get("WORKLOAD_TIMEOUT_S", "8")))
+    stop = threading.Event()
+
+    def control(request: runtime.Request) -> Any:
+        if request["method"] == "POST":
+            rate = float((request["body"] or {}).get("rate", gen.rate))
+            if not 0 <= rate <= 50:
+                raise ValueError("rate must be between 0 and 50 requests per second")
+            gen.rate = rate
+        return {"rate": gen.rate, "target": gen.target}
+
+    server = runtime.HttpServer("load-generator", int(os.environ.get("WORKLOAD_PORT", "8089")), [
+        ("GET", "/stats", lambda r: gen.log.stats(float(r["query"].get("window", "30")))),
+        ("GET", "/control", control), ("POST", "/control", control),
+        ("GET", "/healthz", lambda _r: {"status": "ok"})], traced=False)
+    server.start()
+    runtime.info("workload_started", target=target, rate=gen.rate)
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    gen.run(stop)
+    server.stop()
+    return 0

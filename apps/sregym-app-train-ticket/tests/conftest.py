@@ -1,0 +1,1 @@
+"""TrainTicket tests (the SREGym harness comes from the repository's root conftest)."""

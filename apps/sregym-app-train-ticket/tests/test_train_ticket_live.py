@@ -1,0 +1,111 @@
+"""TrainTicket live on the embedded cluster, one deployment for the whole module (slow).
+
+Deployed through the conductor's own path (``deployed_app``, with the observability stack), then:
+the workload succeeds on every request kind with answers that match the seed; one booking trace
+runs through every service of the booking path and into MariaDB; and the tt-flag fault passes the
+live fault contract (inject tt-feat-22 with decoys → bookings fail with MySQL's 1054 in
+ts-contacts-service's log → present → reference fix (only the faulty flag off, decoys stay on) →
+gone → the workload recovers).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import sregym_app_train_ticket.plugin
+from sregym_app_train_ticket.workload import ENDPOINTS, request_for
+
+from sregym_core.testing.live import LiveCase, LiveFaultContract, wait_for
+
+pytestmark = pytest.mark.slow
+FRONTEND = ("ts-ui-dashboard", 8080)
+#: every service a booking goes through (ts-ui-dashboard → ts-preserve-service → ...)
+BOOKING_PATH = {"ts-ui-dashboard", "ts-preserve-service", "ts-security-service", "ts-order-service",
+                "ts-order-other-service", "ts-contacts-service", "ts-travel-service", "ts-ticketinfo-service",
+                "ts-basic-service", "ts-station-service", "ts-train-service", "ts-route-service", "ts-price-service",
+                "ts-seat-service", "ts-config-service", "ts-user-service", "ts-notification-service"}
+
+
+@pytest.fixture(scope="module")
+def tt(deployed_app):
+    started = time.monotonic()
+    app = deployed_app("train-ticket")
+    deployed = app.env.deployed_app("train-ticket")
+    print(f"train-ticket deploy (apply to workload healthy): {deployed.deploy_seconds:.1f} s; "
+          f"fixture incl. cluster and observability: {time.monotonic() - started:.1f} s")
+    return app
+
+
+def _jaeger(app, path: str) -> dict:
+    stack = next(iter(app.host.get_observability().values()))
+    name, port = stack.services["jaeger"]
+    out = app.live(time.time()).kubectl("get", "--raw",
+                                        f"/api/v1/namespaces/{stack.namespace}/services/{name}:{port}/proxy{path}")
+    try:
+        return json.loads(out)
+    except ValueError:
+        return {"data": [], "error": out[:300]}
+
+
+def test_workload_succeeds_with_seeded_answers_on_every_kind(tt):
+    live = tt.live(time.time(), request_for=request_for, frontend=FRONTEND)
+
+    def good():
+        stats = live.stats(90)
+        seen = {e for e, s in stats["by_endpoint"].items() if s["success"]}
+        ok = (stats["count"] >= 60 and stats["success_rate"] >= 0.99 and stats["content_errors"] == 0
+              and seen == set(ENDPOINTS))
+        return stats if ok else None
+
+    stats = wait_for(good, 150, 5)
+    assert stats, json.dumps(live.stats(90))[:1500]
+    for kind in ("search", "search-other", "book", "orders", "home"):
+        status, _ = live.call(kind)
+        assert status == 200, kind
+
+
+def test_one_booking_trace_spans_the_whole_path_down_to_the_sql_and_the_graph_draws_it(tt):
+    best: set[str] = set()
+
+    def booking_trace():
+        nonlocal best
+        for trace in _jaeger(tt, "/api/traces?service=ts-preserve-service&limit=40&lookback=15m").get("data") or []:
+            services = {p["serviceName"] for p in trace["processes"].values()}
+            sql = any(t["key"] == "db.system" and t["value"] == "mysql" for s in trace["spans"] for t in s["tags"])
+            if len(services & BOOKING_PATH) > len(best & BOOKING_PATH):
+                best = services
+            if BOOKING_PATH <= services and sql:
+                return services
+        return None
+
+    assert wait_for(booking_trace, 120, 5), f"no booking trace with every service; the best lacked {sorted(BOOKING_PATH - best)}"
+    # the dependency graph the agents' get_dependency_graph draws has the booking path's edges
+    edges = {(d["parent"], d["child"]) for d in _jaeger(tt, "/api/dependencies?lookback=900000").get("data") or []}
+    assert {("ts-ui-dashboard", "ts-preserve-service"), ("ts-preserve-service", "ts-contacts-service"),
+            ("ts-preserve-service", "ts-security-service"), ("ts-security-service", "ts-order-other-service"),
+            ("ts-ticketinfo-service", "ts-basic-service"), ("ts-basic-service", "ts-price-service"),
+            ("ts-seat-service", "ts-order-service"), ("ts-inside-payment-service", "ts-payment-service")} <= edges, \
+        sorted(edges)
+
+
+def bookings_fail_with_unknown_column(live):
+    """Bookings fail in the workload and ts-contacts-service logs MySQL's 1054 (Unknown column)."""
+    book = live.stats(10)["by_endpoint"].get("book") or {}
+    logs = live.logs("ts-contacts-service")
+    if book.get("count", 0) >= 1 and book.get("success", 1) == 0 and "Unknown column" in logs and "1054" in logs:
+        return f"book: {book['count']} failed ({book['error_kinds']}); ts-contacts-service logs MySQL 1054"
+    return None
+
+
+class TestTrainTicketLiveFaults(LiveFaultContract):
+    plugin = sregym_app_train_ticket.plugin
+    app_name = "train-ticket"
+    request_for = request_for
+    frontend = FRONTEND
+    burst = (20, 4)
+
+    cases = {"tt-flag": LiveCase("ts-contacts-service", bookings_fail_with_unknown_column,
+                                 params={"flag": "tt-feat-22", "decoys": ["tt-feat-4", "tt-feat-18"]},
+                                 endpoint="book", symptom_timeout=90)}

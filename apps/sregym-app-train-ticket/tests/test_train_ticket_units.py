@@ -1,0 +1,252 @@
+"""TrainTicket without a cluster: topology, manifests, seed and SQL, flags, workload checks, fault params.
+
+``TestRealSql`` runs the services' SQL (healthy and flagged paths) against a real MariaDB started
+through the embedded cluster's own mariadb entrypoint (skipped where mariadb-server is missing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from sregym_app_train_ticket import data, flags, manifests, topology
+from sregym_app_train_ticket.faults import _flag
+from sregym_app_train_ticket.workload import ENDPOINTS, JOURNEYS, check_search, request_for
+
+from sregym_core.errors import FaultError
+
+
+def test_topology_has_the_booking_path_and_every_peer_exists():
+    assert len([s for s in topology.SERVICES if s.startswith("ts-")]) >= 25
+    for name in topology.SERVICES:
+        for peer in topology.peers(name):
+            assert peer in topology.SERVICES, (name, peer)
+    # the gateway reaches every API prefix, each served by exactly one service
+    assert sorted(topology.ROUTES.values()) == sorted(set(topology.ROUTES.values()))
+    assert set(topology.GATEWAY_PEERS) == set(topology.ROUTES.values())
+    assert set(topology.peers("ts-preserve-service")) >= {"ts-security-service", "ts-contacts-service",
+                                                         "ts-travel-service", "ts-seat-service", "ts-order-service"}
+
+
+def test_flags_faulty_and_decoys_are_disjoint_and_owned():
+    assert set(topology.FAULTY_FLAGS) == {"tt-feat-17", "tt-feat-22"}
+    assert len(topology.DECOY_FLAGS) == 20 and not set(topology.DECOY_FLAGS) & set(topology.FAULTY_FLAGS)
+    for name, (owner, _real, _desc) in topology.FLAGS.items():
+        assert owner in topology.SERVICES, name
+
+
+def test_shipped_manifests_are_the_rendering(tmp_path):
+    manifests.write(tmp_path)
+    for shipped in manifests.manifest_files():
+        assert list(yaml.safe_load_all(shipped.read_text())) == list(yaml.safe_load_all((tmp_path / shipped.name).read_text())), \
+            f"{shipped.name} is stale: run python -m sregym_app_train_ticket.manifests --write"
+
+
+def test_render_applies_params_and_rejects_unknown_ones():
+    docs = manifests.render({"image_tag": "9.9", "otlp_endpoint": "http://otel:4318", "workload_rate": 7})
+    containers = [c for d in docs for c in d.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])]
+    ours = [c for c in containers if c["image"].startswith("sregym/train-ticket:")]
+    assert ours and all(c["image"] == "sregym/train-ticket:9.9" for c in ours)
+    order = next(c for c in containers if c["name"] == "ts-order-service")
+    env = {e["name"]: e.get("value") for e in order["env"]}
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel:4318" and env["MYSQL_DATABASE"] == "ts_order"
+    loadgen = next(c for c in containers if c["name"] == "load-generator")
+    assert {e["name"]: e["value"] for e in loadgen["env"]}["WORKLOAD_RATE"] == "7"
+    with pytest.raises(ValueError, match="unknown manifest parameters: bogus"):
+        manifests.render({"bogus": 1})
+
+
+def test_each_data_owner_gets_its_own_database_and_user_with_grants_on_it_only():
+    sql = data.init_sql()
+    for service in topology.db_services():
+        schema, user = topology.schema_of(service), manifests.db_user(service)
+        assert f"CREATE DATABASE `{schema}`;" in sql
+        assert f"GRANT SELECT, INSERT, UPDATE, DELETE ON `{schema}`.* TO '{user}'@'%';" in sql
+    assert sql.count("CREATE USER") == len(topology.db_services())
+    assert "GRANT ALL" not in sql
+
+
+def test_seed_search_answers_and_prices():
+    assert data.expected_trips("shanghai", "nanjing", True) == ["D1345", "G1234", "G1235", "G1236"]
+    assert data.expected_trips("shanghai", "nanjing", False) == ["Z1234"]
+    assert data.expected_trips("nanjing", "shanghai", True) == []  # r3 runs the other way with a Z/T train only
+    assert data.price("G1234", "shanghai", "nanjing", data.ECONOMY) == 133.0
+    assert data.price("G1234", "shanghai", "nanjing", data.FIRST) == 350.0
+    with pytest.raises(ValueError, match="does not run"):
+        data.price("G1234", "nanjing", "shanghai", data.ECONOMY)
+    for start, end in JOURNEYS:  # every journey the workload uses has trips of both kinds
+        assert data.expected_trips(start, end, True) and data.expected_trips(start, end, False)
+
+
+def _answer(trips, start, end, bump=0.0):
+    return {"status": 1, "data": [{"tripId": t, "priceForEconomyClass": data.price(t, start, end, data.ECONOMY) + bump,
+                                   "priceForConfortClass": data.price(t, start, end, data.FIRST)} for t in trips]}
+
+
+def test_search_content_check_catches_wrong_trips_and_prices():
+    good = data.expected_trips("shanghai", "nanjing", True)
+    assert check_search(_answer(good, "shanghai", "nanjing"), "shanghai", "nanjing", True) == ""
+    assert check_search(_answer(good[:-1], "shanghai", "nanjing"), "shanghai", "nanjing", True) == "search: wrong trips"
+    assert check_search(_answer(good, "shanghai", "nanjing", 1.0), "shanghai", "nanjing", True) == "search: wrong price"
+    assert check_search({"status": 0, "msg": "x"}, "shanghai", "nanjing", True) == "search: refused"
+
+
+def test_request_for_gives_bare_requests_for_the_probe_kinds():
+    import random
+    rng = random.Random(3)
+    for kind in ("search", "search-other", "book", "orders", "home", "contacts", "stations"):
+        method, path = request_for(kind, rng)
+        assert method in ("GET", "POST") and path.startswith("/")
+    with pytest.raises(ValueError):
+        request_for("pay", rng)  # needs an order from the workload's own booking
+    assert set(ENDPOINTS) >= {"search", "book", "pay", "cancel", "login"}
+
+
+def test_flagd_file_errors_name_the_json_path(tmp_path):
+    with pytest.raises(ValueError, match=r"\$.flags.x.defaultVariant"):
+        flags.parse(json.dumps({"flags": {"x": {"state": "ENABLED", "variants": {"on": True}, "defaultVariant": "no"}}}))
+    with pytest.raises(ValueError, match="not JSON"):
+        flags.parse("{")
+    path = tmp_path / "flags.json"
+    path.write_text(manifests.flagd_json())
+    store = flags.FlagFile(str(path))
+    store.reload()
+    assert store.evaluate("tt-feat-17")["value"] is False
+    doc = json.loads(path.read_text())
+    doc["flags"]["tt-feat-17"]["defaultVariant"] = "on"
+    doc["flags"]["tt-feat-1"]["state"] = "DISABLED"
+    path.write_text(json.dumps(doc))
+    store.reload()
+    assert store.evaluate("tt-feat-17") == {"key": "tt-feat-17", "value": True, "variant": "on", "reason": "STATIC",
+                                             "metadata": {}}
+    from sregym_app_train_ticket.runtime import HttpError
+    with pytest.raises(HttpError):
+        store.evaluate("tt-feat-1")
+    path.write_text("not json")  # a broken edit keeps the last good flags
+    store.reload()
+    assert store.evaluate("tt-feat-17")["value"] is True
+
+
+def _target(name):
+    return SimpleNamespace(component=SimpleNamespace(name=name))
+
+
+def test_fault_params_must_name_a_faulty_flag_of_the_target_and_real_decoys():
+    assert _flag(_target("ts-order-service"), {}) == ("tt-feat-17", [])
+    assert _flag(_target("ts-contacts-service"), {"decoys": ["tt-feat-4"]}) == ("tt-feat-22", ["tt-feat-4"])
+    with pytest.raises(FaultError, match="evaluated by ts-contacts-service"):
+        _flag(_target("ts-order-service"), {"flag": "tt-feat-22"})
+    with pytest.raises(FaultError, match="not a flag with a faulty code path"):
+        _flag(_target("ts-order-service"), {"flag": "tt-feat-1"})
+    with pytest.raises(FaultError, match="not decoy flags"):
+        _flag(_target("ts-order-service"), {"decoys": ["tt-feat-22"]})
+
+
+# ------------------------------------------------------------------------------ real MariaDB
+ENTRYPOINT = Path(__import__("sregym_cluster_embedded").__file__).parent / "node" / "entrypoints" / "mariadb_entrypoint.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def mariadb(tmp_path_factory):
+    if not shutil.which("mariadbd", path="/usr/sbin:/usr/bin"):
+        pytest.skip("needs Debian's mariadb-server (tools/setup.sh installs it)")
+    root = tmp_path_factory.mktemp("mariadb")
+    dirs = {p: root / p.strip("/").replace("/", "-") for p in ("/var/lib/mysql", "/run/mysqld", "/docker-entrypoint-initdb.d")}
+    for d in dirs.values():
+        d.mkdir()
+    (dirs["/docker-entrypoint-initdb.d"] / "01-schemas.sql").write_text(data.init_sql())
+    port = _free_port()
+    env = {**os.environ, "SREGYM_MOUNTS": json.dumps({k: str(v) for k, v in dirs.items()}),
+           "MARIADB_ROOT_PASSWORD": "rootpw", "MARIADB_PORT": str(port)}
+    proc = subprocess.Popen([sys.executable, str(ENTRYPOINT), "mariadbd", *manifests.MARIADB_ARGS, "--bind-address=127.0.0.1"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    import pymysql
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            pymysql.connect(host="127.0.0.1", port=port, user="root", password="rootpw").close()
+            break
+        except pymysql.err.OperationalError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"mariadb did not start: {proc.stdout.read().decode()[-2000:]}")
+            time.sleep(0.3)
+    yield port
+    proc.terminate()
+    proc.wait(30)
+
+
+def _ctx(service, port, monkeypatch, on=()):
+    from sregym_app_train_ticket.db import Database
+    from sregym_app_train_ticket.services import Ctx
+
+    monkeypatch.setattr(flags, "enabled", lambda key: key in on)
+    db = Database(service, {"MYSQL_ADDR": f"127.0.0.1:{port}", "MYSQL_DATABASE": topology.schema_of(service),
+                            "MYSQL_USER": manifests.db_user(service), "MYSQL_PASSWORD": data.service_password(service)})
+    return Ctx(service, {}, db)
+
+
+def _handler(builder, ctx, method, suffix):
+    return next(h for m, p, h in builder(ctx) if m == method and p.endswith(suffix))
+
+
+class TestRealSql:
+    def test_sold_tickets_healthy_and_the_f17_nested_select(self, mariadb, monkeypatch):
+        import pymysql
+        from sregym_app_train_ticket.services import build_order
+
+        def sold(on=()):
+            ctx = _ctx("ts-order-service", mariadb, monkeypatch, on)
+            handler = _handler(lambda c: build_order(c, "/api/v1/orderservice/order"), ctx, "POST", "/tickets")
+            return handler({"params": {}, "query": {}, "body": {"trainNumber": "G1234", "travelDate": "2030-01-01"}})
+
+        assert sold() == {"status": 1, "msg": "Success", "data": []}
+        assert sold(on=("tt-feat-1", "tt-feat-2"))["status"] == 1  # decoys change nothing
+        with pytest.raises(pymysql.err.OperationalError, match="Operand should contain 1 column"):
+            sold(on=("tt-feat-17",))
+
+    def test_contacts_healthy_and_the_f22_column_mismatch(self, mariadb, monkeypatch):
+        import pymysql
+        from sregym_app_train_ticket.services import build_contacts
+
+        def by_id(on=()):
+            ctx = _ctx("ts-contacts-service", mariadb, monkeypatch, on)
+            handler = _handler(build_contacts, ctx, "GET", "contacts/(?P<id>[^/]+)")
+            return handler({"params": {"id": data.contact_id(3)}, "query": {}, "body": {}})
+
+        assert by_id()["data"]["documentNumber"] == "DocumentNumber_03"
+        assert by_id(on=("tt-feat-18",))["data"]["accountId"] == data.account_id(3)
+        with pytest.raises(pymysql.err.OperationalError, match="Unknown column 'document_num'"):
+            by_id(on=("tt-feat-22",))
+
+    def test_a_service_user_cannot_read_another_services_schema(self, mariadb):
+        import pymysql
+
+        conn = pymysql.connect(host="127.0.0.1", port=mariadb, user="contacts-service",
+                               password=data.service_password("ts-contacts-service"))
+        with pytest.raises(pymysql.err.OperationalError, match="denied"), conn.cursor() as cur:
+            cur.execute("SELECT * FROM ts_order.orders")
+        conn.close()
+
+    def test_root_needs_the_password_from_any_address(self, mariadb):
+        # the pods share the loopback: the root@127.0.0.1 and root@::1 accounts install-db makes
+        # without a password must be gone
+        import pymysql
+
+        with pytest.raises(pymysql.err.OperationalError, match="denied"):
+            pymysql.connect(host="127.0.0.1", port=mariadb, user="root", password="")

@@ -1,0 +1,1 @@
+"""SREGym fault pack: faults in the cluster itself (admission webhooks, Pod Security admission)."""

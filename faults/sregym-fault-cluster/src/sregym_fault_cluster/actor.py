@@ -1,0 +1,128 @@
+"""A recurring actor: a CronJob that re-applies a bad memory limit to the target every minute.
+
+Fixing the Deployment alone does not hold: the "rebalance" job patches it back within a minute
+through the API (its own ServiceAccount, a Role allowed to patch Deployments). The fix is to stop
+the actor (suspend or delete the CronJob) and restore the limit.
+"""
+
+from __future__ import annotations
+
+import json
+
+from sregym_core.faultkit import function_fault, kube, schema
+from sregym_core.types import FaultSpec, TargetSelector
+
+NAME = "nightly-rebalance"
+IMAGE = "python:3.12-slim"
+SELECTOR = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "db:*", "cache:*"))
+
+#: what the job runs: a strategic-merge patch of the target's memory through the in-cluster API
+SCRIPT = """\
+import json, os, ssl, urllib.request
+sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+token = open(sa + "/token").read().strip()
+namespace = open(sa + "/namespace").read().strip()
+context = ssl.create_default_context(cafile=sa + "/ca.crt")
+host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+target, container, memory = os.environ["TARGET"], os.environ["CONTAINER"], os.environ["MEMORY"]
+resources = {"limits": {"memory": memory}, "requests": {"memory": memory}}
+body = {"spec": {"template": {"spec": {"containers": [{"name": container, "resources": resources}]}}}}
+request = urllib.request.Request(
+    f"https://{host}:{port}/apis/apps/v1/namespaces/{namespace}/deployments/{target}", method="PATCH",
+    data=json.dumps(body).encode(), headers={"Authorization": "Bearer " + token,
+                                             "Content-Type": "application/strategic-merge-patch+json"})
+with urllib.request.urlopen(request, context=context, timeout=20) as answer:
+    print("rebalanced", target, "memory", memory, "->", answer.status, flush=True)
+"""
+
+
+def _objects(ctx, target, memory: str, container: str) -> list[dict]:
+    meta = {"name": NAME, "namespace": ctx.namespace, "labels": {"app.kubernetes.io/name": NAME}}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
+         "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "patch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+         "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": ctx.namespace}]},
+        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta,
+         "spec": {"schedule": "* * * * *", "concurrencyPolicy": "Forbid", "successfulJobsHistoryLimit": 1,
+                  "failedJobsHistoryLimit": 1,
+                  "jobTemplate": {"spec": {"backoffLimit": 0, "template": {
+                      "metadata": {"labels": {"app.kubernetes.io/name": NAME}},
+                      "spec": {"serviceAccountName": NAME, "restartPolicy": "Never",
+                               "containers": [{"name": "rebalance", "image": IMAGE,
+                                               "command": ["python3", "-c", SCRIPT],
+                                               "env": [{"name": "TARGET", "value": target.component.name},
+                                                       {"name": "CONTAINER", "value": container},
+                                                       {"name": "MEMORY", "value": memory}]}]}}}}}},
+    ]
+
+
+def _limit(ctx, target) -> str | None:
+    obj = kube.workload(ctx, target)
+    container = kube.container(obj, target.component.container_name)
+    return ((container.get("resources") or {}).get("limits") or {}).get("memory")
+
+
+def inject(ctx, target, params):
+    obj = kube.workload(ctx, target)
+    container = kube.container(obj, target.component.container_name)
+    ctx.state.update(resources=container.get("resources") or {}, container=container["name"],
+                     memory=params["memory"])
+    for item in _objects(ctx, target, params["memory"], container["name"]):
+        ctx.kubectl("apply", "-f", "-", input=json.dumps(item))
+    # the first run right away (the schedule repeats it every minute)
+    ctx.kubectl("create", "job", f"{NAME}-manual", f"--from=cronjob/{NAME}", "-n", ctx.namespace)
+
+
+def _actor_active(ctx) -> bool:
+    cron = kube.get(ctx, "cronjob", NAME, missing_ok=True)
+    return cron is not None and not cron["spec"].get("suspend")
+
+
+def is_present(ctx, target, params):
+    # the bad limit is in place, or the actor is still scheduled to put it back
+    return _actor_active(ctx) or _limit(ctx, target) == ctx.state.get("memory", params["memory"])
+
+
+def fix(ctx, target, params):
+    # stop the actor first, then restore the limit it keeps overwriting
+    kube.patch(ctx, "cronjob", NAME, {"spec": {"suspend": True}})
+    ctx.kubectl("delete", "jobs", "-n", ctx.namespace, "-l", f"app.kubernetes.io/name={NAME}", "--ignore-not-found",
+                "--wait=false")
+    index = kube.container_index(kube.workload(ctx, target), ctx.state["container"])
+    kube.patch(ctx, target.component.kind, target.component.name, [
+        {"op": "add", "path": f"/spec/template/spec/containers/{index}/resources", "value": ctx.state["resources"]}],
+        type="json")
+
+
+def recover(ctx, target, params):
+    ctx.kubectl("delete", "cronjob", NAME, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
+    ctx.kubectl("delete", "jobs", "-n", ctx.namespace, "-l", f"app.kubernetes.io/name={NAME}", "--ignore-not-found",
+                "--wait=false")
+    ctx.kubectl("delete", f"job/{NAME}-manual", "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
+    for kind in ("rolebinding", "role", "serviceaccount"):
+        ctx.kubectl("delete", kind, NAME, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
+    if "resources" in ctx.state and _limit(ctx, target) == ctx.state.get("memory"):
+        index = kube.container_index(kube.workload(ctx, target), ctx.state["container"])
+        kube.patch(ctx, target.component.kind, target.component.name, [
+            {"op": "add", "path": f"/spec/template/spec/containers/{index}/resources",
+             "value": ctx.state["resources"]}], type="json")
+
+
+FAULTS: list[FaultSpec] = [
+    function_fault(
+        name="recurring-memory-actor", summary="a CronJob re-applies a tiny memory limit to the target every minute",
+        layer="k8s", selector=SELECTOR, resource_kind="CronJob",
+        params_schema=schema(memory={"type": "string", "default": "12Mi"}),
+        mechanism="a recurring CronJob actor patches the Deployment's memory limit to a tiny value every minute, "
+                  "so the container is OOMKilled and a fix of the Deployment alone is undone",
+        inject=inject, is_present=is_present, recover=recover, reference_fix=fix,
+        symptoms=("OOMKilled", "CrashLoopBackOff"),
+        keywords=("CronJob", NAME, "memory", "limit", "OOMKilled"),
+        values=lambda t, p, s: {"cronjob": NAME, "memory_limit": s.get("memory", p.get("memory"))},
+        prose="The CronJob {cronjob} patches {component}'s memory limit to {memory_limit} every minute: the "
+              "container is OOMKilled, and restoring the limit alone is undone by the next run.",
+    ),
+]

@@ -1,0 +1,22 @@
+"""Hook implementations: the cluster-level fault primitives and the webhook server's image."""
+
+from __future__ import annotations
+
+import sys
+
+from sregym_core import hookimpl
+from sregym_core.types import LocalImage
+
+from . import actor, admission, dns, routing
+from .admission import IMAGE
+
+
+@hookimpl
+def sregym_faults():
+    return [*admission.FAULTS, *dns.FAULTS, *routing.FAULTS, *actor.FAULTS]
+
+
+@hookimpl
+def sregym_local_images() -> list[LocalImage]:
+    return [LocalImage(image=IMAGE.split(":")[0] + ":*", argv=(sys.executable, "-m", "sregym_fault_cluster.webhook_server"),
+                       summary="an HTTPS admission webhook server (AdmissionReview v1): allow, set-memory or delay")]

@@ -1,0 +1,20 @@
+"""Probes of this pack's live tests (beside sregym_core.testing.probes)."""
+
+from __future__ import annotations
+
+
+def oom_killed_at(component: str, memory: str):
+    """A pod of the component whose container has the memory limit ``memory`` (set by the fault, not
+    the app) and was OOMKilled: evidence the injected limit, and nothing left over, did it."""
+    def probe(live) -> str | None:
+        for pod in live.pods(component):
+            limited = {c["name"] for c in pod["spec"]["containers"]
+                       if ((c.get("resources") or {}).get("limits") or {}).get("memory") == memory}
+            for status in pod.get("status", {}).get("containerStatuses") or []:
+                if status["name"] not in limited:
+                    continue
+                for state in (status.get("state") or {}, status.get("lastState") or {}):
+                    if (state.get("terminated") or {}).get("reason") == "OOMKilled":
+                        return f"{pod['metadata']['name']}/{status['name']} OOMKilled at a {memory} limit"
+        return None
+    return probe

@@ -1,0 +1,90 @@
+"""Static checks of the cluster-level faults and the webhook server's decisions (no cluster)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import sregym_fault_cluster.plugin
+from sregym_core.testing.contracts import FaultContract
+from sregym_fault_cluster import admission, webhook_server
+
+
+class TestClusterFaults(FaultContract):
+    plugin = sregym_fault_cluster.plugin
+    # is_present asks the API server's admission chain (a server-side dry run), which the recording
+    # context does not simulate: the live contract proves the round trip
+    live_only = {name: "admission is asked live (server-side dry run)"
+                 for name in ("admission-webhook-outage", "mutating-webhook-memory", "psa-restricted",
+                              "admission-webhook-timeouts", "admission-webhook-ca-mismatch")}
+    live_only |= {name: "the Corefile lives in kube-system (the recording context has only the app's namespace)"
+                  for name in ("dns-nxdomain-service", "dns-stale-zone")}
+    live_only["internal-traffic-local"] = "needs pods on nodes and the Service's endpoints (live)"
+    live_only["recurring-memory-actor"] = "starts a Job from the CronJob (kubectl create job --from, live)"
+
+
+def _review(kind: str = "Pod") -> dict:
+    return {"request": {"uid": "u1", "operation": "CREATE", "kind": {"kind": kind},
+                        "object": {"metadata": {"name": "p"}, "spec": {"containers": [
+                            {"name": "a", "resources": {"limits": {"memory": "1Gi"}}}, {"name": "b"}]}}}}
+
+
+def test_set_memory_patches_every_container_limit_and_request():
+    response, line = webhook_server.decide(_review(), "set-memory", "12Mi")
+    assert response["uid"] == "u1" and response["allowed"] is True and response["patchType"] == "JSONPatch"
+    patch = json.loads(base64.b64decode(response["patch"]))
+    set_paths = {op["path"]: op["value"] for op in patch}
+    for index in (0, 1):
+        assert set_paths[f"/spec/containers/{index}/resources/limits/memory"] == "12Mi"
+        assert set_paths[f"/spec/containers/{index}/resources/requests/memory"] == "12Mi"
+    assert "12Mi" in line
+
+
+def test_allow_mode_and_other_kinds_are_not_patched():
+    assert webhook_server.decide(_review(), "allow", "12Mi")[0] == {"uid": "u1", "allowed": True}
+    assert "patch" not in webhook_server.decide(_review("ConfigMap"), "set-memory", "12Mi")[0]
+
+
+def test_webhook_configuration_excludes_its_own_server_and_pins_the_namespace():
+    ca, cert, key = admission.issue_certificates("svc.ns.svc")
+    config = admission.webhook_configuration("ValidatingWebhookConfiguration", "c", "h.example", "ns", "svc", ca,
+                                             failure_policy="Fail", path="/validate")
+    hook = config["webhooks"][0]
+    assert hook["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "ns"}}
+    assert hook["objectSelector"]["matchExpressions"][0]["values"] == [admission.WEBHOOK_COMPONENT]
+    assert base64.b64decode(hook["clientConfig"]["caBundle"]) == ca
+    objects = admission.backend_objects("ns", "svc", mode="allow", replicas=0, cert=cert, key=key)
+    labels = objects[1]["spec"]["template"]["metadata"]["labels"]
+    assert labels[admission.COMPONENT_LABEL] == admission.WEBHOOK_COMPONENT
+
+
+def test_the_image_is_registered():
+    images = sregym_fault_cluster.plugin.sregym_local_images()
+    assert images[0].matches(admission.IMAGE)
+    assert images[0].argv[-1] == "sregym_fault_cluster.webhook_server"
+
+
+COREFILE = """.:53 {
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+    }
+    forward . /etc/resolv.conf
+}
+"""
+
+
+def test_dns_templates_are_inserted_into_the_root_block_and_detected():
+    from sregym_fault_cluster import dns
+
+    block = ('    template IN A hotel.svc.cluster.local {\n        match "^geo[.]hotel[.]svc[.]cluster[.]local[.]$"\n'
+             '        rcode NXDOMAIN\n        fallthrough\n    }\n')
+    text = dns._insert(COREFILE, block)
+    assert text.startswith(".:53 {\n    template IN A")
+    assert dns.nxdomain_for(text, "geo.hotel.svc.cluster.local")
+    assert not dns.nxdomain_for(text, "rate.hotel.svc.cluster.local")
+    assert not dns.nxdomain_for(COREFILE, "geo.hotel.svc.cluster.local")
+    zone = dns._insert(COREFILE, "    template ANY ANY svc.cluster.local {\n        rcode NXDOMAIN\n    }\n")
+    assert dns.nxdomain_for(zone, "rate.hotel.svc.cluster.local")
+    noerror = text.replace("rcode NXDOMAIN", "rcode NOERROR")
+    assert not dns.nxdomain_for(noerror, "geo.hotel.svc.cluster.local")

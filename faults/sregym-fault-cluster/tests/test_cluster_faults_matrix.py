@@ -1,0 +1,62 @@
+"""The slow or multi-node cluster faults, live (matrix: run with --matrix).
+
+* webhook timeouts: every pod create waits out the API server's one-minute deadline;
+* a stale Corefile breaks every name in the cluster; the recurring actor waits for scheduled runs;
+* internalTrafficPolicy Local needs a node without callers: on a one-node cluster it is skipped.
+  Run it on a multi-node cluster: ``sregym cluster up --name multi --nodes 3`` and
+  ``SREGYM_E2E_CLUSTER=multi pytest --matrix faults/sregym-fault-cluster/tests/test_cluster_faults_matrix.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import sregym_fault_cluster.plugin
+from sregym_core.testing.live import LiveCase as Case
+from sregym_core.testing.live import LiveFaultContract, load_request_for
+from cluster_probes import oom_killed_at
+from sregym_core.testing.probes import event, fails
+
+pytestmark = pytest.mark.matrix
+
+ALL = ("admission-webhook-outage", "mutating-webhook-memory", "psa-restricted", "dns-nxdomain-service",
+       "admission-webhook-timeouts", "dns-stale-zone", "recurring-memory-actor", "internal-traffic-local")
+
+
+def _request_for(kind, rng):
+    return load_request_for("sregym_app_hotel_reservation.workload.mix")(kind, rng)
+
+
+SLOW = {"admission-webhook-timeouts": Case("rate", event("FailedCreate", "did not complete within", "rate"),
+                                           symptom_timeout=180.0),
+        "dns-stale-zone": Case("profile", fails("search")),
+        "recurring-memory-actor": Case("geo", oom_killed_at("geo", "12Mi"), symptom_timeout=150.0)}
+MULTI_NODE = {"internal-traffic-local": Case("geo", fails("search"))}
+
+
+class TestClusterFaultsMatrix(LiveFaultContract):
+    plugin = sregym_fault_cluster.plugin
+    request_for = staticmethod(_request_for)
+    cases = SLOW
+    not_here = {name: "covered by test_cluster_faults_live.py or TestMultiNode" for name in ALL if name not in SLOW}
+
+
+class TestMultiNode(LiveFaultContract):
+    plugin = sregym_fault_cluster.plugin
+    request_for = staticmethod(_request_for)
+    cases = MULTI_NODE
+    not_here = {name: "covered by test_cluster_faults_live.py or TestClusterFaultsMatrix" for name in ALL
+                if name not in MULTI_NODE}
+
+    @pytest.fixture(autouse=True)
+    def _two_nodes(self, request, embedded_cluster):
+        if "case_name" not in request.fixturenames:
+            return
+        import subprocess
+
+        out = subprocess.run(["kubectl", "--kubeconfig", str(embedded_cluster.kubeconfig), "get", "nodes", "-o",
+                              "json"], capture_output=True, text=True, timeout=60)
+        if out.returncode != 0 or len(json.loads(out.stdout)["items"]) < 2:
+            pytest.skip("needs a cluster with two nodes or more")

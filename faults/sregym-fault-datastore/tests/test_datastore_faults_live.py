@@ -1,0 +1,111 @@
+"""Every datastore primitive, live on Hotel Reservation, through the datastores' own protocols
+(slow; the session's embedded cluster). cache-auth needs Redis, which Hotel Reservation does not
+use: a standalone Redis beside it stands in."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import attrs
+import pytest
+
+import sregym_fault_datastore.plugin
+from sregym_core.testing.live import LiveCase as Case
+from sregym_core.testing.live import LiveFaultContract, load_request_for, wait_for
+from sregym_core.testing.probes import any_of, event, fails, log_line, memcached_stat, under_burst
+from sregym_core.types import ComponentSpec, Target
+from sregym_core.faults import call_fault
+from sregym_core.validation import validate
+
+
+def _request_for(kind, rng):
+    return load_request_for("sregym_app_hotel_reservation.workload.mix")(kind, rng)
+
+
+class TestDatastoreFaultsLive(LiveFaultContract):
+    plugin = sregym_fault_datastore.plugin
+    request_for = staticmethod(_request_for)
+    not_here = {"cache-auth": "covered by test_cache_auth_live_on_a_standalone_redis (Hotel Reservation has no Redis)"}
+    cases = {
+        "db-revoke": Case("postgres-geo", any_of(log_line("geo", "permission denied"), fails("search"))),
+        "db-drop-user": Case("postgres-user", any_of(log_line("user", "does not exist", "authentication failed"),
+                                                     fails("login")), endpoint="login"),
+        "db-password-rotated": Case("postgres-profile", any_of(log_line("profile", "password authentication failed"),
+                                                               event("Unhealthy", "readiness probe failed", "profile"),
+                                                               fails("recommend")), endpoint="recommend"),
+        "db-lock-contention": Case("postgres-reservation", any_of(fails("reserve"), log_line("reservation", "timeout")),
+                                   endpoint="reserve"),
+        "db-max-connections": Case("postgres-rate", any_of(log_line("rate", "too many clients", "connection slots"),
+                                                           under_burst("search", 40, 10))),
+        "cache-tiny": Case("memcached-profile",
+                           memcached_stat("memcached-profile", "limit_maxbytes", lambda v: v <= 2 << 20),
+                           endpoint="recommend"),
+        "cache-flood": Case("memcached-rate", memcached_stat("memcached-rate", "evictions", lambda v: v > 0)),
+    }
+
+
+REDIS = ComponentSpec(name="sessions-redis", kind="Deployment", roles=("cache:redis",), ports=(6379,),
+                      container="redis", service="sessions-redis", labels={"app": "sessions-redis"})
+REDIS_MANIFEST = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sessions-redis, namespace: hotel-reservation}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: sessions-redis}}
+  template:
+    metadata: {labels: {app: sessions-redis}}
+    spec:
+      containers:
+      - name: redis
+        image: redis:7
+        ports: [{containerPort: 6379}]
+        readinessProbe: {tcpSocket: {port: 6379}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: sessions-redis, namespace: hotel-reservation}
+spec:
+  selector: {app: sessions-redis}
+  ports: [{port: 6379, targetPort: 6379}]
+"""
+
+
+@pytest.mark.slow
+def test_cache_auth_live_on_a_standalone_redis(deployed_app):
+    pytest.importorskip("sregym_app_hotel_reservation", reason="runs beside Hotel Reservation")
+    hotel = deployed_app("hotel-reservation")
+    live = hotel.live(time.time(), {REDIS.name: REDIS})
+    subprocess.run([hotel.env.kubectl, "--kubeconfig", str(hotel.env.cluster.kubeconfig()), "apply", "-f", "-"],
+                   input=REDIS_MANIFEST, text=True, check=True, capture_output=True, timeout=60)
+    try:
+        assert wait_for(lambda: any(p.get("status", {}).get("podIP") and all(
+            c.get("ready") for c in p["status"].get("containerStatuses") or [{}]) for p in live.pods(REDIS.name)), 60)
+        pod = live.pods(REDIS.name)[0]
+
+        def ping() -> str:
+            return live.kubectl("exec", pod["metadata"]["name"], "-n", live.namespace, "--", "sh", "-c",
+                                'redis-cli -h "${POD_IP:-127.0.0.1}" PING')
+
+        assert "PONG" in ping()
+        spec = hotel.host.get_faults()["cache-auth"]
+        app = attrs.evolve(hotel.app, components=(*hotel.app.components, REDIS))
+        target = Target(app=app, component=REDIS, namespace=hotel.app.namespace)
+        params = validate({}, dict(spec.params_schema), what="params", fill_defaults=True)
+        ctx = hotel.context()
+        hotel.run(call_fault(spec.impl.inject, ctx, target, params))
+        assert "NOAUTH" in ping()  # what every client now sees
+        assert hotel.run(call_fault(spec.impl.is_present, ctx, target, params)) is True
+        hotel.run(call_fault(spec.impl.reference_fix, ctx, target, params))
+        assert hotel.run(call_fault(spec.impl.is_present, ctx, target, params)) is False
+        assert "PONG" in ping()
+    finally:
+        hotel.reset()
+    assert not live.pods(REDIS.name), "reconciling to the baseline removes the stand-in Redis"
+
+
+@pytest.fixture(autouse=True)
+def _needs_hotel(request):
+    if "case_name" in request.fixturenames:
+        pytest.importorskip("sregym_app_hotel_reservation", reason="the live cases run on Hotel Reservation")

@@ -1,0 +1,1 @@
+"""Run SREGym work items on Ray workers (``sregym validate|run --executor ray --parallel N``)."""

@@ -1,0 +1,266 @@
+"""Vocabulary the rule-based judge reads diagnoses with.
+
+A fault's mechanism vocabulary normally comes with the fault: ``GroundTruth.vocabulary`` (filled by the
+fault's own spec, so plugin faults bring theirs). :data:`MECHANISMS` is the fallback for faults whose
+truth carries none, and the table the judge uses to notice *other* mechanisms a diagnosis asserts
+(kitchen sinks, wrong mechanisms).
+
+Pattern syntax (matched over lower-cased text where hyphens, underscores and slashes are spaces):
+
+* words match whole words; ``word*`` matches any word starting with ``word``;
+* ``..`` stands for up to five words in between (``image .. never published``);
+* ``a + b`` needs both ``a`` and ``b`` in the same sentence, in any order.
+
+Entries say what was *done* (the mechanism), in the words SREs use, including plain paraphrases
+("lost its read rights", "the release tag was never published", "RAM ceiling"). Bare generic
+words (service, port, memory, image, flag, config, error) never appear alone: they say nothing
+about a mechanism by themselves.
+"""
+
+from __future__ import annotations
+
+MECHANISMS: dict[str, tuple[str, ...]] = {
+    "wrong-image": (
+        "version .. never built", "never built", "never pushed", "never published", "was never released", "version .. does not exist", "nothing to download",
+        "image pull*", "pull* the image", "pull* .. image", "fail* to pull",
+        "cannot be pulled", "can not pull", "cannot pull", "manifest unknown", "image .. not found",
+        "image .. does not exist", "image .. doesn't exist", "tag .. does not exist", "tag .. not found",
+        "nonexistent tag", "nonexistent image", "non existent tag", "non existent image", "missing tag",
+        "wrong image", "bad image", "bad tag", "invalid image", "invalid tag", "unknown tag", "wrong tag",
+        "image tag + missing", "image + never published", "release + never published", "tag + never published",
+        "build + never published", "build .. does not have", "registry .. does not have", "release .. not exist",
+        "registry does not have", "fail* to download", "cannot download", "image + cannot be fetched",
+        "cannot fetch", "image + does not exist", "tag + does not exist",
+    ),
+    "buggy-image": (
+        "buggy image", "buggy build", "buggy version", "buggy release", "bad build", "regression", "code bug",
+        "defective image", "defective build", "broken build", "broken release", "new release + bug*",
+        "image + bug*", "build + bug*", "roll back", "rollback",
+    ),
+    "missing-env": (
+        "env* var* .. removed", "env* var* .. missing", "env* var* .. deleted", "env* var* .. gone",
+        "missing env*", "removed env*", "deleted env*", "lost .. env* var*", "lost .. variable", "env* var* .. lost", "environment variable + removed",
+        "environment variable + missing", "environment variable + deleted", "setting + gone from the deployment",
+        "no longer get* .. password", "no longer .. told", "env + no * password", "env has .. but no",
+        "variable + removed", "variable + deleted", "variable + missing", "password + not configured",
+        "password not set", "unset",
+    ),
+    "env-shadowing": ("duplicate env*", "duplicated env*", "shadow*", "defined twice", "second definition", "overridden"),
+    "wrong-port-env": ("wrong port", "incorrect port", "port mismatch", "points at the wrong port", "port is set to"),
+    "wrong-command": (
+        "wrong command", "command override*", "command .. overridden", "command .. changed", "entrypoint",
+        "wrong binary", "runs a different program", "maintenance mode", "sleep",
+    ),
+    "scale-zero": (
+        "scaled to zero", "scaled to 0", "scaled down to zero", "scaled down to 0", "scale* .. to zero",
+        "scale* .. to 0", "zero replicas", "0 replicas", "replicas: 0", "replicas to 0", "replicas to zero",
+        "replicas set to 0", "replicas set to zero", "replicas is 0", "replicas is zero", "replica count of 0",
+        "no replicas", "replicas=0", "replicas 0", "wants zero copies", "zero copies", "zero instances",
+        "nobody is running", "no .. pod exists", "no pod at all", "0/0",
+    ),
+    "selector-mismatch": (
+        "selector + does not match", "selector + matches no", "selector + match no", "selector + no pod",
+        "selector + not tagged", "selector + require*", "selector + demand*", "selector + mismatch*",
+        "selector + changed", "selector + wrong", "selector mismatch", "label mismatch",
+        "does not match any pod", "matches no pods", "selects no pods", "looking for pods tagged",
+        "routes to nothing", "not tagged that way",
+    ),
+    "selector-pollution": (
+        "selector + also match*", "selector + foreign", "selector + other workload*", "foreign pods",
+        "wrong pods in .. endpoints", "decoy", "extra pods in .. endpoints",
+    ),
+    "wrong-target-port": (
+        "targetport", "target port", "maps .. port onto", "forwards .. to .. port", "forwards traffic to .. port",
+        "wrong door", "port mapping", "sent to the wrong port",
+    ),
+    "service-port-mismatch": ("service port + changed", "service port + wrong", "port mismatch", "wrong service port"),
+    "missing-service": (
+        "service .. deleted", "service .. removed", "service .. missing", "service .. no longer exists",
+        "service .. gone", "service .. not found", "services .. not found", "deleted .. service",
+        "removed .. service", "missing service", "no service object", "address .. is gone",
+    ),
+    "missing-configmap": (
+        "configuration + removed from the cluster", "settings object + removed", "settings object + deleted", "configmap + gone", "config map .. deleted", "configmap .. removed", "configuration object .. deleted", "configuration object .. removed","configmap .. deleted", "configmap .. missing", "configmap .. not found", "missing configmap"),
+    "configmap-drift": (
+        "key .. removed", "key .. missing", "key .. deleted", "key .. dropped", "section .. removed",
+        "section .. absent", "section .. missing", "section .. dropped", "block .. removed", "block .. dropped",
+        "lost the block", "lost .. block", "lost their .. block", "dropped it", "configmap + missing",
+        "configmap + removed", "configmap + absent", "config validation failed", "peers + absent",
+        "peers + removed", "peers + missing", "peers + dropped", "peers + lost",
+    ),
+    "liveness-misconfig": (
+        "liveness", "keep alive check", "keep-alive check", "health check .. wrong", "health check + wrong url",
+        "asks the wrong url", "probe* .. wrong path", "probe* .. wrong port", "probe .. misconfigured",
+        "probes .. where .. serves nothing", "health check .. changed", "alive check",
+    ),
+    "liveness-aggressive": (
+        "liveness", "liveness + probe .. too aggressive", "liveness + failurethreshold", "liveness + initialdelayseconds",
+        "liveness + aggressive probe"),
+    "readiness-misconfig": (
+        "readiness check", "never .. ready", "ready check", "never marked ready", "not marked ready","readiness", "never ready", "readiness probe"),
+    "memory-limit-too-small": (
+        "memory limit", "limits memory", "limits.memory", "ram ceiling", "ram limit", "memory cap",
+        "capped at .. memory", "capped at .. mi", "memory ceiling", "limit .. mi", "exceeds .. limit",
+        "oomkilled + limit", "oom killed + limit", "oom kill* + limit",
+    ),
+    "cpu-throttling": (
+        "paus* it", "keeps pausing", "of a core", "millicore*", "cpu .. too low", "cpu .. cut", "allowed .. core", "cpu starved", "starved of cpu","cpu limit", "throttl*", "cpu quota", "cpu cap"),
+    "request-too-large": (
+        "reserve* .. ram", "reserve* .. memory", "more ram than", "asks for more .. than", "asks for .. more than",
+        "memory request", "requests .. memory", "request .. larger than", "request* .. gi",
+        "insufficient memory", "insufficient cpu", "reserve .. of ram", "reserve .. of memory",
+        "more memory than", "more than any node", "more than the machine", "resource request",
+    ),
+    "node-selector-missing": (
+        "only on machines", "only on nodes", "machines carrying", "nodes carrying", "label none of .. have", "label .. no node has", "label .. no machine has",
+        "nodeselector", "node selector", "node label", "no node has", "no node matches", "no such machines",
+        "machines labelled", "nodes labelled", "node affinity", "disktype",
+    ),
+    "taint-no-toleration": ("taint*", "toleration*", "noschedule"),
+    "anti-affinity-deadlock": ("anti affinity", "antiaffinity"),
+    "network-policy-block": (
+        "networkpolicy", "network policy", "deny all", "deny-all", "denies .. ingress", "deny .. ingress",
+        "default deny", "firewall", "drops all incoming", "lets nothing in", "cut off", "isolates",
+        "policy object", "blocks .. ingress", "blocking .. ingress", "blocks .. traffic", "blocking traffic",
+    ),
+    "db-revoke": (
+        "revok*", "privilege*", "grant*", "lost .. rights", "read rights", "table permissions",
+        "permissions were taken away", "permission* .. removed", "permission* .. taken", "no longer allowed",
+        "not allowed to read", "stripped of", "lost its permission*", "lost permission*",
+        "insufficient privilege",
+    ),
+    "db-drop-user": (
+        "account + no longer exists", "account .. deleted", "account .. dropped", "account .. removed", "role .. deleted", "role .. removed", "role .. gone", "role .. no longer exists", "login .. no longer exists", "user .. dropped","role .. dropped", "dropped .. role", "role does not exist", "user was dropped", "drop role", "login role"),
+    "db-password-rotated": (
+        "password .. rotated", "rotated .. password", "password .. changed", "changed .. password",
+        "new password", "old password", "stale password", "stale credential*", "old credential*",
+        "yesterday's credentials", "stale one", "old value", "password rotation", "rotation",
+    ),
+    "db-max-connections": ("max connections", "max_connections", "too many clients", "connection limit", "connection slots"),
+    "db-lock-contention": ("exclusive lock", "lock contention", "holds .. lock", "blocking query", "locked table", "lock on"),
+    "cache-auth": ("requirepass", "noauth", "authentication required", "cache password", "auth required"),
+    "cache-tiny": (
+        "m 1", "-m 1", "cache .. too small", "cache .. far too small", "too small .. cache", "shrunk",
+        "memory size .. set to", "memory .. set to .. mb", "1 mb", "one megabyte", "single megabyte",
+        "limit maxbytes", "limit_maxbytes", "cache size", "tiny cache", "hold almost nothing", "holds almost nothing",
+        "memcached .. memory limit", "memory limit .. memcached", "memory size",
+    ),
+    "cache-flood": ("flood*", "junk keys", "rogue writer", "cache warming"),
+    "retry-storm": (
+        "retry storm", "retry*", "retri*", "no backoff", "without backoff", "backoff", "rpc timeout", "amplif*",
+        "tries again", "try again", "no pause between", "flood of repeats", "gives up .. after .. ms", "timeout .. ms",
+    ),
+    "rate-limit-collapse": ("rate limit", "admission queue", "queue depth"),
+    "disk-full": (
+        "disk full", "disk is full", "volume .. full", "filled up", "filled by", "full disk", "no space left",
+        "enospc", "ran out of room", "out of space", "ate the rest", "100% used", "100 used", "junk file",
+        "stray file", ".fill", "fill file",
+    ),
+    "disk-bad-blocks": ("bad block*", "bad sector*", "input output error", "i o error", "eio", "dm dust", "disk failure"),
+    "latent-sector-error": ("sector error", "bad sector*", "latent sector"),
+    "feature-flag-bug": (
+        "feature flag", "feature toggle", "toggle", "feature recommend v2", "flag + enabl*", "flag + turned on",
+        "flag + switched on", "switched on .. logic", "v2 .. logic", "v2 .. code path", "recommendv2",
+    ),
+    "missing-secret": (
+        "credentials + removed", "credentials + deleted", "credentials + gone", "secret + gone", "secret + removed", "stores .. login + removed", "stores .. credentials + removed", "login + removed", "secret .. not found","secret .. deleted", "secret .. missing", "secret not found", "missing secret", "deleted secret"),
+    "network-delay": ("network delay", "netem", "added latency", "slow network", "latency injected"),
+    "network-loss": ("packet loss", "dropping packets", "drops packets", "netem"),
+    "wrong-dns-policy": ("dnspolicy", "dns policy", "nameserver", "resolv.conf"),
+    "fd-limit": ("file descriptor*", "ulimit", "nofile", "too many open files", "emfile"),
+    "host-port-conflict": ("hostport", "host port"),
+    "sidecar-port-conflict": ("sidecar", "address already in use"),
+    "init-hang": ("init container", "initcontainer*", "init 0 1"),
+    "rolling-update-broken": ("maxunavailable", "rollout strategy", "rolling update", "maxsurge"),
+    "pvc-claim-mismatch": ("claimname", "claim .. does not exist", "persistentvolumeclaim not found", "pvc .. not found", "wrong claim"),
+    "quota-admission": ("resourcequota", "resource quota", "quota", "must specify limits"),
+    "capacity-constraint": ("resourcequota", "resource quota", "quota", "exceeded quota"),
+    "limitrange-too-small": ("limitrange", "limit range"),
+    "wrong-service-account": ("service account", "serviceaccount"),
+    "hpa-no-request": ("hpa", "autoscaler", "horizontalpodautoscaler"),
+    "priority-preemption": ("preempt*", "priorityclass", "priority class"),
+    "cpu-pressure": ("cpu pressure", "cpu hog", "cpu contention", "noisy neighbo*"),
+    "cpu-noisy-neighbor": ("noisy neighbo*", "cpu hog", "cpu contention"),
+    "ephemeral-ports": ("ephemeral port*", "port exhaustion", "eaddrnotavail"),
+    "node-not-ready": ("notready", "node not ready", "kubelet stopped", "kubelet down"),
+    "syscall-fail": ("fsync", "syscall", "ebpf", "injected error"),
+}
+
+KIND_TERMS: dict[str, tuple[str, ...]] = {
+    "deployment": (
+        "deployment", "deploy", "pod template", "pod spec", "container spec", "container", "image", "images", "rollout",
+        "replicaset", "replicas", "memory limit", "cpu limit", "resource limit", "env var", "environment variable",
+        "nodeselector", "node selector", "probe", "request",
+    ),
+    "statefulset": ("statefulset", "sts", "pod template", "image", "replicas"),
+    "daemonset": ("daemonset", "ds"),
+    "service": ("service", "services", "svc", "selector", "selectors", "endpoints", "targetport", "target port", "clusterip"),
+    "configmap": ("configmap", "config map", "configuration file", "config file", "settings file", "settings", "configuration"),
+    "secret": ("secret", "credentials"),
+    "networkpolicy": ("networkpolicy", "network policy", "policy", "firewall"),
+    "persistentvolumeclaim": ("pvc", "persistentvolumeclaim", "volume claim", "persistent volume", "volume", "storage", "disk"),
+    "persistentvolume": ("pv", "persistentvolume", "volume", "disk"),
+    "postgresql role": ("role", "account", "user", "grant", "privilege", "password", "database"),
+    "memcached configuration": ("memcached", "cache", "-m"),
+    "role": ("role", "rbac", "rolebinding", "clusterrole", "permission"),
+    "node": ("node", "nodes", "kubelet"),
+}
+
+LAYER_TERMS: dict[str, tuple[str, ...]] = {
+    "datastore": ("database", "db", "postgres", "postgresql", "sql", "memcached", "redis", "cache", "grant", "role"),
+    "config": ("configuration", "config", "env var", "environment variable", "setting", "flag", "toggle"),
+    "network": ("network", "latency", "packet", "dns", "connection", "traffic", "firewall", "ingress"),
+    "os": ("syscall", "kernel", "file descriptor", "operating system", "ulimit"),
+    "hardware": ("disk", "sector", "i/o error", "eio", "bad block", "cpu"),
+    "storage": ("volume", "pvc", "disk", "storage"),
+    "control": ("control plane", "scheduler", "controller", "api server"),
+    "app": ("code", "bug", "application logic", "exception"),
+    "k8s": ("deployment", "pod", "service", "kubernetes", "replica", "container"),
+}
+
+# Words that alone never say what mechanism broke (used to filter a truth's keywords).
+GENERIC_WORDS = frozenset({
+    "service", "services", "port", "ports", "memory", "image", "images", "flag", "config", "configuration", "error",
+    "errors", "env", "environment", "variable", "key", "label", "labels", "node", "tag", "pull", "limit", "request",
+    "cache", "role", "user", "pod", "pods", "container", "deployment", "network", "disk", "cpu", "database", "db",
+    "connection", "connections", "timeout", "latency", "missing", "deleted", "wrong", "bad", "broken", "failed",
+    "mount", "volume", "claim", "secret", "password", "replicas", "scale", "zero", "probe", "selector", "endpoints",
+})
+
+# Words of a causal link between a mechanism and what it does ("... so search fails").
+CONNECTIVES: tuple[str, ...] = (
+    "because", "due to", "caused by", "causes", "causing", "cause", "leads to", "led to", "leading to", "results in",
+    "resulting in", "so", "so that", "therefore", "hence", "thus", "which is why", "that is why", "why",
+    "as a result", "which means", "meaning", "means", "making", "makes", "breaks", "broke", "prevents",
+    "leaves", "leaving", "drives", "driving", "then", "consequently", "since", "symptoms", "until", "which leaves",
+    "which breaks", "on every", "as soon as", "each time", "every time",
+)
+
+# What users and operators observe (in addition to each truth's own symptoms).
+SYMPTOMS: tuple[str, ...] = (
+    "error*", "5xx", "500*", "502", "503", "504", "timeout*", "time out", "timed out", "crash*", "restart*",
+    "imagepullbackoff", "errimagepull", "pending", "fail*", "latency", "slow*", "refused", "unavailable",
+    "no endpoints", "not ready", "outage", "down", "unreachable", "oomkilled", "denied", "evict*", "break*",
+    "broken", "reject*", "cannot reach", "can not reach", "cannot connect", "cannot log in", "nobody can",
+    "never starts", "never comes up", "no .. pod comes up", "not start", "hang*", "waits", "loses", "lose",
+    "lost", "cannot resolve", "no longer resolve", "misses", "miss rate", "hit rate", "database load",
+    "turns them away", "says no", "stuck", "kill*", "cannot be placed", "cannot place", "not placed",
+    "is down", "are down", "goes up", "went up", "cache misses", "errors out", "error out", "out of range",
+)
+
+# Phrases that blame the whole application instead of a component.
+OVER_BROAD_PHRASES: tuple[str, ...] = (
+    "all services", "all the services", "every service", "all microservices", "all components", "every component",
+    "all pods", "all deployments", "every deployment", "entire application", "whole application",
+    "the entire cluster", "the whole cluster", "everything is broken", "all of the services", "all databases",
+    "all the databases", "every database", "all caches", "all datastores", "everything is failing",
+)
+
+LATENT_CUES: tuple[str, ...] = (
+    "latent", "not user visible", "not yet visible", "not currently affecting", "secondary", "lower priority",
+    "less urgent", "separately", "additionally", "also found", "in addition", "second issue", "second fault",
+    "dormant", "not causing", "not yet causing",
+)
+
+# Values too generic to prove a diagnosis knows the concrete mutation.
+TRIVIAL_VALUES = frozenset({"", "none", "null", "true", "false", "yes", "no", "all", "0", "1", "default", "(unknown)"})

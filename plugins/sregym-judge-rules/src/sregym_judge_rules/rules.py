@@ -1,0 +1,725 @@
+"""``judge-rules``: a deterministic, offline diagnosis judge that reads what a diagnosis *asserts*.
+
+It answers the nine checklist questions from the structured ground truth, reading the diagnosis as
+an SRE grader would:
+
+* only prose counts: pasted tool output (kubectl tables, describe blocks, logs, JSON/YAML) is
+  evidence, not an explanation (:mod:`.reading`);
+* a hedge ("either geo or rate", "could be", "possibly") asserts nothing;
+* a mechanism counts only when asserted about the faulty component (in the same sentence, or in a
+  sentence that carries on with it as the subject), in the fault's vocabulary
+  (``GroundTruth.vocabulary``, else :data:`.lexicon.MECHANISMS`); generic words alone never do;
+* a causal link needs a connective between the mechanism and a symptom in prose;
+* concrete values are the mutated values only (never key names or pre-fault values);
+* blame comes from cause-side mentions only: components ruled out, healthy, or victims do not count.
+
+Hard gates decide before the checklist can pass (they are stored in ``inputs["gates"]`` so an LLM
+judge can use them as its gate too): the faulty component must be asserted as the cause, a hedge
+between components fails, a kitchen sink of mechanisms fails, and text addressed to the grader
+(prompt injection) fails.
+
+With ``rubric="upstream"`` the same reading answers upstream SREGym's checklist (D1-Q1 ... D3-Q3,
+weights 0.33/0.33/0.34, rounding to 0.01).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from sregym_core.oracles.judge import (
+    DEFAULT_THRESHOLD,
+    ChecklistAnswer,
+    JudgeVerdict,
+    check_threshold,
+    checklist_for,
+    clip_submission,
+    coerce_truth,
+    make_verdict,
+)
+from sregym_core.types import GroundTruth
+
+from . import lexicon, reading, text
+
+NAME = "judge-rules"
+RUBRICS = ("sregym", "upstream")
+
+
+@attrs.frozen
+class _Answer:
+    answer: bool
+    evidence: str
+    confidence: float = 1.0
+
+
+@attrs.define
+class Reading:
+    """What the rules extracted from one diagnosis, shared by the questions."""
+
+    prose: str
+    flat: str  # flattened prose, hedged sentences removed
+    flat_values: str  # the same with namespace names masked, for concrete values
+    sentences: list[reading.Sentence]
+    clauses: list[text.Clause]
+    clause_sentence: list[int]
+    mentions: list[text.Mention]
+    truth_components: set[str]
+    asserted: set[str]  # faulty components asserted (not hedged, not only as a victim or healthy)
+    blamed_unrelated: set[str]
+    hedged_components: set[str]
+    hedged_others: set[str]  # components other than the faulty ones offered in a hedge (not exonerated)
+    over_broad: str | None
+    mechanism: dict[str, str]  # truth fault -> evidence of its mechanism asserted about its component
+    other_mechanisms: dict[str, str]  # other fault families asserted -> evidence
+    chain: str | None
+    injection: str | None
+    gates: dict[str, Any] = attrs.Factory(dict)
+
+
+class RulesJudge:
+    """The deterministic checklist judge.
+
+    :param threshold: composite score needed to pass (default 0.7).
+    :param over_broad_fraction: blaming at least this fraction of the app's non-faulty components
+        (and at least ``over_broad_min``) makes the blame over-broad.
+    :param rubric: ``sregym`` (the project's checklist) or ``upstream`` (upstream SREGym's).
+    """
+
+    name = NAME
+
+    def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, over_broad_fraction: float = 0.4,
+                 over_broad_min: int = 3, rubric: str = "sregym"):
+        from sregym_core.errors import ConfigError
+
+        self.threshold = check_threshold(threshold)
+        self.over_broad_fraction = over_broad_fraction
+        self.over_broad_min = over_broad_min
+        if rubric not in RUBRICS:
+            raise ConfigError(f"unknown rubric {rubric!r}", hints=(f"use one of {', '.join(RUBRICS)}",))
+        self.rubric = rubric
+
+    def judge(
+        self,
+        submission: str,
+        truth: tuple[GroundTruth, ...] | GroundTruth,
+        *,
+        app_components: tuple[str, ...] = (),
+        app_namespace: str = "",
+    ) -> JudgeVerdict:
+        truths = coerce_truth(truth)
+        submission, submitted_chars = clip_submission(submission)
+        checklist = checklist_for(self.rubric)
+        if not submission.strip():
+            answers = [_answer(q, _Answer(False, "empty submission")) for q in checklist]
+            gates: dict[str, Any] = {"passed": False, "reason": "empty submission"}
+        else:
+            r = self.read(submission, truths, app_components, app_namespace)
+            asker = _SregymQuestions(r, truths, app_namespace) if self.rubric == "sregym" else _UpstreamQuestions(r, truths, app_namespace)
+            answers = [_answer(q, _apply_gates(q.id, r, asker.ask(q.id), self.rubric)) for q in checklist]
+            gates = r.gates
+        verdict = make_verdict(
+            judge=self.name,
+            answers=answers,
+            threshold=self.threshold,
+            submission=submission,
+            truth=truths,
+            app_components=tuple(app_components),
+            app_namespace=app_namespace,
+            cost=0.0,
+            submitted_chars=submitted_chars,
+            rubric=self.rubric,
+        )
+        return attrs.evolve(verdict, inputs={**verdict.inputs, "gates": gates})
+
+    # ---------------------------------------------------------------------------------------------
+    # reading the diagnosis
+    # ---------------------------------------------------------------------------------------------
+
+    def read(self, submission: str, truths: Sequence[GroundTruth], app_components: Iterable[str], app_namespace: str) -> Reading:
+        truth_components = {c.lower() for t in truths for c in t.components}
+        components = {c.lower() for c in app_components} | truth_components
+        namespaces = {app_namespace} | {t.namespace for t in truths}
+        prose, _pasted = reading.split_prose(submission)
+        sentences = reading.sentences(prose)
+        clause_list: list[text.Clause] = []
+        clause_sentence: list[int] = []
+        for s in sentences:
+            for clause in text.clauses(s.raw):
+                clause_list.append(clause)
+                clause_sentence.append(s.index)
+        mentions = text.find_mentions(clause_list, components, reserved=namespaces - components)
+        any_mentions = text.find_mentions(clause_list, components, reserved=namespaces - components, weak=True)
+        sentences = _mark_alternatives(sentences, clause_list, clause_sentence, any_mentions)
+        # components the truth itself involves (a stale workload, the role's owner) are not unrelated
+        involved = truth_components | ({str(v).lower() for t in truths for v in _scalars(t.mutated_values)} & components)
+        involved |= {text.datastore_owner(c) for c in truth_components} & components  # postgres-geo's owner, geo
+
+        def sentence_of(m: text.Mention) -> reading.Sentence:
+            return sentences[clause_sentence[m.clause]]
+
+        # components per sentence (any mention outside a "healthy/ruled out" clause)
+        about: dict[int, set[str]] = {}
+        for m in mentions:
+            if not clause_list[m.clause].exonerating:
+                about.setdefault(clause_sentence[m.clause], set()).add(m.component)
+        hedged_components = {m.component for m in mentions if sentence_of(m).hedged}
+        asserted = {
+            m.component for m in mentions
+            if m.component in truth_components and not sentence_of(m).hedged and _identifies(clause_list, mentions, m)
+        }
+        subjects = [m for m in any_mentions if m not in mentions and _SUBJECT_AFTER.match(clause_list[m.clause].text[m.end:])]
+        blamed = self._blamed(clause_list, clause_sentence, sentences, sorted([*mentions, *subjects], key=lambda m: (m.clause, m.start)),
+                              involved)
+        exonerated = {m.component for m in any_mentions if clause_list[m.clause].exonerating}
+        hedged_others = {m.component for m in any_mentions if sentences[clause_sentence[m.clause]].hedged} - involved - exonerated
+        others = len(components - truth_components)
+        needed = max(self.over_broad_min, math.ceil(self.over_broad_fraction * others)) if others else math.inf
+        over_broad = None
+        if len(blamed) >= needed:
+            over_broad = f"blames {len(blamed)} of the {others} components that are not faulty: " + ", ".join(sorted(blamed))
+        else:
+            blaming = " . ".join(text.flatten(c.text) for c in clause_list if c.cause_side)
+            for phrase in lexicon.OVER_BROAD_PHRASES:
+                found = text.find_phrase(blaming, phrase)
+                if found:
+                    over_broad = f"blames the whole application: {found!r}"
+                    break
+
+        # which sentence is about which components: a sentence naming none carries on the last topic
+        topic: dict[int, set[str]] = {}
+        current: set[str] = set()
+        for s in sentences:
+            if s.index in about:
+                current = about[s.index]
+            topic[s.index] = about.get(s.index) or current
+        for s in sentences:  # a diagnosis may open with the mechanism and name the component next
+            if topic[s.index]:
+                break
+            following = [about[i] for i in range(s.index + 1, min(s.index + 3, len(sentences))) if i in about]
+            topic[s.index] = following[0] if following else set()
+        # a faulty component named in plain words ("Kubernetes never considers search ready") counts
+        # in a sentence that asserts its mechanism
+        weak = [m for m in text.find_mentions(clause_list, truth_components, reserved=namespaces - components, weak=True)
+                if not clause_list[m.clause].exonerating and not sentences[clause_sentence[m.clause]].hedged]
+        for m in weak:
+            topic[clause_sentence[m.clause]] = topic[clause_sentence[m.clause]] | {m.component}
+        # a sentence whose cause side blames another component says nothing about the faulty one's
+        # mechanism ("search is OOMKilled, so geo lookups fail")
+        for index in topic:
+            culprits = {m.component for m in [*mentions, *weak]
+                        if clause_sentence[m.clause] == index and clause_list[m.clause].cause_side}
+            stated = {m.component for m in [*mentions, *weak]
+                      if clause_sentence[m.clause] == index and clause_list[m.clause].role != "effect"}
+            if culprits and not (culprits | stated) & truth_components:
+                topic[index] = culprits
+        mechanism, other, mechanism_sentences = _mechanisms(sentences, topic, truths)
+        every = sorted({(m.clause, m.start): m for m in [*mentions, *weak]}.values(), key=lambda m: (m.clause, m.start))
+        for m in weak:
+            if clause_sentence[m.clause] in mechanism_sentences and _identifies(clause_list, every, m):
+                asserted.add(m.component)
+        if over_broad is None:
+            for index in mechanism_sentences:
+                many = about.get(index, set()) - truth_components
+                if len(many) >= needed:
+                    over_broad = f"asserts the mechanism about {len(many)} components that are not faulty: " + ", ".join(sorted(many))
+                    break
+        chain = _chain(sentences, mechanism_sentences, truths)
+
+        asserted_prose = [s for s in sentences if not s.hedged]
+        flat = " . ".join(s.flat for s in asserted_prose)
+        masked = flat
+        for ns in sorted(namespaces, key=len, reverse=True):
+            if ns:
+                masked = masked.replace(text.flatten(ns), " ")
+        r = Reading(
+            prose=prose, flat=flat, flat_values=masked, sentences=sentences, clauses=clause_list,
+            clause_sentence=clause_sentence, mentions=mentions, truth_components=truth_components, asserted=asserted,
+            blamed_unrelated=blamed, hedged_components=hedged_components, hedged_others=hedged_others,
+            over_broad=over_broad, mechanism=mechanism,
+            other_mechanisms=other, chain=chain, injection=reading.injection(submission),
+        )
+        r.gates = _gates(r, truths)
+        return r
+
+    @staticmethod
+    def _blamed(clause_list: Sequence[text.Clause], clause_sentence: Sequence[int], sentences: Sequence[reading.Sentence],
+                mentions: Sequence[text.Mention], truth: set[str]) -> set[str]:
+        """Unrelated components a cause clause blames (hedged sentences included: "either geo or rate
+        is broken" blames rate). In "search is configured with the wrong port for geo", geo comes after
+        the faulty component: it is the object, not the culprit."""
+        blamed: set[str] = set()
+        for index, clause in enumerate(clause_list):
+            hedged = sentences[clause_sentence[index]].hedged
+            if not (clause.cause_side or (hedged and not clause.exonerating)):
+                continue
+            if not hedged and not _asserts_a_fault(clause.text):
+                continue  # "search's lookups fail, so ..." states a symptom, it blames nobody
+            here = [m for m in mentions if m.clause == index]
+            for position, mention in enumerate(here):
+                if mention.component not in truth:
+                    # after the predicate ("someone removed the object that stores profile's login") a
+                    # component is an object of the fault, not its culprit
+                    if hedged or not text.BLAME_CUES.search(clause.text[: mention.start]):
+                        blamed.add(mention.component)
+                elif not hedged and not (position + 1 < len(here) and text.listed(clause.text, here[position], here[position + 1])):
+                    break  # what follows the culprit is its object ("wrong port for geo"), unless it is a list
+        return blamed
+
+
+def _identifies(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], mention: text.Mention) -> bool:
+    """Does this mention point at the component as the problem? Cause and plain clauses do; an
+    effect clause does too when its cause names no component ("geo crashes because of a bad key")."""
+    clause = clause_list[mention.clause]
+    if clause.identifies:
+        return True
+    if clause.role != "effect":
+        return False
+    partners = [i for i, c in enumerate(clause_list) if c.group == clause.group and c.cause_side]
+    return bool(partners) and not any(m.clause in partners for m in mentions)
+
+
+_ALTERNATIVE = re.compile(
+    r"^[\s,(]*(?:or|and/or|or maybe|or perhaps|or possibly|vs\.?|versus)(?:\s+(?:for|in|on|of|the|at|with|to))*[\s,)]*$"
+)
+
+
+_SUBJECT_AFTER = re.compile(r"(?:'s)?\s+(?:is|was|were|are|has|had|got|gets)\b")
+_NEGATED_LIST = re.compile(r"\b(?:no|not|neither|nor|without|never)\b")
+
+
+def _mark_alternatives(sentences: list[reading.Sentence], clause_list: Sequence[text.Clause], clause_sentence: Sequence[int],
+                       mentions: Sequence[text.Mention]) -> list[reading.Sentence]:
+    """A sentence offering components as alternatives ("rate or geo") hedges."""
+    hedged = set()
+    for first, second in zip(mentions, mentions[1:], strict=False):
+        clause = clause_list[first.clause].text
+        if (first.clause == second.clause and _ALTERNATIVE.match(clause[first.end : second.start])
+                and not _NEGATED_LIST.search(clause[: first.start])):  # "no errors from geo or rate" is no hedge
+            hedged.add(clause_sentence[first.clause])
+    return [attrs.evolve(s, hedged=True) if s.index in hedged else s for s in sentences]
+
+
+def _asserts_a_fault(clause: str) -> bool:
+    """Does a clause say something is broken (a blame cue or any mechanism), not merely a symptom?"""
+    if text.BLAME_CUES.search(clause):
+        return True
+    flat = text.flatten(clause)
+    return any(_match_any(flat, patterns) for patterns in lexicon.MECHANISMS.values())
+
+
+def _scalars(value: Any) -> list[Any]:
+    if isinstance(value, Mapping):
+        return [s for k, v in value.items() if str(k).lower() not in _PRE_FAULT_KEYS for s in _scalars(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _scalars(v)]
+    return [value]
+
+
+def vocabulary(truth: GroundTruth) -> tuple[str, ...]:
+    """The mechanism vocabulary of a fault: its own (from its spec), else the fallback table, else
+    the truth's specific keywords (generic words such as "port" or "image" never count alone)."""
+    own = tuple(dict.fromkeys((*truth.vocabulary, *lexicon.MECHANISMS.get(truth.fault, ()))))
+    if own:
+        return own
+    return tuple(k for k in truth.keywords if text.flatten(k) not in lexicon.GENERIC_WORDS and len(k) >= 4)
+
+
+def _match_any(flat: str, patterns: Iterable[str]) -> tuple[str, tuple[int, int]] | None:
+    for pattern in patterns:
+        span = reading.find_pattern(flat, pattern)
+        if span:
+            return pattern, span
+    return None
+
+
+def _all_spans(flat: str, patterns: Iterable[str]) -> list[tuple[int, int]]:
+    return [span for span in (reading.find_pattern(flat, p) for p in patterns) if span]
+
+
+def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, int]] | None:
+    """A mutated value specific enough to name the mutation by itself ("geo:8093", "12Mi",
+    "v9.9.9-missing"): letters and digits mixed, or punctuated, and not a component's name."""
+    components = {c.lower() for c in truth.components}
+    for value in concrete_values(truth):
+        if value.lower() in components or len(value) < 3 or not re.search(r"\d", value) or not re.search(r"[a-z.:/_-]", value.lower()):
+            continue
+        found = reading.find_pattern(flat, re.sub(r"[*+]", " ", value), allow_negated=True)
+        if found:
+            return f"value {value}", found
+    return None
+
+
+def _mechanism_words(truth: GroundTruth) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9]{4,}", text.flatten(truth.mechanism)) if w not in _STOP]
+
+
+def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[str]], truths: Sequence[GroundTruth]):
+    """Which truth mechanisms are asserted about their component, which other mechanisms are
+    asserted at all, and in which sentences the truth mechanisms were found."""
+    found: dict[str, str] = {}
+    other: dict[str, str] = {}
+    where: list[int] = []
+    truth_faults = {t.fault for t in truths}
+    for s in sentences:
+        spans: list[tuple[int, int]] = []
+        families_here: set[str] = set()
+        found_here: dict[str, str] = {}
+        other_here: dict[str, str] = {}
+        for t in truths:
+            vocab = vocabulary(t)
+            hit = _match_any(s.flat, vocab) if vocab else None
+            if hit is None and not vocab:  # no vocabulary at all: most of the mechanism's own words
+                words = _mechanism_words(t)
+                present = [w for w in words if re.search(rf"(?<![a-z0-9]){re.escape(w)}", s.flat)]
+                if words and len(present) / len(words) >= 0.6:
+                    hit = (" ".join(present), (0, len(s.flat)))
+            if hit is None:
+                hit = _distinctive_value(s.flat, t)
+            if hit is None:
+                continue
+            spans.append(hit[1])
+            # every phrase of the truth's vocabulary in this sentence is the truth's, not evidence of
+            # another mechanism ("readiness probe misconfigured" must not read as a liveness fault)
+            spans.extend(_all_spans(s.flat, vocab))
+            families_here.add(t.fault)
+            if {c.lower() for c in t.components} & topic.get(s.index, set()):
+                found_here.setdefault(t.fault, f"{hit[0]!r} in {s.raw[:160]!r}")
+        for family, patterns in lexicon.MECHANISMS.items():
+            if family in truth_faults:
+                continue
+            hit = _match_any(s.flat, patterns)
+            if hit and not any(hit[1][0] < e and b < hit[1][1] for b, e in spans):
+                families_here.add(family)
+                other_here[family] = f"{hit[0]!r} in {s.raw[:160]!r}"
+        if s.hedged:  # a hedge asserts nothing, but a hedged list of mechanisms is still a kitchen sink
+            if len(families_here) >= 3:
+                for family, evidence in other_here.items():
+                    other.setdefault(family, evidence)
+            continue
+        for family, evidence in other_here.items():
+            other.setdefault(family, evidence)
+        if len(families_here) >= 3:  # an enumeration of mechanisms asserts none of them
+            continue
+        for fault, evidence in found_here.items():
+            found.setdefault(fault, evidence)
+        if found_here:
+            where.append(s.index)
+    return found, other, where
+
+
+def _chain(sentences: Sequence[reading.Sentence], mechanism_sentences: Sequence[int], truths: Sequence[GroundTruth]) -> str | None:
+    """A connective linking the asserted mechanism to a symptom, within the mechanism's sentence and
+    the two after it."""
+    symptoms = list(lexicon.SYMPTOMS) + [s for t in truths for s in t.symptoms]
+    for index in mechanism_sentences:
+        window = [s for s in sentences[index : index + 3] if not s.hedged]
+        flat = " . ".join(s.flat for s in window)
+        connective = _match_any(flat, lexicon.CONNECTIVES)
+        symptom = _match_any(flat, symptoms) if connective else None
+        if connective and symptom:
+            return f"{connective[0]!r} ... {symptom[0]!r} in {flat[:200]!r}"
+    return None
+
+
+def _gates(r: Reading, truths: Sequence[GroundTruth]) -> dict[str, Any]:
+    """The hard gates: what must hold before any checklist can pass."""
+    visible = {c.lower() for t in truths if t.user_visible for c in t.components} or r.truth_components
+    gates: dict[str, Any] = {
+        "component_asserted": bool(visible & r.asserted),
+        "hedge": None,
+        "kitchen_sink": None,
+        "injection": r.injection,
+        "prose": bool(r.sentences),
+    }
+    hedged_truth = r.hedged_components & r.truth_components
+    if hedged_truth and (len(r.hedged_components) >= 2 or not r.asserted):
+        gates["hedge"] = "hedges between " + ", ".join(sorted(r.hedged_components))
+    elif not r.asserted and hedged_truth:
+        gates["hedge"] = "names the faulty component only in a hedge"
+    elif r.hedged_others:
+        gates["hedge"] = "offers other components as possible causes: " + ", ".join(sorted(r.hedged_others))
+    if len(r.other_mechanisms) >= 2:
+        gates["kitchen_sink"] = "asserts several mechanisms: " + ", ".join(sorted(r.other_mechanisms))
+    elif r.over_broad:
+        gates["kitchen_sink"] = "over-broad blame: " + r.over_broad
+    elif r.blamed_unrelated:
+        gates["kitchen_sink"] = "blames components that are not faulty: " + ", ".join(sorted(r.blamed_unrelated))
+    gates["passed"] = bool(gates["component_asserted"] and gates["prose"] and not gates["hedge"]
+                           and not gates["kitchen_sink"] and not gates["injection"])
+    return gates
+
+
+_LOCALIZATION = {"loc_component", "loc_namespace", "loc_kind", "D1-Q1", "D1-Q2", "D1-Q3"}
+_CHARACTERIZATION = {"char_mechanism", "char_values", "char_chain", "D2-Q1", "D2-Q2", "D2-Q3"}
+_SCOPE = {"scope_no_unrelated", "scope_all_faults", "scope_priority", "D3-Q1", "D3-Q2", "D3-Q3"}
+
+
+def _apply_gates(question: str, r: Reading, found: _Answer, rubric: str) -> _Answer:
+    """A failed gate answers "no" to the questions it makes meaningless."""
+    g = r.gates
+    if g.get("injection"):
+        return _Answer(False, f"gate: the diagnosis addresses the grader ({g['injection']!r})")
+    if not g.get("prose"):
+        return _Answer(False, "gate: no explanation in prose (only pasted tool output)")
+    if g.get("hedge") and (question in _SCOPE or question in ("loc_component", "D1-Q1", "D1-Q2")):
+        return _Answer(False, f"gate: {g['hedge']}")
+    if g.get("kitchen_sink") and (question in _SCOPE or (question in _CHARACTERIZATION and "mechanisms" in g["kitchen_sink"])):
+        return _Answer(False, f"gate: {g['kitchen_sink']}")
+    if not g.get("component_asserted") and question in _LOCALIZATION:
+        return _Answer(False, "gate: the faulty component is not asserted as the cause" + (
+            f" ({found.evidence})" if not found.answer else ""))
+    return found
+
+
+class _SregymQuestions:
+    """The project's nine questions, answered from a :class:`Reading`."""
+
+    def __init__(self, r: Reading, truths: Sequence[GroundTruth], app_namespace: str) -> None:
+        self.r, self.truths, self.app_namespace = r, truths, app_namespace
+
+    def ask(self, question: str) -> _Answer:
+        return getattr(self, "q_" + question.replace("-", "_"))()
+
+    # localization
+    def q_loc_component(self) -> _Answer:
+        visible = [t for t in self.truths if t.user_visible] or list(self.truths)
+        wanted = {c.lower() for t in visible for c in t.components}
+        hit = sorted(wanted & self.r.asserted)
+        if hit:
+            return _Answer(True, "asserts the faulty component(s) as the cause: " + ", ".join(hit))
+        elsewhere = sorted(wanted & {m.component for m in self.r.mentions})
+        if elsewhere:
+            return _Answer(False, "mentions " + ", ".join(elsewhere) + " only as healthy, as a victim or in a hedge")
+        return _Answer(False, "does not name " + " or ".join(sorted(wanted)))
+
+    def q_loc_namespace(self) -> _Answer:
+        r = self.r
+        namespaces = sorted({t.namespace for t in self.truths if t.namespace})
+        for ns in namespaces:
+            found = text.find_phrase(r.flat, ns, allow_negated=True)
+            if found:
+                return _Answer(True, f"names namespace {ns!r}: {found!r}")
+        other = _other_namespace(text.normalize(r.prose), namespaces)
+        if other:
+            return _Answer(False, f"points at namespace {other!r}, the fault is in {', '.join(namespaces)}")
+        if r.asserted and all(ns == self.app_namespace for ns in namespaces):
+            return _Answer(True, "namespace implied: the app has one namespace and the right component is asserted", 0.6)
+        return _Answer(False, "namespace not stated and no faulty component asserted")
+
+    def q_loc_kind(self) -> _Answer:
+        for t in self.truths:
+            kind = t.resource_kind.lower()
+            terms = [t.resource_kind, *lexicon.KIND_TERMS.get(kind.replace(" ", ""), ()), *lexicon.KIND_TERMS.get(kind, ()),
+                     *lexicon.LAYER_TERMS.get(t.layer, ())]
+            terms += re.findall(r"[a-z]{4,}", kind)
+            for term in terms:
+                found = text.find_phrase(self.r.flat, term)
+                if found:
+                    return _Answer(True, f"identifies {t.resource_kind} ({t.layer}) via {term!r}: {found!r}")
+        if self.r.mechanism:  # the mechanism itself names the resource ("its replicas were set to 0")
+            return _Answer(True, "the asserted mechanism identifies the resource", 0.7)
+        kinds = ", ".join(sorted({f"{t.resource_kind} ({t.layer})" for t in self.truths}))
+        return _Answer(False, f"does not identify the resource kind or layer: {kinds}")
+
+    # characterization
+    def q_char_mechanism(self) -> _Answer:
+        if self.r.mechanism:
+            fault, evidence = next(iter(self.r.mechanism.items()))
+            return _Answer(True, f"asserts the mechanism of {fault} about its component: {evidence}")
+        return _Answer(False, "mechanism not asserted about the faulty component: expected "
+                       + "; ".join(t.mechanism for t in self.truths))
+
+    def q_char_values(self) -> _Answer:
+        # a component's name is not a concrete value ("role geo" on postgres-geo), and a value is a
+        # detail of the mechanism: without the mechanism it characterises nothing
+        names = {m.component for m in self.r.mentions} | self.r.truth_components
+        values = [v for t in self.truths for v in concrete_values(t) if v.lower() not in names]
+        if not self.r.mechanism:
+            return _Answer(False, "no mutated value counts without the right mechanism")
+        if not values:
+            return _Answer(True, "no concrete mutated values in the truth; follows the mechanism", 0.6)
+        for value in values:
+            found = text.find_phrase(self.r.flat_values, value, allow_negated=True)
+            if found:
+                return _Answer(True, f"states mutated value {value!r}: {found!r}")
+        return _Answer(False, "states none of the mutated values: " + ", ".join(values[:6]))
+
+    def q_char_chain(self) -> _Answer:
+        if not self.r.mechanism:
+            return _Answer(False, "no cause-symptom chain without the right mechanism")
+        if self.r.chain:
+            return _Answer(True, "links the mechanism to a symptom: " + self.r.chain)
+        return _Answer(False, "states the mechanism but no connective to what it causes")
+
+    # scope
+    def q_scope_no_unrelated(self) -> _Answer:
+        r = self.r
+        if r.over_broad:
+            return _Answer(False, "over-broad blame: " + r.over_broad)
+        if r.blamed_unrelated:
+            return _Answer(False, "blames component(s) that are not faulty: " + ", ".join(sorted(r.blamed_unrelated)))
+        return _Answer(True, "blames no unrelated component")
+
+    def q_scope_all_faults(self) -> _Answer:
+        r = self.r
+        if r.over_broad:
+            return _Answer(False, "naming everything does not identify the faulty components: " + r.over_broad)
+        missing = sorted(r.truth_components - r.asserted)
+        if missing:
+            return _Answer(False, "does not assert faulty component(s): " + ", ".join(missing))
+        return _Answer(True, "asserts every faulty component: " + ", ".join(sorted(r.truth_components)))
+
+    def q_scope_priority(self) -> _Answer:
+        r = self.r
+        if r.over_broad:
+            return _Answer(False, "over-broad blame sets no priority")
+        visible = {c.lower() for t in self.truths if t.user_visible for c in t.components}
+        latent = {c.lower() for t in self.truths if not t.user_visible for c in t.components} - visible
+        if not latent or not visible:
+            return _Answer(True, "single class of fault: nothing to prioritise", 0.6)
+        order = [m.component for m in r.mentions if m.component in visible | latent and not r.clauses[m.clause].exonerating]
+        if not order:
+            return _Answer(False, "names none of the faults")
+        if order[0] in visible:
+            return _Answer(True, f"presents the user-visible fault ({order[0]}) first")
+        for cue in lexicon.LATENT_CUES:
+            found = text.find_phrase(r.flat, cue)
+            if found and visible & r.asserted:
+                return _Answer(True, f"marks the latent fault as secondary: {found!r}", 0.7)
+        return _Answer(False, f"leads with the latent fault ({order[0]}) over the user-visible one")
+
+
+class _UpstreamQuestions(_SregymQuestions):
+    """Upstream SREGym's checklist (D1-Q1 ... D3-Q3), answered from the same reading."""
+
+    def q_D1_Q1(self) -> _Answer:  # same component as the origin
+        return self.q_loc_component()
+
+    def q_D1_Q2(self) -> _Answer:  # distinguishes the origin from cascading failures
+        origin = self.q_loc_component()
+        if not origin.answer:
+            return origin
+        if self.r.blamed_unrelated:
+            return _Answer(False, "treats downstream components as origins too: " + ", ".join(sorted(self.r.blamed_unrelated)))
+        return _Answer(True, "the origin is asserted and the victims are not blamed")
+
+    def q_D1_Q3(self) -> _Answer:  # does not blame a healthy component as the origin
+        return self.q_scope_no_unrelated()
+
+    def q_D2_Q1(self) -> _Answer:  # the same injected mechanism
+        return self.q_char_mechanism()
+
+    def q_D2_Q2(self) -> _Answer:  # concrete mutated details
+        return self.q_char_values()
+
+    def q_D2_Q3(self) -> _Answer:  # no wrong or unrelated fault type
+        if self.r.other_mechanisms:
+            return _Answer(False, "also asserts other fault types: " + ", ".join(sorted(self.r.other_mechanisms)))
+        if not self.r.mechanism:
+            return _Answer(False, "asserts no fault type of the truth")
+        return _Answer(True, "asserts no unrelated fault type")
+
+    def q_D3_Q1(self) -> _Answer:  # no over-attribution
+        return self.q_scope_no_unrelated()
+
+    def q_D3_Q2(self) -> _Answer:  # no under-attribution
+        return self.q_scope_all_faults()
+
+    def q_D3_Q3(self) -> _Answer:  # impact consistent with the ground truth
+        return self.q_char_chain()
+
+
+_STOP = frozenset({"that", "this", "with", "from", "into", "than", "does", "have", "were", "which", "their", "there", "them"})
+
+# keys whose values are the state before the fault: never evidence of knowing the mutation
+_PRE_FAULT_KEYS = frozenset({"before", "baseline", "original", "previous", "old"})
+# mappings whose keys are themselves injected names (an env var added, a label required)
+_NAMED_KEYS = frozenset({"env", "selector", "nodeselector", "labels", "annotations"})
+
+
+def concrete_values(truth: GroundTruth) -> list[str]:
+    """The distinctive *mutated* values a diagnosis could state: post-fault values only, never the
+    truth's key names (``targetPort``, ``removed_env``) nor pre-fault values."""
+    components = {c.lower() for c in truth.components}
+    values: list[str] = []
+
+    def add_scalar(value: Any) -> None:
+        if isinstance(value, bool) or value is None:
+            return
+        string = str(value).strip()
+        if string.lower() in lexicon.TRIVIAL_VALUES or string.lower() in components or len(string) < 2:
+            return
+        values.append(string)
+        if re.fullmatch(r"[\w./-]+:[\w.-]+", string):  # image reference or host:port: the tag/port alone counts too
+            tag = string.rsplit(":", 1)[1]
+            if len(tag) >= 2 and tag.lower() not in lexicon.TRIVIAL_VALUES:
+                values.append(tag)
+
+    def add(value: Any, key: str = "") -> None:
+        if isinstance(value, Mapping):
+            for sub, item in value.items():
+                if str(sub).lower() in _PRE_FAULT_KEYS:
+                    continue
+                if key.lower() in _NAMED_KEYS:
+                    add_scalar(sub)
+                add(item, str(sub))
+            return
+        if isinstance(value, list | tuple):
+            for item in value:
+                add(item, key)
+            return
+        add_scalar(value)
+
+    for key, value in truth.mutated_values.items():
+        if key.lower() in _PRE_FAULT_KEYS:
+            continue
+        if re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+", key):  # an environment variable's name is what was changed
+            values.append(key)
+        add(value, key)
+    if truth.mutated_values.get("before") is not None:  # a flat {before, after} pair
+        values = [v for v in values if v != str(truth.mutated_values.get("before"))]
+    return list(dict.fromkeys(values))
+
+
+def _answer(question: Any, found: _Answer) -> ChecklistAnswer:
+    return ChecklistAnswer(
+        id=question.id, dimension=question.dimension, question=question.question, answer=found.answer,
+        evidence=found.evidence, confidence=found.confidence,
+    )
+
+
+def make_rules_judge(**config: Any) -> RulesJudge:
+    """``OracleSpec`` factory: ``threshold``, ``rubric`` (and tuning knobs) from the configuration."""
+    allowed = {"threshold", "over_broad_fraction", "over_broad_min", "rubric"}
+    unknown = sorted(set(config) - allowed)
+    if unknown:
+        from sregym_core.errors import ConfigError
+
+        raise ConfigError(f"judge-rules does not take {', '.join(unknown)}", hints=(f"known options: {', '.join(sorted(allowed))}",))
+    return RulesJudge(**config)
+
+
+_NAMESPACE_AFTER = re.compile(r"(?:\bnamespace[: ]+|\s-n\s+|--namespace[ =])`?([a-z0-9][a-z0-9-]*)")
+_NAMESPACE_BEFORE = re.compile(r"\b(?:the|in|of)\s+`?([a-z0-9][a-z0-9-]*)`?\s+namespace\b")
+_NOT_A_NAMESPACE = frozenset(
+    {"is", "was", "the", "its", "this", "that", "same", "app", "application", "right", "wrong", "correct", "a", "an",
+     "one", "each", "every", "target", "affected", "whole", "entire", "given", "benchmark", "which", "and", "of", "in",
+     "as", "for", "to", "with", "on", "where", "so", "by", "but", "it", "has", "have", "are", "were", "be", "not", "no",
+     "all", "other", "another", "both", "shared", "default-deny"}
+)
+
+
+def _other_namespace(normalized: str, namespaces: Sequence[str]) -> str | None:
+    """A namespace the diagnosis points at that is not the fault's ("in the default namespace")."""
+    for pattern in (_NAMESPACE_AFTER, _NAMESPACE_BEFORE):
+        for match in pattern.finditer(normalized):
+            candidate = match.group(1)
+            if candidate not in _NOT_A_NAMESPACE and candidate not in namespaces:
+                return candidate
+    return None

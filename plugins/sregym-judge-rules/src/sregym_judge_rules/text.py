@@ -1,0 +1,312 @@
+"""Text matching helpers for the rule-based judge: normalisation, component mentions, clauses.
+
+Diagnoses are free text written by agents, so matching is deliberately forgiving about case,
+hyphens, contractions and pod-name suffixes, and deliberately strict about *where* a name appears:
+a component named as a downstream symptom is not blamed, a component in "X is healthy" is not named.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+_CONTRACTIONS = {
+    "doesn't": "does not",
+    "don't": "do not",
+    "didn't": "did not",
+    "isn't": "is not",
+    "aren't": "are not",
+    "wasn't": "was not",
+    "weren't": "were not",
+    "can't": "cannot",
+    "couldn't": "could not",
+    "won't": "will not",
+    "hasn't": "has not",
+    "haven't": "have not",
+}
+
+# Component names that are also ordinary English words in an SRE's prose ("error rate", "the user",
+# "search requests"). They only count as a component mention next to a resource noun or in quotes.
+COMMON_WORDS = frozenset(
+    {
+        "user", "users", "rate", "search", "profile", "reservation", "recommendation", "order", "orders",
+        "cart", "payment", "email", "checkout", "login", "review", "text", "media", "home", "storage",
+        "cache", "queue", "config", "auth", "api", "web", "gateway", "ad", "shipping", "currency", "catalog",
+        "product", "post", "compose", "timeline", "social", "graph", "url", "backend", "worker",
+        "database", "db", "proxy", "server", "client", "data",
+    }
+)
+
+RESOURCE_NOUNS = (
+    "service", "services", "svc", "deployment", "deployments", "deploy", "pod", "pods", "container",
+    "containers", "statefulset", "microservice", "server", "replica", "replicas", "component", "backend",
+    "workload", "app", "image", "daemonset", "process", "instance", "database", "db", "cache",
+)
+
+_DATASTORE_PREFIXES = ("postgres", "postgresql", "mongodb", "mongo", "mysql", "db", "redis", "memcached", "valkey")
+_DATASTORE_SUFFIXES = ("db", "database", "postgres", "postgresql", "mongodb", "mongo", "mysql", "redis", "memcached", "cache")
+_CACHE_WORDS = ("memcached", "redis", "valkey", "cache")
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|without|rather than|instead of|ruled out|rule out|nothing to do with|unrelated to)\b"
+    r"(?:\s+\S+){0,3}\s*$"
+)
+
+# Clauses saying a component is fine: the component is mentioned but not blamed or identified.
+_EXONERATION = re.compile(
+    r"\b(?:is|are|was|were|looks|look|seems|seem|appears|appear)\s+(?:\w+\s+)?"
+    r"(?:healthy|fine|ok|okay|unaffected|working|normal|not the cause|not affected|not involved)\b"
+    r"|\b(?:not the (?:root )?cause|ruled out|not responsible|innocent|unrelated to the (?:fault|issue|problem))\b"
+    r"|\b(?:unaffected|unchanged|healthy|clean)\b[\s.)]*$"
+)
+
+# Words that put a clause on the effect side: the components in it are victims, not culprits.
+_SYMPTOM_CLAUSE = re.compile(r"\b(?:symptoms?|downstream|as a consequence|as a result|knock-on|cascad\w*|propagat\w*)\b")
+
+_CAUSE_BEFORE_CONNECTIVE = re.compile(
+    r"\b(?:because(?: of)?|due to|caused by|as a result of|stems? from|originat\w+ (?:from|in)|"
+    r"root cause (?:is|was|:)|the cause (?:is|was)|culprit (?:is|was)|triggered by|since)\b"
+)
+_CAUSE_AFTER_CONNECTIVE = re.compile(
+    r"\b(?:causes|caused|causing|leads? to|led to|leading to|results? in|resulting in|breaks|broke|therefore|"
+    r"which makes|making|so that|hence|which is why|, so|so (?:the|that|its|every|all|search|users?))\b"
+)
+BLAME_CUES = _BLAME_CUES = re.compile(
+    r"(?:misconfigur\w*|\bwrong\b|\bbad\b|\bincorrect\b|\binvalid\b|\bbroken\b|\bfaulty\b|\brevoked?\b|"
+    r"\bdeleted\b|\bremoved\b|\bmissing\b|\bmismatch\w*|\bchanged\b|\bmodified\b|\btypo\b|\bnonexistent\b|"
+    r"does not exist|\bscaled\b|\bset to\b|\broot cause\b|\bculprit\b|\bbug\w*\b|\bdefect\w*\b|\bis the cause\b)"
+)
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+|(?<=:)\s+(?=[A-Z0-9])|\s+-\s+|\s+(?=\d+\)\s)")
+_CONTRAST_SPLIT = re.compile(r",?\s+\b(?:but|while|whereas|although|however)\b\s+")
+
+
+def normalize(text: str) -> str:
+    """Lowercase, straight quotes, expanded contractions, single spaces."""
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", " ` ").lower()
+    for short, long in _CONTRACTIONS.items():
+        text = text.replace(short, long)
+    return re.sub(r"[ \t]+", " ", text)
+
+
+def flatten(text: str) -> str:
+    """``normalize`` plus hyphens, underscores and slashes as spaces (for phrase matching)."""
+    return re.sub(r"\s+", " ", re.sub(r"[-_/]", " ", normalize(text))).strip()
+
+
+@functools.lru_cache(maxsize=4096)
+def phrase_pattern(phrase: str) -> re.Pattern[str] | None:
+    """A word-bounded regex for ``phrase`` over :func:`flatten`-ed text."""
+    words = flatten(phrase)
+    if not words:
+        return None
+    body = r"\s+".join(re.escape(w) for w in words.split(" "))
+    return re.compile(rf"(?<![a-z0-9]){body}(?![a-z0-9])")
+
+
+def find_phrase(flat_text: str, phrase: str, *, allow_negated: bool = False) -> str | None:
+    """The first non-negated occurrence of ``phrase`` in ``flat_text`` (with a little context)."""
+    pattern = phrase_pattern(phrase)
+    if pattern is None:
+        return None
+    for match in pattern.finditer(flat_text):
+        before = flat_text[max(0, match.start() - 40) : match.start()]
+        if not allow_negated and _NEGATION.search(before):
+            continue
+        return snippet(flat_text, match.start(), match.end())
+    return None
+
+
+def snippet(text: str, start: int, end: int, width: int = 40) -> str:
+    left = max(0, start - width)
+    right = min(len(text), end + width)
+    return ("..." if left else "") + text[left:right].strip() + ("..." if right < len(text) else "")
+
+
+@attrs.frozen
+class Clause:
+    """A piece of a sentence and its role in a causal statement.
+
+    ``role`` is ``cause`` (what the diagnosis blames), ``effect`` (victims and symptoms),
+    ``neutral`` (a plain statement) or ``exonerated`` ("X is healthy").
+    """
+
+    text: str
+    role: str
+    group: int = 0  # clauses split from one causal statement share a group
+
+    @property
+    def cause_side(self) -> bool:
+        return self.role == "cause"
+
+    @property
+    def exonerating(self) -> bool:
+        return self.role == "exonerated"
+
+    @property
+    def identifies(self) -> bool:
+        """Does naming a component here identify it as (part of) the problem?"""
+        return self.role in ("cause", "neutral")
+
+
+def clauses(text: str) -> list[Clause]:
+    """Split a diagnosis into clauses and classify which side of a causal statement each is on."""
+    result: list[Clause] = []
+    group = 0
+    for sentence in _SENTENCE_SPLIT.split(normalize(text)):
+        sentence = sentence.strip()
+        if not sentence:
+            continue
+        for part in _CONTRAST_SPLIT.split(sentence):
+            group += 1
+            result.extend(attrs.evolve(c, group=group) for c in _split_causal(part.strip()))
+    return [c for c in result if c.text.strip(" ,;:-()")]
+
+
+def _split_causal(part: str) -> list[Clause]:
+    if _EXONERATION.search(part):
+        return [Clause(part, "exonerated")]
+    if _SYMPTOM_CLAUSE.search(part) and not _CAUSE_BEFORE_CONNECTIVE.search(part):
+        return [Clause(part, "effect")]
+    match = _CAUSE_BEFORE_CONNECTIVE.search(part)
+    if match:  # "<effect> because <cause>"
+        return [Clause(part[: match.start()], "effect"), *_split_causal_after(part[match.end() :], "cause")]
+    return _split_causal_after(part, "cause" if _BLAME_CUES.search(part) else "neutral")
+
+
+def _split_causal_after(part: str, role: str) -> list[Clause]:
+    match = _CAUSE_AFTER_CONNECTIVE.search(part)
+    if match:  # "<cause> leads to <effect>"
+        return [Clause(part[: match.start()], "cause"), Clause(part[match.end() :], "effect")]
+    return [Clause(part, role)]
+
+
+def _name_variants(name: str) -> list[str]:
+    base = name.lower()
+    variants = {base, base.replace("-", " "), base.replace("-", "_"), base.replace("-", "")}
+    return sorted(variants, key=len, reverse=True)
+
+
+def datastore_owner(name: str) -> str:
+    """The service a datastore component belongs to (``postgres-geo`` -> ``geo``), else ``name``."""
+    parts = name.lower().split("-")
+    if len(parts) >= 2 and parts[0] in _DATASTORE_PREFIXES:
+        return "-".join(parts[1:])
+    if len(parts) >= 2 and parts[-1] in _DATASTORE_SUFFIXES:
+        return "-".join(parts[:-1])
+    return name.lower()
+
+
+def _datastore_aliases(name: str) -> list[str]:
+    """Prose aliases for datastore components: ``postgres-geo`` is also "the geo database"."""
+    parts = name.lower().split("-")
+    if len(parts) < 2:
+        return []
+    if parts[0] in _DATASTORE_PREFIXES:
+        kind, owner = parts[0], "-".join(parts[1:])
+    elif parts[-1] in _DATASTORE_SUFFIXES:
+        kind, owner = parts[-1], "-".join(parts[:-1])
+    else:
+        return []
+    owner_words = owner.replace("-", " ")
+    nouns = ["cache", "memcached", kind] if kind in _CACHE_WORDS else ["database", "db", "postgres", "postgresql", kind]
+    aliases = []
+    for noun in dict.fromkeys(nouns):
+        aliases += [f"{owner_words} {noun}", f"{owner_words}'s {noun}", f"{noun} of {owner_words}", f"{noun} for {owner_words}"]
+    return aliases
+
+
+@functools.lru_cache(maxsize=4096)
+def component_pattern(name: str) -> re.Pattern[str]:
+    """Word-bounded mentions of ``name``, allowing pod-name suffixes (``geo-7d9f8c-x2k4q``, ``db-0``)."""
+    names = "|".join(re.escape(v) for v in _name_variants(name) + _datastore_aliases(name))
+    suffix = (
+        r"(?:-[a-z0-9]{6,10}-[a-z0-9]{5}|-[a-z0-9]{5}|-\d+"
+        r"|-(?:service|svc|deployment|deploy|pod|pods|server|config|configmap|cm|secret|data))?"
+    )
+    # "geo:8083" and "http://geo" are addresses of a peer, not mentions of it as a component
+    return re.compile(rf"(?<![\w.-])(?<!//)(?:{names}){suffix}(?![\w-]|:\d|\.[a-z])")
+
+
+def _strong(text: str, start: int, end: int, name: str) -> bool:
+    """Is this mention unambiguous? Plain English words need a resource noun, quotes, a possessive,
+    a colon, or the start of a clause next to them ("search is configured with...")."""
+    if name.lower() not in COMMON_WORDS:
+        return True
+    if text[start:end] != name.lower():  # a suffixed or aliased form (geo-7d9f8-abcde, user database)
+        return True
+    before = text[max(0, start - 25) : start]
+    after = text[end : end + 25]
+    if _COMPOUND_AFTER.match(after) or _COMPOUND_BEFORE.search(before):  # "rate limit", "error rate": plain English
+        return False
+    if re.search(r"[`'\"]\s*$", before) and re.match(r"\s*[`'\"]", after):
+        return True
+    if re.match(r"(?:'s\b|\s*[:(])", after) or not before.strip(" ,;-(") or re.search(r"/$", before):
+        return True
+    if re.search(r"\b(?:root cause|culprit|cause) (?:is|was)\s+(?:the\s+)?$", before):
+        return True
+    nouns = "|".join(RESOURCE_NOUNS)
+    return bool(re.match(rf"\s*(?:{nouns})\b", after) or re.search(rf"\b(?:{nouns})\s*(?:named\s+|called\s+)?$", before))
+
+
+_COMPOUND_AFTER = re.compile(r"[ _-]+(?:limit|limits|limiting|limiter|limited)\b")
+_COMPOUND_BEFORE = re.compile(
+    r"\b(?:error|hit|miss|success|failure|retry|request|drop|loss|eviction|arrival|sample|sampling|bit|data|refresh)[ _-]+$"
+)
+
+
+@attrs.frozen
+class Mention:
+    component: str
+    clause: int
+    start: int
+    end: int
+
+
+def find_mentions(clause_list: Sequence[Clause], components: Iterable[str], reserved: Iterable[str] = (), *,
+                  weak: bool = False) -> list[Mention]:
+    """Every unambiguous mention of every component, longest names first so ``postgres-geo`` and
+    "geo database" are not also counted as ``geo``. ``reserved`` names (the namespace, the app) claim
+    their text without being components: "hotel-reservation" is not the ``reservation`` service."""
+    names = [(c.lower(), False) for c in set(components)] + [(r.lower(), True) for r in set(reserved) if r]
+    names.sort(key=lambda item: len(item[0]), reverse=True)
+    found: list[Mention] = []
+    for index, clause in enumerate(clause_list):
+        candidates: list[tuple[Mention, bool]] = []
+        for name, is_reserved in names:
+            for match in component_pattern(name).finditer(clause.text):
+                candidates.append((Mention(name, index, match.start(), match.end()), is_reserved))
+        candidates.sort(key=lambda item: (-(item[0].end - item[0].start), item[0].start))
+        kept: list[Mention] = []
+        claimed: list[tuple[int, int]] = []
+        for mention, is_reserved in candidates:
+            if any(mention.start < e and s < mention.end for s, e in claimed):
+                continue
+            claimed.append((mention.start, mention.end))
+            if not is_reserved:
+                kept.append(mention)
+        kept.sort(key=lambda m: m.start)
+        for position, mention in enumerate(kept):
+            if weak or _strong(clause.text, mention.start, mention.end, mention.component) or _enumerated(clause.text, kept, position):
+                found.append(mention)
+    found.sort(key=lambda m: (m.clause, m.start))
+    return found
+
+
+_LIST_GAP = re.compile(r"^[\s,/&;()]*(?:\b(?:and|or)\b)?[\s,/&;()]*$")
+
+
+def listed(clause: str, first: Mention, second: Mention) -> bool:
+    """Are two mentions neighbours in a list ("geo, rate and user")?"""
+    return bool(_LIST_GAP.match(clause[first.end : second.start]))
+
+
+def _enumerated(clause: str, mentions: Sequence[Mention], position: int) -> bool:
+    """A plain-word name in a list of component names ("search, rate and user") is a component."""
+    mention = mentions[position]
+    if position > 0 and _LIST_GAP.match(clause[mentions[position - 1].end : mention.start]):
+        return True
+    return position + 1 < len(mentions) and bool(_LIST_GAP.match(clause[mention.end : mentions[position + 1].start]))

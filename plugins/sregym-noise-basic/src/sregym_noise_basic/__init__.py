@@ -1,0 +1,1 @@
+"""Transient, self-recovering disturbances for SREGym's ambient noise (see :mod:`.sources`)."""

@@ -1,0 +1,173 @@
+"""Read and change cluster objects through the real kubectl, as the admin (``ctx.kubectl``).
+
+Every helper takes the :class:`~sregym_core.faults.FaultContext` first, so a recording context (the
+test harness's) sees every call. Objects are plain JSON dicts, as ``kubectl get -o json`` prints them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import time
+from typing import Any
+
+from ..errors import PermanentFaultError
+
+
+__all__ = [
+    "apply", "container", "container_index", "container_path", "delete", "delete_pods", "dependents", "exists", "get",
+    "patch", "pod_spec", "remove_pod_spec_field", "restart", "restart_dependents", "save", "service",
+    "set_pod_spec_field", "wait_until", "workload",
+]
+
+
+def get(ctx: Any, kind: str, name: str, *, namespace: str | None = None, missing_ok: bool = False) -> dict | None:
+    """The object as JSON; None when it does not exist and ``missing_ok``, else a PermanentFaultError."""
+    out = ctx.kubectl("get", kind, name, "-n", namespace or ctx.namespace, "-o", "json", "--ignore-not-found")
+    if not out.strip():
+        if missing_ok:
+            return None
+        raise PermanentFaultError(f"{kind} {namespace or ctx.namespace}/{name} does not exist")
+    return json.loads(out)
+
+
+def exists(ctx: Any, kind: str, name: str, *, namespace: str | None = None) -> bool:
+    """Whether the object exists."""
+    return get(ctx, kind, name, namespace=namespace, missing_ok=True) is not None
+
+
+def patch(ctx: Any, kind: str, name: str, body: Any, *, type: str = "merge", namespace: str | None = None) -> None:
+    """``kubectl patch`` with a merge patch (default), ``type="json"`` (a list of operations) or ``strategic``."""
+    ctx.kubectl("patch", kind, name, "-n", namespace or ctx.namespace, "--type", type, "-p", json.dumps(body))
+
+
+def apply(ctx: Any, obj: dict) -> None:
+    """``kubectl apply`` one object."""
+    ctx.kubectl("apply", "-f", "-", input=json.dumps(obj))
+
+
+def delete(ctx: Any, kind: str, name: str, *, namespace: str | None = None) -> None:
+    """Delete an object without waiting (absent is fine)."""
+    ctx.kubectl("delete", kind, name, "-n", namespace or ctx.namespace, "--ignore-not-found", "--wait=false")
+
+
+def workload(ctx: Any, target: Any) -> dict:
+    """The target component's workload object (Deployment, StatefulSet...)."""
+    return get(ctx, target.component.kind, target.component.name)
+
+
+def pod_spec(obj: dict) -> dict:
+    """The pod template's spec of a workload object."""
+    return obj["spec"]["template"]["spec"]
+
+
+def container_index(obj: dict, name: str) -> int:
+    """The index of container ``name`` in the pod template (the only container if there is one)."""
+    for index, container in enumerate(pod_spec(obj)["containers"]):
+        if container["name"] == name:
+            return index
+    if len(pod_spec(obj)["containers"]) == 1:
+        return 0
+    raise PermanentFaultError(f"workload {obj['metadata']['name']} has no container {name!r}")
+
+
+def container(obj: dict, name: str) -> dict:
+    """Container ``name`` of the pod template."""
+    return pod_spec(obj)["containers"][container_index(obj, name)]
+
+
+def set_pod_spec_field(ctx: Any, target: Any, path: str, value: Any) -> None:
+    """JSON-patch ``/spec/template/spec/<path>`` (add = create or replace)."""
+    patch(ctx, target.component.kind, target.component.name,
+          [{"op": "add", "path": f"/spec/template/spec/{path}", "value": value}], type="json")
+
+
+def remove_pod_spec_field(ctx: Any, target: Any, path: str) -> None:
+    """JSON-patch remove ``/spec/template/spec/<path>`` when it is there."""
+    obj = workload(ctx, target)
+    node: Any = pod_spec(obj)
+    parts = path.split("/")
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node.get(part)
+        if node is None:
+            return
+    last = parts[-1]
+    present = (isinstance(node, list) and int(last) < len(node)) or (isinstance(node, dict) and last in node)
+    if present:
+        patch(ctx, target.component.kind, target.component.name,
+              [{"op": "remove", "path": f"/spec/template/spec/{path}"}], type="json")
+
+
+def container_path(obj: dict, target: Any, field: str = "") -> str:
+    """``containers/<index>[/field]`` of the target's main container, relative to the pod spec."""
+    index = container_index(obj, target.component.container_name)
+    return f"containers/{index}" + (f"/{field}" if field else "")
+
+
+def save(ctx: Any, key: str, value: Any) -> Any:
+    """Keep a deep copy of ``value`` in ``ctx.state[key]`` (for recover) and return ``value``."""
+    ctx.state[key] = copy.deepcopy(value)
+    return value
+
+
+def restart(ctx: Any, target: Any) -> None:
+    """A rollout restart, so pods pick up a changed ConfigMap/Secret/Service."""
+    ctx.rollout_restart(target.component.kind, target.component.name)
+
+
+def delete_pods(ctx: Any, target: Any) -> None:
+    """Delete the target workload's pods (its controller recreates them)."""
+    obj = workload(ctx, target)
+    labels = obj["spec"]["selector"].get("matchLabels", {})
+    selector = ",".join(f"{k}={v}" for k, v in labels.items())
+    if selector:
+        ctx.kubectl("delete", "pods", "-n", ctx.namespace, "-l", selector, "--wait=false")
+
+
+def service(ctx: Any, target: Any) -> dict:
+    """The Service fronting the target component."""
+    name = target.component.service_name
+    if not name:
+        raise PermanentFaultError(f"component {target.component.name} has no Service")
+    return get(ctx, "service", name)
+
+
+def wait_until(check, timeout: float = 30.0, interval: float = 0.5) -> bool:
+    """Poll ``check()`` until it is true (True) or ``timeout`` seconds passed (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(interval)
+    return False
+
+
+def dependents(ctx: Any, target: Any) -> list[str]:
+    """Deployments that name the target's Service in their pod template or in a ConfigMap they use."""
+    service = target.component.service_name
+    if not service:
+        return []
+    word = re.compile(rf"(?<![-\w]){re.escape(service)}(?![-\w])")
+    config_maps = json.loads(ctx.kubectl("get", "configmaps", "-n", ctx.namespace, "-o", "json"))["items"]
+    mentioning = {c["metadata"]["name"] for c in config_maps if word.search(json.dumps(c.get("data") or {}))}
+    out = []
+    for deployment in json.loads(ctx.kubectl("get", "deployments", "-n", ctx.namespace, "-o", "json"))["items"]:
+        template = json.dumps(deployment["spec"]["template"])
+        if deployment["metadata"]["name"] == target.component.name:
+            continue
+        if word.search(template) or any(f'"{c}"' in template for c in mentioning):
+            out.append(deployment["metadata"]["name"])
+    return out
+
+
+def restart_dependents(ctx: Any, target: Any) -> None:
+    """Roll the target's callers and wait for them, so they open fresh connections to it (pooled
+    connections outlive a deleted Service or a new NetworkPolicy, as conntrack lets them on a real
+    cluster)."""
+    names = dependents(ctx, target)
+    for name in names:
+        ctx.rollout_restart("deployment", name)
+    for name in names:
+        ctx.kubectl("rollout", "status", f"deployment/{name}", "-n", ctx.namespace, "--timeout=180s",
+                    check=False, timeout=200.0)

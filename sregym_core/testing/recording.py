@@ -1,0 +1,366 @@
+"""A fault context whose kubectl answers from an in-memory object store (no cluster, no binary).
+
+:class:`RecordingFaultContext` records every kubectl call and serves the verbs fault code uses —
+``get`` (one object or a list, as JSON), ``patch`` (merge, strategic treated as merge, JSON patch),
+``apply``/``create``/``replace -f -``, ``delete``, ``scale``, ``label``/``annotate``,
+``rollout``/``exec``/``wait`` (recorded, no effect) — against objects seeded from the app's
+inventory (:func:`objects_for_app`). That is enough for the contract suite's inject → is_present →
+recover → not present round trip of faults that change Kubernetes objects; faults that act inside
+a process (a datastore's SQL, a syscall shim) need the live contract.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import attrs
+
+from ..faults import FaultContext
+from ..types import AppSpec, ComponentSpec
+
+_KINDS = {
+    "deployment": "Deployment", "deployments": "Deployment", "deploy": "Deployment",
+    "statefulset": "StatefulSet", "statefulsets": "StatefulSet", "sts": "StatefulSet",
+    "daemonset": "DaemonSet", "daemonsets": "DaemonSet", "ds": "DaemonSet",
+    "service": "Service", "services": "Service", "svc": "Service",
+    "configmap": "ConfigMap", "configmaps": "ConfigMap", "cm": "ConfigMap",
+    "secret": "Secret", "secrets": "Secret", "pod": "Pod", "pods": "Pod", "po": "Pod",
+    "persistentvolumeclaim": "PersistentVolumeClaim", "persistentvolumeclaims": "PersistentVolumeClaim",
+    "pvc": "PersistentVolumeClaim", "node": "Node", "nodes": "Node", "no": "Node",
+    "networkpolicy": "NetworkPolicy", "networkpolicies": "NetworkPolicy", "netpol": "NetworkPolicy",
+    "resourcequota": "ResourceQuota", "resourcequotas": "ResourceQuota", "quota": "ResourceQuota",
+    "serviceaccount": "ServiceAccount", "serviceaccounts": "ServiceAccount", "sa": "ServiceAccount",
+    "horizontalpodautoscaler": "HorizontalPodAutoscaler", "horizontalpodautoscalers": "HorizontalPodAutoscaler",
+    "hpa": "HorizontalPodAutoscaler", "endpoints": "Endpoints", "ep": "Endpoints", "event": "Event", "events": "Event",
+    "limitrange": "LimitRange", "limitranges": "LimitRange", "priorityclass": "PriorityClass",
+    "priorityclasses": "PriorityClass", "poddisruptionbudget": "PodDisruptionBudget",
+    "poddisruptionbudgets": "PodDisruptionBudget", "pdb": "PodDisruptionBudget",
+}
+_CLUSTER_SCOPED = {"Node", "PriorityClass"}
+
+
+def _kind(text: str) -> str:
+    base = text.split(".")[0].lower()
+    return _KINDS.get(base, text[:1].upper() + text[1:])
+
+
+def objects_for_app(app: AppSpec) -> list[dict]:
+    """Plausible live objects for every component of ``app``: its workload (with a pod template that
+    has its container, ports, env and config volume), its Service, its ConfigMap and one Node."""
+    objects: list[dict] = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "labels": {}},
+                            "spec": {}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}]
+    for component in app.components:
+        objects += _component_objects(app, component)
+    return objects
+
+
+def _component_objects(app: AppSpec, c: ComponentSpec) -> list[dict]:
+    labels = dict(c.labels) or {"app": c.name}
+    container: dict[str, Any] = {
+        "name": c.container_name, "image": f"example/{c.name}:1.0",
+        "env": [_env_var(app, c, name) for name in c.env],
+        "ports": [{"containerPort": p, "protocol": "TCP"} for p in c.ports],
+        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "1", "memory": "256Mi"}},
+    }
+    if c.ports:
+        probe = {"tcpSocket": {"port": c.ports[0]}, "periodSeconds": 10, "failureThreshold": 3}
+        container.update(livenessProbe=dict(probe), readinessProbe=dict(probe))
+    pod_spec: dict[str, Any] = {"containers": [container], "serviceAccountName": "default", "dnsPolicy": "ClusterFirst"}
+    out: list[dict] = []
+    secret_refs = [e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e]
+    for ref in secret_refs:
+        out.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": ref["name"], "namespace": app.namespace},
+                    "type": "Opaque", "data": {ref["key"]: "c2VjcmV0"}})
+    for index, claim in enumerate(c.pvcs):
+        container.setdefault("volumeMounts", []).append({"name": f"data-{index}", "mountPath": f"/data/{index}"})
+        pod_spec.setdefault("volumes", []).append({"name": f"data-{index}", "persistentVolumeClaim": {"claimName": claim}})
+    if c.config_map:
+        container.setdefault("volumeMounts", []).append({"name": "config", "mountPath": "/etc/config"})
+        pod_spec.setdefault("volumes", []).append({"name": "config", "configMap": {"name": c.config_map}})
+        out.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": c.config_map, "namespace": app.namespace},
+                    "data": {"config.yaml": "port: 8080\ntimeout_ms: 1000\nretries: 3\n"}})
+    workload = {"apiVersion": "apps/v1", "kind": c.kind, "metadata": {"name": c.name, "namespace": app.namespace,
+                                                                       "labels": dict(labels)},
+                "spec": {"replicas": 1, "selector": {"matchLabels": dict(labels)},
+                         # every tier shares a part-of label, as Helm charts and kustomize bases set it
+                         "template": {"metadata": {"labels": {**labels, "app.kubernetes.io/part-of": app.name}},
+                                      "spec": pod_spec}}}
+    if c.kind == "DaemonSet":
+        workload["spec"].pop("replicas")
+    out.append(workload)
+    out.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{c.name}-0", "namespace": app.namespace,
+                                                                 "labels": dict(labels)},
+                "spec": copy.deepcopy(pod_spec) | {"nodeName": "node-1"},
+                "status": {"phase": "Running", "containerStatuses": [{"name": c.container_name, "ready": True,
+                                                                      "restartCount": 0}]}})
+    for pvc in c.pvcs:
+        out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": pvc, "namespace": app.namespace},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+                    "status": {"phase": "Bound"}})
+    if c.service_name:
+        out.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": c.service_name, "namespace": app.namespace},
+                    "spec": {"selector": dict(labels), "ports": [{"name": f"p{p}", "port": p, "targetPort": p,
+                                                                  "protocol": "TCP"} for p in c.ports]}})
+    return out
+
+
+def _env_var(app: AppSpec, c: ComponentSpec, name: str) -> dict:
+    if name.endswith("_ADDR"):  # a peer's address: host:port of the component it names, when there is one
+        peer = app.component(name[:-5].lower().replace("_", "-"))
+        port = peer.ports[0] if peer and peer.ports else 8080
+        return {"name": name, "value": f"{peer.name if peer else name[:-5].lower()}:{port}"}
+    if "PASSWORD" in name or "SECRET" in name or "TOKEN" in name:
+        return {"name": name, "valueFrom": {"secretKeyRef": {"name": f"{c.name}-credentials", "key": name.lower()}}}
+    return {"name": name, "value": f"{name.lower()}-value"}
+
+
+@attrs.define
+class RecordingFaultContext(FaultContext):
+    """A fault context whose kubectl records calls and answers from :attr:`objects`."""
+
+    calls: list[tuple[str, ...]] = attrs.Factory(list)
+    objects: dict[tuple[str, str, str], dict] = attrs.Factory(dict)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.objects:
+            for obj in objects_for_app(self.app):
+                self._store(obj)
+
+    def child(self) -> RecordingFaultContext:
+        # fresh state, but the same calls log and object store (one cluster, several fault instances)
+        child = attrs.evolve(self, state={})
+        child.calls, child.objects = self.calls, self.objects
+        return child
+
+    # ------------------------------------------------------------------ kubectl
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0) -> str:
+        self.calls.append(args)
+        words, namespace, flags = _parse(args, self.namespace)
+        if not words:
+            return ""
+        verb, rest = words[0], words[1:]
+        if verb == "get" and rest:
+            return self._get(rest, namespace, flags)
+        if verb == "patch" and len(rest) >= 1:
+            kind, name = _ref(rest)
+            self._patch(kind, name, namespace, flags.get("type", "strategic"), json.loads(flags["p"]))
+            return ""
+        if verb in ("apply", "create", "replace") and input:
+            for doc in _documents(input):
+                self._store(doc, namespace)
+            return ""
+        if verb == "delete" and rest:
+            kind, name = _ref(rest)
+            if name:
+                self.objects.pop((kind, _ns(kind, namespace), name), None)
+            return ""
+        if verb == "scale" and rest:
+            kind, name = _ref(rest)
+            obj = self._lookup(kind, name, namespace)
+            if obj is not None and "replicas" in flags:
+                obj["spec"]["replicas"] = int(flags["replicas"])
+            return ""
+        if verb in ("label", "annotate") and len(rest) >= 2:
+            kind, name = _ref(rest[:2] if "/" not in rest[0] else rest[:1])
+            obj = self._lookup(kind, name, namespace)
+            field = "labels" if verb == "label" else "annotations"
+            for pair in [w for w in rest if "=" in w or w.endswith("-")]:
+                meta = obj["metadata"].setdefault(field, {}) if obj else {}
+                if pair.endswith("-"):
+                    meta.pop(pair[:-1], None)
+                else:
+                    key, _, value = pair.partition("=")
+                    meta[key] = value
+            return ""
+        if verb == "taint" and len(rest) >= 2:
+            self._taint(rest[1:])
+            return ""
+        return ""  # rollout, exec, wait, logs...: recorded only
+
+    def _taint(self, words: list[str]) -> None:
+        specs = [w for w in words if ":" in w or "=" in w or w.endswith("-")]
+        for name in [w for w in words if w not in specs]:
+            node = self._lookup("Node", name, "")
+            if node is None:
+                raise _not_found("Node", name)
+            taints = node["spec"].setdefault("taints", [])
+            for spec in specs:
+                key = spec.split("=")[0].split(":")[0].rstrip("-")
+                taints[:] = [t for t in taints if t["key"] != key]
+                if not spec.endswith("-"):
+                    value = spec.partition("=")[2].partition(":")[0] if "=" in spec else ""
+                    taints.append({"key": key, "value": value, "effect": spec.rpartition(":")[2]})
+
+    def _get(self, rest: list[str], namespace: str, flags: dict[str, str]) -> str:
+        kind, name = _ref(rest)
+        if name:
+            obj = self._lookup(kind, name, namespace)
+            if obj is None:
+                if "ignore-not-found" in flags:
+                    return ""
+                raise _not_found(kind, name)
+            return json.dumps(obj)
+        selector = flags.get("l") or flags.get("selector")
+        items = [o for (k, ns, _n), o in sorted(self.objects.items())
+                 if k == kind and (ns == _ns(kind, namespace) or "A" in flags or "all-namespaces" in flags)
+                 and _selected(o, selector)]
+        if flags.get("o") == "name":
+            return "".join(f"{kind.lower()}/{o['metadata']['name']}\n" for o in items)
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+
+    def _patch(self, kind: str, name: str, namespace: str, patch_type: str, body: Any) -> None:
+        obj = self._lookup(kind, name, namespace)
+        if obj is None:
+            raise _not_found(kind, name)
+        patched = apply_json_patch(obj, body) if patch_type == "json" else merge_patch(obj, body)
+        self.objects[(kind, _ns(kind, namespace), name)] = patched
+
+    def _lookup(self, kind: str, name: str, namespace: str) -> dict | None:
+        return self.objects.get((kind, _ns(kind, namespace), name))
+
+    def _store(self, obj: dict, namespace: str | None = None) -> None:
+        kind = obj["kind"]
+        if kind == "Pod" and "status" not in obj:
+            obj = {**obj, "status": {"phase": "Pending"}}  # what the API server answers for a new pod
+        ns = _ns(kind, obj["metadata"].get("namespace") or namespace or self.namespace)
+        self.objects[(kind, ns, obj["metadata"]["name"])] = copy.deepcopy(obj)
+
+
+def _ns(kind: str, namespace: str) -> str:
+    return "" if kind in _CLUSTER_SCOPED else namespace
+
+
+def _not_found(kind: str, name: str) -> Exception:
+    from ..errors import FaultError
+
+    return FaultError(f'Error from server (NotFound): {kind.lower()}s "{name}" not found')
+
+
+def _parse(args: tuple[str, ...], namespace: str) -> tuple[list[str], str, dict[str, str]]:
+    words: list[str] = []
+    flags: dict[str, str] = {}
+    items = list(args)
+    i = 0
+    while i < len(items):
+        arg = items[i]
+        if arg.startswith("-"):
+            key, eq, value = arg.lstrip("-").partition("=")
+            takes_value = key in ("n", "namespace", "p", "patch", "type", "o", "output", "l", "selector", "f",
+                                  "filename", "replicas", "c", "container", "timeout")
+            if not eq and takes_value and i + 1 < len(items):
+                value = items[i + 1]
+                i += 1
+            flags[{"namespace": "n", "patch": "p", "output": "o", "selector": "l"}.get(key, key)] = value
+        else:
+            words.append(arg)
+        i += 1
+    return words, flags.get("n", namespace), flags
+
+
+def _ref(rest: list[str]) -> tuple[str, str]:
+    if "/" in rest[0]:
+        kind, _, name = rest[0].partition("/")
+        return _kind(kind), name
+    return _kind(rest[0]), (rest[1] if len(rest) > 1 else "")
+
+
+def _selected(obj: dict, selector: str | None) -> bool:
+    if not selector:
+        return True
+    labels = obj.get("metadata", {}).get("labels") or {}
+    for term in selector.split(","):
+        key, _, value = term.partition("=")
+        if labels.get(key) != value:
+            return False
+    return True
+
+
+def _documents(text: str) -> list[dict]:
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    out: list[dict] = []
+    for doc in docs:
+        out += doc["items"] if doc.get("kind") == "List" else [doc]
+    return out
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch (strategic-merge patches are applied the same way here)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def apply_json_patch(target: Any, operations: list[dict]) -> Any:
+    """RFC 6902 JSON patch (add, remove, replace, test, copy, move)."""
+    doc = copy.deepcopy(target)
+    for op in operations:
+        path = op["path"]
+        if op["op"] in ("add", "replace"):
+            doc = _set(doc, path, copy.deepcopy(op["value"]), insert=op["op"] == "add")
+        elif op["op"] == "remove":
+            doc = _remove(doc, path)
+        elif op["op"] == "test":
+            if _resolve(doc, path) != op["value"]:
+                raise ValueError(f"json patch test failed at {path}")
+        elif op["op"] in ("copy", "move"):
+            value = copy.deepcopy(_resolve(doc, op["from"]))
+            if op["op"] == "move":
+                doc = _remove(doc, op["from"])
+            doc = _set(doc, path, value, insert=True)
+    return doc
+
+
+def _tokens(path: str) -> list[str]:
+    return [t.replace("~1", "/").replace("~0", "~") for t in path.split("/")[1:]] if path else []
+
+
+def _resolve(doc: Any, path: str) -> Any:
+    node = doc
+    for token in _tokens(path):
+        node = node[int(token)] if isinstance(node, list) else node[token]
+    return node
+
+
+def _set(doc: Any, path: str, value: Any, *, insert: bool) -> Any:
+    tokens = _tokens(path)
+    if not tokens:
+        return value
+    parent = _resolve(doc, "/" + "/".join(t.replace("~", "~0").replace("/", "~1") for t in tokens[:-1])) \
+        if len(tokens) > 1 else doc
+    last = tokens[-1]
+    if isinstance(parent, list):
+        if last == "-":
+            parent.append(value)
+        elif insert:
+            parent.insert(int(last), value)
+        else:
+            parent[int(last)] = value
+    else:
+        if not insert and last not in parent:
+            raise ValueError(f"json patch replace of a missing path {path}")
+        parent[last] = value
+    return doc
+
+
+def _remove(doc: Any, path: str) -> Any:
+    tokens = _tokens(path)
+    parent = _resolve(doc, "/" + "/".join(t.replace("~", "~0").replace("/", "~1") for t in tokens[:-1])) \
+        if len(tokens) > 1 else doc
+    last = tokens[-1]
+    if isinstance(parent, list):
+        del parent[int(last)]
+    else:
+        del parent[last]
+    return doc

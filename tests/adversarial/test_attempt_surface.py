@@ -1,0 +1,127 @@
+"""Attacks from inside a real attempt: a CLI agent (the claude-code adapter with a stand-in binary,
+in its bubblewrap sandbox) that dumps everything it is handed and plants objects that should not
+outlive its attempt. Two attempts run back to back on the shared embedded cluster.
+
+* issue 14 item 1, the answer in plain sight: no path, variable, argument, identity or URL the agent
+  sees names the problem, its fault or its target;
+* item 6, persistence: the pods and RoleBinding subjects it adds are gone after the reset and are
+  not in the next attempt's baseline; its token is refused once the attempt is over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).parent
+BIN = Path(sys.executable).parent
+SREGYM, KUBECTL = str(BIN / "sregym"), str(BIN / "kubectl")
+PROBLEM, FAULT, TARGET = "hotel-wrong-image-geo", "wrong-image", "geo"
+NS = "hotel-reservation"
+
+
+@pytest.fixture(scope="module")
+def two_attempts(deployed):
+    from sregym_agent_cli.sandbox import bwrap_path
+
+    if bwrap_path() is None:
+        pytest.skip("bubblewrap is not usable here")
+    # the sandbox's unprivileged user must reach the binary (pytest's tmp dirs are root-only)
+    tools = Path(tempfile.mkdtemp(prefix="sregym-adv-"))
+    tools.chmod(0o755)
+    fake = tools / "claude"
+    shutil.copyfile(HERE / "fake_dumper_cli.py", fake)
+    fake.chmod(0o755)
+    results = tools / "results"
+    env = {**deployed.environ, "SREGYM_CLAUDE_BINARY": str(fake)}
+    try:
+        done = subprocess.run([SREGYM, "run", "--problem", PROBLEM, "--agent", "claude-code", "--attempts", "2",
+                               "--cluster", deployed.name, "--results", str(results), "--oracle-window", "5"],
+                              env=env, capture_output=True, text=True, timeout=1500)
+        assert done.returncode == 0, done.stderr[-3000:]
+        records = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
+        assert [r["attempt"] for r in records] == [1, 2]
+        dumps = []
+        for record in records:
+            attempt_id = record["extra"]["attempt_id"]
+            dump = results / ".work" / attempt_id / "agent" / "claude-code" / "dump.json"
+            assert dump.exists(), f"the agent of attempt {record['attempt']} left no dump: {record.get('error')}"
+            dumps.append(json.loads(dump.read_text()))
+        yield {"records": records, "dumps": dumps, "results": results, "cluster": deployed}
+    finally:
+        shutil.rmtree(tools, ignore_errors=True)
+
+
+def _admin(cluster, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([KUBECTL, "--kubeconfig", str(cluster.kubeconfig), *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_nothing_the_agent_is_handed_names_the_problem(two_attempts):
+    for dump in map(dict, two_attempts["dumps"]):
+        prompt = dump.pop("prompt")
+        get_app = dump.pop("get_app")
+        rolebindings = dump.pop("rolebindings")  # kubectl output about the app's objects
+        dump.pop("plants")
+        # the description lists every component, the target among them; nothing else may name it
+        for text in (prompt, get_app):
+            assert PROBLEM not in text and FAULT not in text
+        # the sandbox's init (bwrap) carries the prompt and the environment in its own argv
+        argv = [a for a in dump["argv"] + dump["cmdline"] + dump["pid1"] if a != prompt]
+        named = {"env": json.dumps(dump["env"]), "cwd": dump["cwd"], "argv": json.dumps(argv),
+                 "kubeconfig_path": dump["kubeconfig_path"], "kubeconfig": dump["kubeconfig"],
+                 "home_files": json.dumps(dump["home_files"]), "cwd_files": json.dumps(dump["cwd_files"]),
+                 "identity": dump["whoami"]["out"]}
+        for where, text in named.items():
+            for secret in (PROBLEM, FAULT, TARGET):
+                assert secret not in text, f"{secret!r} appears in the agent's {where}: {text[:500]}"
+        assert dump["whoami"]["code"] == 0 and "system:serviceaccount:sregym-system:agent-" in dump["whoami"]["out"]
+        for secret in (PROBLEM, FAULT):
+            assert secret not in rolebindings["out"]
+    # two attempts, two identities, two directories
+    first, second = two_attempts["dumps"]
+    assert first["cwd"] != second["cwd"] and first["token"] != second["token"]
+    assert json.loads(first["whoami"]["out"]) != json.loads(second["whoami"]["out"])
+
+
+def test_what_the_agent_planted_does_not_survive_the_reset(two_attempts):
+    first, second = two_attempts["dumps"]
+    # the plants took (so the reset really had something to remove)
+    for name, result in first["plants"].items():
+        assert result["code"] == 0, (name, result["err"])
+    # the second attempt started from the baseline, without them
+    assert second["seen_at_start"]["intruder"] == "" and second["seen_at_start"]["forged"] == ""
+    assert second["seen_at_start"]["backdoor"] == ""
+    assert f'"namespace":"{NS}"' not in second["seen_at_start"]["standing_subjects"].replace(" ", "")
+    # and after the run, nothing either attempt planted is left
+    cluster = two_attempts["cluster"]
+    pods = _admin(cluster, "get", "pods", "-n", NS, "-o", "name").stdout.split()
+    assert "pod/intruder" not in pods and "pod/forged" not in pods
+    assert _admin(cluster, "get", "rolebinding", "backdoor", "-n", NS, "--ignore-not-found", "-o", "name").stdout == ""
+    subjects = json.loads(_admin(cluster, "get", "rolebinding", "sregym-agent", "-n", NS, "-o",
+                                 "jsonpath={.subjects}").stdout)
+    assert [(s["kind"], s["name"], s["namespace"]) for s in subjects] == [("ServiceAccount", "sregym-agent",
+                                                                           "sregym-system")]
+    # the per-attempt bindings and accounts are gone as well
+    bindings = _admin(cluster, "get", "rolebindings", "-n", NS, "-o", "name").stdout.split()
+    assert not [b for b in bindings if b.startswith("rolebinding.rbac.authorization.k8s.io/agent-")], bindings
+    accounts = _admin(cluster, "get", "serviceaccounts", "-n", "sregym-system", "-o", "name").stdout.split()
+    assert not [a for a in accounts if a.startswith("serviceaccount/agent-")], accounts
+
+
+def test_the_agent_token_is_refused_after_the_attempt(two_attempts):
+    for dump in two_attempts["dumps"]:
+        assert dump["token"]
+        probe = subprocess.run([KUBECTL, "get", "pods", "-n", NS, "--server", dump["server"], "--token", dump["token"],
+                                "--insecure-skip-tls-verify", "--kubeconfig", os.devnull],
+                               capture_output=True, text=True, timeout=60)
+        assert probe.returncode != 0 and "Unauthorized" in probe.stderr, probe.stderr

@@ -1,0 +1,166 @@
+"""A problem's extra agent rights (agent_access): what may be granted, and what counts as a change
+beyond the grant. The live proof (real RBAC, real kubectl as the agent) is in
+faults/sregym-fault-cluster/tests/test_cluster_faults_live.py::test_agent_grant_is_confined."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from sregym_core.conductor.grants import GrantGuard, check_grant, resolve, violations
+from sregym_core.conductor.kube import ApiStatusError
+from sregym_core.errors import ConfigError
+from sregym_core.problems import parse_problem
+from sregym_core.types import AgentGrant
+
+DNS = AgentGrant(resource="configmaps", namespace="kube-system", name="coredns", verbs=("get", "patch", "update"),
+                 may_change={"data.Corefile": "remove-lines"})
+HOOK = AgentGrant(group="admissionregistration.k8s.io", resource="validatingwebhookconfigurations",
+                  name="pod-admission-{namespace}", verbs=("get", "patch"),
+                  may_change={"webhooks[*].clientConfig.caBundle": "any"})
+
+COREFILE = """.:53 {
+    template IN A hotel.svc.cluster.local {
+        match "^geo[.]hotel[.]svc[.]cluster[.]local[.]$"
+        rcode NXDOMAIN
+        fallthrough
+    }
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa
+    forward . /etc/resolv.conf
+}
+"""
+
+
+def _cm(text: str, rv: str = "1") -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "coredns", "namespace": "kube-system", "resourceVersion": rv},
+            "data": {"Corefile": text}}
+
+
+def _hook(ca: str = "T0xE", **changes) -> dict:
+    hook = {"name": "pods.pod-admission.ops.internal", "failurePolicy": "Fail",
+            "clientConfig": {"service": {"namespace": "hotel", "name": "pod-admission-webhook"}, "caBundle": ca},
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "hotel"}},
+            "rules": [{"operations": ["CREATE"], "resources": ["pods"]}]}
+    hook.update(changes)
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "pod-admission-hotel", "resourceVersion": "7"}, "webhooks": [hook]}
+
+
+@pytest.mark.parametrize("grant, why", [
+    (AgentGrant(resource="secrets", namespace="kube-system", name="x", verbs=["get"], may_change={"data": "any"}),
+     "cannot be granted"),
+    (AgentGrant(group="rbac.authorization.k8s.io", resource="clusterroles", name="x", verbs=["patch"],
+                may_change={"rules": "any"}), "cannot be granted"),
+    (AgentGrant(resource="configmaps", name="coredns", verbs=["get"], may_change={"data": "any"}), "namespaced"),
+    (AgentGrant(resource="configmaps", namespace="sregym-system", name="x", verbs=["get"],
+                may_change={"data": "any"}), "benchmark's own"),
+    (AgentGrant(resource="configmaps", namespace="kube-system", name="coredns", verbs=["delete"],
+                may_change={"data": "any"}), "cannot be granted"),
+    (AgentGrant(resource="configmaps", namespace="kube-system", name="coredns", verbs=["list"],
+                may_change={"data": "any"}), "no create, delete, list or watch"),
+    (AgentGrant(resource="configmaps", namespace="kube-system", name="coredns", verbs=["patch"],
+                may_change={"metadata.labels": "any"}), "metadata"),
+    (AgentGrant(group="admissionregistration.k8s.io", resource="validatingwebhookconfigurations",
+                namespace="kube-system", name="x", verbs=["patch"], may_change={"webhooks": "any"}), "cluster-scoped"),
+])
+def test_only_named_objects_of_a_few_kinds_with_read_and_write_verbs_can_be_granted(grant, why):
+    assert why in (check_grant(grant) or "")
+
+
+def test_the_problem_files_grants_pass():
+    assert check_grant(DNS) is None and check_grant(HOOK) is None
+    assert resolve(HOOK, "hotel").name == "pod-admission-hotel"
+
+
+def test_a_problem_file_with_a_bad_grant_names_its_json_path():
+    doc = {"id": "p", "app": "a", "faults": [{"fault": "f", "target": "t"}],
+           "agent_access": [{"resource": "secrets", "namespace": "kube-system", "name": "x", "verbs": ["get"],
+                             "may_change": {"data": "any"}}]}
+    with pytest.raises(ConfigError) as info:
+        parse_problem(doc)
+    assert ("$.agent_access[0]", check_grant(AgentGrant(resource="secrets", namespace="kube-system", name="x",
+                                                         verbs=["get"], may_change={"data": "any"}))) in info.value.errors
+    doc["agent_access"][0].update(resource="configmaps", verbs=["escalate"])
+    with pytest.raises(ConfigError):  # the schema refuses the verb
+        parse_problem(doc)
+
+
+def test_deleting_corefile_lines_is_within_the_grant_adding_any_is_not():
+    fixed = "\n".join(line for line in COREFILE.splitlines() if "template" not in line and "match" not in line
+                      and "rcode" not in line and "fallthrough" not in line)
+    fixed = fixed.replace("    }\n    errors", "    errors", 1)
+    assert violations(_cm(COREFILE), _cm(fixed, "2"), DNS) == []
+    # commenting the template out is deleting its lines too
+    commented = COREFILE.replace("    template", "    # template")
+    assert violations(_cm(COREFILE), _cm(commented, "2"), DNS) == []
+    redirected = COREFILE.replace("    errors", "    rewrite name frontend.hotel.svc.cluster.local stub.hotel.svc.cluster.local\n"
+                                             "    errors")
+    assert violations(_cm(COREFILE), _cm(redirected, "2"), DNS)
+    # reordering is adding a line where there was none
+    reordered = COREFILE.replace("    errors\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n",
+                                 "    kubernetes cluster.local in-addr.arpa ip6.arpa\n    errors\n")
+    assert violations(_cm(COREFILE), _cm(reordered, "2"), DNS)
+    other = _cm(COREFILE, "2")
+    other["data"]["extra"] = "x"
+    assert violations(_cm(COREFILE), other, DNS)  # a field outside the grant
+    assert violations(_cm(COREFILE), None, DNS)  # deleted
+
+
+def test_only_the_ca_bundle_of_the_webhook_may_change():
+    hook = resolve(HOOK, "hotel")
+    before = _hook()
+    assert violations(before, _hook(ca="TkVX"), hook) == []
+    last_applied = _hook(ca="TkVX")
+    last_applied["metadata"].update(resourceVersion="9", annotations={
+        "kubectl.kubernetes.io/last-applied-configuration": "{}"})
+    assert violations(before, last_applied, hook) == []
+    assert violations(before, _hook(failurePolicy="Ignore"), hook)
+    assert violations(before, _hook(namespaceSelector={}), hook)  # would send every namespace's pods
+    widened = _hook()
+    widened["webhooks"][0]["rules"] = [{"operations": ["*"], "resources": ["*"]}]
+    assert violations(before, widened, hook)
+    elsewhere = _hook()
+    elsewhere["webhooks"][0]["clientConfig"] = {"url": "https://127.0.0.1:9/steal", "caBundle": "TkVX"}
+    assert violations(before, elsewhere, hook)
+    two = _hook()
+    two["webhooks"].append(copy.deepcopy(two["webhooks"][0]))
+    assert violations(before, two, hook)
+
+
+class _FakeKube:
+    """The objects the guard reads and writes (the guard's own logic under test, not the API)."""
+
+    def __init__(self, objects: dict[str, dict]) -> None:
+        self.objects = objects
+        self.writes: list[tuple[str, str]] = []
+
+    def get(self, path: str) -> dict:
+        if path not in self.objects:
+            raise ApiStatusError(404, "not found")
+        return copy.deepcopy(self.objects[path])
+
+    def request(self, method: str, path: str, body=None):
+        self.writes.append((method, path))
+        if method == "PUT":
+            assert body["metadata"]["resourceVersion"] == self.objects[path]["metadata"]["resourceVersion"]
+            self.objects[path] = copy.deepcopy(body)
+        return body
+
+
+def test_the_guard_undoes_and_records_a_change_beyond_the_grant_and_keeps_an_allowed_one():
+    path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/pod-admission-hotel"
+    kube = _FakeKube({path: _hook()})
+    guard = GrantGuard(kube, [HOOK], "hotel")
+    guard.snapshot()
+    kube.objects[path] = _hook(ca="TkVX")  # the fix
+    assert guard.check() == [] and kube.writes == []
+    kube.objects[path] = _hook(ca="TkVX", failurePolicy="Ignore")
+    kube.objects[path]["metadata"]["resourceVersion"] = "8"
+    recorded = guard.check()
+    assert len(recorded) == 1 and "changed outside" in recorded[0]["violations"][0]
+    assert kube.writes == [("PUT", path)]
+    assert kube.objects[path]["webhooks"][0]["failurePolicy"] == "Fail"  # undone
+    assert guard.check() == recorded  # nothing new once restored

@@ -1,0 +1,250 @@
+"""An attempt's stage protocol and time points, around a fake environment (no cluster).
+
+The attempt, its stage desk and the agent surface are real; a real HTTP server is started and the
+agent speaks plain HTTP to it. Only the environment (cluster, fault, judge, oracle) is faked, to
+control how long injection and grading take.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import types
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sregym_core.agent_api.server import AgentServer, ServeSettings
+from sregym_core.agents import AgentOutcome
+from sregym_core.conductor.attempt import Attempt, AttemptSettings
+from sregym_core.oracles.mitigation import OracleVerdict
+from sregym_core.types import AgentSpec, FaultInstance, FaultSpec, GroundTruth, OracleSpec, ProblemSpec
+
+INJECTION_S = 2.0
+JUDGING_S = 1.0
+
+
+class Judge:
+    calls: list[str]
+
+    def __init__(self, calls: list[str]) -> None:
+        self.calls = calls
+
+    def judge(self, solution, truth, **_kwargs):
+        time.sleep(JUDGING_S)
+        self.calls.append(solution)
+        return types.SimpleNamespace(to_dict=lambda: {"judge": "fake", "passed": "geo" in solution})
+
+
+class Oracle:
+    def __init__(self, calls: list[str]) -> None:
+        self.calls = calls
+
+    async def evaluate(self, ctx):
+        self.calls.append("oracle")
+        await asyncio.sleep(0.3)
+        return OracleVerdict(name="always", passed=True)
+
+
+def fake_env(tmp_path: Path, judged: list[str], graded: list[str], injected: list[float]):
+    class SlowFault:
+        async def inject(self, ctx, target, params):
+            await asyncio.sleep(INJECTION_S)
+            injected.append(time.monotonic())
+
+        async def is_present(self, ctx, target, params):
+            return False
+
+        async def recover(self, ctx, target, params):
+            return None
+
+        async def reference_fix(self, ctx, target, params):
+            return None
+
+        def ground_truth(self, ctx, target, params):
+            return GroundTruth(fault="slow-inject", layer="k8s", components=("geo",), namespace="fake",
+                               resource_kind="Deployment", mechanism="slow", prose="geo is slow")
+
+    fault = FaultSpec(name="slow-inject", summary="takes 2 s to inject", impl=SlowFault())
+    oracles = {"judge-rules": OracleSpec(name="judge-rules", kind="judge", factory=lambda **_: Judge(judged)),
+               "always": OracleSpec(name="always", kind="mitigation", factory=lambda **_: Oracle(graded))}
+    host = types.SimpleNamespace(get_faults=lambda: {"slow-inject": fault}, get_oracles=lambda: oracles,
+                                 get_agent_tools=lambda: {}, before_inject=lambda *a: None,
+                                 after_inject=lambda *a: None, before_recover=lambda *a: None,
+                                 after_recover=lambda *a: None)
+    component = types.SimpleNamespace(name="geo", kind="Deployment", service_name="geo", config_map=None)
+    app = types.SimpleNamespace(name="fake-app", namespace="fake", description="A fake app.", components=(component,),
+                                component=lambda name: component)
+    cluster = types.SimpleNamespace(kubeconfig=lambda: tmp_path / "admin-kubeconfig")
+    env = types.SimpleNamespace(host=host, cluster=cluster, kubectl="kubectl", observability=lambda: None)
+    deployed = types.SimpleNamespace(app=app, namespaces=("fake",), agent_kubeconfig=tmp_path / "agent-kubeconfig",
+                                     baseline=types.SimpleNamespace(workloads=[]), workload=None)
+    return env, deployed
+
+
+class ImmediateAgent:
+    """Submits at once, twice in a row for the diagnosis (a retried POST), then mitigates when told."""
+
+    def __init__(self, seen: dict) -> None:
+        self.seen = seen
+
+    async def run(self, task):
+        async with httpx.AsyncClient(base_url=task.api_url, trust_env=False) as http:
+            first = await http.post("/submit", json={"solution": "geo has a wrong image"})
+            again = await http.post("/submit", json={"solution": "a second diagnosis, to be absorbed"})
+            self.seen["first"], self.seen["again"] = first.json(), again.json()
+            self.seen["stage_while_judging"] = (await http.get("/status")).json()["stage"]
+            while (await http.get("/status")).json()["stage"] == "diagnosis":
+                await asyncio.sleep(0.05)
+            await http.post("/submit", json={"solution": "done"})
+            self.seen["stage_while_oracle"] = (await http.get("/status")).json()["stage"]
+        return AgentOutcome(status="ok", steps=3)
+
+
+@pytest.fixture(autouse=True)
+def _no_cluster_identity(monkeypatch):
+    """The per-attempt ServiceAccount needs a cluster; here there is none to grant it on."""
+    async def nothing(self):
+        return None
+
+    monkeypatch.setattr(Attempt, "_grant_identity", nothing)
+    monkeypatch.setattr(Attempt, "_revoke_identity", nothing)
+
+
+def run_attempt(tmp_path, stages=None, agent_factory=None):
+    judged, graded, injected, seen = [], [], [], {}
+    env, deployed = fake_env(tmp_path, judged, graded, injected)
+    problem = ProblemSpec(id="fake-problem", app="fake-app", faults=[FaultInstance(id="f0", fault="slow-inject",
+                                                                                     target="geo")],
+                          oracle={"always": {}}, ground_truth=[], agent_timeout=60)
+    agent = AgentSpec(name="immediate", factory=agent_factory or (lambda **_: ImmediateAgent(seen)))
+    settings = AttemptSettings(mitigation_grace=0.0, stages=stages)
+
+    async def scenario():
+        server = AgentServer(settings=ServeSettings(bind_host="127.0.0.1", api_port=0, mcp_port=0, strict=True))
+        await server.start()
+        try:
+            attempt = Attempt(env, deployed, problem, agent, attempt_no=1, run_id="r1", settings=settings,
+                              workdir=tmp_path / "work")
+            created = time.monotonic()
+            record = await attempt.run(server)
+            return record, created
+        finally:
+            await server.stop()
+
+    record, created = asyncio.run(scenario())
+    return record, created, judged, graded, injected, seen
+
+
+def test_times_are_measured_from_the_end_of_injection(tmp_path):
+    record, created, judged, graded, injected, seen = run_attempt(tmp_path)
+    assert injected and injected[0] - created >= INJECTION_S  # the injection really took ≥ 2 s
+    # measured from the attempt's creation (the old behaviour) TTD would be ≥ 2 s: the agent submitted at once
+    assert record.time_to_diagnose_s is not None and record.time_to_diagnose_s < INJECTION_S / 2
+    assert record.diagnosis_graded_s >= JUDGING_S > record.time_to_diagnose_s
+    assert record.time_to_mitigate_s >= record.diagnosis_graded_s
+    assert record.mitigation_graded_s >= record.time_to_mitigate_s
+    assert record.diagnosis_passed is True and record.mitigation_passed is True and record.success
+
+
+def test_diagnosis_is_graded_while_current_and_a_duplicate_is_absorbed(tmp_path):
+    record, _created, judged, graded, _injected, seen = run_attempt(tmp_path)
+    assert seen["first"] == seen["again"] == {"status": "200", "message": "Submission received"}
+    assert seen["stage_while_judging"] == "diagnosis"
+    assert judged == ["geo has a wrong image"]  # the duplicate was not judged, nor taken as the mitigation
+    assert seen["stage_while_oracle"] == "mitigation" and graded == ["oracle"]
+    assert record.stages == ("diagnosis", "mitigation")
+
+
+class MitigationOnlyAgent:
+    def __init__(self, seen: dict) -> None:
+        self.seen = seen
+
+    async def run(self, task):
+        async with httpx.AsyncClient(base_url=task.api_url, trust_env=False) as http:
+            self.seen["stage"] = (await http.get("/status")).json()["stage"]
+            self.seen["reply"] = (await http.post("/submit", json={"solution": "done"})).json()
+        return AgentOutcome(status="ok")
+
+
+@pytest.mark.parametrize("stages", [("mitigation",), ("diagnosis",)])
+def test_stage_selection(tmp_path, stages):
+    seen: dict = {}
+    record, _c, judged, graded, _i, _s = run_attempt(tmp_path, stages=stages,
+                                                     agent_factory=lambda **_: MitigationOnlyAgent(seen))
+    assert seen["stage"] == stages[0] and seen["reply"]["status"] == "200"
+    assert record.stages == stages
+    if stages == ("mitigation",):
+        assert judged == [] and graded == ["oracle"]
+        assert record.diagnosis_passed is None and record.diagnosis is None and record.mitigation_passed is True
+        assert record.success is True  # success is over the selected stages only
+    else:
+        assert graded == [] and len(judged) == 1
+        assert record.mitigation_passed is None and record.mitigation is None
+        assert record.success is False  # "done" is not a diagnosis naming geo
+
+
+def test_autosubmit_submits_a_fixed_answer_in_each_stage(tmp_path):
+    pytest.importorskip("sregym_agent_baselines")
+    from sregym_agent_baselines.agents import AutosubmitAgent
+
+    record, _c, judged, graded, _i, _s = run_attempt(tmp_path, agent_factory=lambda **_: AutosubmitAgent())
+    assert judged == [AutosubmitAgent.ANSWER] and graded == ["oracle"]
+    assert record.diagnosis_passed is False and record.success is False
+
+
+OUTSIDE_AGENT = r"""
+import json, sys, time, urllib.request
+
+base = sys.argv[1]
+
+def get(path):
+    with urllib.request.urlopen(base + path) as reply:
+        return json.load(reply)
+
+def post(solution):
+    request = urllib.request.Request(base + "/submit", data=json.dumps({"solution": solution}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request) as reply:
+        return json.load(reply)
+
+while True:
+    try:
+        if get("/status")["stage"] == "diagnosis":
+            break
+    except Exception:
+        pass
+    time.sleep(0.1)
+app = get("/get_app")
+print(json.dumps(post(f"geo in {app['namespaces'][0]} has a bad image")))
+while get("/status")["stage"] == "diagnosis":
+    time.sleep(0.1)
+print(json.dumps(post("done")))
+"""
+
+
+def test_external_harness_waits_for_an_outside_process(tmp_path):
+    """The attempt's agent is the external-harness waiter; the real agent is another process speaking HTTP."""
+    import subprocess
+    import sys
+
+    from sregym_core.agent_api.external import ExternalHarness
+
+    script = tmp_path / "outside_agent.py"
+    script.write_text(OUTSIDE_AGENT)
+    outside: list[subprocess.Popen] = []
+
+    class StartsOutsideAgent(ExternalHarness):
+        async def run(self, task):
+            outside.append(subprocess.Popen([sys.executable, str(script), task.api_url], stdout=subprocess.PIPE,
+                                            text=True))
+            return await super().run(task)
+
+    record, _c, judged, graded, _i, _s = run_attempt(tmp_path, agent_factory=lambda **_: StartsOutsideAgent(poll_s=0.1))
+    out, _ = outside[0].communicate(timeout=30)
+    assert outside[0].returncode == 0
+    assert [json.loads(line)["status"] for line in out.splitlines()] == ["200", "200"]
+    assert judged == ["geo in fake has a bad image"] and graded == ["oracle"]
+    assert record.success and record.agent_status == "ok"

@@ -1,0 +1,123 @@
+"""The PluginHost facade: every hook is called through a typed method, builtins fail loudly."""
+
+from __future__ import annotations
+
+import click
+import pytest
+
+from sregym_core import hookimpl
+from sregym_core.errors import PluginError
+from sregym_core.plugins import new_plugin_host
+from sregym_core.types import FaultInstance, ProblemSpec
+from sregym_core.testing import StateFault
+
+
+class _Recorder:
+    """A plugin implementing every lifecycle hook, recording what it receives."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    @hookimpl
+    def sregym_before_inject(self, problem, instance):
+        self.calls.append(("before_inject", problem.id, instance.id))
+
+    @hookimpl
+    def sregym_after_inject(self, problem, instance):
+        self.calls.append(("after_inject", problem.id, instance.id))
+
+    @hookimpl
+    def sregym_before_recover(self, problem, instance):
+        self.calls.append(("before_recover", problem.id, instance.id))
+
+    @hookimpl
+    def sregym_after_recover(self, problem, instance):
+        self.calls.append(("after_recover", problem.id, instance.id))
+
+    @hookimpl
+    def sregym_attempt_finished(self, record):
+        self.calls.append(("attempt_finished", record))
+
+    @hookimpl
+    def sregym_run_finished(self, results_dir, records):
+        self.calls.append(("run_finished", results_dir, tuple(records)))
+
+    @hookimpl
+    def sregym_register_commands(self, cli):
+        cli.add_command(click.Command("hello-from-plugin", callback=lambda: None))
+
+
+def test_lifecycle_methods_reach_every_implementation(plugin_host, register_plugin):
+    recorder = _Recorder()
+    register_plugin(recorder)
+    instance = FaultInstance(id="f0", fault="noop", target="api")
+    problem = ProblemSpec(id="p1", app="fake-app", faults=(instance,))
+    plugin_host.before_inject(problem, instance)
+    plugin_host.after_inject(problem, instance)
+    plugin_host.before_recover(problem, instance)
+    plugin_host.after_recover(problem, instance)
+    plugin_host.attempt_finished("record-1")
+    plugin_host.run_finished("/tmp/results", ["record-1"])
+    assert recorder.calls == [
+        ("before_inject", "p1", "f0"), ("after_inject", "p1", "f0"),
+        ("before_recover", "p1", "f0"), ("after_recover", "p1", "f0"),
+        ("attempt_finished", "record-1"), ("run_finished", "/tmp/results", ("record-1",)),
+    ]
+
+
+def test_register_commands_adds_plugin_commands(plugin_host, register_plugin):
+    register_plugin(_Recorder())
+    group = click.Group("root")
+    plugin_host.register_commands(group)
+    assert "hello-from-plugin" in group.commands
+
+
+def test_a_builtin_that_fails_to_import_is_an_error_naming_it():
+    host = new_plugin_host(builtins=False, entry_points=False)
+    with pytest.raises(PluginError) as info:
+        host.load_builtins(("sregym_core.no_such_builtin",))
+    assert "sregym_core.no_such_builtin" in str(info.value)
+
+
+def test_every_builtin_command_is_registered():
+    from sregym_core.cli import cli
+
+    expected = {"plugins", "list-apps", "list-faults", "list-problems", "schema", "run", "validate", "deploy", "report"}
+    assert expected <= set(cli.commands)
+
+
+def test_is_compatible_explains_refusals(plugin_host, register_plugin, fake_app):
+    from sregym_core.types import FaultSpec, TargetSelector
+
+    fault = FaultSpec(name="db-only", summary="s", selector=TargetSelector(roles=("db:*",)),
+                      capabilities={"root"}, impl=StateFault())
+    api, db = fake_app.component("api"), fake_app.component("db")
+    refused = plugin_host.is_compatible(fault, api, fake_app)
+    assert not refused and refused.failed == "target" and "db:*" in refused.reason
+    assert plugin_host.is_compatible(fault, db, fake_app)
+    lacking = plugin_host.is_compatible(fault, db, fake_app, capabilities={"embedded"})
+    assert not lacking and lacking.failed == "capabilities" and "root" in lacking.reason
+    assert plugin_host.is_compatible(fault, db, fake_app, capabilities={"root"})
+
+
+def test_every_hookspec_documents_a_compiling_example_of_its_implementation():
+    """Each hook's docstring shows an implementation (pluggy/pytest style): a code block that
+    compiles and defines a function of the hook's name, decorated with ``@hookimpl``."""
+    import ast
+    import inspect
+    import textwrap
+
+    from sregym_core import hookspecs
+
+    specs = [name for name, obj in vars(hookspecs).items() if name.startswith("sregym_") and inspect.isfunction(obj)]
+    assert len(specs) >= 18
+    for name in specs:
+        doc = inspect.getdoc(getattr(hookspecs, name)) or ""
+        assert "**Example:**" in doc, f"{name} has no example"
+        block = doc.split(".. code-block:: python", 1)[1].split(".. versionadded::", 1)[0]
+        tree = ast.parse(textwrap.dedent(block.strip("\n")))
+        defs = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+        assert [d.name for d in defs] == [name], f"{name}'s example defines {[d.name for d in defs]}"
+        assert [ast.unparse(d) for d in defs[0].decorator_list] == ["hookimpl"], name
+        params = [a.arg for a in defs[0].args.args]
+        assert params == list(inspect.signature(getattr(hookspecs, name)).parameters), f"{name}'s example signature"

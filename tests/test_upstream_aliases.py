@@ -1,0 +1,97 @@
+"""Upstream SREGym problem ids as aliases: `--problem <upstream id>`, `--suite sregym-lite`,
+`sregym list-problems --upstream` and the generated docs/upstream-aliases.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sregym_core.cli._select import select_problems
+from sregym_core.errors import UsageError
+from sregym_core.plugins import get_plugin_host
+from sregym_core.upstream_catalog import UPSTREAM_IDS, UPSTREAM_PROBLEMS
+
+ROOT = Path(__file__).resolve().parents[1]
+SREGYM = str(Path(sys.executable).parent / "sregym")
+
+pytest.importorskip("sregym_app_hotel_reservation")
+pytest.importorskip("sregym_app_social_network")
+
+
+@pytest.fixture(scope="module")
+def host():
+    return get_plugin_host()
+
+
+def test_the_catalogue_is_upstreams():
+    assert len(UPSTREAM_PROBLEMS) == len(UPSTREAM_IDS) == 123
+    assert sum(p.lite for p in UPSTREAM_PROBLEMS) == 21
+
+
+def test_aliases_are_upstream_ids_unique_and_never_shadow_an_id(host):
+    problems = host.get_problems()
+    seen: dict[str, str] = {}
+    for problem in problems.values():
+        for alias in problem.aliases:
+            assert alias in UPSTREAM_IDS, f"{problem.id}: alias {alias!r} is not an upstream id"
+            assert alias not in seen, f"{alias} is an alias of both {seen[alias]} and {problem.id}"
+            assert alias not in problems
+            seen[alias] = problem.id
+    # every id the facts table marks E (same mechanism), the ids of sregym-fault-cluster (admission,
+    # routing, the recurring actor, caBundle, Hotel DNS), Astronomy Shop's 11, Social Network's DNS pair,
+    # TrainTicket's F17 and F22
+    assert len(seen) == 84
+
+
+def test_problem_by_upstream_id(host):
+    chosen = select_problems(host, problem=("network_policy_block", "hotel-scale-zero-rate", "scale_pod_zero_social_net"))
+    assert [p.id for p in chosen] == ["hotel-network-policy-block-geo", "hotel-scale-zero-rate",
+                                      "social-scale-zero-user-service"]
+    with pytest.raises(UsageError) as missing:
+        select_problems(host, problem=("kafka_producer_leak",))
+    assert "upstream SREGym id(s) with no equivalent" in missing.value.render()
+
+
+def test_sregym_lite_suite_runs_the_equivalents_and_says_which_are_missing(host):
+    said: list[str] = []
+    chosen = select_problems(host, suite="sregym-lite", say=said.append)
+    assert sorted(p.id for p in chosen) == sorted({
+        "hotel-network-policy-block-geo", "hotel-selector-pollution-search", "hotel-quota-admission-user",
+        "hotel-db-password-rotated-profile", "hotel-wrong-dns-policy-search",
+        "social-readiness-misconfig-user-service", "social-selector-mismatch-user-service",
+        "social-rolling-update-broken-user-timeline-service", "social-dns-nxdomain-social-graph-service",
+        "hotel-metastable-rate-limit-collapse", "hotel-admission-webhook-outage-rate",
+        "hotel-mutating-webhook-memory-geo", "astronomy-env-shadowing-frontend", "astronomy-cache-auth-valkey-cart",
+        "hotel-internal-traffic-local-geo", "astronomy-queue-poison-pill"})
+    assert len(said) == 1 and "5 of 21" in said[0]
+    assert "unschedulable_incorrect_port_assignment" in said[0] and "network_policy_block" not in said[0]
+
+
+def test_list_problems_upstream_prints_every_id():
+    env = {**os.environ, "SREGYM_DISABLE_PLUGINS": "noop"}
+    out = subprocess.run([SREGYM, "list-problems", "--upstream", "--json"], capture_output=True, text=True, timeout=120,
+                         check=True, env=env).stdout
+    rows = json.loads(out)
+    assert [r["upstream_id"] for r in rows] == [p.id for p in UPSTREAM_PROBLEMS]
+    by_id = {r["upstream_id"]: r for r in rows}
+    assert by_id["wrong_bin_usage"]["equivalent"] == "hotel-wrong-command-rate"
+    assert by_id["kafka_producer_leak"]["equivalent"] is None
+    table = subprocess.run([SREGYM, "list-problems", "--upstream"], capture_output=True, text=True, timeout=120,
+                           check=True, env=env).stdout
+    line = next(line for line in table.splitlines() if line.startswith("kafka_producer_leak "))
+    assert "missing" in line
+
+
+def test_alias_doc_is_current():
+    """docs/upstream-aliases.md comes from `sregym list-problems --upstream --format markdown` (tox -e generate)."""
+    env = {**os.environ, "SREGYM_DISABLE_PLUGINS": "noop"}
+    current = subprocess.run([SREGYM, "list-problems", "--upstream", "--format", "markdown"], capture_output=True,
+                             text=True, timeout=120, check=True, env=env).stdout
+    committed = (ROOT / "docs" / "upstream-aliases.md").read_text()
+    assert committed == current, ("docs/upstream-aliases.md is stale: run "
+                                  "`sregym list-problems --upstream --format markdown > docs/upstream-aliases.md`")
