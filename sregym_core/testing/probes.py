@@ -26,19 +26,22 @@ Probe = Callable[["Live"], "str | None"]
 #: ``request_for(kind, rng) -> (method, path)``: one real request of a kind of the app's workload mix
 RequestFor = Callable[[str, random.Random], tuple[str, str]]
 
-#: latencies of healthy requests (ms), measured once per session by the live contract
-HEALTHY_MS: list[float] = []
-HEALTHY_BURST_MS: list[float] = []
+#: latencies of healthy requests (ms) per app namespace, measured once per session by the live contract.
+#: Keyed by app because apps differ tenfold in latency: one app's baseline would hide another's symptom.
+HEALTHY_MS: dict[str, list[float]] = {}
+HEALTHY_BURST_MS: dict[str, list[float]] = {}
 
 
-def healthy_ms() -> float:
-    """The median healthy latency of one request (50 ms until measured)."""
-    return statistics.median(HEALTHY_MS) if HEALTHY_MS else 50.0
+def healthy_ms(live: Live) -> float:
+    """The median healthy latency of one request to ``live``'s app (50 ms until measured)."""
+    measured = HEALTHY_MS.get(live.namespace)
+    return statistics.median(measured) if measured else 50.0
 
 
-def healthy_burst_ms() -> float:
-    """The median healthy latency of a request inside a burst (200 ms until measured)."""
-    return statistics.median(HEALTHY_BURST_MS) if HEALTHY_BURST_MS else 200.0
+def healthy_burst_ms(live: Live) -> float:
+    """The median healthy latency of a request inside a burst to ``live``'s app (200 ms until measured)."""
+    measured = HEALTHY_BURST_MS.get(live.namespace)
+    return statistics.median(measured) if measured else 200.0
 
 
 class Live:
@@ -267,11 +270,11 @@ def fails(endpoint: str, tries: int = 4) -> Probe:
     return probe
 
 
-def slower(endpoint: str, factor: float, baseline_ms: Callable[[], float], tries: int = 6) -> Probe:
+def slower(endpoint: str, factor: float, baseline_ms: Callable[[Live], float], tries: int = 6) -> Probe:
     """Median latency of real requests at least ``factor`` x the healthy median."""
     def probe(live: Live) -> str | None:
         times = sorted(seconds * 1000 for _, seconds in (live.call(endpoint, timeout=10) for _ in range(tries)))
-        median, healthy = times[len(times) // 2], baseline_ms()
+        median, healthy = times[len(times) // 2], baseline_ms(live)
         return f"{endpoint} median {median:.0f} ms vs healthy {healthy:.0f} ms" if median >= factor * healthy else None
     return probe
 
@@ -351,13 +354,13 @@ def workload_errors(endpoint: str, minimum: int = 1) -> Probe:
 
 
 def slower_under_burst(endpoint: str, requests: int, concurrency: int, factor: float,
-                       baseline_ms: Callable[[], float]) -> Probe:
+                       baseline_ms: Callable[[Live], float]) -> Probe:
     """Median latency of a bounded concurrent burst at least ``factor`` x the healthy sequential median
     (a CPU-starved service keeps up with a trickle but not with a burst)."""
     def probe(live: Live) -> str | None:
         outcomes = live.burst(endpoint, requests, concurrency)
         times = sorted(seconds * 1000 if 200 <= status < 300 else 5000.0 for status, seconds in outcomes)
-        median, healthy = times[len(times) // 2], baseline_ms()
+        median, healthy = times[len(times) // 2], baseline_ms(live)
         return (f"{endpoint} median {median:.0f} ms under a burst vs healthy {healthy:.0f} ms"
                 if median >= factor * healthy else None)
     return probe
