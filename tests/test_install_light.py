@@ -14,7 +14,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.slow
 def _copy_sources(tmp_path: Path) -> tuple[Path, Path]:
     """Copies of the two distributions (pip builds in the source tree; the repo stays untouched)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "tests")
@@ -27,6 +26,7 @@ def _copy_sources(tmp_path: Path) -> tuple[Path, Path]:
     return core, pack
 
 
+@pytest.mark.slow
 def test_core_and_one_fault_pack_pull_no_engine(tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)

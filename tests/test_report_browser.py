@@ -25,7 +25,18 @@ pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).parent / "data" / "report-results"
 SREGYM = str(Path(sys.executable).parent / "sregym")
-DOCS_SCREENSHOT = Path(__file__).parents[1] / "docs" / "report-screenshot.png"
+ROOT = Path(__file__).parents[1]
+#: the README's pictures; SREGYM_UPDATE_SCREENSHOT=1 refreshes them from this test's report
+DOCS_OVERVIEW, DOCS_ATTEMPT = ROOT / "docs" / "report-overview.png", ROOT / "docs" / "report-attempt.png"
+#: screenshots kept after the run (a CI artifact): $SREGYM_TEST_ARTIFACTS, by default test-artifacts/ (git-ignored)
+ARTIFACTS = Path(os.environ.get("SREGYM_TEST_ARTIFACTS") or ROOT / "test-artifacts")
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk (the first chunk, right after the signature)."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", f"{path} is not a PNG"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 # Every chart label must lie inside its chart and overlap no other label.
 LABEL_CHECK = """(() => {
@@ -110,7 +121,7 @@ def _check_page(browser: Browser, where: str) -> dict:
     return labels
 
 
-def test_report_in_chromium(chromium, report, tmp_path):
+def test_report_in_chromium(chromium, report):
     out, records = report
     index = out.resolve().as_uri()
     chromium.call("Network.enable")
@@ -129,10 +140,14 @@ def test_report_in_chromium(chromium, report, tmp_path):
     ticks = [t for t in ttd_ticks if re.fullmatch(r"[\d.]+ (ms|s|min)", t)]
     assert len(ticks) >= 3 and len(set(ticks)) == len(ticks), ttd_ticks  # sub-second times are not rounded away
 
-    shot = chromium.screenshot(tmp_path / "report.png")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = chromium.screenshot(ARTIFACTS / "report.png")
+    width, height = _png_size(shot)
+    assert width == 1280 and height >= 900, (width, height)  # the whole page, not an empty capture
     print(f"\nreport screenshot: {shot}")
-    if os.environ.get("SREGYM_UPDATE_SCREENSHOT"):  # refresh the README's picture
-        chromium.screenshot(DOCS_SCREENSHOT, full_page=False)
+    update_docs = bool(os.environ.get("SREGYM_UPDATE_SCREENSHOT"))
+    if update_docs:
+        chromium.screenshot(DOCS_OVERVIEW, full_page=False)
 
     for narrow in (1024, 800):  # narrower windows do not scroll sideways either
         chromium.call("Emulation.setDeviceMetricsOverride", width=narrow, height=900, deviceScaleFactor=1, mobile=False)
@@ -159,6 +174,8 @@ def test_report_in_chromium(chromium, report, tmp_path):
         heading = chromium.evaluate("document.querySelector('h1').textContent")
         assert heading in expected, heading
         seen.add(heading)
+        if update_docs and heading == "hotel-wrong-image-geo \u00b7 reference \u00b7 attempt 1":
+            chromium.screenshot(DOCS_ATTEMPT, full_page=False)  # the top of the page, as a reader lands on it
         labels = _check_page(chromium, heading)
         assert labels["charts"] >= 1  # the timeline
         counts = chromium.evaluate("[document.querySelectorAll('table.answers tbody tr').length, "
@@ -173,7 +190,7 @@ def test_report_in_chromium(chromium, report, tmp_path):
                               **({"text": "\r"} if kind == "keyDown" else {}))
             assert chromium.evaluate("location.hash").startswith("#step-")
         if "hostile" in heading:
-            chromium.screenshot(tmp_path / "hostile-attempt.png")
+            assert _png_size(chromium.screenshot(ARTIFACTS / "hostile-attempt.png"))[0] == 1280
             text = chromium.evaluate("document.body.innerText")
             for payload in ("<script>document.body.dataset.pwned='output'</script>",
                             "<img src=x onerror=\"document.body.dataset.pwned='img'\">",
@@ -185,7 +202,7 @@ def test_report_in_chromium(chromium, report, tmp_path):
         chromium.click_and_wait("document.querySelector('nav[aria-label=breadcrumb] a')")
         assert chromium.evaluate("location.href") == index
     assert seen == expected
-    print(f"attempt screenshot: {tmp_path / 'hostile-attempt.png'}")
+    print(f"attempt screenshot: {ARTIFACTS / 'hostile-attempt.png'}")
 
 
 def test_browser_is_gone_after_close():
