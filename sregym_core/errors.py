@@ -10,6 +10,7 @@ Every error that crosses a plugin or CLI boundary is a :class:`SregymError`. The
     ├── UsageError              the command line was wrong
     ├── ConfigError             a file or parameter failed validation (carries JSON paths)
     ├── PluginError             a plugin failed validation, or two plugins clash
+    │   └── PluginImportError       an installed plugin's entry point failed to import
     ├── ClusterError            a cluster provider could not do what was asked
     ├── DeployError             an application did not come up
     ├── FaultError              a fault could not be injected, checked or recovered
@@ -71,6 +72,22 @@ class ConfigError(SregymError):
 
 class PluginError(SregymError):
     """A plugin failed validation, or two plugins register the same name."""
+
+
+class PluginImportError(PluginError):
+    """An installed plugin's entry point failed to import (as pytest does, loading stops here)."""
+
+    def __init__(self, entry_point: str, distribution: str, cause: BaseException) -> None:
+        self.entry_point = entry_point
+        self.distribution = distribution
+        self.cause = cause
+        super().__init__(
+            f"plugin '{entry_point}' from distribution '{distribution}' failed to import: "
+            f"{type(cause).__name__}: {cause}",
+            hints=(f"uninstall it (pip uninstall {distribution}), or skip it with "
+                   f"SREGYM_DISABLE_PLUGINS={entry_point}",
+                   "run with --debug for the traceback"),
+        )
 
 
 class ClusterError(SregymError):

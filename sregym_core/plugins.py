@@ -9,8 +9,9 @@ entry-point group. Environment controls:
 * ``SREGYM_TRACE_PLUGINS=1`` — log every hook call at debug level.
 
 A builtin that fails to import is a :class:`~sregym_core.errors.PluginError`; an external plugin
-whose import fails produces one warning line naming it and everything else still loads. A plugin
-that fails validation (unknown hook, bad record, a name another plugin also registers) is a
+whose import fails is a :class:`~sregym_core.errors.PluginImportError` naming its entry point, its
+distribution and the exception (uninstall it, or skip it with ``SREGYM_DISABLE_PLUGINS``: a
+blocked or not-allowed plugin is never imported). A plugin that fails validation (unknown hook, bad record, a name another plugin also registers) is a
 :class:`~sregym_core.errors.PluginError` naming every provider.
 """
 
@@ -19,8 +20,6 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
-import sys
-import traceback
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar
 
@@ -29,7 +28,7 @@ import pluggy
 import structlog
 
 from . import hookspecs
-from .errors import PluginError
+from .errors import PluginError, PluginImportError
 from .types import (
     AgentSpec,
     AppSpec,
@@ -66,9 +65,8 @@ class PluginInfo:
     name: str
     distribution: str
     version: str
-    status: str  # loaded | blocked | failed | builtin
+    status: str  # loaded | blocked | builtin
     hooks: tuple[str, ...] = ()
-    error: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -91,11 +89,6 @@ class PluginHost:
     _infos: dict[str, PluginInfo] = attrs.Factory(dict)
     _dists: dict[str, tuple[str, str]] = attrs.Factory(dict)
     _cache: dict[str, Any] = attrs.Factory(dict)
-    warn: Callable[[str], None] = attrs.field(default=None)
-
-    def __attrs_post_init__(self) -> None:
-        if self.warn is None:
-            self.warn = _warn_stderr
 
     # -------------------------------------------------------------------------------- loading
 
@@ -153,13 +146,8 @@ class PluginHost:
                 continue
             try:
                 plugin = ep.load()
-            except Exception as exc:  # a broken plugin must not take the others down
-                message = f"{type(exc).__name__}: {exc}"
-                self._infos[ep.name] = PluginInfo(name=ep.name, distribution=dist, version=version,
-                                                  status="failed", error=message)
-                self.warn(f"plugin '{ep.name}' from distribution '{dist}' failed to load ({message}); skipping it")
-                log.debug("plugin_load_failed", plugin=ep.name, dist=dist, traceback=traceback.format_exc())
-                continue
+            except Exception as exc:  # a broken install is an error naming it, never a missing feature
+                raise PluginImportError(ep.name, dist, exc) from exc
             self.register(plugin, name=ep.name, distribution=dist, version=version)
         try:
             self.pm.check_pending()
@@ -342,16 +330,11 @@ def _env_list(name: str) -> set[str] | None:
     return {item.strip() for item in raw.split(",") if item.strip()}
 
 
-def _warn_stderr(message: str) -> None:
-    print(f"Warning: {message}", file=sys.stderr)
-
-
-def new_plugin_host(*, builtins: bool = True, entry_points: bool = True,
-                    warn: Callable[[str], None] | None = None) -> PluginHost:
+def new_plugin_host(*, builtins: bool = True, entry_points: bool = True) -> PluginHost:
     """Create a fresh host (tests use this through fixtures; the CLI through the cache)."""
     pm = pluggy.PluginManager("sregym")
     pm.add_hookspecs(hookspecs)
-    host = PluginHost(pm=pm, warn=warn)
+    host = PluginHost(pm=pm)
     if builtins:
         host.load_builtins()
     if entry_points:

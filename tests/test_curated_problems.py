@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def host():
-    return new_plugin_host(warn=lambda _message: None)
+    return new_plugin_host()
 
 
 def test_curated_problems_resolve(host):

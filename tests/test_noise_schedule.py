@@ -204,7 +204,7 @@ def _real_host():
         pytest.skip("needs sregym-noise-basic and hotel-reservation")
     from sregym_core.plugins import new_plugin_host
 
-    return new_plugin_host(warn=lambda _message: None)
+    return new_plugin_host()
 
 
 def test_curated_noise_problems_pin_unrelated_noise_that_starts_with_the_fault():

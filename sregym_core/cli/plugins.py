@@ -17,6 +17,6 @@ def plugins_list(app: App, as_json: bool) -> None:
     if as_json:
         app.echo_json([attrs.asdict(i) for i in infos])
         return
-    rows = [[i.name, i.distribution, i.version, i.status, ", ".join(h.removeprefix("sregym_") for h in i.hooks) or (i.error or "")]
+    rows = [[i.name, i.distribution, i.version, i.status, ", ".join(h.removeprefix("sregym_") for h in i.hooks)]
             for i in infos]
     app.echo(render_table(["NAME", "DISTRIBUTION", "VERSION", "STATUS", "HOOKS"], rows))

@@ -70,8 +70,7 @@ def _install(host: PluginHost):
 
 @pytest.fixture
 def plugin_host() -> PluginHost:
-    warnings: list[str] = []
-    host = new_plugin_host(builtins=False, entry_points=False, warn=warnings.append)
+    host = new_plugin_host(builtins=False, entry_points=False)
     previous = _install(host)
     yield host
     set_plugin_host(previous)

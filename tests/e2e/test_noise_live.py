@@ -134,7 +134,7 @@ def _expected_plan(profile_path: Path):
     from sregym_core.conductor.noise import load_profile, plan_noise
     from sregym_core.plugins import new_plugin_host
 
-    host = new_plugin_host(warn=lambda _m: None)
+    host = new_plugin_host()
     return host, plan_noise(load_profile(str(profile_path)), host.get_problems()[PROBLEM],
                             host.get_apps()["hotel-reservation"], host.get_noise_sources(), seed=SEED, horizon_s=600)
 

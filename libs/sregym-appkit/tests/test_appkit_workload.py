@@ -158,3 +158,20 @@ def test_workload_stats_never_contacts_a_non_loopback_cluster_ip():
     assert deploy.workload_stats(k, ("wl", "gen", 8089)) is None  # type: ignore[arg-type]
     k = FakeKubectl({}, raw='{"count": 3}')
     assert deploy.workload_stats(k, ("wl", "gen", 8089)) == {"count": 3}  # type: ignore[arg-type]
+
+
+def test_the_app_authors_guide_documents_the_real_api():
+    """docs/workload-generator.md shows /stats with exactly the keys it serves, and every WORKLOAD_* setting."""
+    import json
+    import re
+    from pathlib import Path
+
+    from sregym_appkit.stats import RequestLog
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "workload-generator.md").read_text()
+    (example,) = re.findall(r"```json\n(.*?)```", doc, flags=re.S)
+    assert set(json.loads(example)) == set(RequestLog(100).stats(30)) | {"endpoints"}
+    source = Path(workload.__file__).read_text()
+    assert set(re.findall(r"WORKLOAD_[A-Z_]+", source)) <= set(re.findall(r"WORKLOAD_[A-Z_]+", doc))
+    for route in ("GET /stats", "GET /control", "POST /control", "GET /healthz", "GET /readyz", "GET /metrics"):
+        assert route in doc, route

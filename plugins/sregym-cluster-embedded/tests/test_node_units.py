@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,37 @@ def test_malformed_probe_fails_instead_of_raising():
         ok, message = await run_probe({}, {}, "127.0.0.1", never)
         assert not ok
     asyncio.run(body())
+
+
+def test_a_grpc_probe_without_grpcio_names_the_extra(monkeypatch):
+    from sregym_core.errors import ClusterError
+    from sregym_cluster_embedded.node.probes import run_probe
+
+    monkeypatch.setitem(sys.modules, "grpc", None)  # `import grpc` now raises ImportError
+    probe = {"grpc": {"port": 9000}, "timeoutSeconds": 1}
+
+    async def no_exec(command, timeout):
+        raise AssertionError("a grpc probe never execs")
+
+    with pytest.raises(ClusterError) as info:
+        asyncio.run(run_probe(probe, {}, "127.0.0.1", no_exec))
+    assert str(info.value) == "a grpc probe needs grpcio, which is not installed"
+    assert info.value.hints == ("pip install 'sregym-cluster-embedded[grpc]'",)
+
+
+def test_a_local_image_runs_from_its_package_and_editable_dependencies():
+    from sregym_cluster_embedded.plugin_images import package_dirs
+
+    import sregym_noop
+
+    dirs = package_dirs(["python", "-m", "sregym_noop.plugin"])
+    assert dirs[0] == str(Path(sregym_noop.__file__).parent.resolve())
+    assert package_dirs(["python", "-c", "print()"]) == []
+
+
+def test_a_local_image_whose_package_is_missing_is_a_plugin_error():
+    from sregym_core.errors import PluginError
+    from sregym_cluster_embedded.plugin_images import package_dirs
+
+    with pytest.raises(PluginError, match=r"`python -m sregym_no_such_pkg\.serve`, but no package 'sregym_no_such_pkg'"):
+        package_dirs(["python", "-m", "sregym_no_such_pkg.serve"])

@@ -484,3 +484,69 @@ def test_more_ways_to_spread_the_bet_fail(text):
 def test_a_bulleted_prose_diagnosis_is_prose():
     verdict = judge("- geo: its image tag does not exist -> geo cannot start, so search fails", WRONG_IMAGE)
     assert verdict.inputs["gates"]["prose"] and verdict.passed
+
+
+# ------------------------------------------------------------------------------------------------
+# Rules found by replaying generated categories over every curated problem (test_replay_lite.py)
+# ------------------------------------------------------------------------------------------------
+
+DB_DROP_USER = GroundTruth(
+    fault="db-drop-user", layer="datastore", components=("postgres-user",), namespace=NS,
+    resource_kind="PostgreSQL role", mechanism="the application's database login role was dropped",
+    keywords=("role", "user", "dropped", "does not exist"), symptoms=("role does not exist",),
+)
+MUTATING_WEBHOOK = GroundTruth(
+    fault="mutating-webhook-memory", layer="control", components=("geo",), namespace=NS,
+    resource_kind="MutatingWebhookConfiguration",
+    mechanism="mutating admission webhook patches every new pod's memory limit to a tiny value",
+    keywords=("webhook", "mutating", "memory", "limit", "OOMKilled"), symptoms=("OOMKilled", "CrashLoopBackOff"),
+    mutated_values={"memory_limit": "12Mi"},
+)
+SOCIAL = ("compose-post-service", "user-service", "text-service", "media-service", "user-postgres")
+MISSING_SERVICE_SOCIAL = GroundTruth(
+    fault="missing-service", layer="k8s", components=("user-service",), namespace="social-network",
+    resource_kind="Service", mechanism="the Service was deleted", symptoms=("DNS NXDOMAIN",),
+)
+
+
+def _verdict(text, truth, components=COMPONENTS, namespace=NS):
+    return RulesJudge().judge(text, truth, app_components=components, app_namespace=namespace)
+
+
+def test_words_of_a_multi_word_component_name_are_not_mechanism_words():
+    # "postgres-user ... dropped" is a network policy's dropped connection, not a dropped user
+    policy = ("A deny-all ingress NetworkPolicy was applied to the postgres-user pods, so every connection to "
+              "postgres-user is dropped and its callers time out.")
+    assert not _verdict(policy, DB_DROP_USER).passed
+    assert _verdict("The user role on postgres-user was dropped, so user's logins fail with role does not exist.",
+                    DB_DROP_USER).passed
+    # "removed from the user-service deployment" removes an env var, not the user-service Service
+    env = ("The DB_PASSWORD environment variable was removed from the user-service deployment, so user-service "
+           "crashes at startup and its requests fail.")
+    assert not _verdict(env, MISSING_SERVICE_SOCIAL, SOCIAL, "social-network").passed
+    deleted = "The user-service Service was deleted, so compose-post-service cannot resolve it (NXDOMAIN) and posts fail."
+    assert _verdict(deleted, MISSING_SERVICE_SOCIAL, SOCIAL, "social-network").passed
+
+
+def test_a_symptom_keyword_never_carries_a_mechanism():
+    """A fault without vocabulary falls back to its keywords; OOMKilled among them is what one sees."""
+    seen = "The geo pods are unhealthy (OOMKilled, CrashLoopBackOff), so every request that needs geo fails with errors."
+    verdict = _verdict(seen, MUTATING_WEBHOOK)
+    assert not verdict.passed
+    assert not next(a for a in verdict.answers if a.id == "char_mechanism").answer
+    right = ("A mutating admission webhook patches geo's memory limit to 12Mi on every new pod, so geo is OOMKilled "
+             "and search fails.")
+    assert _verdict(right, MUTATING_WEBHOOK).passed
+
+
+def test_retries_of_callers_are_not_a_retry_storm():
+    """Callers retrying a broken service is a symptom; in a log it must not add a second mechanism."""
+    log = ("recommendation showed a few errors at first, but they are retries of calls that go through geo; ruled out.\n"
+           "Also checked profile: its liveness probe events are old and it is fine.\n"
+           "Conclusion: geo's image was set to a tag that does not exist, so geo is in ImagePullBackOff and search fails.")
+    reading = RulesJudge().read(log, (WRONG_IMAGE,), COMPONENTS, NS)
+    assert "retry-storm" not in reading.other_mechanisms
+    assert _verdict(log, WRONG_IMAGE).passed
+    storm = ("search's retry policy is far too aggressive (30 retries, no backoff), so geo is flooded and errors "
+             "persist.")
+    assert "retry-storm" in RulesJudge().read(storm, (WRONG_IMAGE,), COMPONENTS, NS).other_mechanisms

@@ -5,9 +5,12 @@ diagnosis (the ground truth as prose) must pass every curated problem."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from sregym_judge_rules import RulesJudge
 from sregym_judge_rules.calibration import load_dataset
+from sregym_judge_rules.text import datastore_owner
 
 from sregym_core.faults import FaultContext
 from sregym_core.plugins import get_plugin_host
@@ -349,3 +352,285 @@ def test_reference_diagnoses_with_injected_values_pass(curated):
             if not verdict.passed:
                 failures[pid] = [(a.id, a.evidence) for a in verdict.answers if not a.answer]
     assert judged >= 35 and not failures
+
+
+# ------------------------------------------------------------------------------------------------
+# The remaining categories, generated per problem from its ground truth: correct-log, wrong-component,
+# wrong-mechanism, symptom-only, and a universal text built from each app's own component names.
+# Lite problems replay every category (with the hand-written diagnoses above as conclusions and as the
+# texts whose component is swapped); the whole curated set (TrainTicket has no lite problem) replays
+# the generated categories with the reference agent's diagnosis in place of the hand-written ones.
+# ------------------------------------------------------------------------------------------------
+
+# A mechanism of another fault family, in an SRE's words, asserted about the right component ({c}).
+# Each is used only for problems none of whose faults is in the family's set (a family lists the
+# faults the sentence would truly describe or overlap with).
+WRONG_MECHANISMS: tuple[tuple[str, frozenset[str], str], ...] = (
+    ("image", frozenset({"wrong-image", "buggy-image"}),
+     "The {c} deployment's container image was changed to a tag that does not exist in the registry, so the {c} "
+     "pods cannot pull it and stay in ImagePullBackOff, which makes requests to {c} fail."),
+    ("memory-limit", frozenset({"memory-limit-too-small", "mutating-webhook-memory", "recurring-memory-actor", "cache-tiny",
+                                "request-too-large", "cpu-throttling"}),
+     "The {c} container's memory limit was set far too small, so {c} is OOMKilled on every start and crash-loops, "
+     "and requests to {c} fail."),
+    ("replicas", frozenset({"scale-zero", "rolling-update-broken"}),
+     "The {c} deployment was scaled to zero replicas, so nothing serves {c} and every request to {c} fails with "
+     "503 errors."),
+    ("network-policy", frozenset({"network-policy-block", "network-delay", "network-loss", "internal-traffic-local"}),
+     "A deny-all ingress NetworkPolicy was applied to the {c} pods, so every connection to {c} is dropped and its "
+     "callers time out."),
+    ("grants", frozenset({"db-revoke", "db-drop-user", "db-password-rotated", "db-max-connections", "db-lock-contention",
+                          "cache-auth"}),
+     "The database role {c} connects as had its table privileges revoked, so every query {c} runs fails with "
+     "permission denied and its requests error out."),
+    ("probe", frozenset({"liveness-misconfig", "liveness-aggressive", "readiness-misconfig", "wrong-command", "init-hang",
+                         "rolling-update-broken"}),
+     "{c}'s liveness probe was changed to a path and port that {c} does not serve, so the kubelet keeps killing "
+     "the {c} containers and requests to {c} fail."),
+    ("service-routing", frozenset({"wrong-target-port", "service-port-mismatch", "selector-mismatch", "selector-pollution",
+                                   "missing-service", "wrong-port-env", "env-shadowing", "dns-nxdomain-service",
+                                   "dns-stale-zone", "wrong-dns-policy", "internal-traffic-local"}),
+     "The {c} Service's targetPort was changed to a port nothing listens on, so connections to {c} are refused and "
+     "its callers fail."),
+    ("scheduling", frozenset({"node-selector-missing", "taint-no-toleration", "anti-affinity-deadlock", "request-too-large",
+                              "host-port-conflict", "pvc-claim-mismatch", "quota-admission", "capacity-constraint",
+                              "psa-restricted", "admission-webhook-ca-mismatch", "admission-webhook-outage",
+                              "admission-webhook-timeouts", "node-not-ready"}),
+     "The {c} deployment was given a nodeSelector for a node label that no node has, so its pods stay Pending and "
+     "{c} is down."),
+    ("env", frozenset({"missing-env", "env-shadowing", "wrong-port-env", "missing-secret", "missing-configmap",
+                       "configmap-drift", "db-password-rotated", "feature-flag-bug"}),
+     "The DB_PASSWORD environment variable was removed from the {c} deployment, so {c} crashes at startup and its "
+     "requests fail."),
+    ("disk", frozenset({"disk-full", "disk-bad-blocks", "latent-sector-error", "syscall-fail", "pvc-claim-mismatch"}),
+     "The data volume of {c} filled up completely (no space left on device), so {c} cannot write and crashes, and "
+     "its requests fail."),
+)
+
+# Kubernetes states a grader reads as symptoms (what is seen), not as the mechanism (what was done).
+_STATE = re.compile(r"^(?:[A-Z][a-z]+){2,}$|^Pending$|^OOMKilled$")
+
+
+def _faulty(truths) -> list[str]:
+    return list(dict.fromkeys(c for t in truths for c in t.components))
+
+
+def _involved(app, truths) -> set[str]:
+    """The faulty components and what they belong to or own (postgres-geo and geo)."""
+    names = {c.name for c in app.components}
+    faulty = set(_faulty(truths))
+    owners = {datastore_owner(c) for c in faulty}
+    owned = {n for n in names if datastore_owner(n) in faulty | owners}
+    return faulty | (owners & names) | owned
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])", re.I)
+
+
+def _kind(name: str) -> str:
+    """Datastores swap with datastores of the same engine, services with services."""
+    if datastore_owner(name) == name:
+        return "service"
+    parts = name.split("-")
+    return "store:" + (parts[0] if datastore_owner("-".join(parts[1:])) == "-".join(parts[1:]) and
+                       datastore_owner(name) == "-".join(parts[1:]) else parts[-1])
+
+
+def _swap_mapping(app, truths, text_: str) -> dict[str, str]:
+    """Each faulty component (and a datastore's owner) -> another component of the same app and kind,
+    healthy, not involved and not named anywhere in the text."""
+    taken = _involved(app, truths)
+    lowered = text_.lower()
+    mapping: dict[str, str] = {}
+    for culprit in _faulty(truths):
+        candidates = [
+            c.name for c in app.components
+            if c.name not in taken and c.name.lower() not in lowered and datastore_owner(c.name).lower() not in lowered
+            and c.name != "flagd"
+        ]
+        assert candidates, f"no other component of {app.name} to swap {culprit} with"
+        replacement = next((c for c in candidates if _kind(c) == _kind(culprit)), candidates[0])
+        taken.add(replacement)
+        mapping[culprit] = replacement
+        owner, new_owner = datastore_owner(culprit), datastore_owner(replacement)
+        if owner != culprit:
+            mapping.setdefault(owner, new_owner)
+    return mapping
+
+
+# a component's own objects are named after it ("search-config", "geo-svc"): they move with it
+_OWN_OBJECT = r"(?:-(?:config|configmap|cm|secret|svc|service|deployment|pod|pods|data))?"
+
+
+def _swap(text_: str, mapping: dict[str, str]) -> str:
+    names = sorted(mapping, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(re.escape(n) for n in names) + r")(?=" + _OWN_OBJECT + r"(?![\w-]))", re.I)
+    return pattern.sub(lambda m: mapping[m.group(1).lower()], text_)
+
+
+def _healthy(app, truths) -> list[str]:
+    involved = _involved(app, truths)
+    return [c.name for c in app.components if c.name not in involved and c.name != "flagd"]
+
+
+def _investigation_log(app, truths, conclusion: str) -> str:
+    """A realistic investigation: pasted output, several pods checked and ruled out, then the conclusion."""
+    ns, culprit = app.namespace, _faulty(truths)[0]
+    healthy = _healthy(app, truths)
+    entry = app.components[0].name
+    status = next((s for t in truths for s in t.symptoms if _STATE.match(s)), "Running")
+    lines = [
+        f"Investigation notes (namespace {ns}).",
+        f"1. kubectl get pods -n {ns}: {', '.join(healthy[:6])} are all Running 1/1 with no restarts.",
+        "```",
+        "NAME                          READY   STATUS    RESTARTS   AGE",
+        *(f"{name}-6d8f7c9b5-2kq8r   1/1     Running   0          41m" for name in healthy[:3]),
+        f"{culprit}-7c9d5f6b8-k2x4p   0/1     {status}   4          3m",
+        "```",
+        f"2. Checked the logs of {healthy[0]} and {healthy[1]}: clean, they are fine.",
+        f"3. {healthy[2]} and {healthy[3]} are healthy, not the cause; ruled out.",
+        f"4. {healthy[4]} showed a few errors at first, but they are retries of calls that go through {culprit}; "
+        "ruled out as a cause.",
+        f"5. {healthy[5]} is healthy: its liveness probe, memory limit and image are unchanged.",
+    ]
+    if entry not in _involved(app, truths):
+        lines.append(f"6. {entry} returns errors for every request that needs {culprit}.")
+    lines += [f"7. Looked at {culprit}'s deployment, service and recent events.", f"Conclusion: {conclusion}"]
+    return "\n".join(lines)
+
+
+def _wrong_mechanisms(truths) -> list[tuple[str, str]]:
+    """Every wrong-family sentence about the right component(s), one text per family."""
+    faults = {t.fault for t in truths}
+    out = []
+    for family, overlaps, template in WRONG_MECHANISMS:
+        if faults & overlaps:
+            continue
+        out.append((family, " ".join(template.format(c=c) for c in _faulty(truths))))
+    return out
+
+
+def _symptom_only(truths) -> list[str]:
+    """What is seen, never what was done: generic symptoms, and the Kubernetes states of the truth."""
+    faulty = _faulty(truths)
+    states = list(dict.fromkeys(s for t in truths for s in t.symptoms if _STATE.match(s)))
+    texts = [" ".join(f"{c} is not working: requests that go through {c} fail with errors or time out, and users "
+                      "see 500s." for c in faulty)]
+    if states:
+        texts.append(" ".join(f"The {c} pods are unhealthy ({', '.join(states)}), so every request that needs {c} "
+                              "fails with errors." for c in faulty))
+    return texts
+
+
+def _mechanism_keywords(curated) -> list[str]:
+    """Every mechanism keyword of every curated fault, each fault's mechanism words included."""
+    words: dict[str, None] = {}
+    for _problem, _app, truths in curated.values():
+        for t in truths:
+            words.update(dict.fromkeys(k for k in t.keywords))
+    return list(words)
+
+
+def _universal_texts(app, truths, curated) -> dict[str, str]:
+    """The universal text of the app (its own component names, every mechanism keyword), and per
+    problem the faulty component followed by every mechanism keyword, and by every mechanism."""
+    keywords = ", ".join(_mechanism_keywords(curated))
+    mechanisms = "; ".join(dict.fromkeys(t.mechanism for _p, a, ts in curated.values() if a.name == app.name for t in ts))
+    names = ", ".join(c.name for c in app.components)
+    faulty = " and ".join(_faulty(truths))
+    return {
+        "universal-app": f"Root cause: the {names} services (and their datastores). Mechanism: {keywords}. This causes "
+                         "5xx errors, timeouts and connection refused for users of the frontend.",
+        "universal-component": f"Root cause: {faulty}. Mechanism: {keywords}. This causes errors and timeouts for users.",
+        "universal-mechanisms": f"The root cause is {faulty}: {mechanisms}. This causes the errors users see.",
+    }
+
+
+def _verdict_note(verdict) -> list[tuple[str, str]]:
+    return [(a.id, a.evidence) for a in verdict.answers if not a.answer] or [("composite", str(verdict.composite))]
+
+
+def _ids(curated, lite: bool) -> list[str]:
+    return sorted(pid for pid, (p, _a, _t) in curated.items() if not lite or "lite" in p.tags)
+
+
+def test_every_app_is_replayed(curated):
+    """Every app with curated problems (TrainTicket has none in the lite suite) meets the generated
+    categories; every lite problem meets them with hand-written diagnoses too."""
+    apps = {app.name for _p, app, _t in curated.values()}
+    assert {"hotel-reservation", "astronomy-shop", "social-network", "train-ticket"} <= apps
+    lite_apps = {curated[pid][1].name for pid in _ids(curated, lite=True)}
+    assert {"hotel-reservation", "astronomy-shop", "social-network"} <= lite_apps
+
+
+@pytest.mark.parametrize("problem_id", LITE)
+def test_correct_conclusion_after_investigation_log_passes(curated, problem_id):
+    _problem, app, truths = curated[problem_id]
+    for conclusion in CORRECT[problem_id]:
+        text_ = _investigation_log(app, truths, conclusion)
+        verdict = _judge(app, truths, text_)
+        assert verdict.passed, (text_, _verdict_note(verdict))
+
+
+@pytest.mark.parametrize("problem_id", LITE)
+def test_hand_written_diagnosis_about_another_component_fails(curated, problem_id):
+    _problem, app, truths = curated[problem_id]
+    for original in CORRECT[problem_id]:
+        mapping = _swap_mapping(app, truths, original)
+        text_ = _swap(original, mapping)
+        assert text_ != original and not any(_word(c).search(text_) for c in _faulty(truths)), text_
+        verdict = _judge(app, truths, text_)
+        assert not verdict.passed, ("wrong-component", text_, verdict.composite)
+
+
+def _replay_generated(curated, problem_id) -> dict[str, list[str]]:
+    """Failures of the generated categories on one problem (empty when the judge is right)."""
+    describe_truth = pytest.importorskip("sregym_agent_baselines.agents").describe_truth
+    _problem, app, truths = curated[problem_id]
+    failures: dict[str, list[str]] = {}
+    reference = describe_truth(truths)
+    log = _investigation_log(app, truths, reference)
+    verdict = _judge(app, truths, log)
+    if not verdict.passed:
+        failures.setdefault("correct-log", []).append(f"{log!r}: {_verdict_note(verdict)}")
+    wrong = _swap(reference, _swap_mapping(app, truths, reference))
+    cases = [("wrong-component", wrong)]
+    cases += [("wrong-mechanism", text_) for _family, text_ in _wrong_mechanisms(truths)]
+    cases += [("symptom-only", text_) for text_ in _symptom_only(truths)]
+    cases += list(_universal_texts(app, truths, curated).items())
+    for category, text_ in cases:
+        verdict = _judge(app, truths, text_)
+        if verdict.passed:
+            failures.setdefault(category, []).append(f"{text_!r} passed with {verdict.composite}")
+    return failures
+
+
+@pytest.mark.parametrize("problem_id", LITE)
+def test_generated_categories_on_lite_problems(curated, problem_id):
+    _problem, _app, truths = curated[problem_id]
+    assert len(_wrong_mechanisms(truths)) >= 5 and _symptom_only(truths)
+    assert not _replay_generated(curated, problem_id)
+
+
+def test_generated_categories_on_every_curated_problem(curated):
+    """The same replay over the whole curated set of every app, TrainTicket included."""
+    failures = {pid: f for pid in _ids(curated, lite=False) if (f := _replay_generated(curated, pid))}
+    assert not failures, failures
+
+
+def test_each_apps_universal_text_fails_every_problem_of_that_app(curated):
+    """The app-wide universal text names only that app's components; it and the per-problem variants
+    (faulty component + every mechanism keyword; + every mechanism) fail every curated problem."""
+    by_app: dict[str, list[str]] = {}
+    for pid, (_problem, app, truths) in sorted(curated.items()):
+        texts = _universal_texts(app, truths, curated)
+        own = {c.name for c in app.components}
+        named = {c for c in own if _word(c).search(texts["universal-app"])}
+        assert named == own  # built from the app's own names, no other app's
+        for category, text_ in texts.items():
+            verdict = _judge(app, truths, text_)
+            assert not verdict.passed, (pid, category, verdict.composite)
+            assert not verdict.inputs["gates"]["passed"], (pid, category, verdict.inputs["gates"])
+        by_app.setdefault(app.name, []).append(pid)
+    assert {"hotel-reservation", "astronomy-shop", "social-network", "train-ticket"} <= set(by_app)

@@ -21,6 +21,7 @@ An app (a package under ``apps/``) takes from it:
   parameters into them (image tag, replicas, env).
 
 It depends only on what every app image already installs (prometheus-client, opentelemetry-api,
-aiohttp, pyyaml) and never imports sregym_core at import time: images install the app packages with
-``pip install --no-deps`` and do not carry the core.
+aiohttp, pyyaml); the modules the images use never import sregym_core: images install the app
+packages with ``pip install --no-deps`` and do not carry the core. :mod:`sregym_appkit.deploy` runs on
+the host and needs the core (the ``deploy`` extra).
 """

@@ -7,8 +7,9 @@ healthy success rate. The generator's ``/stats`` is reached through the API serv
 (works on any cluster); on the embedded cluster, whose Service IPs are in 127.0.0.0/8, the ClusterIP
 is used directly if the proxy is unavailable. Nothing else is ever contacted.
 
-Errors are sregym_core's ``DeployError`` when the core is installed, else :class:`DeployFailed`
-(the services' images do not install the core).
+This is the one host-side module of appkit: it runs where ``sregym`` runs, never in an app image,
+and needs sregym-core (the ``deploy`` extra). Errors are :class:`DeployFailed`, a sregym_core
+``DeployError`` carrying hints.
 """
 
 from __future__ import annotations
@@ -26,19 +27,21 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+try:
+    from sregym_core.errors import DeployError
+except ImportError as exc:  # re-raised with the fix: this module runs on the host, not in an image
+    raise ImportError("sregym_appkit.deploy runs on the host and needs sregym-core: "
+                      "pip install 'sregym-appkit[deploy]'", name=exc.name) from exc
+
 from . import logs
 
 
-class DeployFailed(Exception):
-    """Raised (as sregym_core's DeployError when available) when the app does not come up."""
+class DeployFailed(DeployError):
+    """The app did not come up (a sregym_core ``DeployError``: the CLI shows it with its hints)."""
 
 
-def deploy_error(message: str, hints: tuple[str, ...] = ()) -> Exception:
-    try:
-        from sregym_core.errors import DeployError
-    except ImportError:  # the services' image does not need the core
-        return DeployFailed(message + ("; " + "; ".join(hints) if hints else ""))
-    return DeployError(message, hints=hints)
+def deploy_error(message: str, hints: tuple[str, ...] = ()) -> DeployFailed:
+    return DeployFailed(message, hints=hints)
 
 
 def find_kubectl() -> str:

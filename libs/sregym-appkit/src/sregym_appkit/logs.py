@@ -14,10 +14,7 @@ import threading
 import time
 from typing import Any
 
-try:  # every app image has the API; without it lines simply carry no trace ids
-    from opentelemetry import trace as _trace
-except ImportError:  # pragma: no cover - exercised only in images without OpenTelemetry
-    _trace = None  # type: ignore[assignment]
+from opentelemetry import trace as _trace
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 _lock = threading.Lock()
@@ -31,8 +28,6 @@ def configure(service: str, level: str = "info") -> None:
 
 
 def _trace_ids() -> dict[str, str]:
-    if _trace is None:
-        return {}
     ctx = _trace.get_current_span().get_span_context()
     if not ctx.is_valid:
         return {}

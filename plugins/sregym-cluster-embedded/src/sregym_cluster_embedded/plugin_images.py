@@ -8,6 +8,8 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
+from sregym_core.errors import PluginError
+
 from .node.images import Recipe
 
 log = logging.getLogger(__name__)
@@ -35,18 +37,20 @@ def package_dirs(argv) -> list[str]:
     argv = list(argv)
     if "-m" not in argv[:-1]:
         return []
-    top = argv[argv.index("-m") + 1].split(".")[0]
+    module = argv[argv.index("-m") + 1]
+    top = module.split(".")[0]
     dirs = _package_dir(top)
+    if not dirs:
+        raise PluginError(f"a local image runs `python -m {module}`, but no package {top!r} is installed",
+                          hints=("install the plugin that ships the image's package, or fix the image's argv",))
     for dep in _editable_dependencies(top):
         dirs += [d for d in _package_dir(dep) if d not in dirs]
     return dirs
 
 
 def _package_dir(top: str) -> list[str]:
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return []
+    """Where the top-level package ``top`` lives, found without importing it (empty if nowhere)."""
+    spec = importlib.util.find_spec(top)
     if spec is None:
         return []
     if spec.submodule_search_locations:

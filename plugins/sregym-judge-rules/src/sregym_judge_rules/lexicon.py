@@ -147,7 +147,10 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     ),
     "cache-flood": ("flood*", "junk keys", "rogue writer", "cache warming"),
     "retry-storm": (
-        "retry storm", "retry*", "retri*", "no backoff", "without backoff", "backoff", "rpc timeout", "amplif*",
+        # "retries" alone is what any caller of a broken service does; the mechanism is the retry policy
+        "retry storm", "retry polic*", "retry config*", "retry setting*", "retry budget", "aggressive retr*",
+        "retr* .. too aggressive", "too many retr*", "retr* + no backoff", "retr* + amplif*", "retries + ms timeout",
+        "no backoff", "without backoff", "backoff", "rpc timeout", "amplif*",
         "tries again", "try again", "no pause between", "flood of repeats", "gives up .. after .. ms", "timeout .. ms",
     ),
     "rate-limit-collapse": ("rate limit", "admission queue", "queue depth"),

@@ -218,7 +218,10 @@ class RulesJudge:
                       if clause_sentence[m.clause] == index and clause_list[m.clause].role != "effect"}
             if culprits and not (culprits | stated) & truth_components:
                 topic[index] = culprits
-        mechanism, other, mechanism_sentences = _mechanisms(sentences, topic, truths)
+        # a sentence that only says something is fine or ruled out asserts no other mechanism
+        exonerating = ({clause_sentence[i] for i, c in enumerate(clause_list) if c.exonerating}
+                       - {clause_sentence[i] for i, c in enumerate(clause_list) if c.cause_side})
+        mechanism, other, mechanism_sentences = _mechanisms(sentences, topic, truths, components, exonerating)
         every = sorted({(m.clause, m.start): m for m in [*mentions, *weak]}.values(), key=lambda m: (m.clause, m.start))
         for m in weak:
             if clause_sentence[m.clause] in mechanism_sentences and _identifies(clause_list, every, m):
@@ -327,7 +330,10 @@ def vocabulary(truth: GroundTruth) -> tuple[str, ...]:
     own = tuple(dict.fromkeys((*truth.vocabulary, *lexicon.MECHANISMS.get(truth.fault, ()))))
     if own:
         return own
-    return tuple(k for k in truth.keywords if text.flatten(k) not in lexicon.GENERIC_WORDS and len(k) >= 4)
+    # a keyword that is what one observes ("OOMKilled", "Pending") is a symptom, not the mechanism
+    symptoms = (*lexicon.SYMPTOMS, *truth.symptoms)
+    return tuple(k for k in truth.keywords if text.flatten(k) not in lexicon.GENERIC_WORDS and len(k) >= 4
+                 and not _match_any(text.flatten(k), symptoms))
 
 
 def _match_any(flat: str, patterns: Iterable[str]) -> tuple[str, tuple[int, int]] | None:
@@ -359,25 +365,42 @@ def _mechanism_words(truth: GroundTruth) -> list[str]:
     return [w for w in re.findall(r"[a-z0-9]{4,}", text.flatten(truth.mechanism)) if w not in _STOP]
 
 
-def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[str]], truths: Sequence[GroundTruth]):
+def _mask_names(flat: str, components: Iterable[str]) -> str:
+    """The sentence with multi-word component names blanked out (same length): the words of a name
+    are not mechanism words ("removed from the user-service deployment" removes no Service, "every
+    connection to postgres-user is dropped" drops no user)."""
+    for name in sorted(components, key=len, reverse=True):
+        words = text.flatten(name)
+        if " " not in words:
+            continue  # a one-word name is also plain English ("the user role was dropped")
+        flat = re.sub(rf"(?<![a-z0-9]){re.escape(words)}(?![a-z0-9])", lambda m: "#" * len(m.group(0)), flat)
+    return flat
+
+
+def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[str]], truths: Sequence[GroundTruth],
+                components: Iterable[str] = (), exonerating: Iterable[int] = ()):
     """Which truth mechanisms are asserted about their component, which other mechanisms are
-    asserted at all, and in which sentences the truth mechanisms were found."""
+    asserted at all (not in ``exonerating`` sentences, which say something is fine or ruled out),
+    and in which sentences the truth mechanisms were found."""
+    exonerating = set(exonerating)
     found: dict[str, str] = {}
     other: dict[str, str] = {}
     where: list[int] = []
     truth_faults = {t.fault for t in truths}
+    components = tuple(components)
     for s in sentences:
         spans: list[tuple[int, int]] = []
         families_here: set[str] = set()
         found_here: dict[str, str] = {}
         other_here: dict[str, str] = {}
+        words = _mask_names(s.flat, components)
         for t in truths:
             vocab = vocabulary(t)
-            hit = _match_any(s.flat, vocab) if vocab else None
+            hit = _match_any(words, vocab) if vocab else None
             if hit is None and not vocab:  # no vocabulary at all: most of the mechanism's own words
-                words = _mechanism_words(t)
-                present = [w for w in words if re.search(rf"(?<![a-z0-9]){re.escape(w)}", s.flat)]
-                if words and len(present) / len(words) >= 0.6:
+                mechanism_words = _mechanism_words(t)
+                present = [w for w in mechanism_words if re.search(rf"(?<![a-z0-9]){re.escape(w)}", words)]
+                if mechanism_words and len(present) / len(mechanism_words) >= 0.6:
                     hit = (" ".join(present), (0, len(s.flat)))
             if hit is None:
                 hit = _distinctive_value(s.flat, t)
@@ -386,17 +409,18 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
             spans.append(hit[1])
             # every phrase of the truth's vocabulary in this sentence is the truth's, not evidence of
             # another mechanism ("readiness probe misconfigured" must not read as a liveness fault)
-            spans.extend(_all_spans(s.flat, vocab))
+            spans.extend(_all_spans(words, vocab))
             families_here.add(t.fault)
             if {c.lower() for c in t.components} & topic.get(s.index, set()):
                 found_here.setdefault(t.fault, f"{hit[0]!r} in {s.raw[:160]!r}")
         for family, patterns in lexicon.MECHANISMS.items():
-            if family in truth_faults:
+            if family in truth_faults or s.index in exonerating:  # "its liveness probe is fine" blames nothing
                 continue
-            hit = _match_any(s.flat, patterns)
+            hit = _match_any(words, patterns)
             if hit and not any(hit[1][0] < e and b < hit[1][1] for b, e in spans):
                 families_here.add(family)
                 other_here[family] = f"{hit[0]!r} in {s.raw[:160]!r}"
+                spans.append(hit[1])  # the same words assert one mechanism ("liveness": not two liveness faults)
         if s.hedged:  # a hedge asserts nothing, but a hedged list of mechanisms is still a kitchen sink
             if len(families_here) >= 3:
                 for family, evidence in other_here.items():

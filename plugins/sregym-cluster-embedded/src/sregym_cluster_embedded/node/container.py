@@ -438,7 +438,8 @@ class ContainerRunner:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a malformed probe fails, it does not crash the node
-                ok, message = False, f"probe error: {exc}"
+                hints = exc.hints if isinstance(exc, SregymError) else ()
+                ok, message = False, f"probe error: {exc}" + "".join(f" (hint: {hint})" for hint in hints)
             if not self.running():
                 return
             if ok:

@@ -12,6 +12,8 @@ import ipaddress
 import ssl
 from collections.abc import Awaitable, Callable
 
+from sregym_core.errors import ClusterError
+
 
 def resolve_port(port, container: dict) -> int | None:
     if isinstance(port, int) or (isinstance(port, str) and port.isdigit()):
@@ -94,14 +96,21 @@ async def run_tcp(host: str, port: int, timeout: float) -> tuple[bool, str]:
 _GRPC_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
 
 
+def _grpc():
+    """grpcio, the ``grpc`` extra: only a pod with a grpc probe needs it."""
+    try:
+        import grpc
+    except ImportError as exc:
+        raise ClusterError("a grpc probe needs grpcio, which is not installed",
+                           hints=("pip install 'sregym-cluster-embedded[grpc]'",)) from exc
+    return grpc
+
+
 async def run_grpc(host: str, port: int, service: str, timeout: float) -> tuple[bool, str]:
     target = f"{host}:{port}"
     if not _loopback(host):
         return False, f'timeout: failed to connect service "{target}" within {timeout:g}s: network is unreachable'
-    try:
-        import grpc
-    except ImportError:
-        return False, "grpc probe needs the grpcio package"
+    grpc = _grpc()
     request = b""
     if service:
         encoded = service.encode()
