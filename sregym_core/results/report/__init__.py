@@ -6,8 +6,9 @@ HTML and SVG (see :mod:`.charts` for why no charting library) under a policy tha
 scripts, so the report opens from disk, works offline and can be attached to a CI run.
 
 Main page: overview (success, diagnosis and mitigation rates with Wilson intervals, time to
-diagnose and to mitigate, tokens and cost per agent and model), a leaderboard across the results
-directories, per-problem and per-layer breakdowns, the diagnosis checklist, and every attempt.
+diagnose and to mitigate, tokens and cost per agent and model), a leaderboard of agents (with their
+models) × suites (the results directories) with attempts and Wilson intervals, per-problem and
+per-layer breakdowns, the diagnosis checklist, and every attempt.
 Attempt pages: the judge's answers with evidence, the mitigation oracle tree with evidence, noise
 events, a timeline of stage changes and the trajectory step by step.
 

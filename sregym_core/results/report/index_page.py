@@ -12,7 +12,7 @@ from ..record import utc_now
 from .charts import RateBar, color, duration_chart, rate_chart
 from .markup import badge, e, figure, page, table
 from .measure import format_cost, format_duration, format_int, wilson_interval
-from .model import Attempt, ResultSet, Tally, group_by, layer_of, tally
+from .model import Attempt, ResultSet, Tally, group_by, layer_of, rank_key, standings, tally
 
 RATES = ("success", "diagnosis", "mitigation")
 #: Above this many bars, breakdown charts draw one bar per problem or layer (all agents together).
@@ -28,12 +28,9 @@ def _ci(successes: int, n: int) -> str:
 
 
 def _entrants_sorted(groups: Mapping[str, Sequence[Attempt]]) -> list[str]:
-    """Best first: success rate, then the lower end of its interval, then name."""
-    def key(name: str):
-        t = tally(groups[name])
-        return (-t.success_rate, -wilson_interval(t.success, t.n)[0], name)
-
-    return sorted(groups, key=key)
+    """Best first, as the leaderboard ranks them: success rate, then attempts, then name."""
+    tallies = {name: tally(group) for name, group in groups.items()}
+    return sorted(groups, key=lambda name: (rank_key(tallies[name]), name))
 
 
 def attempt_href(attempt: Attempt, assets: str) -> str:
@@ -100,37 +97,35 @@ def _overview(attempts: Sequence[Attempt], entrants: list[str], by_entrant: Mapp
     return "".join(out)
 
 
-def _leaderboard(sets: Sequence[ResultSet], attempts: Sequence[Attempt], entrants: list[str]) -> str:
+def _standing_cell(t: Tally | None) -> str:
+    if t is None:
+        return '<span class="muted" title="no attempt in this suite">-</span>'
+    cell = _ci(t.success, t.n)
+    if t.deploy_failures:
+        cell += f' <span class="muted">+{t.deploy_failures} not deployed</span>'
+    return cell
+
+
+def _leaderboard(sets: Sequence[ResultSet], attempts: Sequence[Attempt]) -> str:
+    """Agents (with their models) × suites: the results directories given to ``sregym report``."""
     suites = [s.label for s in sets]
-    by_cell = group_by(attempts, lambda a: (a.entrant, a.suite))
-    by_entrant = group_by(attempts, lambda a: a.entrant)
-    rows = []
-    for rank, name in enumerate(entrants, 1):
-        cells = [f"{rank}. {e(name)}"]
-        for suite in suites:
-            t = tally(by_cell.get((name, suite), []))
-            cells.append(_ci(t.success, t.n) if t.n else '<span class="muted">-</span>')
-        overall = tally(by_entrant[name])
-        cells.append(_ci(overall.success, overall.n))
-        rows.append(cells)
-    headers = ["agent (model)", *[e(s) for s in suites]] + (["all suites"] if len(suites) > 1 else [])
-    if len(suites) == 1:
-        rows = [r[:-1] for r in rows]
-    board = table(headers, rows, caption="Success rate, attempts and 95% Wilson interval per results directory",
+    ranked = standings(attempts, suites)
+    rows = [[f"{row.rank}. {e(row.entrant)}", *(_standing_cell(t) for t in row.cells), _standing_cell(row.overall)]
+            for row in ranked]
+    board = table(["agent (model)", *[e(s) for s in suites], "overall"], rows,
+                  caption="Success rate, successes/attempts and 95% Wilson interval per agent (model) and suite",
                   cls="leaderboard")
-    series = suites if len(suites) > 1 else ["success"]
-    groups = []
-    for name in entrants:
-        bars = []
-        for suite in suites:
-            t = tally(by_cell.get((name, suite), []))
-            bars.append(RateBar(t.success, t.n) if t.n else None)
-        groups.append((name, bars))
-    chart = rate_chart("chart-leaderboard", "Leaderboard: success rate by agent" + (" and suite" if len(suites) > 1 else ""),
-                       groups, series)
-    return (f'<section id="leaderboard"><h2>Leaderboard</h2><p>Ranked by success rate, then by the lower end of its '
-            f"interval. Columns are the results directories given to <code>sregym report</code>.</p>{board}"
-            f"{figure(chart, 'Success rate by agent' + (' and results directory' if len(suites) > 1 else '') + ' with 95% intervals')}"
+    groups = [(row.entrant, [RateBar(t.success, t.n) if t is not None and t.n else None for t in row.cells])
+              for row in ranked]
+    several = len(suites) > 1
+    chart = rate_chart("chart-leaderboard", "Leaderboard: success rate by agent" + (" and suite" if several else ""),
+                       groups, suites if several else ["success"])
+    return ('<section id="leaderboard"><h2>Leaderboard</h2><p>One row per agent and model, ranked by overall success '
+            "rate, then by number of attempts (more first; equal rate and attempts share a rank). One column per "
+            "suite: each results directory given to <code>sregym report</code>, named after it; then all suites "
+            "together. A cell reads: success rate, successes/attempts, [95% Wilson interval]. Attempts whose "
+            f"app could not be deployed are not counted.</p>{board}"
+            f"{figure(chart, 'Success rate by agent' + (' and suite' if several else '') + ', with 95% intervals')}"
             "</section>")
 
 
@@ -263,7 +258,7 @@ def render_index(sets: Sequence[ResultSet], attempts: Sequence[Attempt], *, titl
         parts.append('<p class="empty">No attempts recorded.</p></main>')
         return page(title, "".join(parts), css_href=f"{assets}/report.css")
     parts.append(_overview(attempts, entrants, by_entrant))
-    parts.append(_leaderboard(sets, attempts, entrants))
+    parts.append(_leaderboard(sets, attempts))
     parts.append(_breakdown("problems", "Problems", "problem", attempts, entrants, lambda a: a.record.problem_id, assets,
                             links=True, extra_column=lambda _name, group: layer_of(group[0].record, layers)))
     parts.append(_breakdown("layers", "Layers", "layer", attempts, entrants, lambda a: layer_of(a.record, layers), assets,

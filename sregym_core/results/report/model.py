@@ -144,6 +144,37 @@ def tally(attempts: Iterable[Attempt]) -> Tally:
     )
 
 
+def rank_key(t: Tally) -> tuple[float, int]:
+    """How entrants are ordered everywhere in the report: success rate, then attempts (more first)."""
+    return (-t.success_rate, -t.n)
+
+
+@attrs.frozen
+class Standing:
+    """One row of the leaderboard: an agent with its model, its tally per suite and over all of them."""
+
+    rank: int  #: 1 for the best; entrants with the same rate and the same number of attempts share a rank
+    entrant: str
+    cells: tuple[Tally | None, ...]  #: per suite, in the order asked for; ``None``: no attempt in that suite
+    overall: Tally
+
+
+def standings(attempts: Sequence[Attempt], suites: Sequence[str]) -> list[Standing]:
+    """The leaderboard: one row per agent (with its model), ranked by overall success rate, then by
+    attempts, then by name; one cell per suite (attempts are in a suite by :attr:`Attempt.suite`)."""
+    by_entrant = group_by(attempts, lambda a: a.entrant)
+    by_cell = group_by(attempts, lambda a: (a.entrant, a.suite))
+    overall = {name: tally(group) for name, group in by_entrant.items()}
+    ordered = sorted(overall, key=lambda name: (rank_key(overall[name]), name))
+    rows: list[Standing] = []
+    for position, name in enumerate(ordered, 1):
+        tied = rows and rank_key(rows[-1].overall) == rank_key(overall[name])
+        cells = tuple(tally(by_cell[(name, s)]) if (name, s) in by_cell else None for s in suites)
+        rows.append(Standing(rank=rows[-1].rank if tied else position, entrant=name, cells=cells,
+                             overall=overall[name]))
+    return rows
+
+
 def group_by(attempts: Iterable[Attempt], key) -> dict[Any, list[Attempt]]:
     groups: dict[Any, list[Attempt]] = {}
     for attempt in attempts:
