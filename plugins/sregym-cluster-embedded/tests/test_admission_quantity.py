@@ -7,16 +7,9 @@ from decimal import Decimal
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sregym_cluster_embedded.apiserver.quantity import (
-    BINARY_SI,
-    DECIMAL_EXPONENT,
-    QuantityError,
-    canonical_quantity,
-    format_quantity,
-    milli_value,
-    parse_quantity,
-    quantity_format,
-)
+from sregym_core.quantity import BINARY_SI, DECIMAL_EXPONENT, QuantityError, milli_value
+from sregym_core.quantity_canonical import canonical_quantity, format_quantity, quantity_format
+from sregym_core.quantity_canonical import stored_quantity as parse_quantity
 
 
 @pytest.mark.parametrize(

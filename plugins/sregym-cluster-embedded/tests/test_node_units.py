@@ -19,8 +19,8 @@ from sregym_cluster_embedded.node.images import (
 )
 from sregym_cluster_embedded.node.logs import LogWriter, parse_rfc3339, read_log, rfc3339_nano
 from sregym_cluster_embedded.node.pathmap import PathMap
-from sregym_cluster_embedded.node.quantity import QuantityError, cpu_millis, memory_bytes
 from sregym_cluster_embedded.node.volumes import _atomic_write
+from sregym_core.quantity import QuantityError, cpu_millis, memory_bytes
 
 
 def test_quantities():

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from fake_kube import FakeKube, kubeconfig_text, make_pod
+from sregym_core.quantity import quantity_or_zero as parse_quantity
 from sregym_observability.cadvisor import ContainerStats, StaticStatsSource, render_cadvisor
-from sregym_observability.kube_state import parse_quantity, render_kube_state
+from sregym_observability.kube_state import render_kube_state
 from sregym_observability.kubeapi import KubeClient, resolve_access
 from sregym_observability.serve import KubeStateExporter
 

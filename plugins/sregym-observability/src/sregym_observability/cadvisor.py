@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import attrs
 import httpx
+from sregym_core.quantity import quantity_or_zero
 
 from .promtext import MetricFamilies
 
@@ -100,8 +101,6 @@ _FAMILIES = (
 
 def with_spec_limits(stats: Iterable[ContainerStats], pods: Iterable[Mapping[str, Any]]) -> list[ContainerStats]:
     """Fill ``memory_limit_bytes`` from the pods' specs where the stats source does not know it."""
-    from .kube_state import parse_quantity
-
     limits: dict[tuple[str, str, str], float] = {}
     for pod in pods:
         meta = pod.get("metadata") or {}
@@ -109,7 +108,7 @@ def with_spec_limits(stats: Iterable[ContainerStats], pods: Iterable[Mapping[str
             memory = ((container.get("resources") or {}).get("limits") or {}).get("memory")
             if memory:
                 limits[(meta.get("namespace", ""), meta.get("name", ""), container.get("name", ""))] = \
-                    parse_quantity(memory)
+                    quantity_or_zero(memory)
     return [attrs.evolve(s, memory_limit_bytes=limits.get((s.namespace, s.pod, s.container), 0.0))
             if not s.memory_limit_bytes else s for s in stats]
 

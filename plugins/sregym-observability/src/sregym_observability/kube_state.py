@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from sregym_core.quantity import quantity_or_zero
+
 from .collector import sanitize_label
 from .promtext import MetricFamilies
 
@@ -37,26 +39,6 @@ _HELP = {
     "kube_pod_container_resource_requests": "The number of requested request resource by a container.",
 }
 _COUNTERS = {"kube_pod_container_status_restarts_total"}
-
-
-def parse_quantity(text: str | int | float) -> float:
-    """A Kubernetes resource quantity (``500m``, ``128Mi``, ``1G``, ``2``) → a plain number."""
-    if isinstance(text, (int, float)):
-        return float(text)
-    text = str(text).strip()
-    suffixes = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-                "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-                "P": 1e15, "E": 1e18}
-    for suffix in sorted(suffixes, key=len, reverse=True):
-        if text.endswith(suffix) and text[: -len(suffix)]:
-            try:
-                return float(text[: -len(suffix)]) * suffixes[suffix]
-            except ValueError:
-                break
-    try:
-        return float(text)
-    except ValueError:
-        return 0.0
 
 
 def _resource_unit(resource: str) -> str:
@@ -120,7 +102,7 @@ def add_pod_metrics(families: MetricFamilies, pods: Sequence[Mapping]) -> None:
                     families.add(f"kube_pod_container_resource_{kind}",
                                  {**base, "container": container.get("name", ""), "node": node,
                                   "resource": sanitize_label(resource), "unit": _resource_unit(resource)},
-                                 parse_quantity(quantity))
+                                 quantity_or_zero(quantity))
 
 
 def _add_container_status(families: MetricFamilies, base: dict[str, str], statuses: Sequence[Mapping],
@@ -233,7 +215,7 @@ def add_cluster_metrics(families: MetricFamilies, *, nodes: Sequence[Mapping] = 
         for kind in ("allocatable", "capacity"):
             for resource, quantity in (status.get(kind) or {}).items():
                 families.add(f"kube_node_status_{kind}", {"node": name, "resource": sanitize_label(resource),
-                                                          "unit": _resource_unit(resource)}, parse_quantity(quantity))
+                                                          "unit": _resource_unit(resource)}, quantity_or_zero(quantity))
         for taint in spec.get("taints") or []:
             families.add("kube_node_spec_taint", {"node": name, "key": taint.get("key", ""),
                                                   "value": taint.get("value", ""), "effect": taint.get("effect", "")}, 1)

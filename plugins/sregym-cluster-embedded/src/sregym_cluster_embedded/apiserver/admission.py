@@ -16,8 +16,10 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from sregym_core.quantity import DECIMAL_SI, QuantityError, milli_value
+from sregym_core.quantity_canonical import format_quantity, stored_amount
+
 from .defaults import apply_defaults, pod_qos_class
-from .quantity import DECIMAL_SI, QuantityError, format_quantity, milli_value, parse_quantity, quantity_format
 
 __all__ = [
     "AdmissionError",
@@ -92,7 +94,7 @@ Amount = tuple[Decimal, str]
 
 def _amount(value: Any) -> Amount | None:
     try:
-        return parse_quantity(value), quantity_format(value)
+        return stored_amount(value)
     except QuantityError:
         return None
 

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from decimal import ROUND_CEILING
 from typing import Any
 
-from .quantity import QuantityError, format_quantity, parse_quantity, quantity_format
+from sregym_core.quantity import QuantityError
+from sregym_core.quantity_canonical import format_quantity, stored_amount, stored_quantity
 
 __all__ = ["apply_defaults", "canonical_resources", "default_pod_spec", "image_pull_policy", "pod_qos_class"]
 
@@ -209,7 +210,7 @@ def canonical_resources(resource_list: Any) -> None:
         return
     for name, value in list(resource_list.items()):
         try:
-            amount, fmt = parse_quantity(value), quantity_format(value)
+            amount, fmt = stored_amount(value)
         except QuantityError:
             continue
         milli = amount * 1000
@@ -232,7 +233,7 @@ def pod_qos_class(spec: dict[str, Any]) -> str:
             if request is not None or limit is not None:
                 any_set = True
             try:
-                if limit is None or request is None or parse_quantity(request) != parse_quantity(limit):
+                if limit is None or request is None or stored_quantity(request) != stored_quantity(limit):
                     guaranteed = False
             except QuantityError:
                 guaranteed = False

@@ -7,7 +7,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from .quantity import parse_quantity
+from sregym_core.quantity_canonical import stored_quantity
 
 SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -66,7 +66,7 @@ class QuantityProblem(ValueError):
 
 def _parse_quantity(text: object) -> Decimal:
     try:
-        return parse_quantity(text)
+        return stored_quantity(text)
     except (ValueError, TypeError, ArithmeticError):
         raise QuantityProblem(
             "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"

@@ -6,8 +6,10 @@ import asyncio
 import math
 import time
 
+from sregym_core.quantity import quantity_or_zero
+
 from .base import Controller, Key
-from .util import Obj, is_deleting, is_pod_active, match_selector, milli, name_of, rfc3339, set_condition
+from .util import Obj, is_deleting, is_pod_active, match_selector, name_of, rfc3339, set_condition
 from .writes import write_status
 
 COMPONENT = "horizontal-pod-autoscaler"
@@ -73,8 +75,7 @@ class HorizontalPodAutoscalerController(Controller):
                 continue
             counted += 1
             used += sum(int(cpu) for cpu, _ in usage.values()) // 1_000_000  # nanocores -> millicores
-            requested += sum(milli(((c.get("resources") or {}).get("requests") or {}).get("cpu"))
-                             for c in pod.get("spec", {}).get("containers") or [])
+            requested += sum(_cpu_request_millis(c) for c in pod.get("spec", {}).get("containers") or [])
         if not counted or not requested:
             raise MetricProblem("FailedGetResourceMetric", "failed to get cpu utilization: unable to get metrics for "
                                 "resource cpu: no metrics returned from resource metrics API")
@@ -164,3 +165,9 @@ class HorizontalPodAutoscalerController(Controller):
         if desired < current:
             return min(current, max(r for _, r in recs))
         return desired
+
+
+def _cpu_request_millis(container: Obj) -> int:
+    """A container's CPU request in millicores, rounded to the nearest; unset or malformed counts as 0."""
+    request = ((container.get("resources") or {}).get("requests") or {}).get("cpu")
+    return round(quantity_or_zero(request) * 1000)

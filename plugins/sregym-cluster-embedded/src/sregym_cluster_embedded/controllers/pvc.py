@@ -12,8 +12,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from sregym_core.quantity import quantity_or_zero
+
 from .base import Controller, Key
-from .util import Obj, is_deleting, name_of, parse_quantity, uid_of
+from .util import Obj, is_deleting, name_of, uid_of
 from .writes import api_error_code
 
 COMPONENT = "persistentvolume-controller"
@@ -128,7 +130,7 @@ class PersistentVolumeController(Controller):
 
     def _find_available(self, pvc: Obj, class_name: str) -> Obj | None:
         spec = pvc.get("spec", {})
-        want = parse_quantity(((spec.get("resources") or {}).get("requests") or {}).get("storage"))
+        want = quantity_or_zero(((spec.get("resources") or {}).get("requests") or {}).get("storage"))
         modes = set(spec.get("accessModes") or [])
         best = None
         for pv in self.volumes.list():
@@ -142,10 +144,10 @@ class PersistentVolumeController(Controller):
                 continue
             if not modes <= set(pspec.get("accessModes") or []):
                 continue
-            size = parse_quantity((pspec.get("capacity") or {}).get("storage"))
+            size = quantity_or_zero((pspec.get("capacity") or {}).get("storage"))
             if size < want:
                 continue
-            if best is None or size < parse_quantity(best["spec"]["capacity"]["storage"]):
+            if best is None or size < quantity_or_zero(best["spec"]["capacity"]["storage"]):
                 best = pv
         return best
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .util import Obj, match_expression, match_selector, parse_quantity, pod_requests
+from sregym_core.quantity import quantity_or_zero
+
+from .util import Obj, match_expression, match_selector, pod_requests
 
 # reasons a node fails for, exactly as kube-scheduler words them
 UNSCHEDULABLE = "node(s) were unschedulable"
@@ -79,7 +81,7 @@ def preferred_affinity_score(pod: Obj, node: Obj) -> int:
 def allocatable(node: Obj) -> dict[str, float]:
     status = node.get("status") or {}
     alloc = status.get("allocatable") or status.get("capacity") or {}
-    out = {k: parse_quantity(v) for k, v in alloc.items()}
+    out = {k: quantity_or_zero(v) for k, v in alloc.items()}
     out.setdefault("pods", 110)
     return out
 

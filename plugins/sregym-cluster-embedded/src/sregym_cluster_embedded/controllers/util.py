@@ -9,6 +9,8 @@ import random
 from datetime import UTC, datetime
 from typing import Any
 
+from sregym_core.quantity import quantity_or_zero
+
 Obj = dict[str, Any]
 
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet Kubernetes uses for generated names
@@ -146,26 +148,8 @@ def selector_string(selector: Obj | None) -> str:
     return ",".join(parts)
 
 
-# ---------------------------------------------------------------- quantities
-
-
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
-
-
-def parse_quantity(value: Any) -> float:
-    """A resource.Quantity as a float in base units (cores, bytes). Bad input counts as 0."""
-    if value is None:
-        return 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
-    text = str(value).strip()
-    for suffix, mult in _BINARY.items():
-        if text.endswith(suffix):
-            return _num(text[: -len(suffix)]) * mult
-    if text and text[-1] in _DECIMAL and not text[-1].isdigit():
-        return _num(text[:-1]) * _DECIMAL[text[-1]]
-    return _num(text)
+# ---------------------------------------------------------------- int-or-percent
+# (resource quantities: sregym_core.quantity.quantity_or_zero, which reads a malformed one as 0)
 
 
 def _num(text: str) -> float:
@@ -173,10 +157,6 @@ def _num(text: str) -> float:
         return float(text)
     except ValueError:
         return 0.0
-
-
-def milli(value: Any) -> int:
-    return int(round(parse_quantity(value) * 1000))
 
 
 def int_or_percent(value: Any, total: int, *, round_up: bool) -> int:
@@ -235,14 +215,14 @@ def pod_requests(pod: Obj) -> dict[str, float]:
         res = container.get("resources") or {}
         req = res.get("requests") or res.get("limits") or {}
         for key, value in req.items():
-            total[key] = total.get(key, 0.0) + parse_quantity(value)
+            total[key] = total.get(key, 0.0) + quantity_or_zero(value)
     for container in spec.get("initContainers") or []:
         res = container.get("resources") or {}
         req = res.get("requests") or res.get("limits") or {}
         for key, value in req.items():
-            total[key] = max(total.get(key, 0.0), parse_quantity(value))
+            total[key] = max(total.get(key, 0.0), quantity_or_zero(value))
     for key, value in (spec.get("overhead") or {}).items():
-        total[key] = total.get(key, 0.0) + parse_quantity(value)
+        total[key] = total.get(key, 0.0) + quantity_or_zero(value)
     return total
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 from sregym_core.errors import SregymError
+from sregym_core.quantity import cpu_millis, memory_bytes
 
 from . import isolation, mountns
 from .cgroups import Group, Limits, free_key
@@ -30,7 +31,6 @@ from .images import normalize_reference
 from .launch import ExecNotFound, ProcessContext, build_context, command_argv
 from .logs import LogWriter, instance_log_path, prune_old_instances, pump_stream, rfc3339_nano
 from .probes import run_probe
-from .quantity import cpu_millis, memory_bytes
 
 if TYPE_CHECKING:
     from .pod import PodWorker

@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sregym_core.quantity import cpu_millis, memory_bytes
+
 from .errors import MountError
-from .quantity import cpu_millis, memory_bytes
 
 DEFAULT_MODE = 0o644
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..quantity import QuantityError, canonical_quantity
+from sregym_core.quantity import QuantityError
+from sregym_core.quantity_canonical import canonical_quantity
+
 from .columns import (
     Column,
     Printer,
