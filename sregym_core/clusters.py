@@ -97,12 +97,37 @@ class SupportsNodeFaults(SupportsNetworkFaults, Protocol):
     def faults(self) -> dict: ...
 
 
+@runtime_checkable
+class DeclaresCapabilities(Protocol):
+    """A handle that says what it can do (``{"any"}`` is assumed for one that does not)."""
+
+    capabilities: frozenset[str]
+
+
+@runtime_checkable
+class Named(Protocol):
+    """A handle with a name to show."""
+
+    name: str
+
+
 _Capability = TypeVar("_Capability")
 
 
 def capability(handle: Any, protocol: type[_Capability]) -> _Capability | None:
     """``handle`` as ``protocol`` when it implements it, else None."""
     return handle if handle is not None and isinstance(handle, protocol) else None
+
+
+def capabilities_of(handle: Any) -> frozenset[str]:
+    """What ``handle`` declares it can do; ``{"any"}`` when it declares nothing (or nothing at all)."""
+    declared = handle.capabilities if isinstance(handle, DeclaresCapabilities) else None
+    return frozenset(declared or {"any"})
+
+
+def name_of(handle: Any, default: str = "cluster") -> str:
+    """``handle``'s name, or ``default`` for a handle without one."""
+    return handle.name if isinstance(handle, Named) else default
 
 
 def default_provider(host: PluginHost) -> str:
@@ -123,7 +148,7 @@ def get_cluster(host: PluginHost, *, provider: str | None = None, name: str = "s
         raise UsageError(f"unknown cluster provider {provider!r}",
                          hints=(f"installed providers: {', '.join(providers) or 'none'}",))
     handle = spec.factory(name=name, **options)
-    if not getattr(handle, "capabilities", None):
+    if not (isinstance(handle, DeclaresCapabilities) and handle.capabilities):
         try:
             handle.capabilities = frozenset(spec.capabilities)
         except AttributeError:

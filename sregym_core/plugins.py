@@ -204,12 +204,20 @@ class PluginHost:
 
     def get_local_images(self) -> list[LocalImage]:
         """Every local image: from apps first, then from ``sregym_local_images``."""
-        images: list[LocalImage] = [img for app in self.get_apps().values() for img in app.images]
-        for _provider, records in self._call_each("sregym_local_images"):
+        return [image for _owner, image in self.get_local_image_owners()]
+
+    def get_local_image_owners(self) -> list[tuple[str, LocalImage]]:
+        """Every local image with who declared it (``app 'x'`` or ``plugin 'p' (distribution)``),
+        so an image that turns out broken can be reported by its owner."""
+        images: list[tuple[str, LocalImage]] = [(f"app '{app.name}'", img) for app in self.get_apps().values()
+                                                for img in app.images]
+        for provider, records in self._call_each("sregym_local_images"):
+            owner = f"plugin '{provider}' ({self.provider_of(provider)})"
             for record in records:
                 if not isinstance(record, LocalImage):
-                    raise PluginError(f"sregym_local_images returned {type(record).__name__}, expected LocalImage")
-                images.append(record)
+                    raise PluginError(f"{owner} returned {type(record).__name__} from sregym_local_images, "
+                                      "expected LocalImage", hints=(_REPORT_TO,))
+                images.append((owner, record))
         return images
 
     # -------------------------------------------------------------------------------- decisions

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-KINDS = ("fault", "app", "noise", "agent", "oracle", "judge", "problems")
+KINDS = ("fault", "app", "noise", "agent", "oracle", "judge", "problems", "cluster", "executor", "observability",
+         "tool")
 
 PYPROJECT = """\
 [build-system]

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import structlog
 
-from ..clusters import SupportsObservability, capability
+from ..clusters import SupportsObservability, capabilities_of, capability
 from ..errors import DeployError
 from ..plugins import PluginHost
 from ..types import AppSpec, DeployContext
@@ -62,7 +62,7 @@ class Environment:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        return frozenset(getattr(self.cluster, "capabilities", None) or {"any"})
+        return capabilities_of(self.cluster)
 
     def observability(self) -> Any:
         if self._endpoints is not None:

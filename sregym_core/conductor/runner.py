@@ -15,6 +15,7 @@ import structlog
 
 from ..agent_api.external import EXTERNAL_AGENT, external_agent_spec
 from ..agent_api.server import AgentServer, ServeSettings
+from ..clusters import capabilities_of, name_of
 from ..errors import DeployError, SregymError, UsageError
 from ..plugins import PluginHost
 from ..problems import missing_capabilities, resolve_problem
@@ -94,8 +95,7 @@ async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: P
     clusters = list(clusters) if clusters else [cluster]
     agents = resolve_agents(host, plan)
     writer = ResultsWriter(plan.results_dir)
-    items = plan_items(host, plan, frozenset(getattr(clusters[0], "capabilities", None) or {"any"}),
-                       getattr(clusters[0], "name", "?"), say)
+    items = plan_items(host, plan, capabilities_of(clusters[0]), name_of(clusters[0], "?"), say)
     queue: asyncio.Queue = asyncio.Queue()
     for index in range(len(items)):
         queue.put_nowait(index)
@@ -170,7 +170,7 @@ async def _environment_worker(state: _RunState, cluster: Any, index: int, parall
     tell(f"agent API: {server.api_url} (MCP: {server.mcp_base_url}/<kubectl|prometheus|jaeger|loki|submit>/sse, "
          f"{server.mcp_url})")
     try:
-        say(f"cluster: bringing up {getattr(cluster, 'name', 'cluster')}")
+        say(f"cluster: bringing up {name_of(cluster)}")
         await env.up()
         while True:
             try:

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from ..agent_api.server import AgentServer, ServeSettings
+from ..clusters import name_of
 from ..plugins import PluginHost
 from ..results.record import AttemptRecord
 from ..results.upstream_csv import UpstreamLayout
@@ -70,7 +71,7 @@ class EnvironmentSession:
         """Start the agent surface and bring the cluster up; returns the lines to show."""
         await self.server.start()
         lines = [f"agent API: {self.server.api_url} (MCP: {self.server.mcp_url})",
-                 f"cluster: bringing up {getattr(self.cluster, 'name', 'cluster')}"]
+                 f"cluster: bringing up {name_of(self.cluster)}"]
         await self.env.up()
         return lines
 

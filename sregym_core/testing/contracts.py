@@ -32,9 +32,11 @@ from ..types import (
     AppSpec,
     ClusterProviderSpec,
     ComponentSpec,
+    ExecutorSpec,
     FaultSpec,
     GroundTruth,
     NoiseSpec,
+    ObservabilitySpec,
     OracleSpec,
     Target,
     ToolSpec,
@@ -46,7 +48,8 @@ from .recording import RecordingFaultContext
 _GETTERS = {
     "sregym_faults": "get_faults", "sregym_apps": "get_apps", "sregym_agents": "get_agents",
     "sregym_clusters": "get_clusters", "sregym_oracles": "get_oracles", "sregym_noise_sources": "get_noise_sources",
-    "sregym_agent_tools": "get_agent_tools",
+    "sregym_agent_tools": "get_agent_tools", "sregym_executors": "get_executors",
+    "sregym_observability": "get_observability",
 }
 
 
@@ -282,6 +285,49 @@ class ClusterContract(_Contract):
         assert callable(record.factory)
 
 
+class ExecutorContract(_Contract):
+    """Checks every executor a plugin registers: ``run`` takes the keyword arguments the CLI passes."""
+
+    hook = "sregym_executors"
+
+    def test_run_accepts_the_cli_arguments(self, record):
+        assert isinstance(record, ExecutorSpec)
+        assert callable(record.run)
+        try:
+            inspect.signature(record.run).bind(host=None, plan=None, provider=None, cluster_name="sregym",
+                                               workers=1, progress=None)
+        except TypeError as exc:
+            pytest.fail(f"{record.name}: run(host=, plan=, provider=, cluster_name=, workers=, progress=) fails: {exc}")
+
+
+_OBSERVABILITY_ROLES = frozenset({"prometheus", "loki", "jaeger", "otlp", "alertmanager"})
+
+
+class ObservabilityContract(_Contract):
+    """Checks every observability stack a plugin registers: known service roles, and manifests that
+    render as Kubernetes objects in the stack's namespace (never in a hidden one)."""
+
+    hook = "sregym_observability"
+
+    def test_services_have_known_roles_and_ports(self, record):
+        assert isinstance(record, ObservabilitySpec)
+        assert record.services, f"{record.name} exposes no service"
+        for role, (service, port) in record.services.items():
+            assert role in _OBSERVABILITY_ROLES, f"{record.name}: unknown role {role!r}"
+            assert service and isinstance(port, int) and 0 < port < 65536, (role, service, port)
+
+    def test_render_gives_kubernetes_objects(self, record):
+        import yaml
+
+        text = record.render(app_namespaces=("shop",), hidden_namespaces=("sregym-hidden",))
+        documents = [d for d in yaml.safe_load_all(text) if d]
+        assert documents, f"{record.name}: render gave no objects"
+        for document in documents:
+            assert document.get("apiVersion") and document.get("kind"), document
+            namespace = document.get("metadata", {}).get("namespace")
+            assert namespace != "sregym-hidden", f"{record.name}: an object lands in a hidden namespace"
+
+
 class OracleContract(_Contract):
     """Checks every oracle or judge a plugin registers: its factory (with ``factory_config``) builds
     an ``Oracle`` (mitigation) or a ``Judge`` whose verdict on a sample truth is a ``JudgeVerdict``."""
@@ -325,5 +371,5 @@ class ProblemContract:
             resolve_problem(problem, host)
 
 
-__all__ = ["AgentContract", "AppContract", "ClusterContract", "FaultContract", "NoiseContract", "OracleContract",
-           "ProblemContract", "ToolContract", "contract_app"]
+__all__ = ["AgentContract", "AppContract", "ClusterContract", "ExecutorContract", "FaultContract", "NoiseContract",
+           "ObservabilityContract", "OracleContract", "ProblemContract", "ToolContract", "contract_app"]

@@ -4,30 +4,38 @@ as an image source for the node agents' catalog."""
 from __future__ import annotations
 
 import importlib.util
-import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from sregym_core.errors import PluginError
+from sregym_core.errors import PluginError, SregymError
+from sregym_core.types import LocalImage
 
 from .node.images import Recipe
 
-log = logging.getLogger(__name__)
+
+class PluginImageError(PluginError):
+    """A local image an installed plugin declares cannot be run (names the image and its owner)."""
 
 
 def plugin_image_source() -> Iterable[tuple[str, Recipe]]:
-    """(pattern, recipe) for every local image the installed plugins declare."""
-    try:
-        from sregym_core.plugins import get_plugin_host
+    """(pattern, recipe) for every local image the installed plugins declare.
 
-        images = get_plugin_host().get_local_images()
-    except Exception:  # a broken plugin must not stop the cluster; its images are simply missing
-        log.exception("loading plugin images failed")
-        return []
-    return [(image.image, Recipe.make(entrypoint=image.argv, cmd=image.cmd, env=dict(image.env),
-                                      workdir=image.workdir, description=image.summary or image.image,
-                                      packages=package_dirs(image.argv)))
-            for image in images]
+    A plugin that fails to load or declares an image that cannot run stops the node agent with an
+    error naming the plugin and the image, never a silently missing image."""
+    from sregym_core.plugins import get_plugin_host
+
+    return [(image.image, image_recipe(owner, image)) for owner, image in get_plugin_host().get_local_image_owners()]
+
+
+def image_recipe(owner: str, image: LocalImage) -> Recipe:
+    """The node agent's recipe for ``image``; a broken image is a :class:`PluginImageError`."""
+    try:
+        return Recipe.make(entrypoint=image.argv, cmd=image.cmd, env=dict(image.env), workdir=image.workdir,
+                           description=image.summary or image.image, packages=package_dirs(image.argv))
+    except Exception as exc:
+        hints = exc.hints if isinstance(exc, SregymError) else ()
+        raise PluginImageError(f"local image {image.image!r} of {owner} cannot run: {exc}",
+                               hints=(*hints, f"fix or uninstall {owner}; `sregym plugins` lists what is installed")) from exc
 
 
 def package_dirs(argv) -> list[str]:
