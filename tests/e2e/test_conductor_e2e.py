@@ -92,7 +92,9 @@ def test_ctrl_c_stops_the_run_cleanly_keeps_what_was_recorded_and_leaves_the_app
     import time
 
     results = tmp_path / "results"
-    proc = subprocess.Popen([SREGYM, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--agent", "reference",
+    # two noop attempts: the second is cut while its fault is surely in place (the noop agent never
+    # fixes it, and grading waits for a recovery that does not come), so recovery is the run's doing
+    proc = subprocess.Popen([SREGYM, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--attempts", "2",
                              "--cluster", env["cluster"], "--results", str(results)],
                             env=env["environ"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
@@ -101,14 +103,23 @@ def test_ctrl_c_stops_the_run_cleanly_keeps_what_was_recorded_and_leaves_the_app
     def read_stderr():
         for line in proc.stderr:
             lines.append(line)
-            if "reference #1: running" in line:
+            if "noop #2: running" in line:
                 second_running.set()
+
+    def rate_replicas() -> int:
+        out = subprocess.run([KUBECTL, "--kubeconfig", str(env["kubeconfig"]), "get", "deployment", "rate", "-n",
+                              "hotel-reservation", "-o", "jsonpath={.spec.replicas}"], capture_output=True, text=True,
+                             timeout=60)
+        return int(out.stdout or -1)
 
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
     try:
         assert second_running.wait(600), "".join(lines)[-3000:]
-        time.sleep(2)  # inside the second attempt: the fault is injected
+        deadline = time.monotonic() + 60
+        while rate_replicas() != 0:  # the second attempt's fault is injected
+            assert time.monotonic() < deadline, "".join(lines)[-3000:]
+            time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         proc.wait(120)
     finally:
@@ -120,7 +131,7 @@ def test_ctrl_c_stops_the_run_cleanly_keeps_what_was_recorded_and_leaves_the_app
     assert proc.returncode == 130, err[-3000:]
     assert "Interrupted" in err and "unexpected" not in err and "Traceback" not in err, err[-3000:]
     records = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
-    assert [r["agent"] for r in records] == ["noop"]  # the finished attempt is kept, the cut one is not
+    assert [(r["agent"], r["attempt"]) for r in records] == [("noop", 1)]  # the finished attempt is kept, the cut one is not
     # the interrupted attempt's fault is recovered: rate is back to its replica and Ready
     deploy = json.loads(subprocess.run([KUBECTL, "--kubeconfig", str(env["kubeconfig"]), "get", "deployment", "rate",
                                         "-n", "hotel-reservation", "-o", "json"], capture_output=True, text=True,
