@@ -96,7 +96,10 @@ def test_ctrl_c_stops_the_run_cleanly_keeps_what_was_recorded_and_leaves_the_app
     # fixes it, and grading waits for a recovery that does not come), so recovery is the run's doing
     proc = subprocess.Popen([SREGYM, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--attempts", "2",
                              "--cluster", env["cluster"], "--results", str(results)],
-                            env=env["environ"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env["environ"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # as from a terminal: a suite started in the background (`cmd &` in a script)
+                            # hands its children SIGINT ignored, and Python then keeps it ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
     second_running = threading.Event()
 
