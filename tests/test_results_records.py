@@ -73,7 +73,7 @@ def test_record_computes_success_and_round_trips():
     data = json.loads(json.dumps(good.to_dict()))
     validate_record_dict(data)
     assert AttemptRecord.from_dict(data) == good
-    assert good.key == ("hotel-scale-zero-rate", "reference", 1)
+    assert good.key == ("hotel-scale-zero-rate", "reference", "", 1)
     assert AttemptRecord(run_id="r", problem_id="p", agent="a", attempt=1, diagnosis_passed=True, mitigation_passed=True, success=False).success is False
 
 
@@ -148,7 +148,7 @@ def test_completed_keys_for_resume_skip_deploy_failures(tmp_path):
     writer.append(make_record(attempt=2, deploy_failed=True, deploy_attempts=3, error="pods not ready after 180 s",
                               diagnosis=None, diagnosis_passed=None, mitigation=None, mitigation_passed=None))
     writer.append(make_record(agent="noop", attempt=1, fixed=False))
-    assert ResultsWriter(tmp_path).completed_keys() == {("hotel-scale-zero-rate", "reference", 1), ("hotel-scale-zero-rate", "noop", 1)}
+    assert ResultsWriter(tmp_path).completed_keys() == {("hotel-scale-zero-rate", "reference", "", 1), ("hotel-scale-zero-rate", "noop", "", 1)}
     assert len(writer.completed_keys(include_deploy_failures=True)) == 3
 
 
@@ -175,7 +175,7 @@ def test_records_survive_a_killed_process(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, timeout=60)
     assert proc.returncode == -9
-    assert ResultsWriter(tmp_path).completed_keys() == {("p", "noop", 1), ("p", "noop", 2), ("p", "noop", 3)}
+    assert ResultsWriter(tmp_path).completed_keys() == {("p", "noop", "", 1), ("p", "noop", "", 2), ("p", "noop", "", 3)}
 
 
 def test_trajectory_path_is_safe_and_relative(tmp_path):
@@ -202,3 +202,18 @@ def test_summary_says_when_diagnoses_were_graded_by_different_judges(tmp_path):
     note = judges_note([*same, llm])
     assert note and "judge-llm-gated" in note and "judge-rules" in note
     assert note in summary_table(tmp_path)
+
+
+def test_one_agent_with_two_models_shares_a_results_directory(tmp_path):
+    """The model is part of an attempt's identity: --resume of one model's run does not skip the
+    other's attempts, and summaries keep both."""
+    from sregym_core.results.summary import latest_per_key
+    from sregym_core.results.writer import ResultsWriter
+
+    writer = ResultsWriter(tmp_path)
+    for model in ("model-a", "model-b", None):
+        writer.append(make_record(agent="react", model=model))
+    keys = writer.completed_keys()
+    assert keys == {("hotel-scale-zero-rate", "react", "model-a", 1), ("hotel-scale-zero-rate", "react", "model-b", 1),
+                    ("hotel-scale-zero-rate", "react", "", 1)}
+    assert len(latest_per_key(writer.records())) == 3

@@ -19,7 +19,7 @@ from ..clusters import capabilities_of, name_of
 from ..errors import DeployError, SregymError, UsageError
 from ..plugins import PluginHost
 from ..problems import missing_capabilities, resolve_problem
-from ..results.record import AttemptRecord
+from ..results.record import AttemptRecord, attempt_key
 from ..results.trajectory import TrajectoryWriter
 from ..results.upstream_csv import UpstreamLayout
 from ..results.writer import ResultsWriter
@@ -119,6 +119,11 @@ async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: P
     return state.records
 
 
+def plan_model(plan: RunPlan) -> str | None:
+    """The model the plan's agents run with (``--model``), part of each attempt's key."""
+    return (plan.settings.agent_config or {}).get("model")
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
@@ -191,7 +196,8 @@ async def _run_item(state: _RunState, env: Environment, server: AgentServer, ite
     resolved = resolve_problem(item.problem, host, capabilities=env.capabilities)
     app = host.get_apps()[resolved.app]
     structlog.contextvars.bind_contextvars(problem=resolved.id, app=app.name)
-    if (resolved.id, item.agent, item.number) in state.done:
+    model = plan_model(plan)
+    if attempt_key(resolved.id, item.agent, item.number, model) in state.done:
         say(f"{resolved.id} × {item.agent} #{item.number}: already recorded, skipped (--resume)")
         return
     try:
@@ -204,10 +210,10 @@ async def _run_item(state: _RunState, env: Environment, server: AgentServer, ite
                            if other.problem is item.problem and index not in state.claimed]
         state.claimed.update(index for index, other in enumerate(state.items) if other in failed)
         for other in failed:
-            if (resolved.id, other.agent, other.number) in state.done:
+            if attempt_key(resolved.id, other.agent, other.number, model) in state.done:
                 continue
             state.record(AttemptRecord(run_id=state.run_id, problem_id=resolved.id, agent=other.agent,
-                                       attempt=other.number, app=app.name, deploy_failed=True, diagnosis_passed=False,
+                                       attempt=other.number, app=app.name, model=model, deploy_failed=True, diagnosis_passed=False,
                                        mitigation_passed=False, deploy_attempts=getattr(exc, "deploy_attempts", 1),
                                        error=exc.render()))
         say(f"{resolved.id}: deploy failed: {exc}")

@@ -44,6 +44,13 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"expected a verdict or a dict, got {type(value).__name__}")
 
 
+
+def attempt_key(problem_id: str, agent: str, attempt: int, model: str | None = None) -> tuple[str, str, str, int]:
+    """One attempt's identity: (problem id, agent, model or "", attempt number). The model is part
+    of it so that runs of one agent with several models can share a results directory (and
+    ``--resume`` one model's run without skipping another's attempts)."""
+    return (problem_id, agent, model or "", attempt)
+
 @attrs.frozen(kw_only=True)
 class AttemptRecord:
     """The result of one attempt of one agent at one problem.
@@ -114,9 +121,9 @@ class AttemptRecord:
             raise ValueError(f"attempt counts from 1, got {value}")
 
     @property
-    def key(self) -> tuple[str, str, int]:
-        """What ``--resume`` compares: (problem id, agent, attempt number)."""
-        return (self.problem_id, self.agent, self.attempt)
+    def key(self) -> tuple[str, str, str, int]:
+        """What ``--resume`` and the reports compare: see :func:`attempt_key`."""
+        return attempt_key(self.problem_id, self.agent, self.attempt, self.model)
 
     def to_dict(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)

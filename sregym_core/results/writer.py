@@ -104,8 +104,8 @@ class ResultsWriter:
         """Every readable record, in file order (torn or invalid lines are skipped with a warning)."""
         return read_records(self.directory)
 
-    def completed_keys(self, *, include_deploy_failures: bool = False) -> set[tuple[str, str, int]]:
-        """(problem id, agent, attempt) of recorded attempts, for ``--resume``.
+    def completed_keys(self, *, include_deploy_failures: bool = False) -> set[tuple[str, str, str, int]]:
+        """The :func:`~sregym_core.results.record.attempt_key` of recorded attempts, for ``--resume``.
 
         Attempts whose deploy failed did not run; they are not "completed" unless asked, so a
         resumed run tries them again.

@@ -12,7 +12,7 @@ import attrs
 import pytest
 from sregym_core.conductor.session import ItemOutcome, RecordedAttempt
 from sregym_core.errors import SregymError
-from sregym_core.results.record import AttemptRecord
+from sregym_core.results.record import AttemptRecord, attempt_key
 from sregym_core.results.writer import ResultsWriter, read_records
 from sregym_executor_ray import executor
 from sregym_executor_ray.ledger import WorkLedger
@@ -103,7 +103,7 @@ class Host:
 def setup(tmp_path, done=()):
     problems = [types.SimpleNamespace(id=pid, app="app") for pid in ("p1", "p2")]
     items = [Item(p, agent, 1) for p in problems for agent in ("reference", "noop")]
-    ledger = WorkLedger([(i.problem.id, i.agent, i.number) for i in items], [i.problem.id for i in items],
+    ledger = WorkLedger([attempt_key(i.problem.id, i.agent, i.number) for i in items], [i.problem.id for i in items],
                         done=done, max_tries=2)
     plan = types.SimpleNamespace(results_dir=tmp_path)
     lines: list[str] = []
@@ -117,7 +117,7 @@ def test_a_worker_lost_mid_item_has_the_item_rerun_on_another(tmp_path):
     actors = {1: FakeActor(1, dies_on={("p1", "reference", 1)}), 2: FakeActor(2)}
     executor._drive(ray, actors, ledger, items, [], merge, lines.append)
     keys = [r.key for r in read_records(tmp_path)]
-    assert sorted(keys) == sorted((i.problem.id, i.agent, 1) for i in items)  # every item exactly once
+    assert sorted(keys) == sorted(attempt_key(i.problem.id, i.agent, 1) for i in items)  # every item exactly once
     assert len(keys) == len(set(keys))
     assert ray.killed == [1] and 1 not in actors  # the dead worker is retired
     assert ("p1", "reference", 1) in actors[2].ran
@@ -136,12 +136,13 @@ def test_an_item_that_kills_every_worker_it_meets_is_recorded_failed_once(tmp_pa
     executor._drive(FakeRay(), actors, ledger, items, [], merge, lines.append)
     records = {r.key: r for r in read_records(tmp_path)}
     assert len(records) == 4 and len(read_records(tmp_path)) == 4
+    poison = attempt_key(*poison)
     assert records[poison].mitigation_passed is False
     assert "lost 2 times" in records[poison].error
 
 
 def test_resume_runs_only_what_is_not_recorded(tmp_path):
-    done = {("p1", "reference", 1), ("p2", "noop", 1)}
+    done = {attempt_key("p1", "reference", 1), attempt_key("p2", "noop", 1)}
     items, ledger, merge, lines = setup(tmp_path, done=done)
     actors = {1: FakeActor(1), 2: FakeActor(2)}
     executor._drive(FakeRay(), actors, ledger, items, sorted(done), merge, lines.append)

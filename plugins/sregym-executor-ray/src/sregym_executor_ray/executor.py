@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 from sregym_core.errors import SregymError, UsageError
-from sregym_core.results.record import AttemptRecord
+from sregym_core.results.record import AttemptRecord, attempt_key
 from sregym_core.results.upstream_csv import UpstreamLayout
 from sregym_core.results.writer import ResultsWriter
 
@@ -81,7 +81,7 @@ def local_ray(workers: int) -> Iterator[Any]:
 def run_on_ray(*, host: Any, plan: Any, provider: str | None, cluster_name: str, workers: int,
                progress: Callable[[str], None] | None = None) -> list[AttemptRecord]:
     from sregym_core.clusters import default_provider
-    from sregym_core.conductor.runner import new_run_id, plan_items, resolve_agents
+    from sregym_core.conductor.runner import new_run_id, plan_items, plan_model, resolve_agents
 
     say = progress or (lambda _text: None)
     provider_name = provider or default_provider(host)
@@ -95,7 +95,8 @@ def run_on_ray(*, host: Any, plan: Any, provider: str | None, cluster_name: str,
     items = plan_items(host, plan, frozenset(spec.capabilities), names[0], say)
     writer = ResultsWriter(plan.results_dir)
     done = writer.completed_keys() if plan.resume else set()
-    ledger = WorkLedger([(i.problem.id, i.agent, i.number) for i in items], [i.problem.id for i in items],
+    model = plan_model(plan)
+    ledger = WorkLedger([attempt_key(i.problem.id, i.agent, i.number, model) for i in items], [i.problem.id for i in items],
                         done=done, max_tries=MAX_TRIES)
     for index in ledger.skipped:
         item = items[index]

@@ -25,7 +25,7 @@ class Lost:
 
 
 class WorkLedger:
-    """``keys[i]`` identifies item ``i`` ((problem id, agent, attempt)); ``groups[i]`` is the
+    """``keys[i]`` identifies item ``i`` (an :func:`~sregym_core.results.record.attempt_key`); ``groups[i]`` is the
     item's problem: when its deploy fails, the problem's items no worker has taken yet are failed
     with it (as the built-in executor does) rather than each deploying again."""
 
