@@ -14,6 +14,7 @@ CATEGORIES = {
 }
 ATTACKS = {"kitchen-sink", "hedge", "pasted-output", "injection-pure", "injection-keywords", "universal"}
 SETS = ("labelled.yaml", "labelled-holdout.yaml")
+APPS_SET = "labelled-apps.yaml"  # Astronomy Shop, Social Network, TrainTicket
 
 
 def test_main_set_is_large_varied_and_attributed():
@@ -32,13 +33,31 @@ def test_main_set_is_large_varied_and_attributed():
     assert {i.problem for i in items if i.category == "universal"} == problems
 
 
+def test_apps_set_covers_the_other_apps():
+    """labelled-apps.yaml: at least six problems of each app that the Hotel sets do not cover, every
+    category, one universal text per app asked of that app's problems only, the app's own components."""
+    raw = yaml.safe_load(data_path(APPS_SET).read_text())
+    items = load_dataset(data_path(APPS_SET))
+    assert {i.category for i in items} == CATEGORIES
+    assert all(i.author.startswith("helper-judge, written by hand") for i in items)
+    for app in ("astronomy-shop", "social-network", "train-ticket"):
+        problems = {p for p, e in raw["problems"].items() if e["app"] == app}
+        assert len(problems) >= 6, app
+        universal = {i.submission for i in items if i.category == "universal" and i.problem in problems}
+        assert len(universal) == 1, app
+        assert {i.problem for i in items if i.category == "universal" and i.submission in universal} == problems
+        assert all(set(i.app_components) == set(raw["components"][app]) for i in items if i.problem in problems)
+    for item in items:
+        assert item.label_passed == item.category.startswith("correct"), item.id
+
+
 def test_set_problems_match_the_curated_problems():
     """The truths in the set are the curated problems' faults and components (kept in sync)."""
     pytest.importorskip("sregym_app_hotel_reservation")
     from sregym_core.plugins import get_plugin_host
 
     curated = get_plugin_host().get_problems()
-    for name in SETS:
+    for name in (*SETS, APPS_SET):
         raw = yaml.safe_load(data_path(name).read_text())
         for problem, entry in raw["problems"].items():
             assert problem in curated, problem
@@ -46,7 +65,7 @@ def test_set_problems_match_the_curated_problems():
             assert [(t["fault"], t["components"][0]) for t in entry["truth"]] == wanted, problem
 
 
-@pytest.mark.parametrize("name", SETS)
+@pytest.mark.parametrize("name", (*SETS, APPS_SET))
 def test_judge_rules_meets_the_done_when_targets(name):
     report = calibrate(["judge-rules"], data_path(name))
     stats = report.verdicts[0]

@@ -6,6 +6,8 @@ Two kinds of labelled sets ship with the package:
   problems, each labelled pass/fail as a careful SRE grader would, in categories (correct concise,
   correct plain English, correct at the end of an investigation log, wrong component, wrong
   mechanism, symptom only, kitchen sink, hedge, pasted output, prompt injection, a universal text).
+* ``data/labelled-holdout.yaml`` (72, Hotel, written after the rules) and ``data/labelled-apps.yaml``
+  (180 diagnoses of 18 Astronomy Shop, Social Network and TrainTicket problems, same categories).
 * ``data/calibration.jsonl`` and ``calibration-holdout.jsonl``: diagnoses labelled on each of the nine
   checklist questions.
 
@@ -136,19 +138,29 @@ def _load_labelled_yaml(path: Path) -> list[CalibrationItem]:
         raise ConfigError(f"calibration set {path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("problems"), dict):
         raise ConfigError(f"calibration set {path} needs a 'problems' mapping and 'items'")
-    components = tuple(data.get("components") or HOTEL_COMPONENTS)
+    # ``components``: the app's component names, or (a set over several apps) app -> names, with
+    # each problem naming its ``app``; a shared text with an ``app`` is asked of that app's problems only.
+    declared = data.get("components") or HOTEL_COMPONENTS
     truths: dict[str, tuple[GroundTruth, ...]] = {}
+    apps: dict[str, str] = {}
+    problem_components: dict[str, tuple[str, ...]] = {}
     for problem, entry in data["problems"].items():
         where = f"{path}: problems.{problem}.truth"
         try:
             truths[problem] = tuple(GroundTruth.from_config(t) for t in entry["truth"])
+            apps[problem] = str(entry.get("app") or data.get("app") or "")
+            if isinstance(declared, dict):
+                problem_components[problem] = tuple(declared[apps[problem]])
+            else:
+                problem_components[problem] = tuple(declared)
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"bad ground truth at {where}", errors=[(where, f"{type(exc).__name__}: {exc}")]) from None
     raw: list[tuple[str, dict]] = []
     for index, entry in enumerate(data.get("items") or ()):
         raw.append((f"items[{index}]", entry))
-    for index, entry in enumerate(data.get("shared") or ()):  # asked of every problem
-        raw += [(f"shared[{index}]", {**entry, "problem": problem}) for problem in truths]
+    for index, entry in enumerate(data.get("shared") or ()):  # asked of every problem (of its app, if it names one)
+        raw += [(f"shared[{index}]", {**entry, "problem": problem}) for problem in truths
+                if not entry.get("app") or entry.get("app") == apps[problem]]
     items: list[CalibrationItem] = []
     counters: dict[str, int] = {}
     for where, entry in raw:
@@ -163,7 +175,7 @@ def _load_labelled_yaml(path: Path) -> list[CalibrationItem]:
             number = counters[f"{problem}/{category}"] = counters.get(f"{problem}/{category}", 0) + 1
             items.append(CalibrationItem(
                 id=f"{problem}/{category}/{number}", category=category, truth=truths[problem],
-                app_components=components, app_namespace=truths[problem][0].namespace,
+                app_components=problem_components[problem], app_namespace=truths[problem][0].namespace,
                 submission=str(entry["text"]), label=label == "pass", problem=problem,
                 author=str(entry.get("author", "")),
             ))

@@ -38,7 +38,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "image + bug*", "build + bug*", "roll back", "rollback",
     ),
     "missing-env": (
-        "env* var* .. removed", "env* var* .. missing", "env* var* .. deleted", "env* var* .. gone",
+        "setting + taken out", "setting + removed", "no longer tell*", "address + taken out", "env* var* .. removed", "env* var* .. missing", "env* var* .. deleted", "env* var* .. gone",
         "missing env*", "removed env*", "deleted env*", "lost .. env* var*", "lost .. variable", "env* var* .. lost", "environment variable + removed",
         "environment variable + missing", "environment variable + deleted", "setting + gone from the deployment",
         "no longer get* .. password", "no longer .. told", "env + no * password", "env has .. but no",
@@ -46,20 +46,20 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "password not set", "unset",
     ),
     "env-shadowing": ("duplicate env*", "duplicated env*", "shadow*", "defined twice", "second definition", "overridden"),
-    "wrong-port-env": ("wrong port", "incorrect port", "port mismatch", "points at the wrong port", "port is set to"),
+    "wrong-port-env": ("port .. instead of", "points at port", "wrong port number", "wrong door number", "port number .. where .. not listening", "wrong port", "incorrect port", "port mismatch", "points at the wrong port", "port is set to"),
     "wrong-command": (
         "wrong command", "command override*", "command .. overridden", "command .. changed", "entrypoint",
         "wrong binary", "runs a different program", "maintenance mode", "sleep",
     ),
     "scale-zero": (
-        "scaled to zero", "scaled to 0", "scaled down to zero", "scaled down to 0", "scale* .. to zero",
+        "no copies", "run* none", "keep none", "keep no copies", "scaled to zero", "scaled to 0", "scaled down to zero", "scaled down to 0", "scale* .. to zero",
         "scale* .. to 0", "zero replicas", "0 replicas", "replicas: 0", "replicas to 0", "replicas to zero",
         "replicas set to 0", "replicas set to zero", "replicas is 0", "replicas is zero", "replica count of 0",
         "no replicas", "replicas=0", "replicas 0", "wants zero copies", "zero copies", "zero instances",
         "nobody is running", "no .. pod exists", "no pod at all", "0/0",
     ),
     "selector-mismatch": (
-        "selector + does not match", "selector + matches no", "selector + match no", "selector + no pod",
+        "only forwards to pods tagged", "forwards only to pods tagged", "pods tagged as", "none of .. pods is tagged", "no pod is tagged", "selector + does not match", "selector + matches no", "selector + match no", "selector + no pod",
         "selector + not tagged", "selector + require*", "selector + demand*", "selector + mismatch*",
         "selector + changed", "selector + wrong", "selector mismatch", "label mismatch",
         "does not match any pod", "matches no pods", "selects no pods", "looking for pods tagged",
@@ -97,7 +97,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "liveness", "liveness + probe .. too aggressive", "liveness + failurethreshold", "liveness + initialdelayseconds",
         "liveness + aggressive probe"),
     "readiness-misconfig": (
-        "readiness check", "never .. ready", "ready check", "never marked ready", "not marked ready","readiness", "never ready", "readiness probe"),
+        "may get traffic", "may receive traffic", "allowed to get traffic", "never put behind", "ready to get traffic", "ready to receive traffic", "readiness check", "never .. ready", "ready check", "never marked ready", "not marked ready","readiness", "never ready", "readiness probe"),
     "memory-limit-too-small": (
         "memory limit", "limits memory", "limits.memory", "ram ceiling", "ram limit", "memory cap",
         "capped at .. memory", "capped at .. mi", "memory ceiling", "limit .. mi", "exceeds .. limit",
@@ -138,7 +138,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     ),
     "db-max-connections": ("max connections", "max_connections", "too many clients", "connection limit", "connection slots"),
     "db-lock-contention": ("exclusive lock", "lock contention", "holds .. lock", "blocking query", "locked table", "lock on"),
-    "cache-auth": ("requirepass", "noauth", "authentication required", "cache password", "auth required"),
+    "cache-auth": ("password + demand*", "password + insist*", "login secret", "insist* on .. login", "insist* on .. password", "requires a password", "demands a password", "now requires .. password", "requirepass", "noauth", "authentication required", "cache password", "auth required"),
     "cache-tiny": (
         "m 1", "-m 1", "cache .. too small", "cache .. far too small", "too small .. cache", "shrunk",
         "memory size .. set to", "memory .. set to .. mb", "1 mb", "one megabyte", "single megabyte",
@@ -165,11 +165,15 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "feature flag", "feature toggle", "toggle", "feature recommend v2", "flag + enabl*", "flag + turned on",
         "flag + switched on", "switched on .. logic", "v2 .. logic", "v2 .. code path", "recommendv2",
     ),
+    # flagd-served flags (Astronomy Shop, TrainTicket): the faults bring their own vocabulary; these are
+    # the plain-English "switch" paraphrases united with it
+    "flagd-flag": ("switch + turned on", "switches + turned on", "switch + flipped", "switches + flipped", "switch + set to on"),
+    "tt-flag": ("switch + turned on", "switches + turned on", "switch + flipped", "switches + flipped", "switch + set to on"),
     "missing-secret": (
         "credentials + removed", "credentials + deleted", "credentials + gone", "secret + gone", "secret + removed", "stores .. login + removed", "stores .. credentials + removed", "login + removed", "secret .. not found","secret .. deleted", "secret .. missing", "secret not found", "missing secret", "deleted secret"),
     "network-delay": ("network delay", "netem", "added latency", "slow network", "latency injected"),
     "network-loss": ("packet loss", "dropping packets", "drops packets", "netem"),
-    "wrong-dns-policy": ("dnspolicy", "dns policy", "nameserver", "resolv.conf"),
+    "wrong-dns-policy": ("look up names", "looks up names", "look names up", "name lookups .. at", "resolver .. set to", "dnspolicy", "dns policy", "nameserver", "resolv.conf"),
     "fd-limit": ("file descriptor*", "ulimit", "nofile", "too many open files", "emfile"),
     "host-port-conflict": ("hostport", "host port"),
     "sidecar-port-conflict": ("sidecar", "address already in use"),

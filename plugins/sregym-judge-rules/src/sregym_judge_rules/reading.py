@@ -101,7 +101,7 @@ def injection(submission: str) -> str | None:
 
 _HEDGE = re.compile(
     r"\b(?:either\b.{1,80}\bor|could be|might be|might also|may be|maybe|possibly|possible|perhaps|probably|"
-    r"not sure|unsure|unclear|i suspect|one of (?:them|the two|those|these|the)|or the other|"
+    r"not sure|unsure|unclear|i suspect|one of (?:them|the two|the three|those|these|both|the (?:two|three|four|following|above|listed|candidates|suspects))\b|or the other|"
     r"hard to (?:say|tell)|cannot tell|could not tell|can not tell|did not confirm|not confirmed|"
     r"further investigation|any of these|some combination|candidates?|could explain|either could|"
     r"or (?:maybe|perhaps|possibly)|and/or|alternatively|unless|or else|otherwise|"

@@ -171,7 +171,7 @@ class RulesJudge:
         hedged_components = {m.component for m in mentions if sentence_of(m).hedged}
         asserted = {
             m.component for m in mentions
-            if m.component in truth_components and not sentence_of(m).hedged and _identifies(clause_list, mentions, m)
+            if m.component in truth_components and not sentence_of(m).hedged and _identifies(clause_list, mentions, m, involved)
         }
         subjects = [m for m in any_mentions if m not in mentions and _SUBJECT_AFTER.match(clause_list[m.clause].text[m.end:])]
         blamed = self._blamed(clause_list, clause_sentence, sentences, sorted([*mentions, *subjects], key=lambda m: (m.clause, m.start)),
@@ -213,7 +213,8 @@ class RulesJudge:
         # mechanism ("search is OOMKilled, so geo lookups fail")
         for index in topic:
             culprits = {m.component for m in [*mentions, *weak]
-                        if clause_sentence[m.clause] == index and clause_list[m.clause].cause_side}
+                        if clause_sentence[m.clause] == index and clause_list[m.clause].cause_side
+                        and m.component not in involved - truth_components}  # flagd serving the flag is no culprit
             stated = {m.component for m in [*mentions, *weak]
                       if clause_sentence[m.clause] == index and clause_list[m.clause].role != "effect"}
             if culprits and not (culprits | stated) & truth_components:
@@ -224,7 +225,7 @@ class RulesJudge:
         mechanism, other, mechanism_sentences = _mechanisms(sentences, topic, truths, components, exonerating)
         every = sorted({(m.clause, m.start): m for m in [*mentions, *weak]}.values(), key=lambda m: (m.clause, m.start))
         for m in weak:
-            if clause_sentence[m.clause] in mechanism_sentences and _identifies(clause_list, every, m):
+            if clause_sentence[m.clause] in mechanism_sentences and _identifies(clause_list, every, m, involved):
                 asserted.add(m.component)
         if over_broad is None:
             for index in mechanism_sentences:
@@ -275,16 +276,19 @@ class RulesJudge:
         return blamed
 
 
-def _identifies(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], mention: text.Mention) -> bool:
+def _identifies(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], mention: text.Mention,
+                involved: set[str] | frozenset[str] = frozenset()) -> bool:
     """Does this mention point at the component as the problem? Cause and plain clauses do; an
-    effect clause does too when its cause names no component ("geo crashes because of a bad key")."""
+    effect clause does too when its cause names no component ("geo crashes because of a bad key"),
+    or names only what the fault itself involves ("the paymentFailure flag that flagd serves was
+    switched on, so payment fails": flagd serves the faulty component's flag, it is not blamed)."""
     clause = clause_list[mention.clause]
     if clause.identifies:
         return True
     if clause.role != "effect":
         return False
     partners = [i for i, c in enumerate(clause_list) if c.group == clause.group and c.cause_side]
-    return bool(partners) and not any(m.clause in partners for m in mentions)
+    return bool(partners) and not any(m.clause in partners and m.component not in involved for m in mentions)
 
 
 _ALTERNATIVE = re.compile(
