@@ -44,12 +44,12 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"expected a verdict or a dict, got {type(value).__name__}")
 
 
-
 def attempt_key(problem_id: str, agent: str, attempt: int, model: str | None = None) -> tuple[str, str, str, int]:
     """One attempt's identity: (problem id, agent, model or "", attempt number). The model is part
     of it so that runs of one agent with several models can share a results directory (and
     ``--resume`` one model's run without skipping another's attempts)."""
     return (problem_id, agent, model or "", attempt)
+
 
 @attrs.frozen(kw_only=True)
 class AttemptRecord:

@@ -14,7 +14,6 @@ fixes the draw, `SREGYM_ADHOC_PAIRS` draws more). The whole matrix is `sregym va
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import subprocess
@@ -23,6 +22,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from sregym_core.testing.live import daily_sample
 
 pytestmark = pytest.mark.slow
 
@@ -53,12 +54,9 @@ if not _installed():
 def lite_group() -> list[str]:
     listing = subprocess.run([SREGYM, "list-problems", "--suite", "lite", "--json"], capture_output=True, text=True,
                              timeout=120, check=True)
-    ids = sorted(p["id"] for p in json.loads(listing.stdout))
-    groups = math.ceil(len(ids) / GROUP_SIZE)
-    index = int(os.environ.get("SREGYM_VALIDATE_GROUP", int(time.time() // 86400))) % groups
-    chosen = ids[index * GROUP_SIZE:(index + 1) * GROUP_SIZE]
-    # the last group may be short: top it up from the start so every run validates a full group
-    return chosen + ids[:GROUP_SIZE - len(chosen)]
+    ids = [p["id"] for p in json.loads(listing.stdout)]
+    # the same rotation as the live fault contracts' daily sample (a short last group is topped up)
+    return daily_sample(ids, GROUP_SIZE, int(os.environ.get("SREGYM_VALIDATE_GROUP", int(time.time() // 86400))))
 
 
 def _validate(shared_cluster, problems, results, agents, *extra):
