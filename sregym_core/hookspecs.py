@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         ExecutorSpec,
         FaultInstance,
         FaultSpec,
+        Incompatible,
         LocalImage,
         NoiseSpec,
         ObservabilitySpec,
@@ -271,27 +272,42 @@ def sregym_agent_tools() -> Iterable[ToolSpec]:
 
 
 @_hookspec(firstresult=True)
-def sregym_check_compatibility(fault: FaultSpec, component: ComponentSpec, app: AppSpec) -> bool | None:
+def sregym_check_compatibility(fault: FaultSpec, component: ComponentSpec, app: AppSpec) -> bool | Incompatible | None:
     """Override one cell of the compatibility matrix.
 
     Stops at first non-None result.
 
+    For what a fault's selector cannot see in the component inventory: a pair the selector matches
+    where the fault still cannot take effect. ``sregym list-faults`` does not list a refused pair as
+    viable (``--all`` shows it with the reason), and a problem naming it fails validation instead
+    of failing at injection. Implement it in the plugin that holds the knowledge (the fault pack
+    that knows what its fault needs, or the app that knows its components), and return ``None`` for
+    every pair you know nothing about.
+
     :param fault: the fault primitive.
     :param component: the candidate target.
     :param app: the app the component belongs to.
-    :returns: ``True`` or ``False`` to decide, ``None`` to defer to the fault's selector.
+    :returns: ``True`` to accept (the selector is not consulted), ``False`` or an
+        :class:`~sregym_core.types.Incompatible` saying why to refuse, ``None`` to defer to the
+        fault's selector.
 
     **Example:**
 
     .. code-block:: python
 
+        # sregym-fault-k8s: missing-secret deletes the Secret a component's pods read; its
+        # selector (a service with env vars) cannot tell whether any env var comes from one
         @hookimpl
         def sregym_check_compatibility(fault, component, app):
-            if fault.name == "revoke-grant" and not component.has_role("db:*"):
-                return False  # only datastores have grants
+            if fault.name != "missing-secret" or not fault.selector.matches(component):
+                return None  # not ours, or the selector already refuses it and says why
+            workload = manifest_workloads(app).get((component.kind, component.name))
+            if workload is not None and secret_read_by(workload) is None:
+                return Incompatible(f"{component.name} reads no Secret (no secretKeyRef or secretRef)")
             return None
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.2 may return :class:`~sregym_core.types.Incompatible`.
     """
 
 

@@ -38,6 +38,7 @@ from .types import (
     ComponentSpec,
     FaultInstance,
     FaultSpec,
+    Incompatible,
     LocalImage,
     NoiseSpec,
     ObservabilitySpec,
@@ -226,13 +227,22 @@ class PluginHost:
                       capabilities: Iterable[str] | None = None) -> Verdict:
         """Can ``fault`` take effect on ``component`` of ``app`` (on a cluster with ``capabilities``)?
 
-        A plugin's ``sregym_check_compatibility`` decides first; otherwise the fault's selector does.
-        Cluster capabilities are checked last (``None`` means "any cluster").
+        A plugin's ``sregym_check_compatibility`` decides first (an :class:`Incompatible` answer
+        gives the reason); otherwise the fault's selector does. Cluster capabilities are checked last
+        (``None`` means "any cluster").
         """
         decided = self.pm.hook.sregym_check_compatibility(fault=fault, component=component, app=app)
-        fits = fault.selector.matches(component) if decided is None else bool(decided)
+        if decided is None:
+            fits, reason = fault.selector.matches(component), f"needs {fault.selector.describe()}"
+        elif isinstance(decided, Incompatible):
+            fits, reason = False, decided.reason
+        elif isinstance(decided, bool):
+            fits, reason = decided, "refused by a plugin's compatibility check"
+        else:
+            raise PluginError(f"sregym_check_compatibility returned a {type(decided).__name__} for fault "
+                              f"'{fault.name}' on '{app.name}/{component.name}', expected True, False, "
+                              "Incompatible or None", hints=(_REPORT_TO,))
         if not fits:
-            reason = f"needs {fault.selector.describe()}" if decided is None else "refused by a plugin's compatibility check"
             return Verdict(ok=False, reason=reason, failed="target")
         if capabilities is not None:
             missing = fault.needs(frozenset(capabilities))

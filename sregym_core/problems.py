@@ -193,7 +193,7 @@ def resolve_problem(problem: ProblemSpec, host: PluginHost, *, capabilities: Ite
         verdict = host.is_compatible(spec, component, app, capabilities=capabilities)
         if verdict.failed == "target":
             errors.append((f"$.faults[{index}].target",
-                           f"fault {spec.name!r} cannot target {component.name!r} (it {verdict.reason})"))
+                           f"fault {spec.name!r} cannot target {component.name!r}: {verdict.reason}"))
             continue
         if verdict.failed == "capabilities":
             missing = ", ".join(sorted(spec.needs(frozenset(capabilities or ()))))

@@ -371,6 +371,11 @@ class FaultSpec:
         recreates: ``Kind/name`` patterns of objects a correct fix must recreate (so the
             baseline-preserved oracle accepts their new uid); ``{component}``, ``{service}`` and
             ``{config_map}`` are filled from the target.
+        stand_in: a test stand-in that changes nothing (the ``noop`` fault): ``run`` and problem
+            files accept it wherever its selector matches, but ``sregym list-faults`` never counts it
+            as a viable pair (``--all`` shows each pair with the reason).
+
+    .. versionchanged:: 0.2 ``stand_in``.
     """
 
     name: str = attrs.field(converter=normalize_name)
@@ -386,10 +391,31 @@ class FaultSpec:
         default="persistent", validator=lambda inst, _a, v: _check_vocabulary(inst, "failure mode", v, FAILURE_MODES))
     symptoms: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     recreates: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    stand_in: bool = False
 
     def needs(self, capabilities: frozenset[str] | set[str]) -> frozenset[str]:
         """The capabilities this fault needs that ``capabilities`` lacks."""
         return frozenset(c for c in self.capabilities if c != "any" and c not in capabilities)
+
+
+@attrs.frozen
+class Incompatible:
+    """A ``sregym_check_compatibility`` answer that refuses a (fault, component) pair and says why.
+
+    It is falsy, like the plain ``False`` it stands for; ``sregym list-faults --all`` shows ``reason``
+    beside the refused pair and problem validation quotes it.
+
+    Attributes:
+        reason: why the fault cannot take effect on the component, in the app's terms
+            (``frontend reads no Secret``).
+
+    .. versionadded:: 0.2
+    """
+
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
 
 
 def _check_vocabulary(record: Any, what: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -13,6 +13,7 @@ import sregym_noop.plugin
 
 from sregym_core import hookimpl
 from sregym_core.errors import ConfigError
+from sregym_core.problems import compose_adhoc
 from sregym_core.types import FaultSpec
 from sregym_core.testing import StateFault
 
@@ -30,16 +31,37 @@ def noop_and_app(register_plugin, fake_app):
     register_plugin(Apps(), name="fake-app")
 
 
-def test_list_faults_table_json_markdown(sregym_cli, noop_and_app):
+def test_list_faults_table_json_markdown(sregym_cli, noop_and_app, register_plugin):
+    class Real:
+        @hookimpl
+        def sregym_faults(self):
+            return [FaultSpec(name="any-workload", summary="x", impl=StateFault())]
+
+    register_plugin(Real(), name="real")
     table = sregym_cli("list-faults").assert_success().output
-    assert "noop" in table and "fake-app/api" in table and "total viable pairs: 3" in table
+    assert "any-workload" in table and "fake-app/api" in table and "total viable pairs: 3" in table
     data = json.loads(sregym_cli("list-faults", "--json").assert_success().output)
-    assert data["total"] == 3 and data["faults"][0]["name"] == "noop"
-    assert {p["component"] for p in data["pairs"]} == {"frontend", "api", "db"}
+    assert data["total"] == 3 and [f["name"] for f in data["faults"]] == ["any-workload", "noop"]
+    assert {(p["fault"], p["component"]) for p in data["pairs"]} == {("any-workload", c) for c in ("frontend", "api", "db")}
     markdown = sregym_cli("list-faults", "--format", "markdown").assert_success().output
-    assert markdown.startswith("# Fault compatibility matrix") and "| noop | k8s |" in markdown
+    assert markdown.startswith("# Fault compatibility matrix") and "| any-workload | k8s |" in markdown
+    assert "| noop |" not in markdown  # the catalog has no row for a test stand-in
     only = json.loads(sregym_cli("list-faults", "--app", "fake-app", "--json").output)
     assert only["total"] == 3
+
+
+def test_a_test_stand_in_is_listed_but_never_viable_and_still_runs(sregym_cli, noop_and_app, plugin_host):
+    """noop changes nothing: list-faults offers none of its pairs (--all says why), run still takes it."""
+    table = sregym_cli("list-faults").assert_success().output
+    assert "- (test stand-in: changes nothing)" in table and "total viable pairs: 0" in table
+    data = json.loads(sregym_cli("list-faults", "--json").assert_success().output)
+    assert data["pairs"] == [] and data["total"] == 0
+    assert data["faults"][0]["stand_in"] is True and data["faults"][0]["viable_targets"] == 0
+    every = json.loads(sregym_cli("list-faults", "--json", "--all").assert_success().output)
+    assert [(p["component"], p["viable"], p["reason"]) for p in every["pairs"]] == [
+        (c, False, "test stand-in: changes nothing") for c in ("frontend", "api", "db")]
+    adhoc = compose_adhoc(plugin_host, app="fake-app", fault="noop", target="api")  # what `sregym run` resolves
+    assert [(f.fault, f.target) for f in adhoc.faults] == [("noop", "api")]
 
 
 def test_unknown_app_is_a_clean_error(sregym_cli, noop_and_app):
@@ -107,6 +129,18 @@ def test_installed_plugin_shows_up_through_its_entry_point():
     assert "noop" in [f["name"] for f in faults["faults"]]
     disabled = json.loads(_run("list-faults", "--json", env={"SREGYM_DISABLE_PLUGINS": "noop"}).stdout)
     assert "noop" not in [f["name"] for f in disabled["faults"]]
+
+
+def test_installed_noop_is_not_a_viable_pair_of_a_real_app():
+    """`sregym list-faults --app hotel-reservation` offers no noop pair; --all shows each with the reason."""
+    pytest.importorskip("sregym_app_hotel_reservation")
+    env = {"SREGYM_LOAD_PLUGINS": "noop,app-hotel-reservation"}
+    listed = _run("list-faults", "--app", "hotel-reservation", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["pairs"] == []
+    every = json.loads(_run("list-faults", "--app", "hotel-reservation", "--json", "--all", env=env).stdout)["pairs"]
+    assert len(every) == 17 and {(p["fault"], p["viable"], p["reason"]) for p in every} == {
+        ("noop", False, "test stand-in: changes nothing")}
 
 
 def test_console_script_errors_exit_nonzero_without_traceback():

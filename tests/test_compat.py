@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sregym_core import hookimpl
-from sregym_core.compat import build_matrix, render_markdown
-from sregym_core.types import FaultSpec, TargetSelector
+from sregym_core.compat import STAND_IN_REASON, build_matrix, render_markdown
+from sregym_core.types import FaultSpec, Incompatible, TargetSelector
 from sregym_core.testing import StateFault
 
 
@@ -57,6 +57,50 @@ def test_check_compatibility_hook_overrides(plugin_host, register_plugin, fake_a
 
     register_plugin(P())
     assert build_matrix(plugin_host).total == 2
+
+
+def test_a_refusal_with_a_reason_shows_in_the_matrix(plugin_host, register_plugin, fake_app):
+    class P:
+        @hookimpl
+        def sregym_apps(self):
+            return [fake_app]
+
+        @hookimpl
+        def sregym_faults(self):
+            return _faults()[:1]
+
+        @hookimpl
+        def sregym_check_compatibility(self, fault, component, app):
+            return Incompatible(f"{component.name} has no such thing") if component.name == "api" else None
+
+    register_plugin(P())
+    cells = {c.component: c for c in build_matrix(plugin_host).cells}
+    assert not cells["api"].viable and cells["api"].reason == "api has no such thing"
+    assert cells["frontend"].viable and cells["db"].viable
+
+
+def test_a_test_stand_in_is_never_a_viable_pair(plugin_host, register_plugin, fake_app):
+    class P:
+        @hookimpl
+        def sregym_apps(self):
+            return [fake_app]
+
+        @hookimpl
+        def sregym_faults(self):
+            return [*_faults()[:2], FaultSpec(name="nothing", summary="x", impl=StateFault(), stand_in=True,
+                                              selector=TargetSelector(roles=("service:*",)))]
+
+    register_plugin(P())
+    matrix = build_matrix(plugin_host)
+    assert matrix.stand_ins == {"nothing"} and matrix.counts_by_fault()["nothing"] == 0
+    reasons = {c.component: c.reason for c in matrix.cells if c.fault == "nothing"}
+    # where the selector matches the reason is the stand-in; elsewhere the selector's own reason stays
+    assert reasons == {"frontend": STAND_IN_REASON, "api": STAND_IN_REASON, "db": "needs role service:*"}
+    assert matrix.total == 4
+    markdown = render_markdown(matrix)
+    assert "| nothing |" not in markdown and "| db-only | datastore |" in markdown
+    # a stand-in still resolves: run and problem files accept it where its selector matches
+    assert plugin_host.is_compatible(plugin_host.get_faults()["nothing"], fake_app.component("api"), fake_app)
 
 
 def test_selector_env_glob_requires_a_matching_env_var():

@@ -100,6 +100,28 @@ def test_is_compatible_explains_refusals(plugin_host, register_plugin, fake_app)
     assert plugin_host.is_compatible(fault, db, fake_app, capabilities={"root"})
 
 
+def test_a_compatibility_check_decides_first_and_says_why(plugin_host, register_plugin, fake_app):
+    from sregym_core.types import FaultSpec, Incompatible, TargetSelector
+
+    answers = {"frontend": Incompatible("frontend reads no Secret"), "api": False, "db": True}
+
+    class Check:
+        @hookimpl
+        def sregym_check_compatibility(self, fault, component, app):
+            return answers.get(component.name)
+
+    register_plugin(Check())
+    fault = FaultSpec(name="api-only", summary="s", selector=TargetSelector(roles=("service:grpc",)), impl=StateFault())
+    frontend, api, db = (fake_app.component(n) for n in ("frontend", "api", "db"))
+    refused = plugin_host.is_compatible(fault, frontend, fake_app)
+    assert not refused and refused.failed == "target" and refused.reason == "frontend reads no Secret"
+    assert plugin_host.is_compatible(fault, api, fake_app).reason == "refused by a plugin's compatibility check"
+    assert plugin_host.is_compatible(fault, db, fake_app)  # True accepts although the selector does not match
+    answers["db"] = "db is odd"  # a truthy string must not pass for an acceptance
+    with pytest.raises(PluginError, match="returned a str for fault 'api-only' on 'fake-app/db'"):
+        plugin_host.is_compatible(fault, db, fake_app)
+
+
 def test_every_hookspec_documents_a_compiling_example_of_its_implementation():
     """Each hook's docstring shows an implementation (pluggy/pytest style): a code block that
     compiles and defines a function of the hook's name, decorated with ``@hookimpl``."""

@@ -266,9 +266,11 @@ def configmap_drift_recover(ctx, target, params):
     kube.restart(ctx, target)
 
 
-def _secret_name(ctx, target) -> str:
-    obj = kube.workload(ctx, target)
-    for container in obj["spec"]["template"]["spec"]["containers"]:
+def secret_read_by(workload: dict) -> str | None:
+    """The first Secret a workload's containers read (an env ``secretKeyRef`` or an ``envFrom``
+    ``secretRef``), or ``None``: what missing-secret deletes, judged the same way on the live object
+    (injection) and on the app's manifests (the compatibility check)."""
+    for container in workload["spec"]["template"]["spec"].get("containers") or []:
         for item in container.get("env") or []:
             ref = (item.get("valueFrom") or {}).get("secretKeyRef")
             if ref:
@@ -276,7 +278,14 @@ def _secret_name(ctx, target) -> str:
         for item in container.get("envFrom") or []:
             if "secretRef" in item:
                 return item["secretRef"]["name"]
-    raise PermanentFaultError(f"{target.component.name} reads no Secret")
+    return None
+
+
+def _secret_name(ctx, target) -> str:
+    name = secret_read_by(kube.workload(ctx, target))
+    if name is None:
+        raise PermanentFaultError(f"{target.component.name} reads no Secret")
+    return name
 
 
 def missing_secret_inject(ctx, target, params):

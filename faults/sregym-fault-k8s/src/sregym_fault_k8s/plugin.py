@@ -1,12 +1,25 @@
-"""Hook implementations: every Kubernetes-object and storage fault primitive."""
+"""Hook implementations: every Kubernetes-object and storage fault primitive, and the pairs among
+them that cannot take effect although their selector matches."""
 
 from __future__ import annotations
 
 from sregym_core import hookimpl
 
-from . import objects, workload
+from . import compatibility, objects, workload
 
 
 @hookimpl
 def sregym_faults():
     return [*workload.FAULTS, *objects.FAULTS]
+
+
+@hookimpl
+def sregym_check_compatibility(fault, component, app):
+    """Refuse ``missing-secret`` on a component whose pod template reads no Secret.
+
+    Its selector (a service with env vars) matches such a component, but there is no Secret to
+    delete: injection would stop with "reads no Secret". The pod template is in the app's
+    manifests, not in the component inventory, hence a check and not a selector (see
+    :mod:`sregym_fault_k8s.compatibility`). Every other pair is left to the selectors.
+    """
+    return compatibility.check_compatibility(fault, component, app)

@@ -17,6 +17,8 @@ def sregym_faults():
             selector=TargetSelector(), params_schema=fault.PARAMS_SCHEMA,
             impl=fault.NoopFault(),
             capabilities=frozenset({"any"}), symptoms=("none",),
+            # runs wherever a test asks for it, but is never offered as a viable pair of a real app
+            stand_in=True,
         )
     ]
 
