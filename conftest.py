@@ -10,6 +10,16 @@ import pytest
 pytest_plugins = ["sregym_core.testing"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Under pytest-xdist (./test.sh runs two workers), every worker gets its own SREGYM_HOME: its
+    # session cluster and the clusters its tests start live apart from the other worker's, whose
+    # names they share. Addresses stay distinct machine-wide (the embedded cluster's range registry).
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        base = os.environ.get("SREGYM_HOME") or os.path.join(os.path.expanduser("~"), ".sregym")
+        os.environ["SREGYM_HOME"] = os.path.join(base, f"xdist-{worker}")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--matrix", action="store_true", default=False,
                      help="also run the exhaustive live matrices (tests marked 'matrix'); see docs/validation.md")
