@@ -38,10 +38,17 @@ def test_topology_has_the_booking_path_and_every_peer_exists():
 
 
 def test_flags_faulty_and_decoys_are_disjoint_and_owned():
-    assert set(topology.FAULTY_FLAGS) == {"tt-feat-17", "tt-feat-22"}
-    assert len(topology.DECOY_FLAGS) == 20 and not set(topology.DECOY_FLAGS) & set(topology.FAULTY_FLAGS)
+    # tt-feat-N replicates the study's fault FN: 12 of F1-F22 here, the other flags are decoys
+    assert {int(f.rsplit("-", 1)[1]) for f in topology.FAULTY_FLAGS} == {1, 2, 5, 6, 7, 8, 10, 11, 12, 13, 17, 22}
+    assert len(topology.FLAGS) == 22 and len(topology.DECOY_FLAGS) == 10
+    assert not set(topology.DECOY_FLAGS) & set(topology.FAULTY_FLAGS)
     for name, (owner, _real, _desc) in topology.FLAGS.items():
         assert owner in topology.SERVICES, name
+    # every faulty flag's code path is described for the ground truth, with the study's fault id
+    from sregym_app_train_ticket.faulty_paths import CODE_PATHS
+    assert set(CODE_PATHS) == set(topology.FAULTY_FLAGS)
+    for flag, path in CODE_PATHS.items():
+        assert path.study.startswith(f"F{flag.rsplit('-', 1)[1]}:"), flag
 
 
 def test_shipped_manifests_are_the_rendering(tmp_path):
@@ -141,12 +148,13 @@ def _target(name):
 
 
 def test_fault_params_must_name_a_faulty_flag_of_the_target_and_real_decoys():
-    assert _flag(_target("ts-order-service"), {}) == ("tt-feat-17", [])
+    assert _flag(_target("ts-order-service"), {}) == ("tt-feat-12", [])  # the first faulty flag it owns
+    assert _flag(_target("ts-order-service"), {"flag": "tt-feat-17"}) == ("tt-feat-17", [])
     assert _flag(_target("ts-contacts-service"), {"decoys": ["tt-feat-4"]}) == ("tt-feat-22", ["tt-feat-4"])
     with pytest.raises(FaultError, match="evaluated by ts-contacts-service"):
         _flag(_target("ts-order-service"), {"flag": "tt-feat-22"})
     with pytest.raises(FaultError, match="not a flag with a faulty code path"):
-        _flag(_target("ts-order-service"), {"flag": "tt-feat-1"})
+        _flag(_target("ts-order-service"), {"flag": "tt-feat-3"})
     with pytest.raises(FaultError, match="not decoy flags"):
         _flag(_target("ts-order-service"), {"decoys": ["tt-feat-22"]})
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from . import IMAGE_REPO
-from .manifests import DEFAULT_PARAMS, MARIADB_IMAGE, MYSQL_PVC, render_yaml, service_env
+from .manifests import DEFAULT_PARAMS, MARIADB_IMAGE, MYSQL_PVC, WORKLOAD_TIMEOUT_S, render_yaml, service_env
 from .topology import (
     ADMIN_PORT,
     FLAGD_SERVICE,
@@ -116,7 +116,8 @@ def app_spec() -> Any:
         summary="TrainTicket: 25 ts-* services on the booking path, MariaDB schemas per service, flagd flags",
         manifests=manifest_files(), components=components(),
         workload=WorkloadSpec(name="load-generator", namespace=WORKLOAD_NAMESPACE, service="load-generator",
-                              port=8089, query_path="/stats", control_path="/control"),
+                              port=8089, query_path="/stats", control_path="/control",
+                              max_request_s=WORKLOAD_TIMEOUT_S + 1.0),
         images=local_images(), hidden_namespaces=(WORKLOAD_NAMESPACE,), problems_dir=problems_dir(),
         params=dict(DEFAULT_PARAMS), deploy=deploy, deploy_timeout=240.0,
     )

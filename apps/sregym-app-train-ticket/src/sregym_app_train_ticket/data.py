@@ -43,6 +43,8 @@ CONFIGS = {"DirectTicketAllocationProportion": ("0.5", "share of seats sold to p
 SECURITY = {"max_order_1_hour": ("100", "orders an account may place per hour"),
             "max_not_use": ("200", "unpaid or unused orders an account may hold")}
 ACCOUNTS = 20
+#: the first VIP_ACCOUNTS accounts are VIP members: their bookings carry the member's VIP key
+VIP_ACCOUNTS = 12
 PASSWORD = "111111"
 START_MONEY = 1_000_000_000
 ASSURANCE_PRICE = 3.0
@@ -57,6 +59,22 @@ def account_id(n: int) -> str:
 
 def username(n: int) -> str:
     return f"fdse{n:02d}"
+
+
+def vip_key(n: int) -> str | None:
+    """The VIP member key of account ``n`` (None for an ordinary account)."""
+    return f"VIP-{n:04d}-c7e1" if n <= VIP_ACCOUNTS else None
+
+
+#: order statuses (TrainTicket's numbering; 5 = a cancellation whose refund is under way)
+NOT_PAID, PAID, COLLECTED, CANCELLED, CANCELLING = 0, 1, 2, 4, 5
+#: share of the price refunded when a paid order is cancelled
+REFUND_SHARE = 0.8
+
+
+def refund(price: float, status: int) -> float:
+    """What cancelling an order of ``price`` in ``status`` refunds."""
+    return round(float(price) * REFUND_SHARE, 2) if status == PAID else 0.0
 
 
 def contact_id(n: int) -> str:
@@ -92,6 +110,8 @@ def expected_trips(start: str, end: str, high_speed: bool) -> list[str]:
 
 
 def _q(value: object) -> str:
+    if value is None:
+        return "NULL"
     if isinstance(value, (int, float)):
         return repr(value)
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -106,7 +126,8 @@ TABLES: dict[str, list[str]] = {
     "ts_auth": ["CREATE TABLE auth_user (user_id VARCHAR(64) PRIMARY KEY, username VARCHAR(64) NOT NULL UNIQUE, "
                 "password VARCHAR(64) NOT NULL, roles VARCHAR(64) NOT NULL DEFAULT 'ROLE_USER')"],
     "ts_user": ["CREATE TABLE user (user_id VARCHAR(64) PRIMARY KEY, user_name VARCHAR(64) NOT NULL, "
-                "email VARCHAR(128) NOT NULL, document_type INT NOT NULL, document_num VARCHAR(64) NOT NULL)"],
+                "email VARCHAR(128) NOT NULL, document_type INT NOT NULL, document_num VARCHAR(64) NOT NULL, "
+                "vip_key VARCHAR(64) NULL)"],
     "ts_contacts": ["CREATE TABLE contacts (id VARCHAR(64) PRIMARY KEY, account_id VARCHAR(64) NOT NULL, "
                     "name VARCHAR(64) NOT NULL, document_type INT NOT NULL, document_number VARCHAR(64) NOT NULL, "
                     "phone_number VARCHAR(32) NOT NULL, INDEX (account_id))"],
@@ -165,9 +186,9 @@ def seed_rows() -> dict[str, list[str]]:
     return {
         "ts_auth": [_insert("auth_user", ("user_id", "username", "password"),
                             [(account_id(n), username(n), PASSWORD) for n in accounts])],
-        "ts_user": [_insert("user", ("user_id", "user_name", "email", "document_type", "document_num"),
-                            [(account_id(n), username(n), f"{username(n)}@trainticket.example", 1, f"DOC{n:06d}")
-                             for n in accounts])],
+        "ts_user": [_insert("user", ("user_id", "user_name", "email", "document_type", "document_num", "vip_key"),
+                            [(account_id(n), username(n), f"{username(n)}@trainticket.example", 1, f"DOC{n:06d}",
+                              vip_key(n)) for n in accounts])],
         "ts_contacts": [_insert("contacts", ("id", "account_id", "name", "document_type", "document_number", "phone_number"),
                                 [(contact_id(n), account_id(n), f"Contacts_{n:02d}", 1, f"DocumentNumber_{n:02d}",
                                   f"1380000{n:04d}") for n in accounts])],

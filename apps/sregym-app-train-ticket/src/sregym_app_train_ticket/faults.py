@@ -2,11 +2,13 @@
 
 ``tt-flag`` edits the ConfigMap ``flagd-config`` (flagd's JSON): it sets the faulty flag's
 ``defaultVariant`` to ``on`` and, like upstream's TrainTicket problems, switches the given decoy
-flags on too. flagd reloads within a second and the owning service takes its faulty code path (a
-real SQL error from MariaDB). The target is the service that evaluates the faulty flag, so the
-diagnosis must name it and the flag; the decoys are evaluated on real requests as well but change
-nothing. The reference fix switches only the faulty flag off (the decoys may stay on); the fault
-is present while the faulty flag is on, whoever turned it.
+flags on too. flagd reloads within a second and the owning service takes its faulty code path, the
+replication of one fault of the TrainTicket fault-analysis study (:mod:`faulty_paths`: wrong SQL on
+the real MariaDB, asynchronous ordering, thread-pool starvation, a slow third party...). The
+target is the service that evaluates the faulty flag, so the diagnosis must name it and the flag;
+the decoys are evaluated on real requests as well but change nothing. The reference fix switches
+only the faulty flag off (the decoys may stay on); the fault is present while the faulty flag is
+on, whoever turned it, because the owning service takes the faulty path exactly then.
 """
 
 from __future__ import annotations
@@ -15,23 +17,19 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from sregym_core.errors import FaultError
 from sregym_core.faultkit import kube, schema
 from sregym_core.faultkit.functions import FunctionFault
 from sregym_core.faultkit.truth import truth_factory
 from sregym_core.types import FaultSpec, TargetSelector
 
+from .faulty_paths import CODE_PATHS
 from .topology import DECOY_FLAGS, FAULTY_FLAGS, FLAGS
 
 CONFIG_MAP = "flagd-config"
 KEY = "flags.json"
-#: what each faulty code path does, for the ground truth
-MECHANISMS = {
-    "tt-feat-17": "the sold-ticket query filters through a nested select whose select clause lists two columns "
-                  "(MySQL error 1241: Operand should contain 1 column(s)), so seat availability, search and booking fail",
-    "tt-feat-22": "the contacts query reads a column that does not exist (document_num instead of document_number; "
-                  "MySQL error 1054: Unknown column), so contacts lookups and booking fail",
-}
 
 
 def _flag(target: Any, params: Mapping[str, Any]) -> tuple[str, list[str]]:
@@ -96,30 +94,39 @@ def recover(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
 
 def _values(target: Any, params: dict, state: dict) -> dict:
     flag, decoys = _flag(target, params)
-    return {"flag": flag, "configmap": CONFIG_MAP, "served_by": "flagd", "mechanism": MECHANISMS[flag],
+    return {"flag": flag, "configmap": CONFIG_MAP, "served_by": "flagd", "mechanism": CODE_PATHS[flag].mechanism,
             "decoys": decoys, "defaultVariant": {"before": "off", "after": "on"}}
 
 
 VOCABULARY = ("feature flag", "feature toggle", "toggle", "flag + turned on", "flag + switched on", "flag + enabl*",
               "flag + set to", "flag + flipped", "flagd config", "toggle + switched on", "toggle + turned on")
-SYMPTOMS = ("errors", "SQL errors", "failed requests")
+KEYWORDS = ("feature flag", "flag", "flagd-config")
+SYMPTOMS = ("errors", "failed requests", "wrong content")
+
+_truth = truth_factory(
+    "tt-flag", "app", "ConfigMap", "a feature flag in the ConfigMap flagd-config switched a faulty code path on",
+    symptoms=SYMPTOMS, keywords=KEYWORDS, values=_values, vocabulary=VOCABULARY,
+    prose="The feature flag {flag} in the ConfigMap {configmap} (served by {served_by}) was switched on: in "
+          "{component}, {mechanism}. Other flags switched on beside it ({decoys}) change nothing. Setting {flag} "
+          "back to off fixes it.")
+
+
+def ground_truth(ctx: Any, target: Any, params: Mapping[str, Any]) -> Any:
+    """The common truth, with the faulty code path's own phrases, keywords and symptoms."""
+    path = CODE_PATHS[_flag(target, params)[0]]
+    truth = _truth(ctx, target, params)
+    return attrs.evolve(truth, vocabulary=(*VOCABULARY, *path.vocabulary), keywords=(*KEYWORDS, *path.keywords),
+                        symptoms=path.symptoms)
 
 
 def faults() -> list[Any]:
-    truth = truth_factory(
-        "tt-flag", "app", "ConfigMap",
-        "a feature flag in the ConfigMap flagd-config switched a faulty SQL code path on", symptoms=SYMPTOMS,
-        keywords=("feature flag", "flag", "flagd-config", "SQL", "column"), values=_values, vocabulary=VOCABULARY,
-        prose="The feature flag {flag} in the ConfigMap {configmap} (served by {served_by}) was switched on: in "
-              "{component}, {mechanism}. Other flags switched on beside it ({decoys}) change nothing. Setting {flag} "
-              "back to off fixes it.")
     return [FaultSpec(
-        name="tt-flag", summary="a TrainTicket feature flag turns a faulty SQL code path on (decoy flags beside it)",
+        name="tt-flag", summary="a TrainTicket feature flag turns a faulty code path on (decoy flags beside it)",
         layer="app", selector=TargetSelector(kinds=("Deployment",), requires=("knob:tt-flag",)),
         params_schema=schema(flag={"type": "string", "enum": list(FAULTY_FLAGS)},
                              decoys={"type": "array", "items": {"type": "string", "enum": list(DECOY_FLAGS)},
                                      "default": []}),
-        impl=FunctionFault(inject=inject, is_present=is_present, recover=recover, ground_truth=truth,
+        impl=FunctionFault(inject=inject, is_present=is_present, recover=recover, ground_truth=ground_truth,
                            reference_fix=reference_fix),
         symptoms=SYMPTOMS,
     )]

@@ -37,6 +37,7 @@ DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "otlp_endpoint": "", "
 MARIADB_IMAGE = "mariadb:10.11"
 ROOT_PASSWORD = "ts-root-9c41"
 MYSQL_PVC = "ts-mysql-data"
+WORKLOAD_TIMEOUT_S = 8  # the load generator's per-request timeout
 PART_OF = {"app.kubernetes.io/part-of": "train-ticket"}
 #: small-footprint server options (the defaults reserve 128 MiB of buffer pool alone)
 MARIADB_ARGS = ["--innodb-buffer-pool-size=16M", "--innodb-log-file-size=8M", "--innodb-log-buffer-size=1M",
@@ -175,7 +176,7 @@ def build() -> list[dict[str, Any]]:
                "ports": [{"name": "http", "containerPort": 8089}],
                "env": [{"name": "WORKLOAD_TARGET", "value": f"http://ts-ui-dashboard.{NAMESPACE}.svc.cluster.local:8080"},
                        {"name": "WORKLOAD_RATE", "value": str(DEFAULT_PARAMS["workload_rate"])},
-                       {"name": "WORKLOAD_PORT", "value": "8089"}, {"name": "WORKLOAD_TIMEOUT_S", "value": "8"}],
+                       {"name": "WORKLOAD_PORT", "value": "8089"}, {"name": "WORKLOAD_TIMEOUT_S", "value": str(WORKLOAD_TIMEOUT_S)}],
                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8089}, "periodSeconds": 2},
                "resources": {"requests": {"cpu": "50m", "memory": "48Mi"}, "limits": {"memory": "256Mi"}}}
     docs += [_service("load-generator", WORKLOAD_NAMESPACE, [("http", 8089)], "workload"),

@@ -75,22 +75,42 @@ def db_services() -> list[str]:
 
 
 #: the flags: name → (the service that evaluates it, whether its "on" variant takes a faulty code
-#: path, what it says). Upstream TrainTicket switches decoy tt-feat-N flags on beside the faulty
-#: one: decoys are evaluated on real requests as well, but change nothing.
+#: path, what it says). tt-feat-N guards the replication of fault FN of the TrainTicket
+#: fault-analysis study (F1-F22) where this topology expresses it (README, "Replicated faults");
+#: the others are decoys, as upstream switches decoy flags on beside the faulty one: decoys are
+#: evaluated on real requests as well, but change nothing.
 FLAGS: dict[str, tuple[str, bool, str]] = {
+    "tt-feat-1": ("ts-cancel-service", True,
+                  "refund sent asynchronously during cancellation (F1: asynchronous message delivery lacks sequence control)"),
+    "tt-feat-2": ("ts-travel-service", True,
+                  "trip details of a search fetched in parallel (F2: requests for one report returned in an unexpected order)"),
+    "tt-feat-5": ("ts-travel-service", True,
+                  "trip details collected by asynchronous tasks on a shared thread pool (F5: one load times another out)"),
+    "tt-feat-6": ("ts-travel2-service", True,
+                  "route prefetch retried recursively on failure (F6: endless recursive requests after SQL errors)"),
+    "tt-feat-7": ("ts-payment-service", True,
+                  "synchronous settlement with the bank (F7: a slow third-party service times its callers out)"),
+    "tt-feat-8": ("ts-preserve-service", True,
+                  "slim user record passed to the order service (F8: a VIP user's key is missing on delivery)"),
+    "tt-feat-10": ("ts-preserve-service", True,
+                   "contacts lookup for advance bookings (F10: the wrong API used in a special case)"),
+    "tt-feat-11": ("ts-inside-payment-service", True,
+                   "order status written after the refund (F11: two services set one value in the wrong sequence)"),
+    "tt-feat-12": ("ts-order-service", True,
+                   "station locks while the order list is read (F12: a service stuck in a specific status)"),
+    "tt-feat-13": ("ts-inside-payment-service", True,
+                   "payments applied by a batch queue (F13: requests of one user executed out of order)"),
     "tt-feat-17": ("ts-order-service", True,
                    "sold-ticket query with a nested select (F17: nested SQL select clause error)"),
     "tt-feat-22": ("ts-contacts-service", True,
                    "contacts query by the new column name (F22: SQL column name mismatch)"),
     **{f"tt-feat-{n}": (owner, False, f"TrainTicket feature toggle {n}") for n, owner in (
-        (1, "ts-preserve-service"), (2, "ts-order-service"), (3, "ts-seat-service"), (4, "ts-travel-service"),
-        (5, "ts-basic-service"), (6, "ts-food-service"), (7, "ts-consign-service"),
-        (8, "ts-inside-payment-service"), (9, "ts-security-service"), (10, "ts-station-service"), (11, "ts-price-service"),
-        (12, "ts-route-service"), (13, "ts-travel2-service"), (14, "ts-user-service"), (15, "ts-auth-service"),
-        (16, "ts-assurance-service"), (18, "ts-contacts-service"), (19, "ts-ticketinfo-service"),
-        (20, "ts-order-other-service"), (21, "ts-cancel-service"))},
+        (3, "ts-seat-service"), (4, "ts-basic-service"), (9, "ts-security-service"), (14, "ts-user-service"),
+        (15, "ts-auth-service"), (16, "ts-assurance-service"), (18, "ts-contacts-service"),
+        (19, "ts-ticketinfo-service"), (20, "ts-order-other-service"), (21, "ts-station-service"))},
 }
-FAULTY_FLAGS = tuple(sorted(name for name, (_o, real, _d) in FLAGS.items() if real))
+FAULTY_FLAGS = tuple(sorted((name for name, (_o, real, _d) in FLAGS.items() if real),
+                            key=lambda n: int(n.rsplit("-", 1)[1])))
 DECOY_FLAGS = tuple(sorted((n for n, (_o, real, _d) in FLAGS.items() if not real),
                            key=lambda n: int(n.rsplit("-", 1)[1])))
 

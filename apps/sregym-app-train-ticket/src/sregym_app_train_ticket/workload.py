@@ -1,9 +1,12 @@
 """The workload generator (hidden namespace ``train-ticket-workload``): users logging in, searching,
 booking, paying and cancelling, as an open loop (Poisson arrivals, ``WORKLOAD_RATE`` per second).
 
-Every answer is checked against the seed (:mod:`data`): a search must list exactly the trips that
-run between the two stations with the prices the rates give; a booking must come back with an order
-of the right price; a login must name the right account. A wrong answer counts as a content error.
+Every answer is checked against the seed (:mod:`data`) and against what this generator did itself:
+a search must list exactly the trips that run between the two stations with the prices the rates
+give; a booking must come back with an order of the right price; a login must name the right
+account; cancelling a paid order must refund its share of the price, and the order read back right
+after must be cancelled; an account's order list must show the orders this generator paid or
+cancelled a few seconds ago in that state. A wrong answer counts as a content error.
 
 API (port 8089)::
 
@@ -33,8 +36,13 @@ from typing import Any
 from . import data, runtime
 
 #: kind → weight in the mix
-MIX = {"search": 35, "search-other": 10, "login": 10, "book": 15, "pay": 10, "cancel": 5, "orders": 10, "home": 5}
+MIX = {"search": 28, "search-other": 10, "login": 8, "book": 17, "pay": 12, "cancel": 10, "orders": 10, "home": 5}
 ENDPOINTS = tuple(MIX)
+#: an order list must show what this generator paid or cancelled between these many seconds ago (long
+#: enough for the write to have landed; short enough that a fixed fault stops showing within a window)
+VERIFY_AFTER_S, VERIFY_WITHIN_S = 1.5, 8.0
+#: after cancelling, the order is read back this much later (a user looking at the order)
+READ_BACK_S = 0.5
 #: (from, to) pairs the searches and bookings use, each with both kinds of trip
 JOURNEYS = (("shanghai", "nanjing"), ("nanjing", "beijing"), ("shanghai", "taiyuan"), ("nanjing", "taiyuan"),
             ("shanghai", "shijiazhuang"))
@@ -125,9 +133,12 @@ class Generator:
         self.target, self.rate, self.timeout_s = target.rstrip("/"), rate, timeout_s
         self.log = RequestLog()
         self.rng = random.Random(seed)
-        self.unpaid: deque[tuple[str, str, str]] = deque(maxlen=200)  # (order, trip, account)
-        self.booked: deque[tuple[str, str, str]] = deque(maxlen=200)
+        self.unpaid: deque[tuple[str, str, str, float]] = deque(maxlen=200)  # (order, trip, account, price)
+        self.booked: deque[tuple[str, str, str, float]] = deque(maxlen=200)  # paid
+        #: order → (account, the status it must show, when this generator set it)
+        self.recent: dict[str, tuple[str, int, float]] = {}
         self.inflight = threading.Semaphore(int(os.environ.get("WORKLOAD_MAX_INFLIGHT", "24")))
+        self.local = threading.local()  # per request: seconds spent waiting on purpose (not latency)
         self.lock = threading.Lock()
 
     def _http(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
@@ -142,6 +153,7 @@ class Generator:
 
     def one(self, kind: str) -> None:
         started = time.perf_counter()
+        self.local.paused = 0.0
         status, error, content = 0, "", ""
         try:
             status, content = self._run(kind)
@@ -150,7 +162,7 @@ class Generator:
             if "timed out" in str(exc):
                 error = "timeout"
         ok = status == 200 and not content and not error
-        self.log.add(kind, status, (time.perf_counter() - started) * 1000, ok, error, content)
+        self.log.add(kind, status, (time.perf_counter() - started - self.local.paused) * 1000, ok, error, content)
 
     def _run(self, kind: str) -> tuple[int, str]:
         """(HTTP status, content error or "") of one request of ``kind``."""
@@ -187,31 +199,80 @@ class Generator:
             if abs(float(body["data"]["price"]) - expected) > 0.01:
                 return status, "book: wrong price"
             with self.lock:
-                self.unpaid.append((body["data"]["orderId"], params["tripId"], params["accountId"]))
+                self.unpaid.append((body["data"]["orderId"], params["tripId"], params["accountId"], expected))
             return status, ""
-        if kind in ("pay", "cancel"):
+        if kind == "pay":
             with self.lock:
-                pool = self.unpaid if kind == "pay" or not self.booked else self.booked
-                item = pool.popleft() if pool else None
+                item = self.unpaid.popleft() if self.unpaid else None
             if item is None:
                 return self._http(*request_for("orders", rng))[0], ""
-            order, trip, owner = item
-            if kind == "pay":
-                status, body = self._http("POST", "/api/v1/inside_pay_service/inside_payment",
-                                          {"orderId": order, "tripId": trip, "userId": owner})
-                if status == 200 and body.get("status") == 1:
-                    with self.lock:
-                        self.booked.append(item)
-                return status, "" if status != 200 or body.get("status") == 1 else f"pay refused: {body.get('msg')}"
-            status, body = self._http("GET", f"/api/v1/cancelservice/cancel/{order}/{owner}?tripId={trip}")
-            return status, "" if status != 200 or body.get("status") == 1 else f"cancel refused: {body.get('msg')}"
+            order, trip, owner, _price = item
+            status, body = self._http("POST", "/api/v1/inside_pay_service/inside_payment",
+                                      {"orderId": order, "tripId": trip, "userId": owner})
+            if status == 200 and body.get("status") == 1:
+                with self.lock:
+                    self.booked.append(item)
+                    self.recent[order] = (owner, data.PAID, time.time())
+            return status, "" if status != 200 or body.get("status") == 1 else f"pay refused: {body.get('msg')}"
+        if kind == "cancel":
+            return self._cancel(rng)
         if kind == "orders":
-            status, body = self._http("POST", "/api/v1/orderservice/order/refresh", {"loginId": account})
-            if status == 200 and (body.get("status") != 1 or any(o["accountId"] != account for o in body["data"])):
-                return status, "orders: another account's orders"
-            return status, ""
+            return self._orders(account)
         status, body = self._http(*request_for(kind, rng))
         return status, "" if status != 200 or body.get("status") == 1 else "home: bad answer"
+
+    def _cancel(self, rng: random.Random) -> tuple[int, str]:
+        """Cancel the most recently paid order (a user changing their mind), else an unpaid one; the
+        refund must be the paid share, and the order read back must be cancelled."""
+        with self.lock:
+            item, paid = (self.booked.pop(), True) if self.booked else \
+                ((self.unpaid.popleft(), False) if self.unpaid else (None, False))
+            if item is not None:
+                self.recent.pop(item[0], None)  # in flight: not checked by an order list meanwhile
+        if item is None:
+            return self._http(*request_for("orders", rng))[0], ""
+        order, trip, owner, price = item
+        status, body = self._http("GET", f"/api/v1/cancelservice/cancel/{order}/{owner}?tripId={trip}")
+        if status != 200:
+            return status, ""
+        if body.get("status") != 1:
+            return status, f"cancel refused: {body.get('msg')}"
+        with self.lock:
+            self.recent[order] = (owner, data.CANCELLED, time.time())
+        expected = data.refund(price, data.PAID if paid else data.NOT_PAID)
+        if abs(float((body.get("data") or {}).get("refund", -1)) - expected) > 0.01:
+            return status, "cancel: wrong refund"
+        time.sleep(READ_BACK_S)
+        self.local.paused += READ_BACK_S
+        status, body = self._http("GET", f"/api/v1/orderservice/order/{order}")
+        if status == 200 and (body.get("data") or {}).get("status") != data.CANCELLED:
+            return status, "cancel: order not cancelled"
+        return status, ""
+
+    def _orders(self, account: str) -> tuple[int, str]:
+        """The order list of the account whose order this generator paid or cancelled a few seconds
+        ago (else of ``account``): the account's orders only, and those orders in that state."""
+        now = time.time()
+        with self.lock:
+            for order, (_owner, _status, when) in list(self.recent.items()):
+                if now - when > VERIFY_WITHIN_S:
+                    del self.recent[order]
+            due = [(when, owner) for owner, _s, when in self.recent.values() if now - when >= VERIFY_AFTER_S]
+            account = max(due)[1] if due else account
+            expect = {o: entry for o, entry in self.recent.items() if entry[0] == account and now - entry[2] >= VERIFY_AFTER_S}
+        status, body = self._http("POST", "/api/v1/orderservice/order/refresh", {"loginId": account})
+        if status != 200:
+            return status, ""
+        if body.get("status") != 1 or any(o["accountId"] != account for o in body["data"]):
+            return status, "orders: another account's orders"
+        shown = {o["id"]: o["status"] for o in body["data"]}
+        with self.lock:  # an order this generator started to change meanwhile proves nothing
+            expect = {o: entry[1] for o, entry in expect.items() if self.recent.get(o) == entry}
+        for order, wanted in expect.items():
+            if order in shown and shown[order] != wanted:
+                return status, "orders: a cancelled order is not cancelled" if wanted == data.CANCELLED else \
+                    "orders: a paid order is not paid"
+        return status, ""
 
     def run(self, stop: threading.Event) -> None:
         kinds, weights = list(MIX), list(MIX.values())
