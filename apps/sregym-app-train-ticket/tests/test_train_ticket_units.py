@@ -7,13 +7,6 @@ through the embedded cluster's own mariadb entrypoint (skipped where mariadb-ser
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -160,45 +153,6 @@ def test_fault_params_must_name_a_faulty_flag_of_the_target_and_real_decoys():
 
 
 # ------------------------------------------------------------------------------ real MariaDB
-ENTRYPOINT = Path(__import__("sregym_cluster_embedded").__file__).parent / "node" / "entrypoints" / "mariadb_entrypoint.py"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def mariadb(tmp_path_factory):
-    if not shutil.which("mariadbd", path="/usr/sbin:/usr/bin"):
-        pytest.skip("needs Debian's mariadb-server (tools/setup.sh installs it)")
-    root = tmp_path_factory.mktemp("mariadb")
-    dirs = {p: root / p.strip("/").replace("/", "-") for p in ("/var/lib/mysql", "/run/mysqld", "/docker-entrypoint-initdb.d")}
-    for d in dirs.values():
-        d.mkdir()
-    (dirs["/docker-entrypoint-initdb.d"] / "01-schemas.sql").write_text(data.init_sql())
-    port = _free_port()
-    env = {**os.environ, "SREGYM_MOUNTS": json.dumps({k: str(v) for k, v in dirs.items()}),
-           "MARIADB_ROOT_PASSWORD": "rootpw", "MARIADB_PORT": str(port)}
-    proc = subprocess.Popen([sys.executable, str(ENTRYPOINT), "mariadbd", *manifests.MARIADB_ARGS, "--bind-address=127.0.0.1"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    import pymysql
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            pymysql.connect(host="127.0.0.1", port=port, user="root", password="rootpw").close()
-            break
-        except pymysql.err.OperationalError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"mariadb did not start: {proc.stdout.read().decode()[-2000:]}")
-            time.sleep(0.3)
-    yield port
-    proc.terminate()
-    proc.wait(30)
-
-
 def _ctx(service, port, monkeypatch, on=()):
     from sregym_app_train_ticket.db import Database
     from sregym_app_train_ticket.services import Ctx

@@ -108,7 +108,7 @@ CODE_PATHS: dict[str, CodePath] = {
         ("rejected payments", "rejected cancellations")),
     "tt-feat-13": CodePath(
         "F13: requests of one user are executed in an unexpected order",
-        "payments are queued and applied by a batch every 10 s while the user is told the payment succeeded; a "
+        "payments are queued and applied in batches up to 10 s later while the user is told the payment succeeded; a "
         "cancellation in between finds the order unpaid and refunds nothing, then the batch charges the "
         "cancelled order and marks it paid",
         ("batch* + payment*", "payment* + batch*", "payment* + queue*", "queued payment*", "payment* + applied later",

@@ -115,7 +115,9 @@ class StarvedPool:
         """A started task's result, waiting at most as long as its caller would."""
         try:
             return future.result(timeout=self.stale_s)
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:
+            if future.done():
+                raise  # the task's own failure
             future.cancel()
             raise TimeoutError(f"async task pool: task not done after {self.stale_s:g} s "
                                f"(all {self.workers} threads busy)") from None
@@ -128,7 +130,9 @@ class StarvedPool:
         for key, future in futures.items():
             try:
                 out[key] = future.result(timeout=max(0.0, deadline - time.monotonic()))
-            except concurrent.futures.TimeoutError:
+            except TimeoutError:
+                if future.done():
+                    raise  # the sub-task's own failure
                 for pending in futures.values():
                     pending.cancel()
                 raise TimeoutError(f"async task pool: sub-task {key!r} still queued after {self.wait_s:g} s "
@@ -161,29 +165,35 @@ class StationLocks:
 
 # ----------------------------------------------------------------------------------------- F13
 class BatchQueue:
-    """Jobs applied by one worker thread every ``interval_s`` (at once when ``batching()`` turns
-    False, so switching the feature off drains the queue)."""
+    """Jobs applied by one worker thread in batches: a batch is applied ``interval_s`` after its
+    first job was queued (at once when ``batching()`` turns False, so switching the feature off
+    drains the queue)."""
 
     def __init__(self, name: str, interval_s: float, batching: Callable[[], bool]) -> None:
         self.name, self.interval_s, self.batching = name, interval_s, batching
         self.jobs: queue.Queue[tuple[Callable[[], Any], dict[str, Any]]] = queue.Queue()
+        self.opened: float | None = None  # when the batch being filled got its first job
         self.worker: threading.Thread | None = None
         self.lock = threading.Lock()
 
     def put(self, job: Callable[[], Any], **about: Any) -> None:
-        self.jobs.put((carry_context(job), about))
         with self.lock:
+            self.jobs.put((carry_context(job), about))
+            if self.opened is None:
+                self.opened = time.monotonic()
             if self.worker is None:
                 self.worker = threading.Thread(target=self._work, name=f"batch-{self.name}", daemon=True)
                 self.worker.start()
 
     def _work(self) -> None:
-        next_batch = time.monotonic() + self.interval_s
         while True:
-            time.sleep(0.25)
-            if self.batching() and time.monotonic() < next_batch:
+            time.sleep(0.1)
+            with self.lock:
+                opened = self.opened
+            if opened is None or (self.batching() and time.monotonic() - opened < self.interval_s):
                 continue
-            next_batch = time.monotonic() + self.interval_s
+            with self.lock:
+                self.opened = None
             self.drain()
 
     def drain(self) -> int:

@@ -24,6 +24,10 @@ from .topology import GATEWAY, HIGH_SPEED, ROUTES, SERVICES, flags_of
 Routes = list[tuple[str, str, Callable[[Request], Any]]]
 #: a booking this many days ahead or more is an advance booking (tt-feat-10's special case)
 ADVANCE_BOOKING_DAYS = 14
+#: tt-feat-5: how long a task waits for its sub-tasks, and after how long a queued task is dropped
+TASK_WAIT_S, TASK_STALE_S = 3.0, 5.0
+#: tt-feat-6: how long the recursive route prefetch goes on (under the gateway's 5 s peer timeout)
+ROUTE_PREFETCH_S = 4.5
 
 
 class Ctx:
@@ -400,7 +404,7 @@ def build_seat(ctx: Ctx) -> Routes:
 
 
 def build_travel(ctx: Ctx, prefix: str) -> Routes:
-    pool = replicated.StarvedPool(workers=2, wait_s=3.0, stale_s=5.0)  # tt-feat-5's asynchronous tasks
+    pool = replicated.StarvedPool(workers=2, wait_s=TASK_WAIT_S, stale_s=TASK_STALE_S)  # tt-feat-5's tasks
     route_cache: dict[str, Any] = {}  # tt-feat-6's route prefetch
 
     def flag(key: str) -> bool:
@@ -468,7 +472,7 @@ def build_travel(ctx: Ctx, prefix: str) -> Routes:
         start, end, date = arg(request, "startPlace"), arg(request, "endPlace"), arg(request, "departureTime")
         rows = ctx.db.run("SELECT * FROM trip ORDER BY id")
         if flag("tt-feat-6"):
-            prefetch_routes(rows, time.monotonic() + 4.5)
+            prefetch_routes(rows, time.monotonic() + ROUTE_PREFETCH_S)
         # the routes first: only trips whose route runs from start to end are priced and seated
         routes = {r["id"]: r["stations"] for r in ctx.call("ts-route-service", "POST", "/api/v1/routeservice/routes/byIds",
                                                            {"ids": sorted({row["route_id"] for row in rows})})}
@@ -608,7 +612,7 @@ def build_preserve(ctx: Ctx) -> Routes:
 #: how long tt-feat-7's settlement with the bank keeps a charge open (the bank lies outside the
 #: cluster: its latency is modelled); longer than a caller's PEER_TIMEOUT_S (5 s)
 BANK_SETTLEMENT_S = 6.0
-#: tt-feat-1 / tt-feat-11: delivery delay of an asynchronous message; tt-feat-13: batch interval
+#: tt-feat-1 / tt-feat-11: delivery delay of an asynchronous message; tt-feat-13: how long a batch fills
 ASYNC_DELIVERY_S, PAYMENT_BATCH_S = 0.2, 10.0
 #: tt-feat-11 rechecks an order before writing its status only for a refund above this (an unusual one)
 RECHECK_REFUND_ABOVE = 350.0
@@ -653,8 +657,8 @@ def build_inside_payment(ctx: Ctx) -> Routes:
         if not balance or balance[0]["money"] < price:
             return refuse("Insufficient Balance")
         if ctx.flag("tt-feat-13"):
-            # F13: the payment is queued and applied by a batch every PAYMENT_BATCH_S; the user is told
-            # it succeeded. A cancellation in between finds the order unpaid (no refund), and the batch
+            # F13: the payment is queued and applied in a batch, PAYMENT_BATCH_S after the batch's first
+            # payment; the user is told it succeeded. A cancellation in between finds the order unpaid (no refund), and the batch
             # then charges the cancelled order and marks it paid.
             payments.put(lambda: charge(order_id, trip, user, price), order=order_id)
             return ok(True, "Payment Success")
