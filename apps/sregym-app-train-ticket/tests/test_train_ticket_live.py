@@ -2,10 +2,12 @@
 
 Deployed through the conductor's own path (``deployed_app``, with the observability stack), then:
 the workload succeeds on every request kind with answers that match the seed; one booking trace
-runs through every service of the booking path and into MariaDB; and the tt-flag fault passes the
-live fault contract (inject tt-feat-22 with decoys → bookings fail with MySQL's 1054 in
-ts-contacts-service's log → present → reference fix (only the faulty flag off, decoys stay on) →
-gone → the workload recovers).
+runs through every service of the booking path and into MariaDB; replicated faults of the
+fault-analysis study (F1 asynchronous refund, F2 answers in arrival order, F5 pool starvation, F12
+station locks) each fail the workload's SLO in their own way while their flag is on and stop when it
+is switched off; and the tt-flag fault passes the live fault contract (inject tt-feat-22 with
+decoys → bookings fail with MySQL's 1054 in ts-contacts-service's log → present → reference fix
+(only the faulty flag off, decoys stay on) → gone → the workload recovers).
 """
 
 from __future__ import annotations
@@ -88,6 +90,62 @@ def test_one_booking_trace_spans_the_whole_path_down_to_the_sql_and_the_graph_dr
             ("ts-ticketinfo-service", "ts-basic-service"), ("ts-basic-service", "ts-price-service"),
             ("ts-seat-service", "ts-order-service"), ("ts-inside-payment-service", "ts-payment-service")} <= edges, \
         sorted(edges)
+
+
+def _switch(live, flag: str, variant: str) -> None:
+    """Set one flag's variant in flagd-config, as an operator editing the ConfigMap would."""
+    cm = json.loads(live.kubectl("get", "configmap", "flagd-config", "-n", live.namespace, "-o", "json"))
+    doc = json.loads(cm["data"]["flags.json"])
+    doc["flags"][flag]["defaultVariant"] = variant
+    live.kubectl("patch", "configmap", "flagd-config", "-n", live.namespace, "--type", "merge",
+                 "-p", json.dumps({"data": {"flags.json": json.dumps(doc, indent=2) + "\n"}}))
+
+
+def _kinds(stats: dict, endpoints: tuple[str, ...]) -> set[str]:
+    """Content error kinds, plus HTTP error statuses of the given request kinds as 'kind:status'."""
+    out = set(stats.get("content_error_kinds") or {})
+    for kind in endpoints:
+        out |= {f"{kind}:{status}" for status in ((stats["by_endpoint"].get(kind) or {}).get("error_kinds") or {})}
+    return out
+
+
+#: flag → (the request kinds it breaks, the failures it shows as: any one must appear)
+REPLICATED = {
+    "tt-feat-1": ((), {"cancel: order not cancelled", "orders: a cancelled order is not cancelled"}),
+    "tt-feat-2": ((), {"search: wrong price", "search: wrong trips"}),
+    "tt-feat-5": (("search", "book"), {"search:500", "search:502", "book:500", "book:502", "search:timeout"}),
+    "tt-feat-12": (("pay", "cancel"), {"pay:409", "cancel:409"}),
+}
+
+
+@pytest.mark.parametrize("flag", sorted(REPLICATED, key=lambda f: int(f.rsplit("-", 1)[1])))
+def test_replicated_fault_fails_the_slo_until_its_flag_is_off(tt, flag):
+    from sregym_core.symptoms import slo_dropped
+
+    endpoints, signature = REPLICATED[flag]
+    live = tt.live(time.time(), request_for=request_for, frontend=FRONTEND)
+    _switch(live, flag, "on")
+    try:
+        def failing():
+            stats = live.stats(20)
+            count = stats["count"] or 0
+            slo_fails = count >= 15 and (stats["success_rate"] < 0.99 or stats["content_errors"] / count > 0.01)
+            seen = _kinds(stats, endpoints) & signature
+            return {"success_rate": stats["success_rate"], "count": count, "seen": sorted(seen),
+                    "slo_drop": slo_dropped(stats), "content": stats["content_error_kinds"]} if slo_fails and seen else None
+
+        evidence = wait_for(failing, 150, 5)
+        print(f"{flag} on: {evidence}")
+        assert evidence, json.dumps(live.stats(20))[:1500]
+    finally:
+        _switch(live, flag, "off")
+
+    def healthy():
+        stats = live.stats(20)
+        ok = stats["count"] >= 15 and stats["success_rate"] >= 0.99 and stats["content_errors"] == 0
+        return stats if ok else None
+
+    assert wait_for(healthy, 150, 5), json.dumps(live.stats(20))[:1500]
 
 
 def bookings_fail_with_unknown_column(live):
