@@ -6,7 +6,7 @@ A problem file declares what its fault does to the system as a user or an on-cal
     symptom: slo-drop                       # users' requests fail (or crawl)
     symptom: [pods-not-ready, slo-drop]     # every listed one must show
     symptom: alert-firing HighErrorRate     # a Prometheus alert fires
-    symptom: error-logs                     # the faulty workload logs errors
+    symptom: error-logs                     # the faulty workload, or a client of it, logs errors
     symptom: latent                         # nothing shows until something else happens
 
 ``sregym validate`` observes it after injection and before any agent acts
@@ -20,6 +20,7 @@ reports it unsound.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -143,6 +144,75 @@ def error_lines(text: str) -> list[str]:
     return [line.strip()[:200] for line in text.splitlines() if _ERROR_LINE.search(line)]
 
 
+_WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+
+
+def _meta(obj: Mapping[str, Any], key: str) -> Any:
+    return (obj.get("metadata") or {}).get(key)
+
+
+_HOST_KEY = r"[\w-]*(?:host|addr|address|server|endpoint|url)[\w-]*"
+
+
+def _address_pattern(service: str, namespace: str) -> re.Pattern[str]:
+    """The Service named as an address in JSON text: ``name:port``, ``name.<namespace>...``,
+    ``name.svc...``, or the value of a host-like key (``host: name``, ``{"name": "X_HOST", "value":
+    "name"}``); not the same word in prose (a flag's description) or as a database's name."""
+    name, end = re.escape(service), r"(?![-\w.])"
+    return re.compile(rf"(?<![-\w.]){name}(?=:\d|\.{re.escape(namespace)}\b|\.svc\b)"
+                      rf"|(?i:{_HOST_KEY})\\?\"?\s*[:=]\s*\\?\"?{name}{end}"
+                      rf'|"name": "(?i:{_HOST_KEY})", "value": "{name}"')
+
+
+def clients_of(target: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The workloads that call a faulty workload: those in its namespace whose pod template names its
+    Service as an address (an env var or argument), or uses a ConfigMap that does.
+
+    A broken backend shows in its callers' logs (a cache refusing them, a queue record they cannot
+    process) before it shows anywhere else, and that is where an SRE reads. The workload generator
+    lives in a hidden namespace and is never a client here.
+    """
+    service = target.get("service")
+    if not service:
+        return []
+    namespace = target["namespace"]
+    address = _address_pattern(service, namespace)
+    mentioning = {_meta(o, "name") for o in objects
+                  if o.get("kind") == "ConfigMap" and _meta(o, "namespace") == namespace
+                  and address.search(json.dumps(o.get("data") or {}))}
+    out = []
+    for obj in objects:
+        if obj.get("kind") not in _WORKLOAD_KINDS or _meta(obj, "namespace") != namespace:
+            continue
+        if (obj.get("kind"), _meta(obj, "name")) == (target["kind"], target["name"]):
+            continue
+        template = json.dumps((obj.get("spec") or {}).get("template") or {})
+        if address.search(template) or any(f'"{name}"' in template for name in mentioning):
+            out.append(str(_meta(obj, "name")))
+    return sorted(out)
+
+
+def log_sources(faulty: Sequence[Mapping[str, Any]], objects: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """``(namespace, pod)`` of every pod whose log the ``error-logs`` probe reads: the faulty
+    workloads' pods first, then their clients' (:func:`clients_of`), each pod once."""
+    workloads = {(o.get("kind"), _meta(o, "namespace"), _meta(o, "name")): o for o in objects
+                 if o.get("kind") in _WORKLOAD_KINDS}
+    wanted: list[tuple[str, str, str]] = [(t["kind"], t["namespace"], t["name"]) for t in faulty]
+    for target in faulty:
+        for name in clients_of(target, objects):
+            kind = next(k for k in _WORKLOAD_KINDS if (k, target["namespace"], name) in workloads)
+            wanted.append((kind, target["namespace"], name))
+    pods = [o for o in objects if o.get("kind") == "Pod"]
+    out: list[tuple[str, str]] = []
+    for key in dict.fromkeys(wanted):
+        selector = (workloads.get(key) or {}).get("spec", {}).get("selector")
+        for pod in pods:
+            ref = (key[1], str(_meta(pod, "name")))
+            if _meta(pod, "namespace") == key[1] and _selected(selector, _meta(pod, "labels")) and ref not in out:
+                out.append(ref)
+    return out
+
+
 # ------------------------------------------------------------------ observation over the live system
 
 
@@ -215,20 +285,14 @@ def live_probes(*, kube: Any, namespaces: Sequence[str], faulty: Sequence[Mappin
     async def logs() -> str | None:
         since = max(1, int(time.monotonic() - injected_at) + 1)
         found: list[str] = []
-        for target in faulty:
-            pods = await asyncio.to_thread(kube.list_items, f"/api/v1/namespaces/{target['namespace']}/pods", "Pod")
-            objects = {(o.get("kind"), o["metadata"]["name"]): o for o in await kube.aworkloads((target["namespace"],))}
-            owner = objects.get((target["kind"], target["name"]))
-            selector = (owner or {}).get("spec", {}).get("selector")
-            for pod in pods:
-                if not _selected(selector, pod["metadata"].get("labels")):
-                    continue
-                path = f"/api/v1/namespaces/{target['namespace']}/pods/{pod['metadata']['name']}/log"
-                try:
-                    text = await asyncio.to_thread(_read_log, kube, path, since)
-                except Exception:  # noqa: BLE001 - a container that never started has no log
-                    continue
-                found += error_lines(text)
+        objects = await kube.aworkloads(tuple(dict.fromkeys(t["namespace"] for t in faulty)))
+        for namespace, pod in log_sources(faulty, objects):
+            path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
+            try:
+                text = await asyncio.to_thread(_read_log, kube, path, since)
+            except Exception:  # noqa: BLE001 - a container that never started has no log
+                continue
+            found += [f"{pod}: {line}" for line in error_lines(text)]
         return f"{len(found)} error line(s), e.g. {found[0]}" if found else None
 
     def alert(name: str) -> Probe:

@@ -13,7 +13,9 @@ from sregym_core.errors import ConfigError
 from sregym_core.problems import parse_problem
 from sregym_core.symptoms import (
     alert_firing,
+    clients_of,
     error_lines,
+    log_sources,
     normalize,
     observe_symptoms,
     pods_not_ready,
@@ -72,6 +74,38 @@ def test_alerts_and_error_logs():
     log = '{"level":"info","event":"ok"}\n{"level":"error","event":"query_failed"}\nTraceback (most recent call last):\n'
     assert len(error_lines(log)) == 2
     assert error_lines('{"level":"info","event":"no errors here"}') == []
+
+
+def test_error_logs_read_the_faulty_workload_and_its_clients():
+    """A broken backend's errors show in its callers' logs: the probe reads the faulty workload's pods,
+    then those of every workload whose pod template (or a ConfigMap it uses) names its Service."""
+    objects = copy.deepcopy(OBJECTS)
+    frontend = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "frontend")
+    assert clients_of(GEO, objects) == []  # the frontend calls search, not geo
+    env = frontend["spec"]["template"]["spec"]["containers"][0]["env"]
+    env.append({"name": "GEO_CACHE_ADDR", "value": "geo-cache:11211"})  # another service's name, not geo's
+    env.append({"name": "POSTGRES_DB", "value": "geo"})  # the word, not an address
+    objects.append({"kind": "ConfigMap", "metadata": {"name": "notes", "namespace": "hotel-reservation"},
+                    "data": {"README": "geo answers nearby hotels; if geo is down, page the geo team."}})
+    frontend["spec"]["template"]["spec"]["volumes"] = [{"name": "notes", "configMap": {"name": "notes"}}]
+    assert clients_of(GEO, objects) == []
+    env.append({"name": "GEO_ADDR", "value": "geo:8083"})
+    assert clients_of(GEO, objects) == ["frontend"]
+    env[-1]["value"] = "http://geo.hotel-reservation.svc.cluster.local:8083"
+    assert clients_of(GEO, objects) == ["frontend"]
+    env[-1] = {"name": "GEO_HOST", "value": "geo"}  # the host set apart from its port
+    assert clients_of(GEO, objects) == ["frontend"]
+    env.pop()
+    objects.append({"kind": "ConfigMap", "metadata": {"name": "search-config", "namespace": "hotel-reservation"},
+                    "data": {"config.yaml": "geo:\n  host: geo\n  port: 8083\n"}})
+    frontend["spec"]["template"]["spec"]["volumes"] = [{"name": "config", "configMap": {"name": "search-config"}}]
+    assert clients_of(GEO, objects) == ["frontend"]
+    assert clients_of({**GEO, "service": None}, objects) == []
+    objects.append({"kind": "Pod", "metadata": {"name": "frontend-7d9f-x2", "namespace": "hotel-reservation",
+                                                "labels": dict(frontend["spec"]["template"]["metadata"]["labels"])}})
+    geo_pod = next(o["metadata"]["name"] for o in objects
+                   if o["kind"] == "Pod" and o["metadata"]["name"].startswith("geo"))
+    assert log_sources([GEO], objects) == [("hotel-reservation", geo_pod), ("hotel-reservation", "frontend-7d9f-x2")]
 
 
 class Clock:

@@ -238,3 +238,24 @@ def test_the_flag_fault_round_trip_on_the_flag_configmap(monkeypatch, tmp_path):
     assert not faults.is_present(ctx, target, params) and served[-1] == ("imageSlowLoad", "off")
     doc = json.loads(ctx.objects[("ConfigMap", spec.namespace, "flagd-config")]["data"]["demo.flagd.json"])
     assert doc["flags"]["imageSlowLoad"]["defaultVariant"] == "off" and doc["flags"]["adFailure"]["defaultVariant"] == "off"
+
+
+def test_the_error_logs_probe_reads_the_queue_consumers_and_the_cache_client():
+    """The poison pill's errors are logged by the consumers, not by the broker; valkey-cart's by cart.
+    The error-logs probe reads the faulty workload and its clients, found in the shipped manifests."""
+    from sregym_core.symptoms import clients_of, log_sources
+
+    objects = [d for d in load_documents() if d["metadata"].get("namespace") == "astronomy-shop"]
+    for doc in list(objects):  # one running pod per workload, labelled as its ReplicaSet labels it
+        if doc["kind"] == "Deployment":
+            objects.append({"kind": "Pod", "metadata": {
+                "name": f"{doc['metadata']['name']}-5d8c9-x1", "namespace": "astronomy-shop",
+                "labels": dict(doc["spec"]["template"]["metadata"]["labels"])}})
+    queue = {"kind": "Deployment", "namespace": "astronomy-shop", "name": "queue", "service": "queue"}
+    cache = {"kind": "Deployment", "namespace": "astronomy-shop", "name": "valkey-cart", "service": "valkey-cart"}
+    assert clients_of(queue, objects) == ["accounting", "checkout", "fraud-detection"]
+    assert clients_of(cache, objects) == ["cart"]
+    pods = [pod for _ns, pod in log_sources([queue], objects)]
+    assert pods[0] == "queue-5d8c9-x1"
+    assert {"accounting-5d8c9-x1", "fraud-detection-5d8c9-x1"} <= set(pods)
+    assert "frontend-5d8c9-x1" not in pods and "load-generator-5d8c9-x1" not in pods

@@ -74,20 +74,26 @@ spec:
 
 @pytest.mark.slow
 def test_cache_auth_live_on_a_standalone_redis(deployed_app):
+    """cache-auth turns requirepass on in the cache's arguments: the rollout replaces the pod (cutting
+    every client connection), a restart keeps the password, and the reference fix rolls it back."""
     pytest.importorskip("sregym_app_hotel_reservation", reason="runs beside Hotel Reservation")
     hotel = deployed_app("hotel-reservation")
     live = hotel.live(time.time(), {REDIS.name: REDIS})
     subprocess.run([hotel.env.kubectl, "--kubeconfig", str(hotel.env.cluster.kubeconfig()), "apply", "-f", "-"],
                    input=REDIS_MANIFEST, text=True, check=True, capture_output=True, timeout=60)
+
+    def serving() -> list[str]:
+        return [p["metadata"]["name"] for p in live.pods(REDIS.name)
+                if p.get("status", {}).get("podIP") and not p["metadata"].get("deletionTimestamp")
+                and all(c.get("ready") for c in p["status"].get("containerStatuses") or [{}])]
+
+    def ping() -> str:
+        return live.kubectl("exec", serving()[0], "-n", live.namespace, "--", "sh", "-c",
+                            'redis-cli -h "${POD_IP:-127.0.0.1}" PING')
+
     try:
-        assert wait_for(lambda: any(p.get("status", {}).get("podIP") and all(
-            c.get("ready") for c in p["status"].get("containerStatuses") or [{}]) for p in live.pods(REDIS.name)), 60)
-        pod = live.pods(REDIS.name)[0]
-
-        def ping() -> str:
-            return live.kubectl("exec", pod["metadata"]["name"], "-n", live.namespace, "--", "sh", "-c",
-                                'redis-cli -h "${POD_IP:-127.0.0.1}" PING')
-
+        assert wait_for(lambda: len(serving()) == 1, 60)
+        before = serving()[0]
         assert "PONG" in ping()
         spec = hotel.host.get_faults()["cache-auth"]
         app = attrs.evolve(hotel.app, components=(*hotel.app.components, REDIS))
@@ -95,11 +101,18 @@ def test_cache_auth_live_on_a_standalone_redis(deployed_app):
         params = validate({}, dict(spec.params_schema), what="params", fill_defaults=True)
         ctx = hotel.context()
         hotel.run(call_fault(spec.impl.inject, ctx, target, params))
+        assert serving() and before not in serving()  # rolled out: connections to the old pod are gone
         assert "NOAUTH" in ping()  # what every client now sees
+        assert hotel.run(call_fault(spec.impl.is_present, ctx, target, params)) is True
+        # a blind restart keeps it: the password is in the Deployment's arguments
+        live.kubectl("delete", "pod", serving()[0], "-n", live.namespace, "--wait=false")
+        assert wait_for(lambda: len(serving()) == 1 and "NOAUTH" in ping(), 90)
         assert hotel.run(call_fault(spec.impl.is_present, ctx, target, params)) is True
         hotel.run(call_fault(spec.impl.reference_fix, ctx, target, params))
         assert hotel.run(call_fault(spec.impl.is_present, ctx, target, params)) is False
         assert "PONG" in ping()
+        deployment = live.get_json("deployment", REDIS.name)
+        assert "args" not in deployment["spec"]["template"]["spec"]["containers"][0]  # as it was before the fault
     finally:
         hotel.reset()
     assert not live.pods(REDIS.name), "reconciling to the baseline removes the stand-in Redis"

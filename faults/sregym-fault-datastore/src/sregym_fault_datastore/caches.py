@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sregym_core.errors import FaultError, TemporaryFaultError
 from sregym_core.faultkit import function_fault, kube, schema
 
 from sregym_core.types import FaultSpec, TargetSelector
@@ -92,11 +93,66 @@ def flood_fix(ctx, target, params):
                 f"{port}), timeout=5); s.sendall(b'flush_all\\r\\n'); print(s.recv(64))", check=False)
 
 
-def redis_auth_inject(ctx, target, params):
-    pod = running_pod(ctx, target)
-    ctx.state["pod"] = pod
-    ctx.kubectl("exec", pod, "-n", ctx.namespace, "--", "sh", "-c",
-                f'redis-cli -h "${{POD_IP:-127.0.0.1}}" CONFIG SET requirepass "{params["password"]}"')
+# --- cache-auth: a password turned on in the cache's own configuration ---------------------------
+#
+# Someone enables ``requirepass`` on the cache's command line (its Deployment's args) without giving
+# the password to the clients, and the change rolls out as any configuration change does: the cache
+# pod is replaced, every client connection to the old one is cut, and each reconnecting client is
+# answered ``NOAUTH Authentication required``. The password is in the workload's spec, so restarting
+# the cache keeps it (a runtime ``CONFIG SET`` would be undone by a restart and would leave open,
+# already authenticated connections working). The fix takes the option out of the arguments again.
+
+REQUIREPASS = "--requirepass"
+#: how long the cache's rollout may take (image already on the node; a loaded 2-core machine)
+ROLLOUT_TIMEOUT_S = 180
+
+
+def launch_field(container: dict) -> str:
+    """The container field that carries the server's options: ``args`` when set, else ``command``
+    when set, else ``args`` (the image's entrypoint then starts the server with them)."""
+    if container.get("args") is not None:
+        return "args"
+    return "command" if container.get("command") else "args"
+
+
+def requirepass_of(values: list[str] | None) -> str | None:
+    """The password ``--requirepass`` sets on a redis-server/valkey-server command line, or None."""
+    values = list(values or [])
+    found = None
+    for index, value in enumerate(values[:-1]):
+        if value == REQUIREPASS:
+            found = values[index + 1]
+    return found
+
+
+def without_requirepass(values: list[str] | None) -> list[str]:
+    """The command line with every ``--requirepass <password>`` pair taken out."""
+    out: list[str] = []
+    skip = False
+    for value in values or []:
+        if skip:
+            skip = False
+        elif value == REQUIREPASS:
+            skip = True
+        else:
+            out.append(value)
+    return out
+
+
+def with_requirepass(values: list[str] | None, password: str) -> list[str]:
+    """The command line with ``--requirepass <password>`` as its last option (one occurrence)."""
+    return without_requirepass(values) + [REQUIREPASS, password]
+
+
+def _cache_container(obj: dict, target) -> tuple[int, dict]:
+    index = kube.container_index(obj, target.component.container_name)
+    return index, kube.pod_spec(obj)["containers"][index]
+
+
+def _wait_rolled_out(ctx, target) -> None:
+    kind, name = target.component.kind.lower(), target.component.name
+    ctx.kubectl("rollout", "status", f"{kind}/{name}", "-n", ctx.namespace, f"--timeout={ROLLOUT_TIMEOUT_S}s",
+                timeout=ROLLOUT_TIMEOUT_S + 20.0)
 
 
 def _redis(ctx, target, *command: str, password: str | None = None) -> str:
@@ -106,12 +162,68 @@ def _redis(ctx, target, *command: str, password: str | None = None) -> str:
                        f'redis-cli -h "${{POD_IP:-127.0.0.1}}" {auth}' + " ".join(command), check=False)
 
 
+def _refuses_anonymous(ctx, target) -> bool | None:
+    """Whether the running cache answers an unauthenticated PING with NOAUTH (None: no ready pod)."""
+    try:
+        return "NOAUTH" in _redis(ctx, target, "PING")
+    except TemporaryFaultError:
+        return None
+
+
+def redis_auth_inject(ctx, target, params):
+    obj = kube.workload(ctx, target)
+    index, container = _cache_container(obj, target)
+    field = launch_field(container)
+    ctx.state.update(container=index, field=field, original=container.get(field))
+    kube.patch(ctx, target.component.kind, target.component.name,
+               [{"op": "add", "path": f"/spec/template/spec/containers/{index}/{field}",
+                 "value": with_requirepass(container.get(field), params["password"])}], type="json")
+    _wait_rolled_out(ctx, target)
+    if not kube.wait_until(lambda: _refuses_anonymous(ctx, target) is True, timeout=60.0, interval=1.0):
+        raise FaultError(f"cache-auth: {target.component.name} rolled out with {REQUIREPASS} but still answers "
+                         "clients without a password",
+                         hints=("is the container's entrypoint a redis-server/valkey-server that takes options?",))
+
+
 def redis_auth_present(ctx, target, params):
-    return "NOAUTH" in _redis(ctx, target, "PING")
+    """The cache demands a password: its spec sets ``--requirepass`` (a restart keeps it), or the running
+    server refuses an unauthenticated client."""
+    obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
+    if obj is None:
+        return False  # a deleted cache is another problem (baseline_preserved), not this one
+    _index, container = _cache_container(obj, target)
+    if any(requirepass_of(container.get(field)) is not None for field in ("args", "command")):
+        return True
+    return bool(_refuses_anonymous(ctx, target))
 
 
-def redis_auth_recover(ctx, target, params):
-    _redis(ctx, target, "CONFIG", "SET", "requirepass", '""', password=params["password"])
+def redis_auth_fix(ctx, target, params):
+    """Take ``--requirepass`` out of the cache's arguments, as the SRE who finds it there would, and wait
+    until the rolled-out cache answers clients without a password."""
+    obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
+    if obj is None:
+        return
+    index, container = _cache_container(obj, target)
+    ops = []
+    for field in ("args", "command"):
+        values = container.get(field)
+        if requirepass_of(values) is None:
+            continue
+        cleaned = without_requirepass(values)
+        path = f"/spec/template/spec/containers/{index}/{field}"
+        if not cleaned and ctx.state.get("field") == field and ctx.state.get("original") is None:
+            ops.append({"op": "remove", "path": path})  # the field was not there before the fault
+        else:
+            ops.append({"op": "add", "path": path, "value": cleaned})
+    if ops:
+        kube.patch(ctx, target.component.kind, target.component.name, ops, type="json")
+        _wait_rolled_out(ctx, target)
+    # no ready pod (scaled to zero by someone) is nothing to wait for: the spec no longer has the password
+    if not kube.wait_until(lambda: _refuses_anonymous(ctx, target) is not True, timeout=60.0, interval=1.0):
+        raise TemporaryFaultError(f"cache-auth: {target.component.name} still refuses clients without a password",
+                                  delay=2.0, hints=("is a runtime CONFIG SET requirepass left on the server?",
+                                                    f"kubectl rollout status {target.component.kind.lower()}/"
+                                                    f"{target.component.name} shows whether the fix rolled out"))
 
 
 def _f(name, summary, selector, inject, recover, present, fix=None, *, mechanism, resource_kind, symptoms=(),
@@ -136,10 +248,12 @@ FAULTS = [
        keywords=("flood", "writer", "evict", "cache", "junk"),
        params=schema(writer={"type": "string", "default": "session-warmer"}),
        values=lambda t, p, s: {"writer": p.get("writer")}),
-    _f("cache-auth", "Redis requirepass set at runtime: clients get NOAUTH", REDIS, redis_auth_inject,
-       redis_auth_recover, redis_auth_present, mechanism="Redis requirepass was set at runtime, clients are not authenticated",
+    _f("cache-auth", "Redis requirepass turned on in the cache's arguments: its clients get NOAUTH", REDIS,
+       redis_auth_inject, redis_auth_fix, redis_auth_present, redis_auth_fix,
+       mechanism="Redis requirepass was turned on in the cache's startup arguments (its Deployment), "
+                 "and its clients were not given the password",
        resource_kind="Redis configuration", symptoms=("NOAUTH Authentication required",),
-       keywords=("requirepass", "auth", "NOAUTH", "redis"),
+       keywords=("requirepass", "auth", "NOAUTH", "redis", "password"),
        params=schema(password={"type": "string", "default": "s3cr3t-rotation"}),
        values=lambda t, p, s: {"requirepass": "set"}),
 ]
