@@ -25,7 +25,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="also run the exhaustive live matrices (tests marked 'matrix'); see docs/validation.md")
 
 
+def _start_order(item: pytest.Item) -> int:
+    if item.get_closest_marker("heavy") is not None:
+        return 0
+    return 1 if item.get_closest_marker("slow") is not None else 2
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Workers take whole files in collection order (--dist loadfile): files with a test that takes
+        # minutes go first, then the other live files, the quick ones last to fill the gaps, so no
+        # worker starts a ten-minute file while the other one idles. Every worker sorts the same way;
+        # tests keep their order within a file.
+        rank: dict[str, int] = {}
+        for item in items:
+            rank[item.nodeid.split("::")[0]] = min(rank.get(item.nodeid.split("::")[0], 2), _start_order(item))
+        items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
     if config.getoption("--matrix") or os.environ.get("SREGYM_MATRIX") == "1":
         return
     skip = pytest.mark.skip(reason="exhaustive live matrix: run with --matrix or SREGYM_MATRIX=1 (docs/validation.md)")

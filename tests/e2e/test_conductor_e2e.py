@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 BIN = Path(sys.executable).parent
 SREGYM, KUBECTL = str(BIN / "sregym"), str(BIN / "kubectl")

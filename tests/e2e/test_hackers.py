@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 SREGYM = str(Path(sys.executable).parent / "sregym")
 #: CI proves the hacks on wrong-image; scale-zero joins with --matrix (the same oracles decide both)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400),
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(2400),
               pytest.mark.skipif(os.geteuid() != 0, reason="as non-root, every live test is this test already")]
 
 USER = "sregym-nonroot"

@@ -25,7 +25,7 @@ import pytest
 
 from sregym_core.testing.live import daily_sample
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 BIN = Path(sys.executable).parent
 SREGYM = str(BIN / "sregym")

@@ -122,6 +122,7 @@ def _grants(problem_id: str):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_agent_grant_is_confined(deployed_app, tmp_path):
     """The rights the caBundle and DNS problems grant: enough for the fix, nothing else readable or
     writable, changes beyond the granted fields undone and recorded, all gone after revocation."""

@@ -17,7 +17,7 @@ import yaml
 
 from conftest import PINNED_KUBECTL
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
 @pytest.fixture()
