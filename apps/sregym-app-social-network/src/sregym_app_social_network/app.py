@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import (ADMIN_PORT, DB_OWNERS, GATEWAY_PORT, MEDIA_FRONTEND_PORT, MEMCACHED, NGINX_PORT, REDIS,
-                     THRIFT_PORT, TOPOLOGY)
+from .config import (ADMIN_PORT, DB_OWNERS, GATEWAY_PORT, MEDIA_FRONTEND_PORT, MEMCACHED, NGINX_PORT,
+                     PERSISTENT_REDIS, REDIS, THRIFT_PORT, TOPOLOGY)
 from .manifests import DEFAULT_PARAMS, manifest_files
 
 NAME = "social-network"
@@ -43,7 +43,9 @@ Datastores: PostgreSQL StatefulSets holding document collections where the origi
 user-timeline-postgres, media-postgres; port 5432; data on PVCs <name>-data; credentials in the
 Secrets <database>-db), Redis Deployments (social-graph-redis, user-timeline-redis,
 home-timeline-redis; port 6379) and memcached Deployments (user-memcached, url-shorten-memcached,
-post-storage-memcached, media-memcached; port 11211).
+post-storage-memcached, media-memcached; port 11211). home-timeline-redis holds the only copy of the
+home timelines, so it keeps them in an append-only file on the PVC home-timeline-redis-data (mounted
+at /data); social-graph-redis and user-timeline-redis are caches refilled from PostgreSQL.
 
 Configuration: each service reads /etc/social-network/service-config.json from the ConfigMap
 <service>-config (its port, peer addresses, datastore addresses) and environment variables
@@ -94,8 +96,11 @@ def components() -> tuple[Any, ...]:
                                  service=name, labels={"app.kubernetes.io/name": name}))
     for r in REDIS:
         name = f"{r}-redis"
-        out.append(ComponentSpec(name=name, kind="Deployment", roles=("cache:redis",), ports=(6379,),
-                                 container="redis", service=name, labels={"app.kubernetes.io/name": name}))
+        persistent = r in PERSISTENT_REDIS  # the only copy of its data, on a PVC
+        out.append(ComponentSpec(name=name, kind="Deployment",
+                                 roles=("cache:redis", "stateful") if persistent else ("cache:redis",), ports=(6379,),
+                                 pvcs=(f"{name}-data",) if persistent else (), container="redis", service=name,
+                                 labels={"app.kubernetes.io/name": name}))
     for m in MEMCACHED:
         name = f"{m}-memcached"
         out.append(ComponentSpec(name=name, kind="Deployment", roles=("cache:memcached",), ports=(11211,),

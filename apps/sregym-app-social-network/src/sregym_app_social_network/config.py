@@ -63,6 +63,10 @@ DB_OWNERS = {"user": "user-service", "url-shorten": "url-shorten-service", "soci
              "media": "media-frontend"}
 DATABASES = tuple(DB_OWNERS)
 REDIS = ("social-graph", "user-timeline", "home-timeline")
+#: the Redis instances that hold the only copy of their data, so they persist it (append-only file on a
+#: PVC): home timelines are written only to home-timeline-redis (as in DeathStarBench). The other two
+#: are caches in front of PostgreSQL (a miss is filled from social-graph-postgres, user-timeline-postgres)
+PERSISTENT_REDIS = ("home-timeline",)
 MEMCACHED = ("user", "url-shorten", "post-storage", "media")
 
 

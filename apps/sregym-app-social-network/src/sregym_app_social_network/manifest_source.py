@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from . import IMAGE_REPO, IMAGE_TAG
-from .config import (ADMIN_PORT, DB_OWNERS, GATEWAY_PORT, MEMCACHED, NGINX_PORT, REDIS, THRIFT_PORT, TOPOLOGY,
-                     database_name, file_config)
+from .config import (ADMIN_PORT, DB_OWNERS, GATEWAY_PORT, MEMCACHED, NGINX_PORT, PERSISTENT_REDIS, REDIS, THRIFT_PORT,
+                     TOPOLOGY, database_name, file_config)
 
 NS = "social-network"
 WORKLOAD_NS = "social-network-workload"
@@ -25,6 +25,14 @@ PART_OF = {"app.kubernetes.io/part-of": NS}
 PASSWORDS = {"user": "Qm27x", "url-shorten": "Rb81k", "social-graph": "Tz44p", "post-storage": "Wd09s",
              "user-timeline": "Hn63c", "media": "Lf52v"}
 REPLACE_IN_PLACE = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+#: a single writer on a ReadWriteOnce volume: the old pod is gone (its data flushed) before the new one starts
+RECREATE = {"type": "Recreate"}
+#: Redis as a cache in front of PostgreSQL: nothing on disk, a restart starts empty
+REDIS_CACHE_ARGS = ["redis-server", "--save", "", "--appendonly", "no", "--maxmemory", "64mb"]
+#: Redis holding the only copy of its data: every write appended to a file on the PVC mounted at /data
+#: (flushed every second, and on SIGTERM), read back when the server starts again
+REDIS_PERSISTENT_ARGS = ["redis-server", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
+                         "--dir", "/data", "--maxmemory", "64mb"]
 
 
 def labels(name: str, tier: str) -> dict[str, str]:
@@ -42,7 +50,7 @@ def service(name: str, tier: str, ports: list[tuple[str, int]], ns: str = NS) ->
 
 
 def workload(kind: str, name: str, tier: str, pod: dict[str, Any], ns: str = NS,
-             annotations: dict[str, str] | None = None) -> dict[str, Any]:
+             annotations: dict[str, str] | None = None, strategy: dict[str, Any] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
                             "template": {"metadata": {"labels": labels(name, tier)}, "spec": pod}}
     if annotations:
@@ -50,7 +58,8 @@ def workload(kind: str, name: str, tier: str, pod: dict[str, Any], ns: str = NS,
     if kind == "StatefulSet":
         spec = {"serviceName": name, **spec}
     else:
-        spec = {"replicas": 1, "strategy": REPLACE_IN_PLACE, **{k: v for k, v in spec.items() if k != "replicas"}}
+        spec = {"replicas": 1, "strategy": strategy or REPLACE_IN_PLACE,
+                **{k: v for k, v in spec.items() if k != "replicas"}}
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta(name, tier, ns), "spec": spec}
 
 
@@ -84,12 +93,16 @@ def configmaps() -> list[dict[str, Any]]:
             for s in TOPOLOGY]
 
 
+def claim(name: str, tier: str, storage: str = "1Gi") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta(name, tier),
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}}}
+
+
 def postgres() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for db in DB_OWNERS:
         name = f"{db}-postgres"
-        out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta(f"{name}-data", "datastore"),
-                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+        out.append(claim(f"{name}-data", "datastore"))
         out.append(service(name, "datastore", [("postgres", 5432)]))
         args = []
         for setting in ("shared_buffers=8MB", "max_connections=40", "work_mem=1MB", "maintenance_work_mem=8MB",
@@ -116,14 +129,21 @@ def caches() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for r in REDIS:
         name = f"{r}-redis"
+        persistent = r in PERSISTENT_REDIS
+        if persistent:
+            out.append(claim(f"{name}-data", "cache"))
         out.append(service(name, "cache", [("redis", 6379)]))
-        out.append(workload("Deployment", name, "cache", {"containers": [{
-            "name": "redis", "image": "redis:7", "args": ["redis-server", "--save", "", "--appendonly", "no",
-                                                          "--maxmemory", "64mb"],
+        container: dict[str, Any] = {
+            "name": "redis", "image": "redis:7", "args": list(REDIS_PERSISTENT_ARGS if persistent else REDIS_CACHE_ARGS),
             "ports": [{"name": "redis", "containerPort": 6379}],
             "readinessProbe": {"tcpSocket": {"port": 6379}, "periodSeconds": 2},
             "livenessProbe": {"tcpSocket": {"port": 6379}, "initialDelaySeconds": 5, "periodSeconds": 10},
-            "resources": resources("20m", "16Mi", "128Mi")}]}))
+            "resources": resources("20m", "16Mi", "128Mi")}
+        pod: dict[str, Any] = {"containers": [container]}
+        if persistent:
+            container["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+            pod["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data"}}]
+        out.append(workload("Deployment", name, "cache", pod, strategy=RECREATE if persistent else None))
     for m in MEMCACHED:
         name = f"{m}-memcached"
         out.append(service(name, "cache", [("memcached", 11211)]))
@@ -233,7 +253,8 @@ FILES = {
     "10-secrets.yaml": ("Database credentials: each service's login role and the PostgreSQL admin.", secrets),
     "20-configmaps.yaml": ("service-config.json per service: port, peers, datastore addresses.", configmaps),
     "30-postgres.yaml": ("One PostgreSQL per document database (MongoDB in the original), data on a PVC.", postgres),
-    "40-caches.yaml": ("Redis (timelines, social-graph cache) and memcached (user, url, post, media caches).", caches),
+    "40-caches.yaml": ("Redis (home timelines, kept on a PVC; user-timeline and social-graph caches) and memcached "
+                       "(user, url, post, media caches).", caches),
     "50-services.yaml": ("The services, one image; args choose the service. Thrift on 9090, admin on 9100.",
                          services),
     "60-workload.yaml": ("The workload generator in its hidden namespace. GET /stats?window=30.", workload_objects),
