@@ -202,3 +202,54 @@ async def test_internal_traffic_policy_local_keeps_traffic_on_the_callers_node(t
                  .get("internalTrafficPolicy") == "Local")
     assert await fetch(ip, 82, source=ips["front-1"]) == b"geo-0"  # same node
     assert await fetch(ip, 82, source=ips["front-2"]) == b""  # no local endpoint: dropped
+
+
+async def test_a_fault_set_later_impairs_an_open_connection_and_clearing_heals_it(env: Env):
+    """Like netem on an interface: a delay set while a (gRPC-style, long-lived) connection is open slows
+    that connection's responses too, not only connections opened afterwards; clearing it heals them."""
+    svc = await env.client.create("services", {"metadata": {"name": "echo"}, "spec": {
+        "selector": {"app": "echo"}, "ports": [{"port": 83, "targetPort": 8080}]}}, "default")
+    ip = svc["spec"]["clusterIP"]
+    pod_ip = await env.pod("echo-0", {"app": "echo"}, serve=False)
+
+    async def echo(reader, writer):
+        while data := await reader.read(1024):
+            writer.write(data)
+            await writer.drain()
+        writer.close()
+    env.servers.append(await asyncio.start_server(echo, pod_ip, 8080))
+
+    async def opened():
+        try:
+            _r, w = await asyncio.wait_for(asyncio.open_connection(ip, 83), 1)
+        except (OSError, asyncio.TimeoutError):
+            return False
+        w.close()
+        return True
+    await settle(opened, timeout=10)
+    reader, writer = await asyncio.open_connection(ip, 83)
+
+    async def round_trip() -> float:
+        start = time.monotonic()
+        writer.write(b"ping")
+        await writer.drain()
+        assert await asyncio.wait_for(reader.readexactly(4), 5) == b"ping"
+        return time.monotonic() - start
+
+    try:
+        assert await round_trip() < 0.3
+        env.network.set_delay("default/echo-0", 400)  # on the backend pod, as the network-delay fault sets it
+        assert await round_trip() >= 0.4
+        env.network.set_loss("default/echo-0", 100.0)  # every segment lost: the open connection stalls
+        env.network.set_delay("default/echo-0", 0)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(round_trip(), 0.5)
+        env.network.clear_faults("default/echo-0")
+    finally:
+        writer.close()
+    # the stalled segment's retransmission back-off is a real cost, but a new connection is healthy at once
+    reader, writer = await asyncio.open_connection(ip, 83)
+    try:
+        assert await round_trip() < 0.3
+    finally:
+        writer.close()

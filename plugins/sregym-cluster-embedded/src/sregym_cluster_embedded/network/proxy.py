@@ -3,7 +3,9 @@
 A listener exists only while its port has ready endpoints, so a service without endpoints refuses
 connections (as kube-proxy's REJECT rule does). Balancing is round-robin, or sticky per client IP
 with `sessionAffinity: ClientIP`. NetworkPolicy is checked per connection (source IP → pod); a denied
-connection is silently held, like a dropped SYN-ACK path. Fault hooks add delay/jitter and loss.
+connection is silently held, like a dropped SYN-ACK path. Fault hooks add delay/jitter and loss,
+looked up per segment: like netem on an interface, a fault set now also impairs the connections
+already open (a gRPC client's one long-lived HTTP/2 connection among them), and clearing it heals them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import random
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..controllers.util import Obj
@@ -244,7 +247,10 @@ class ServiceProxy:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)  # dropped: nothing ever answers
             return
-        fault = self.fault_for(key, pod_name)
+        def current() -> Fault | None:
+            return self.fault_for(key, pod_name)
+
+        fault = current()
         if fault is not None:
             await self._impair(fault)
         try:
@@ -266,7 +272,7 @@ class ServiceProxy:
             return
         self.connections += 1
         try:
-            await asyncio.gather(self._pipe(reader, up_writer, None), self._pipe(up_reader, writer, fault))
+            await asyncio.gather(self._pipe(reader, up_writer, None), self._pipe(up_reader, writer, current))
         finally:
             with contextlib.suppress(Exception):
                 up_writer.close()
@@ -276,14 +282,18 @@ class ServiceProxy:
         while await reader.read(CHUNK):
             pass
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fault: Fault | None) -> None:
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    fault: Callable[[], Fault | None] | None) -> None:
+        """Copy one direction; ``fault`` gives the fault in force *now* for each segment (None: never
+        impaired), so a fault set or cleared while the connection is open takes effect on it."""
         try:
             while True:
                 data = await reader.read(CHUNK)
                 if not data:
                     break
-                if fault is not None:
-                    await self._impair(fault)
+                impairment = fault() if fault is not None else None
+                if impairment is not None:
+                    await self._impair(impairment)
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, OSError):
