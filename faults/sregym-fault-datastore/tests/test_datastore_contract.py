@@ -10,7 +10,8 @@ from sregym_core.testing.contracts import FaultContract
 class TestDatastoreFaults(FaultContract):
     plugin = sregym_fault_datastore.plugin
     live_only = {name: "it speaks SQL or the cache protocol inside a running pod" for name in (
-        "cache-auth", "cache-flood", "db-drop-user", "db-lock-contention", "db-password-rotated", "db-revoke")}
+        "cache-auth", "cache-flood", "cache-tiny", "db-drop-user", "db-lock-contention", "db-password-rotated",
+        "db-revoke")}
 
 
 def test_every_catalog_datastore_fault_is_there():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from sregym_core.errors import FaultError, TemporaryFaultError
 from sregym_core.faultkit import function_fault, kube, schema
 
@@ -39,15 +42,62 @@ def tiny_inject(ctx, target, params):
                [{"op": "add", "path": f"/spec/template/spec/containers/0/{field}", "value": values}], type="json")
 
 
+#: asks a memcached for its ``stats`` through its own protocol, from inside its pod (argv: ip, port)
+_STATS = ("import socket, sys, time; s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5); "
+          "s.sendall(b'stats\\r\\n'); time.sleep(0.3); s.settimeout(1); data = b''\n"
+          "try:\n    while not data.endswith(b'END\\r\\n'):\n        chunk = s.recv(65536)\n"
+          "        if not chunk: break\n        data += chunk\n"
+          "except OSError: pass\nprint(data.decode(errors='replace'))")
+
+
+def limit_maxbytes(stats: str) -> int | None:
+    """``limit_maxbytes`` from a memcached ``stats`` answer; None when the answer is not memcached's."""
+    match = re.search(r"^STAT limit_maxbytes (\d+)\s*$", stats, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+def _serving_caps(ctx, target) -> list[int | None]:
+    """The memory cap each running pod of the cache reports (None: it does not answer as a memcached:
+    still starting, or something else in its place)."""
+    obj = kube.workload(ctx, target)
+    labels = obj["spec"]["selector"].get("matchLabels", {})
+    selector = ",".join(f"{k}={v}" for k, v in labels.items())
+    pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
+    port = target.component.ports[0] if target.component.ports else 11211
+    caps = []
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp") or pod.get("status", {}).get("phase") != "Running":
+            continue
+        ip = pod["status"].get("podIP") or "127.0.0.1"
+        out = ctx.kubectl("exec", pod["metadata"]["name"], "-n", ctx.namespace, "--", "python3", "-c", _STATS, ip,
+                          str(port), check=False)
+        caps.append(limit_maxbytes(out))
+    return caps
+
+
 def tiny_present(ctx, target, params):
+    """The cache is configured tiny (a restart keeps it), or a running cache pod holds at most the tiny
+    cap, or does not answer as a memcached at all (a cache of nothing: its clients fall back to the
+    database on every read, as with the tiny one)."""
     values = _args(ctx, target)
-    return "-m" in values and int(values[values.index("-m") + 1]) <= params["megabytes"]
+    if "-m" in values and int(values[values.index("-m") + 1]) <= params["megabytes"]:
+        return True
+    return any(cap is None or cap <= params["megabytes"] << 20 for cap in _serving_caps(ctx, target))
 
 
 def tiny_recover(ctx, target, params):
     kube.patch(ctx, target.component.kind, target.component.name,
                [{"op": "add", "path": f"/spec/template/spec/containers/0/{ctx.state['field']}",
                  "value": ctx.state["original"]}], type="json")
+
+
+def tiny_fix(ctx, target, params):
+    """Give the cache its memory back, and wait until the rolled-out cache serves with it."""
+    tiny_recover(ctx, target, params)
+    _wait_rolled_out(ctx, target)
+    if not kube.wait_until(lambda: not tiny_present(ctx, target, params), timeout=60.0, interval=1.0):
+        raise TemporaryFaultError(f"cache-tiny: {target.component.name} still serves with a tiny memory cap",
+                                  delay=2.0)
 
 
 _FLOOD_MEMCACHED = r'''
@@ -236,7 +286,8 @@ def _f(name, summary, selector, inject, recover, present, fix=None, *, mechanism
 
 FAULTS = [
     _f("cache-tiny", "memcached memory cap set tiny: constant evictions push load onto the database", MEMCACHED,
-       tiny_inject, tiny_recover, tiny_present, mechanism="memcached memory limit (-m) set far too small, causing evictions",
+       tiny_inject, tiny_recover, tiny_present, tiny_fix,
+       mechanism="memcached memory limit (-m) set far too small, causing evictions",
        resource_kind="memcached configuration", symptoms=("cache miss rate high", "evictions", "database load"),
        keywords=("memcached", "memory", "-m", "evictions", "cache"),
        # memcached refuses to start below 2 MB (its 1 MB item limit must fit twice)

@@ -99,6 +99,43 @@ def _secret_users(ctx: Any, target: Any) -> tuple[str, list[tuple[str, str]]]:
     return secret, users
 
 
+# The rotation changed the role's password in the database and left the new one in a Secret of its
+# own (``<secret>-rotated``), but the Secret the app's pods read was never updated: the running pods
+# and any pod started from now on log in with the old password, which the database refuses. A
+# restart re-reads the stale Secret, so it does not help; the fix brings the app's Secret and the
+# database back into agreement (the rotated password into the Secret, or the role's password back)
+# and restarts the app so its pods read it.
+
+
+def rotated_secret_name(secret: str) -> str:
+    return f"{secret}-rotated"
+
+
+def rotated_secret(namespace: str, secret: str, key: str, password: str, role: str) -> dict:
+    """Where the rotation left the new password (the app's Secret still has the old one)."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": rotated_secret_name(secret), "namespace": namespace,
+                         "annotations": {"rotation/for-secret": secret, "rotation/role": role}},
+            "stringData": {key: password}}
+
+
+def env_names_for(template_spec: dict, secret: str, key: str) -> list[tuple[str, str]]:
+    """``(container, variable)`` of every env var a pod template fills from ``secret``'s ``key``."""
+    out = []
+    for container in template_spec.get("containers") or []:
+        for item in container.get("env") or []:
+            ref = (item.get("valueFrom") or {}).get("secretKeyRef") or {}
+            if ref.get("name") == secret and ref.get("key") == key:
+                out.append((container["name"], item["name"]))
+    return out
+
+
+def _b64(value: str | None) -> str | None:
+    import base64
+
+    return base64.b64decode(value).decode() if value else None
+
+
 def rotate_inject(ctx, target, params):
     secret, users = _secret_users(ctx, target)
     if not secret or not users:
@@ -112,51 +149,106 @@ def rotate_inject(ctx, target, params):
                      old=current.get("data", {}).get(key))
     new = params["new_password"]
     psql(ctx, target, f"ALTER ROLE {quote_ident(role)} PASSWORD '{new}'")
-    kube.patch(ctx, "secret", secret, {"stringData": {key: new}})
+    kube.apply(ctx, rotated_secret(ctx.namespace, secret, key, new, role))
     # close the app's pooled sessions so the stale password is actually used again
     psql(ctx, target, f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'", check=False)
 
 
-def _pods_started_before(ctx, kind, name, when) -> bool:
-    obj = json.loads(ctx.kubectl("get", kind, name, "-n", ctx.namespace, "-o", "json"))
-    labels = obj["spec"]["selector"].get("matchLabels", {})
-    selector = ",".join(f"{k}={v}" for k, v in labels.items())
-    pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
-    from datetime import datetime
-
-    for pod in pods:
-        started = pod.get("status", {}).get("startTime") or pod["metadata"]["creationTimestamp"]
-        if datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp() < when:
-            return True
-    return False
+def _passwords_in_use(ctx) -> list[str]:
+    """The password in the app's Secret (what a pod started now reads) and the one each running pod of
+    the app carries in its environment (read from the pod)."""
+    secret, key = ctx.state["secret"], ctx.state["key"]
+    obj = kube.get(ctx, "secret", secret, missing_ok=True)
+    found = [_b64((obj or {}).get("data", {}).get(key)) or ""] if obj is not None else []
+    for kind, name in ctx.state.get("users", []):
+        workload = kube.get(ctx, kind, name, missing_ok=True)
+        if workload is None:
+            continue
+        wanted = env_names_for(workload["spec"]["template"]["spec"], secret, key)
+        labels = workload["spec"]["selector"].get("matchLabels", {})
+        selector = ",".join(f"{k}={v}" for k, v in labels.items())
+        pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
+        for pod in pods:
+            if pod["metadata"].get("deletionTimestamp") or pod.get("status", {}).get("phase") != "Running":
+                continue
+            for container, variable in wanted:
+                out = ctx.kubectl("exec", pod["metadata"]["name"], "-n", ctx.namespace, "-c", container, "--",
+                                  "printenv", variable, check=False)
+                if out.strip():
+                    found.append(out.rstrip("\n"))
+    return list(dict.fromkeys(found))
 
 
 def rotate_present(ctx, target, params):
-    """Pods started before the rotation still carry the old password, and the database refuses it."""
-    import base64
+    """The database refuses the password the app's Secret holds or one a running app pod still uses."""
+    return any(login_refused(ctx, target, ctx.state["role"], password) for password in _passwords_in_use(ctx))
 
-    if not any(_pods_started_before(ctx, kind, name, ctx.state["rotated_at"]) for kind, name in ctx.state.get("users", [])):
-        return False
-    old = base64.b64decode(ctx.state["old"]).decode() if ctx.state.get("old") else None
-    return old is None or login_refused(ctx, target, ctx.state["role"], old)
+
+def _restart_users(ctx) -> None:
+    for kind, name in ctx.state.get("users", []):
+        ctx.rollout_restart(kind, name)
+    for kind, name in ctx.state.get("users", []):
+        ctx.kubectl("rollout", "status", f"{kind}/{name}", "-n", ctx.namespace, "--timeout=180s", timeout=200.0,
+                    check=False)
 
 
 def rotate_fix(ctx, target, params):
-    for kind, name in ctx.state.get("users", []):
-        ctx.rollout_restart(kind, name)
+    """Put the rotated password (from the rotation's Secret) into the Secret the app reads, and restart
+    the app so its pods read it."""
+    rotated = kube.get(ctx, "secret", rotated_secret_name(ctx.state["secret"]), missing_ok=True)
+    new = _b64((rotated or {}).get("data", {}).get(ctx.state["key"])) or params["new_password"]
+    kube.patch(ctx, "secret", ctx.state["secret"], {"stringData": {ctx.state["key"]: new}})
+    _restart_users(ctx)
 
 
 def rotate_recover(ctx, target, params):
-    import base64
-
-    old = base64.b64decode(ctx.state["old"]).decode() if ctx.state.get("old") else None
+    old = _b64(ctx.state.get("old"))
     if old:
         psql(ctx, target, f"ALTER ROLE {quote_ident(ctx.state['role'])} PASSWORD '{old}'")
         kube.patch(ctx, "secret", ctx.state["secret"], {"stringData": {ctx.state["key"]: old}})
-    rotate_fix(ctx, target, params)
+    kube.delete(ctx, "secret", rotated_secret_name(ctx.state["secret"]))
+    _restart_users(ctx)
 
 
 # ------------------------------------------------------------------ db-lock-contention
+#
+# A backfill Job takes an ACCESS EXCLUSIVE lock on a hot table and sits in its transaction. Like any
+# batch job worth the name it retries: its script reconnects and takes the lock again when its
+# session dies (a terminated backend, a database restart), and the Job replaces its pod when the pod
+# goes away. So neither killing the session alone nor restarting everything ends the incident: the
+# holder has to be stopped (the Job deleted or suspended) and then its session terminated.
+
+#: seconds the backfill waits before retrying a lost session
+LOCK_RETRY_S = 2
+
+
+def lock_script(service: str, table: str) -> str:
+    """The backfill's shell loop: hold the lock in an open transaction; retry when the session ends."""
+    sql = f"BEGIN; LOCK TABLE public.{quote_ident(table)} IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(86400);"
+    return (f'while true; do PGPASSWORD="$POSTGRES_PASSWORD" psql -h {service} -U "$POSTGRES_USER" '
+            f'-d "$POSTGRES_DB" -c "{sql.replace(chr(34), chr(92) + chr(34))}"; sleep {LOCK_RETRY_S}; done')
+
+
+def lock_job(name: str, image: str, env: list[dict], service: str, table: str) -> dict:
+    """The backfill Job (the Kubernetes default backoffLimit: a pod that goes away is replaced)."""
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {"template": {"metadata": {"labels": {"app": name}}, "spec": {
+            "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "backfill", "image": image, "command": ["sh", "-c", lock_script(service, table)],
+                            "env": env}]}}}}
+
+
+def job_running(job: dict | None) -> bool:
+    """Whether a Job will (again) run its pods: it exists, is not suspended and has not finished."""
+    if job is None or (job.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if (job.get("spec") or {}).get("suspend"):
+        return False
+    return not any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+                   for c in (job.get("status") or {}).get("conditions") or [])
+
 
 def lock_inject(ctx, target, params):
     # by default the hottest table (most scans and writes so far): the lock must hurt real traffic
@@ -172,34 +264,67 @@ def lock_inject(ctx, target, params):
     container = obj["spec"]["template"]["spec"]["containers"][0]
     env = [e for e in container.get("env") or [] if e["name"] in ("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB")]
     service = target.component.service_name or target.component.name
-    sql = f"BEGIN; LOCK TABLE public.{quote_ident(table)} IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(86400);"
     ctx.state.update(table=table, job=params["job_name"])
-    kube.apply(ctx, {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": params["job_name"], "namespace": ctx.namespace, "labels": {"app": params["job_name"]}},
-        "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": {"app": params["job_name"]}}, "spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "backfill", "image": container["image"],
-                            "command": ["sh", "-c", f'PGPASSWORD="$POSTGRES_PASSWORD" psql -h {service} '
-                                                    f'-U "$POSTGRES_USER" -d "$POSTGRES_DB" -c "{sql}"'],
-                            "env": env}]}}}})
-    kube.wait_until(lambda: lock_present(ctx, target, params), timeout=60)
+    job = lock_job(params["job_name"], container["image"], env, service, table)
+    job["metadata"]["namespace"] = ctx.namespace
+    kube.apply(ctx, job)
+    kube.wait_until(lambda: _lock_held(ctx, target), timeout=60)
 
 
-def lock_present(ctx, target, params):
+def _lock_held(ctx, target) -> bool:
     rows = psql(ctx, target, "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
                              f"WHERE l.mode = 'AccessExclusiveLock' AND l.granted AND c.relname = '{ctx.state['table']}'")
     return bool(rows) and rows[0][0] not in ("", "0")
 
 
-def lock_fix(ctx, target, params):
+def _holder(ctx, params) -> dict | None:
+    return kube.get(ctx, "job", ctx.state.get("job", params["job_name"]), missing_ok=True)
+
+
+def lock_present(ctx, target, params):
+    """The table is locked now, or the backfill that takes the lock (again) still runs."""
+    return job_running(_holder(ctx, params)) or _lock_held(ctx, target)
+
+
+def _holder_pods(ctx, params) -> list[str]:
+    name = ctx.state.get("job", params["job_name"])
+    out = ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", f"app={name}", "-o", "name", check=False)
+    return [line for line in out.split() if line.strip()]
+
+
+def _terminate_holders(ctx, target) -> None:
     psql(ctx, target, "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
                       f"WHERE l.mode = 'AccessExclusiveLock' AND c.relname = '{ctx.state['table']}'", check=False)
 
 
+def lock_fix(ctx, target, params):
+    """Stop the holder, as the SRE who traced the lock to the backfill would: delete its Job, wait for
+    its pod to go, then terminate the session still holding the lock (PostgreSQL does not notice a
+    vanished client while it sleeps)."""
+    _stop_holder(ctx, params)
+
+    def released() -> bool:
+        _terminate_holders(ctx, target)
+        return not lock_present(ctx, target, params)
+
+    if not kube.wait_until(released, timeout=60, interval=1.0):
+        from sregym_core.errors import TemporaryFaultError
+
+        raise TemporaryFaultError(f"db-lock-contention: {ctx.state['table']} is still locked", delay=2.0)
+
+
+def _stop_holder(ctx, params) -> None:
+    name = ctx.state.get("job", params["job_name"])
+    kube.delete(ctx, "job", name)
+    # the Job's pods go with it (garbage collection); delete them too rather than wait on a collector
+    ctx.kubectl("delete", "pods", "-n", ctx.namespace, "-l", f"app={name}", "--ignore-not-found", "--wait=false",
+                check=False)
+    kube.wait_until(lambda: not _holder_pods(ctx, params), timeout=60)
+
+
 def lock_recover(ctx, target, params):
-    kube.delete(ctx, "job", ctx.state.get("job", params["job_name"]))
-    lock_fix(ctx, target, params)
+    _stop_holder(ctx, params)
+    _terminate_holders(ctx, target)
 
 
 # ------------------------------------------------------------------ db-max-connections
@@ -255,15 +380,19 @@ FAULTS = [
        mechanism="the application's database login role was dropped",
        symptoms=("role does not exist", "password authentication failed"), keywords=("role", "user", "dropped", "does not exist"),
        values=lambda t, p, s: {"dropped_roles": sorted(s.get("roles", {}))}),
-    _f("db-password-rotated", "the DB password is rotated but the app pods keep the stale secret in their env",
+    _f("db-password-rotated", "the DB password is rotated in the database but not in the Secret the app's pods read",
        rotate_inject, rotate_recover, rotate_present, rotate_fix,
-       mechanism="database password rotated; running pods still use the old password from their environment",
+       mechanism="database password rotated (the new one left in a separate Secret); the Secret the app reads "
+                 "still holds the old password, so running and restarted pods alike are refused",
        symptoms=("password authentication failed",), keywords=("password", "rotat", "stale", "restart", "secret"),
        params=schema(new_password={"type": "string", "default": "rotated-2f9Kq"},
                      password_key={"type": "string", "default": "password"}),
-       values=lambda t, p, s: {"role": s.get("role"), "secret": s.get("secret"), "stale_workloads": [n for _k, n in s.get("users", [])]}),
+       values=lambda t, p, s: {"role": s.get("role"), "secret": s.get("secret"),
+                               "rotated_to": rotated_secret_name(s["secret"]) if s.get("secret") else None,
+                               "stale_workloads": [n for _k, n in s.get("users", [])]}),
     _f("db-lock-contention", "a hidden job holds an exclusive lock on a hot table", lock_inject, lock_recover,
-       lock_present, lock_fix, mechanism="a backfill job holds an ACCESS EXCLUSIVE lock on a table, blocking every query",
+       lock_present, lock_fix, mechanism="a backfill job holds an ACCESS EXCLUSIVE lock on a table, blocking every query, "
+                                          "and takes it again whenever its session or pod is lost",
        resource_kind="PostgreSQL lock", symptoms=("query timeouts", "lock waits"),
        keywords=("lock", "exclusive", "blocking", "pg_locks", "terminate"),
        params=schema(table={"type": "string"}, job_name={"type": "string", "default": "analytics-backfill"}),
