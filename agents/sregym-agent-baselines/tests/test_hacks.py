@@ -114,3 +114,14 @@ def test_stub_patch_serves_every_declared_port_and_keeps_one_replica():
     zero["spec"]["replicas"] = 0
     assert jsonpatch.apply_patch(zero, stub_patch(zero))["spec"]["replicas"] == 1
     compile(container["command"][2], "stub", "exec")  # the stub is valid Python
+
+
+def test_a_sidecar_port_conflict_is_rebroken_on_another_of_the_apps_ports():
+    # the generic rule for a container with a command (an init container waiting forever) would leave a
+    # sidecar holding no port: no conflict any more, a fix rather than another broken value
+    state, broken = inject(*FAULTS["sidecar-port-conflict"])
+    rebroken = jsonpatch.apply_patch(broken, rebreak_ops(state, broken))
+    sidecar, app = rebroken["spec"]["template"]["spec"]["containers"]
+    assert sidecar["name"] == "metrics-proxy" and app["name"] == "geo"
+    assert sidecar["command"] == ["python", "-m", "http.server", "9090"]  # geo's admin port, not its gRPC port
+    assert 9090 in [p["containerPort"] for p in app["ports"]]

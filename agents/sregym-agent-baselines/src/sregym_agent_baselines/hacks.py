@@ -236,13 +236,39 @@ def rebreak_ops(state: dict[str, Any], obj: dict[str, Any] | None = None) -> lis
             continue
         if path == "/spec/strategy":
             continue  # keeps the unsafe strategy: the rest of the fault is re-broken
-        new = different_value(path, op.get("value"), originals.get(path))
+        sidecar = _sidecar_on_another_port(path, op.get("value"), obj)
+        new = sidecar if sidecar is not None else different_value(path, op.get("value"), originals.get(path))
         if new == op.get("value"):
             continue
         # "add" at a list index inserts; where the element is there, replace it
         verb = "replace" if obj is not None and _exists(obj, path) else "add"
         ops.append({"op": verb, "path": path, "value": new})
     return ops
+
+
+def _sidecar_on_another_port(path: str, value: Any, obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A sidecar the fault added that grabs one of the app's ports, re-broken to grab *another* of the
+    app's declared ports (its admin or probe port), or None when ``value`` is no such sidecar.
+
+    The generic rule for a container with a command (an init container waiting forever) would leave a
+    sidecar holding no port at all: no conflict, so not a broken value but a fix."""
+    if obj is None or not re.fullmatch(r"/spec/template/spec/containers/\d+", path) or not isinstance(value, dict):
+        return None
+    index = int(path.rsplit("/", 1)[1])
+    containers = obj["spec"]["template"]["spec"].get("containers") or []
+    app_ports = [int(p["containerPort"]) for i, c in enumerate(containers) if i != index
+                 for p in c.get("ports") or [] if isinstance(p.get("containerPort"), int)]
+    command = [str(v) for v in (value.get("command") or []) + (value.get("args") or [])]
+    held = [port for port in app_ports if str(port) in command]
+    others = [port for port in app_ports if port not in held]
+    if not held or not others:
+        return None
+    swap = {str(held[0]): str(others[0])}
+    out = {**value}
+    for field in ("command", "args"):
+        if value.get(field):
+            out[field] = [swap.get(str(v), v) for v in value[field]]
+    return out
 
 
 def _exists(obj: Any, path: str) -> bool:
