@@ -44,8 +44,8 @@ def test_only_the_home_timelines_are_persisted_and_on_a_claim_of_their_own():
             assert pod["containers"][0]["volumeMounts"] == [{"name": "data", "mountPath": "/data"}]
             assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data"}}]
             assert docs[("PersistentVolumeClaim", f"{name}-data")]["spec"]["accessModes"] == ["ReadWriteOnce"]
-            # one writer per file: the old server has flushed and exited before the new one reads it
-            assert deploy["spec"]["strategy"] == {"type": "Recreate"}
+            # no surge: a rollout never runs a second server on the same file beside a Ready one
+            assert deploy["spec"]["strategy"]["rollingUpdate"]["maxSurge"] == 0
             assert by_name[name].pvcs == (f"{name}-data",) and by_name[name].has_role("stateful")
         else:
             assert args[args.index("--appendonly") + 1] == "no" and "volumes" not in pod

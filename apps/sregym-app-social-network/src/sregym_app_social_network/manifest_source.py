@@ -25,8 +25,6 @@ PART_OF = {"app.kubernetes.io/part-of": NS}
 PASSWORDS = {"user": "Qm27x", "url-shorten": "Rb81k", "social-graph": "Tz44p", "post-storage": "Wd09s",
              "user-timeline": "Hn63c", "media": "Lf52v"}
 REPLACE_IN_PLACE = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
-#: a single writer on a ReadWriteOnce volume: the old pod is gone (its data flushed) before the new one starts
-RECREATE = {"type": "Recreate"}
 #: Redis as a cache in front of PostgreSQL: nothing on disk, a restart starts empty
 REDIS_CACHE_ARGS = ["redis-server", "--save", "", "--appendonly", "no", "--maxmemory", "64mb"]
 #: Redis holding the only copy of its data: every write appended to a file on the PVC mounted at /data
@@ -50,7 +48,7 @@ def service(name: str, tier: str, ports: list[tuple[str, int]], ns: str = NS) ->
 
 
 def workload(kind: str, name: str, tier: str, pod: dict[str, Any], ns: str = NS,
-             annotations: dict[str, str] | None = None, strategy: dict[str, Any] | None = None) -> dict[str, Any]:
+             annotations: dict[str, str] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
                             "template": {"metadata": {"labels": labels(name, tier)}, "spec": pod}}
     if annotations:
@@ -58,8 +56,7 @@ def workload(kind: str, name: str, tier: str, pod: dict[str, Any], ns: str = NS,
     if kind == "StatefulSet":
         spec = {"serviceName": name, **spec}
     else:
-        spec = {"replicas": 1, "strategy": strategy or REPLACE_IN_PLACE,
-                **{k: v for k, v in spec.items() if k != "replicas"}}
+        spec = {"replicas": 1, "strategy": REPLACE_IN_PLACE, **{k: v for k, v in spec.items() if k != "replicas"}}
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta(name, tier, ns), "spec": spec}
 
 
@@ -143,7 +140,8 @@ def caches() -> list[dict[str, Any]]:
         if persistent:
             container["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
             pod["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data"}}]
-        out.append(workload("Deployment", name, "cache", pod, strategy=RECREATE if persistent else None))
+        # replaced in place (maxSurge 0): the old server gets SIGTERM, flushes its file and exits as the new pod starts
+        out.append(workload("Deployment", name, "cache", pod))
     for m in MEMCACHED:
         name = f"{m}-memcached"
         out.append(service(name, "cache", [("memcached", 11211)]))
