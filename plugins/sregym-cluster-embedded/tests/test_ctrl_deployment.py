@@ -142,6 +142,27 @@ async def test_recreate_scales_old_to_zero_first(cluster: FakeClient):
     assert images == {"x:2"}
 
 
+async def test_recreate_goes_on_once_a_terminating_old_pod_is_gone(cluster: FakeClient):
+    """Old pods terminate for a while (graceful deletion). Their ReplicaSet stops counting them as soon
+    as they begin terminating, so only the pod's own deletion can tell the Deployment to go on."""
+    cluster.graceful_pods = True
+    await cluster.create("deployments.apps", deployment(replicas=1, strategy={"type": "Recreate"}))
+    await _ready_rollout(cluster)
+    (old_pod,) = cluster.objects("pods")
+    await cluster.patch("pods", old_pod["metadata"]["name"], {"spec": {"nodeName": "node-1"}}, "default")
+    await cluster.patch("deployments.apps", "web", {"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "x:2"}]}}}})
+
+    def terminating() -> bool:
+        pods = cluster.objects("pods")
+        return len(pods) == 1 and bool(pods[0]["metadata"].get("deletionTimestamp"))
+    await settle(terminating)
+    await asyncio.sleep(0.3)  # the rollout waits: nothing of the new template while the old pod lives
+    assert [p["spec"]["containers"][0]["image"] for p in cluster.objects("pods")] == ["nginx:1"]
+    await cluster.delete("pods", old_pod["metadata"]["name"], "default")  # the kubelet reports it gone
+    await _ready_rollout(cluster, want_revision="2")
+    assert {p["spec"]["containers"][0]["image"] for p in cluster.objects("pods")} == {"x:2"}
+
+
 async def test_paused_deployment_does_not_roll_out(cluster: FakeClient):
     await cluster.create("deployments.apps", deployment(replicas=1))
     await _ready_rollout(cluster)

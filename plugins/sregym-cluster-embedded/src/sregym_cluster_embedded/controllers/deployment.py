@@ -15,6 +15,7 @@ from .base import Controller, Key
 from .replicaset import adopt_orphans
 from .util import (
     Obj,
+    controller_of,
     get_condition,
     int_or_percent,
     is_controlled_by,
@@ -83,7 +84,21 @@ class DeploymentController(Controller):
     def setup(self) -> None:
         self.deploys = self.watch("deployments.apps")
         self.rsets = self.watch("replicasets.apps", lambda _e, rs, _o: self.enqueue_owner(rs, "Deployment"))
-        self.pods = self.ctx.informer("pods")
+        self.pods = self.watch("pods", self._pod_changed)
+
+    def _pod_changed(self, event: str, pod: Obj, _old: Obj | None) -> None:
+        """A pod of one of our ReplicaSets is gone or has finished: a Recreate rollout waiting for the
+        old pods (``_recreate``) may go on. Their ReplicaSet's status stopped counting them when they
+        began terminating, so no ReplicaSet event would bring the Deployment back."""
+        phase = (pod.get("status") or {}).get("phase")
+        if event != "DELETED" and phase not in ("Succeeded", "Failed"):
+            return
+        ref = controller_of(pod)
+        if not ref or ref.get("kind") != "ReplicaSet":
+            return
+        rs = self.rsets.get(pod["metadata"].get("namespace", ""), ref.get("name", ""))
+        if rs is not None:
+            self.enqueue_owner(rs, "Deployment")
 
     async def reconcile(self, key: Key) -> None:
         deploy = self.deploys.get(*key)
