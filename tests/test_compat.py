@@ -18,17 +18,27 @@ def _faults():
     ]
 
 
-def test_matrix_counts(plugin_host, register_plugin, fake_app):
-    class P:
+def _register(register_plugin, app, faults, check=None) -> None:
+    """A plugin shipping ``app`` and ``faults``, and a compatibility check when ``check`` is given."""
+    class Shipping:
         @hookimpl
         def sregym_apps(self):
-            return [fake_app]
+            return [app]
 
         @hookimpl
         def sregym_faults(self):
-            return _faults()
+            return faults
 
-    register_plugin(P())
+    class Checking(Shipping):
+        @hookimpl
+        def sregym_check_compatibility(self, fault, component, app):
+            return check(fault, component, app)
+
+    register_plugin(Checking() if check else Shipping())
+
+
+def test_matrix_counts(plugin_host, register_plugin, fake_app):
+    _register(register_plugin, fake_app, _faults())
     matrix = build_matrix(plugin_host)
     assert matrix.counts_by_fault() == {"any-workload": 3, "db-only": 1, "pvc-only": 1}
     assert matrix.counts_by_layer() == {"datastore": 1, "k8s": 3, "storage": 1}
@@ -42,55 +52,24 @@ def test_matrix_counts(plugin_host, register_plugin, fake_app):
 
 
 def test_check_compatibility_hook_overrides(plugin_host, register_plugin, fake_app):
-    class P:
-        @hookimpl
-        def sregym_apps(self):
-            return [fake_app]
-
-        @hookimpl
-        def sregym_faults(self):
-            return _faults()[:1]
-
-        @hookimpl
-        def sregym_check_compatibility(self, fault, component, app):
-            return False if component.name == "frontend" else None
-
-    register_plugin(P())
+    _register(register_plugin, fake_app, _faults()[:1],
+              lambda fault, component, app: False if component.name == "frontend" else None)
     assert build_matrix(plugin_host).total == 2
 
 
 def test_a_refusal_with_a_reason_shows_in_the_matrix(plugin_host, register_plugin, fake_app):
-    class P:
-        @hookimpl
-        def sregym_apps(self):
-            return [fake_app]
-
-        @hookimpl
-        def sregym_faults(self):
-            return _faults()[:1]
-
-        @hookimpl
-        def sregym_check_compatibility(self, fault, component, app):
-            return Incompatible(f"{component.name} has no such thing") if component.name == "api" else None
-
-    register_plugin(P())
+    _register(register_plugin, fake_app, _faults()[:1],
+              lambda fault, component, app: Incompatible(f"{component.name} has no such thing")
+              if component.name == "api" else None)
     cells = {c.component: c for c in build_matrix(plugin_host).cells}
     assert not cells["api"].viable and cells["api"].reason == "api has no such thing"
     assert cells["frontend"].viable and cells["db"].viable
 
 
 def test_a_test_stand_in_is_never_a_viable_pair(plugin_host, register_plugin, fake_app):
-    class P:
-        @hookimpl
-        def sregym_apps(self):
-            return [fake_app]
-
-        @hookimpl
-        def sregym_faults(self):
-            return [*_faults()[:2], FaultSpec(name="nothing", summary="x", impl=StateFault(), stand_in=True,
-                                              selector=TargetSelector(roles=("service:*",)))]
-
-    register_plugin(P())
+    _register(register_plugin, fake_app, [*_faults()[:2], FaultSpec(name="nothing", summary="x", impl=StateFault(),
+                                                                      stand_in=True,
+                                                                      selector=TargetSelector(roles=("service:*",)))])
     matrix = build_matrix(plugin_host)
     assert matrix.stand_ins == {"nothing"} and matrix.counts_by_fault()["nothing"] == 0
     reasons = {c.component: c.reason for c in matrix.cells if c.fault == "nothing"}
