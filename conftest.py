@@ -37,10 +37,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # minutes go first, then the other live files, the quick ones last to fill the gaps, so no
         # worker starts a ten-minute file while the other one idles. Every worker sorts the same way;
         # tests keep their order within a file.
-        rank: dict[str, int] = {}
+        rank: dict[object, int] = {}
         for item in items:
-            rank[item.nodeid.split("::")[0]] = min(rank.get(item.nodeid.split("::")[0], 2), _start_order(item))
-        items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
+            rank[item.path] = min(rank.get(item.path, 2), _start_order(item))
+        items.sort(key=lambda item: rank[item.path])
     if config.getoption("--matrix") or os.environ.get("SREGYM_MATRIX") == "1":
         return
     skip = pytest.mark.skip(reason="exhaustive live matrix: run with --matrix or SREGYM_MATRIX=1 (docs/validation.md)")
