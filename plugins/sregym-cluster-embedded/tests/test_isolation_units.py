@@ -117,3 +117,48 @@ def test_cluster_status_and_node_event_say_pods_are_not_isolated(tmp_path: Path)
         assert "PodIsolationUnavailable" in reasons
     finally:
         subprocess.run([*cli, "cluster", "down", "--name", "degraded"], env=env, capture_output=True, timeout=120)
+
+
+# A relay that has unshared a PID namespace but not forked the container's PID 1 yet, as podinit
+# is for a moment after its start; then it forks a child that sleeps.
+_SLOW_RELAY = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x20000000) != 0:
+    sys.exit(3)
+print("unshared", flush=True)
+time.sleep(0.7)
+if os.fork() == 0:
+    libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: dies with the relay
+    time.sleep(30)
+    os._exit(0)
+os.wait()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not isolation.available(), reason="needs root and PID namespaces")
+def test_exec_waits_for_the_container_pid_1_before_joining_its_namespaces() -> None:
+    import asyncio
+    relay = subprocess.Popen([sys.executable, "-c", _SLOW_RELAY], stdout=subprocess.PIPE, text=True)
+    try:
+        assert relay.stdout.readline().strip() == "unshared"
+        with pytest.raises(FileNotFoundError):  # the window a postStart hook used to fall into
+            isolation.open_namespaces(relay.pid)
+        started = time.monotonic()
+        fds = asyncio.run(isolation.open_namespaces_once_ready(relay.pid, lambda: relay.poll() is None))
+        assert len(fds) == len(isolation.NAMESPACES) and time.monotonic() - started < 5
+        for fd, _ in fds:
+            os.close(fd)
+    finally:
+        relay.kill()
+        relay.wait()
+
+
+def test_exec_into_a_relay_that_is_gone_fails_at_once() -> None:
+    import asyncio
+    relay = subprocess.Popen(["true"])
+    relay.wait()
+    started = time.monotonic()
+    with pytest.raises(FileNotFoundError):
+        asyncio.run(isolation.open_namespaces_once_ready(relay.pid, lambda: relay.poll() is None))
+    assert time.monotonic() - started < 1

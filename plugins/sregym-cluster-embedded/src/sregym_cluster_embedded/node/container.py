@@ -492,10 +492,7 @@ class ContainerRunner:
         if self.context.sandbox is not None:
             if not self.running():
                 raise ExecNotFound("container not running")
-            try:
-                join_fds = isolation.open_namespaces(self.process.pid)
-            except OSError as exc:
-                raise ExecNotFound(f"container not running: {exc}") from None
+            join_fds = await self._container_namespaces()
         elif self.context.plan is not None:
             if not self.running():
                 raise ExecNotFound("container not running")
@@ -513,6 +510,12 @@ class ContainerRunner:
                 os.close(fd)
         self.worker.agent.track(proc.pid)
         return proc
+
+    async def _container_namespaces(self) -> list[tuple[int, int]]:
+        try:
+            return await isolation.open_namespaces_once_ready(self.process.pid, self.running)
+        except OSError as exc:
+            raise ExecNotFound(f"container not running: {exc}") from None
 
     async def _check_listeners(self, delay: float = 3.0) -> None:
         """Warn when the container listens on a wildcard address: the bind shim did not apply

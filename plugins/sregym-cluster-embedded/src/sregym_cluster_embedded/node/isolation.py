@@ -25,6 +25,7 @@ pods as before and says so (see ``NodeSet.isolation_warning``).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import ctypes.util
@@ -36,6 +37,8 @@ import pwd
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -297,6 +300,21 @@ def open_namespaces(pid: int) -> list[tuple[int, int]]:
             os.close(fd)
         raise
     return fds
+
+
+async def open_namespaces_once_ready(pid: int, alive: Callable[[], bool], wait: float = 10.0) -> list[tuple[int, int]]:
+    """:func:`open_namespaces`, waiting while the relay lives but has not forked the container's
+    PID 1 yet: until it has, ``pid_for_children`` does not open (ENOENT). A postStart hook runs that
+    early; on a loaded machine the window once lasted long enough to fail the hook, whose failure
+    kills the container."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return open_namespaces(pid)
+        except FileNotFoundError:
+            if not alive() or time.monotonic() >= deadline:
+                raise
+        await asyncio.sleep(0.02)
 
 
 def join(fds: list[tuple[int, int]], cwd: str) -> None:
