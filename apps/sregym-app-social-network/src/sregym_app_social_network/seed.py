@@ -65,29 +65,42 @@ def user_doc(user_id: int) -> dict[str, object]:
             "username": username(user_id), "salt": salt, "password": hash_password(password(user_id), salt)}
 
 
-def migrate(database: str, admin_conninfo: str, role: str, role_password: str, wait_s: float = 120) -> None:
-    """Create the service's login role, the collections and (user, social-graph) the seed data; idempotent."""
+#: the schema version the ``migrate`` init container applies (recorded in ``schema_migrations``)
+SCHEMA_VERSION = 1
+
+
+def migrate(database: str, admin_conninfo: str, role: str, role_password: str, wait_s: float = 120) -> bool:
+    """Create the service's login role, the collections, their grants and (user, social-graph) the seed
+    data, once: the version is recorded in ``schema_migrations`` and a later start (every restart of the
+    service's pod runs this init container) finds it applied and changes nothing. Like a real schema
+    migration, it does not put the role's password or grants back as they were on every start: a
+    password rotated or a grant revoked in the database since stays so across restarts. Returns whether
+    it applied the migration."""
     import psycopg
     from psycopg import sql
 
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            conn = psycopg.connect(admin_conninfo, autocommit=True)
+            conn = psycopg.connect(admin_conninfo)
             break
         except psycopg.OperationalError as exc:
             if time.monotonic() > deadline:
                 raise
             logs.info("migrate_waiting", database=database, error=str(exc).strip().splitlines()[0][:200])
             time.sleep(1)
-    with conn, conn.cursor() as cur:
+    with conn, conn.cursor() as cur:  # one transaction: all of it or nothing
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (424243,))  # two replicas starting at once
+        cur.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
+                    " applied_at timestamptz NOT NULL DEFAULT now())")
+        cur.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (SCHEMA_VERSION,))
+        if cur.fetchone() is not None:
+            logs.info("migrate_skipped", database=database, reason=f"schema version {SCHEMA_VERSION} already applied")
+            return False
         cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,))
         if cur.fetchone() is None:
             cur.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(role),
                                                                            sql.Literal(role_password)))
-        else:
-            cur.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(role),
-                                                                          sql.Literal(role_password)))
         for collection, key_type in COLLECTIONS[database].items():
             cur.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (id {} PRIMARY KEY, doc jsonb NOT NULL)").format(
                 sql.Identifier(collection), sql.SQL(key_type)))
@@ -107,5 +120,7 @@ def migrate(database: str, admin_conninfo: str, role: str, role_password: str, w
             cur.executemany("INSERT INTO social_graph (id, doc) VALUES (%s, %s::jsonb) ON CONFLICT (id) DO NOTHING",
                             rows)
             seeded = USERS
+        cur.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (SCHEMA_VERSION,))
     logs.info("migrate_done", database=database, role=role, collections=sorted(COLLECTIONS[database]),
-              seeded=seeded)
+              seeded=seeded, version=SCHEMA_VERSION)
+    return True

@@ -6,7 +6,7 @@
     serve nginx-thrift                  the HTTP-to-Thrift gateway (:8082) behind nginx
     serve nginx                         Debian nginx in the foreground (:8080)
     serve media-frontend                media upload/download (:8081)
-    serve migrate <database>            create role, collections and seed data (init container)
+    serve migrate <database>            create role, collections and seed data, once (init container)
     serve workload                      the workload generator
 
 Every process also serves /healthz, /readyz and /metrics on ADMIN_PORT (9100). The config file is

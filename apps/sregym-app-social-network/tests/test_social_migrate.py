@@ -1,0 +1,96 @@
+"""The ``migrate`` init container runs on every start of a database owner's pod (a restart, a rollout).
+It applies the schema once: a real PostgreSQL server, migrated, then changed the way the datastore
+faults change it (the role's password rotated, the role's grants revoked), migrated again as a
+restarted pod would, keeps the change. Before, every start set the password and grants back from the
+Secret, so a blind restart of all pods repaired social-db-password-rotated-user-timeline-postgres
+(restart-all passed mitigation on 2026-11-27)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sregym_app_social_network.config import database_name
+from sregym_app_social_network.seed import USERS, migrate
+from sregym_app_social_network.stores import conninfo
+
+psycopg = pytest.importorskip("psycopg")
+
+ROLE, PASSWORD = "sn_user_timeline", "user-timeline-Xy12z"
+
+
+@pytest.fixture
+def postgres() -> Iterator[tuple[Any, str]]:
+    localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
+    try:
+        localrun.pg_bin("initdb")
+    except FileNotFoundError:
+        pytest.skip("no PostgreSQL on this machine")
+    # PostgreSQL may run as another user: its directory must not sit under a private tmp dir
+    root = Path(tempfile.mkdtemp(prefix="sn-migrate-pg-"))
+    os.chmod(root, 0o755)
+    server = localrun.Postgres(root / "pg")
+    try:
+        server.init()
+        server.start()
+        yield server, localrun.ADMIN_PASSWORD
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _dsn(server: Any, user: str, password: str, store: str) -> str:
+    return conninfo(f"127.0.0.1:{server.port}", database_name(store), user, password)
+
+
+def _login_refused(dsn: str) -> bool:
+    try:
+        with psycopg.connect(dsn):
+            return False
+    except psycopg.OperationalError as exc:
+        assert "password authentication failed" in str(exc)
+        return True
+
+
+def test_a_restart_keeps_a_rotated_password_and_revoked_grants(postgres):
+    server, admin_password = postgres
+    server.create_databases((database_name("user-timeline"),))
+    admin = _dsn(server, "postgres", admin_password, "user-timeline")
+    app = _dsn(server, ROLE, PASSWORD, "user-timeline")
+
+    assert migrate("user-timeline", admin, ROLE, PASSWORD, wait_s=10) is True
+    with psycopg.connect(app) as conn:  # the service's role logs in and writes its table
+        conn.execute("INSERT INTO user_timeline (id, doc) VALUES (1, '{}'::jsonb)")
+
+    with psycopg.connect(admin, autocommit=True) as conn:  # what db-password-rotated and db-revoke do
+        conn.execute(f"ALTER ROLE {ROLE} PASSWORD 'rotated-2f9Kq'")
+        conn.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {ROLE}")
+
+    # the pod restarts: its init container runs again with the Secret's (now stale) password
+    assert migrate("user-timeline", admin, ROLE, PASSWORD, wait_s=10) is False
+    assert _login_refused(app)
+    rotated = _dsn(server, ROLE, "rotated-2f9Kq", "user-timeline")
+    with psycopg.connect(rotated) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("SELECT doc FROM user_timeline")
+
+
+def test_the_first_start_seeds_once_and_a_second_start_changes_nothing(postgres):
+    server, admin_password = postgres
+    server.create_databases((database_name("user"),))
+    admin = _dsn(server, "postgres", admin_password, "user")
+    app = _dsn(server, "sn_user", "user-Qm27x", "user")
+
+    assert migrate("user", admin, "sn_user", "user-Qm27x", wait_s=10) is True
+    with psycopg.connect(app) as conn:
+        assert conn.execute("SELECT count(*) FROM users").fetchone()[0] == USERS
+        conn.execute("DELETE FROM users WHERE id = 'username_0'")  # the app's own change since
+    assert migrate("user", admin, "sn_user", "user-Qm27x", wait_s=10) is False
+    with psycopg.connect(app) as conn:
+        assert conn.execute("SELECT count(*) FROM users").fetchone()[0] == USERS - 1
+    with psycopg.connect(admin) as conn:
+        assert conn.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
