@@ -128,6 +128,47 @@ def test_shim_rule_arms_and_disarms_a_running_pod(handle: Any) -> None:
         kubectl(handle, "delete", "pod", "reader", "--wait=false")
 
 
+FIRST_READ_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: first-read, labels: {app: first-read}}
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Never
+  containers:
+  - name: reader
+    image: python
+    command: ["python3", "-u", "-c"]
+    args:
+    - |
+      import time
+      try:
+          open("/usr/lib/os-release", "rb").read(); print("ok")
+      except OSError as e:
+          print("err", e.errno)
+      time.sleep(60)
+"""
+
+
+def test_a_pod_started_under_a_rule_fails_from_its_first_read(handle: Any) -> None:
+    # the replacement of a pod on a broken disk must not get a clean first read before the rules
+    # catch up with its new IP
+    record = handle.node_fault("first", namespace="default", labels={"app": "first-read"}, calls=["read"],
+                               errno="EIO", paths=["/usr/lib/os-release"])
+    assert not record["active"]  # no pod yet
+    try:
+        kubectl(handle, "apply", "-f", "-", input=FIRST_READ_POD)
+        kubectl(handle, "wait", "--for=condition=Ready", "pod/first-read", "--timeout=60s")
+        deadline = time.monotonic() + 30
+        while not (first := kubectl(handle, "logs", "first-read").split()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert first == ["err", "5"]
+        assert handle.faults()["shim"]["first"]["active"]
+    finally:
+        handle.clear_fault("shim", "first")
+        kubectl(handle, "delete", "pod", "first-read", "--wait=false")
+
+
 def test_stop_and_start_a_node_agent(handle: Any) -> None:
     assert handle.node_agents()["node-2"]["agent"] == "running"
     assert handle.stop_node("node-2")["agent"] == "stopped"

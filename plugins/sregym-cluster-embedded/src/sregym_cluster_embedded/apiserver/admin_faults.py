@@ -112,6 +112,8 @@ class FaultHooks:
         self.net: dict[str, dict] = {}
         self._rendered: dict[str, list[str]] = {}
         self._task: asyncio.Task | None = None
+        #: pods whose containers are about to start, by uid: the store may not have their IP yet
+        self._starting: dict[str, dict] = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -122,9 +124,25 @@ class FaultHooks:
                 path = rules_file(self.state_dir, node)
                 write_rules(path, [])
                 self.nodes.set_fault_env(node, {"LD_PRELOAD": str(self.shim_path), "SREGYM_FAULT_RULES": str(path)})
+            self.nodes.pod_start_hooks.append(self.pod_starting)
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="fault-hooks")
 
+    def pod_starting(self, pod: dict) -> None:
+        """Render the rules with ``pod`` (its IP just assigned) before its first process runs: a
+        pod that replaces a faulty one is faulty from its first read, as on a real broken disk,
+        not only from the next render (up to RECONCILE_SECONDS later)."""
+        if not (self.shim or self.diskfull):
+            return
+        uid = pod["metadata"].get("uid", "")
+        self._starting[uid] = pod
+        try:
+            self.render()
+        finally:
+            self._starting.pop(uid, None)
+
     async def stop(self) -> None:
+        if self.nodes is not None and self.pod_starting in self.nodes.pod_start_hooks:
+            self.nodes.pod_start_hooks.remove(self.pod_starting)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -146,7 +164,10 @@ class FaultHooks:
     # ------------------------------------------------------------ store lookups
 
     def _pods(self) -> list[dict]:
-        return self.client.list_nocopy("pods")
+        pods = self.client.list_nocopy("pods")
+        if not self._starting:
+            return pods
+        return [self._starting.get(p["metadata"].get("uid", ""), p) for p in pods]
 
     def _get(self, resource: str, name: str, namespace: str | None = None) -> dict | None:
         for obj in self.client.list_nocopy(resource, namespace):

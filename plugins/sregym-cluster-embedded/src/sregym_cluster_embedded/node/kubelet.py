@@ -428,6 +428,9 @@ class NodeSet:
         self.mount_ns = bool(mount_ns)
         self.essential_paths = mountns.essential_paths(state_dir)
         self.pids: set[int] = set()
+        #: called with a pod (its IP assigned, volumes set up) right before its first container
+        #: starts: the fault hooks scope their rules to the pod before any of its processes runs
+        self.pod_start_hooks: list[Callable[[dict], None]] = []
         self._watchdog = _start_watchdog()
         for directory in self.backend.directories():
             self._tell_watchdog(f"cg {directory}")

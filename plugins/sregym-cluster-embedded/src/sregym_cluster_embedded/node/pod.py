@@ -270,6 +270,11 @@ class PodWorker:
                 return
             delay = min(delay * 2, 30.0)
         self.sandbox_ready = True
+        for hook in self.agent.nodes.pod_start_hooks:
+            try:
+                hook(self.pod)
+            except Exception:  # noqa: BLE001 - a broken hook must not keep the pod from starting
+                log.exception("a pod start hook failed for %s", self.name)
         if not spec.get("hostNetwork"):
             await self.host_ports.start(self.agent.host_ip, self.pod_ip, self.pod)
         deadline = spec.get("activeDeadlineSeconds")
