@@ -1,9 +1,14 @@
-"""The ``migrate`` init container runs on every start of a database owner's pod (a restart, a rollout).
+"""The app's code against real datastores (PostgreSQL, redis-server), where a restart must keep data.
+
+The ``migrate`` init container runs on every start of a database owner's pod (a restart, a rollout).
 It applies the schema once: a real PostgreSQL server, migrated, then changed the way the datastore
 faults change it (the role's password rotated, the role's grants revoked), migrated again as a
 restarted pod would, keeps the change. Before, every start set the password and grants back from the
 Secret, so a blind restart of all pods repaired social-db-password-rotated-user-timeline-postgres
-(restart-all passed mitigation on 2026-11-27)."""
+(restart-all passed mitigation on 2026-11-27).
+
+user-timeline-service's cache: a write after user-timeline-redis restarted keeps the user's older posts
+readable."""
 
 from __future__ import annotations
 
@@ -94,3 +99,61 @@ def test_the_first_start_seeds_once_and_a_second_start_changes_nothing(postgres)
         assert conn.execute("SELECT count(*) FROM users").fetchone()[0] == USERS - 1
     with psycopg.connect(admin) as conn:
         assert conn.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
+
+
+def _redis_server(port: int) -> Any:
+    import socket
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(["redis-server", "--save", "", "--appendonly", "no", "--port", str(port), "--bind",
+                             "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("redis-server did not start")
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (tools/setup.sh installs it)")
+def test_a_write_after_the_cache_restarted_keeps_the_older_posts_of_the_user_timeline(postgres):
+    """user-timeline-redis restarted (restart-all; a pod kill) comes back empty. The next post a user
+    writes must not make a cache key of that post alone: reads would stop showing the older posts (the
+    generator saw the newest post it had confirmed missing from a page of newer, failed composes)."""
+    import socket
+
+    from sregym_app_social_network.services import Context, UserTimelineHandler
+    from sregym_app_social_network.stores import DocumentStore, Redis
+
+    server, admin_password = postgres
+    server.create_databases((database_name("user-timeline"),))
+    migrate("user-timeline", _dsn(server, "postgres", admin_password, "user-timeline"), ROLE, PASSWORD, wait_s=10)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = _redis_server(port)
+    db = DocumentStore("user-timeline-service", "user-timeline", {
+        "addr": f"127.0.0.1:{server.port}", "database": database_name("user-timeline"), "user": ROLE,
+        "password": PASSWORD})
+    db.open()
+    redis = Redis("user-timeline-service", "user-timeline", f"127.0.0.1:{port}")
+    try:
+        handler = UserTimelineHandler(Context(cfg=None, db=db, redis=redis))  # type: ignore[arg-type]
+        handler.WriteUserTimeline(1, 101, 7, 1000, {})  # nothing cached yet: filled from the database
+        handler.WriteUserTimeline(2, 102, 7, 2000, {})
+        assert redis.run("zrevrange", "7", 0, -1) == ["102", "101"]
+        redis.run("flushall")  # the cache restarted
+        handler.WriteUserTimeline(3, 103, 7, 3000, {})
+        assert redis.run("zrevrange", "7", 0, -1) == ["103", "102", "101"]
+        handler.WriteUserTimeline(4, 104, 7, 4000, {})  # a cached key: the post is added
+        assert redis.run("zrevrange", "7", 0, 9) == ["104", "103", "102", "101"]
+        assert db.find("user_timeline", 7)["posts"][-1] == {"post_id": 104, "timestamp": 4000}
+    finally:
+        redis.close()
+        db.close()
+        proc.terminate()
+        proc.wait(timeout=10)

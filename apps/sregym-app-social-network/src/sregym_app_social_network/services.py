@@ -280,22 +280,42 @@ class PostStorageHandler(Handler):
         return [post_from_doc(found[pid]) for pid in post_ids or [] if pid in found]
 
 
+#: ZADD only to a timeline the cache already holds (atomically): -1 when the key is absent
+ZADD_IF_CACHED = ("if redis.call('exists', KEYS[1]) == 1 then return redis.call('zadd', KEYS[1], ARGV[1], ARGV[2]) "
+                  "end return -1")
+
+
 class UserTimelineHandler(Handler):
+    """A user's timeline lives in user-timeline-postgres; user-timeline-redis caches whole timelines.
+
+    A key in the cache always holds the user's whole timeline: a write adds the post to a cached key,
+    and fills a key the cache does not hold (a restarted or emptied cache) from the database, which by
+    then has the post too. Adding the post alone to an absent key would make a key of the posts written
+    since the cache restarted, and reads would stop showing every older post.
+    """
+
+    def _fill(self, user_id: int) -> dict[str, int]:
+        doc = db_call(lambda: self.ctx.db.find("user_timeline", user_id)) or {}
+        entries = {str(p["post_id"]): int(p["timestamp"]) for p in doc.get("posts", [])}
+        if entries:
+            # a union: a concurrent write's post, added meanwhile, stays
+            db_call(lambda: self.ctx.redis.run("zadd", str(user_id), entries))
+        return entries
+
     def WriteUserTimeline(self, req_id: int, post_id: int, user_id: int, timestamp: int,  # noqa: N802
                           carrier: Any) -> None:
         db_call(lambda: self.ctx.db.push("user_timeline", user_id, "posts",
                                          {"post_id": post_id, "timestamp": timestamp}))
-        db_call(lambda: self.ctx.redis.run("zadd", str(user_id), {str(post_id): timestamp}))
+        added = db_call(lambda: self.ctx.redis.run("eval", ZADD_IF_CACHED, 1, str(user_id), timestamp, str(post_id)))
+        if added == -1:
+            self._fill(user_id)
 
     def ReadUserTimeline(self, req_id: int, user_id: int, start: int, stop: int, carrier: Any) -> list[Any]:  # noqa: N802
         if stop <= start or start < 0:
             return []
         ids = db_call(lambda: self.ctx.redis.run("zrevrange", str(user_id), start, stop - 1))
         if not ids:
-            doc = db_call(lambda: self.ctx.db.find("user_timeline", user_id)) or {}
-            entries = {str(p["post_id"]): int(p["timestamp"]) for p in doc.get("posts", [])}
-            if entries:
-                db_call(lambda: self.ctx.redis.run("zadd", str(user_id), entries))
+            entries = self._fill(user_id)
             ids = [p for p, _ in sorted(entries.items(), key=lambda kv: -kv[1])][start:stop]
         post_ids = [int(x) for x in ids]
         if not post_ids:
