@@ -296,3 +296,67 @@ def test_posts_of_failed_composes_may_outrank_an_expected_post_but_a_lossy_fan_o
     assert ledger.check_timeline("home", reader, _page(ledger, rng, author, [t - 400 for t in newer]), read_at) is None
     assert ledger.check_timeline("home", reader, _page(ledger, rng, author, [t - 1000 for t in newer]), read_at) == \
         "timeline_missing_recent_post"
+
+
+def test_posts_of_failed_composes_that_a_read_does_not_show_still_outrank_the_expected_one():
+    """social-db-revoke-post-storage-postgres, 2026-11-27 re-run: a compose sent while post-storage refused
+    writes answered an error but had put its post's id on the followers' home timelines; the read skips ids
+    post-storage does not hold, so a reader's page came back with 9 posts, all newer than the expected one,
+    which was 11th. The ledger counts such composes; a short page is excused by as many of them, no more."""
+    ledger, rng = Ledger("k" * 24), random.Random(4)
+    author = 9
+    reader = next(iter(seed.followers()[author]))
+    expected_post, _ = _stored(ledger, rng, user_id=author)
+    sent = time.time() - 600
+    ledger.composed(expected_post, sent_at=sent)
+    read_at = time.time() + 60
+    newer = [int(sent * 1000) + 50 * (i + 1) for i in range(PAGE - 1)]
+
+    assert ledger.check_timeline("home", reader, _page(ledger, rng, author, newer), read_at) == \
+        "timeline_missing_recent_post"
+    lost, _ = _stored(ledger, rng, user_id=author)  # its StorePost failed: listed, never shown
+    ledger.sending(lost)
+    # in flight: it may already have written the timelines
+    assert ledger.check_timeline("home", reader, _page(ledger, rng, author, newer), read_at) is None
+    ledger.failed(lost)
+    assert ledger.check_timeline("home", reader, _page(ledger, rng, author, newer), read_at) is None
+    assert ledger.check_timeline("user", author, _page(ledger, rng, author, newer), read_at) is None
+    # one hidden post excuses one missing place, not two
+    assert ledger.check_timeline("home", reader, _page(ledger, rng, author, newer[:-1]), read_at) == \
+        "timeline_missing_recent_post"
+    # nor does it excuse a page that holds a post older than the expected one
+    older = newer[:-1] + [int(sent * 1000) - 60_000]
+    assert ledger.check_timeline("home", reader, _page(ledger, rng, author, older), read_at) == \
+        "timeline_missing_recent_post"
+    # a reader the failed compose did not go to gets no excuse
+    other = next(u for u in range(seed.USERS) if u not in seed.followers()[author] and u != lost["mention"]
+                 and u != author)
+    assert ledger.unconfirmed_since("home", other, sent) == 0
+    # a failed compose that the page does show is not counted a second time
+    assert ledger.unconfirmed_since("home", reader, sent, shown=[lost["nonce"]]) == 0
+    # a compose that failed before the expected one was sent does not count
+    ledger2 = Ledger("k" * 24)
+    early, _ = _stored(ledger2, rng, user_id=author)
+    ledger2.sending(early)
+    ledger2.failed(early)
+    expected2, _ = _stored(ledger2, rng, user_id=author)
+    ledger2.composed(expected2, sent_at=time.time() + 5)
+    assert ledger2.check_timeline("home", reader, _page(ledger2, rng, author, [
+        int((time.time() + 5) * 1000) + 50 * (i + 1) for i in range(PAGE - 1)]), read_at) == \
+        "timeline_missing_recent_post"
+    # a compose that answered success afterwards is no longer unconfirmed
+    retried, _ = _stored(ledger, rng, user_id=author)
+    ledger.sending(retried)
+    assert ledger.unconfirmed_since("home", reader, sent) == 2
+    ledger.composed(retried, sent_at=time.time())
+    assert ledger.unconfirmed_since("home", reader, sent) == 1
+
+
+def test_the_ledger_keeps_only_the_latest_page_of_unconfirmed_composes_per_timeline():
+    ledger, rng = Ledger("k" * 24), random.Random(5)
+    for _ in range(3 * PAGE):
+        post, _ = _stored(ledger, rng, user_id=9)
+        ledger.sending(post)
+        ledger.failed(post)
+    assert len(ledger.unconfirmed[("user", 9)]) == PAGE
+    assert ledger.unconfirmed_since("user", 9, 0.0) == PAGE

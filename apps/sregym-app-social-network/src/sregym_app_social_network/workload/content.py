@@ -12,23 +12,29 @@ in the hidden namespace). So a timeline answer is correct only when every post i
   user-mention to the seeded user id,
 * is in newest-first order, and the newest post the generator saw succeed for that timeline more
   than ``SETTLE_S`` ago is present (a cached or frozen answer is caught) — unless the page is full
-  of posts at least as new as it (see :meth:`Ledger.check_timeline`).
+  of posts at least as new as it, counting the posts of composes that did not answer success, which
+  the page may not show (see :meth:`Ledger.check_timeline`).
 
 Only composes that answered success are expected anywhere. A compose that failed may still have
 reached some timelines (the services write the post, the author's timeline and the followers' home
 timelines side by side, with no transaction across them, as in the original), so the generator
 never demands such a post, and never counts one against a timeline either: it may outrank a
-post the generator does expect.
+post the generator does expect. Such a post may also be listed in a timeline without being shown: a
+compose whose post-storage write failed (a revoked grant, say) still put the post's id on its
+timelines, and a read skips ids post-storage does not hold, so the page comes back short. The ledger
+therefore remembers, per timeline, the composes that have not answered success (in flight or failed).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import random
 import re
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from .. import seed
@@ -52,6 +58,8 @@ class Ledger:
         # author / reader -> (nonce, compose sent at, compose succeeded at), both wall-clock seconds
         self.user_latest: dict[int, tuple[str, float, float]] = {}
         self.home_latest: dict[int, tuple[str, float, float]] = {}
+        # (kind, user id) -> nonce -> when a compose that did not answer success ended (inf: in flight)
+        self.unconfirmed: dict[tuple[str, int], dict[str, float]] = {}
 
     def sign(self, user_id: int, nonce: str, words: str) -> str:
         return hmac.new(self.key, f"{user_id}|{nonce}|{words}".encode(), hashlib.sha256).hexdigest()[:32]
@@ -67,13 +75,48 @@ class Ledger:
         return {"user_id": user_id, "username": seed.username(user_id), "text": text, "nonce": nonce,
                 "mention": mention, "url": url}
 
+    @staticmethod
+    def timelines(post: dict[str, Any]) -> list[tuple[str, int]]:
+        """The timelines a post goes to: its author's, and the home timelines of the author's followers
+        and of the user it mentions."""
+        return [("user", post["user_id"])] + [("home", r) for r in set(seed.followers()[post["user_id"]]) |
+                                              {post["mention"]}]
+
+    def sending(self, post: dict[str, Any]) -> None:
+        """A compose is about to be sent: until it answers success, its post may be on its timelines."""
+        with self.lock:
+            for key in self.timelines(post):
+                self.unconfirmed.setdefault(key, {})[post["nonce"]] = math.inf
+
+    def failed(self, post: dict[str, Any]) -> None:
+        """A compose did not answer success (an error, a wrong answer, no answer): it may still have
+        written some of its timelines."""
+        now = time.time()
+        with self.lock:
+            for key in self.timelines(post):
+                pending = self.unconfirmed.setdefault(key, {})
+                pending[post["nonce"]] = now
+                if len(pending) > PAGE:  # only the latest PAGE can matter (see unconfirmed_since)
+                    del pending[min(pending, key=pending.__getitem__)]
+
     def composed(self, post: dict[str, Any], sent_at: float) -> None:
         """A compose sent at ``sent_at`` succeeded: the post must now show on its timelines."""
         entry = (post["nonce"], sent_at, time.time())
         with self.lock:
+            for key in self.timelines(post):
+                self.unconfirmed.get(key, {}).pop(post["nonce"], None)
             self.user_latest[post["user_id"]] = entry
             for reader in set(seed.followers()[post["user_id"]]) | {post["mention"]}:
                 self.home_latest[reader] = entry
+
+    def unconfirmed_since(self, kind: str, user_id: int, since: float, shown: Iterable[str] = ()) -> int:
+        """How many composes for a timeline that did not answer success ended after ``since`` (or have not
+        ended), their posts not among ``shown``: each may have put on it a post newer than one sent at
+        ``since`` that a read does not show."""
+        shown = set(shown)
+        with self.lock:
+            return sum(1 for nonce, ended in self.unconfirmed.get((kind, user_id), {}).items()
+                       if ended >= since and nonce not in shown)
 
     def expected(self, kind: str, user_id: int) -> tuple[str, float, float] | None:
         """(nonce, sent at, succeeded at) of the newest post expected on a ``kind`` timeline."""
@@ -131,17 +174,23 @@ class Ledger:
             nonces.append(nonce)
         latest = self.expected(kind, user_id)
         if latest and latest[2] < started_at - SETTLE_S and latest[0] not in nonces and \
-                not self._outranked(latest[1], len(body), last_ts):
+                not self._outranked(latest[1], len(body), last_ts,
+                                    self.unconfirmed_since(kind, user_id, latest[1] - CLOCK_SLACK_S, nonces)):
             return "timeline_missing_recent_post"
         return None
 
     @staticmethod
-    def _outranked(sent_at: float, page_size: int, oldest_ts_ms: int | None) -> bool:
+    def _outranked(sent_at: float, page_size: int, oldest_ts_ms: int | None, hidden: int = 0) -> bool:
         """Whether a post sent at ``sent_at`` may rightly be off this page: the page is full and even its
         oldest post is at least as new as the post can be (the service stamps a post after it was sent).
 
         Posts the generator does not expect (a compose that answered an error after writing some
-        timelines) can fill the page that way. A timeline that misses the post while holding an older
-        one, or holding fewer than a page of posts, is wrong.
+        timelines) can fill the page that way; up to ``hidden`` of them (the composes for this timeline
+        that did not answer success since the post was sent) may take a place on the page without being
+        shown (post-storage does not hold them), so the page counts as full with that many fewer posts.
+        A timeline that misses the post while holding an older one, or holding fewer posts than that, is
+        wrong.
         """
-        return page_size >= PAGE and oldest_ts_ms is not None and oldest_ts_ms >= (sent_at - CLOCK_SLACK_S) * 1000
+        return page_size + hidden >= PAGE and (
+            oldest_ts_ms is None if page_size == 0 else
+            oldest_ts_ms is not None and oldest_ts_ms >= (sent_at - CLOCK_SLACK_S) * 1000)

@@ -20,7 +20,7 @@ from sregym_appkit import logs, workload
 from sregym_appkit.workload import Outcome, parse_settings, validate_run
 
 from .. import seed
-from .content import PAGE, Ledger
+from .content import CLOCK_SLACK_S, PAGE, Ledger
 
 __all__ = ["ENDPOINTS", "MIX", "SocialGenerator", "choose", "main", "validate_run"]
 
@@ -58,12 +58,19 @@ class SocialGenerator(workload.Generator):
             post = request
             form = {"username": post["username"], "user_id": str(post["user_id"]), "text": post["text"],
                     "media_ids": "[]", "media_types": "[]", "post_type": "0"}
+            self.ledger.sending(post)
             sent_at = time.time()
-            async with self.session.post(target + "/wrk2-api/post/compose", data=form) as resp:
-                body = await resp.read()
+            try:
+                async with self.session.post(target + "/wrk2-api/post/compose", data=form) as resp:
+                    body = await resp.read()
+            except BaseException:  # no answer (a timeout, a reset): it may have written some timelines
+                self.ledger.failed(post)
+                raise
             if resp.status != 200:
+                self.ledger.failed(post)
                 return Outcome(resp.status, error=body[:80].decode(errors="replace"))
             if body.strip() != b"Successfully upload post":
+                self.ledger.failed(post)
                 return Outcome(resp.status, wrong="compose_unexpected_answer")
             self.ledger.composed(post, sent_at)
             return Outcome(resp.status)
@@ -85,6 +92,7 @@ class SocialGenerator(workload.Generator):
             nonce, sent, done = self.ledger.expected(kind, user_id) or ("", 0.0, 0.0)
             logs.warning("content_error", kind=wrong, timeline=kind, user_id=user_id, expected_nonce=nonce,
                          expected_age_s=round(started_at - done, 1), page=len(parsed),
+                         unconfirmed_since=self.ledger.unconfirmed_since(kind, user_id, sent - CLOCK_SLACK_S),
                          oldest_on_page_age_s=round(started_at - int(parsed[-1].get("timestamp") or 0) / 1000, 1)
                          if parsed else None)
         return Outcome(resp.status, wrong=wrong)
