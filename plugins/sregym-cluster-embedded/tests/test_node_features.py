@@ -287,3 +287,18 @@ def test_exit_of_main_process_ends_container_even_with_leftover_children():
             runner = nodes.agents["node-1"].find("default", "bg").runners[0]
             assert not runner.group.pids()  # the leftover sleep was killed with the container
     run(body())
+
+
+def test_finished_execs_are_forgotten_so_the_stop_never_kills_a_reused_pid():
+    async def body():
+        async with node_cluster() as (client, nodes):
+            await client.create("pods", pod_manifest("probed", [{
+                "name": "c", "image": "busybox", "command": ["sleep", "60"],
+                "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}]))
+            await wait_for(pod_getter(client, "probed"), lambda p: condition(p, "Ready").get("status") == "True")
+            await asyncio.sleep(3)  # a few more probes, each an exec that exits
+            # what is left is the container's main process; an exited probe's PID may already
+            # belong to another process, which the node's stop would kill
+            await wait_for(lambda: asyncio.sleep(0, {"pids": sorted(nodes.pids)}),
+                           lambda r: len(r["pids"]) == 1, timeout=10)
+    run(body())

@@ -75,6 +75,10 @@ def container_limits(container: dict) -> Limits:
         return Limits()
 
 
+#: the tasks that untrack exec'd processes once they exit (referenced so they are not collected)
+_EXEC_WATCHERS: set[asyncio.Task] = set()
+
+
 class ContainerRunner:
     def __init__(self, worker: PodWorker, spec: dict, *, kind: str) -> None:
         self.worker = worker
@@ -509,7 +513,17 @@ class ContainerRunner:
             for fd, _ in join_fds or ():
                 os.close(fd)
         self.worker.agent.track(proc.pid)
+        # forget it once it has exited: the kernel reuses PIDs (pid_max is often 32768, which a busy
+        # machine goes through in a minute), and the node's stop kills every group still tracked
+        watcher = asyncio.create_task(self._untrack_on_exit(proc))
+        _EXEC_WATCHERS.add(watcher)
+        watcher.add_done_callback(_EXEC_WATCHERS.discard)
         return proc
+
+    async def _untrack_on_exit(self, proc: asyncio.subprocess.Process) -> None:
+        with contextlib.suppress(Exception):
+            await proc.wait()
+        self.worker.agent.untrack(proc.pid)
 
     async def _container_namespaces(self) -> list[tuple[int, int]]:
         try:
