@@ -303,8 +303,23 @@ def test_network_delay(cluster: Cluster) -> None:
     assert request_seconds(url) < 0.3
     params = params_of(fault, delay_ms=500, jitter_ms=0)
     fault.impl.inject(ctx, target, params)
+    node = ctx.state["node"]
     try:
         assert request_seconds(url) >= 0.45
+        assert fault.impl.is_present(ctx, target, params)
+        # a restart that happens to land the pod on another node: fast again, but the bad node is
+        # still open to it, so the fault is not mitigated
+        cluster.kubectl("cordon", node)
+        old = {p["metadata"]["name"] for p in cluster.pods("web")}
+        cluster.kubectl("delete", "pods", "-n", NS, *old, "--wait=false")
+        def moved() -> bool:
+            pods = cluster.pods("web")
+            return bool(pods) and all(p["metadata"]["name"] not in old and p["spec"].get("nodeName") != node
+                                      and any(c["type"] == "Ready" and c["status"] == "True"
+                                              for c in p["status"].get("conditions") or []) for p in pods)
+        wait_until(moved, 60, "web ready on the other node only")
+        cluster.kubectl("uncordon", node)
+        assert request_seconds(url) < 0.3
         assert fault.impl.is_present(ctx, target, params)
         fault.impl.reference_fix(ctx, target, params)
         assert not fault.impl.is_present(ctx, target, params)

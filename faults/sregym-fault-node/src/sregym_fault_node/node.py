@@ -15,7 +15,7 @@ from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
 from sregym_core.errors import PermanentFaultError
 from sregym_core.types import FaultSpec, TargetSelector
 
-from . import hooks
+from . import hooks, placement
 
 STATELESS = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"))
 WITH_VOLUME = TargetSelector(kinds=WORKLOADS, requires=("pvcs",))
@@ -176,8 +176,19 @@ def _net_inject(ctx: Any, target: Any, params: dict) -> None:
 
 
 def _net_present(ctx: Any, target: Any, params: dict) -> bool:
+    """The impaired node hosts the target's pods, or nothing keeps them from landing there again
+    (a restart that happened to reschedule them elsewhere has not mitigated a bad node)."""
     record = hooks.status(ctx, "network")
-    return bool(record and record.get("active"))
+    if record and record.get("active"):
+        return True
+    node = ctx.state.get("node")
+    if not node or not record:
+        return False
+    workload = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
+    if workload is None:
+        return False
+    return placement.schedulable_for(kube.get(ctx, "node", node, namespace="", missing_ok=True),
+                                     kube.pod_spec(workload))
 
 
 def move_off_node(ctx: Any, target: Any, node: str) -> None:
