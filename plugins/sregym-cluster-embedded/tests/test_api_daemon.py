@@ -104,14 +104,14 @@ def test_daemon_stops_when_owner_dies(home: Path) -> None:
 def test_cli_commands(home: Path) -> None:
     env = dict(os.environ, SREGYM_HOME=str(home))
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "sregym_cluster_embedded", *args], capture_output=True,
-                              text=True, timeout=60, env=env)
+                              text=True, timeout=timeout, env=env)
 
-    up = cli("up", "--name", "clitest", "--nodes", "0", "--json")
-    assert up.returncode == 0, up.stderr
-    info = json.loads(up.stdout)
-    try:
+    try:  # `down` even when `up` times out: the daemon it started is a kept cluster and would stay
+        up = cli("up", "--name", "clitest", "--nodes", "0", "--json", timeout=150)
+        assert up.returncode == 0, up.stderr
+        info = json.loads(up.stdout)
         assert info["running"] and info["url"].startswith("https://127.0.0.1:")
         status = cli("status", "--name", "clitest")
         assert status.returncode == 0 and "running" in status.stdout
