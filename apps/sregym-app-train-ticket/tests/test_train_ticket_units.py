@@ -7,13 +7,16 @@ through the embedded cluster's own mariadb entrypoint (skipped where mariadb-ser
 from __future__ import annotations
 
 import json
+import random
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
 import yaml
 from sregym_app_train_ticket import data, flags, manifests, topology
 from sregym_app_train_ticket.faults import _flag
-from sregym_app_train_ticket.workload import ENDPOINTS, JOURNEYS, check_search, request_for
+from sregym_app_train_ticket.workload import ENDPOINTS, JOURNEYS, MAX_LAG_S, MIX, Generator, check_search, request_for
 
 from sregym_core.errors import FaultError
 
@@ -109,6 +112,59 @@ def test_request_for_gives_bare_requests_for_the_probe_kinds():
     with pytest.raises(ValueError):
         request_for("pay", rng)  # needs an order from the workload's own booking
     assert set(ENDPOINTS) >= {"search", "book", "pay", "cancel", "login"}
+
+
+class _SlowStart(Generator):
+    """The generator's own loop, each request start taking ``start_s`` (a starved CPU); the first
+    one stalls ``stall_s`` (a process descheduled for a while). Starts are recorded, not sent."""
+
+    def __init__(self, rate: float, seed: int, start_s: float, stall_s: float = 0.0) -> None:
+        super().__init__("http://127.0.0.1:9", rate=rate, timeout_s=1, seed=seed)
+        self.start_s, self.stall_s, self.started = start_s, stall_s, []
+
+    def dispatch(self, kind: str) -> None:
+        self.started.append(time.monotonic())
+        time.sleep(self.stall_s if len(self.started) == 1 else self.start_s)
+
+    def run_for(self, seconds: float) -> float:
+        stop = threading.Event()
+        thread = threading.Thread(target=self.run, args=(stop,))
+        began = time.monotonic()
+        thread.start()
+        time.sleep(seconds)
+        stop.set()
+        thread.join(5)
+        assert not thread.is_alive()
+        return began
+
+
+def _arrivals(rate: float, seed: int, seconds: float) -> int:
+    """How many Poisson arrivals the generator's seeded draws put in ``seconds``."""
+    rng, kinds, weights, t, n = random.Random(seed), list(MIX), list(MIX.values()), 0.0, 0
+    while True:
+        t += rng.expovariate(rate)
+        if t > seconds:
+            return n
+        rng.choices(kinds, weights)
+        n += 1
+
+
+def test_workload_keeps_its_rate_when_starting_requests_is_slow():
+    """Arrivals are due on the clock: 15 ms per start at 50/s (mean gap 20 ms) must not stretch the
+    gaps (sleeping a fresh gap after each start sent about 57 instead of about 100 in 2 s)."""
+    gen = _SlowStart(rate=50, seed=5, start_s=0.015)
+    gen.run_for(2.0)
+    expected = _arrivals(50, 5, 2.0)
+    assert expected * 0.9 <= len(gen.started) <= expected + 3, (len(gen.started), expected)
+
+
+def test_workload_drops_arrivals_it_could_not_start_for_long_instead_of_bursting():
+    gen = _SlowStart(rate=50, seed=7, start_s=0.0, stall_s=2.5)
+    began = gen.run_for(3.5)
+    after = [t for t in gen.started[1:] if t - gen.started[1] < 0.05]  # the catch-up right after the stall
+    assert 20 <= len(after) <= 50 * MAX_LAG_S + 15, len(after)  # at most MAX_LAG_S of backlog, not 2.5 s of it
+    assert len(gen.started) < _arrivals(50, 7, 3.5) - 50 * (2.5 - MAX_LAG_S) * 0.6
+    assert gen.started[0] - began < 0.5
 
 
 def test_flagd_file_errors_name_the_json_path(tmp_path):

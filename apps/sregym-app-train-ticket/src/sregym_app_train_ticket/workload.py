@@ -43,6 +43,8 @@ ENDPOINTS = tuple(MIX)
 VERIFY_AFTER_S, VERIFY_WITHIN_S = 1.5, 8.0
 #: after cancelling, the order is read back this much later (a user looking at the order)
 READ_BACK_S = 0.5
+#: an arrival the generator could not start within this many seconds of its time is dropped
+MAX_LAG_S = 1.0
 #: (from, to) pairs the searches and bookings use, each with both kinds of trip
 JOURNEYS = (("shanghai", "nanjing"), ("nanjing", "beijing"), ("shanghai", "taiyuan"), ("nanjing", "taiyuan"),
             ("shanghai", "shijiazhuang"))
@@ -275,25 +277,36 @@ class Generator:
         return status, ""
 
     def run(self, stop: threading.Event) -> None:
+        """Send requests at Poisson arrival times on the clock: each arrival is due an exponential gap
+        after the previous one was *due*, not after the loop got round to it, so the time it takes
+        to start a request (a starved CPU, a slow thread start) does not lower the rate. An arrival
+        more than MAX_LAG_S late is dropped (a stalled process does not send a burst)."""
         kinds, weights = list(MIX), list(MIX.values())
+        due = time.monotonic()
         while not stop.is_set():
             rate = self.rate
             if rate <= 0:
                 stop.wait(0.5)
+                due = time.monotonic()
                 continue
-            stop.wait(self.rng.expovariate(rate))
-            kind = self.rng.choices(kinds, weights)[0]
-            if not self.inflight.acquire(blocking=False):
-                self.log.add(kind, 0, 0.0, False, "overload")
-                continue
+            due = max(due + self.rng.expovariate(rate), time.monotonic() - MAX_LAG_S)
+            if stop.wait(max(0.0, due - time.monotonic())):
+                break
+            self.dispatch(self.rng.choices(kinds, weights)[0])
 
-            def work(kind: str = kind) -> None:
-                try:
-                    self.one(kind)
-                finally:
-                    self.inflight.release()
+    def dispatch(self, kind: str) -> None:
+        """Start one request of ``kind`` on its own thread (logged as overload past the in-flight cap)."""
+        if not self.inflight.acquire(blocking=False):
+            self.log.add(kind, 0, 0.0, False, "overload")
+            return
 
-            threading.Thread(target=work, daemon=True).start()
+        def work() -> None:
+            try:
+                self.one(kind)
+            finally:
+                self.inflight.release()
+
+        threading.Thread(target=work, daemon=True).start()
 
 
 def check_search(body: Any, start: str, end: str, high_speed: bool) -> str:
