@@ -259,3 +259,35 @@ def test_the_error_logs_probe_reads_the_queue_consumers_and_the_cache_client():
     assert pods[0] == "queue-5d8c9-x1"
     assert {"accounting-5d8c9-x1", "fraud-detection-5d8c9-x1"} <= set(pods)
     assert "frontend-5d8c9-x1" not in pods and "load-generator-5d8c9-x1" not in pods
+
+
+def test_ad_manual_gc_stalls_a_request_in_full_collections_for_its_budget():
+    """adManualGc: back-to-back full collections over a live heap, long enough that users feel it
+    (the symptom check's p95 threshold is 1 s), at least three of them however fast the machine."""
+    import gc
+    import time
+
+    from sregym_app_astronomy_shop.backends import GC_THRASH_S, _full_gc_pause
+
+    assert GC_THRASH_S > 1.0
+    before = gc.get_stats()[2]["collections"]
+    start = time.monotonic()
+    collections = _full_gc_pause(0.3, objects=50_000)
+    assert time.monotonic() - start >= 0.3
+    assert collections >= 3
+    assert gc.get_stats()[2]["collections"] - before >= collections
+    assert _full_gc_pause(0.0, objects=1_000) == 3
+
+
+def test_recommendation_cache_failure_doubles_the_cache_and_scans_it():
+    """recommendationCacheFailure: each request doubles the never-evicted cache and scans all of it, so
+    memory and latency grow until the container meets its memory limit (about 24 requests at 256 Mi)."""
+    from sregym_app_astronomy_shop.backends import _cache_miss
+
+    cache: list = []
+    sizes = []
+    for _ in range(12):
+        scanned = _cache_miss(cache)
+        sizes.append(len(cache))
+        assert scanned == len(cache) * len(data.PRODUCT_IDS)
+    assert sizes == [2 ** k for k in range(12)]

@@ -102,12 +102,22 @@ def _burn_cpu(seconds: float) -> None:
         x = (x * 31 + 7) % 1_000_003
 
 
-def _full_gc_pause() -> None:
-    """Allocate a heap of small objects and collect it, as a manual full GC stalls the JVM."""
-    garbage = [{"i": i, "s": str(i)} for i in range(300_000)]
-    del garbage
-    for _ in range(3):
+#: how long one request spends in back-to-back full collections while adManualGc is on
+GC_THRASH_S = 1.5
+
+
+def _full_gc_pause(seconds: float = GC_THRASH_S, objects: int = 300_000) -> int:
+    """Full collections back to back over a live heap of small objects for ``seconds`` (at least three),
+    as the demo's manual GC trigger stalls the JVM: the collector holds the interpreter lock while it
+    scans, so every request in the process waits. Returns the number of collections."""
+    start = time.monotonic()
+    heap = [[i] for i in range(objects)]  # containers the collector must traverse
+    collections = 0
+    while collections < 3 or time.monotonic() - start < seconds:
         gc.collect(2)
+        collections += 1
+    del heap
+    return collections
 
 
 # --- cart (Redis-backed) ---------------------------------------------------------------------
@@ -199,6 +209,14 @@ def build_payment(env: Mapping[str, str]) -> tuple[Any, Ready]:
 
 # --- recommendation --------------------------------------------------------------------------
 
+def _cache_miss(cache: list[Any]) -> int:
+    """recommendationCacheFailure's cache: every request misses, and the miss appends as many entries as
+    the cache holds (it doubles: it is never evicted), then scans every entry. Memory and latency
+    double with each request until the container meets its memory limit. Returns the entries scanned."""
+    cache.extend([list(data.PRODUCT_IDS)] * max(1, len(cache)))
+    return sum(len(x) for x in cache)
+
+
 def build_recommendation(env: Mapping[str, str]) -> tuple[Any, Ready]:
     catalog = GrpcPeer("recommendation", "product-catalog", addr(env, "product-catalog"))
     leak: list[Any] = []
@@ -210,9 +228,8 @@ def build_recommendation(env: Mapping[str, str]) -> tuple[Any, Ready]:
             # the demo's cache "fails": every miss appends to a cache that is never evicted and is
             # scanned linearly, so memory and latency grow with traffic
             with lock:
-                leak.extend([list(data.PRODUCT_IDS)] * max(1, len(leak) // 2))
+                _cache_miss(leak)
                 telemetry.CACHE_KEYS.labels("recommendation", "products").set(len(leak))
-                _ = sum(len(x) for x in leak)
             products = [p["id"] for p in catalog.call("ListProducts")["products"]]
         else:
             products = [p["id"] for p in catalog.call("ListProducts")["products"]]
