@@ -268,3 +268,21 @@ class TestRealSql:
 
         with pytest.raises(pymysql.err.OperationalError, match="denied"):
             pymysql.connect(host="127.0.0.1", port=mariadb, user="root", password="")
+
+
+def test_lite_holds_validated_problems_of_both_kinds():
+    """lite holds TrainTicket problems sound in the latest `sregym validate` (docs/validation.md): k8s or
+    network faults and replicated F-faults (tt-flag) both, each with a symptom that shows."""
+    from pathlib import Path
+
+    import sregym_app_train_ticket
+
+    problems = [yaml.safe_load(p.read_text())
+                for p in sorted((Path(sregym_app_train_ticket.__file__).parent / "problems").glob("*.yaml"))]
+    assert len(problems) == 22
+    lite = [p for p in problems if "lite" in p["tags"]]
+    assert len(lite) >= 5
+    flag = [p for p in lite if p["faults"][0]["fault"] == "tt-flag"]
+    assert len(flag) >= 2 and len(lite) - len(flag) >= 2
+    assert all(p["symptom"] not in ("latent", ["latent"]) for p in lite)
+    assert not [p["id"] for p in problems if "lite" in p["tags"] and "full" in p["tags"]]

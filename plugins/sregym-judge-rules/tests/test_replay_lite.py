@@ -230,6 +230,48 @@ CORRECT: dict[str, tuple[str, str]] = {
         "The productCatalogFailure toggle was switched on for product-catalog, so product-catalog refuses one "
         "product and every request that needs it fails with errors.",
     ),
+    "train-ticket-f1-async-refund": (
+        "The tt-feat-1 feature flag was turned on in flagd-config for ts-cancel-service: it sends the refund to "
+        "ts-inside-payment-service as an asynchronous message with no sequence control, so the late refund marks "
+        "the already cancelled order cancelling and cancelled orders show the wrong order status.",
+        "Someone switched on toggle tt-feat-1 in flagd-config, and now ts-cancel-service hands the money-back step "
+        "off to run later: it lands after the order was closed and flips it back to 'cancelling', so users see "
+        "their cancelled tickets stuck in the wrong state.",
+    ),
+    "train-ticket-f7-slow-payment-gateway": (
+        "The tt-feat-7 feature flag was turned on in flagd-config for ts-payment-service, the payment gateway: it "
+        "settles every charge with the bank for 6 s before answering, longer than ts-inside-payment-service waits, "
+        "so payments fail with timeouts.",
+        "Toggle tt-feat-7 in flagd-config was switched on, so ts-payment-service now talks to the bank on every "
+        "charge before replying and takes 6 seconds, longer than its caller is willing to wait: paying for a ticket "
+        "fails for everyone.",
+    ),
+    "train-ticket-f12-station-lock-leak": (
+        "The tt-feat-12 feature flag was turned on in flagd-config for ts-order-service: listing orders locks their "
+        "stations and never releases the locks (released under the reversed pair), so every later payment or "
+        "cancellation between those stations is rejected.",
+        "Toggle tt-feat-12 in flagd-config was switched on, so ts-order-service blocks the station pairs of every "
+        "order list it shows and never frees them again; after that it turns down paying for or cancelling any "
+        "order between those stations.",
+    ),
+    "train-ticket-missing-env-preserve": (
+        "The TS_ORDER_SERVICE_ADDR environment variable was removed from the ts-preserve-service deployment, so "
+        "ts-preserve-service cannot reach ts-order-service and bookings fail with errors.",
+        "The ts-preserve-service pods no longer get the setting that tells them where ts-order-service lives (it is "
+        "gone from the deployment), so booking a ticket fails.",
+    ),
+    "train-ticket-network-policy-block-price": (
+        "A deny-all ingress NetworkPolicy selects the ts-price-service pods, so the callers of ts-price-service "
+        "time out and searches and bookings fail.",
+        "A firewall rule in the namespace drops all incoming traffic to ts-price-service, so everything that asks "
+        "it for a fare waits until the request times out.",
+    ),
+    "train-ticket-readiness-misconfig-contacts": (
+        "ts-contacts-service's readiness probe is misconfigured (wrong path/port), so its pods never become Ready, "
+        "the Service has no endpoints and bookings fail.",
+        "Kubernetes never marks ts-contacts-service ready because the readiness check in its deployment asks the "
+        "wrong URL, so no traffic reaches it and booking a ticket fails.",
+    ),
 }
 
 OTHER_MECHANISMS = (
@@ -556,12 +598,12 @@ def _ids(curated, lite: bool) -> list[str]:
 
 
 def test_every_app_is_replayed(curated):
-    """Every app with curated problems (TrainTicket has none in the lite suite) meets the generated
-    categories; every lite problem meets them with hand-written diagnoses too."""
+    """Every app with curated problems meets the generated categories; every lite problem meets them
+    with hand-written diagnoses too."""
     apps = {app.name for _p, app, _t in curated.values()}
     assert {"hotel-reservation", "astronomy-shop", "social-network", "train-ticket"} <= apps
     lite_apps = {curated[pid][1].name for pid in _ids(curated, lite=True)}
-    assert {"hotel-reservation", "astronomy-shop", "social-network"} <= lite_apps
+    assert {"hotel-reservation", "astronomy-shop", "social-network", "train-ticket"} <= lite_apps
 
 
 @pytest.mark.parametrize("problem_id", LITE)
