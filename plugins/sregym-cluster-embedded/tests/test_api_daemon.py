@@ -109,7 +109,7 @@ def test_cli_commands(home: Path) -> None:
                               text=True, timeout=timeout, env=env)
 
     try:  # `down` even when `up` times out: the daemon it started is a kept cluster and would stay
-        up = cli("up", "--name", "clitest", "--nodes", "0", "--json", timeout=150)
+        up = cli("up", "--name", "clitest", "--nodes", "0", "--json", timeout=200)
         assert up.returncode == 0, up.stderr
         info = json.loads(up.stdout)
         assert info["running"] and info["url"].startswith("https://127.0.0.1:")

@@ -198,3 +198,27 @@ def test_a_local_image_whose_package_is_missing_is_a_plugin_error():
 
     with pytest.raises(PluginError, match=r"`python -m sregym_no_such_pkg\.serve`, but no package 'sregym_no_such_pkg'"):
         package_dirs(["python", "-m", "sregym_no_such_pkg.serve"])
+
+
+def test_the_start_timeout_comes_from_the_environment(monkeypatch) -> None:
+    from sregym_cluster_embedded import cluster
+
+    monkeypatch.delenv("SREGYM_CLUSTER_START_TIMEOUT", raising=False)
+    assert cluster.start_timeout() == 180.0
+    monkeypatch.setenv("SREGYM_CLUSTER_START_TIMEOUT", "42")
+    assert cluster.start_timeout() == 42.0
+    monkeypatch.setenv("SREGYM_CLUSTER_START_TIMEOUT", "soon")
+    assert cluster.start_timeout() == 180.0
+
+
+def test_a_cluster_that_cannot_start_in_time_fails_with_its_log(monkeypatch, tmp_path) -> None:
+    import pytest as _pytest
+
+    from sregym_cluster_embedded import cluster
+    from sregym_core.errors import ClusterError
+
+    monkeypatch.setenv("SREGYM_HOME", str(tmp_path))
+    monkeypatch.setenv("SREGYM_CLUSTER_START_TIMEOUT", "0.2")  # no daemon is ready that fast
+    with _pytest.raises(ClusterError, match="did not start"):
+        cluster.up("tooslow", 0)
+    assert not cluster.status("tooslow").running

@@ -135,8 +135,18 @@ def _log_tail(state_dir: Path, lines: int = 15, file: str = "cluster.log") -> li
         return []
 
 
-def up(name: str = DEFAULT_NAME, nodes: int = DEFAULT_NODES, *, owner_pid: int | None = None, timeout: float = 60.0,
-       node_cpu: str = "4", node_memory: str = "8Gi") -> ClusterInfo:
+def start_timeout() -> float:
+    """Seconds a cluster may take to report ready: ``$SREGYM_CLUSTER_START_TIMEOUT``, else 180. A
+    start takes seconds on an idle laptop, but a minute on 2 cores also running validations and a
+    test suite (the node agents' isolation probes start containers)."""
+    try:
+        return max(float(os.environ.get("SREGYM_CLUSTER_START_TIMEOUT", "180")), 1.0)
+    except ValueError:
+        return 180.0
+
+
+def up(name: str = DEFAULT_NAME, nodes: int = DEFAULT_NODES, *, owner_pid: int | None = None,
+       timeout: float | None = None, node_cpu: str = "4", node_memory: str = "8Gi") -> ClusterInfo:
     """Start cluster ``name``, or reuse it if it runs, and return it once its API answers.
 
     A daemon started with ``owner_pid`` stops when that process is gone and no other command uses
@@ -144,6 +154,7 @@ def up(name: str = DEFAULT_NAME, nodes: int = DEFAULT_NODES, *, owner_pid: int |
     owner also keeps a running cluster that was started with one.
     """
     _check_name(name)
+    timeout = start_timeout() if timeout is None else timeout
     if not 0 <= nodes <= 50:
         raise ClusterError(f"--nodes must be between 0 and 50, not {nodes}")
     state_dir = cluster_dir(name)
