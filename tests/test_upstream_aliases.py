@@ -43,10 +43,10 @@ def test_aliases_are_upstream_ids_unique_and_never_shadow_an_id(host):
             assert alias not in problems
             seen[alias] = problem.id
     # every id the facts table marks E (same mechanism), the ids of sregym-fault-cluster (admission,
-    # routing, the recurring actor, caBundle, Hotel DNS), Astronomy Shop's 28 (the AS ids whose
+    # routing, the recurring actor, caBundle, Hotel DNS), Astronomy Shop's 27 (the AS ids whose
     # mechanism runs on Astronomy Shop itself are aliases of its problems, not of a Hotel port),
     # Social Network's DNS pair, TrainTicket's F17 and F22
-    assert len(seen) == 89
+    assert len(seen) == 88
 
 
 def test_problem_by_upstream_id(host):
