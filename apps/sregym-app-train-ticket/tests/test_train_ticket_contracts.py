@@ -15,6 +15,8 @@ class TestTrainTicketApp(AppContract):
 class TestTrainTicketFaults(FaultContract):
     plugin = sregym_app_train_ticket.plugin
     app = app_spec()
+    live_only = {"tt-flag": "waits until flagd serves the change, asking flagd itself "
+                            "(tests/test_train_ticket_live.py, TestTrainTicketLiveFaults and the replicated faults)"}
 
 
 class TestTrainTicketProblems(ProblemContract):

@@ -26,7 +26,7 @@ from sregym_core.faultkit.truth import truth_factory
 from sregym_core.types import FaultSpec, TargetSelector
 
 from .faulty_paths import CODE_PATHS
-from .topology import DECOY_FLAGS, FAULTY_FLAGS, FLAGS
+from .topology import DECOY_FLAGS, FAULTY_FLAGS, FLAGD_PORT, FLAGD_SERVICE, FLAGS
 
 CONFIG_MAP = "flagd-config"
 KEY = "flags.json"
@@ -71,9 +71,39 @@ def _set(ctx: Any, values: dict[str, str]) -> None:
     kube.patch(ctx, "configmap", CONFIG_MAP, {"data": {KEY: json.dumps(doc, indent=2) + "\n"}})
 
 
+#: how long a flag change may take to be served: the node's ConfigMap refresh, then flagd's reload
+SERVE_TIMEOUT_S = 60.0
+
+
+def served_variant(ctx: Any, flag: str) -> str | None:
+    """The variant flagd serves for ``flag`` now (OFREP through the API server's service proxy), or
+    None while it cannot answer."""
+    path = f"/api/v1/namespaces/{ctx.namespace}/services/{FLAGD_SERVICE}:{FLAGD_PORT}/proxy/ofrep/v1/evaluate/flags/{flag}"
+    try:
+        out = ctx.kubectl("create", "--raw", path, "-f", "-", input="{}", timeout=15.0)
+    except FaultError:
+        return None
+    if not out.strip():
+        raise FaultError(f"tt-flag: asking flagd for {flag} returned nothing (no flagd behind this context)")
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        return None
+    return answer.get("variant") if isinstance(answer, dict) else None
+
+
+def _wait_served(ctx: Any, flag: str, variant: str) -> None:
+    """Return once flagd serves ``variant``: the change has reached the services (a patched ConfigMap
+    reaches flagd only at the node's next refresh), so the reference is graded on the flag it set."""
+    if not kube.wait_until(lambda: served_variant(ctx, flag) == variant, timeout=SERVE_TIMEOUT_S, interval=1.0):
+        raise FaultError(f"tt-flag: flagd still does not serve {flag}={variant} {SERVE_TIMEOUT_S:g} s after the "
+                         "ConfigMap change", hints=("is the flagd pod running and mounting flagd-config?",))
+
+
 def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     flag, decoys = _flag(target, params)
     _set(ctx, {flag: "on", **{d: "on" for d in decoys}})
+    _wait_served(ctx, flag, "on")
 
 
 def is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
@@ -85,11 +115,13 @@ def is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
 def reference_fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     flag, _decoys = _flag(target, params)
     _set(ctx, {flag: "off"})
+    _wait_served(ctx, flag, "off")
 
 
 def recover(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     flag, decoys = _flag(target, params)
     _set(ctx, {flag: "off", **{d: "off" for d in decoys}})
+    _wait_served(ctx, flag, "off")
 
 
 def _values(target: Any, params: dict, state: dict) -> dict:
