@@ -5,6 +5,7 @@
   workload (inject saves the originals; recover and the reference fix patch exactly those back).
 * :func:`truth_factory` — a fault's ``ground_truth`` from a fixed description plus state values.
 * :mod:`~sregym_core.faultkit.kube` — read and change objects through the real kubectl as the admin.
+* :mod:`~sregym_core.faultkit.flagd` — what a flagd-compatible flag service serves, and waiting for a change.
 * :func:`schema` — a closed params JSON Schema; :data:`WORKLOADS` — the workload kinds.
 * :func:`~sregym_core.quantity.parse_quantity` — Kubernetes quantities (``500m``, ``1Gi``).
 
@@ -14,7 +15,7 @@
 from __future__ import annotations
 
 from ..quantity import parse_quantity
-from . import kube
+from . import flagd, kube
 from .functions import FunctionFault, function_fault
 from .templates import (
     WORKLOADS,
@@ -29,6 +30,7 @@ from .templates import (
 from .truth import TruthValues, truth_factory
 
 __all__ = [
-    "WORKLOADS", "FunctionFault", "Mutation", "TemplateFault", "TruthValues", "function_fault", "injected_value",
-    "kube", "original_value", "parse_quantity", "pointer_get", "schema", "template_fault", "truth_factory",
+    "WORKLOADS", "FunctionFault", "Mutation", "TemplateFault", "TruthValues", "flagd", "function_fault",
+    "injected_value", "kube", "original_value", "parse_quantity", "pointer_get", "schema", "template_fault",
+    "truth_factory",
 ]

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sregym_core.errors import FaultError, TemporaryFaultError
-from sregym_core.faultkit import kube, schema
+from sregym_core.faultkit import flagd, kube, schema
 from sregym_core.faultkit.functions import FunctionFault
 from sregym_core.faultkit.truth import truth_factory
 from sregym_core.types import FaultSpec, TargetSelector
@@ -76,29 +76,14 @@ FLAGD_PORT = 8016
 
 
 def served_variant(ctx: Any, flag: str) -> str | None:
-    """The variant flagd answers for ``flag`` now (OFREP through the API server's service proxy), or
-    None while flagd cannot answer (restarting: the proxy's error) or reports the flag missing/disabled.
-    A reply with no body at all comes from no flagd (a context without a cluster): FaultError."""
-    path = f"/api/v1/namespaces/{ctx.namespace}/services/flagd:{FLAGD_PORT}/proxy/ofrep/v1/evaluate/flags/{flag}"
-    try:
-        out = ctx.kubectl("create", "--raw", path, "-f", "-", input="{}", timeout=15.0)
-    except FaultError:
-        return None
-    if not out.strip():
-        raise FaultError(f"flagd-flag: asking flagd for {flag} returned nothing (no flagd behind this context)")
-    try:
-        answer = json.loads(out)
-    except ValueError:
-        return None
-    return answer.get("variant") if isinstance(answer, dict) else None
+    """The variant flagd answers for ``flag`` now (see :func:`sregym_core.faultkit.flagd.served_variant`)."""
+    return flagd.served_variant(ctx, flag, service="flagd", port=FLAGD_PORT, fault="flagd-flag")
 
 
 def _wait_served(ctx: Any, flag: str, variant: str) -> None:
-    """Return once flagd serves ``variant`` for ``flag``: the change has reached the services, as an SRE
-    checks after editing the flag file (not merely that the ConfigMap was written)."""
-    if not kube.wait_until(lambda: served_variant(ctx, flag) == variant, timeout=SERVE_TIMEOUT_S, interval=1.0):
-        raise FaultError(f"flagd-flag: flagd still does not serve {flag}={variant} {SERVE_TIMEOUT_S:g} s after "
-                         f"the ConfigMap change", hints=("is the flagd pod running and mounting flagd-config?",))
+    """Return once flagd serves ``variant`` for ``flag``: the change has reached the services."""
+    flagd.wait_served(ctx, flag, variant, service="flagd", port=FLAGD_PORT, fault="flagd-flag",
+                      timeout=SERVE_TIMEOUT_S)
 
 
 def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:

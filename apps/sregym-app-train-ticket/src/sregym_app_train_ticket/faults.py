@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from sregym_core.errors import FaultError
-from sregym_core.faultkit import kube, schema
+from sregym_core.faultkit import flagd, kube, schema
 from sregym_core.faultkit.functions import FunctionFault
 from sregym_core.faultkit.truth import truth_factory
 from sregym_core.types import FaultSpec, TargetSelector
@@ -76,28 +76,15 @@ SERVE_TIMEOUT_S = 60.0
 
 
 def served_variant(ctx: Any, flag: str) -> str | None:
-    """The variant flagd serves for ``flag`` now (OFREP through the API server's service proxy), or
-    None while it cannot answer."""
-    path = f"/api/v1/namespaces/{ctx.namespace}/services/{FLAGD_SERVICE}:{FLAGD_PORT}/proxy/ofrep/v1/evaluate/flags/{flag}"
-    try:
-        out = ctx.kubectl("create", "--raw", path, "-f", "-", input="{}", timeout=15.0)
-    except FaultError:
-        return None
-    if not out.strip():
-        raise FaultError(f"tt-flag: asking flagd for {flag} returned nothing (no flagd behind this context)")
-    try:
-        answer = json.loads(out)
-    except ValueError:
-        return None
-    return answer.get("variant") if isinstance(answer, dict) else None
+    """The variant flagd serves for ``flag`` now (see :func:`sregym_core.faultkit.flagd.served_variant`)."""
+    return flagd.served_variant(ctx, flag, service=FLAGD_SERVICE, port=FLAGD_PORT, fault="tt-flag")
 
 
 def _wait_served(ctx: Any, flag: str, variant: str) -> None:
-    """Return once flagd serves ``variant``: the change has reached the services (a patched ConfigMap
-    reaches flagd only at the node's next refresh), so the reference is graded on the flag it set."""
-    if not kube.wait_until(lambda: served_variant(ctx, flag) == variant, timeout=SERVE_TIMEOUT_S, interval=1.0):
-        raise FaultError(f"tt-flag: flagd still does not serve {flag}={variant} {SERVE_TIMEOUT_S:g} s after the "
-                         "ConfigMap change", hints=("is the flagd pod running and mounting flagd-config?",))
+    """Return once flagd serves ``variant``: the change has reached the services, so the reference is
+    graded on the flag it set."""
+    flagd.wait_served(ctx, flag, variant, service=FLAGD_SERVICE, port=FLAGD_PORT, fault="tt-flag",
+                      timeout=SERVE_TIMEOUT_S)
 
 
 def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
