@@ -21,26 +21,21 @@ from conftest import PINNED_KUBECTL
 
 pytestmark = pytest.mark.slow
 
-POD = """
-apiVersion: v1
-kind: Pod
-metadata: {name: reader, labels: {app: reader}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: reader
-    image: python
-    command: ["python3", "-u", "-c"]
-    args:
-    - |
-      import time
-      for _ in range(3000):
-          try:
-              open("/usr/lib/os-release", "rb").read(); print("ok")
-          except OSError as e:
-              print("err", e.errno)
-          time.sleep(0.1)
-"""
+
+def reader_pod(name: str, reads: int, linger_s: int = 0, restart_policy: str = "Always") -> str:
+    """A pod that reads /usr/lib/os-release ``reads`` times (0.1 s apart), printing ``ok`` or ``err <errno>``
+    for each, then stays ``linger_s`` seconds."""
+    script = (f"import time\nfor _ in range({reads}):\n"
+              "    try:\n        open('/usr/lib/os-release', 'rb').read(); print('ok')\n"
+              "    except OSError as e:\n        print('err', e.errno)\n    time.sleep(0.1)\n"
+              f"time.sleep({linger_s})\n")
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": name}},
+                       "spec": {"terminationGracePeriodSeconds": 1, "restartPolicy": restart_policy,
+                                "containers": [{"name": "reader", "image": "python",
+                                                "command": ["python3", "-u", "-c"], "args": [script]}]}})
+
+
+POD = reader_pod("reader", reads=3000)
 
 
 @pytest.fixture(scope="module")
@@ -128,26 +123,7 @@ def test_shim_rule_arms_and_disarms_a_running_pod(handle: Any) -> None:
         kubectl(handle, "delete", "pod", "reader", "--wait=false")
 
 
-FIRST_READ_POD = """
-apiVersion: v1
-kind: Pod
-metadata: {name: first-read, labels: {app: first-read}}
-spec:
-  terminationGracePeriodSeconds: 1
-  restartPolicy: Never
-  containers:
-  - name: reader
-    image: python
-    command: ["python3", "-u", "-c"]
-    args:
-    - |
-      import time
-      try:
-          open("/usr/lib/os-release", "rb").read(); print("ok")
-      except OSError as e:
-          print("err", e.errno)
-      time.sleep(60)
-"""
+FIRST_READ_POD = reader_pod("first-read", reads=1, linger_s=60, restart_policy="Never")
 
 
 def test_a_pod_started_under_a_rule_fails_from_its_first_read(handle: Any) -> None:
