@@ -12,11 +12,8 @@ readable."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,17 +33,8 @@ def postgres() -> Iterator[tuple[Any, str]]:
         localrun.pg_bin("initdb")
     except FileNotFoundError:
         pytest.skip("no PostgreSQL on this machine")
-    # PostgreSQL may run as another user: its directory must not sit under a private tmp dir
-    root = Path(tempfile.mkdtemp(prefix="sn-migrate-pg-"))
-    os.chmod(root, 0o755)
-    server = localrun.Postgres(root / "pg")
-    try:
-        server.init()
-        server.start()
+    with localrun.scratch_postgres("sn-migrate-pg-") as server:
         yield server, localrun.ADMIN_PASSWORD
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _dsn(server: Any, user: str, password: str, store: str) -> str:

@@ -7,12 +7,9 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
@@ -49,17 +46,8 @@ def local_postgres():
         localrun.pg_bin("initdb")
     except FileNotFoundError:
         pytest.skip("no PostgreSQL on this machine")
-    # PostgreSQL may run as another user: its directory must not sit under a private tmp dir
-    root = Path(tempfile.mkdtemp(prefix="lock-pg-"))
-    os.chmod(root, 0o755)
-    server = localrun.Postgres(root / "pg")
-    try:
-        server.init()
-        server.start()
+    with localrun.scratch_postgres("lock-pg-") as server:
         yield server, localrun.ADMIN_PASSWORD
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_the_backfill_takes_the_lock_again_when_its_session_is_killed_and_lets_go_once_stopped(local_postgres):

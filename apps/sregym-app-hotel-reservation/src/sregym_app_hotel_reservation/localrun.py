@@ -10,6 +10,7 @@ system user.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -22,7 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,25 @@ class Postgres:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+
+
+
+@contextlib.contextmanager
+def scratch_postgres(prefix: str = "sregym-pg-") -> Iterator[Postgres]:
+    """A started PostgreSQL in a fresh temporary directory, stopped and removed afterwards (tests).
+    FileNotFoundError when the machine has no PostgreSQL."""
+    pg_bin("initdb")
+    # PostgreSQL may run as another user: its directory must not sit under a private tmp dir
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(root, 0o755)
+    server = Postgres(root / "pg")
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 class Memcached:
