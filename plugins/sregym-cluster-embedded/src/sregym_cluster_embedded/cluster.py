@@ -233,6 +233,8 @@ def _start(name: str, nodes: int, *, owner_pid: int | None, timeout: float, node
         return info
     if proc.poll() is None:
         _stop_pid(proc.pid, 5.0)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5.0)  # our child: reap it, so no zombie outlives the failed start
     why = "exited early" if proc.poll() not in (None, 0) else ("never reported ready" if not ready
                                                                else "did not answer /readyz")
     raise ClusterError(f"cluster {name!r} did not start ({why})",
@@ -258,6 +260,10 @@ def _stop_pid(pid: int, grace: float) -> None:
             os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+        # SIGKILL is delivered asynchronously: until the process is really gone, status() would still
+        # see a live daemon behind the pid file
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).wait(5.0)
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)
 
