@@ -21,6 +21,8 @@ Fixtures:
 Helpers: :class:`StateFault`, a :class:`~sregym_core.faults.Fault` that only changes ``ctx.state``
 (for tests of the plumbing around faults). Live fixtures (``embedded_cluster``, ``deployed_app``)
 and the live fault contract are in :mod:`sregym_core.testing.live`.
+Real servers on the loopback for unit tests (redis-server, memcached: a free port, started until
+they listen, stopped at the end) are in :mod:`sregym_core.testing.localservers`.
 """
 
 from __future__ import annotations

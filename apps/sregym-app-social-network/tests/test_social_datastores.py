@@ -20,6 +20,7 @@ import pytest
 from sregym_app_social_network.config import database_name
 from sregym_app_social_network.seed import USERS, migrate
 from sregym_app_social_network.stores import conninfo
+from sregym_core.testing.localservers import free_port, redis_command, start_server, stop_server
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -89,41 +90,19 @@ def test_the_first_start_seeds_once_and_a_second_start_changes_nothing(postgres)
         assert conn.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
 
 
-def _redis_server(port: int) -> Any:
-    import socket
-    import subprocess
-    import time
-
-    proc = subprocess.Popen(["redis-server", "--save", "", "--appendonly", "no", "--port", str(port), "--bind",
-                             "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("redis-server did not start")
-
-
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (tools/setup.sh installs it)")
 def test_a_write_after_the_cache_restarted_keeps_the_older_posts_of_the_user_timeline(postgres):
     """user-timeline-redis restarted (restart-all; a pod kill) comes back empty. The next post a user
     writes must not make a cache key of that post alone: reads would stop showing the older posts (the
     generator saw the newest post it had confirmed missing from a page of newer, failed composes)."""
-    import socket
-
     from sregym_app_social_network.services import Context, UserTimelineHandler
     from sregym_app_social_network.stores import DocumentStore, Redis
 
     server, admin_password = postgres
     server.create_databases((database_name("user-timeline"),))
     migrate("user-timeline", _dsn(server, "postgres", admin_password, "user-timeline"), ROLE, PASSWORD, wait_s=10)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = _redis_server(port)
+    port = free_port()
+    proc = start_server(redis_command(port, "--save", "", "--appendonly", "no"), port)
     db = DocumentStore("user-timeline-service", "user-timeline", {
         "addr": f"127.0.0.1:{server.port}", "database": database_name("user-timeline"), "user": ROLE,
         "password": PASSWORD})
@@ -143,5 +122,4 @@ def test_a_write_after_the_cache_restarted_keeps_the_older_posts_of_the_user_tim
     finally:
         redis.close()
         db.close()
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_server(proc)

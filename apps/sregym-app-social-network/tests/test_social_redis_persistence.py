@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import shutil
 import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from sregym_core.testing.localservers import free_port, redis_command, start_server, stop_server
 from sregym_app_social_network.app import components
 from sregym_app_social_network.config import PERSISTENT_REDIS, REDIS
 from sregym_app_social_network.manifests import render
@@ -54,34 +53,16 @@ def test_only_the_home_timelines_are_persisted_and_on_a_claim_of_their_own():
         assert by_name[name].has_role("cache:redis")  # still what Redis faults select
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """One redis-server run from a container's args, its ``/data`` mapped to ``volume`` (as the node does)."""
 
     def __init__(self, args: list[str], volume: Path, port: int) -> None:
-        command = ["redis-server", *[str(volume) if a == "/data" else a for a in args[1:]],
-                   "--port", str(port), "--bind", "127.0.0.1"]
-        self.proc = subprocess.Popen(command, cwd=volume, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(0.05)
-        self.proc.kill()
-        raise AssertionError(f"redis-server did not start: {command}")
+        self.proc = start_server(redis_command(port, *[str(volume) if a == "/data" else a for a in args[1:]]),
+                                 port, cwd=volume)
 
     def stop(self) -> None:
-        self.proc.terminate()  # the kubelet's SIGTERM: redis flushes its append-only file and exits
-        assert self.proc.wait(timeout=10) == 0
+        # the kubelet's SIGTERM: redis flushes its append-only file and exits
+        assert stop_server(self.proc) == 0
 
 
 def _timeline(port: int, reader: int, password: str | None = None) -> list[str]:
@@ -107,7 +88,7 @@ def _restart_cycle(args: list[str], volume: Path, password: str = "s3cr3t-rotati
     plain, with ``--requirepass`` appended (cache-auth's rollout), and with the original args again (the
     fix's rollout). Returns reader 7's timeline after the first restart, reader 8's as read with the
     password while it is required, and reader 7's after the fix."""
-    port = _free_port()
+    port = free_port()
     seen = []
     server = Server(args, volume, port)
     try:

@@ -4,12 +4,11 @@ redis-server (the binary the embedded cluster runs for the redis and valkey imag
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-import time
 
 import pytest
 
+from sregym_core.testing.localservers import free_port, redis_command, start_server, stop_server
 from sregym_fault_datastore.caches import launch_field, requirepass_of, with_requirepass, without_requirepass
 
 VALKEY_CART_ARGS = ["valkey-server", "--save", "", "--appendonly", "no"]
@@ -32,36 +31,15 @@ def test_the_options_go_where_the_container_takes_them():
     assert launch_field({"image": "redis:7"}) == "args"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start(args: list[str], port: int, workdir) -> subprocess.Popen:
     # args[0] is the server program (valkey-server runs as the host's redis-server, as on the node)
-    command = ["redis-server", *args[1:], "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir)]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("redis-server did not start")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    proc.wait(timeout=10)
+    return start_server(redis_command(port, *args[1:], "--dir", str(workdir)), port)
 
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (tools/setup.sh installs it)")
 def test_a_real_server_started_with_the_faulty_args_refuses_clients_even_after_a_restart(tmp_path):
     redis = pytest.importorskip("redis")
-    port = _free_port()
+    port = free_port()
     broken = with_requirepass(VALKEY_CART_ARGS, "s3cr3t-rotation")
     for _restart in range(2):  # the password is in the arguments: a restarted server has it again
         server = _start(broken, port, tmp_path)
@@ -73,11 +51,11 @@ def test_a_real_server_started_with_the_faulty_args_refuses_clients_even_after_a
             assert redis.Redis(host="127.0.0.1", port=port, password="s3cr3t-rotation").ping()
             client.close()
         finally:
-            _stop(server)
+            stop_server(server)
     server = _start(without_requirepass(broken), port, tmp_path)  # the reference fix's command line
     try:
         client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2)
         assert client.hset("cart:u1", "OLJCESPC7Z", 1) == 1
         client.close()
     finally:
-        _stop(server)
+        stop_server(server)

@@ -5,24 +5,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from sregym_core.testing.localservers import free_port, start_server, stop_server
 from sregym_core.types import ComponentSpec
 from sregym_fault_datastore import caches
 from sregym_fault_datastore.caches import _STATS, limit_maxbytes, tiny_present
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _stats(port: int) -> str:
@@ -37,23 +30,15 @@ def memcached():
     procs = []
 
     def start(megabytes: int) -> int:
-        port = _free_port()
+        port = free_port()
         # memcached refuses to run as root without -u
-        procs.append(subprocess.Popen(["memcached", "-l", "127.0.0.1", "-p", str(port), "-m", str(megabytes),
-                                       "-u", "nobody"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return port
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("memcached did not start")
+        procs.append(start_server(["memcached", "-l", "127.0.0.1", "-p", str(port), "-m", str(megabytes),
+                                   "-u", "nobody"], port))
+        return port
 
     yield start
     for proc in procs:
-        proc.terminate()
-        proc.wait(10)
+        stop_server(proc)
 
 
 def test_the_stats_query_reads_a_real_memcacheds_memory_cap(memcached):
