@@ -3,8 +3,10 @@
 Deployed through the conductor's own path (``deployed_app``, with the observability stack), then:
 the load generator's answers are correct (content checks on every request kind, checkout
 included); one trace runs from frontend through checkout into both queue consumers, and flag
-evaluations show as span events; and the flagd-flag fault goes inject (adFailure on) → ads fail in
-the workload → present → reference fix (flag back off) → gone → the workload recovers.
+evaluations show as span events; the flagd-flag fault goes inject (adFailure on) → ads fail in
+the workload → present → reference fix (flag back off) → gone → the workload recovers; the queue's
+poison pill blocks the consumers until skipped; and the edge-filter ReDoS fault's scanner pins the
+proxy (users wait) until the regex is rewritten and the proxy restarted.
 """
 
 from __future__ import annotations
@@ -125,3 +127,19 @@ def test_queue_poison_pill_blocks_the_consumers_until_skipped(shop):
     case = LiveCase("queue", consumers_stuck, endpoint="browse", symptom_timeout=60)
     phases = exercise(shop, spec, case, target, request_for=request_for, frontend=FRONTEND)
     print(f"queue-poison-pill phases (s): {phases}")
+
+
+def test_edge_filter_redos_pins_the_proxy_until_the_regex_is_fixed(shop):
+    spec = shop.host.get_faults()["edge-filter-redos"]
+    target = Target(app=shop.app, component=shop.app.component("frontend-proxy"), namespace=shop.app.namespace)
+
+    def users_wait(live):
+        stats = live.stats(10)
+        slow = stats.get("p95_ms") or 0
+        if stats.get("count", 0) >= 10 and (slow > 1000 or (stats.get("success_rate") or 1) < 0.95):
+            return f"p95 {slow:.0f} ms, success rate {stats.get('success_rate')} over {stats['count']} requests"
+        return None
+
+    case = LiveCase("frontend-proxy", users_wait, endpoint="browse", symptom_timeout=90)
+    phases = exercise(shop, spec, case, target, request_for=request_for, frontend=FRONTEND)
+    print(f"edge-filter-redos phases (s): {phases}")

@@ -144,3 +144,47 @@ def _groups(client):
         return client.xinfo_groups(STREAM)
     except redis.ResponseError:
         return []
+
+
+def test_fraud_detection_confirms_orders_and_a_flood_leaves_them_unconfirmed_until_the_flag_is_off(broker, monkeypatch):
+    """kafkaQueueProblems: 100 copies per order and a 50 ms fraud check leave a new order's status at
+    processing for longer than a user waits; with the flag off the backlog drains in batches, fast."""
+    from sregym_app_astronomy_shop import flags, orders
+
+    port, client = broker
+    flag = {"kafkaQueueProblems": 0}
+    monkeypatch.setattr(flags, "integer", lambda key, default=0: flag.get(key, default))
+    stop = threading.Event()
+    fraud = Consumer("fraud-detection", {"QUEUE_ADDR": f"127.0.0.1:{port}"})
+    thread = threading.Thread(target=fraud.run, args=(stop,), daemon=True)
+    thread.start()
+
+    def status(i):
+        value = client.get(orders.STATUS_KEY.format(f"o{i}"))
+        return value.decode() if value else "processing"
+
+    try:
+        client.xadd(STREAM, _order(0))
+        assert _wait(lambda: status(0) == "confirmed", 3.0)
+        assert client.ttl(orders.STATUS_KEY.format("o0")) > 3000
+        flag["kafkaQueueProblems"] = 100
+        time.sleep(1.1)  # the consumer asks flagd at most once a second
+        for i in (1, 2):  # what checkout publishes with the flag on: each order 101 times
+            pipe = client.pipeline()
+            for _ in range(101):
+                pipe.xadd(STREAM, _order(i))
+            pipe.execute()
+        time.sleep(2.5)  # as long as a user watches the order page
+        assert status(2) == "processing"
+        flag["kafkaQueueProblems"] = 0
+        pipe = client.pipeline()
+        for _ in range(2000):  # a backlog of twenty flooded orders
+            pipe.xadd(STREAM, _order(3))
+        pipe.execute()
+        started = time.monotonic()
+        assert _wait(lambda: status(3) == "confirmed", 15.0)
+        drained = time.monotonic() - started
+        assert status(2) == "confirmed" and drained < 8.0, drained
+    finally:
+        stop.set()
+        thread.join(10)

@@ -291,3 +291,29 @@ def test_recommendation_cache_failure_doubles_the_cache_and_scans_it():
         sizes.append(len(cache))
         assert scanned == len(cache) * len(data.PRODUCT_IDS)
     assert sizes == [2 ** k for k in range(12)]
+
+
+def test_a_checkout_waits_for_the_order_confirmation_and_fails_without_it(monkeypatch):
+    """The checkout task reloads the order page until it says confirmed; an order still processing
+    after ORDER_CONFIRM_S is a failed checkout (content error), whatever the order itself said."""
+    import asyncio
+
+    from sregym_app_astronomy_shop import loadgen
+    from sregym_app_astronomy_shop.loadgen import Generator
+
+    monkeypatch.setattr(loadgen, "ORDER_CONFIRM_S", 0.3)
+    monkeypatch.setattr(loadgen, "ORDER_POLL_S", 0.05)
+    gen = Generator("http://127.0.0.1:9", rate=1, duration=1, timeout_s=5)
+    answers: list[str] = []
+
+    async def fake_get(path, method="GET", body=None):
+        assert path == "/api/orders/o1"
+        return 200, json.dumps({"orderId": "o1", "status": answers.pop(0) if len(answers) > 1 else answers[0]}).encode()
+
+    gen._get = fake_get
+    answers[:] = ["processing", "processing", "confirmed"]
+    assert asyncio.run(gen._confirmed("o1")) == (200, "")
+    answers[:] = ["processing"]
+    assert asyncio.run(gen._confirmed("o1")) == (200, content.ORDER_PROCESSING)
+    assert content.check_order_status(b'{"orderId": "o2", "status": "confirmed"}', "o1") == "wrong order status"
+    assert content.check_order_status(b'{"orderId": "o1", "status": "review"}', "o1") == "order not confirmed"

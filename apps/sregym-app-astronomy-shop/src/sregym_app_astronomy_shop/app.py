@@ -25,7 +25,9 @@ frontend (HTTP 8080). frontend calls over gRPC: ad (9555), cart (7070), checkout
 checkout places orders: cart, product-catalog, currency, shipping (HTTP 50050, which calls quote,
 HTTP 8090), payment (gRPC 50051), email (HTTP 6060), then publishes the order to the stream
 `orders` on the message broker `queue` (redis-server Streams, port 6379), consumed in order by the
-consumer groups accounting and fraud-detection. cart keeps carts in valkey-cart (port 6379).
+consumer groups accounting and fraud-detection. An order is confirmed once fraud-detection has
+checked it (it writes order-status:<orderId> on queue; checkout's GetOrder reads it for the order
+page GET /api/orders/<orderId>, "processing" until then). cart keeps carts in valkey-cart (port 6379).
 
 Feature flags: flagd (OFREP on port 8016) serves the flags in the ConfigMap flagd-config
 (demo.flagd.json, flagd's format) and reloads them on change; services evaluate them per request

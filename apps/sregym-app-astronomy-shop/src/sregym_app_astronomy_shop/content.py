@@ -99,5 +99,19 @@ def check_order(body: bytes, added: dict[str, int], code: str) -> str | None:
     return None
 
 
+def check_order_status(body: bytes, order_id: str) -> str | None:
+    """None once the order is confirmed; ``ORDER_PROCESSING`` while it is not (yet)."""
+    status = _json(body)
+    if not isinstance(status, dict) or status.get("orderId") != order_id:
+        return "wrong order status"
+    if status.get("status") == "confirmed":
+        return None
+    return ORDER_PROCESSING if status.get("status") == "processing" else "order not confirmed"
+
+
+#: what an order page says before fraud-detection has checked the order
+ORDER_PROCESSING = "order not confirmed in time"
+
+
 def check_image(body: bytes, pid: str) -> str | None:
     return None if body == data.image_bytes(pid) else "wrong image bytes"

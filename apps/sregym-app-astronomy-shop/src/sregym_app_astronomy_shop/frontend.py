@@ -10,6 +10,8 @@
     GET  /api/cart?sessionId=u               the cart
     POST /api/cart                           {"userId", "item": {"productId", "quantity"}}
     POST /api/checkout?currencyCode=EUR      {"userId", "email", "address", "creditCard"} -> the order
+    GET  /api/orders/{orderId}               {"orderId", "status"}: processing until fraud-detection
+                                             checked it, then confirmed (or review)
     GET  /api/currency                       supported currency codes
 """
 
@@ -65,6 +67,8 @@ def build_frontend(env: Mapping[str, str]) -> tuple[Any, Ready]:
             body = dict(body or {})
             body.setdefault("userCurrency", code)
             return 200, peers["checkout"].call("PlaceOrder", body)
+        if method == "GET" and path.startswith("/api/orders/"):
+            return 200, peers["checkout"].call("GetOrder", {"orderId": path.rsplit("/", 1)[-1]})
         if (method, path) == ("GET", "/api/currency"):
             return 200, peers["currency"].call("GetSupportedCurrencies")["currencyCodes"]
         return 404, {"error": f"no route {method} {path}"}

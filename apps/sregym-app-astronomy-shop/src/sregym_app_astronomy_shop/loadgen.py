@@ -4,7 +4,9 @@ Requests are scheduled (Poisson at ``WORKLOAD_RATE`` per second through the edge
 paced by answers; each answer is checked for content (:mod:`content`): a success is a 2xx *with*
 the right content. Each user session picks one task by the demo's weights: browse a product,
 recommendations, ads, the home page, view or add to the cart, a product image, or check out (add
-one or two products, then pay). While the flag ``loadGeneratorFloodHomepage`` is on (its value is
+one or two products, pay, then watch the order page until the order is confirmed, at most
+``ORDER_CONFIRM_S``: an order fraud-detection has not checked by then is a failed checkout).
+While the flag ``loadGeneratorFloodHomepage`` is on (its value is
 extra home-page requests per second, at most 100), the generator also floods the home page, as the
 demo's does; flood requests are not part of the statistics.
 
@@ -44,6 +46,9 @@ CURRENCIES = ("USD", "EUR", "CAD", "JPY", "GBP", "CHF")
 REQUESTS = Counter("shop_workload_requests_total", "requests sent by the load generator", ["endpoint", "outcome"])
 FLOOD = Counter("shop_workload_flood_requests_total", "home-page flood requests (loadGeneratorFloodHomepage)")
 MAX_FLOOD_RPS = 100
+#: how long a user watches the order page for the confirmation, and how often it reloads
+ORDER_CONFIRM_S = 2.5
+ORDER_POLL_S = 0.25
 CARD = {"creditCardNumber": "4432-8015-6152-0454", "creditCardCvv": 672, "creditCardExpirationYear": 2039,
         "creditCardExpirationMonth": 1}
 ADDRESS = {"streetAddress": "1600 Amphitheatre Parkway", "city": "Mountain View", "state": "CA",
@@ -146,7 +151,24 @@ class Generator:
         status, body = await self._get(f"/api/checkout?currencyCode={code}", "POST",
                                        {"userId": user, "email": "someone@example.com", "address": ADDRESS,
                                         "userCurrency": code, "creditCard": CARD})
-        return status, (content.check_order(body, added, code) or "") if status == 200 else ""
+        if status != 200:
+            return status, ""
+        wrong = content.check_order(body, added, code)
+        if wrong:
+            return status, wrong
+        return await self._confirmed(json.loads(body)["orderId"])
+
+    async def _confirmed(self, order_id: str) -> tuple[int, str]:
+        """Reload the order page until it says confirmed, for at most ORDER_CONFIRM_S."""
+        deadline = time.monotonic() + ORDER_CONFIRM_S
+        while True:
+            status, body = await self._get(f"/api/orders/{order_id}")
+            if status != 200:
+                return status, ""
+            wrong = content.check_order_status(body, order_id)
+            if wrong != content.ORDER_PROCESSING or time.monotonic() >= deadline:
+                return status, wrong or ""
+            await asyncio.sleep(ORDER_POLL_S)
 
     async def schedule(self) -> None:
         rng = random.Random()

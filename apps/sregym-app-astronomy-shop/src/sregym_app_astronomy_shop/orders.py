@@ -7,6 +7,11 @@ processing it, and always retrying its oldest unacknowledged message first (a Ka
 committed offset), so a message it cannot process blocks everything behind it. Lag and pending
 counts come from the broker itself (``XINFO GROUPS``) as ``shop_queue_consumer_lag``. The trace
 context travels in each message, so producer and consumer spans share one trace.
+
+An order is *confirmed* once fraud-detection has checked it: it writes the verdict to the broker
+(``order-status:<orderId>``, kept for an hour) and checkout's ``GetOrder`` reads it, so the shop's
+order page (``GET /api/orders/<id>``) says ``processing`` until then. A consumer that lags behind
+therefore leaves users' orders unconfirmed, as a shop whose fraud check lags does.
 """
 
 from __future__ import annotations
@@ -31,6 +36,13 @@ from .rpc import GrpcPeer, GrpcServer, HttpPeer, RpcError
 
 STREAM = "orders"
 GROUPS = ("accounting", "fraud-detection")
+#: the stream's length cap (approximate trimming): 20 000 orders of about 1.5 kB stay far below the
+#: broker's 128 MB maxmemory, however long a flood lasts
+MAX_LEN = 20_000
+STATUS_KEY = "order-status:{}"
+STATUS_TTL_S = 3600
+#: how many new messages a consumer takes per read (processed in order, acknowledged together)
+BATCH = 100
 #: where checkout sends payments while paymentUnreachable is on, as the demo does
 BAD_PAYMENT_ADDR = "badaddress:50051"
 
@@ -98,7 +110,7 @@ def build_checkout(env: Mapping[str, str]) -> tuple[Any, Ready]:
             try:
                 pipe = broker.pipeline()
                 for _ in range(1 + min(extra, 1000)):  # kafkaQueueProblems: the demo floods the topic
-                    pipe.xadd(STREAM, fields, maxlen=100_000, approximate=True)
+                    pipe.xadd(STREAM, fields, maxlen=MAX_LEN, approximate=True)
                 pipe.execute()
                 telemetry.QUEUE_PUBLISHED.labels(svc, STREAM).inc(1 + min(extra, 1000))
                 if extra:
@@ -107,7 +119,19 @@ def build_checkout(env: Mapping[str, str]) -> tuple[Any, Ready]:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
                 logs.error("queue_publish_failed", peer="queue", addr=queue_addr, stream=STREAM, error=str(exc))
 
-    return GrpcServer(svc, PORTS["checkout"], {"PlaceOrder": place_order}), lambda: (True, {})
+    def get_order(req: dict[str, Any]) -> dict[str, Any]:
+        order_id = str(req.get("orderId", ""))
+        if not order_id:
+            raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, "orderId is required")
+        try:
+            verdict = broker.get(STATUS_KEY.format(order_id))
+        except Exception as exc:  # noqa: BLE001 - the broker is down: the order page cannot say
+            raise RpcError(grpc.StatusCode.UNAVAILABLE, f"order status store {queue_addr}: {exc}") from exc
+        # no verdict yet: fraud-detection has not reached the order in the stream
+        status = verdict.decode() if isinstance(verdict, bytes) else (verdict or "processing")
+        return {"orderId": order_id, "status": status}
+
+    return GrpcServer(svc, PORTS["checkout"], {"PlaceOrder": place_order, "GetOrder": get_order}), lambda: (True, {})
 
 
 class Consumer:
@@ -121,6 +145,8 @@ class Consumer:
         self.connected = False
         self.processed = 0
         self.revenue_cents: dict[str, int] = {}
+        self.verdicts: dict[str, str] = {}  # order id -> fraud verdict, written with the next acknowledgement
+        self._slow, self._slow_checked = False, 0.0
 
     def ready(self) -> tuple[bool, dict[str, Any]]:
         return self.connected, {"processed": self.processed}
@@ -139,22 +165,47 @@ class Consumer:
         if not isinstance(order, dict) or "orderId" not in order:
             raise ValueError("record has no orderId")
         if self.service == "fraud-detection":
-            if flags.integer("kafkaQueueProblems", 0) > 0:
+            if self._slowed():
                 time.sleep(0.05)  # the demo's consumer slows down while the topic is flooded
             total = order.get("total") or {}
+            verdict = "confirmed"
             if data.cents_of(total) > 5_000_000:
+                verdict = "review"
                 logs.warning("order_flagged", order_id=order["orderId"], total_cents=data.cents_of(total))
+            self.verdicts[str(order["orderId"])] = verdict
         else:
             total = order.get("total") or {}
             code = str(total.get("currencyCode", "USD"))
             self.revenue_cents[code] = self.revenue_cents.get(code, 0) + data.cents_of(total)
             logs.info("order_recorded", order_id=order["orderId"], currency=code, total_cents=data.cents_of(total))
 
-    def _handle(self, msg_id: bytes, fields: dict[bytes, bytes] | None) -> bool:
+    def _slowed(self) -> bool:
+        """kafkaQueueProblems, asked of flagd at most once a second (not once per message)."""
+        now = time.monotonic()
+        if now - self._slow_checked >= 1.0:
+            self._slow_checked = now
+            self._slow = flags.integer("kafkaQueueProblems", 0) > 0
+        return self._slow
+
+    def _ack(self, ids: list[bytes]) -> None:
+        """Acknowledge processed messages and publish their verdicts, in one round trip."""
+        pipe = self.broker.pipeline(transaction=False)
+        for order_id, verdict in self.verdicts.items():
+            pipe.set(STATUS_KEY.format(order_id), verdict, ex=STATUS_TTL_S)
+        if ids:
+            pipe.xack(STREAM, self.group, *ids)
+        pipe.execute()
+        self.verdicts.clear()
+        self.processed += len(ids)
+        telemetry.QUEUE_CONSUMED.labels(self.service, STREAM, "ok").inc(len(ids))
+
+    def _handle(self, msg_id: bytes, fields: dict[bytes, bytes] | None) -> bool | None:
+        """Process one message: True when processed (the caller acknowledges it, see :meth:`_ack`), False
+        when it failed (it stays pending), None when it was gone from the stream (acknowledged here)."""
         if fields is None:  # deleted from the stream while pending (an operator removed it): nothing to process
             self.broker.xack(STREAM, self.group, msg_id)
             logs.warning("message_deleted_skipped", stream=STREAM, group=self.group, message_id=msg_id.decode())
-            return True
+            return None
         carrier = {k.decode()[4:]: v.decode() for k, v in fields.items() if k.startswith(b"ctx-")}
         token = otel_context.attach(telemetry.extract(carrier))
         try:
@@ -171,9 +222,6 @@ class Consumer:
                                error=f"{type(exc).__name__}: {exc}", action="will retry (in-order consumer)")
                     telemetry.QUEUE_CONSUMED.labels(self.service, STREAM, "error").inc()
                     return False
-            self.broker.xack(STREAM, self.group, msg_id)
-            self.processed += 1
-            telemetry.QUEUE_CONSUMED.labels(self.service, STREAM, "ok").inc()
             return True
         finally:
             otel_context.detach(token)
@@ -200,13 +248,22 @@ class Consumer:
                 entries = pending[0][1] if pending else []
                 if entries:
                     msg_id, fields = entries[0]
-                    if not self._handle(msg_id, fields):
+                    outcome = self._handle(msg_id, fields)
+                    if outcome:
+                        self._ack([msg_id])
+                    elif outcome is False:
                         stop.wait(1.0)
                 else:
-                    fresh = self.broker.xreadgroup(self.group, self.name, {STREAM: ">"}, count=10, block=1000)
+                    fresh = self.broker.xreadgroup(self.group, self.name, {STREAM: ">"}, count=BATCH, block=1000)
+                    done: list[bytes] = []
                     for msg_id, fields in (fresh[0][1] if fresh else []):
-                        if not self._handle(msg_id, fields):
+                        outcome = self._handle(msg_id, fields)
+                        if outcome is False:
                             break  # the rest stay pending behind it
+                        if outcome:
+                            done.append(msg_id)
+                    if done:
+                        self._ack(done)
                 if time.monotonic() - last_gauge > 2:
                     self._gauges()
                     last_gauge = time.monotonic()

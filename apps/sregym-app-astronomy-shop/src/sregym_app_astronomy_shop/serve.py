@@ -1,7 +1,8 @@
 """Process entry point: ``python -m sregym_app_astronomy_shop.serve <service>``.
 
 Services: frontend ad cart checkout currency email payment product-catalog quote recommendation
-shipping image-provider accounting fraud-detection flagd, and ``load-generator`` (the workload).
+shipping image-provider accounting fraud-detection flagd, ``load-generator`` (the workload), and
+``edge-scanner`` (the edge-filter ReDoS fault's attacker, :mod:`scanner`).
 Every service serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``ADMIN_PORT`` (9464).
 """
 
@@ -25,7 +26,7 @@ from . import IMAGE_TAG  # noqa: E402
 CONSUMERS = ("accounting", "fraud-detection")
 SERVICES = ("ad", "cart", "checkout", "currency", "email", "frontend", "image-provider", "payment",
             "product-catalog", "quote", "recommendation", "shipping", *CONSUMERS, "flagd")
-USAGE = f"usage: python -m sregym_app_astronomy_shop.serve {{{'|'.join(SERVICES)}|load-generator}}"
+USAGE = f"usage: python -m sregym_app_astronomy_shop.serve {{{'|'.join(SERVICES)}|load-generator|edge-scanner}}"
 
 
 def run_service(service: str) -> int:
@@ -90,13 +91,19 @@ def _load_generator(rest: list[str]) -> int:
     return loadgen_main(rest)
 
 
+def _edge_scanner(rest: list[str]) -> int:
+    from .scanner import main as scanner_main
+    return scanner_main(rest)
+
+
 def _nginx(rest: list[str]) -> int:
     from .edge import main as edge_main
     return edge_main(rest)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(argv, usage=USAGE, commands={"load-generator": _load_generator, "nginx": _nginx},
+    return dispatch(argv, usage=USAGE, commands={"load-generator": _load_generator, "nginx": _nginx,
+                                                          "edge-scanner": _edge_scanner},
                     services=SERVICES, run_service=lambda args: run_service(args[0]))
 
 
