@@ -54,13 +54,15 @@ def function_fault(*, name: str, summary: str, inject: FaultMethod, recover: Fau
                    selector: TargetSelector | None = None, params_schema: Mapping[str, Any] | None = None,
                    symptoms: tuple[str, ...] = (), keywords: tuple[str, ...] = (), values: TruthValues | None = None,
                    prose: str | None = None, capabilities: Iterable[str] = frozenset({"any"}),
-                   failure_mode: str = "persistent", recreates: tuple[str, ...] = ()) -> FaultSpec:
+                   failure_mode: str = "persistent", recreates: tuple[str, ...] = (),
+                   vocabulary: tuple[str, ...] = ()) -> FaultSpec:
     """A :class:`FaultSpec` from functions, with ground truth from :func:`truth_factory`.
 
-    ``selector`` defaults to any workload; ``params_schema`` to no params.
+    ``selector`` defaults to any workload; ``params_schema`` to no params; ``vocabulary`` (the
+    mechanism in ordinary SRE English, for the judge) to the judge's own table for ``name``.
     """
     truth = truth_factory(name, layer, resource_kind, mechanism, symptoms=symptoms, keywords=keywords,
-                          values=values, prose=prose)
+                          values=values, prose=prose, vocabulary=vocabulary)
     return FaultSpec(
         name=name, summary=summary, layer=layer, selector=selector or TargetSelector(kinds=WORKLOADS),
         params_schema=params_schema or schema(),

@@ -139,6 +139,18 @@ CORRECT: dict[str, tuple[str, str]] = {
         "Kubernetes never marks user-service ready because the readiness check in its deployment asks the wrong "
         "URL, so no traffic reaches user-service and new posts cannot be written.",
     ),
+    "social-db-revoke-post-storage-postgres": (
+        "The app role's privileges on its tables in post-storage-postgres were revoked, so storing and reading "
+        "posts fails with permission denied and composes and timeline reads error out.",
+        "The database account of the post store was stripped of its rights on its own tables in "
+        "post-storage-postgres, so every query is refused, which is why new posts and timelines fail.",
+    ),
+    "social-dns-nxdomain-social-graph-service": (
+        "The cluster DNS (the coredns Corefile in kube-system) answers NXDOMAIN for social-graph-service, so "
+        "compose-post and the timelines cannot resolve social-graph-service and their calls fail.",
+        "Name lookups for social-graph-service come back as 'no such host' because the cluster's DNS config was "
+        "changed to claim that name does not exist, so nothing can reach social-graph-service and posting fails.",
+    ),
     "social-rolling-update-broken-user-timeline-service": (
         "user-timeline-service's rollout strategy is unsafe (maxUnavailable 100%, maxSurge 0) and the new pods "
         "hang in an init container (Init:0/1), so the rollout took every user-timeline-service pod down and user "

@@ -109,6 +109,15 @@ def recover(ctx, target, params):
         kube.restart_dependents(ctx, target)
 
 
+# what an SRE writes for "the cluster DNS was configured to deny the name" without CoreDNS's own words;
+# the symptoms ("no such host", "cannot resolve") are left out: they alone do not say why
+VOCABULARY = (
+    "nxdomain", "coredns", "corefile", "cluster dns .. config*", "cluster's dns .. config*", "dns config*",
+    "dns server .. config*", "dns .. template", "dns .. rule*", "dns .. rewrit*", "dns .. claim*",
+    "dns .. changed", "dns .. answers .. not exist", "dns .. says .. not exist", "dns .. tampered",
+    "non-existent domain", "nonexistent domain",
+)
+
 FAULTS: list[FaultSpec] = [
     function_fault(
         name="dns-nxdomain-service", summary="the cluster DNS answers NXDOMAIN for one service's name",
@@ -119,7 +128,7 @@ FAULTS: list[FaultSpec] = [
         keywords=("DNS", "NXDOMAIN", "CoreDNS", "Corefile", "template"),
         values=lambda t, p, s: {"fqdn": s.get("fqdn", ""), "configmap": f"{NAMESPACE}/{NAME}"},
         prose="The Corefile in {configmap} has a template answering NXDOMAIN for {fqdn}; {component}'s callers "
-              "cannot resolve it.",
+              "cannot resolve it.", vocabulary=VOCABULARY,
     ),
     function_fault(
         name="dns-stale-zone", summary="a stale Corefile template answers NXDOMAIN for every service name",
@@ -130,6 +139,7 @@ FAULTS: list[FaultSpec] = [
         keywords=("DNS", "NXDOMAIN", "CoreDNS", "Corefile", "template", "svc.cluster.local"),
         values=lambda t, p, s: {"zone": f"svc.{CLUSTER_DOMAIN}", "configmap": f"{NAMESPACE}/{NAME}"},
         prose="A stale template in the Corefile ({configmap}) answers NXDOMAIN for every name under {zone}.",
+        vocabulary=VOCABULARY,
     ),
 ]
 
