@@ -20,7 +20,9 @@ class TestAstronomyFaults(FaultContract):
                                "the ConfigMap edit: test_astronomy_units.py)",
                  "edge-filter-redos": "edits the shipped nginx.conf, which the recording context does not hold "
                                       "(round trip on it and the real nginx's backtracking: test_astronomy_edge.py; "
-                                      "live: tests/test_astronomy_live.py)"}
+                                      "live: tests/test_astronomy_live.py)",
+                 "queue-producer-leak": "asks the broker (redis-cli inside the queue pod) whether the stream exists "
+                                        "(against a real redis-server: test_astronomy_queue.py)"}
 
 
 class TestAstronomyProblems(ProblemContract):

@@ -188,3 +188,70 @@ def test_fraud_detection_confirms_orders_and_a_flood_leaves_them_unconfirmed_unt
     finally:
         stop.set()
         thread.join(10)
+
+
+class _LeakCtx(_PodCtx):
+    """_PodCtx plus checkout's Deployment in memory (get, JSON patch, rollout status)."""
+
+    def __init__(self, port: int, deployment: dict) -> None:
+        super().__init__(port)
+        self.deployment = deployment
+
+    def kubectl(self, *args, input=None, check=True, timeout=60.0):
+        from sregym_core.testing.recording import apply_json_patch
+
+        if args[0] == "get" and args[1].lower() == "deployment":
+            return json.dumps(self.deployment)
+        if args[0] == "patch":
+            body = json.loads(args[args.index("-p") + 1])
+            self.deployment = apply_json_patch(self.deployment, body)
+            return ""
+        if args[0] == "rollout":
+            return ""
+        return super().kubectl(*args, input=input, check=check, timeout=timeout)
+
+
+@pytest.mark.skipif(shutil.which("redis-cli") is None, reason="needs Debian's redis-cli")
+def test_the_leaking_exporter_fills_the_broker_until_orders_cannot_be_published_and_the_fix_frees_it(broker):
+    import os
+    import sys
+    from types import SimpleNamespace
+
+    from sregym_app_astronomy_shop import leak
+    from sregym_app_astronomy_shop.app import app_spec
+    from sregym_app_astronomy_shop.manifests import load_documents
+
+    port, client = broker
+    client.config_set("maxmemory", "12mb")
+    client.config_set("maxmemory-policy", "noeviction")
+    deployment = next(d for d in load_documents() if d["kind"] == "Deployment" and d["metadata"]["name"] == "checkout")
+    ctx = _LeakCtx(port, deployment)
+    ctx.app, ctx.namespace = app_spec(), "astronomy-shop"
+    target = SimpleNamespace(component=SimpleNamespace(name="checkout", kind="Deployment"))
+    leak.inject(ctx, target, {})
+    (side,) = [c for c in ctx.deployment["spec"]["template"]["spec"]["containers"] if c["name"] == leak.SIDECAR]
+    assert side["args"] == ["order-exporter"] and side["image"].startswith("sregym/astronomy-shop:")
+    leak.inject(ctx, target, {})  # idempotent
+    assert len(ctx.deployment["spec"]["template"]["spec"]["containers"]) == 2
+
+    env = {**{e["name"]: e["value"] for e in side["env"]}, "QUEUE_ADDR": f"127.0.0.1:{port}",
+           "EXPORT_MESSAGE_BYTES": str(1 << 20), "EXPORT_INTERVAL_S": "0.2", "PATH": os.environ.get("PATH", "")}
+    proc = subprocess.Popen([sys.executable, "-m", "sregym_app_astronomy_shop.serve", "order-exporter"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        def refused():
+            try:
+                client.xadd(STREAM, {"order": json.dumps({"orderId": "o1", "pad": "x" * 1200})})  # an order's size
+                return False
+            except redis.ResponseError as exc:
+                return "maxmemory" in str(exc)  # redis-py drops the OOM prefix (OutOfMemoryError)
+        assert _wait(refused, 20.0), client.info("memory")["used_memory_human"]
+        assert leak.is_present(ctx, target, {})
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=10)
+    assert '"event": "export_failed"' in out or '"event":"export_failed"' in out, out[-800:]
+    leak.fix(ctx, target, {})
+    assert [c["name"] for c in ctx.deployment["spec"]["template"]["spec"]["containers"]] == ["checkout"]
+    assert not leak.is_present(ctx, target, {})
+    client.xadd(STREAM, _order(2))  # the broker takes orders again

@@ -14,10 +14,10 @@ def sregym_apps():
 
 @hookimpl
 def sregym_faults():
-    from . import edgefilter
+    from . import edgefilter, leak
     from .faults import faults, queue_faults
 
-    return [*faults(), *queue_faults(), *edgefilter.faults()]
+    return [*faults(), *queue_faults(), *edgefilter.faults(), *leak.faults()]
 
 
 @hookimpl

@@ -2,7 +2,8 @@
 
 Services: frontend ad cart checkout currency email payment product-catalog quote recommendation
 shipping image-provider accounting fraud-detection flagd, ``load-generator`` (the workload), and
-``edge-scanner`` (the edge-filter ReDoS fault's attacker, :mod:`scanner`).
+``edge-scanner`` (the edge-filter ReDoS fault's attacker, :mod:`scanner`) and ``order-exporter`` (the
+queue-producer-leak fault's sidecar, :mod:`exporter`).
 Every service serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``ADMIN_PORT`` (9464).
 """
 
@@ -26,7 +27,7 @@ from . import IMAGE_TAG  # noqa: E402
 CONSUMERS = ("accounting", "fraud-detection")
 SERVICES = ("ad", "cart", "checkout", "currency", "email", "frontend", "image-provider", "payment",
             "product-catalog", "quote", "recommendation", "shipping", *CONSUMERS, "flagd")
-USAGE = f"usage: python -m sregym_app_astronomy_shop.serve {{{'|'.join(SERVICES)}|load-generator|edge-scanner}}"
+USAGE = f"usage: python -m sregym_app_astronomy_shop.serve {{{'|'.join(SERVICES)}|load-generator|edge-scanner|order-exporter}}"
 
 
 def run_service(service: str) -> int:
@@ -96,6 +97,11 @@ def _edge_scanner(rest: list[str]) -> int:
     return scanner_main(rest)
 
 
+def _order_exporter(rest: list[str]) -> int:
+    from .exporter import main as exporter_main
+    return exporter_main(rest)
+
+
 def _nginx(rest: list[str]) -> int:
     from .edge import main as edge_main
     return edge_main(rest)
@@ -103,7 +109,8 @@ def _nginx(rest: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return dispatch(argv, usage=USAGE, commands={"load-generator": _load_generator, "nginx": _nginx,
-                                                          "edge-scanner": _edge_scanner},
+                                                          "edge-scanner": _edge_scanner,
+                                                          "order-exporter": _order_exporter},
                     services=SERVICES, run_service=lambda args: run_service(args[0]))
 
 
