@@ -255,3 +255,20 @@ def test_the_leaking_exporter_fills_the_broker_until_orders_cannot_be_published_
     assert [c["name"] for c in ctx.deployment["spec"]["template"]["spec"]["containers"]] == ["checkout"]
     assert not leak.is_present(ctx, target, {})
     client.xadd(STREAM, _order(2))  # the broker takes orders again
+
+
+def test_the_cache_flood_job_writes_bounded_large_keys(broker):
+    """cache-memory-flood's program: N writers SET new large keys at a bounded pace, and stop at the deadline."""
+    import os
+    import sys
+
+    port, client = broker
+    env = {"CACHE_ADDR": f"127.0.0.1:{port}", "CACHE_FLOOD_THREADS": "3", "CACHE_FLOOD_KEYS_PER_S": "5",
+           "CACHE_FLOOD_VALUE_BYTES": str(64 << 10), "CACHE_FLOOD_DURATION_S": "2", "PATH": os.environ.get("PATH", "")}
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "sregym_app_astronomy_shop.serve", "cache-flood"], env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and time.monotonic() - started < 15, proc.stdout[-500:] + proc.stderr[-500:]
+    keys = client.keys("loadtest:*")
+    assert 15 <= len(keys) <= 3 * 5 * 2 + 3, len(keys)  # 3 writers x 5 keys/s x 2 s
+    assert client.strlen(keys[0]) == 64 << 10

@@ -14,10 +14,10 @@ def sregym_apps():
 
 @hookimpl
 def sregym_faults():
-    from . import edgefilter, leak
+    from . import cacheflood, edgefilter, leak
     from .faults import faults, queue_faults
 
-    return [*faults(), *queue_faults(), *edgefilter.faults(), *leak.faults()]
+    return [*faults(), *queue_faults(), *edgefilter.faults(), *leak.faults(), *cacheflood.faults()]
 
 
 @hookimpl

@@ -1,9 +1,10 @@
 """Process entry point: ``python -m sregym_app_astronomy_shop.serve <service>``.
 
 Services: frontend ad cart checkout currency email payment product-catalog quote recommendation
-shipping image-provider accounting fraud-detection flagd, ``load-generator`` (the workload), and
-``edge-scanner`` (the edge-filter ReDoS fault's attacker, :mod:`scanner`) and ``order-exporter`` (the
-queue-producer-leak fault's sidecar, :mod:`exporter`).
+shipping image-provider accounting fraud-detection flagd; commands: ``load-generator`` (the workload),
+and the programs some faults run: ``edge-scanner`` (edge-filter-redos's attacker, :mod:`scanner`),
+``order-exporter`` (queue-producer-leak's sidecar, :mod:`exporter`) and ``cache-flood``
+(cache-memory-flood's Job, :mod:`cacheflood`).
 Every service serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``ADMIN_PORT`` (9464).
 """
 
@@ -27,7 +28,7 @@ from . import IMAGE_TAG  # noqa: E402
 CONSUMERS = ("accounting", "fraud-detection")
 SERVICES = ("ad", "cart", "checkout", "currency", "email", "frontend", "image-provider", "payment",
             "product-catalog", "quote", "recommendation", "shipping", *CONSUMERS, "flagd")
-USAGE = f"usage: python -m sregym_app_astronomy_shop.serve {{{'|'.join(SERVICES)}|load-generator|edge-scanner|order-exporter}}"
+USAGE = f"usage: python -m sregym_app_astronomy_shop.serve {{{'|'.join(SERVICES)}|load-generator|edge-scanner|order-exporter|cache-flood}}"
 
 
 def run_service(service: str) -> int:
@@ -102,6 +103,11 @@ def _order_exporter(rest: list[str]) -> int:
     return exporter_main(rest)
 
 
+def _cache_flood(rest: list[str]) -> int:
+    from .cacheflood import main as flood_main
+    return flood_main(rest)
+
+
 def _nginx(rest: list[str]) -> int:
     from .edge import main as edge_main
     return edge_main(rest)
@@ -110,7 +116,8 @@ def _nginx(rest: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     return dispatch(argv, usage=USAGE, commands={"load-generator": _load_generator, "nginx": _nginx,
                                                           "edge-scanner": _edge_scanner,
-                                                          "order-exporter": _order_exporter},
+                                                          "order-exporter": _order_exporter,
+                                                          "cache-flood": _cache_flood},
                     services=SERVICES, run_service=lambda args: run_service(args[0]))
 
 
