@@ -23,6 +23,8 @@ from sregym_core.types import Target
 
 
 def _ctx(tmp_path):
+    """A recorded cluster holding the shipped proxy configuration (it runs no pods: the wait for the
+    restarted proxy is stubbed by the tests' ``no_pods`` fixture)."""
     spec = app_spec()
     ctx = RecordingFaultContext(kubeconfig=tmp_path / "kubeconfig", namespace=spec.namespace, app=spec).child()
     ctx._store({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frontend-proxy-config",
@@ -35,7 +37,12 @@ def _conf(ctx, spec):
     return ctx.objects[("ConfigMap", spec.namespace, "frontend-proxy-config")]["data"]["nginx.conf"]
 
 
-def test_inject_adds_the_filter_and_the_scanner_the_fix_rewrites_the_regex_recover_restores(tmp_path):
+@pytest.fixture
+def no_pods(monkeypatch):
+    monkeypatch.setattr(edgefilter.kube, "wait_until", lambda check, timeout=30.0, interval=0.5: True)
+
+
+def test_inject_adds_the_filter_and_the_scanner_the_fix_rewrites_the_regex_recover_restores(tmp_path, no_pods):
     spec, ctx, target = _ctx(tmp_path)
     edgefilter.inject(ctx, target, {})
     conf = _conf(ctx, spec)
@@ -57,7 +64,7 @@ def test_inject_adds_the_filter_and_the_scanner_the_fix_rewrites_the_regex_recov
     assert ("Deployment", WORKLOAD_NAMESPACE, "edge-scanner") not in ctx.objects
 
 
-def test_a_filter_removed_by_hand_is_no_longer_present_and_recover_without_state_takes_it_out(tmp_path):
+def test_recover_without_saved_state_takes_the_filter_out(tmp_path, no_pods):
     spec, ctx, target = _ctx(tmp_path)
     edgefilter.inject(ctx, target, {})
     stateless = ctx.child()  # another process's recover: no saved original

@@ -20,11 +20,12 @@ SLO. ``recover`` restores the original configuration and removes the scanner.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from sregym_core.errors import FaultError
+from sregym_core.errors import FaultError, TemporaryFaultError
 from sregym_core.faultkit import kube, schema
 from sregym_core.faultkit.functions import FunctionFault
 from sregym_core.faultkit.truth import truth_factory
@@ -93,12 +94,33 @@ def scanner_deployment(image: str, namespace: str = NAMESPACE) -> dict[str, Any]
                                   "spec": {"terminationGracePeriodSeconds": 5, "containers": [container]}}}}
 
 
+def _pods(ctx: Any, target: Any) -> list[dict[str, Any]]:
+    selector = ",".join(f"{k}={v}" for k, v in target.component.labels.items())
+    return list(json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"])
+
+
+def _restart_proxy(ctx: Any, target: Any) -> None:
+    """Replace the proxy's pods (nginx reads its configuration at start) and wait until a new one is Ready,
+    so what users see next is the configuration's doing, not the restart's."""
+    old = {p["metadata"]["name"] for p in _pods(ctx, target)}
+    kube.delete_pods(ctx, target)
+
+    def replaced() -> bool:
+        pods = [p for p in _pods(ctx, target) if not p["metadata"].get("deletionTimestamp")]
+        ready = [p for p in pods if p["metadata"]["name"] not in old and any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in p.get("status", {}).get("conditions", []))]
+        return bool(ready)
+
+    if not kube.wait_until(replaced, timeout=120, interval=1.0):
+        raise TemporaryFaultError(f"edge-filter-redos: no new {target.component.name} pod became Ready", delay=5.0)
+
+
 def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     conf = _conf(ctx)
     if BAD_PATTERN not in conf:
         ctx.state["original"] = conf
         _write(ctx, with_filter(conf))
-    kube.delete_pods(ctx, target)  # nginx reads its configuration at start
+    _restart_proxy(ctx, target)
     kube.apply(ctx, scanner_deployment(_image(ctx), ctx.namespace))
     ctx.state["injected_at"] = time.time()
 

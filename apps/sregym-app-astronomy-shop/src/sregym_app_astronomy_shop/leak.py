@@ -59,6 +59,12 @@ def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
         return
     kube.patch(ctx, target.component.kind.lower(), target.component.name,
                [{"op": "add", "path": "/spec/template/spec/containers/-", "value": sidecar(_image(obj))}], type="json")
+    _rolled_out(ctx, target)  # what users see next is the leak's doing, not the rollout's
+
+
+def _rolled_out(ctx: Any, target: Any) -> None:
+    ctx.kubectl("rollout", "status", f"{target.component.kind.lower()}/{target.component.name}", "-n", ctx.namespace,
+                "--timeout=180s", timeout=200)
 
 
 def _stream_exists(ctx: Any) -> bool:
@@ -82,8 +88,7 @@ def fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     if index is not None:
         kube.patch(ctx, target.component.kind.lower(), target.component.name,
                    [{"op": "remove", "path": f"/spec/template/spec/containers/{index}"}], type="json")
-        ctx.kubectl("rollout", "status", f"{target.component.kind.lower()}/{target.component.name}", "-n",
-                    ctx.namespace, "--timeout=180s", timeout=200)
+        _rolled_out(ctx, target)
     _cli(ctx, _queue(ctx), "UNLINK", STREAM)
 
 
