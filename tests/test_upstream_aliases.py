@@ -46,7 +46,7 @@ def test_aliases_are_upstream_ids_unique_and_never_shadow_an_id(host):
     # routing, the recurring actor, caBundle, Hotel DNS), Astronomy Shop's 27 (the AS ids whose
     # mechanism runs on Astronomy Shop itself are aliases of its problems, not of a Hotel port),
     # Social Network's DNS pair, TrainTicket's F17 and F22
-    assert len(seen) == 88
+    assert len(seen) == 91
 
 
 def test_problem_by_upstream_id(host):
@@ -54,7 +54,7 @@ def test_problem_by_upstream_id(host):
     assert [p.id for p in chosen] == ["hotel-network-policy-block-geo", "hotel-scale-zero-rate",
                                       "social-scale-zero-user-service"]
     with pytest.raises(UsageError) as missing:
-        select_problems(host, problem=("kafka_producer_leak",))
+        select_problems(host, problem=("gc_capacity_degradation",))
     assert "upstream SREGym id(s) with no equivalent" in missing.value.render()
 
 
@@ -68,9 +68,11 @@ def test_sregym_lite_suite_runs_the_equivalents_and_says_which_are_missing(host)
         "social-rolling-update-broken-user-timeline-service", "social-dns-nxdomain-social-graph-service",
         "hotel-metastable-rate-limit-collapse", "hotel-admission-webhook-outage-rate",
         "hotel-mutating-webhook-memory-geo", "astronomy-env-shadowing-frontend", "astronomy-cache-auth-valkey-cart",
-        "hotel-internal-traffic-local-geo", "astronomy-queue-poison-pill", "astronomy-unschedulable-wrong-port-checkout"})
-    assert len(said) == 1 and "4 of 21" in said[0]
-    assert "edge_request_filter_cpu_saturation" in said[0] and "network_policy_block" not in said[0]
+        "hotel-internal-traffic-local-geo", "astronomy-queue-poison-pill", "astronomy-unschedulable-wrong-port-checkout",
+        "astronomy-edge-filter-redos-frontend-proxy"})
+    assert len(said) == 1 and "3 of 21" in said[0]
+    assert "duplicate_pvc_mounts_social_network" in said[0] and "network_policy_block" not in said[0]
+    assert "edge_request_filter_cpu_saturation" not in said[0]
     assert "unschedulable_incorrect_port_assignment" not in said[0]
 
 
@@ -82,10 +84,10 @@ def test_list_problems_upstream_prints_every_id():
     assert [r["upstream_id"] for r in rows] == [p.id for p in UPSTREAM_PROBLEMS]
     by_id = {r["upstream_id"]: r for r in rows}
     assert by_id["wrong_bin_usage"]["equivalent"] == "hotel-wrong-command-rate"
-    assert by_id["kafka_producer_leak"]["equivalent"] is None
+    assert by_id["gc_capacity_degradation"]["equivalent"] is None
     table = subprocess.run([SREGYM, "list-problems", "--upstream"], capture_output=True, text=True, timeout=120,
                            check=True, env=env).stdout
-    line = next(line for line in table.splitlines() if line.startswith("kafka_producer_leak "))
+    line = next(line for line in table.splitlines() if line.startswith("gc_capacity_degradation "))
     assert "missing" in line
 
 
