@@ -171,6 +171,14 @@ CORRECT: dict[str, tuple[str, str]] = {
         "The user-service Service is looking for pods tagged in a way the user-service pods are not, so it routes "
         "to nothing and posting fails.",
     ),
+    "astronomy-edge-filter-redos-frontend-proxy": (
+        "The request filter regex in frontend-proxy's nginx config (frontend-proxy-config) has nested quantifiers "
+        "and backtracks catastrophically (ReDoS) on scanner requests, so the proxy's CPU is pinned and shoppers' "
+        "requests time out.",
+        "The path-matching rule the frontend-proxy applies to incoming requests is a regular expression that blows "
+        "up on certain probe URLs: each match burns CPU until a limit stops it, so frontend-proxy has no CPU left "
+        "for real visitors and the shop crawls.",
+    ),
     "astronomy-scale-zero-currency": (
         "The currency deployment was scaled to zero replicas, so the currency Service has no endpoints and every "
         "price conversion fails with errors.",
