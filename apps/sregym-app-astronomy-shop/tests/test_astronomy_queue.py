@@ -272,3 +272,25 @@ def test_the_cache_flood_job_writes_bounded_large_keys(broker):
     keys = client.keys("loadtest:*")
     assert 15 <= len(keys) <= 3 * 5 * 2 + 3, len(keys)  # 3 writers x 5 keys/s x 2 s
     assert client.strlen(keys[0]) == 64 << 10
+
+
+@pytest.mark.skipif(shutil.which("redis-cli") is None, reason="needs Debian's redis-cli")
+def test_recovering_the_leak_frees_the_broker_even_when_checkout_was_deleted(broker):
+    from types import SimpleNamespace
+
+    from sregym_app_astronomy_shop import leak
+    from sregym_app_astronomy_shop.app import app_spec
+
+    port, client = broker
+    client.xadd(leak.STREAM, {"snapshot": "x" * 1000})
+
+    class Gone(_LeakCtx):
+        def kubectl(self, *args, input=None, check=True, timeout=60.0):
+            if args[0] == "get" and args[1].lower() == "deployment":
+                return ""  # --ignore-not-found: the Deployment was deleted
+            return super().kubectl(*args, input=input, check=check, timeout=timeout)
+
+    ctx = Gone(port, {})
+    ctx.app, ctx.namespace = app_spec(), "astronomy-shop"
+    leak.fix(ctx, SimpleNamespace(component=SimpleNamespace(name="checkout", kind="Deployment")), {})
+    assert not client.exists(leak.STREAM)

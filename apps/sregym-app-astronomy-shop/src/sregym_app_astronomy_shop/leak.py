@@ -82,9 +82,10 @@ def is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
 
 
 def fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
-    """Remove the sidecar, wait until no pod runs it, then delete the stream it filled."""
-    obj = kube.workload(ctx, target)
-    index = next((i for i, c in enumerate(_containers(obj)) if c.get("name") == SIDECAR), None)
+    """Remove the sidecar, wait until no pod runs it, then delete the stream it filled (also when the
+    Deployment itself is gone: the broker must not stay full)."""
+    obj = kube.get(ctx, target.component.kind.lower(), target.component.name, missing_ok=True)
+    index = next((i for i, c in enumerate(_containers(obj)) if c.get("name") == SIDECAR), None) if obj else None
     if index is not None:
         kube.patch(ctx, target.component.kind.lower(), target.component.name,
                    [{"op": "remove", "path": f"/spec/template/spec/containers/{index}"}], type="json")
