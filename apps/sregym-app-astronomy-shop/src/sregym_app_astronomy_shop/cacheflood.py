@@ -131,9 +131,11 @@ def _values(target: Any, params: dict, state: dict) -> dict:
             "memory_limit": "256Mi", "maxmemory": "none (unbounded)", "outcome": "OOMKilled, CrashLoopBackOff"}
 
 
-VOCABULARY = ("oomkilled", "out of memory", "oom + kill*", "memory + flood*", "flood* + key*", "large keys",
-              "1 mb keys", "memory limit + exceed*", "load test + cache", "loadtest", "job + flood*",
-              "job + memory", "crashloop* + memory")
+# the cause, not its symptoms: "OOMKilled", "out of memory" or "memory limit exceeded" alone also describe a
+# limit set too low (memory-limit-too-small), which a diagnosis must not pass with
+VOCABULARY = ("memory + flood*", "flood* + key*", "large keys", "big keys", "huge keys", "1 mb keys", "1 mib keys",
+              "large values", "load test + cache", "loadtest", "job + flood*", "job + fill*", "fill* + cache + key*",
+              "stuff* + key*")
 MECHANISM = ("a Job (cart-cache-loadtest) floods the cart cache valkey-cart with 1 MiB keys until it exceeds its "
              "memory limit and is OOM-killed over and over")
 SYMPTOMS = ("OOMKilled", "CrashLoopBackOff", "cart errors", "carts lost")
