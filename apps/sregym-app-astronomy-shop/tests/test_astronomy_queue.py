@@ -294,3 +294,16 @@ def test_recovering_the_leak_frees_the_broker_even_when_checkout_was_deleted(bro
     ctx.app, ctx.namespace = app_spec(), "astronomy-shop"
     leak.fix(ctx, SimpleNamespace(component=SimpleNamespace(name="checkout", kind="Deployment")), {})
     assert not client.exists(leak.STREAM)
+
+
+def test_fraud_detection_reviews_orders_by_their_value_in_dollars_not_by_their_currency_units():
+    """An order of 500 dollars in yen is over 5 000 000 yen-"cents": it is still confirmed."""
+    from sregym_app_astronomy_shop.orders import FRAUD_REVIEW_USD_CENTS
+
+    fraud = Consumer.__new__(Consumer)
+    fraud.service, fraud.verdicts, fraud._slow, fraud._slow_checked = "fraud-detection", {}, False, time.monotonic()
+    yen = data.convert_cents(500_00, "USD", "JPY")
+    assert yen > FRAUD_REVIEW_USD_CENTS
+    fraud.process({b"order": json.dumps({"orderId": "jpy", "total": data.money("JPY", yen)}).encode()})
+    fraud.process({b"order": json.dumps({"orderId": "big", "total": data.money("USD", 60_000_00)}).encode()})
+    assert fraud.verdicts == {"jpy": "confirmed", "big": "review"}

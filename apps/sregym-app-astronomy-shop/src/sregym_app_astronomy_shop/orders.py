@@ -41,6 +41,8 @@ GROUPS = ("accounting", "fraud-detection")
 MAX_LEN = 20_000
 STATUS_KEY = "order-status:{}"
 STATUS_TTL_S = 3600
+#: orders above this total (in US cents, whatever their currency) are held for review by fraud-detection
+FRAUD_REVIEW_USD_CENTS = 5_000_000
 #: how many new messages a consumer takes per read (processed in order, acknowledged together)
 BATCH = 100
 #: where checkout sends payments while paymentUnreachable is on, as the demo does
@@ -169,9 +171,10 @@ class Consumer:
                 time.sleep(0.05)  # the demo's consumer slows down while the topic is flooded
             total = order.get("total") or {}
             verdict = "confirmed"
-            if data.cents_of(total) > 5_000_000:
+            usd_cents = data.convert_cents(data.cents_of(total), str(total.get("currencyCode", "USD")), "USD")
+            if usd_cents > FRAUD_REVIEW_USD_CENTS:
                 verdict = "review"
-                logs.warning("order_flagged", order_id=order["orderId"], total_cents=data.cents_of(total))
+                logs.warning("order_flagged", order_id=order["orderId"], total_usd_cents=usd_cents)
             self.verdicts[str(order["orderId"])] = verdict
         else:
             total = order.get("total") or {}
