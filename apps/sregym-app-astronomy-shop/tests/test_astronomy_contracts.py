@@ -22,7 +22,8 @@ class TestAstronomyFaults(FaultContract):
                                       "(round trip on it and the real nginx's backtracking: test_astronomy_edge.py; "
                                       "live: tests/test_astronomy_live.py)",
                  "queue-producer-leak": "asks the broker (redis-cli inside the queue pod) whether the stream exists "
-                                        "(against a real redis-server: test_astronomy_queue.py)"}
+                                        "(against a real redis-server: test_astronomy_queue.py; live: "
+                                        "tests/test_astronomy_live.py)"}
 
 
 class TestAstronomyProblems(ProblemContract):

@@ -143,3 +143,36 @@ def test_edge_filter_redos_pins_the_proxy_until_the_regex_is_fixed(shop):
     case = LiveCase("frontend-proxy", users_wait, endpoint="browse", symptom_timeout=90)
     phases = exercise(shop, spec, case, target, request_for=request_for, frontend=FRONTEND)
     print(f"edge-filter-redos phases (s): {phases}")
+
+
+def _failing(endpoints: tuple[str, ...], window: float = 10.0, at_least: int = 2):
+    """A probe: the given request kinds, together, mostly failing over the last ``window`` seconds."""
+    def probe(live):
+        by_endpoint = live.stats(window)["by_endpoint"]
+        count = sum((by_endpoint.get(e) or {}).get("count", 0) for e in endpoints)
+        success = sum((by_endpoint.get(e) or {}).get("success", 0) for e in endpoints)
+        if count >= at_least and success <= count // 2:
+            return f"{'/'.join(endpoints)}: {success} of {count} requests succeeded"
+        return None
+    return probe
+
+
+def test_queue_producer_leak_fails_checkouts_until_the_sidecar_and_its_stream_are_gone(shop):
+    spec = shop.host.get_faults()["queue-producer-leak"]
+    target = Target(app=shop.app, component=shop.app.component("checkout"), namespace=shop.app.namespace)
+    # the broker full to maxmemory: orders are never published, so no order page says confirmed
+    # (recovery: the whole workload over 5 s, checkouts included, and single requests of a kind that
+    # request_for can send alone)
+    case = LiveCase("checkout", _failing(("checkout",), window=20.0), endpoint="browse", symptom_timeout=120)
+    phases = exercise(shop, spec, case, target, request_for=request_for, frontend=FRONTEND)
+    print(f"queue-producer-leak phases (s): {phases}")
+
+
+def test_cache_memory_flood_fails_carts_until_the_job_is_gone_and_the_cache_restarted(shop):
+    spec = shop.host.get_faults()["cache-memory-flood"]
+    target = Target(app=shop.app, component=shop.app.component("valkey-cart"), namespace=shop.app.namespace)
+    # valkey-cart OOM-killed over and over: adding to a cart and checking out fail
+    case = LiveCase("valkey-cart", _failing(("cart_add", "checkout"), window=20.0), endpoint="cart_view",
+                    symptom_timeout=120)
+    phases = exercise(shop, spec, case, target, request_for=request_for, frontend=FRONTEND)
+    print(f"cache-memory-flood phases (s): {phases}")
