@@ -38,10 +38,13 @@ def mariadb(tmp_path_factory):
     port = free_port()
     env = {**os.environ, "SREGYM_MOUNTS": json.dumps({k: str(v) for k, v in dirs.items()}),
            "MARIADB_ROOT_PASSWORD": "rootpw", "MARIADB_PORT": str(port)}
-    proc = subprocess.Popen([sys.executable, str(ENTRYPOINT), "mariadbd", *manifests.MARIADB_ARGS, "--bind-address=127.0.0.1"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # the server's output goes to a file: a pipe nobody reads until the end can fill and stall it
+    log = root / "mariadb.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, str(ENTRYPOINT), "mariadbd", *manifests.MARIADB_ARGS,
+                                 "--bind-address=127.0.0.1"], env=env, stdout=out, stderr=subprocess.STDOUT)
     import pymysql
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 180  # the first start initialises every schema; slow on a loaded machine
     while True:
         try:
             pymysql.connect(host="127.0.0.1", port=port, user="root", password="rootpw").close()
@@ -49,7 +52,8 @@ def mariadb(tmp_path_factory):
         except pymysql.err.OperationalError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                pytest.fail(f"mariadb did not start: {proc.stdout.read().decode()[-2000:]}")
+                proc.wait(30)
+                pytest.fail(f"mariadb did not start: {log.read_text(errors='replace')[-2000:]}")
             time.sleep(0.3)
     yield port
     proc.terminate()
