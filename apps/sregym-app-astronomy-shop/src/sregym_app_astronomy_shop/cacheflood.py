@@ -22,10 +22,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sregym_core.faultkit import kube, schema
-from sregym_core.faultkit.functions import FunctionFault
-from sregym_core.faultkit.truth import truth_factory
-from sregym_core.types import FaultSpec, TargetSelector
+from sregym_core.faultkit import kube
+from sregym_core.faultkit.functions import function_fault
+from sregym_core.types import TargetSelector
 
 from . import IMAGE_REPO, IMAGE_TAG
 
@@ -142,17 +141,13 @@ SYMPTOMS = ("OOMKilled", "CrashLoopBackOff", "cart errors", "carts lost")
 
 
 def faults() -> list[Any]:
-    truth = truth_factory(
-        "cache-memory-flood", "datastore", "Job", MECHANISM, symptoms=SYMPTOMS,
+    return [function_fault(
+        name="cache-memory-flood", summary="a Job floods a Redis/Valkey cache with 1 MiB keys until it is OOM-killed",
+        layer="datastore", selector=TargetSelector(kinds=("Deployment",), roles=("cache:redis",)),
+        inject=inject, is_present=is_present, recover=fix, reference_fix=fix,
+        resource_kind="Job", mechanism=MECHANISM, symptoms=SYMPTOMS,
         keywords=("OOMKilled", "memory", "flood", "Job", "cart-cache-loadtest", "valkey", "keys"),
         values=_values, vocabulary=VOCABULARY,
         prose="The Job {job} writes {value_bytes}-byte keys ({keys}) from {writers} threads into {component}, which has "
               "no maxmemory, so it passes its {memory_limit} memory limit and is {outcome}; carts are lost and cart "
-              "calls fail. Deleting the Job and restarting {component} fixes it.")
-    return [FaultSpec(
-        name="cache-memory-flood", summary="a Job floods a Redis/Valkey cache with 1 MiB keys until it is OOM-killed",
-        layer="datastore", selector=TargetSelector(kinds=("Deployment",), roles=("cache:redis",)),
-        params_schema=schema(),
-        impl=FunctionFault(inject=inject, is_present=is_present, recover=fix, ground_truth=truth, reference_fix=fix),
-        symptoms=SYMPTOMS,
-    )]
+              "calls fail. Deleting the Job and restarting {component} fixes it.")]

@@ -26,10 +26,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from sregym_core.errors import FaultError, TemporaryFaultError
-from sregym_core.faultkit import kube, schema
-from sregym_core.faultkit.functions import FunctionFault
-from sregym_core.faultkit.truth import truth_factory
-from sregym_core.types import FaultSpec, TargetSelector
+from sregym_core.faultkit import kube
+from sregym_core.faultkit.functions import function_fault
+from sregym_core.types import TargetSelector
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .topology import NAMESPACE, WORKLOAD_NAMESPACE
@@ -165,24 +164,19 @@ SYMPTOMS = ("high latency", "timeouts", "cpu saturation", "errors")
 
 
 def faults() -> list[Any]:
-    truth = truth_factory(
-        "edge-filter-redos", "app", "ConfigMap", MECHANISM, symptoms=SYMPTOMS,
+    return [function_fault(
+        name="edge-filter-redos",
+        summary="a catastrophically backtracking regex in the edge proxy's request filter, driven by crafted requests",
+        layer="app", selector=TargetSelector(kinds=("Deployment",), roles=("proxy:nginx",)),
+        inject=inject, is_present=is_present, recover=recover, reference_fix=reference_fix,
+        resource_kind="ConfigMap", mechanism=MECHANISM, symptoms=SYMPTOMS,
         keywords=("regex", "backtracking", "ReDoS", "request filter", "frontend-proxy-config", "nginx", "cpu"),
         values=_values, vocabulary=VOCABULARY,
         prose="The request filter in {component}'s nginx configuration (ConfigMap {configmap}) matches API paths "
               "with a catastrophically backtracking regular expression, {regex}; scanner requests like "
               "{crafted_requests} make each match run into PCRE2's match limit ({nginx_error}), pinning the proxy's "
               "CPU so real users' requests wait and time out. Rewriting the regex without the nested quantifier "
-              "(e.g. ^/api(/[\\w-]+)*/?$) and restarting the proxy fixes it.")
-    return [FaultSpec(
-        name="edge-filter-redos",
-        summary="a catastrophically backtracking regex in the edge proxy's request filter, driven by crafted requests",
-        layer="app", selector=TargetSelector(kinds=("Deployment",), roles=("proxy:nginx",)),
-        params_schema=schema(),
-        impl=FunctionFault(inject=inject, is_present=is_present, recover=recover, ground_truth=truth,
-                           reference_fix=reference_fix),
-        symptoms=SYMPTOMS,
-    )]
+              "(e.g. ^/api(/[\\w-]+)*/?$) and restarting the proxy fixes it.")]
 
 
 __all__ = ["BAD_PATTERN", "GOOD_PATTERN", "faults", "filter_block", "scanner_deployment", "with_filter"]

@@ -19,10 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from sregym_core.errors import FaultError
-from sregym_core.faultkit import kube, schema
-from sregym_core.faultkit.functions import FunctionFault
-from sregym_core.faultkit.truth import truth_factory
-from sregym_core.types import FaultSpec, Target, TargetSelector
+from sregym_core.faultkit import kube
+from sregym_core.faultkit.functions import function_fault
+from sregym_core.types import Target, TargetSelector
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .faults import _cli
@@ -107,20 +106,16 @@ SYMPTOMS = ("errors", "orders not confirmed", "queue_publish_failed", "OOM comma
 
 
 def faults() -> list[Any]:
-    truth = truth_factory(
-        "queue-producer-leak", "app", "Deployment", MECHANISM, symptoms=SYMPTOMS,
+    return [function_fault(
+        name="queue-producer-leak",
+        summary="a producer sidecar fills the order broker with large uncapped messages until writes fail",
+        layer="app", selector=TargetSelector(kinds=("Deployment",), requires=("env:QUEUE_ADDR",),
+                                 exclude_roles=("workload-generator", "queue-consumer")),  # the producer: checkout
+        inject=inject, is_present=is_present, recover=fix, reference_fix=fix,
+        resource_kind="Deployment", mechanism=MECHANISM, symptoms=SYMPTOMS,
         keywords=("sidecar", "order-exporter", "orders-export", "maxmemory", "OOM", "broker memory", "queue"),
         values=_values, vocabulary=VOCABULARY,
         prose="A sidecar {sidecar} added to {component}'s pod publishes {message_bytes}-byte messages twice a second to "
               "the uncapped stream {stream} on the broker {broker}, which nothing consumes or trims; the broker "
               "reached its maxmemory {maxmemory} and rejects writes ({broker_error}), so checkout cannot publish "
-              "orders and they are never confirmed. Removing the sidecar and deleting the stream fixes it.")
-    return [FaultSpec(
-        name="queue-producer-leak",
-        summary="a producer sidecar fills the order broker with large uncapped messages until writes fail",
-        layer="app", selector=TargetSelector(kinds=("Deployment",), requires=("env:QUEUE_ADDR",),
-                                 exclude_roles=("workload-generator", "queue-consumer")),  # the producer: checkout
-        params_schema=schema(),
-        impl=FunctionFault(inject=inject, is_present=is_present, recover=fix, ground_truth=truth, reference_fix=fix),
-        symptoms=SYMPTOMS,
-    )]
+              "orders and they are never confirmed. Removing the sidecar and deleting the stream fixes it.")]
