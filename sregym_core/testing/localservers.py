@@ -57,7 +57,7 @@ def stop_server(proc: subprocess.Popen, grace: float = 10.0) -> int | None:
     if proc.poll() is None:
         proc.terminate()
         try:
-            return proc.wait(timeout=grace) if grace > 0 else proc.wait(timeout=0.01)
+            return proc.wait(timeout=max(grace, 0.01))
         except subprocess.TimeoutExpired:
             proc.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):

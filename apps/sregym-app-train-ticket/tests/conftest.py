@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,14 +14,9 @@ from pathlib import Path
 
 import pytest
 from sregym_app_train_ticket import data, manifests
+from sregym_core.testing.localservers import free_port
 
 ENTRYPOINT = Path(__import__("sregym_cluster_embedded").__file__).parent / "node" / "entrypoints" / "mariadb_entrypoint.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -18,15 +18,7 @@ from types import SimpleNamespace
 import pytest
 from sregym_app_train_ticket import data, flags, manifests, replicated, runtime, services, topology
 from sregym_app_train_ticket.workload import Generator, check_search
-
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from sregym_core.testing.localservers import free_port
 
 
 # ---------------------------------------------------------------------------- the helpers alone
