@@ -114,11 +114,10 @@ def _nginx(rest: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(argv, usage=USAGE, commands={"load-generator": _load_generator, "nginx": _nginx,
-                                                          "edge-scanner": _edge_scanner,
-                                                          "order-exporter": _order_exporter,
-                                                          "cache-flood": _cache_flood},
-                    services=SERVICES, run_service=lambda args: run_service(args[0]))
+    commands = {"load-generator": _load_generator, "nginx": _nginx, "edge-scanner": _edge_scanner,
+                "order-exporter": _order_exporter, "cache-flood": _cache_flood}
+    return dispatch(argv, usage=USAGE, commands=commands, services=SERVICES,
+                    run_service=lambda args: run_service(args[0]))
 
 
 if __name__ == "__main__":
