@@ -30,6 +30,10 @@ from . import telemetry
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconnect_backoff_ms", 200),
                    ("grpc.max_reconnect_backoff_ms", 2000), ("grpc.enable_retries", 0)]
+# Connection age capped as production gRPC servers do, so that callers reconnect (through the
+# Service) and notice when it lost its endpoints instead of keeping a pre-fault connection.
+SERVER_OPTIONS = [("grpc.so_reuseport", 0), ("grpc.max_connection_age_ms", 20000),
+                  ("grpc.max_connection_age_grace_ms", 5000)]
 
 
 class RpcError(Exception):
@@ -60,7 +64,7 @@ class GrpcServer:
 
         self.service = service
         self.health = health.HealthServicer()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=[("grpc.so_reuseport", 0)])
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=SERVER_OPTIONS)
         path = grpc_service_name(service)
         methods = {name: grpc.unary_unary_rpc_method_handler(self._wrap(name, fn), request_deserializer=_decode,
                                                              response_serializer=_encode)

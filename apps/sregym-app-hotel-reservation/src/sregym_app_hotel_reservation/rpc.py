@@ -41,6 +41,15 @@ CHANNEL_OPTIONS = [
     ("grpc.keepalive_time_ms", 30000),
 ]
 
+SERVER_OPTIONS = [
+    ("grpc.so_reuseport", 0),
+    # Production gRPC servers cap connection age so clients re-resolve and rebalance; without it a
+    # client keeps a connection opened before a fault for as long as the pod lives, and a Service
+    # that lost its endpoints (wrong selector, failed readiness) would look healthy to it forever.
+    ("grpc.max_connection_age_ms", 20000),
+    ("grpc.max_connection_age_grace_ms", 5000),
+]
+
 
 # The caller's deadline (time.monotonic() value) for the request being served: outgoing calls never
 # wait past it, as gRPC deadline propagation does in Go and Java services.
@@ -103,7 +112,7 @@ class RpcServer:
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=cfg.rpc.workers, thread_name_prefix="rpc"),
             maximum_concurrent_rpcs=cfg.rpc.queue_depth,
-            options=[("grpc.so_reuseport", 0)],
+            options=SERVER_OPTIONS,
         )
         path = service_path(cfg.service)
         method_handlers = {

@@ -1,0 +1,56 @@
+"""The servers cap connection age: callers move to new connections without a failed call.
+
+Why it matters: a caller must reconnect (through the Service) now and then, or a Service that lost
+its endpoints after the caller connected would look healthy to it forever.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent import futures
+
+import grpc
+
+from sregym_app_hotel_reservation import rpc
+
+
+def _scaled(options: list[tuple[str, int]], age_ms: int, grace_ms: int) -> list[tuple[str, int]]:
+    scaled = dict(options)
+    assert scaled["grpc.max_connection_age_ms"] >= 10000  # the shipped age: long enough to be invisible
+    scaled["grpc.max_connection_age_ms"] = age_ms
+    scaled["grpc.max_connection_age_grace_ms"] = grace_ms
+    return list(scaled.items())
+
+
+def test_calls_survive_connection_age_rollovers_and_use_new_connections() -> None:
+    peers: list[str] = []
+
+    def echo(request: bytes, context: grpc.ServicerContext) -> bytes:
+        peers.append(context.peer())  # the caller's address: a new one per connection
+        return request
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+                         options=_scaled(rpc.SERVER_OPTIONS, age_ms=600, grace_ms=300))
+    handler = grpc.unary_unary_rpc_method_handler(echo)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.Echo", {"Call": handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=rpc.CHANNEL_OPTIONS)
+    call = channel.unary_unary("/t.Echo/Call")
+    failures = 0
+    try:
+        deadline = time.monotonic() + 3.0
+        calls = 0
+        while time.monotonic() < deadline:
+            try:
+                assert call(b"x", timeout=2) == b"x"
+            except grpc.RpcError:
+                failures += 1
+            calls += 1
+            time.sleep(0.01)
+    finally:
+        channel.close()
+        server.stop(0)
+    assert calls > 50
+    assert failures == 0
+    assert len(set(peers)) >= 3  # the connection was replaced at least twice in 3 s
