@@ -28,11 +28,13 @@ KINDS = {
     "leases.coordination.k8s.io": ("coordination.k8s.io/v1", "Lease"),
     "horizontalpodautoscalers.autoscaling": ("autoscaling/v2", "HorizontalPodAutoscaler"),
     "storageclasses.storage.k8s.io": ("storage.k8s.io/v1", "StorageClass"),
+    "volumeattachments.storage.k8s.io": ("storage.k8s.io/v1", "VolumeAttachment"),
     "poddisruptionbudgets.policy": ("policy/v1", "PodDisruptionBudget"),
     "networkpolicies.networking.k8s.io": ("networking.k8s.io/v1", "NetworkPolicy"),
     "priorityclasses.scheduling.k8s.io": ("scheduling.k8s.io/v1", "PriorityClass"),
 }
 CLUSTER_SCOPED = {"namespaces", "nodes", "persistentvolumes", "storageclasses.storage.k8s.io",
+                  "volumeattachments.storage.k8s.io",
                   "priorityclasses.scheduling.k8s.io"}
 
 

@@ -1016,6 +1016,13 @@ class ApiCore:
                 "provisioner": "sregym.io/local-path", "reclaimPolicy": "Delete",
                 "volumeBindingMode": "WaitForFirstConsumer",
             })
+        if self.store.get("storageclasses.storage.k8s.io", None, "standard-rwo") is None:
+            # network disks: reachable from every node, attached to one node at a time
+            self.create(self.registry.by_key("storageclasses.storage.k8s.io"), None, {
+                "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "standard-rwo"},
+                "provisioner": "sregym.io/network-disk", "reclaimPolicy": "Delete",
+                "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": True,
+            })
         bootstrap_rbac(self)
 
 

@@ -159,6 +159,7 @@ def _builtin_types() -> list[ResourceType]:
         _rt("coordination.k8s.io", "v1", "Lease", "leases"),
         _rt("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
         _rt("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, short_names=("sc",)),
+        _rt("storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", False, subs=(st,)),
         _rt("events.k8s.io", "v1", "Event", "events", short_names=("ev",), storage="events"),
         # rbac
         _rt("rbac.authorization.k8s.io", "v1", "Role", "roles"),

@@ -28,6 +28,7 @@ REGISTRY: dict[str, str] = {
     "gc": "gc:GarbageCollector",
     "hpa": "hpa:HorizontalPodAutoscalerController",
     "pvc": "pvc:PersistentVolumeController",
+    "attachdetach": "attachdetach:AttachDetachController",
     "pdb": "pdb:DisruptionController",
     "scheduler": "scheduler:Scheduler",
     "nodelifecycle": "nodelifecycle:NodeLifecycleController",

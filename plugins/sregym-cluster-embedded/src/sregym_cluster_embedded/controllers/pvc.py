@@ -2,7 +2,9 @@
 
 A claim of class `standard` (provisioner `sregym.io/local`) gets a PV backed by a directory under
 `<state_dir>/volumes/`, pinned to the node the scheduler chose (WaitForFirstConsumer) or to the first
-node (Immediate). Claims with `storageClassName: ""` bind statically to a matching Available PV.
+node (Immediate). A claim of class `standard-rwo` (provisioner `sregym.io/network-disk`) gets a
+network disk: a CSI PV with no node affinity, which the attachdetach controller attaches to the node
+of the pod using it. Claims with `storageClassName: ""` bind statically to a matching Available PV.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from .writes import api_error_code
 
 COMPONENT = "persistentvolume-controller"
 PROVISIONER = "sregym.io/local"
+NETWORK_DISK = "sregym.io/network-disk"
 # the API server's bootstrap class may name the provisioner "sregym.io/local-path": both are ours
-OUR_PROVISIONERS = {PROVISIONER, "sregym.io/local-path"}
+OUR_PROVISIONERS = {PROVISIONER, "sregym.io/local-path", NETWORK_DISK}
 DEFAULT_CLASS = "standard"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
@@ -180,10 +183,14 @@ class PersistentVolumeController(Controller):
                             "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
                             "persistentVolumeReclaimPolicy": cls.get("reclaimPolicy", "Delete"),
                             "storageClassName": class_name, "volumeMode": spec.get("volumeMode", "Filesystem"),
-                            "hostPath": {"path": str(path), "type": "DirectoryOrCreate"},
                             "claimRef": {"kind": "PersistentVolumeClaim", "namespace": ns, "name": name_of(pvc),
                                          "uid": uid_of(pvc), "apiVersion": "v1",
                                          "resourceVersion": pvc["metadata"].get("resourceVersion", "")}}}
+        if provisioner == NETWORK_DISK:
+            pv["spec"]["csi"] = {"driver": NETWORK_DISK, "volumeHandle": name, "fsType": "ext4"}
+            node = ""  # reachable from every node: attached where it is used, no node affinity
+        else:
+            pv["spec"]["hostPath"] = {"path": str(path), "type": "DirectoryOrCreate"}
         if node:
             pv["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
                 {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
@@ -247,6 +254,8 @@ class PersistentVolumeController(Controller):
         if pv["spec"].get("persistentVolumeReclaimPolicy") == "Delete":
             path = (pv["spec"].get("hostPath") or {}).get("path")
             root = volumes_dir(self.ctx.settings)
+            if (pv["spec"].get("csi") or {}).get("driver") == NETWORK_DISK:
+                path = str(root / pv_name)
             if path and Path(path).parent == root:  # only ever remove directories we provisioned
                 shutil.rmtree(path, ignore_errors=True)
             await self.client.delete("persistentvolumes", pv_name)

@@ -15,16 +15,18 @@ from typing import TYPE_CHECKING
 
 from .container import ContainerRunner
 from .envs import expand, service_env
-from .errors import MountError
+from .errors import MountError, NotAttached
 from .hostports import HostPortForwarder
 from .shim import ensure_private_dir, shim_env
-from .volumes import VolumeBuilder
+from .volumes import VolumeBuilder, release_memory_volumes
 
 if TYPE_CHECKING:
     from .kubelet import NodeAgent
 
 log = logging.getLogger(__name__)
 CONFIG_REFRESH_S = 10.0
+#: how long the kubelet waits for a network disk to be attached before it reports a FailedMount
+ATTACH_TIMEOUT_S = 120.0
 #: short paths for UNIX sockets (108-byte limit), one directory per user (see shim.ensure_private_dir)
 RUN_ROOT = Path(tempfile.gettempdir()) / f"sregym-run-{os.geteuid()}"
 
@@ -248,6 +250,12 @@ class PodWorker:
             await self.agent.event(self.pod, "NodePorts", self.failed[1], "Warning")
             self.mark_dirty()
             return
+        rejected = await self.agent.eviction.admit(self.pod)
+        if rejected:  # the kubelet's admission under disk or PID pressure
+            self.failed = ("Evicted", rejected)
+            await self.agent.event(self.pod, "Evicted", rejected, "Warning")
+            self.mark_dirty()
+            return
         self.pod_ip = self.agent.host_ip if spec.get("hostNetwork") else self.agent.allocate_ip(self.uid)
         status = self.pod.setdefault("status", {})
         status.update({"podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}], "hostIP": self.agent.host_ip,
@@ -259,11 +267,20 @@ class PodWorker:
         self._builder = VolumeBuilder(self.agent.client, self.pod, self.root, self.agent.root,
                                       self.agent.state_dir, self.agent.allocatable,
                                       token_source=self.agent.nodes.token_source)
-        delay = 2.0
+        delay, waiting_since = 2.0, time.monotonic()
         while True:
             try:
                 self.volumes = await self._builder.setup_all()
                 break
+            except NotAttached as exc:
+                # the kubelet waits for the attachment, and says so once its two-minute deadline passed
+                if time.monotonic() - waiting_since >= ATTACH_TIMEOUT_S:
+                    names = " ".join(exc.volumes)
+                    await self.agent.event(self.pod, "FailedMount", (
+                        f"Unable to attach or mount volumes: unmounted volumes=[{names}], unattached volumes=[{names}], "
+                        "failed to process volumes=[]: timed out waiting for the condition"), "Warning")
+                    waiting_since = time.monotonic()
+                delay = 1.0  # attachment is noticed within a second or two, as the kubelet polls for it
             except MountError as exc:
                 await self.agent.event(self.pod, "FailedMount", str(exc), "Warning")
             if await self.sleep(delay):
@@ -336,6 +353,18 @@ class PodWorker:
         await asyncio.gather(*(r.stop(self.grace_period) for r in self.all_runners()), return_exceptions=True)
         self.mark_dirty()
 
+    async def evict(self, message: str) -> None:
+        """The eviction manager's hard eviction: kill every container now; the pod fails as Evicted."""
+        self.failed = ("Evicted", message)
+        self._conditions["DisruptionTarget"] = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+                                                "lastTransitionTime": _now(), "reason": "TerminationByKubelet",
+                                                "message": message}
+        self.mark_dirty()
+        await self.agent.event(self.pod, "Evicted", message, "Warning")
+        self._stop.set()
+        await asyncio.gather(*(r.stop(0) for r in self.all_runners()), return_exceptions=True)
+        self.mark_dirty()
+
     async def _refresh_loop(self) -> None:
         while not await self.sleep(CONFIG_REFRESH_S):
             if self._builder is not None:
@@ -364,6 +393,7 @@ class PodWorker:
                 await self._writer
         await self.host_ports.stop()
         self.agent.release_ip(self.uid)
+        release_memory_volumes(self.root)
         shutil.rmtree(self.root, ignore_errors=True)
         for path in RUN_ROOT.glob(f"{self._run_prefix}-*"):
             shutil.rmtree(path, ignore_errors=True)
@@ -425,6 +455,9 @@ class PodWorker:
             ready_args = (True, "", "")
         conditions.append(self._condition("ContainersReady", *ready_args))
         conditions.append(self._condition("Ready", *ready_args))
+        if "DisruptionTarget" in self._conditions:
+            conditions = [c for c in conditions if c.get("type") != "DisruptionTarget"]
+            conditions.append(self._conditions["DisruptionTarget"])
         order = {"PodReadyToStartContainers": 0, "Initialized": 1, "Ready": 2, "ContainersReady": 3, "PodScheduled": 4}
         conditions.sort(key=lambda c: order.get(c.get("type"), 9))
         status = {k: v for k, v in existing.items() if k in ("nominatedNodeName", "resize", "resourceClaimStatuses")}

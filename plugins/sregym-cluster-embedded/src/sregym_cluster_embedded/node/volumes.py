@@ -3,7 +3,10 @@
 ConfigMap, Secret, downwardAPI and projected volumes use the kubelet's atomic layout: the data
 lives in a timestamped ``..<ts>`` directory, ``..data`` is a symlink to it, and each key is a
 symlink ``key -> ..data/key``; a refresh swaps ``..data`` in one rename, so readers never see a
-half-written set. emptyDir is a plain directory that lives as long as the pod. A PVC maps to its
+half-written set. emptyDir is a plain directory that lives as long as the pod; with ``medium: Memory``
+and a root node agent it is a tmpfs of ``sizeLimit`` (else the node's allocatable memory), as the
+kubelet mounts it, so writes past the limit fail with ENOSPC (mounted at ``/dev/shm`` it is the pod's
+``/dev/shm``); without root it stays a plain directory and the limit is not enforced. A PVC maps to its
 bound PersistentVolume's directory (``hostPath``/``local`` path, else ``state_dir/volumes/<pv>``),
 which survives pods. hostPath is kept inside the node's own directory, never the real host path.
 """
@@ -19,7 +22,9 @@ from typing import Any
 
 from sregym_core.quantity import cpu_millis, memory_bytes
 
-from .errors import MountError
+from .errors import MountError, NotAttached
+
+NETWORK_DISK = "sregym.io/network-disk"  # attached by the attachdetach controller before use
 
 DEFAULT_MODE = 0o644
 
@@ -127,7 +132,11 @@ class VolumeBuilder:
         return self.pod["metadata"].get("namespace", "default")
 
     async def setup_all(self) -> dict[str, Path]:
-        """Materialise every volume; raises MountError naming the first one that cannot be set up."""
+        """Materialise every volume; raises MountError naming the first one that cannot be set up,
+        NotAttached when network disks wait for the attachdetach controller."""
+        unattached = await self._unattached()
+        if unattached:
+            raise NotAttached(unattached)
         for volume in self.pod.get("spec", {}).get("volumes") or []:
             name = volume.get("name", "")
             try:
@@ -135,6 +144,23 @@ class VolumeBuilder:
             except MountError as exc:
                 raise MountError(f'MountVolume.SetUp failed for volume "{name}" : {exc}') from None
         return self.paths
+
+    async def _unattached(self) -> list[str]:
+        """Names of the pod's network-disk volumes its node does not list as attached."""
+        wanted = []
+        for volume in self.pod.get("spec", {}).get("volumes") or []:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            pvc = await _get(self.client, "persistentvolumeclaims", claim, self.namespace) if claim else None
+            pv_name = (pvc or {}).get("spec", {}).get("volumeName")
+            pv = await _get(self.client, "persistentvolumes", pv_name, None) if pv_name else None
+            csi = ((pv or {}).get("spec") or {}).get("csi") or {}
+            if csi.get("driver") == NETWORK_DISK:
+                wanted.append((volume.get("name", ""), f"kubernetes.io/csi/{NETWORK_DISK}^{csi.get('volumeHandle', pv_name)}"))
+        if not wanted:
+            return []
+        node = await _get(self.client, "nodes", self.pod.get("spec", {}).get("nodeName", ""), None) or {}
+        attached = {e.get("name") for e in (node.get("status") or {}).get("volumesAttached") or []}
+        return [name for name, unique in wanted if unique not in attached]
 
     async def refresh(self) -> None:
         """Re-project ConfigMap/Secret/downwardAPI/projected data (the kubelet's periodic sync)."""
@@ -151,6 +177,9 @@ class VolumeBuilder:
         if "emptyDir" in volume:
             target.mkdir(parents=True, exist_ok=True)
             target.chmod(0o777)
+            source = volume.get("emptyDir") or {}
+            if source.get("medium") == "Memory":
+                memory_backed(target, source.get("sizeLimit") or self.node_allocatable.get("memory") or "64Mi")
             return target
         if "configMap" in volume or "secret" in volume or "downwardAPI" in volume or "projected" in volume:
             files = await self._projection(volume)
@@ -303,3 +332,29 @@ def _same_content(current: Path, files: dict[str, tuple[bytes, Any]]) -> bool:
     if existing != set(files):
         return False
     return all((current / rel).read_bytes() == data for rel, (data, _) in files.items())
+
+
+# --------------------------------------------------------------------------- memory-backed emptyDir
+
+def memory_backed(target: Path, size_limit: str) -> bool:
+    """Mount a tmpfs of ``size_limit`` on ``target`` (root only); False when it stays a directory."""
+    if os.geteuid() != 0 or os.environ.get("SREGYM_POD_ISOLATION", "1") == "0" or os.path.ismount(target):
+        return os.path.ismount(target)
+    from .isolation import _libc
+
+    size = max(int(memory_bytes(str(size_limit))), 4096)
+    if _libc.mount(b"tmpfs", str(target).encode(), b"tmpfs", 0, f"size={size},mode=1777".encode()) != 0:
+        return False
+    return True
+
+
+def release_memory_volumes(pod_root: Path) -> None:
+    """Unmount the pod's memory-backed emptyDirs (before its directory is removed)."""
+    from .isolation import MNT_DETACH, _libc
+
+    volumes = pod_root / "volumes"
+    if not volumes.is_dir():
+        return
+    for entry in volumes.iterdir():
+        if os.path.ismount(entry):
+            _libc.umount2(str(entry).encode(), MNT_DETACH)
