@@ -18,7 +18,9 @@ from sregym_core.types import ClusterProviderSpec
 from . import cluster as clusters
 from . import locks
 
-CAPABILITIES = frozenset({"any", "embedded", "node-agent", "snapshot", "ld-preload"})
+CAPABILITIES = frozenset({"any", "embedded", "node-agent", "snapshot", "ld-preload"}
+                         | ({"root"} if os.geteuid() == 0 and os.environ.get("SREGYM_POD_ISOLATION", "1") != "0"
+                            else set()))  # root: tmpfs-backed volumes and isolated pods (a per-pod /dev/shm)
 
 
 class EmbeddedCluster:
@@ -198,3 +200,11 @@ def sregym_register_commands(cli: Any) -> None:
     from .cli import cluster
 
     cli.add_command(cluster)
+
+
+@hookimpl
+def sregym_local_images():
+    """The ingress-nginx controller image the cluster's ingress addon runs (see ``ingress.addon``)."""
+    from .ingress.addon import local_image
+
+    return [local_image()]

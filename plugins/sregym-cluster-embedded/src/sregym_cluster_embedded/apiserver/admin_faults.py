@@ -3,7 +3,8 @@
 Faults run in the benchmark process, so the node agents, the fault shim and the service proxy are
 reached through these endpoints (system:masters only; errors are Kubernetes ``Status`` objects):
 
-* ``GET /sregym/nodes``; ``POST /sregym/nodes/<node>/stop`` and ``.../start``: stop a node agent
+* ``GET /sregym/nodes`` (each node agent's state and its eviction manager's thresholds, the ones
+  met now and its pressure conditions); ``POST /sregym/nodes/<node>/stop`` and ``.../start``: stop a node agent
   (heartbeats and status stop, pods keep running; the node lifecycle controller then marks the
   node Unknown and evicts) and start it again.
 * ``PUT /sregym/faults/shim/<id>``: an LD_PRELOAD fault rule (see ``node/faultshim.c``) for the
@@ -469,7 +470,8 @@ class FaultHooks:
     def nodes_status(self) -> dict:
         if self.nodes is None:
             return {}
-        return {name: {"agent": "stopped" if agent.paused else "running"} for name, agent in self.nodes.agents.items()}
+        return {name: {"agent": "stopped" if agent.paused else "running", "eviction": agent.eviction.status()}
+                for name, agent in self.nodes.agents.items()}
 
     def summary(self) -> dict:
         return {"shimAvailable": self.shim_path is not None, "nodes": self.nodes_status(),

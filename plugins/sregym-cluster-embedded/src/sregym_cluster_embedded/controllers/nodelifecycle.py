@@ -19,6 +19,10 @@ EVICTION_COMPONENT = "taint-eviction-controller"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 NOT_READY = "node.kubernetes.io/not-ready"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+#: TaintNodesByCondition: a pressure condition reported True gives the node a NoSchedule taint
+CONDITION_TAINTS = {"MemoryPressure": "node.kubernetes.io/memory-pressure",
+                    "DiskPressure": "node.kubernetes.io/disk-pressure",
+                    "PIDPressure": "node.kubernetes.io/pid-pressure"}
 LEASE_NS = "kube-node-lease"
 API_DEFAULT_TOLERATION = 300  # what DefaultTolerationSeconds admission writes into every pod
 NODE_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
@@ -141,10 +145,14 @@ class NodeLifecycleController(Controller):
             out += [{"key": NOT_READY, "effect": "NoSchedule"}, {"key": NOT_READY, "effect": "NoExecute"}]
         if node.get("spec", {}).get("unschedulable"):
             out.append({"key": UNSCHEDULABLE, "effect": "NoSchedule"})
+        if ready == "True":
+            for cond in (node.get("status") or {}).get("conditions") or []:
+                if cond.get("type") in CONDITION_TAINTS and cond.get("status") == "True":
+                    out.append({"key": CONDITION_TAINTS[cond["type"]], "effect": "NoSchedule"})
         return out
 
     async def _sync_taints(self, node: Obj) -> Obj:
-        ours = {UNREACHABLE, NOT_READY, UNSCHEDULABLE}
+        ours = {UNREACHABLE, NOT_READY, UNSCHEDULABLE, *CONDITION_TAINTS.values()}
         current = node.get("spec", {}).get("taints") or []
         kept = [t for t in current if t.get("key") not in ours]
         have = {(t.get("key"), t.get("effect")): t for t in current if t.get("key") in ours}

@@ -29,6 +29,7 @@ from ..network import current as current_network
 from . import isolation, mountns
 from .cgroups import Backend, detect_backend
 from .images import ImageCatalog, Recipe, default_catalog, python_executable
+from .eviction import EvictionManager
 from .pod import PodWorker
 from .runtime import NodeRuntime
 from .shim import SHARED_DIR, build_shim, ensure_shared_dir
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 COMPONENT = "kubelet"
 LEASE_NS = "kube-node-lease"
 LEASE_PERIOD_S = 10.0
+EVICTION_MONITORING_S = 10.0
 NODE_STATUS_PERIOD_S = 40.0
 MAX_PODS = 110
 
@@ -71,7 +73,9 @@ class NodeAgent:
         self.paused = True
         self._tasks: list[asyncio.Task] = []
         self._node_uid = ""
+        self._reported_pressure = (False, False, False)
         self.cluster_domain = getattr(nodes.settings, "cluster_domain", "cluster.local")
+        self.eviction = EvictionManager(self)
         self.allocatable = {"cpu": str(nodes.settings.node_cpu), "memory": str(nodes.settings.node_memory),
                             "pods": str(MAX_PODS), "ephemeral-storage": "100Gi"}
 
@@ -137,6 +141,8 @@ class NodeAgent:
         self.root.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o755)
         self.paused = False
+        await self.eviction.ensure_cluster_config()
+        await self.eviction.reload(force=True)
         await self._register()
         await self._renew_lease()
         if self.nodes.isolation_warning:
@@ -144,7 +150,8 @@ class NodeAgent:
             with contextlib.suppress(Exception):
                 await self.event(node, "PodIsolationUnavailable", self.nodes.isolation_warning, "Warning")
         self._tasks = [asyncio.create_task(self._heartbeat(), name=f"heartbeat-{self.name}"),
-                       asyncio.create_task(self._watch_pods(), name=f"podwatch-{self.name}")]
+                       asyncio.create_task(self._watch_pods(), name=f"podwatch-{self.name}"),
+                       asyncio.create_task(self._eviction_loop(), name=f"eviction-{self.name}")]
         for worker in self.workers.values():
             worker.mark_dirty()
 
@@ -193,7 +200,7 @@ class NodeAgent:
 
         capacity = dict(self.allocatable)
         uname = platform.uname()
-        memory, disk, pids = self.pressure()
+        memory, disk, pids = self._reported_pressure = self.pressure()
         return {
             "capacity": capacity,
             "allocatable": dict(self.allocatable),
@@ -226,18 +233,22 @@ class NodeAgent:
         }
 
     def pressure(self) -> tuple[bool, bool, bool]:
-        """The kubelet's hard eviction signals, measured on this host: memory.available < 100Mi,
-        nodefs.available < 10% (the state dir's filesystem), pid.available < 10%."""
-        memory = disk = pids = False
-        with contextlib.suppress(Exception):
-            memory = psutil.virtual_memory().available < 100 * 2**20
-        with contextlib.suppress(Exception):
-            usage = psutil.disk_usage(str(self.state_dir))
-            disk = usage.free < 0.10 * usage.total
-        with contextlib.suppress(Exception):
-            pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
-            pids = len(psutil.pids()) > 0.9 * pid_max
-        return memory, disk, pids
+        """(memory, disk, pid) pressure from the eviction manager's hard thresholds (see eviction.py)."""
+        return self.eviction.pressure()
+
+    async def _eviction_loop(self) -> None:
+        while True:
+            await asyncio.sleep(EVICTION_MONITORING_S)
+            try:
+                await self.eviction.reload()
+                await self.eviction.housekeeping()
+                pressure = self.pressure()
+                if pressure != self._reported_pressure:
+                    await self._update_node_status()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the next round may succeed
+                log.warning("node %s eviction round failed", self.name, exc_info=True)
 
     async def _register(self) -> None:
         try:
