@@ -3,8 +3,8 @@
 Faults run in the benchmark process, so the node agents, the fault shim and the service proxy are
 reached through these endpoints (system:masters only; errors are Kubernetes ``Status`` objects):
 
-* ``GET /sregym/nodes`` (each node agent's state and its eviction manager's thresholds, the ones
-  met now and its pressure conditions); ``POST /sregym/nodes/<node>/stop`` and ``.../start``: stop a node agent
+* ``GET /sregym/nodes`` (each node agent's state, its eviction manager's thresholds, the ones met
+  now and its pressure conditions, and its conntrack table: count, max, drops, demand); ``POST /sregym/nodes/<node>/stop`` and ``.../start``: stop a node agent
   (heartbeats and status stop, pods keep running; the node lifecycle controller then marks the
   node Unknown and evicts) and start it again.
 * ``PUT /sregym/faults/shim/<id>``: an LD_PRELOAD fault rule (see ``node/faultshim.c``) for the
@@ -470,7 +470,9 @@ class FaultHooks:
     def nodes_status(self) -> dict:
         if self.nodes is None:
             return {}
-        return {name: {"agent": "stopped" if agent.paused else "running", "eviction": agent.eviction.status()}
+        conntrack = self.network.proxy.conntrack.status() if self.network is not None else {}
+        return {name: {"agent": "stopped" if agent.paused else "running", "eviction": agent.eviction.status(),
+                       **({"conntrack": conntrack[name]} if name in conntrack else {})}
                 for name, agent in self.nodes.agents.items()}
 
     def summary(self) -> dict:

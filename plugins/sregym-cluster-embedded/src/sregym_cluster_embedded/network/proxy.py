@@ -6,6 +6,8 @@ with `sessionAffinity: ClientIP`. NetworkPolicy is checked per connection (sourc
 connection is silently held, like a dropped SYN-ACK path. Fault hooks add delay/jitter and loss,
 looked up per segment: like netem on an interface, a fault set now also impairs the connections
 already open (a gRPC client's one long-lived HTTP/2 connection among them), and clearing it heals them.
+Each connection holds an entry in the caller's and the backend's node conntrack table (conntrack.py):
+a node whose table is full drops new connections.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..controllers.util import Obj
+from .conntrack import ConntrackTable
 from .policy import allowed
 from .view import ClusterView
 
@@ -64,9 +67,11 @@ class ServiceProxy:
         self._affinity: dict[tuple[PortKey, str], tuple[str, float]] = {}
         self._dirty = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._conns_task: asyncio.Task | None = None
         self._conns: set[asyncio.Task] = set()
         self._unbindable: set[PortKey] = set()  # ports already reported as impossible to listen on
         self.connections = 0
+        self.conntrack = ConntrackTable(view)
         view.services.add_handler(lambda *_: self._dirty.set())
         view.endpoints.add_handler(lambda *_: self._dirty.set())
         view.nodes.add_handler(lambda *_: self._dirty.set())
@@ -76,6 +81,8 @@ class ServiceProxy:
         self._task = asyncio.create_task(self._loop(), name="service-proxy")
 
     async def stop(self) -> None:
+        if self._conns_task:
+            self._conns_task.cancel()
         if self._task:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -91,6 +98,7 @@ class ServiceProxy:
 
     async def _loop(self) -> None:
         await self.view.wait_synced()
+        self._conns_task = asyncio.create_task(self.conntrack.run(), name="conntrack-config")
         while True:
             await self._dirty.wait()
             self._dirty.clear()
@@ -247,6 +255,20 @@ class ServiceProxy:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)  # dropped: nothing ever answers
             return
+        tracked = {n for n in (self._node_of(client_ip), self._node_of(ip)) if n}
+        full = self.conntrack.admit(tracked)
+        if full is not None:  # nf_conntrack table full on that node: the packets are dropped
+            asyncio.create_task(self.conntrack.dropped(full))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)
+            return
+        try:
+            await self._forward(key, reader, writer, ip, port, pod_name, client_ip)
+        finally:
+            self.conntrack.release(tracked)
+
+    async def _forward(self, key: PortKey, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                       ip: str, port: int, pod_name: str | None, client_ip: str) -> None:
         def current() -> Fault | None:
             return self.fault_for(key, pod_name)
 
