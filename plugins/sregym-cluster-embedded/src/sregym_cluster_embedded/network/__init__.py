@@ -76,6 +76,7 @@ class Network:
         self._start_guard()
         await self._ensure_dns_service()
         await self._ensure_corefile()
+        await self._ensure_ingress_addon()
         return self
 
     def _start_guard(self) -> None:
@@ -144,6 +145,19 @@ class Network:
             await self.client.create("configmaps", body, CorefileSource.NAMESPACE)
         except Exception as exc:  # exists already (kept as the user left it)
             log.debug("coredns configmap: %s", exc)
+
+    async def _ensure_ingress_addon(self) -> None:
+        """The ingress-nginx controller (``..ingress.addon``), unless ``SREGYM_EMBEDDED_INGRESS=0``;
+        what exists already is kept as the user left it."""
+        if os.environ.get("SREGYM_EMBEDDED_INGRESS", "1") == "0":
+            return
+        from ..ingress.addon import objects
+
+        for resource, namespace, body in objects():
+            try:
+                await self.client.create(resource, body, namespace)
+            except Exception as exc:  # exists already
+                log.debug("ingress addon %s: %s", resource, exc)
 
     async def stop(self) -> None:
         global _current
