@@ -14,8 +14,8 @@ LIB = Path(__file__).resolve().parent.parent
 REPO = LIB.parent.parent
 #: the modules the app images import (they carry no sregym_core)
 IMAGE_MODULES = ("admin", "cli", "logs", "manifests", "stats", "tracing", "workload")
-#: host-side only: needs sregym-core (the ``deploy`` extra)
-HOST_MODULES = ("deploy",)
+#: host-side only: needs sregym-core and cryptography (the ``deploy`` extra)
+HOST_MODULES = ("deploy", "ingress")
 _BLOCKED = "import sys; [sys.modules.__setitem__(m, None) for m in ('sregym_core', 'sregym_app_hotel_reservation', " \
            "'sregym_app_social_network', 'sregym_app_astronomy_shop')]; "
 
@@ -35,7 +35,7 @@ def test_the_host_side_deploy_module_without_the_core_names_the_extra():
     assert "ImportError: sregym_appkit.deploy runs on the host and needs sregym-core: " \
            "pip install 'sregym-appkit[deploy]'" in proc.stderr, proc.stderr
     extras = tomllib.loads((LIB / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert [_name(r) for r in extras["deploy"]] == ["sregym-core"]
+    assert [_name(r) for r in extras["deploy"]] == ["sregym-core", "cryptography"]
 
 
 def test_deploy_errors_are_the_cores_deploy_errors_with_hints():

@@ -154,6 +154,10 @@ class AppDeployment:
         started = time.monotonic()
         deadline = started + timeout
         k.run("apply", "-f", "-", stdin=manifests_yaml, timeout=120)
+        # the Ingresses' TLS certificates, from the app's CA in its hidden (last) namespace
+        from .ingress import ensure_tls
+
+        ensure_tls(k, manifests_yaml, self.namespaces[-1])
         logs.info("deploy_applied", elapsed_s=round(time.monotonic() - started, 2))
         waiting: list[str] = ["(not checked yet)"]
         while time.monotonic() < deadline:

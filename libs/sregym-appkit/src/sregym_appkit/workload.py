@@ -16,6 +16,7 @@ API (the mitigation oracles' functional SLO)::
                              "p50_ms","p95_ms","p99_ms","error_kinds","by_endpoint","endpoints"}
     GET  /control           the current run's parameters and progress
     POST /control           {"rate": 20, "duration": 60, "max_requests": 5000, "distribution": "poisson"}
+                            (+ "route": {"url", "connect", "ca"} or null: send users through an Ingress, or not)
     GET  /healthz, GET /readyz, GET /metrics
 
 Settings come from ``--flags`` or ``WORKLOAD_*`` environment variables (see :func:`parse_settings`).
@@ -30,11 +31,13 @@ import json
 import os
 import random
 import signal
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
 
 import aiohttp
+import aiohttp.abc
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
@@ -129,6 +132,39 @@ def validate_run(body: dict[str, Any], base: RunSpec | None = None) -> RunSpec:
     return RunSpec(rate=rate, duration=duration, max_requests=max_requests, distribution=distribution, seed=seed)
 
 
+def validate_route(route: Any) -> tuple[str, str, str]:
+    """(url, connect, ca) of a /control ``route``; ValueError when it is not one."""
+    if not isinstance(route, dict) or set(route) - {"url", "connect", "ca"}:
+        raise ValueError('route must be null or an object with "url", "connect" and optionally "ca"')
+    url, connect, ca = route.get("url"), route.get("connect"), route.get("ca") or ""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ValueError("route.url must be an http:// or https:// URL")
+    host, _, port = str(connect or "").rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError('route.connect must be "host:port"')
+    if not isinstance(ca, str) or (ca and "BEGIN CERTIFICATE" not in ca):
+        raise ValueError("route.ca must be PEM certificates")
+    return url, str(connect), ca
+
+
+class PinnedResolver(aiohttp.abc.AbstractResolver):
+    """Resolves some names to another host and port (as a public DNS record points a site's name at
+    its load balancer); everything else as usual."""
+
+    def __init__(self, pins: dict[str, tuple[str, int]]) -> None:
+        self.pins, self.default = pins, aiohttp.ThreadedResolver()
+
+    async def resolve(self, host: str, port: int = 0, family: int = 0) -> list[dict[str, Any]]:
+        if host not in self.pins:
+            return await self.default.resolve(host, port, family)
+        target, target_port = self.pins[host]
+        answers = await self.default.resolve(target, target_port, family)
+        return [{**a, "hostname": host, "port": target_port} for a in answers]
+
+    async def close(self) -> None:
+        await self.default.close()
+
+
 def choose_weighted(mix: tuple[tuple[str, float], ...], rng: random.Random) -> str:
     """An endpoint drawn from ``mix`` ((name, share) pairs summing to 1)."""
     x, acc = rng.random(), 0.0
@@ -172,6 +208,9 @@ class Generator:
         self.spec = settings.run
         self.task: asyncio.Task[None] | None = None
         self.session: aiohttp.ClientSession | None = None
+        self.sessions: list[aiohttp.ClientSession] = []  # every session opened (routes switch sessions)
+        self.direct: tuple[Settings, aiohttp.ClientSession | None] | None = None
+        self.route: dict[str, str] | None = None
         self.sent = 0
         self.started_at = 0.0
         self.inflight = 0
@@ -195,13 +234,39 @@ class Generator:
         connector = aiohttp.TCPConnector(limit=self.settings.max_inflight, ttl_dns_cache=10)
         timeout = aiohttp.ClientTimeout(total=self.settings.timeout_s)
         self.session = aiohttp.ClientSession(connector=connector, timeout=timeout)
+        self.sessions.append(self.session)
+
+    async def set_route(self, route: dict[str, Any] | None) -> None:
+        """Send users to ``route["url"]`` (an Ingress host), connecting to ``route["connect"]``
+        (``host:port`` of the ingress controller's Service, as DNS would answer for the public name)
+        and verifying its certificate against ``route["ca"]`` (PEM); None: back to the target."""
+        if route is None:
+            if self.direct is not None:
+                self.settings, self.session = self.direct
+            self.route = None
+            return
+        url, connect, ca = validate_route(route)
+        if self.direct is None:
+            self.direct = (self.settings, self.session)
+        from yarl import URL
+
+        host = URL(url).host or ""
+        connect_host, _, connect_port = connect.rpartition(":")
+        context = ssl.create_default_context(cadata=ca) if ca else ssl.create_default_context()
+        connector = aiohttp.TCPConnector(limit=self.settings.max_inflight, ttl_dns_cache=10, ssl=context,
+                                         resolver=PinnedResolver({host: (connect_host, int(connect_port))}))
+        self.session = aiohttp.ClientSession(connector=connector,
+                                             timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s))
+        self.sessions.append(self.session)
+        self.settings = dataclasses.replace(self.direct[0], target=url.rstrip("/"))
+        self.route = {"url": url, "connect": connect}
 
     async def close(self) -> None:
         await self.stop()
         if self.pending:
             await asyncio.wait(self.pending, timeout=self.settings.timeout_s)
-        if self.session is not None:
-            await self.session.close()
+        for session in self.sessions:
+            await session.close()
 
     async def start(self, spec: RunSpec) -> None:
         await self.stop()
@@ -275,7 +340,7 @@ class Generator:
     def progress(self) -> dict[str, Any]:
         return {"running": self.task is not None and not self.task.done(), "sent": self.sent,
                 "recorded_total": self.log.total, "inflight": self.inflight, "started_at": self.started_at,
-                "target": self.settings.target, **dataclasses.asdict(self.spec)}
+                "target": self.settings.target, "route": self.route, **dataclasses.asdict(self.spec)}
 
 
 def add_query_routes(app: web.Application, log: RequestLog, endpoints: tuple[str, ...]) -> None:
@@ -310,9 +375,15 @@ def make_app(gen: Generator) -> web.Application:
             body = await request.json()
             if not isinstance(body, dict):
                 raise ValueError("body must be a JSON object")
+            has_route, route = "route" in body, body.pop("route", None)
+            if route is not None:
+                validate_route(route)
             spec = validate_run(body, base=gen.spec)
         except (ValueError, json.JSONDecodeError) as exc:
             return web.json_response({"error": str(exc)}, status=400)
+        if has_route:
+            await gen.stop()
+            await gen.set_route(route)
         await gen.start(spec)
         return web.json_response(gen.progress())
 
