@@ -1,5 +1,6 @@
 """The agent's restricted identity: a ServiceAccount in the benchmark's hidden namespace, bound to
-broad rights inside the app's namespace(s) only, read-only on nodes, and nothing else.
+broad rights inside the app's namespace(s) only, read-only on nodes and on the ingress controller's
+namespace (its pods and logs), and nothing else.
 
 Works through the Kubernetes API alone (RBAC + TokenRequest), so it is the same on the embedded
 cluster and on a real one. The agent cannot list namespaces, so hidden namespaces (the workload
@@ -58,6 +59,18 @@ CLUSTER_RULES = [
     # which admission webhooks see the app's objects (a FailedCreate event names one)
     {"apiGroups": ["admissionregistration.k8s.io"],
      "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], "verbs": ["get", "list"]},
+    # which ingress classes a controller serves (an Ingress whose class none serves gets no address)
+    {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"], "verbs": ["get", "list", "watch"]},
+]
+
+
+#: Cluster components an SRE on call may look at but not change: the ingress controller's pods and
+#: logs (read-only, where the namespace exists).
+READ_ONLY_NAMESPACES = ("ingress-nginx",)
+READ_ONLY_RULES = [
+    {"apiGroups": [""], "resources": ["pods", "pods/log", "services", "endpoints", "events"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "daemonsets"], "verbs": ["get", "list", "watch"]},
 ]
 
 
@@ -115,6 +128,17 @@ def grant_agent_access(kube: Kube, app_namespaces: list[str] | tuple[str, ...], 
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
             "metadata": {"name": account, "labels": {"sregym.io/managed": "true"}}, "subjects": subject,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "sregym-agent"}})
+    _put(kube, f"{rbac}/clusterroles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                        "metadata": {"name": "sregym-agent-read"}, "rules": READ_ONLY_RULES})
+    for ns in READ_ONLY_NAMESPACES:
+        try:
+            _put(kube, f"{rbac}/namespaces/{ns}/rolebindings", {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": account, "labels": {"sregym.io/managed": "true"}}, "subjects": subject,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "sregym-agent-read"}})
+        except ApiStatusError as exc:
+            if exc.code != 404:  # no such namespace on this cluster
+                raise
     token = kube.request("POST", f"/api/v1/namespaces/{BENCHMARK_NAMESPACE}/serviceaccounts/{account}/token",
                          body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                                "spec": {"expirationSeconds": expiration_seconds}})["status"]["token"]
@@ -141,7 +165,7 @@ def revoke_agent_access(kube: Kube, app_namespaces: list[str] | tuple[str, ...],
     """End the identity ``account``: its bindings go, and deleting its ServiceAccount invalidates
     every token issued for it (bound tokens name the account's uid)."""
     rbac = "/apis/rbac.authorization.k8s.io/v1"
-    paths = [f"{rbac}/namespaces/{ns}/rolebindings/{account}" for ns in app_namespaces]
+    paths = [f"{rbac}/namespaces/{ns}/rolebindings/{account}" for ns in (*app_namespaces, *READ_ONLY_NAMESPACES)]
     paths += [f"{rbac}/clusterrolebindings/{_cluster_binding(account)}",
               f"/api/v1/namespaces/{BENCHMARK_NAMESPACE}/serviceaccounts/{account}"]
     for path in paths:

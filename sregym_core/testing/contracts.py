@@ -74,7 +74,7 @@ def contract_app() -> AppSpec:
     )
 
 
-_ALL_KNOBS = ("feature-flags", "retry-policy", "rate-limit", "load-entrypoint", "buggy-image")
+_ALL_KNOBS = ("feature-flags", "retry-policy", "rate-limit", "load-entrypoint", "buggy-image", "ingress")
 
 
 class _Contract:

@@ -21,6 +21,8 @@ class TestClusterFaults(FaultContract):
                   for name in ("dns-nxdomain-service", "dns-stale-zone")}
     live_only["internal-traffic-local"] = "needs pods on nodes and the Service's endpoints (live)"
     live_only["recurring-memory-actor"] = "starts a Job from the CronJob (kubectl create job --from, live)"
+    live_only |= {name: "first sends the workload's users through the Ingress (the generator's /control, live)"
+                  for name in ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")}
 
 
 def _review(kind: str = "Pod") -> dict:

@@ -40,6 +40,7 @@ class TestClusterFaultsLive(LiveFaultContract):
                 "recurring-memory-actor": "covered by test_cluster_faults_matrix.py (waits for scheduled runs)",
                 "internal-traffic-local": "covered by test_cluster_faults_matrix.py (needs two nodes; the shared "
                                           "live cluster has one)"}
+    not_here |= {name: "covered by test_ingress_faults_live.py" for name in ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")}
 
 
 @pytest.fixture(autouse=True)

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.matrix
 
 ALL = ("admission-webhook-outage", "mutating-webhook-memory", "psa-restricted", "dns-nxdomain-service",
        "admission-webhook-timeouts", "dns-stale-zone", "recurring-memory-actor", "internal-traffic-local")
+ALL += ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")  # their live cases: test_ingress_faults_live.py
 
 
 def _request_for(kind, rng):

@@ -59,6 +59,7 @@ def _knobs(service: str) -> tuple[str, ...]:
         knobs.append("buggy-image")  # the published 1.0-buggy build breaks month-end stays here only
     if service == "frontend":
         knobs.append("load-entrypoint")  # user requests enter here; load-burst's default path is a search
+        knobs.append("ingress")  # users arrive through the Ingress of the same name (manifests/55-ingress.yaml)
     return tuple(knobs)
 
 

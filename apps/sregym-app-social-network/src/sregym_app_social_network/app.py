@@ -68,6 +68,7 @@ def _knobs(service: str) -> tuple[str, ...]:
         knobs.append("retry-policy")  # a Thrift client: RPC_TIMEOUT_MS/RPC_RETRIES/RPC_BACKOFF_MS (rpc.py)
     if service == "nginx-thrift":
         knobs.append("load-entrypoint")  # user requests enter here
+        knobs.append("ingress")  # users arrive through the Ingress of the same name (manifests/55-ingress.yaml)
     return tuple(knobs)
 
 
