@@ -11,7 +11,11 @@ from sregym_core.testing.contracts import FaultContract
 class TestNodeFaults(FaultContract):
     plugin = sregym_fault_node.plugin
     live_only = {name: "it acts through the cluster's node fault hooks" for name in (
-        "disk-full", "network-delay", "network-loss", "node-not-ready")}
+        "disk-full", "network-delay", "network-loss", "node-not-ready")} | {
+        "conntrack-exhaustion": "it reads the service proxy's conntrack tables through the node fault hooks",
+        "kubelet-eviction-threshold": "it reads the node agent's eviction manager through the node fault hooks",
+        "shm-exhaustion": "it waits for the StatefulSet's pod to roll (live: test_node_os_faults_live.py)",
+        "shm-too-small": "it waits for the StatefulSet's pod to roll (live: test_node_os_faults_live.py)"}
 
 
 def test_node_faults_need_the_hooks():

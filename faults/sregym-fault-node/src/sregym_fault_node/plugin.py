@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sregym_core import hookimpl
 
-from . import node
+from . import conntrack, kubelet_config, node, shm
 
 
 @hookimpl
 def sregym_faults():
-    return list(node.FAULTS)
+    return [*node.FAULTS, *kubelet_config.FAULTS, *shm.FAULTS, *conntrack.FAULTS]

@@ -155,10 +155,9 @@ class ConntrackTable:
             return
         self._evented[node] = now
         obj = self.view.nodes.get(None, node) or {}
-        involved = {"kind": "Node", "apiVersion": "v1", "name": node,
-                    "uid": (obj.get("metadata") or {}).get("uid", node)}
-        message = (f"kernel: nf_conntrack: nf_conntrack: table full, dropping packet "
-                   f"(nf_conntrack_count {self.count(node)}, nf_conntrack_max {self.max(node)})")
+        involved = {"kind": "Node", "apiVersion": "v1",
+                    "metadata": {"name": node, "uid": (obj.get("metadata") or {}).get("uid", node)}}
+        message = "kernel: nf_conntrack: nf_conntrack: table full, dropping packet"  # repeats bump its count
         with contextlib.suppress(Exception):
             await self.view.client.create_event(involved, "ConntrackFull", message, type="Warning",
                                                 component="kernel-monitor", host=node)

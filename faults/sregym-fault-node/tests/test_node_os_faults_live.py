@@ -1,0 +1,58 @@
+"""The node-OS faults live on Hotel Reservation (matrix: run with --matrix).
+
+* shm-exhaustion / shm-too-small: PostgreSQL's own error in its log ('could not resize shared memory
+  segment ... No space left on device'), the pod crash-looping; they need a root node agent (tmpfs).
+* kubelet-eviction-threshold: the datastore's pod Evicted with the kubelet's message and its
+  replacement unschedulable on the disk-pressure taint; best on a cluster with several nodes
+  (``sregym cluster up --name multi --nodes 3``, ``SREGYM_E2E_CLUSTER=multi``), and slow (one pod
+  evicted per ten-second round).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import sregym_fault_node.plugin
+from sregym_core.testing.live import LiveCase as Case
+from sregym_core.testing.live import LiveFaultContract, load_request_for
+from sregym_core.testing.probes import event, log_line, unschedulable
+
+pytestmark = pytest.mark.matrix
+
+
+def all_of(*probes):
+    """Evidence from every probe, or None while one of them has none."""
+    def probe(live) -> str | None:
+        found = []
+        for each in probes:
+            evidence = each(live)
+            if evidence is None:
+                return None
+            found.append(evidence)
+        return "; ".join(found)
+    return probe
+
+SHM_ERROR = "could not resize shared memory segment"
+CASES = {
+    "shm-exhaustion": Case("postgres-reservation", all_of(log_line("postgres-reservation", SHM_ERROR,
+                                                                   "No space left on device")), endpoint="reserve"),
+    "shm-too-small": Case("postgres-profile", all_of(log_line("postgres-profile", SHM_ERROR)), endpoint="search"),
+    "kubelet-eviction-threshold": Case("postgres-rate", all_of(
+        event("Evicted", "The node was low on resource: ephemeral-storage"),
+        unschedulable("postgres-rate", "node.kubernetes.io/disk-pressure")), symptom_timeout=240.0),
+}
+
+
+class TestNodeOsFaultsLive(LiveFaultContract):
+    plugin = sregym_fault_node.plugin
+    request_for = staticmethod(lambda kind, rng: load_request_for("sregym_app_hotel_reservation.workload.mix")(kind, rng))
+    cases = CASES
+    not_here = {name: "covered by test_node_faults_e2e.py" for name in (
+        "node-not-ready", "cpu-noisy-neighbor", "disk-full", "network-delay", "network-loss")}
+
+    @pytest.fixture(autouse=True)
+    def _needs_root(self, request):
+        if "case_name" in request.fixturenames and os.geteuid() != 0:
+            pytest.skip("needs root: the node agent mounts tmpfs volumes and reads no host disk otherwise")
