@@ -68,9 +68,11 @@ def components() -> tuple[Any, ...]:
         out.append(ComponentSpec(name=name, kind="Deployment", roles=roles, ports=ports, container=name,
                                  config_map="flagd-config" if name == "flagd" else None, env=tuple(env), service=name,
                                  labels={"app.kubernetes.io/name": name}, knobs=_knobs(name)))
+    # users arrive through the Ingress of the same name (manifests/55-ingress.yaml)
     out.append(ComponentSpec(name="frontend-proxy", kind="Deployment", roles=("proxy:nginx", "service:http"),
                              ports=(8080,), container="frontend-proxy", config_map="frontend-proxy-config",
-                             service="frontend-proxy", labels={"app.kubernetes.io/name": "frontend-proxy"}))
+                             service="frontend-proxy", labels={"app.kubernetes.io/name": "frontend-proxy"},
+                             knobs=("ingress",)))
     out.append(ComponentSpec(name="valkey-cart", kind="Deployment", roles=("cache:redis",), ports=(6379,),
                              container="valkey-cart", service="valkey-cart",
                              labels={"app.kubernetes.io/name": "valkey-cart"}))
@@ -92,12 +94,18 @@ def local_images() -> tuple[Any, ...]:
 
 def deploy(ctx: Any) -> None:
     """Apply the manifests rendered with the run's params; the conductor then waits for Ready."""
+    manifests = render_yaml(ctx.params)
     proc = subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), "apply", "-f", "-"],
-                          input=render_yaml(ctx.params), capture_output=True, text=True, timeout=ctx.timeout)
+                          input=manifests, capture_output=True, text=True, timeout=ctx.timeout)
     if proc.returncode != 0:
         from sregym_core.errors import DeployError
         raise DeployError(f"kubectl apply failed: {proc.stderr.strip()[-1500:]}",
                           hints=("check the kubeconfig and that the cluster is up",))
+    # the Ingress's TLS certificate, from the shop's CA in the load generator's (hidden) namespace
+    from sregym_appkit.deploy import Kubectl
+    from sregym_appkit.ingress import ensure_tls
+
+    ensure_tls(Kubectl(ctx.kubeconfig, ctx.kubectl_path), manifests, WORKLOAD_NAMESPACE)
 
 
 def problems_dir() -> Path:

@@ -24,18 +24,20 @@ import json
 import os
 import random
 import signal
+import ssl
 import threading
 import time
 import uuid
 from typing import Any
 
 import aiohttp
+import yarl
 from aiohttp import web
 from prometheus_client import Counter
 
 from sregym_appkit import logs
 from sregym_appkit.stats import Record, RequestLog
-from sregym_appkit.workload import add_query_routes, choose_weighted
+from sregym_appkit.workload import PinnedResolver, add_query_routes, choose_weighted, validate_route
 
 from . import content, data
 
@@ -89,6 +91,29 @@ class Generator:
         self.inflight = 0
         self.sent = 0
         self.flood_rps = 0
+        self.route: dict[str, str] | None = None
+        self.direct: tuple[str, aiohttp.ClientSession | None] | None = None
+        self.sessions: list[aiohttp.ClientSession] = []
+
+    def set_route(self, route: dict[str, Any] | None) -> None:
+        """Users through an Ingress (sregym_appkit's /control route: url, connect, ca), or back (None)."""
+        if route is None:
+            if self.direct is not None:
+                self.target, self.session = self.direct
+            self.route = None
+            return
+        url, connect, ca = validate_route(route)
+        if self.direct is None:
+            self.direct = (self.target, self.session)
+        host = yarl.URL(url).host or ""
+        connect_host, _, connect_port = connect.rpartition(":")
+        context = ssl.create_default_context(cadata=ca) if ca else ssl.create_default_context()
+        self.session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s), trust_env=False,
+            connector=aiohttp.TCPConnector(limit=self.max_inflight, ttl_dns_cache=10, ssl=context,
+                                           resolver=PinnedResolver({host: (connect_host, int(connect_port))})))
+        self.sessions.append(self.session)
+        self.target, self.route = url.rstrip("/"), {"url": url, "connect": connect}
 
     async def _get(self, path: str, method: str = "GET", body: Any = None) -> tuple[int, bytes]:
         assert self.session is not None
@@ -222,20 +247,24 @@ def _poll_flag(gen: Generator, stop: threading.Event) -> None:
 def make_app(gen: Generator) -> web.Application:
     async def control_get(request: web.Request) -> web.Response:
         return web.json_response({"rate": gen.rate, "duration": gen.duration, "sent": gen.sent,
-                                  "inflight": gen.inflight, "flood_rps": gen.flood_rps,
-                                  "running": gen.task is not None and not gen.task.done()})
+                                  "inflight": gen.inflight, "flood_rps": gen.flood_rps, "target": gen.target,
+                                  "route": gen.route, "running": gen.task is not None and not gen.task.done()})
 
     async def control_post(request: web.Request) -> web.Response:
         try:
             body = await request.json()
             rate = float(body.get("rate", gen.rate))
             duration = float(body.get("duration", gen.duration))
-            if not (0 <= rate <= 200 and 0 < duration <= 7 * 86400) or set(body) - {"rate", "duration"}:
-                raise ValueError("rate must be in [0, 200], duration in (0, 604800], no other keys")
+            if not (0 <= rate <= 200 and 0 < duration <= 7 * 86400) or set(body) - {"rate", "duration", "route"}:
+                raise ValueError("rate must be in [0, 200], duration in (0, 604800], no other keys but route")
+            if body.get("route") is not None:
+                validate_route(body["route"])
         except (ValueError, AttributeError, json.JSONDecodeError) as exc:
             return web.json_response({"error": str(exc)}, status=400)
         if gen.task is not None:
             gen.task.cancel()
+        if "route" in body:
+            gen.set_route(body["route"])
         gen.rate, gen.duration, gen.sent = rate, duration, 0
         gen.task = asyncio.create_task(gen.schedule())
         return await control_get(request)
@@ -272,7 +301,9 @@ async def run() -> None:
     poll_stop.set()
     gen.task.cancel()
     flood.cancel()
-    await gen.session.close()
+    for session in {id(s): s for s in [gen.session, *gen.sessions, *(gen.direct[1:] if gen.direct else ())]
+                    if s is not None}.values():
+        await session.close()
     await runner.cleanup()
 
 

@@ -146,6 +146,18 @@ def _redis(name: str, image: str, args: list[str], tier: str) -> list[dict[str, 
     return [_service(name, NAMESPACE, [("redis", 6379)], tier), _deployment(name, NAMESPACE, container, tier)]
 
 
+def _ingress(service: str, port: str) -> dict[str, Any]:
+    """Users reach the shop through the cluster's ingress controller (class nginx) at the edge proxy;
+    the TLS Secret is issued at deploy from the app's CA (sregym_appkit.ingress.ensure_tls)."""
+    host = f"{NAMESPACE}.sregym.test"
+    backend = {"service": {"name": service, "port": {"name": port}}}
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": service, "namespace": NAMESPACE, "labels": _labels(service, "edge")},
+            "spec": {"ingressClassName": "nginx", "tls": [{"hosts": [host], "secretName": f"{service}-tls"}],
+                     "rules": [{"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                                                                  "backend": backend}]}}]}}
+
+
 def build() -> list[dict[str, Any]]:
     """Every object with the default parameters, in apply order."""
     docs: list[dict[str, Any]] = [
@@ -176,7 +188,8 @@ def build() -> list[dict[str, Any]]:
              "resources": {"requests": {"cpu": "20m", "memory": "16Mi"}, "limits": {"cpu": "250m", "memory": "128Mi"}}}
     docs += [_service("frontend-proxy", NAMESPACE, [("http", 8080)], "edge"),
              _deployment("frontend-proxy", NAMESPACE, proxy, "edge",
-                         [{"name": "config", "configMap": {"name": "frontend-proxy-config"}}])]
+                         [{"name": "config", "configMap": {"name": "frontend-proxy-config"}}]),
+             _ingress("frontend-proxy", "http")]
     loadgen = {"name": "load-generator", "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": ["load-generator"],
                "ports": [{"name": "http", "containerPort": 8089}],
                "env": [{"name": "WORKLOAD_TARGET", "value": f"http://frontend-proxy.{NAMESPACE}.svc.cluster.local:8080"},
@@ -205,6 +218,8 @@ def _group(doc: dict[str, Any]) -> str:
         return "00-namespaces.yaml"
     if kind == "ConfigMap":
         return "10-configmaps.yaml"
+    if kind == "Ingress":
+        return "55-ingress.yaml"
     if ns == WORKLOAD_NAMESPACE:
         return "60-load-generator.yaml"
     if doc["metadata"]["name"] in ("valkey-cart", "queue"):
