@@ -12,6 +12,7 @@ class TestNodeFaults(FaultContract):
     plugin = sregym_fault_node.plugin
     live_only = {name: "it acts through the cluster's node fault hooks" for name in (
         "disk-full", "network-delay", "network-loss", "node-not-ready")} | {
+        "clock-drift": "it acts through the cluster's node fault hooks (the fault shim's clock rule)",
         "conntrack-exhaustion": "it reads the service proxy's conntrack tables through the node fault hooks",
         "kubelet-eviction-threshold": "it reads the node agent's eviction manager through the node fault hooks",
         "shm-exhaustion": "it waits for the StatefulSet's pod to roll (live: test_node_os_faults_live.py)",

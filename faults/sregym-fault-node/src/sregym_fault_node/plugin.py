@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sregym_core import hookimpl
 
-from . import conntrack, kubelet_config, node, shm
+from . import clock, conntrack, kubelet_config, node, shm
 
 
 @hookimpl
 def sregym_faults():
-    return [*node.FAULTS, *kubelet_config.FAULTS, *shm.FAULTS, *conntrack.FAULTS]
+    return [*node.FAULTS, *kubelet_config.FAULTS, *shm.FAULTS, *conntrack.FAULTS, *clock.FAULTS]

@@ -13,8 +13,9 @@ reached through these endpoints (system:masters only; errors are Kubernetes ``St
   ``nodes``; limited to files under ``paths`` and ``volumes`` (``[{namespace, claim}]``, resolved
   to the bound PersistentVolume now: a disk fault stays with the disk, a new volume is healthy;
   ``whole_volume: false`` limits it to ``paths`` on those volumes).
-  Fields: ``calls`` (read, write, fsync, open, connect), ``errno`` (number or name), ``rate``,
-  ``mode`` (random | badblocks, with ``frac``, ``block``, ``seed``), ``port``, ``delay_us``.
+  Fields: ``calls`` (read, write, fsync, open, connect, clock), ``errno`` (number or name), ``rate``,
+  ``mode`` (random | badblocks, with ``frac``, ``block``, ``seed``), ``port``, ``delay_us``,
+  ``offset_ms`` (with ``calls: [clock]``: the wall clock the pods read is off by that much).
 * ``PUT /sregym/faults/diskfull/<id>`` ``{namespace, claim, filler, fill_bytes}``: writes a filler
   file into the volume and caps the volume at less than its usage, so writes under it fail with
   ENOSPC while usage stays at or above the cap (deleting the filler frees it).
@@ -48,7 +49,8 @@ from .errors import ApiError
 
 log = logging.getLogger(__name__)
 
-CALLS = ("read", "write", "fsync", "open", "connect")
+CALLS = ("read", "write", "fsync", "open", "connect", "clock")
+MAX_OFFSET_MS = 10 * 365 * 86400 * 1000
 RECONCILE_SECONDS = 0.5
 MAX_FILL_BYTES = 512 * 1024 * 1024
 _ID = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
@@ -253,6 +255,8 @@ class FaultHooks:
                  f"rate={record['rate']:g}", f"mode={record['mode']}", f"frac={record['frac']:g}",
                  f"block={record['block']}", f"seed={record['seed']}", f"port={record['port']}",
                  f"delay_us={record['delay_us']}"]
+        if record.get("offset_ms"):
+            parts.append(f"offset_ms={record['offset_ms']}")
         if prefixes:
             parts.append("prefix=" + ":".join(prefixes))
         return " ".join(parts)
@@ -317,6 +321,7 @@ class FaultHooks:
             "frac": _number(body, "frac", 0.0, 0.0, 1.0), "block": int(_number(body, "block", 8192, 512, 1 << 20)),
             "seed": int(_number(body, "seed", 1, 0, 2**31)), "port": int(_number(body, "port", 0, 0, 65535)),
             "delay_us": int(_number(body, "delay_us", 0, 0, 1_000_000)),
+            "offset_ms": int(_number(body, "offset_ms", 0, -MAX_OFFSET_MS, MAX_OFFSET_MS)),
             "namespace": namespace, "labels": _labels(body), "pods": _str_list(body, "pods"), "nodes": nodes,
             "paths": paths, "volumes": [{"namespace": v["namespace"], "claim": v["claim"]} for v in volumes],
             "pvs": [self.bound_volume(v["namespace"], v["claim"]) for v in volumes], "uids": None,

@@ -14,6 +14,10 @@
  * fails every read whose byte range covers a "bad" block, a deterministic function of the file's
  * inode, the block number and the seed (fraction `frac` of the blocks), like a dm-dust map.
  *
+ * calls=clock with offset_ms=N shifts the wall clock the process reads (clock_gettime for
+ * CLOCK_REALTIME and CLOCK_REALTIME_COARSE, gettimeofday, time) by N ms: a node whose clock drifted.
+ * Monotonic clocks are untouched, as a stepped system clock leaves CLOCK_MONOTONIC alone.
+ *
  * Entry points covered beyond read/write (see fault-fidelity.md §4): the _FORTIFY_SOURCE __*_chk
  * variants, stdio (fread/fwrite and their _unlocked forms, whose internal __read cannot be
  * interposed), copy_file_range and sendfile. Env values are copied at load time: PostgreSQL and
@@ -44,13 +48,14 @@
 #define C_FSYNC 4
 #define C_OPEN 8
 #define C_CONNECT 16
+#define C_CLOCK 32
 #define MAX_RULES 16
 #define MAX_PREFIXES 4
 
 struct rule {
     int calls, err, badblocks, port;
     double rate, frac;
-    long block, delay_us;
+    long block, delay_us, offset_ms;
     uint64_t seed;
     int npfx;
     char pfx[MAX_PREFIXES][512];
@@ -109,9 +114,16 @@ static void resolve(void) {
 
 __attribute__((constructor)) static void sregym_fault_init(void) { resolve(); }
 
+static int (*r_clock_gettime)(clockid_t, struct timespec *);
+
+static int real_clock(clockid_t id, struct timespec *ts) {
+    if (!r_clock_gettime) r_clock_gettime = dlsym(RTLD_NEXT, "clock_gettime");
+    return r_clock_gettime(id, ts);
+}
+
 static long now_ms(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    real_clock(CLOCK_MONOTONIC_COARSE, &ts);
     return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
@@ -141,7 +153,7 @@ static int parse_rule(char *line, struct rule *r) {
         else if (!strcmp(k, "calls")) {
             r->calls = (listed(v, "read") ? C_READ : 0) | (listed(v, "write") ? C_WRITE : 0)
                      | (listed(v, "fsync") ? C_FSYNC : 0) | (listed(v, "open") ? C_OPEN : 0)
-                     | (listed(v, "connect") ? C_CONNECT : 0);
+                     | (listed(v, "connect") ? C_CONNECT : 0) | (listed(v, "clock") ? C_CLOCK : 0);
         } else if (!strcmp(k, "errno")) r->err = atoi(v);
         else if (!strcmp(k, "rate")) r->rate = atof(v);
         else if (!strcmp(k, "frac")) r->frac = atof(v);
@@ -149,6 +161,7 @@ static int parse_rule(char *line, struct rule *r) {
         else if (!strcmp(k, "seed")) r->seed = strtoull(v, NULL, 10);
         else if (!strcmp(k, "port")) r->port = atoi(v);
         else if (!strcmp(k, "delay_us")) r->delay_us = atol(v);
+        else if (!strcmp(k, "offset_ms")) r->offset_ms = atol(v);
         else if (!strcmp(k, "mode")) r->badblocks = !strcmp(v, "badblocks");
         else if (!strcmp(k, "prefix")) {
             char *copy = strdup(v), *s2 = NULL;
@@ -387,4 +400,44 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
         }
     }
     return r_connect(fd, addr, len);
+}
+
+/* ---- the node's wall clock (calls=clock offset_ms=N) ---- */
+
+static long clock_offset_ms(void) {
+    struct ruleset *set = rules();
+    if (!set) return 0;
+    for (int i = 0; i < set->n; i++)
+        if (set->r[i].calls & C_CLOCK) return set->r[i].offset_ms;
+    return 0;
+}
+
+static void shift(struct timespec *ts, long ms) {
+    long long ns = (long long)ts->tv_nsec + (ms % 1000) * 1000000LL;
+    ts->tv_sec += ms / 1000 + (time_t)(ns >= 1000000000LL ? 1 : ns < 0 ? -1 : 0);
+    ts->tv_nsec = (long)(ns >= 1000000000LL ? ns - 1000000000LL : ns < 0 ? ns + 1000000000LL : ns);
+}
+
+int clock_gettime(clockid_t id, struct timespec *ts) {
+    int rc = real_clock(id, ts);
+    if (rc == 0 && (id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE)) {
+        long ms = clock_offset_ms();
+        if (ms) shift(ts, ms);
+    }
+    return rc;
+}
+
+int gettimeofday(struct timeval *restrict tv, void *restrict tz) {
+    (void)tz;
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return -1;
+    if (tv) { tv->tv_sec = ts.tv_sec; tv->tv_usec = ts.tv_nsec / 1000; }
+    return 0;
+}
+
+time_t time(time_t *out) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (out) *out = ts.tv_sec;
+    return ts.tv_sec;
 }

@@ -1,0 +1,94 @@
+"""clock-drift: the wall clock of the node hosting the target is off (time sync stopped, clock stepped).
+
+On a real node: chrony or systemd-timesyncd stopped and the clock stepped (upstream: +30 days with a
+privileged nsenter pod). Embedded: the node fault shim shifts what the node's pod processes read from
+the wall clock (``clock_gettime(CLOCK_REALTIME)``, ``gettimeofday``, ``time``); monotonic clocks are
+untouched, as on a real node whose clock was stepped.
+
+What breaks is whatever orders or expires things by a wall clock stamped on one node and compared on
+another. Social Network's compose-post-service stamps each post with its own clock and the timelines
+are sorted by that stamp (as in DeathStarBench): with its node's clock behind, new posts sort below
+older ones and do not show at the top of the timelines readers fetch.
+
+The fix an SRE can make through the API is to take the node out of service for the workload (cordon,
+move its pods), as for any misbehaving node; the node's time sync is then repaired out of band.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sregym_core.faultkit import function_fault, kube, schema
+from sregym_core.types import FaultSpec, TargetSelector
+
+from . import hooks, placement
+from .node import move_off_node
+
+MOVABLE = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"),
+                         requires=("service",))
+DAY_MS = 86_400_000
+
+
+def inject(ctx: Any, target: Any, params: dict) -> None:
+    node = hooks.target_node(ctx, target)
+    obj = kube.get(ctx, "node", node, namespace="")
+    ctx.state.update(node=node, was_unschedulable=bool((obj.get("spec") or {}).get("unschedulable")))
+    # every app pod on the node reads the node's clock, whenever it is there
+    hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "clock"), namespace=ctx.namespace, nodes=[node],
+               calls=["clock"], offset_ms=int(params["offset_minutes"] * 60_000))
+
+
+def is_present(ctx: Any, target: Any, params: dict) -> bool:
+    """The target runs on the drifted node, or nothing keeps it from landing there again."""
+    record = hooks.status(ctx, "shim")
+    node = ctx.state.get("node")
+    if not record or not node:
+        return False
+    if any((p.get("spec") or {}).get("nodeName") == node for p in hooks.pods(ctx, target)):
+        return True
+    workload = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
+    if workload is None:
+        return False
+    return placement.schedulable_for(kube.get(ctx, "node", node, namespace="", missing_ok=True),
+                                     kube.pod_spec(workload))
+
+
+def reference_fix(ctx: Any, target: Any, params: dict) -> None:
+    """Cordon the drifted node and move the target's pods to nodes with a correct clock."""
+    move_off_node(ctx, target, ctx.state["node"])
+    hooks.wait_for(lambda: not is_present(ctx, target, params), 60.0, "no pod left on the drifted node")
+
+
+def recover(ctx: Any, target: Any, params: dict) -> None:
+    hooks.clear(ctx, "shim")
+    if ctx.state.get("node") and not ctx.state.get("was_unschedulable"):
+        ctx.kubectl("uncordon", ctx.state["node"], check=False)
+
+
+VOCABULARY = (
+    "clock drift", "clock skew", "clock is behind", "clock is ahead", "clock .. wrong", "clock .. off",
+    "time drift", "time skew", "time sync*", "ntp", "chrony", "timesyncd", "wall clock", "system time",
+    "node's clock", "node clock", "timestamp* .. wrong", "timestamp* .. old", "timestamp* .. past",
+)
+
+FAULTS: list[FaultSpec] = [
+    function_fault(
+        name="clock-drift", summary="the wall clock of the target's node is off (time sync stopped)",
+        layer="os", selector=MOVABLE, resource_kind="Node",
+        mechanism="the node's wall clock is stepped away from true time (time sync stopped): processes on it "
+                  "stamp and compare times with a skewed clock",
+        params_schema=schema(offset_minutes={"type": "integer", "minimum": -525600, "maximum": 525600,
+                                             "default": -43200, "not": {"const": 0}}),
+        inject=inject, is_present=is_present, recover=recover, reference_fix=reference_fix,
+        symptoms=("timestamps in the past on new records", "new items missing from time-ordered views",
+                  "date in the node's pods differs from other nodes"),
+        keywords=("clock drift", "clock skew", "NTP", "time sync", "timestamp"),
+        values=lambda t, p, s: {"node": s.get("node", "(unknown)"), "offset_minutes": p.get("offset_minutes"),
+                                "offset_days": round(p.get("offset_minutes", 0) / 1440, 1)},
+        prose="The wall clock of node {node}, which runs {component}, is off by {offset_minutes} minutes "
+              "({offset_days} days; time sync stopped), so {component} stamps what it writes with a wrong time "
+              "and time-ordered data goes out of order. Fix: cordon {node} and move {component}'s pods to a node "
+              "with a correct clock (then repair the node's time sync).",
+        capabilities=hooks.LD_PRELOAD, vocabulary=VOCABULARY,
+    ),
+]
