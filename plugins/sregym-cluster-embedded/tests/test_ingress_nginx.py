@@ -146,3 +146,46 @@ def test_nginx_routes_what_the_ingresses_say(tmp_path, backends):
     finally:
         proc.send_signal(signal.SIGQUIT)
         proc.wait(timeout=10)
+
+
+class _FakeApi:
+    """The API calls the controller makes, answered from dicts and recorded."""
+
+    def __init__(self, ingresses, service):
+        self.ingresses, self.service, self.calls = ingresses, service, []
+
+    def request(self, method, path, body=None, content_type="application/json"):
+        self.calls.append((method, path, body))
+        if method == "GET" and path.endswith("/services/ingress-nginx-controller"):
+            return self.service
+        return {}
+
+    def items(self, path):
+        return self.ingresses if "ingresses" in path else CLASSES if "ingressclasses" in path else []
+
+
+def test_the_controller_publishes_its_address_clears_it_when_dropped_and_records_sync_once():
+    import argparse
+
+    from sregym_cluster_embedded.ingress.controller import Controller
+
+    address = [{"ip": "127.46.1.1"}]
+    served = _ingress("served")
+    dropped = _ingress("dropped", cls="nginx-internal")
+    dropped["status"] = {"loadBalancer": {"ingress": address}}  # published before the class changed
+    foreign = _ingress("foreign", cls="other")
+    foreign["status"] = {"loadBalancer": {"ingress": [{"ip": "10.0.0.9"}]}}  # another controller's
+    api = _FakeApi([served, dropped, foreign], {"status": {"loadBalancer": {"ingress": address}}})
+    args = argparse.Namespace(controller_class=render.CONTROLLER, ingress_class="nginx",
+                              publish_service="ingress-nginx/ingress-nginx-controller")
+    controller = Controller(api, args, "nginx")
+    mine = render.served(api.ingresses, CLASSES)
+    controller.status(api.ingresses, mine)
+    patches = {path.split("/")[-2]: body for method, path, body in api.calls if method == "PATCH"}
+    assert patches == {"served": {"status": {"loadBalancer": {"ingress": address}}},
+                       "dropped": {"status": {"loadBalancer": {"ingress": None}}}}
+    controller.events(mine)
+    controller.events(mine)
+    events = [body for method, path, body in api.calls if method == "POST" and path.endswith("/events")]
+    assert [(e["reason"], e["message"], e["involvedObject"]["name"], e["source"]["component"]) for e in events] == [
+        ("Sync", "Scheduled for sync", "served", "nginx-ingress-controller")]

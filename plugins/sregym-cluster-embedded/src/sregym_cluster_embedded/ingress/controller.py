@@ -246,7 +246,9 @@ class Controller:
             meta = ing["metadata"]
             key = f"{meta['namespace']}/{meta['name']}"
             current = ((ing.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-            want = address if key in keys else ([] if key in self.published else current)
+            # an Ingress this controller no longer serves loses the address it published (also one a
+            # previous run of the controller published)
+            want = address if key in keys else ([] if key in self.published or current == address else current)
             if current == want:
                 continue
             path = f"/apis/networking.k8s.io/v1/namespaces/{meta['namespace']}/ingresses/{meta['name']}/status"
