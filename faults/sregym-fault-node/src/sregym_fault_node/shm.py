@@ -207,6 +207,9 @@ def small_recover(ctx: Any, target: Any, params: dict) -> None:
 VOCABULARY = (
     "/dev/shm", "dev/shm", "shared memory", "shm", "dshm", "posix shared memory", "dynamic shared memory",
     "could not resize shared memory", "sizelimit", "size limit", "medium: memory", "tmpfs",
+    # the same sentence says where the space ran out: not a disk-full or a hanging init container
+    "no space left + shm", "no space left + shared memory", "init container + shm", "init container + shared memory",
+    "filled + shm", "filling + shm", "fills + shm",
 )
 
 FAULTS: list[FaultSpec] = [
