@@ -45,8 +45,9 @@ def test_aliases_are_upstream_ids_unique_and_never_shadow_an_id(host):
     # every id the facts table marks E (same mechanism), the ids of sregym-fault-cluster (admission,
     # routing, the recurring actor, caBundle, Hotel DNS), Astronomy Shop's 27 (the AS ids whose
     # mechanism runs on Astronomy Shop itself are aliases of its problems, not of a Hotel port),
-    # Social Network's DNS pair, TrainTicket's F17 and F22
-    assert len(seen) == 91
+    # Social Network's DNS pair, TrainTicket's F17 and F22, the storage wiring (PV node affinity, the RWO
+    # disk shared by replicas on three apps)
+    assert len(seen) == 95
 
 
 def test_problem_by_upstream_id(host):
@@ -69,9 +70,10 @@ def test_sregym_lite_suite_runs_the_equivalents_and_says_which_are_missing(host)
         "hotel-metastable-rate-limit-collapse", "hotel-admission-webhook-outage-rate",
         "hotel-mutating-webhook-memory-geo", "astronomy-env-shadowing-frontend", "astronomy-cache-auth-valkey-cart",
         "hotel-internal-traffic-local-geo", "astronomy-queue-poison-pill", "astronomy-unschedulable-wrong-port-checkout",
-        "astronomy-edge-filter-redos-frontend-proxy"})
-    assert len(said) == 1 and "3 of 21" in said[0]
-    assert "duplicate_pvc_mounts_social_network" in said[0] and "network_policy_block" not in said[0]
+        "astronomy-edge-filter-redos-frontend-proxy", "social-pvc-rwo-shared-nginx-thrift"})
+    assert len(said) == 1 and "2 of 21" in said[0]
+    assert "cronjob_sidecar_blocks_completion_hotel_reservation" in said[0] and "network_policy_block" not in said[0]
+    assert "duplicate_pvc_mounts_social_network" not in said[0]
     assert "edge_request_filter_cpu_saturation" not in said[0]
     assert "unschedulable_incorrect_port_assignment" not in said[0]
 

@@ -18,3 +18,16 @@ def oom_killed_at(component: str, memory: str):
                         return f"{pod['metadata']['name']}/{status['name']} OOMKilled at a {memory} limit"
         return None
     return probe
+
+
+def all_of(*probes):
+    """Evidence from every probe, or None while one of them has none."""
+    def probe(live) -> str | None:
+        found = []
+        for each in probes:
+            evidence = each(live)
+            if evidence is None:
+                return None
+            found.append(evidence)
+        return "; ".join(found)
+    return probe

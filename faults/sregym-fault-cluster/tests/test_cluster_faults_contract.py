@@ -23,6 +23,8 @@ class TestClusterFaults(FaultContract):
     live_only["recurring-memory-actor"] = "starts a Job from the CronJob (kubectl create job --from, live)"
     live_only |= {name: "first sends the workload's users through the Ingress (the generator's /control, live)"
                   for name in ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")}
+    live_only |= {name: "needs bound PersistentVolumes and several nodes (live)"
+                  for name in ("pv-node-affinity-conflict", "pvc-rwo-shared")}
 
 
 def _review(kind: str = "Pod") -> dict:

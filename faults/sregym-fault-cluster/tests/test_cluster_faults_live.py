@@ -39,7 +39,10 @@ class TestClusterFaultsLive(LiveFaultContract):
                 "dns-stale-zone": "covered by test_cluster_faults_matrix.py (breaks every name in the cluster)",
                 "recurring-memory-actor": "covered by test_cluster_faults_matrix.py (waits for scheduled runs)",
                 "internal-traffic-local": "covered by test_cluster_faults_matrix.py (needs two nodes; the shared "
-                                          "live cluster has one)"}
+                                          "live cluster has one)",
+                "pv-node-affinity-conflict": "covered by test_cluster_faults_matrix.py (needs a node the volume is "
+                                             "not on)",
+                "pvc-rwo-shared": "covered by test_cluster_faults_matrix.py (needs a second node to attach the disk to)"}
     not_here |= {name: "covered by test_ingress_faults_live.py" for name in ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")}
 
 

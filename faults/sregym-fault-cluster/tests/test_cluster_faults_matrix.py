@@ -2,7 +2,9 @@
 
 * webhook timeouts: every pod create waits out the API server's one-minute deadline;
 * a stale Corefile breaks every name in the cluster; the recurring actor waits for scheduled runs;
-* internalTrafficPolicy Local needs a node without callers: on a one-node cluster it is skipped.
+* internalTrafficPolicy Local needs a node without callers, the storage faults a node the volume is
+  not on (PV node affinity) or a second node to attach the one disk to (Multi-Attach): on a one-node
+  cluster they are skipped.
   Run it on a multi-node cluster: ``sregym cluster up --name multi --nodes 3`` and
   ``SREGYM_E2E_CLUSTER=multi pytest --matrix faults/sregym-fault-cluster/tests/test_cluster_faults_matrix.py``.
 """
@@ -16,13 +18,14 @@ import pytest
 import sregym_fault_cluster.plugin
 from sregym_core.testing.live import LiveCase as Case
 from sregym_core.testing.live import LiveFaultContract, load_request_for
-from cluster_probes import oom_killed_at
-from sregym_core.testing.probes import event, fails
+from cluster_probes import all_of, oom_killed_at
+from sregym_core.testing.probes import event, fails, unschedulable, waiting
 
 pytestmark = pytest.mark.matrix
 
 ALL = ("admission-webhook-outage", "mutating-webhook-memory", "psa-restricted", "dns-nxdomain-service",
-       "admission-webhook-timeouts", "dns-stale-zone", "recurring-memory-actor", "internal-traffic-local")
+       "admission-webhook-timeouts", "dns-stale-zone", "recurring-memory-actor", "internal-traffic-local",
+       "pv-node-affinity-conflict", "pvc-rwo-shared")
 ALL += ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")  # their live cases: test_ingress_faults_live.py
 
 
@@ -34,7 +37,13 @@ SLOW = {"admission-webhook-timeouts": Case("rate", event("FailedCreate", "did no
                                            symptom_timeout=180.0),
         "dns-stale-zone": Case("profile", fails("search")),
         "recurring-memory-actor": Case("geo", oom_killed_at("geo", "12Mi"), symptom_timeout=150.0)}
-MULTI_NODE = {"internal-traffic-local": Case("geo", fails("search"))}
+MULTI_NODE = {"internal-traffic-local": Case("geo", fails("search")),
+              # search asks reservation for free rooms, which asks its database
+              "pv-node-affinity-conflict": Case("postgres-reservation", all_of(
+                  unschedulable("postgres-reservation", "had volume node affinity conflict"), fails("search"))),
+              "pvc-rwo-shared": Case("frontend", all_of(
+                  event("FailedAttachVolume", "Multi-Attach error for volume", "frontend"), waiting("frontend", "ContainerCreating")),
+                  endpoint="search")}
 
 
 class TestClusterFaultsMatrix(LiveFaultContract):

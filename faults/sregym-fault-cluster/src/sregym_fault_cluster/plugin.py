@@ -7,13 +7,13 @@ import sys
 from sregym_core import hookimpl
 from sregym_core.types import LocalImage
 
-from . import actor, admission, dns, ingress, routing
+from . import actor, admission, dns, ingress, routing, storage
 from .admission import IMAGE
 
 
 @hookimpl
 def sregym_faults():
-    return [*admission.FAULTS, *dns.FAULTS, *routing.FAULTS, *actor.FAULTS, *ingress.FAULTS]
+    return [*admission.FAULTS, *dns.FAULTS, *routing.FAULTS, *actor.FAULTS, *storage.FAULTS, *ingress.FAULTS]
 
 
 @hookimpl

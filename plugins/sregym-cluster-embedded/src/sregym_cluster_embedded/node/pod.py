@@ -256,10 +256,8 @@ class PodWorker:
             await self.agent.event(self.pod, "Evicted", rejected, "Warning")
             self.mark_dirty()
             return
-        self.pod_ip = self.agent.host_ip if spec.get("hostNetwork") else self.agent.allocate_ip(self.uid)
         status = self.pod.setdefault("status", {})
-        status.update({"podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}], "hostIP": self.agent.host_ip,
-                       "hostIPs": [{"ip": self.agent.host_ip}]})
+        status.update({"hostIP": self.agent.host_ip, "hostIPs": [{"ip": self.agent.host_ip}]})
         self.root.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o755)
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -286,6 +284,9 @@ class PodWorker:
             if await self.sleep(delay):
                 return
             delay = min(delay * 2, 30.0)
+        # the sandbox, and with it the pod's IP, comes after its volumes are mounted
+        self.pod_ip = self.agent.host_ip if spec.get("hostNetwork") else self.agent.allocate_ip(self.uid)
+        status.update({"podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}]})
         self.sandbox_ready = True
         for hook in self.agent.nodes.pod_start_hooks:
             try:
