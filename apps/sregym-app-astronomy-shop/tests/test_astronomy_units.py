@@ -12,7 +12,7 @@ import yaml
 from sregym_app_astronomy_shop import content, data
 from sregym_app_astronomy_shop.app import app_spec
 from sregym_app_astronomy_shop.faults import _flag
-from sregym_app_astronomy_shop.flagd import FlagStore, parse
+from sregym_app_astronomy_shop.flagd import FlagFile, parse
 from sregym_app_astronomy_shop.loadgen import ENDPOINTS, MIX, Stats, choose
 from sregym_app_astronomy_shop.manifests import build, flagd_json, load_documents, render
 from sregym_app_astronomy_shop.topology import FLAGS, SERVICES
@@ -95,7 +95,7 @@ def test_flagd_file_format_errors_name_the_json_path():
 def test_flag_store_reloads_and_keeps_the_last_good_flags(tmp_path):
     path = tmp_path / "flags.json"
     path.write_text(flagd_json())
-    store = FlagStore(str(path))
+    store = FlagFile(str(path))
     assert store.reload()
     assert store.evaluate("adFailure") == (200, {"key": "adFailure", "value": False, "variant": "off",
                                                  "reason": "STATIC", "metadata": {}})

@@ -176,20 +176,18 @@ def test_flagd_file_errors_name_the_json_path(tmp_path):
     path.write_text(manifests.flagd_json())
     store = flags.FlagFile(str(path))
     store.reload()
-    assert store.evaluate("tt-feat-17")["value"] is False
+    assert store.evaluate("tt-feat-17")[1]["value"] is False
     doc = json.loads(path.read_text())
     doc["flags"]["tt-feat-17"]["defaultVariant"] = "on"
     doc["flags"]["tt-feat-1"]["state"] = "DISABLED"
     path.write_text(json.dumps(doc))
     store.reload()
-    assert store.evaluate("tt-feat-17") == {"key": "tt-feat-17", "value": True, "variant": "on", "reason": "STATIC",
-                                             "metadata": {}}
-    from sregym_app_train_ticket.runtime import HttpError
-    with pytest.raises(HttpError):
-        store.evaluate("tt-feat-1")
+    assert store.evaluate("tt-feat-17") == (200, {"key": "tt-feat-17", "value": True, "variant": "on",
+                                                  "reason": "STATIC", "metadata": {}})
+    assert store.evaluate("tt-feat-1")[1]["errorCode"] == "FLAG_NOT_FOUND"
     path.write_text("not json")  # a broken edit keeps the last good flags
     store.reload()
-    assert store.evaluate("tt-feat-17")["value"] is True
+    assert store.evaluate("tt-feat-17")[1]["value"] is True
 
 
 def _target(name):
@@ -286,3 +284,54 @@ def test_lite_holds_validated_problems_of_both_kinds():
     assert len(flag) >= 2 and len(lite) - len(flag) >= 2
     assert all(p["symptom"] not in ("latent", ["latent"]) for p in lite)
     assert not [p["id"] for p in problems if "lite" in p["tags"] and "full" in p["tags"]]
+
+
+def test_the_flagd_process_serves_ofrep_follows_its_file_and_answers_on_the_admin_port(tmp_path, monkeypatch):
+    """The real ``serve flagd`` process (the shared appkit flag store, admin port and logs)."""
+    import sys
+    import urllib.error
+    import urllib.request
+
+    from sregym_core.testing.localservers import free_port, start_server, stop_server
+
+    path = tmp_path / "flags.json"
+    path.write_text(manifests.flagd_json())
+    port, admin = free_port(), free_port()
+    monkeypatch.setenv("FLAGD_OFREP_PORT", str(port))
+    monkeypatch.setenv("ADMIN_PORT", str(admin))
+    monkeypatch.setenv("FLAGD_FILE", str(path))
+    monkeypatch.setenv("FLAGD_RELOAD_S", "0.2")
+
+    def call(url: str, method: str = "POST") -> tuple[int, dict | str]:
+        request = urllib.request.Request(url, data=b"{}" if method == "POST" else None, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as resp:
+                status, body = resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            status, body = exc.code, exc.read().decode()
+        try:
+            return status, json.loads(body)
+        except ValueError:
+            return status, body
+
+    proc = start_server([sys.executable, "-m", "sregym_app_train_ticket.serve", "flagd"], port, timeout=30)
+    try:
+        base = f"http://127.0.0.1:{port}/ofrep/v1/evaluate/flags"
+        assert call(f"{base}/tt-feat-17") == (200, {"key": "tt-feat-17", "value": False, "variant": "off",
+                                                    "reason": "STATIC", "metadata": {}})
+        assert call(f"{base}/no-such-flag")[0] == 404
+        status, bulk = call(base)
+        assert status == 200 and len(bulk["flags"]) == len(topology.FLAGS)
+        doc = json.loads(path.read_text())
+        doc["flags"]["tt-feat-17"]["defaultVariant"] = "on"
+        path.write_text(json.dumps(doc))
+        deadline = time.monotonic() + 10
+        while call(f"{base}/tt-feat-17")[1].get("value") is not True:
+            assert time.monotonic() < deadline, "flagd did not follow its file"
+            time.sleep(0.1)
+        status, ready = call(f"http://127.0.0.1:{admin}/readyz", "GET")
+        assert status == 200 and ready == {"ready": True, "flags": len(topology.FLAGS)}
+        status, metrics = call(f"http://127.0.0.1:{admin}/metrics", "GET")
+        assert status == 200 and "python_info" in metrics
+    finally:
+        assert stop_server(proc) == 0

@@ -13,7 +13,7 @@ import sregym_appkit
 LIB = Path(__file__).resolve().parent.parent
 REPO = LIB.parent.parent
 #: the modules the app images import (they carry no sregym_core)
-IMAGE_MODULES = ("admin", "cli", "logs", "manifests", "stats", "tracing", "workload")
+IMAGE_MODULES = ("admin", "cli", "flagd", "logs", "manifests", "stats", "tracing", "workload")
 #: host-side only: needs sregym-core and cryptography (the ``deploy`` extra)
 HOST_MODULES = ("deploy", "ingress")
 _BLOCKED = "import sys; [sys.modules.__setitem__(m, None) for m in ('sregym_core', 'sregym_app_hotel_reservation', " \
@@ -57,7 +57,7 @@ def test_each_app_image_that_uses_appkit_installs_it_and_its_dependencies():
              if "sregym-appkit" in {_name(r) for r in
                                     tomllib.loads((d.parent / "pyproject.toml").read_text())["project"]["dependencies"]}]
     assert {d.parent.name for d in users} >= {"sregym-app-hotel-reservation", "sregym-app-social-network",
-                                              "sregym-app-astronomy-shop"}
+                                              "sregym-app-astronomy-shop", "sregym-app-train-ticket"}
     for dockerfile in users:
         text = dockerfile.read_text()
         installed = {_name(r) for r in re.findall(r'"([A-Za-z0-9_.\[\]-]+[<>=][^"]*)"', text)}

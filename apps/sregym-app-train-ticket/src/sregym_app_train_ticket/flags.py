@@ -9,12 +9,12 @@ that does not parse keeps the last good flags (logged). Evaluation is static: an
 Services evaluate through the OpenFeature SDK with the OFREP provider; an answer is reused for
 ``FLAG_CACHE_S`` (1 s) so flagd sees a handful of requests per service per second at most. Every
 evaluation is a ``feature_flag.evaluation`` span event and a counter sample; a change is logged.
-(A shared flag-service package may replace the server half; see the issue on Astronomy Shop.)
+The flag file's parsing, reloading and evaluation are :mod:`sregym_appkit.flagd` (shared with
+Astronomy Shop's flagd).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from opentelemetry import trace
+from sregym_appkit.flagd import FlagFile, parse  # noqa: F401 - parse: the app's flag file checker
 
 from . import runtime
 
@@ -80,86 +81,20 @@ def _ask(key: str) -> tuple[bool, str]:
 
 
 # ------------------------------------------------------------------------------------- flagd
-def parse(raw: bytes | str) -> dict[str, Any]:
-    """The ``flags`` object of a flagd flag file; ValueError naming the JSON path of a problem."""
-    try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("flags"), dict):
-        raise ValueError("$.flags: must be an object of flag definitions")
-    for key, flag in doc["flags"].items():
-        where = f"$.flags.{key}"
-        if not isinstance(flag, dict):
-            raise ValueError(f"{where}: must be an object")
-        if flag.get("state") not in ("ENABLED", "DISABLED"):
-            raise ValueError(f"{where}.state: must be ENABLED or DISABLED")
-        variants = flag.get("variants")
-        if not isinstance(variants, dict) or not variants:
-            raise ValueError(f"{where}.variants: must be a non-empty object")
-        if flag.get("defaultVariant") not in variants:
-            raise ValueError(f"{where}.defaultVariant: {flag.get('defaultVariant')!r} is not one of {sorted(variants)}")
-    return doc["flags"]
-
-
-class FlagFile:
-    """The current flags, re-read from a file when its bytes change."""
-
-    def __init__(self, path: str) -> None:
-        self.path, self.flags, self.digest, self.loaded = path, {}, "", False
-        self.lock = threading.Lock()
-
-    def reload(self) -> None:
-        try:
-            raw = open(self.path, "rb").read()
-        except OSError as exc:
-            if not self.loaded:
-                runtime.error("flags_unreadable", file=self.path, error=str(exc))
-            return
-        digest = hashlib.sha256(raw).hexdigest()
-        if digest == self.digest:
-            return
-        self.digest = digest
-        try:
-            flags = parse(raw)
-        except ValueError as exc:
-            runtime.error("flags_invalid", file=self.path, error=str(exc), kept=len(self.flags))
-            return
-        with self.lock:
-            before, self.flags, self.loaded = self.flags, flags, True
-        changed = {k: v.get("defaultVariant") for k, v in flags.items()
-                   if (before.get(k) or {}).get("defaultVariant") != v.get("defaultVariant")}
-        runtime.info("flags_reloaded", file=self.path, flags=len(flags), changed=changed)
-
-    def evaluate(self, key: str) -> dict[str, Any]:
-        with self.lock:
-            flag = self.flags.get(key)
-        if flag is None or flag.get("state") != "ENABLED":
-            why = "is not defined" if flag is None else "is disabled"
-            raise runtime.HttpError(404, json.dumps({"key": key, "errorCode": "FLAG_NOT_FOUND",
-                                                     "errorDetails": f"flag {key!r} {why}"}))
-        variant = flag["defaultVariant"]
-        return {"key": key, "value": flag["variants"][variant], "variant": variant, "reason": "STATIC",
-                "metadata": flag.get("metadata", {})}
-
-
 def serve_flagd(port: int, path: str, stop: threading.Event) -> None:
+    """flagd: the shared flag store (:mod:`sregym_appkit.flagd`) over OFREP."""
     store = FlagFile(path)
     store.reload()
 
     def one(request: runtime.Request) -> Any:
-        try:
-            return store.evaluate(request["params"]["key"])
-        except runtime.HttpError as exc:  # OFREP's body is the error object itself
-            raise runtime.HttpError(404, exc.message) from None
-
-    def bulk(_request: runtime.Request) -> Any:
-        with store.lock:
-            keys = [k for k, v in store.flags.items() if v.get("state") == "ENABLED"]
-        return {"flags": [store.evaluate(k) for k in keys]}
+        status, body = store.evaluate(request["params"]["key"])
+        if status != 200:  # OFREP's error body is the error object itself
+            raise runtime.HttpError(status, json.dumps(body))
+        return body
 
     server = runtime.HttpServer("flagd", port, [("POST", r"/ofrep/v1/evaluate/flags/(?P<key>[^/]+)", one),
-                                                ("POST", r"/ofrep/v1/evaluate/flags/?", bulk)], traced=False)
+                                                ("POST", r"/ofrep/v1/evaluate/flags/?", lambda _r: store.evaluate_all())],
+                                traced=False)
     admin = runtime.AdminServer(int(os.environ.get("ADMIN_PORT", "9464")),
                                 lambda: (store.loaded, {"flags": len(store.flags)}))
     server.start()

@@ -1,11 +1,9 @@
-"""The services' runtime: JSON logs, Prometheus metrics, OTel tracing, a JSON HTTP server and client.
+"""The services' runtime: Prometheus metrics, a JSON HTTP server and client, on sregym_appkit.
 
-TO BE REPLACED by the shared ``sregym_appkit`` distribution once it lands on main (it extracts the
-same pieces from the other apps); written here, minimal and on its own, so this app does not copy
-another app's modules in the meantime.
-
-Logs are one JSON object per line on stdout (``ts``, ``level``, ``service``, ``event``, plus
-``trace_id``/``span_id`` inside a traced request). Tracing is on only when
+JSON logs, tracing and the admin port are the shared ones (:mod:`sregym_appkit.logs`,
+:mod:`sregym_appkit.tracing`, :mod:`sregym_appkit.admin`), re-exported here under the names the
+services use. Logs are one JSON object per line on stdout (``ts``, ``level``, ``service``, ``event``,
+plus ``trace_id``/``span_id`` inside a traced request). Tracing is on only when
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set. W3C trace context crosses every HTTP hop.
 """
 
@@ -14,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import threading
 import time
 import urllib.error
@@ -27,6 +24,9 @@ from urllib.parse import parse_qsl, urlsplit
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from prometheus_client import Counter, Gauge, Histogram
+from sregym_appkit import admin, logs, tracing
+from sregym_appkit.logs import error, info, log, warning  # noqa: F401 - the services' names
+from sregym_appkit.tracing import shutdown_tracing  # noqa: F401
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SERVER_REQUESTS = Counter("ts_http_server_requests_total", "requests served", ["service", "route", "status"])
@@ -41,67 +41,15 @@ FLAG_EVALUATIONS = Counter("ts_feature_flag_evaluations_total", "feature flag ev
                            ["service", "flag", "variant"])
 INFO = Gauge("ts_service_info", "build information", ["service", "version"])
 
-_state: dict[str, Any] = {"service": "train-ticket", "provider": None}
-_log_lock = threading.Lock()
 
-
-# --------------------------------------------------------------------------------------- logs
+# ------------------------------------------------------------------------- logs and tracing
 def configure_logs(service: str) -> None:
-    _state["service"] = service
+    logs.configure(service)
 
 
-def log(level: str, event: str, **fields: Any) -> None:
-    """One JSON line on stdout; never raises."""
-    now = time.time()
-    record: dict[str, Any] = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z",
-                              "level": level, "service": _state["service"], "event": event}
-    ctx = trace.get_current_span().get_span_context()
-    if ctx.is_valid:
-        record["trace_id"], record["span_id"] = format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
-    record.update(fields)
-    with _log_lock:
-        try:
-            sys.stdout.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass
-
-
-def info(event: str, **fields: Any) -> None:
-    log("info", event, **fields)
-
-
-def warning(event: str, **fields: Any) -> None:
-    log("warning", event, **fields)
-
-
-def error(event: str, **fields: Any) -> None:
-    log("error", event, **fields)
-
-
-# ------------------------------------------------------------------------------------ tracing
 def setup_tracing(service: str) -> bool:
-    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
-        return False
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service),
-                                                        "service.namespace": "train-ticket"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(), schedule_delay_millis=2000))
-    trace.set_tracer_provider(provider)
-    _state["provider"] = provider
-    return True
-
-
-def shutdown_tracing() -> None:
-    if _state["provider"] is not None:
-        try:
-            _state["provider"].shutdown()
-        except Exception as exc:  # noqa: BLE001 - the exit path must not fail
-            warning("tracing_shutdown_failed", error=str(exc))
+    # spans leave every 2 s (the SDK's default is 5 s) so a trace is whole soon after a booking
+    return tracing.setup_tracing(service, "train-ticket", export_delay_ms=2000)
 
 
 def tracer() -> trace.Tracer:
@@ -256,24 +204,10 @@ def env_name(peer: str) -> str:
     return peer.upper().replace("-", "_") + "_ADDR"
 
 
-class AdminServer:
-    """``/healthz``, ``/readyz`` (``ready() -> (ok, detail)``) and ``/metrics`` on the admin port."""
+def AdminServer(port: int, ready: Callable[[], tuple[bool, dict[str, Any]]]) -> admin.AdminServer:  # noqa: N802
+    """The shared admin port (``/healthz``, ``/readyz``, ``/metrics``) with ``ready() -> (ok, detail)``."""
+    def readiness() -> dict[str, Any]:
+        ok, detail = ready()
+        return {"ready": ok, **detail}
 
-    def __init__(self, port: int, ready: Callable[[], tuple[bool, dict[str, Any]]]) -> None:
-        from prometheus_client import generate_latest
-
-        def readyz(_request: Request) -> Any:
-            ok, detail = ready()
-            if not ok:
-                raise HttpError(503, json.dumps(detail))
-            return {"ready": True, **detail}
-
-        self.server = HttpServer("admin", port, [
-            ("GET", "/healthz", lambda _r: {"status": "ok"}), ("GET", "/readyz", readyz),
-            ("GET", "/metrics", lambda _r: generate_latest())], traced=False)
-
-    def start(self) -> None:
-        self.server.start()
-
-    def stop(self) -> None:
-        self.server.stop()
+    return admin.AdminServer("0.0.0.0", port, readiness)

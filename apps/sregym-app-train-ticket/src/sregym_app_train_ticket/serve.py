@@ -13,6 +13,8 @@ import sys
 import threading
 from typing import Any
 
+from sregym_appkit.cli import dispatch
+
 from . import IMAGE_TAG, runtime
 from .topology import SERVICES, peers
 
@@ -67,18 +69,14 @@ def run_service(service: str) -> int:
     return 0
 
 
+def _load_generator(rest: list[str]) -> int:
+    from .workload import main as workload_main
+    return workload_main(rest)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0 if args else 2
-    if args[0] == "load-generator":
-        from .workload import main as workload_main
-        return workload_main(args[1:])
-    if args[0] not in SERVICES:
-        print(f"unknown service {args[0]!r}\n{USAGE}", file=sys.stderr)
-        return 2
-    return run_service(args[0])
+    return dispatch(argv, usage=USAGE, commands={"load-generator": _load_generator}, services=SERVICES,
+                    run_service=lambda args: run_service(args[0]))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ An app (a package under ``apps/``) takes from it:
   API (the mitigation oracles' functional SLO): subclass ``Generator`` with ``endpoints``,
   ``choose``, ``prepare`` and ``send`` (send one request, check its content, return an
   ``Outcome``), and expose ``main(build)`` as your image's ``workload`` command.
+- :mod:`sregym_appkit.flagd` — ``FlagFile``: flagd's JSON flag file, reloaded on change and evaluated
+  for the OpenFeature Remote Evaluation Protocol (an app's ``flagd`` service routes OFREP to it).
 - :mod:`sregym_appkit.stats` — the request ring buffer and ``summarize`` behind ``/stats``.
 - :mod:`sregym_appkit.deploy` — ``Kubectl`` and ``AppDeployment`` (apply manifests, wait until every
   pod is Ready and the workload succeeds), for the app's ``AppSpec.deploy``.

@@ -20,11 +20,12 @@ from . import logs
 _provider: Any = None
 
 
-def setup_tracing(service: str, namespace: str) -> bool:
+def setup_tracing(service: str, namespace: str, *, export_delay_ms: int | None = None) -> bool:
     """Install the OTLP/HTTP exporter when an endpoint is configured; return whether tracing is on.
 
     ``service`` becomes ``service.name`` (``OTEL_SERVICE_NAME`` wins) and ``namespace`` the app's
-    ``service.namespace``.
+    ``service.namespace``; ``export_delay_ms`` overrides the batch processor's export interval (the
+    SDK's default is 5 s).
     """
     global _provider
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
@@ -40,7 +41,8 @@ def setup_tracing(service: str, namespace: str) -> bool:
                                 "service.namespace": namespace})
     provider = TracerProvider(resource=resource)
     # The exporter itself reads OTEL_EXPORTER_OTLP_* and appends /v1/traces to the base endpoint.
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    delay = {} if export_delay_ms is None else {"schedule_delay_millis": export_delay_ms}
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(), **delay))
     trace.set_tracer_provider(provider)
     _provider = provider
     logs.info("tracing_enabled", endpoint=endpoint)
