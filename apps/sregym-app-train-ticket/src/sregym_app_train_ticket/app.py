@@ -60,6 +60,7 @@ def _knobs(service: str) -> tuple[str, ...]:
         knobs.append("tt-flag")  # a flag in flagd-config turns a faulty code path of this service on
     if service == GATEWAY:
         knobs.append("load-entrypoint")
+        knobs.append("ingress")  # users arrive through the Ingress of the same name (manifests/55-ingress.yaml)
     return tuple(knobs)
 
 
@@ -93,13 +94,19 @@ def local_images() -> tuple[Any, ...]:
 
 def deploy(ctx: Any) -> None:
     """Apply the manifests rendered with the run's params; the conductor then waits for Ready."""
+    manifests = render_yaml(ctx.params)
     proc = subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), "apply", "-f", "-"],
-                          input=render_yaml(ctx.params), capture_output=True, text=True, timeout=ctx.timeout)
+                          input=manifests, capture_output=True, text=True, timeout=ctx.timeout)
     if proc.returncode != 0:
         from sregym_core.errors import DeployError
         raise DeployError(f"kubectl apply failed: {proc.stderr.strip()[-1500:]}",
                           hints=("check the kubeconfig and that the cluster is up",
                                  f"the datastore image {MARIADB_IMAGE} needs Debian's mariadb-server on the node"))
+    # the Ingress's TLS certificate, from the app's CA in the load generator's (hidden) namespace
+    from sregym_appkit.deploy import Kubectl
+    from sregym_appkit.ingress import ensure_tls
+
+    ensure_tls(Kubectl(ctx.kubeconfig, ctx.kubectl_path), manifests, WORKLOAD_NAMESPACE)
 
 
 def problems_dir() -> Path:

@@ -149,6 +149,18 @@ def _mysql() -> list[dict[str, Any]]:
                          {"name": "init", "secret": {"secretName": "ts-mysql-init"}}])]
 
 
+def _ingress(service: str, port: str) -> dict[str, Any]:
+    """Users reach TrainTicket through the cluster's ingress controller (class nginx) at the UI gateway;
+    the TLS Secret is issued at deploy from the app's CA (sregym_appkit.ingress.ensure_tls)."""
+    host = f"{NAMESPACE}.sregym.test"
+    backend = {"service": {"name": service, "port": {"name": port}}}
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": service, "namespace": NAMESPACE, "labels": _labels(service, "frontend")},
+            "spec": {"ingressClassName": "nginx", "tls": [{"hosts": [host], "secretName": f"{service}-tls"}],
+                     "rules": [{"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                                                                  "backend": backend}]}}]}}
+
+
 def build() -> list[dict[str, Any]]:
     """Every object with the default parameters, in apply order."""
     users = {"root": ROOT_PASSWORD, **{db_user(s): service_password(s) for s, spec in SERVICES.items() if spec[2]}}
@@ -172,6 +184,7 @@ def build() -> list[dict[str, Any]]:
     docs += _mysql()
     for name in SERVICES:
         docs += _python_service(name)
+    docs.append(_ingress("ts-ui-dashboard", "http"))
     loadgen = {"name": "load-generator", "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": ["load-generator"],
                "ports": [{"name": "http", "containerPort": 8089}],
                "env": [{"name": "WORKLOAD_TARGET", "value": f"http://ts-ui-dashboard.{NAMESPACE}.svc.cluster.local:8080"},
@@ -198,6 +211,8 @@ def _group(doc: dict[str, Any]) -> str:
         return "00-namespaces.yaml"
     if kind in ("ConfigMap", "Secret"):
         return "10-config.yaml"
+    if kind == "Ingress":
+        return "55-ingress.yaml"
     if ns == WORKLOAD_NAMESPACE:
         return "60-load-generator.yaml"
     if name in (MYSQL_SERVICE, MYSQL_PVC):

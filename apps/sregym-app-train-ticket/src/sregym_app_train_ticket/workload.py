@@ -22,9 +22,12 @@ The request log and its summaries are this app's own minimal copy, TO BE REPLACE
 from __future__ import annotations
 
 import datetime as dt
+import http.client
 import json
 import os
 import random
+import socket
+import ssl
 import threading
 import time
 import urllib.error
@@ -130,9 +133,36 @@ class RequestLog:
 
 
 # ----------------------------------------------------------------------------- the generator
+def route_opener(route: Any) -> tuple[str, urllib.request.OpenerDirector]:
+    """(base URL, opener) for a /control ``route`` ({"url", "connect": "host:port", "ca": PEM}): users
+    ask the public name, connect to the ingress controller's Service and trust only the app's CA."""
+    if not isinstance(route, dict) or set(route) - {"url", "connect", "ca"}:
+        raise ValueError('route must be null or an object with "url", "connect" and optionally "ca"')
+    url, connect, ca = route.get("url"), str(route.get("connect") or ""), route.get("ca") or ""
+    host, _, port = connect.rpartition(":")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not host or not port.isdigit():
+        raise ValueError('route.url must be an http(s) URL and route.connect "host:port"')
+    context = ssl.create_default_context(cadata=ca) if ca else ssl.create_default_context()
+    pin = (host, int(port))
+
+    class Pinned(http.client.HTTPSConnection):
+        def connect(self) -> None:  # the public name resolves to the load balancer, as DNS would say
+            self.sock = self._context.wrap_socket(socket.create_connection(pin, self.timeout),
+                                                  server_hostname=self.host)
+
+    class Handler(urllib.request.HTTPSHandler):
+        def https_open(self, req: urllib.request.Request) -> Any:
+            return self.do_open(Pinned, req, context=context)
+
+    return url.rstrip("/"), urllib.request.build_opener(Handler())
+
+
 class Generator:
     def __init__(self, target: str, rate: float, timeout_s: float, seed: int | None = None) -> None:
         self.target, self.rate, self.timeout_s = target.rstrip("/"), rate, timeout_s
+        self.direct_target = self.target
+        self.opener = self.direct_opener = urllib.request.build_opener()
+        self.route: dict[str, str] | None = None
         self.log = RequestLog()
         self.rng = random.Random(seed)
         self.unpaid: deque[tuple[str, str, str, float]] = deque(maxlen=200)  # (order, trip, account, price)
@@ -148,7 +178,7 @@ class Generator:
                                      data=None if body is None else json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            with self.opener.open(req, timeout=self.timeout_s) as resp:
                 return resp.status, json.loads(resp.read() or b"null")
         except urllib.error.HTTPError as exc:
             return exc.code, None
@@ -332,11 +362,18 @@ def main(argv: list[str]) -> int:
 
     def control(request: runtime.Request) -> Any:
         if request["method"] == "POST":
-            rate = float((request["body"] or {}).get("rate", gen.rate))
+            body = request["body"] or {}
+            rate = float(body.get("rate", gen.rate))
             if not 0 <= rate <= 50:
                 raise ValueError("rate must be between 0 and 50 requests per second")
+            if "route" in body:  # users through an Ingress (sregym_appkit's /control route), or back
+                if body["route"] is None:
+                    gen.target, gen.opener, gen.route = gen.direct_target, gen.direct_opener, None
+                else:
+                    gen.target, gen.opener = route_opener(body["route"])
+                    gen.route = {"url": body["route"]["url"], "connect": body["route"]["connect"]}
             gen.rate = rate
-        return {"rate": gen.rate, "target": gen.target}
+        return {"rate": gen.rate, "target": gen.target, "route": gen.route}
 
     server = runtime.HttpServer("load-generator", int(os.environ.get("WORKLOAD_PORT", "8089")), [
         ("GET", "/stats", lambda r: gen.log.stats(float(r["query"].get("window", "30")))),
