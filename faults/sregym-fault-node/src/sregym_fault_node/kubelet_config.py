@@ -15,6 +15,7 @@ the drop-ins, may change their ``kubelet`` key only).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
@@ -95,6 +96,16 @@ def reference_fix(ctx: Any, target: Any, params: dict) -> None:
     _write(ctx, node, doc)
     hooks.wait_for(lambda: not is_present(ctx, target, params), 30.0, f"node {node} out of disk pressure")
     hooks.wait_ready(ctx, target, timeout=180.0)
+    delete_evicted(ctx)
+
+
+def delete_evicted(ctx: Any) -> None:
+    """Remove the app's Evicted pods (kept as Failed by the kubelet; their controllers replaced them)."""
+    items = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-o", "json"))["items"]
+    names = [p["metadata"]["name"] for p in items
+             if (p.get("status") or {}).get("phase") == "Failed" and (p.get("status") or {}).get("reason") == "Evicted"]
+    if names:
+        ctx.kubectl("delete", "pods", *names, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
 
 
 def recover(ctx: Any, target: Any, params: dict) -> None:
@@ -106,6 +117,9 @@ def recover(ctx: Any, target: Any, params: dict) -> None:
         ctx.kubectl("delete", "configmap", drop_in_name(node), "-n", NAMESPACE, "--ignore-not-found")
     else:
         kube.patch(ctx, "configmap", drop_in_name(node), {"data": {KEY: saved}}, namespace=NAMESPACE)
+    # the kubelet re-reads its configuration within seconds; then the evicted pods are cleaned up
+    hooks.wait_for(lambda: not _disk_met(ctx, node), 40.0, f"node {node}'s kubelet to drop the threshold")
+    delete_evicted(ctx)
 
 
 VOCABULARY = (
