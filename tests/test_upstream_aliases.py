@@ -46,9 +46,9 @@ def test_aliases_are_upstream_ids_unique_and_never_shadow_an_id(host):
     # routing, the recurring actor, caBundle, Hotel DNS), Astronomy Shop's 27 (the AS ids whose
     # mechanism runs on Astronomy Shop itself are aliases of its problems, not of a Hotel port),
     # Social Network's DNS pair, TrainTicket's F17 and F22, the storage wiring (PV node affinity, the RWO
-    # disk shared by replicas on three apps), the node-OS faults (eviction threshold, /dev/shm, conntrack,
-    # clock drift)
-    assert len(seen) == 101
+    # disk shared by replicas on three apps, a ServiceAccount missing a permission), the node-OS faults
+    # (eviction threshold, /dev/shm, conntrack, clock drift)
+    assert len(seen) == 102
 
 
 def test_problem_by_upstream_id(host):

@@ -31,3 +31,17 @@ def all_of(*probes):
             found.append(evidence)
         return "; ".join(found)
     return probe
+
+
+def init_log(component: str, container: str, text: str):
+    """A line with ``text`` in the log of a pod's init container (``kubectl logs -c``, the agent's view)."""
+    def probe(live) -> str | None:
+        for pod in live.pods(component):
+            if not any(c["name"] == container for c in pod["spec"].get("initContainers") or []):
+                continue
+            out = live.kubectl("logs", pod["metadata"]["name"], "-c", container, "-n", live.namespace)
+            for line in (out or "").splitlines():
+                if text in line:
+                    return f"{pod['metadata']['name']}/{container}: {line.strip()[:160]}"
+        return None
+    return probe

@@ -25,6 +25,7 @@ class TestClusterFaults(FaultContract):
                   for name in ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")}
     live_only |= {name: "needs bound PersistentVolumes and several nodes (live)"
                   for name in ("pv-node-affinity-conflict", "pvc-rwo-shared")}
+    live_only["sa-missing-permission"] = "asks the API server (a SubjectAccessReview), live"
 
 
 def _review(kind: str = "Pod") -> dict:

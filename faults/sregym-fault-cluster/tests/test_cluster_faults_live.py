@@ -42,7 +42,8 @@ class TestClusterFaultsLive(LiveFaultContract):
                                           "live cluster has one)",
                 "pv-node-affinity-conflict": "covered by test_cluster_faults_matrix.py (needs a node the volume is "
                                              "not on)",
-                "pvc-rwo-shared": "covered by test_cluster_faults_matrix.py (needs a second node to attach the disk to)"}
+                "pvc-rwo-shared": "covered by test_cluster_faults_matrix.py (needs a second node to attach the disk to)",
+                "sa-missing-permission": "covered by test_cluster_faults_matrix.py (matrix only: the suite's budget)"}
     not_here |= {name: "covered by test_ingress_faults_live.py" for name in ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")}
 
 

@@ -18,14 +18,14 @@ import pytest
 import sregym_fault_cluster.plugin
 from sregym_core.testing.live import LiveCase as Case
 from sregym_core.testing.live import LiveFaultContract, load_request_for
-from cluster_probes import all_of, oom_killed_at
+from cluster_probes import all_of, init_log, oom_killed_at
 from sregym_core.testing.probes import event, fails, unschedulable, waiting
 
 pytestmark = pytest.mark.matrix
 
 ALL = ("admission-webhook-outage", "mutating-webhook-memory", "psa-restricted", "dns-nxdomain-service",
        "admission-webhook-timeouts", "dns-stale-zone", "recurring-memory-actor", "internal-traffic-local",
-       "pv-node-affinity-conflict", "pvc-rwo-shared")
+       "pv-node-affinity-conflict", "pvc-rwo-shared", "sa-missing-permission")
 ALL += ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")  # their live cases: test_ingress_faults_live.py
 
 
@@ -36,7 +36,11 @@ def _request_for(kind, rng):
 SLOW = {"admission-webhook-timeouts": Case("rate", event("FailedCreate", "did not complete within", "rate"),
                                            symptom_timeout=180.0),
         "dns-stale-zone": Case("profile", fails("search")),
-        "recurring-memory-actor": Case("geo", oom_killed_at("geo", "12Mi"), symptom_timeout=150.0)}
+        "recurring-memory-actor": Case("geo", oom_killed_at("geo", "12Mi"), symptom_timeout=150.0),
+        # the new pods' config-sync init container is refused its ConfigMap read (old pods keep serving)
+        "sa-missing-permission": Case("profile", all_of(waiting("profile", "CrashLoopBackOff", "Error"),
+                                                        init_log("profile", "config-sync", "Forbidden")),
+                                      endpoint="recommend")}
 MULTI_NODE = {"internal-traffic-local": Case("geo", fails("search")),
               # search asks reservation for free rooms, which asks its database
               "pv-node-affinity-conflict": Case("postgres-reservation", all_of(

@@ -91,7 +91,7 @@ def affinity_inject(ctx, target, params):
 def _replace_pods(ctx, target) -> None:
     """A StatefulSet waits on a pod that never becomes Ready before it rolls it again (the known
     'forced rollback' case): delete the pods so the current template takes effect."""
-    if target.component.kind == "StatefulSet":
+    if target.component.kind == "StatefulSet" and kube.exists(ctx, "statefulset", target.component.name):
         kube.delete_pods(ctx, target)
 
 
@@ -202,10 +202,9 @@ def shared_present(ctx, target, params):
     obj = kube.get(ctx, "deployment", target.component.name, missing_ok=True)
     if obj is None:
         return True  # deleting the workload is no fix
-    replicas = int(obj["spec"].get("replicas", 1))
-    if replicas < int(ctx.state.get("replicas", 2)):
-        return True  # scaling back in gives up the capacity the scale-out was for
-    return replicas > 1 and bool(_rwo_claims(ctx, obj))
+    # the replicas share a ReadWriteOnce claim while the template mounts one; scaling back in to one
+    # replica with the claim still mounted gives up the capacity the scale-out was for, and fixes nothing
+    return bool(set(_rwo_claims(ctx, obj)) - set(target.component.pvcs))
 
 
 def shared_fix(ctx, target, params):
