@@ -4,7 +4,8 @@
   re-applied over it); the renewed certificate sits unused in ``<secret>-renewed``. Clients that
   verify certificates fail the handshake ("certificate has expired").
 * ``ingress-misrouted-path`` — the Ingress's path rule sends users to the wrong Service (an internal
-  backend that does not speak HTTP to browsers): 502 from the controller.
+  gRPC/Thrift backend that does not speak HTTP/1.1): users get malformed answers or errors, and the
+  controller logs "upstream sent no valid HTTP/1.0 header".
 * ``ingress-class-mismatch`` — ``ingressClassName`` names a class no controller serves: the
   controller drops the Ingress (no ADDRESS) and users reach its default server (default
   certificate, 404).
@@ -210,9 +211,9 @@ FAULTS: list[FaultSpec] = [
         name="ingress-misrouted-path", summary="the Ingress's path rule sends users to the wrong Service",
         layer="network", selector=ENTRY, resource_kind="Ingress",
         mechanism="the app's Ingress path rule points at another Service (an internal backend) instead of the "
-                  "entry Service: user requests fail at the ingress controller (502)",
+                  "entry Service: user requests reach a backend that does not speak HTTP to them and fail",
         inject=misroute_inject, is_present=misroute_present, recover=misroute_recover, reference_fix=misroute_fix,
-        symptoms=("502 Bad Gateway", "upstream prematurely closed connection"),
+        symptoms=("upstream sent no valid HTTP/1.0 header", "malformed responses", "502 Bad Gateway"),
         keywords=("Ingress", "path", "backend", "service", "misrouted"),
         values=lambda t, p, s: {"ingress": s.get("ingress", ""), "wrong_service": s.get("wrong_service", ""),
                                 "wrong_port": s.get("wrong_port", "")},
