@@ -37,11 +37,24 @@ def _put_secret(ctx, name: str, cert: bytes, key: bytes, labels: dict | None = N
     kube.apply(ctx, tls_secret(name, ctx.namespace, cert, key, labels=labels))
 
 
+def _users_first(inject):
+    """Move the workload's users onto the Ingress, then break it; back to the Service if that fails."""
+    def routed_inject(ctx, target, params):
+        users.route_users(ctx, target)
+        try:
+            return inject(ctx, target, params)
+        except BaseException:
+            users.unroute_users(ctx)
+            raise
+    routed_inject.__name__ = routed_inject.__qualname__ = inject.__name__
+    return routed_inject
+
+
 # --------------------------------------------------------------------------- expired certificate
 
 
+@_users_first
 def tls_inject(ctx, target, params):
-    users.route_users(ctx, target)
     from sregym_appkit.ingress import issue
 
     obj = users.ingress(ctx, target)
@@ -74,10 +87,12 @@ def tls_fix(ctx, target, params):
 
 
 def tls_recover(ctx, target, params):
-    if "data" in ctx.state:
-        kube.patch(ctx, "secret", ctx.state["secret"], {"data": ctx.state["data"]})
-        kube.delete(ctx, "secret", ctx.state["renewed"])
-    users.unroute_users(ctx)
+    try:
+        if "data" in ctx.state:
+            kube.patch(ctx, "secret", ctx.state["secret"], {"data": ctx.state["data"]})
+            kube.delete(ctx, "secret", ctx.state["renewed"])
+    finally:  # the users go back to the Service whatever happened to the Ingress
+        users.unroute_users(ctx)
 
 
 # --------------------------------------------------------------------------- misrouted path
@@ -109,8 +124,8 @@ def _routes(obj: dict | None) -> set[tuple]:
     return out
 
 
+@_users_first
 def misroute_inject(ctx, target, params):
-    users.route_users(ctx, target)
     obj = users.ingress(ctx, target)
     service, port = _wrong_backend(ctx, target)
     ctx.state.update(ingress=obj["metadata"]["name"], rules=obj["spec"]["rules"], wrong_service=service,
@@ -146,16 +161,18 @@ def misroute_fix(ctx, target, params):
 
 
 def misroute_recover(ctx, target, params):
-    if "rules" in ctx.state:
-        misroute_fix(ctx, target, params)
-    users.unroute_users(ctx)
+    try:
+        if "rules" in ctx.state:
+            misroute_fix(ctx, target, params)
+    finally:
+        users.unroute_users(ctx)
 
 
 # --------------------------------------------------------------------------- class mismatch
 
 
+@_users_first
 def class_inject(ctx, target, params):
-    users.route_users(ctx, target)
     obj = users.ingress(ctx, target)
     wrong = params.get("class_name", WRONG_CLASS)
     if wrong in users.served_classes(ctx):
@@ -178,9 +195,11 @@ def class_fix(ctx, target, params):
 
 
 def class_recover(ctx, target, params):
-    if "wrong" in ctx.state:
-        class_fix(ctx, target, params)
-    users.unroute_users(ctx)
+    try:
+        if "wrong" in ctx.state:
+            class_fix(ctx, target, params)
+    finally:
+        users.unroute_users(ctx)
 
 
 # what an SRE writes for these without the controller's words

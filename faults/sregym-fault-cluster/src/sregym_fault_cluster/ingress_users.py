@@ -79,6 +79,7 @@ def route_users(ctx: Any, target: Any, *, settle_s: float = 90.0) -> None:
         stats = client.stats(3.0)
         if (stats.get("count") or 0) >= 3 and (stats.get("success_rate") or 0) >= 0.95:
             return
+    unroute_users(ctx)
     raise PermanentFaultError(f"users do not get through Ingress {obj['metadata']['name']} before the fault: "
                               f"{ {k: stats.get(k) for k in ('count', 'success_rate', 'error_kinds')} }",
                               hints=(f"kubectl logs -n {ns} deploy/{name}", "kubectl get ingress -A"))
