@@ -93,3 +93,27 @@ def test_dns_templates_are_inserted_into_the_root_block_and_detected():
     assert dns.nxdomain_for(zone, "rate.hotel.svc.cluster.local")
     noerror = text.replace("rcode NXDOMAIN", "rcode NOERROR")
     assert not dns.nxdomain_for(noerror, "geo.hotel.svc.cluster.local")
+
+
+def _node(name, **labels):
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}}, "spec": {}}
+
+
+def test_node_rules_follow_the_scheduler():
+    from sregym_fault_cluster import nodes
+
+    cluster = [_node("node-1", disk="ssd"), _node("node-2"), {**_node("node-3"), "spec": {"unschedulable": True}}]
+    pinned = [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-1"]}]}]
+    assert nodes.matching_nodes(pinned, cluster) == {"node-1"}
+    assert nodes.matching_nodes([{"matchExpressions": [{"key": "disk", "operator": "DoesNotExist"}]}],
+                                cluster) == {"node-2", "node-3"}
+    assert nodes.matching_nodes([{}], cluster) == set()  # an empty term matches no node
+    assert nodes.template_nodes({"nodeSelector": {"kubernetes.io/hostname": "node-2"}}, cluster) == {"node-2"}
+    assert nodes.template_nodes({}, cluster) == {"node-1", "node-2", "node-3"}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["node-1"]}]}]}}}
+    assert nodes.template_nodes({"affinity": affinity}, cluster) == {"node-2", "node-3"}
+    # the fault's conflict: the pods' nodes and the volume's nodes do not meet
+    assert not nodes.template_nodes({"nodeSelector": {"kubernetes.io/hostname": "node-2"}}, cluster) & \
+        nodes.matching_nodes(pinned, cluster)
+    assert nodes.schedulable_nodes(cluster) == ["node-1", "node-2"]
