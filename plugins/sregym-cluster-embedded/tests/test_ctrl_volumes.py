@@ -123,3 +123,25 @@ async def test_local_volume_node_affinity_conflict_is_reported_by_the_scheduler(
             "node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
     finally:
         await ctrl.stop()
+
+
+async def test_read_write_once_pod_admits_one_pod_in_the_cluster(tmp_path):
+    client = FakeClient()
+    ctrl = await start(client, tmp_path, ["pvc", "scheduler", "attachdetach"])
+    try:
+        await client.create("persistentvolumeclaims", claim("solo", "standard-rwo", modes=("ReadWriteOncePod",)))
+        await client.create("pods", pod("first", "solo", nodeSelector={"kubernetes.io/hostname": "node-1"}))
+        await settle(lambda: events(client, "first", "SuccessfulAttachVolume"))
+        # the same node does not help: the scheduler refuses the second pod everywhere
+        await client.create("pods", pod("second", "solo", nodeSelector={"kubernetes.io/hostname": "node-1"}))
+        await settle(lambda: events(client, "second", "FailedScheduling"))
+        assert events(client, "second", "FailedScheduling")[0]["message"] == (
+            "0/3 nodes are available: node has pod using PersistentVolumeClaim with the same name and "
+            "ReadWriteOncePod access mode. preemption: 0/3 nodes are available: 3 Preemption is not helpful for "
+            "scheduling.")
+        await client.delete("pods", "first")
+        client.finish_termination()
+        await settle(lambda: any(p["metadata"]["name"] == "second" and p["spec"].get("nodeName")
+                                 for p in client.objects("pods")))
+    finally:
+        await ctrl.stop()

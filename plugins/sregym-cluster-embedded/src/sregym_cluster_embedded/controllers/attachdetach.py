@@ -11,7 +11,8 @@ another node gets ``FailedAttachVolume`` events (``Multi-Attach error for volume
 already used by pod(s) ...``) and its kubelet waits for the attachment, so it stays
 ContainerCreating. The attachment is a VolumeAttachment object and an entry in the node's
 ``status.volumesAttached``; the kubelet starts the pod once its node lists the volume. A volume is
-detached when no pod on that node uses it any more.
+detached when no pod on that node uses it any more. ReadWriteOncePod (one pod, not one node) is
+the scheduler's rule (VolumeRestrictions): a second pod is never placed.
 """
 
 from __future__ import annotations

@@ -113,10 +113,24 @@ class Scheduler(Controller):
                 return f'persistentvolumeclaim "{claim}" not found'
             if is_deleting(pvc):
                 return f'persistentvolumeclaim "{claim}" is being deleted'
+            if "ReadWriteOncePod" in (pvc.get("spec", {}).get("accessModes") or []) and self._claim_in_use(pod, claim):
+                return sch.READ_WRITE_ONCE_POD  # VolumeRestrictions: one pod in the whole cluster
             if (pvc.get("status") or {}).get("phase") != "Bound" and not pvc.get("spec", {}).get("volumeName"):
                 if self._binding_mode(pvc) != "WaitForFirstConsumer":
                     return "pod has unbound immediate PersistentVolumeClaims"
         return None
+
+    def _claim_in_use(self, pod: Obj, claim: str) -> bool:
+        """Whether another pod placed on a node (and not finished) mounts the claim."""
+        ns, me = pod["metadata"].get("namespace", ""), key_of(pod)
+        for other in self.pods.list(ns):
+            if key_of(other) == me or not other.get("spec", {}).get("nodeName") or \
+                    (other.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            if any((v.get("persistentVolumeClaim") or {}).get("claimName") == claim
+                   for v in other.get("spec", {}).get("volumes") or []):
+                return True
+        return False
 
     def _binding_mode(self, pvc: Obj) -> str:
         cls = self.classes.get(None, pvc.get("spec", {}).get("storageClassName") or "standard")

@@ -14,6 +14,7 @@ POD_AFFINITY = "node(s) didn't match pod affinity rules"
 POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 VOLUME_AFFINITY = "node(s) had volume node affinity conflict"
+READ_WRITE_ONCE_POD = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 TOO_MANY_PODS = "Too many pods"
 # reasons preemption could fix by evicting lower-priority pods
 PREEMPTABLE_PREFIXES = ("Insufficient ", TOO_MANY_PODS, PORTS, EXISTING_ANTI_AFFINITY)
