@@ -84,6 +84,7 @@ def tls_fix(ctx, target, params):
     # install the renewed certificate in the Secret the Ingress serves
     renewed = kube.get(ctx, "secret", ctx.state["renewed"])
     kube.patch(ctx, "secret", ctx.state["secret"], {"data": {k: renewed["data"][k] for k in ("tls.crt", "tls.key")}})
+    users.wait_users_served(ctx)  # as an SRE checks the site after the change
 
 
 def tls_recover(ctx, target, params):
@@ -158,12 +159,13 @@ def misroute_present(ctx, target, params):
 
 def misroute_fix(ctx, target, params):
     kube.patch(ctx, "ingress", ctx.state["ingress"], {"spec": {"rules": ctx.state["rules"]}})
+    users.wait_users_served(ctx)  # as an SRE checks the site after the change
 
 
 def misroute_recover(ctx, target, params):
     try:
         if "rules" in ctx.state:
-            misroute_fix(ctx, target, params)
+            kube.patch(ctx, "ingress", ctx.state["ingress"], {"spec": {"rules": ctx.state["rules"]}})
     finally:
         users.unroute_users(ctx)
 
@@ -190,14 +192,19 @@ def class_present(ctx, target, params):
     return wanted not in users.served_classes(ctx)
 
 
-def class_fix(ctx, target, params):
+def _restore_class(ctx):
     kube.patch(ctx, "ingress", ctx.state["ingress"], {"spec": {"ingressClassName": ctx.state["class_name"] or "nginx"}})
+
+
+def class_fix(ctx, target, params):
+    _restore_class(ctx)
+    users.wait_users_served(ctx)  # as an SRE checks the site after the change
 
 
 def class_recover(ctx, target, params):
     try:
         if "wrong" in ctx.state:
-            class_fix(ctx, target, params)
+            _restore_class(ctx)
     finally:
         users.unroute_users(ctx)
 

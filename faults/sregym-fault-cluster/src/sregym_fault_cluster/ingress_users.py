@@ -85,6 +85,19 @@ def route_users(ctx: Any, target: Any, *, settle_s: float = 90.0) -> None:
                               hints=(f"kubectl logs -n {ns} deploy/{name}", "kubectl get ingress -A"))
 
 
+def wait_users_served(ctx: Any, timeout_s: float = 60.0) -> bool:
+    """After a fix, as an SRE checks the site: wait until the users through the Ingress succeed again
+    (the controller reloads nginx within seconds of an object change)."""
+    client = _client(ctx)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(2.0)
+        stats = client.stats(2.0)
+        if (stats.get("count") or 0) >= 2 and (stats.get("success_rate") or 0) >= 0.99:
+            return True
+    return False
+
+
 def unroute_users(ctx: Any) -> None:
     if ctx.state.pop("routed", None):
         _client(ctx).control(route=None)
