@@ -135,7 +135,9 @@ def test_nginx_backtracks_on_the_probe_with_the_injected_regex_and_not_with_the_
             assert statuses == [500] * 3 and burnt > 0.05, (statuses, burnt)
             assert "pcre2_match() failed: -47" in (tmp_path / "error.log").read_text()
         else:
-            assert statuses == [400] * 3 and burnt < 0.01, (statuses, burnt)
+            # CPU time is counted in 10 ms clock ticks: three requests may be charged a tick each on a
+            # busy machine; the injected regex costs ten times more than that
+            assert statuses == [400] * 3 and burnt < 0.02, (statuses, burnt)
     finally:
         proc.terminate()
         proc.wait(10)
