@@ -53,3 +53,14 @@ def test_full_table_drops_new_connections_and_entries_linger(monkeypatch):
     assert table.status()["node-1"]["demand"] == 8
     table.conntrack = {}
     assert table.status()["node-1"]["max"] == 131072
+
+
+def test_the_benchmarks_own_pods_are_on_no_node():
+    view = _View("2")
+    view.namespace_labels = lambda ns: {"sregym.io/hidden": "true"} if ns == "hotel-workload" else {}
+    table = ConntrackTable(view)
+    app = {"metadata": {"namespace": "hotel-reservation"}, "spec": {"nodeName": "node-1"}}
+    generator = {"metadata": {"namespace": "hotel-workload"}, "spec": {"nodeName": "node-2"}}
+    assert table.nodes_for(generator, app) == {"node-1"}
+    assert table.nodes_for(None, generator) == set()  # the harness reading the generator's stats
+    assert table.nodes_for(app, {"metadata": {"namespace": "x"}, "spec": {"nodeName": "node-3"}}) == {"node-1", "node-3"}

@@ -70,6 +70,8 @@ def reference_fix(ctx: Any, target: Any, params: dict) -> None:
 def recover(ctx: Any, target: Any, params: dict) -> None:
     if ctx.state.get("saved") is not None:
         kube.patch(ctx, "configmap", NAME, {"data": {KEY: ctx.state["saved"]}}, namespace=NAMESPACE)
+        # the proxy re-reads its configuration every few seconds
+        hooks.wait_for(lambda: not is_present(ctx, target, params), 30.0, "the conntrack tables to have room")
 
 
 VOCABULARY = (

@@ -8,7 +8,9 @@ while it is open and for ``TIME_WAIT`` (120 s, the kernel's ``nf_conntrack_tcp_t
 after it closes. When a node's table is full the kernel drops the new connection's packets and logs
 ``nf_conntrack: nf_conntrack: table full, dropping packet``; here the proxy holds the connection
 unanswered (the caller times out, as on a dropped SYN) and the node gets a ``ConntrackFull``
-warning event, as node-problem-detector's network monitor reports it. The configuration is re-read
+warning event, as node-problem-detector's network monitor reports it. The benchmark's own pods
+(hidden namespaces) stand outside the cluster under test: their end of a connection is on no node
+(the workload generator's requests still take an entry on the backend's node). The configuration is re-read
 every few seconds (a real kube-proxy applies it when its pods restart).
 """
 
@@ -31,6 +33,7 @@ KERNEL_DEFAULT = 262144
 TIME_WAIT_S = 120.0
 REFRESH_S = 5.0
 EVENT_EVERY_S = 30.0
+HIDDEN_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
 
 DEFAULT_CONFIG = {
     "apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration",
@@ -106,6 +109,19 @@ class ConntrackTable:
             return KERNEL_DEFAULT
 
     # ------------------------------------------------------------ entries
+
+    def nodes_for(self, *pods: dict | None) -> set[str]:
+        """The nodes whose tables a connection between these pods holds an entry in. The benchmark's
+        own pods (hidden namespaces: workload generator, observability) stand outside the cluster
+        under test: their end of a connection is on no node."""
+        out = set()
+        for pod in pods:
+            node = ((pod or {}).get("spec") or {}).get("nodeName")
+            namespace = ((pod or {}).get("metadata") or {}).get("namespace") or ""
+            labels = self.view.namespace_labels(namespace) if namespace else {}
+            if node and not any(labels.get(k) == "true" for k in HIDDEN_LABELS):
+                out.add(node)
+        return out
 
     def count(self, node: str) -> int:
         closing = self.closing[node]

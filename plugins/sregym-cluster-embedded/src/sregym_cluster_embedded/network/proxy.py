@@ -255,7 +255,7 @@ class ServiceProxy:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)  # dropped: nothing ever answers
             return
-        tracked = {n for n in (self._node_of(client_ip), self._node_of(ip)) if n}
+        tracked = self.conntrack.nodes_for(src_pod, dst_pod)
         full = self.conntrack.admit(tracked)
         if full is not None:  # nf_conntrack table full on that node: the packets are dropped
             asyncio.create_task(self.conntrack.dropped(full))
