@@ -28,8 +28,9 @@ Layer = Literal["app", "config", "k8s", "storage", "datastore", "os", "hardware"
 FailureMode = Literal["persistent", "correlated", "concurrent", "metastable", "latent", "transient"]
 #: What a cluster offers and a fault may need: ``any`` (every cluster), ``embedded`` (the embedded
 #: cluster), ``real`` (a real Kubernetes), ``root`` (the benchmark runs as root), ``ld-preload`` (pods are
-#: local processes a shim can be preloaded into), ``node-agent`` (node-level fault hooks), ``snapshot``.
-Capability = Literal["any", "embedded", "real", "root", "ld-preload", "node-agent", "snapshot"]
+#: local processes a shim can be preloaded into), ``node-agent`` (node-level fault hooks), ``snapshot``,
+#: ``multi-node`` (two nodes or more: faults that pin pods away from another node's callers or volumes).
+Capability = Literal["any", "embedded", "real", "root", "ld-preload", "node-agent", "snapshot", "multi-node"]
 #: What an agent is for: evaluated agents are graded; the others validate problems.
 AgentRole = Literal["evaluated", "reference", "noop", "hacker"]
 #: What a fault instance is in a problem (``trigger``s are not root causes; ``latent`` ones are not visible).

@@ -117,3 +117,20 @@ def test_node_rules_follow_the_scheduler():
     assert not nodes.template_nodes({"nodeSelector": {"kubernetes.io/hostname": "node-2"}}, cluster) & \
         nodes.matching_nodes(pinned, cluster)
     assert nodes.schedulable_nodes(cluster) == ["node-1", "node-2"]
+
+
+def test_faults_that_need_two_nodes_are_not_run_on_one():
+    import pytest
+
+    pytest.importorskip("sregym_app_hotel_reservation", reason="the curated problems live in the app")
+    from sregym_core.plugins import get_plugin_host
+    from sregym_core.problems import missing_capabilities
+
+    host = get_plugin_host()
+    for problem_id, fault in (("hotel-pv-node-affinity-postgres-reservation", "pv-node-affinity-conflict"),
+                              ("hotel-pvc-rwo-shared-frontend", "pvc-rwo-shared"),
+                              ("hotel-internal-traffic-local-geo", "internal-traffic-local")):
+        problem = host.get_problems()[problem_id]
+        assert missing_capabilities(problem, host, {"any", "embedded"}) == {fault: frozenset({"multi-node"})}
+        assert not missing_capabilities(problem, host, {"any", "embedded", "multi-node"})
+    assert not missing_capabilities(host.get_problems()["hotel-sa-missing-permission-profile"], host, {"any"})

@@ -93,7 +93,7 @@ def recover(ctx, target, params):
 FAULTS: list[FaultSpec] = [
     function_fault(
         name="internal-traffic-local", summary="Service internalTrafficPolicy Local with no endpoint on the callers' nodes",
-        layer="network", selector=SERVICE, resource_kind="Service",
+        layer="network", selector=SERVICE, resource_kind="Service", capabilities={"multi-node"},
         mechanism="the Service's internalTrafficPolicy is Local and its pods are pinned to a node where no caller "
                   "runs: callers' connections are dropped",
         inject=inject, is_present=is_present, recover=recover, reference_fix=fix,

@@ -259,7 +259,7 @@ SHARED_VOLUME_VOCABULARY = (
 FAULTS: list[FaultSpec] = [
     function_fault(
         name="pv-node-affinity-conflict", summary="pods pinned to a node their local PersistentVolume cannot reach",
-        layer="k8s", selector=WITH_VOLUMES, resource_kind="PersistentVolume",
+        layer="k8s", selector=WITH_VOLUMES, resource_kind="PersistentVolume", capabilities={"multi-node"},
         mechanism="the pod template's nodeSelector pins the pods to a node outside their PersistentVolume's "
                   "nodeAffinity: the scheduler finds no node (volume node affinity conflict)",
         inject=affinity_inject, is_present=affinity_present, recover=affinity_recover, reference_fix=affinity_fix,
@@ -274,7 +274,7 @@ FAULTS: list[FaultSpec] = [
     ),
     function_fault(
         name="pvc-rwo-shared", summary="replicas on several nodes share one ReadWriteOnce disk (Multi-Attach)",
-        layer="k8s", selector=STATELESS, resource_kind="PersistentVolumeClaim",
+        layer="k8s", selector=STATELESS, resource_kind="PersistentVolumeClaim", capabilities={"multi-node"},
         params_schema=schema(replicas={"type": "integer", "minimum": 2, "maximum": 5, "default": 2}),
         mechanism="the Deployment was scaled out with one replica per node, every replica mounting the same "
                   "ReadWriteOnce PersistentVolumeClaim: the disk attaches to one node, the replicas elsewhere stay "

@@ -21,6 +21,8 @@ from . import locks
 CAPABILITIES = frozenset({"any", "embedded", "node-agent", "snapshot", "ld-preload"}
                          | ({"root"} if os.geteuid() == 0 and os.environ.get("SREGYM_POD_ISOLATION", "1") != "0"
                             else set()))  # root: tmpfs-backed volumes and isolated pods (a per-pod /dev/shm)
+#: what a cluster of two nodes or more offers besides (the provider's default cluster has three)
+MULTI_NODE = "multi-node"
 
 
 class EmbeddedCluster:
@@ -38,12 +40,19 @@ class EmbeddedCluster:
                  **options: Any) -> None:
         self.name = name
         self.nodes = nodes
-        self.capabilities = CAPABILITIES
         self.options = options
         self._owned = owned
         self._exclusive = exclusive
         self._use = locks.lock(name, locks.USERS)
         self._apps = locks.lock(name, locks.APPS)
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """The provider's capabilities, and ``multi-node`` when the cluster (running, or as it would
+        start) has two nodes or more."""
+        running = clusters.status(self.name)
+        count = running.nodes if running.running and running.nodes is not None else self.nodes
+        return CAPABILITIES | ({MULTI_NODE} if int(count) >= 2 else set())
 
     def up(self) -> None:
         clusters._check_name(self.name)
@@ -189,7 +198,7 @@ def sregym_clusters() -> list[ClusterProviderSpec]:
     return [ClusterProviderSpec(
         name="embedded",
         summary="A Kubernetes-compatible cluster in one local process: pods run as real local processes",
-        capabilities=CAPABILITIES,
+        capabilities=CAPABILITIES | {MULTI_NODE},
         factory=EmbeddedCluster,
         default=True,
     )]

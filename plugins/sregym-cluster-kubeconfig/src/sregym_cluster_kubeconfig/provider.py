@@ -9,6 +9,7 @@ from typing import Any
 from sregym_core.errors import ClusterError
 
 CAPABILITIES = frozenset({"any", "real"})
+MULTI_NODE = "multi-node"
 
 
 class KubeconfigCluster:
@@ -19,7 +20,28 @@ class KubeconfigCluster:
         path = kubeconfig or os.environ.get("SREGYM_KUBECONFIG") or os.environ.get("KUBECONFIG") \
             or Path.home() / ".kube" / "config"
         self._kubeconfig = Path(str(path).split(os.pathsep)[0]).expanduser()
-        self.capabilities = CAPABILITIES
+        self._capabilities: frozenset[str] | None = None
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """``any`` and ``real``, and ``multi-node`` when the cluster has two nodes or more (asked once;
+        a cluster that does not answer offers no more than the first two)."""
+        if self._capabilities is not None:
+            return self._capabilities
+        nodes = self._nodes()
+        found = CAPABILITIES | ({MULTI_NODE} if (nodes or 0) >= 2 else set())
+        if nodes is not None:
+            self._capabilities = found
+        return found
+
+    def _nodes(self) -> int | None:
+        from kubernetes import client, config
+
+        try:
+            api = config.new_client_from_config(config_file=str(self.kubeconfig()))
+            return len(client.CoreV1Api(api).list_node(_request_timeout=10).items)
+        except Exception:  # noqa: BLE001 - unreachable or no kubeconfig (`up` says why): ask again later
+            return None
 
     def kubeconfig(self, agent: bool = False) -> Path:
         if not self._kubeconfig.is_file():
