@@ -272,9 +272,7 @@ class ServiceProxy:
         def current() -> Fault | None:
             return self.fault_for(key, pod_name)
 
-        fault = current()
-        if fault is not None:
-            await self._impair(fault)
+        await self._impair(current)
         try:
             # keep the client's address as the source, as kube-proxy's DNAT does: the backend sees the
             # calling pod, not 127.0.0.1 (which e.g. PostgreSQL's pg_hba trusts without a password)
@@ -313,9 +311,8 @@ class ServiceProxy:
                 data = await reader.read(CHUNK)
                 if not data:
                     break
-                impairment = fault() if fault is not None else None
-                if impairment is not None:
-                    await self._impair(impairment)
+                if fault is not None:
+                    await self._impair(fault)
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, OSError):
@@ -325,16 +322,23 @@ class ServiceProxy:
                 if writer.can_write_eof():
                     writer.write_eof()
 
-    async def _impair(self, fault: Fault) -> None:
-        """Delay (± jitter) a response chunk; a lost one costs TCP retransmission time-outs."""
+    async def _impair(self, current: Callable[[], Fault | None]) -> None:
+        """Delay (± jitter) a response chunk; a lost one costs TCP retransmission time-outs.
+
+        Each retransmission meets the fault in force *when it is sent* (``current()``): once the
+        fault is cleared the next retransmission gets through, as after removing a netem qdisc, so
+        a stalled segment waits out at most the back-off already running, not a fault that is gone
+        (a connection left stalled for minutes wedged every call its client made on it)."""
+        fault = current()
+        if fault is None:
+            return
         if fault.delay_ms or fault.jitter_ms:
             delay = max(0.0, fault.delay_ms + random.uniform(-fault.jitter_ms, fault.jitter_ms))
             await asyncio.sleep(delay / 1000)
-        if fault.loss_pct > 0:
-            rto = 0.2
-            while random.uniform(0, 100) < fault.loss_pct:
-                await asyncio.sleep(rto)
-                rto = min(rto * 2, 60.0)
+        rto = 0.2
+        while (fault := current()) is not None and fault.loss_pct > 0 and random.uniform(0, 100) < fault.loss_pct:
+            await asyncio.sleep(rto)
+            rto = min(rto * 2, 60.0)
 
 
 __all__ = ["Fault", "PortKey", "ServiceProxy", "Obj"]
