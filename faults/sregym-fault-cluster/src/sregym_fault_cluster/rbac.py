@@ -19,6 +19,8 @@ import json
 from sregym_core.faultkit import function_fault, kube
 from sregym_core.types import FaultSpec, TargetSelector
 
+from . import ingress_users as users
+
 INIT = "config-sync"
 VOLUME = "synced-config"
 IMAGE = "python:3.12-slim"
@@ -123,6 +125,7 @@ def fix(ctx, target, params):
     kube.delete_pods(ctx, target)
     ctx.kubectl("rollout", "status", f"deployment/{target.component.name}", "-n", ctx.namespace, "--timeout=180s",
                 check=False, timeout=200.0)
+    users.wait_users_served(ctx, timeout_s=90.0)
 
 
 def recover(ctx, target, params):

@@ -16,6 +16,7 @@ from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
+from . import ingress_users as users
 from .nodes import matching_nodes, schedulable_nodes, template_nodes
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -123,9 +124,13 @@ def _restore_selector(ctx, target) -> None:
 
 
 def affinity_fix(ctx, target, params):
-    # as an SRE would: take the pin off the pod template, then replace the pod stuck Pending
+    # as an SRE would: take the pin off the pod template, replace the pod stuck Pending, and watch the
+    # datastore come back and its callers reconnect
     _restore_selector(ctx, target)
     _replace_pods(ctx, target)
+    ctx.kubectl("rollout", "status", f"{target.component.kind.lower()}/{target.component.name}", "-n", ctx.namespace,
+                "--timeout=180s", check=False, timeout=200.0)
+    users.wait_users_served(ctx, timeout_s=90.0)
 
 
 def affinity_recover(ctx, target, params):
@@ -217,6 +222,7 @@ def shared_fix(ctx, target, params):
                  "value": {"name": SHARED_VOLUME, "emptyDir": {}}}], type="json")
     ctx.kubectl("rollout", "status", f"deployment/{target.component.name}", "-n", ctx.namespace, "--timeout=180s",
                 check=False, timeout=200.0)
+    users.wait_users_served(ctx, timeout_s=90.0)  # callers' connections to the replaced pods settle
 
 
 def shared_recover(ctx, target, params):
