@@ -26,6 +26,7 @@ class TestClusterFaults(FaultContract):
     live_only |= {name: "needs bound PersistentVolumes and several nodes (live)"
                   for name in ("pv-node-affinity-conflict", "pvc-rwo-shared")}
     live_only["sa-missing-permission"] = "asks the API server (a SubjectAccessReview), live"
+    live_only["cronjob-sidecar-blocks"] = "users through the Ingress and the CronJob controller's runs (live)"
 
 
 def _review(kind: str = "Pod") -> dict:

@@ -23,9 +23,17 @@ from sregym_core.testing.probes import event, fails, unschedulable, waiting
 
 pytestmark = pytest.mark.matrix
 
+
+def certificate_expired(live) -> str | None:
+    """A user's HTTPS request through the ingress controller refused: the served certificate expired."""
+    from test_ingress_faults_live import _https
+
+    answer = _https(live)
+    return f"users: {answer}" if answer == "TLS: certificate has expired" else None
+
 ALL = ("admission-webhook-outage", "mutating-webhook-memory", "psa-restricted", "dns-nxdomain-service",
        "admission-webhook-timeouts", "dns-stale-zone", "recurring-memory-actor", "internal-traffic-local",
-       "pv-node-affinity-conflict", "pvc-rwo-shared", "sa-missing-permission")
+       "pv-node-affinity-conflict", "pvc-rwo-shared", "sa-missing-permission", "cronjob-sidecar-blocks")
 ALL += ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")  # their live cases: test_ingress_faults_live.py
 
 
@@ -40,7 +48,11 @@ SLOW = {"admission-webhook-timeouts": Case("rate", event("FailedCreate", "did no
         # the new pods' config-sync init container is refused its ConfigMap read (old pods keep serving)
         "sa-missing-permission": Case("profile", all_of(waiting("profile", "CrashLoopBackOff", "Error"),
                                                         init_log("profile", "config-sync", "Forbidden")),
-                                      endpoint="recommend")}
+                                      endpoint="recommend"),
+        # later runs skipped, the synced certificate expired: users through the Ingress refused
+        "cronjob-sidecar-blocks": Case("frontend", all_of(
+            event("JobAlreadyActive", "concurrency policy is Forbid", "cert-sync"), certificate_expired),
+            symptom_timeout=150.0)}
 MULTI_NODE = {"internal-traffic-local": Case("geo", fails("search")),
               # search asks reservation for free rooms, which asks its database
               "pv-node-affinity-conflict": Case("postgres-reservation", all_of(
