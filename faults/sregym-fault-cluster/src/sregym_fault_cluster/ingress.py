@@ -75,6 +75,15 @@ def tls_inject(ctx, target, params):
     _put_secret(ctx, entry["secretName"], cert, key)
 
 
+def _tls_values(target, params, state) -> dict:
+    """The injected names, or the apps' convention (``<service>-tls`` for ``<namespace>.sregym.test``)
+    before an injection recorded them (a ground truth derived without a cluster)."""
+    secret = state.get("secret") or f"{target.component.service_name}-tls"
+    return {"secret": secret, "host": state.get("host") or f"{target.namespace}.sregym.test",
+            "not_after": state.get("not_after") or "a date in the past",
+            "renewed_secret": state.get("renewed") or f"{secret}-renewed"}
+
+
 def tls_present(ctx, target, params):
     obj = kube.get(ctx, "ingress", ctx.state.get("ingress") or target.component.name, missing_ok=True)
     return users.certificate_problem(ctx, obj, ctx.state.get("host") or users.host_of(obj or {"metadata": {}})) is not None
@@ -227,8 +236,7 @@ FAULTS: list[FaultSpec] = [
         inject=tls_inject, is_present=tls_present, recover=tls_recover, reference_fix=tls_fix,
         symptoms=("certificate has expired", "TLS handshake failure", "connection errors"),
         keywords=("Ingress", "TLS", "certificate", "expired", "Secret"),
-        values=lambda t, p, s: {"secret": s.get("secret", ""), "host": s.get("host", ""),
-                                "not_after": s.get("not_after", ""), "renewed_secret": s.get("renewed", "")},
+        values=_tls_values,
         prose="The TLS Secret {secret} of {component}'s Ingress holds a certificate for {host} that expired at "
               "{not_after}; clients verifying TLS fail. The renewed certificate is in {renewed_secret}.",
         vocabulary=TLS_VOCABULARY,
