@@ -89,9 +89,10 @@ def inject(ctx, target, params):
     secret, issued = entry["secretName"], f"{entry['secretName']}-issued"
     current = kube.get(ctx, "secret", secret)
     ctx.state.update(ingress=obj["metadata"]["name"], host=host, secret=secret, issued=issued, data=current["data"])
-    # the certificate the last run synced: valid, but for the next minute or so only
+    # the certificate the last run synced (the run whose Job never completed), expired since: every run
+    # after it was skipped (a certificate that expires only later would keep users on open connections)
     now = dt.datetime.now(dt.UTC)
-    expires = now + dt.timedelta(seconds=int(params["expires_in_s"]))
+    expires = now - dt.timedelta(seconds=int(params["expired_s_ago"]))
     cert, key = issue(users.ca_pem(ctx), users.ca_key(ctx), [host], not_before=now - dt.timedelta(days=89),
                       not_after=expires)
     ctx.state["not_after"] = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -183,7 +184,7 @@ FAULTS: list[FaultSpec] = [
         name="cronjob-sidecar-blocks", summary="a CronJob's regular sidecar never exits: its Job never completes, "
                                                "later runs are skipped",
         layer="k8s", selector=ENTRY, resource_kind="CronJob",
-        params_schema=schema(expires_in_s={"type": "integer", "minimum": 30, "maximum": 600, "default": 45}),
+        params_schema=schema(expired_s_ago={"type": "integer", "minimum": 60, "maximum": 8640000, "default": 3600}),
         mechanism="the cert-sync CronJob's pod runs a log-forwarder as a regular container that never exits, so its "
                   "Job never completes and, with concurrencyPolicy Forbid, every later run is skipped: the renewed "
                   "certificate is never copied and the one the Ingress serves expires",
