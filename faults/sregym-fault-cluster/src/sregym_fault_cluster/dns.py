@@ -7,8 +7,8 @@ lives in kube-system): an agent needs cluster scope to repair them.
 
 from __future__ import annotations
 
-import json
 import re
+import time
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
@@ -68,40 +68,34 @@ def _fqdn(ctx, target) -> str:
     return f"{target.component.service_name}.{ctx.namespace}.svc.{CLUSTER_DOMAIN}"
 
 
-def _zone_callers(ctx) -> list[str]:
-    """The app's Deployments that name any of its Services: every caller a zone-wide answer reaches."""
-    services = json.loads(ctx.kubectl("get", "services", "-n", ctx.namespace, "-o", "json"))["items"]
-    words = [re.compile(rf"(?<![-\w]){re.escape(s['metadata']['name'])}(?![-\w])") for s in services]
-    config_maps = json.loads(ctx.kubectl("get", "configmaps", "-n", ctx.namespace, "-o", "json"))["items"]
-    naming = {c["metadata"]["name"] for c in config_maps if any(w.search(json.dumps(c.get("data") or {})) for w in words)}
-    out = []
-    for deployment in json.loads(ctx.kubectl("get", "deployments", "-n", ctx.namespace, "-o", "json"))["items"]:
-        template = json.dumps(deployment["spec"]["template"])
-        if any(w.search(template) for w in words) or any(f'"{c}"' in template for c in naming):
-            out.append(deployment["metadata"]["name"])
-    return out
+def _wait_users_recovered(ctx, timeout_s: float = 180.0) -> bool:
+    """As an SRE watches the site after a DNS fix: a client that failed to resolve retries on its own
+    back-off (gRPC's DNS resolver waits up to two minutes between attempts), so wait until the users
+    succeed over a whole SLO window (15 s), not just the target's restarted callers."""
+    from .ingress_users import _client
 
-
-def _roll_callers(ctx, target) -> None:
-    """Clients resolve on (re)connect, and one that failed to resolve backs off for up to two minutes
-    (gRPC's DNS resolver): roll the callers so they look names up now. A zone-wide fault reaches
-    every caller of every Service; a one-name fault, the target's callers."""
-    if ctx.state.get("zone_wide"):
-        names = _zone_callers(ctx)
-        for name in names:
-            ctx.rollout_restart("deployment", name)
-        for name in names:
-            ctx.kubectl("rollout", "status", f"deployment/{name}", "-n", ctx.namespace, "--timeout=180s",
-                        check=False, timeout=200.0)
-    else:
-        kube.restart_dependents(ctx, target)
+    try:
+        client = _client(ctx)
+    except PermanentFaultError:  # an app without a workload generator: nothing to watch
+        return False
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(3.0)
+        try:
+            stats = client.stats(15.0)
+        except Exception:  # noqa: BLE001 - the generator's answer is only a hint here; keep watching
+            continue
+        if (stats.get("count") or 0) >= 10 and (stats.get("success_rate") or 0) >= 0.99:
+            return True
+    return False
 
 
 def _inject(ctx, target, block: str) -> None:
     _, text = _corefile(ctx)
     ctx.state["corefile"] = text
     _write(ctx, _insert(text, block))
-    _roll_callers(ctx, target)
+    # clients resolve on (re)connect: roll the callers so they look the name up now
+    kube.restart_dependents(ctx, target)
 
 
 def service_nxdomain_inject(ctx, target, params):
@@ -114,7 +108,6 @@ def service_nxdomain_inject(ctx, target, params):
 
 def stale_zone_inject(ctx, target, params):
     ctx.state["fqdn"] = _fqdn(ctx, target)
-    ctx.state["zone_wide"] = True
     # a leftover from a migration: the whole service zone answered NXDOMAIN
     _inject(ctx, target, f"    template ANY ANY svc.{CLUSTER_DOMAIN} {{\n        rcode NXDOMAIN\n    }}\n")
 
@@ -129,14 +122,16 @@ def fix(ctx, target, params):
     obj, text = _corefile(ctx)
     cleaned = re.sub(r"^[ \t]*template\s[^{\n]*\{.*?^[ \t]*\}[ \t]*\n", "", text, flags=re.DOTALL | re.MULTILINE)
     _write(ctx, cleaned)
-    _roll_callers(ctx, target)
+    kube.restart_dependents(ctx, target)
+    _wait_users_recovered(ctx)
 
 
 def recover(ctx, target, params):
     saved = ctx.state.get("corefile")
     if saved is not None:
         _write(ctx, saved)
-        _roll_callers(ctx, target)
+        kube.restart_dependents(ctx, target)
+        _wait_users_recovered(ctx)  # the next attempt starts from a healthy app
 
 
 # what an SRE writes for "the cluster DNS was configured to deny the name" without CoreDNS's own words;
