@@ -147,15 +147,8 @@ def _redis(name: str, image: str, args: list[str], tier: str) -> list[dict[str, 
 
 
 def _ingress(service: str, port: str) -> dict[str, Any]:
-    """Users reach the shop through the cluster's ingress controller (class nginx) at the edge proxy;
-    the TLS Secret is issued at deploy from the app's CA (sregym_appkit.ingress.ensure_tls)."""
-    host = f"{NAMESPACE}.sregym.test"
-    backend = {"service": {"name": service, "port": {"name": port}}}
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-            "metadata": {"name": service, "namespace": NAMESPACE, "labels": _labels(service, "edge")},
-            "spec": {"ingressClassName": "nginx", "tls": [{"hosts": [host], "secretName": f"{service}-tls"}],
-                     "rules": [{"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix",
-                                                                  "backend": backend}]}}]}}
+    """Users reach the shop through the cluster's ingress controller (sregym_appkit.manifests.ingress)."""
+    return kit.ingress(NAMESPACE, service, port, _labels(service, "edge"))
 
 
 def build() -> list[dict[str, Any]]:

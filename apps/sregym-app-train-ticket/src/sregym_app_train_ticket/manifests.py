@@ -150,15 +150,8 @@ def _mysql() -> list[dict[str, Any]]:
 
 
 def _ingress(service: str, port: str) -> dict[str, Any]:
-    """Users reach TrainTicket through the cluster's ingress controller (class nginx) at the UI gateway;
-    the TLS Secret is issued at deploy from the app's CA (sregym_appkit.ingress.ensure_tls)."""
-    host = f"{NAMESPACE}.sregym.test"
-    backend = {"service": {"name": service, "port": {"name": port}}}
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-            "metadata": {"name": service, "namespace": NAMESPACE, "labels": _labels(service, "frontend")},
-            "spec": {"ingressClassName": "nginx", "tls": [{"hosts": [host], "secretName": f"{service}-tls"}],
-                     "rules": [{"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix",
-                                                                  "backend": backend}]}}]}}
+    """Users reach TrainTicket through the cluster's ingress controller (sregym_appkit.manifests.ingress)."""
+    return kit.ingress(NAMESPACE, service, port, _labels(service, "frontend"))
 
 
 def build() -> list[dict[str, Any]]:

@@ -95,3 +95,16 @@ def render_images(docs: list[dict[str, Any]], image_repo: str, params: Mapping[s
             if c.get("name") == workload_container and "workload_rate" in params:
                 set_env(c, "WORKLOAD_RATE", str(params["workload_rate"]))
     return docs
+
+
+def ingress(namespace: str, service: str, port: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    """The Ingress users reach the app through: class ``nginx`` (the cluster's ingress controller),
+    host ``<namespace>.sregym.test``, TLS from the Secret ``<service>-tls`` (issued at deploy from the
+    app's CA by :func:`sregym_appkit.ingress.ensure_tls`), every path to ``service``'s named ``port``."""
+    host = f"{namespace}.sregym.test"
+    backend = {"service": {"name": service, "port": {"name": port}}}
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": service, "namespace": namespace, "labels": dict(labels)},
+            "spec": {"ingressClassName": "nginx", "tls": [{"hosts": [host], "secretName": f"{service}-tls"}],
+                     "rules": [{"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                                                                  "backend": backend}]}}]}}
