@@ -341,6 +341,19 @@ def any_of(*probes: Probe) -> Probe:
     return probe
 
 
+def all_of(*probes: Probe) -> Probe:
+    """Evidence from every probe, or None while one of them has none."""
+    def probe(live: Live) -> str | None:
+        found = []
+        for each in probes:
+            evidence = each(live)
+            if evidence is None:
+                return None
+            found.append(evidence)
+        return "; ".join(found)
+    return probe
+
+
 def workload_errors(endpoint: str, minimum: int = 1) -> Probe:
     """The workload generator recorded failed requests of that kind since the injection."""
     def probe(live: Live) -> str | None:

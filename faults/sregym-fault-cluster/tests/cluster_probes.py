@@ -20,19 +20,6 @@ def oom_killed_at(component: str, memory: str):
     return probe
 
 
-def all_of(*probes):
-    """Evidence from every probe, or None while one of them has none."""
-    def probe(live) -> str | None:
-        found = []
-        for each in probes:
-            evidence = each(live)
-            if evidence is None:
-                return None
-            found.append(evidence)
-        return "; ".join(found)
-    return probe
-
-
 def init_log(component: str, container: str, text: str):
     """A line with ``text`` in the log of a pod's init container (``kubectl logs -c``, the agent's view)."""
     def probe(live) -> str | None:

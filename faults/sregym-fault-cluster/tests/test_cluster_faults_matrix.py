@@ -18,8 +18,8 @@ import pytest
 import sregym_fault_cluster.plugin
 from sregym_core.testing.live import LiveCase as Case
 from sregym_core.testing.live import LiveFaultContract, load_request_for
-from cluster_probes import all_of, init_log, oom_killed_at
-from sregym_core.testing.probes import event, fails, unschedulable, waiting
+from cluster_probes import init_log, oom_killed_at
+from sregym_core.testing.probes import all_of, event, fails, unschedulable, waiting
 
 pytestmark = pytest.mark.matrix
 

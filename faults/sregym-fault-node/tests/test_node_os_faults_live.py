@@ -17,22 +17,10 @@ import pytest
 import sregym_fault_node.plugin
 from sregym_core.testing.live import LiveCase as Case
 from sregym_core.testing.live import LiveFaultContract, load_request_for
-from sregym_core.testing.probes import event, log_line, unschedulable
+from sregym_core.testing.probes import all_of, event, log_line, unschedulable
 
 pytestmark = pytest.mark.matrix
 
-
-def all_of(*probes):
-    """Evidence from every probe, or None while one of them has none."""
-    def probe(live) -> str | None:
-        found = []
-        for each in probes:
-            evidence = each(live)
-            if evidence is None:
-                return None
-            found.append(evidence)
-        return "; ".join(found)
-    return probe
 
 SHM_ERROR = "could not resize shared memory segment"
 CASES = {
