@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sregym_core.faultkit import function_fault, kube, schema
+from sregym_core.faultkit import function_fault, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
-from . import hooks, placement
-from .node import move_off_node
+from . import hooks
+from .node import mark_node, may_land_on_node, move_off_node, release_node
 
 MOVABLE = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"),
                          requires=("service",))
@@ -30,9 +30,7 @@ DAY_MS = 86_400_000
 
 
 def inject(ctx: Any, target: Any, params: dict) -> None:
-    node = hooks.target_node(ctx, target)
-    obj = kube.get(ctx, "node", node, namespace="")
-    ctx.state.update(node=node, was_unschedulable=bool((obj.get("spec") or {}).get("unschedulable")))
+    node = mark_node(ctx, hooks.target_node(ctx, target))
     # every app pod on the node reads the node's clock, whenever it is there
     hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "clock"), namespace=ctx.namespace, nodes=[node],
                calls=["clock"], offset_ms=int(params["offset_minutes"] * 60_000))
@@ -46,11 +44,7 @@ def is_present(ctx: Any, target: Any, params: dict) -> bool:
         return False
     if any((p.get("spec") or {}).get("nodeName") == node for p in hooks.pods(ctx, target)):
         return True
-    workload = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
-    if workload is None:
-        return False
-    return placement.schedulable_for(kube.get(ctx, "node", node, namespace="", missing_ok=True),
-                                     kube.pod_spec(workload))
+    return may_land_on_node(ctx, target)
 
 
 def reference_fix(ctx: Any, target: Any, params: dict) -> None:
@@ -60,9 +54,7 @@ def reference_fix(ctx: Any, target: Any, params: dict) -> None:
 
 
 def recover(ctx: Any, target: Any, params: dict) -> None:
-    hooks.clear(ctx, "shim")
-    if ctx.state.get("node") and not ctx.state.get("was_unschedulable"):
-        ctx.kubectl("uncordon", ctx.state["node"], check=False)
+    release_node(ctx, "shim")
 
 
 VOCABULARY = (

@@ -166,9 +166,7 @@ def disk_full_recover(ctx: Any, target: Any, params: dict) -> None:
 # --------------------------------------------------------------------------- network delay / loss
 
 def _net_inject(ctx: Any, target: Any, params: dict) -> None:
-    node = hooks.target_node(ctx, target)
-    obj = kube.get(ctx, "node", node, namespace="")
-    ctx.state.update(node=node, was_unschedulable=bool((obj.get("spec") or {}).get("unschedulable")))
+    node = mark_node(ctx, hooks.target_node(ctx, target))
     impairment = {k: params[k] for k in ("delay_ms", "jitter_ms", "loss_pct") if k in params}
     record = hooks.call(ctx, "network_fault", hooks.hook_id(ctx, "network"), namespace=ctx.namespace,
                         labels=hooks.selector_labels(ctx, target), nodes=[node], **impairment)
@@ -181,14 +179,32 @@ def _net_present(ctx: Any, target: Any, params: dict) -> bool:
     record = hooks.status(ctx, "network")
     if record and record.get("active"):
         return True
-    node = ctx.state.get("node")
-    if not node or not record:
-        return False
+    return bool(ctx.state.get("node") and record) and may_land_on_node(ctx, target)
+
+
+def mark_node(ctx: Any, node: str) -> str:
+    """Remember a node-scoped fault's bad node, and whether it was cordoned already (recover leaves
+    the node as it found it)."""
+    obj = kube.get(ctx, "node", node, namespace="")
+    ctx.state.update(node=node, was_unschedulable=bool((obj.get("spec") or {}).get("unschedulable")))
+    return node
+
+
+def may_land_on_node(ctx: Any, target: Any) -> bool:
+    """Nothing keeps the target's pods off the bad node (cordon, an untolerated taint, the pod
+    template's node selection): a restart that happened to place them elsewhere is no fix."""
     workload = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
     if workload is None:
         return False
-    return placement.schedulable_for(kube.get(ctx, "node", node, namespace="", missing_ok=True),
+    return placement.schedulable_for(kube.get(ctx, "node", ctx.state["node"], namespace="", missing_ok=True),
                                      kube.pod_spec(workload))
+
+
+def release_node(ctx: Any, kind: str) -> None:
+    """Clear the node's fault hook and uncordon it unless it was cordoned before the fault."""
+    hooks.clear(ctx, kind)
+    if ctx.state.get("node") and not ctx.state.get("was_unschedulable"):
+        ctx.kubectl("uncordon", ctx.state["node"], check=False)
 
 
 def move_off_node(ctx: Any, target: Any, node: str) -> None:
@@ -211,9 +227,7 @@ def _net_fix(ctx: Any, target: Any, params: dict) -> None:
 
 
 def _net_recover(ctx: Any, target: Any, params: dict) -> None:
-    hooks.clear(ctx, "network")
-    if ctx.state.get("node") and not ctx.state.get("was_unschedulable"):
-        ctx.kubectl("uncordon", ctx.state["node"], check=False)
+    release_node(ctx, "network")
 
 
 # --------------------------------------------------------------------------- records
