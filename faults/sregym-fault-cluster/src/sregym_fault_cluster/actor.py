@@ -12,23 +12,18 @@ import json
 from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
+from . import api_actor
+
 NAME = "nightly-rebalance"
-IMAGE = "python:3.12-slim"
 SELECTOR = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "db:*", "cache:*"))
 
 #: what the job runs: a strategic-merge patch of the target's memory through the in-cluster API
-SCRIPT = """\
-import json, os, ssl, urllib.request
-sa = "/var/run/secrets/kubernetes.io/serviceaccount"
-token = open(sa + "/token").read().strip()
-namespace = open(sa + "/namespace").read().strip()
-context = ssl.create_default_context(cafile=sa + "/ca.crt")
-host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+SCRIPT = api_actor.API_PRELUDE + """\
 target, container, memory = os.environ["TARGET"], os.environ["CONTAINER"], os.environ["MEMORY"]
 resources = {"limits": {"memory": memory}, "requests": {"memory": memory}}
 body = {"spec": {"template": {"spec": {"containers": [{"name": container, "resources": resources}]}}}}
 request = urllib.request.Request(
-    f"https://{host}:{port}/apis/apps/v1/namespaces/{namespace}/deployments/{target}", method="PATCH",
+    f"{base}/apis/apps/v1/namespaces/{namespace}/deployments/{target}", method="PATCH",
     data=json.dumps(body).encode(), headers={"Authorization": "Bearer " + token,
                                              "Content-Type": "application/strategic-merge-patch+json"})
 with urllib.request.urlopen(request, context=context, timeout=20) as answer:
@@ -37,26 +32,11 @@ with urllib.request.urlopen(request, context=context, timeout=20) as answer:
 
 
 def _objects(ctx, target, memory: str, container: str) -> list[dict]:
-    meta = {"name": NAME, "namespace": ctx.namespace, "labels": {"app.kubernetes.io/name": NAME}}
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
-         "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "patch"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
-         "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": ctx.namespace}]},
-        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta,
-         "spec": {"schedule": "* * * * *", "concurrencyPolicy": "Forbid", "successfulJobsHistoryLimit": 1,
-                  "failedJobsHistoryLimit": 1,
-                  "jobTemplate": {"spec": {"backoffLimit": 0, "template": {
-                      "metadata": {"labels": {"app.kubernetes.io/name": NAME}},
-                      "spec": {"serviceAccountName": NAME, "restartPolicy": "Never",
-                               "containers": [{"name": "rebalance", "image": IMAGE,
-                                               "command": ["python3", "-c", SCRIPT],
-                                               "env": [{"name": "TARGET", "value": target.component.name},
-                                                       {"name": "CONTAINER", "value": container},
-                                                       {"name": "MEMORY", "value": memory}]}]}}}}}},
-    ]
+    return api_actor.actor_objects(
+        ctx.namespace, NAME,
+        rules=[{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "patch"]}],
+        containers=[api_actor.container("rebalance", SCRIPT, {"TARGET": target.component.name,
+                                                              "CONTAINER": container, "MEMORY": memory})])
 
 
 def _limit(ctx, target) -> str | None:
@@ -89,8 +69,7 @@ def is_present(ctx, target, params):
 def fix(ctx, target, params):
     # stop the actor first, then restore the limit it keeps overwriting
     kube.patch(ctx, "cronjob", NAME, {"spec": {"suspend": True}})
-    ctx.kubectl("delete", "jobs", "-n", ctx.namespace, "-l", f"app.kubernetes.io/name={NAME}", "--ignore-not-found",
-                "--wait=false")
+    api_actor.delete_jobs(ctx, NAME)
     index = kube.container_index(kube.workload(ctx, target), ctx.state["container"])
     kube.patch(ctx, target.component.kind, target.component.name, [
         {"op": "add", "path": f"/spec/template/spec/containers/{index}/resources", "value": ctx.state["resources"]}],
@@ -98,12 +77,8 @@ def fix(ctx, target, params):
 
 
 def recover(ctx, target, params):
-    ctx.kubectl("delete", "cronjob", NAME, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
-    ctx.kubectl("delete", "jobs", "-n", ctx.namespace, "-l", f"app.kubernetes.io/name={NAME}", "--ignore-not-found",
-                "--wait=false")
+    api_actor.remove_actor(ctx, NAME)
     ctx.kubectl("delete", f"job/{NAME}-manual", "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
-    for kind in ("rolebinding", "role", "serviceaccount"):
-        ctx.kubectl("delete", kind, NAME, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
     if "resources" in ctx.state and _limit(ctx, target) == ctx.state.get("memory"):
         index = kube.container_index(kube.workload(ctx, target), ctx.state["container"])
         kube.patch(ctx, target.component.kind, target.component.name, [

@@ -22,21 +22,15 @@ import time
 from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec
 
+from . import api_actor
 from . import ingress_users as users
-from .ingress import ENTRY, _put_secret, _users_first
+from .ingress import ENTRY
 
 NAME = "cert-sync"
 SIDECAR = "log-forwarder"
-IMAGE = "python:3.12-slim"
 
 #: the sync container: copy the issued certificate into the served Secret through the API
-SCRIPT = """\
-import json, os, ssl, urllib.request
-sa = "/var/run/secrets/kubernetes.io/serviceaccount"
-token = open(sa + "/token").read().strip()
-namespace = open(sa + "/namespace").read().strip()
-context = ssl.create_default_context(cafile=sa + "/ca.crt")
-base = f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}"
+SCRIPT = api_actor.API_PRELUDE + """\
 def call(method, name, body=None, kind="application/json"):
     request = urllib.request.Request(f"{base}/api/v1/namespaces/{namespace}/secrets/{name}", method=method,
                                      data=json.dumps(body).encode() if body else None,
@@ -53,25 +47,12 @@ FORWARDER = "import time\nprint('log-forwarder: shipping logs', flush=True)\nwhi
 
 
 def _objects(ctx, secret: str, issued: str) -> list[dict]:
-    meta = {"name": NAME, "namespace": ctx.namespace, "labels": {"app.kubernetes.io/name": NAME}}
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
-         "rules": [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": [issued, secret],
-                    "verbs": ["get", "patch"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
-         "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": ctx.namespace}]},
-        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta,
-         "spec": {"schedule": "* * * * *", "concurrencyPolicy": "Forbid", "successfulJobsHistoryLimit": 1,
-                  "failedJobsHistoryLimit": 1,
-                  "jobTemplate": {"spec": {"backoffLimit": 2, "template": {
-                      "metadata": {"labels": {"app.kubernetes.io/name": NAME}},
-                      "spec": {"serviceAccountName": NAME, "restartPolicy": "Never", "containers": [
-                          {"name": "sync", "image": IMAGE, "command": ["python3", "-c", SCRIPT],
-                           "env": [{"name": "SOURCE", "value": issued}, {"name": "TARGET", "value": secret}]},
-                          {"name": SIDECAR, "image": IMAGE, "command": ["python3", "-c", FORWARDER]}]}}}}}},
-    ]
+    return api_actor.actor_objects(
+        ctx.namespace, NAME, backoff_limit=2,
+        rules=[{"apiGroups": [""], "resources": ["secrets"], "resourceNames": [issued, secret],
+                "verbs": ["get", "patch"]}],
+        containers=[api_actor.container("sync", SCRIPT, {"SOURCE": issued, "TARGET": secret}),
+                    api_actor.container(SIDECAR, FORWARDER)])
 
 
 def _synced(ctx, secret: str, cert: bytes) -> bool:
@@ -79,7 +60,7 @@ def _synced(ctx, secret: str, cert: bytes) -> bool:
     return base64.b64decode((obj.get("data") or {}).get("tls.crt", "")) == cert
 
 
-@_users_first
+@users.users_first
 def inject(ctx, target, params):
     from sregym_appkit.ingress import issue
 
@@ -96,7 +77,7 @@ def inject(ctx, target, params):
     cert, key = issue(users.ca_pem(ctx), users.ca_key(ctx), [host], not_before=now - dt.timedelta(days=89),
                       not_after=expires)
     ctx.state["not_after"] = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
-    _put_secret(ctx, issued, cert, key, labels={"app.kubernetes.io/managed-by": "issuer"})
+    users.put_secret(ctx, issued, cert, key, labels={"app.kubernetes.io/managed-by": "issuer"})
     for item in _objects(ctx, secret, issued):
         kube.apply(ctx, item)
     ctx.kubectl("create", "job", f"{NAME}-{int(time.time()) // 60}", f"--from=cronjob/{NAME}", "-n", ctx.namespace)
@@ -106,7 +87,7 @@ def inject(ctx, target, params):
         raise PermanentFaultError(f"the {NAME} Job did not copy {issued} into {secret} within 90 s",
                                   hints=(f"kubectl logs -n {ctx.namespace} -l app.kubernetes.io/name={NAME} -c sync",))
     # the issuer renews: a year's certificate waits in <secret>-issued for a run that never comes
-    _put_secret(ctx, issued, base64.b64decode(current["data"]["tls.crt"]), base64.b64decode(current["data"]["tls.key"]),
+    users.put_secret(ctx, issued, base64.b64decode(current["data"]["tls.crt"]), base64.b64decode(current["data"]["tls.key"]),
                 labels={"app.kubernetes.io/managed-by": "issuer"})
 
 
@@ -117,7 +98,7 @@ def _blocking(cron: dict) -> bool:
 
 
 def _stuck_jobs(ctx) -> list[str]:
-    jobs = json.loads(ctx.kubectl("get", "jobs", "-n", ctx.namespace, "-l", f"app.kubernetes.io/name={NAME}",
+    jobs = json.loads(ctx.kubectl("get", "jobs", "-n", ctx.namespace, "-l", api_actor.label_selector(NAME),
                                   "-o", "json"))["items"]
     out = []
     for job in jobs:
@@ -160,11 +141,7 @@ def fix(ctx, target, params):
 
 def recover(ctx, target, params):
     try:
-        ctx.kubectl("delete", "cronjob", NAME, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
-        ctx.kubectl("delete", "jobs", "-n", ctx.namespace, "-l", f"app.kubernetes.io/name={NAME}", "--ignore-not-found",
-                    "--wait=false")
-        for kind in ("rolebinding", "role", "serviceaccount"):
-            kube.delete(ctx, kind, NAME)
+        api_actor.remove_actor(ctx, NAME)
         if "data" in ctx.state:
             kube.patch(ctx, "secret", ctx.state["secret"], {"data": ctx.state["data"]})
             kube.delete(ctx, "secret", ctx.state["issued"])

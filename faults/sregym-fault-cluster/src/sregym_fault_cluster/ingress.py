@@ -31,29 +31,10 @@ ENTRY = TargetSelector(kinds=("Deployment",), requires=("knob:ingress",))
 WRONG_CLASS = "nginx-internal"
 
 
-def _put_secret(ctx, name: str, cert: bytes, key: bytes, labels: dict | None = None) -> None:
-    from sregym_appkit.ingress import tls_secret
-
-    kube.apply(ctx, tls_secret(name, ctx.namespace, cert, key, labels=labels))
-
-
-def _users_first(inject):
-    """Move the workload's users onto the Ingress, then break it; back to the Service if that fails."""
-    def routed_inject(ctx, target, params):
-        users.route_users(ctx, target)
-        try:
-            return inject(ctx, target, params)
-        except BaseException:
-            users.unroute_users(ctx)
-            raise
-    routed_inject.__name__ = routed_inject.__qualname__ = inject.__name__
-    return routed_inject
-
-
 # --------------------------------------------------------------------------- expired certificate
 
 
-@_users_first
+@users.users_first
 def tls_inject(ctx, target, params):
     from sregym_appkit.ingress import issue
 
@@ -64,7 +45,7 @@ def tls_inject(ctx, target, params):
     ctx.state.update(ingress=obj["metadata"]["name"], host=host, secret=entry["secretName"],
                      renewed=f"{entry['secretName']}-renewed", data=secret["data"])
     # the current certificate, as the renewal left it, under a name the Ingress does not use
-    _put_secret(ctx, ctx.state["renewed"], base64.b64decode(secret["data"]["tls.crt"]),
+    users.put_secret(ctx, ctx.state["renewed"], base64.b64decode(secret["data"]["tls.crt"]),
                 base64.b64decode(secret["data"]["tls.key"]), labels={"app.kubernetes.io/managed-by": "cert-renewal"})
     # ... and last year's certificate re-applied over the one the Ingress serves
     now = dt.datetime.now(dt.UTC)
@@ -72,7 +53,7 @@ def tls_inject(ctx, target, params):
     cert, key = issue(users.ca_pem(ctx), users.ca_key(ctx), [host], not_before=now - dt.timedelta(days=365 + days),
                       not_after=now - dt.timedelta(days=days))
     ctx.state["not_after"] = (now - dt.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    _put_secret(ctx, entry["secretName"], cert, key)
+    users.put_secret(ctx, entry["secretName"], cert, key)
 
 
 def _tls_values(target, params, state) -> dict:
@@ -134,7 +115,7 @@ def _routes(obj: dict | None) -> set[tuple]:
     return out
 
 
-@_users_first
+@users.users_first
 def misroute_inject(ctx, target, params):
     obj = users.ingress(ctx, target)
     service, port = _wrong_backend(ctx, target)
@@ -182,7 +163,7 @@ def misroute_recover(ctx, target, params):
 # --------------------------------------------------------------------------- class mismatch
 
 
-@_users_first
+@users.users_first
 def class_inject(ctx, target, params):
     obj = users.ingress(ctx, target)
     wrong = params.get("class_name", WRONG_CLASS)

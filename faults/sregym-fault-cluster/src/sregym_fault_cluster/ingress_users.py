@@ -142,3 +142,23 @@ def certificate_problem(ctx: Any, obj: dict | None, host: str, now: float | None
     if host not in names:
         return f"the certificate in {entry['secretName']} does not name {host}"
     return None
+
+
+def put_secret(ctx: Any, name: str, cert: bytes, key: bytes, labels: dict | None = None) -> None:
+    """Create or replace the TLS Secret ``name`` in the app's namespace."""
+    from sregym_appkit.ingress import tls_secret
+
+    kube.apply(ctx, tls_secret(name, ctx.namespace, cert, key, labels=labels))
+
+
+def users_first(inject):
+    """Move the workload's users onto the Ingress, then break it; back to the Service if that fails."""
+    def routed_inject(ctx, target, params):
+        route_users(ctx, target)
+        try:
+            return inject(ctx, target, params)
+        except BaseException:
+            unroute_users(ctx)
+            raise
+    routed_inject.__name__ = routed_inject.__qualname__ = inject.__name__
+    return routed_inject
