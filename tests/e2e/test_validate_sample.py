@@ -1,9 +1,9 @@
 """Problem soundness in CI: a rotating sample of lite problems, and random ad-hoc (fault, target) pairs.
 
-Each CI run validates 3 lite problems with the reference, noop and blind hacker agents (restart-all,
+Each CI run validates 2 lite problems with the reference, noop and blind hacker agents (restart-all,
 scale-zero-faulty, delete-faulty) and observes each one's declared symptom; the adaptive hackers
 (stub-replace, different-broken-value) run on the first of them, to keep CI lean
-(tests/e2e/test_hackers.py proves them on wrong-image every run). Which 3 rotates by day, so
+(tests/e2e/test_hackers.py proves them on wrong-image every run). Which 2 rotates by day, so
 successive runs cover the whole suite (`SREGYM_VALIDATE_GROUP=N` picks a group by hand,
 `SREGYM_VALIDATE_GROUP_SIZE=N` a larger sample). One ad-hoc pair, drawn at random from primitives
 whose reference fix works on any target, must pass with the reference agent (`SREGYM_ADHOC_SEED`
@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 BIN = Path(sys.executable).parent
 SREGYM = str(BIN / "sregym")
-GROUP_SIZE = int(os.environ.get("SREGYM_VALIDATE_GROUP_SIZE", 3))
+GROUP_SIZE = int(os.environ.get("SREGYM_VALIDATE_GROUP_SIZE", 2))
 BLIND_AGENTS = "reference,noop,restart-all,scale-zero-faulty,delete-faulty"
 ADAPTIVE_AGENTS = "stub-replace,different-broken-value"
 ADAPTIVE_PROBLEMS = 1
