@@ -262,6 +262,28 @@ def test_patch_label_annotate_set_scale_edit(kubectl: Kubectl, namespace: str) -
     assert "Edit cancelled, no changes made." in unchanged.stdout + unchanged.stderr
 
 
+def test_finalizer_holds_deletion(kubectl: Kubectl, namespace: str) -> None:
+    """metadata.finalizers keeps a deleted object (Terminating) until its last finalizer is removed;
+    its name stays taken, and no finalizer may be added meanwhile (as a real API server answers)."""
+    ns = ["-n", namespace]
+    kubectl("apply", "-f", "-", *ns, input=json.dumps({
+        "apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"},
+        "metadata": {"name": "held", "finalizers": ["example.com/cleanup"]}}))
+    assert kubectl("delete", "configmap", "held", "--wait=false", *ns).stdout.startswith('configmap "held" deleted')
+    obj = json.loads(kubectl("get", "configmap", "held", "-o", "json", *ns).stdout)
+    assert obj["metadata"]["deletionTimestamp"] and obj["metadata"]["finalizers"] == ["example.com/cleanup"]
+    again = kubectl("create", "configmap", "held", "--from-literal=a=2", *ns, check=False)
+    assert again.returncode == 1
+    assert 'object is being deleted: configmaps "held" already exists' in again.stderr
+    added = kubectl("patch", "configmap", "held", "--type=json", "-p",
+                    '[{"op":"add","path":"/metadata/finalizers/-","value":"example.com/more"}]', *ns, check=False)
+    assert added.returncode == 1 and "no new finalizers can be added if the object is being deleted" in added.stderr
+    kubectl("patch", "configmap", "held", "--type=merge", "-p", '{"metadata":{"finalizers":null}}', *ns)
+    gone = kubectl("get", "configmap", "held", *ns, check=False)
+    assert gone.returncode == 1 and 'configmaps "held" not found' in gone.stderr
+    kubectl("create", "configmap", "held", "--from-literal=a=2", *ns)
+
+
 def test_auth_can_i_and_whoami(kubectl: Kubectl, api_server: ThreadedApiServer, namespace: str) -> None:
     assert kubectl("auth", "can-i", "delete", "pods", "-A").stdout.strip() == "yes"
     who = kubectl("auth", "whoami").stdout

@@ -56,6 +56,19 @@ def random_suffix(n: int = 5) -> str:
     return "".join(random.choice(_NAME_CHARS) for _ in range(n))
 
 
+def _check_new_finalizers(rt: ResourceType, old: Obj, new: Obj) -> None:
+    """ValidateObjectMetaUpdate: once an object is being deleted, finalizers may only be removed."""
+    if not old["metadata"].get("deletionTimestamp"):
+        return
+    before = set(old["metadata"].get("finalizers") or [])
+    added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
+    if added:
+        found = ", ".join(f'"{f}"' for f in added)
+        raise invalid(rt.kind, rt.group, old["metadata"]["name"], [(
+            "FieldValueForbidden", "Forbidden: no new finalizers can be added if the object is being deleted, "
+            f"found new finalizers []string{{{found}}}", "metadata.finalizers")])
+
+
 def _drop_empty_metadata(meta: Obj) -> None:
     """Empty maps and lists in ObjectMeta are omitted, as Go's omitempty does on a real server."""
     for field in ("labels", "annotations", "finalizers", "ownerReferences", "managedFields"):
@@ -228,8 +241,13 @@ class ApiCore:
         if problem:
             raise invalid(rt.kind, rt.group, name, [("FieldValueInvalid", f'Invalid value: "{name}": {problem}',
                                                      "metadata.name")])
-        if self.store.get(srt.storage_key, namespace, name) is not None:
-            raise already_exists(rt.plural, rt.group, name)
+        existing = self.store.get(srt.storage_key, namespace, name)
+        if existing is not None:
+            error = already_exists(rt.plural, rt.group, name)
+            if existing["metadata"].get("deletionTimestamp"):
+                # the name stays taken until the last finalizer is gone (the real server's wording)
+                error.message = f"object is being deleted: {error.message}"
+            raise error
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(field, None)
         meta["uid"] = str(uuid.uuid4())
@@ -621,6 +639,7 @@ class ApiCore:
                            "the object has been modified; please apply your changes to the latest version and "
                            "try again")
         new = self._merge_for_update(rt, old, obj, subresource)
+        _check_new_finalizers(rt, old, new)
         return self._commit_update(rt, srt, old, new, dry_run=dry_run)
 
     def _merge_for_update(self, rt: ResourceType, old: Obj, obj: Obj, subresource: str | None) -> Obj:
