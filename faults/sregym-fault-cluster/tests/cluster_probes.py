@@ -32,3 +32,19 @@ def init_log(component: str, container: str, text: str):
                     return f"{pod['metadata']['name']}/{container}: {line.strip()[:160]}"
         return None
     return probe
+
+
+def terminating(kind: str, name: str):
+    """An object deleted but held by a finalizer (deletionTimestamp set, still there), as ``kubectl get -o
+    yaml`` shows it."""
+    def probe(live) -> str | None:
+        import json
+
+        try:
+            meta = json.loads(live.kubectl("get", kind, name, "-n", live.namespace, "-o", "json")).get("metadata") or {}
+        except ValueError:  # NotFound: gone, not held
+            return None
+        if meta.get("deletionTimestamp") and meta.get("finalizers"):
+            return f"{kind} {name} Terminating since {meta['deletionTimestamp']}, finalizers {meta['finalizers']}"
+        return None
+    return probe

@@ -27,6 +27,7 @@ class TestClusterFaults(FaultContract):
                   for name in ("pv-node-affinity-conflict", "pvc-rwo-shared")}
     live_only["sa-missing-permission"] = "asks the API server (a SubjectAccessReview), live"
     live_only["cronjob-sidecar-blocks"] = "users through the Ingress and the CronJob controller's runs (live)"
+    live_only["finalizer-deadlock"] = "its controller, a pod, puts the finalizer on the ConfigMap (live)"
 
 
 def _review(kind: str = "Pod") -> dict:

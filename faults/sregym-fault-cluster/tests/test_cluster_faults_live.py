@@ -44,7 +44,8 @@ class TestClusterFaultsLive(LiveFaultContract):
                                              "not on)",
                 "pvc-rwo-shared": "covered by test_cluster_faults_matrix.py (needs a second node to attach the disk to)",
                 "sa-missing-permission": "covered by test_cluster_faults_matrix.py (matrix only: the suite's budget)",
-                "cronjob-sidecar-blocks": "covered by test_cluster_faults_matrix.py (waits for scheduled runs)"}
+                "cronjob-sidecar-blocks": "covered by test_cluster_faults_matrix.py (waits for scheduled runs)",
+                "finalizer-deadlock": "covered by test_cluster_faults_matrix.py (matrix only: the suite's budget)"}
     not_here |= {name: "covered by test_ingress_faults_live.py" for name in ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")}
 
 

@@ -18,7 +18,7 @@ import pytest
 import sregym_fault_cluster.plugin
 from sregym_core.testing.live import LiveCase as Case
 from sregym_core.testing.live import LiveFaultContract, load_request_for
-from cluster_probes import init_log, oom_killed_at
+from cluster_probes import init_log, oom_killed_at, terminating
 from sregym_core.testing.probes import all_of, event, fails, unschedulable, waiting
 
 pytestmark = pytest.mark.matrix
@@ -33,7 +33,8 @@ def certificate_expired(live) -> str | None:
 
 ALL = ("admission-webhook-outage", "mutating-webhook-memory", "psa-restricted", "dns-nxdomain-service",
        "admission-webhook-timeouts", "dns-stale-zone", "recurring-memory-actor", "internal-traffic-local",
-       "pv-node-affinity-conflict", "pvc-rwo-shared", "sa-missing-permission", "cronjob-sidecar-blocks")
+       "pv-node-affinity-conflict", "pvc-rwo-shared", "sa-missing-permission", "cronjob-sidecar-blocks",
+       "finalizer-deadlock")
 ALL += ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")  # their live cases: test_ingress_faults_live.py
 
 
@@ -52,7 +53,10 @@ SLOW = {"admission-webhook-timeouts": Case("rate", event("FailedCreate", "did no
         # later runs skipped, the synced certificate expired: users through the Ingress refused
         "cronjob-sidecar-blocks": Case("frontend", all_of(
             event("JobAlreadyActive", "concurrency policy is Forbid", "cert-sync"), certificate_expired),
-            symptom_timeout=150.0)}
+            symptom_timeout=150.0),
+        # the rotated settings ConfigMap cannot replace the one held by the read-only guardian's finalizer
+        "finalizer-deadlock": Case("geo", all_of(waiting("geo", "CreateContainerConfigError"),
+                                                 terminating("configmap", "geo-settings")), symptom_timeout=120.0)}
 MULTI_NODE = {"internal-traffic-local": Case("geo", fails("search")),
               # search asks reservation for free rooms, which asks its database
               "pv-node-affinity-conflict": Case("postgres-reservation", all_of(
