@@ -1,6 +1,6 @@
 """The agent's restricted identity: a ServiceAccount in the benchmark's hidden namespace, bound to
 broad rights inside the app's namespace(s) only, read-only on nodes and on the ingress controller's
-namespace (its pods and logs), and nothing else.
+and kube-system's pods and logs (node components such as kube-proxy), and nothing else.
 
 Works through the Kubernetes API alone (RBAC + TokenRequest), so it is the same on the embedded
 cluster and on a real one. The agent cannot list namespaces, so hidden namespaces (the workload
@@ -59,14 +59,16 @@ CLUSTER_RULES = [
     # which admission webhooks see the app's objects (a FailedCreate event names one)
     {"apiGroups": ["admissionregistration.k8s.io"],
      "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], "verbs": ["get", "list"]},
+    # the CNI's pod address pools (Calico IPPools; absent on clusters without Calico)
+    {"apiGroups": ["crd.projectcalico.org"], "resources": ["ippools"], "verbs": ["get", "list", "watch"]},
     # which ingress classes a controller serves (an Ingress whose class none serves gets no address)
     {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"], "verbs": ["get", "list", "watch"]},
 ]
 
 
-#: Cluster components an SRE on call may look at but not change: the ingress controller's pods and
-#: logs (read-only, where the namespace exists).
-READ_ONLY_NAMESPACES = ("ingress-nginx",)
+#: Cluster components an SRE on call may look at but not change: the ingress controller's and the
+#: node components' (kube-proxy) pods and logs (read-only, where the namespace exists).
+READ_ONLY_NAMESPACES = ("ingress-nginx", "kube-system")
 READ_ONLY_RULES = [
     {"apiGroups": [""], "resources": ["pods", "pods/log", "services", "endpoints", "events"],
      "verbs": ["get", "list", "watch"]},

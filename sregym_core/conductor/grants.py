@@ -41,6 +41,8 @@ GRANTABLE: dict[tuple[str, str], bool] = {
     ("", "configmaps"): True,
     (ADMISSION, "validatingwebhookconfigurations"): False,
     (ADMISSION, "mutatingwebhookconfigurations"): False,
+    ("apps", "daemonsets"): True,  # a node-level component's rollout (kube-system/kube-proxy)
+    ("crd.projectcalico.org", "ippools"): False,  # the CNI's pod address pool
 }
 VERBS = ("get", "patch", "update")
 #: what the API server itself changes on every write

@@ -28,6 +28,8 @@ class TestClusterFaults(FaultContract):
     live_only["sa-missing-permission"] = "asks the API server (a SubjectAccessReview), live"
     live_only["cronjob-sidecar-blocks"] = "users through the Ingress and the CronJob controller's runs (live)"
     live_only["finalizer-deadlock"] = "its controller, a pod, puts the finalizer on the ConfigMap (live)"
+    live_only["kube-proxy-buggy-image"] = "the DaemonSet lives in kube-system and its pods run on the nodes (live)"
+    live_only["pod-ip-exhaustion"] = "the IPPool is cluster-scoped and the node agents allocate from it (live)"
 
 
 def _review(kind: str = "Pod") -> dict:

@@ -79,6 +79,8 @@ class ClusterProcess:
         nodes = await self._started("node", start_nodes(
             self.client, self.settings, image_sources=[plugin_image_source], pod_env=pod_dns_env,
             resolv_conf=pod_resolv_conf, token_source=self._service_account_token))
+        # which pod opened a connection, for the rules of its node's kube-proxy (network/callers.py)
+        network.proxy.pod_processes = nodes.pod_processes
         # the admin fault endpoints (/sregym/faults, /sregym/nodes): shim rules, node stop, proxy faults
         hooks = FaultHooks(self.client, self.settings, nodes, network)
         hooks.install()

@@ -77,6 +77,8 @@ class Network:
         await self._ensure_dns_service()
         await self._ensure_corefile()
         await self._ensure_ingress_addon()
+        await self._ensure_ipam()
+        await self._ensure_kube_proxy()
         return self
 
     def _start_guard(self) -> None:
@@ -158,6 +160,34 @@ class Network:
                 await self.client.create(resource, body, namespace)
             except Exception as exc:  # exists already
                 log.debug("ingress addon %s: %s", resource, exc)
+
+    async def _ensure_ipam(self) -> None:
+        """Calico's IPPool resource and ``default-ipv4-ippool`` over the pod range (``.ipam``), unless
+        ``SREGYM_EMBEDDED_IPAM=0``; a pool that exists is kept as the user left it."""
+        from . import ipam
+
+        if not ipam.enabled():
+            return
+        prefix = getattr(self.settings, "pod_cidr_prefix", "127.42")
+        for resource, body in (("customresourcedefinitions.apiextensions.k8s.io", ipam.crd()),
+                               (ipam.RESOURCE, ipam.default_pool(prefix))):
+            try:
+                await self.client.create(resource, body)
+            except Exception as exc:  # exists already
+                log.debug("ipam %s: %s", resource, exc)
+
+    async def _ensure_kube_proxy(self) -> None:
+        """The ``kube-proxy`` DaemonSet in kube-system (``.kubeproxy``), unless
+        ``SREGYM_EMBEDDED_KUBE_PROXY=0``; what exists already is kept as the user left it."""
+        from . import kubeproxy
+
+        if not kubeproxy.enabled():
+            return
+        for resource, namespace, body in kubeproxy.objects(getattr(self.settings, "kubernetes_version", "v1.32.4")):
+            try:
+                await self.client.create(resource, body, namespace)
+            except Exception as exc:  # exists already
+                log.debug("kube-proxy %s: %s", resource, exc)
 
     async def stop(self) -> None:
         global _current

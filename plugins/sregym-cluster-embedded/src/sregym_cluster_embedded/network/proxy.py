@@ -7,7 +7,8 @@ connection is silently held, like a dropped SYN-ACK path. Fault hooks add delay/
 looked up per segment: like netem on an interface, a fault set now also impairs the connections
 already open (a gRPC client's one long-lived HTTP/2 connection among them), and clearing it heals them.
 Each connection holds an entry in the caller's and the backend's node conntrack table (conntrack.py):
-a node whose table is full drops new connections.
+a node whose table is full drops new connections. The kube-proxy build that programmed the caller's
+node (kubeproxy.py) may drop a share of its new connections (a buggy build).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..controllers.util import Obj
-from .conntrack import ConntrackTable
+from . import callers
+from .conntrack import HIDDEN_LABELS, ConntrackTable
+from .kubeproxy import NodeRules
 from .policy import allowed
 from .view import ClusterView
 
@@ -72,6 +75,9 @@ class ServiceProxy:
         self._unbindable: set[PortKey] = set()  # ports already reported as impossible to listen on
         self.connections = 0
         self.conntrack = ConntrackTable(view)
+        self.rules = NodeRules(view)  # which kube-proxy build programmed each node (kubeproxy.py)
+        #: the node agents' pods and their processes, to find which pod opened a connection (callers.py)
+        self.pod_processes: callers.PodProcesses | None = None
         view.services.add_handler(lambda *_: self._dirty.set())
         view.endpoints.add_handler(lambda *_: self._dirty.set())
         view.nodes.add_handler(lambda *_: self._dirty.set())
@@ -186,6 +192,23 @@ class ServiceProxy:
                 out.append((addr["ip"], int(match["port"]), (addr.get("targetRef") or {}).get("name")))
         return out
 
+    async def _caller_node(self, src_pod: Obj | None, writer: asyncio.StreamWriter) -> str | None:
+        """The node of the pod that opened this connection; None for the benchmark's own pods
+        (hidden namespaces stand outside the cluster, as for conntrack) and the host's processes."""
+        if src_pod is not None:
+            return next(iter(self.conntrack.nodes_for(src_pod)), None)
+        if self.pod_processes is None:
+            return None
+        peer, local = writer.get_extra_info("peername"), writer.get_extra_info("sockname")
+        if not peer or not local:
+            return None
+        found = await asyncio.to_thread(callers.locate, tuple(peer[:2]), tuple(local[:2]), self.pod_processes())
+        if found is None:
+            return None
+        node, namespace = found
+        labels = self.view.namespace_labels(namespace)
+        return None if any(labels.get(k) == "true" for k in HIDDEN_LABELS) else node
+
     def _node_of(self, ip: str) -> str | None:
         pod = self.view.pod_by_ip(ip)
         return ((pod or {}).get("spec") or {}).get("nodeName")
@@ -255,6 +278,12 @@ class ServiceProxy:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)  # dropped: nothing ever answers
             return
+        if self.rules.any_defect():
+            share = self.rules.drop_share(await self._caller_node(src_pod, writer))
+            if share and random.random() < share:  # the caller's node's rules (a buggy kube-proxy) drop it
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)
+                return
         tracked = self.conntrack.nodes_for(src_pod, dst_pod)
         full = self.conntrack.admit(tracked)
         if full is not None:  # nf_conntrack table full on that node: the packets are dropped

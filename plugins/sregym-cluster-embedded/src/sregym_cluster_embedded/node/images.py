@@ -128,6 +128,13 @@ def builtin_recipes() -> list[tuple[str, Recipe]]:
                                              "/usr/local/bin/python3", "/usr/bin/python3")}
     entries.append(("python", Recipe.make(cmd=["python3"], programs={**python_programs, **shell},
                                           description="this environment's Python")))
+    # kube-proxy: the node's rules live in the cluster's service proxy (network/kubeproxy.py), which
+    # follows this pod's image; the process logs kube-proxy's start-up and waits (one tiny process)
+    kube_proxy = str(ENTRYPOINTS / "kube_proxy.sh")
+    entries.append(("registry.k8s.io/kube-proxy", Recipe.make(
+        entrypoint=["/usr/local/bin/kube-proxy"],
+        programs={"/usr/local/bin/kube-proxy": kube_proxy, "kube-proxy": kube_proxy, **shell},
+        description="kube-proxy (its rules are programmed in the embedded service proxy)")))
     if memcached := _host_program("memcached"):
         recipe = Recipe.make(
             entrypoint=["docker-entrypoint.sh"], cmd=["memcached"],

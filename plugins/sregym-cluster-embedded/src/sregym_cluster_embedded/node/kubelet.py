@@ -26,6 +26,7 @@ from typing import Any
 import psutil
 
 from ..network import current as current_network
+from ..network import ipam
 from . import isolation, mountns
 from .cgroups import Backend, detect_backend
 from .images import ImageCatalog, Recipe, default_catalog, python_executable
@@ -111,16 +112,18 @@ class NodeAgent:
         with contextlib.suppress(Exception):
             await self.client.create_event(involved, reason, message, type=type, component=COMPONENT, host=self.name)
 
-    def allocate_ip(self, uid: str) -> str:
+    def allocate_ip(self, uid: str) -> str | None:
+        """The pod's address: the lowest free one of this node's block inside the cluster's IP pools
+        (network/ipam.py); None when the pools have none left here."""
         if uid in self._ips:
             return self._ips[uid]
-        used = set(self._ips.values())
-        for host in range(2, 255):
-            ip = f"{self._ip_prefix}{host}"
-            if ip not in used:
-                self._ips[uid] = ip
-                return ip
-        raise RuntimeError(f"node {self.name}: no free pod IP in {self.pod_cidr}")
+        ip = ipam.allocate(self.pod_cidr, ipam.read_pools(self.client), set(self._ips.values()))
+        if ip is not None:
+            self._ips[uid] = ip
+        return ip
+
+    def sandbox_error(self, uid: str) -> str:
+        return ipam.sandbox_error(self.name, ipam.read_pools(self.client), uid)
 
     def release_ip(self, uid: str) -> None:
         self._ips.pop(uid, None)
@@ -470,6 +473,23 @@ class NodeSet:
         if self.isolation is None and not self.isolation_warning:
             await asyncio.to_thread(self._probe_isolation)
         await asyncio.gather(*(agent.start() for agent in self.agents.values()))
+
+    def pod_processes(self) -> list[tuple[str, str, list[int]]]:
+        """(node, namespace, pids) of every pod's processes: how the service proxy finds which pod
+        opened a connection (network/callers.py)."""
+        out = []
+        for name, agent in self.agents.items():
+            for worker in list(agent.workers.values()):
+                pids: list[int] = []
+                for runner in worker.all_runners():
+                    with contextlib.suppress(Exception):
+                        if runner.group is not None:
+                            pids += runner.group.pids()
+                        elif runner.process is not None:
+                            pids.append(runner.process.pid)
+                if pids:
+                    out.append((name, worker.namespace, pids))
+        return out
 
     def track(self, pid: int) -> None:
         self.pids.add(pid)

@@ -285,7 +285,13 @@ class PodWorker:
                 return
             delay = min(delay * 2, 30.0)
         # the sandbox, and with it the pod's IP, comes after its volumes are mounted
-        self.pod_ip = self.agent.host_ip if spec.get("hostNetwork") else self.agent.allocate_ip(self.uid)
+        if spec.get("hostNetwork"):
+            self.pod_ip = self.agent.host_ip
+        else:
+            ip = await self._sandbox_ip()
+            if ip is None:
+                return
+            self.pod_ip = ip
         status.update({"podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}]})
         self.sandbox_ready = True
         for hook in self.agent.nodes.pod_start_hooks:
@@ -325,6 +331,18 @@ class PodWorker:
             for runner in reversed(self.init_runners):
                 await runner.stop(self.grace_period)
             self.mark_dirty()
+
+    async def _sandbox_ip(self) -> str | None:
+        """The sandbox's address from the cluster's IP pools. While none is free the sandbox fails
+        and is retried, as the kubelet retries a failed RunPodSandbox: the pod stays
+        ContainerCreating with a FailedCreatePodSandBox event (None: the pod was stopped meanwhile)."""
+        delay = 1.0
+        while (ip := self.agent.allocate_ip(self.uid)) is None:
+            await self.agent.event(self.pod, "FailedCreatePodSandBox", self.agent.sandbox_error(self.uid), "Warning")
+            if await self.sleep(delay):
+                return None
+            delay = min(delay * 2, 10.0)
+        return ip
 
     def restart_runner(self, runner: ContainerRunner) -> None:
         self._tasks.append(asyncio.create_task(runner.run()))
