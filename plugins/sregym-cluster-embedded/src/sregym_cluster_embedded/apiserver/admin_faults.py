@@ -476,7 +476,9 @@ class FaultHooks:
         if self.nodes is None:
             return {}
         conntrack = self.network.proxy.conntrack.status() if self.network is not None else {}
-        return {name: {"agent": "stopped" if agent.paused else "running", "eviction": agent.eviction.status(),
+        # a crash-looping agent reports "crashloop", why it exits and its restart count (node/service.py)
+        return {name: {"agent": "stopped" if agent.paused else "running", **agent.service.status(),
+                       "eviction": agent.eviction.status(),
                        **({"conntrack": conntrack[name]} if name in conntrack else {})}
                 for name, agent in self.nodes.agents.items()}
 

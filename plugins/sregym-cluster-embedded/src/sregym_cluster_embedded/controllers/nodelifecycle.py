@@ -26,6 +26,7 @@ CONDITION_TAINTS = {"MemoryPressure": "node.kubernetes.io/memory-pressure",
 LEASE_NS = "kube-node-lease"
 API_DEFAULT_TOLERATION = 300  # what DefaultTolerationSeconds admission writes into every pod
 NODE_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
+HIDDEN_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
 
 
 def ready_status(node: Obj) -> str | None:
@@ -45,8 +46,20 @@ class NodeLifecycleController(Controller):
         self.leases = self.watch("leases.coordination.k8s.io",
                                  lambda _e, lease, _o: self._lease_event(lease))
         self.pods = self.watch("pods", lambda _e, pod, _o: self._pod_event(pod))
+        self.namespaces = self.watch("namespaces", lambda _e, _ns, _o: None)
         self._taint_seen: dict[tuple[str, str, str], object] = {}
         self._monitor: asyncio.Task | None = None
+
+    def benchmark_pod(self, pod: Obj) -> bool:
+        """A pod of the benchmark's own hidden namespaces (workload generator, observability). They stand
+        for machinery outside the cluster under test (on a real cluster: a node pool no fault touches),
+        so a node fault never takes them out of their Services nor evicts them: users keep arriving and
+        the conductor keeps measuring while every node agent is down."""
+        namespace = pod.get("metadata", {}).get("namespace") or ""
+        if namespace.startswith("sregym-"):
+            return True
+        labels = ((self.namespaces.get(None, namespace) or {}).get("metadata") or {}).get("labels") or {}
+        return any(labels.get(k) == "true" for k in HIDDEN_LABELS)
 
     def _lease_event(self, lease: Obj) -> None:
         if lease.get("metadata", {}).get("namespace") == LEASE_NS:
@@ -122,7 +135,7 @@ class NodeLifecycleController(Controller):
         await self.ctx.event(updated, "NodeNotReady", f"Node {name_of(node)} status is now: NodeNotReady",
                              component=COMPONENT)
         for pod in self.pods.list():
-            if pod.get("spec", {}).get("nodeName") == name_of(node):
+            if pod.get("spec", {}).get("nodeName") == name_of(node) and not self.benchmark_pod(pod):
                 await self._pod_not_ready(pod)
         return updated
 
@@ -177,7 +190,7 @@ class NodeLifecycleController(Controller):
         if not taints:
             return
         for pod in self.pods.list():
-            if pod.get("spec", {}).get("nodeName") != name_of(node) or is_deleting(pod):
+            if pod.get("spec", {}).get("nodeName") != name_of(node) or is_deleting(pod) or self.benchmark_pod(pod):
                 continue
             wait = self.eviction_delay(pod, taints)
             if wait is None:

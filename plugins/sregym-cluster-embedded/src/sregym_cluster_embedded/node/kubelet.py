@@ -33,6 +33,7 @@ from .images import ImageCatalog, Recipe, default_catalog, python_executable
 from .eviction import EvictionManager
 from .pod import PodWorker
 from .runtime import NodeRuntime
+from .service import KubeletService
 from .shim import SHARED_DIR, build_shim, ensure_shared_dir
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class NodeAgent:
         self._reported_pressure = (False, False, False)
         self.cluster_domain = getattr(nodes.settings, "cluster_domain", "cluster.local")
         self.eviction = EvictionManager(self)
+        self.service = KubeletService(self)
         self.allocatable = {"cpu": str(nodes.settings.node_cpu), "memory": str(nodes.settings.node_memory),
                             "pods": str(MAX_PODS), "ephemeral-storage": "100Gi"}
 
@@ -146,6 +148,9 @@ class NodeAgent:
         self.paused = False
         await self.eviction.ensure_cluster_config()
         await self.eviction.reload(force=True)
+        if not self.service.may_start():  # it exits on its configuration; systemd restarts it (service.py)
+            self.paused = True
+            return
         await self._register()
         await self._renew_lease()
         if self.nodes.isolation_warning:
@@ -161,6 +166,7 @@ class NodeAgent:
     async def stop_agent(self) -> None:
         """Stop talking to the API (heartbeats, watch, status); pods keep running."""
         self.paused = True
+        self.service.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
