@@ -15,6 +15,7 @@ class TestNodeFaults(FaultContract):
         "clock-drift": "it acts through the cluster's node fault hooks (the fault shim's clock rule)",
         "conntrack-exhaustion": "it reads the service proxy's conntrack tables through the node fault hooks",
         "kubelet-eviction-threshold": "it reads the node agent's eviction manager through the node fault hooks",
+        "kubelet-crash": "it restarts every node agent through the node fault hooks (live: test_kubelet_crash_live.py)",
         "shm-exhaustion": "it waits for the StatefulSet's pod to roll (live: test_node_os_faults_live.py)",
         "shm-too-small": "it waits for the StatefulSet's pod to roll (live: test_node_os_faults_live.py)"}
 

@@ -39,6 +39,7 @@ class TestNodeOsFaultsLive(LiveFaultContract):
     cases = CASES
     not_here = {name: "covered by test_node_faults_e2e.py" for name in (
         "node-not-ready", "cpu-noisy-neighbor", "disk-full", "network-delay", "network-loss")}
+    not_here["kubelet-crash"] = "covered by test_kubelet_crash_live.py"
 
     @pytest.fixture(autouse=True)
     def _needs_root(self, request):

@@ -44,3 +44,16 @@ def test_conntrack_problem_grants_kube_proxys_data_only():
     assert violations(before, fixed, grant) == []
     assert violations(before, _cm("kube-proxy", fixed["data"], labels={"x": "y"}), grant)
     assert violations(before, None, grant)  # deleting it is never within the grant
+
+
+@pytest.mark.parametrize("package, problem", [
+    ("sregym_app_hotel_reservation", "hotel-kubelet-crash-frontend"),
+    ("sregym_app_astronomy_shop", "astronomy-kubelet-crash-frontend")])
+def test_kubelet_crash_problems_grant_the_cluster_configs_kubelet_key_only(package, problem):
+    (grant,) = _grants(package, problem)
+    assert check_grant(grant) is None and (grant.namespace, grant.name) == ("kube-system", "kubelet-config")
+    before = _cm("kubelet-config", {"kubelet": "imageGCHighThresholdPercent: 85\nimageGCLowThresholdPercent: 90\n"})
+    fixed = _cm("kubelet-config", {"kubelet": "imageGCHighThresholdPercent: 85\nimageGCLowThresholdPercent: 80\n"})
+    assert violations(before, fixed, grant) == []
+    assert violations(before, _cm("kubelet-config", fixed["data"], labels={"x": "y"}), grant)
+    assert violations(before, None, grant)
