@@ -32,7 +32,7 @@ from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
 NAME = "config-guardian"
-FINALIZER = "config-guardian.sregym.io/rollback-copy"
+FINALIZER = "config-guardian.sregym.io/cleanup"
 SOURCES = f"{NAME}-sources"
 MANAGED_LABEL = "config-guardian.sregym.io/managed"
 IMAGE = "python:3.12-slim"
@@ -240,7 +240,7 @@ VOCABULARY = (
     "deletion timestamp", "never .. delet*", "cannot .. remove .. finalizer*", "config-guardian", "guardian",
     "controller .. read-only", "read-only .. role", "role .. read-only", "role .. get, list, watch",
     "role .. only .. get", "lost .. write", "cannot patch", "forbidden", "rbac", "403",
-    "couldn't find key", "createcontainerconfigerror", "request-timeout", "rotation",
+    "rotation .. stuck", "rotation .. blocked",
 )
 
 FAULTS: list[FaultSpec] = [
@@ -250,9 +250,9 @@ FAULTS: list[FaultSpec] = [
         layer="k8s", selector=SELECTOR, resource_kind="Role",
         params_schema=schema(request_timeout={"type": "string", "default": "5s", "pattern": "^[0-9]{1,4}(ms|s)$"}),
         mechanism="the config-guardian controller's Role was made read-only (get/list/watch), so it cannot "
-                  "remove its finalizer from the settings ConfigMap a rotation deleted: the ConfigMap stays "
-                  "Terminating, its rotated replacement cannot be created, and the component's new pods fail "
-                  "with CreateContainerConfigError (couldn't find key request-timeout)",
+                  "remove its finalizer from the settings ConfigMap whose deletion a config rotation requested: "
+                  "the ConfigMap stays Terminating, its rotated replacement cannot be created, and the "
+                  "component's new pods fail with CreateContainerConfigError",
         inject=inject, is_present=is_present, recover=recover, reference_fix=fix,
         symptoms=("CreateContainerConfigError", "ConfigMap stuck Terminating", "Forbidden in the controller's log",
                   "rollout stalled"),
@@ -260,9 +260,9 @@ FAULTS: list[FaultSpec] = [
         values=lambda t, p, s: {"controller": NAME, "role": NAME, "finalizer": FINALIZER,
                                 "config_map": s.get("settings") or settings_name(t)},
         prose="The {controller} controller's Role {role} was made read-only (get, list, watch): it cannot remove "
-              "its finalizer {finalizer} from ConfigMap {config_map}, deleted by a config rotation, so the "
-              "ConfigMap stays Terminating, the rotated one cannot be created (object is being deleted), and "
-              "{component}'s new pods fail with CreateContainerConfigError. Fix: give the Role back its write "
+              "its finalizer {finalizer} from ConfigMap {config_map}, whose deletion a config rotation requested, "
+              "so the ConfigMap stays Terminating, the rotated one cannot be created (object is being deleted), "
+              "and {component}'s new pods fail with CreateContainerConfigError. Fix: give the Role back its write "
               "verbs (or remove the finalizer and create the rotated ConfigMap by hand).",
         vocabulary=VOCABULARY,
     ),

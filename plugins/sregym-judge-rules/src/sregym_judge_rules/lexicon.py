@@ -190,6 +190,10 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "cpu-noisy-neighbor": ("noisy neighbo*", "cpu hog", "cpu contention"),
     "ephemeral-ports": ("ephemeral port*", "port exhaustion", "eaddrnotavail"),
     "node-not-ready": ("notready", "node not ready", "kubelet stopped", "kubelet down"),
+    "kubelet-crash": ("kubelet .. crash*", "kubelet .. crash loop*", "kubelet .. exit*", "kubeletconfiguration",
+                      "imagegc*", "image gc", "image garbage collection", "failed to validate kubelet configuration"),
+    "finalizer-deadlock": ("finalizer*", "stuck terminating", "stuck in terminating", "being deleted",
+                           "deletiontimestamp", "config guardian"),
     "syscall-fail": ("fsync", "syscall", "ebpf", "injected error"),
 }
 
