@@ -164,12 +164,13 @@ def recover(ctx, target, params):
     _wait_target(ctx, target)
 
 
-# how an SRE says "the pods ran out of IP addresses" without Calico's own words
+# how an SRE says "the pods ran out of IP addresses"; the pod states (ContainerCreating,
+# FailedCreatePodSandBox) are left out: they alone do not say why
 VOCABULARY = (
     "ippool", "ip pool", "ip address pool", "pod cidr", "podcidr", "ipam", "ip exhaust*", "address exhaust*",
     "exhausted .. ip*", "ip* .. exhausted", "out of ip*", "ran out of .. address*", "no ip address* available",
     "no free ip*", "no more ip*", "no .. ip* left", "pool .. shrunk", "shrunk .. pool", "pool .. too small",
-    "cidr .. shrunk", "cidr .. too small", "failedcreatepodsandbox", "sandbox .. ip", "filler pods",
+    "cidr .. shrunk", "cidr .. too small", "sandbox .. no ip*", "filler pods", "pods .. hold* .. address*",
 )
 
 
@@ -187,8 +188,8 @@ FAULTS: list[FaultSpec] = [
         mechanism="the Calico IPPool was shrunk to one small block that filler pods hold entirely, so the "
                   "target's new pods get no IP: FailedCreatePodSandBox, stuck ContainerCreating",
         inject=inject, is_present=is_present, recover=recover, reference_fix=fix,
-        symptoms=("ContainerCreating", "FailedCreatePodSandBox", "no IP addresses available", "no endpoints"),
-        keywords=("IPPool", "IPAM", "CIDR", "ContainerCreating", "FailedCreatePodSandBox"),
+        symptoms=("ContainerCreating", "FailedCreatePodSandBox", "no endpoints"),
+        keywords=("IPPool", "IPAM", "CIDR", "IP addresses"),
         values=_values,
         prose="The IPPool {ippool} was shrunk from {original_cidr} to {cidr} and {fillers} pods of the {filler} "
               "Deployment hold every address in it: {component}'s new pods get no IP address "

@@ -86,11 +86,14 @@ def recover(ctx, target, params):
         _roll_back(ctx)
 
 
-# how an SRE says "the node's service proxy is a broken build" without the tag itself
+# how an SRE says "the nodes' service proxy is a broken build"; bare "kube-proxy" is left out (its
+# conntrack sizing is another fault)
 VOCABULARY = (
-    "kube-proxy", "kube proxy", "kubeproxy", "service proxy .. buggy", "service proxy .. broken",
-    "service proxy .. bug*", "proxy daemonset", "proxy .. daemonset", "iptables rules", "iptables .. drop*",
-    "proxy .. drop* .. connection*", "kube-proxy .. image", "proxy build", "proxy .. roll* back",
+    "kube-proxy .. image", "kube-proxy .. build", "kube-proxy .. version", "kube-proxy .. buggy",
+    "kube-proxy .. bug*", "kube-proxy .. broken", "kube-proxy .. defective", "kube-proxy .. regression",
+    "buggy .. kube-proxy", "broken .. kube-proxy", "kube-proxy .. roll* back", "roll* back .. kube-proxy",
+    "kube-proxy .. drop*", "kube-proxy daemonset", "proxy daemonset", "service proxy .. buggy",
+    "service proxy .. broken", "service proxy .. drop*", "iptables rules .. drop*", "proxy rules .. drop*",
 )
 
 FAULTS: list[FaultSpec] = [
