@@ -200,9 +200,26 @@ def _rotated(ctx: Any) -> bool:
     return live is not None and not live["metadata"].get("deletionTimestamp") and KEY in (live.get("data") or {})
 
 
+def _stuck(ctx: Any) -> bool:
+    """The settings ConfigMap is being deleted and still carries the guardian's finalizer."""
+    meta = (_live(ctx, ctx.state["settings"]) or {}).get("metadata") or {}
+    return bool(meta.get("deletionTimestamp")) and FINALIZER in (meta.get("finalizers") or [])
+
+
+def _needs_rotated(ctx: Any, target: Any) -> bool:
+    """The component's pod template reads the rotated key (the rotation's rollout is in place)."""
+    obj = kube.get(ctx, "deployment", target.component.name, missing_ok=True)
+    if obj is None:
+        return True  # deleting the workload is no fix
+    refs = [((e.get("valueFrom") or {}).get("configMapKeyRef") or {}) for c in kube.pod_spec(obj)["containers"]
+            for e in c.get("env") or []]
+    return any(r.get("name") == ctx.state["settings"] and r.get("key") == KEY for r in refs)
+
+
 def is_present(ctx: Any, target: Any, params: dict) -> bool:
-    # the state, not the Role: a deletion stuck on the finalizer, or the rotated ConfigMap not there
-    return not _rotated(ctx)
+    # the state, not the Role: a deletion stuck on the finalizer, or a rollout waiting for a ConfigMap that
+    # is not there (rolling the component back leaves the stuck deletion: still present)
+    return _stuck(ctx) or (_needs_rotated(ctx, target) and not _rotated(ctx))
 
 
 def fix(ctx: Any, target: Any, params: dict) -> None:
@@ -226,13 +243,20 @@ def recover(ctx: Any, target: Any, params: dict) -> None:
         kube.patch(ctx, "deployment", target.component.name,
                    [{"op": "add", "path": path, "value": env}] if env else [{"op": "remove", "path": path}],
                    type="json")
+    # the guardian goes first: a last round of it would recreate (and guard) the ConfigMap cleaned up below
     ctx.kubectl("delete", "deployment", NAME, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
-    for item in (name, f"{name}-previous"):
-        if _live(ctx, item) is not None:
-            kube.patch(ctx, "configmap", item, {"metadata": {"finalizers": None}})
-            ctx.kubectl("delete", "configmap", item, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
+    selector = f"app.kubernetes.io/name={NAME}"
+    ctx.kubectl("delete", "pods", "-n", ctx.namespace, "-l", selector, "--grace-period=0", "--force",
+                "--ignore-not-found", check=False)
+    kube.wait_until(lambda: not json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o",
+                                                       "json"))["items"], timeout=60.0, interval=1.0)
     for kind, item in (("configmap", SOURCES), ("rolebinding", NAME), ("role", NAME), ("serviceaccount", NAME)):
         kube.delete(ctx, kind, item)
+    for item in (name, f"{name}-previous"):
+        if _live(ctx, item) is not None:
+            ctx.kubectl("patch", "configmap", item, "-n", ctx.namespace, "--type=merge", "-p",
+                        '{"metadata":{"finalizers":null}}', check=False)
+            ctx.kubectl("delete", "configmap", item, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
 
 
 VOCABULARY = (
