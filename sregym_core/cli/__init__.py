@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 
@@ -93,9 +94,17 @@ def register_plugin_commands(host=None) -> None:
     _plugin_commands_added = True
 
 
+def _terminate_as_interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    # `kill <pid>` (a CI timeout, a scheduler) stops a run as Ctrl-C does: the clean-up in finally blocks
+    # (clusters started for the run, agent identities, the Ray executor's local cluster) runs instead of
+    # the process vanishing and leaving them behind
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     debug = "--debug" in argv or os.environ.get("SREGYM_DEBUG") == "1"
     from .. import logging as sregym_logging
 
