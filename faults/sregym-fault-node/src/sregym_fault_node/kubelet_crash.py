@@ -103,11 +103,12 @@ def _settle(ctx: Any, target: Any) -> None:
     hooks.wait_for(lambda: not _nodes_down(ctx), 90.0, "every node Ready")
     ctx.kubectl("rollout", "status", f"deployment/{target.component.name}", "-n", ctx.namespace, "--timeout=180s",
                 check=False, timeout=200.0)
-    _users_served(ctx, timeout_s=120.0)
+    _users_served(ctx, timeout_s=180.0)
 
 
 def _users_served(ctx: Any, timeout_s: float) -> bool:
-    """The workload's users succeed again over a few seconds (every caller had lost its backends)."""
+    """The workload's users succeed again over a whole SLO window (15 s): every caller had lost its
+    backends, and a gRPC client that failed to connect retries on its own back-off (up to two minutes)."""
     from sregym_core.conductor.kube import Kube
     from sregym_core.conductor.workload import WorkloadClient
 
@@ -117,8 +118,11 @@ def _users_served(ctx: Any, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         time.sleep(3.0)
-        stats = client.stats(3.0)
-        if (stats.get("count") or 0) >= 3 and (stats.get("success_rate") or 0) >= 0.99:
+        try:
+            stats = client.stats(15.0)
+        except Exception:  # noqa: BLE001 - the generator's answer is only a hint here; keep watching
+            continue
+        if (stats.get("count") or 0) >= 10 and (stats.get("success_rate") or 0) >= 0.99:
             return True
     return False
 
