@@ -152,9 +152,15 @@ def test_agent_kubeconfig_is_restricted(env):
     assert kubectl("get", "pods", "-n", "hotel-reservation").returncode == 0
     for args in (("get", "pods", "-n", "hotel-workload"), ("get", "secrets", "-n", "sregym-system"),
                  ("get", "namespaces"), ("get", "secrets", "-n", "kube-system"),
+                 ("get", "configmaps", "-n", "kube-system"), ("get", "configmaps", "-n", "ingress-nginx"),
                  ("get", "pods", "-n", "hotel-workload", "-o", "name")):
         denied = kubectl(*args)
         assert denied.returncode != 0 and "Forbidden" in denied.stderr, args
+    # the cluster components an SRE on call reads (kube-proxy, the ingress controller): pods and logs only
+    for namespace in ("kube-system", "ingress-nginx"):
+        assert kubectl("get", "pods", "-n", namespace).returncode == 0, namespace
+        assert kubectl("auth", "can-i", "get", "pods/log", "-n", namespace).stdout.strip() == "yes", namespace
+        assert kubectl("auth", "can-i", "delete", "pods", "-n", namespace).stdout.strip() == "no", namespace
     assert kubectl("auth", "can-i", "get", "pods", "-n", "hotel-workload").stdout.strip() == "no"
     assert kubectl("auth", "can-i", "patch", "deployments", "-n", "hotel-reservation").stdout.strip() == "yes"
 
