@@ -48,8 +48,9 @@ def test_aliases_are_upstream_ids_unique_and_never_shadow_an_id(host):
     # Social Network's DNS pair, TrainTicket's F17 and F22, the storage wiring (PV node affinity, the RWO
     # disk shared by replicas on three apps, a ServiceAccount missing a permission, the CronJob whose
     # sidecar never exits), the node-OS faults
-    # (eviction threshold, /dev/shm, conntrack), the controller's finalizer deadlock, the kubelet crash
-    assert len(seen) == 104
+    # (eviction threshold, /dev/shm, conntrack), the controller's finalizer deadlock, the kubelet crash,
+    # the buggy kube-proxy build and the pod IP pool exhausted
+    assert len(seen) == 106
 
 
 def test_problem_by_upstream_id(host):
