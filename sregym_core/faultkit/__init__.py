@@ -6,6 +6,7 @@
 * :func:`truth_factory` — a fault's ``ground_truth`` from a fixed description plus state values.
 * :mod:`~sregym_core.faultkit.kube` — read and change objects through the real kubectl as the admin.
 * :mod:`~sregym_core.faultkit.flagd` — what a flagd-compatible flag service serves, and waiting for a change.
+* :mod:`~sregym_core.faultkit.users` — waiting, after a fix, until the workload's users succeed again.
 * :func:`schema` — a closed params JSON Schema; :data:`WORKLOADS` — the workload kinds.
 * :func:`~sregym_core.quantity.parse_quantity` — Kubernetes quantities (``500m``, ``1Gi``).
 
@@ -15,7 +16,7 @@
 from __future__ import annotations
 
 from ..quantity import parse_quantity
-from . import flagd, kube
+from . import flagd, kube, users
 from .functions import FunctionFault, function_fault
 from .templates import (
     WORKLOADS,
@@ -32,5 +33,5 @@ from .truth import TruthValues, truth_factory
 __all__ = [
     "WORKLOADS", "FunctionFault", "Mutation", "TemplateFault", "TruthValues", "flagd", "function_fault",
     "injected_value", "kube", "original_value", "parse_quantity", "pointer_get", "schema", "template_fault",
-    "truth_factory",
+    "truth_factory", "users",
 ]

@@ -8,10 +8,9 @@ lives in kube-system): an agent needs cluster scope to repair them.
 from __future__ import annotations
 
 import re
-import time
 
 from sregym_core.errors import PermanentFaultError
-from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
+from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema, users
 from sregym_core.types import FaultSpec, TargetSelector
 
 NAMESPACE, NAME, KEY = "kube-system", "coredns", "Corefile"
@@ -68,28 +67,6 @@ def _fqdn(ctx, target) -> str:
     return f"{target.component.service_name}.{ctx.namespace}.svc.{CLUSTER_DOMAIN}"
 
 
-def _wait_users_recovered(ctx, timeout_s: float = 180.0) -> bool:
-    """As an SRE watches the site after a DNS fix: a client that failed to resolve retries on its own
-    back-off (gRPC's DNS resolver waits up to two minutes between attempts), so wait until the users
-    succeed over a whole SLO window (15 s), not just the target's restarted callers."""
-    from .ingress_users import _client
-
-    try:
-        client = _client(ctx)
-    except PermanentFaultError:  # an app without a workload generator: nothing to watch
-        return False
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        time.sleep(3.0)
-        try:
-            stats = client.stats(15.0)
-        except Exception:  # noqa: BLE001 - the generator's answer is only a hint here; keep watching
-            continue
-        if (stats.get("count") or 0) >= 10 and (stats.get("success_rate") or 0) >= 0.99:
-            return True
-    return False
-
-
 def _inject(ctx, target, block: str) -> None:
     _, text = _corefile(ctx)
     ctx.state["corefile"] = text
@@ -123,7 +100,7 @@ def fix(ctx, target, params):
     cleaned = re.sub(r"^[ \t]*template\s[^{\n]*\{.*?^[ \t]*\}[ \t]*\n", "", text, flags=re.DOTALL | re.MULTILINE)
     _write(ctx, cleaned)
     kube.restart_dependents(ctx, target)
-    _wait_users_recovered(ctx)
+    users.wait_users_succeed(ctx)
 
 
 def recover(ctx, target, params):
@@ -131,7 +108,7 @@ def recover(ctx, target, params):
     if saved is not None:
         _write(ctx, saved)
         kube.restart_dependents(ctx, target)
-        _wait_users_recovered(ctx)  # the next attempt starts from a healthy app
+        users.wait_users_succeed(ctx)  # the next attempt starts from a healthy app
 
 
 # what an SRE writes for "the cluster DNS was configured to deny the name" without CoreDNS's own words;

@@ -16,6 +16,7 @@ from typing import Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import kube
+from sregym_core.faultkit import users as kit_users
 
 CONTROLLER_SERVICE = ("ingress-nginx", "ingress-nginx-controller")
 CONTROLLER = "k8s.io/ingress-nginx"
@@ -55,12 +56,10 @@ def ca_key(ctx: Any) -> bytes:
 
 
 def _client(ctx: Any):
-    from sregym_core.conductor.kube import Kube
-    from sregym_core.conductor.workload import WorkloadClient
-
-    if ctx.app.workload is None:
+    client = kit_users.workload_client(ctx)
+    if client is None:
         raise PermanentFaultError(f"app {ctx.app.name} has no workload generator to send through the Ingress")
-    return WorkloadClient(ctx.app.workload, Kube(ctx.kubeconfig, kubectl=ctx.kubectl_path), ctx.cluster)
+    return client
 
 
 def route_users(ctx: Any, target: Any, *, settle_s: float = 90.0) -> None:
@@ -88,14 +87,8 @@ def route_users(ctx: Any, target: Any, *, settle_s: float = 90.0) -> None:
 def wait_users_served(ctx: Any, timeout_s: float = 60.0) -> bool:
     """After a fix, as an SRE checks the site: wait until the users through the Ingress succeed again
     (the controller reloads nginx within seconds of an object change)."""
-    client = _client(ctx)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        time.sleep(2.0)
-        stats = client.stats(2.0)
-        if (stats.get("count") or 0) >= 2 and (stats.get("success_rate") or 0) >= 0.99:
-            return True
-    return False
+    return kit_users.wait_users_succeed(ctx, window_s=2.0, timeout_s=timeout_s, min_count=2, interval_s=2.0,
+                                        client=_client(ctx))
 
 
 def unroute_users(ctx: Any) -> None:

@@ -19,10 +19,9 @@ import ipaddress
 import json
 
 from sregym_core.errors import PermanentFaultError
-from sregym_core.faultkit import function_fault, kube, schema
+from sregym_core.faultkit import function_fault, kube, schema, users
 from sregym_core.types import FaultSpec, TargetSelector
 
-from .dns import _wait_users_recovered
 
 RESOURCE, POOL = "ippools.crd.projectcalico.org", "default-ipv4-ippool"
 FILLER = "warm-pool"
@@ -153,7 +152,7 @@ def _wait_target(ctx, target) -> None:
                 check=False, timeout=200.0)
     # then, as an SRE watches the site: callers that failed meanwhile recover on their own back-off
     # (TrainTicket's callers still failed 60 % of requests right after the rollout)
-    _wait_users_recovered(ctx)
+    users.wait_users_succeed(ctx)  # as an SRE watches the site
 
 
 def fix(ctx, target, params):

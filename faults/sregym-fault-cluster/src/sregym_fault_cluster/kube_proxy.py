@@ -15,10 +15,9 @@ from __future__ import annotations
 import json
 
 from sregym_core.errors import PermanentFaultError
-from sregym_core.faultkit import function_fault, kube
+from sregym_core.faultkit import function_fault, kube, users
 from sregym_core.types import FaultSpec, TargetSelector
 
-from .dns import _wait_users_recovered
 
 NAMESPACE, NAME, CONTAINER = "kube-system", "kube-proxy", "kube-proxy"
 SUFFIX = "-buggy"
@@ -74,7 +73,7 @@ def _roll_back(ctx) -> None:
     if ds is not None and image != good:
         _set_image(ctx, good)
     # callers stuck on a dropped connection reconnect on their own back-off: wait, as an SRE would
-    _wait_users_recovered(ctx)
+    users.wait_users_succeed(ctx)  # as an SRE watches the site
 
 
 def fix(ctx, target, params):

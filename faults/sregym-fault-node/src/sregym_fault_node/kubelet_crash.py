@@ -21,13 +21,12 @@ not the thresholds.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import yaml
 
 from sregym_core.errors import PermanentFaultError
-from sregym_core.faultkit import function_fault, kube, schema
+from sregym_core.faultkit import function_fault, kube, schema, users
 from sregym_core.types import FaultSpec, TargetSelector
 
 from . import hooks
@@ -103,28 +102,8 @@ def _settle(ctx: Any, target: Any) -> None:
     hooks.wait_for(lambda: not _nodes_down(ctx), 90.0, "every node Ready")
     ctx.kubectl("rollout", "status", f"deployment/{target.component.name}", "-n", ctx.namespace, "--timeout=180s",
                 check=False, timeout=200.0)
-    _users_served(ctx, timeout_s=180.0)
-
-
-def _users_served(ctx: Any, timeout_s: float) -> bool:
-    """The workload's users succeed again over a whole SLO window (15 s): every caller had lost its
-    backends, and a gRPC client that failed to connect retries on its own back-off (up to two minutes)."""
-    from sregym_core.conductor.kube import Kube
-    from sregym_core.conductor.workload import WorkloadClient
-
-    if ctx.app.workload is None:
-        return True
-    client = WorkloadClient(ctx.app.workload, Kube(ctx.kubeconfig, kubectl=ctx.kubectl_path), ctx.cluster)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        time.sleep(3.0)
-        try:
-            stats = client.stats(15.0)
-        except Exception:  # noqa: BLE001 - the generator's answer is only a hint here; keep watching
-            continue
-        if (stats.get("count") or 0) >= 10 and (stats.get("success_rate") or 0) >= 0.99:
-            return True
-    return False
+    # every caller had lost its backends; a gRPC client that failed to connect retries on its own back-off
+    users.wait_users_succeed(ctx, window_s=15.0, timeout_s=180.0)
 
 
 def fix(ctx: Any, target: Any, params: dict) -> None:
