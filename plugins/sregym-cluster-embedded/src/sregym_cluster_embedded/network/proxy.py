@@ -209,6 +209,12 @@ class ServiceProxy:
         labels = self.view.namespace_labels(namespace)
         return None if any(labels.get(k) == "true" for k in HIDDEN_LABELS) else node
 
+    async def _hold_dropped(self, reader: asyncio.StreamReader) -> None:
+        """A dropped connection: its bytes are read and nothing ever answers, until the caller gives up
+        or DENIED_HOLD_SECONDS pass (a policy deny, a buggy kube-proxy's rules, a full conntrack table)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)
+
     def _node_of(self, ip: str) -> str | None:
         pod = self.view.pod_by_ip(ip)
         return ((pod or {}).get("spec") or {}).get("nodeName")
@@ -275,21 +281,18 @@ class ServiceProxy:
         src_pod = self.view.pod_by_ip(client_ip)
         if not allowed(self.view.policies.list(), src_ip=client_ip, src_pod=src_pod, dst_ip=ip, dst_pod=dst_pod,
                        port=port, protocol="TCP", ns_labels=self.view.namespace_labels):
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)  # dropped: nothing ever answers
+            await self._hold_dropped(reader)
             return
         if self.rules.any_defect():
             share = self.rules.drop_share(await self._caller_node(src_pod, writer))
             if share and random.random() < share:  # the caller's node's rules (a buggy kube-proxy) drop it
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)
+                await self._hold_dropped(reader)
                 return
         tracked = self.conntrack.nodes_for(src_pod, dst_pod)
         full = self.conntrack.admit(tracked)
         if full is not None:  # nf_conntrack table full on that node: the packets are dropped
             asyncio.create_task(self.conntrack.dropped(full))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)
+            await self._hold_dropped(reader)
             return
         try:
             await self._forward(key, reader, writer, ip, port, pod_name, client_ip)
