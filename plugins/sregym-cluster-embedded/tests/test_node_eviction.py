@@ -23,6 +23,20 @@ def test_thresholds_and_quantities():
         "evictionHard": {"memory.available": "100Mi", "nodefs.available": "90%"}, "maxPods": 110}
 
 
+def test_a_nearly_full_host_disk_puts_no_node_under_pressure(monkeypatch, tmp_path):
+    """CI runners and laptops often have less than 15% of their disk free: the cluster's own
+    configuration must not evict the app for it, while the kubelet's defaults and a fault's drop-in do."""
+    full = {"nodefs.available": (5.0, 100.0), "imagefs.available": (5.0, 100.0), "nodefs.inodesFree": (1.0, 100.0),
+            "memory.available": (8 * 2.0**30, 16 * 2.0**30)}
+    monkeypatch.setattr(eviction, "measure", lambda path: full)
+    manager = eviction.EvictionManager(type("Agent", (), {"state_dir": tmp_path, "name": "node-1"})())
+    assert manager.config == eviction.CLUSTER_CONFIG and manager.met() == []
+    manager.config = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}
+    assert {row["signal"] for row in manager.met()} == {"nodefs.available", "imagefs.available", "nodefs.inodesFree"}
+    manager.config = eviction.merged(eviction.CLUSTER_CONFIG, {"evictionHard": {"nodefs.available": "90%"}})
+    assert [row["signal"] for row in manager.met()] == ["nodefs.available"]
+
+
 def test_pressure_conditions_taint_the_node():
     node = {"metadata": {"name": "n"}, "spec": {},
             "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "DiskPressure", "status": "True"},
@@ -43,7 +57,7 @@ async def test_a_node_over_its_threshold_evicts_and_refuses_pods(monkeypatch):
         await wait_for(lambda: client.get("pods", "victim", "default"),
                        lambda p: p["status"].get("phase") == "Running")
         base = await client.get("configmaps", "kubelet-config", "kube-system")
-        assert yaml.safe_load(base["data"]["kubelet"])["evictionHard"]["nodefs.available"] == "10%"
+        assert yaml.safe_load(base["data"]["kubelet"])["evictionHard"]["nodefs.available"] == "0%"
         drop_in = {"evictionHard": {"nodefs.available": "99.99%"}, "evictionPressureTransitionPeriod": "1s"}
         await client.create("configmaps", {"metadata": {"name": "kubelet-config-node-1", "namespace": "kube-system"},
                                            "data": {"kubelet": yaml.safe_dump(drop_in)}}, "kube-system")

@@ -88,11 +88,20 @@ def is_present(ctx: Any, target: Any, params: dict) -> bool:
     return bool(_disk_met(ctx, ctx.state["node"]))
 
 
+def cluster_threshold(ctx: Any) -> str:
+    """The cluster-wide configuration's nodefs threshold (the kubelet default when it sets none)."""
+    obj = kube.get(ctx, "configmap", BASE, namespace=NAMESPACE, missing_ok=True)
+    text = ((obj or {}).get("data") or {}).get(KEY) or ""
+    doc = yaml.safe_load(text) if text.strip() else {}
+    hard = (doc if isinstance(doc, dict) else {}).get("evictionHard")
+    return str((hard if isinstance(hard, dict) else {}).get("nodefs.available") or SANE)
+
+
 def reference_fix(ctx: Any, target: Any, params: dict) -> None:
-    """Put the drop-in's nodefs threshold back to the kubelet default, then wait for the datastore."""
+    """Put the drop-in's nodefs threshold back to the cluster-wide one, then wait for the datastore."""
     node = ctx.state["node"]
     _, doc = _document(ctx, node)
-    doc.setdefault("evictionHard", {})["nodefs.available"] = SANE
+    doc.setdefault("evictionHard", {})["nodefs.available"] = cluster_threshold(ctx)
     _write(ctx, node, doc)
     hooks.wait_for(lambda: not is_present(ctx, target, params), 30.0, f"node {node} out of disk pressure")
     hooks.wait_ready(ctx, target, timeout=180.0)
@@ -148,7 +157,8 @@ FAULTS: list[FaultSpec] = [
               "{configmap}: far more free disk than the node has, so it reports DiskPressure, is tainted "
               "node.kubernetes.io/disk-pressure and evicted {component}'s pod (Evicted: The node was low on "
               "resource: ephemeral-storage); its replacement cannot schedule, its volume is on {node}. Fix: set "
-              "nodefs.available back to 10% in {configmap}.",
+              "nodefs.available in {configmap} back below the node's free disk (the cluster-wide "
+              "kube-system/kubelet-config's value, or the kubelet default 10%).",
         capabilities=hooks.NODE_AGENT, vocabulary=VOCABULARY,
     ),
 ]

@@ -39,12 +39,19 @@ CRITICAL_PRIORITY = 2_000_000_000
 HIDDEN_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
 REFRESH_S = 5.0
 
+#: the kubelet's built-in hard thresholds (a KubeletConfiguration without ``evictionHard``)
 DEFAULT_HARD = {"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
                 "imagefs.available": "15%"}
+#: what the cluster writes into kube-system/kubelet-config: disk thresholds at 0% as kind writes them,
+#: because every embedded node measures the one disk of the machine it runs on (a laptop's disk or a CI
+#: runner's, shared with everything else there); the kubelet defaults would put every node under
+#: DiskPressure and evict the app as soon as that disk is 85% full. The disk faults set their own.
+CLUSTER_HARD = {"memory.available": "100Mi", "nodefs.available": "0%", "nodefs.inodesFree": "0%",
+                "imagefs.available": "0%"}
 #: what the cluster writes into kube-system/kubelet-config when it is first created
 CLUSTER_CONFIG = {
     "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
-    "evictionHard": dict(DEFAULT_HARD), "evictionPressureTransitionPeriod": "30s",
+    "evictionHard": dict(CLUSTER_HARD), "evictionPressureTransitionPeriod": "30s",
     "maxPods": 110, "clusterDomain": "cluster.local", "cgroupDriver": "systemd",
 }
 #: signal -> (node condition, resource named in the eviction message)
