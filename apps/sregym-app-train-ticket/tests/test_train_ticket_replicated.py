@@ -16,7 +16,7 @@ import urllib.request
 from types import SimpleNamespace
 
 import pytest
-from sregym_app_train_ticket import data, flags, manifests, replicated, runtime, services, topology
+from sregym_app_train_ticket import data, flags, manifests, replicated, runtime, services, tokens, topology
 from sregym_app_train_ticket.workload import Generator, check_search
 from sregym_core.testing.localservers import free_port
 
@@ -82,10 +82,11 @@ def test_batch_queue_waits_for_the_batch_and_drains_when_batching_stops():
 # --------------------------------------------------------------------- the services, in-process
 class Cluster(SimpleNamespace):
     def http(self, service: str, method: str, path: str, body=None, timeout: float = 15.0):
-        """(status, JSON answer) of one request to a service."""
+        """(status, JSON answer) of one request to a service, as a logged-in user."""
+        token = tokens.issue(data.account_id(1), data.username(1), manifests.JWT_KEY)
         req = urllib.request.Request(f"http://127.0.0.1:{self.ports[service]}{path}", method=method,
                                      data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return resp.status, json.loads(resp.read())
@@ -133,6 +134,7 @@ def tt(mariadb):
     mp = pytest.MonkeyPatch()
     on: set[str] = set()
     mp.setattr(flags, "enabled", lambda key: key in on)
+    mp.setenv("JWT_SECRET", manifests.JWT_KEY)  # as the ts-jwt Secret gives every service
     # the faulty paths' waits, short enough for a unit test (the same relations as in the pods)
     peer_timeout = 3.0  # generous: the machine may be busy; the faulty waits keep their relations to it
     mp.setattr(services, "BANK_SETTLEMENT_S", peer_timeout + 0.5)

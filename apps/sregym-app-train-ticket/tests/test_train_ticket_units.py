@@ -277,7 +277,7 @@ def test_lite_holds_validated_problems_of_both_kinds():
 
     problems = [yaml.safe_load(p.read_text())
                 for p in sorted((Path(sregym_app_train_ticket.__file__).parent / "problems").glob("*.yaml"))]
-    assert len(problems) == 26
+    assert len(problems) == 27
     lite = [p for p in problems if "lite" in p["tags"]]
     assert len(lite) >= 5
     flag = [p for p in lite if p["faults"][0]["fault"] == "tt-flag"]

@@ -36,6 +36,9 @@ from .topology import (
 DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "otlp_endpoint": "", "workload_rate": 2}
 MARIADB_IMAGE = "mariadb:10.11"
 ROOT_PASSWORD = "ts-root-9c41"
+#: the key ts-auth-service signs login tokens with and the services check them with (the original
+#: compiles one into every service; here it is the ts-jwt Secret)
+JWT_KEY = "ts-jwt-5e0b7c2d9a4f4e1b8c3a6d2f0e9b7a41"
 MYSQL_PVC = "ts-mysql-data"
 WORKLOAD_TIMEOUT_S = 8  # the load generator's per-request timeout
 PART_OF = {"app.kubernetes.io/part-of": "train-ticket"}
@@ -95,6 +98,7 @@ def service_env(service: str) -> list[dict[str, Any]]:
     if service == FLAGD_SERVICE:
         return [*env, {"name": "FLAGD_FILE", "value": "/etc/flagd/flags.json"}]
     env += [{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": ""}, {"name": "FLAGD_HOST", "value": FLAGD_SERVICE},
+            {"name": "JWT_SECRET", "valueFrom": {"secretKeyRef": {"name": "ts-jwt", "key": "secret"}}},
             *peer_env(service)]
     schema = SERVICES[service][2]
     if schema:
@@ -173,6 +177,9 @@ def build() -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "Secret",
          "metadata": {"name": "ts-mysql-init", "namespace": NAMESPACE, "labels": _labels(MYSQL_SERVICE, "config")},
          "type": "Opaque", "stringData": {"01-schemas.sql": init_sql()}},
+        {"apiVersion": "v1", "kind": "Secret",
+         "metadata": {"name": "ts-jwt", "namespace": NAMESPACE, "labels": _labels("ts-auth-service", "config")},
+         "type": "Opaque", "stringData": {"secret": JWT_KEY}},
     ]
     docs += _mysql()
     for name in SERVICES:

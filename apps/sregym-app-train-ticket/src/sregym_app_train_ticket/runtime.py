@@ -28,6 +28,8 @@ from sregym_appkit import admin, logs, tracing
 from sregym_appkit.logs import error, info, log, warning  # noqa: F401 - the services' names
 from sregym_appkit.tracing import shutdown_tracing  # noqa: F401
 
+from .tokens import CURRENT_AUTHORIZATION
+
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SERVER_REQUESTS = Counter("ts_http_server_requests_total", "requests served", ["service", "route", "status"])
 SERVER_LATENCY = Histogram("ts_http_server_latency_seconds", "request handling time", ["service", "route"],
@@ -66,7 +68,7 @@ class HttpError(Exception):
 
 
 # ------------------------------------------------------------------------------------- server
-Request = dict[str, Any]  # {"method", "path", "params" (regex groups), "query", "body"}
+Request = dict[str, Any]  # {"method", "path", "params" (regex groups), "query", "body", "authorization"}
 Handler = Callable[[Request], Any]
 
 
@@ -93,6 +95,8 @@ class HttpServer:
                 raw = self.rfile.read(length) if length else b""
                 started = time.perf_counter()
                 token = otel_context.attach(propagate.extract({k.lower(): v for k, v in self.headers.items()}))
+                authorization = self.headers.get("Authorization")
+                carried = CURRENT_AUTHORIZATION.set(authorization)
                 status, route, out = 404, "unmatched", {"status": 0, "msg": f"no route for {self.command} {parts.path}"}
                 try:
                     for method, pattern, handler in compiled:
@@ -101,7 +105,7 @@ class HttpServer:
                             route = pattern.pattern.rstrip("$")
                             status, out = outer._run(handler, route, {
                                 "method": self.command, "path": parts.path, "params": match.groupdict(),
-                                "query": dict(parse_qsl(parts.query)), "raw": raw})
+                                "query": dict(parse_qsl(parts.query)), "raw": raw, "authorization": authorization})
                             break
                     payload = out if isinstance(out, bytes) else json.dumps(out, default=str).encode()
                     self.send_response(status)
@@ -112,6 +116,7 @@ class HttpServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
+                    CURRENT_AUTHORIZATION.reset(carried)
                     otel_context.detach(token)
                     if outer.traced:
                         SERVER_REQUESTS.labels(outer.service, route, str(status)).inc()
@@ -170,6 +175,9 @@ class Peer:
                                                         "peer.service": self.peer}) as span:
             headers = {"Content-Type": "application/json"}
             propagate.inject(headers)
+            authorization = CURRENT_AUTHORIZATION.get()
+            if authorization:  # the user's token goes on to the services this request calls
+                headers["Authorization"] = authorization
             data = None if body is None else json.dumps(body).encode()
             try:
                 request = urllib.request.Request(url, data=data, method=method, headers=headers)

@@ -8,6 +8,10 @@ account; cancelling a paid order must refund its share of the price, and the ord
 after must be cancelled; an account's order list must show the orders this generator paid or
 cancelled a few seconds ago in that state. A wrong answer counts as a content error.
 
+Booking, paying, cancelling and listing orders need a login, as in TrainTicket: each account logs in
+once (verification code, then ``/api/v1/users/login``) and sends its JWT as ``Authorization: Bearer``
+until half its lifetime has passed or a service refuses it (401/403), then logs in again.
+
 API (port 8089)::
 
     GET  /stats?window=30   {"count","success","errors","success_rate","content_errors","error_kinds",
@@ -36,7 +40,7 @@ import urllib.request
 from collections import deque
 from typing import Any
 
-from . import data, runtime
+from . import data, runtime, tokens
 
 #: kind → weight in the mix
 MIX = {"search": 28, "search-other": 10, "login": 8, "book": 17, "pay": 12, "cancel": 10, "orders": 10, "home": 5}
@@ -48,6 +52,8 @@ VERIFY_AFTER_S, VERIFY_WITHIN_S = 1.5, 8.0
 READ_BACK_S = 0.5
 #: an arrival the generator could not start within this many seconds of its time is dropped
 MAX_LAG_S = 1.0
+#: an account logs in again after this many seconds (by this generator's clock), before its token expires
+TOKEN_REFRESH_S = tokens.TOKEN_TTL_S / 2
 #: (from, to) pairs the searches and bookings use, each with both kinds of trip
 JOURNEYS = (("shanghai", "nanjing"), ("nanjing", "beijing"), ("shanghai", "taiyuan"), ("nanjing", "taiyuan"),
             ("shanghai", "shijiazhuang"))
@@ -157,6 +163,10 @@ def route_opener(route: Any) -> tuple[str, urllib.request.OpenerDirector]:
     return url.rstrip("/"), urllib.request.build_opener(Handler())
 
 
+class LoginRefused(ValueError):
+    """An account's login answered 200 with a refusal or another account's id."""
+
+
 class Generator:
     def __init__(self, target: str, rate: float, timeout_s: float, seed: int | None = None) -> None:
         self.target, self.rate, self.timeout_s = target.rstrip("/"), rate, timeout_s
@@ -172,11 +182,16 @@ class Generator:
         self.inflight = threading.Semaphore(int(os.environ.get("WORKLOAD_MAX_INFLIGHT", "24")))
         self.local = threading.local()  # per request: seconds spent waiting on purpose (not latency)
         self.lock = threading.Lock()
+        #: account → (its login token, when it logged in: monotonic seconds)
+        self.tokens: dict[str, tuple[str, float]] = {}
+        self.numbers = {data.account_id(n): n for n in range(1, data.ACCOUNTS + 1)}
 
-    def _http(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def _http(self, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         req = urllib.request.Request(self.target + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     data=None if body is None else json.dumps(body).encode(), headers=headers)
         try:
             with self.opener.open(req, timeout=self.timeout_s) as resp:
                 return resp.status, json.loads(resp.read() or b"null")
@@ -189,6 +204,8 @@ class Generator:
         status, error, content = 0, "", ""
         try:
             status, content = self._run(kind)
+        except LoginRefused as exc:
+            status, content = 200, str(exc)
         except (OSError, ValueError) as exc:
             error = type(exc).__name__ if not isinstance(exc, TimeoutError) else "timeout"
             if "timed out" in str(exc):
@@ -196,21 +213,54 @@ class Generator:
         ok = status == 200 and not content and not error
         self.log.add(kind, status, (time.perf_counter() - started - self.local.paused) * 1000, ok, error, content)
 
+    def _login(self, account: str) -> tuple[int, str]:
+        """Log ``account`` in and keep its token: (HTTP status, content error or "")."""
+        n = self.numbers[account]
+        status, code = self._http("GET", "/api/v1/verifycode/generate")
+        if status != 200:
+            return status, ""
+        status, body = self._http("POST", "/api/v1/users/login", {
+            "username": data.username(n), "password": data.PASSWORD,
+            "verificationCodeId": code["data"]["id"], "verificationCode": code["data"]["code"]})
+        if status != 200:
+            return status, ""
+        if body.get("status") != 1 or body["data"]["userId"] != account or not body["data"].get("token"):
+            return status, "login: wrong account or refused"
+        with self.lock:
+            self.tokens[account] = (body["data"]["token"], time.monotonic())
+        return status, ""
+
+    def _authed(self, method: str, path: str, account: str, body: Any = None) -> tuple[int, Any]:
+        """A request that needs ``account``'s login: log in first when its token is missing or old;
+        a refused token (401/403) is dropped, so the next request logs in again."""
+        with self.lock:
+            held = self.tokens.get(account)
+        if held is None or time.monotonic() - held[1] > TOKEN_REFRESH_S:
+            status, wrong = self._login(account)
+            if wrong:  # the login answered, wrongly: the request fails as a wrong answer would
+                raise LoginRefused(wrong)
+            if status != 200:
+                return status, None
+            with self.lock:
+                held = self.tokens[account]
+        status, answer = self._http(method, path, body, token=held[0])
+        if status in (401, 403):
+            with self.lock:
+                if self.tokens.get(account) == held:
+                    del self.tokens[account]
+        return status, answer
+
+    def _orders_of_someone(self, rng: random.Random) -> int:
+        method, path = request_for("orders", rng)
+        return self._authed(method, path, dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))["loginId"])[0]
+
     def _run(self, kind: str) -> tuple[int, str]:
         """(HTTP status, content error or "") of one request of ``kind``."""
         rng = self.rng
         n = rng.randrange(1, data.ACCOUNTS + 1)
         account = data.account_id(n)
         if kind == "login":
-            status, code = self._http("GET", "/api/v1/verifycode/generate")
-            if status != 200:
-                return status, ""
-            status, body = self._http("POST", "/api/v1/users/login", {
-                "username": data.username(n), "password": data.PASSWORD,
-                "verificationCodeId": code["data"]["id"], "verificationCode": code["data"]["code"]})
-            if status == 200 and (body.get("status") != 1 or body["data"]["userId"] != account):
-                return status, "login: wrong account or refused"
-            return status, ""
+            return self._login(account)
         if kind in ("search", "search-other"):
             method, path = request_for(kind, rng)
             status, body = self._http(method, path)
@@ -221,12 +271,12 @@ class Generator:
             return status, check_search(body, start, end, kind == "search")
         if kind == "book":
             method, path = request_for("book", rng)
-            status, body = self._http(method, path)
+            params = dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))
+            status, body = self._authed(method, path, params["accountId"])
             if status != 200:
                 return status, ""
             if body.get("status") != 1:
                 return status, f"book refused: {body.get('msg')}"
-            params = dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))
             expected = data.price(params["tripId"], params["from"], params["to"], data.ECONOMY)
             if abs(float(body["data"]["price"]) - expected) > 0.01:
                 return status, "book: wrong price"
@@ -237,10 +287,10 @@ class Generator:
             with self.lock:
                 item = self.unpaid.popleft() if self.unpaid else None
             if item is None:
-                return self._http(*request_for("orders", rng))[0], ""
+                return self._orders_of_someone(rng), ""
             order, trip, owner, _price = item
-            status, body = self._http("POST", "/api/v1/inside_pay_service/inside_payment",
-                                      {"orderId": order, "tripId": trip, "userId": owner})
+            status, body = self._authed("POST", "/api/v1/inside_pay_service/inside_payment", owner,
+                                        {"orderId": order, "tripId": trip, "userId": owner})
             if status == 200 and body.get("status") == 1:
                 with self.lock:
                     self.booked.append(item)
@@ -262,9 +312,9 @@ class Generator:
             if item is not None:
                 self.recent.pop(item[0], None)  # in flight: not checked by an order list meanwhile
         if item is None:
-            return self._http(*request_for("orders", rng))[0], ""
+            return self._orders_of_someone(rng), ""
         order, trip, owner, price = item
-        status, body = self._http("GET", f"/api/v1/cancelservice/cancel/{order}/{owner}?tripId={trip}")
+        status, body = self._authed("GET", f"/api/v1/cancelservice/cancel/{order}/{owner}?tripId={trip}", owner)
         if status != 200:
             return status, ""
         if body.get("status") != 1:
@@ -292,7 +342,7 @@ class Generator:
             due = [(when, owner) for owner, _s, when in self.recent.values() if now - when >= VERIFY_AFTER_S]
             account = max(due)[1] if due else account
             expect = {o: entry for o, entry in self.recent.items() if entry[0] == account and now - entry[2] >= VERIFY_AFTER_S}
-        status, body = self._http("POST", "/api/v1/orderservice/order/refresh", {"loginId": account})
+        status, body = self._authed("POST", "/api/v1/orderservice/order/refresh", account, {"loginId": account})
         if status != 200:
             return status, ""
         if body.get("status") != 1 or any(o["accountId"] != account for o in body["data"]):

@@ -5,13 +5,15 @@ privileged nsenter pod). Embedded: the node fault shim shifts what the node's po
 the wall clock (``clock_gettime(CLOCK_REALTIME)``, ``gettimeofday``, ``time``); monotonic clocks are
 untouched, as on a real node whose clock was stepped.
 
-What breaks is whatever orders or expires things by a wall clock stamped on one node and compared on
-another. Social Network's compose-post-service stamps each post with its own clock and the timelines
-are sorted by that stamp (as in DeathStarBench): with its node's clock behind, new posts sort below
-older ones and do not show at the top of the timelines readers fetch.
+What breaks is whatever checks a time window stamped on one node against another node's clock:
+TrainTicket's login tokens (a JWT's ``nbf``/``exp``, checked with no allowed skew), so a drifted
+ts-auth-service issues tokens every other service finds expired, and any service on the node finds
+good tokens not yet valid. Social Network's compose-post-service stamps posts with its clock, so
+new posts sort below older ones in the timelines.
 
-The fix an SRE can make through the API is to take the node out of service for the workload (cordon,
-move its pods), as for any misbehaving node; the node's time sync is then repaired out of band.
+The fix an SRE can make through the API is to take the node out of service for the app (cordon,
+drain its pods elsewhere, or keep the workloads off it by node affinity), as for any misbehaving
+node; the node's time sync is then repaired out of band.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from sregym_core.faultkit import function_fault, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
 from . import hooks
-from .node import mark_node, may_land_on_node, move_off_node, release_node
+from .node import drain_app_from_node, mark_node, may_land_on_node, release_node
 
 MOVABLE = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"),
                          requires=("service",))
@@ -48,8 +50,9 @@ def is_present(ctx: Any, target: Any, params: dict) -> bool:
 
 
 def reference_fix(ctx: Any, target: Any, params: dict) -> None:
-    """Cordon the drifted node and move the target's pods to nodes with a correct clock."""
-    move_off_node(ctx, target, ctx.state["node"])
+    """Cordon the drifted node and drain the app's movable pods to nodes with a correct clock (every
+    pod there reads the wrong time, not only the target's)."""
+    drain_app_from_node(ctx, ctx.state["node"])
     hooks.wait_for(lambda: not is_present(ctx, target, params), 60.0, "no pod left on the drifted node")
 
 
@@ -73,14 +76,15 @@ FAULTS: list[FaultSpec] = [
                                              "default": -43200, "not": {"const": 0}}),
         inject=inject, is_present=is_present, recover=recover, reference_fix=reference_fix,
         symptoms=("timestamps in the past on new records", "new items missing from time-ordered views",
-                  "date in the node's pods differs from other nodes"),
+                  "tokens rejected as expired or not yet valid", "date in the node's pods differs from other nodes"),
         keywords=("clock drift", "clock skew", "NTP", "time sync", "timestamp"),
         values=lambda t, p, s: {"node": s.get("node", "(unknown)"), "offset_minutes": p.get("offset_minutes"),
                                 "offset_days": round(p.get("offset_minutes", 0) / 1440, 1)},
         prose="The wall clock of node {node}, which runs {component}, is off by {offset_minutes} minutes "
               "({offset_days} days; time sync stopped), so {component} stamps what it writes with a wrong time "
-              "and time-ordered data goes out of order. Fix: cordon {node} and move {component}'s pods to a node "
-              "with a correct clock (then repair the node's time sync).",
+              "and checks times with it: tokens it issues look expired elsewhere, and tokens or records from other "
+              "nodes look not yet valid or out of order to it and to every pod on {node}. Fix: cordon {node} and "
+              "move the app's pods off it (or keep them off by node affinity), then repair the node's time sync.",
         capabilities=hooks.LD_PRELOAD, vocabulary=VOCABULARY,
     ),
 ]

@@ -220,6 +220,34 @@ def move_off_node(ctx: Any, target: Any, node: str) -> None:
                    f"a ready pod of {target.component.name} on another node")
 
 
+def drain_app_from_node(ctx: Any, node: str) -> list[str]:
+    """Cordon the node and move the app's pods off it, as ``kubectl drain`` would for them: every
+    pod a ReplicaSet owns and no volume claim pins (a datastore on a node-local volume cannot move;
+    it stays). Waits until each moved workload has a ready pod elsewhere; the moved pods' names."""
+    ctx.kubectl("cordon", node)
+    items = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-o", "json"))["items"]
+    moved = []
+    for pod in items:
+        spec, meta = pod.get("spec") or {}, pod["metadata"]
+        owners = {o.get("kind") for o in meta.get("ownerReferences") or []}
+        pinned = any("persistentVolumeClaim" in v for v in spec.get("volumes") or [])
+        if spec.get("nodeName") == node and "ReplicaSet" in owners and not pinned and not meta.get("deletionTimestamp"):
+            moved.append(meta)
+            ctx.kubectl("delete", "pod", meta["name"], "-n", ctx.namespace, "--wait=false", check=False)
+
+    def replaced() -> bool:
+        pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-o", "json"))["items"]
+        for meta in moved:
+            selector = {k: v for k, v in (meta.get("labels") or {}).items() if k != "pod-template-hash"}
+            if not any(hooks.is_ready(p) and p["spec"].get("nodeName") != node
+                       and selector.items() <= (p["metadata"].get("labels") or {}).items() for p in pods):
+                return False
+        return True
+
+    hooks.wait_for(replaced, 180.0, f"the app's pods moved off {node} to be ready elsewhere")
+    return [m["name"] for m in moved]
+
+
 def _net_fix(ctx: Any, target: Any, params: dict) -> None:
     """The node's network path is impaired: move the target's pods to another node."""
     move_off_node(ctx, target, ctx.state["node"])
