@@ -167,6 +167,42 @@ class TestTrainTicketLiveFaults(LiveFaultContract):
     frontend = FRONTEND
     burst = (20, 4)
 
+    # recovery: the workload's bookings succeed again (in its stats); a bare probe request of a booking
+    # would carry no login token and be refused, so the probe kind is a search
     cases = {"tt-flag": LiveCase("ts-contacts-service", bookings_fail_with_unknown_column,
                                  params={"flag": "tt-feat-22", "decoys": ["tt-feat-4", "tt-feat-18"]},
-                                 endpoint="book", symptom_timeout=90)}
+                                 endpoint="search", symptom_timeout=90)}
+
+
+#: the routes that check login tokens, and what a refused token looks like in their logs
+SECURED = ("ts-preserve-service", "ts-inside-payment-service", "ts-cancel-service", "ts-order-service",
+           "ts-order-other-service")
+REFUSED = ("JWT expired at", "JWT must not be accepted before")
+
+
+def tokens_refused(live):
+    """The workload gets 403s on the logged-in kinds and a secured service logs why, with both clocks."""
+    stats = live.stats(20)
+    refused = {k: s["error_kinds"]["403"] for k, s in stats["by_endpoint"].items() if "403" in (s.get("error_kinds") or {})}
+    if not refused:
+        return None
+    for service in SECURED:
+        text = live.kubectl("logs", "-n", live.namespace, f"deployment/{service}", "--since=60s", "--tail=400")
+        lines = [line for line in text.splitlines() if "token_rejected" in line and any(r in line for r in REFUSED)]
+        if lines:
+            return f"403s by kind {refused}; {service}: {lines[-1][:300]}"
+    return None
+
+
+@pytest.mark.matrix
+def test_clock_drift_on_the_auth_node_is_seen_as_refused_tokens_and_healed_by_draining_it(tt):
+    """The node fault pack's clock-drift, live on TrainTicket: inject (ts-auth-service's node 30 days
+    behind) → refused tokens in the workload and in a secured service's log → present → the reference
+    fix (cordon, drain the app off the node) → gone → the workload recovers."""
+    from sregym_core.testing.live import exercise
+    from sregym_core.types import Target
+
+    spec = tt.host.get_faults()["clock-drift"]
+    target = Target(app=tt.app, component=tt.app.component("ts-auth-service"), namespace=tt.app.namespace)
+    exercise(tt, spec, LiveCase("ts-auth-service", tokens_refused, endpoint="search", symptom_timeout=120),
+             target, request_for=request_for, frontend=FRONTEND)
