@@ -28,6 +28,7 @@ OUT = ROOT / "docs" / "validation-status.md"
 
 #: the start of each run's heading in docs/validation.md, newest run first
 RUNS_NEWEST_FIRST = [
+    "## Clock drift on TrainTicket's login tokens (#18), 2026-11-27 (6)",
     "## Cluster network faults (#18), 2026-11-27",
     "## Controller and kubelet faults (#18)",
     "## The last leftovers, 2026-11-27 (5)",
