@@ -202,6 +202,10 @@ def test_clock_drift_on_the_auth_node_is_seen_as_refused_tokens_and_healed_by_dr
     from sregym_core.testing.live import exercise
     from sregym_core.types import Target
 
+    nodes = tt.live(time.time()).kubectl("get", "nodes", "-o", "name").split()
+    if len(nodes) < 2:
+        pytest.skip("needs a cluster of several nodes: on one node every pod shares the drifted clock "
+                    "(sregym cluster up --name multi --nodes 3; SREGYM_E2E_CLUSTER=multi)")
     spec = tt.host.get_faults()["clock-drift"]
     target = Target(app=tt.app, component=tt.app.component("ts-auth-service"), namespace=tt.app.namespace)
     exercise(tt, spec, LiveCase("ts-auth-service", tokens_refused, endpoint="search", symptom_timeout=120),
