@@ -247,6 +247,13 @@ def test_disk_pressure_shows_in_node_conditions(monkeypatch):
             assert condition(await client.get("nodes", "node-1"), "DiskPressure")["status"] == "False"
             usage = namedtuple("usage", "total used free percent")
             monkeypatch.setattr(kubelet.psutil, "disk_usage", lambda _path: usage(100, 95, 5, 95.0))
+            # the cluster-wide configuration ignores the host's disk (kind's 0%); the node's drop-in
+            # brings back the kubelet's default floor
+            assert agent.pressure()[1] is False
+            await client.create("configmaps", {"metadata": {"name": "kubelet-config-node-1", "namespace": "kube-system"},
+                                               "data": {"kubelet": "evictionHard:\n  nodefs.available: 10%\n"}},
+                                "kube-system")
+            await agent.eviction.reload(force=True)
             assert agent.pressure()[1] is True
             await agent._update_node_status()
             node = await client.get("nodes", "node-1")
