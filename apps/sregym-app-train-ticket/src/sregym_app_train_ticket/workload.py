@@ -68,6 +68,11 @@ def _q(params: dict[str, Any]) -> str:
     return urllib.parse.urlencode(params)
 
 
+def query_of(path: str) -> dict[str, str]:
+    """The query parameters of a path ``request_for`` built."""
+    return dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))
+
+
 def request_for(kind: str, rng: random.Random) -> tuple[str, str]:
     """One request of ``kind`` as a bare method and path (all parameters in the query string)."""
     n = rng.randrange(1, data.ACCOUNTS + 1)
@@ -252,7 +257,7 @@ class Generator:
 
     def _orders_of_someone(self, rng: random.Random) -> int:
         method, path = request_for("orders", rng)
-        return self._authed(method, path, dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))["loginId"])[0]
+        return self._authed(method, path, query_of(path)["loginId"])[0]
 
     def _run(self, kind: str) -> tuple[int, str]:
         """(HTTP status, content error or "") of one request of ``kind``."""
@@ -266,12 +271,12 @@ class Generator:
             status, body = self._http(method, path)
             if status != 200:
                 return status, ""
-            start, end = dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))["startPlace"], \
-                dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))["endPlace"]
+            params = query_of(path)
+            start, end = params["startPlace"], params["endPlace"]
             return status, check_search(body, start, end, kind == "search")
         if kind == "book":
             method, path = request_for("book", rng)
-            params = dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))
+            params = query_of(path)
             status, body = self._authed(method, path, params["accountId"])
             if status != 200:
                 return status, ""

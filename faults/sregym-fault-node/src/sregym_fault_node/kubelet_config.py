@@ -37,11 +37,16 @@ def drop_in_name(node: str) -> str:
     return f"{BASE}-{node}"
 
 
-def _document(ctx: Any, node: str) -> tuple[dict | None, dict]:
-    obj = kube.get(ctx, "configmap", drop_in_name(node), namespace=NAMESPACE, missing_ok=True)
+def read_config(ctx: Any, name: str) -> tuple[dict | None, dict]:
+    """The ConfigMap ``kube-system/<name>`` (None when missing) and its ``kubelet`` key as a mapping."""
+    obj = kube.get(ctx, "configmap", name, namespace=NAMESPACE, missing_ok=True)
     text = ((obj or {}).get("data") or {}).get(KEY) or ""
     doc = yaml.safe_load(text) if text.strip() else {}
     return obj, doc if isinstance(doc, dict) else {}
+
+
+def _document(ctx: Any, node: str) -> tuple[dict | None, dict]:
+    return read_config(ctx, drop_in_name(node))
 
 
 def _write(ctx: Any, node: str, doc: dict) -> None:
@@ -90,10 +95,7 @@ def is_present(ctx: Any, target: Any, params: dict) -> bool:
 
 def cluster_threshold(ctx: Any) -> str:
     """The cluster-wide configuration's nodefs threshold (the kubelet default when it sets none)."""
-    obj = kube.get(ctx, "configmap", BASE, namespace=NAMESPACE, missing_ok=True)
-    text = ((obj or {}).get("data") or {}).get(KEY) or ""
-    doc = yaml.safe_load(text) if text.strip() else {}
-    hard = (doc if isinstance(doc, dict) else {}).get("evictionHard")
+    hard = read_config(ctx, BASE)[1].get("evictionHard")
     return str((hard if isinstance(hard, dict) else {}).get("nodefs.available") or SANE)
 
 

@@ -30,7 +30,7 @@ from sregym_core.faultkit import function_fault, kube, schema, users
 from sregym_core.types import FaultSpec, TargetSelector
 
 from . import hooks
-from .kubelet_config import BASE, KEY, NAMESPACE
+from .kubelet_config import BASE, KEY, NAMESPACE, read_config
 
 #: the target is the component whose users fail (every Service loses its endpoints)
 ENTRY = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*", "cache:*"),
@@ -39,13 +39,11 @@ SANE = {"imageGCHighThresholdPercent": 85, "imageGCLowThresholdPercent": 80}  # 
 
 
 def _config(ctx: Any) -> tuple[str, dict]:
-    obj = kube.get(ctx, "configmap", BASE, namespace=NAMESPACE, missing_ok=True)
+    obj, doc = read_config(ctx, BASE)
     if obj is None:
         raise PermanentFaultError(f"no {NAMESPACE}/{BASE} ConfigMap: the nodes read no cluster-wide kubelet "
                                   "configuration", hints=("the embedded node agents create it when they start",))
-    text = (obj.get("data") or {}).get(KEY) or ""
-    doc = yaml.safe_load(text) if text.strip() else {}
-    return text, doc if isinstance(doc, dict) else {}
+    return (obj.get("data") or {}).get(KEY) or "", doc
 
 
 def _write(ctx: Any, doc: dict) -> None:
