@@ -39,6 +39,7 @@ import json
 import logging
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ log = logging.getLogger(__name__)
 CALLS = ("read", "write", "fsync", "open", "connect", "clock")
 MAX_OFFSET_MS = 10 * 365 * 86400 * 1000
 RECONCILE_SECONDS = 0.5
+STARTING_TTL_S = 60.0
 MAX_FILL_BYTES = 512 * 1024 * 1024
 _ID = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
 _SAFE_PATH = re.compile(r"^/[^\s:]*$")
@@ -115,8 +117,9 @@ class FaultHooks:
         self.net: dict[str, dict] = {}
         self._rendered: dict[str, list[str]] = {}
         self._task: asyncio.Task | None = None
-        #: pods whose containers are about to start, by uid: the store may not have their IP yet
-        self._starting: dict[str, dict] = {}
+        #: pods whose containers are starting, by uid, with when: kept until the store has their IP,
+        #: so a periodic render between the start hook and the status update does not drop them
+        self._starting: dict[str, tuple[dict, float]] = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -136,12 +139,8 @@ class FaultHooks:
         not only from the next render (up to RECONCILE_SECONDS later)."""
         if not (self.shim or self.diskfull):
             return
-        uid = pod["metadata"].get("uid", "")
-        self._starting[uid] = pod
-        try:
-            self.render()
-        finally:
-            self._starting.pop(uid, None)
+        self._starting[pod["metadata"].get("uid", "")] = (pod, time.monotonic())
+        self.render()
 
     async def stop(self) -> None:
         if self.nodes is not None and self.pod_starting in self.nodes.pod_start_hooks:
@@ -170,7 +169,19 @@ class FaultHooks:
         pods = self.client.list_nocopy("pods")
         if not self._starting:
             return pods
-        return [self._starting.get(p["metadata"].get("uid", ""), p) for p in pods]
+        out = []
+        for pod in pods:
+            uid = pod["metadata"].get("uid", "")
+            starting = self._starting.get(uid)
+            if starting is not None and (pod.get("status") or {}).get("podIP"):
+                del self._starting[uid]  # the store caught up
+                starting = None
+            out.append(starting[0] if starting is not None else pod)
+        now = time.monotonic()
+        for uid, (_pod, since) in list(self._starting.items()):
+            if now - since > STARTING_TTL_S:  # never stored with an IP: deleted while it started
+                del self._starting[uid]
+        return out
 
     def _get(self, resource: str, name: str, namespace: str | None = None) -> dict | None:
         for obj in self.client.list_nocopy(resource, namespace):
