@@ -226,29 +226,3 @@ def test_handles_share_a_cluster_and_exclusive_ones_refuse_a_second(home: Path) 
     finally:
         viewer.down()  # the last user: stopped
     assert pid is not None and gone(pid) and not cluster.status("shared").running
-
-
-def test_a_command_leaves_a_cluster_the_user_started_running(home: Path) -> None:
-    """`sregym cluster up`, then `sregym run` (its handle is owned and exclusive, without
-    --keep-cluster): the run's end stops only what it started, never the user's cluster; a cluster
-    the command started itself still stops with it."""
-    from sregym_cluster_embedded import cluster
-    from sregym_cluster_embedded.plugin import EmbeddedCluster
-
-    users = cluster.up("kept", 0)
-    try:
-        command = EmbeddedCluster(name="kept", nodes=0, owned=True, exclusive=True)
-        command.up()
-        command.down()
-        assert cluster.status("kept").running and cluster.status("kept").pid == users.pid
-        assert cluster.kubeconfig("kept").exists()
-    finally:
-        cluster.down("kept")
-    assert users.pid is not None and gone(users.pid) and not cluster.kept("kept")
-
-    own = EmbeddedCluster(name="fresh", nodes=0, owned=True, exclusive=True)
-    own.up()
-    pid = cluster.status("fresh").pid
-    assert not cluster.kept("fresh")
-    own.down()
-    assert pid is not None and gone(pid) and not cluster.status("fresh").running

@@ -36,8 +36,7 @@ LOCK_WAIT_S = 120.0
 #: the cluster `sregym run`, `sregym cluster ...` and the Python API use when none is named
 DEFAULT_NAME = "sregym"
 DEFAULT_NODES = 3
-# state files: written by the daemon while it stops / for a cluster that runs until `sregym cluster
-# down` (started without an owner, or asked for without one while it ran)
+# state files: written by the daemon while it stops / by a command that wants the cluster kept
 STOPPING, KEEP = "stopping", "keep"
 SERVING_FILES = ("port", "info.json")
 
@@ -231,8 +230,6 @@ def _start(name: str, nodes: int, *, owner_pid: int | None, timeout: float, node
         os.close(read_fd)
     info = status(name)
     if ready and info.running and _wait_answer(info, deadline, lambda: proc.poll() is None):
-        if owner_pid is None:  # the daemon cleared the state files it found: mark it kept now
-            (state_dir / KEEP).touch()
         return info
     if proc.poll() is None:
         _stop_pid(proc.pid, 5.0)
@@ -289,13 +286,6 @@ def down(name: str = DEFAULT_NAME, *, grace: float = 20.0, forget: bool = False)
     if forget:
         release(name)
     return pid is not None
-
-
-def kept(name: str) -> bool:
-    """True if cluster ``name`` runs and was started, or asked for, without an owner: it runs until
-    :func:`down`, and a command that only used it leaves it running."""
-    _check_name(name)
-    return (cluster_dir(name) / KEEP).exists() and status(name).running
 
 
 def stop_if_unused(name: str, *, grace: float = 20.0) -> bool:

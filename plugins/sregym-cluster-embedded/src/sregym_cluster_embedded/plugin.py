@@ -45,9 +45,6 @@ class EmbeddedCluster:
         self._exclusive = exclusive
         self._use = locks.lock(name, locks.USERS)
         self._apps = locks.lock(name, locks.APPS)
-        # the cluster ran, kept, before this handle's up (`sregym cluster up`, a --keep-cluster run):
-        # it is the user's, and this handle's down leaves it running
-        self._found_kept = False
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -68,7 +65,6 @@ class EmbeddedCluster:
             if not self._use.acquire(shared=True, timeout=clusters.LOCK_WAIT_S):
                 raise ClusterError(f"cluster {self.name!r} is still stopping (waited {clusters.LOCK_WAIT_S:.0f} s)",
                                    hints=[f"`sregym cluster down --name {self.name}` stops it"])
-            self._found_kept = clusters.kept(self.name)
             clusters.up(self.name, self.nodes, owner_pid=os.getpid() if self._owned else None,
                         **{k: v for k, v in self.options.items() if k in ("node_cpu", "node_memory", "timeout")})
         except BaseException:
@@ -76,11 +72,7 @@ class EmbeddedCluster:
             raise
 
     def down(self) -> None:
-        """Stop the cluster, unless another command still uses it or it was kept (``sregym cluster
-        up``, a ``--keep-cluster`` command) before this handle found it: then it keeps running."""
-        if self._found_kept:
-            self._release()
-            return
+        """Stop the cluster, unless another command still uses it (then it keeps running)."""
         self._use.release()
         try:
             clusters.stop_if_unused(self.name)
