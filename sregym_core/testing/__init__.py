@@ -39,7 +39,7 @@ import structlog
 from ..faults import FaultContext
 from ..plugins import PluginHost, new_plugin_host, set_plugin_host
 from ..types import AppSpec, ComponentSpec, GroundTruth, Target
-from .live import deployed_app, embedded_cluster  # noqa: F401  (fixtures of the harness)
+from .live import _live_cluster_home, deployed_app, embedded_cluster  # noqa: F401  (fixtures of the harness)
 from .recording import RecordingFaultContext
 
 _counter = itertools.count()

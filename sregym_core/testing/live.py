@@ -143,6 +143,20 @@ def deployed_app(embedded_cluster) -> Callable[[str], LiveApp]:
         yield deploy
 
 
+@pytest.fixture(autouse=True)
+def _live_cluster_home(request: pytest.FixtureRequest) -> Any:
+    """Every test on the session's cluster runs with its SREGYM_HOME, whatever another package's
+    fixture did to the variable since ``deployed_app`` set it (the cluster handle finds its state
+    through it)."""
+    if "deployed_app" not in request.fixturenames:
+        yield
+        return
+    cluster = request.getfixturevalue("embedded_cluster")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SREGYM_HOME", str(cluster.home))
+        yield
+
+
 @attrs.frozen
 class LiveCase:
     """How one fault is proved live.

@@ -151,22 +151,25 @@ class ThreadedApiServer:
 
 
 @pytest.fixture(scope="session")
-def api_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A private $SREGYM_HOME and $HOME (kubectl caches) for the test session."""
-    home = tmp_path_factory.mktemp("sregym-home")
-    old = {k: os.environ.get(k) for k in ("SREGYM_HOME",)}
-    os.environ["SREGYM_HOME"] = str(home)
-    yield home
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+def api_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private $SREGYM_HOME for the test session: set for each test that uses it (see
+    ``_api_home_env``), never for the whole session. A session-long change leaked into other
+    packages' tests on the same xdist worker: the live-app fixture then looked for its cluster in
+    this home ("cluster 'e2e' has no kubeconfig yet")."""
+    return tmp_path_factory.mktemp("sregym-home")
+
+
+@pytest.fixture(autouse=True)
+def _api_home_env(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "api_home" in request.fixturenames:
+        monkeypatch.setenv("SREGYM_HOME", str(request.getfixturevalue("api_home")))
 
 
 @pytest.fixture(scope="session")
 def api_server(api_home: Path) -> Iterator[ThreadedApiServer]:
-    server = ThreadedApiServer(api_home / "clusters" / "test").start()
+    with pytest.MonkeyPatch.context() as patch:  # what the server reads at start
+        patch.setenv("SREGYM_HOME", str(api_home))
+        server = ThreadedApiServer(api_home / "clusters" / "test").start()
     yield server
     server.stop()
 
