@@ -76,7 +76,8 @@ def embedded_cluster(tmp_path_factory) -> EmbeddedCluster:
     cluster = EmbeddedCluster(tmp_path_factory.mktemp("sregym-e2e"))
     before = {p.pid for p in psutil.process_iter()}
     up = subprocess.run([_sregym(), "cluster", "up", "--name", cluster.name, "--nodes", "1"], env=cluster.environ,
-                        capture_output=True, text=True, timeout=180)
+                        capture_output=True, text=True,
+                        timeout=float(os.environ.get("SREGYM_CLUSTER_START_TIMEOUT", "180")) + 60)
     assert up.returncode == 0, up.stderr
     try:
         yield cluster
@@ -137,7 +138,11 @@ def deployed_app(embedded_cluster) -> Callable[[str], LiveApp]:
                     await env.ensure_observability()
                     return await env.ensure_app(host.get_apps()[name])
 
-                apps[name] = LiveApp(host, env, asyncio.run(bring_up()))
+                # a module fixture deploys before the per-test _live_cluster_home runs: pin the home
+                # here too, whatever another module's fixture left in the variable
+                with pytest.MonkeyPatch.context() as pin:
+                    pin.setenv("SREGYM_HOME", str(embedded_cluster.home))
+                    apps[name] = LiveApp(host, env, asyncio.run(bring_up()))
             return apps[name]
 
         yield deploy

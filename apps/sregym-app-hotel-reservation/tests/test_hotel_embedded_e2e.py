@@ -59,7 +59,7 @@ def cluster():
     os.environ["SREGYM_HOME"] = str(home)
     name = f"hotel-e2e-{os.getpid() % 100000}"
     try:
-        info = cluster_mod.up(name, 1, owner_pid=os.getpid(), timeout=60)
+        info = cluster_mod.up(name, 1, owner_pid=os.getpid())  # the start timeout CI sets for a loaded machine
         yield info
     finally:
         cluster_mod.down(name, forget=True)

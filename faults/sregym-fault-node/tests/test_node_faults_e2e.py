@@ -171,15 +171,17 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
     old = os.environ.get("SREGYM_HOME")
     os.environ["SREGYM_HOME"] = str(home)
     handle = EmbeddedCluster(name=f"nodefaults-{os.getpid()}", nodes=2, owned=True)
-    handle.up()
-    try:
-        c = Cluster(handle)
-        c.kubectl("apply", "-f", "-", input=MANIFEST)
-        c.kubectl("rollout", "status", "deployment/web", "-n", NS, "--timeout=120s")
-        c.wait_sql()
-        yield c
+    try:  # a cluster that fails to start must not leave the variable pointing here for later modules
+        handle.up()
+        try:
+            c = Cluster(handle)
+            c.kubectl("apply", "-f", "-", input=MANIFEST)
+            c.kubectl("rollout", "status", "deployment/web", "-n", NS, "--timeout=120s")
+            c.wait_sql()
+            yield c
+        finally:
+            handle.down()
     finally:
-        handle.down()
         if old is None:
             os.environ.pop("SREGYM_HOME", None)
         else:

@@ -47,11 +47,13 @@ def handle(tmp_path_factory) -> Iterator[Any]:
     old = os.environ.get("SREGYM_HOME")
     os.environ["SREGYM_HOME"] = str(tmp_path_factory.mktemp("home"))
     cluster = EmbeddedCluster(name=f"nfadmin-{os.getpid()}", nodes=2, owned=True)
-    cluster.up()
-    try:
-        yield cluster
+    try:  # a cluster that fails to start must not leave the variable pointing here for later modules
+        cluster.up()
+        try:
+            yield cluster
+        finally:
+            cluster.down()
     finally:
-        cluster.down()
         if old is None:
             os.environ.pop("SREGYM_HOME", None)
         else:

@@ -65,15 +65,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     os.environ["SREGYM_HOME"] = str(home / "sregym")
     from sregym_cluster_embedded import cluster as clusters
 
-    info = clusters.up("boundary", 1)
-    c = Cluster(info, home)
-    try:
-        c.kubectl("create", "namespace", NS)
-        c.run_pod("app")
-        c.run_pod("rootpod", security={"runAsUser": 0})
-        yield c
+    try:  # a cluster that fails to start must not leave the variable pointing here for later modules
+        info = clusters.up("boundary", 1)
+        c = Cluster(info, home)
+        try:
+            c.kubectl("create", "namespace", NS)
+            c.run_pod("app")
+            c.run_pod("rootpod", security={"runAsUser": 0})
+            yield c
+        finally:
+            clusters.down("boundary")
     finally:
-        clusters.down("boundary")
         if old is None:
             os.environ.pop("SREGYM_HOME", None)
         else:

@@ -39,8 +39,9 @@ def test_up_against_a_live_cluster(tmp_path):
     pytest.importorskip("sregym_cluster_embedded")
     env = {**os.environ, "SREGYM_HOME": str(tmp_path)}
     sregym = str(Path(sys.executable).parent / "sregym")
-    subprocess.run([sregym, "cluster", "up", "--name", "kc", "--nodes", "1"], env=env, check=True, capture_output=True, timeout=120)
-    try:
+    try:  # a start that times out still stops what it began
+        subprocess.run([sregym, "cluster", "up", "--name", "kc", "--nodes", "1"], env=env, check=True,
+                       capture_output=True, timeout=float(os.environ.get("SREGYM_CLUSTER_START_TIMEOUT", "180")) + 60)
         handle = KubeconfigCluster(kubeconfig=tmp_path / "clusters" / "kc" / "kubeconfig")
         handle.up()
         handle.down()  # must not stop a cluster it does not own
