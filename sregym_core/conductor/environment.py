@@ -179,12 +179,16 @@ class Environment:
             await asyncio.sleep(1.0)
         raise DeployError(f"app {app.name!r} is up but its workload does not succeed", hints=(f"last stats: {last}",))
 
-    async def redeploy_app(self, app: AppSpec) -> DeployedApp:
-        """Hard reset: delete the app's namespaces (volumes included) and deploy it again."""
+    async def remove_app(self, app: AppSpec) -> None:
+        """Delete the app's namespaces (volumes included) and wait until they are gone."""
         deployed = self._apps.pop(app.name, None)
         namespaces = deployed.namespaces if deployed else tuple(dict.fromkeys([app.namespace, *app.hidden_namespaces]))
         await self.kube.akubectl("delete", "namespace", *namespaces, "--ignore-not-found", "--wait=true",
                                  timeout=app.deploy_timeout)
+
+    async def redeploy_app(self, app: AppSpec) -> DeployedApp:
+        """Hard reset: remove the app and deploy it again."""
+        await self.remove_app(app)
         return await self.ensure_app(app)
 
     async def reset_app(self, name: str, *, after_reconcile: Callable[[], Awaitable[Any]] | None = None) -> list[str]:

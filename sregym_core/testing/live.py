@@ -7,7 +7,8 @@ Fixtures (enabled with ``pytest_plugins = ["sregym_core.testing"]``):
   one (with the ``SREGYM_HOME`` it runs under) and leaves it running.
 * ``deployed_app`` — ``deployed_app("hotel-reservation")`` deploys an app once per session on that
   cluster, through the conductor's own ``Environment`` (the code path ``sregym run`` uses), and
-  returns a :class:`LiveApp`. Every module on the session's cluster shares it.
+  returns a :class:`LiveApp`. Every module on the session's cluster shares it;
+  ``deployed_app.remove(name)`` takes it off again (a module done with an app other modules do not use).
 
 :class:`LiveFaultContract` runs, per case: inject → the symptom an SRE would see (a
 :mod:`~sregym_core.testing.probes` probe) → ``is_present`` → ``reference_fix`` → not present →
@@ -22,6 +23,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -145,6 +147,19 @@ def deployed_app(embedded_cluster) -> Callable[[str], LiveApp]:
                     apps[name] = LiveApp(host, env, asyncio.run(bring_up()))
             return apps[name]
 
+        def remove(name: str) -> None:
+            """Take app ``name`` off the session's cluster (a later ``deploy(name)`` deploys it again):
+            a module done with an app frees the 2-core machine of its pods and workload."""
+            live = apps.pop(name, None)
+            if live is not None:
+                with pytest.MonkeyPatch.context() as pin:
+                    pin.setenv("SREGYM_HOME", str(embedded_cluster.home))
+                    try:
+                        asyncio.run(env.remove_app(live.app))
+                    except Exception as exc:  # noqa: BLE001 - a clean-up that failed is not a test's failure
+                        warnings.warn(f"could not remove {name} from the session's cluster: {exc}", stacklevel=2)
+
+        deploy.remove = remove  # type: ignore[attr-defined]
         yield deploy
 
 

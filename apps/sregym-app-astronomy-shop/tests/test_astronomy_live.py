@@ -31,7 +31,9 @@ def shop(deployed_app):
     deployed = app.env.deployed_app("astronomy-shop")
     print(f"astronomy-shop deploy (apply to workload healthy): {deployed.deploy_seconds:.1f} s; "
           f"fixture incl. cluster and observability: {time.monotonic() - started:.1f} s")
-    return app
+    # only this module uses the app on the session's cluster: its pods go when the module is done
+    yield app
+    deployed_app.remove("astronomy-shop")
 
 
 def _jaeger(shop, path: str) -> dict:

@@ -36,7 +36,9 @@ def social(deployed_app):
     started = time.monotonic()
     app = deployed_app("social-network")
     print(f"social-network deployed (with the observability stack) in {time.monotonic() - started:.1f} s")
-    return app
+    # only this module uses the app on the session's cluster: its pods go when the module is done
+    yield app
+    deployed_app.remove("social-network")
 
 
 def test_the_workload_gets_correct_content_through_every_endpoint(social):

@@ -37,7 +37,9 @@ def tt(deployed_app):
     deployed = app.env.deployed_app("train-ticket")
     print(f"train-ticket deploy (apply to workload healthy): {deployed.deploy_seconds:.1f} s; "
           f"fixture incl. cluster and observability: {time.monotonic() - started:.1f} s")
-    return app
+    # only this module uses the app on the session's cluster: its pods go when the module is done
+    yield app
+    deployed_app.remove("train-ticket")
 
 
 def _jaeger(app, path: str) -> dict:
