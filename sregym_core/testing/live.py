@@ -18,13 +18,14 @@ the workload recovers → ``recover`` → reconcile the app to its baseline for 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import os
 import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -118,6 +119,14 @@ class LiveApp:
         self.run(self.env.reset_app(self.app.name))
 
 
+@contextlib.contextmanager
+def _home(cluster: EmbeddedCluster) -> Iterator[None]:
+    """SREGYM_HOME set to the session cluster's home inside the block, restored after it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SREGYM_HOME", str(cluster.home))
+        yield
+
+
 @pytest.fixture(scope="session")
 def deployed_app(embedded_cluster) -> Callable[[str], LiveApp]:
     from ..clusters import get_cluster
@@ -142,8 +151,7 @@ def deployed_app(embedded_cluster) -> Callable[[str], LiveApp]:
 
                 # a module fixture deploys before the per-test _live_cluster_home runs: pin the home
                 # here too, whatever another module's fixture left in the variable
-                with pytest.MonkeyPatch.context() as pin:
-                    pin.setenv("SREGYM_HOME", str(embedded_cluster.home))
+                with _home(embedded_cluster):
                     apps[name] = LiveApp(host, env, asyncio.run(bring_up()))
             return apps[name]
 
@@ -152,8 +160,7 @@ def deployed_app(embedded_cluster) -> Callable[[str], LiveApp]:
             a module done with an app frees the 2-core machine of its pods and workload."""
             live = apps.pop(name, None)
             if live is not None:
-                with pytest.MonkeyPatch.context() as pin:
-                    pin.setenv("SREGYM_HOME", str(embedded_cluster.home))
+                with _home(embedded_cluster):
                     try:
                         asyncio.run(env.remove_app(live.app))
                     except Exception as exc:  # noqa: BLE001 - a clean-up that failed is not a test's failure
@@ -171,9 +178,7 @@ def _live_cluster_home(request: pytest.FixtureRequest) -> Any:
     if "deployed_app" not in request.fixturenames:
         yield
         return
-    cluster = request.getfixturevalue("embedded_cluster")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SREGYM_HOME", str(cluster.home))
+    with _home(request.getfixturevalue("embedded_cluster")):
         yield
 
 

@@ -167,11 +167,10 @@ def wait_until(check, timeout: float, what: str, interval: float = 0.5) -> None:
 def cluster(tmp_path_factory) -> Iterator[Cluster]:
     from sregym_cluster_embedded.plugin import EmbeddedCluster
 
-    home = tmp_path_factory.mktemp("home")
-    old = os.environ.get("SREGYM_HOME")
-    os.environ["SREGYM_HOME"] = str(home)
-    handle = EmbeddedCluster(name=f"nodefaults-{os.getpid()}", nodes=2, owned=True)
-    try:  # a cluster that fails to start must not leave the variable pointing here for later modules
+    # restored however the module ends, a failed start included: later modules must not look here
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SREGYM_HOME", str(tmp_path_factory.mktemp("home")))
+        handle = EmbeddedCluster(name=f"nodefaults-{os.getpid()}", nodes=2, owned=True)
         handle.up()
         try:
             c = Cluster(handle)
@@ -181,11 +180,6 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
             yield c
         finally:
             handle.down()
-    finally:
-        if old is None:
-            os.environ.pop("SREGYM_HOME", None)
-        else:
-            os.environ["SREGYM_HOME"] = old
 
 
 def fault_setup(c: Cluster, fault_name: str, component: str) -> tuple[Any, Any, Any]:

@@ -44,20 +44,15 @@ def handle(tmp_path_factory) -> Iterator[Any]:
 
     from sregym_cluster_embedded.plugin import EmbeddedCluster
 
-    old = os.environ.get("SREGYM_HOME")
-    os.environ["SREGYM_HOME"] = str(tmp_path_factory.mktemp("home"))
-    cluster = EmbeddedCluster(name=f"nfadmin-{os.getpid()}", nodes=2, owned=True)
-    try:  # a cluster that fails to start must not leave the variable pointing here for later modules
+    # restored however the module ends, a failed start included: later modules must not look here
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SREGYM_HOME", str(tmp_path_factory.mktemp("home")))
+        cluster = EmbeddedCluster(name=f"nfadmin-{os.getpid()}", nodes=2, owned=True)
         cluster.up()
         try:
             yield cluster
         finally:
             cluster.down()
-    finally:
-        if old is None:
-            os.environ.pop("SREGYM_HOME", None)
-        else:
-            os.environ["SREGYM_HOME"] = old
 
 
 def kubectl(handle: Any, *args: str, input: str | None = None) -> str:

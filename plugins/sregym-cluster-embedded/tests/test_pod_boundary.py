@@ -61,11 +61,11 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("boundary")
-    old = os.environ.get("SREGYM_HOME")
-    os.environ["SREGYM_HOME"] = str(home / "sregym")
     from sregym_cluster_embedded import cluster as clusters
 
-    try:  # a cluster that fails to start must not leave the variable pointing here for later modules
+    # restored however the module ends, a failed start included: later modules must not look here
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SREGYM_HOME", str(home / "sregym"))
         info = clusters.up("boundary", 1)
         c = Cluster(info, home)
         try:
@@ -75,11 +75,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             yield c
         finally:
             clusters.down("boundary")
-    finally:
-        if old is None:
-            os.environ.pop("SREGYM_HOME", None)
-        else:
-            os.environ["SREGYM_HOME"] = old
 
 
 def test_status_reports_isolation(cluster: Cluster) -> None:

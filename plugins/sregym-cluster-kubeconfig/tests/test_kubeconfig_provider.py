@@ -37,11 +37,13 @@ def test_unreachable_cluster_is_a_clear_error(tmp_path):
 @pytest.mark.slow
 def test_up_against_a_live_cluster(tmp_path):
     pytest.importorskip("sregym_cluster_embedded")
+    from sregym_cluster_embedded.cluster import start_timeout
+
     env = {**os.environ, "SREGYM_HOME": str(tmp_path)}
     sregym = str(Path(sys.executable).parent / "sregym")
     try:  # a start that times out still stops what it began
         subprocess.run([sregym, "cluster", "up", "--name", "kc", "--nodes", "1"], env=env, check=True,
-                       capture_output=True, timeout=float(os.environ.get("SREGYM_CLUSTER_START_TIMEOUT", "180")) + 60)
+                       capture_output=True, timeout=start_timeout() + 60)
         handle = KubeconfigCluster(kubeconfig=tmp_path / "clusters" / "kc" / "kubeconfig")
         handle.up()
         handle.down()  # must not stop a cluster it does not own
