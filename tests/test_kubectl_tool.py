@@ -8,6 +8,7 @@ tests run the real kubectl binary and check what it could touch on this machine.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import re
 import shutil
@@ -232,6 +233,9 @@ def test_fallback_refuses_local_files_and_runs_from_a_private_directory(tmp_path
     cwd = out.split("cwd=")[1].split()[0]
     assert Path(cwd).parent == tmp_path / "work" and os.listdir(cwd) == []
     assert f"path={tmp_path}" in out  # only kubectl's own directory: no kubectl-<plugin> from the host
+    del tool
+    gc.collect()
+    assert not Path(cwd).exists()  # the private directory goes with the tool: none pile up in /tmp
 
 
 # ---------------------------------------------------------------------- upstream behaviour, sessions

@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,8 @@ class KubectlTool:
             if base is not None:
                 base.mkdir(parents=True, exist_ok=True)
             self._private = Path(tempfile.mkdtemp(prefix="kubectl-", dir=base))
+            # removed with the tool (or at exit): a temporary directory per tool must not pile up
+            weakref.finalize(self, shutil.rmtree, self._private, True)
         return self._private
 
     def _spawn_argv(self, args: list[str]) -> tuple[list[str], dict[str, str], str | None]:

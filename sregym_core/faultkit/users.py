@@ -40,3 +40,18 @@ def wait_users_succeed(ctx: Any, *, window_s: float = 15.0, timeout_s: float = 1
         if (stats.get("count") or 0) >= min_count and (stats.get("success_rate") or 0) >= min_success:
             return True
     return False
+
+
+def wait_users_after_recover(ctx: Any, target: Any, *, timeout_s: float = 60.0, **kwargs: Any) -> bool:
+    """After a recover: wait a while for the users to be served again, so the next attempt starts
+    from a healthy app. Recover runs before the conductor reconciles the app to its baseline, so what
+    the agent did is still in place: a target it deleted or scaled to zero cannot serve anyone (no
+    wait at all), and one it replaced (a stub, another broken value) never will until the reconcile.
+    Hence a shorter time-out than a fix's: the wait is a courtesy, the reconcile is the guarantee.
+    True when the users succeed or there was nothing to wait for."""
+    from . import kube
+
+    live = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
+    if live is None or (live.get("spec") or {}).get("replicas", 1) == 0:
+        return True
+    return wait_users_succeed(ctx, timeout_s=timeout_s, **kwargs)

@@ -1,10 +1,11 @@
 """Problem soundness in CI: a rotating sample of lite problems, and random ad-hoc (fault, target) pairs.
 
-Each CI run validates 2 lite problems with the reference, noop and blind hacker agents (restart-all,
-scale-zero-faulty, delete-faulty) and observes each one's declared symptom; the adaptive hackers
-(stub-replace, different-broken-value) run on the first of them, to keep CI lean
-(tests/e2e/test_hackers.py proves them on wrong-image every run). Which 2 rotates by day, so
-successive runs cover the whole suite (`SREGYM_VALIDATE_GROUP=N` picks a group by hand,
+Each CI run validates 1 lite problem with the reference, noop and blind hacker agents (restart-all,
+scale-zero-faulty, delete-faulty) and observes its declared symptom; the adaptive hackers
+(stub-replace, different-broken-value) run on it too (tests/e2e/test_hackers.py proves them on
+wrong-image every run). One problem on another app costs a deploy and about 10 minutes on a loaded
+2-core runner, so one is what CI affords. Which one rotates by day, so successive runs cover the
+whole suite (`SREGYM_VALIDATE_GROUP=N` picks a group by hand,
 `SREGYM_VALIDATE_GROUP_SIZE=N` a larger sample). One ad-hoc pair, drawn at random from primitives
 whose reference fix works on any target, must pass with the reference agent (`SREGYM_ADHOC_SEED`
 fixes the draw, `SREGYM_ADHOC_PAIRS` draws more). The whole matrix is `sregym validate --suite lite`
@@ -29,7 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 BIN = Path(sys.executable).parent
 SREGYM = str(BIN / "sregym")
-GROUP_SIZE = int(os.environ.get("SREGYM_VALIDATE_GROUP_SIZE", 2))
+GROUP_SIZE = int(os.environ.get("SREGYM_VALIDATE_GROUP_SIZE", 1))
 BLIND_AGENTS = "reference,noop,restart-all,scale-zero-faulty,delete-faulty"
 ADAPTIVE_AGENTS = "stub-replace,different-broken-value"
 ADAPTIVE_PROBLEMS = 1
@@ -59,11 +60,11 @@ def lite_group() -> list[str]:
     return daily_sample(ids, GROUP_SIZE, int(os.environ.get("SREGYM_VALIDATE_GROUP", int(time.time() // 86400))))
 
 
-def _validate(shared_cluster, problems, results, agents, *extra):
+def _validate(shared_cluster, problems, results, agents, *extra, timeout: float = 1500):
     args = [SREGYM, "validate", "--cluster", shared_cluster.name, "--results", str(results), "--agents", agents, *extra]
     for problem in problems:
         args += ["--problem", problem]
-    proc = subprocess.run(args, env=shared_cluster.environ, capture_output=True, text=True, timeout=3000)
+    proc = subprocess.run(args, env=shared_cluster.environ, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"problems {problems}:\n{proc.stdout}\n{proc.stderr[-4000:]}"
     assert f"all {len(problems)} problem(s) sound" in proc.stdout
     return proc
@@ -88,8 +89,12 @@ def test_random_adhoc_pairs_pass_with_reference(shared_cluster, tmp_path):
         assert record["success"], f"seed {seed}: {fault} on {target} failed: {json.dumps(record['mitigation'])[:2000]}"
 
 
+# a deploy of another app and 7 attempts, under the load of the other worker's tests (pytest's
+# default 600 s cut a Social Network day short in CI)
+@pytest.mark.timeout(2400)
 def test_rotating_lite_sample_is_sound(shared_cluster, tmp_path):
     problems = lite_group()
     proc = _validate(shared_cluster, problems, tmp_path / "validate", BLIND_AGENTS)
     assert proc.stdout.count("observed (") == len(problems), proc.stdout  # every declared symptom showed
-    _validate(shared_cluster, problems[:ADAPTIVE_PROBLEMS], tmp_path / "adaptive", ADAPTIVE_AGENTS, "--no-symptom")
+    _validate(shared_cluster, problems[:ADAPTIVE_PROBLEMS], tmp_path / "adaptive", ADAPTIVE_AGENTS, "--no-symptom",
+              timeout=800)

@@ -99,6 +99,27 @@ def test_dns_templates_are_inserted_into_the_root_block_and_detected():
     assert not dns.nxdomain_for(noerror, "geo.hotel.svc.cluster.local")
 
 
+def test_dns_recover_watches_the_users_only_when_someone_can_serve_them(monkeypatch):
+    """Recover restores the Corefile and rolls the callers; it waits a minute at most for the users to
+    be served again, and not at all when the agent left the target at zero replicas or deleted it
+    (only the conductor's reconcile, which comes next, can bring them back)."""
+    from types import SimpleNamespace
+
+    from sregym_core.faultkit import kube, users
+    from sregym_fault_cluster import dns
+
+    watched, written = [], []
+    monkeypatch.setattr(dns, "_write", lambda ctx, text: written.append(text))
+    monkeypatch.setattr(kube, "restart_dependents", lambda ctx, target: None)
+    monkeypatch.setattr(users, "wait_users_succeed", lambda ctx, **kw: watched.append(kw["timeout_s"]) or True)
+    target = SimpleNamespace(component=SimpleNamespace(kind="deployment", name="geo"))
+    for live, expect_watch in (({"spec": {"replicas": 1}}, True), ({"spec": {"replicas": 0}}, False), (None, False)):
+        watched.clear()
+        monkeypatch.setattr(kube, "get", lambda ctx, kind, name, missing_ok=False, live=live: live)
+        dns.recover(SimpleNamespace(state={"corefile": COREFILE}), target, {})
+        assert written[-1] == COREFILE and watched == ([60.0] if expect_watch else []), live
+
+
 def _node(name, **labels):
     return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}}, "spec": {}}
 

@@ -384,15 +384,21 @@ def test_reference_diagnoses_pass_every_curated_problem(curated):
     assert len(curated) >= 50 and not failures
 
 
-def test_reference_diagnoses_with_injected_values_pass(curated):
+def test_reference_diagnoses_with_injected_values_pass(curated, monkeypatch):
     """The reference agent's diagnosis as a live run writes it: the truth derived *after* injecting
     into recorded objects carries the real mutated values (whole probe or env blocks, with field
     names such as failureThreshold). Those values must not read as other mechanisms."""
     import asyncio
 
     from sregym_core.errors import FaultError
+    from sregym_core.faultkit import kube
     from sregym_core.faults import call_fault
     from sregym_core.testing.recording import RecordingFaultContext
+
+    # Recorded objects never change by themselves: a fault that waits for a controller (a finalizer
+    # guardian, a cache's rollout) would poll its full timeout, 420 s in all, before giving up as
+    # live-only. One look answers the same.
+    monkeypatch.setattr(kube, "wait_until", lambda check, timeout=30.0, interval=0.5: bool(check()))
 
     describe_truth = pytest.importorskip("sregym_agent_baselines.agents").describe_truth
     host = get_plugin_host()

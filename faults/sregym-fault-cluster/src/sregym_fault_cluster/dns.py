@@ -108,7 +108,7 @@ def recover(ctx, target, params):
     if saved is not None:
         _write(ctx, saved)
         kube.restart_dependents(ctx, target)
-        users.wait_users_succeed(ctx)  # the next attempt starts from a healthy app
+        users.wait_users_after_recover(ctx, target)  # the next attempt starts from a healthy app
 
 
 # what an SRE writes for "the cluster DNS was configured to deny the name" without CoreDNS's own words;

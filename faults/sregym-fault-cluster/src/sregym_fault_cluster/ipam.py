@@ -146,13 +146,16 @@ def _restore_pool(ctx) -> None:
         ctx.kubectl("patch", RESOURCE, POOL, "--type", "merge", "-p", json.dumps({"spec": spec}))
 
 
-def _wait_target(ctx, target) -> None:
+def _wait_target(ctx, target, *, recovering: bool = False) -> None:
     # the kubelet retries a failed sandbox on a back-off of at most 10 s
     ctx.kubectl("rollout", "status", f"deployment/{target.component.name}", "-n", ctx.namespace, "--timeout=180s",
                 check=False, timeout=200.0)
     # then, as an SRE watches the site: callers that failed meanwhile recover on their own back-off
     # (TrainTicket's callers still failed 60 % of requests right after the rollout)
-    users.wait_users_succeed(ctx)  # as an SRE watches the site
+    if recovering:
+        users.wait_users_after_recover(ctx, target)
+    else:
+        users.wait_users_succeed(ctx)
 
 
 def fix(ctx, target, params):
@@ -165,7 +168,7 @@ def recover(ctx, target, params):
         return
     _restore_pool(ctx)
     kube.delete(ctx, "deployment", FILLER)
-    _wait_target(ctx, target)
+    _wait_target(ctx, target, recovering=True)
 
 
 # how an SRE says "the pods ran out of IP addresses"; the pod states (ContainerCreating,

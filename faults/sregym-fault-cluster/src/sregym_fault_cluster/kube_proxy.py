@@ -72,17 +72,18 @@ def _roll_back(ctx) -> None:
     good = ctx.state.get("good_image") or image.removesuffix(SUFFIX)
     if ds is not None and image != good:
         _set_image(ctx, good)
-    # callers stuck on a dropped connection reconnect on their own back-off: wait, as an SRE would
-    users.wait_users_succeed(ctx)  # as an SRE watches the site
 
 
 def fix(ctx, target, params):
     _roll_back(ctx)
+    # callers stuck on a dropped connection reconnect on their own back-off: wait, as an SRE would
+    users.wait_users_succeed(ctx)  # as an SRE watches the site
 
 
 def recover(ctx, target, params):
     if "good_image" in ctx.state:
         _roll_back(ctx)
+        users.wait_users_after_recover(ctx, target)
 
 
 # how an SRE says "the nodes' service proxy is a broken build"; bare "kube-proxy" is left out (its

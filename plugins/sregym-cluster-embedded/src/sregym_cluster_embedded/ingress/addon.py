@@ -36,7 +36,11 @@ def objects() -> list[tuple[str, str | None, dict]]:
                  # unprivileged ports (the pod runs as a non-root user without file capabilities)
                  "--http-port=8080", "--https-port=8443"],
         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
+                {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                # nginx's config, certificates and access-log FIFO live in the pod's own volume: without
+                # mount namespaces (a non-root node) a plain /tmp/nginx would be the host's
+                {"name": "INGRESS_RUN_DIR", "value": "/tmp/nginx"}],
+        "volumeMounts": [{"name": "run", "mountPath": "/tmp/nginx"}],
         "ports": [{"name": "http", "containerPort": 8080}, {"name": "https", "containerPort": 8443}],
         "readinessProbe": {"httpGet": {"path": "/healthz", "port": 10254}, "periodSeconds": 2, "failureThreshold": 3},
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": 10254}, "initialDelaySeconds": 10,
@@ -69,6 +73,7 @@ def objects() -> list[tuple[str, str | None, dict]]:
             "spec": {"replicas": 1, "selector": {"matchLabels": LABELS},
                      "template": {"metadata": {"labels": LABELS},
                                   "spec": {"serviceAccountName": "ingress-nginx", "containers": [container],
+                                           "volumes": [{"name": "run", "emptyDir": {}}],
                                            "terminationGracePeriodSeconds": 30}}}}),
     ]
 
