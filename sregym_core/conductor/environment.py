@@ -113,6 +113,11 @@ class Environment:
     def deployed_app(self, name: str) -> DeployedApp:
         return self._apps[name]
 
+    @property
+    def deployed_names(self) -> tuple[str, ...]:
+        """The apps this environment deployed (or adopted) and has not removed, in deploy order."""
+        return tuple(self._apps)
+
     async def ensure_app(self, app: AppSpec) -> DeployedApp:
         """Deploy ``app`` once (retrying a failed deploy) and snapshot its baseline."""
         if app.name in self._apps:

@@ -190,6 +190,26 @@ async def _environment_worker(state: _RunState, cluster: Any, index: int, parall
         await server.stop()
 
 
+async def retire_finished_apps(state: _RunState, env: Environment, keep: str, say: Progress) -> None:
+    """Before an item of app ``keep``: remove every other app this environment deployed that no item
+    still waiting in the run needs. Kept, each app would go on serving its own users beside the one
+    under test, so what an attempt is graded on would depend on which apps ran before it: at the end
+    of the lite suite on two Ray workers each ran all four apps, and that load alone made TrainTicket
+    references miss their SLO window (docs/scale.md). Items come in problem order, so an environment
+    leaves an app once; a distributed worker sees one item at a time, so it hosts one app at a time.
+    The last app stays deployed on a kept cluster."""
+    model = plan_model(state.plan)
+    waiting = {item.problem.app for index, item in enumerate(state.items) if index not in state.claimed
+               and attempt_key(item.problem.id, item.agent, item.number, model) not in state.done}
+    apps = state.host.get_apps()
+    for name in [n for n in env.deployed_names if n != keep and n not in waiting]:
+        say(f"removing {name}: no work left for it in this run")
+        try:
+            await env.remove_app(apps[name])
+        except SregymError as exc:  # a slow namespace deletion costs load, not correctness
+            say(f"{name} could not be removed: {exc}")
+
+
 async def _run_item(state: _RunState, env: Environment, server: AgentServer, item: WorkItem, say: Progress,
                     env_index: int = 0) -> None:
     plan, host = state.plan, state.host
@@ -201,6 +221,7 @@ async def _run_item(state: _RunState, env: Environment, server: AgentServer, ite
         say(f"{resolved.id} × {item.agent} #{item.number}: already recorded, skipped (--resume)")
         return
     try:
+        await retire_finished_apps(state, env, app.name, say)
         if not env.is_deployed(app):
             say(f"{resolved.id}: deploying {app.name} (once per run)")
         deployed = await env.ensure_app(app)
