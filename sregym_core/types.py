@@ -237,6 +237,11 @@ class AppSpec:
         wanted = name.lower()
         return next((c for c in self.components if c.name == wanted), None)
 
+    @property
+    def all_namespaces(self) -> tuple[str, ...]:
+        """Every namespace the app deploys into: its own, then the hidden ones (no repeats)."""
+        return tuple(dict.fromkeys([self.namespace, *self.hidden_namespaces]))
+
 
 # --------------------------------------------------------------------------------------------------
 # Faults and noise

@@ -140,7 +140,7 @@ class Environment:
 
     async def _deploy(self, app: AppSpec) -> DeployedApp:
         started = time.monotonic()
-        namespaces = tuple(dict.fromkeys([app.namespace, *app.hidden_namespaces]))
+        namespaces = app.all_namespaces
         if app.deploy is not None:
             # an app's own Deploy (blocking or async) replaces the plain apply
             params = dict(app.params)
@@ -187,7 +187,7 @@ class Environment:
     async def remove_app(self, app: AppSpec) -> None:
         """Delete the app's namespaces (volumes included) and wait until they are gone."""
         deployed = self._apps.pop(app.name, None)
-        namespaces = deployed.namespaces if deployed else tuple(dict.fromkeys([app.namespace, *app.hidden_namespaces]))
+        namespaces = deployed.namespaces if deployed else app.all_namespaces
         await self.kube.akubectl("delete", "namespace", *namespaces, "--ignore-not-found", "--wait=true",
                                  timeout=app.deploy_timeout)
 
