@@ -265,6 +265,38 @@ def test_functional_slo(stats, kwargs, passed, reason):
     assert verdict.evidence["stats"]["count"] == stats["count"]
 
 
+def test_functional_slo_remeasures_a_failing_window_taken_on_a_cpu_starved_host():
+    # the host was saturated by something else for the first 70 s: the windows then measured the host
+    ctx = FakeContext(BASELINE)
+    ctx.stats_timeline = lambda t: ({"success_rate": 0.7, "count": 150, "host_cpu_stall": 0.97} if t < 70 else
+                                    {"success_rate": 1.0, "count": 150, "host_cpu_stall": 0.1})
+    verdict = run(functional_slo().evaluate(ctx))
+    assert verdict.passed, verdict.evidence
+    assert [w["host_cpu_stall"] for w in verdict.evidence["starved_windows"]] == [0.97, 0.97, 0.97]
+    assert ctx.clock == 90 and verdict.evidence["stats"]["host_cpu_stall"] == 0.1
+
+
+@pytest.mark.parametrize("stall", [0.1, None])
+def test_functional_slo_does_not_remeasure_when_the_host_was_not_starved(stall):
+    ctx = FakeContext(BASELINE)
+    ctx.stats_timeline = lambda t: {"success_rate": 0.7 if t < 30 else 1.0, "count": 150, "host_cpu_stall": stall}
+    verdict = run(functional_slo().evaluate(ctx))
+    assert not verdict.passed and ctx.clock == 0
+    assert "starved_windows" not in verdict.evidence and "host_starved" not in verdict.evidence
+
+
+def test_a_host_kept_starved_buys_bounded_time_and_never_a_pass():
+    # an agent that left a CPU burner running instead of a fix: every window is starved and failing
+    ctx = FakeContext(BASELINE, stats={"success_rate": 0.4, "count": 150, "host_cpu_stall": 1.0})
+    verdict = run(functional_slo(window_s=20).evaluate(ctx))
+    assert not verdict.passed and verdict.evidence["host_starved"] is True
+    assert ctx.clock <= 180 and len(verdict.evidence["starved_windows"]) == 9
+    assert "success rate 0.400 < 0.99; the app's host was starved for CPU" in verdict.evidence["reason"]
+    # a passing window is never re-measured, starved or not
+    ctx = FakeContext(BASELINE, stats={"success_rate": 1.0, "count": 150, "host_cpu_stall": 1.0})
+    assert run(functional_slo().evaluate(ctx)).passed and ctx.clock == 0
+
+
 # ---------------------------------------------------------------- sustained, replay
 
 

@@ -39,6 +39,7 @@ from ..types import AgentSpec, FaultInstance, ProblemSpec, Target
 from .reconcile import wait_ready
 from .agent_access import grant_agent_access, revoke_agent_access, revoke_stale_identities
 from .grants import GrantGuard, grant_extra, revoke_grants
+from .hostload import CpuPressureLog
 from .environment import DeployedApp, Environment
 from .noise import runner_for_attempt
 from .schedule import FaultScheduler
@@ -540,6 +541,16 @@ class OracleAccess:
     """The :class:`~sregym_core.oracles.context.OracleContext` over a live attempt."""
 
     attempt: Attempt
+    #: the host's CPU stall, marked around the waits that bound SLO windows (embedded cluster only:
+    #: there the app and its users run on this host, elsewhere its load says nothing about them)
+    pressure: CpuPressureLog = attrs.field(factory=CpuPressureLog)
+
+    def __attrs_post_init__(self) -> None:
+        self.pressure.mark()
+
+    @property
+    def _app_on_this_host(self) -> bool:
+        return "embedded" in getattr(self.attempt.env, "capabilities", ())
 
     @property
     def baseline_workloads(self) -> list[dict[str, Any]]:
@@ -573,10 +584,16 @@ class OracleAccess:
         # the fault was still there then) finishes at most max_request_s later, so skip that long
         since += float(getattr(getattr(workload, "spec", None), "max_request_s", 0.0) or 0.0)
         wait = since + window_s - time.monotonic()
+        if wait > window_s:  # mark the stall counter as the window opens
+            await asyncio.sleep(wait - window_s)
+            wait = window_s
         if wait > 0:
+            self.pressure.mark()
             await asyncio.sleep(wait)
         stats = dict(await workload.astats(window_s))
         stats["settle_wait_s"] = self.attempt.settle_wait_s
+        if self._app_on_this_host:
+            stats["host_cpu_stall"] = self.pressure.stall_fraction(time.monotonic() - window_s)
         return stats
 
     async def _settled_at(self) -> float | None:
@@ -600,6 +617,7 @@ class OracleAccess:
         await self.attempt.scheduler.replay(name)
 
     async def sleep(self, seconds: float) -> None:
+        self.pressure.mark()  # an oracle sleeping a window before re-measuring opens that window here
         await asyncio.sleep(seconds)
 
     def now(self) -> float:

@@ -48,7 +48,11 @@ class OracleContext(Protocol):
         """The workload generator's view of the last ``window_s`` seconds: ``success_rate`` (0..1,
         requests answered as expected *with correct content*), ``count``, ``content_errors``
         (answers whose status looked fine but whose content contradicts the seeded data),
-        ``p50_ms``, ``p95_ms``, ``p99_ms`` (and anything else it reports)."""
+        ``p50_ms``, ``p95_ms``, ``p99_ms`` (and anything else it reports), and ``host_cpu_stall``:
+        the share of the window the app's host was starved for CPU (0..1), or ``None``/absent when
+        unknown or when the app does not run on the conductor's host.
+
+        .. versionchanged:: 0.3 ``host_cpu_stall``."""
         ...
 
     async def replay_trigger(self, name: str) -> None:

@@ -1,0 +1,72 @@
+"""The host CPU stall measure the functional SLO oracle consults (sregym_core.conductor.hostload)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sregym_core.conductor.hostload import PSI_CPU, CpuPressureLog, read_cpu_stall_us
+
+
+def psi_file(tmp_path, total):
+    path = tmp_path / "cpu"
+    path.write_text(f"some avg10=1.00 avg60=2.00 avg300=3.00 total={total}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+    return path
+
+
+def test_reads_the_some_lines_cumulative_total(tmp_path):
+    assert read_cpu_stall_us(psi_file(tmp_path, 12345)) == 12345
+    assert read_cpu_stall_us(tmp_path / "absent") is None
+    (tmp_path / "garbled").write_text("some avg10=x\n")
+    assert read_cpu_stall_us(tmp_path / "garbled") is None
+
+
+def test_stall_fraction_between_marks(tmp_path):
+    clock = [100.0]
+    log = CpuPressureLog(path=psi_file(tmp_path, 0), clock=lambda: clock[0])
+    log.mark()
+    clock[0] = 130.0
+    psi_file(tmp_path, 24_000_000)  # 24 s of the 30 s stalled
+    assert log.stall_fraction(since=100.0) == 0.8
+    # a window opening later than every reading but the last still uses the latest earlier reading
+    clock[0] = 140.0
+    psi_file(tmp_path, 34_000_000)
+    assert log.stall_fraction(since=110.0) == 0.85  # from the t=100 reading: 34 s of 40 s
+    assert log.stall_fraction(since=130.0) == 1.0  # from the t=130 reading: 10 s of 10 s
+
+
+def test_no_psi_means_unknown(tmp_path):
+    log = CpuPressureLog(path=tmp_path / "absent")
+    log.mark()
+    assert log.stall_fraction(since=0.0) is None
+
+
+def test_too_short_a_span_is_unknown(tmp_path):
+    clock = [5.0]
+    log = CpuPressureLog(path=psi_file(tmp_path, 0), clock=lambda: clock[0])
+    log.mark()
+    clock[0] = 5.5
+    assert log.stall_fraction(since=5.0) is None
+
+
+@pytest.mark.skipif(read_cpu_stall_us() is None, reason="this kernel has no /proc/pressure/cpu")
+def test_real_burners_starve_the_host_and_idle_does_not():
+    """Real processes on the real counter: four times as many spinning processes as CPUs keep
+    runnable tasks waiting nearly all the time; a sleeping host does not."""
+    log = CpuPressureLog(path=PSI_CPU)
+    log.mark()
+    start = time.monotonic()
+    burners = [subprocess.Popen([sys.executable, "-c", "import time\nend=time.monotonic()+3\nwhile time.monotonic()<end: pass"])
+               for _ in range(4 * (os.cpu_count() or 1))]
+    try:
+        for proc in burners:
+            proc.wait(timeout=30)
+    finally:
+        for proc in burners:
+            proc.kill()
+    busy = log.stall_fraction(since=start)
+    assert busy is not None and busy >= 0.5, busy
