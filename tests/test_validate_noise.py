@@ -32,8 +32,24 @@ def test_cells_show_quiet_then_noise_and_what_the_noise_did():
     table = compare_tables(quiet, noisy, {"p1": noise_cell(noisy_records[:2]), "p2": noise_cell(noisy_records[2:])})
     assert table["p1"] == {"reference": "pass | pass", "noop": "fails | fails",
                            "noise": "network-delay x1, pod-kill x2 (1 errors)"}
-    assert table["p2"]["reference"] == "pass | UNSOUND (reference failed)" and table["p2"]["noise"] == "pod-failure x1"
+    assert table["p2"]["reference"] == "pass | UNSOUND (reference failed: diagnosis)" and table["p2"]["noise"] == "pod-failure x1"
     assert noise_cell([record("p3", "noop", False)]) == "none"
+
+
+def test_a_failed_reference_cell_names_what_failed_and_a_starved_host():
+    def leaf(name, passed, **evidence):
+        return {"name": name, "passed": passed, "evidence": evidence, "children": []}
+
+    mitigation = {"name": "all", "passed": False, "evidence": {}, "children": [
+        leaf("baseline_preserved", True), leaf("functional_slo", False, host_starved=True), leaf("workload_healthy", False)]}
+    starved = AttemptRecord(run_id="r", problem_id="p", agent="reference", attempt=1, app="a", diagnosis_passed=True,
+                            mitigation_passed=False, mitigation=mitigation)
+    assert verdicts([starved])["p"]["reference"] == \
+        "UNSOUND (reference failed: functional_slo, workload_healthy; the host was starved for CPU)"
+    mitigation["children"][1]["evidence"] = {}
+    both = AttemptRecord(run_id="r", problem_id="p", agent="reference", attempt=1, app="a", diagnosis_passed=False,
+                         mitigation_passed=False, mitigation=mitigation)
+    assert verdicts([both])["p"]["reference"] == "UNSOUND (reference failed: diagnosis, functional_slo, workload_healthy)"
 
 
 def test_side_by_side_needs_a_noise_profile_and_an_unknown_profile_is_refused_early():

@@ -41,7 +41,7 @@ def verdicts(records) -> dict[str, dict[str, str]]:
             row[record.agent] = "deploy-failed"
         elif record.agent == "reference":
             good = bool(record.diagnosis_passed and record.mitigation_passed)
-            row[record.agent] = "pass" if good else "UNSOUND (reference failed)"
+            row[record.agent] = "pass" if good else f"UNSOUND (reference failed{reference_failure(record)})"
         elif record.mitigation_passed:
             row[record.agent] = "UNSOUND (mitigation passed)"
         else:
@@ -51,6 +51,32 @@ def verdicts(records) -> dict[str, dict[str, str]]:
         if symptom is not None:
             row[SYMPTOM] = symptom_cell(symptom)
     return table
+
+
+def reference_failure(record) -> str:
+    """What the reference failed, for its matrix cell: ``: diagnosis``, ``: functional_slo`` (the
+    mitigation oracles that failed), marked when a failing SLO window was measured on a host starved
+    for CPU, a verdict a quieter machine may not repeat."""
+    failed: list[str] = [] if record.diagnosis_passed else ["diagnosis"]
+    starved = False
+
+    def walk(verdict) -> None:
+        nonlocal starved
+        if not isinstance(verdict, dict) or verdict.get("passed"):
+            return
+        children = [c for c in verdict.get("children") or () if isinstance(c, dict)]
+        if children:
+            for child in children:
+                walk(child)
+            return
+        failed.append(str(verdict.get("name")))
+        starved = starved or bool((verdict.get("evidence") or {}).get("host_starved"))
+
+    if record.mitigation_passed is False:
+        walk(record.mitigation)
+    if not failed:
+        return ""
+    return ": " + ", ".join(failed) + ("; the host was starved for CPU" if starved else "")
 
 
 def noise_cell(records) -> str:
