@@ -17,6 +17,7 @@ unknown (``None``) and nothing is re-measured on its account.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -47,13 +48,13 @@ class CpuPressureLog:
     without a sampling thread."""
 
     path: Path = PSI_CPU
-    clock: object = time.monotonic
+    clock: Callable[[], float] = time.monotonic
     readings: list[tuple[float, int]] = attrs.field(factory=list)
 
     def mark(self) -> None:
         stall = read_cpu_stall_us(self.path)
         if stall is not None:
-            self.readings.append((self.clock(), stall))  # type: ignore[operator]
+            self.readings.append((self.clock(), stall))
             del self.readings[:-64]  # an attempt marks a handful of times; keep it bounded anyway
 
     def stall_fraction(self, since: float) -> float | None:
