@@ -57,25 +57,16 @@ def reference_failure(record) -> str:
     """What the reference failed, for its matrix cell: ``: diagnosis``, ``: functional_slo`` (the
     mitigation oracles that failed), marked when a failing SLO window was measured on a host starved
     for CPU, a verdict a quieter machine may not repeat."""
+    from ..oracles.mitigation import OracleVerdict  # only a failed reference needs it: not at CLI start
+
     failed: list[str] = [] if record.diagnosis_passed else ["diagnosis"]
-    starved = False
-
-    def walk(verdict) -> None:
-        nonlocal starved
-        if not isinstance(verdict, dict) or verdict.get("passed"):
-            return
-        children = [c for c in verdict.get("children") or () if isinstance(c, dict)]
-        if children:
-            for child in children:
-                walk(child)
-            return
-        failed.append(str(verdict.get("name")))
-        starved = starved or bool((verdict.get("evidence") or {}).get("host_starved"))
-
-    if record.mitigation_passed is False:
-        walk(record.mitigation)
+    leaves = []
+    if record.mitigation_passed is False and isinstance(record.mitigation, dict):
+        leaves = OracleVerdict.from_dict(record.mitigation).failures()
+    failed += [leaf.name for leaf in leaves]
     if not failed:
         return ""
+    starved = any(leaf.evidence.get("host_starved") for leaf in leaves)
     return ": " + ", ".join(failed) + ("; the host was starved for CPU" if starved else "")
 
 
