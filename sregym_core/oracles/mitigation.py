@@ -583,12 +583,13 @@ class FunctionalSLO:
         # a failing verdict is re-measured and every window must pass on its own, so a host kept
         # busy on purpose buys time, never a pass.
         starved: list[dict[str, Any]] = []
-        deadline = ctx.now() + STARVED_PATIENCE_S if not verdict.passed and _starved(stats) else 0.0
-        while not verdict.passed and _starved(stats) and ctx.now() + self.window_s <= deadline:
-            starved.append({k: stats.get(k) for k in ("host_cpu_stall", "count", "success_rate", "p95_ms")})
-            await ctx.sleep(self.window_s)
-            stats = dict(await ctx.workload_stats(self.window_s))
-            verdict = self._judge(stats)
+        if not verdict.passed and _starved(stats):
+            deadline = ctx.now() + STARVED_PATIENCE_S
+            while not verdict.passed and _starved(stats) and ctx.now() + self.window_s <= deadline:
+                starved.append({k: stats.get(k) for k in ("host_cpu_stall", "count", "success_rate", "p95_ms")})
+                await ctx.sleep(self.window_s)
+                stats = dict(await ctx.workload_stats(self.window_s))
+                verdict = self._judge(stats)
         if starved:
             verdict.evidence["starved_windows"] = starved
         if not verdict.passed and _starved(stats):
