@@ -70,3 +70,52 @@ def test_real_burners_starve_the_host_and_idle_does_not():
             proc.kill()
     busy = log.stall_fraction(since=start)
     assert busy is not None and busy >= 0.5, busy
+
+
+class FakeHost:
+    """A clock that sleep() advances, and a PSI file whose stall grows at ``stall`` per second."""
+
+    def __init__(self, tmp_path, stall):
+        self.now, self.total, self.stall, self.tmp_path = 0.0, 0, stall, tmp_path
+        self.path = psi_file(tmp_path, 0)
+
+    def sleep(self, seconds):
+        self.now += seconds
+        self.total += int(seconds * self.stall * 1e6)
+        psi_file(self.tmp_path, self.total)
+
+    def log(self):
+        return CpuPressureLog(path=self.path, clock=lambda: self.now)
+
+
+def test_a_service_level_wait_gets_extra_time_only_while_the_host_is_starved(tmp_path):
+    from sregym_core.testing.live import wait_for_service_level
+
+    for stall, passes_at, expect in ((0.1, 200.0, None), (0.9, 200.0, "ok"), (0.9, 10_000.0, None)):
+        host = FakeHost(tmp_path, stall)
+        calls = []
+
+        def predicate():
+            calls.append(host.now)
+            return "ok" if host.now >= passes_at else None
+
+        got = wait_for_service_level(predicate, 150, 5, window_s=90, starved_patience=180,
+                                     pressure=host.log(), sleep=host.sleep)
+        assert got == expect, (stall, passes_at)
+        if stall < 0.5:
+            assert calls[-1] == 150.0  # not starved: the plain timeout, no extra time
+        elif expect is None:
+            assert calls[-1] == 330.0  # starved throughout: bounded by timeout + patience, never a pass
+        else:
+            assert calls[-1] == 200.0  # the first passing poll is returned
+
+
+def test_a_service_level_wait_without_psi_is_a_plain_wait(tmp_path):
+    from sregym_core.testing.live import wait_for_service_level
+
+    host = FakeHost(tmp_path, 1.0)
+    log = CpuPressureLog(path=tmp_path / "no-psi", clock=lambda: host.now)
+    calls = []
+    assert wait_for_service_level(lambda: calls.append(host.now), 60, 5, window_s=30,
+                                  pressure=log, sleep=host.sleep) is None
+    assert calls[-1] == 60.0

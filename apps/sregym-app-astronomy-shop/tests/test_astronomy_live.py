@@ -17,7 +17,7 @@ import time
 import pytest
 from sregym_app_astronomy_shop.loadgen import ENDPOINTS, request_for
 
-from sregym_core.testing.live import LiveCase, exercise, wait_for
+from sregym_core.testing.live import LiveCase, exercise, wait_for, wait_for_service_level
 from sregym_core.types import Target
 
 pytestmark = pytest.mark.slow
@@ -57,7 +57,7 @@ def test_workload_sees_correct_content_on_every_request_kind(shop):
               and seen == set(ENDPOINTS))
         return stats if ok else None
 
-    stats = wait_for(good, 120, 5)
+    stats = wait_for_service_level(good, 120, 5, window_s=60)
     assert stats, json.dumps(live.stats(60))[:1500]
     for endpoint in ("browse", "home", "image", "ads"):
         status, _ = live.call(endpoint)

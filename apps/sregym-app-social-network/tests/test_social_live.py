@@ -15,7 +15,7 @@ from sregym_app_social_network.nginx import find_nginx
 from sregym_app_social_network.workload.generator import ENDPOINTS
 
 from sregym_core.testing import probes
-from sregym_core.testing.live import LiveCase, exercise, wait_for
+from sregym_core.testing.live import LiveCase, exercise, wait_for, wait_for_service_level
 from sregym_core.types import Target
 
 pytestmark = [pytest.mark.slow,
@@ -50,7 +50,7 @@ def test_the_workload_gets_correct_content_through_every_endpoint(social):
         every = all((s.get("by_endpoint", {}).get(e) or {}).get("count", 0) >= 2 for e in ENDPOINTS)
         return s if every and (s.get("success_rate") or 0) >= 0.99 and s.get("content_errors") == 0 else None
 
-    stats = wait_for(steady, 90, 2)
+    stats = wait_for_service_level(steady, 90, 2, window_s=20)
     assert stats, live.stats(20)
     # and as a user: a user timeline through nginx holds that user's own, shortened, mention-resolved posts
     base = live.service_url(*FRONTEND)

@@ -19,7 +19,7 @@ import pytest
 import sregym_app_train_ticket.plugin
 from sregym_app_train_ticket.workload import ENDPOINTS, request_for
 
-from sregym_core.testing.live import LiveCase, LiveFaultContract, wait_for
+from sregym_core.testing.live import LiveCase, LiveFaultContract, wait_for, wait_for_service_level
 
 pytestmark = pytest.mark.slow
 FRONTEND = ("ts-ui-dashboard", 8080)
@@ -63,7 +63,7 @@ def test_workload_succeeds_with_seeded_answers_on_every_kind(tt):
               and seen == set(ENDPOINTS))
         return stats if ok else None
 
-    stats = wait_for(good, 150, 5)
+    stats = wait_for_service_level(good, 150, 5, window_s=90)
     assert stats, json.dumps(live.stats(90))[:1500]
     for kind in ("search", "search-other", "home"):
         status, _ = live.call(kind)
@@ -150,7 +150,7 @@ def test_replicated_fault_fails_the_slo_until_its_flag_is_off(tt, flag):
         ok = stats["count"] >= 15 and stats["success_rate"] >= 0.99 and stats["content_errors"] == 0
         return stats if ok else None
 
-    assert wait_for(healthy, 150, 5), json.dumps(live.stats(20))[:1500]
+    assert wait_for_service_level(healthy, 150, 5, window_s=20), json.dumps(live.stats(20))[:1500]
 
 
 def bookings_fail_with_unknown_column(live):
