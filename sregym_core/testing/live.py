@@ -391,7 +391,7 @@ def exercise(live_app: LiveApp, spec: Any, case: LiveCase, target: Target, *, re
         gone = wait_for(lambda: not live_app.run(call_fault(impl.is_present, ctx, target, params)), 60, 1.0)
         assert gone, f"{spec.name}: still present after the reference fix"
         fixed = True
-        healthy = wait_for(lambda: _recovered(live, case.endpoint), 150, 1.0)
+        healthy = wait_for_service_level(lambda: _recovered(live, case.endpoint), 150, 1.0, window_s=5)
         phase("recovery")
         assert healthy, f"{spec.name}: the workload did not recover after the fix (evidence was: {evidence})"
     finally:

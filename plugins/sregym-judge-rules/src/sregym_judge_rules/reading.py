@@ -165,14 +165,31 @@ def _compile_piece(piece: str) -> re.Pattern[str] | None:
     return re.compile(r"(?<![a-z0-9])" + "".join(parts) + r"(?![a-z0-9])")
 
 
+def _required_literal(piece: str) -> str:
+    """The longest literal every match of the piece contains (a word without its ``*``)."""
+    return max((w.rstrip("*") for w in text.flatten(piece).split(" ") if w and w != ".."), key=len, default="")
+
+
+@functools.lru_cache(maxsize=8192)
+def _compile_pattern(pattern: str) -> tuple[tuple[str, re.Pattern[str]], ...] | None:
+    """A vocabulary pattern's pieces as (a literal every match contains, the compiled piece);
+    ``None`` when a piece has no words. A judgement tries every pattern of the lexicon on every
+    sentence, hundreds of thousands of look-ups per replayed suite: the split is done once per
+    pattern, and a sentence without the literal is not scanned by the regex at all."""
+    pieces = [p.strip() for p in pattern.split("+") if p.strip()]
+    compiled = tuple((_required_literal(p), _compile_piece(p)) for p in pieces)
+    return None if any(c is None for _l, c in compiled) else compiled  # type: ignore[return-value]
+
+
 def find_pattern(flat: str, pattern: str, *, allow_negated: bool = False) -> tuple[int, int] | None:
     """The span of the first non-negated match of a vocabulary pattern in one flattened sentence (of its
     first piece, for ``a + b`` patterns)."""
-    pieces = [p.strip() for p in pattern.split("+") if p.strip()]
+    pieces = _compile_pattern(pattern)
+    if not pieces:
+        return None
     spans: list[tuple[int, int]] = []
-    for piece in pieces:
-        compiled = _compile_piece(piece)
-        if compiled is None:
+    for literal, compiled in pieces:
+        if literal not in flat:
             return None
         for match in compiled.finditer(flat):
             if allow_negated or not negated(flat, match.start(), match.end()):
