@@ -17,7 +17,7 @@ from ..errors import PermanentFaultError
 
 __all__ = [
     "apply", "container", "container_index", "container_path", "delete", "delete_pods", "dependents", "exists", "get",
-    "patch", "pod_spec", "remove_pod_spec_field", "restart", "restart_dependents", "save", "service",
+    "patch", "pod_spec", "remove_pod_spec_field", "restart", "restart_dependents", "rollout_state", "save", "service",
     "set_pod_spec_field", "wait_until", "workload",
 ]
 
@@ -161,13 +161,66 @@ def dependents(ctx: Any, target: Any) -> list[str]:
     return out
 
 
-def restart_dependents(ctx: Any, target: Any) -> None:
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+#: how long a restarted caller's new pods may run without getting ready before the wait for them ends
+STUCK_GRACE_S = 15.0
+
+
+def rollout_state(ctx: Any, name: str) -> str:
+    """Where the Deployment's latest restart is: ``complete`` (the rollout finished; also when the
+    Deployment is gone or no controller reports on it, as for a recorded object), ``started`` (every
+    pod of the restarted template has run a process, an init container's included, but not every
+    one is ready) or ``pending``."""
+    deployment = get(ctx, "deployment", name, missing_ok=True)
+    if deployment is None or "status" not in deployment:
+        return "complete"
+    status, want = deployment["status"], deployment["spec"].get("replicas", 1)
+    if status.get("observedGeneration", 0) < deployment["metadata"].get("generation", 0):
+        return "pending"
+    updated = status.get("updatedReplicas", 0)
+    if updated >= want and status.get("replicas", 0) == updated and status.get("availableReplicas", 0) >= updated:
+        return "complete"
+    template = deployment["spec"]["template"]
+    stamp = (template["metadata"].get("annotations") or {}).get(RESTARTED_AT)
+    labels = deployment["spec"]["selector"].get("matchLabels") or {}
+    if not stamp or not labels:
+        return "pending"
+    pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-o", "json",
+                                  "-l", ",".join(f"{k}={v}" for k, v in labels.items())))["items"]
+    fresh = [p for p in pods if (p["metadata"].get("annotations") or {}).get(RESTARTED_AT) == stamp
+             and not p["metadata"].get("deletionTimestamp")]
+    return "started" if len(fresh) >= want and all(_ran(p) for p in fresh) else "pending"
+
+
+def _ran(pod: dict) -> bool:
+    """Whether the kubelet has started a process of the pod (an init container counts)."""
+    status = pod.get("status") or {}
+    for c in (*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())):
+        state, last = c.get("state") or {}, c.get("lastState") or {}
+        if "running" in state or "terminated" in state or "terminated" in last:
+            return True
+    return False
+
+
+def restart_dependents(ctx: Any, target: Any, timeout: float = 180.0) -> None:
     """Roll the target's callers and wait for them, so they open fresh connections to it (pooled
     connections outlive a deleted Service or a new NetworkPolicy, as conntrack lets them on a real
-    cluster)."""
+    cluster). The wait for a caller ends when its rollout completes, or when its new pods have run
+    for ``STUCK_GRACE_S`` without all getting ready: a caller whose start or readiness needs the
+    target the fault just cut off never gets ready, and waiting would only wait out ``timeout``."""
     names = dependents(ctx, target)
     for name in names:
         ctx.rollout_restart("deployment", name)
-    for name in names:
-        ctx.kubectl("rollout", "status", f"deployment/{name}", "-n", ctx.namespace, "--timeout=180s",
-                    check=False, timeout=200.0)
+    pending, started_at = list(names), {}
+
+    def all_restarted() -> bool:
+        now = time.monotonic()
+        for name in list(pending):
+            state = rollout_state(ctx, name)
+            if state == "started":
+                started_at.setdefault(name, now)
+            if state == "complete" or (state == "started" and now - started_at[name] >= STUCK_GRACE_S):
+                pending.remove(name)
+        return not pending
+
+    wait_until(all_restarted, timeout=timeout, interval=1.0)
