@@ -10,8 +10,8 @@
 # a machine with 2 or more cores, else 1; SREGYM_TEST_WORKERS=1 runs one process, in file order.
 #
 # Tests marked `solo` grade an app's service level while it runs beside nothing else of the suite's
-# (the rotating problem validation): with workers, they run after the parallel phase, in one
-# process. Given a `-m` expression, one pytest run takes everything it selects.
+# (the rotating problem validation, TrainTicket's live module): with workers, they run after the
+# parallel phase, in one process. Given a `-m` expression, one pytest run takes everything it selects.
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
 "$root/tools/setup.sh"

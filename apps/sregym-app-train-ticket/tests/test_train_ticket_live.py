@@ -21,7 +21,10 @@ from sregym_app_train_ticket.workload import ENDPOINTS, request_for
 
 from sregym_core.testing.live import LiveCase, LiveFaultContract, daily_sample, wait_for, wait_for_service_level
 
-pytestmark = pytest.mark.slow
+# solo: ./test.sh runs this module after its parallel phase, alone. TrainTicket is 40 services whose
+# calls time out a peer after 5 s; beside the other worker's heavy tests (load 25-50 on 2 cores) its
+# workload fell to 0.94 with 502s in two CI runs, for reasons that were the host's, not the app's.
+pytestmark = [pytest.mark.slow, pytest.mark.solo]
 FRONTEND = ("ts-ui-dashboard", 8080)
 #: every service a booking goes through (ts-ui-dashboard → ts-preserve-service → ...)
 BOOKING_PATH = {"ts-ui-dashboard", "ts-preserve-service", "ts-security-service", "ts-order-service",
