@@ -17,7 +17,7 @@ from ..errors import PermanentFaultError
 
 __all__ = [
     "apply", "container", "container_index", "container_path", "delete", "delete_pods", "dependents", "exists", "get",
-    "patch", "pod_spec", "remove_pod_spec_field", "restart", "restart_dependents", "rollout_state", "save", "service",
+    "patch", "pod_selector", "pod_spec", "remove_pod_spec_field", "restart", "restart_dependents", "rollout_state", "save", "service",
     "set_pod_spec_field", "wait_until", "workload",
 ]
 
@@ -116,11 +116,15 @@ def restart(ctx: Any, target: Any) -> None:
     ctx.rollout_restart(target.component.kind, target.component.name)
 
 
+def pod_selector(obj: dict) -> str:
+    """The workload's pod selector as kubectl's ``-l`` takes it (``""`` without matchLabels)."""
+    labels = obj["spec"]["selector"].get("matchLabels") or {}
+    return ",".join(f"{k}={v}" for k, v in labels.items())
+
+
 def delete_pods(ctx: Any, target: Any) -> None:
     """Delete the target workload's pods (its controller recreates them)."""
-    obj = workload(ctx, target)
-    labels = obj["spec"]["selector"].get("matchLabels", {})
-    selector = ",".join(f"{k}={v}" for k, v in labels.items())
+    selector = pod_selector(workload(ctx, target))
     if selector:
         ctx.kubectl("delete", "pods", "-n", ctx.namespace, "-l", selector, "--wait=false")
 
@@ -182,11 +186,10 @@ def rollout_state(ctx: Any, name: str) -> str:
         return "complete"
     template = deployment["spec"]["template"]
     stamp = (template["metadata"].get("annotations") or {}).get(RESTARTED_AT)
-    labels = deployment["spec"]["selector"].get("matchLabels") or {}
-    if not stamp or not labels:
+    selector = pod_selector(deployment)
+    if not stamp or not selector:
         return "pending"
-    pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-o", "json",
-                                  "-l", ",".join(f"{k}={v}" for k, v in labels.items())))["items"]
+    pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-o", "json", "-l", selector))["items"]
     fresh = [p for p in pods if (p["metadata"].get("annotations") or {}).get(RESTARTED_AT) == stamp
              and not p["metadata"].get("deletionTimestamp")]
     return "started" if len(fresh) >= want and all(_ran(p) for p in fresh) else "pending"

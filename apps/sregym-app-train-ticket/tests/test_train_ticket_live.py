@@ -5,9 +5,10 @@ the workload succeeds on every request kind with answers that match the seed; on
 runs through every service of the booking path and into MariaDB; replicated faults of the
 fault-analysis study (F1 asynchronous refund, F2 answers in arrival order, F5 pool starvation, F12
 station locks) each fail the workload's SLO in their own way while their flag is on and stop when it
-is switched off (one of them a day, in rotation; all four with --matrix); and the tt-flag fault passes the live fault contract (inject tt-feat-22 with
-decoys → bookings fail with MySQL's 1054 in ts-contacts-service's log → present → reference fix
-(only the faulty flag off, decoys stay on) → gone → the workload recovers).
+is switched off (one of them a day, in rotation; all four with --matrix); and the tt-flag fault
+passes the live fault contract (inject tt-feat-22 with decoys → bookings fail with MySQL's 1054 in
+ts-contacts-service's log → present → reference fix (only the faulty flag off, decoys stay on) →
+gone → the workload recovers).
 """
 
 from __future__ import annotations

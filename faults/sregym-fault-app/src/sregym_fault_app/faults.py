@@ -108,9 +108,7 @@ def burst_recover(ctx, target, params):
 
 
 def cpu_pressure_inject(ctx, target, params):
-    obj = kube.workload(ctx, target)
-    labels = obj["spec"]["selector"].get("matchLabels", {})
-    selector = ",".join(f"{k}={v}" for k, v in labels.items())
+    selector = kube.pod_selector(kube.workload(ctx, target))
     pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
     node = next((p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName")), None)
     spec: dict = {"restartPolicy": "Never", "containers": [{
