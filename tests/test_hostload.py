@@ -119,3 +119,28 @@ def test_a_service_level_wait_without_psi_is_a_plain_wait(tmp_path):
     assert wait_for_service_level(lambda: calls.append(host.now), 60, 5, window_s=30,
                                   pressure=log, sleep=host.sleep) is None
     assert calls[-1] == 60.0
+
+
+def test_a_bounded_measurement_is_taken_again_only_when_the_host_was_starved(tmp_path):
+    from sregym_core.testing.live import measure_service_level
+
+    for stall, good_from, expect_taken, expect_last in ((0.1, 2, 1, 0.9), (0.9, 2, 2, 1.0), (0.9, 99, 3, 0.9)):
+        host = FakeHost(tmp_path, stall)
+        count = []
+
+        def measure():
+            host.sleep(30)  # a 30 s workload
+            count.append(1)
+            return 1.0 if len(count) >= good_from else 0.9
+
+        taken = measure_service_level(measure, lambda rate: rate >= 0.99, attempts=3, pressure=host.log())
+        assert len(taken) == expect_taken, stall  # idle host: one; starved: again, at most 3 in all
+        assert taken[-1] == expect_last
+
+
+def test_a_bounded_measurement_without_psi_is_taken_once(tmp_path):
+    from sregym_core.testing.live import measure_service_level
+
+    host = FakeHost(tmp_path, 1.0)
+    log = CpuPressureLog(path=tmp_path / "no-psi", clock=lambda: host.now)
+    assert measure_service_level(lambda: host.sleep(30) or 0.5, lambda rate: rate >= 0.99, pressure=log) == [0.5]
