@@ -3,7 +3,10 @@ as an image source for the node agents' catalog."""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata as metadata
 import importlib.util
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -24,6 +27,9 @@ def plugin_image_source() -> Iterable[tuple[str, Recipe]]:
     error naming the plugin and the image, never a silently missing image."""
     from sregym_core.plugins import get_plugin_host
 
+    _distributions_by_import_name.cache_clear()
+    _import_names_by_distribution.cache_clear()
+    _editable_dependencies.cache_clear()
     return [(image.image, image_recipe(owner, image)) for owner, image in get_plugin_host().get_local_image_owners()]
 
 
@@ -66,14 +72,30 @@ def _package_dir(top: str) -> list[str]:
     return [str(Path(spec.origin).resolve())] if spec.origin else []
 
 
-def _editable_dependencies(top: str) -> list[str]:
-    """Top-level import names of the editable installs the distribution of ``top`` requires."""
-    import importlib.metadata as metadata
-    import re
+@functools.lru_cache(maxsize=None)
+def _distributions_by_import_name() -> dict[str, list[str]]:
+    """Top-level import name -> the distributions that install it (scanning the environment costs
+    most of a second, so once per catalog)."""
+    return metadata.packages_distributions()
 
-    owners = metadata.packages_distributions()
+
+@functools.lru_cache(maxsize=None)
+def _import_names_by_distribution() -> dict[str, list[str]]:
+    """Distribution name -> the top-level import names it installs (one scan of the environment;
+    ``plugin_image_source`` clears it so a catalog sees what is installed now)."""
+    by_distribution: dict[str, list[str]] = {}
+    for package, distributions in _distributions_by_import_name().items():
+        for name in distributions:
+            by_distribution.setdefault(name, []).append(package)
+    return by_distribution
+
+
+@functools.lru_cache(maxsize=None)
+def _editable_dependencies(top: str) -> tuple[str, ...]:
+    """Top-level import names of the editable installs the distribution of ``top`` requires."""
+    packages = _import_names_by_distribution()
     out: list[str] = []
-    for dist_name in owners.get(top, []):
+    for dist_name in _distributions_by_import_name().get(top, []):
         try:
             requires = metadata.distribution(dist_name).requires or []
         except metadata.PackageNotFoundError:
@@ -83,16 +105,16 @@ def _editable_dependencies(top: str) -> list[str]:
                 continue
             name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].strip()
             try:
-                dep = metadata.distribution(name)
+                dep_name = metadata.distribution(name).metadata["Name"]  # parsed once per requirement
             except metadata.PackageNotFoundError:
                 continue
-            for pkg, dists in owners.items():
-                if dep.metadata["Name"] not in dists or pkg.startswith("_") or pkg in out:
+            for pkg in packages.get(dep_name, []):
+                if pkg.startswith("_") or pkg in out:
                     continue
                 # installed into the environment (bound with it) or editable (a source directory)
                 if any(not _inside_environment(d) for d in _package_dir(pkg)):
                     out.append(pkg)
-    return out
+    return tuple(out)
 
 
 def _inside_environment(path: str) -> bool:
