@@ -125,6 +125,42 @@ def test_fuzz_raw_bodies(http_api: Http, path: str, raw: bytes, ctype: str) -> N
     assert_status(code, data, rtype)
 
 
+@pytest.mark.parametrize("document", [
+    b"?", b"? [x]\n", b"metadata: {name: ok}\ndata: {? [a]: b}\n", b"metadata: {name: ok}\ndata: !!set {a}\n",
+    b"metadata: {name: ok}\ndata: {a: .nan}\n", b"metadata: {name: ok}\ndata: {null: b}\n",
+])
+def test_yaml_without_a_json_form_is_a_bad_request(http_api: Http, document: bytes) -> None:
+    # PyYAML builds a None key for `?`, sets, NaN: the API server answers 400, as its YAML-to-JSON step does
+    for path in ("/api/v1/namespaces/fuzz/configmaps", "/api/v1/namespaces/fuzz/services"):
+        code, data, rtype = http_api.request("POST", path, document, {"Content-Type": "application/yaml"})
+        assert code == 400, data[:300]
+        assert_status(code, data, rtype)
+    code, data, rtype = http_api.request("PATCH", "/api/v1/namespaces/fuzz/configmaps/target?fieldManager=fuzz",
+                                         document, {"Content-Type": "application/apply-patch+yaml"})
+    assert code == 400, data[:300]
+    assert_status(code, data, rtype)
+
+
+def test_yaml_numbers_dates_and_booleans_become_json_strings_where_json_needs_them(http_api: Http) -> None:
+    document = b"metadata: {name: yaml-forms}\ndata: {2: two, true: yes-key, when: 2020-01-02}\n"
+    code, data, _ = http_api.request("POST", "/api/v1/namespaces/fuzz/configmaps", document,
+                                     {"Content-Type": "application/yaml"})
+    try:
+        # keys as sigs.k8s.io/yaml writes them; the date a string (ConfigMap data values must be)
+        assert code == 201, data[:300]
+        assert json.loads(data)["data"] == {"2": "two", "true": "yes-key", "when": "2020-01-02"}
+    finally:
+        http_api.request("DELETE", "/api/v1/namespaces/fuzz/configmaps/yaml-forms")
+
+
+def test_json_nan_is_a_bad_request(http_api: Http) -> None:
+    code, data, rtype = http_api.request("POST", "/api/v1/namespaces/fuzz/configmaps",
+                                         b'{"metadata": {"name": "nan"}, "data": {"a": NaN}}',
+                                         {"Content-Type": "application/json"})
+    assert code == 400, data[:300]
+    assert_status(code, data, rtype)
+
+
 @FUZZ
 @given(raw=st.binary(max_size=120), prefix=st.sampled_from([b"k8s\x00", b"k8s", b"", b"k8s\x00\x0a\x05"]))
 def test_fuzz_protobuf(http_api: Http, raw: bytes, prefix: bytes) -> None:

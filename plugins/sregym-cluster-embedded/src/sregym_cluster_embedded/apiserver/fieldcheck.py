@@ -15,6 +15,7 @@ import yaml
 from . import openapi
 from .errors import ApiError
 from .registry import ResourceType
+from .yamlbody import load_json_compatible
 
 _REF = "#/components/schemas/"
 _MAX_REPORTED = 20
@@ -210,7 +211,8 @@ def check_patch(rt: ResourceType, raw: bytes, content_type: str, query: Any) -> 
     if content_type == "application/json-patch+json":
         return [], raw
     try:
-        patch = yaml.safe_load(raw.decode()) if content_type == "application/apply-patch+yaml" else json.loads(raw)
+        patch = (load_json_compatible(raw.decode()) if content_type == "application/apply-patch+yaml"
+                 else json.loads(raw))
     except (ValueError, yaml.YAMLError, UnicodeDecodeError, RecursionError):
         return [], raw  # the patch code reports malformed bodies
     found = unknown_fields(rt, patch, prune=True)

@@ -15,6 +15,7 @@ import jsonpointer
 import yaml
 
 from . import smp
+from .yamlbody import load_json_compatible
 
 __all__ = ["CONTENT_TYPES", "PatchError", "apply_patch", "merge_patch"]
 
@@ -194,8 +195,8 @@ def _server_side_apply(obj: dict[str, Any], body: bytes, *, kind: str, group: st
     """
     try:
         text = body.decode("utf-8")
-        applied = yaml.safe_load(text) if text.strip() else None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        applied = load_json_compatible(text) if text.strip() else None
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
         raise PatchError(400, f"error decoding YAML: {exc}") from None
     if not isinstance(applied, dict):
         raise PatchError(

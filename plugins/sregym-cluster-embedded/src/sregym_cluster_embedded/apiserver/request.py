@@ -12,6 +12,7 @@ from aiohttp import web
 from . import protobuf
 from .errors import ApiError, bad_request, server_not_found, unsupported_media_type
 from .registry import Registry, ResourceType
+from .yamlbody import load_json_compatible
 
 if TYPE_CHECKING:
     from .rbac import UserInfo
@@ -97,13 +98,13 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
         if not raw.strip():
             raise bad_request("the request body is empty")
         try:
-            return json.loads(raw)
+            return json.loads(raw, parse_constant=_no_constant)
         except (ValueError, RecursionError) as exc:
             raise bad_request(f"the body of the request could not be decoded as JSON: {exc}") from None
     if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
         try:
-            return yaml.safe_load(raw.decode("utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+            return load_json_compatible(raw.decode("utf-8"))
+        except (yaml.YAMLError, ValueError, RecursionError) as exc:
             raise bad_request(f"the body of the request could not be decoded as YAML: {exc}") from None
     if ctype == PROTOBUF:
         try:
@@ -111,6 +112,10 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
         except protobuf.ProtobufError as exc:
             raise bad_request(f"failed to decode protobuf body: {exc}") from exc
     raise unsupported_media_type(ctype)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # Python's json accepts NaN and Infinity; JSON does not
 
 
 def int_param(query: Any, name: str) -> int | None:
