@@ -128,6 +128,7 @@ def test_fuzz_raw_bodies(http_api: Http, path: str, raw: bytes, ctype: str) -> N
 @pytest.mark.parametrize("document", [
     b"?", b"? [x]\n", b"metadata: {name: ok}\ndata: {? [a]: b}\n", b"metadata: {name: ok}\ndata: !!set {a}\n",
     b"metadata: {name: ok}\ndata: {a: .nan}\n", b"metadata: {name: ok}\ndata: {null: b}\n",
+    b"metadata: {name: ok}\ndata: &loop {a: *loop}\n",
 ])
 def test_yaml_without_a_json_form_is_a_bad_request(http_api: Http, document: bytes) -> None:
     # PyYAML builds a None key for `?`, sets, NaN: the API server answers 400, as its YAML-to-JSON step does

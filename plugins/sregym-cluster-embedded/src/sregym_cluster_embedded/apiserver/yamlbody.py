@@ -27,17 +27,37 @@ def load_json_compatible(text: str) -> Any:
     return to_json_value(yaml.safe_load(text))
 
 
-def to_json_value(value: Any, path: str = "") -> Any:
+def to_json_value(value: Any, path: str = "", seen: dict[int, Any] | None = None,
+                  open_: set[int] | None = None) -> Any:
+    """``value`` as JSON values. A YAML alias is one Python object reached from several places, so
+    each container is converted once (``seen``) and its copy shared the same way: an alias bomb
+    stays as small here as PyYAML built it, for the size checks after decoding to refuse. An alias
+    inside its own anchor (``&a [*a]``) is a cycle, which JSON cannot hold (``open_``: the
+    containers being converted)."""
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise YamlBodyError(f"{path or 'the document'}: {value} has no JSON form")
         return value
-    if isinstance(value, dict):
-        return {_key(key, path): to_json_value(child, f"{path}.{_key(key, path)}") for key, child in value.items()}
-    if isinstance(value, list):
-        return [to_json_value(child, f"{path}[{i}]") for i, child in enumerate(value)]
+    seen = {} if seen is None else seen
+    open_ = set() if open_ is None else open_
+    if id(value) in open_:
+        raise YamlBodyError(f"{path or 'the document'}: an alias inside its own anchor (a cycle) has no JSON form")
+    if id(value) in seen:
+        return seen[id(value)]
+    if isinstance(value, (dict, list)):
+        open_.add(id(value))
+        if isinstance(value, dict):
+            converted: Any = {}
+            for key, child in value.items():
+                name = _key(key, path)
+                converted[name] = to_json_value(child, f"{path}.{name}", seen, open_)
+        else:
+            converted = [to_json_value(child, f"{path}[{i}]", seen, open_) for i, child in enumerate(value)]
+        open_.discard(id(value))
+        seen[id(value)] = converted
+        return converted
     if isinstance(value, datetime.datetime):
         return value.isoformat().replace("+00:00", "Z")
     if isinstance(value, datetime.date):
