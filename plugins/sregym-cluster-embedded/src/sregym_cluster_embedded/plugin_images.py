@@ -81,8 +81,8 @@ def _distributions_by_import_name() -> dict[str, list[str]]:
 
 @functools.lru_cache(maxsize=None)
 def _import_names_by_distribution() -> dict[str, list[str]]:
-    """Distribution name -> the top-level import names it installs (one scan of the environment;
-    ``plugin_image_source`` clears it so a catalog sees what is installed now)."""
+    """Distribution name -> the top-level import names it installs: the scan above, inverted.
+    ``plugin_image_source`` clears these caches so each catalog sees what is installed now."""
     by_distribution: dict[str, list[str]] = {}
     for package, distributions in _distributions_by_import_name().items():
         for name in distributions:

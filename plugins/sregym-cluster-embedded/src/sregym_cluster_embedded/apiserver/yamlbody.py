@@ -3,7 +3,7 @@
 The real API server converts YAML to JSON before decoding it (sigs.k8s.io/yaml): a mapping key
 that is a number or a boolean becomes its string form, and anything JSON cannot hold (a null or
 nested key, a set, a non-finite number) is a bad request. PyYAML hands back more than JSON has
-(``? x`` makes a ``None`` key, ``2020-01-01`` a ``date``), which the code after decoding never
+(a bare ``?`` makes a ``None`` key, ``2020-01-01`` a ``date``), which the code after decoding never
 expects; this module is the one place that narrows it.
 """
 
