@@ -218,7 +218,11 @@ def test_a_cluster_that_cannot_start_in_time_fails_with_its_log(monkeypatch, tmp
     from sregym_core.errors import ClusterError
 
     monkeypatch.setenv("SREGYM_HOME", str(tmp_path))
-    monkeypatch.setenv("SREGYM_CLUSTER_START_TIMEOUT", "0.2")  # no daemon is ready that fast
-    with _pytest.raises(ClusterError, match="did not start"):
-        cluster.up("tooslow", 0)
-    assert not cluster.status("tooslow").running
+    # A deadline that has passed before the daemon can answer, whatever the machine's speed (a 0.2 s
+    # wait was not: an idle machine started a cluster within it, and the test left it running).
+    try:
+        with _pytest.raises(ClusterError, match=r"did not start \(never reported ready\)"):
+            cluster.up("tooslow", 0, timeout=0.0)
+        assert not cluster.status("tooslow").running
+    finally:
+        cluster.down("tooslow")
