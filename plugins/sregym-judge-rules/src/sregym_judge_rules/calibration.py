@@ -54,6 +54,8 @@ class CalibrationItem:
     label: bool | None = None  # the pass/fail label, when the set labels verdicts
     problem: str = ""
     author: str = ""
+    app: str = ""  # the app of the problem (sets over several apps report per app)
+    voice: str = ""  # how it is written (blind sets: terse on-call, LLM report, non-native, ...)
 
     @property
     def label_passed(self) -> bool:
@@ -98,6 +100,8 @@ def load_dataset(path: str | os.PathLike[str] | None = None) -> list[Calibration
         raise ConfigError(f"calibration set {path} does not exist")
     if path.suffix in (".yaml", ".yml"):
         return _load_labelled_yaml(path)
+    if is_blind_set(path):
+        return load_blind_set(path)
     items: list[CalibrationItem] = []
     seen: set[str] = set()
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -177,13 +181,105 @@ def _load_labelled_yaml(path: Path) -> list[CalibrationItem]:
                 id=f"{problem}/{category}/{number}", category=category, truth=truths[problem],
                 app_components=problem_components[problem], app_namespace=truths[problem][0].namespace,
                 submission=str(entry["text"]), label=label == "pass", problem=problem,
-                author=str(entry.get("author", "")),
+                author=str(entry.get("author", "")), app=apps[problem],
             ))
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"bad calibration item at {where}", errors=[(where, f"{type(exc).__name__}: {exc}")]) from None
     if not items:
         raise ConfigError(f"calibration set {path} is empty")
     return items
+
+
+# ------------------------------------------------------------------------------------------------
+# blind sets: diagnoses of curated problems, written without the judge's rules
+# ------------------------------------------------------------------------------------------------
+
+BLIND_KEYS = ("id", "problem_id", "label", "diagnosis")
+
+
+def is_blind_set(path: str | os.PathLike[str]) -> bool:
+    """Is this JSON Lines file a blind set (each line names a curated ``problem_id`` and a ``diagnosis``)?"""
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                first = json.loads(line)
+            except ValueError:
+                return False
+            return isinstance(first, dict) and "problem_id" in first and "diagnosis" in first
+    return False
+
+
+def load_blind_set(path: str | os.PathLike[str]) -> list[CalibrationItem]:
+    """Read a blind set: JSON Lines, each ``{"id", "problem_id", "voice", "category", "label":
+    "pass"|"fail", "diagnosis", "why"}``. The ground truth of each curated problem is derived from the
+    installed fault specs, as a run derives it before injection (no cluster)."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"calibration set {path} does not exist")
+    rows: list[tuple[str, dict]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("each line must be a JSON object")
+            missing = [k for k in BLIND_KEYS if k not in data]
+            if missing:
+                raise ValueError(f"missing {', '.join(missing)}")
+            if data["label"] not in ("pass", "fail"):
+                raise ValueError(f"label must be pass or fail, got {data['label']!r}")
+        except ValueError as exc:
+            raise ConfigError(f"bad blind item at {where}", errors=[(where, str(exc))],
+                              hints=('each line: {"id", "problem_id", "voice", "category", "label": "pass"|"fail", '
+                                     '"diagnosis", "why"}',)) from None
+        rows.append((where, data))
+    if not rows:
+        raise ConfigError(f"calibration set {path} is empty")
+    problems = curated_truths({str(d["problem_id"]) for _w, d in rows})
+    items: list[CalibrationItem] = []
+    seen: set[str] = set()
+    for where, data in rows:
+        pid, item_id = str(data["problem_id"]), str(data["id"])
+        if pid not in problems:
+            raise ConfigError(f"bad blind item at {where}: unknown problem {pid!r}",
+                              hints=("sregym problems list shows the curated problems",))
+        if item_id in seen:
+            raise ConfigError(f"duplicate calibration item id {item_id!r} at {where}")
+        seen.add(item_id)
+        app, components, namespace, truths = problems[pid]
+        items.append(CalibrationItem(
+            id=item_id, category=str(data.get("category") or "-"), truth=truths, app_components=components,
+            app_namespace=namespace, submission=str(data["diagnosis"]), label=data["label"] == "pass", problem=pid,
+            app=app, voice=str(data.get("voice") or "-"),
+        ))
+    return items
+
+
+def curated_truths(problem_ids: Iterable[str]) -> dict[str, tuple[str, tuple[str, ...], str, tuple[GroundTruth, ...]]]:
+    """Per curated problem id: (app, the app's component names, its namespace, the ground truths)."""
+    from sregym_core.faults import FaultContext
+    from sregym_core.plugins import get_plugin_host
+    from sregym_core.problems import derive_ground_truth, resolve_problem
+    from sregym_core.types import Target
+
+    host = get_plugin_host()
+    installed = host.get_problems()
+    faults, apps = host.get_faults(), host.get_apps()
+    out = {}
+    for pid in sorted(set(problem_ids)):
+        if pid not in installed:
+            continue
+        problem = resolve_problem(installed[pid], host)
+        app = apps[problem.app]
+        truths = tuple(
+            derive_ground_truth(faults[i.fault], FaultContext.detached(app),
+                                Target(app=app, component=app.component(i.target), namespace=app.namespace), i)
+            for i in problem.faults if i.role != "trigger"
+        )
+        out[pid] = (problem.app, tuple(c.name for c in app.components), app.namespace, truths)
+    return out
 
 
 def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
@@ -258,6 +354,8 @@ class VerdictStats:
     false_fail: int
     kappa: float | None
     per_category: Mapping[str, Mapping[str, int]]  # category -> items, labelled_pass, false_pass, false_fail
+    per_app: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)  # same counts per app (when known)
+    per_voice: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)  # same counts per voice (blind sets)
 
     @property
     def false_pass_rate(self) -> float:
@@ -278,6 +376,8 @@ class VerdictStats:
             "false_fail_rate": round(self.false_fail_rate, 4),
             "kappa": self.kappa,
             "per_category": {c: dict(v) for c, v in self.per_category.items()},
+            "per_app": {c: dict(v) for c, v in self.per_app.items()},
+            "per_voice": {c: dict(v) for c, v in self.per_voice.items()},
         }
 
     def format(self) -> str:
@@ -288,31 +388,56 @@ class VerdictStats:
             f"  {'judged fail':<14}{self.false_fail:>15}{self.true_fail:>15}",
             f"  false-pass rate {self.false_pass_rate * 100:.1f}%   false-fail rate {self.false_fail_rate * 100:.1f}%"
             f"   Cohen's kappa {_k(self.kappa)}",
-            f"  {'category':<20} {'items':>5} {'false pass':>11} {'false fail':>11}",
         ]
-        for category, row in sorted(self.per_category.items()):
-            passes = row["labelled_pass"]
-            fails = row["items"] - passes
-            fp = f"{row['false_pass']}/{fails}" if fails else "-"
-            ff = f"{row['false_fail']}/{passes}" if passes else "-"
-            out.append(f"  {category:<20} {row['items']:>5} {fp:>11} {ff:>11}")
+        for title, table in (("category", self.per_category), ("app", self.per_app), ("voice", self.per_voice)):
+            if not table:
+                continue
+            out.append(f"  {title:<20} {'items':>5} {'false pass':>11} {'false fail':>11} {'kappa':>7}")
+            for name, row in sorted(table.items()):
+                passes = row["labelled_pass"]
+                fails = row["items"] - passes
+                fp = f"{row['false_pass']}/{fails}" if fails else "-"
+                ff = f"{row['false_fail']}/{passes}" if passes else "-"
+                kappa = _group_kappa(row)
+                out.append(f"  {name or '-':<20} {row['items']:>5} {fp:>11} {ff:>11} {_k(kappa):>7}")
         return "\n".join(out)
+
+
+def _group_kappa(row: Mapping[str, int]) -> float | None:
+    """Kappa of one group from its counts (judged vs labelled pass)."""
+    n, labelled = row["items"], row["labelled_pass"]
+    judged = labelled - row["false_fail"] + row["false_pass"]
+    agree = n - row["false_pass"] - row["false_fail"]
+    return _kappa_from_counts(n, agree, labelled, judged)
+
+
+def _kappa_from_counts(n: int, agree: int, labelled_pass: int, judged_pass: int) -> float | None:
+    if not n:
+        return None
+    expected = (labelled_pass / n) * (judged_pass / n) + (1 - labelled_pass / n) * (1 - judged_pass / n)
+    if expected >= 1.0:
+        return None
+    return round((agree / n - expected) / (1 - expected), 4)
 
 
 def verdict_stats(judge: str, items: Sequence[CalibrationItem], passed: Sequence[bool]) -> VerdictStats:
     counts = {"tp": 0, "fp": 0, "tn": 0, "fn": 0}
-    per_category: dict[str, dict[str, int]] = {}
+    groups: dict[str, dict[str, dict[str, int]]] = {"category": {}, "app": {}, "voice": {}}
     for item, verdict in zip(items, passed, strict=True):
         label = item.label_passed
-        row = per_category.setdefault(item.category, {"items": 0, "labelled_pass": 0, "false_pass": 0, "false_fail": 0})
-        row["items"] += 1
-        row["labelled_pass"] += label
-        row["false_pass"] += verdict and not label
-        row["false_fail"] += label and not verdict
+        for kind, key in (("category", item.category), ("app", item.app), ("voice", item.voice)):
+            row = groups[kind].setdefault(key, {"items": 0, "labelled_pass": 0, "false_pass": 0, "false_fail": 0})
+            row["items"] += 1
+            row["labelled_pass"] += label
+            row["false_pass"] += verdict and not label
+            row["false_fail"] += label and not verdict
         counts[("t" if verdict == label else "f") + ("p" if verdict else "n")] += 1
+    # a set that does not know apps or voices (every key "") has no such table
+    known = {kind: {} if set(table) <= {""} else table for kind, table in groups.items()}
     return VerdictStats(
         judge=judge, true_pass=counts["tp"], false_pass=counts["fp"], true_fail=counts["tn"], false_fail=counts["fn"],
-        kappa=cohen_kappa(list(passed), [i.label_passed for i in items]), per_category=per_category,
+        kappa=cohen_kappa(list(passed), [i.label_passed for i in items]), per_category=groups["category"],
+        per_app=known["app"], per_voice=known["voice"],
     )
 
 

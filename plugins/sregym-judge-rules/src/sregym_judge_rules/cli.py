@@ -25,6 +25,11 @@ LLM_JUDGES = ("judge-llm", "judge-llm-gated")
 )
 @click.option("--dataset", type=click.Path(dir_okay=False), default=None,
               help="A labelled set: .yaml (pass/fail labels) or .jsonl (per-question labels). Default: the shipped labelled.yaml.")
+@click.option("--set", "blind_set", type=click.Path(dir_okay=False), default=None,
+              help="A blind set (JSON Lines: id, problem_id, voice, category, label pass|fail, diagnosis, why) over "
+                   "the installed curated problems. Prints only aggregate figures unless --show-items.")
+@click.option("--show-items", is_flag=True,
+              help="With --set: also list the ids of the items the judge gets wrong (not for a held-out set).")
 @click.option("--judge-model", default=None, help="Model for the LLM judges (litellm string). [env JUDGE_MODEL, JUDGE_MODEL_ID]")
 @click.option("--judge-api-base", envvar="JUDGE_API_BASE", default=None, help="Base URL for the LLM judges. [env JUDGE_API_BASE]")
 @click.option("--judge-api-key", envvar="JUDGE_API_KEY", default=None, help="API key for the LLM judges. [env JUDGE_API_KEY]")
@@ -32,10 +37,16 @@ LLM_JUDGES = ("judge-llm", "judge-llm-gated")
               help="The checklist the judges answer.")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=None, help="Composite score needed to pass.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def judge_calibrate(judges, dataset, judge_model, judge_api_base, judge_api_key, judge_rubric, threshold, as_json) -> None:
-    """Judges against hand labels: confusion matrix, false-pass and false-fail rates per category,
-    Cohen's kappa (per question too when the set has per-question labels), agreement between judges."""
+def judge_calibrate(judges, dataset, blind_set, show_items, judge_model, judge_api_base, judge_api_key, judge_rubric, threshold, as_json) -> None:
+    """Judges against hand labels: confusion matrix, false-pass and false-fail rates per category
+    (per app and per voice when the set says), Cohen's kappa (per question too when the set has
+    per-question labels), agreement between judges."""
     import os
+
+    import attrs
+
+    if blind_set and dataset:
+        raise click.UsageError("give --set or --dataset, not both")
 
     from .calibration import calibrate
 
@@ -61,7 +72,9 @@ def judge_calibrate(judges, dataset, judge_model, judge_api_base, judge_api_key,
             click.echo(f"{name}: {done}/{total}", err=True)
 
     try:
-        report = calibrate(list(judges), dataset, options=options, progress=progress)
+        report = calibrate(list(judges), blind_set or dataset, options=options, progress=progress)
     except SregymError as exc:
         raise click.ClickException(exc.render().removeprefix("Error: ")) from None
+    if blind_set and not show_items:  # a held-out set is measured without anyone seeing which items missed
+        report = attrs.evolve(report, disagreements={})
     click.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.format())
