@@ -270,3 +270,44 @@ def test_nothing_new_starts_once_grading_began_and_the_quiet_starts_after_settli
     runner = asyncio.run(main())
     assert ("inject", "profile") not in calls  # due at the same moment, but grading had begun
     assert calls == [("inject", "user"), ("revert", "user")]
+
+
+def test_no_inject_lands_after_the_pause_even_one_under_way_or_already_due():
+    """Issue #34 attack 6: an experiment was injected (and reverted 5 ms later) while grading had
+    paused noise. The pause now counts from the moment nothing can start any more: an inject under
+    way when grading asks for quiet finishes first, so every inject is recorded before the pause,
+    and one that falls due meanwhile waits for the resume."""
+    calls: list = []
+    plan = [PlannedNoise(kind="pod-kill", target="user", at_s=0.0, duration_s=30.0),
+            PlannedNoise(kind="log-burst", target="profile", at_s=0.05, duration_s=30.0)]
+    during: list = []
+
+    class SlowInject(Recording):
+        def inject(self, ctx, target, params):
+            import time as _t
+            _t.sleep(0.4)  # in flight when grading asks for the pause
+            super().inject(ctx, target, params)
+
+    async def main():
+        app = _app()
+        sources = {k: (NoiseSpec(name=k, impl=SlowInject(calls), selector=v.selector) if k == "pod-kill" else v)
+                   for k, v in _sources(calls).items()}
+        runner = NoiseRunner(plan, sources, FaultContext(kubeconfig=Path("/x"), namespace="hotel", app=app), app,
+                             settle_timeout=1.0, quiet_margin=0.0)
+        await runner.start()
+        await asyncio.sleep(0.1)
+
+        async def grade(_solution):
+            during.append(list(calls))
+            await asyncio.sleep(0.3)
+            during.append(list(calls))
+
+        await runner.paused(grade)("done")
+        await runner.stop()
+        return runner
+
+    runner = asyncio.run(main())
+    actions = [e["action"] for e in runner.events]
+    pause = actions.index("pause")
+    assert "inject" not in actions[pause:actions.index("resume")]
+    assert during[0] == during[1] == [("inject", "user"), ("revert", "user")]

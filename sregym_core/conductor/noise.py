@@ -296,12 +296,15 @@ class NoiseRunner:
         return graded
 
     async def pause(self) -> None:
+        # from this call on nothing new starts (_play and _inject check _pauses); an inject already
+        # under way finishes first (it cannot be taken back half-done), so the pause is recorded, and
+        # noise counts as off, only once the lock is ours: no inject ever lands after the pause
         self._pauses += 1
-        if self._pauses == 1 and self._started is not None:
-            self._paused_since = self._clock()
-            self._record_state("pause")
-            self._changed.set()
+        self._changed.set()
         async with self._lock:
+            if self._pauses >= 1 and self._paused_since is None and self._started is not None:
+                self._paused_since = self._clock()
+                self._record_state("pause")
             await self._revert_all("grading")
             await self._settle()
         if self._live:
@@ -310,6 +313,7 @@ class NoiseRunner:
 
     def resume(self) -> None:
         self._pauses = max(0, self._pauses - 1)
+        self._changed.set()
         if self._pauses == 0 and self._paused_since is not None:
             self._paused_total += self._clock() - self._paused_since
             self._paused_since = None
@@ -325,21 +329,24 @@ class NoiseRunner:
             due_reverts = [live for live in self._live if not live.reverted]
             next_times = [p.at_s for p in pending[:1]] + [l.planned.at_s + l.planned.duration_s for l in due_reverts]
             wait = min(next_times) - self.elapsed() if next_times else 0.0
-            if self._paused_since is not None or wait > 0:
+            if self._pauses or self._paused_since is not None or wait > 0:
                 self._changed.clear()
+                if self._pauses or self._paused_since is not None:
+                    await self._changed.wait()
+                    continue
                 try:
-                    await asyncio.wait_for(self._changed.wait(), timeout=None if self._paused_since is not None else wait)
+                    await asyncio.wait_for(self._changed.wait(), timeout=wait)
                 except TimeoutError:
                     pass
                 continue
             async with self._lock:
-                if self._paused_since is not None:
+                if self._pauses or self._paused_since is not None:
                     continue
                 now = self.elapsed()
                 for live in [l for l in self._live if not l.reverted and l.planned.at_s + l.planned.duration_s <= now]:
                     await self._revert(live, "expired")
-                # a pause (grading) may begin while we inject: nothing new starts after it
-                while pending and pending[0].at_s <= now and self._paused_since is None:
+                # a pause (grading) may be asked for while we inject: nothing new starts after that
+                while pending and pending[0].at_s <= now and not self._pauses:
                     await self._inject(pending.pop(0))
 
     async def _inject(self, planned: PlannedNoise) -> None:
