@@ -214,7 +214,8 @@ def api_routes(surface: AgentSurface) -> list:
     async def status(_request):
         if surface.sink is None:
             return _json(400, dict(NO_PROBLEM))
-        return _json(200, {"stage": surface.sink.stage})
+        report = getattr(surface.sink, "report_stage", None)  # the desk learns the client saw the stage
+        return _json(200, {"stage": report() if callable(report) else surface.sink.stage})
 
     async def get_app(_request):
         if surface.sink is None:

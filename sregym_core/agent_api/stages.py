@@ -14,12 +14,19 @@ Answers (status, body), from the facts in upstream-parity.md §2.1 (rows H4-H12)
 situation                    answer
 ===========================  ===================================================================
 accepted / absorbed          200 ``{"status": "200", "message": "Submission received"}``
+duplicate of the last graded 200 ``{"status": "duplicate", "message": "..."}`` (this project's guard)
 stage ``done``               200 ``{"status": "done", "message": "All stages have been completed and graded..."}``
 stage setup / tearing_down   400 ``{"detail": "Cannot submit at stage: '<stage>'"}``
 evaluator busy               503 ``{"detail": "Previous stage is still being evaluated..."}``
 grading could not start      400 ``{"detail": "Grading error: <why>"}``
 no problem yet               400 ``{"detail": "No problem has been started"}``
 ===========================  ===================================================================
+
+A copy of the submission just graded (the same text, arriving at most ``duplicate_window_s`` after
+that grading ended: a client's retry, or one answer sent over HTTP and MCP at once) is answered as a
+duplicate and never taken for the next stage: graded on the unfixed system, it would end the attempt.
+A client that read the new stage (``GET /status``) before sending the same text meant it for that
+stage (upstream's ``autosubmit`` does so): that submission is taken.
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ RECEIVED = {"status": "200", "message": "Submission received"}
 ALL_DONE = {"status": "done", "message": "All stages have been completed and graded. No further submissions are needed."}
 NO_PROBLEM = {"detail": "No problem has been started"}
 BUSY = {"detail": "Previous stage is still being evaluated. Please retry shortly."}
+#: how long after a stage's grading an identical submission counts as a copy of it
+DUPLICATE_WINDOW_S = 10.0
 
 Grader = Callable[[str], Awaitable[Any]]
 
@@ -63,10 +72,14 @@ class StageDesk:
     """
 
     def __init__(self, graders: dict[str, Grader], *, stages: Sequence[str] = GRADED_STAGES,
-                 busy_wait_s: float = 60.0, busy_poll_s: float = 1.0) -> None:
+                 busy_wait_s: float = 60.0, busy_poll_s: float = 1.0,
+                 duplicate_window_s: float = DUPLICATE_WINDOW_S) -> None:
         self.graders = graders
         self.stages = check_stages(stages)
         self.busy_wait_s, self.busy_poll_s = busy_wait_s, busy_poll_s
+        self.duplicate_window_s = duplicate_window_s
+        self.duplicates = 0  # copies answered as duplicates (for the record)
+        self.reported: set[str] = set()  # stages a client has read as current (GET /status)
         self.stage = "setup"
         self.submissions: dict[str, str] = {}
         self.submitted_at: dict[str, float] = {}
@@ -94,6 +107,11 @@ class StageDesk:
 
     # -- the agent's side --------------------------------------------------------------------------
 
+    def report_stage(self) -> str:
+        """The current stage, as ``GET /status`` tells a client (who then knows it changed)."""
+        self.reported.add(self.stage)
+        return self.stage
+
     async def submit(self, solution: str) -> tuple[int, dict[str, Any]]:
         stage = self.stage
         if stage == "done":
@@ -103,6 +121,9 @@ class StageDesk:
         if stage in self.submissions:  # the same stage again while it is graded: upstream absorbs it
             log.info("submission_absorbed", stage=stage)
             return 200, dict(RECEIVED)
+        copied = self._copy_of(solution)
+        if copied is not None:
+            return 200, self._duplicate(copied)
         deadline = time.monotonic() + self.busy_wait_s
         while self.evaluator.locked():
             if time.monotonic() >= deadline:
@@ -112,6 +133,9 @@ class StageDesk:
                 return await self.submit(solution)
         if stage in self.submissions:
             return 200, dict(RECEIVED)
+        copied = self._copy_of(solution)  # the earlier stage's grading ended while this one waited
+        if copied is not None:
+            return 200, self._duplicate(copied)
         grader = self.graders.get(stage)
         if grader is None:
             return 400, {"detail": f"Grading error: no grader for stage {stage!r}"}
@@ -125,6 +149,25 @@ class StageDesk:
             return 400, {"detail": f"Grading error: {exc}"}
         log.info("submission_received", stage=stage, chars=len(solution))
         return 200, dict(RECEIVED)
+
+    def _copy_of(self, solution: str) -> str | None:
+        """The earlier stage whose graded submission ``solution`` repeats within the window, or None."""
+        if self.stage in self.reported:  # the client saw the new stage: the same text is meant for it
+            return None
+        now = time.monotonic()
+        for stage, text in self.submissions.items():
+            graded = self.graded_at.get(stage)
+            if stage != self.stage and text.strip() == solution.strip() and \
+                    (graded is None or now - graded <= self.duplicate_window_s):
+                return stage
+        return None
+
+    def _duplicate(self, stage: str) -> dict[str, Any]:
+        self.duplicates += 1
+        log.info("submission_duplicate", stage=self.stage, copy_of=stage)
+        return {"status": "duplicate",
+                "message": f"Identical to the {stage} submission graded just before; ignored. The current stage "
+                           f"{self.stage!r} is unchanged: submit its own answer."}
 
     async def _grade(self, stage: str, grader: Grader, solution: str) -> None:
         async with self.evaluator:

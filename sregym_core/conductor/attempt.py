@@ -137,6 +137,9 @@ class Attempt:
     async def submit(self, solution: str) -> tuple[int, dict[str, Any]]:
         return await self.desk.submit(solution)
 
+    def report_stage(self) -> str:
+        return self.desk.report_stage()
+
     def app_info(self) -> dict[str, Any]:
         app = self.deployed.app
         return {"app_name": app.name, "namespace": app.namespace, "namespaces": [app.namespace],

@@ -296,7 +296,7 @@ class NoiseRunner:
         return graded
 
     async def pause(self) -> None:
-        # from this call on nothing new starts (_play and _inject check _pauses); an inject already
+        # from this call on nothing new starts (_play checks _pauses); an inject already
         # under way finishes first (it cannot be taken back half-done), so the pause is recorded, and
         # noise counts as off, only once the lock is ours: no inject ever lands after the pause
         self._pauses += 1
