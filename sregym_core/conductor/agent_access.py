@@ -22,14 +22,17 @@ AGENT_ACCOUNT = "sregym-agent"
 IDENTITY_LABEL = "sregym.io/agent-identity"
 EXPIRES_ANNOTATION = "sregym.io/expires-at"
 
-#: What the agent may do inside the app's namespaces: everything an SRE on call does.
+#: What the agent may do inside the app's namespaces: everything an SRE on call does. Never a
+#: ``*/status`` subresource (what nodes and controllers report: a forged Ready pod would pass the
+#: oracles) nor ``escalate``/``bind``: a Role or RoleBinding the agent writes grants at most what the
+#: agent itself holds (the API server's escalation check), so no identity it makes writes status either.
 NAMESPACED_RULES = [
     {"apiGroups": [""], "resources": ["pods", "pods/log", "pods/exec", "pods/attach", "pods/eviction",
-                                      "pods/ephemeralcontainers", "pods/status", "services", "endpoints",
+                                      "pods/ephemeralcontainers", "services", "endpoints",
                                       "configmaps", "secrets", "persistentvolumeclaims", "serviceaccounts",
                                       "events", "resourcequotas", "limitranges", "replicationcontrollers"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]},
-    {"apiGroups": ["apps"], "resources": ["deployments", "deployments/scale", "deployments/status", "replicasets",
+    {"apiGroups": ["apps"], "resources": ["deployments", "deployments/scale", "replicasets",
                                           "replicasets/scale", "statefulsets", "statefulsets/scale", "daemonsets",
                                           "controllerrevisions"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]},
@@ -42,7 +45,7 @@ NAMESPACED_RULES = [
     {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
     {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
-     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "bind", "escalate"]},
+     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
     {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch"]},

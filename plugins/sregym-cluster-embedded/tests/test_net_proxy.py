@@ -262,3 +262,49 @@ async def test_a_fault_set_later_impairs_an_open_connection_and_clearing_heals_i
         assert await round_trip() < 0.3
     finally:
         writer.close()
+
+
+async def test_hand_written_endpoints_reach_only_the_services_own_pods(env: Env):
+    """A selectorless Service with Endpoints written by hand (issue 34, attack 4): a host listener
+    (the agent API, a generator) and another namespace's pod get no traffic; the namespace's own pod does."""
+    async def host_reply(reader, writer):
+        writer.write(b"host")
+        await writer.drain()
+        writer.close()
+    host = await asyncio.start_server(host_reply, "127.0.0.1", 0)
+    env.servers.append(host)
+    host_port = host.sockets[0].getsockname()[1]
+    await env.client.create("namespaces", {"metadata": {"name": "other"}})
+    await env.client.create("pods", {"metadata": {"name": "elsewhere"}, "spec": {
+        "containers": [{"name": "m", "image": "x"}]}}, "other")
+
+    async def other_ip():
+        return (await env.client.get("pods", "elsewhere", "other")).get("status", {}).get("podIP")
+    await settle(other_ip, timeout=10)
+    elsewhere = await other_ip()
+    own = await env.pod("own", {"app": "own"})
+    svc = await env.client.create("services", {"metadata": {"name": "side"}, "spec": {
+        "ports": [{"port": 82, "targetPort": 8080}]}}, "default")
+    ip = svc["spec"]["clusterIP"]
+
+    async def point_at(addr: str, port: int, pod: str | None = None) -> None:
+        address = {"ip": addr, **({"targetRef": {"kind": "Pod", "name": pod, "namespace": "default"}} if pod else {})}
+        body = {"metadata": {"name": "side"}, "subsets": [{"addresses": [address], "ports": [{"port": port}]}]}
+        with contextlib.suppress(Exception):
+            await env.client.delete("endpoints", "side", "default")
+        await env.client.create("endpoints", body, "default")
+        await asyncio.sleep(0.3)
+
+    await point_at("127.0.0.1", host_port)
+    assert await refused(ip, 82)  # no forwardable endpoint: no listener at all
+    await point_at(elsewhere, 8080)
+    assert await refused(ip, 82)
+    await point_at(elsewhere, 8080, pod="own")  # a targetRef that does not match the address
+    assert await refused(ip, 82)
+    await point_at(own, 8080, pod="own")
+
+    async def served():
+        with contextlib.suppress(OSError, asyncio.TimeoutError):
+            return await fetch(ip, 82) == b"own"
+        return False
+    await settle(served, timeout=10)

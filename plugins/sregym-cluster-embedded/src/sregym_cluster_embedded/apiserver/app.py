@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import discovery, fieldcheck, openapi, podsecurity, printers, proxy, subresources, webhooks
+from . import discovery, fieldcheck, identity_admission, openapi, podsecurity, printers, proxy, subresources, webhooks
 from .auth import Authenticator
 from .core import ApiCore
 from .errors import ApiError, bad_request, forbidden, method_not_allowed, server_not_found
@@ -422,6 +422,7 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
         if webhooks.configured(core):
             body, hook_warnings = await webhooks.on_create(core, rt, target.namespace, body, user, dry_run)
             warnings += hook_warnings
+        identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, body)
         created = core.create(rt, target.namespace, body, dry_run=dry_run)
         warnings += _pod_security(request, core, target.namespace, created)
         return _warn(json_response(created, 201), warnings)
@@ -442,6 +443,8 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
                                                              dry_run)
             warnings += hook_warnings
             body = mutated if mutated is not None else body
+        if not target.subresource:
+            identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, body)
         updated = core.update(rt, target.namespace, target.name, body, subresource=target.subresource or None,
                               dry_run=dry_run)
         if not target.subresource:
@@ -469,6 +472,11 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             mutated, hook_warnings = await webhooks.on_write(core, rt, target.namespace, target.name, preview, user,
                                                              dry_run)
             warnings += hook_warnings
+        if not target.subresource and not user.is_master and identity_admission.guarded(rt.group, rt.kind):
+            # who may write this depends on the result: judge the patched object before storing it
+            outcome = mutated if mutated is not None else core.patch(rt, target.namespace, target.name, body, ctype,
+                                                                     dry_run=True)
+            identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, outcome)
         if mutated is not None:  # a mutating webhook changed the patched object: store it as changed
             result = webhooks.store_mutated(core, rt, target.namespace, target.name, mutated,
                                             existed=existed is not None, dry_run=dry_run)

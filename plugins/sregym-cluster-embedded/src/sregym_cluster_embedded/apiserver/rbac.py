@@ -148,6 +148,10 @@ class Authorizer:
         role = self.core.store.get("roles.rbac.authorization.k8s.io", namespace, ref["name"])
         return _rules_of(role) if role else []
 
+    def role_ref_rules(self, ref: Any, namespace: str) -> list[dict[str, Any]]:
+        """The rules of the role a binding in ``namespace`` references (empty when it does not exist)."""
+        return self._role_rules(ref, namespace)
+
     def cluster_rules(self, user: UserInfo) -> list[dict[str, Any]]:
         rules: list[dict[str, Any]] = []
         for binding in self.core.store.list("clusterrolebindings.rbac.authorization.k8s.io"):

@@ -188,9 +188,30 @@ class ServiceProxy:
             match = next((p for p in ports if (p.get("name") or "") == key.port_name), None)
             if match is None and len(ports) == 1 and not key.port_name:
                 match = ports[0]
-            if match is not None and is_loopback(addr["ip"]):
+            if match is not None and is_loopback(addr["ip"]) and self.forwardable(key, addr):
                 out.append((addr["ip"], int(match["port"]), (addr.get("targetRef") or {}).get("name")))
         return out
+
+    def forwardable(self, key: PortKey, addr: Obj) -> bool:
+        """Whether an endpoint address may receive this Service's traffic: a pod of the Service's own
+        namespace (what the endpoints controller writes). Endpoints written by hand could otherwise
+        turn an app Service into a door to a hidden namespace's pod, the API server, a node's or the
+        host's listeners (agent API, workload generator, Prometheus) or another cluster on the
+        machine, none of which an app pod may dial itself (netguard.py). Trusted: the hidden
+        namespaces (only the benchmark writes there) and ``default/kubernetes`` (the API server)."""
+        if key.namespace == "default" and key.service == "kubernetes":
+            return True
+        if any(self.view.namespace_labels(key.namespace).get(k) == "true" for k in HIDDEN_LABELS):
+            return True
+        ip, ref = addr.get("ip"), addr.get("targetRef") or {}
+        if ref.get("kind") == "Pod" and ref.get("name"):
+            pod = self.view.pods.get(ref.get("namespace") or key.namespace, ref["name"])
+        else:
+            pod = self.view.pod_by_ip(ip)
+        if pod is None or pod["metadata"].get("namespace") != key.namespace:
+            return False
+        status = pod.get("status") or {}
+        return ip == status.get("podIP") or any(p.get("ip") == ip for p in status.get("podIPs") or [])
 
     async def _caller_node(self, src_pod: Obj | None, writer: asyncio.StreamWriter) -> str | None:
         """The node of the pod that opened this connection; None for the benchmark's own pods
