@@ -98,6 +98,14 @@ class SupportsNodeFaults(SupportsNetworkFaults, Protocol):
 
 
 @runtime_checkable
+class SupportsPodNetworks(Protocol):
+    """Says which address ranges pods of this cluster (and of any cluster of its kind on this host)
+    connect from, so the agent API can refuse them."""
+
+    def pod_networks(self) -> list[str]: ...
+
+
+@runtime_checkable
 class DeclaresCapabilities(Protocol):
     """A handle that says what it can do (``{"any"}`` is assumed for one that does not)."""
 

@@ -35,7 +35,7 @@ def test_bad_port_is_a_usage_error():
 def test_help_names_upstreams_defaults():
     text = subprocess.run([SREGYM, "run", "--help"], capture_output=True, text=True, timeout=60).stdout
     for needle in ("--agent-timeout", "1800", "--stages", "API_PORT; 8000", "MCP_SERVER_PORT; 9954",
-                   "API_BIND_HOST; 0.0.0.0", "--external-harness"):
+                   "API_BIND_HOST; 127.0.0.1", "--api-token", "--external-harness"):
         assert needle in text, needle
 
 

@@ -1,6 +1,7 @@
 """The agent surface: the conductor HTTP API and the MCP servers, laid out as upstream SREGym's.
 
-Two listeners, both bound to ``API_BIND_HOST`` (default ``0.0.0.0``):
+Two listeners, both bound to ``API_BIND_HOST`` (default ``127.0.0.1``; upstream's ``0.0.0.0`` only when
+asked for):
 
 * the **API port** (``API_PORT``, default 8000): ``POST /submit`` ``{"solution": str}``,
   ``GET /status``, ``GET /get_app``, answered as :mod:`.stages` describes; upstream's
@@ -13,13 +14,22 @@ Two listeners, both bound to ``API_BIND_HOST`` (default ``0.0.0.0``):
 The server lives for a whole run; each attempt is attached while it runs (:meth:`attach`).
 Before the first attempt every endpoint answers ``400 {"detail": "No problem has been started"}``.
 kubectl rollback stacks are per agent session (:mod:`.sessions`).
+
+Who may call (:class:`CallerGuard`, in front of both listeners): never a cluster pod. On the embedded
+cluster pods have loopback addresses, so listening on 127.0.0.1 keeps nobody out: a caller whose
+address lies in a pod range (:func:`refuse_callers_from`; the environment registers its cluster's
+ranges as it comes up) gets ``403``. With a run token (``--api-token`` / ``SREGYM_API_TOKEN``) every
+request but ``GET /status`` (the stage name, which the conductor's own waiter reads) must carry it as
+``Authorization: Bearer <token>`` or ``X-SREGym-Token``, else ``401``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import inspect
+import ipaddress
 import json
 import os
 import socket
@@ -36,7 +46,8 @@ from .stages import NO_PROBLEM
 
 log = structlog.get_logger()
 
-DEFAULT_BIND_HOST = "0.0.0.0"
+DEFAULT_BIND_HOST = "127.0.0.1"
+TOKEN_ENV = "SREGYM_API_TOKEN"
 DEFAULT_API_PORT = 8000
 DEFAULT_MCP_PORT = 9954
 
@@ -94,16 +105,24 @@ class ServeSettings:
     api_port: int = DEFAULT_API_PORT
     mcp_port: int = DEFAULT_MCP_PORT
     strict: bool = False
+    #: when set, callers must present it (see the module docs); never logged or recorded
+    token: str | None = attrs.field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, bind_host: str | None = None,
-                 api_port: int | None = None, mcp_port: int | None = None) -> ServeSettings:
-        """Flags first, then ``API_BIND_HOST``, ``API_PORT``, ``MCP_SERVER_PORT``, then upstream's defaults."""
+                 api_port: int | None = None, mcp_port: int | None = None, token: str | None = None) -> ServeSettings:
+        """Flags first, then ``API_BIND_HOST``, ``API_PORT``, ``MCP_SERVER_PORT``, ``SREGYM_API_TOKEN``, then
+        the defaults (upstream's ports, loopback, no token)."""
         environ = os.environ if environ is None else environ
         explicit = api_port is not None or mcp_port is not None or "API_PORT" in environ or "MCP_SERVER_PORT" in environ
+        token = token if token is not None else environ.get(TOKEN_ENV) or None
+        if token is not None and (len(token) < 16 or any(c.isspace() for c in token)):
+            raise UsageError("the agent API token must be at least 16 characters without spaces",
+                             hints=("e.g. --api-token \"$(python -c 'import secrets; print(secrets.token_urlsafe(24))')\"",))
         return cls(bind_host=bind_host or environ.get("API_BIND_HOST") or DEFAULT_BIND_HOST,
                    api_port=_port(api_port, environ, "API_PORT", DEFAULT_API_PORT),
-                   mcp_port=_port(mcp_port, environ, "MCP_SERVER_PORT", DEFAULT_MCP_PORT), strict=explicit)
+                   mcp_port=_port(mcp_port, environ, "MCP_SERVER_PORT", DEFAULT_MCP_PORT), strict=explicit,
+                   token=token)
 
 
 def _port(value: int | None, environ: Mapping[str, str], name: str, default: int) -> int:
@@ -123,6 +142,71 @@ def _port(value: int | None, environ: Mapping[str, str], name: str, default: int
 def connect_host(bind_host: str) -> str:
     """The address local clients use for a listen address (a wildcard is reached on loopback)."""
     return "127.0.0.1" if bind_host in ("0.0.0.0", "", "::") else bind_host
+
+
+# ---------------------------------------------------------------------------------------- callers
+
+#: address ranges of cluster pods (process-wide: every environment of a run registers its cluster's)
+_POD_NETWORKS: set[ipaddress.IPv4Network | ipaddress.IPv6Network] = set()
+
+
+def refuse_callers_from(networks: Any) -> None:
+    """Refuse, on every agent server of this process, callers whose address is in ``networks``
+    (CIDR strings or networks): the pod ranges of the clusters the run uses."""
+    for network in networks:
+        try:
+            _POD_NETWORKS.add(ipaddress.ip_network(str(network), strict=False))
+        except ValueError:
+            log.warning("pod_network_ignored", network=str(network))
+
+
+def refused_caller(host: str | None) -> bool:
+    """Whether a caller at ``host`` is a cluster pod (an address we cannot parse is refused too)."""
+    if not host:
+        return False  # a Unix socket or an in-process test client: no network peer
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return True
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return any(address in network for network in _POD_NETWORKS)
+
+
+class CallerGuard:
+    """ASGI middleware in front of the API and MCP apps: refuses pods, and without the run's token
+    (when one is set) everything but ``GET /status``."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope.get("type") not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        client = scope.get("client") or (None, None)
+        if refused_caller(client[0]):
+            log.warning("agent_api_refused_pod", caller=client[0], path=scope.get("path"))
+            return await _deny(scope, receive, send, 403, "callers from cluster pods are refused")
+        if self.token and not (scope.get("path") == "/status" and scope.get("method") == "GET") \
+                and not self._has_token(scope):
+            return await _deny(scope, receive, send, 401, "this run's agent API requires its token "
+                               "(Authorization: Bearer <token>, or X-SREGym-Token)")
+        return await self.app(scope, receive, send)
+
+    def _has_token(self, scope: dict) -> bool:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        given = headers.get("x-sregym-token") or ""
+        auth = headers.get("authorization", "")
+        if auth[:7].lower() == "bearer ":
+            given = given or auth[7:].strip()
+        return bool(given) and hmac.compare_digest(given.encode(), str(self.token).encode())
+
+
+async def _deny(scope: dict, receive: Any, send: Any, status: int, detail: str) -> None:
+    if scope.get("type") == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    await _json(status, {"detail": detail})(scope, receive, send)
 
 
 # ---------------------------------------------------------------------------------------- HTTP API
@@ -491,7 +575,9 @@ class AgentServer:
         except Exception:
             api_sock.close()
             raise
-        self._api, self._mcp = _Listener(self.build_api_app(), api_sock), _Listener(self.build_mcp_app(), mcp_sock)
+        token = s.token
+        self._api = _Listener(CallerGuard(self.build_api_app(), token), api_sock)
+        self._mcp = _Listener(CallerGuard(self.build_mcp_app(), token), mcp_sock)
         await self._api.start()
         await self._mcp.start()
         log.info("agent_server_started", api=self.api_url, mcp=self.mcp_base_url)

@@ -28,7 +28,11 @@ from ._select import cluster_options, executor_option, parallel_option, plan_run
               help="Agent time limit in seconds (default: the problem's, else 1800 as upstream).")
 @click.option("--stages", type=click.Choice(["diagnosis", "mitigation", "both"]), default=None,
               help="Graded stages (default: the problem's, else both).")
-@click.option("--api-bind-host", default=None, help="Listen address of the agent API and MCP. [env API_BIND_HOST; 0.0.0.0]")
+@click.option("--api-bind-host", default=None,
+              help="Listen address of the agent API and MCP (upstream listens on 0.0.0.0). [env API_BIND_HOST; 127.0.0.1]")
+@click.option("--api-token", default=None, metavar="TOKEN",
+              help="Require this token (Authorization: Bearer TOKEN) on every agent API/MCP request but GET /status, "
+                   "for an outside harness that sends one. [env SREGYM_API_TOKEN]")
 @click.option("--api-port", type=click.IntRange(0, 65535), default=None,
               help="Agent API port, 0 for a free one. [env API_PORT; 8000]")
 @click.option("--mcp-port", type=click.IntRange(0, 65535), default=None,
@@ -53,7 +57,7 @@ from ._select import cluster_options, executor_option, parallel_option, plan_run
 @noise_options
 @click.pass_obj
 def command(app: App, problem, suite, app_name, fault, target, params, agents, external_harness, attempts, timeout,
-            stages, api_bind_host, api_port, mcp_port, oracle_window, judge, judge_model, judge_rubric, model,
+            stages, api_bind_host, api_token, api_port, mcp_port, oracle_window, judge, judge_model, judge_rubric, model,
             agent_config, results_dir, resume, observability, cluster_name, provider, parallel, executor, keep_cluster,
             noise, noise_seed) -> None:
     """Run problems with agents on a cluster; one result record per attempt."""
@@ -66,7 +70,7 @@ def command(app: App, problem, suite, app_name, fault, target, params, agents, e
         raise UsageError("give --agent NAME (repeatable) or --external-harness, not both and not neither",
                          hints=("`sregym plugins` lists the installed agents",))
     agents = (EXTERNAL_AGENT,) if external_harness else agents
-    serve = ServeSettings.from_env(bind_host=api_bind_host, api_port=api_port, mcp_port=mcp_port)
+    serve = ServeSettings.from_env(bind_host=api_bind_host, api_port=api_port, mcp_port=mcp_port, token=api_token)
     from ..conductor.attempt import AttemptSettings
     from ..conductor.runner import RunPlan
     from ..progress import RunProgress

@@ -12,7 +12,8 @@ from typing import Any
 import attrs
 import structlog
 
-from ..clusters import SupportsObservability, capabilities_of, capability
+from ..agent_api.server import refuse_callers_from
+from ..clusters import SupportsObservability, SupportsPodNetworks, capabilities_of, capability
 from ..errors import DeployError
 from ..plugins import PluginHost
 from ..types import AppSpec, DeployContext
@@ -72,8 +73,23 @@ class Environment:
 
     async def up(self) -> None:
         await asyncio.to_thread(self.cluster.up)
+        await asyncio.to_thread(self.refuse_pods_on_agent_api)
         if self.with_observability:
             await self.ensure_observability()
+
+    def refuse_pods_on_agent_api(self) -> list[str]:
+        """Register this cluster's pod ranges with the agent API's caller guard: the provider's own
+        (on the embedded cluster every pod range on this host, all inside 127.0.0.0/8, so listening
+        on loopback alone keeps no pod out) and every node's ``podCIDRs``."""
+        networks = list(own.pod_networks()) if (own := capability(self.cluster, SupportsPodNetworks)) else []
+        try:
+            for node in self.kube.list_items("/api/v1/nodes", "Node"):
+                spec = node.get("spec") or {}
+                networks += list(spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else []))
+        except Exception as exc:  # noqa: BLE001 - an identity that cannot list nodes: the provider's ranges stand
+            log.warning("pod_networks_unlisted", error=str(exc))
+        refuse_callers_from(networks)
+        return networks
 
     async def ensure_observability(self) -> None:
         """Deploy the first registered observability stack once (kept across problems)."""

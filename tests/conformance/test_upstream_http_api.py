@@ -41,7 +41,10 @@ def free_port() -> int:
 
 def test_h1_defaults_are_upstreams_and_env_overrides_them():
     default = ServeSettings.from_env({})
-    assert (default.bind_host, default.api_port, default.mcp_port) == ("0.0.0.0", 8000, 9954)
+    # upstream's ports; the listen address is loopback unless API_BIND_HOST asks for upstream's 0.0.0.0
+    # (issue #34: the agent surface on 0.0.0.0 without a credential was reachable from app pods)
+    assert (default.bind_host, default.api_port, default.mcp_port) == ("127.0.0.1", 8000, 9954)
+    assert ServeSettings.from_env({"API_BIND_HOST": "0.0.0.0"}).bind_host == "0.0.0.0"
     assert default.strict is False
     env = ServeSettings.from_env({"API_BIND_HOST": "127.0.0.1", "API_PORT": "8123", "MCP_SERVER_PORT": "9123"})
     assert (env.bind_host, env.api_port, env.mcp_port, env.strict) == ("127.0.0.1", 8123, 9123, True)

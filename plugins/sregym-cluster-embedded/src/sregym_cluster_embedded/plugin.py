@@ -91,6 +91,18 @@ class EmbeddedCluster:
     def kubeconfig(self, agent: bool = False) -> Path:
         return clusters.kubeconfig(self.name, agent=agent)
 
+    def pod_networks(self) -> list[str]:
+        """Every range a pod of any embedded cluster on this host may connect from: the clusters'
+        pod and service prefixes, 127.<40..239>.0.0/16 (see settings.allocate), so the agent API
+        refuses pods of this cluster and of the ones side by side with it."""
+        import ipaddress
+
+        from .settings import FIRST_OCTET, MAX_CLUSTERS
+
+        first = ipaddress.IPv4Address(f"127.{FIRST_OCTET}.0.0")
+        last = ipaddress.IPv4Address(f"127.{FIRST_OCTET + 2 * MAX_CLUSTERS - 1}.255.255")
+        return [str(n) for n in ipaddress.summarize_address_range(first, last)]
+
     def status(self) -> clusters.ClusterInfo:
         return clusters.status(self.name)
 
