@@ -114,6 +114,7 @@ def parse_problem(data: Any, *, source: Path | str | None = None) -> ProblemSpec
         stages=tuple(s for s in ("diagnosis", "mitigation") if s in data.get("stages", ("diagnosis", "mitigation"))),
         judge_threshold=data.get("judge_threshold", 0.7), symptom=symptom, source=Path(source) if source else None,
         agent_access=_agent_access(data.get("agent_access", []), what),
+        agent_timeout_reason=data.get("agent_timeout_reason", ""),
     )
 
 
@@ -259,6 +260,14 @@ def compose_adhoc(host: PluginHost, *, app: str, fault: str, target: str, params
     return resolve_problem(problem, host, capabilities=capabilities)
 
 
+def as_upstream(problem: ProblemSpec, upstream_id: str) -> ProblemSpec:
+    """``problem`` as run by the upstream SREGym id ``upstream_id`` (one of its aliases): the id is
+    recorded beside ours, and the agent gets upstream's time limit (1800 s) unless the problem
+    says why its own ``agent_timeout`` must hold (``agent_timeout_reason``)."""
+    timeout = problem.agent_timeout if problem.agent_timeout_reason else DEFAULT_AGENT_TIMEOUT
+    return attrs.evolve(problem, upstream_id=upstream_id, agent_timeout=timeout)
+
+
 def problem_to_dict(problem: ProblemSpec) -> dict[str, Any]:
     """A JSON-able view for ``--json`` listings."""
     return {
@@ -267,5 +276,7 @@ def problem_to_dict(problem: ProblemSpec) -> dict[str, Any]:
         "faults": [{"id": f.id, "fault": f.fault, "target": f.target, "params": dict(f.params),
                     "role": f.role, "when": attrs.asdict(f.when)} for f in problem.faults],
         "aliases": list(problem.aliases), "stages": list(problem.stages), "agent_timeout": problem.agent_timeout,
+        **({"agent_timeout_reason": problem.agent_timeout_reason} if problem.agent_timeout_reason else {}),
+        **({"upstream_id": problem.upstream_id} if problem.upstream_id else {}),
         "source": str(problem.source) if problem.source else None,
     }

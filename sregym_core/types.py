@@ -656,7 +656,11 @@ class ProblemSpec:
         tags: free tags; ``lite`` puts it in the lite suite.
         layer, failure_mode, difficulty: classification.
         agent_timeout: seconds the agent gets in total (upstream's default, 1800).
+        agent_timeout_reason: why ``agent_timeout`` must hold also when the problem is run by an
+            upstream id (otherwise such a run gets upstream's 1800 s, as upstream would give it).
         aliases: other ids naming this problem (upstream SREGym ids with the same mechanism).
+        upstream_id: the upstream SREGym id this problem was selected by (``--problem <upstream
+            id>``, ``--suite sregym-lite``), recorded beside ``id``; empty when run by our id.
         stages: the graded stages, in order (``diagnosis``, ``mitigation`` or both).
         judge_threshold: composite score needed to pass diagnosis.
         agent_access: extra rights on named cluster objects the agent's fix needs (webhook
@@ -685,6 +689,8 @@ class ProblemSpec:
     aliases: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     stages: tuple[str, ...] = attrs.field(default=("diagnosis", "mitigation"), converter=_tuple)
     agent_access: tuple[AgentGrant, ...] = attrs.field(default=(), converter=_tuple)
+    agent_timeout_reason: str = ""
+    upstream_id: str = ""
 
     @property
     def suites(self) -> tuple[str, ...]:

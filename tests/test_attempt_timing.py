@@ -248,3 +248,53 @@ def test_external_harness_waits_for_an_outside_process(tmp_path):
     assert [json.loads(line)["status"] for line in out.splitlines()] == ["200", "200"]
     assert judged == ["geo in fake has a bad image"] and graded == ["oracle"]
     assert record.success and record.agent_status == "ok"
+
+
+def test_after_the_last_grading_the_surface_answers_done_until_the_harness_has_read_it(tmp_path):
+    """An upstream driver polls /status for ``done`` after its last submission: the run keeps the
+    API up, answering ``done``, until the harness has read it (at most a bounded grace)."""
+    from sregym_core.agent_api.external import ExternalHarness, announce_done, hold_until_told
+
+    env, deployed = fake_env(tmp_path, [], [], [])
+    problem = ProblemSpec(id="fake-problem", app="fake-app", faults=[FaultInstance(id="f0", fault="slow-inject",
+                                                                                     target="geo")],
+                          oracle={"always": {}}, ground_truth=[], agent_timeout=60)
+    seen: dict = {}
+
+    class SubmitsThenWaits(ExternalHarness):
+        async def run(self, task):
+            seen["harness"] = asyncio.create_task(ImmediateAgent(seen).run(task))
+            return await super().run(task)
+
+    async def scenario():
+        server = AgentServer(settings=ServeSettings(bind_host="127.0.0.1", api_port=0, mcp_port=0, strict=True))
+        await server.start()
+        try:
+            agent = AgentSpec(name="external-harness", factory=lambda **_: SubmitsThenWaits(poll_s=0.1))
+            attempt = Attempt(env, deployed, problem, agent, attempt_no=1, run_id="r1",
+                              settings=AttemptSettings(mitigation_grace=0.0), workdir=tmp_path / "work")
+            record = await attempt.run(server)
+            await seen["harness"]
+            announce_done(server, attempt)
+            await asyncio.sleep(0.5)  # the run resets the app meanwhile; nobody has asked yet
+            untold = await hold_until_told(server, grace_s=0.0)
+
+            async def poll_later():
+                await asyncio.sleep(0.3)
+                async with httpx.AsyncClient(base_url=server.api_url, trust_env=False) as http:
+                    return ((await http.get("/status")).json(),
+                            (await http.post("/submit", json={"solution": "done"})).json(),
+                            (await http.get("/get_app")).json()["namespaces"])
+
+            poller = asyncio.create_task(poll_later())
+            told = await hold_until_told(server, grace_s=120)  # True: released by the read, not the grace
+            return record, untold, told, await poller
+        finally:
+            await server.stop()
+
+    record, untold, told, (status, reply, namespaces) = asyncio.run(scenario())
+    assert record.success and untold is False and told is True
+    assert status == {"stage": "done"} and reply["status"] == "done" and namespaces == ["fake"]
+    stamps = [step["timestamp"] for step in record.extra["trajectory"]]
+    assert [step["stage"] for step in record.extra["trajectory"]][-1] in ("tearing_down", "done")
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps) >= 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -129,3 +130,27 @@ def test_trajectory_accepts_common_tool_call_shapes(tmp_path):
     assert doc["tool_calls"][1]["tool_call_id"] == "call_2"
     assert doc["tool_calls"][2]["arguments"] == {"raw": "kubectl get pods"}
     assert doc["observation"]["results"][1] == {"source_call_id": "c1", "content": '{"lines": 3}'}
+
+
+def test_a_stage_not_selected_is_marked_not_run_in_the_summary_and_the_attempt_line():
+    """`--stages mitigation`: the console must not print "diagnosis FAIL" / 0 % for a stage never run."""
+    from sregym_core.conductor.runner import stage_verdicts
+    from sregym_core.progress import RunProgress
+    from sregym_core.results.summary import format_summary, summarize_records
+
+    only = AttemptRecord(run_id="r", problem_id="hotel-a", agent="reference", attempt=1, stages=("mitigation",),
+                         diagnosis_passed=None, mitigation_passed=True, success=True)
+    both = AttemptRecord(run_id="r", problem_id="hotel-b", agent="reference", attempt=1, diagnosis_passed=False,
+                         mitigation_passed=True)
+    assert stage_verdicts(only) == "diagnosis not run, mitigation PASS"
+    assert stage_verdicts(both) == "diagnosis FAIL, mitigation PASS"
+    rows = {r.problem_id: r for r in summarize_records([only, both])}
+    assert rows["hotel-a"].diagnosis_pass_rate is None and rows["hotel-a"].mitigation_pass_rate == 1.0
+    assert rows["hotel-b"].diagnosis_pass_rate == 0.0
+    assert rows["*"].diagnosis_pass_rate == 0.0  # of the one attempt that ran a diagnosis
+    line = next(line for line in format_summary(list(rows.values())).splitlines() if line.startswith("hotel-a"))
+    assert line.split()[3:6] == ["100%", "not", "run"]  # success, diagnosis (two words), then mitigation
+    progress = RunProgress(2, per_problem=1, stream=io.StringIO(), interactive=False, tick=None)
+    progress(f"hotel-a × reference #1: {stage_verdicts(only)} (ok)")
+    progress(f"hotel-b × reference #1: {stage_verdicts(both)} (ok)")
+    assert progress.passed == 1

@@ -101,3 +101,58 @@ def test_alias_doc_is_current():
     committed = (ROOT / "docs" / "upstream-aliases.md").read_text()
     assert committed == current, ("docs/upstream-aliases.md is stale: run "
                                   "`sregym list-problems --upstream --format markdown > docs/upstream-aliases.md`")
+
+
+def test_a_problem_run_by_upstream_id_carries_it_and_upstreams_time_limit(host):
+    """Upstream's --agent-timeout default is 1800 s; our files' 600 s holds for our ids only, unless
+    the problem writes down why it must hold for the upstream id too."""
+    import attrs
+
+    from sregym_core.problems import as_upstream
+
+    ours, = select_problems(host, problem=("hotel-network-policy-block-geo",))
+    upstream, = select_problems(host, problem=("network_policy_block",))
+    assert (ours.upstream_id, ours.agent_timeout) == ("", 600)
+    assert (upstream.id, upstream.upstream_id, upstream.agent_timeout) == (ours.id, "network_policy_block", 1800)
+    reasoned = attrs.evolve(ours, agent_timeout_reason="upstream's own problem sets 600 s")
+    assert as_upstream(reasoned, "network_policy_block").agent_timeout == 600
+    lite = select_problems(host, suite="sregym-lite", say=lambda _text: None)
+    assert all(p.upstream_id in UPSTREAM_IDS and p.upstream_id in p.aliases for p in lite)
+    assert {p.agent_timeout for p in lite} == {1800}
+
+
+def test_list_problems_resolves_the_suites_run_accepts():
+    env = {**os.environ, "SREGYM_DISABLE_PLUGINS": "noop"}
+    listed = json.loads(subprocess.run([SREGYM, "list-problems", "--suite", "sregym-lite", "--json"],
+                                       capture_output=True, text=True, timeout=120, check=True, env=env).stdout)
+    assert len(listed) == 21 == len({p["id"] for p in listed})
+    lite_ids = {p.id for p in UPSTREAM_PROBLEMS if p.lite}
+    assert {p["upstream_id"] for p in listed} == lite_ids and {p["agent_timeout"] for p in listed} == {1800}
+    table = subprocess.run([SREGYM, "list-problems", "--suite", "sregym-lite"], capture_output=True, text=True,
+                           timeout=120, check=True, env=env).stdout
+    assert "UPSTREAM ID" in table and table.rstrip().endswith("21 problem(s)")
+
+
+@pytest.mark.parametrize(("started_as", "resumed_as"), [("network_policy_block", "hotel-network-policy-block-geo"),
+                                                        ("hotel-network-policy-block-geo", "network_policy_block"),
+                                                        ("network_policy_block", "network_policy_block")])
+def test_resume_skips_what_was_recorded_whichever_id_started_the_run(host, tmp_path, started_as, resumed_as):
+    """``--resume`` keys on our id, which a record keeps whichever id the run was started with."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from sregym_core.conductor.runner import RunPlan, WorkItem, _run_item
+    from sregym_core.results.record import AttemptRecord
+    from sregym_core.results.writer import ResultsWriter
+
+    started, = select_problems(host, problem=(started_as,))
+    writer = ResultsWriter(tmp_path)
+    writer.append(AttemptRecord(run_id="r1", problem_id=started.id, upstream_id=started.upstream_id, agent="noop",
+                                attempt=1, agent_timeout_s=started.agent_timeout))
+    resumed, = select_problems(host, problem=(resumed_as,))
+    state = SimpleNamespace(plan=RunPlan(problems=[resumed], agents=["noop"], resume=True), host=host,
+                            done=writer.completed_keys())
+    said: list[str] = []
+    env = SimpleNamespace(capabilities=frozenset({"embedded"}))  # never touched: the item is skipped first
+    asyncio.run(_run_item(state, env, None, WorkItem(resumed, "noop", 1), said.append))
+    assert said == ["hotel-network-policy-block-geo × noop #1: already recorded, skipped (--resume)"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import csv
 import json
 
@@ -34,14 +35,18 @@ def read(path):
 
 def test_upstream_row_columns_and_values():
     row = upstream_row(record())
+    assert row["problem_id"] == "hotel-wrong-image-geo"  # run by our id: keyed by it
     assert row["Diagnosis.judgment"] == row["Diagnosis.success"] == "True"
     assert row["Diagnosis.accuracy"] == 78.0 and row["Diagnosis.composite_score"] == 0.78
-    assert json.loads(row["Diagnosis.dimensions"]) == {"localization": 1.0}
+    assert ast.literal_eval(row["Diagnosis.dimensions"]) == {"D1": {"name": "Fault Localization", "score": 1.0}}
+    assert ast.literal_eval(row["Diagnosis.checklist"]) == [
+        {"id": "loc_component", "answer": "Yes", "evidence": "names geo", "confidence": "High"}]
     assert row["Diagnosis.submission"] == "geo has a bad image"
     assert row["TTL"] == 4.5 and row["TTM"] == 61.25  # end of injection to the end of grading
     assert row["Mitigation.success"] == "False"
     assert row["Mitigation.reason"] == "fault_invariant: the fault is still present"
     assert row["timed_out"] == "False" and row["agent_timeout_seconds"] == 1800 and row["deploy_failed"] == "False"
+    assert ast.literal_eval(row["Mitigation.oracles"])["children"][0]["evidence"] == {"reason": "the fault is still present"}
     only = upstream_row(record(stages=("mitigation",), diagnosis=None, diagnosis_passed=None, timeouts=("agent",)))
     assert not any(k.startswith("Diagnosis.") for k in only) and "TTL" not in only and only["timed_out"] == "True"
 
@@ -103,3 +108,65 @@ def test_ambient_events_are_system_steps_of_the_trajectory_in_time_order(tmp_pat
     assert inject["extra"]["ambient_event"]["action"] == "inject" and inject["timestamp"] == events[0]["at"]
     assert "pod-failure inject on rate" in inject["message"] and revert["extra"]["ambient_event"]["action"] == "revert"
     assert out.extra["noise_events"] == events  # and still in the attempt record
+
+
+UPSTREAM_RUBRIC = {"judge": "judge-llm", "passed": False, "composite": 0.556667,
+                   "dimensions": {"D1": 1.0, "D2": 0.333333, "D3": 0.333333},
+                   "answers": [{"id": "D1-Q1", "dimension": "D1", "answer": True, "evidence": "geo", "confidence": 0.9},
+                               {"id": "D2-Q1", "dimension": "D2", "answer": False, "evidence": "", "confidence": 0.6},
+                               {"id": "D3-Q3", "dimension": "D3", "answer": False, "evidence": "x", "confidence": 0.2}],
+                   "inputs": {"submission": "it's \"geo\"\nreally"}, "error": None}
+
+
+def test_every_dict_cell_reads_back_with_literal_eval_in_both_rubrics(tmp_path):
+    """Upstream's readers ``ast.literal_eval`` dict cells: JSON's true/null/NaN would not parse."""
+    odd = {**MITIGATION, "evidence": {"ratio": float("nan"), "ok": True, "missing": None, "big": float("inf")}}
+    layout = UpstreamLayout(tmp_path, started=0)
+    layout.append(record(diagnosis=UPSTREAM_RUBRIC, diagnosis_passed=False, mitigation=odd,
+                         upstream_id="misconfig_app_hotel_res"))
+    layout.append(record(attempt=2))
+    for row in read(layout.root / "react_ALL_results.csv"):
+        for column in ("Diagnosis.dimensions", "Diagnosis.checklist", "Mitigation.oracles"):
+            assert isinstance(ast.literal_eval(row[column]), dict | list), column
+    row = read(layout.root / "react_ALL_results.csv")[0]
+    assert ast.literal_eval(row["Diagnosis.dimensions"]) == {
+        "D1": {"name": "Fault Localization", "score": 1.0}, "D2": {"name": "Fault Characterization", "score": 0.33},
+        "D3": {"name": "Scope Precision", "score": 0.33}}
+    assert [(a["answer"], a["confidence"]) for a in ast.literal_eval(row["Diagnosis.checklist"])] == [
+        ("Yes", "High"), ("No", "Medium"), ("No", "Low")]
+    assert row["Diagnosis.composite_score"] == "0.56" and row["Diagnosis.judgment"] == "False"
+    assert ast.literal_eval(row["Mitigation.oracles"])["evidence"] == {"ratio": "nan", "ok": True, "missing": None,
+                                                                       "big": "inf"}
+    assert row["Diagnosis.submission"] == 'it\'s "geo"\nreally'
+
+
+def test_run_by_upstream_id_keys_upstream_files_by_it_and_ours_keeps_both(tmp_path):
+    layout = UpstreamLayout(tmp_path / "upstream", started=0)
+    run_dir = layout.append(record(upstream_id="wrong_bin_usage"))
+    assert run_dir == layout.root / "react" / "wrong_bin_usage" / "run_1"
+    assert read(run_dir / "wrong_bin_usage_results.csv")[0]["problem_id"] == "wrong_bin_usage"
+    assert (layout.root / "react" / "wrong_bin_usage" / "wrong_bin_usage_react_results.csv").is_file()
+    writer = ResultsWriter(tmp_path / "ours")
+    writer.append(record(upstream_id="wrong_bin_usage"))
+    writer.append(record(attempt=2))
+    first, second = (json.loads(line) for line in writer.jsonl_path.read_text().splitlines())
+    assert (first["problem_id"], first["upstream_id"]) == ("hotel-wrong-image-geo", "wrong_bin_usage")
+    assert second["upstream_id"] is None and first["diagnosis"]["answers"][0]["answer"] is True  # ours stays typed
+    rows = read(writer.csv_path)
+    assert [(r["problem_id"], r["upstream_id"]) for r in rows] == [("hotel-wrong-image-geo", "wrong_bin_usage"),
+                                                                   ("hotel-wrong-image-geo", "")]
+
+
+def test_trajectory_steps_carry_their_own_times_and_the_upstream_id(tmp_path):
+    """Each step is stamped when the agent logged it (epoch or ISO), not when the file was written."""
+    steps = [{"action": "kubectl", "message": "get pods", "timestamp": 1_700_000_000.25},
+             {"action": "kubectl", "message": "describe", "timestamp": "2023-11-14T22:13:27.500Z"},
+             {"action": "submit", "message": "diagnosis"}]
+    out = _with_trajectory(ResultsWriter(tmp_path), record(upstream_id="wrong_bin_usage", extra={"trajectory": steps}),
+                           "react", RunPlan(problems=[], agents=[]))
+    document = json.loads((tmp_path / out.trajectory_path).read_text())
+    stamps = [s["timestamp"] for s in document["steps"]]
+    assert stamps[:2] == ["2023-11-14T22:13:20.250Z", "2023-11-14T22:13:27.500Z"]
+    assert stamps[2] > stamps[1]  # no time of its own: when it was written, later
+    assert document["extra"] == {"problem_id": "hotel-wrong-image-geo", "upstream_id": "wrong_bin_usage"}
+    assert document["session_id"] == "r1/wrong_bin_usage/react/1"

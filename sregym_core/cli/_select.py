@@ -12,7 +12,7 @@ import click
 
 from ..clusters import get_cluster
 from ..errors import ConfigError, UsageError
-from ..problems import compose_adhoc, load_problem_file
+from ..problems import as_upstream, compose_adhoc, load_problem_file
 from ..upstream_catalog import LITE_SUITE, UPSTREAM_IDS, UPSTREAM_PROBLEMS
 
 
@@ -26,8 +26,14 @@ def alias_index(problems: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def find_problem(problems: Mapping[str, Any], name: str) -> Any | None:
-    """A problem by id or by alias."""
-    return problems.get(name) or alias_index(problems).get(name)
+    """A problem by id or by alias; found by an upstream SREGym id, it is run as that id (recorded
+    beside ours, with upstream's agent time limit: :func:`~sregym_core.problems.as_upstream`)."""
+    if name in problems:
+        return problems[name]
+    problem = alias_index(problems).get(name)
+    if problem is not None and name in UPSTREAM_IDS:
+        return as_upstream(problem, name)
+    return problem
 
 
 def upstream_suite(problems: Mapping[str, Any], say: Callable[[str], None]) -> list:
@@ -41,8 +47,8 @@ def upstream_suite(problems: Mapping[str, Any], say: Callable[[str], None]) -> l
         problem = index.get(upstream.id)
         if problem is None:
             missing.append(upstream.id)
-        else:
-            chosen.setdefault(problem.id, problem)
+        elif problem.id not in chosen:  # two lite ids with one equivalent: run it once, as the first
+            chosen[problem.id] = as_upstream(problem, upstream.id)
     if missing:
         say(f"{LITE_SUITE}: {len(missing)} of {len(missing) + sum(1 for u in UPSTREAM_PROBLEMS if u.lite and u.id in index)} "
             f"upstream ids have no equivalent here and are not run: {', '.join(missing)}")

@@ -9,7 +9,7 @@ from ._app import App, render_table
 
 
 @click.command(name="list-problems")
-@click.option("--suite", help="Only problems in this suite (e.g. lite).")
+@click.option("--suite", help="Only problems in this suite (e.g. lite; sregym-lite: upstream's lite ids, as `run` maps them).")
 @click.option("--app", "app_name", help="Only this app's problems.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--upstream", is_flag=True, help="Every upstream SREGym problem id with its equivalent here, or 'missing'.")
@@ -23,14 +23,32 @@ def list_problems(app: App, suite: str | None, app_name: str | None, as_json: bo
     if upstream:
         _list_upstream(app, as_json, fmt)
         return
-    problems = [p for p in app.host.get_problems().values()
-                if (suite is None or suite in p.suites or suite in p.tags) and (app_name is None or p.app == app_name)]
+    problems = [p for p in suite_problems(app.host, suite) if app_name is None or p.app == app_name]
     if as_json:
         app.echo_json([problem_to_dict(p) for p in problems])
         return
     rows = [[p.id, p.app, p.layer, p.failure_mode, p.difficulty, ",".join(p.tags), p.summary] for p in problems]
-    app.echo(render_table(["ID", "APP", "LAYER", "MODE", "DIFFICULTY", "TAGS", "SUMMARY"], rows))
+    headers = ["ID", "APP", "LAYER", "MODE", "DIFFICULTY", "TAGS", "SUMMARY"]
+    if any(p.upstream_id for p in problems):  # sregym-lite: the upstream id each one is run as
+        headers.insert(1, "UPSTREAM ID")
+        for row, problem in zip(rows, problems):
+            row.insert(1, problem.upstream_id)
+    app.echo(render_table(headers, rows))
     app.echo(f"\n{len(problems)} problem(s)")
+
+
+def suite_problems(host, suite: str | None) -> list:
+    """The problems ``sregym run --suite SUITE`` runs (every problem without a suite): the same
+    selection, so the two commands agree on every suite name; an unknown suite lists nothing."""
+    problems = host.get_problems()
+    if suite is None:
+        return list(problems.values())
+    from ..upstream_catalog import LITE_SUITE
+    from ._select import upstream_suite
+
+    if suite == LITE_SUITE:
+        return upstream_suite(problems, lambda text: click.echo(f"Note: {text}", err=True))
+    return [p for p in problems.values() if suite in p.suites or suite in p.tags]
 
 
 def upstream_rows(problems) -> list[dict]:

@@ -213,7 +213,8 @@ class Attempt:
         ``server`` is the run's agent surface (this attempt is attached to it); without one, a
         private server on free loopback ports is used for this attempt only.
         """
-        record: dict[str, Any] = {"run_id": self.run_id, "problem_id": self.problem.id, "agent": self.agent_spec.name,
+        record: dict[str, Any] = {"run_id": self.run_id, "problem_id": self.problem.id,
+                                  "upstream_id": self.problem.upstream_id, "agent": self.agent_spec.name,
                                   "attempt": self.attempt_no, "app": self.problem.app, "started_at": utc_now(),
                                   "stages": self.stages, "model": (self.settings.agent_config or {}).get("model")}
         timeouts: list[str] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import structlog
 
-from ..agent_api.external import EXTERNAL_AGENT, external_agent_spec
+from ..agent_api.external import EXTERNAL_AGENT, announce_done, external_agent_spec, hold_until_told
 from ..agent_api.server import AgentServer, ServeSettings
 from ..clusters import capabilities_of, name_of
 from ..errors import DeployError, SregymError, UsageError
@@ -181,6 +181,8 @@ async def _environment_worker(state: _RunState, cluster: Any, index: int, parall
             try:
                 item_index = state.queue.get_nowait()
             except asyncio.QueueEmpty:
+                if not await hold_until_told(server):  # an outside harness polling for `done` must read it
+                    tell("the outside agent did not read 'done' within the grace; stopping the agent API")
                 return
             if item_index in state.claimed:
                 continue
@@ -233,7 +235,8 @@ async def _run_item(state: _RunState, env: Environment, server: AgentServer, ite
         for other in failed:
             if attempt_key(resolved.id, other.agent, other.number, model) in state.done:
                 continue
-            state.record(AttemptRecord(run_id=state.run_id, problem_id=resolved.id, agent=other.agent,
+            state.record(AttemptRecord(run_id=state.run_id, problem_id=resolved.id, upstream_id=resolved.upstream_id,
+                                       agent=other.agent,
                                        attempt=other.number, app=app.name, model=model, deploy_failed=True, diagnosis_passed=False,
                                        mitigation_passed=False, deploy_attempts=getattr(exc, "deploy_attempts", 1),
                                        error=exc.render()))
@@ -246,6 +249,8 @@ async def _run_item(state: _RunState, env: Environment, server: AgentServer, ite
     attempt = Attempt(env, deployed, resolved, state.agents[item.agent], attempt_no=item.number, run_id=state.run_id,
                       settings=plan.settings, workdir=plan.results_dir / ".work" / attempt_id, attempt_id=attempt_id)
     record = await attempt.run(server)
+    if item.agent == EXTERNAL_AGENT:  # no await since the attempt reached `done`: the harness has not missed it
+        announce_done(server, attempt)
     extra = {**record.extra, "environment": env_index + 1}
     reconciled = getattr(env, "last_reset_s", None)
     if reconciled is not None and attempt.injected_at is not None:
@@ -255,12 +260,18 @@ async def _run_item(state: _RunState, env: Environment, server: AgentServer, ite
     state.record(record, plan.results_dir / record.trajectory_path if record.trajectory_path else None)
     if state.announce:
         host.attempt_finished(record)
-    say(f"{resolved.id} × {item.agent} #{item.number}: diagnosis {'PASS' if record.diagnosis_passed else 'FAIL'}, "
-        f"mitigation {'PASS' if record.mitigation_passed else 'FAIL'} ({record.agent_status})")
+    say(f"{resolved.id} × {item.agent} #{item.number}: {stage_verdicts(record)} ({record.agent_status})")
     started = time.monotonic()
     await reset_after_attempt(env, app, attempt, say)
     env.last_reset_s = time.monotonic() - started
     log.info("app_reset", seconds=round(env.last_reset_s, 2))
+
+
+def stage_verdicts(record: AttemptRecord) -> str:
+    """``diagnosis PASS, mitigation FAIL``; a stage the attempt did not run says so."""
+    return ", ".join(f"{stage} {'not run' if stage not in record.stages else 'PASS' if passed else 'FAIL'}"
+                     for stage, passed in (("diagnosis", record.diagnosis_passed),
+                                           ("mitigation", record.mitigation_passed)))
 
 
 async def reset_after_attempt(env: Environment, app: Any, attempt: Attempt, say: Callable[[str], None]) -> tuple[Any, list[str]]:
@@ -288,8 +299,12 @@ def _with_trajectory(writer: ResultsWriter, record: AttemptRecord, agent: str, p
     observations and its model as ``model_name``."""
     steps = record.extra.get("trajectory") or []
     path = writer.trajectory_path(record.problem_id, agent, record.attempt, record.run_id)
-    trajectory = TrajectoryWriter(path, session_id=f"{record.run_id}/{record.problem_id}/{agent}/{record.attempt}",
-                                  agent_name=agent, model_name=record.model, autosave=False)
+    # the session is named by the id the problem was run as (upstream's when given), the document keeps both
+    trajectory = TrajectoryWriter(path, session_id=f"{record.run_id}/{record.upstream_id or record.problem_id}/{agent}/"
+                                                   f"{record.attempt}",
+                                  agent_name=agent, model_name=record.model, autosave=False,
+                                  extra={"problem_id": record.problem_id,
+                                         **({"upstream_id": record.upstream_id} if record.upstream_id else {})})
     for step in _with_ambient_events(steps, record.extra.get("noise_events") or ()):
         if "ambient" in step:  # what happened around the agent (a pod killed, a rollout...), from the system
             event = step["ambient"]
@@ -303,6 +318,7 @@ def _with_trajectory(writer: ResultsWriter, record: AttemptRecord, agent: str, p
             single = step.pop("observation", None)  # agents that log one output per step
             observations = [] if single is None else [single if isinstance(single, dict) else {"content": single}]
         trajectory.add_step("agent", message=str(step.get("message") or step.get("action") or ""),
+                            timestamp=_iso(step.get("timestamp")),
                             tool_calls=step.pop("tool_calls", ()) if isinstance(step.get("tool_calls"), list) else (),
                             observations=[o for o in observations if isinstance(o, dict)],
                             prompt_tokens=step.get("prompt_tokens"), completion_tokens=step.get("completion_tokens"),
@@ -322,6 +338,16 @@ def _epoch(value: Any) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def _iso(value: Any) -> str | None:
+    """A step's own time (epoch seconds or ISO-8601, as agents log it) in the record's format;
+    ``None`` (the time it is written) for a step that has none."""
+    when = _epoch(value)
+    if when is None:
+        return None
+    stamp = datetime.fromtimestamp(when, tz=timezone.utc).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
 
 
 def _with_ambient_events(steps: list, events: Any) -> list:

@@ -58,6 +58,9 @@ class AttemptRecord:
     Attributes:
         run_id: the ``sregym run`` invocation this attempt belongs to.
         problem_id, agent, attempt: what was attempted (``attempt`` counts from 1).
+        upstream_id: the upstream SREGym id the problem was run as (``--problem <upstream id>``,
+            ``--suite sregym-lite``); ``None`` when it was run by our id. ``problem_id`` stays
+            ours either way, so ``--resume`` matches a run whichever id started it.
         app: the application's name; ``model``: the agent's model, when it has one.
         started_at, finished_at: ISO-8601 UTC timestamps.
         diagnosis_passed: the judge's verdict; ``None`` when no diagnosis was submitted.
@@ -85,6 +88,7 @@ class AttemptRecord:
     problem_id: str
     agent: str
     attempt: int = attrs.field(converter=int)
+    upstream_id: str | None = attrs.field(default=None, converter=lambda v: v or None)
     app: str = ""
     model: str | None = None
     started_at: str = attrs.field(factory=utc_now)

@@ -35,6 +35,8 @@ RESULT_SCHEMA: dict[str, Any] = {
         "schema_version": {"const": SCHEMA_VERSION},
         "run_id": {"type": "string", "minLength": 1},
         "problem_id": {"type": "string", "minLength": 1},
+        "upstream_id": {"type": ["string", "null"], "minLength": 1,
+                        "description": "the upstream SREGym id the problem was run as; null: run by problem_id"},
         "agent": {"type": "string", "minLength": 1},
         "attempt": {"type": "integer", "minimum": 1},
         "app": {"type": "string"},

@@ -1,6 +1,8 @@
 """Summaries of a results directory: one row per problem x agent, and the printable table.
 
-Rates count every recorded attempt (an attempt without a diagnosis fails diagnosis). Median
+Rates count every recorded attempt (an attempt without a diagnosis fails diagnosis); a stage's
+rate counts the attempts that ran the stage, and is ``None`` (printed "not run") when none did
+(``--stages mitigation``). Median
 time-to-diagnose and time-to-mitigate are over the attempts whose stage *passed*: the time it takes
 to get it right. When an attempt key appears several times (a rerun without ``--resume``), the
 last record wins.
@@ -28,8 +30,8 @@ class SummaryRow:
     agent: str
     attempts: int
     success_rate: float
-    diagnosis_pass_rate: float
-    mitigation_pass_rate: float
+    diagnosis_pass_rate: float | None  # None: no attempt ran the stage
+    mitigation_pass_rate: float | None
     median_ttd_s: float | None
     median_ttm_s: float | None
     crashed: int = 0
@@ -59,13 +61,19 @@ def _row(problem_id: str, agent: str, group: Sequence[AttemptRecord]) -> Summary
     def rate(flag: Iterable[bool]) -> float:
         return round(sum(flag) / n, 4) if n else 0.0
 
+    def stage_rate(stage: str, passed) -> float | None:
+        graded = [r for r in ran if stage in r.stages]
+        if ran and not graded:
+            return None
+        return round(sum(bool(passed(r)) for r in graded) / len(graded), 4) if graded else 0.0
+
     return SummaryRow(
         problem_id=problem_id,
         agent=agent,
         attempts=n,
         success_rate=rate(r.success for r in ran),
-        diagnosis_pass_rate=rate(bool(r.diagnosis_passed) for r in ran),
-        mitigation_pass_rate=rate(bool(r.mitigation_passed) for r in ran),
+        diagnosis_pass_rate=stage_rate("diagnosis", lambda r: r.diagnosis_passed),
+        mitigation_pass_rate=stage_rate("mitigation", lambda r: r.mitigation_passed),
         median_ttd_s=_median([r.time_to_diagnose_s for r in ran if r.diagnosis_passed and r.time_to_diagnose_s is not None]),
         median_ttm_s=_median([r.time_to_mitigate_s for r in ran if r.mitigation_passed and r.time_to_mitigate_s is not None]),
         crashed=sum(r.agent_status in ("crashed", "garbage") for r in ran),
@@ -97,8 +105,11 @@ def summarize(directory: str | os.PathLike[str]) -> list[SummaryRow]:
     return summarize_records(read_records(directory))
 
 
-def _fmt_rate(value: float) -> str:
-    return f"{value * 100:.0f}%"
+NOT_RUN = "not run"
+
+
+def _fmt_rate(value: float | None) -> str:
+    return NOT_RUN if value is None else f"{value * 100:.0f}%"
 
 
 def _fmt_seconds(value: float | None) -> str:
