@@ -5,6 +5,12 @@ are recreated, changed ones are put back (same uid, a plain PUT), and objects th
 the baseline are deleted, pods and ReplicaSets included. An object a controller owns is left to
 its controller only while that owner exists (and, for a pod, while the pod matches the owner's
 selector): a pod the agent created with a forged or dangling owner reference goes too.
+
+Endpoints and EndpointSlices are routes into the app (a service proxy forwards to what they name), so
+only the controllers' own stay: those of a baseline Service (the controllers rewrite what anyone else
+writes there). Any other one goes, whatever Service or owner it names, and a baseline Service without
+a selector gets its baseline Endpoints back (issue #34: an Endpoints object whose Service the reset
+deleted survived into later runs).
 """
 
 from __future__ import annotations
@@ -44,11 +50,15 @@ RECONCILED: tuple[tuple[str, str], ...] = (
     ("/apis/apps/v1/namespaces/{ns}/controllerrevisions", "ControllerRevision"),
     ("/api/v1/namespaces/{ns}/replicationcontrollers", "ReplicationController"),
     ("/api/v1/namespaces/{ns}/endpoints", "Endpoints"),
+    ("/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices", "EndpointSlice"),
     ("/api/v1/namespaces/{ns}/pods", "Pod"),
 )
+#: who writes EndpointSlices for a Service: the slice controller (selector) and its mirror (no selector)
+SLICE_MANAGERS = frozenset({"endpointslice-controller.k8s.io", "endpointslicemirroring-controller.k8s.io"})
 #: Kinds whose live state drifts by itself (controllers write them): extras are deleted and missing
 #: ones recreated, but a changed one is not put back.
-EXTRAS_ONLY = frozenset({"ReplicaSet", "ControllerRevision", "ReplicationController", "Endpoints", "Pod"})
+EXTRAS_ONLY = frozenset({"ReplicaSet", "ControllerRevision", "ReplicationController", "Endpoints", "EndpointSlice",
+                         "Pod"})
 
 #: Objects the cluster itself creates in every namespace; never reconciled.
 SYSTEM_NAMES = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
@@ -107,12 +117,28 @@ class Baseline:
             listed = [(template.format(ns=ns), kind, self._list(template.format(ns=ns), kind))
                       for template, kind in RECONCILED]
             owners = {item["metadata"].get("uid"): item for _c, _k, items in listed for item in items}
-            services = {item["metadata"]["name"] for _c, kind, items in listed if kind == "Service" for item in items}
+            # the baseline's Services, not the live ones: a Service the agent added is deleted below
+            services = {name: bool((obj.get("spec") or {}).get("selector"))
+                        for (kind, n, name), obj in self.objects.items() if kind == "Service" and n == ns}
             for collection, kind, items in listed:
                 for item in items:
                     name = item["metadata"]["name"]
                     key = (kind, ns, name)
                     if (kind, name) in SYSTEM_NAMES:
+                        continue
+                    if kind in ("Endpoints", "EndpointSlice"):
+                        foreign = _foreign_route(kind, item, services)
+                        if foreign:
+                            self._delete(collection, name)
+                            actions.append(f"deleted {kind} {ns}/{name} ({foreign})")
+                            continue
+                        seen.add(key)
+                        if kind == "EndpointSlice" or services.get(name):
+                            continue  # a controller's, for a baseline Service
+                        wanted = self.objects.get(key)
+                        if wanted is not None and item.get("subsets") != wanted.get("subsets"):
+                            self._put_back(collection, wanted, item)
+                            actions.append(f"restored {kind} {ns}/{name}")
                         continue
                     if _owned(item):
                         orphan = _orphan_reason(item, owners)
@@ -123,8 +149,6 @@ class Baseline:
                     seen.add(key)
                     wanted = self.objects.get(key)
                     if wanted is None:
-                        if kind == "Endpoints" and name in services:
-                            continue  # the endpoints controller's, for a Service of the baseline
                         self._delete(collection, name)
                         actions.append(f"deleted {kind} {ns}/{name} (not in the baseline)")
                     elif kind in EXTRAS_ONLY:
@@ -178,6 +202,21 @@ class Baseline:
         except ApiStatusError as exc:
             if exc.code != 404:
                 raise
+
+
+def _foreign_route(kind: str, item: dict[str, Any], services: dict[str, bool]) -> str | None:
+    """Why an Endpoints/EndpointSlice object is not a controller's route to a baseline Service (None:
+    it is, or it is the baseline's own Endpoints of a Service without a selector)."""
+    labels = item["metadata"].get("labels") or {}
+    if kind == "EndpointSlice":
+        if labels.get("kubernetes.io/service-name") not in services:
+            return "it routes to no Service of the baseline"
+        if labels.get("endpointslice.kubernetes.io/managed-by") not in SLICE_MANAGERS:
+            return "not written by the EndpointSlice controllers"
+        return None
+    if item["metadata"]["name"] not in services:
+        return "its Service is not in the baseline"
+    return None
 
 
 def _owned(item: dict[str, Any]) -> bool:
