@@ -1,13 +1,28 @@
-"""Root conftest: enables the SREGym pytest harness for every test directory in the repo, and keeps the
-exhaustive live matrices (marker ``matrix``) out of the default run: CI runs the unit, contract and one
-live end-to-end test per package, plus a rotating sample of validations; ``--matrix`` (or
-``SREGYM_MATRIX=1``) runs everything."""
+"""Root conftest: enables the SREGym pytest harness for every test directory in the repo and shapes the
+landing suite (docs/ci.md).
 
+* Tests marked ``matrix`` (exhaustive live matrices) are skipped unless ``--matrix`` or
+  ``SREGYM_MATRIX=1``.
+* Tests marked ``validation`` grade service levels or soundness on the machine they run on; they are
+  skipped unless ``--validation`` or ``SREGYM_VALIDATION=1`` (``tools/validate-sample.sh`` runs them).
+  The landing suite asserts behaviour, never a rate, latency or duration measured on a shared machine.
+* Under pytest-xdist with ``--dist loadgroup`` (./test.sh), every test that runs an application on an
+  embedded cluster goes to one group, the *live lane*, so at most one cluster with apps runs at a time;
+  every other test file is a group of its own (whole files per worker, as ``--dist loadfile``).
+"""
+
+import json
 import os
+import time
 
 import pytest
 
 pytest_plugins = ["sregym_core.testing"]
+
+#: the xdist group of every test that runs an app on a cluster (one worker runs them, one at a time)
+LIVE_LANE = "live-apps"
+#: fixtures through which a test gets a cluster with apps (the session's shared cluster)
+LIVE_FIXTURES = {"embedded_cluster", "shared_cluster", "deployed_app"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -17,33 +32,92 @@ def pytest_configure(config: pytest.Config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         base = os.environ.get("SREGYM_HOME") or os.path.join(os.path.expanduser("~"), ".sregym")
+        os.environ.setdefault("SREGYM_TEST_LANE_FILE", os.path.join(base, "live-lane.json"))
         os.environ["SREGYM_HOME"] = os.path.join(base, f"xdist-{worker}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--matrix", action="store_true", default=False,
                      help="also run the exhaustive live matrices (tests marked 'matrix'); see docs/validation.md")
+    parser.addoption("--validation", action="store_true", default=False,
+                     help="also run the validation tests (marker 'validation': service levels and soundness "
+                          "graded on this machine); tools/validate-sample.sh runs them, docs/ci.md")
+
+
+def in_live_lane(item: pytest.Item) -> bool:
+    """Whether a test runs an application on an embedded cluster (its own or the session's)."""
+    return item.get_closest_marker("apps") is not None or bool(LIVE_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
 def _start_order(item: pytest.Item) -> int:
+    if in_live_lane(item):
+        return 0  # the live lane is the longest chain of the run: it starts first
     if item.get_closest_marker("heavy") is not None:
-        return 0
-    return 1 if item.get_closest_marker("slow") is not None else 2
+        return 1
+    return 2 if item.get_closest_marker("slow") is not None else 3
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        # Workers take whole files in collection order (--dist loadfile): files with a test that takes
-        # minutes go first, then the other live files, the quick ones last to fill the gaps, so no
-        # worker starts a ten-minute file while the other one idles. Every worker sorts the same way;
-        # tests keep their order within a file.
+        # Workers take whole groups in collection order: the live lane first, then files with a test
+        # that takes minutes, then the other live files, the quick ones last to fill the gaps. Every
+        # worker sorts the same way; tests keep their order within a file.
         rank: dict[object, int] = {}
         for item in items:
-            rank[item.path] = min(rank.get(item.path, 2), _start_order(item))
+            rank[item.path] = min(rank.get(item.path, 3), _start_order(item))
         items.sort(key=lambda item: rank[item.path])
-    if config.getoption("--matrix") or os.environ.get("SREGYM_MATRIX") == "1":
-        return
-    skip = pytest.mark.skip(reason="exhaustive live matrix: run with --matrix or SREGYM_MATRIX=1 (docs/validation.md)")
+        if config.getvalue("dist") == "loadgroup":
+            for item in items:
+                group = LIVE_LANE if in_live_lane(item) else str(item.path)
+                item.add_marker(pytest.mark.xdist_group(group))
+    skip_matrix = not (config.getoption("--matrix") or os.environ.get("SREGYM_MATRIX") == "1")
+    skip_validation = not (config.getoption("--validation") or os.environ.get("SREGYM_VALIDATION") == "1")
+    matrix = pytest.mark.skip(reason="exhaustive live matrix: run with --matrix or SREGYM_MATRIX=1 (docs/validation.md)")
+    validation = pytest.mark.skip(reason="validation test (a service level or soundness graded on this machine): "
+                                         "tools/validate-sample.sh runs it (docs/ci.md)")
     for item in items:
-        if item.get_closest_marker("matrix") is not None:
-            item.add_marker(skip)
+        if skip_matrix and item.get_closest_marker("matrix") is not None:
+            item.add_marker(matrix)
+        if skip_validation and item.get_closest_marker("validation") is not None:
+            item.add_marker(validation)
+
+
+@pytest.fixture(autouse=True)
+def _live_lane_holder(request: pytest.FixtureRequest):
+    """While a live-lane test runs, the lane file names it: a test that fails waiting for a cluster
+    says which live test held the machine's app cluster at that moment."""
+    lane = os.environ.get("SREGYM_TEST_LANE_FILE")
+    if not lane or not in_live_lane(request.node):
+        yield
+        return
+    with open(lane, "w") as out:
+        json.dump({"test": request.node.nodeid, "pid": os.getpid(), "since": time.time()}, out)
+    try:
+        yield
+    finally:
+        try:
+            os.remove(lane)
+        except FileNotFoundError:
+            pass
+
+
+def live_lane_holder() -> str | None:
+    """The live-lane test running now, and for how long, if any."""
+    lane = os.environ.get("SREGYM_TEST_LANE_FILE")
+    try:
+        with open(lane or "") as f:
+            held = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return f"{held['test']} (pid {held['pid']}, for {time.time() - held['since']:.0f} s)"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and not in_live_lane(item):
+        holder = live_lane_holder()
+        if holder:
+            report.sections.append(("live lane", f"when this test failed, the live lane was held by {holder}"))

@@ -89,7 +89,7 @@ class FakeHost:
 
 
 def test_a_service_level_wait_gets_extra_time_only_while_the_host_is_starved(tmp_path):
-    from sregym_core.testing.live import wait_for_service_level
+    from sregym_core.testing.slo import wait_for_service_level
 
     for stall, passes_at, expect in ((0.1, 200.0, None), (0.9, 200.0, "ok"), (0.9, 10_000.0, None)):
         host = FakeHost(tmp_path, stall)
@@ -111,7 +111,7 @@ def test_a_service_level_wait_gets_extra_time_only_while_the_host_is_starved(tmp
 
 
 def test_a_service_level_wait_without_psi_is_a_plain_wait(tmp_path):
-    from sregym_core.testing.live import wait_for_service_level
+    from sregym_core.testing.slo import wait_for_service_level
 
     host = FakeHost(tmp_path, 1.0)
     log = CpuPressureLog(path=tmp_path / "no-psi", clock=lambda: host.now)
@@ -122,7 +122,7 @@ def test_a_service_level_wait_without_psi_is_a_plain_wait(tmp_path):
 
 
 def test_a_bounded_measurement_is_taken_again_only_when_the_host_was_starved(tmp_path):
-    from sregym_core.testing.live import measure_service_level
+    from sregym_core.testing.slo import measure_service_level
 
     for stall, good_from, expect_taken, expect_last in ((0.1, 2, 1, 0.9), (0.9, 2, 2, 1.0), (0.9, 99, 3, 0.9)):
         host = FakeHost(tmp_path, stall)
@@ -139,7 +139,7 @@ def test_a_bounded_measurement_is_taken_again_only_when_the_host_was_starved(tmp
 
 
 def test_a_bounded_measurement_without_psi_is_taken_once(tmp_path):
-    from sregym_core.testing.live import measure_service_level
+    from sregym_core.testing.slo import measure_service_level
 
     host = FakeHost(tmp_path, 1.0)
     log = CpuPressureLog(path=tmp_path / "no-psi", clock=lambda: host.now)

@@ -32,15 +32,16 @@ from typing import Any, ClassVar
 import attrs
 import pytest
 
-from ..conductor.hostload import CpuPressureLog
 from ..faults import FaultContext, call_fault
-from ..oracles.mitigation import STARVED_PATIENCE_S, STARVED_STALL
 from ..types import ComponentSpec, Target
 from ..validation import validate
 from . import probes
 from .probes import Live, RequestFor
 
 CLUSTER = "e2e"
+#: how long a live contract waits for the broken request kind to succeed after the reference fix:
+#: an outer bound against hangs, not a service level
+RECOVERY_HANG_S = 300.0
 
 
 @attrs.define
@@ -224,77 +225,15 @@ def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 1.0
     return last
 
 
-def wait_for_service_level(predicate: Callable[[], Any], timeout: float, interval: float = 5.0, *,
-                           window_s: float, starved_patience: float = STARVED_PATIENCE_S,
-                           pressure: CpuPressureLog | None = None,
-                           sleep: Callable[[float], None] = time.sleep) -> Any:
-    """:func:`wait_for` for a predicate that grades the app's service level over the trailing
-    ``window_s`` seconds (success rate, latency).
-
-    On the embedded cluster the app shares the host's CPUs with everything else the machine runs
-    (in CI: the other test worker's clusters). When ``timeout`` passes while the host was starved
-    for CPU over the last window (PSI stall >= ``STARVED_STALL``), the window measured the host,
-    not the app: keep polling for at most ``starved_patience`` more, as the functional SLO oracle
-    does (docs/workload-generator.md §6). A host that was not starved, or has no PSI, gets no extra
-    time, and the predicate must still pass on its own. (``pressure`` and ``sleep``: for tests; the
-    deadline runs on ``pressure.clock``.)
-    """
-    pressure = pressure or CpuPressureLog()
-    pressure.mark()
-    deadline = pressure.clock() + timeout
-    extended = False
-    while True:
-        last = predicate()
-        if last:
-            return last
-        now = pressure.clock()
-        if now >= deadline:
-            stall = pressure.stall_fraction(now - window_s)
-            if extended or stall is None or stall < STARVED_STALL:
-                return last
-            print(f"service level not met while the host was starved for CPU (stall {stall}): "
-                  f"polling for up to {starved_patience:.0f} s more")
-            deadline, extended = now + starved_patience, True
-        pressure.mark()  # a reading per poll, so the stall over the trailing window is known
-        sleep(interval)
-
-
-def measure_service_level(measure: Callable[[], Any], passes: Callable[[Any], bool], *, attempts: int = 3,
-                          pressure: CpuPressureLog | None = None) -> list[Any]:
-    """Run a bounded measurement of the app's service level (``measure()``, e.g. a fixed count of
-    workload requests, returning its stats) until ``passes(stats)``; returns every measurement.
-
-    A measurement that fails while the host was starved for CPU over its whole span (PSI stall >=
-    ``STARVED_STALL``) measured the host, not the app, and is taken again, at most ``attempts``
-    times in all, as the functional SLO oracle re-measures its window. One that fails on a host that
-    was not starved, or has no PSI, is final. The caller asserts on the last one: the bar is
-    unchanged.
-    """
-    pressure = pressure or CpuPressureLog()
-    taken: list[Any] = []
-    for _ in range(attempts):
-        pressure.mark()
-        started = pressure.clock()
-        stats = measure()
-        taken.append(stats)
-        if passes(stats):
-            break
-        stall = pressure.stall_fraction(started)
-        if stall is None or stall < STARVED_STALL:
-            break
-        print(f"service level measured while the host was starved for CPU (stall {stall}): measuring again")
-    return taken
-
-
-def _recovered(live: Live, endpoint: str) -> str | None:
-    """The workload succeeds over the last 5 s and real requests of the broken kind succeed."""
-    stats = live.stats(5)
-    if (stats.get("count") or 0) < 5 or (stats.get("success_rate") or 0) < 0.95:
-        return None
-    outcomes = [live.call(endpoint) for _ in range(3)]
-    if any(not 200 <= s < 300 for s, _ in outcomes):
-        return None
-    return f"workload {stats['success_rate']:.2f} over {stats['count']} requests; {endpoint} ok"
+def _recovered(live: Live, endpoint: str, in_a_row: int = 3) -> str | None:
+    """Requests of the kind the fault broke succeed again, ``in_a_row`` times in a row: an event,
+    not a service level (the landing suite grades no rate or latency on a shared machine; the
+    service level after a fix is graded by ``sregym validate``, docs/ci.md)."""
+    for _ in range(in_a_row):
+        status, _seconds = live.call(endpoint)
+        if not 200 <= status < 300:
+            return None
+    return f"{endpoint} answered {in_a_row} requests in a row"
 
 
 class LiveFaultContract:
@@ -418,7 +357,8 @@ def exercise(live_app: LiveApp, spec: Any, case: LiveCase, target: Target, *, re
         gone = wait_for(lambda: not live_app.run(call_fault(impl.is_present, ctx, target, params)), 60, 1.0)
         assert gone, f"{spec.name}: still present after the reference fix"
         fixed = True
-        healthy = wait_for_service_level(lambda: _recovered(live, case.endpoint), 150, 1.0, window_s=5)
+        # generous: only a hang fails here, however loaded the machine
+        healthy = wait_for(lambda: _recovered(live, case.endpoint), RECOVERY_HANG_S, 1.0)
         phase("recovery")
         assert healthy, f"{spec.name}: the workload did not recover after the fix (evidence was: {evidence})"
     finally:

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.apps]
 
 SREGYM = str(Path(sys.executable).parent / "sregym")
 NAME = "lifecycle"

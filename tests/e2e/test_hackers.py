@@ -1,11 +1,12 @@
 """Issue 14's "passing without fixing", live: the hacks that passed mitigation now fail it.
 
-On the shared embedded cluster with Hotel Reservation deployed, through ``sregym validate`` as a user
-runs it: on wrong-image and scale-zero the reference fix passes, and replacing the faulty component
-with a stub that answers OK to everything, replacing the frontend with such a stub, and re-breaking
-the faulted field with a different broken value (another missing tag; scale-zero "fixed" with one
-replica of an unpullable image) all fail. Before any agent acts, each problem's declared symptom
-(pods not Ready, users' requests failing) is observed.
+On the shared embedded cluster with Hotel Reservation deployed, through ``sregym run`` as a user runs
+it: on wrong-image and scale-zero the reference fix takes, and replacing the faulty component with a
+stub that answers OK to everything, replacing the frontend with such a stub, and re-breaking the
+faulted field with a different broken value (another missing tag; scale-zero "fixed" with one
+replica of an unpullable image) all fail, each for its own reason. The same agents under ``sregym
+validate`` (which also grades the reference's service level and checks the declared symptom) are a
+validation run's (docs/ci.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from sregym_core.testing.verdicts import assert_fix_took
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
@@ -35,15 +38,13 @@ def _failed_leaves(verdict: dict) -> list[str]:
 @pytest.mark.parametrize("problem", PROBLEMS)
 def test_stubs_and_different_broken_values_fail_and_the_reference_passes(shared_cluster, tmp_path, problem):
     results = tmp_path / "hackers"
-    args = [SREGYM, "validate", "--cluster", shared_cluster.name, "--results", str(results),
-            "--agents", ",".join(AGENTS), "--problem", problem]
+    args = [SREGYM, "run", "--cluster", shared_cluster.name, "--results", str(results), "--problem", problem]
+    args += [flag for agent in AGENTS for flag in ("--agent", agent)]
     proc = subprocess.run(args, env=shared_cluster.environ, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr[-4000:]}"
     records = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
     by = {(r["problem_id"], r["agent"]): r for r in records}
-    assert by[(problem, "reference")]["mitigation_passed"], json.dumps(by[(problem, "reference")]["mitigation"])[:2000]
-    symptom = by[(problem, "reference")]["extra"]["symptom"]
-    assert symptom["symptom_observed"] and set(symptom["observed"]) == {"pods-not-ready", "slo-drop"}, symptom
+    assert_fix_took(by[(problem, "reference")])
     for agent in AGENTS[1:]:
         record = by[(problem, agent)]
         assert not record["mitigation_passed"], f"{agent} passed {problem}"
@@ -58,4 +59,3 @@ def test_stubs_and_different_broken_values_fail_and_the_reference_passes(shared_
     different = by[(problem, "different-broken-value")]["mitigation"]
     fault_invariant = next(c for c in different["children"] if c["name"] == "fault_invariant")
     assert fault_invariant["passed"], different
-    assert "all 1 problem(s) sound" in proc.stdout

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from sregym_core.testing.verdicts import assert_fix_took
+
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
@@ -163,7 +165,8 @@ def test_seeded_noise_is_visible_reverted_and_changes_no_verdict(env, tmp_path):
     assert {p.kind for p in plan if p.at_s == 0} == {"pod-failure", "rollout-restart", "flapping-alert", "config-reload"}
 
     # verdicts unchanged by the noise
-    assert records["reference"]["success"] and records["reference"]["mitigation_passed"]
+    assert records["reference"]["diagnosis_passed"]
+    assert_fix_took(records["reference"])  # state checks; the SLO bar is graded by validation runs
     assert records["noop"]["mitigation_passed"] is False and not records["noop"]["success"]
 
     app = host.get_apps()["hotel-reservation"]

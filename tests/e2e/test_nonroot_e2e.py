@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(2400),
+from sregym_core.testing.verdicts import assert_fix_took
+
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.apps, pytest.mark.timeout(2400),
               pytest.mark.skipif(os.geteuid() != 0, reason="as non-root, every live test is this test already")]
 
 USER = "sregym-nonroot"
@@ -125,7 +127,7 @@ def test_a_user_without_root_runs_a_problem_end_to_end(nonroot):
     record = json.loads((results / "results.jsonl").read_text().splitlines()[-1])
     assert not record.get("deploy_failed"), record.get("error")
     assert record["diagnosis_passed"], json.dumps(record["diagnosis"])[:2000]
-    assert record["mitigation_passed"], json.dumps(record["mitigation"])[:2000]
+    assert_fix_took(record)  # state checks; the SLO bar is graded by validation runs
     # the fallbacks are said, not silent: the cluster warned that pods are not isolated
     log = (home / ".sregym" / "clusters" / "nonroot" / "cluster.log").read_text()
     assert "pods are NOT isolated" in log

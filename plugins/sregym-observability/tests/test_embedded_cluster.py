@@ -20,7 +20,7 @@ from sregym_observability import tools
 from sregym_observability.tools import Endpoints
 
 cluster = pytest.importorskip("sregym_cluster_embedded.cluster")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.apps]  # a cluster with the observability stack: the live lane
 
 KUBECTL = str(Path(__file__).resolve().parents[3] / ".venv" / "bin" / "kubectl")
 
