@@ -34,12 +34,15 @@ def test_map_matches_the_node_shim(tmp_path: Path):
     assert shim is not None
     data = tmp_path / "table"
     data.write_bytes(os.urandom(8192 * 64))
-    rules = tmp_path / "rules"
-    rules.write_text(f"pods=* calls=read errno=5 mode=badblocks frac=0.2 block=8192 seed=5 prefix={data}\n")
+    rules = faultshim.RulesChannel()
+    rules.write([f"pods=* calls=read errno=5 mode=badblocks frac=0.2 block=8192 seed=5 prefix={data}"])
     probe = ("import os,sys\nfd=os.open(sys.argv[1],os.O_RDONLY)\nbad=[]\n"
              "for b in range(64):\n    try: os.pread(fd,8192,b*8192)\n    except OSError: bad.append(b)\nprint(bad)")
+    reader = rules.reader()
     out = subprocess.run([sys.executable, "-c", probe, str(data)], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "LD_PRELOAD": str(shim), "SREGYM_FAULT_RULES": str(rules)})
+                         env={**os.environ, "LD_PRELOAD": str(shim)}, pass_fds=(reader,))
+    os.close(reader)
+    rules.close()
     assert out.returncode == 0, out.stderr
     expected = bad_blocks(data.stat().st_ino, 64, 5, 0.2)
     assert expected and out.stdout.strip() == str(expected)

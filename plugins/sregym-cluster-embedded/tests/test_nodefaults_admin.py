@@ -1,6 +1,6 @@
 """The admin fault endpoints (/sregym/nodes, /sregym/faults) on a real cluster process: admin only,
-Status errors for bad input, a shim rule arming a running pod and disarming it, node stop/start,
-and the service proxy delay."""
+Status errors for bad input, a shim rule arming a running pod and disarming it without any pod
+being able to read it, node stop/start, and the service proxy delay."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,9 +194,69 @@ spec:
         kubectl(handle, "delete", "pod,svc", "web", "--wait=false")
 
 
-def test_rules_files_are_world_readable(handle: Any) -> None:
-    from sregym_cluster_embedded import cluster as clusters
-    from sregym_cluster_embedded.node.faultshim import rules_file
+#: what `kubectl exec` can reach in a pod: its env, every /proc entry of its processes it may
+#: open, its mounts, and every readable file outside the image's system directories
+SEARCH = r"""
+import os, sys
+markers = sys.stdin.read().split("\n")
+found = []
+def check(where, data):
+    text = data.decode(errors="replace") if isinstance(data, bytes) else data
+    for marker in markers:
+        if marker in text:
+            found.append(f"{where}: {marker}")
+def read(path, limit=1 << 20):
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit)
+    except OSError:
+        return b""
+check("env", repr(dict(os.environ)))
+check("/proc/self/environ", read("/proc/self/environ"))
+check("/proc/self/mountinfo", read("/proc/self/mountinfo"))
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    if int(pid) == os.getpid():
+        continue
+    for name in ("environ", "maps", "mountinfo", "cmdline"):
+        check(f"/proc/{pid}/{name}", read(f"/proc/{pid}/{name}"))
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        fds = []
+    for fd in fds:
+        try:
+            check(f"/proc/{pid}/fd/{fd} link", os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+        check(f"/proc/{pid}/fd/{fd}", read(f"/proc/{pid}/fd/{fd}", 65536) if fd not in ("0", "1", "2") else b"")
+skip = {"/proc", "/sys", "/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/dev"}
+for root, dirs, files in os.walk("/"):
+    dirs[:] = [d for d in dirs if os.path.join(root, d) not in skip]
+    for name in files:
+        path = os.path.join(root, name)
+        if os.path.isfile(path):
+            check(path, read(path))
+print("\n".join(found) or "nothing")
+"""
 
-    path = rules_file(Path(clusters.cluster_dir(handle.name)), "node-1")
-    assert path.exists() and path.stat().st_mode & 0o044 == 0o044
+
+def test_no_fault_parameter_is_readable_from_the_pods(handle: Any) -> None:
+    # issue 34: the rules (target, syscall, errno, rate) were in a world-readable file mounted into
+    # every pod and named by an env var; now each pod's main processes hold only their own rules, in
+    # a channel nothing in the pod can list, open or read
+    kubectl(handle, "apply", "-f", "-", input=reader_pod("secret", reads=3000))
+    kubectl(handle, "wait", "--for=condition=Ready", "pod/secret", "--timeout=60s")
+    try:
+        handle.node_fault("hidden", namespace="default", labels={"app": "secret"}, calls=["read"],
+                          errno="EIO", rate=0.37, paths=["/usr/lib/os-release"])
+        deadline = time.monotonic() + 30
+        while "err" not in kubectl(handle, "logs", "secret", "--tail=40") and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert "err 5" in kubectl(handle, "logs", "secret", "--tail=40")  # the fault is on
+        markers = ["calls=read", "rate=0.37", "errno=5 ", "prefix=/usr/lib/os-release",
+                   "SREGYM_FAULT"]
+        out = kubectl(handle, "exec", "-i", "secret", "--", "python3", "-c", SEARCH, input="\n".join(markers))
+        assert out.strip() == "nothing", out
+    finally:
+        handle.clear_fault("shim", "hidden")
+        kubectl(handle, "delete", "pod", "secret", "--wait=false")

@@ -1,5 +1,6 @@
 """The node fault shim (node/faultshim.c) on real programs, without a cluster: rules, scoping,
-the entry points that bypass read(), and arming a running process by rewriting the rules file."""
+the entry points that bypass read(), arming a running process by rewriting its rules channel, and
+the channel's secrecy (children keep it, other processes cannot read it)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sregym_cluster_embedded.node.faultshim import build_fault_shim, write_rules
+from sregym_cluster_embedded.node.faultshim import RulesChannel, build_fault_shim
 
 pytestmark = pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc to build the shim")
 
@@ -30,14 +31,19 @@ def box(tmp_path: Path, shim: Path):
     data.mkdir()
     (data / "blob").write_bytes(os.urandom(200_000))
     (tmp_path / "outside").write_text("fine\n")
-    rules = tmp_path / "rules"
+    rules = RulesChannel()
 
     def run(argv: list[str], pod_ip: str = "127.0.0.9", cwd: Path | None = None) -> subprocess.CompletedProcess:
-        env = {**os.environ, "LD_PRELOAD": str(shim), "SREGYM_FAULT_RULES": str(rules), "SREGYM_POD_IP": pod_ip}
-        return subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
-                              timeout=60, cwd=cwd)
+        env = {**os.environ, "LD_PRELOAD": str(shim), "SREGYM_POD_IP": pod_ip}
+        reader = rules.reader()
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
+                                  timeout=60, cwd=cwd, pass_fds=(reader,))
+        finally:
+            os.close(reader)
 
-    return tmp_path, data, rules, run
+    yield tmp_path, data, rules, run
+    rules.close()
 
 
 def test_inert_without_rules(box) -> None:
@@ -48,7 +54,7 @@ def test_inert_without_rules(box) -> None:
 
 def test_read_eio_through_cat_and_stdio(box) -> None:
     root, data, rules, run = box
-    write_rules(rules, [f"pods=* calls=read errno=5 rate=1 prefix={data}"])
+    rules.write([f"pods=* calls=read errno=5 rate=1 prefix={data}"])
     cat = run(["cat", str(data / "blob")])          # read / copy_file_range
     assert cat.returncode == 1 and "Input/output error" in cat.stderr
     digest = run(["sha256sum", str(data / "blob")])  # fread_unlocked
@@ -58,29 +64,29 @@ def test_read_eio_through_cat_and_stdio(box) -> None:
 
 def test_pod_scoping(box) -> None:
     _root, data, rules, run = box
-    write_rules(rules, [f"pods=127.0.0.7,127.0.0.8 calls=read errno=5 rate=1 prefix={data}"])
+    rules.write([f"pods=127.0.0.7,127.0.0.8 calls=read errno=5 rate=1 prefix={data}"])
     assert run(["cat", str(data / "blob")], pod_ip="127.0.0.9").returncode == 0
     assert run(["cat", str(data / "blob")], pod_ip="127.0.0.8").returncode == 1
 
 
 def test_write_fsync_open_connect(box) -> None:
     _root, data, rules, run = box
-    write_rules(rules, [f"pods=* calls=write errno=28 rate=1 prefix={data}"])
+    rules.write([f"pods=* calls=write errno=28 rate=1 prefix={data}"])
     out = run([sys.executable, "-c", f"import os\nfd=os.open({str(data / 'w')!r}, os.O_WRONLY|os.O_CREAT)\n"
                                      "os.write(fd, b'x')"])
     assert "No space left on device" in out.stderr
-    write_rules(rules, [f"pods=* calls=fsync errno=5 rate=1 prefix={data}"])
+    rules.write([f"pods=* calls=fsync errno=5 rate=1 prefix={data}"])
     out = run([sys.executable, "-c", f"import os\nfd=os.open({str(data / 'w')!r}, os.O_WRONLY|os.O_CREAT)\n"
                                      "os.write(fd, b'x')\nos.fsync(fd)"])
     assert "Input/output error" in out.stderr and "line 4" in out.stderr  # the write passed, fsync failed
-    write_rules(rules, [f"pods=* calls=open errno=13 rate=1 prefix={data}"])
+    rules.write([f"pods=* calls=open errno=13 rate=1 prefix={data}"])
     out = run(["cat", "blob"], cwd=data)  # a relative path is resolved against the cwd
     assert "Permission denied" in out.stderr
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        write_rules(rules, [f"pods=* calls=connect errno=111 rate=1 port={port}"])
+        rules.write([f"pods=* calls=connect errno=111 rate=1 port={port}"])
         out = run([sys.executable, "-c", f"import socket\nsocket.create_connection(('127.0.0.1', {port}), 2)"])
         assert "Connection refused" in out.stderr
 
@@ -91,21 +97,63 @@ def test_arm_and_disarm_a_running_process(box) -> None:
     script = (f"import os, time\nfor _ in range(60):\n"
               f"    try:\n        open({str(data / 'blob')!r}, 'rb').read(); print('ok', flush=True)\n"
               f"    except OSError as e:\n        print('err', e.errno, flush=True)\n    time.sleep(0.1)\n")
-    env = {**os.environ, "LD_PRELOAD": str(shim_path), "SREGYM_FAULT_RULES": str(rules), "SREGYM_POD_IP": "127.0.0.9"}
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    env = {**os.environ, "LD_PRELOAD": str(shim_path), "SREGYM_POD_IP": "127.0.0.9"}
+    reader = rules.reader()
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env,
+                            pass_fds=(reader,))
+    os.close(reader)
     try:
         assert proc.stdout.readline().strip() == "ok"
-        write_rules(rules, [f"pods=* calls=read errno=5 rate=1 prefix={data}"])
+        rules.write([f"pods=* calls=read errno=5 rate=1 prefix={data}"])
         deadline = time.monotonic() + 3
         seen = ""
         while time.monotonic() < deadline and seen != "err 5":
             seen = proc.stdout.readline().strip()
         assert seen == "err 5"
-        write_rules(rules, [])
+        rules.write([])
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline and seen != "ok":
             seen = proc.stdout.readline().strip()
         assert seen == "ok"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_children_keep_the_channel_and_other_processes_cannot_read_it(box) -> None:
+    # Python's subprocess closes every descriptor but 0-2 in the child (close_range): the shim keeps
+    # its channel open, so a worker started that way still meets the fault
+    _root, data, rules, run = box
+    rules.write([f"pods=* calls=read errno=5 rate=1 prefix={data}"])
+    child = ("import subprocess, sys\n"
+             f"r = subprocess.run(['cat', {str(data / 'blob')!r}], capture_output=True, text=True, errors='replace')\n"
+             "print(r.returncode, r.stderr.strip())")
+    out = run([sys.executable, "-c", child])
+    assert out.stdout.startswith("1 ") and "Input/output error" in out.stdout
+    # a process that loads the shim is not dumpable: a same-uid process cannot open its
+    # descriptors, environment or memory (as a `kubectl exec` shell in its pod could otherwise)
+    nobody = 65534 if os.geteuid() == 0 else None  # pods run as a non-root uid
+    reader = rules.reader()
+    env = {**os.environ, "LD_PRELOAD": str(build_fault_shim()), "SREGYM_POD_IP": "127.0.0.9"}
+    proc = subprocess.Popen(["sleep", "30"], env=env, pass_fds=(reader,), user=nobody)
+    os.close(reader)
+    try:
+        deadline = time.monotonic() + 10  # until sleep has loaded the shim
+        while time.monotonic() < deadline and "sleep" not in Path(f"/proc/{proc.pid}/status").read_text():
+            time.sleep(0.05)
+        fds = os.listdir(f"/proc/{proc.pid}/fd")
+        held = [fd for fd in fds if os.readlink(f"/proc/{proc.pid}/fd/{fd}").startswith("/memfd:sregym-faults")]
+        assert held  # it holds the channel (root here can see that; its pod's processes cannot)
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        while time.monotonic() < deadline and Path(f"/proc/{proc.pid}/environ").stat().st_uid != 0:
+            time.sleep(0.05)
+        assert Path(f"/proc/{proc.pid}/environ").stat().st_uid == 0  # owner root: not dumpable
+        if nobody is not None:
+            peek = subprocess.run(["sh", "-c", f"cat /proc/{proc.pid}/fd/{held[0]}; cat /proc/{proc.pid}/environ"],
+                                  capture_output=True, text=True, errors="replace", user=nobody, timeout=30)
+            assert "Permission denied" in peek.stderr and "calls=" not in peek.stdout
+            assert "LD_PRELOAD" not in peek.stdout
+        assert "sleep" in status
     finally:
         proc.kill()
         proc.wait()

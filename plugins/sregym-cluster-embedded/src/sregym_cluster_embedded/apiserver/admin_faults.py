@@ -26,8 +26,11 @@ reached through these endpoints (system:masters only; errors are Kubernetes ``St
 * ``GET /sregym/faults`` (everything, with what each fault currently reaches) and
   ``GET``/``DELETE /sregym/faults/<kind>/<id>``.
 
-Rules files are re-rendered every half second from the fault records and the pods in the store, so
-pods that appear later are covered and deleted pods drop out (their IPs may be reused).
+Each pod's rules are re-rendered every half second from the fault records and the pods in the
+store, so pods that appear later are covered and deleted pods drop out (their IPs may be reused).
+They go into the pod's own rules channel (``node/faultshim.py``: a memfd only this process writes,
+handed read-only to the pod's main processes), holding only the rules that apply to that pod:
+no file, mount or environment variable of any pod names a fault.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..node.faultshim import build_fault_shim, rules_file, write_rules
+from ..node.faultshim import RulesChannel, build_fault_shim
 from .errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -115,7 +118,10 @@ class FaultHooks:
         self.shim: dict[str, dict] = {}
         self.diskfull: dict[str, dict] = {}
         self.net: dict[str, dict] = {}
-        self._rendered: dict[str, list[str]] = {}
+        #: node -> [(pod IPs or ["*"], rule text without its pods= field)], from the last render
+        self._node_rules: dict[str, list[tuple[list[str], str]]] = {}
+        #: pod uid -> (its channel, node, pod IP)
+        self.channels: dict[str, tuple[RulesChannel, str, str]] = {}
         self._task: asyncio.Task | None = None
         #: pods whose containers are starting, by uid, with when: kept until the store has their IP,
         #: so a periodic render between the start hook and the status update does not drop them
@@ -124,13 +130,13 @@ class FaultHooks:
     # ------------------------------------------------------------ lifecycle
 
     def install(self) -> None:
-        """Load the (inert) fault shim into every pod started from now on, and start rendering."""
+        """Load the (inert) fault shim into every pod started from now on, give each pod's main
+        processes its rules channel, and start rendering."""
         if self.nodes is not None and self.shim_path is not None:
             for node in self.nodes.agents:
-                path = rules_file(self.state_dir, node)
-                write_rules(path, [])
-                self.nodes.set_fault_env(node, {"LD_PRELOAD": str(self.shim_path), "SREGYM_FAULT_RULES": str(path)})
+                self.nodes.set_fault_env(node, {"LD_PRELOAD": str(self.shim_path)})
             self.nodes.pod_start_hooks.append(self.pod_starting)
+            self.nodes.fault_channel = self.channel_for
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="fault-hooks")
 
     def pod_starting(self, pod: dict) -> None:
@@ -150,10 +156,31 @@ class FaultHooks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
-        if self.nodes is not None:
-            for node in self.nodes.agents:
-                with contextlib.suppress(OSError):
-                    rules_file(self.state_dir, node).unlink()
+        if self.nodes is not None and self.nodes.fault_channel == self.channel_for:
+            self.nodes.fault_channel = None
+        for channel, _node, _ip in self.channels.values():
+            channel.close()
+        self.channels.clear()
+
+    def channel_for(self, pod: dict) -> int | None:
+        """A read-only descriptor of the pod's rules channel (made on its first container start),
+        holding the rules that reach it now; the node agent passes it to the main process only."""
+        meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+        uid, node = meta.get("uid", ""), spec.get("nodeName", "")
+        ip = status.get("podIP") or ""
+        if not ip:
+            starting = self._starting.get(uid)
+            ip = ((starting[0] if starting else {}).get("status") or {}).get("podIP", "")
+        if not uid:
+            return None
+        entry = self.channels.get(uid)
+        if entry is None:
+            entry = self.channels[uid] = (RulesChannel(), node, ip)
+            entry[0].write(self._pod_lines(node, ip))
+        return entry[0].reader()
+
+    def _pod_lines(self, node: str, ip: str) -> list[str]:
+        return [f"pods=* {text}" for ips, text in self._node_rules.get(node, []) if "*" in ips or (ip and ip in ips)]
 
     async def _loop(self) -> None:
         while True:
@@ -261,8 +288,8 @@ class FaultHooks:
     # ------------------------------------------------------------ rendering
 
     @staticmethod
-    def _line(record: dict, ips: list[str], prefixes: list[str]) -> str:
-        parts = [f"pods={','.join(ips)}", f"calls={','.join(record['calls'])}", f"errno={record['errno']}",
+    def _line(record: dict, prefixes: list[str]) -> str:
+        parts = [f"calls={','.join(record['calls'])}", f"errno={record['errno']}",
                  f"rate={record['rate']:g}", f"mode={record['mode']}", f"frac={record['frac']:g}",
                  f"block={record['block']}", f"seed={record['seed']}", f"port={record['port']}",
                  f"delay_us={record['delay_us']}"]
@@ -277,14 +304,14 @@ class FaultHooks:
             self._net_render()
         if self.nodes is None or self.shim_path is None:
             return
-        lines: dict[str, list[str]] = {node: [] for node in self.nodes.agents}
+        lines: dict[str, list[tuple[list[str], str]]] = {node: [] for node in self.nodes.agents}
         for record in self.shim.values():
             prefixes = self._prefixes(record)
             if (record["paths"] or (record["pvs"] and record["whole_volume"])) and not prefixes:
                 continue  # its volume is gone: nothing to scope it to
             for node, ips in self._targets(record).items():
                 if node in lines:
-                    lines[node].append(self._line(record, ips, prefixes))
+                    lines[node].append((ips, self._line(record, prefixes)))
         for record in self.diskfull.values():
             self._measure(record)
             if record["full"]:
@@ -294,11 +321,27 @@ class FaultHooks:
                 prefixes = self._prefixes(rule)
                 for node, ips in self._targets(rule).items():
                     if node in lines and prefixes:
-                        lines[node].append(self._line(rule, ips, prefixes))
-        for node, node_lines in lines.items():
-            if self._rendered.get(node) != node_lines:
-                write_rules(rules_file(self.state_dir, node), node_lines)
-                self._rendered[node] = node_lines
+                        lines[node].append((ips, self._line(rule, prefixes)))
+        self._node_rules = lines
+        self._write_channels()
+
+    def _write_channels(self) -> None:
+        """Each pod's channel gets the rules reaching it; channels of deleted pods are closed."""
+        if not self.channels:
+            return
+        present = {p["metadata"].get("uid") for p in self.client.list_nocopy("pods")}
+        for uid, (channel, node, ip) in list(self.channels.items()):
+            if uid not in present and uid not in self._starting:
+                channel.close()
+                del self.channels[uid]
+                continue
+            if not ip:  # started before the store had its IP
+                pod = next((p for p in self._pods() if p["metadata"].get("uid") == uid), None)
+                ip = ((pod or {}).get("status") or {}).get("podIP") or ""
+                self.channels[uid] = (channel, node, ip)
+            wanted = self._pod_lines(node, ip)
+            if channel.lines != wanted:
+                channel.write(wanted)
 
     # ------------------------------------------------------------ shim records
 
@@ -529,6 +572,10 @@ async def handle(request: web.Request, hooks: FaultHooks | None, parts: list[str
     if rest[0] == "nodes":
         if rest == ["nodes"] and method == "GET":
             return _json(hooks.nodes_status())
+        if rest == ["nodes", "pods"] and method == "GET":  # the node agents' own account (graders)
+            from ..node.account import node_pods
+
+            return _json(node_pods(hooks.nodes))
         if len(rest) == 3 and rest[2] in ("stop", "start") and method == "POST":
             if hooks.nodes is None or rest[1] not in hooks.nodes.agents:
                 raise ApiError(404, f'nodes "{rest[1]}" not found', "NotFound")

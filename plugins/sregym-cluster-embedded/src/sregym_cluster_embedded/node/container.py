@@ -27,6 +27,7 @@ from . import isolation, mountns
 from .cgroups import Group, Limits, free_key
 from .envs import container_env
 from .errors import ContainerConfigError
+from .faultshim import dynamically_linked
 from .images import normalize_reference
 from .launch import ExecNotFound, ProcessContext, build_context, command_argv
 from .logs import LogWriter, instance_log_path, prune_old_instances, pump_stream, rfc3339_nano
@@ -327,10 +328,12 @@ class ContainerRunner:
             # pipe is closed, i.e. after a leftover grandchild dies, not when the main process exits
             out_r, out_w = os.pipe()
             err_r, err_w = os.pipe()
+            channel = self._fault_channel(argv, context)
             try:
                 self.process = await asyncio.create_subprocess_exec(
                     *argv, env=context.env, cwd=context.popen_cwd, stdin=asyncio.subprocess.DEVNULL,
                     stdout=out_w, stderr=err_w, start_new_session=True,
+                    pass_fds=(channel,) if channel is not None else (),
                     preexec_fn=context.preexec(self.group.preexec), user=user, group=group)
             except BaseException:
                 os.close(out_r)
@@ -339,6 +342,8 @@ class ContainerRunner:
             finally:
                 os.close(out_w)
                 os.close(err_w)
+                if channel is not None:
+                    os.close(channel)
         except (OSError, subprocess.SubprocessError) as exc:
             writer.close()
             self.group.destroy()
@@ -484,6 +489,18 @@ class ContainerRunner:
             await proc.wait()
             return None, b""
         return proc.returncode, (out or b"") + (err or b"")
+
+    def _fault_channel(self, argv: list[str], context: ProcessContext) -> int | None:
+        """The pod's fault rules channel for the main process, when its program loads the shim (a
+        static binary never reads it, and would leave it readable through /proc: it stays dumpable)."""
+        hook = self.worker.agent.nodes.fault_channel
+        if hook is None:
+            return None
+        program = argv[argv.index("--") + 1] if context.identity is not None and "--" in argv else argv[0]
+        host = context.lookup.host(program) if context.lookup is not None else program
+        if not dynamically_linked(host):
+            return None
+        return hook(self.pod)
 
     async def spawn_exec(self, command: list[str], *, stdin=asyncio.subprocess.DEVNULL,
                          stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE) -> asyncio.subprocess.Process:

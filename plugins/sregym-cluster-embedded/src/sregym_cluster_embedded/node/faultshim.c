@@ -1,9 +1,18 @@
 /* LD_PRELOAD fault shim: node-level I/O and syscall faults for the pods of one virtual node.
  *
- * Loaded into every pod process (after the bind shim). It does nothing until the node's rules
- * file ($SREGYM_FAULT_RULES) holds rules; the file is re-read when its mtime changes (checked at
- * most every 100 ms with the vDSO coarse clock), so the cluster arms and disarms running
- * processes without restarting them. One rule per line, space-separated key=value:
+ * Loaded into every pod process (after the bind shim). It does nothing until the pod's rules
+ * channel holds rules. The channel is a read-only memfd ("sregym-faults") the node agent hands
+ * to a container's main process at start (never to `kubectl exec` processes) and writes only the
+ * rules that apply to that pod into; nothing names it in the environment or the filesystem. The
+ * shim finds it among its inherited descriptors, maps it, keeps it open across the process's own
+ * close()/close_range()/closefrom() so children inherit it, and marks the process non-dumpable,
+ * so another process of the pod (a `kubectl exec` shell, same uid, no CAP_SYS_PTRACE) can read
+ * neither its descriptors, nor its memory, nor its environment.
+ *
+ * Channel layout: a uint64 generation (odd while the writer is mid-update, a seqlock), a uint32
+ * length at offset 8, the rules text from offset 16. The generation is checked on every call (one
+ * load), so the cluster arms and disarms running processes without restarting them. One rule per
+ * line, space-separated key=value:
  *
  *   pods=*|ip,ip   calls=read,write,fsync,open,connect   errno=5   rate=0.3   prefix=/a:/b
  *   mode=random|badblocks   block=8192   frac=0.05   seed=7   port=5432   delay_us=0
@@ -35,6 +44,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -62,13 +74,17 @@ struct rule {
 };
 struct ruleset { int n; struct rule r[MAX_RULES]; };
 
-static char *rules_path, *pod_ip;
+#define CHANNEL_NAME "/memfd:sregym-faults"
+#define CHANNEL_SIZE 16384
+#define CHANNEL_TEXT 16
+
+static char *pod_ip;
+static int channel_fd = -1;
+static const volatile unsigned char *channel;  /* the mapped memfd, or NULL */
 static struct ruleset *volatile current;   /* swapped whole; old sets are leaked (rare, tiny) */
-static volatile long next_check_ms;
-static struct timespec seen_mtime;
+static uint64_t seen_gen;
 static pthread_mutex_t reload_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread uint64_t rng;
-static __thread int busy;                  /* no faults inside the shim's own calls */
 
 static ssize_t (*r_read)(int, void *, size_t);
 static ssize_t (*r_pread)(int, void *, size_t, off_t);
@@ -104,27 +120,52 @@ static void resolve(void) {
     r_connect = dlsym(RTLD_NEXT, "connect");
     r_cfr = dlsym(RTLD_NEXT, "copy_file_range"); r_sendfile = dlsym(RTLD_NEXT, "sendfile64");
     /* after the real functions are known: strdup may enter malloc, which may read (jemalloc) */
-    const char *s = getenv("SREGYM_FAULT_RULES");
-    char *path = s && *s ? strdup(s) : NULL;
-    s = getenv("SREGYM_POD_IP");
+    const char *s = getenv("SREGYM_POD_IP");
     pod_ip = strdup(s ? s : "");
-    rules_path = path;
     ready = 1;
 }
 
-__attribute__((constructor)) static void sregym_fault_init(void) { resolve(); }
+static __thread int busy;                  /* no faults inside the shim's own calls */
+
+/* The rules channel among the inherited descriptors (only a pod's own processes have one). */
+static void find_channel(void) {
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir) return;
+    int skip = dirfd(dir);
+    struct dirent *entry;
+    char link[64], target[128];
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+        int fd = atoi(entry->d_name);
+        if (fd == skip) continue;
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0) continue;
+        target[n] = 0;
+        if (strncmp(target, CHANNEL_NAME, strlen(CHANNEL_NAME)) != 0) continue;
+        void *map = mmap(NULL, CHANNEL_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) continue;
+        channel_fd = fd;
+        channel = map;
+        break;
+    }
+    closedir(dir);
+}
+
+__attribute__((constructor)) static void sregym_fault_init(void) {
+    resolve();
+    /* every process that loads the shim, armed or not, so that being targeted shows nowhere */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    busy = 1;
+    find_channel();
+    busy = 0;
+}
 
 static int (*r_clock_gettime)(clockid_t, struct timespec *);
 
 static int real_clock(clockid_t id, struct timespec *ts) {
     if (!r_clock_gettime) r_clock_gettime = dlsym(RTLD_NEXT, "clock_gettime");
     return r_clock_gettime(id, ts);
-}
-
-static long now_ms(void) {
-    struct timespec ts;
-    real_clock(CLOCK_MONOTONIC_COARSE, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
 static int listed(const char *list, const char *item) {   /* comma-separated membership */
@@ -173,44 +214,75 @@ static int parse_rule(char *line, struct rule *r) {
     return for_me && r->calls && r->err > 0;
 }
 
+/* Copy the channel's text under its seqlock; 0 when the writer was mid-update (try again later). */
+static int snapshot(char *buf, size_t size, uint64_t *gen) {
+    uint64_t before = __atomic_load_n((const uint64_t *)channel, __ATOMIC_ACQUIRE);
+    if (before & 1) return 0;
+    uint32_t len = *(const volatile uint32_t *)(channel + 8);
+    if (len > CHANNEL_SIZE - CHANNEL_TEXT || len >= size) len = 0;
+    for (uint32_t i = 0; i < len; i++) buf[i] = (char)channel[CHANNEL_TEXT + i];
+    buf[len] = 0;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n((const uint64_t *)channel, __ATOMIC_RELAXED) != before) return 0;
+    *gen = before;
+    return 1;
+}
+
 static void reload(void) {
-    struct stat st;
-    if (stat(rules_path, &st) != 0) {
-        if (current) current = NULL;
-        seen_mtime.tv_sec = seen_mtime.tv_nsec = 0;
-        return;
-    }
-    if (st.st_mtim.tv_sec == seen_mtime.tv_sec && st.st_mtim.tv_nsec == seen_mtime.tv_nsec) return;
-    int fd = r_openat(AT_FDCWD, rules_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    static char buf[16384];
-    ssize_t n = 0, got;
-    while (n < (ssize_t)sizeof buf - 1 && (got = r_read(fd, buf + n, sizeof buf - 1 - n)) > 0) n += got;
-    close(fd);
-    buf[n > 0 ? n : 0] = 0;
+    static char buf[CHANNEL_SIZE];
+    uint64_t gen;
+    if (!snapshot(buf, sizeof buf, &gen)) return;
     struct ruleset *set = calloc(1, sizeof *set);
     if (!set) return;
     char *save = NULL;
     for (char *line = strtok_r(buf, "\n", &save); line && set->n < MAX_RULES; line = strtok_r(NULL, "\n", &save))
         if (line[0] != '#' && parse_rule(line, &set->r[set->n])) set->n++;
-    seen_mtime = st.st_mtim;
+    seen_gen = gen;
     current = set->n ? set : NULL;
     if (!set->n) free(set);
 }
 
-/* The rules in force, or NULL (the fast path: one coarse clock read per call). */
+/* The rules in force, or NULL (the fast path: one load of the channel's generation per call). */
 static struct ruleset *rules(void) {
     resolve();   /* other libraries' constructors may call in before ours has run */
-    if (!rules_path || busy) return NULL;
-    long now = now_ms();
-    if (now >= next_check_ms && pthread_mutex_trylock(&reload_lock) == 0) {
+    if (!channel || busy) return NULL;
+    if (__atomic_load_n((const uint64_t *)channel, __ATOMIC_ACQUIRE) != seen_gen
+            && pthread_mutex_trylock(&reload_lock) == 0) {
         busy = 1;
-        next_check_ms = now + 100;
         reload();
         busy = 0;
         pthread_mutex_unlock(&reload_lock);
     }
     return current;
+}
+
+/* ---- the channel stays open for the process's children, whatever the process closes ---- */
+
+static int (*r_close)(int);
+static int (*r_close_range)(unsigned int, unsigned int, int);
+static void (*r_closefrom)(int);
+
+int close(int fd) {
+    if (!r_close) r_close = dlsym(RTLD_NEXT, "close");
+    if (channel_fd >= 0 && fd == channel_fd) return 0;
+    return r_close(fd);
+}
+
+int close_range(unsigned int first, unsigned int last, int flags) {
+    if (!r_close_range) r_close_range = dlsym(RTLD_NEXT, "close_range");
+    if (!r_close_range) { errno = ENOSYS; return -1; }
+    unsigned int keep = (unsigned int)channel_fd;
+    if (channel_fd < 0 || keep < first || keep > last) return r_close_range(first, last, flags);
+    int rc = 0;
+    if (keep > first) rc = r_close_range(first, keep - 1, flags);
+    if (rc == 0 && keep < last) rc = r_close_range(keep + 1, last, flags);
+    return rc;
+}
+
+void closefrom(int low) {
+    if (channel_fd >= 0 && channel_fd >= low && close_range((unsigned int)low, ~0U, 0) == 0) return;
+    if (!r_closefrom) r_closefrom = dlsym(RTLD_NEXT, "closefrom");
+    if (r_closefrom) r_closefrom(low);
 }
 
 static double rnd(void) {

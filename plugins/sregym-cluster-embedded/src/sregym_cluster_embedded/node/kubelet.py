@@ -451,6 +451,9 @@ class NodeSet:
         #: called with a pod (its IP assigned, volumes set up) right before its first container
         #: starts: the fault hooks scope their rules to the pod before any of its processes runs
         self.pod_start_hooks: list[Callable[[dict], None]] = []
+        #: the fault hooks' rules channel: pod -> a read-only descriptor the container's main process
+        #: inherits (see faultshim.py), or None; ``kubectl exec`` processes never get one
+        self.fault_channel: Callable[[dict], int | None] | None = None
         self._watchdog = _start_watchdog()
         for directory in self.backend.directories():
             self._tell_watchdog(f"cg {directory}")

@@ -190,8 +190,6 @@ def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, 
         image_paths = [*recipe.packages, *(t for _, t in recipe.programs)]
         for key in ("LD_PRELOAD", "PYTHONPATH"):
             image_paths += [p for p in re.split("[: ]", extra_env.get(key, "")) if p.startswith("/")]
-        if extra_env.get("SREGYM_FAULT_RULES"):  # a directory: the rules file is replaced, not rewritten
-            image_paths.append(os.path.dirname(extra_env["SREGYM_FAULT_RULES"]))
         sandbox = planner.plan(container_root=container_root, volumes=mapping, readonly=readonly or set(),
                                files=files or {}, image_paths=image_paths,
                                hostname=pod.get("spec", {}).get("hostname") or pod["metadata"].get("name", ""),
