@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from sregym_core.testing.verdicts import assert_fix_took
+
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
@@ -51,7 +53,8 @@ def test_run_through_the_kubeconfig_provider(embedded_cluster, tmp_path):
     records = {r["agent"]: r for r in map(json.loads, (results / "results.jsonl").read_text().splitlines())}
     assert set(records) == {"reference", "noop"}
     assert all(r["problem_id"] == "hotel-scale-zero-rate" for r in records.values())
-    assert records["reference"]["success"] is True, json.dumps(records["reference"]["mitigation"])[:3000]
+    assert records["reference"]["diagnosis_passed"] is True
+    assert_fix_took(records["reference"])  # state checks; the SLO bar is graded by validation runs
     assert records["noop"]["mitigation_passed"] is False
 
     kubectl = [str(BIN / "kubectl"), "--kubeconfig", str(embedded_cluster.kubeconfig)]
@@ -64,8 +67,32 @@ def test_run_through_the_kubeconfig_provider(embedded_cluster, tmp_path):
     # observability from the shipped manifests, running
     stack = get("pods", "-n", "observability")["items"]
     assert stack and all(p["status"].get("phase") == "Running" for p in stack)
-    # every attempt's identity was revoked; the app is back at its baseline
-    accounts = [a["metadata"]["name"] for a in get("serviceaccounts", "-n", "hotel-reservation")["items"]]
-    assert not [a for a in accounts if a.startswith("agent-")]
+    # every attempt's identity was revoked. Identities live in the benchmark's hidden namespace
+    # (agent_access.BENCHMARK_NAMESPACE), named after the attempt's id: look there, by name.
+    from sregym_core.conductor.agent_access import BENCHMARK_NAMESPACE, IDENTITY_LABEL
+
+    accounts = [f"agent-{r['extra']['attempt_id']}" for r in records.values()]
+    assert len(set(accounts)) == 2, accounts
+    # the stand-in cluster's audit log shows each account was made there and deleted (so the absence
+    # checked below is the revocation's doing, not a look in a place the account never was)
+    audit = [json.loads(line) for line in (embedded_cluster.kubeconfig.parent / "audit.jsonl").read_text().splitlines()]
+    for account in accounts:
+        path = f"/api/v1/namespaces/{BENCHMARK_NAMESPACE}/serviceaccounts/{account}"
+        assert any(e["method"] == "POST" and e["path"] == f"{path}/token" and e["code"] == 201 for e in audit), account
+        assert any(e["method"] == "DELETE" and e["path"] == path and e["code"] == 200 for e in audit), account
+    left = get("serviceaccounts", "-n", BENCHMARK_NAMESPACE, "-l", f"{IDENTITY_LABEL}=attempt")["items"]
+    assert not left, [a["metadata"]["name"] for a in left]
+    bindings = get("rolebindings", "-n", "hotel-reservation")["items"] + get("clusterrolebindings")["items"]
+    bound = {s.get("name") for b in bindings for s in b.get("subjects") or []}
+    assert not bound & set(accounts), bound & set(accounts)
+    # the app is back at its baseline: the target at its one replica, every workload fully Ready
     rate = get("deployment", "rate", "-n", "hotel-reservation")
     assert rate["spec"]["replicas"] == 1 and rate["status"].get("readyReplicas") == 1
+    apps = json.loads(subprocess.run([str(BIN / "sregym"), "list-apps", "--json"], env=environ, capture_output=True,
+                                     text=True, timeout=120, check=True).stdout)
+    inventory = {c["name"] for a in apps if a["name"] == "hotel-reservation" for c in a["components"]}
+    workloads = get("deployments,statefulsets", "-n", "hotel-reservation")["items"]
+    assert inventory and {w["metadata"]["name"] for w in workloads} == inventory
+    unready = [w["metadata"]["name"] for w in workloads
+               if w["status"].get("readyReplicas", 0) != w["spec"].get("replicas", 1)]
+    assert not unready, unready

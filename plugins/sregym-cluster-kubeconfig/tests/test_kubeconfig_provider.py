@@ -34,6 +34,20 @@ def test_unreachable_cluster_is_a_clear_error(tmp_path):
         KubeconfigCluster(kubeconfig=config).up()
 
 
+@pytest.mark.parametrize(("nodes", "expected"), [(1, {"any", "real"}), (3, {"any", "real", "multi-node"}),
+                                                (None, {"any", "real"})])
+def test_capabilities_follow_the_node_count(monkeypatch, nodes, expected):
+    """``multi-node`` only on a cluster of two nodes or more; a cluster that does not answer (None)
+    offers ``any`` and ``real`` and is asked again next time. (The node count itself is read live by
+    test_up_against_a_live_cluster's cluster; here it is given, to reach each branch.)"""
+    handle = KubeconfigCluster(kubeconfig="unused")
+    asked = []
+    monkeypatch.setattr(handle, "_nodes", lambda: asked.append(1) or nodes)
+    assert handle.capabilities == expected
+    assert handle.capabilities == expected
+    assert len(asked) == (2 if nodes is None else 1)
+
+
 @pytest.mark.slow
 def test_up_against_a_live_cluster(tmp_path):
     pytest.importorskip("sregym_cluster_embedded")
