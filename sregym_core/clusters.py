@@ -98,6 +98,15 @@ class SupportsNodeFaults(SupportsNetworkFaults, Protocol):
 
 
 @runtime_checkable
+class SupportsNodePods(Protocol):
+    """The node agents' own account of the pods they run: a list of ``{namespace, name, uid, ip,
+    ready, containers: [{name, image, ready, running}]}``. Oracles believe it over pod status, which
+    an identity allowed to write ``pods/status`` could forge."""
+
+    def node_pods(self) -> list[dict]: ...
+
+
+@runtime_checkable
 class SupportsPodNetworks(Protocol):
     """Says which address ranges pods of this cluster (and of any cluster of its kind on this host)
     connect from, so the agent API can refuse them."""

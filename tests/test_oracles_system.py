@@ -72,6 +72,7 @@ def bad_rollout(items, *, surge: bool):
     new_pod = copy.deepcopy(find(items, "Pod"))
     new_pod["metadata"]["name"] = "geo-5f6b7c8d9-newpd"
     new_pod["metadata"]["labels"]["pod-template-hash"] = "5f6b7c8d9"
+    new_pod["metadata"]["ownerReferences"][0].update(name="geo-5f6b7c8d9", uid="rs-new")  # the new ReplicaSet's
     new_pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
     items.append(new_pod)
     if surge:  # a default rolling update: the old pod keeps serving, the rollout never completes
@@ -203,3 +204,115 @@ def test_the_default_composition_fails_both_red_team_hacks():
     blind = Ctx(bad_rollout(objects(), surge=False))
     assert [f.name for f in run(build_oracle({"all": ["fault_invariant", "functional_slo", "workload_healthy"]}),
                                 blind).failures()] == ["workload_healthy"]
+
+
+# ---- issue #34 attack 2: statuses the agent can write are not believed --------------------------
+
+COPY_IP = "127.40.1.44"
+
+
+def node_account(items, **overrides):
+    """What the node agents report of the pods in ``items`` (as ``GET /sregym/nodes/pods``): by
+    default each pod as its status says, running its spec's images; ``overrides`` by pod name."""
+    records = []
+    for pod in (o for o in items if o["kind"] == "Pod"):
+        conditions = {c["type"]: c["status"] for c in pod["status"].get("conditions") or []}
+        record = {"namespace": pod["metadata"]["namespace"], "name": pod["metadata"]["name"],
+                  "uid": pod["metadata"]["uid"], "ip": pod["status"].get("podIP"), "terminating": False,
+                  "ready": conditions.get("Ready") == "True",
+                  "containers": [{"name": c["name"], "image": c["image"], "kind": "main", "running": True,
+                                  "ready": conditions.get("Ready") == "True"} for c in pod["spec"]["containers"]]}
+        record.update(overrides.get(pod["metadata"]["name"], {}))
+        records.append(record)
+    return records
+
+
+class NodeCtx(Ctx):
+    def __init__(self, current, account, **kwargs):
+        super().__init__(current, **kwargs)
+        self.account = account
+
+    async def node_pods(self):
+        return copy.deepcopy(self.account)
+
+
+def forged_fix():
+    """The attack as the red team ran it: geo set to another missing tag, an unmanaged copy of the
+    last good pod without geo's labels, and the broken pod's status patched Ready with the copy's IP
+    (the controllers then count it ready and the Endpoints send geo's traffic to the copy)."""
+    items = bad_rollout(objects(), surge=False)
+    broken = find(items, "Pod", "geo-5f6b7c8d9-newpd")
+    broken["metadata"]["uid"] = "broken-uid"
+    broken["spec"]["containers"][0]["image"] = "sregym/hotel-reservation:v9.9.9-missing"
+    broken["status"]["podIP"] = COPY_IP
+    broken["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    copy_pod = copy.deepcopy(find(OBJECTS, "Pod"))
+    copy_pod["metadata"].update(name="geo-copy", uid="copy-uid", labels={"run": "geo-copy"})
+    del copy_pod["metadata"]["ownerReferences"]
+    copy_pod["status"]["podIP"] = COPY_IP
+    items.append(copy_pod)
+    find(items, "Deployment", "geo")["status"].update(readyReplicas=1, availableReplicas=1)
+    find(items, "Endpoints", "geo")["subsets"] = [{"addresses": [{"ip": COPY_IP, "targetRef": {
+        "kind": "Pod", "name": "geo-5f6b7c8d9-newpd", "namespace": NS, "uid": "broken-uid"}}]}]
+    # the node agents know better: the broken pod's container never started, its sandbox has another IP
+    account = node_account(items, **{"geo-5f6b7c8d9-newpd": {
+        "ip": "127.40.1.13", "ready": False,
+        "containers": [{"name": "hotel-reserv-geo", "image": "sregym/hotel-reservation:v9.9.9-missing",
+                        "kind": "main", "running": False, "ready": False}]}})
+    return items, account
+
+
+def test_a_status_patched_ready_with_an_unmanaged_copys_ip_fails_mitigation():
+    items, account = forged_fix()
+    # the forged status alone fooled the API-status checks: the oracle before node accounts passed it
+    assert run(build_oracle({"all": ["fault_invariant", "functional_slo"]}), Ctx(items)).passed
+    verdict = run(build_oracle(None), NodeCtx(items, account))
+    assert not verdict.passed and [f.name for f in verdict.failures()] == ["workload_healthy"]
+    reason = verdict.evidence and verdict.failures()[0].evidence["reason"]
+    assert "0/1 of its pods run its template and are ready by their node's account" in reason
+    assert f"its status claims IP {COPY_IP}, its node gave it 127.40.1.13" in reason
+    assert "not ready by its node's account" in reason
+    assert f"traffic reaches pod geo-copy ({COPY_IP}), which no workload of the baseline runs" in reason
+
+
+def test_pods_outside_the_baseline_do_not_serve_even_with_the_targets_labels():
+    """An orphan copy carrying geo's labels is selected by the Service, yet is no pod of geo's."""
+    items = objects()
+    good = find(items, "Pod")
+    orphan = copy.deepcopy(good)
+    orphan["metadata"].update(name="geo-orphan", uid="orphan-uid")
+    del orphan["metadata"]["ownerReferences"]
+    orphan["status"]["podIP"] = COPY_IP
+    items.remove(good)
+    items.append(orphan)
+    find(items, "Endpoints", "geo")["subsets"][0]["addresses"][0].update(
+        ip=COPY_IP, targetRef={"kind": "Pod", "name": "geo-orphan", "namespace": NS, "uid": "orphan-uid"})
+    verdict = run(workload_healthy(timeout_s=0), NodeCtx(items, node_account(items)))
+    assert not verdict.passed
+    assert "0/1 of its pods run its template" in verdict.evidence["reason"]
+    assert "geo-orphan" in verdict.evidence["reason"] and "no workload of the baseline runs" in verdict.evidence["reason"]
+
+
+def test_a_pod_whose_image_was_swapped_under_its_replicaset_does_not_run_the_template():
+    """``kubectl set image pod/...`` (pod images are mutable): the Deployment still says the missing tag."""
+    items = bad_rollout(objects(), surge=False)
+    pod = find(items, "Pod", "geo-5f6b7c8d9-newpd")
+    pod["metadata"]["uid"] = "swapped"
+    pod["spec"]["containers"][0]["image"] = "sregym/hotel-reservation:1.0"
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    find(items, "Deployment", "geo")["status"].update(readyReplicas=1, availableReplicas=1)
+    find(items, "Endpoints", "geo")["subsets"] = [{"addresses": [{"ip": pod["status"]["podIP"], "targetRef": {
+        "kind": "Pod", "name": pod["metadata"]["name"], "namespace": NS, "uid": "swapped"}}]}]
+    verdict = run(workload_healthy(timeout_s=0), NodeCtx(items, node_account(items)))
+    assert not verdict.passed
+    assert "image sregym/hotel-reservation:1.0 is not the template's sregym/hotel-reservation:v9.9.9-missing" \
+        in verdict.evidence["reason"]
+
+
+def test_the_real_fix_passes_by_the_node_agents_account():
+    items = objects()
+    assert run(build_oracle(None), NodeCtx(items, node_account(items))).passed
+    # an address no node gave any pod (say, a hidden service's) is not a pod of the app
+    find(items, "Endpoints", "geo")["subsets"][0]["addresses"].append({"ip": "127.41.0.9"})
+    verdict = run(workload_healthy(timeout_s=0), NodeCtx(items, node_account(items)))
+    assert "traffic reaches 127.41.0.9, which no node gives a pod of the app" in verdict.evidence["reason"]

@@ -571,6 +571,13 @@ class OracleAccess:
     async def list_workloads(self) -> list[dict[str, Any]]:
         return await self.attempt.env.kube.aworkloads(self.attempt.deployed.namespaces)
 
+    async def node_pods(self) -> list[dict[str, Any]] | None:
+        """The node agents' own account of their pods (None: this cluster cannot be asked)."""
+        from ..clusters import SupportsNodePods, capability
+
+        nodes = capability(self.attempt.env.cluster, SupportsNodePods)
+        return None if nodes is None else await asyncio.to_thread(nodes.node_pods)
+
     async def fault_present(self, instance_index: int) -> bool:
         return await self.attempt.fault_present(instance_index)
 

@@ -406,12 +406,145 @@ def service_problems(service: Mapping[str, Any] | None, endpoints: Mapping[str, 
     return []
 
 
+# Serving pods: who really serves, by the node agents' account -------------------------------------
+
+#: the container fields a pod of a workload must share with the workload's pod template (a pod's
+#: image is mutable, so a pod of the right ReplicaSet may still run another image)
+_POD_TEMPLATE_FIELDS = ("image", "command", "args")
+
+
+def _controller_ref(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return next((r for r in _get(pod, "metadata", "ownerReferences", default=[]) or [] if r.get("controller")), None)
+
+
+def controlled_by(kind: str, obj: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` is one of the workload's own: its controller is the workload (StatefulSet,
+    DaemonSet) or one of the Deployment's ReplicaSets (``<name>-<pod-template-hash>``), and the
+    workload's selector selects it. A pod without a controller (an agent's copy) never is."""
+    ref = _controller_ref(pod)
+    if ref is None or _get(pod, "metadata", "deletionTimestamp"):
+        return False
+    if not _selects(_get(obj, "spec", "selector"), _get(pod, "metadata", "labels")):
+        return False
+    name = _get(obj, "metadata", "name")
+    if kind == "Deployment":
+        template_hash = (_get(pod, "metadata", "labels", default={}) or {}).get("pod-template-hash")
+        return ref.get("kind") == "ReplicaSet" and bool(template_hash) and ref.get("name") == f"{name}-{template_hash}"
+    return ref.get("kind") == kind and ref.get("name") == name
+
+
+def pod_template_drift(pod: Mapping[str, Any], obj: Mapping[str, Any]) -> list[str]:
+    """How the pod's containers differ from the workload's pod template (image, command, args)."""
+    wanted = {c.get("name"): c for c in _get(obj, "spec", "template", "spec", "containers", default=[]) or []}
+    have = {c.get("name"): c for c in _get(pod, "spec", "containers", default=[]) or []}
+    if set(wanted) != set(have):
+        return [f"containers {sorted(map(str, have))} are not the template's {sorted(map(str, wanted))}"]
+    return [f"container {name} {field} {_short(have[name].get(field), 60)} is not the template's "
+            f"{_short(wanted[name].get(field), 60)}"
+            for name in sorted(wanted, key=str) for field in _POD_TEMPLATE_FIELDS
+            if have[name].get(field) != wanted[name].get(field)]
+
+
+def api_account(pods: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Pods as their status reports them, for clusters whose node agents cannot be asked (there only
+    the kubelet may write ``pods/status``)."""
+    return [{"namespace": _get(p, "metadata", "namespace"), "name": _get(p, "metadata", "name"),
+             "uid": _get(p, "metadata", "uid"), "ip": _get(p, "status", "podIP"), "ready": _pod_ready(p),
+             "containers": None} for p in pods]
+
+
+def node_problems(pod: Mapping[str, Any], record: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> list[str]:
+    """Why one of the workload's pods does not serve by its node's account (empty: it does)."""
+    if record is None:
+        return ["no node runs it"]
+    problems = []
+    claimed = _get(pod, "status", "podIP")
+    if claimed and record.get("ip") and claimed != record.get("ip"):
+        problems.append(f"its status claims IP {claimed}, its node gave it {record.get('ip')}")
+    if not record.get("ready"):
+        problems.append("not ready by its node's account")
+    problems += pod_template_drift(pod, obj)
+    running = {c.get("name"): c.get("image") for c in record.get("containers") or [] if c.get("kind", "main") == "main"}
+    for container in _get(obj, "spec", "template", "spec", "containers", default=[]) or []:
+        image = running.get(container.get("name"))
+        if record.get("containers") is not None and image != container.get("image"):
+            problems.append(f"its node runs image {image} in {container.get('name')}, the template says "
+                            f"{container.get('image')}")
+    return problems
+
+
+def serving_problems(kind: str, obj: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]],
+                     account: Sequence[Mapping[str, Any]], desired: int) -> tuple[list[str], set[str]]:
+    """(why the workload does not serve, the uids of its pods that do): at least ``desired`` of its
+    own pods (see :func:`controlled_by`) must run its current template and be ready by their node's
+    account, whatever their status says."""
+    if obj is None:
+        return [], set()
+    by_uid = {r.get("uid"): r for r in account}
+    members = [p for p in pods if controlled_by(kind, obj, p)]
+    serving, why = set(), {}
+    for pod in members:
+        problems = node_problems(pod, by_uid.get(_get(pod, "metadata", "uid")), obj)
+        if problems:
+            why[_get(pod, "metadata", "name")] = problems
+        else:
+            serving.add(_get(pod, "metadata", "uid"))
+    if len(serving) >= desired:
+        return [], serving
+    detail = "; ".join(f"{name}: {', '.join(reasons)}" for name, reasons in sorted(why.items())[:3])
+    return [f"{len(serving)}/{desired} of its pods run its template and are ready by their node's account"
+            + (f" ({detail})" if detail else "")], serving
+
+
+def route_problems(service: str, endpoints: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]],
+                   account: Sequence[Mapping[str, Any]], workloads: Sequence[tuple[str, Mapping[str, Any]]],
+                   serving: set[str] | None) -> list[str]:
+    """Where the Service's traffic really goes: every ready address must be, by the node agents'
+    account, a ready pod of a baseline workload (an agent's copy, a pod of a workload the agent
+    added, or an address no node gave any pod, is not serving), and when ``serving`` is given at
+    least one address must be one of the faulty workload's serving pods."""
+    if endpoints is None:
+        return []
+    by_ip = {r.get("ip"): r for r in account if r.get("ip") and not r.get("terminating")}
+    by_uid = {_get(p, "metadata", "uid"): p for p in pods}
+    problems: list[str] = []
+    reaches_target = False
+    for subset in _get(endpoints, "subsets", default=[]) or []:
+        for address in subset.get("addresses") or []:
+            ip = address.get("ip")
+            record = by_ip.get(ip)
+            pod = by_uid.get(record.get("uid")) if record else None
+            if record is None or pod is None:
+                problems.append(f"Service {service} traffic reaches {ip}, which no node gives a pod of the app")
+                continue
+            name = _get(pod, "metadata", "name")
+            named = (address.get("targetRef") or {}).get("name")
+            if named and named != name:
+                problems.append(f"Service {service} Endpoints name pod {named} for {ip}, the address of pod {name}")
+            if not any(controlled_by(kind, obj, pod) for kind, obj in workloads):
+                problems.append(f"Service {service} traffic reaches pod {name} ({ip}), which no workload of the "
+                                "baseline runs (a pod outside the baseline does not serve)")
+            elif not record.get("ready"):
+                problems.append(f"Service {service} traffic reaches pod {name} ({ip}), not ready by its node's account")
+            if serving is not None and _get(pod, "metadata", "uid") in serving:
+                reaches_target = True
+    if serving is not None and not reaches_target and not problems:
+        problems.append(f"Service {service} traffic reaches none of the workload's serving pods")
+    return problems
+
+
 @attrs.frozen(kw_only=True)
 class WorkloadHealthy:
     """Every faulty workload is healthy: rollout complete (generation observed, every replica updated,
     no pod of an old ReplicaSet left), its desired replicas (at least its baseline's, at least one)
     ready, and its Service with ready endpoints. This checks the system, not the injected value:
     a *different* broken value, or scaling the workload to one pod that cannot start, fails.
+
+    No status is believed on its own: where the context offers the node agents' account
+    (``ctx.node_pods()``, the embedded cluster), the workload's own pods must run its current pod
+    template and be ready *by their node's account*, with the IP their node gave them, and every
+    address the Service's traffic reaches must be such a pod of a baseline workload, one of them the
+    faulty workload's (a status patched Ready with another pod's IP, or an unmanaged copy, fails).
 
     A rollout still under way gets ``timeout_s`` to finish (polled every ``interval`` seconds).
     """
@@ -447,22 +580,38 @@ class WorkloadHealthy:
     async def _report(self, ctx: OracleContext, targets: Sequence[Mapping[str, Any]],
                       baseline: Mapping[tuple[str, str, str], Any]) -> dict[str, list[str]]:
         current = {_key(o): o for o in await ctx.list_workloads()}
+        node_pods = getattr(ctx, "node_pods", None)
+        account = await node_pods() if callable(node_pods) else None
+        all_pods = [o for (k, _ns, _n), o in current.items() if k == "Pod"]
+        if account is None:
+            account = api_account(all_pods)
+        # the workloads whose pods may serve: those of the baseline, as they are now
+        workloads = [(k, current[(k, ns, n)]) for (k, ns, n) in baseline if k in _TEMPLATED and (k, ns, n) in current]
         report: dict[str, list[str]] = {}
         for target in targets:
             kind, namespace, name = str(target["kind"]), str(target["namespace"]), str(target["name"])
             pods = [o for (k, ns, _n), o in current.items() if k == "Pod" and ns == namespace]
             label = f"{kind} {namespace}/{name}"
             problems = report.setdefault(label, [])
+            serving: set[str] | None = None
             if kind in _TEMPLATED:
-                problems += [p for p in workload_problems(kind, current.get((kind, namespace, name)), pods,
-                                                          baseline.get((kind, namespace, name)))
+                obj = current.get((kind, namespace, name))
+                problems += [p for p in workload_problems(kind, obj, pods, baseline.get((kind, namespace, name)))
                              if p not in problems]
+                if obj is not None:
+                    desired = (int(_get(obj, "status", "desiredNumberScheduled", default=0)) if kind == "DaemonSet"
+                               else max(_replicas(obj), 1))
+                    found, serving = serving_problems(kind, obj, pods, account, desired)
+                    problems += [p for p in found if p not in problems]
             service = target.get("service")
             if service:
                 svc_problems = service_problems(current.get(("Service", namespace, service)),
                                                 current.get(("Endpoints", namespace, service)), pods)
                 problems += [f"Service {service}: {p}" if not p.startswith("Service") else p.replace("Service", f"Service {service}", 1)
                              for p in svc_problems]
+                if not svc_problems:
+                    problems += route_problems(service, current.get(("Endpoints", namespace, service)), all_pods,
+                                               account, workloads, serving)
         return report
 
     def describe(self) -> Any:

@@ -158,6 +158,11 @@ class EmbeddedCluster:
         """``{node: {"agent": "running" | "stopped"}}``."""
         return self._admin_json("GET", "/sregym/nodes")
 
+    def node_pods(self) -> list[dict]:
+        """The node agents' own account of the pods they run (uid, IP, readiness, images): what the
+        oracles believe instead of pod status (see ``node/account.py``)."""
+        return self._admin_json("GET", "/sregym/nodes/pods")
+
     def node_fault(self, fault_id: str, **spec: Any) -> dict:
         """Set an LD_PRELOAD fault rule (fields as in ``admin_faults``: calls, errno, rate, mode,
         namespace, labels, pods, pinned, nodes, paths, volumes...); returns what it reaches."""
