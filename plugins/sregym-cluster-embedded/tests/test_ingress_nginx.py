@@ -189,3 +189,23 @@ def test_the_controller_publishes_its_address_clears_it_when_dropped_and_records
     events = [body for method, path, body in api.calls if method == "POST" and path.endswith("/events")]
     assert [(e["reason"], e["message"], e["involvedObject"]["name"], e["source"]["component"]) for e in events] == [
         ("Sync", "Scheduled for sync", "served", "nginx-ingress-controller")]
+
+
+def test_nothing_outside_the_host_and_path_grammar_reaches_nginx_conf(tmp_path):
+    """Defence in depth behind the API server's validation (issue 34, attack 3): a host or path that
+    would add nginx directives (a location serving the controller's token) is never rendered."""
+    token_dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+    host = f"evil.test; location /t {{ alias {token_dir}/; }} server_name x"
+    ingress = _ingress("evil", rules=[_rule(host, ("/", "Prefix", "web", 80)),
+                                      _rule("ok.test", ("/a;alias /etc/;#", "Prefix", "web", 80),
+                                            ("/fine", "Prefix", "web", 80))],
+                       annotations={render.REWRITE_ANNOTATION: '/x"; alias /etc; #'})
+    services = {"shop/web": {"spec": {"clusterIP": "127.0.0.1", "ports": [{"port": 80}]}}}
+    text = render.render(render.servers(render.served([ingress], CLASSES), services, {}, "/d.pem"),
+                         run_dir=str(tmp_path), access_log=str(tmp_path / "a.log"))
+    assert token_dir not in text and "evil.test" not in text
+    # the annotation stays one quoted token (nginx reads ';' and '#' inside quotes literally)
+    assert '"/x;alias/etc;#" break;' in text and not any(line.strip().startswith("alias") for line in text.splitlines())
+    assert "server_name ok.test;" in text and '"/fine/"' in text
+    assert render.valid_host("*.shop.test") and not render.valid_host("*shop.test")
+    assert not render.valid_path("/a b") and not render.valid_path("/a{") and render.valid_path("/api/v1")

@@ -161,4 +161,140 @@ def object_causes(kind: str, obj: dict[str, Any]) -> list[Cause]:
                 cause = _port_cause(port.get("port"), f"spec.ports[{i}].port")
                 if cause:
                     causes.append(cause)
+    if kind == "Ingress":
+        causes += ingress_causes(obj)
+    return causes
+
+
+# -- Ingress (networking.k8s.io/v1): the real server's host, path and backend rules ---------------
+# Hosts and paths flow into the ingress controller's nginx configuration, so they are held to the
+# grammar the real API server enforces (k8s.io/kubernetes pkg/apis/networking/validation).
+WILDCARD_MSG = (
+    "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist "
+    "of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character (e.g. "
+    "'*.example.com', regex used for validation is '\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
+    "[a-z0-9])?)*')"
+)
+DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation "
+    "is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1035_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+PORT_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
+_BAD_PATH_PARTS = ("//", "/./", "/../", "%2f", "%2F")
+_BAD_PATH_ENDS = ("/..", "/.")
+
+
+def _is_ip(text: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def host_problem(host: Any) -> str | None:
+    """Why ``host`` is no valid Ingress host (a DNS-1123 subdomain, or ``*.`` and one), or None."""
+    if not isinstance(host, str):
+        return "must be a string"
+    if _is_ip(host):
+        return "must be a DNS name, not an IP address"
+    if "*" in host:
+        rest = host[2:]
+        if not host.startswith("*.") or len(host) > 253 or not SUBDOMAIN_RE.match(rest):
+            return WILDCARD_MSG
+        return None
+    if len(host) > 253:
+        return "must be no more than 253 characters"
+    return None if SUBDOMAIN_RE.match(host) else SUBDOMAIN_MSG
+
+
+def path_problems(path: Any, path_type: Any) -> list[tuple[str, str, str]]:
+    """(reason, message, field suffix) for an HTTP path and its pathType, as the real server words them."""
+    if path_type is None:
+        return [("FieldValueRequired", "Required value: pathType must be specified", "pathType")]
+    if path_type not in PATH_TYPES:
+        supported = ", ".join(f'"{t}"' for t in PATH_TYPES)
+        return [("FieldValueNotSupported", f'Unsupported value: {json.dumps(path_type)}: supported values: '
+                                           f"{supported}", "pathType")]
+    text = path if isinstance(path, str) else ""
+    out: list[tuple[str, str, str]] = []
+    if (text or path_type != "ImplementationSpecific") and not text.startswith("/"):
+        out.append(("FieldValueInvalid", f"Invalid value: {json.dumps(text)}: must be an absolute path", "path"))
+    if path_type in ("Exact", "Prefix") and text:
+        out += [("FieldValueInvalid", f"Invalid value: {json.dumps(text)}: must not contain '{part}'", "path")
+                for part in _BAD_PATH_PARTS if part in text]
+        out += [("FieldValueInvalid", f"Invalid value: {json.dumps(text)}: cannot end with '{end}'", "path")
+                for end in _BAD_PATH_ENDS if text.endswith(end)]
+    return out
+
+
+def _backend_causes(backend: Any, field: str) -> list[Cause]:
+    if not isinstance(backend, dict):
+        return []
+    service = backend.get("service")
+    if not isinstance(service, dict):
+        return [] if backend.get("resource") else [("FieldValueRequired", "Required value", field)]
+    out: list[Cause] = []
+    name = service.get("name")
+    if not isinstance(name, str) or not name:
+        out.append(("FieldValueRequired", "Required value", f"{field}.service.name"))
+    elif len(name) > 63 or not DNS1035_RE.match(name):
+        out.append(("FieldValueInvalid", f"Invalid value: {json.dumps(name)}: {DNS1035_MSG}", f"{field}.service.name"))
+    port = service.get("port") if isinstance(service.get("port"), dict) else {}
+    number, port_name = port.get("number"), port.get("name")
+    if number is not None and port_name:
+        out.append(("FieldValueInvalid", "Invalid value: \"\": cannot set both port name & port number",
+                    f"{field}.service.port"))
+    elif number is not None:
+        cause = _port_cause(number, f"{field}.service.port.number")
+        if cause:
+            out.append(cause)
+    elif port_name:
+        if not isinstance(port_name, str) or len(port_name) > 15 or not PORT_NAME_RE.match(port_name) \
+                or "--" in port_name or not re.search("[a-z]", port_name):
+            out.append(("FieldValueInvalid", f"Invalid value: {json.dumps(port_name)}: must be a valid port name "
+                                             "(an IANA_SVC_NAME)", f"{field}.service.port.name"))
+    else:
+        out.append(("FieldValueRequired", "Required value: port name or number is required",
+                    f"{field}.service.port"))
+    return out
+
+
+def ingress_causes(obj: dict[str, Any]) -> list[Cause]:
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    causes: list[Cause] = []
+    for i, tls in enumerate(spec.get("tls") or []):
+        for j, host in enumerate((tls.get("hosts") or []) if isinstance(tls, dict) else []):
+            problem = host_problem(host)
+            if problem:
+                causes.append(("FieldValueInvalid", f"Invalid value: {json.dumps(host)}: {problem}",
+                               f"spec.tls[{i}].hosts[{j}]"))
+    if spec.get("defaultBackend") is not None:
+        causes += _backend_causes(spec["defaultBackend"], "spec.defaultBackend")
+    for i, rule in enumerate(spec.get("rules") or []):
+        if not isinstance(rule, dict):
+            continue
+        host = rule.get("host")
+        if host:
+            problem = host_problem(host)
+            if problem:
+                causes.append(("FieldValueInvalid", f"Invalid value: {json.dumps(host)}: {problem}",
+                               f"spec.rules[{i}].host"))
+        http = rule.get("http") if isinstance(rule.get("http"), dict) else None
+        if http is None:
+            continue
+        paths = http.get("paths")
+        if not paths:
+            causes.append(("FieldValueRequired", "Required value", f"spec.rules[{i}].http.paths"))
+        for j, path in enumerate(paths or []):
+            if not isinstance(path, dict):
+                continue
+            at = f"spec.rules[{i}].http.paths[{j}]"
+            causes += [(r, m, f"{at}.{f}") for r, m, f in path_problems(path.get("path"), path.get("pathType"))]
+            causes += _backend_causes(path.get("backend"), f"{at}.backend")
     return causes

@@ -30,6 +30,7 @@ REGISTRY: dict[str, str] = {
     "pvc": "pvc:PersistentVolumeController",
     "attachdetach": "attachdetach:AttachDetachController",
     "pdb": "pdb:DisruptionController",
+    "ingresstls": "ingresstls:IngressTlsAccessController",
     "scheduler": "scheduler:Scheduler",
     "nodelifecycle": "nodelifecycle:NodeLifecycleController",
 }

@@ -18,17 +18,22 @@ LABELS = {"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/instance
           "app.kubernetes.io/component": "controller"}
 
 
-def objects() -> list[tuple[str, str | None, dict]]:
-    """(resource, namespace or None, object) in creation order."""
-    meta = {"namespace": NAMESPACE, "labels": LABELS}
-    rules = [
-        {"apiGroups": [""], "resources": ["services", "secrets", "endpoints", "configmaps", "pods", "namespaces"],
-         "verbs": ["get", "list", "watch"]},
+def cluster_rules() -> list[dict]:
+    """What the controller's token may do cluster-wide: only what it reads and writes. No Secrets
+    (a TLS Secret an Ingress names is readable by name in its namespace only: ``controllers.ingresstls``),
+    no ConfigMaps, pods or namespaces: a stolen token opens nothing of the hidden namespaces'."""
+    return [
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses", "ingressclasses"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses/status"], "verbs": ["update", "patch"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
-        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
     ]
+
+
+def objects() -> list[tuple[str, str | None, dict]]:
+    """(resource, namespace or None, object) in creation order."""
+    meta = {"namespace": NAMESPACE, "labels": LABELS}
+    rules = cluster_rules()
     container = {
         "name": "controller", "image": IMAGE,
         "args": ["/nginx-ingress-controller", f"--publish-service={NAMESPACE}/{NAME}",

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -169,7 +170,7 @@ class Controller:
                     for s in self.api.items("/api/v1/services")}
         wanted = {f"{i['metadata']['namespace']}/{t['secretName']}" for i in mine
                   for t in (i.get("spec") or {}).get("tls") or [] if t.get("secretName")}
-        secrets = self.api.items("/api/v1/secrets?fieldSelector=type%3Dkubernetes.io%2Ftls") if wanted else []
+        secrets = [s for s in (self._secret(key) for key in sorted(wanted)) if s is not None]
         self.warnings, previous = set(), self.warnings
         certs = _certificate_files(secrets, wanted, self.cert_dir, self.warn)
         for ing in mine:
@@ -186,6 +187,14 @@ class Controller:
         self.status(ingresses, mine)
         for where, message in self.warnings - previous:  # a warning is logged when it starts to hold
             klog("W", where, message)
+
+    def _secret(self, key: str) -> dict | None:
+        """One TLS Secret an Ingress names, read by name: the token may read no other (``controllers.ingresstls``)."""
+        namespace, name = key.split("/", 1)
+        try:
+            return self.api.request("GET", f"/api/v1/namespaces/{namespace}/secrets/{urllib.parse.quote(name)}")
+        except urllib.error.HTTPError:  # missing, or not (yet) readable: the default certificate is served
+            return None
 
     @staticmethod
     def _missing_services(ing: dict, services: dict) -> set[str]:

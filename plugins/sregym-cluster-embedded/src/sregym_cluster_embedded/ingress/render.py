@@ -131,14 +131,36 @@ def servers(ingresses: Iterable[Mapping[str, Any]], services: Mapping[str, Mappi
             by_host["_"].locations.setdefault("/", resolve_backend(ns, spec["defaultBackend"], services))
         for rule in spec.get("rules") or []:
             host = rule.get("host") or "_"
+            if host != "_" and not valid_host(host):
+                continue  # never written into nginx.conf (the API server refuses it too)
             server = by_host.setdefault(host, Server(host))
             if host in tls_hosts and not server.tls:
                 server.tls, server.certificate = True, tls_hosts[host]
             for path in (rule.get("http") or {}).get("paths") or []:
                 backend = resolve_backend(ns, path.get("backend") or {}, services, rewrite)
+                if not valid_path(path.get("path", "/")):
+                    continue  # as ingress-nginx's strict path validation: such a path is not served
                 for location in _locations(path.get("path", "/"), path.get("pathType", "Prefix")):
                     server.locations.setdefault(location, backend)
     return list(by_host.values())
+
+
+# Defence in depth: whatever reaches nginx.conf from an object is held to a grammar with no
+# character nginx gives a meaning to (whitespace, quotes, ';', braces, '#', '$', '\\'), even if an
+# object got past the API server's validation (an Ingress stored before it, a real cluster's server).
+_HOST = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_PATH = re.compile(r"^/[A-Za-z0-9._~/:@!&'()*+,=%-]*$")
+_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def valid_host(host: object) -> bool:
+    """A DNS-1123 subdomain, optionally ``*.``-prefixed: what may stand in ``server_name``."""
+    return isinstance(host, str) and len(host) <= 253 and bool(_HOST.match(host))
+
+
+def valid_path(path: object) -> bool:
+    """An absolute path of URL characters only (no whitespace, quotes, ';', braces, '$' or '#')."""
+    return isinstance(path, str) and bool(_PATH.match(path))
 
 
 _SAFE = re.compile(r"^[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]*$")
@@ -155,12 +177,12 @@ def _location_block(spec: str, backend: Backend) -> list[str]:
     exact = spec.startswith("= ")
     path = spec[2:] if exact else spec
     lines = [f"    location {'= ' if exact else ''}{_quote(path)} {{",
-             f'      set $proxy_upstream_name "{backend.name}";']
+             f'      set $proxy_upstream_name "{_NAME.sub("", backend.name)}";']
     if backend.address is None:
         lines += ["      return 503;", "    }"]
         return lines
     if backend.rewrite is not None:
-        lines.append(f"      rewrite ^{re.escape(path.rstrip('/')) or ''}(/.*)?$ {_quote(backend.rewrite)} break;")
+        lines.append(f"      rewrite \"^{re.escape(path.rstrip('/')) or ''}(/.*)?$\" {_quote(backend.rewrite)} break;")
     lines += [f"      proxy_pass http://{backend.address};", "    }"]
     return lines
 
@@ -202,10 +224,12 @@ def render(servers_: list[Server], *, run_dir: str, access_log: str, http_port: 
     for server in servers_:
         default = server.host == "_"
         flag = " default_server" if default else ""
+        if not default and not valid_host(server.host):
+            continue
         out += ["  server {", f"    server_name {server.host};", f"    listen {http_port}{flag};"]
         if server.certificate:
-            out += [f"    listen {https_port} ssl{flag};", f"    ssl_certificate {server.certificate};",
-                    f"    ssl_certificate_key {server.certificate};"]
+            out += [f"    listen {https_port} ssl{flag};", f"    ssl_certificate {_quote(server.certificate)};",
+                    f"    ssl_certificate_key {_quote(server.certificate)};"]
         out.append('    set $proxy_upstream_name "-";')
         if server.tls and not default:
             out.append("    if ($scheme = http) { return 308 https://$host$request_uri; }")

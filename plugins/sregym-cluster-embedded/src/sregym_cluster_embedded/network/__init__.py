@@ -160,6 +160,9 @@ class Network:
                 await self.client.create(resource, body, namespace)
             except Exception as exc:  # exists already
                 log.debug("ingress addon %s: %s", resource, exc)
+                if resource.startswith("clusterroles."):  # its rights are a security boundary: always ours
+                    with contextlib.suppress(Exception):
+                        await self.client.patch(resource, body["metadata"]["name"], {"rules": body["rules"]})
 
     async def _ensure_ipam(self) -> None:
         """Calico's IPPool resource and ``default-ipv4-ippool`` over the pod range (``.ipam``), unless
