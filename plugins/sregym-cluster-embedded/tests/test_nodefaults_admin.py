@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -260,3 +261,95 @@ def test_no_fault_parameter_is_readable_from_the_pods(handle: Any) -> None:
     finally:
         handle.clear_fault("shim", "hidden")
         kubectl(handle, "delete", "pod", "secret", "--wait=false")
+
+
+CONNLOOP_C = r"""
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(int argc, char **argv) {  /* connloop IP PORT [COUNT]: one connect() every 0.1 s */
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[2]))};
+    inet_pton(AF_INET, argv[1], &to.sin_addr);
+    for (int i = 0; argc < 4 || i < atoi(argv[3]); i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(fd, (struct sockaddr *)&to, sizeof to) == 0) printf("ok\n"); else printf("err %d\n", errno);
+        fflush(stdout);
+        close(fd);
+        usleep(100000);
+    }
+    return 0;
+}
+"""
+
+
+def _static_connloop(handle: Any) -> str:
+    """Build the static client into node-1's hostPath directory; the path pods mount it from."""
+    from sregym_cluster_embedded import cluster as clusters
+
+    directory = Path(clusters.cluster_dir(handle.name)) / "nodes" / "node-1" / "host" / "sregym-static"
+    directory.mkdir(parents=True, exist_ok=True)
+    source = directory / "connloop.c"
+    source.write_text(CONNLOOP_C)
+    built = subprocess.run(["gcc", "-static", "-O2", "-o", str(directory / "connloop"), str(source)],
+                           capture_output=True, text=True, timeout=120)
+    if built.returncode != 0:
+        pytest.skip(f"no static C library to build a static client: {built.stderr[-200:]}")
+    (directory / "connloop").chmod(0o755)
+    return "/sregym-static"
+
+
+def _client_pod(name: str, server_ip: str) -> str:
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {"nodeName": "node-1", "terminationGracePeriodSeconds": 1,
+                 "volumes": [{"name": "bin", "hostPath": {"path": "/sregym-static", "type": "Directory"}}],
+                 "containers": [{"name": "c", "image": "busybox", "command": ["/opt/static/connloop", server_ip, "8080"],
+                                 "volumeMounts": [{"name": "bin", "mountPath": "/opt/static", "readOnly": True}]}]}})
+
+
+def _wait_log(handle: Any, pod: str, want: str, timeout: float = 30.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        tail = kubectl(handle, "logs", pod, "--tail=5").splitlines()
+        if tail and tail[-1] == want or time.monotonic() > deadline:
+            return tail
+        time.sleep(0.3)
+
+
+def test_connect_fault_is_a_cgroup_bpf_program_a_static_binary_meets(handle: Any) -> None:
+    # issue 36: connect() of the target pod's processes fails in the kernel (cgroup/connect4 with
+    # bpf_set_retval keyed on the pod's cgroup), so a statically linked client meets it, a pod
+    # beside it does not, and clearing the fault detaches the programs
+    mechanisms = handle.faults()["mechanisms"]["cgroup-bpf"]
+    if not mechanisms["available"]:
+        pytest.skip(f"cgroup BPF faults are unavailable here: {mechanisms['reason']}")
+    _static_connloop(handle)
+    server = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "conn-server"},
+                         "spec": {"nodeName": "node-2", "terminationGracePeriodSeconds": 1,
+                                  "containers": [{"name": "s", "image": "python",
+                                                  "command": ["python3", "-m", "http.server", "8080"]}]}})
+    kubectl(handle, "apply", "-f", "-", input=server)
+    kubectl(handle, "wait", "--for=condition=Ready", "pod/conn-server", "--timeout=60s")
+    ip = kubectl(handle, "get", "pod", "conn-server", "-o", "jsonpath={.status.podIP}").strip()
+    for name in ("static-target", "static-other"):
+        kubectl(handle, "apply", "-f", "-", input=_client_pod(name, ip))
+    try:
+        for name in ("static-target", "static-other"):
+            kubectl(handle, "wait", "--for=condition=Ready", f"pod/{name}", "--timeout=60s")
+            assert _wait_log(handle, name, "ok")[-1] == "ok"  # the server answers both before the fault
+        record = handle.node_fault("conn", namespace="default", labels={"app": "static-target"}, calls=["connect"],
+                                   errno="ECONNREFUSED", rate=1.0, port=8080)
+        assert record["mechanism"] == "cgroup-bpf" and record["active"], record
+        assert _wait_log(handle, "static-target", "err 111")[-1] == "err 111"
+        assert kubectl(handle, "logs", "static-other", "--tail=5").split() == ["ok"] * 5
+        # a process started in the pod later (kubectl exec) runs in its cgroup too
+        out = kubectl(handle, "exec", "static-target", "--", "/opt/static/connloop", ip, "8080", "2")
+        assert out.split() == ["err", "111", "err", "111"]
+        assert handle.clear_fault("shim", "conn")
+        assert _wait_log(handle, "static-target", "ok")[-1] == "ok"
+    finally:
+        handle.clear_fault("shim", "conn")
+        kubectl(handle, "delete", "pod", "conn-server", "static-target", "static-other", "--wait=false")

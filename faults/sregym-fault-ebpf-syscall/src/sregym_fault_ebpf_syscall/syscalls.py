@@ -69,6 +69,8 @@ def syscall_inject(ctx: Any, target: Any, params: dict) -> None:
         spec["port"] = params["port"]
     record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
     ctx.state["pods"] = sorted({ip for ips in record.get("targets", {}).values() for ip in ips})
+    # which mechanism ran: cgroup-bpf (connect, in the kernel) or ld-preload (file syscalls)
+    ctx.state["mechanism"] = record.get("mechanism", "ld-preload")
 
 
 def _on_volume(target: Any, params: dict) -> bool:

@@ -16,6 +16,10 @@ reached through these endpoints (system:masters only; errors are Kubernetes ``St
   Fields: ``calls`` (read, write, fsync, open, connect, clock), ``errno`` (number or name), ``rate``,
   ``mode`` (random | badblocks, with ``frac``, ``block``, ``seed``), ``port``, ``delay_us``,
   ``offset_ms`` (with ``calls: [clock]``: the wall clock the pods read is off by that much).
+  ``mechanism``: ``auto`` (default), ``cgroup-bpf`` or ``ld-preload``. A rule for ``calls: [connect]``
+  alone (no paths or volumes) runs, where the kernel takes it, as cgroup BPF programs keyed on the
+  target pods' cgroups (``node/bpffault.py``: any binary, static ones included, meets it, and the
+  rate and errno stay in a kernel map); otherwise in the shim. The record says which one ran.
 * ``PUT /sregym/faults/diskfull/<id>`` ``{namespace, claim, filler, fill_bytes}``: writes a filler
   file into the volume and caps the volume at less than its usage, so writes under it fail with
   ENOSPC while usage stays at or above the cap (deleting the filler frees it).
@@ -48,6 +52,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..node import bpffault
 from ..node.faultshim import RulesChannel, build_fault_shim
 from .errors import ApiError
 
@@ -122,6 +127,8 @@ class FaultHooks:
         self._node_rules: dict[str, list[tuple[list[str], str]]] = {}
         #: pod uid -> (its channel, node, pod IP)
         self.channels: dict[str, tuple[RulesChannel, str, str]] = {}
+        #: the cgroup BPF connect programs, while a cgroup-bpf record reaches a pod
+        self.bpf: bpffault.CgroupConnectFaults | None = None
         self._task: asyncio.Task | None = None
         #: pods whose containers are starting, by uid, with when: kept until the store has their IP,
         #: so a periodic render between the start hook and the status update does not drop them
@@ -161,6 +168,15 @@ class FaultHooks:
         for channel, _node, _ip in self.channels.values():
             channel.close()
         self.channels.clear()
+        if self.bpf is not None:
+            self.bpf.close()
+            self.bpf = None
+
+    def bpf_available(self) -> tuple[bool, str]:
+        """Whether connect faults can run as cgroup BPF programs here, and why not."""
+        if self.nodes is None or getattr(self.nodes, "net_guard", None) is None:
+            return False, "pods have no cgroup v2 directories (the network guard is off: not root or no cgroup v2)"
+        return bpffault.probe()
 
     def channel_for(self, pod: dict) -> int | None:
         """A read-only descriptor of the pod's rules channel (made on its first container start),
@@ -264,10 +280,17 @@ class FaultHooks:
         """node -> pod IPs ("*" for every pod of the node) a record reaches right now."""
         if not record["namespace"] and not record["pvs"]:
             return {n: ["*"] for n in record["nodes"]}
+        out: dict[str, list[str]] = {}
+        for pod in self._target_pods(record):
+            out.setdefault(pod["spec"]["nodeName"], []).append(pod["status"]["podIP"])
+        return out
+
+    def _target_pods(self, record: dict) -> list[dict]:
+        """The running pods (scheduled, with an IP) a record reaches right now."""
         mounting: set[str] | None = None
         if record["pvs"]:
             mounting = {p["metadata"].get("uid") for pv in record["pvs"] for p in self.volume_scope(pv)[2]}
-        out: dict[str, list[str]] = {}
+        out: list[dict] = []
         for pod in self._pods():
             meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
             if mounting is not None and meta.get("uid") not in mounting:
@@ -282,7 +305,7 @@ class FaultHooks:
                 continue
             if meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed"):
                 continue
-            out.setdefault(node, []).append(ip)
+            out.append(pod)
         return out
 
     # ------------------------------------------------------------ rendering
@@ -302,10 +325,15 @@ class FaultHooks:
     def render(self) -> None:
         if self.network is not None:
             self._net_render()
-        if self.nodes is None or self.shim_path is None:
+        if self.nodes is None:
+            return
+        self._bpf_render()
+        if self.shim_path is None:
             return
         lines: dict[str, list[tuple[list[str], str]]] = {node: [] for node in self.nodes.agents}
         for record in self.shim.values():
+            if record["mechanism"] != "ld-preload":
+                continue
             prefixes = self._prefixes(record)
             if (record["paths"] or (record["pvs"] and record["whole_volume"])) and not prefixes:
                 continue  # its volume is gone: nothing to scope it to
@@ -324,6 +352,29 @@ class FaultHooks:
                         lines[node].append((ips, self._line(rule, prefixes)))
         self._node_rules = lines
         self._write_channels()
+
+    def _bpf_render(self) -> None:
+        """The connect faults' map: the cgroup id of every pod a cgroup-bpf record reaches."""
+        faults: dict[int, bpffault.ConnectFault] = {}
+        for record in self.shim.values():
+            if record["mechanism"] != "cgroup-bpf":
+                continue
+            fault = bpffault.ConnectFault(errno=record["errno"], rate=record["rate"], port=record["port"])
+            pods = self._target_pods(record) if record["namespace"] else [
+                p for p in self._pods() if (p.get("spec") or {}).get("nodeName") in record["nodes"]]
+            for pod in pods:
+                cgroup = self.nodes.pod_cgroup(pod["metadata"].get("uid", ""))
+                cgroup_id = bpffault.cgroup_id(cgroup) if cgroup is not None else None
+                if cgroup_id is not None:
+                    faults[cgroup_id] = fault
+            record["cgroups"] = len([f for f in faults.values() if f is fault])
+        if faults and self.bpf is None:
+            self.bpf = bpffault.CgroupConnectFaults()
+        if self.bpf is not None:
+            try:
+                self.bpf.set(faults)
+            except OSError:
+                log.exception("updating the cgroup BPF connect faults failed")
 
     def _write_channels(self) -> None:
         """Each pod's channel gets the rules reaching it; channels of deleted pods are closed."""
@@ -369,8 +420,9 @@ class FaultHooks:
                 isinstance(v, dict) and isinstance(v.get("namespace"), str) and isinstance(v.get("claim"), str)
                 for v in volumes):
             raise _bad("volumes must be a list of {namespace, claim}")
+        mechanism = self._mechanism(body, calls, paths, volumes)
         record = {
-            "id": fault_id, "calls": calls, "errno": _errno(body.get("errno", "EIO")),
+            "id": fault_id, "mechanism": mechanism, "calls": calls, "errno": _errno(body.get("errno", "EIO")),
             "rate": _number(body, "rate", 1.0, 0.0, 1.0), "mode": mode,
             "frac": _number(body, "frac", 0.0, 0.0, 1.0), "block": int(_number(body, "block", 8192, 512, 1 << 20)),
             "seed": int(_number(body, "seed", 1, 0, 2**31)), "port": int(_number(body, "port", 0, 0, 65535)),
@@ -395,11 +447,34 @@ class FaultHooks:
         self.render()
         return self.describe_shim(record)
 
+    def _mechanism(self, body: dict, calls: list[str], paths: list[str], volumes: list) -> str:
+        """The strongest mechanism that can run the rule here: cgroup BPF for connect alone (any
+        binary meets it, nothing in the pod holds it), else the shim."""
+        wanted = body.get("mechanism", "auto")
+        if wanted not in ("auto", "cgroup-bpf", "ld-preload"):
+            raise _bad("mechanism must be auto, cgroup-bpf or ld-preload")
+        kernel_fits = calls == ["connect"] and not paths and not volumes and not body.get("delay_us")
+        if wanted == "cgroup-bpf" and not kernel_fits:
+            raise _bad("cgroup-bpf runs calls [connect] only, without paths, volumes or delay_us")
+        if wanted != "ld-preload" and kernel_fits:
+            available, reason = self.bpf_available()
+            if available:
+                return "cgroup-bpf"
+            if wanted == "cgroup-bpf":
+                raise ApiError(503, f"cgroup BPF faults are unavailable here: {reason}", "ServiceUnavailable")
+        if self.shim_path is None:
+            raise ApiError(503, "the fault shim is unavailable (no C compiler or no bind shim)", "ServiceUnavailable")
+        return "ld-preload"
+
     def describe_shim(self, record: dict) -> dict:
         targets = self._targets(record)
-        return {**{k: v for k, v in record.items() if k != "uids"}, "pinned": record["uids"] is not None,
-                "prefixes": self._prefixes(record), "targets": targets,
-                "active": bool(targets) and (not (record["paths"] or record["pvs"]) or bool(self._prefixes(record)))}
+        described = {**{k: v for k, v in record.items() if k != "uids"}, "pinned": record["uids"] is not None,
+                     "prefixes": self._prefixes(record), "targets": targets,
+                     "active": bool(targets) and (not (record["paths"] or record["pvs"]) or bool(self._prefixes(record)))}
+        if record["mechanism"] == "cgroup-bpf":
+            described["mechanism_detail"] = bpffault.MECHANISM
+            described["active"] = bool(record.get("cgroups")) and self.bpf is not None and self.bpf.attached
+        return described
 
     # ------------------------------------------------------------ disk full
 
@@ -537,7 +612,11 @@ class FaultHooks:
                 for name, agent in self.nodes.agents.items()}
 
     def summary(self) -> dict:
+        bpf_ok, bpf_reason = self.bpf_available()
         return {"shimAvailable": self.shim_path is not None, "nodes": self.nodes_status(),
+                "mechanisms": {"ld-preload": {"available": self.shim_path is not None},
+                               "cgroup-bpf": {"available": bpf_ok, **({"reason": bpf_reason} if bpf_reason else {}),
+                                              "calls": ["connect"]}},
                 "shim": {k: self.describe_shim(v) for k, v in self.shim.items()},
                 "diskfull": {k: dict(v) for k, v in self.diskfull.items()},
                 "network": {k: self.describe_network(v) for k, v in self.net.items()}}
@@ -596,9 +675,6 @@ async def handle(request: web.Request, hooks: FaultHooks | None, parts: list[str
     if method == "PUT":
         body = await _body(request)
         if kind == "shim":
-            if hooks.shim_path is None:
-                raise ApiError(503, "the fault shim is unavailable (no C compiler or no bind shim)",
-                               "ServiceUnavailable")
             return _json(hooks.put_shim(fault_id, body), 201)
         if kind == "diskfull":
             if hooks.shim_path is None:

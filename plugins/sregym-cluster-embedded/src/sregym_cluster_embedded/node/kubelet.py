@@ -520,6 +520,12 @@ class NodeSet:
     async def start_node(self, name: str) -> None:
         await self.agents[name].start()
 
+    def pod_cgroup(self, uid: str) -> Path | None:
+        """A pod's own cgroup v2 directory (under the network guard's), or None without the guard."""
+        if self.net_guard is None or not uid:
+            return None
+        return self.net_guard.cgroup / f"pod-{uid}"
+
     def set_fault_env(self, node: str, env: dict[str, str]) -> None:
         """Extra env for processes started from now on (e.g. an LD_PRELOAD fault shim)."""
         self.agents[node].fault_env = dict(env)
@@ -549,6 +555,10 @@ class NodeSet:
         with contextlib.suppress(Exception):
             self.backend.cleanup()
         if self.net_guard is not None:  # its cgroup is empty now: remove it (whoever stops first)
+            with contextlib.suppress(OSError):
+                for cgroup in self.net_guard.cgroup.glob("pod-*"):
+                    with contextlib.suppress(OSError):
+                        cgroup.rmdir()
             with contextlib.suppress(Exception):
                 self.net_guard.close()
         if self._watchdog is not None:

@@ -200,7 +200,23 @@ class PodWorker:
                 self._hidden = is_hidden((ns.get("metadata") or {}).get("labels"))
             except Exception:  # noqa: BLE001 - unknown: the safe side (restricted)
                 self._hidden = False
-        return None if self._hidden else guard.join
+        if self._hidden:
+            return None
+        # the pod's own cgroup under the guard's (the guard's programs apply to it as to the
+        # guard's own): what the kernel syscall faults key on (node/bpffault.py)
+        cgroup = self.agent.nodes.pod_cgroup(self.uid)
+        if cgroup is None:
+            return guard.join
+        try:
+            cgroup.mkdir(exist_ok=True)
+        except OSError:
+            return guard.join
+        procs = str(cgroup / "cgroup.procs")
+
+        def join() -> None:
+            with open(procs, "w") as handle:
+                handle.write("0")
+        return join
 
     def readonly_mounts(self, container: dict) -> set[str]:
         """Mount paths the container gets read-only: ``readOnly`` mounts, and the API-projected
@@ -294,6 +310,10 @@ class PodWorker:
             self.pod_ip = ip
         status.update({"podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}]})
         self.sandbox_ready = True
+        cgroup = self.agent.nodes.pod_cgroup(self.uid)
+        if cgroup is not None:  # before the start hooks: a fault keyed on it covers the first process
+            with contextlib.suppress(OSError):
+                cgroup.mkdir(exist_ok=True)
         for hook in self.agent.nodes.pod_start_hooks:
             try:
                 hook(self.pod)
@@ -413,6 +433,10 @@ class PodWorker:
         await self.host_ports.stop()
         self.agent.release_ip(self.uid)
         release_memory_volumes(self.root)
+        cgroup = self.agent.nodes.pod_cgroup(self.uid)
+        if cgroup is not None:
+            with contextlib.suppress(OSError):
+                cgroup.rmdir()  # empty now: its processes are gone
         shutil.rmtree(self.root, ignore_errors=True)
         for path in RUN_ROOT.glob(f"{self._run_prefix}-*"):
             shutil.rmtree(path, ignore_errors=True)
