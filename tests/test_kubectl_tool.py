@@ -140,8 +140,10 @@ def test_urls_are_never_fetched():
 
 
 def _kubectl_help_shorthands(*command: str) -> dict[str, bool]:
-    """{letter: takes a value} from ``kubectl <command> --help`` (booleans show =false/=true)."""
-    text = subprocess.run([KUBECTL, *command, "--help"], capture_output=True, text=True, timeout=30).stdout
+    """{letter: takes a value} from ``kubectl <command> --help`` (booleans show =false/=true); the
+    global flags are what ``kubectl options`` itself prints (its ``--help`` lists none)."""
+    args = list(command) if command == ("options",) else [*command, "--help"]
+    text = subprocess.run([KUBECTL, *args], capture_output=True, text=True, timeout=30).stdout
     found = {}
     for letter, default in re.findall(r"^\s+-([a-zA-Z]), --[a-z-]+=(\S*?):?$", text, flags=re.M):
         found[letter] = default not in ("false", "true")
@@ -154,7 +156,9 @@ def _kubectl_help_shorthands(*command: str) -> dict[str, bool]:
                                      ("options",)])
 def test_shorthand_table_matches_kubectl(command):
     verb = command[0]
-    for letter, takes_value in _kubectl_help_shorthands(*command).items():
+    shorthands = _kubectl_help_shorthands(*command)
+    assert shorthands, f"kubectl {' '.join(command)}: no shorthand read from its help (format changed?)"
+    for letter, takes_value in shorthands.items():
         ours = letter in kubectl_rules.VALUE_SHORTHANDS and not (verb == "logs" and letter in kubectl_rules.BOOL_IN_LOGS)
         assert ours == takes_value, f"kubectl {' '.join(command)}: -{letter}"
 

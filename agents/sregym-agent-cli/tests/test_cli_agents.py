@@ -163,7 +163,8 @@ def test_sandbox_hides_the_benchmark_files(tmp_path, monkeypatch):
     assert inside(f"echo new > {workdir}/out.txt && cat {tool_dir}/tool.txt").stdout == "a tool"
     assert (workdir / "out.txt").read_text() == "new\n"
     assert inside(f"echo x > {tool_dir}/tool.txt").returncode != 0  # read-only
-    assert inside("ls /root /home 2>/dev/null; echo $HOME $SREGYM_HOME").stdout.strip() == ""
+    homes = inside("ls /root /home 2>/dev/null; echo $HOME $SREGYM_HOME")
+    assert homes.returncode == 0 and homes.stdout.strip() == "", homes  # the shell ran, and found nothing
     assert inside("cat /etc/hostname >/dev/null && echo ok").stdout.strip() == "ok"  # the system is there
 
 
