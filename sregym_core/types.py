@@ -205,9 +205,12 @@ class AppSpec:
 
     Attributes:
         name: the app's name (``hotel-reservation``).
+        display_name: how the agent surface names it (``/get_app`` ``app_name``, upstream's
+            display name such as ``Hotel Reservation``); the name when empty.
         summary: one line for listings.
         namespace: the namespace its services live in.
-        description: what the agent is told about the app.
+        description: what the agent is told about the app: one paragraph on what it is and does,
+            as upstream's are; never its configuration knobs, metric names or other hints.
         manifests: YAML files (or directories of them) applied in order.
         components: the component inventory faults are matched against.
         workload: the workload generator's stats endpoint, if it has one.
@@ -223,6 +226,7 @@ class AppSpec:
     summary: str = ""
     namespace: str = ""
     description: str = ""
+    display_name: str = ""
     manifests: tuple[Path, ...] = attrs.field(default=(), converter=lambda v: tuple(Path(p) for p in _tuple(v)))
     components: tuple[ComponentSpec, ...] = attrs.field(default=(), converter=_tuple)
     workload: WorkloadSpec | None = None

@@ -142,7 +142,9 @@ class Attempt:
 
     def app_info(self) -> dict[str, Any]:
         app = self.deployed.app
-        return {"app_name": app.name, "namespace": app.namespace, "namespaces": [app.namespace],
+        # upstream's display name ("Hotel Reservation"); an app without one is shown by its name
+        return {"app_name": getattr(app, "display_name", "") or app.name, "namespace": app.namespace,
+                "namespaces": [app.namespace],
                 "descriptions": app.description}
 
     # ------------------------------------------------------------------ faults
@@ -576,7 +578,15 @@ class OracleAccess:
         from ..clusters import SupportsNodePods, capability
 
         nodes = capability(self.attempt.env.cluster, SupportsNodePods)
-        return None if nodes is None else await asyncio.to_thread(nodes.node_pods)
+        if nodes is None:
+            return None
+        try:
+            return await asyncio.to_thread(nodes.node_pods)
+        except Exception as exc:  # a cluster daemon older than the endpoint (404) or without node hooks (503)
+            if getattr(exc, "code", None) in (404, 503):
+                log.warning("node_account_unavailable", error=str(exc))
+                return None
+            raise
 
     async def fault_present(self, instance_index: int) -> bool:
         return await self.attempt.fault_present(instance_index)

@@ -48,4 +48,4 @@ def test_images_and_workload():
     assert all(i.argv[1:] == ("-m", "sregym_app_hotel_reservation.serve") for i in app.images)
     assert app.workload is not None and app.workload.namespace in app.hidden_namespaces
     assert app.problems_dir is not None and app.problems_dir.is_dir()
-    assert "hotel-reservation" in app.description and "postgres-geo" in app.description
+    assert app.display_name == "Hotel Reservation" and "book" in app.description  # what it is, not how it is wired

@@ -135,3 +135,26 @@ def test_logs_server_without_credentials_still_serves_pushes(tmp_path: Path) -> 
     finally:
         stop_process(process)
     assert "collector disabled: running in a cluster" in log.read_text()
+
+
+def test_stack_alerts_under_upstreams_names_and_scrapes_the_span_metrics() -> None:
+    """The stack's rules also fire under upstream's names, groups and severities (ours stay beside
+    them), and Prometheus scrapes the trace store's span metrics (upstream's request metrics)."""
+    objects = render_objects(StackSettings(app_namespaces=("hotel-reservation",)))
+    config = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "prometheus-config")
+    groups = {g["name"]: {r["alert"]: r for r in g["rules"]} for g in yaml.safe_load(config["data"]["rules.yml"])["groups"]}
+    assert set(groups["app.workloads"]) == {"PodStatusError", "FailedPodsDetected", "PendingPodsDetected",
+                                            "PodSchedulingFailure", "DeploymentNotReady", "ServiceEndpointDown"}
+    assert set(groups["app.resources"]) == {"ContainerCPUThrottling"}
+    assert set(groups["app.goldensignal"]) == {"HighRequestErrorRate", "HighRequestLatency"}
+    assert {"KubePodNotReady", "KubeEndpointDown"} <= set(groups["sregym-workload-health"])
+    assert groups["app.workloads"]["PodSchedulingFailure"]["for"] == "30s"
+    assert groups["app.resources"]["ContainerCPUThrottling"]["labels"]["severity"] == "warning"
+    assert all(r["labels"]["severity"] == "critical" and r["for"] == "1m" for r in groups["app.goldensignal"].values())
+    assert all('namespace=~"hotel-reservation"' in r["expr"] for g in groups.values() for r in g.values()
+               if not r["expr"].startswith("kube_node"))
+    assert "traces_span_metrics_calls_total" in groups["app.goldensignal"]["HighRequestErrorRate"]["expr"]
+    scrape = {job["job_name"]: job for job in yaml.safe_load(config["data"]["prometheus.yml"])["scrape_configs"]}
+    spans = scrape["span-metrics"]
+    assert spans["honor_labels"] is True and spans["metrics_path"] == "/metrics"
+    assert spans["relabel_configs"][0]["regex"] == "jaeger;query"

@@ -62,6 +62,33 @@ class Workload:
         return max((sent for at, sent in self.history if at <= when), default=0)
 
 
+class Spans:
+    """Sends the app's spans to the trace store as its OTLP exporter would: 20 % server errors in
+    namespace hotel, and healthy spans of another namespace."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.stop = url, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _payload(self, tick: int) -> dict:
+        def spans(namespace: str, errors: int) -> dict:
+            return {"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "frontend"}},
+                                                {"key": "service.namespace", "value": {"stringValue": namespace}}]},
+                    "scopeSpans": [{"spans": [{
+                        "traceId": f"{tick:016x}{index:08x}{len(namespace):08x}", "spanId": f"{tick:08x}{index:08x}",
+                        "name": "GET /hotels", "kind": 2, "startTimeUnixNano": str(time.time_ns() - 300_000_000),
+                        "endTimeUnixNano": str(time.time_ns()), "status": {"code": 2 if index < errors else 0}}
+                        for index in range(OK_PER_TICK + ERRORS_PER_TICK)]}]}
+        return {"resourceSpans": [spans("hotel", ERRORS_PER_TICK), spans("elsewhere", 0)]}
+
+    def _run(self) -> None:
+        deadline, tick = time.monotonic() + 120, 0  # bounded even if the test hangs
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            tick += 1
+            httpx.post(self.url + "/v1/traces", json=self._payload(tick), timeout=10).raise_for_status()
+            time.sleep(TICK_S * 5)
+
+
 def _query(url: str, promql: str) -> list[dict]:
     body = httpx.get(url + "/api/v1/query", params={"query": promql}, timeout=10).json()
     assert body["status"] == "success", body
@@ -93,7 +120,7 @@ def test_generated_config_passes_promtool_in_the_supported_discovery_mode(tmp_pa
         valid = mode == "http" or has_k8s_sd
         assert (check.returncode == 0) == valid, check.stdout + check.stderr
         if valid:
-            assert "19 rules found" in check.stdout + check.stderr
+            assert "28 rules found" in check.stdout + check.stderr  # ours, and 9 under upstream's names
 
 
 def test_real_prometheus_rates_quantiles_alerts_and_discovery(tmp_path: Path, start_component) -> None:
@@ -103,6 +130,7 @@ def test_real_prometheus_rates_quantiles_alerts_and_discovery(tmp_path: Path, st
     metrics_server, metrics_thread = start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
     fake = ThreadedFakeKube()
     prometheus = None
+    spans: Spans | None = None
     try:
         app_pod = make_pod("hotel", "frontend-1", app="frontend", containers={"frontend": {}})
         app_pod["metadata"]["annotations"] = {"prometheus.io/scrape": "true", "prometheus.io/port": str(metrics_port),
@@ -117,10 +145,13 @@ def test_real_prometheus_rates_quantiles_alerts_and_discovery(tmp_path: Path, st
         kubeconfig.write_text(kubeconfig_text(fake.url))
         exporter = start_component("exporters", "--kubeconfig", str(kubeconfig))
         exporter_hostport = exporter.url.removeprefix("http://")
+        traces = start_component("traces")
+        spans = Spans(traces.url)
 
         settings = PrometheusSettings(discovery="http", sd_url=exporter.url, exporter_targets=(exporter_hostport,),
+                                      traces_targets=(traces.url.removeprefix("http://"),),
                                       scrape_interval="1s", evaluation_interval="1s", alert_for="2s",
-                                      app_namespaces=("hotel",))
+                                      upstream_alert_for="2s", app_namespaces=("hotel",))
         config = write_config_dir(tmp_path / "prometheus", settings)
         port = free_port()
         log = open(tmp_path / "prometheus.log", "wb")
@@ -132,6 +163,7 @@ def test_real_prometheus_rates_quantiles_alerts_and_discovery(tmp_path: Path, st
         url = f"http://127.0.0.1:{port}"
         wait_http(url + "/-/ready", prometheus, timeout=30)
         workload.thread.start()
+        spans.thread.start()
 
         # Discovery: the annotated pod is scraped with namespace/pod/app target labels.
         up = _eventually(lambda: _query(url, 'up{job="kubernetes-pods"} == 1'))
@@ -173,10 +205,21 @@ def test_real_prometheus_rates_quantiles_alerts_and_discovery(tmp_path: Path, st
         def firing():
             alerts = httpx.get(url + "/api/v1/alerts", timeout=10).json()["data"]["alerts"]
             names = {(a["labels"]["alertname"], a["state"]) for a in alerts}
-            needed = {("HighErrorRate", "firing"), ("KubePodCrashLooping", "firing"), ("KubePodNotReady", "firing")}
+            needed = {("HighErrorRate", "firing"), ("KubePodCrashLooping", "firing"), ("KubePodNotReady", "firing"),
+                      # the same conditions under upstream's names: the waiting reason, the span error share
+                      ("PodStatusError", "firing"), ("HighRequestErrorRate", "firing")}
             return needed <= names and alerts
 
         alerts = _eventually(firing, timeout=60)
+        status_error = next(a for a in alerts if a["labels"]["alertname"] == "PodStatusError")
+        assert status_error["labels"]["pod"] == "geo-1" and status_error["labels"]["reason"] == "CrashLoopBackOff"
+        span_errors = next(a for a in alerts if a["labels"]["alertname"] == "HighRequestErrorRate")
+        assert (span_errors["labels"]["namespace"], span_errors["labels"]["service_name"]) == ("hotel", "frontend")
+        assert span_errors["labels"]["severity"] == "critical"
+        # the app's request metrics under upstream's span-metric names, in the app's namespace
+        calls = _query(url, 'sum by (namespace, status_code) (traces_span_metrics_calls_total{service_name="frontend"})')
+        assert {(c["metric"]["namespace"], c["metric"]["status_code"]) for c in calls} == {
+            ("hotel", "STATUS_CODE_ERROR"), ("hotel", "STATUS_CODE_UNSET"), ("elsewhere", "STATUS_CODE_UNSET")}
         error_alert = next(a for a in alerts if a["labels"]["alertname"] == "HighErrorRate")
         assert error_alert["labels"]["namespace"] == "hotel" and error_alert["labels"]["service"] == "frontend"
         assert "fail" in error_alert["annotations"]["summary"]
@@ -194,6 +237,8 @@ def test_real_prometheus_rates_quantiles_alerts_and_discovery(tmp_path: Path, st
         assert tools.get_metrics(endpoints, "no_such_metric").startswith("No series matched")
     finally:
         workload.stop.set()
+        if spans is not None:
+            spans.stop.set()
         if prometheus is not None:
             stop_process(prometheus)
         metrics_server.shutdown()

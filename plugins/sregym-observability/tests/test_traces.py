@@ -142,3 +142,36 @@ def test_trace_query_defaults_and_tags() -> None:
     assert query.start_ns == 10**18 - 15 * 60 * 10**9 and query.end_ns == 10**18
     assert query.tags == {"error": "true", "http.status_code": "500"}
     assert query.min_duration_ns == 100_000_000 and query.limit == 20
+
+
+def _span_payload(service: str, namespace: str, spans: list[tuple[str, int, int, int]]) -> dict:
+    """OTLP/JSON for ``spans`` of (name, kind, status code, milliseconds)."""
+    return {"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}},
+                                    {"key": "service.namespace", "value": {"stringValue": namespace}}]},
+        "scopeSpans": [{"spans": [{
+            "traceId": f"{index + 1:032x}", "spanId": f"{index + 1:016x}", "name": name, "kind": kind,
+            "startTimeUnixNano": "1000000000", "endTimeUnixNano": str(1000000000 + millis * 1000000),
+            "status": {"code": code}} for index, (name, kind, code, millis) in enumerate(spans)]}]}]}
+
+
+def test_span_metrics_count_every_span_under_upstreams_names() -> None:
+    """traces_span_metrics_calls_total and the duration histogram, as the span-metrics connector
+    exports them (service_name, span_name, span_kind, status_code), with the app's namespace."""
+    store = TraceStore(TraceRetention(max_spans=1))  # retention drops spans; the counters never do
+    store.add(decode_json(_span_payload("frontend", "hotel-reservation", [
+        ("GET /hotels", 2, 0, 3), ("GET /hotels", 2, 0, 120), ("GET /hotels", 2, 2, 7), ("search", 3, 0, 1)])))
+    store.clear()
+    text = store.metrics.render()
+    base = 'namespace="hotel-reservation",service_name="frontend",span_name="GET /hotels",span_kind="SPAN_KIND_SERVER"'
+    assert f'traces_span_metrics_calls_total{{{base},status_code="STATUS_CODE_UNSET"}} 2' in text
+    assert f'traces_span_metrics_calls_total{{{base},status_code="STATUS_CODE_ERROR"}} 1' in text
+    assert 'span_kind="SPAN_KIND_CLIENT",status_code="STATUS_CODE_UNSET"} 1' in text
+    ok = f'{base},status_code="STATUS_CODE_UNSET"'
+    assert f'traces_span_metrics_duration_milliseconds_bucket{{{ok},le="4"}} 1' in text
+    assert f'traces_span_metrics_duration_milliseconds_bucket{{{ok},le="100"}} 1' in text
+    assert f'traces_span_metrics_duration_milliseconds_bucket{{{ok},le="200"}} 2' in text
+    assert f'traces_span_metrics_duration_milliseconds_bucket{{{ok},le="+Inf"}} 2' in text
+    assert f'traces_span_metrics_duration_milliseconds_count{{{ok}}} 2' in text
+    assert f'traces_span_metrics_duration_milliseconds_sum{{{ok}}} 123' in text
+    assert "# TYPE traces_span_metrics_duration_milliseconds histogram" in text

@@ -14,29 +14,15 @@ from .topology import ADMIN_PORT, FLAGS, NAMESPACE, SERVICES, WORKLOAD_NAMESPACE
 NAME = "astronomy-shop"
 STABLE_TAGS = ("1.0", "1.0.0", "latest")
 
-DESCRIPTION = f"""\
-Astronomy Shop: the OpenTelemetry demo's online telescope shop as microservices, in the Kubernetes
-namespace `{NAMESPACE}`.
-
-Traffic enters at frontend-proxy (nginx, port 8080, configured by the ConfigMap
-frontend-proxy-config), which routes /images/ to image-provider (8081) and everything else to
-frontend (HTTP 8080). frontend calls over gRPC: ad (9555), cart (7070), checkout (5050), currency
-(7001), product-catalog (3550) and recommendation (9001). recommendation calls product-catalog.
-checkout places orders: cart, product-catalog, currency, shipping (HTTP 50050, which calls quote,
-HTTP 8090), payment (gRPC 50051), email (HTTP 6060), then publishes the order to the stream
-`orders` on the message broker `queue` (redis-server Streams, port 6379), consumed in order by the
-consumer groups accounting and fraud-detection. An order is confirmed once fraud-detection has
-checked it (it writes order-status:<orderId> on queue; checkout's GetOrder reads it for the order
-page GET /api/orders/<orderId>, "processing" until then). cart keeps carts in valkey-cart (port 6379).
-
-Feature flags: flagd (OFREP on port 8016) serves the flags in the ConfigMap flagd-config
-(demo.flagd.json, flagd's format) and reloads them on change; services evaluate them per request
-through OpenFeature. Peers come from <PEER>_ADDR environment variables (e.g. PRODUCT_CATALOG_ADDR).
-
-Observability: JSON logs on stdout (with trace ids), Prometheus metrics on :{ADMIN_PORT}/metrics
-(shop_rpc_*, shop_queue_consumer_lag, shop_feature_flag_evaluations_total), health on
-:{ADMIN_PORT}/healthz and readiness on :{ADMIN_PORT}/readyz, OpenTelemetry traces that cross the queue.
-"""
+#: What the agent is told about the app (``/get_app`` ``descriptions``): what it is and does, in
+#: one paragraph as upstream's are; no ports, knobs or metric names (those are for it to find).
+DISPLAY_NAME = "OpenTelemetry Demo Astronomy Shop"
+DESCRIPTION = (
+    "The Astronomy Shop is an online telescope store built as microservices after the OpenTelemetry demo: "
+    "shoppers browse the catalogue, see ads and recommendations, fill a cart and check out, with currency "
+    "conversion, shipping quotes, payment and a confirmation e-mail, and every order goes through a message "
+    "queue to accounting and fraud detection."
+)
 
 
 def _knobs(service: str) -> tuple[str, ...]:
@@ -116,7 +102,7 @@ def app_spec() -> Any:
     from sregym_core.types import AppSpec, WorkloadSpec
 
     return AppSpec(
-        name=NAME, namespace=NAMESPACE, description=DESCRIPTION,
+        name=NAME, namespace=NAMESPACE, description=DESCRIPTION, display_name=DISPLAY_NAME,
         summary="Astronomy Shop (OpenTelemetry demo topology): 15 services, nginx edge, flagd, Redis cache and broker",
         manifests=manifest_files(), components=components(),
         workload=WorkloadSpec(name="load-generator", namespace=WORKLOAD_NAMESPACE, service="load-generator",

@@ -16,34 +16,15 @@ SERVICE_ENV = ("HOTEL_CONFIG", "RPC_TIMEOUT_MS", "RPC_RETRIES", "RPC_BACKOFF_MS"
                "BACKEND_RATE_LIMIT", "QUEUE_DEPTH", "SERVER_WORKERS", "LOG_LEVEL", "OTEL_EXPORTER_OTLP_ENDPOINT",
                "OTEL_SERVICE_NAME")
 
-DESCRIPTION = f"""\
-Hotel Reservation: a microservice application for searching, recommending and booking hotels,
-modelled on the DeathStarBench Hotel Reservation benchmark. Everything runs in the Kubernetes
-namespace `{NAMESPACE}`.
-
-Services (Deployments, one Service each, all from the image sregym/hotel-reservation):
-- frontend (HTTP on port 5000): GET /hotels, GET /recommendations, GET /user, POST /reservation.
-- search (gRPC 8082): finds nearby hotels with rates; calls geo and rate.
-- geo (gRPC 8083), rate (8084), profile (8081), recommendation (8085), user (8086),
-  reservation (8087): gRPC services, each owning its data.
-The frontend calls search, reservation (availability), profile, recommendation and user over gRPC.
-
-Datastores: one PostgreSQL StatefulSet per data-owning service (postgres-geo, postgres-rate,
-postgres-profile, postgres-recommendation, postgres-user, postgres-reservation; port 5432; data on
-PersistentVolumeClaims postgres-<service>-data), and memcached Deployments in front of profile, rate
-and reservation (memcached-profile, memcached-rate, memcached-reservation; port 11211).
-
-Configuration: each service reads /etc/hotel/config.yaml from the ConfigMap <service>-config
-(listen port, peer addresses, datastore addresses) and environment variables (database credentials
-from the Secret <service>-db; RPC_TIMEOUT_MS, RPC_RETRIES, RPC_BACKOFF_MS, BACKEND_RATE_LIMIT,
-QUEUE_DEPTH, DB_POOL_MAX, CACHE_* and feature flags such as FEATURE_RECOMMEND_V2; frontend and search
-also get their peers' addresses as <PEER>_ADDR, which override the file). Data services run
-a `migrate` init container that creates their database role, schema and seed data once.
-
-Observability: every service writes JSON logs to stdout (errors name the peer, address and cause),
-serves Prometheus metrics at :9090/metrics (hotel_rpc_*, hotel_http_*, hotel_db_*, hotel_cache_*),
-health at :9090/healthz and readiness at :9090/readyz, and exports OpenTelemetry traces.
-"""
+#: What the agent is told about the app (``/get_app`` ``descriptions``): what it is and does, in
+#: one paragraph as upstream's are; no ports, knobs or metric names (those are for it to find).
+DISPLAY_NAME = "Hotel Reservation"
+DESCRIPTION = (
+    "Hotel Reservation is a microservice application, modelled on the DeathStarBench hotel reservation "
+    "benchmark, where users search for hotels near a location, get recommendations, log in and book rooms: a "
+    "web frontend calls gRPC services for search, geography, rates, hotel profiles, recommendations, users "
+    "and reservations, each keeping its own data in a database, with caches in front of the busiest ones."
+)
 
 
 def _knobs(service: str) -> tuple[str, ...]:
@@ -108,7 +89,7 @@ def app_spec() -> Any:
         name=NAME,
         summary="Hotel Reservation (DeathStarBench topology): 8 gRPC/HTTP services, 6 PostgreSQL, 3 memcached",
         namespace=NAMESPACE,
-        description=DESCRIPTION,
+        description=DESCRIPTION, display_name=DISPLAY_NAME,
         manifests=manifest_files(),
         components=components(),
         workload=WorkloadSpec(name="workload-generator", namespace=WORKLOAD_NAMESPACE, service="workload-generator",

@@ -25,33 +25,15 @@ from .topology import (
 NAME = "train-ticket"
 STABLE_TAGS = ("1.0", "1.0.0", "latest")
 
-DESCRIPTION = f"""\
-TrainTicket: a railway ticketing system as microservices, in the Kubernetes namespace `{NAMESPACE}`.
-
-Users enter at ts-ui-dashboard (HTTP 8080), which routes /api/v1/<service>/... to the ts-*-service
-services (JSON over HTTP, TrainTicket's {{"status","msg","data"}} envelope). Login: ts-auth-service
-(calls ts-verification-code-service). Search: ts-travel-service (G/D trains) and ts-travel2-service
-(others) call ts-ticketinfo-service → ts-basic-service → ts-station-service, ts-train-service,
-ts-route-service, ts-price-service, and ts-seat-service → ts-order-service / ts-order-other-service,
-ts-config-service. Booking: ts-preserve-service calls ts-security-service (→ both order services),
-ts-contacts-service, travel/travel2, ts-seat-service, the order service, ts-assurance-service,
-ts-food-service, ts-consign-service, ts-user-service and ts-notification-service. Paying:
-ts-inside-payment-service (→ order service, ts-payment-service); cancelling: ts-cancel-service.
-
-Data: one MariaDB server, {MYSQL_SERVICE} (port {MYSQL_PORT}), with one database and one MySQL user per
-service that owns data (ts_order, ts_contacts, ts_travel, ...); credentials in the Secret
-ts-mysql-users, schemas created by the Secret ts-mysql-init. Peers come from <PEER>_ADDR
-environment variables (e.g. TS_ORDER_SERVICE_ADDR).
-
-Feature flags: flagd (OFREP on port 8016) serves the flags in the ConfigMap flagd-config
-(flags.json, flagd's format) and reloads them on change; services evaluate them per request
-through OpenFeature.
-
-Observability: JSON logs on stdout (with trace ids), Prometheus metrics on :{ADMIN_PORT}/metrics
-(ts_http_*, ts_sql_*, ts_feature_flag_evaluations_total), health on :{ADMIN_PORT}/healthz and
-readiness (including the database) on :{ADMIN_PORT}/readyz, OpenTelemetry traces across every hop
-and SQL statement.
-"""
+#: What the agent is told about the app (``/get_app`` ``descriptions``): what it is and does, in
+#: one paragraph as upstream's are; no ports, knobs or metric names (those are for it to find).
+DISPLAY_NAME = "Train Ticket"
+DESCRIPTION = (
+    "Train Ticket is a railway ticketing system built as microservices: travellers log in, search trains and "
+    "routes, book seats with food, insurance and consignment options, pay, and change or cancel their orders, "
+    "through a web dashboard in front of dozens of services that speak JSON over HTTP and keep their data in "
+    "a MySQL-compatible database."
+)
 
 
 def _knobs(service: str) -> tuple[str, ...]:
@@ -119,7 +101,7 @@ def app_spec() -> Any:
     from .manifests import manifest_files
 
     return AppSpec(
-        name=NAME, namespace=NAMESPACE, description=DESCRIPTION,
+        name=NAME, namespace=NAMESPACE, description=DESCRIPTION, display_name=DISPLAY_NAME,
         summary="TrainTicket: 25 ts-* services on the booking path, MariaDB schemas per service, flagd flags",
         manifests=manifest_files(), components=components(),
         workload=WorkloadSpec(name="load-generator", namespace=WORKLOAD_NAMESPACE, service="load-generator",

@@ -217,7 +217,7 @@ class _Merge:
             self._record(attrs.evolve(failed, agent=item.agent, attempt=item.number), None)
 
     def lost(self, item: Any, tries: int, reason: str) -> None:
-        self._record(AttemptRecord(run_id=self.run_id, problem_id=item.problem.id,
+        self._record(AttemptRecord(run_id=self.run_id, problem_id=item.problem.id, upstream_id=item.problem.upstream_id,
                                    agent=item.agent, attempt=item.number, app=item.problem.app,
                                    diagnosis_passed=False, mitigation_passed=False,
                                    error=f"the Ray worker running this attempt was lost {tries} times ({reason})"),

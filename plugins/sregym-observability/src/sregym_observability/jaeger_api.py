@@ -16,6 +16,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from .otlp import SPAN_KINDS, OtlpDecodeError, Span, decode_json, decode_protobuf
 from .timeparse import parse_duration
+from .promtext import CONTENT_TYPE
 from .tracestore import TraceQuery, TraceStore
 
 STORE_KEY: web.AppKey[TraceStore] = web.AppKey("trace_store", TraceStore)
@@ -268,6 +269,11 @@ async def store_stats(request: web.Request) -> web.Response:
                               "max_spans": store.retention.max_spans, "dropped_spans": store.dropped_spans})
 
 
+async def span_metrics(request: web.Request) -> web.Response:
+    """Upstream's span metrics (``traces_span_metrics_*``) for Prometheus to scrape."""
+    return web.Response(text=request.app[STORE_KEY].metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+
 def add_trace_routes(app: web.Application, store: TraceStore) -> None:
     app[STORE_KEY] = store
     app.router.add_post("/v1/traces", otlp_traces)
@@ -278,6 +284,7 @@ def add_trace_routes(app: web.Application, store: TraceStore) -> None:
     app.router.add_get("/api/traces/{trace_id}", trace_by_id)
     app.router.add_get("/api/dependencies", dependencies)
     app.router.add_get("/stats", store_stats)
+    app.router.add_get("/metrics", span_metrics)
     app.router.add_post("/admin/clear", clear)
     app.router.add_get("/ready", ready)
 

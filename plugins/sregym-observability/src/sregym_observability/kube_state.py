@@ -33,6 +33,7 @@ _HELP = {
     "kube_pod_container_status_terminated": "Describes whether the container is currently in terminated state.",
     "kube_pod_container_status_restarts_total": "The number of container restarts per container.",
     "kube_pod_container_status_waiting_reason": "Describes the reason the container is currently in waiting state.",
+    "kube_pod_status_unschedulable": "Describes the unschedulable status for the pod.",
     "kube_pod_container_status_terminated_reason": "Describes the reason the container is currently in terminated state.",
     "kube_pod_container_status_last_terminated_reason": "Describes the last reason the container was in terminated state.",
     "kube_pod_container_resource_limits": "The number of requested limit resource by a container.",
@@ -94,6 +95,9 @@ def add_pod_metrics(families: MetricFamilies, pods: Sequence[Mapping]) -> None:
         conditions = status.get("conditions") or []
         _bool_series(families, "kube_pod_status_ready", base, _condition_truth(conditions, "Ready"))
         _bool_series(families, "kube_pod_status_scheduled", base, _condition_truth(conditions, "PodScheduled"))
+        if any(c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+               for c in conditions):  # kube-state-metrics: a series only for pods the scheduler gave up on
+            families.add("kube_pod_status_unschedulable", base, 1)
         _add_container_status(families, base, status.get("containerStatuses") or [], spec.get("containers") or [])
         for container in spec.get("containers") or []:
             resources = container.get("resources") or {}

@@ -55,6 +55,9 @@ class PrometheusSettings:
         app_namespaces: namespaces the alert rules watch (empty: everything but system namespaces).
         observability_namespace / exporter_service: where the kube-state and cAdvisor exporter runs.
         exporter_targets: static ``host:port`` of the exporter instead of discovering its Service.
+        traces_service / traces_port_name: the trace store's Service and port, scraped for its span
+            metrics (``traces_span_metrics_*``, upstream's request metrics); ``traces_targets``:
+            static ``host:port`` instead; an empty ``traces_service`` and no targets: not scraped.
         kubelet_cadvisor: scrape each node's kubelet cAdvisor through the API server proxy (real
             clusters; the embedded cluster's cAdvisor-named metrics come from the exporter).
     """
@@ -71,9 +74,14 @@ class PrometheusSettings:
     observability_namespace: str = "observability"
     exporter_service: str = "cluster-exporters"
     exporter_targets: tuple[str, ...] = ()
+    traces_service: str = "jaeger"
+    traces_port_name: str = "query"
+    traces_targets: tuple[str, ...] = ()
     kubelet_cadvisor: bool = False
     rule_files: tuple[str, ...] = ("rules.yml",)
     alert_for: str = "30s"
+    #: the ``for`` of every upstream-named rule instead of upstream's own (1m, 30s, 2m); for tests
+    upstream_alert_for: str | None = None
     rate_window: str = "1m"
     signals: GoldenSignals = attrs.Factory(GoldenSignals)
 
@@ -149,6 +157,15 @@ def _exporter_jobs(settings: PrometheusSettings) -> list[dict[str, Any]]:
                  "regex": settings.exporter_service},
             ]
         jobs.append(job)
+    spans: dict[str, Any] = {"job_name": "span-metrics", "honor_labels": True, "metrics_path": "/metrics"}
+    if settings.traces_targets:
+        jobs.append({**spans, "static_configs": [{"targets": list(settings.traces_targets)}]})
+    elif settings.traces_service and not settings.exporter_targets:
+        # honor_labels: the series' namespace is the app's (the span's service.namespace), not the store's
+        jobs.append({**spans, **_discovery(settings, "endpoints", [settings.observability_namespace]),
+                     "relabel_configs": [
+                         {"source_labels": ["__meta_kubernetes_service_name", "__meta_kubernetes_endpoint_port_name"],
+                          "action": "keep", "regex": f"{settings.traces_service};{settings.traces_port_name}"}]})
     if settings.kubelet_cadvisor and settings.discovery == "kubernetes":
         api = settings.api_server or "https://kubernetes.default.svc:443"
         host = api.split("://", 1)[-1].rstrip("/")
@@ -199,8 +216,9 @@ def alert_rules(settings: PrometheusSettings) -> dict[str, Any]:
                 "annotations": {"summary": summary}}
 
     health = [
-        rule("KubePodNotReady",
-             f'sum by (namespace, pod) (kube_pod_status_ready{{condition="false", {ns}}}) > 0',
+        rule("KubePodNotReady",  # upstream's name too; as upstream's, a pod that ran to completion is no alert
+             f'sum by (namespace, pod) (kube_pod_status_ready{{condition="false", {ns}}}) > 0 unless on (namespace, pod) '
+             f'(kube_pod_status_phase{{phase="Succeeded", {ns}}} == 1)',
              "Pod {{ $labels.namespace }}/{{ $labels.pod }} is not ready"),
         rule("KubePodCrashLooping",
              f'max_over_time(kube_pod_container_status_waiting_reason{{reason="CrashLoopBackOff", {ns}}}[{w}]) >= 1',
@@ -277,7 +295,69 @@ def alert_rules(settings: PrometheusSettings) -> dict[str, Any]:
              "{{ $labels.service }} fails calling {{ $labels.peer }} ({{ $value | humanize }}/s)"),
     ]
     return {"groups": [{"name": "sregym-workload-health", "rules": health},
-                       {"name": "sregym-golden-signals", "rules": golden}]}
+                       {"name": "sregym-golden-signals", "rules": golden},
+                       *upstream_alert_groups(settings)]}
+
+
+#: Services upstream's golden-signal rules leave out (load generators, flags, brokers, databases).
+UPSTREAM_EXCLUDED_SERVICES = "load-generator|workload-generator|flagd|kafka|queue|valkey-cart|postgresql"
+
+
+def upstream_alert_groups(settings: PrometheusSettings) -> list[dict[str, Any]]:
+    """Alerts under upstream SREGym's names, groups and severities, for the same conditions
+    (upstream-parity.md, "Upstream alert rules"), so an agent tuned on upstream sees the names it
+    knows; the project's own rules above stay beside them. ``KubePodNotReady`` is one rule both
+    share (above). Upstream's blackbox probes are not run here: ``ServiceEndpointDown`` fires for
+    a Service with no ready endpoint, what such a probe meets. Thresholds upstream's facts do not
+    give are the golden signals' (``settings.signals``)."""
+    ns = namespace_matcher(settings.app_namespaces)
+    s = settings.signals
+
+    def rule(name: str, expr: str, summary: str, for_: str, severity: str = "critical") -> dict:
+        return {"alert": name, "expr": expr, "for": settings.upstream_alert_for or for_, "labels": {"severity": severity},
+                "annotations": {"summary": summary}}
+
+    workloads = [
+        rule("PodStatusError",
+             f'sum by (namespace, pod, reason) (kube_pod_container_status_waiting_reason'
+             f'{{reason!~"ContainerCreating|PodInitializing", {ns}}}) > 0',
+             "Pod {{ $labels.namespace }}/{{ $labels.pod }} is in {{ $labels.reason }}", "1m"),
+        rule("FailedPodsDetected", f'sum by (namespace, pod) (kube_pod_status_phase{{phase="Failed", {ns}}}) > 0',
+             "Pod {{ $labels.namespace }}/{{ $labels.pod }} has failed", "1m"),
+        rule("PendingPodsDetected", f'sum by (namespace, pod) (kube_pod_status_phase{{phase="Pending", {ns}}}) > 0',
+             "Pod {{ $labels.namespace }}/{{ $labels.pod }} is Pending", "1m"),
+        rule("PodSchedulingFailure", f"sum by (namespace, pod) (kube_pod_status_unschedulable{{{ns}}}) > 0",
+             "Pod {{ $labels.namespace }}/{{ $labels.pod }} cannot be scheduled", "30s"),
+        rule("DeploymentNotReady",
+             f"kube_deployment_status_replicas_available{{{ns}}} < kube_deployment_spec_replicas{{{ns}}}",
+             "Deployment {{ $labels.namespace }}/{{ $labels.deployment }} has fewer available replicas than desired",
+             "1m"),
+        rule("ServiceEndpointDown", f"kube_endpoint_address_available{{{ns}}} == 0",
+             "Service {{ $labels.namespace }}/{{ $labels.endpoint }} does not answer: no ready endpoint", "1m"),
+    ]
+    resources = [
+        rule("ContainerCPUThrottling",
+             f"sum by (namespace, pod) (increase(container_cpu_cfs_throttled_periods_total{{{ns}}}[2m])) "
+             f"/ sum by (namespace, pod) (increase(container_cpu_cfs_periods_total{{{ns}}}[2m])) > 0.25",
+             "{{ $value | humanizePercentage }} CPU throttling in {{ $labels.namespace }}/{{ $labels.pod }}",
+             "2m", severity="warning"),
+    ]
+    spans = f'{ns}, service_name!~"{UPSTREAM_EXCLUDED_SERVICES}"'
+    window = settings.rate_window
+    golden = [
+        rule("HighRequestErrorRate",
+             f'sum by (namespace, service_name) (rate(traces_span_metrics_calls_total{{status_code="STATUS_CODE_ERROR", '
+             f"{spans}}}[{window}])) / sum by (namespace, service_name) "
+             f"(rate(traces_span_metrics_calls_total{{{spans}}}[{window}])) > {s.error_ratio}",
+             "{{ $value | humanizePercentage }} of {{ $labels.service_name }}'s requests fail", "1m"),
+        rule("HighRequestLatency",
+             f"histogram_quantile(0.95, sum by (namespace, service_name, le) "
+             f'(rate(traces_span_metrics_duration_milliseconds_bucket{{span_kind="SPAN_KIND_SERVER", {spans}}}'
+             f"[{window}]))) > {s.latency_p95_s * 1000:g}",
+             "p95 latency of {{ $labels.service_name }} is {{ $value }} ms", "1m"),
+    ]
+    return [{"name": "app.workloads", "rules": workloads}, {"name": "app.resources", "rules": resources},
+            {"name": "app.goldensignal", "rules": golden}]
 
 
 def render_alert_rules(settings: PrometheusSettings) -> str:

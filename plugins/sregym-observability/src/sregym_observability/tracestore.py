@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from .otlp import SPAN_KINDS, Span
+from .spanmetrics import SpanMetrics
 
 
 @attrs.frozen(kw_only=True)
@@ -75,10 +76,14 @@ class TraceStore:
     _operations: Counter[tuple[str, str, int]] = attrs.Factory(Counter)  # (service, op, kind) -> spans
     total_spans: int = 0
     dropped_spans: int = 0
+    #: every span received, counted as upstream's span-metrics connector counts (never cleared)
+    metrics: SpanMetrics = attrs.Factory(SpanMetrics)
 
     def add(self, spans: Iterable[Span]) -> int:
         now = time.time()
         kept = 0
+        spans = list(spans)
+        self.metrics.record(spans)
         for span in spans:
             trace = self._traces.get(span.trace_id)
             if trace is None:
