@@ -55,6 +55,11 @@ def _hook(ca: str = "T0xE", **changes) -> dict:
     (AgentGrant(group="rbac.authorization.k8s.io", resource="clusterroles", name="x", verbs=["patch"],
                 may_change={"rules": "any"}), "cannot be granted"),
     (AgentGrant(resource="configmaps", name="coredns", verbs=["get"], may_change={"data": "any"}), "namespaced"),
+    # status is what nodes and controllers report (issue 34): no subresource is ever grantable
+    (AgentGrant(resource="pods/status", namespace="kube-system", name="x", verbs=["patch"],
+                may_change={"status": "any"}), "cannot be granted"),
+    (AgentGrant(group="apps", resource="daemonsets/status", namespace="kube-system", name="kube-proxy",
+                verbs=["patch"], may_change={"status": "any"}), "cannot be granted"),
     (AgentGrant(resource="configmaps", namespace="sregym-system", name="x", verbs=["get"],
                 may_change={"data": "any"}), "benchmark's own"),
     (AgentGrant(resource="configmaps", namespace="kube-system", name="coredns", verbs=["delete"],

@@ -81,6 +81,8 @@ class ServiceProxy:
         view.services.add_handler(lambda *_: self._dirty.set())
         view.endpoints.add_handler(lambda *_: self._dirty.set())
         view.nodes.add_handler(lambda *_: self._dirty.set())
+        # an endpoint is forwarded only once its pod is seen (forwardable): Endpoints may arrive first
+        view.pods.add_handler(lambda *_: self._dirty.set())
 
     def start(self) -> None:
         self._dirty.set()
