@@ -25,7 +25,8 @@ from ._select import cluster_options, executor_option, parallel_option, plan_run
                    "an outside agent to submit; then grade and record.")
 @click.option("--attempts", default=1, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--agent-timeout", "--timeout", "timeout", type=float,
-              help="Agent time limit in seconds (default: the problem's, else 1800 as upstream).")
+              help="Agent time limit in seconds (default: the problem's, else 1800 as upstream; a problem run by "
+                   "an upstream id gets upstream's 1800 unless its file says why not).")
 @click.option("--stages", type=click.Choice(["diagnosis", "mitigation", "both"]), default=None,
               help="Graded stages (default: the problem's, else both).")
 @click.option("--api-bind-host", default=None,
