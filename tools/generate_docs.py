@@ -137,9 +137,12 @@ def load_facts() -> dict[str, int]:
         schema = json.loads(sregym("schema", f"fault/{fault}"))["properties"][param]
         facts[f"enum:{fault}:{param}"] = len(schema.get("enum") or schema["items"]["enum"])
 
+    from sregym_core.conductor.attempt import AttemptSettings
     from sregym_core.oracles.judge import CHECKLIST
 
     facts["checklist"] = len(CHECKLIST)
+    defaults = AttemptSettings()  # what `sregym run` grades with unless told otherwise
+    facts["settle_timeout_s"], facts["reconnect_grace_s"] = int(defaults.settle_timeout), int(defaults.reconnect_grace)
     return dict(facts)
 
 
@@ -168,6 +171,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("README.md", rf"judged by a {N}-question checklist", ("checklist",)),
     Claim("README.md", rf"the judge's {N} checklist answers", ("checklist",)),
     Claim("README.md", rf"the {N}-question checklist\)", ("checklist",)),
+    Claim("README.md", rf"\(waiting at most {N} s\) plus {N} s for clients to reconnect",
+          ("settle_timeout_s", "reconnect_grace_s")),
     Claim("README.md", rf"{N} of upstream's {N} ids are aliases", ("upstream:equivalent", "upstream:ids")),
     Claim("README.md", rf"the {N} of {N} lite ids that have an equivalent", ("upstream:lite-equivalent", "upstream:lite")),
     Claim("README.md", rf"Not compatible: {N} of upstream's {N} applications", ("upstream:apps-not-here", "upstream:apps")),
