@@ -285,20 +285,19 @@ int main(int argc, char **argv) {  /* connloop IP PORT [COUNT]: one connect() ev
 """
 
 
-def _static_connloop(handle: Any) -> str:
-    """Build the static client into node-1's hostPath directory; the path pods mount it from."""
+def _static_program(handle: Any, name: str, source_code: str) -> None:
+    """Build a static program into node-1's hostPath directory /sregym-static (pods mount it)."""
     from sregym_cluster_embedded import cluster as clusters
 
     directory = Path(clusters.cluster_dir(handle.name)) / "nodes" / "node-1" / "host" / "sregym-static"
     directory.mkdir(parents=True, exist_ok=True)
-    source = directory / "connloop.c"
-    source.write_text(CONNLOOP_C)
-    built = subprocess.run(["gcc", "-static", "-O2", "-o", str(directory / "connloop"), str(source)],
+    source = directory / f"{name}.c"
+    source.write_text(source_code)
+    built = subprocess.run(["gcc", "-static", "-O2", "-o", str(directory / name), str(source)],
                            capture_output=True, text=True, timeout=120)
     if built.returncode != 0:
-        pytest.skip(f"no static C library to build a static client: {built.stderr[-200:]}")
-    (directory / "connloop").chmod(0o755)
-    return "/sregym-static"
+        pytest.skip(f"no static C library to build a static program: {built.stderr[-200:]}")
+    (directory / name).chmod(0o755)
 
 
 def _client_pod(name: str, server_ip: str) -> str:
@@ -326,7 +325,7 @@ def test_connect_fault_is_a_cgroup_bpf_program_a_static_binary_meets(handle: Any
     mechanisms = handle.faults()["mechanisms"]["cgroup-bpf"]
     if not mechanisms["available"]:
         pytest.skip(f"cgroup BPF faults are unavailable here: {mechanisms['reason']}")
-    _static_connloop(handle)
+    _static_program(handle, "connloop", CONNLOOP_C)
     server = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "conn-server"},
                          "spec": {"nodeName": "node-2", "terminationGracePeriodSeconds": 1,
                                   "containers": [{"name": "s", "image": "python",
@@ -353,3 +352,62 @@ def test_connect_fault_is_a_cgroup_bpf_program_a_static_binary_meets(handle: Any
     finally:
         handle.clear_fault("shim", "conn")
         kubectl(handle, "delete", "pod", "conn-server", "static-target", "static-other", "--wait=false")
+
+
+FSYNCLOOP_C = r"""
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {  /* fsyncloop FILE: write and fsync FILE every 0.1 s */
+    for (;;) {
+        int fd = open(argv[1], O_WRONLY | O_CREAT, 0644);
+        if (write(fd, "x", 1) == 1 && fsync(fd) == 0) printf("ok\n"); else printf("err %d\n", errno);
+        fflush(stdout);
+        close(fd);
+        usleep(100000);
+    }
+}
+"""
+
+
+def test_fsync_fault_is_decided_by_the_seccomp_supervisor(handle: Any) -> None:
+    # issue 36: fsync() of the target's processes fails with the kernel's own error, decided by the
+    # node agent's supervisor (the container started under a dormant seccomp filter), so a static
+    # binary meets it, only on the given path, and nothing in the pod names the rule
+    mechanism = handle.faults()["mechanisms"]["seccomp"]
+    if not mechanism["available"]:
+        pytest.skip(f"the seccomp supervisor is unavailable here: {mechanism['reason']}")
+    _static_program(handle, "fsyncloop", FSYNCLOOP_C)
+
+    def pod(name: str) -> str:
+        return json.dumps({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": name}},
+            "spec": {"nodeName": "node-1", "terminationGracePeriodSeconds": 1,
+                     "volumes": [{"name": "bin", "hostPath": {"path": "/sregym-static", "type": "Directory"}},
+                                 {"name": "data", "emptyDir": {}}],
+                     "containers": [{"name": "c", "image": "busybox",
+                                     "command": ["/opt/static/fsyncloop", "/data/journal"],
+                                     "volumeMounts": [{"name": "bin", "mountPath": "/opt/static", "readOnly": True},
+                                                      {"name": "data", "mountPath": "/data"}]}]}})
+    for name in ("fsync-target", "fsync-other"):
+        kubectl(handle, "apply", "-f", "-", input=pod(name))
+    try:
+        for name in ("fsync-target", "fsync-other"):
+            kubectl(handle, "wait", "--for=condition=Ready", f"pod/{name}", "--timeout=60s")
+            assert _wait_log(handle, name, "ok")[-1] == "ok"  # dormant: fsync works
+        record = handle.node_fault("fsyncfail", namespace="default", labels={"app": "fsync-target"},
+                                   calls=["fsync"], errno="EIO", rate=1.0, paths=["/data"])
+        assert record["mechanism"] == "seccomp" and record["active"], record
+        assert _wait_log(handle, "fsync-target", "err 5")[-1] == "err 5"
+        assert kubectl(handle, "logs", "fsync-other", "--tail=5").split() == ["ok"] * 5
+        markers = ["calls=fsync", "fsyncfail", "prefix=/data", "SREGYM_FAULT"]
+        out = kubectl(handle, "exec", "-i", "fsync-target", "--", "python3", "-c", SEARCH, input="\n".join(markers))
+        assert out.strip() == "nothing", out
+        handle.node_fault("fsyncfail", namespace="default", labels={"app": "fsync-target"},
+                          calls=["fsync"], errno="EIO", rate=1.0, paths=["/elsewhere"])
+        assert _wait_log(handle, "fsync-target", "ok")[-1] == "ok"  # another path: untouched
+        assert handle.clear_fault("shim", "fsyncfail")
+    finally:
+        handle.clear_fault("shim", "fsyncfail")
+        kubectl(handle, "delete", "pod", "fsync-target", "fsync-other", "--wait=false")

@@ -16,10 +16,12 @@ reached through these endpoints (system:masters only; errors are Kubernetes ``St
   Fields: ``calls`` (read, write, fsync, open, connect, clock), ``errno`` (number or name), ``rate``,
   ``mode`` (random | badblocks, with ``frac``, ``block``, ``seed``), ``port``, ``delay_us``,
   ``offset_ms`` (with ``calls: [clock]``: the wall clock the pods read is off by that much).
-  ``mechanism``: ``auto`` (default), ``cgroup-bpf`` or ``ld-preload``. A rule for ``calls: [connect]``
-  alone (no paths or volumes) runs, where the kernel takes it, as cgroup BPF programs keyed on the
-  target pods' cgroups (``node/bpffault.py``: any binary, static ones included, meets it, and the
-  rate and errno stay in a kernel map); otherwise in the shim. The record says which one ran.
+  ``mechanism``: ``auto`` (default), ``cgroup-bpf``, ``seccomp`` or ``ld-preload``. A rule for
+  ``calls: [connect]`` alone (no paths or volumes) runs, where the kernel takes it, as cgroup BPF
+  programs keyed on the target pods' cgroups (``node/bpffault.py``); one for ``calls: [fsync]``
+  (paths and volumes allowed) in the seccomp supervisor every container starts under
+  (``node/seccompfault.py``). Either way any binary, static ones included, meets it and the
+  rate and errno stay outside the pod. Anything else runs in the shim. The record says which ran.
 * ``PUT /sregym/faults/diskfull/<id>`` ``{namespace, claim, filler, fill_bytes}``: writes a filler
   file into the volume and caps the volume at less than its usage, so writes under it fail with
   ENOSPC while usage stays at or above the cap (deleting the filler frees it).
@@ -52,7 +54,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..node import bpffault
+from ..node import bpffault, seccompfault
 from ..node.faultshim import RulesChannel, build_fault_shim
 from .errors import ApiError
 
@@ -129,6 +131,8 @@ class FaultHooks:
         self.channels: dict[str, tuple[RulesChannel, str, str]] = {}
         #: the cgroup BPF connect programs, while a cgroup-bpf record reaches a pod
         self.bpf: bpffault.CgroupConnectFaults | None = None
+        #: the seccomp supervisor every container's filter reports to (None: unavailable here)
+        self.seccomp: seccompfault.SupervisorClient | None = None
         self._task: asyncio.Task | None = None
         #: pods whose containers are starting, by uid, with when: kept until the store has their IP,
         #: so a periodic render between the start hook and the status update does not drop them
@@ -144,6 +148,9 @@ class FaultHooks:
                 self.nodes.set_fault_env(node, {"LD_PRELOAD": str(self.shim_path)})
             self.nodes.pod_start_hooks.append(self.pod_starting)
             self.nodes.fault_channel = self.channel_for
+        if self.nodes is not None and seccompfault.probe()[0]:
+            self.seccomp = seccompfault.SupervisorClient()
+            self.nodes.syscall_supervisor = self.seccomp
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="fault-hooks")
 
     def pod_starting(self, pod: dict) -> None:
@@ -171,6 +178,11 @@ class FaultHooks:
         if self.bpf is not None:
             self.bpf.close()
             self.bpf = None
+        if self.seccomp is not None:
+            if self.nodes is not None and self.nodes.syscall_supervisor is self.seccomp:
+                self.nodes.syscall_supervisor = None
+            self.seccomp.close()
+            self.seccomp = None
 
     def bpf_available(self) -> tuple[bool, str]:
         """Whether connect faults can run as cgroup BPF programs here, and why not."""
@@ -328,6 +340,7 @@ class FaultHooks:
         if self.nodes is None:
             return
         self._bpf_render()
+        self._seccomp_render()
         if self.shim_path is None:
             return
         lines: dict[str, list[tuple[list[str], str]]] = {node: [] for node in self.nodes.agents}
@@ -375,6 +388,24 @@ class FaultHooks:
                 self.bpf.set(faults)
             except OSError:
                 log.exception("updating the cgroup BPF connect faults failed")
+
+    def _seccomp_render(self) -> None:
+        """The supervisor's rules: per target pod, errno, rate and the path prefixes."""
+        if self.seccomp is None:
+            return
+        rules: dict[str, list] = {}
+        for record in self.shim.values():
+            if record["mechanism"] != "seccomp":
+                continue
+            prefixes = self._prefixes(record)
+            if (record["paths"] or (record["pvs"] and record["whole_volume"])) and not prefixes:
+                continue  # its volume is gone
+            pods = self._target_pods(record) if (record["namespace"] or record["pvs"]) else [
+                p for p in self._pods() if (p.get("spec") or {}).get("nodeName") in record["nodes"]]
+            for pod in pods:
+                rules.setdefault(pod["metadata"].get("uid", ""), []).append(
+                    [record["errno"], record["rate"], prefixes])
+        self.seccomp.set_rules(rules)
 
     def _write_channels(self) -> None:
         """Each pod's channel gets the rules reaching it; channels of deleted pods are closed."""
@@ -451,8 +482,17 @@ class FaultHooks:
         """The strongest mechanism that can run the rule here: cgroup BPF for connect alone (any
         binary meets it, nothing in the pod holds it), else the shim."""
         wanted = body.get("mechanism", "auto")
-        if wanted not in ("auto", "cgroup-bpf", "ld-preload"):
-            raise _bad("mechanism must be auto, cgroup-bpf or ld-preload")
+        if wanted not in ("auto", "cgroup-bpf", "seccomp", "ld-preload"):
+            raise _bad("mechanism must be auto, cgroup-bpf, seccomp or ld-preload")
+        seccomp_fits = calls == ["fsync"] and body.get("mode", "random") == "random" and not body.get("delay_us")
+        if wanted == "seccomp" and not seccomp_fits:
+            raise _bad("seccomp runs calls [fsync] only, in random mode, without delay_us")
+        if wanted in ("auto", "seccomp") and seccomp_fits:
+            if self.seccomp is not None:
+                return "seccomp"
+            if wanted == "seccomp":
+                raise ApiError(503, "the seccomp supervisor is unavailable here: " + seccompfault.probe()[1],
+                               "ServiceUnavailable")
         kernel_fits = calls == ["connect"] and not paths and not volumes and not body.get("delay_us")
         if wanted == "cgroup-bpf" and not kernel_fits:
             raise _bad("cgroup-bpf runs calls [connect] only, without paths, volumes or delay_us")
@@ -471,6 +511,8 @@ class FaultHooks:
         described = {**{k: v for k, v in record.items() if k != "uids"}, "pinned": record["uids"] is not None,
                      "prefixes": self._prefixes(record), "targets": targets,
                      "active": bool(targets) and (not (record["paths"] or record["pvs"]) or bool(self._prefixes(record)))}
+        if record["mechanism"] == "seccomp":
+            described["mechanism_detail"] = seccompfault.MECHANISM
         if record["mechanism"] == "cgroup-bpf":
             described["mechanism_detail"] = bpffault.MECHANISM
             described["active"] = bool(record.get("cgroups")) and self.bpf is not None and self.bpf.attached
@@ -616,7 +658,10 @@ class FaultHooks:
         return {"shimAvailable": self.shim_path is not None, "nodes": self.nodes_status(),
                 "mechanisms": {"ld-preload": {"available": self.shim_path is not None},
                                "cgroup-bpf": {"available": bpf_ok, **({"reason": bpf_reason} if bpf_reason else {}),
-                                              "calls": ["connect"]}},
+                                              "calls": ["connect"]},
+                               "seccomp": {"available": self.seccomp is not None, "calls": ["fsync"],
+                                           **({} if self.seccomp is not None
+                                              else {"reason": seccompfault.probe()[1] or "no node agents"})}},
                 "shim": {k: self.describe_shim(v) for k, v in self.shim.items()},
                 "diskfull": {k: dict(v) for k, v in self.diskfull.items()},
                 "network": {k: self.describe_network(v) for k, v in self.net.items()}}

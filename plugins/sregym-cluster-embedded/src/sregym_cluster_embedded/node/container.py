@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ import psutil
 from sregym_core.errors import SregymError
 from sregym_core.quantity import cpu_millis, memory_bytes
 
-from . import isolation, mountns
+from . import isolation, mountns, seccompfault
 from .cgroups import Group, Limits, free_key
 from .envs import container_env
 from .errors import ContainerConfigError
@@ -40,6 +41,15 @@ log = logging.getLogger(__name__)
 BACKOFF_INITIAL = 10.0
 BACKOFF_MAX = 300.0
 BACKOFF_RESET_AFTER = 600.0
+
+
+def _with_seccomp_filter(preexec, send_fd: int):
+    """The child-side setup, then the dormant seccomp filter whose listener goes to the node's
+    supervisor (node/seccompfault.py): last, so the namespace setup runs unfiltered."""
+    def run() -> None:
+        preexec()
+        seccompfault.install(send_fd)
+    return run
 
 
 def _now() -> str:
@@ -329,12 +339,21 @@ class ContainerRunner:
             out_r, out_w = os.pipe()
             err_r, err_w = os.pipe()
             channel = self._fault_channel(argv, context)
+            preexec = context.preexec(self.group.preexec)
+            supervisor = self.worker.agent.nodes.syscall_supervisor
+            listener_pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if supervisor else None
+            if listener_pair is not None:
+                preexec = _with_seccomp_filter(preexec, listener_pair[1].fileno())
             try:
                 self.process = await asyncio.create_subprocess_exec(
                     *argv, env=context.env, cwd=context.popen_cwd, stdin=asyncio.subprocess.DEVNULL,
                     stdout=out_w, stderr=err_w, start_new_session=True,
                     pass_fds=(channel,) if channel is not None else (),
-                    preexec_fn=context.preexec(self.group.preexec), user=user, group=group)
+                    preexec_fn=preexec, user=user, group=group)
+                if listener_pair is not None:
+                    listener = seccompfault.receive_listener(listener_pair[0])
+                    if listener is not None:
+                        supervisor.add(listener, self.pod["metadata"].get("uid", ""))
             except BaseException:
                 os.close(out_r)
                 os.close(err_r)
@@ -344,6 +363,8 @@ class ContainerRunner:
                 os.close(err_w)
                 if channel is not None:
                     os.close(channel)
+                for end in listener_pair or ():
+                    end.close()
         except (OSError, subprocess.SubprocessError) as exc:
             writer.close()
             self.group.destroy()

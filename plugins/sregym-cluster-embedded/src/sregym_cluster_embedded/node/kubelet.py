@@ -454,6 +454,8 @@ class NodeSet:
         #: the fault hooks' rules channel: pod -> a read-only descriptor the container's main process
         #: inherits (see faultshim.py), or None; ``kubectl exec`` processes never get one
         self.fault_channel: Callable[[dict], int | None] | None = None
+        #: the seccomp supervisor (node/seccompfault.py) that gets each container's filter listener
+        self.syscall_supervisor: Any = None
         self._watchdog = _start_watchdog()
         for directory in self.backend.directories():
             self._tell_watchdog(f"cg {directory}")

@@ -1,0 +1,201 @@
+"""File syscall faults decided outside the process: a seccomp user-notification supervisor.
+
+The node agent installs, in every container's main process just before it starts, a seccomp
+filter that hands ``fsync`` and ``fdatasync`` to a supervisor (``SECCOMP_RET_USER_NOTIF``) and
+lets every other syscall through untouched. The filter cannot be added to a running process, so
+it is there from the start, dormant: while no fault is armed the supervisor answers "continue"
+and the kernel runs the call as usual (one round trip per fsync). With a fault armed the
+supervisor (``seccompsup.py``, its own process, so the API server's work never delays an fsync)
+fails the pod's calls with the errno at the rate, on files under the given paths: the process
+meets the kernel's own error, static binaries included, and nothing in the pod holds the rule.
+
+``kubectl exec`` processes are not under the filter (they are not the container's processes).
+The listener of each container goes to the supervisor over a socket pair (SCM_RIGHTS); the node
+agent keeps no copy, so if the supervisor dies the filtered calls fail with ENOSYS rather than
+hang, and it is restarted for the containers that start afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import json
+import logging
+import os
+import platform
+import signal
+import socket
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+#: architecture -> (AUDIT_ARCH, seccomp syscall number, {name: number} of the filtered calls)
+_ARCH = {
+    "x86_64": (0xC000003E, 317, {"fsync": 74, "fdatasync": 75}),
+    "aarch64": (0xC00000B7, 277, {"fsync": 82, "fdatasync": 83}),
+}
+SECCOMP_SET_MODE_FILTER, FILTER_FLAG_NEW_LISTENER = 1, 1 << 3
+RET_ALLOW, RET_USER_NOTIF = 0x7FFF0000, 0x7FC00000
+PR_SET_NO_NEW_PRIVS = 38
+SUPERVISOR = Path(__file__).with_name("seccompsup.py")
+#: the calls a rule may name, and the syscalls each covers
+CALLS = {"fsync": ("fsync", "fdatasync")}
+MECHANISM = "seccomp user notification: a filter installed at container start hands fsync/fdatasync to a supervisor"
+
+
+def _stmt(code: int, k: int) -> bytes:
+    return struct.pack("<HBBI", code, 0, 0, k)
+
+
+def _jump(code: int, k: int, jt: int, jf: int) -> bytes:
+    return struct.pack("<HBBI", code, jt, jf, k)
+
+
+def filter_program() -> bytes | None:
+    """The classic BPF filter: this architecture's fsync/fdatasync notify, everything else runs."""
+    spec = _ARCH.get(platform.machine())
+    if spec is None:
+        return None
+    audit_arch, _nr, calls = spec
+    numbers = list(calls.values())
+    ld_w_abs, jeq_k, ret_k = 0x20, 0x15, 0x06
+    code = [_stmt(ld_w_abs, 4)]  # A = seccomp_data.arch
+    code.append(_jump(jeq_k, audit_arch, 0, len(numbers) + 1))  # another ABI: allow
+    code.append(_stmt(ld_w_abs, 0))  # A = seccomp_data.nr
+    for index, number in enumerate(numbers):
+        code.append(_jump(jeq_k, number, len(numbers) - index, 0))  # -> notify
+    code.append(_stmt(ret_k, RET_ALLOW))
+    code.append(_stmt(ret_k, RET_USER_NOTIF))
+    return b"".join(code)
+
+
+def install(send_fd: int) -> None:
+    """In a container's forked child, before exec: load the filter and send its listener over
+    ``send_fd``. Failing here must not keep the container from starting: it just has no filter."""
+    program = filter_program()
+    spec = _ARCH.get(platform.machine())
+    if program is None or spec is None:
+        return
+    if os.geteuid() != 0:  # without CAP_SYS_ADMIN the kernel wants no_new_privs first
+        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    insns = ctypes.create_string_buffer(program, len(program))
+    fprog = struct.pack("<HxxxxxxQ", len(program) // 8, ctypes.addressof(insns))
+    fprog_buf = ctypes.create_string_buffer(fprog, len(fprog))
+    listener = _libc.syscall(spec[1], SECCOMP_SET_MODE_FILTER, FILTER_FLAG_NEW_LISTENER, fprog_buf)
+    if listener < 0:
+        return
+    try:
+        sender = socket.socket(fileno=send_fd)
+        try:
+            socket.send_fds(sender, [b"l"], [int(listener)])
+        finally:
+            sender.detach()
+    finally:
+        os.close(int(listener))
+
+
+def receive_listener(sock: socket.socket) -> int | None:
+    """The listener a child sent before it exec'd (None when it could not install the filter)."""
+    sock.setblocking(False)
+    try:
+        _data, fds, _flags, _addr = socket.recv_fds(sock, 16, 1)
+    except OSError:
+        return None
+    return fds[0] if fds else None
+
+
+_PROBED: tuple[bool, str] | None = None
+
+
+def probe() -> tuple[bool, str]:
+    """(available, reason): whether a child can install the filter and hand its listener over."""
+    global _PROBED
+    if _PROBED is not None:
+        return _PROBED
+    if filter_program() is None:
+        _PROBED = (False, f"no seccomp filter for architecture {platform.machine()}")
+        return _PROBED
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        child_fd = child.fileno()
+        subprocess.run(["true"], preexec_fn=lambda: install(child_fd), timeout=30, check=False)
+        listener = receive_listener(parent)
+        if listener is None:
+            _PROBED = (False, "the kernel refused a seccomp filter with a user-notification listener")
+        else:
+            os.close(listener)
+            _PROBED = (True, "")
+    except (OSError, subprocess.SubprocessError) as exc:
+        _PROBED = (False, f"seccomp probe failed: {exc}")
+    finally:
+        parent.close()
+        child.close()
+    return _PROBED
+
+
+class SupervisorClient:
+    """The node agent's side: starts the supervisor, hands it listeners and rules."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.rules: dict[str, list] = {}
+
+    def _ensure(self) -> socket.socket:
+        if self.proc is not None and self.proc.poll() is None and self.sock is not None:
+            return self.sock
+        if self.sock is not None:
+            log.warning("the seccomp supervisor exited (%s); starting it again", self.proc and self.proc.returncode)
+            self.sock.close()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", str(SUPERVISOR), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=lambda: _libc.prctl(1, signal.SIGKILL, 0, 0, 0))  # PR_SET_PDEATHSIG
+        finally:
+            theirs.close()
+        self.sock = ours
+        if self.rules:
+            self._send({"rules": self.rules})
+        return ours
+
+    def _send(self, message: dict, fds: list[int] | None = None) -> None:
+        sock = self._ensure()
+        socket.send_fds(sock, [json.dumps(message).encode()], fds or [])
+
+    def add(self, listener: int, pod_uid: str) -> None:
+        """Hand a container's listener over (and close our copy)."""
+        try:
+            self._send({"add": pod_uid}, [listener])
+        except OSError:
+            log.exception("handing a seccomp listener to the supervisor failed")
+        finally:
+            os.close(listener)
+
+    def set_rules(self, rules: dict[str, list]) -> None:
+        """``{pod uid: [[errno, rate, [path prefixes]], ...]}``; sent only when it changed."""
+        if rules == self.rules:
+            return
+        self.rules = rules
+        try:
+            self._send({"rules": rules})
+        except OSError:
+            log.exception("sending rules to the seccomp supervisor failed")
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
+            self.proc = None
