@@ -103,6 +103,14 @@ def test_every_named_test_runs_in_the_default_suite():
     assert not problems, "\n".join(problems)
 
 
+def test_what_rests_on_a_recorded_run_says_when():
+    body = CLAIMS.read_text().split("## Resting on recorded runs", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in body.splitlines() if line.startswith("| ") and not line.startswith("| statement")]
+    assert rows
+    for row in rows:
+        assert re.search(r"\b20\d\d-\d\d-\d\d\b", row), f"a recorded run without its date: {row[:100]}"
+
+
 @pytest.mark.parametrize("line", ["`tests/test_cli.py::test_no_such_test`"])
 def test_the_check_would_catch_a_test_that_does_not_exist(line):
     """The pattern reads the names the doc uses, and a made-up one is not among pytest's."""
