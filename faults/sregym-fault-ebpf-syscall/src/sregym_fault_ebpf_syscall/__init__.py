@@ -1,1 +1,1 @@
-"""SREGym fault pack: syscall faults on a node's pods (LD_PRELOAD shim on the embedded cluster)."""
+"""SREGym fault pack: syscall faults on a node's pods (cgroup BPF, a seccomp supervisor or the shim)."""

@@ -1,6 +1,9 @@
-"""Syscall faults. On the embedded cluster they are rules of the node's LD_PRELOAD fault shim,
-armed in running processes; on real nodes they will be eBPF programs (a later pack version), and
-the capability tags keep them out of clusters that have neither.
+"""Syscall faults, run by the node's strongest mechanism for the call (the state records which):
+``connect`` as cgroup BPF programs keyed on the target pods' cgroups, ``fsync`` in the seccomp
+supervisor every container starts under, the others in the node's LD_PRELOAD fault shim (see the
+README's table). No fault parameter is readable from inside a pod under any of them. Real nodes
+(a privileged DaemonSet loading the same programs) are a later pack version; the capability tags
+keep the faults out of clusters without the embedded node agent.
 
 * ``latent-sector-error``: reads of the datastore's volume fail now and then with EIO, as when a
   disk develops unreadable sectors. The fault stays with the disk (the bound PersistentVolume);
