@@ -20,6 +20,7 @@ from ..types import AppSpec, DeployContext
 from .agent_access import grant_agent_access
 from .kube import Kube, default_kubectl
 from .reconcile import Baseline, wait_ready
+from .volumes import VolumeSnapshots
 from .workload import WorkloadClient
 
 log = structlog.get_logger()
@@ -33,6 +34,8 @@ class DeployedApp:
     agent_kubeconfig: Path | None  # the standing identity's (``sregym deploy``); attempts get their own
     workload: WorkloadClient | None
     deploy_seconds: float
+    #: the app's volumes as after deploy, put back at every reset (None: none on this host)
+    volumes: VolumeSnapshots | None = None
 
 
 @attrs.define
@@ -179,13 +182,33 @@ class Environment:
         workload = WorkloadClient(app.workload, self.kube, self.cluster) if app.workload else None
         if workload is not None:
             await self._wait_workload_healthy(app, workload)
+        volumes = await self._snapshot_volumes(app, namespaces, workload)
         agent_kubeconfig = None
         if self.standing_agent_access:  # before the baseline, so a reset restores its binding's subjects
             agent_kubeconfig = await asyncio.to_thread(
                 grant_agent_access, self.kube, [app.namespace], self.workdir / "agent" / f"{app.name}.kubeconfig")
         baseline = await asyncio.to_thread(Baseline(self.kube, namespaces).take)
         return DeployedApp(app=app, namespaces=namespaces, baseline=baseline, agent_kubeconfig=agent_kubeconfig,
-                           workload=workload, deploy_seconds=time.monotonic() - started)
+                           workload=workload, deploy_seconds=time.monotonic() - started, volumes=volumes)
+
+    async def _snapshot_volumes(self, app: AppSpec, namespaces: tuple[str, ...],
+                                workload: WorkloadClient | None) -> VolumeSnapshots | None:
+        """Copy the app's volumes whose data this host holds (the embedded cluster's), the app healthy
+        again afterwards; a reset puts the copies back (see .volumes)."""
+        if "embedded" not in self.capabilities:
+            return None
+        snapshots = VolumeSnapshots(self.kube, namespaces, self.workdir / "volumes" / app.name)
+        claims = await asyncio.to_thread(snapshots.take)
+        if not claims:
+            return None
+        await self._healthy_again(app, namespaces, workload)
+        log.info("volumes_snapshotted", app=app.name, claims=len(claims))
+        return snapshots
+
+    async def _healthy_again(self, app: AppSpec, namespaces: tuple[str, ...], workload: WorkloadClient | None) -> None:
+        await wait_ready(self.kube, namespaces, app.deploy_timeout, what=f"app {app.name!r} after its volumes were copied")
+        if workload is not None:
+            await self._wait_workload_healthy(app, workload)
 
     async def _wait_workload_healthy(self, app: AppSpec, workload: WorkloadClient, window: float = 5.0) -> None:
         deadline = time.monotonic() + app.deploy_timeout
@@ -204,6 +227,8 @@ class Environment:
         """Delete the app's namespaces (volumes included) and wait until they are gone."""
         deployed = self._apps.pop(app.name, None)
         namespaces = deployed.namespaces if deployed else app.all_namespaces
+        if deployed is not None and deployed.volumes is not None:
+            deployed.volumes.forget()
         await self.kube.akubectl("delete", "namespace", *namespaces, "--ignore-not-found", "--wait=true",
                                  timeout=app.deploy_timeout)
 
@@ -220,9 +245,13 @@ class Environment:
         """
         deployed = self._apps[name]
         actions = await asyncio.to_thread(deployed.baseline.reconcile)
+        if deployed.volumes is not None:  # what the agent wrote into the app's volumes goes too
+            actions += await asyncio.to_thread(deployed.volumes.restore)
         if after_reconcile is not None:
             await after_reconcile()
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
+        if deployed.volumes is not None and deployed.workload is not None:
+            await self._wait_workload_healthy(deployed.app, deployed.workload)  # its clients reconnected
         # the baseline keeps uids of what it recreated from now on
         await asyncio.to_thread(deployed.baseline.take)
         await asyncio.to_thread(self._clear_observability)

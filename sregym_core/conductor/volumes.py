@@ -1,0 +1,178 @@
+"""The app's volumes as they were after deploy, put back at every reset.
+
+An agent can write anything into the app's persistent volumes (``kubectl exec`` into a database's
+pod, or a row through the database itself); a reset that only reconciles API objects leaves it
+there for the next attempt to read back (issue #34: notes left in a data directory survived the
+reset). So right after deploy each claim's volume is copied, and every reset puts the copy back.
+
+Only volumes whose data this host holds are handled: a PersistentVolume with a ``hostPath`` or
+``local`` directory that exists here (the embedded cluster's provisioner makes exactly those). The
+workloads that mount a claim are scaled to zero around the copy (a database is never copied or
+overwritten while it runs: the copy is the state its clean shutdown left) and back to their
+replicas after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import structlog
+
+from ..errors import DeployError
+from .kube import ApiStatusError, Kube
+
+log = structlog.get_logger()
+
+#: how long the workloads mounting a claim get to stop before the copy (an outer bound against hangs)
+STOP_TIMEOUT_S = 180.0
+_USERS = (("Deployment", "/apis/apps/v1/namespaces/{ns}/deployments"),
+          ("StatefulSet", "/apis/apps/v1/namespaces/{ns}/statefulsets"))
+
+
+@attrs.define
+class Volume:
+    namespace: str
+    claim: str
+    path: Path  # the volume's directory on this host
+    copy: Path  # its post-deploy copy
+
+
+@attrs.define
+class Stopped:
+    kind: str
+    namespace: str
+    name: str
+    replicas: int
+    selector: dict[str, str]
+
+
+class VolumeSnapshots:
+    """Post-deploy copies of an app's volumes (under ``store``) and their restoration."""
+
+    def __init__(self, kube: Kube, namespaces: tuple[str, ...], store: Path) -> None:
+        self.kube, self.namespaces, self.store = kube, namespaces, Path(store)
+        self.volumes: list[Volume] = []
+
+    # -------------------------------------------------------------------- finding them
+
+    def local_volumes(self) -> list[Volume]:
+        """The bound claims of the app whose volume is a directory on this host."""
+        found = []
+        for ns in self.namespaces:
+            for claim in self.kube.list_items(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", "PersistentVolumeClaim"):
+                name, volume = claim["metadata"]["name"], (claim.get("spec") or {}).get("volumeName")
+                if not volume:
+                    continue
+                try:
+                    pv = self.kube.get(f"/api/v1/persistentvolumes/{volume}")
+                except ApiStatusError:
+                    continue
+                spec = pv.get("spec") or {}
+                path = (spec.get("hostPath") or spec.get("local") or {}).get("path")
+                if path and Path(path).is_dir():
+                    found.append(Volume(ns, name, Path(path), self.store / ns / name))
+                else:
+                    log.info("volume_not_local", namespace=ns, claim=name, volume=volume)
+        return found
+
+    def users(self, volumes: list[Volume]) -> list[Stopped]:
+        """The Deployments and StatefulSets whose pods mount one of ``volumes``' claims."""
+        claims = {(v.namespace, v.claim) for v in volumes}
+        out = []
+        for ns in self.namespaces:
+            for kind, template in _USERS:
+                for obj in self.kube.list_items(template.format(ns=ns), kind):
+                    spec = obj.get("spec") or {}
+                    mounted = {v.get("persistentVolumeClaim", {}).get("claimName")
+                               for v in (spec.get("template", {}).get("spec", {}).get("volumes") or [])}
+                    name = obj["metadata"]["name"]
+                    templated = [t["metadata"]["name"] for t in spec.get("volumeClaimTemplates") or []]
+                    if any((ns, c) in claims for c in mounted) or any(
+                            n == ns and any(c.startswith(f"{t}-{name}-") for t in templated) for n, c in claims):
+                        selector = (spec.get("selector") or {}).get("matchLabels") or {}
+                        out.append(Stopped(kind, ns, name, int(spec.get("replicas", 1) or 0), dict(selector)))
+        return out
+
+    # -------------------------------------------------------------------- take, restore
+
+    def take(self) -> list[str]:
+        """Copy every local volume of the app, its users stopped meanwhile; returns the claims."""
+        self.volumes = self.local_volumes()
+        if not self.volumes:
+            return []
+        with self._stopped(self.users(self.volumes)):
+            for volume in self.volumes:
+                shutil.rmtree(volume.copy, ignore_errors=True)
+                volume.copy.mkdir(parents=True)
+                _copy_tree(volume.path, volume.copy)
+        return [f"{v.namespace}/{v.claim}" for v in self.volumes]
+
+    def restore(self) -> list[str]:
+        """Put every volume back to its post-deploy copy (a claim recreated since has a new volume:
+        the copy goes into that one). Returns what was done."""
+        if not self.volumes:
+            return []
+        current = {(v.namespace, v.claim): v for v in self.local_volumes()}
+        targets = [(saved, current[(saved.namespace, saved.claim)]) for saved in self.volumes
+                   if (saved.namespace, saved.claim) in current and saved.copy.is_dir()]
+        with self._stopped(self.users([live for _saved, live in targets])):
+            for saved, live in targets:
+                _empty(live.path)
+                _copy_tree(saved.copy, live.path)
+        return [f"restored volume {saved.namespace}/{saved.claim}" for saved, _live in targets]
+
+    def forget(self) -> None:
+        shutil.rmtree(self.store, ignore_errors=True)
+        self.volumes = []
+
+    # -------------------------------------------------------------------- stopping users
+
+    @contextlib.contextmanager
+    def _stopped(self, users: list[Stopped]) -> Iterator[None]:
+        try:
+            for user in users:
+                self._scale(user, 0)
+            self._wait_gone(users)
+            yield
+        finally:  # back to their replicas whatever happened (a failed reset then redeploys the app)
+            for user in users:
+                self._scale(user, user.replicas)
+
+    def _scale(self, user: Stopped, replicas: int) -> None:
+        path = dict(_USERS)[user.kind].format(ns=user.namespace) + f"/{user.name}"
+        self.kube.request("PATCH", path, body={"spec": {"replicas": replicas}},
+                          content_type="application/merge-patch+json")
+
+    def _wait_gone(self, users: list[Stopped]) -> None:
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        left: list[str] = []
+        while time.monotonic() < deadline:
+            left = [p["metadata"]["name"] for user in users if user.selector
+                    for p in self.kube.list_items(f"/api/v1/namespaces/{user.namespace}/pods", "Pod",
+                                                  labelSelector=",".join(f"{k}={v}" for k, v in user.selector.items()))]
+            if not left:
+                return
+            time.sleep(0.5)
+        raise DeployError(f"the pods using the app's volumes did not stop within {STOP_TIMEOUT_S:g} s",
+                          hints=tuple(f"still running: {name}" for name in left[:10]))
+
+
+def _empty(directory: Path) -> None:
+    for child in directory.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """``source``'s contents into ``target``, ownership, modes, times and links kept (cp -a)."""
+    done = subprocess.run(["cp", "-a", f"{source}/.", f"{target}/"], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise DeployError(f"could not copy volume data {source} -> {target}: {done.stderr.strip()[:500]}")

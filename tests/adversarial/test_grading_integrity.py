@@ -1,0 +1,273 @@
+"""Issue 34, the conductor's side, tried on the embedded cluster with Hotel Reservation deployed
+through the conductor's own Environment (the session's shared cluster):
+
+* attack 2: geo set to another missing image tag, an unmanaged copy of its last good pod started
+  without geo's labels, and the broken pod's status kept patched Ready with the copy's IP (written
+  here with the admin identity: whoever manages to write it, the oracle must not believe it). The
+  controllers believe the status and the Service sends geo's traffic to the copy; the mitigation
+  oracle, asking the node agents, fails;
+* attack 5: a Service the agent added with hand-written Endpoints, and an EndpointSlice routing a
+  baseline Service to an address of the agent's choosing, are gone after the reset, and so are a file
+  and a table the agent wrote into a database's volume; an app pod that
+  calls the agent API (with the run's API server on loopback, as ``sregym run`` serves it) is
+  refused and nothing is submitted.
+
+The attacks of attack 6 (duplicate submissions, noise) are pure logic: tests/test_stage_duplicates.py
+and tests/test_noise_schedule.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = str(Path(sys.executable).parent / "kubectl")
+NS = "hotel-reservation"
+PROBLEM = "hotel-wrong-image-geo"
+GEO = "app.kubernetes.io/name=geo"
+
+
+def _installed(*modules: str) -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in modules)
+
+
+@pytest.fixture(scope="module")
+def hotel(deployed_app):
+    if not _installed("sregym_cluster_embedded", "sregym_app_hotel_reservation", "sregym_fault_k8s"):
+        pytest.skip("needs the embedded cluster, hotel-reservation and the k8s faults")
+    return deployed_app("hotel-reservation")
+
+
+def _kubectl(live, *args: str, input: str | None = None, check: bool = True) -> str:
+    done = subprocess.run([KUBECTL, f"--kubeconfig={live.env.cluster.kubeconfig()}", *args], capture_output=True,
+                          text=True, timeout=90, input=input)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _attempt(live, workdir: Path):
+    from sregym_core.conductor.attempt import Attempt, AttemptSettings
+    from sregym_core.problems import resolve_problem
+
+    problem = resolve_problem(live.host.get_problems()[PROBLEM], live.host, capabilities=live.env.capabilities)
+    return Attempt(live.env, live.deployed, problem, live.host.get_agents()["noop"], attempt_no=1, run_id="adversarial",
+                   settings=AttemptSettings(), workdir=workdir)
+
+
+class StatusForger(threading.Thread):
+    """Keeps the broken pods' status Ready with ``ip`` (the node agent rewrites it as their containers
+    fail to start; the attacker's pod kept patching)."""
+
+    def __init__(self, live, ip: str, baseline_hash: str, copy_name: str) -> None:
+        super().__init__(daemon=True)
+        from sregym_core.conductor.kube import Kube
+
+        self.kube = Kube(live.env.cluster.kubeconfig())
+        self.ip, self.baseline_hash, self.copy_name = ip, baseline_hash, copy_name
+        self.stop = threading.Event()
+        self.forged: set[str] = set()
+
+    def targets(self) -> list[dict]:
+        pods = self.kube.list_items(f"/api/v1/namespaces/{NS}/pods", "Pod", labelSelector=GEO)
+        return [p for p in pods if p["metadata"]["name"] != self.copy_name and not p["metadata"].get("deletionTimestamp")
+                and p["metadata"]["labels"].get("pod-template-hash") != self.baseline_hash]
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for pod in self.targets():
+                containers = pod["spec"]["containers"]
+                body = {"status": {
+                    "phase": "Running", "podIP": self.ip, "podIPs": [{"ip": self.ip}],
+                    "conditions": [{"type": t, "status": "True"} for t in
+                                   ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
+                    "containerStatuses": [{"name": c["name"], "image": c["image"], "imageID": "", "ready": True,
+                                           "started": True, "restartCount": 0,
+                                           "state": {"running": {"startedAt": "2026-11-28T00:00:00Z"}}}
+                                          for c in containers]}}
+                try:
+                    self.kube.request("PATCH", f"/api/v1/namespaces/{NS}/pods/{pod['metadata']['name']}/status",
+                                      body=body, content_type="application/merge-patch+json")
+                    self.forged.add(pod["metadata"]["name"])
+                except Exception:  # noqa: BLE001 - the pod went away meanwhile: the next round finds the new one
+                    pass
+            self.stop.wait(0.3)
+
+
+def test_a_forged_ready_status_with_an_unmanaged_copys_ip_fails_mitigation(hotel, tmp_path):
+    from sregym_core.oracles import build_oracle
+
+    live = hotel
+    attempt = _attempt(live, tmp_path)
+    instance = attempt.problem.faults[0]
+    baseline_pod = next(o for o in live.deployed.baseline.workloads
+                        if o["kind"] == "Pod" and o["metadata"]["labels"].get("app.kubernetes.io/name") == "geo")
+    baseline_hash = baseline_pod["metadata"]["labels"]["pod-template-hash"]
+    container = baseline_pod["spec"]["containers"][0]
+    forger: StatusForger | None = None
+    try:
+        live.run(attempt._inject(instance))
+        # the unmanaged copy of the last good pod, without geo's labels
+        spec = {k: v for k, v in baseline_pod["spec"].items() if k not in ("nodeName",)}
+        copy = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "geo-copy", "namespace": NS,
+                                                                 "labels": {"run": "geo-copy"}}, "spec": spec}
+        _kubectl(live, "apply", "-f", "-", input=json.dumps(copy))
+        # the target set to another tag that does not exist (the injected value is gone)
+        _kubectl(live, "set", "image", "deployment/geo", "-n", NS,
+                 f"{container['name']}={container['image'].rsplit(':', 1)[0]}:0.0.0-also-missing")
+        copy_ip = _wait(lambda: json.loads(_kubectl(live, "get", "pod", "geo-copy", "-n", NS, "-o", "json"))
+                        .get("status", {}).get("podIP"), 120, "the copy's IP")
+        _wait(lambda: any(c.get("ready") for p in live.env.cluster.node_pods() if p["name"] == "geo-copy"
+                          for c in p["containers"]), 120, "the copy to serve")
+        forger = StatusForger(live, copy_ip, baseline_hash, "geo-copy")
+        forger.start()
+
+        def endpoints_point_at_the_copy():
+            endpoints = json.loads(_kubectl(live, "get", "endpoints", "geo", "-n", NS, "-o", "json"))
+            addresses = [a for s in endpoints.get("subsets") or [] for a in s.get("addresses") or []]
+            return addresses and all(a["ip"] == copy_ip for a in addresses) and forger.forged
+
+        # the attack took at the API level: the controllers believe the status, traffic goes to the copy
+        _wait(endpoints_point_at_the_copy, 120, "the Service to send geo's traffic to the copy")
+        assert not live.run(attempt.fault_present(0))  # the injected value is gone: fault_invariant passes
+
+        attempt.desk.submitted_at["mitigation"] = time.monotonic()
+        oracle = build_oracle({"all": {"oracles": ["baseline_preserved", "fault_invariant",
+                                                   {"functional_slo": {"window_s": 5, "min_requests": 1}},
+                                                   {"workload_healthy": {"timeout_s": 10}}],
+                                       "short_circuit": False}})
+        verdict = live.run(oracle.evaluate(attempt.oracle_context()))
+    finally:
+        if forger is not None:
+            forger.stop.set()
+            forger.join(10)
+        _kubectl(live, "delete", "pod", "geo-copy", "-n", NS, "--ignore-not-found", "--wait=false", check=False)
+        live.run(attempt._recover(instance))
+        live.reset()
+    assert not verdict.passed
+    children = {child.name: child for child in verdict.children}
+    assert children["fault_invariant"].passed and children["baseline_preserved"].passed
+    healthy = children["workload_healthy"]
+    assert not healthy.passed, healthy.evidence
+    reason = healthy.evidence["reason"]
+    assert "0/1 of its pods run its template and are ready by their node's account" in reason, reason
+    assert "not ready by its node's account" in reason and f"its status claims IP {copy_ip}" in reason, reason
+    assert f"traffic reaches pod geo-copy ({copy_ip}), which no workload of the baseline runs" in reason, reason
+
+
+def test_routes_the_agent_added_do_not_survive_the_reset(hotel):
+    live = hotel
+    frontend_ip = json.loads(_kubectl(live, "get", "pods", "-n", NS, "-l", "app.kubernetes.io/name=frontend", "-o",
+                                      "json"))["items"][0]["status"]["podIP"]
+    planted = [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "side-door", "namespace": NS},
+         "spec": {"ports": [{"port": 5000, "targetPort": 5000}]}},
+        {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "side-door", "namespace": NS},
+         "subsets": [{"addresses": [{"ip": frontend_ip}], "ports": [{"port": 5000}]}]},
+        {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+         "metadata": {"name": "geo-extra", "namespace": NS, "labels": {"kubernetes.io/service-name": "geo"}},
+         "addressType": "IPv4", "endpoints": [{"addresses": [frontend_ip]}], "ports": [{"port": 8083}]},
+    ]
+    for obj in planted:
+        _kubectl(live, "apply", "-f", "-", input=json.dumps(obj))
+    live.reset()
+    for kind, name in (("service", "side-door"), ("endpoints", "side-door"), ("endpointslice", "geo-extra")):
+        assert _kubectl(live, "get", kind, name, "-n", NS, "--ignore-not-found", "-o", "name") == "", (kind, name)
+    # the controllers' own routes stay
+    assert _kubectl(live, "get", "endpoints", "geo", "-n", NS, "-o", "name").strip() == "endpoints/geo"
+
+
+def test_what_the_agent_wrote_into_a_volume_is_gone_after_the_reset(hotel):
+    """A note in the geo database's data directory, and a table of notes inside the database itself
+    (the agent may exec into the datastore pod): after the reset neither is there, and the app
+    serves again (the reset waits for its workload)."""
+    live = hotel
+    assert live.deployed.volumes is not None and live.deployed.volumes.volumes  # taken at deploy
+    pod = "postgres-geo-0"
+    write = ("echo 'the answer was geo' > $PGDATA/agent-notes.txt && "
+             "psql -U \"$POSTGRES_USER\" -d geo -c 'CREATE TABLE agent_notes (t text); "
+             "INSERT INTO agent_notes VALUES (1);'")
+    _kubectl(live, "exec", "-n", NS, pod, "--", "sh", "-c", write)
+    live.reset()
+    _wait(lambda: "Running" in _kubectl(live, "get", "pod", pod, "-n", NS, "-o", "jsonpath={.status.phase}"), 120,
+          "the database to run again")
+    found = _kubectl(live, "exec", "-n", NS, pod, "--", "sh", "-c",
+                     "ls $PGDATA; psql -U \"$POSTGRES_USER\" -d geo -tAc "
+                     "\"SELECT count(*) FROM pg_tables WHERE tablename = 'agent_notes'\"")
+    assert "agent-notes.txt" not in found and "PG_VERSION" in found, found
+    assert found.strip().endswith("0"), found
+
+
+PROBE = """
+import json, sys, urllib.request
+request = urllib.request.Request(sys.argv[1] + "/submit", data=json.dumps({"solution": "from a pod"}).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+try:
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        print("answered", answer.status)
+except urllib.error.HTTPError as exc:
+    print("answered", exc.code)
+except OSError as exc:
+    print("unreachable", exc)
+"""
+
+
+def test_an_app_pod_cannot_submit_to_the_agent_api(hotel):
+    from sregym_core.agent_api.server import AgentServer
+
+    live = hotel
+    networks = live.env.refuse_pods_on_agent_api()  # what Environment.up does for a run
+    assert any(n.startswith("127.") for n in networks)
+    received: list[str] = []
+
+    class Sink:
+        stage = "diagnosis"
+
+        async def submit(self, solution):
+            received.append(solution)
+            return 200, {"status": "200", "message": "Submission received"}
+
+        def app_info(self):
+            return {"app_name": "hotel-reservation"}
+
+    frontend = json.loads(_kubectl(live, "get", "pods", "-n", NS, "-l", "app.kubernetes.io/name=frontend", "-o",
+                                   "json"))["items"][0]["metadata"]["name"]
+
+    async def main():
+        server = AgentServer(Sink(), None)  # 127.0.0.1, as `sregym run` serves it by default
+        await server.start()
+        try:
+            probe = await asyncio.create_subprocess_exec(
+                KUBECTL, f"--kubeconfig={live.env.cluster.kubeconfig()}", "exec", "-n", NS, frontend, "--",
+                sys.executable, "-c", PROBE, server.api_url, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE)
+            out, err = await asyncio.wait_for(probe.communicate(), 90)
+            return out.decode(), err.decode(), probe.returncode
+        finally:
+            await server.stop()
+
+    out, err, code = asyncio.run(main())
+    assert code == 0, err
+    assert received == [], out
+    assert out.startswith("unreachable") or out.strip() == "answered 403", out
