@@ -139,6 +139,15 @@ def probe() -> tuple[bool, str]:
     return _PROBED
 
 
+def _supervisor_preexec() -> None:
+    """Dies with the node agent; as root, runs ahead of ordinary work (it only wakes for a filtered
+    call, and every fsync of every pod waits for it: on a loaded host its wake-up is the cost)."""
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.geteuid() == 0:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, 0, -10)
+
+
 class SupervisorClient:
     """The node agent's side: starts the supervisor, hands it listeners and rules."""
 
@@ -157,8 +166,7 @@ class SupervisorClient:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", str(SUPERVISOR), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=lambda: _libc.prctl(1, signal.SIGKILL, 0, 0, 0))  # PR_SET_PDEATHSIG
+                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_supervisor_preexec)
         finally:
             theirs.close()
         self.sock = ours

@@ -29,6 +29,8 @@ NOTIF_SIZE, RESP_SIZE = 80, 24
 IOCTL_RECV = 0xC0502100  # SECCOMP_IOCTL_NOTIF_RECV: _IOWR('!', 0, struct seccomp_notif)
 IOCTL_SEND = 0xC0182101  # SECCOMP_IOCTL_NOTIF_SEND: _IOWR('!', 1, struct seccomp_notif_resp)
 IOCTL_ID_VALID = 0x40082102  # SECCOMP_IOCTL_NOTIF_ID_VALID: _IOW('!', 2, __u64)
+IOCTL_SET_FLAGS = 0x40082104  # SECCOMP_IOCTL_NOTIF_SET_FLAGS: _IOW('!', 4, __u64)
+FD_SYNC_WAKE_UP = 1  # the caller hands its CPU straight to us and back (Linux 6.6+; else ignored)
 FLAG_CONTINUE = 1
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -67,6 +69,7 @@ class Supervisor:
             for fd in fds:
                 self.listeners[fd] = message["add"]
                 self.poll.register(fd, select.POLLIN)
+                _libc.ioctl(fd, IOCTL_SET_FLAGS, ctypes.c_void_p(FD_SYNC_WAKE_UP))
         if "rules" in message:
             self.rules = message["rules"]
         return True
