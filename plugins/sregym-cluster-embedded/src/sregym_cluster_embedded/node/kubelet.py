@@ -459,6 +459,8 @@ class NodeSet:
         self._watchdog = _start_watchdog()
         for directory in self.backend.directories():
             self._tell_watchdog(f"cg {directory}")
+        if self.net_guard is not None:  # the pods' own cgroups live under it: gone with a crashed cluster too
+            self._tell_watchdog(f"cg {self.net_guard.cgroup}")
         count = max(int(getattr(settings, "nodes", 1) or 1), 1)
         names = node_names or [f"node-{i + 1}" for i in range(count)]
         self.agents: dict[str, NodeAgent] = {n: NodeAgent(self, n, i + 1) for i, n in enumerate(names)}
