@@ -393,6 +393,7 @@ class FaultHooks:
         """The supervisor's rules: per target pod, errno, rate and the path prefixes."""
         if self.seccomp is None:
             return
+        self.seccomp.check()
         rules: dict[str, list] = {}
         for record in self.shim.values():
             if record["mechanism"] != "seccomp":

@@ -10,9 +10,10 @@ fails the pod's calls with the errno at the rate, on files under the given paths
 meets the kernel's own error, static binaries included, and nothing in the pod holds the rule.
 
 ``kubectl exec`` processes are not under the filter (they are not the container's processes).
-The listener of each container goes to the supervisor over a socket pair (SCM_RIGHTS); the node
-agent keeps no copy, so if the supervisor dies the filtered calls fail with ENOSYS rather than
-hang, and it is restarted for the containers that start afterwards.
+The listener of each container goes to the supervisor over a socket pair (SCM_RIGHTS). The node
+agent keeps a copy of each (dropped once the container's processes are gone): if the supervisor
+dies, the filtered calls wait (a listener still open) until the fault hooks' next pass (0.5 s)
+starts it again and hands it every listener, instead of failing with ENOSYS for good.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 import logging
 import os
 import platform
+import select
 import signal
 import socket
 import struct
@@ -155,6 +157,8 @@ class SupervisorClient:
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.rules: dict[str, list] = {}
+        #: our copy of every live listener (fd -> pod uid), for a supervisor started again
+        self.listeners: dict[int, str] = {}
 
     def _ensure(self) -> socket.socket:
         if self.proc is not None and self.proc.poll() is None and self.sock is not None:
@@ -172,6 +176,8 @@ class SupervisorClient:
         self.sock = ours
         if self.rules:
             self._send({"rules": self.rules})
+        for fd, uid in list(self.listeners.items()):
+            self._send({"add": uid}, [fd])
         return ours
 
     def _send(self, message: dict, fds: list[int] | None = None) -> None:
@@ -179,13 +185,30 @@ class SupervisorClient:
         socket.send_fds(sock, [json.dumps(message).encode()], fds or [])
 
     def add(self, listener: int, pod_uid: str) -> None:
-        """Hand a container's listener over (and close our copy)."""
+        """Hand a container's listener over (keeping a copy until its processes are gone)."""
+        self.listeners[listener] = pod_uid
         try:
             self._send({"add": pod_uid}, [listener])
         except OSError:
             log.exception("handing a seccomp listener to the supervisor failed")
-        finally:
-            os.close(listener)
+
+    def check(self) -> None:
+        """Drop the copies of listeners whose processes have all exited; start the supervisor
+        again if it died (it gets every listener and the rules)."""
+        if self.listeners:
+            poller = select.poll()
+            for fd in self.listeners:
+                poller.register(fd, select.POLLHUP)
+            for fd, events in poller.poll(0):
+                if events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                    self.listeners.pop(fd, None)
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+        if self.proc is not None and self.proc.poll() is not None:
+            try:
+                self._ensure()
+            except OSError:
+                log.exception("starting the seccomp supervisor again failed")
 
     def set_rules(self, rules: dict[str, list]) -> None:
         """``{pod uid: [[errno, rate, [path prefixes]], ...]}``; sent only when it changed."""
@@ -198,6 +221,10 @@ class SupervisorClient:
             log.exception("sending rules to the seccomp supervisor failed")
 
     def close(self) -> None:
+        for fd in self.listeners:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.listeners.clear()
         if self.sock is not None:
             self.sock.close()
             self.sock = None
