@@ -91,3 +91,35 @@ def test_connect_fails_in_the_target_cgroup_only(cgroup: Path, server: int) -> N
     finally:
         faults.close()
 
+
+
+SOCKETS = """
+import collections, errno, socket, sys
+counts = collections.Counter()
+for family in (socket.AF_INET, socket.AF_INET6, socket.AF_UNIX):
+    try:
+        socket.socket(family, socket.SOCK_STREAM).close()
+        counts[f"{family.name} ok"] += 1
+    except OSError as e:
+        counts[f"{family.name} {errno.errorcode[e.errno]}"] += 1
+print(sorted(counts))
+"""
+
+
+def test_socket_fails_for_inet_sockets_in_the_target_cgroup(cgroup: Path) -> None:
+    faults = bpffault.CgroupConnectFaults(call="socket")
+
+    def run(inside: bool) -> str:
+        def join() -> None:
+            with open(cgroup / "cgroup.procs", "w") as handle:
+                handle.write("0")
+        return subprocess.run([sys.executable, "-c", SOCKETS], capture_output=True, text=True, timeout=60,
+                              preexec_fn=join if inside else None).stdout.strip()
+    try:
+        faults.set({bpffault.cgroup_id(cgroup): bpffault.ConnectFault(errno=errno.EMFILE, rate=1.0)})
+        assert run(True) == str(sorted(["AF_INET EMFILE", "AF_INET6 EMFILE", "AF_UNIX ok"]))
+        assert run(False) == str(sorted(["AF_INET ok", "AF_INET6 ok", "AF_UNIX ok"]))
+        faults.set({})
+        assert run(True) == str(sorted(["AF_INET ok", "AF_INET6 ok", "AF_UNIX ok"]))
+    finally:
+        faults.close()

@@ -349,8 +349,16 @@ def test_connect_fault_is_a_cgroup_bpf_program_a_static_binary_meets(handle: Any
         assert out.split() == ["err", "111", "err", "111"]
         assert handle.clear_fault("shim", "conn")
         assert _wait_log(handle, "static-target", "ok")[-1] == "ok"
+        # socket() the same way (cgroup/sock_create): connloop's connect() then gets EBADF (9)
+        record = handle.node_fault("sock", namespace="default", labels={"app": "static-target"}, calls=["socket"],
+                                   errno="EMFILE", rate=1.0)
+        assert record["mechanism"] == "cgroup-bpf" and record["active"], record
+        assert _wait_log(handle, "static-target", "err 9")[-1] == "err 9"
+        assert handle.clear_fault("shim", "sock")
+        assert _wait_log(handle, "static-target", "ok")[-1] == "ok"
     finally:
         handle.clear_fault("shim", "conn")
+        handle.clear_fault("shim", "sock")
         kubectl(handle, "delete", "pod", "conn-server", "static-target", "static-other", "--wait=false")
 
 

@@ -25,7 +25,8 @@ from sregym_core.types import FaultSpec, TargetSelector
 
 DATASTORE_WITH_VOLUME = TargetSelector(kinds=WORKLOADS, roles=("db:*",), requires=("pvcs",))
 FILE_CALLS = ("read", "write", "fsync", "open")
-DEFAULT_ERRNO = {"read": "EIO", "write": "EIO", "fsync": "EIO", "open": "EIO", "connect": "ECONNREFUSED"}
+DEFAULT_ERRNO = {"read": "EIO", "write": "EIO", "fsync": "EIO", "open": "EIO", "connect": "ECONNREFUSED",
+                 "socket": "EMFILE"}
 
 
 # --------------------------------------------------------------------------- latent-sector-error
@@ -120,9 +121,10 @@ FAULTS = [
     ),
     function_fault(
         name="syscall-fail", layer="os", selector=TargetSelector(kinds=WORKLOADS),
-        summary="One syscall (fsync, write, read, open or connect) of the target's pods fails with an errno",
+        summary="One syscall (fsync, write, read, open, connect or socket) of the target's pods fails with an errno",
         params_schema=schema(
-            syscall={"type": "string", "enum": ["fsync", "write", "read", "open", "connect"], "default": "fsync"},
+            syscall={"type": "string", "enum": ["fsync", "write", "read", "open", "connect", "socket"],
+                     "default": "fsync"},
             errno={"type": "string", "enum": ["", "EIO", "ENOSPC", "EACCES", "EROFS", "EDQUOT", "ECONNREFUSED",
                                               "ETIMEDOUT", "EHOSTUNREACH", "EMFILE"], "default": ""},
             rate={"type": "number", "minimum": 0.01, "maximum": 1, "default": 1.0},

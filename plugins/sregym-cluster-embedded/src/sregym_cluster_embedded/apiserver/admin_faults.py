@@ -60,7 +60,7 @@ from .errors import ApiError
 
 log = logging.getLogger(__name__)
 
-CALLS = ("read", "write", "fsync", "open", "connect", "clock")
+CALLS = ("read", "write", "fsync", "open", "connect", "socket", "clock")
 MAX_OFFSET_MS = 10 * 365 * 86400 * 1000
 RECONCILE_SECONDS = 0.5
 STARTING_TTL_S = 60.0
@@ -129,8 +129,8 @@ class FaultHooks:
         self._node_rules: dict[str, list[tuple[list[str], str]]] = {}
         #: pod uid -> (its channel, node, pod IP)
         self.channels: dict[str, tuple[RulesChannel, str, str]] = {}
-        #: the cgroup BPF connect programs, while a cgroup-bpf record reaches a pod
-        self.bpf: bpffault.CgroupConnectFaults | None = None
+        #: per call (connect, socket): the cgroup BPF programs, while a cgroup-bpf record reaches a pod
+        self.bpf: dict[str, bpffault.CgroupConnectFaults] = {}
         #: the seccomp supervisor every container's filter reports to (None: unavailable here)
         self.seccomp: seccompfault.SupervisorClient | None = None
         self._task: asyncio.Task | None = None
@@ -175,9 +175,9 @@ class FaultHooks:
         for channel, _node, _ip in self.channels.values():
             channel.close()
         self.channels.clear()
-        if self.bpf is not None:
-            self.bpf.close()
-            self.bpf = None
+        for faults in self.bpf.values():
+            faults.close()
+        self.bpf.clear()
         if self.seccomp is not None:
             if self.nodes is not None and self.nodes.syscall_supervisor is self.seccomp:
                 self.nodes.syscall_supervisor = None
@@ -367,12 +367,14 @@ class FaultHooks:
         self._write_channels()
 
     def _bpf_render(self) -> None:
-        """The connect faults' map: the cgroup id of every pod a cgroup-bpf record reaches."""
-        faults: dict[int, bpffault.ConnectFault] = {}
+        """Each call's map: the cgroup id of every pod a cgroup-bpf record reaches."""
+        by_call: dict[str, dict[int, bpffault.ConnectFault]] = {call: {} for call in bpffault.ATTACH}
         for record in self.shim.values():
             if record["mechanism"] != "cgroup-bpf":
                 continue
-            fault = bpffault.ConnectFault(errno=record["errno"], rate=record["rate"], port=record["port"])
+            faults = by_call[record["calls"][0]]
+            fault = bpffault.ConnectFault(errno=record["errno"], rate=record["rate"],
+                                          port=record["port"] if record["calls"] == ["connect"] else 0)
             pods = self._target_pods(record) if record["namespace"] else [
                 p for p in self._pods() if (p.get("spec") or {}).get("nodeName") in record["nodes"]]
             for pod in pods:
@@ -381,13 +383,14 @@ class FaultHooks:
                 if cgroup_id is not None:
                     faults[cgroup_id] = fault
             record["cgroups"] = len([f for f in faults.values() if f is fault])
-        if faults and self.bpf is None:
-            self.bpf = bpffault.CgroupConnectFaults()
-        if self.bpf is not None:
-            try:
-                self.bpf.set(faults)
-            except OSError:
-                log.exception("updating the cgroup BPF connect faults failed")
+        for call, faults in by_call.items():
+            if faults and call not in self.bpf:
+                self.bpf[call] = bpffault.CgroupConnectFaults(call=call)
+            if call in self.bpf:
+                try:
+                    self.bpf[call].set(faults)
+                except OSError:
+                    log.exception("updating the cgroup BPF %s faults failed", call)
 
     def _seccomp_render(self) -> None:
         """The supervisor's rules: per target pod, errno, rate and the path prefixes."""
@@ -494,14 +497,16 @@ class FaultHooks:
             if wanted == "seccomp":
                 raise ApiError(503, "the seccomp supervisor is unavailable here: " + seccompfault.probe()[1],
                                "ServiceUnavailable")
-        kernel_fits = calls == ["connect"] and not paths and not volumes and not body.get("delay_us")
+        kernel_fits = calls in (["connect"], ["socket"]) and not paths and not volumes and not body.get("delay_us")
+        if "socket" in calls and (not kernel_fits or wanted not in ("auto", "cgroup-bpf")):
+            raise _bad("calls [socket] runs as cgroup BPF only, alone, without paths, volumes or delay_us")
         if wanted == "cgroup-bpf" and not kernel_fits:
-            raise _bad("cgroup-bpf runs calls [connect] only, without paths, volumes or delay_us")
+            raise _bad("cgroup-bpf runs calls [connect] or [socket] only, without paths, volumes or delay_us")
         if wanted != "ld-preload" and kernel_fits:
             available, reason = self.bpf_available()
             if available:
                 return "cgroup-bpf"
-            if wanted == "cgroup-bpf":
+            if wanted == "cgroup-bpf" or calls == ["socket"]:
                 raise ApiError(503, f"cgroup BPF faults are unavailable here: {reason}", "ServiceUnavailable")
         if self.shim_path is None:
             raise ApiError(503, "the fault shim is unavailable (no C compiler or no bind shim)", "ServiceUnavailable")
@@ -515,8 +520,9 @@ class FaultHooks:
         if record["mechanism"] == "seccomp":
             described["mechanism_detail"] = seccompfault.MECHANISM
         if record["mechanism"] == "cgroup-bpf":
-            described["mechanism_detail"] = bpffault.MECHANISM
-            described["active"] = bool(record.get("cgroups")) and self.bpf is not None and self.bpf.attached
+            call = record["calls"][0]
+            described["mechanism_detail"] = bpffault.MECHANISM[call]
+            described["active"] = bool(record.get("cgroups")) and call in self.bpf and self.bpf[call].attached
         return described
 
     # ------------------------------------------------------------ disk full
@@ -659,7 +665,7 @@ class FaultHooks:
         return {"shimAvailable": self.shim_path is not None, "nodes": self.nodes_status(),
                 "mechanisms": {"ld-preload": {"available": self.shim_path is not None},
                                "cgroup-bpf": {"available": bpf_ok, **({"reason": bpf_reason} if bpf_reason else {}),
-                                              "calls": ["connect"]},
+                                              "calls": sorted(bpffault.ATTACH)},
                                "seccomp": {"available": self.seccomp is not None, "calls": ["fsync"],
                                            **({} if self.seccomp is not None
                                               else {"reason": seccompfault.probe()[1] or "no node agents"})}},

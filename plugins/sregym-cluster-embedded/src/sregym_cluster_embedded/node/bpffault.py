@@ -1,4 +1,5 @@
-"""Kernel syscall faults keyed on a pod's cgroup: ``connect()`` fails with an errno at a rate.
+"""Kernel syscall faults keyed on a pod's cgroup: ``connect()`` (or ``socket()`` of an IPv4/IPv6
+socket) fails with an errno at a rate.
 
 Every process of an app pod runs in the pod's own cgroup v2 directory (``pod-<uid>`` under the
 network guard's cgroup, see ``PodWorker.net_preexec``). A ``cgroup/connect4`` and a
@@ -6,7 +7,8 @@ network guard's cgroup, see ``PodWorker.net_preexec``). A ``cgroup/connect4`` an
 matching destination port, 0 = any) they draw a random number, and below the entry's threshold
 fail the call with ``bpf_set_retval(-errno)``: the process sees the kernel's own error, whatever it
 is written in (a static binary, Go, Java), and nothing in the pod holds the rate or the errno (they
-live in the map, in the kernel).
+live in the map, in the kernel). ``socket()`` works the same way with a ``cgroup/sock_create``
+program (``BPF_CGROUP_INET_SOCK_CREATE``: inet sockets only, so local UNIX sockets still open).
 
 The guard's program sits on the guard's cgroup without ``BPF_F_ALLOW_MULTI``, so the kernel lets
 no program attach below it; these attach at the cgroup v2 root through ``BPF_LINK_CREATE`` (links
@@ -33,12 +35,18 @@ from ..network.netguard import _bpf, _insn, cgroup2_root
 
 MAP_CREATE, MAP_UPDATE, MAP_DELETE, PROG_LOAD, LINK_CREATE = 0, 2, 3, 5, 28
 MAP_HASH = 1
-PROG_CGROUP_SOCK_ADDR = 18
-INET4_CONNECT, INET6_CONNECT = 10, 11
+PROG_CGROUP_SOCK, PROG_CGROUP_SOCK_ADDR = 9, 18
+INET_SOCK_CREATE, INET4_CONNECT, INET6_CONNECT = 2, 10, 11
 FN_MAP_LOOKUP, FN_PRANDOM, FN_CGROUP_ID, FN_SET_RETVAL = 1, 7, 80, 187
 MAX_TARGETS = 1024
 #: what ``describe`` records as the mechanism that ran
-MECHANISM = "cgroup-bpf: cgroup/connect4 + cgroup/connect6 programs with bpf_set_retval, rate and errno in a map"
+MECHANISM = {
+    "connect": "cgroup-bpf: cgroup/connect4 + cgroup/connect6 programs with bpf_set_retval, rate and errno in a map",
+    "socket": "cgroup-bpf: a cgroup/sock_create program with bpf_set_retval, rate and errno in a map",
+}
+#: call -> (program type, attach types)
+ATTACH = {"connect": (PROG_CGROUP_SOCK_ADDR, (INET4_CONNECT, INET6_CONNECT)),
+          "socket": (PROG_CGROUP_SOCK, (INET_SOCK_CREATE,))}
 
 
 @dataclass(frozen=True)
@@ -54,8 +62,9 @@ class ConnectFault:
         return struct.pack("<IIII", threshold, self.errno, socket.htons(self.port) if self.port else 0, 0)
 
 
-def program(map_fd: int) -> bytes:
-    """The connect4/connect6 program (the same code: ``user_port`` is at offset 24 in both)."""
+def program(map_fd: int, *, port_check: bool = True) -> bytes:
+    """The connect4/connect6 program (the same code: ``user_port`` is at offset 24 in both); without
+    ``port_check``, the sock_create program (its context has no port; entries carry none)."""
     head = [
         _insn(0xBF, dst=6, src=1),  # r6 = ctx
         _insn(0x85, imm=FN_CGROUP_ID),  # r0 = the calling task's cgroup v2 id
@@ -82,20 +91,22 @@ def program(map_fd: int) -> bytes:
     ]
     allow = [_insn(0xB7, dst=0, imm=1), _insn(0x95)]
     # every slot is 8 bytes; a jump's offset counts the slots after it
+    if not port_check:
+        decide = [decide[0], _insn(0x85, imm=FN_PRANDOM), decide[6], None]
+    else:
+        port_jump = decide.index(None)
+        decide[port_jump] = _insn(0x5D, dst=9, src=8, off=len(decide) - port_jump - 1 + len(fail))
     after_lookup = len(decide) + len(fail)
     code = head + [_insn(0x15, dst=0, off=after_lookup, imm=0)]  # if r0 == 0 goto allow
-    port_jump = decide.index(None)
-    decide[port_jump] = _insn(0x5D, dst=9, src=8, off=len(decide) - port_jump - 1 + len(fail))
-    rate_jump = len(decide) - 1
-    decide[rate_jump] = _insn(0x3D, dst=0, src=1, off=len(fail))  # unsigned >=
+    decide[-1] = _insn(0x3D, dst=0, src=1, off=len(fail))  # if r0 >= threshold (unsigned) goto allow
     return b"".join(code + decide + fail + allow)
 
 
-def _load(insns: bytes, attach_type: int) -> int:
+def _load(insns: bytes, attach_type: int, prog_type: int = PROG_CGROUP_SOCK_ADDR) -> int:
     license_ = ctypes.create_string_buffer(b"GPL")
     code = ctypes.create_string_buffer(insns, len(insns))
     log_buf = ctypes.create_string_buffer(8192)
-    attr = struct.pack("<IIQQIIQII16sII", PROG_CGROUP_SOCK_ADDR, len(insns) // 8, ctypes.addressof(code),
+    attr = struct.pack("<IIQQIIQII16sII", prog_type, len(insns) // 8, ctypes.addressof(code),
                        ctypes.addressof(license_), 1, len(log_buf), ctypes.addressof(log_buf), 0, 0,
                        b"sregym_connfail", 0, attach_type)
     try:
@@ -127,9 +138,10 @@ def probe() -> tuple[bool, str]:
         try:
             fds.append(_new_map())
             fds.append(_load(program(fds[0]), INET4_CONNECT))
+            fds.append(_load(program(fds[0], port_check=False), INET_SOCK_CREATE, PROG_CGROUP_SOCK))
             _PROBED = (True, "")
         except OSError as exc:
-            _PROBED = (False, f"the kernel refused a cgroup/connect4 program: {exc.strerror or exc}")
+            _PROBED = (False, f"the kernel refused a cgroup socket program: {exc.strerror or exc}")
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
@@ -138,9 +150,11 @@ def probe() -> tuple[bool, str]:
 
 
 class CgroupConnectFaults:
-    """The map and, while any entry exists, the programs linked at the cgroup v2 root."""
+    """The map and, while any entry exists, the programs linked at the cgroup v2 root, for one
+    call (``connect``, or ``socket``)."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, call: str = "connect") -> None:
+        self.call = call
         self.root = root or cgroup2_root()
         self.map_fd = -1
         self.prog_fds: list[int] = []
@@ -181,8 +195,9 @@ class CgroupConnectFaults:
             raise OSError("no cgroup v2 hierarchy is mounted")
         root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            for attach_type in (INET4_CONNECT, INET6_CONNECT):
-                prog = _load(program(self.map_fd), attach_type)
+            prog_type, attach_types = ATTACH[self.call]
+            for attach_type in attach_types:
+                prog = _load(program(self.map_fd, port_check=self.call == "connect"), attach_type, prog_type)
                 self.prog_fds.append(prog)
                 self.link_fds.append(_bpf(LINK_CREATE, struct.pack("<IIII", prog, root_fd, attach_type, 0)))
         except OSError:
