@@ -258,6 +258,18 @@ def test_no_fault_parameter_is_readable_from_the_pods(handle: Any) -> None:
                    "SREGYM_FAULT"]
         out = kubectl(handle, "exec", "-i", "secret", "--", "python3", "-c", SEARCH, input="\n".join(markers))
         assert out.strip() == "nothing", out
+        # a debug container (the agent's own command in the pod) holds no channel to read either
+        dump = ("import os\nfor fd in os.listdir('/proc/self/fd'):\n"
+                "    try: print(open(f'/proc/self/fd/{fd}', 'rb').read(65536))\n    except OSError: pass\n"
+                "print('done')")
+        kubectl(handle, "debug", "secret", "--image=python", "--container=dbg", "--", "python3", "-c", dump)
+        deadline = time.monotonic() + 60
+        logs = ""
+        while "done" not in logs and time.monotonic() < deadline:
+            time.sleep(0.5)
+            logs = subprocess.run([str(PINNED_KUBECTL), "--kubeconfig", str(handle.kubeconfig()), "logs", "secret",
+                                   "-c", "dbg"], capture_output=True, text=True, timeout=60).stdout
+        assert "done" in logs and "calls=" not in logs and "0.37" not in logs, logs
     finally:
         handle.clear_fault("shim", "hidden")
         kubectl(handle, "delete", "pod", "secret", "--wait=false")

@@ -513,9 +513,10 @@ class ContainerRunner:
 
     def _fault_channel(self, argv: list[str], context: ProcessContext) -> int | None:
         """The pod's fault rules channel for the main process, when its program loads the shim (a
-        static binary never reads it, and would leave it readable through /proc: it stays dumpable)."""
+        static binary never reads it, and would leave it readable through /proc: it stays dumpable).
+        Never for an ephemeral container: ``kubectl debug`` would read it with a command of its own."""
         hook = self.worker.agent.nodes.fault_channel
-        if hook is None:
+        if hook is None or self.kind == "ephemeral":  # kubectl debug runs the caller's own code in the pod
             return None
         program = argv[argv.index("--") + 1] if context.identity is not None and "--" in argv else argv[0]
         host = context.lookup.host(program) if context.lookup is not None else program
