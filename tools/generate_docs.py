@@ -76,7 +76,18 @@ def load_facts() -> dict[str, int]:
     apps = json.loads(sregym("list-apps", "--json"))
     matrix = json.loads(sregym("list-faults", "--json"))
     facts: Counter[str] = Counter()
+    _problem_facts(facts, problems)
+    _app_facts(facts, apps)
+    _upstream_facts(facts, upstream, {a["name"] for a in apps})
+    _fault_facts(facts, matrix, problems)
+    for fault, param in (("flagd-flag", "flag"), ("tt-flag", "flag"), ("tt-flag", "decoys")):
+        schema = json.loads(sregym("schema", f"fault/{fault}"))["properties"][param]
+        facts[f"enum:{fault}:{param}"] = len(schema.get("enum") or schema["items"]["enum"])
+    _default_facts(facts)
+    return dict(facts)
 
+
+def _problem_facts(facts: Counter[str], problems: list[dict]) -> None:
     facts["problems"] = len(problems)
     facts["lite"] = sum("lite" in p["tags"] for p in problems)
     for p in problems:
@@ -88,6 +99,9 @@ def load_facts() -> dict[str, int]:
         for fault in {f["fault"] for f in p["faults"] if f["role"] == "fault"}:
             facts[f"problems:{p['app']}:fault:{fault}"] += 1
 
+
+def _app_facts(facts: Counter[str], apps: list[dict]) -> None:
+    facts["apps"] = len(apps)
     for app in apps:
         name = app["name"]
         for component in app["components"]:
@@ -99,22 +113,25 @@ def load_facts() -> dict[str, int]:
                     and component["name"] != "flagd"):
                 facts[f"services:{name}"] += 1
                 facts[f"backends:{name}"] += "frontend" not in roles
-    facts["apps"] = len(apps)
 
+
+def _upstream_facts(facts: Counter[str], upstream: list[dict], installed: set[str]) -> None:
     facts["upstream:ids"] = len(upstream)
     facts["upstream:equivalent"] = sum(r["equivalent"] is not None for r in upstream)
     facts["upstream:missing"] = sum(r["equivalent"] is None for r in upstream)
     facts["upstream:lite"] = sum(r["lite"] for r in upstream)
     facts["upstream:lite-equivalent"] = sum(r["lite"] and r["equivalent"] is not None for r in upstream)
     codes = {r["upstream_app"] for r in upstream}
-    assert codes <= set(UPSTREAM_APPS), f"upstream apps {codes - set(UPSTREAM_APPS)}: add them to UPSTREAM_APPS"
-    installed = {a["name"] for a in apps}
+    if not codes <= set(UPSTREAM_APPS):
+        raise SystemExit(f"upstream apps {sorted(codes - set(UPSTREAM_APPS))} are new: add them to UPSTREAM_APPS")
     facts["upstream:apps"] = len(codes)
     facts["upstream:apps-here"] = sum(UPSTREAM_APPS[c] in installed for c in codes)
     facts["upstream:apps-not-here"] = facts["upstream:apps"] - facts["upstream:apps-here"]
     for r in upstream:
         facts[f"upstream:missing:{r['upstream_app']}"] += r["equivalent"] is None
 
+
+def _fault_facts(facts: Counter[str], matrix: dict, problems: list[dict]) -> None:
     # faults only one app can take (its own: flagd flags, its queue...), and the problems on them
     apps_of: dict[str, set[str]] = {}
     for pair in matrix["pairs"]:
@@ -123,7 +140,6 @@ def load_facts() -> dict[str, int]:
     for p in problems:
         own = any(apps_of.get(f["fault"]) == {p["app"]} for f in p["faults"] if f["role"] == "fault")
         facts[f"problems:{p['app']}:{'app-only' if own else 'shared'}"] += 1
-
     faults = [f for f in matrix["faults"] if not f["stand_in"]]
     embedded_only = {f["name"] for f in faults if "embedded" in f["capabilities"]}
     facts["faults"] = len(faults)
@@ -133,17 +149,15 @@ def load_facts() -> dict[str, int]:
     facts["lite:embedded"] = sum("lite" in p["tags"] and any(f["fault"] in embedded_only for f in p["faults"])
                                  for p in problems)
 
-    for fault, param in (("flagd-flag", "flag"), ("tt-flag", "flag"), ("tt-flag", "decoys")):
-        schema = json.loads(sregym("schema", f"fault/{fault}"))["properties"][param]
-        facts[f"enum:{fault}:{param}"] = len(schema.get("enum") or schema["items"]["enum"])
 
+def _default_facts(facts: Counter[str]) -> None:
+    """Constants of the core the README states: the checklist's length, the grading defaults."""
     from sregym_core.conductor.attempt import AttemptSettings
     from sregym_core.oracles.judge import CHECKLIST
 
     facts["checklist"] = len(CHECKLIST)
     defaults = AttemptSettings()  # what `sregym run` grades with unless told otherwise
     facts["settle_timeout_s"], facts["reconnect_grace_s"] = int(defaults.settle_timeout), int(defaults.reconnect_grace)
-    return dict(facts)
 
 
 # -------------------------------------------------------------------------------------------- claims
