@@ -105,6 +105,7 @@ def test_checkout_state_and_kubeconfigs_are_invisible(cluster: Cluster, pod: str
     # nothing of the admin credentials anywhere it can read
     token = cluster.info.kubeconfig.read_text().split("token:")[-1].split()[0]
     found = cluster.sh(pod, f"grep -rls '{token[:24]}' /etc /root /tmp /run /var /home 2>/dev/null | head -3")
+    assert found.returncode == 0, found.stderr  # the search ran (a failed exec would print nothing too)
     assert found.stdout.strip() == ""
 
 
