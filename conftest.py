@@ -6,14 +6,17 @@ landing suite (docs/ci.md).
 * Tests marked ``validation`` grade service levels or soundness on the machine they run on; they are
   skipped unless ``--validation`` or ``SREGYM_VALIDATION=1`` (``tools/validate-sample.sh`` runs them).
   The landing suite asserts behaviour, never a rate, latency or duration measured on a shared machine.
-* Under pytest-xdist with ``--dist loadgroup`` (./test.sh), every test that runs an application on an
-  embedded cluster goes to one group, the *live lane*, so at most one cluster with apps runs at a time;
-  every other test file is a group of its own (whole files per worker, as ``--dist loadfile``).
+* Under pytest-xdist with ``--dist loadfile`` (./test.sh), every test file that runs an application
+  on an embedded cluster goes to one unit of work, the *live lane*, which one worker runs file after
+  file, so at most one cluster with apps runs at a time; every other file is a unit of its own.
+  (The lane is a scheduler of ours, :class:`LiveLaneScheduling`: xdist's own ``loadgroup`` marks
+  groups by rewriting a private nodeid attribute that pytest 9.2 no longer reads.)
 """
 
 import json
 import os
 import time
+import uuid
 
 import pytest
 
@@ -30,10 +33,23 @@ def pytest_configure(config: pytest.Config) -> None:
     # session cluster and the clusters its tests start live apart from the other worker's, whose
     # names they share. Addresses stay distinct machine-wide (the embedded cluster's range registry).
     worker = os.environ.get("PYTEST_XDIST_WORKER")
+    base = os.environ.get("SREGYM_HOME") or os.path.join(os.path.expanduser("~"), ".sregym")
     if worker:
-        base = os.environ.get("SREGYM_HOME") or os.path.join(os.path.expanduser("~"), ".sregym")
-        os.environ.setdefault("SREGYM_TEST_LANE_FILE", os.path.join(base, "live-lane.json"))
         os.environ["SREGYM_HOME"] = os.path.join(base, f"xdist-{worker}")
+    elif getattr(config.option, "numprocesses", None):
+        # the controller, before it starts the workers (they inherit these): where the running lane
+        # test is named, and where the workers say which files are in the lane
+        run = os.path.join(base, f"xdist-run-{uuid.uuid4().hex[:8]}")
+        os.environ["SREGYM_TEST_LANE_FILE"] = os.path.join(run, "live-lane.json")
+        os.environ["SREGYM_TEST_LANE_FILES"] = os.path.join(run, "live-lane-files.json")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    files = os.environ.get("SREGYM_TEST_LANE_FILES")
+    if files and not os.environ.get("PYTEST_XDIST_WORKER"):
+        import shutil
+
+        shutil.rmtree(os.path.dirname(files), ignore_errors=True)  # the controller's own run directory
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,7 +73,41 @@ def _start_order(item: pytest.Item) -> int:
     return 2 if item.get_closest_marker("slow") is not None else 3
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def _publish_lane_files(items: list[pytest.Item]) -> None:
+    """A worker tells the controller's scheduler which files are in the live lane (every worker
+    collects the same tests and writes the same list; the scheduler reads it once collection is done)."""
+    target = os.environ.get("SREGYM_TEST_LANE_FILES")
+    if not target:
+        return
+    lane = sorted({item.nodeid.split("::", 1)[0] for item in items if in_live_lane(item)})
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    partial = f"{target}.{os.getpid()}"
+    with open(partial, "w") as out:
+        json.dump(lane, out)
+    os.replace(partial, target)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if config.getvalue("dist") != "loadfile" or not os.environ.get("SREGYM_TEST_LANE_FILES"):
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LiveLaneScheduling(LoadFileScheduling):
+        """Whole files per worker, except that every live-lane file is one unit of work (one worker,
+        file after file, in collection order)."""
+
+        _lane: set[str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._lane is None:
+                with open(os.environ["SREGYM_TEST_LANE_FILES"]) as f:  # written by every worker's collection
+                    self._lane = set(json.load(f))
+            path = nodeid.split("::", 1)[0]
+            return LIVE_LANE if path in self._lane else path
+
+    return LiveLaneScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):
         # Workers take whole groups in collection order: the live lane first, then files with a test
@@ -67,10 +117,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             rank[item.path] = min(rank.get(item.path, 3), _start_order(item))
         items.sort(key=lambda item: rank[item.path])
-        if config.getvalue("dist") == "loadgroup":
-            for item in items:
-                group = LIVE_LANE if in_live_lane(item) else str(item.path)
-                item.add_marker(pytest.mark.xdist_group(group))
+        _publish_lane_files(items)
     skip_matrix = not (config.getoption("--matrix") or os.environ.get("SREGYM_MATRIX") == "1")
     skip_validation = not (config.getoption("--validation") or os.environ.get("SREGYM_VALIDATION") == "1")
     matrix = pytest.mark.skip(reason="exhaustive live matrix: run with --matrix or SREGYM_MATRIX=1 (docs/validation.md)")
@@ -87,10 +134,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _live_lane_holder(request: pytest.FixtureRequest):
     """While a live-lane test runs, the lane file names it: a test that fails waiting for a cluster
     says which live test held the machine's app cluster at that moment."""
+    if in_live_lane(request.node):
+        request.node.user_properties.append(("live_lane", "1"))  # in the JUnit file: tools/suite_durations.py
     lane = os.environ.get("SREGYM_TEST_LANE_FILE")
     if not lane or not in_live_lane(request.node):
         yield
         return
+    os.makedirs(os.path.dirname(lane), exist_ok=True)
     with open(lane, "w") as out:
         json.dump({"test": request.node.nodeid, "pid": os.getpid(), "since": time.time()}, out)
     try:

@@ -5,10 +5,10 @@
 # The landing suite asserts behaviour, never a service level, latency or duration measured on this
 # machine (tests marked `validation` do that; tools/validate-sample.sh runs them; docs/ci.md).
 #
-# SREGYM_TEST_WORKERS=N runs the suite in N pytest-xdist workers (--dist loadgroup): every test that
-# runs an application on an embedded cluster is in one group, the live lane, which one worker runs,
-# one test at a time, so at most one cluster with apps runs at a time; every other file is a group
-# of its own (conftest.py). Default: 2 workers on a machine with 2 or more cores, else 1;
+# SREGYM_TEST_WORKERS=N runs the suite in N pytest-xdist workers (--dist loadfile): every file that
+# runs an application on an embedded cluster is in one unit of work, the live lane, which one worker
+# runs, one file at a time, so at most one cluster with apps runs at a time; every other file is a
+# unit of its own (conftest.py's scheduler). Default: 2 workers on a machine with 2 or more cores, else 1;
 # SREGYM_TEST_WORKERS=1 runs one process, in file order.
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
@@ -26,5 +26,5 @@ fi
 echo "test.sh: cluster start wait ${SREGYM_CLUSTER_START_TIMEOUT} s"
 pytest=("$venv_dir/bin/python" -m pytest -p no:cacheprovider)
 parallel=()
-[ "$workers" != 1 ] && parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
+[ "$workers" != 1 ] && parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
 exec "${pytest[@]}" "${parallel[@]}" "$@"

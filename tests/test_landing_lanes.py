@@ -1,0 +1,130 @@
+"""The landing suite's mechanics (conftest.py, docs/ci.md), driven as ./test.sh drives them: a small
+test tree under the repo's own root conftest, run by pytest-xdist with ``--dist loadfile``.
+
+* every test that gets an app cluster (a ``deployed_app``/``shared_cluster``/``embedded_cluster``
+  fixture, or the ``apps`` marker) runs in one group, the live lane, on one worker;
+* other files stay whole, one group each;
+* tests marked ``validation`` are skipped unless ``--validation``;
+* a test that fails outside the lane while a lane test runs says which lane test held it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LIVE = '''
+import time, pytest
+
+@pytest.fixture
+def deployed_app():
+    return "app"
+
+def test_a(deployed_app):
+    time.sleep(0.2)
+
+def test_b(deployed_app):
+    time.sleep(0.2)
+'''
+OWN_CLUSTER = '''
+import pytest
+pytestmark = pytest.mark.apps
+
+def test_c():
+    pass
+'''
+PLAIN = '''
+import pytest
+
+def test_d():
+    pass
+
+def test_e():
+    pass
+
+@pytest.mark.validation
+def test_graded_on_this_machine():
+    pass
+'''
+WAITS_BESIDE_THE_LANE = '''
+import os, time
+
+def test_fails_while_the_lane_is_held():
+    deadline = time.time() + 60
+    while not os.path.exists(os.environ["SREGYM_TEST_LANE_FILE"]) and time.time() < deadline:
+        time.sleep(0.05)
+    assert False, "a cluster did not start in time"
+'''
+SLOW_LIVE = '''
+import time, pytest
+
+@pytest.fixture
+def shared_cluster():
+    return "cluster"
+
+def test_holds_the_lane(shared_cluster):
+    time.sleep(3)
+'''
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "pytest.ini").write_text(textwrap.dedent("""\
+        [pytest]
+        markers =
+            apps: app cluster of its own
+            validation: graded on this machine
+            matrix: exhaustive
+            slow: slow
+            heavy: heavy
+        """))
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def _pytest(where: Path, *args: str) -> subprocess.CompletedProcess:
+    env_home = where / "home"
+    env_home.mkdir(exist_ok=True)
+    import os
+
+    env = {**os.environ, "SREGYM_HOME": str(env_home)}
+    env.pop("SREGYM_TEST_LANE_FILE", None)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-rs", *args],
+                          cwd=where, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_app_tests_share_one_lane_and_other_files_stay_whole(tmp_path):
+    tree = _tree(tmp_path, {"test_live.py": LIVE, "test_own_cluster.py": OWN_CLUSTER, "test_plain.py": PLAIN})
+    done = _pytest(tree, "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder")
+    assert done.returncode == 0, done.stdout[-3000:]
+    workers: dict[str, str] = {}
+    for worker, nodeid in re.findall(r"\[(gw\d)\] \[\s*\d+%\] \w+ (\S+)", done.stdout):
+        workers[nodeid] = worker
+    lane = {workers[f"test_live.py::{t}"] for t in ("test_a", "test_b")} | {workers["test_own_cluster.py::test_c"]}
+    plain = {workers[f"test_plain.py::{t}"] for t in ("test_d", "test_e", "test_graded_on_this_machine")}
+    # two groups for two workers: the lane whole on one, the plain file whole on the other
+    assert len(lane) == 1 and len(plain) == 1 and lane != plain, workers
+
+
+def test_validation_tests_run_only_when_asked(tmp_path):
+    tree = _tree(tmp_path, {"test_plain.py": PLAIN})
+    quiet = _pytest(tree)
+    assert "SKIPPED" in quiet.stdout and "tools/validate-sample.sh runs it" in quiet.stdout, quiet.stdout[-2000:]
+    asked = _pytest(tree, "--validation")
+    assert "test_graded_on_this_machine PASSED" in asked.stdout, asked.stdout[-2000:]
+
+
+def test_a_failure_beside_the_lane_names_the_lane_test_that_held_it(tmp_path):
+    tree = _tree(tmp_path, {"test_slow_live.py": SLOW_LIVE, "test_waits.py": WAITS_BESIDE_THE_LANE})
+    done = _pytest(tree, "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert re.search(r"the live lane was held by test_slow_live\.py::test_holds_the_lane \(pid \d+, for \d+ s\)",
+                     done.stdout), done.stdout[-3000:]
