@@ -237,20 +237,23 @@ class Environment:
         await self.remove_app(app)
         return await self.ensure_app(app)
 
-    async def reset_app(self, name: str, *, after_reconcile: Callable[[], Awaitable[Any]] | None = None) -> list[str]:
+    async def reset_app(self, name: str, *, after_reconcile: Callable[[], Awaitable[Any]] | None = None,
+                        restore_volumes: bool = True) -> list[str]:
         """Reconcile an app back to its baseline and wait until it is healthy again.
 
         ``after_reconcile`` runs between the two: recoveries that needed what an agent had removed
         (a datastore scaled to zero) can run once the baseline is back, before readiness is required.
+        ``restore_volumes``: put the app's volumes back to their post-deploy copies (after every
+        attempt; a harness that let no agent act, such as the live fault contracts, may skip it).
         """
         deployed = self._apps[name]
         actions = await asyncio.to_thread(deployed.baseline.reconcile)
-        if deployed.volumes is not None:  # what the agent wrote into the app's volumes goes too
+        if deployed.volumes is not None and restore_volumes:  # what the agent wrote into the volumes goes too
             actions += await asyncio.to_thread(deployed.volumes.restore)
         if after_reconcile is not None:
             await after_reconcile()
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
-        if deployed.volumes is not None and deployed.workload is not None:
+        if deployed.volumes is not None and restore_volumes and deployed.workload is not None:
             await self._wait_workload_healthy(deployed.app, deployed.workload)  # its clients reconnected
         # the baseline keeps uids of what it recreated from now on
         await asyncio.to_thread(deployed.baseline.take)

@@ -117,9 +117,10 @@ class LiveApp:
         return FaultContext(kubeconfig=self.env.cluster.kubeconfig(), namespace=self.app.namespace, app=self.app,
                             cluster=self.env.cluster, kubectl_path=self.env.kubectl)
 
-    def reset(self) -> None:
-        """Reconcile the app to its baseline (what the conductor does between problems)."""
-        self.run(self.env.reset_app(self.app.name))
+    def reset(self, *, restore_volumes: bool = False) -> None:
+        """Reconcile the app to its baseline (what the conductor does between problems). No agent
+        acted, so the volumes are not put back unless asked (it restarts every datastore)."""
+        self.run(self.env.reset_app(self.app.name, restore_volumes=restore_volumes))
 
 
 @contextlib.contextmanager

@@ -209,7 +209,7 @@ def test_what_the_agent_wrote_into_a_volume_is_gone_after_the_reset(hotel):
              "psql -U \"$POSTGRES_USER\" -d geo -c 'CREATE TABLE agent_notes (t text); "
              "INSERT INTO agent_notes VALUES (1);'")
     _kubectl(live, "exec", "-n", NS, pod, "--", "sh", "-c", write)
-    live.reset()
+    live.reset(restore_volumes=True)  # as after an attempt
     _wait(lambda: "Running" in _kubectl(live, "get", "pod", pod, "-n", NS, "-o", "jsonpath={.status.phase}"), 120,
           "the database to run again")
     found = _kubectl(live, "exec", "-n", NS, pod, "--", "sh", "-c",
