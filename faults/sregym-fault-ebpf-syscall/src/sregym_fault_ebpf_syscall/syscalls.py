@@ -36,7 +36,8 @@ def lse_inject(ctx: Any, target: Any, params: dict) -> None:
     record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), namespace=ctx.namespace,
                         labels=hooks.selector_labels(ctx, target), calls=["read"], errno="EIO",
                         rate=params["rate"], volumes=volumes)
-    ctx.state.update(claims=[v["claim"] for v in volumes], volumes=record.get("pvs", []))
+    ctx.state.update(claims=[v["claim"] for v in volumes], volumes=record.get("pvs", []),
+                     mechanism=record.get("mechanism", "ld-preload"))
 
 
 def shim_present(ctx: Any, target: Any, params: dict) -> bool:
