@@ -56,6 +56,7 @@ def test_valid_ingresses_are_accepted(kubectl, namespace):
 
 def test_the_controller_may_read_only_the_tls_secrets_ingresses_name():
     live = {"metadata": {"name": "a"}, "spec": {"tls": [{"secretName": "b-tls"}, {"hosts": ["x"]}]}}
-    gone = {"metadata": {"name": "c", "deletionTimestamp": "2026-01-01T00:00:00Z"}, "spec": {"tls": [{"secretName": "z"}]}}
+    gone = {"metadata": {"name": "c", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"tls": [{"secretName": "z"}]}}
     assert tls_secret_names([live, gone, {"metadata": {"name": "d"}, "spec": {"tls": [{"secretName": "a-tls"}]}}]) \
         == ["a-tls", "b-tls"]

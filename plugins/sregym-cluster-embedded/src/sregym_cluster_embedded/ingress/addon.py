@@ -24,7 +24,8 @@ def cluster_rules() -> list[dict]:
     no ConfigMaps, pods or namespaces: a stolen token opens nothing of the hidden namespaces'."""
     return [
         {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses", "ingressclasses"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses", "ingressclasses"],
+         "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses/status"], "verbs": ["update", "patch"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
     ]

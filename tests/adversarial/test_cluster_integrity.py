@@ -1,0 +1,254 @@
+"""Issue 34, the cluster's side, tried as an evaluated agent would: with a fresh attempt identity's
+kubeconfig and real kubectl on the embedded cluster running Hotel Reservation.
+
+* attack 2: forge a pod's status (Ready, another pod's IP) directly or through a Role/RoleBinding
+  the agent writes for a ServiceAccount it runs a pod as;
+* attack 3: an Ingress host that adds an nginx ``location`` serving the ingress controller's token,
+  and what that token could read if it leaked anyway;
+* attack 4: a selectorless Service whose Endpoints point at the workload generator, Prometheus, the
+  API server or a host listener, so that an app pod reaches them through the service proxy.
+
+One cluster and one deployed app for the module (the session's shared cluster); nothing the tests
+create outlives them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = str(Path(sys.executable).parent / "kubectl")
+NS = "hotel-reservation"
+EVIL_HOST = "x.test; location /t { alias /var/run/secrets/kubernetes.io/serviceaccount/; } server_name y.test"
+
+
+@pytest.fixture(scope="module")
+def cluster(deployed, tmp_path_factory):
+    """A fresh attempt identity (as ``sregym run`` makes one) on the cluster with the app deployed."""
+    from sregym_core.conductor.agent_access import grant_agent_access, revoke_agent_access
+    from sregym_core.conductor.kube import Kube
+
+    kube = Kube(deployed.kubeconfig, kubectl=KUBECTL)
+    account = f"agent-{uuid.uuid4().hex[:12]}"
+    work = tmp_path_factory.mktemp("cluster-integrity")
+    agent = grant_agent_access(kube, [NS], work / "agent.kubeconfig", account=account, expiration_seconds=600)
+    try:
+        yield {"agent": agent, "admin": deployed.kubeconfig, "environ": deployed.environ, "work": work}
+    finally:
+        revoke_agent_access(kube, [NS], account)
+        for kind, name in (("service", "side-door"), ("endpoints", "side-door"), ("ingress", "evil"),
+                           ("role", "status-writer"), ("rolebinding", "status-writer"), ("rolebinding", "as-admin"),
+                           ("serviceaccount", "helper"), ("role", "config-reader"), ("rolebinding", "config-reader")):
+            kubectl(deployed.kubeconfig, "delete", kind, name, "-n", NS, "--ignore-not-found")
+
+
+def kubectl(config: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([KUBECTL, f"--kubeconfig={config}", *args], capture_output=True, text=True, timeout=90,
+                          input=input, env={"PATH": os.environ.get("PATH", ""), "HOME": str(config.parent)})
+
+
+def agent(c, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    return kubectl(c["agent"], *args, input=input)
+
+
+def admin(c, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    return kubectl(c["admin"], *args, input=input)
+
+
+def _json(done: subprocess.CompletedProcess) -> dict:
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _running(c, selector: str, namespace: str = NS) -> dict:
+    pods = _json(admin(c, "get", "pods", "-n", namespace, "-l", selector, "-o", "json"))["items"]
+    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running" and p["status"].get("podIP")]
+    assert running, f"no running pod for {selector} in {namespace}"
+    return running[0]
+
+
+# --------------------------------------------------------------------------- attack 2: forged status
+
+
+def test_the_agent_cannot_forge_status_directly_or_through_an_identity_it_makes(cluster):
+    c = cluster
+    victim = _running(c, "app.kubernetes.io/name=frontend")["metadata"]["name"]
+    for resource in ("pods/status", "deployments.apps/status", "replicasets.apps/status", "nodes/status"):
+        can = agent(c, "auth", "can-i", "patch", resource.split("/")[0], "--subresource=status", "-n", NS)
+        assert can.stdout.strip() == "no", resource
+    forged = agent(c, "patch", "pod", victim, "-n", NS, "--subresource=status", "--type=merge", "-p",
+                   '{"status":{"podIP":"127.0.0.1","conditions":[{"type":"Ready","status":"True"}]}}')
+    assert forged.returncode != 0 and "Forbidden" in forged.stderr
+    assert agent(c, "auth", "can-i", "escalate", "roles", "-n", NS).stdout.strip() == "no"
+    assert agent(c, "auth", "can-i", "bind", "clusterroles", "-n", NS).stdout.strip() == "no"
+    # an identity of its own: the Role, or a binding to a stronger role, is refused at the API
+    assert agent(c, "create", "serviceaccount", "helper", "-n", NS).returncode == 0
+    role = agent(c, "create", "role", "status-writer", "--verb=patch,update", "--resource=pods/status", "-n", NS)
+    assert role.returncode != 0 and "attempting to grant RBAC permissions not currently held" in role.stderr
+    for clusterrole in ("cluster-admin", "admin", "edit", "system:node"):
+        bound = agent(c, "create", "rolebinding", "as-admin", f"--clusterrole={clusterrole}",
+                      f"--serviceaccount={NS}:helper", "-n", NS)
+        assert bound.returncode != 0 and "forbidden" in bound.stderr.lower(), clusterrole
+    # a binding to a role the benchmark made that holds status rights is refused too
+    made = admin(c, "create", "role", "status-writer", "--verb=patch", "--resource=pods/status", "-n", NS)
+    assert made.returncode == 0, made.stderr
+    bound = agent(c, "create", "rolebinding", "status-writer", "--role=status-writer",
+                  f"--serviceaccount={NS}:helper", "-n", NS)
+    assert bound.returncode != 0 and "not currently held" in bound.stderr
+    as_helper = agent(c, "auth", "can-i", "patch", "pods", "--subresource=status", "-n", NS,
+                      f"--as=system:serviceaccount:{NS}:helper")
+    assert as_helper.stdout.strip() != "yes"  # (impersonation itself is forbidden to the agent)
+    # what the agent holds it may still pass on: the rbac fault's fix is a Role the agent writes
+    assert agent(c, "create", "role", "config-reader", "--verb=get", "--resource=configmaps", "-n", NS).returncode == 0
+    assert agent(c, "create", "rolebinding", "config-reader", "--role=config-reader",
+                 f"--serviceaccount={NS}:helper", "-n", NS).returncode == 0
+
+
+# --------------------------------------------------------------------------- attack 3: ingress injection
+
+
+def test_an_ingress_host_cannot_inject_nginx_configuration(cluster):
+    c = cluster
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "evil", "namespace": NS},
+               "spec": {"ingressClassName": "nginx", "rules": [{"host": EVIL_HOST, "http": {"paths": [{
+                   "path": "/", "pathType": "Prefix",
+                   "backend": {"service": {"name": "frontend", "port": {"number": 5000}}}}]}}]}}
+    created = agent(c, "apply", "-f", "-", input=json.dumps(ingress))
+    assert created.returncode != 0 and 'The Ingress "evil" is invalid' in created.stderr
+    assert "spec.rules[0].host" in created.stderr
+    app_ingress = _json(agent(c, "get", "ingress", "-n", NS, "-o", "json"))["items"][0]["metadata"]["name"]
+    patched = agent(c, "patch", "ingress", app_ingress, "-n", NS, "--type=json", "-p",
+                    json.dumps([{"op": "replace", "path": "/spec/rules/0/host", "value": EVIL_HOST}]))
+    assert patched.returncode != 0 and "spec.rules[0].host" in patched.stderr
+    path = agent(c, "patch", "ingress", app_ingress, "-n", NS, "--type=json", "-p",
+                 json.dumps([{"op": "replace", "path": "/spec/rules/0/http/paths/0/path", "value": "/a/../b"}]))
+    assert path.returncode != 0 and "spec.rules[0].http.paths[0].path" in path.stderr
+
+
+def test_the_ingress_controllers_token_reads_only_what_it_serves(cluster):
+    """Were the controller's token stolen anyway, it opens no Secret but the TLS ones Ingresses name."""
+    c = cluster
+    token = admin(c, "create", "token", "ingress-nginx", "-n", "ingress-nginx", "--duration=10m")
+    assert token.returncode == 0, token.stderr
+    config = c["work"] / "ingress.kubeconfig"
+    server = _json(admin(c, "config", "view", "--raw", "--minify", "-o", "json"))["clusters"][0]["cluster"]
+    config.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                                  "clusters": [{"name": "c", "cluster": server}],
+                                  "users": [{"name": "u", "user": {"token": token.stdout.strip()}}],
+                                  "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    tls = _json(admin(c, "get", "ingress", "-n", NS, "-o", "json"))["items"][0]["spec"]["tls"][0]["secretName"]
+
+    def can(*args: str) -> str:
+        return kubectl(config, "auth", "can-i", *args).stdout.strip()
+
+    assert can("list", "secrets", "-A") == "no"
+    for namespace in ("sregym-system", "hotel-workload", "observability", "kube-system", NS):
+        assert can("list", "secrets", "-n", namespace) == "no", namespace
+    for resource in ("configmaps", "pods", "namespaces"):
+        assert can("list", resource, "-A") == "no", resource
+    assert kubectl(config, "get", "secret", tls, "-n", NS).returncode == 0  # the one it serves
+    # ...and it still serves the app's own certificate, not its fallback
+    assert _served_certificate_issuer(c) != "Kubernetes Ingress Controller Fake Certificate"
+
+
+def _served_certificate_issuer(c) -> str:
+    import ssl
+
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    ingress = _json(admin(c, "get", "ingress", "-n", NS, "-o", "json"))["items"][0]
+    host = ingress["spec"]["rules"][0]["host"]
+    svc = _json(admin(c, "get", "svc", "ingress-nginx-controller", "-n", "ingress-nginx", "-o", "json"))
+    address = svc["spec"]["clusterIP"]
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    deadline = time.monotonic() + 60  # the controller polls once a second; a hang-only bound
+    while True:
+        try:
+            with socket.create_connection((address, 443), timeout=5) as raw, \
+                    context.wrap_socket(raw, server_hostname=host) as tls:
+                cert = x509.load_der_x509_certificate(tls.getpeercert(binary_form=True))
+            name = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+            issuer = name[0].value if name else ""
+            if issuer != "Kubernetes Ingress Controller Fake Certificate" or time.monotonic() > deadline:
+                return str(issuer)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(1)
+
+
+# --------------------------------------------------------------------------- attack 4: endpoints
+
+
+PROBE = """
+import socket, sys
+for target in sys.argv[1:]:
+    host, port = target.rsplit(":", 1)
+    s = socket.socket()
+    s.settimeout(5)
+    try:
+        s.connect((host, int(port)))
+        s.sendall(b"GET /stats HTTP/1.0\\r\\n\\r\\n")
+        print(target, "answered" if s.recv(64) else "closed")
+    except OSError as exc:
+        print(target, "refused", exc.errno)
+"""
+
+
+def _hidden_targets(c) -> dict[str, tuple[str, int]]:
+    """(ip, port) of what an app pod must never reach: the generator's pod, Prometheus' pod, the API
+    server, and a listener on the host's 127.0.0.1 (as the agent API is)."""
+    gen = _running(c, "app.kubernetes.io/name=workload-generator", "hotel-workload")
+    gen_port = gen["spec"]["containers"][0].get("ports", [{}])[0].get("containerPort", 8089)
+    prom = _running(c, "app=prometheus", "observability")
+    api = _json(admin(c, "get", "endpoints", "kubernetes", "-n", "default", "-o", "json"))["subsets"][0]
+    return {"generator": (gen["status"]["podIP"], int(gen_port)), "prometheus": (prom["status"]["podIP"], 9090),
+            "apiserver": (api["addresses"][0]["ip"], int(api["ports"][0]["port"]))}
+
+
+def _endpoints(ip: str, port: int) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "side-door", "namespace": NS},
+                       "subsets": [{"addresses": [{"ip": ip}], "ports": [{"port": port}]}]})
+
+
+def test_endpoints_cannot_lead_into_the_hidden_namespaces_or_the_host(cluster):
+    c = cluster
+    host_listener = socket.socket()
+    host_listener.bind(("127.0.0.1", 0))
+    host_listener.listen(8)
+    targets = {**_hidden_targets(c), "host": host_listener.getsockname()}
+    try:
+        service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "side-door", "namespace": NS},
+                   "spec": {"ports": [{"port": 8080, "targetPort": 8080}]}}
+        assert agent(c, "apply", "-f", "-", input=json.dumps(service)).returncode == 0
+        for what, (ip, port) in targets.items():
+            written = agent(c, "apply", "-f", "-", input=_endpoints(ip, port))
+            assert written.returncode != 0, what
+            assert "subsets[0].addresses[0].ip" in written.stderr and "Invalid" in written.stderr, what
+        # defence in depth: Endpoints the API let through (here: written by the admin) are not forwarded
+        ip = _json(admin(c, "get", "svc", "side-door", "-n", NS, "-o", "json"))["spec"]["clusterIP"]
+        frontend = _running(c, "app.kubernetes.io/name=frontend")["metadata"]["name"]
+        for what, (target_ip, port) in targets.items():
+            assert admin(c, "apply", "-f", "-", input=_endpoints(target_ip, port)).returncode == 0
+            time.sleep(0.5)  # the proxy applies an Endpoints change within milliseconds
+            probe = agent(c, "exec", "-n", NS, frontend, "--", sys.executable, "-c", PROBE, f"{ip}:8080")
+            assert probe.returncode == 0, probe.stderr
+            assert "refused" in probe.stdout, (what, probe.stdout)
+        # the positive control: from the host (outside the pods' cgroup) each target does answer
+        for what, (target_ip, port) in targets.items():
+            with socket.create_connection((target_ip, port), timeout=5):
+                pass
+    finally:
+        host_listener.close()
