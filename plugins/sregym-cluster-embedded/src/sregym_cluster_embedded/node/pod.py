@@ -187,6 +187,11 @@ class PodWorker:
             mounts[mount.get("mountPath", "")] = str(real)
         return mounts
 
+    @property
+    def hidden(self) -> bool:
+        """A pod of the benchmark's hidden namespaces (known once ``net_preexec`` has asked)."""
+        return bool(self._hidden)
+
     async def net_preexec(self):
         """The hook putting this pod's processes under the network's reachability rules: every pod
         but those of the benchmark's hidden namespaces (and host-network ones), asked once per pod."""
