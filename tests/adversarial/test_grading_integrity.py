@@ -130,6 +130,10 @@ def test_a_forged_ready_status_with_an_unmanaged_copys_ip_fails_mitigation(hotel
         live.run(attempt._inject(instance))
         # the unmanaged copy of the last good pod, without geo's labels
         spec = {k: v for k, v in baseline_pod["spec"].items() if k not in ("nodeName",)}
+        # the token volume the ServiceAccount admission adds again
+        spec["volumes"] = [v for v in spec.get("volumes") or [] if not v["name"].startswith("kube-api-access-")]
+        for c in spec["containers"]:
+            c["volumeMounts"] = [m for m in c.get("volumeMounts") or [] if not m["name"].startswith("kube-api-access-")]
         copy = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "geo-copy", "namespace": NS,
                                                                  "labels": {"run": "geo-copy"}}, "spec": spec}
         _kubectl(live, "apply", "-f", "-", input=json.dumps(copy))
