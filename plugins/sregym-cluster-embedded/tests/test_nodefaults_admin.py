@@ -47,6 +47,7 @@ def handle(tmp_path_factory) -> Iterator[Any]:
     # restored however the module ends, a failed start included: later modules must not look here
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SREGYM_HOME", str(tmp_path_factory.mktemp("home")))
+        env.setenv("SREGYM_SYSCALL_SUPERVISOR", "1")  # the opt-in seccomp fsync supervisor, tested here
         cluster = EmbeddedCluster(name=f"nfadmin-{os.getpid()}", nodes=2, owned=True)
         cluster.up()
         try:

@@ -148,7 +148,7 @@ class FaultHooks:
                 self.nodes.set_fault_env(node, {"LD_PRELOAD": str(self.shim_path)})
             self.nodes.pod_start_hooks.append(self.pod_starting)
             self.nodes.fault_channel = self.channel_for
-        if self.nodes is not None and seccompfault.probe()[0]:
+        if self.nodes is not None and seccompfault.enabled() and seccompfault.probe()[0]:
             self.seccomp = seccompfault.SupervisorClient()
             self.nodes.syscall_supervisor = self.seccomp
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="fault-hooks")
@@ -495,7 +495,7 @@ class FaultHooks:
             if self.seccomp is not None:
                 return "seccomp"
             if wanted == "seccomp":
-                raise ApiError(503, "the seccomp supervisor is unavailable here: " + seccompfault.probe()[1],
+                raise ApiError(503, "the seccomp supervisor is unavailable here: " + seccompfault.unavailable_reason(),
                                "ServiceUnavailable")
         kernel_fits = calls in (["connect"], ["socket"]) and not paths and not volumes and not body.get("delay_us")
         if "socket" in calls and (not kernel_fits or wanted not in ("auto", "cgroup-bpf")):
@@ -668,7 +668,7 @@ class FaultHooks:
                                               "calls": sorted(bpffault.ATTACH)},
                                "seccomp": {"available": self.seccomp is not None, "calls": ["fsync"],
                                            **({} if self.seccomp is not None
-                                              else {"reason": seccompfault.probe()[1] or "no node agents"})}},
+                                              else {"reason": seccompfault.unavailable_reason()})}},
                 "shim": {k: self.describe_shim(v) for k, v in self.shim.items()},
                 "diskfull": {k: dict(v) for k, v in self.diskfull.items()},
                 "network": {k: self.describe_network(v) for k, v in self.net.items()}}

@@ -9,6 +9,12 @@ supervisor (``seccompsup.py``, its own process, so the API server's work never d
 fails the pod's calls with the errno at the rate, on files under the given paths: the process
 meets the kernel's own error, static binaries included, and nothing in the pod holds the rule.
 
+It is off unless ``SREGYM_SYSCALL_SUPERVISOR=1`` is in the cluster process's environment: every
+fsync of every app container then waits for the supervisor's answer, which on a loaded host is
+not free (``benchmarks/bench_syscall_faults.py``; measured here under a load average of ~200:
+initdb 10-11 s plain, 17 s under the filter, from its ~1000 fsyncs). Off, ``fsync`` rules run in
+the shim.
+
 ``kubectl exec`` processes are not under the filter (they are not the container's processes).
 The listener of each container goes to the supervisor over a socket pair (SCM_RIGHTS). The node
 agent keeps a copy of each (dropped once the container's processes are gone): if the supervisor
@@ -110,6 +116,21 @@ def receive_listener(sock: socket.socket) -> int | None:
     except OSError:
         return None
     return fds[0] if fds else None
+
+
+ENABLE_ENV = "SREGYM_SYSCALL_SUPERVISOR"
+
+
+def enabled() -> bool:
+    """Whether the cluster starts its containers under the filter (opt-in: see the docstring)."""
+    return os.environ.get(ENABLE_ENV, "") == "1"
+
+
+def unavailable_reason() -> str:
+    if not enabled():
+        return (f"off ({ENABLE_ENV}=1 in the cluster's environment turns it on; every container's fsync "
+                "then waits for the supervisor)")
+    return probe()[1] or "no node agents"
 
 
 _PROBED: tuple[bool, str] | None = None
