@@ -212,3 +212,23 @@ def test_the_projected_landing_time_is_within_budget():
 @pytest.mark.parametrize("key", ["files", "default_budget_s", "suite_budget_s", "live_lane_s", "workers", "recorded"])
 def test_the_durations_record_is_complete(key):
     assert key in _recorded()
+
+
+def test_durations_are_read_per_file_with_the_lane_apart(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("suite_durations", ROOT / "tools" / "suite_durations.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.test_suite_rules" name="test_a" time="1.5"/>'
+        '<testcase classname="tests.test_suite_rules" name="test_b" time="2.0"/>'
+        '<testcase classname="tests.e2e.test_hackers" name="test_c[x]" time="100.0">'
+        '<properties><property name="live_lane" value="1"/></properties></testcase>'
+        '<testcase classname="no.such.module" name="test_d" time="9.0"/>'
+        '</testsuite></testsuites>')
+    files, lane = tool.read_junit(junit)
+    assert files == {"tests/test_suite_rules.py": 3.5, "tests/e2e/test_hackers.py": 100.0}
+    assert lane == 100.0 and tool._lane_files(junit) == ["tests/e2e/test_hackers.py"]

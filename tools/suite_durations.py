@@ -1,6 +1,7 @@
 """Record how long each test file of the landing suite took, from a JUnit file of a recorded run.
 
     python tools/suite_durations.py record <junit.xml> [--note TEXT]   # update tests/suite_durations.json
+    python tools/suite_durations.py record --merge <junit.xml>         # only the files that run holds
     python tools/suite_durations.py show [<junit.xml>]                # the slowest files, the live lane
 
 ``tests/test_suite_rules.py`` reads the record: every live test file must be in it, none may exceed
@@ -59,13 +60,36 @@ def _commit() -> str:
         return "unknown"
 
 
-def record(junit: Path, note: str) -> dict:
+def record(junit: Path, note: str, merge: bool = False) -> dict:
+    """Write the record from a whole run; with ``merge``, only the files that run holds are replaced
+    (e.g. new test files measured alone), the lane total adjusted by their change."""
     files, lane = read_junit(junit)
     data = {**DEFAULTS, **(json.loads(RECORD.read_text()) if RECORD.exists() else {})}
-    data.update(files={f: round(s, 1) for f, s in sorted(files.items())}, live_lane_s=round(lane, 1),
-                recorded=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {_commit()}: {note}")
+    stamp = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {_commit()}: {note}"
+    if merge and data.get("files"):
+        old = data["files"]
+        lane_files = set(data.get("lane_files", []))
+        new_lane = set(_lane_files(junit))
+        delta = sum(files[f] - old.get(f, 0.0) for f in files if f in new_lane | lane_files)
+        data["files"] = dict(sorted({**old, **{f: round(s, 1) for f, s in files.items()}}.items()))
+        data["lane_files"] = sorted(lane_files | new_lane)
+        data["live_lane_s"] = round(data["live_lane_s"] + delta, 1)
+        data["merged"] = [*data.get("merged", []), stamp]
+    else:
+        data.update(files={f: round(s, 1) for f, s in sorted(files.items())}, live_lane_s=round(lane, 1),
+                    lane_files=_lane_files(junit), recorded=stamp, merged=[])
     RECORD.write_text(json.dumps(data, indent=1) + "\n")
     return data
+
+
+def _lane_files(junit: Path) -> list[str]:
+    lane = set()
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        if any(p.get("name") == "live_lane" for p in case.iter("property")):
+            where = module_path(case.get("classname") or "")
+            if where:
+                lane.add(where)
+    return sorted(lane)
 
 
 def show(data: dict, top: int = 25) -> None:
@@ -83,11 +107,12 @@ def main() -> None:
     rec = sub.add_parser("record")
     rec.add_argument("junit", type=Path)
     rec.add_argument("--note", default="a .ci/run reproduction")
+    rec.add_argument("--merge", action="store_true", help="replace only the files this run holds")
     sh = sub.add_parser("show")
     sh.add_argument("junit", type=Path, nargs="?")
     args = parser.parse_args()
     if args.command == "record":
-        show(record(args.junit, args.note))
+        show(record(args.junit, args.note, merge=args.merge))
     elif args.junit:
         files, lane = read_junit(args.junit)
         show({"files": files, "live_lane_s": lane})
