@@ -125,8 +125,6 @@ def test_rl_episodes_reward_a_real_fix_and_not_a_wrong_one(shared_cluster, monke
     deployments = json.loads(_admin(shared_cluster, "get", "deployments", "-n", NS, "-o", "json"))["items"]
     replicas = {d["metadata"]["name"]: d["spec"].get("replicas") for d in deployments}
     assert replicas["rate"] == 1 and replicas["geo"] == 1
-    accounts = _admin(shared_cluster, "get", "serviceaccounts", "-n", NS, "-o", "name")
-    assert "agent-" not in accounts
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", api_port), timeout=2).close()
     time.sleep(0.5)
@@ -135,5 +133,17 @@ def test_rl_episodes_reward_a_real_fix_and_not_a_wrong_one(shared_cluster, monke
     records = [json.loads(line) for line in (tmp_path / "results" / "results.jsonl").read_text().splitlines()]
     assert len(records) == 2 and records[0]["success"] is False
     assert_fix_took(records[1])
+    # each episode's agent identity was revoked. It lives in the benchmark's hidden namespace, named after
+    # the attempt's id: the cluster's audit log shows it was made and deleted there, and it is gone now
+    from sregym_core.conductor.agent_access import BENCHMARK_NAMESPACE
+
+    audit = [json.loads(line) for line in (shared_cluster.kubeconfig.parent / "audit.jsonl").read_text().splitlines()]
+    for record in records:
+        path = f"/api/v1/namespaces/{BENCHMARK_NAMESPACE}/serviceaccounts/agent-{record['extra']['attempt_id']}"
+        assert any(e["method"] == "POST" and e["path"] == f"{path}/token" and e["code"] == 201 for e in audit), path
+        assert any(e["method"] == "DELETE" and e["path"] == path and e["code"] == 200 for e in audit), path
+        gone = subprocess.run([KUBECTL, "--kubeconfig", str(shared_cluster.kubeconfig), "get", "serviceaccount",
+                               path.rsplit("/", 1)[1], "-n", BENCHMARK_NAMESPACE], capture_output=True, text=True, timeout=60)
+        assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stdout + gone.stderr
     # the cluster was only borrowed: still running, free for the next command
     assert "Running" in _admin(shared_cluster, "get", "pods", "-n", NS)
