@@ -126,3 +126,13 @@ def test_every_package_has_a_tox_environment():
 
 def _line_of(text: str, needle: str) -> int:
     return text.count("\n", 0, text.index(needle)) + 1
+
+
+def test_a_pending_claim_is_checked_once_its_sentence_exists(monkeypatch):
+    """A sentence another change is still writing: absent is fine, present it must be right."""
+    claim = generate_docs.Claim("x.md", rf"ships {generate_docs.N} problems", ("problems",), pending=True)
+    monkeypatch.setattr(generate_docs, "CLAIMS", (claim,))
+    assert generate_docs.apply_claims("x.md", "nothing here yet\n", {"problems": 5})[1] == []
+    assert generate_docs.apply_claims("x.md", "it ships 5 problems\n", {"problems": 5})[1] == []
+    assert generate_docs.apply_claims("x.md", "it ships 4 problems\n", {"problems": 5})[1] == [
+        "x.md:1: says 4, the CLI says 5 (problems)"]

@@ -170,6 +170,8 @@ class Claim:
     path: str
     pattern: str
     facts: tuple[str, ...]
+    #: the sentence is being written in another change: checked once present, not required before
+    pending: bool = False
 
     def regex(self) -> re.Pattern[str]:
         return re.compile(re.sub(r"(?<!\\) ", r"\\s+", self.pattern))
@@ -245,6 +247,11 @@ CLAIMS: tuple[Claim, ...] = (
            "labelled-problems:labelled-apps.yaml:train-ticket")),
     Claim("plugins/sregym-judge-rules/README.md", rf"the app's universal text fails all {N} \(and {N}\) problems",
           ("labelled-problems:labelled.yaml", "labelled-problems:labelled-holdout.yaml")),
+    # the blind sets of issue #35 (tests/data/judge_blind), whose README paragraph is being written
+    Claim("plugins/sregym-judge-rules/README.md", rf"`tuning.jsonl` \({N} diagnoses, {N} problems, {N} voices\)",
+          ("blind:tuning.jsonl", "blind-problems:tuning.jsonl", "blind-voices:tuning.jsonl"), pending=True),
+    Claim("plugins/sregym-judge-rules/README.md", rf"`heldout.jsonl` \({N} diagnoses, {N} other problems\)",
+          ("blind:heldout.jsonl", "blind-problems:heldout.jsonl"), pending=True),
 )
 
 #: counts the scanner finds that are not the catalogue's: (doc, the words found, why)
@@ -263,6 +270,18 @@ def derived(facts: dict[str, int]) -> dict[str, int]:
         out[f"problems:{app}:app-only-other"] = (facts.get(f"problems:{app}:app-only", 0)
                                                  - facts.get(f"problems:{app}:fault:flagd-flag", 0))
     out.update(labelled_sets())
+    out.update(blind_sets())
+    return out
+
+
+def blind_sets() -> dict[str, int]:
+    """Diagnoses, problems and voices of each blind set (JSON Lines) under tests/data/judge_blind."""
+    out = {}
+    for path in sorted((ROOT / "tests" / "data" / "judge_blind").glob("*.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        out[f"blind:{path.name}"] = len(rows)
+        out[f"blind-problems:{path.name}"] = len({r["problem_id"] for r in rows})
+        out[f"blind-voices:{path.name}"] = len({r.get("voice") for r in rows})
     return out
 
 
@@ -304,6 +323,8 @@ def apply_claims(path: str, text: str, facts: dict[str, int]) -> tuple[str, list
     problems = []
     for claim in (c for c in CLAIMS if c.path == path):
         matches = list(claim.regex().finditer(text))
+        if not matches and claim.pending:
+            continue
         if len(matches) != 1:
             problems.append(f"{path}: claim /{claim.pattern}/ matches {len(matches)} times (expected once): "
                             "reword the claim in tools/generate_docs.py with the sentence")
@@ -330,7 +351,7 @@ def apply_claims(path: str, text: str, facts: dict[str, int]) -> tuple[str, list
 #: nouns whose count a doc may state only through a claim
 COUNTED = (r"(?:curated |upstream |lite |viable |hand-labelled |gRPC/HTTP |Thrift |`ts-\*` |demo |`tt-feat-N` )?"
            r"(?:problems?|ids|faults|services|pairs|applications|apps|diagnoses|flags|PostgreSQL|memcached|Redis|"
-           r"queue consumers|in `lite`|tagged `lite`|lite\b|-question|checklist answers|curated|agents|noise sources|"
+           r"queue consumers|in `lite`|tagged `lite`|lite\b|-question|checklist answers|curated|noise sources|"
            r"tox environments|packages)")
 NUMBER = r"\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
 COUNT = re.compile(rf"{NUMBER}(?: of (?:upstream's )?(?:the )?\d+)?(?:\s|\()+{COUNTED}", re.I)
