@@ -164,6 +164,9 @@ def test_the_solo_phase_is_gone():
 
 
 def _recorded() -> dict:
+    if not DURATIONS.exists():
+        # the rule starts holding with the first recorded run (docs/ci.md says how to record one)
+        pytest.skip(f"no recorded run yet: {DURATIONS.relative_to(ROOT)} (python tools/suite_durations.py record ...)")
     return json.loads(DURATIONS.read_text())
 
 
