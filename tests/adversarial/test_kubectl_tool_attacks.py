@@ -74,12 +74,20 @@ def _mcp_calls(agent, commands: list) -> list[str]:
 
 
 def _admin(agent, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([KUBECTL, "--kubeconfig", str(agent["admin"]), *args], capture_output=True, text=True,
+    """kubectl as the cluster admin; a failure is an error (its empty output would pass an absence check)."""
+    done = subprocess.run([KUBECTL, "--kubeconfig", str(agent["admin"]), *args], capture_output=True, text=True,
                           timeout=60)
+    assert done.returncode == 0, (args, done.stderr)
+    return done
 
 
 def _a_pod(agent) -> str:
-    return _admin(agent, "get", "pods", "-n", NS, "-l", "app=frontend", "-o", "jsonpath={.items[0].metadata.name}").stdout
+    # Hotel Reservation's pods carry app.kubernetes.io/name (an `app=` selector matched nothing, so the
+    # attacks below ran against a pod named "")
+    pod = _admin(agent, "get", "pods", "-n", NS, "-l", "app.kubernetes.io/name=frontend", "-o",
+                 "jsonpath={.items[0].metadata.name}").stdout
+    assert pod.startswith("frontend-"), pod
+    return pod
 
 
 def test_host_files_cannot_be_read_into_the_cluster(agent):
