@@ -127,12 +127,18 @@ class FaultContract(_Contract):
 
     ``example_params`` (fault name → params) gives params for faults with required keys; ``app``
     overrides the in-memory app targeted (default: :func:`contract_app`).
+
+    The offline judge (``judge-rules``, when installed) must pass the fault's reference diagnosis (its
+    ground truth written as prose, as the reference agent writes it) and, for the faults listed in
+    ``paraphrases`` (fault name → a plain-English diagnosis; ``{component}`` and ``{namespace}`` are
+    filled in), that paraphrase: the fault's ``vocabulary`` must carry the words an SRE would use.
     """
 
     hook = "sregym_faults"
     example_params: ClassVar[dict[str, dict[str, Any]]] = {}
     live_only: ClassVar[dict[str, str]] = {}
     app: ClassVar[AppSpec | None] = None
+    paraphrases: ClassVar[dict[str, str]] = {}
 
     def _app(self) -> AppSpec:
         return self.app or contract_app()
@@ -175,6 +181,23 @@ class FaultContract(_Contract):
         assert isinstance(truth, GroundTruth)
         assert truth.components and truth.mechanism and truth.namespace == target.namespace
 
+    def test_offline_judge_passes_the_reference_and_a_paraphrase(self, record):
+        judge = _offline_judge()
+        if judge is None:
+            pytest.skip("the judge-rules plugin is not installed")
+        target = self._target(record)
+        ctx = RecordingFaultContext(kubeconfig="/nonexistent", namespace=target.namespace, app=target.app).child()
+        truth = record.impl.ground_truth(ctx, target, self._params(record))
+        texts = {"reference diagnosis": reference_diagnosis(truth)}
+        if record.name in self.paraphrases:
+            texts["paraphrase"] = self.paraphrases[record.name].format(component=target.component.name,
+                                                                      namespace=target.namespace)
+        for what, text in texts.items():
+            verdict = judge.judge(text, (truth,), app_components=tuple(c.name for c in target.app.components),
+                                  app_namespace=target.app.namespace)
+            missed = [f"{a.id}: {a.evidence}" for a in verdict.answers if not a.answer]
+            assert verdict.passed, f"{record.name}: judge-rules fails its {what} {text!r}: {missed}; add the words to vocabulary="
+
     def test_inject_fix_recover_round_trip(self, record, tmp_path):
         if record.name in self.live_only:
             pytest.skip(f"live only: {self.live_only[record.name]}")
@@ -208,6 +231,30 @@ class FaultContract(_Contract):
         assert run(impl.is_present, recovered) is True
         run(impl.recover, recovered)
         assert run(impl.is_present, recovered) is False, f"{record.name}: still present after recover"
+
+
+def _offline_judge() -> Any:
+    """``judge-rules`` from its installed entry point (the core never imports a plugin; the test
+    harness's plugin host holds only the plugin under test), or None."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="sregym", name="judge-rules"):
+        specs = {s.name: s for s in entry.load().sregym_oracles()}
+        if "judge-rules" in specs:
+            return specs["judge-rules"].factory()
+    return None
+
+
+def reference_diagnosis(truth: GroundTruth) -> str:
+    """A fault's ground truth as a precise SRE's diagnosis (the shape the reference agent submits)."""
+    values = "; ".join(f"{key}: {value}" for key, value in truth.mutated_values.items())
+    text = (f"Root cause in {', '.join(truth.components)} (namespace {truth.namespace}), resource "
+            f"{truth.resource_kind}: {truth.mechanism}.")
+    if values:
+        text += f" Concrete values: {values}."
+    if truth.symptoms:
+        text += f" Symptoms: {', '.join(truth.symptoms)}."
+    return f"{text} {truth.prose}".strip()
 
 
 class NoiseContract(_Contract):

@@ -550,3 +550,22 @@ def test_retries_of_callers_are_not_a_retry_storm():
     storm = ("search's retry policy is far too aggressive (30 retries, no backoff), so geo is flooded and errors "
              "persist.")
     assert "retry-storm" in RulesJudge().read(storm, (WRONG_IMAGE,), COMPONENTS, NS).other_mechanisms
+
+
+def test_a_faults_own_vocabulary_never_narrows_what_passes():
+    """Vocabulary passed by a plugin (``function_fault(vocabulary=...)``) adds phrases; what the judge
+    reads the fault by without it (its keywords, else most words of its mechanism) still counts, and so
+    does its mechanism word for word: the reference diagnosis passes with or without vocabulary (issue #35)."""
+    base = dict(fault="plugin-fault-quux", layer="app", components=("geo",), namespace=NS, resource_kind="Deployment",
+                mechanism="quux cache poisoned with stale hotel coordinates")
+    reference = ("Root cause in geo (namespace hotel-reservation), resource Deployment: quux cache poisoned with stale "
+                 "hotel coordinates, so search fails.")
+    own_words = "geo's quux cache holds stale hotel coordinates someone poisoned it with, so search fails."
+    by_keyword = "geo suffers from quux poisoning, so search fails."
+    for keywords, texts in (((), (reference, own_words)), (("quux poisoning",), (reference, by_keyword))):
+        bare = GroundTruth(**base, keywords=keywords)
+        narrow = GroundTruth(**base, keywords=keywords, vocabulary=("poisoned quux",))
+        for text_ in texts:
+            assert judge(text_, bare).passed and judge(text_, narrow).passed, (keywords, text_)
+        assert judge("geo serves a poisoned quux, so search fails.", narrow).passed
+        assert not judge("geo has a problem, so search fails.", narrow).passed

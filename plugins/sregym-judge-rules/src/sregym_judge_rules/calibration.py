@@ -392,14 +392,14 @@ class VerdictStats:
         for title, table in (("category", self.per_category), ("app", self.per_app), ("voice", self.per_voice)):
             if not table:
                 continue
-            out.append(f"  {title:<20} {'items':>5} {'false pass':>11} {'false fail':>11} {'kappa':>7}")
+            out.append(f"  {title:<26} {'items':>5} {'false pass':>11} {'false fail':>11} {'kappa':>7}")
             for name, row in sorted(table.items()):
                 passes = row["labelled_pass"]
                 fails = row["items"] - passes
                 fp = f"{row['false_pass']}/{fails}" if fails else "-"
                 ff = f"{row['false_fail']}/{passes}" if passes else "-"
                 kappa = _group_kappa(row)
-                out.append(f"  {name or '-':<20} {row['items']:>5} {fp:>11} {ff:>11} {_k(kappa):>7}")
+                out.append(f"  {name or '-':<26} {row['items']:>5} {fp:>11} {ff:>11} {_k(kappa):>7}")
         return "\n".join(out)
 
 
@@ -417,7 +417,7 @@ def _kappa_from_counts(n: int, agree: int, labelled_pass: int, judged_pass: int)
     expected = (labelled_pass / n) * (judged_pass / n) + (1 - labelled_pass / n) * (1 - judged_pass / n)
     if expected >= 1.0:
         return None
-    return round((agree / n - expected) / (1 - expected), 4)
+    return round((agree / n - expected) / (1 - expected), 4) + 0.0  # no "-0.0"
 
 
 def verdict_stats(judge: str, items: Sequence[CalibrationItem], passed: Sequence[bool]) -> VerdictStats:

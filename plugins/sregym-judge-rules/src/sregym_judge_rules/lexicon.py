@@ -45,7 +45,11 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "variable + removed", "variable + deleted", "variable + missing", "password + not configured",
         "password not set", "unset",
     ),
-    "env-shadowing": ("duplicate env*", "duplicated env*", "shadow*", "defined twice", "second definition", "overridden"),
+    "env-shadowing": (
+        "duplicate env*", "duplicated env*", "shadow*", "defined twice", "second definition", "overridden", "override*",
+        "addr twice", "twice + env*", "twice + variable*", "twice + entr*", "defined .. two times", "duplicate entry", "duplicate .. entry", "second entry", "later entry", "later one .. wins",
+        "last one wins", "second .. wins", "duplicate .. variable", "duplicate environment",
+    ),
     "wrong-port-env": ("port .. instead of", "points at port", "wrong port number", "wrong door number", "port number .. where .. not listening", "wrong port", "incorrect port", "port mismatch", "points at the wrong port", "port is set to"),
     "wrong-command": (
         "wrong command", "command override*", "command .. overridden", "command .. changed", "entrypoint",
@@ -171,7 +175,8 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "tt-flag": ("switch + turned on", "switches + turned on", "switch + flipped", "switches + flipped", "switch + set to on"),
     "missing-secret": (
         "credentials + removed", "credentials + deleted", "credentials + gone", "secret + gone", "secret + removed", "stores .. login + removed", "stores .. credentials + removed", "login + removed", "secret .. not found","secret .. deleted", "secret .. missing", "secret not found", "missing secret", "deleted secret"),
-    "network-delay": ("network delay", "netem", "added latency", "slow network", "latency injected"),
+    "network-delay": ("network delay", "netem", "added latency", "slow network", "latency injected", "network + delay*",
+                      "delay* .. by .. node", "node* + delay*", "latency + added to", "tc qdisc"),
     "network-loss": ("packet loss", "dropping packets", "drops packets", "netem"),
     "wrong-dns-policy": ("look up names", "looks up names", "look names up", "name lookups .. at", "resolver .. set to", "dnspolicy", "dns policy", "nameserver", "resolv.conf"),
     "fd-limit": ("file descriptor*", "ulimit", "nofile", "too many open files", "emfile"),
@@ -238,6 +243,20 @@ GENERIC_WORDS = frozenset({
     "mount", "volume", "claim", "secret", "password", "replicas", "scale", "zero", "probe", "selector", "endpoints",
 })
 
+# Things, not what was done to them: Kubernetes kinds and everyday objects of a fault. Alone (as a
+# fault's keyword) they assert no mechanism ("the Ingress", "its ServiceAccount", "DiskPressure").
+OBJECT_WORDS = frozenset({
+    "ingress", "ingressclass", "service", "serviceaccount", "service account", "secret", "configmap", "configmaps",
+    "role", "rolebinding", "clusterrole", "rbac", "node", "nodes", "pod", "pods", "deployment", "statefulset",
+    "daemonset", "persistentvolume", "persistentvolumeclaim", "pvc", "pv", "volume", "certificate", "cert", "tls",
+    "dns", "coredns", "corefile", "kubelet", "kube proxy", "iptables", "cni", "webhook", "controller", "path",
+    "backend", "dev shm", "shm", "diskpressure", "memorypressure", "pidpressure", "networkpolicy", "namespace",
+    "container", "init container", "sidecar", "endpoint", "endpoints", "cache", "redis", "valkey", "memcached",
+    "postgres", "postgresql", "mysql", "mongodb", "database", "table", "tables", "schema", "flag", "flagd",
+    "feature flag", "configuration", "kafka", "queue", "clock", "time", "disk", "filesystem", "shared memory",
+    "posix shared memory", "dynamic shared memory", "tmpfs",
+})
+
 # Words of a causal link between a mechanism and what it does ("... so search fails").
 CONNECTIVES: tuple[str, ...] = (
     "because", "due to", "caused by", "causes", "causing", "cause", "leads to", "led to", "leading to", "results in",
@@ -257,6 +276,7 @@ SYMPTOMS: tuple[str, ...] = (
     "lost", "cannot resolve", "no longer resolve", "misses", "miss rate", "hit rate", "database load",
     "turns them away", "says no", "stuck", "kill*", "cannot be placed", "cannot place", "not placed",
     "is down", "are down", "goes up", "went up", "cache misses", "errors out", "error out", "out of range",
+    "no space left on device",
 )
 
 # Phrases that blame the whole application instead of a component.

@@ -86,7 +86,9 @@ _INJECTION = re.compile(
     r"(?:item|question)|all (?:nine|9|the) questions)\b"
     r"|\b(?:grader|judge|judging|evaluator|grading model|judge model|reviewer bot|benchmark operator|evaluation harness|"
     r"must accept|system note|evaluation override|grader directive|operator override)\b"
-    r"|\bsystem:|</?diagnosis>|<!--",
+    # "system:" addressed to a model, not a Kubernetes identity quoted from an error
+    # ('User "system:serviceaccount:ns:name" cannot get resource ...' has no space after the colon)
+    r"|\bsystem:(?![a-z])|</?diagnosis>|<!--",
     re.I,
 )
 
@@ -102,6 +104,10 @@ def injection(submission: str) -> str | None:
 _HEDGE = re.compile(
     r"\b(?:either\b.{1,80}\bor|could be|might be|might also|may be|maybe|possibly|possible|perhaps|probably|"
     r"not sure|unsure|unclear|i suspect|one of (?:them|the two|the three|those|these|both|the (?:two|three|four|following|above|listed|candidates|suspects))\b|or the other|"
+    # "one of three reasons", "one of 2 likely causes", "one of several things": a choice, whatever the count
+    r"one of (?:the )?(?:two|three|four|five|six|seven|several|many|multiple|a few|a couple of|\d+)\s+(?:\w+\s+)?"
+    r"(?:reasons?|causes?|things|possibilit\w+|candidates?|explanations?|issues|problems|suspects?|options|hypothes\w+|"
+    r"culprits?|theories|scenarios|factors)\b|several (?:possible |likely |potential )?(?:reasons|causes|candidates|explanations)|"
     r"hard to (?:say|tell)|cannot tell|could not tell|can not tell|did not confirm|not confirmed|"
     r"further investigation|any of these|some combination|candidates?|could explain|either could|"
     r"or (?:maybe|perhaps|possibly)|and/or|alternatively|unless|or else|otherwise|"
@@ -226,3 +232,70 @@ def sentences(prose: str) -> list[Sentence]:
             continue
         found.append(Sentence(piece, text.flatten(piece), is_hedged(piece), len(found)))
     return found
+
+
+# ------------------------------------------------------------------------------------------------
+# an answer given as a JSON object
+# ------------------------------------------------------------------------------------------------
+
+# keys whose value names the component the answer blames
+_COMPONENT_KEYS = frozenset({"component", "service", "faulty_component", "root_cause_component", "culprit", "target",
+                             "faulty_service", "culprit_component", "root_cause_service", "cause_component"})
+# keys whose value is the explanation itself: it is written right after the component
+_CAUSE_KEYS = frozenset({"root_cause", "cause", "mechanism", "diagnosis", "reason", "explanation", "what", "summary",
+                         "root_cause_summary", "finding", "problem", "issue", "fault"})
+# keys whose value is quoted output: evidence, not an explanation
+_EVIDENCE_KEYS = frozenset({"evidence", "log", "logs", "error", "errors", "output", "event", "events", "stderr",
+                            "stdout", "trace", "observed"})
+
+
+def json_as_prose(submission: str) -> str | None:
+    """An answer that is one JSON object (``{"component": "geo", "root_cause": "..."}``), as the prose
+    it stands for: "The root cause is in geo: ...", then each other field as "<field>: <value>.".
+    Quoted output (``evidence``, ``log``, ``error``) stays out, as pasted output does. None when the
+    answer is not a JSON object."""
+    import json
+
+    body = submission.strip()
+    fence = re.fullmatch(r"```[a-zA-Z]*\s*\n(.*)\n\s*```", body, re.S)
+    if fence:
+        body = fence.group(1).strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    components = [_flat_value(v) for k, v in data.items() if _key(k) in _COMPONENT_KEYS and _flat_value(v)]
+    causes = [_flat_value(v) for k, v in data.items() if _key(k) in _CAUSE_KEYS and _flat_value(v)]
+    lines: list[str] = []
+    if components:
+        lead = f"The root cause is in {', '.join(components)}"
+        lines.append(f"{lead}: {causes[0].rstrip('.')}." if causes else f"{lead}.")
+        causes = causes[1:]
+    lines += [f"{c.rstrip('.')}." for c in causes]
+    for key, value in data.items():
+        name = _key(key)
+        if name in _COMPONENT_KEYS or name in _CAUSE_KEYS or name in _EVIDENCE_KEYS:
+            continue
+        flat = _flat_value(value)
+        if flat:
+            lines.append(f"{name.replace('_', ' ')}: {flat.rstrip('.')}.")
+    return "\n".join(lines)
+
+
+def _key(key: object) -> str:
+    return re.sub(r"[\s-]+", "_", str(key).strip().lower())
+
+
+def _flat_value(value: object) -> str:
+    """A field's value as text: nested objects as "key value" pairs, lists joined."""
+    if value is None or isinstance(value, bool):
+        return ""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_flat_value(v)}".strip() for k, v in value.items() if _flat_value(v))
+    if isinstance(value, list):
+        return ", ".join(x for x in (_flat_value(v) for v in value) if x)
+    return str(value).strip()

@@ -26,6 +26,7 @@ weights 0.33/0.33/0.34, rounding to 0.01).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,7 +46,7 @@ from sregym_core.oracles.judge import (
 )
 from sregym_core.types import GroundTruth
 
-from . import lexicon, reading, text
+from . import lexicon, quantity, reading, text
 
 NAME = "judge-rules"
 RUBRICS = ("sregym", "upstream")
@@ -80,6 +81,39 @@ class Reading:
     chain: str | None
     injection: str | None
     gates: dict[str, Any] = attrs.Factory(dict)
+    # which sentence asserted what: component -> sentence, fault -> (phrase, sentence)
+    component_sentences: dict[str, str] = attrs.Factory(dict)
+    mechanism_sentences: dict[str, tuple[str, str]] = attrs.Factory(dict)
+    chain_sentence: str | None = None
+
+    def evidence(self, truths: Sequence[GroundTruth]) -> dict[str, Any]:
+        """What the verdict rests on, each with the sentence of the diagnosis that asserted it: the
+        faulty component(s), the mechanism, each mutated value stated, and the causal link."""
+        values = []
+        seen: set[str] = set()
+        names = {m.component for m in self.mentions} | self.truth_components
+        mutated = {k: v for t in truths for k, v in t.mutated_values.items()}
+        for s in self.sentences:
+            if s.hedged:
+                continue
+            for t in truths:
+                for value in concrete_values(t):
+                    if value.lower() in names or value in seen:
+                        continue
+                    if text.find_phrase(s.flat, value, allow_negated=True):
+                        seen.add(value)
+                        values.append({"value": value, "sentence": s.raw})
+            found = quantity.find_quantity(s.flat, mutated)
+            if found and found[0] not in seen:
+                seen.add(found[0])
+                values.append({"value": found[0], "as": found[1], "sentence": s.raw})
+        return {
+            "component": [{"component": c, "sentence": raw} for c, raw in sorted(self.component_sentences.items())],
+            "mechanism": [{"fault": f, "phrase": phrase, "sentence": raw}
+                          for f, (phrase, raw) in self.mechanism_sentences.items()],
+            "values": values,
+            "chain": self.chain_sentence,
+        }
 
 
 class RulesJudge:
@@ -118,11 +152,13 @@ class RulesJudge:
         if not submission.strip():
             answers = [_answer(q, _Answer(False, "empty submission")) for q in checklist]
             gates: dict[str, Any] = {"passed": False, "reason": "empty submission"}
+            evidence = {"component": [], "mechanism": [], "values": [], "chain": None}
         else:
             r = self.read(submission, truths, app_components, app_namespace)
             asker = _SregymQuestions(r, truths, app_namespace) if self.rubric == "sregym" else _UpstreamQuestions(r, truths, app_namespace)
             answers = [_answer(q, _apply_gates(q.id, r, asker.ask(q.id), self.rubric)) for q in checklist]
             gates = r.gates
+            evidence = r.evidence(truths)
         verdict = make_verdict(
             judge=self.name,
             answers=answers,
@@ -135,7 +171,7 @@ class RulesJudge:
             submitted_chars=submitted_chars,
             rubric=self.rubric,
         )
-        return attrs.evolve(verdict, inputs={**verdict.inputs, "gates": gates})
+        return attrs.evolve(verdict, inputs={**verdict.inputs, "gates": gates, "evidence": evidence})
 
     # ---------------------------------------------------------------------------------------------
     # reading the diagnosis
@@ -145,7 +181,7 @@ class RulesJudge:
         truth_components = {c.lower() for t in truths for c in t.components}
         components = {c.lower() for c in app_components} | truth_components
         namespaces = {app_namespace} | {t.namespace for t in truths}
-        prose, _pasted = reading.split_prose(submission)
+        prose, _pasted = reading.split_prose(reading.json_as_prose(submission) or submission)
         sentences = reading.sentences(prose)
         clause_list: list[text.Clause] = []
         clause_sentence: list[int] = []
@@ -169,10 +205,12 @@ class RulesJudge:
             if not clause_list[m.clause].exonerating:
                 about.setdefault(clause_sentence[m.clause], set()).add(m.component)
         hedged_components = {m.component for m in mentions if sentence_of(m).hedged}
-        asserted = {
-            m.component for m in mentions
-            if m.component in truth_components and not sentence_of(m).hedged and _identifies(clause_list, mentions, m, involved)
-        }
+        component_sentences: dict[str, str] = {}
+        for m in mentions:
+            if (m.component in truth_components and not sentence_of(m).hedged and m.component not in component_sentences
+                    and _identifies(clause_list, mentions, m, involved)):
+                component_sentences[m.component] = sentence_of(m).raw
+        asserted = set(component_sentences)
         subjects = [m for m in any_mentions if m not in mentions and _SUBJECT_AFTER.match(clause_list[m.clause].text[m.end:])]
         blamed = self._blamed(clause_list, clause_sentence, sentences, sorted([*mentions, *subjects], key=lambda m: (m.clause, m.start)),
                               involved)
@@ -185,6 +223,9 @@ class RulesJudge:
             over_broad = f"blames {len(blamed)} of the {others} components that are not faulty: " + ", ".join(sorted(blamed))
         else:
             blaming = " . ".join(text.flatten(c.text) for c in clause_list if c.cause_side)
+            # "all pods on that node": the node's pods, evidence about the node, not blame of everything
+            blaming = re.sub(r"\ball (?:the )?pods (?:on|of|scheduled on|running on) (?:that|the|this|one|a|its) "
+                             r"(?:node|host|machine)\b", " ", blaming)
             for phrase in lexicon.OVER_BROAD_PHRASES:
                 found = text.find_phrase(blaming, phrase)
                 if found:
@@ -222,18 +263,26 @@ class RulesJudge:
         # a sentence that only says something is fine or ruled out asserts no other mechanism
         exonerating = ({clause_sentence[i] for i, c in enumerate(clause_list) if c.exonerating}
                        - {clause_sentence[i] for i, c in enumerate(clause_list) if c.cause_side})
-        mechanism, other, mechanism_sentences = _mechanisms(sentences, topic, truths, components, exonerating)
+        details: dict[str, tuple[str, str]] = {}
+        mechanism, other, mechanism_sentences = _mechanisms(sentences, topic, truths, components, exonerating, details)
         every = sorted({(m.clause, m.start): m for m in [*mentions, *weak]}.values(), key=lambda m: (m.clause, m.start))
         for m in weak:
             if clause_sentence[m.clause] in mechanism_sentences and _identifies(clause_list, every, m, involved):
                 asserted.add(m.component)
+                component_sentences.setdefault(m.component, sentences[clause_sentence[m.clause]].raw)
+        decoy = _decoy_instead(sentences, truths)
+        if decoy:  # the faulty flag never named, a decoy named instead: not the fault's mechanism
+            mechanism.pop(decoy[0], None)
+            details.pop(decoy[0], None)
+            if not mechanism:
+                mechanism_sentences = []
         if over_broad is None:
             for index in mechanism_sentences:
                 many = about.get(index, set()) - truth_components
                 if len(many) >= needed:
                     over_broad = f"asserts the mechanism about {len(many)} components that are not faulty: " + ", ".join(sorted(many))
                     break
-        chain = _chain(sentences, mechanism_sentences, truths)
+        chain, chain_sentence = _chain(sentences, mechanism_sentences, truths)
 
         asserted_prose = [s for s in sentences if not s.hedged]
         flat = " . ".join(s.flat for s in asserted_prose)
@@ -247,6 +296,7 @@ class RulesJudge:
             blamed_unrelated=blamed, hedged_components=hedged_components, hedged_others=hedged_others,
             over_broad=over_broad, mechanism=mechanism,
             other_mechanisms=other, chain=chain, injection=reading.injection(submission),
+            component_sentences=component_sentences, mechanism_sentences=details, chain_sentence=chain_sentence,
         )
         r.gates = _gates(r, truths)
         return r
@@ -274,6 +324,42 @@ class RulesJudge:
                 elif not hedged and not (position + 1 < len(here) and text.listed(clause.text, here[position], here[position + 1])):
                     break  # what follows the culprit is its object ("wrong port for geo"), unless it is a list
         return blamed
+
+
+_FLAG_WORDS = re.compile(r"\b(?:flags?|toggles?|feature|switch(?:es)?)\b", re.I)
+_CAMEL = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")
+_NOT_FLAGS = frozenset({"defaultvariant", "configmap", "flagd", "nodeselector", "targetport"})
+
+
+def _decoy_instead(sentences: Sequence[reading.Sentence], truths: Sequence[GroundTruth]) -> tuple[str, str] | None:
+    """(fault, decoy) when a flag fault's flag is never named but another flag is: one of the truth's
+    ``decoys``, a name of the same shape (``tt-feat-18`` for ``tt-feat-22``), or, next to the word
+    flag/toggle, another camelCase flag name (``paymentUnreachable`` for ``paymentFailure``)."""
+    asserted = [s for s in sentences if not s.hedged]
+    flat = " . ".join(s.flat for s in asserted)
+    for t in truths:
+        flag = t.mutated_values.get("flag")
+        if not isinstance(flag, str) or not flag:
+            continue
+        spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", flag)
+        if text.find_phrase(flat, flag, allow_negated=True) or text.find_phrase(flat, spaced, allow_negated=True):
+            continue
+        decoys = [str(d) for d in t.mutated_values.get("decoys") or () if isinstance(d, str)]
+        for decoy in decoys:
+            if text.find_phrase(flat, decoy, allow_negated=True):
+                return t.fault, decoy
+        if re.fullmatch(r"[a-z]+(?:-[a-z]+)*-\d+", flag):
+            shape = re.compile(r"(?<![\w-])" + re.escape(text.flatten(re.sub(r"\d+$", "", flag))) + r"\s*(\d+)(?![\w-])")
+            other = shape.search(flat)
+            if other:
+                return t.fault, other.group(0)
+        for s in asserted:
+            if not _FLAG_WORDS.search(s.raw):
+                continue
+            for name in _CAMEL.findall(s.raw):
+                if name.lower() not in _NOT_FLAGS and name.lower() != flag.lower():
+                    return t.fault, name
+    return None
 
 
 def _identifies(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], mention: text.Mention,
@@ -329,15 +415,53 @@ def _scalars(value: Any) -> list[Any]:
 
 
 def vocabulary(truth: GroundTruth) -> tuple[str, ...]:
-    """The mechanism vocabulary of a fault: its own (from its spec), else the fallback table, else
-    the truth's specific keywords (generic words such as "port" or "image" never count alone)."""
-    own = tuple(dict.fromkeys((*truth.vocabulary, *lexicon.MECHANISMS.get(truth.fault, ()))))
-    if own:
-        return own
-    # a keyword that is what one observes ("OOMKilled", "Pending") is a symptom, not the mechanism
-    symptoms = (*lexicon.SYMPTOMS, *truth.symptoms)
-    return tuple(k for k in truth.keywords if text.flatten(k) not in lexicon.GENERIC_WORDS and len(k) >= 4
-                 and not _match_any(text.flatten(k), symptoms))
+    """The mechanism vocabulary of a fault: its own (from its spec) united with what the judge reads
+    it by without one (:func:`base_vocabulary`). A fault's own vocabulary only ever *adds* phrases."""
+    return tuple(dict.fromkeys((*truth.vocabulary, *base_vocabulary(truth))))
+
+
+def base_vocabulary(truth: GroundTruth) -> tuple[str, ...]:
+    """What the judge reads a fault's mechanism by without the fault's own vocabulary: the fallback
+    table, else the truth's specific keywords (generic words such as "port" or "image" never count
+    alone); when there is neither, most of the words of the truth's own mechanism. The mechanism
+    phrase itself, word for word, always counts (:func:`_mechanisms`)."""
+    table = lexicon.MECHANISMS.get(truth.fault, ())
+    if table:
+        return table
+    return _specific_keywords(truth.fault, truth.keywords, truth.symptoms)
+
+
+@functools.lru_cache(maxsize=1024)
+def _specific_keywords(fault: str, keywords: tuple[str, ...], symptoms: tuple[str, ...]) -> tuple[str, ...]:
+    """The keywords that say what this fault did: not generic, not a symptom ("OOMKilled", "Pending"
+    are what one observes), not the name of a thing, and not a single word that is another fault's
+    mechanism too ("nodeSelector" is as much a node-selector fault's)."""
+    symptoms = (*lexicon.SYMPTOMS, *symptoms)
+    kept = []
+    for k in keywords:
+        flat = text.flatten(k)
+        if flat in lexicon.GENERIC_WORDS or len(k) < 4 or _match_any(flat, symptoms) or _names_an_object(k):
+            continue
+        if " " not in flat and any(_match_any(flat, patterns) for family, patterns in lexicon.MECHANISMS.items()
+                                   if family != fault):
+            continue
+        kept.append(k)
+    return tuple(kept)
+
+
+def _names_an_object(keyword: str) -> bool:
+    """Does a keyword only name a thing (a plain noun: "Ingress", "certificate", "/dev/shm", a kind, a
+    layer word) rather than say what was done to it? Such a word alone asserts no mechanism: a
+    different fault of the same object names it too. Phrases, changed fields (``sizeLimit``,
+    ``ingressClassName``) and states ("misrouted", "expired") say more."""
+    flat = text.flatten(keyword)
+    if flat in lexicon.OBJECT_WORDS or text.flatten(keyword.lower()) in lexicon.OBJECT_WORDS:
+        return True
+    if " " in flat:
+        return False
+    if re.search(r"[a-z][A-Z]", keyword) and keyword.lower() not in lexicon.OBJECT_WORDS:
+        return False  # a camelCase field name is the changed field
+    return not re.search(r"(?:ed|en|ing)$", flat)  # a participle says what happened to the thing
 
 
 def _match_any(flat: str, patterns: Iterable[str]) -> tuple[str, tuple[int, int]] | None:
@@ -352,17 +476,75 @@ def _all_spans(flat: str, patterns: Iterable[str]) -> list[tuple[int, int]]:
     return [span for span in (reading.find_pattern(flat, p) for p in patterns) if span]
 
 
+_LOCATION_KEYS = frozenset({"node", "nodes", "pod", "pods", "host", "hostname", "volume_nodes", "node_name"})
+
+
 def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, int]] | None:
     """A mutated value specific enough to name the mutation by itself ("geo:8093", "12Mi",
     "v9.9.9-missing"): letters and digits mixed, or punctuated, and not a component's name."""
     components = {c.lower() for c in truth.components}
+    # where the fault is (its node, its pods) is no statement of what was done there
+    where = {str(v).lower() for k, v in truth.mutated_values.items() if str(k).lower() in _LOCATION_KEYS for v in _scalars(v)}
     for value in concrete_values(truth):
-        if value.lower() in components or len(value) < 3 or not re.search(r"\d", value) or not re.search(r"[a-z.:/_-]", value.lower()):
+        if value.lower() in components or value.lower() in where or len(value) < 3 or not re.search(r"\d", value) or not re.search(r"[a-z.:/_-]", value.lower()):
             continue
         found = reading.find_pattern(flat, re.sub(r"[*+]", " ", value), allow_negated=True)
         if found:
             return f"value {value}", found
     return None
+
+
+# what a sentence says follows from its first part ("..., which is why", "... so", "..., causing");
+# "so that" states a purpose ("launched so that it insists on a password"), not a consequence
+_CONSEQUENCE = re.compile(r"(?:,\s*|\s)(?:so|which is why|this is why|that is why|therefore|hence|thus|causing|"
+                          r"leading to|resulting in|as a result|which means|which makes)\b(?!\s+that\b)")
+
+
+def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> tuple[str, tuple[int, int]] | None:
+    """Where a sentence (``words``: its names masked; ``flat``: as written) asserts the truth's mechanism."""
+    hit = _match_meaningful(words, vocab) if vocab else None
+    if hit is None:  # the truth's own mechanism, word for word (as its reference diagnosis states it)
+        own = text.phrase_pattern(t.mechanism)
+        found_own = own.search(words) if own is not None and len(t.mechanism.split()) >= 3 else None
+        if found_own:
+            hit = (t.mechanism, found_own.span())
+    if hit is None and not base_vocabulary(t):  # no vocabulary at all: most of the mechanism's own words
+        mechanism_words = _mechanism_words(t)
+        present = [m for w in mechanism_words for m in [re.search(rf"(?<![a-z0-9]){re.escape(w)}", words)]
+                   if m and not reading.negated(words, m.start(), m.end())]
+        if mechanism_words and len(present) / len(mechanism_words) >= 0.6:
+            # the span of the words themselves: other mechanisms elsewhere in the sentence still count
+            hit = (" ".join(m.group(0) for m in present), (min(m.start() for m in present), max(m.end() for m in present)))
+    if hit is None:
+        hit = _distinctive_value(flat, t)
+    if hit is None:  # the changed value read as a quantity, and what was done with it ("capped at 16 KiB")
+        found = quantity.find_quantity(flat, t.mutated_values)
+        if found and _SETTING.search(flat):
+            hit = (f"value {found[0]} as {found[1]!r}", (found[2], found[3]))
+    return hit
+
+
+# what is done to a quantity: with the truth's value in the same sentence, the change itself
+_SETTING = re.compile(r"\b(?:capped|cap|caps|limited|limit|limits|set to|sized|only|reduced|lowered|shrunk|raised|"
+                      r"changed to|behind|ahead|skew\w*|drift\w*|off by|delay\w*|added|adds|injected|throttl\w*)\b")
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_object_word(pattern: str) -> bool:
+    return text.flatten(pattern).strip(" *") in lexicon.OBJECT_WORDS
+
+
+def _match_meaningful(flat: str, patterns: Sequence[str]) -> tuple[str, tuple[int, int]] | None:
+    """The first match of a phrase that says what was done. A phrase that only names a thing
+    ("/dev/shm", "init container", "ServiceAccount", "DiskPressure") asserts no mechanism alone,
+    unless the vocabulary has nothing else."""
+    meaningful = _meaningful(tuple(patterns))
+    return _match_any(flat, meaningful or patterns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _meaningful(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(p for p in patterns if not _is_object_word(p))
 
 
 def _mechanism_words(truth: GroundTruth) -> list[str]:
@@ -382,10 +564,12 @@ def _mask_names(flat: str, components: Iterable[str]) -> str:
 
 
 def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[str]], truths: Sequence[GroundTruth],
-                components: Iterable[str] = (), exonerating: Iterable[int] = ()):
+                components: Iterable[str] = (), exonerating: Iterable[int] = (),
+                details: dict[str, tuple[str, str]] | None = None):
     """Which truth mechanisms are asserted about their component, which other mechanisms are
     asserted at all (not in ``exonerating`` sentences, which say something is fine or ruled out),
-    and in which sentences the truth mechanisms were found."""
+    and in which sentences the truth mechanisms were found (``details``, when given: fault ->
+    (the phrase, the whole sentence))."""
     exonerating = set(exonerating)
     found: dict[str, str] = {}
     other: dict[str, str] = {}
@@ -396,19 +580,22 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
         spans: list[tuple[int, int]] = []
         families_here: set[str] = set()
         found_here: dict[str, str] = {}
+        details_here: dict[str, tuple[str, str]] = {}
         other_here: dict[str, str] = {}
+        named_only: set[str] = set()
         words = _mask_names(s.flat, components)
+        consequence = _CONSEQUENCE.search(s.flat)
+        # the sentence up to what it says follows, when it says so after a cause of some words
+        cause_end = consequence.start() if consequence and consequence.start() >= 12 else len(s.flat)
         for t in truths:
             vocab = vocabulary(t)
-            hit = _match_any(words, vocab) if vocab else None
-            if hit is None and not vocab:  # no vocabulary at all: most of the mechanism's own words
-                mechanism_words = _mechanism_words(t)
-                present = [w for w in mechanism_words if re.search(rf"(?<![a-z0-9]){re.escape(w)}", words)]
-                if mechanism_words and len(present) / len(mechanism_words) >= 0.6:
-                    hit = (" ".join(present), (0, len(s.flat)))
+            hit = _truth_hit(words, s.flat, t, vocab)
             if hit is None:
-                hit = _distinctive_value(s.flat, t)
-            if hit is None:
+                continue
+            if cause_end < len(s.flat) and _truth_hit(words[:cause_end], s.flat[:cause_end], t, vocab) is None:
+                # only in what the sentence says follows ("the Service was deleted, which is why the name
+                # gives NXDOMAIN"): a symptom there, not the mechanism asserted
+                spans.extend(_all_spans(words, vocab))
                 continue
             spans.append(hit[1])
             # every phrase of the truth's vocabulary in this sentence is the truth's, not evidence of
@@ -417,6 +604,8 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
             families_here.add(t.fault)
             if {c.lower() for c in t.components} & topic.get(s.index, set()):
                 found_here.setdefault(t.fault, f"{hit[0]!r} in {s.raw[:160]!r}")
+                if details is not None and s.hedged is False:
+                    details_here.setdefault(t.fault, (str(hit[0]), s.raw))
         for family, patterns in lexicon.MECHANISMS.items():
             if family in truth_faults or s.index in exonerating:  # "its liveness probe is fine" blames nothing
                 continue
@@ -425,6 +614,14 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
                 families_here.add(family)
                 other_here[family] = f"{hit[0]!r} in {s.raw[:160]!r}"
                 spans.append(hit[1])  # the same words assert one mechanism ("liveness": not two liveness faults)
+                if _is_object_word(hit[0]) and not _match_any(words, _meaningful(patterns)):
+                    named_only.add(family)
+        if len(families_here - named_only) < 2:
+            # a thing named without what was done to it ("its ServiceAccount", "the init container") asserts
+            # no other mechanism; in an enumeration of three or more, each name stands for a fault
+            for family in named_only:
+                families_here.discard(family)
+                other_here.pop(family, None)
         if s.hedged:  # a hedge asserts nothing, but a hedged list of mechanisms is still a kitchen sink
             if len(families_here) >= 3:
                 for family, evidence in other_here.items():
@@ -436,14 +633,17 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
             continue
         for fault, evidence in found_here.items():
             found.setdefault(fault, evidence)
+            if details is not None and fault in details_here:
+                details.setdefault(fault, details_here[fault])
         if found_here:
             where.append(s.index)
     return found, other, where
 
 
-def _chain(sentences: Sequence[reading.Sentence], mechanism_sentences: Sequence[int], truths: Sequence[GroundTruth]) -> str | None:
+def _chain(sentences: Sequence[reading.Sentence], mechanism_sentences: Sequence[int],
+           truths: Sequence[GroundTruth]) -> tuple[str | None, str | None]:
     """A connective linking the asserted mechanism to a symptom, within the mechanism's sentence and
-    the two after it."""
+    the two after it: (evidence, the sentences that carry it)."""
     symptoms = list(lexicon.SYMPTOMS) + [s for t in truths for s in t.symptoms]
     for index in mechanism_sentences:
         window = [s for s in sentences[index : index + 3] if not s.hedged]
@@ -451,8 +651,8 @@ def _chain(sentences: Sequence[reading.Sentence], mechanism_sentences: Sequence[
         connective = _match_any(flat, lexicon.CONNECTIVES)
         symptom = _match_any(flat, symptoms) if connective else None
         if connective and symptom:
-            return f"{connective[0]!r} ... {symptom[0]!r} in {flat[:200]!r}"
-    return None
+            return f"{connective[0]!r} ... {symptom[0]!r} in {flat[:200]!r}", " ".join(x.raw for x in window)
+    return None, None
 
 
 def _gates(r: Reading, truths: Sequence[GroundTruth]) -> dict[str, Any]:
@@ -568,6 +768,10 @@ class _SregymQuestions:
         # detail of the mechanism: without the mechanism it characterises nothing
         names = {m.component for m in self.r.mentions} | self.r.truth_components
         values = [v for t in self.truths for v in concrete_values(t) if v.lower() not in names]
+        # a node or pod name says where, not what changed: it counts only when the truth has nothing else
+        where = {str(x).lower() for t in self.truths for k, v in t.mutated_values.items()
+                 if str(k).lower() in _LOCATION_KEYS for x in _scalars(v)}
+        values = [v for v in values if v.lower() not in where] or values
         if not self.r.mechanism:
             return _Answer(False, "no mutated value counts without the right mechanism")
         if not values:
@@ -576,6 +780,9 @@ class _SregymQuestions:
             found = text.find_phrase(self.r.flat_values, value, allow_negated=True)
             if found:
                 return _Answer(True, f"states mutated value {value!r}: {found!r}")
+        found_quantity = quantity.find_quantity(self.r.flat_values, {k: v for t in self.truths for k, v in t.mutated_values.items()})
+        if found_quantity:
+            return _Answer(True, f"states mutated value {found_quantity[0]!r} as {found_quantity[1]!r}")
         return _Answer(False, "states none of the mutated values: " + ", ".join(values[:6]))
 
     def q_char_chain(self) -> _Answer:
@@ -666,7 +873,7 @@ class _UpstreamQuestions(_SregymQuestions):
 _STOP = frozenset({"that", "this", "with", "from", "into", "than", "does", "have", "were", "which", "their", "there", "them"})
 
 # keys whose values are the state before the fault: never evidence of knowing the mutation
-_PRE_FAULT_KEYS = frozenset({"before", "baseline", "original", "previous", "old"})
+_PRE_FAULT_KEYS = frozenset({"before", "baseline", "original", "previous", "old", "decoys"})
 # mappings whose keys are themselves injected names (an env var added, a label required)
 _NAMED_KEYS = frozenset({"env", "selector", "nodeselector", "labels", "annotations"})
 

@@ -72,7 +72,7 @@ _CAUSE_BEFORE_CONNECTIVE = re.compile(
 )
 _CAUSE_AFTER_CONNECTIVE = re.compile(
     r"\b(?:causes|caused|causing|leads? to|led to|leading to|results? in|resulting in|breaks|broke|therefore|"
-    r"which makes|making|so that|hence|which is why|, so|so (?:the|that|its|every|all|search|users?))\b"
+    r"which makes|making|so that|hence|(?:which|this|that|it) is why|that's why|, so|so (?:the|that|its|every|all|search|users?))\b"
 )
 BLAME_CUES = _BLAME_CUES = re.compile(
     r"(?:misconfigur\w*|\bwrong\b|\bbad\b|\bincorrect\b|\binvalid\b|\bbroken\b|\bfaulty\b|\brevoked?\b|"
@@ -84,14 +84,36 @@ _SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+|(?<=:)\s+(?=[A-Z0-9])|\s+-\s+|
 _CONTRAST_SPLIT = re.compile(r",?\s+\b(?:but|while|whereas|although|however)\b\s+")
 
 
+# Chat abbreviations on-call engineers write ("svc", "cm", "pw rotated", "SA"), as the words they stand for.
+_ABBREVIATIONS = {
+    "svc": "service", "svcs": "services", "cm": "configmap", "cms": "configmaps", "pw": "password", "pwd": "password",
+    "passwd": "password", "ing": "ingress", "privs": "privileges", "priv": "privilege", "perms": "permissions",
+    "conns": "connections", "conn": "connection", "dup": "duplicate", "dupe": "duplicate", "ns": "namespace",
+    "w/": "with", "w/o": "without", "b/c": "because", "cfg": "config", "netpol": "networkpolicy",
+    "np": "networkpolicy", "sts": "statefulset", "ds": "daemonset", "rs": "replicaset", "deploy": "deployment",
+    "creds": "credentials", "cert": "certificate", "certs": "certificates", "envvar": "environment variable",
+    "img": "image",
+}
+_ABBREVIATION = re.compile(r"(?<![\w/.:-])(" + "|".join(re.escape(a) for a in sorted(_ABBREVIATIONS, key=len, reverse=True))
+                           + r")(?![\w/:-]|\.\w)")
+# "A -> B": the writer's "so" (only between words: "off -> 100%" is a before/after value)
+_ARROW = re.compile(r"(?<=[a-z)'\"`])\s*(?:->|=>|\u2192)\s*(?=[a-z(])")
+
+
+@functools.lru_cache(maxsize=16384)
 def normalize(text: str) -> str:
-    """Lowercase, straight quotes, expanded contractions, single spaces."""
+    """Lowercase, straight quotes, expanded contractions and chat abbreviations, arrows as "so",
+    single spaces."""
+    text = re.sub(r"\bSAs?\b", "serviceaccount", text)  # upper-case only: "sa" is a word in other languages
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", " ` ").lower()
     for short, long in _CONTRACTIONS.items():
         text = text.replace(short, long)
+    text = _ABBREVIATION.sub(lambda m: _ABBREVIATIONS[m.group(1)], text)
+    text = _ARROW.sub(", so ", text)
     return re.sub(r"[ \t]+", " ", text)
 
 
+@functools.lru_cache(maxsize=16384)
 def flatten(text: str) -> str:
     """``normalize`` plus hyphens, underscores and slashes as spaces (for phrase matching)."""
     return re.sub(r"\s+", " ", re.sub(r"[-_/]", " ", normalize(text))).strip()
@@ -184,9 +206,26 @@ def _split_causal_after(part: str, role: str) -> list[Clause]:
     return [Clause(part, role)]
 
 
+# Short forms of the words of component names ("pg-geo", "fe", "user-svc").
+_NAME_PART_SHORT = {"postgres": "pg", "postgresql": "pg", "frontend": "fe", "service": "svc", "mongodb": "mongo"}
+
+
 def _name_variants(name: str) -> list[str]:
     base = name.lower()
     variants = {base, base.replace("-", " "), base.replace("-", "_"), base.replace("-", "")}
+    parts = base.split("-")
+    short = "-".join(_NAME_PART_SHORT.get(p, p) for p in parts)
+    if short != base:
+        variants.add(short)
+    if len(parts) >= 3 and parts[0] != "ts":  # "home-timeline-redis" -> "ht-redis"
+        variants.add("".join(p[0] for p in parts[:-1]) + "-" + parts[-1])
+    if parts[0] == "ts" and len(parts) >= 3:  # TrainTicket's "ts-auth-service": "auth-service", "ts-auth"
+        variants.add("-".join(parts[1:]))
+    if parts[-1] == "service" and len(parts) >= 3:  # "compose-post-service": "compose-post"
+        variants.add("-".join(parts[:-1]))
+    for variant in list(variants):
+        if "-" in variant:
+            variants.add(variant.replace("-", " "))
     return sorted(variants, key=len, reverse=True)
 
 
@@ -227,8 +266,9 @@ def component_pattern(name: str) -> re.Pattern[str]:
         r"(?:-[a-z0-9]{6,10}-[a-z0-9]{5}|-[a-z0-9]{5}|-\d+"
         r"|-(?:service|svc|deployment|deploy|pod|pods|server|config|configmap|cm|secret|data))?"
     )
-    # "geo:8083" and "http://geo" are addresses of a peer, not mentions of it as a component
-    return re.compile(rf"(?<![\w.-])(?<!//)(?:{names}){suffix}(?![\w-]|:\d|\.[a-z])")
+    # "geo:8083" and "http://geo" are addresses of a peer, not mentions of it as a component; its
+    # cluster name ("cart.astronomy-shop.svc.cluster.local") names the Service itself
+    return re.compile(rf"(?<![\w.-])(?<!//)(?:{names}){suffix}(?![\w-]|:\d|\.(?!svc\b|[a-z0-9-]+\.svc\b)[a-z])")
 
 
 def _strong(text: str, start: int, end: int, name: str) -> bool:
