@@ -68,6 +68,8 @@ def test_gates_pass_then_the_model_grades(stub_llm):
     assert len(stub_llm.requests) == 1 and verdict.judge == "judge-llm-gated"
     assert not verdict.passed and verdict.dimensions["characterization"] == 0  # the model's answers decide
     assert verdict.inputs["gates"]["passed"] and verdict.inputs["model"] == "openai/stub"
+    # the rules' reading stays in the record: the sentence that asserted the faulty component
+    assert [e["component"] for e in verdict.inputs["evidence"]["component"]] == ["geo"]
     stub_llm.script = [answers()]
     assert run(make_gated_judge(model="openai/stub", api_base=stub_llm.url)).passed
 

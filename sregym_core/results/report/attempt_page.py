@@ -149,7 +149,32 @@ def _diagnosis(attempt: Attempt) -> str:
         out.append(table(["id", "dimension", "question", "answer", "confidence", "evidence"], rows,
                          caption=f"The judge's {len(answers)} checklist answers", numeric=(4,),
                          row_classes=["ok" if a.get("answer") else "fail" for a in answers], cls="answers"))
+    out.append(_read_evidence((verdict.get("inputs") or {}).get("evidence") if isinstance(verdict.get("inputs"), Mapping) else None))
     return "".join(out)
+
+
+def _read_evidence(evidence: Any) -> str:
+    """Which sentence of the diagnosis asserted the component, the mechanism and each value (a
+    judge that records ``inputs.evidence``, as judge-rules does)."""
+    if not isinstance(evidence, Mapping):
+        return ""
+    rows = []
+    for item in evidence.get("component") or []:
+        if isinstance(item, Mapping):
+            rows.append(["component", e(item.get("component", "")), e(item.get("sentence", ""))])
+    for item in evidence.get("mechanism") or []:
+        if isinstance(item, Mapping):
+            rows.append(["mechanism", e(f"{item.get('fault', '')}: {item.get('phrase', '')}"), e(item.get("sentence", ""))])
+    for item in evidence.get("values") or []:
+        if isinstance(item, Mapping):
+            shown = str(item.get("value", "")) + (f" (as {item['as']!r})" if item.get("as") else "")
+            rows.append(["value", e(shown), e(item.get("sentence", ""))])
+    if evidence.get("chain"):
+        rows.append(["cause and effect", "", e(evidence["chain"])])
+    if not rows:
+        return '<p class="empty">The judge found no sentence asserting the component, mechanism or values.</p>'
+    return table(["what", "read as", "the sentence that asserts it"], rows,
+                 caption="What the judge read, sentence by sentence", cls="answers")
 
 
 def _num(value: Any) -> str:

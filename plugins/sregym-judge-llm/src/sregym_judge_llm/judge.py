@@ -153,8 +153,8 @@ class LLMJudge:
             if not gates.get("passed"):  # a hard gate failed: the checklist cannot pass, no model call
                 return _with_inputs(attrs.evolve(gate, judge=self.name), model=self.model, gated_by="judge-rules")
         verdict = self._ask_model(clipped, truths, tuple(app_components), app_namespace, submitted_chars)
-        if gates is not None:
-            verdict = _with_inputs(verdict, gates=gates, gated_by="judge-rules")
+        if gates is not None:  # the rules' reading stays in the record: which sentence asserted what
+            verdict = _with_inputs(verdict, gates=gates, gated_by="judge-rules", evidence=gate.inputs.get("evidence"))
         return verdict
 
     def _rules(self) -> Any:
