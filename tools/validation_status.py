@@ -289,6 +289,10 @@ def main() -> int:
         commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                                text=True).stdout.strip() or None
         new = records_from_results(args.results, args.run, args.date or f"{dt.datetime.now(dt.UTC):%Y-%m-%d}", commit)
+        partial = [r["problem"] for r in new if "not a full validation" in r["source"]]
+        if partial:  # an interrupted run or a subset of agents is evidence of nothing: not a verdict
+            print(f"not recorded (not every validation agent ran): {', '.join(partial)}")
+            new = [r for r in new if r["problem"] not in partial]
         with RECORDS.open("a") as out:
             for record in new:
                 out.write(json.dumps(record) + "\n")
