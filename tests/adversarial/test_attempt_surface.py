@@ -62,8 +62,11 @@ def two_attempts(deployed):
 
 
 def _admin(cluster, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([KUBECTL, "--kubeconfig", str(cluster.kubeconfig), *args], capture_output=True, text=True,
+    """kubectl as the cluster admin; a failure is an error (its empty output would pass an absence check)."""
+    done = subprocess.run([KUBECTL, "--kubeconfig", str(cluster.kubeconfig), *args], capture_output=True, text=True,
                           timeout=60)
+    assert done.returncode == 0, (args, done.stderr)
+    return done
 
 
 def test_nothing_the_agent_is_handed_names_the_problem(two_attempts):
@@ -105,7 +108,7 @@ def test_what_the_agent_planted_does_not_survive_the_reset(two_attempts):
     # and after the run, nothing either attempt planted is left
     cluster = two_attempts["cluster"]
     pods = _admin(cluster, "get", "pods", "-n", NS, "-o", "name").stdout.split()
-    assert "pod/intruder" not in pods and "pod/forged" not in pods
+    assert pods and "pod/intruder" not in pods and "pod/forged" not in pods
     assert _admin(cluster, "get", "rolebinding", "backdoor", "-n", NS, "--ignore-not-found", "-o", "name").stdout == ""
     subjects = json.loads(_admin(cluster, "get", "rolebinding", "sregym-agent", "-n", NS, "-o",
                                  "jsonpath={.subjects}").stdout)
@@ -113,8 +116,10 @@ def test_what_the_agent_planted_does_not_survive_the_reset(two_attempts):
                                                                            "sregym-system")]
     # the per-attempt bindings and accounts are gone as well
     bindings = _admin(cluster, "get", "rolebindings", "-n", NS, "-o", "name").stdout.split()
+    assert "rolebinding.rbac.authorization.k8s.io/sregym-agent" in bindings  # the place agent bindings are made
     assert not [b for b in bindings if b.startswith("rolebinding.rbac.authorization.k8s.io/agent-")], bindings
     accounts = _admin(cluster, "get", "serviceaccounts", "-n", "sregym-system", "-o", "name").stdout.split()
+    assert "serviceaccount/sregym-agent" in accounts  # the place agent accounts are made
     assert not [a for a in accounts if a.startswith("serviceaccount/agent-")], accounts
 
 
