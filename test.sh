@@ -18,9 +18,9 @@ cd "$root"
 cores=$(nproc 2>/dev/null || echo 1)
 workers=${SREGYM_TEST_WORKERS:-$(( cores >= 2 ? 2 : 1 ))}
 # How long a cluster start may take, derived from one measured on this machine now (unless set):
-# 60 times a quiet start, at least 120 s. It only catches a start that hangs.
+# 100 times a quiet start, at least 300 s: it only catches a start that hangs, so it is generous.
 if [ -z "${SREGYM_CLUSTER_START_TIMEOUT:-}" ]; then
-  SREGYM_CLUSTER_START_TIMEOUT=$("$venv_dir/bin/python" tools/measure_cluster_start.py --factor 60 --floor 120)
+  SREGYM_CLUSTER_START_TIMEOUT=$("$venv_dir/bin/python" tools/measure_cluster_start.py --factor 100 --floor 300)
   export SREGYM_CLUSTER_START_TIMEOUT
 fi
 echo "test.sh: cluster start wait ${SREGYM_CLUSTER_START_TIMEOUT} s"
