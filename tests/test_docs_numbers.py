@@ -54,6 +54,8 @@ def test_the_claims_reach_every_kind_of_doc():
         readmes = {str(p.relative_to(ROOT)) for p in (ROOT / group).glob("*/README.md")}
         assert readmes and readmes <= scanned, group
     assert "SECURITY.md" in scanned and "docs/rl.md" in scanned
+    dated = [str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*-20??-??-??.md")]
+    assert not set(dated) & scanned  # a page dated in its name is that day's record
 
 
 def test_a_drifted_number_is_reported_with_the_cli_value(facts):
