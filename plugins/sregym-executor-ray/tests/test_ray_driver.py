@@ -101,7 +101,7 @@ class Host:
 
 
 def setup(tmp_path, done=()):
-    problems = [types.SimpleNamespace(id=pid, app="app") for pid in ("p1", "p2")]
+    problems = [types.SimpleNamespace(id=pid, app="app", upstream_id=None) for pid in ("p1", "p2")]
     items = [Item(p, agent, 1) for p in problems for agent in ("reference", "noop")]
     ledger = WorkLedger([attempt_key(i.problem.id, i.agent, i.number) for i in items], [i.problem.id for i in items],
                         done=done, max_tries=2)
