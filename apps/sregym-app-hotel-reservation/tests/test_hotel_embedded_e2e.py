@@ -103,6 +103,12 @@ def test_kubectl_sees_the_inventory(cluster):
     assert "deployment.apps/frontend" in out.stdout and "statefulset.apps/postgres-geo" in out.stdout
 
 
+# Matrix-only since 2026-11-29: its span sink is a selector-less Service whose hand-written Endpoints
+# point at a host listener (127.0.0.2), which the service proxy no longer forwards (issue #34, attack 4:
+# Endpoints only reach pods of the Service's namespace). It needs a sink that runs as a pod; until then
+# traces on the embedded cluster are proved through Jaeger by the Astronomy Shop and TrainTicket live
+# modules (test_one_trace_crosses_the_queue..., test_one_booking_trace_spans_the_whole_path...).
+@pytest.mark.matrix
 def test_deploy_workload_and_traces_on_the_embedded_cluster(cluster):
     k = Kubectl(cluster.kubeconfig)
     if not pods_get_cluster_dns(k):
