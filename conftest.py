@@ -22,7 +22,7 @@ import pytest
 
 pytest_plugins = ["sregym_core.testing"]
 
-#: the xdist group of every test that runs an app on a cluster (one worker runs them, one at a time)
+#: the scheduler's unit of work holding every file that runs an app on a cluster (one worker, file after file)
 LIVE_LANE = "live-apps"
 #: fixtures through which a test gets a cluster with apps (the session's shared cluster)
 LIVE_FIXTURES = {"embedded_cluster", "shared_cluster", "deployed_app"}
@@ -134,10 +134,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _live_lane_holder(request: pytest.FixtureRequest):
     """While a live-lane test runs, the lane file names it: a test that fails waiting for a cluster
     says which live test held the machine's app cluster at that moment."""
-    if in_live_lane(request.node):
-        request.node.user_properties.append(("live_lane", "1"))  # in the JUnit file: tools/suite_durations.py
+    if not in_live_lane(request.node):
+        yield
+        return
+    request.node.user_properties.append(("live_lane", "1"))  # in the JUnit file: tools/suite_durations.py
     lane = os.environ.get("SREGYM_TEST_LANE_FILE")
-    if not lane or not in_live_lane(request.node):
+    if not lane:
         yield
         return
     os.makedirs(os.path.dirname(lane), exist_ok=True)

@@ -232,6 +232,6 @@ def test_durations_are_read_per_file_with_the_lane_apart(tmp_path):
         '<properties><property name="live_lane" value="1"/></properties></testcase>'
         '<testcase classname="no.such.module" name="test_d" time="9.0"/>'
         '</testsuite></testsuites>')
-    files, lane = tool.read_junit(junit)
+    files, lane, lane_files = tool.read_junit(junit)
     assert files == {"tests/test_suite_rules.py": 3.5, "tests/e2e/test_hackers.py": 100.0}
-    assert lane == 100.0 and tool._lane_files(junit) == ["tests/e2e/test_hackers.py"]
+    assert lane == 100.0 and lane_files == ["tests/e2e/test_hackers.py"]

@@ -37,10 +37,11 @@ def module_path(classname: str) -> str | None:
     return None
 
 
-def read_junit(path: Path) -> tuple[dict[str, float], float]:
-    """Seconds per test file (setup, call and teardown summed) and the live lane's total."""
+def read_junit(path: Path) -> tuple[dict[str, float], float, list[str]]:
+    """Seconds per test file (setup, call and teardown summed), the live lane's total and its files."""
     files: dict[str, float] = defaultdict(float)
     lane = 0.0
+    lane_files: set[str] = set()
     for case in ET.parse(path).getroot().iter("testcase"):
         seconds = float(case.get("time") or 0)
         where = module_path(case.get("classname") or "")
@@ -49,7 +50,8 @@ def read_junit(path: Path) -> tuple[dict[str, float], float]:
         files[where] += seconds
         if any(p.get("name") == "live_lane" for p in case.iter("property")):  # conftest.py marks them
             lane += seconds
-    return dict(files), lane
+            lane_files.add(where)
+    return dict(files), lane, sorted(lane_files)
 
 
 def _commit() -> str:
@@ -63,13 +65,13 @@ def _commit() -> str:
 def record(junit: Path, note: str, merge: bool = False) -> dict:
     """Write the record from a whole run; with ``merge``, only the files that run holds are replaced
     (e.g. new test files measured alone), the lane total adjusted by their change."""
-    files, lane = read_junit(junit)
+    files, lane, run_lane_files = read_junit(junit)
     data = {**DEFAULTS, **(json.loads(RECORD.read_text()) if RECORD.exists() else {})}
     stamp = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {_commit()}: {note}"
     if merge and data.get("files"):
         old = data["files"]
         lane_files = set(data.get("lane_files", []))
-        new_lane = set(_lane_files(junit))
+        new_lane = set(run_lane_files)
         delta = sum(files[f] - old.get(f, 0.0) for f in files if f in new_lane | lane_files)
         data["files"] = dict(sorted({**old, **{f: round(s, 1) for f, s in files.items()}}.items()))
         data["lane_files"] = sorted(lane_files | new_lane)
@@ -77,19 +79,9 @@ def record(junit: Path, note: str, merge: bool = False) -> dict:
         data["merged"] = [*data.get("merged", []), stamp]
     else:
         data.update(files={f: round(s, 1) for f, s in sorted(files.items())}, live_lane_s=round(lane, 1),
-                    lane_files=_lane_files(junit), recorded=stamp, merged=[])
+                    lane_files=run_lane_files, recorded=stamp, merged=[])
     RECORD.write_text(json.dumps(data, indent=1) + "\n")
     return data
-
-
-def _lane_files(junit: Path) -> list[str]:
-    lane = set()
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        if any(p.get("name") == "live_lane" for p in case.iter("property")):
-            where = module_path(case.get("classname") or "")
-            if where:
-                lane.add(where)
-    return sorted(lane)
 
 
 def show(data: dict, top: int = 25) -> None:
@@ -114,7 +106,7 @@ def main() -> None:
     if args.command == "record":
         show(record(args.junit, args.note, merge=args.merge))
     elif args.junit:
-        files, lane = read_junit(args.junit)
+        files, lane, _ = read_junit(args.junit)
         show({"files": files, "live_lane_s": lane})
     elif RECORD.exists():
         show(json.loads(RECORD.read_text()))

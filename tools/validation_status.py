@@ -191,13 +191,12 @@ def records_from_results(directory: Path, run: str, date: str, commit: str | Non
         agents = {a: cells[a] for a in AGENTS if a in cells}
         symptom = cells.get(SYMPTOM, "-")
         complete = set(agents) == set(AGENTS)
-        sound = (complete and agents["reference"] == "pass"
-                 and all(agents[a].startswith("fails") for a in AGENTS[1:])
-                 and symptom.startswith(("observed", "latent")))
+        # the same rule as the log's rows: a missing agent's empty cell is no "fails"
+        sound, shown = verdict([agents.get(a, "") for a in AGENTS] + [symptom])
         out.append({"problem": pid, "app": problems.get(pid, "?"), "run": run, "date": date, "commit": commit,
                     "source": f"sregym validate --results {directory.name}"
                               + ("" if complete else f" (agents: {', '.join(agents)}: not a full validation)"),
-                    "cells": agents, "symptom": re.sub(r";[^)]*\)", ")", symptom), "sound": sound})
+                    "cells": agents, "symptom": shown or symptom, "sound": sound})
     return out
 
 
