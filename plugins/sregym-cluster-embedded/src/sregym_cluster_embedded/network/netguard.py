@@ -107,17 +107,19 @@ def program(map_fd: int, *, ipv4: bool) -> bytes:
     return body
 
 
-def _load(insns: bytes, attach_type: int) -> int:
+def _load(insns: bytes, attach_type: int, prog_type: int = PROG_CGROUP_SOCK_ADDR, name: bytes = b"sregym_reach") -> int:
+    """Load a cgroup program (the guard's, or a node fault's); a refusal carries the verifier's log."""
     license_ = ctypes.create_string_buffer(b"GPL")
     code = ctypes.create_string_buffer(insns, len(insns))
-    log_buf = ctypes.create_string_buffer(4096)
-    attr = struct.pack("<IIQQIIQII16sII", PROG_CGROUP_SOCK_ADDR, len(insns) // 8, ctypes.addressof(code),
+    log_buf = ctypes.create_string_buffer(8192)
+    attr = struct.pack("<IIQQIIQII16sII", prog_type, len(insns) // 8, ctypes.addressof(code),
                        ctypes.addressof(license_), 1, len(log_buf), ctypes.addressof(log_buf), 0, 0,
-                       b"sregym_reach", 0, attach_type)
+                       name, 0, attach_type)
     try:
         return _bpf(PROG_LOAD, attr)
     except OSError as exc:
-        raise OSError(exc.errno, f"{exc.strerror}: {log_buf.value.decode(errors='replace')[-500:]}") from None
+        detail = log_buf.value.decode(errors="replace").strip()[-500:]
+        raise OSError(exc.errno, f"{exc.strerror}{': ' + detail if detail else ''}") from None
 
 
 def key(ip: str, port: int) -> bytes:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..network.netguard import _bpf, _insn, cgroup2_root
+from ..network.netguard import _load as load_program
 
 MAP_CREATE, MAP_UPDATE, MAP_DELETE, PROG_LOAD, LINK_CREATE = 0, 2, 3, 5, 28
 MAP_HASH = 1
@@ -103,17 +104,7 @@ def program(map_fd: int, *, port_check: bool = True) -> bytes:
 
 
 def _load(insns: bytes, attach_type: int, prog_type: int = PROG_CGROUP_SOCK_ADDR) -> int:
-    license_ = ctypes.create_string_buffer(b"GPL")
-    code = ctypes.create_string_buffer(insns, len(insns))
-    log_buf = ctypes.create_string_buffer(8192)
-    attr = struct.pack("<IIQQIIQII16sII", prog_type, len(insns) // 8, ctypes.addressof(code),
-                       ctypes.addressof(license_), 1, len(log_buf), ctypes.addressof(log_buf), 0, 0,
-                       b"sregym_connfail", 0, attach_type)
-    try:
-        return _bpf(PROG_LOAD, attr)
-    except OSError as exc:
-        detail = log_buf.value.decode(errors="replace").strip()[-400:]
-        raise OSError(exc.errno, f"{exc.strerror}{': ' + detail if detail else ''}") from None
+    return load_program(insns, attach_type, prog_type, name=b"sregym_connfail")
 
 
 def _new_map() -> int:
