@@ -247,5 +247,6 @@ def test_seeded_noise_is_visible_reverted_and_changes_no_verdict(env, tmp_path):
     left = {e["metadata"]["name"] for e in _kubectl_json(env, "get", "events", "-n", NS)["items"]}
     assert not ours & left
     deployments = _kubectl_json(env, "get", "deployments", "-n", NS)["items"]
+    assert deployments, "the app's Deployments are gone"
     assert all((d["status"].get("readyReplicas") or 0) == d["spec"]["replicas"] for d in deployments), \
         [(d["metadata"]["name"], d["status"]) for d in deployments]
