@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from sregym_core.testing.reach import connect_args
 
 pytestmark = pytest.mark.slow
 
@@ -192,19 +193,6 @@ def _served_certificate_issuer(c) -> str:
 # --------------------------------------------------------------------------- attack 4: endpoints
 
 
-PROBE = """
-import socket, sys
-for target in sys.argv[1:]:
-    host, port = target.rsplit(":", 1)
-    s = socket.socket()
-    s.settimeout(5)
-    try:
-        s.connect((host, int(port)))
-        s.sendall(b"GET /stats HTTP/1.0\\r\\n\\r\\n")
-        print(target, "answered" if s.recv(64) else "closed")
-    except OSError as exc:
-        print(target, "refused", exc.errno)
-"""
 
 
 def _hidden_targets(c) -> dict[str, tuple[str, int]]:
@@ -243,7 +231,7 @@ def test_endpoints_cannot_lead_into_the_hidden_namespaces_or_the_host(cluster):
         for what, (target_ip, port) in targets.items():
             assert admin(c, "apply", "-f", "-", input=_endpoints(target_ip, port)).returncode == 0
             time.sleep(0.5)  # the proxy applies an Endpoints change within milliseconds
-            probe = agent(c, "exec", "-n", NS, frontend, "--", sys.executable, "-c", PROBE, f"{ip}:8080")
+            probe = agent(c, "exec", "-n", NS, frontend, "--", *connect_args(sys.executable, f"{ip}:8080", get="/stats"))
             assert probe.returncode == 0, probe.stderr
             assert "refused" in probe.stdout, (what, probe.stdout)
         # the positive control: from the host (outside the pods' cgroup) each target does answer

@@ -18,24 +18,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from sregym_core.testing.reach import connect_args, reach
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.geteuid() != 0, reason="the pod network guard needs root")]
 
 BIN = Path(sys.executable).parent
 SREGYM, KUBECTL = str(BIN / "sregym"), str(BIN / "kubectl")
 NS = "hotel-reservation"
-PROBE = """
-import socket, sys
-for target in sys.argv[1:]:
-    host, port = target.rsplit(":", 1)
-    s = socket.socket()
-    s.settimeout(5)
-    try:
-        s.connect((host, int(port)))
-        print(target, "open")
-    except OSError as exc:
-        print(target, "refused", exc.errno)
-"""
 
 
 def kubectl(config: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
@@ -97,9 +86,9 @@ def test_an_environment_cannot_reach_the_other_environments_pods_services_or_api
     pods = _json(kubectl(two["admin"], "get", "pods", "-n", NS, "-l", "app.kubernetes.io/name=frontend", "-o", "json"))
     frontend = next(p["metadata"]["name"] for p in pods["items"] if p["status"].get("phase") == "Running")
     wanted = [f"{ip}:{port}" for ip, port in targets.values()]
-    probe = kubectl(two["agent"], "exec", "-n", NS, frontend, "--", sys.executable, "-c", PROBE, *wanted)
+    probe = kubectl(two["agent"], "exec", "-n", NS, frontend, "--", *connect_args(sys.executable, *wanted))
     assert probe.returncode == 0, probe.stderr
-    seen = dict(line.split()[:2] for line in probe.stdout.splitlines() if line.strip())
+    seen = reach(probe.stdout)
     assert all(seen[t] == "refused" for t in wanted), probe.stdout
     # nor through Endpoints: the agent's are refused, and ones that got in anyway are not forwarded
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "cross-door", "namespace": NS},
@@ -114,5 +103,5 @@ def test_an_environment_cannot_reach_the_other_environments_pods_services_or_api
         assert written.returncode != 0 and "subsets[0].addresses[0].ip" in written.stderr, what
         assert kubectl(two["admin"], "apply", "-f", "-", input=endpoints).returncode == 0
         time.sleep(0.5)
-        via = kubectl(two["agent"], "exec", "-n", NS, frontend, "--", sys.executable, "-c", PROBE, f"{ip}:8080")
+        via = kubectl(two["agent"], "exec", "-n", NS, frontend, "--", *connect_args(sys.executable, f"{ip}:8080"))
         assert "refused" in via.stdout, (what, via.stdout, via.stderr)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sregym_core.testing.reach import connect_args, reach
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_root,
               pytest.mark.skipif(os.geteuid() != 0, reason="pod isolation needs root")]
@@ -112,18 +113,6 @@ def test_exec_into_an_app_pod_reaches_nothing_of_the_host(env) -> None:
         victim.wait()
 
 
-PROBE = """
-import socket, sys
-for target in sys.argv[1:]:
-    host, port = target.rsplit(":", 1)
-    s = socket.socket()
-    s.settimeout(5)
-    try:
-        s.connect((host, int(port)))
-        print(target, "open")
-    except OSError as exc:
-        print(target, "refused", exc.errno)
-"""
 
 
 def _service(env, namespace: str, name: str) -> dict:
@@ -141,9 +130,9 @@ def test_app_pods_cannot_reach_the_workload_generator_or_observability_admin(env
     prometheus = _service(env, "observability", "prometheus")
     prom_target = f"{prometheus['spec']['clusterIP']}:9090"
     jaeger = _service(env, "observability", "jaeger")["spec"]["clusterIP"]
-    result = kubectl(env, "exec", "-n", NS, pod, "--", sys.executable, "-c", PROBE, gen_target, gen_pod, prom_target,
-                     f"{jaeger}:16686", f"{jaeger}:4318", "search:8082")
-    seen = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines() if line.strip()}
+    result = kubectl(env, "exec", "-n", NS, pod, "--", *connect_args(sys.executable, gen_target, gen_pod, prom_target,
+                     f"{jaeger}:16686", f"{jaeger}:4318", "search:8082"))
+    seen = reach(result.stdout)
     assert seen[gen_target] == "refused" and seen[gen_pod] == "refused"  # the oracle's source of truth
     assert seen[prom_target] == "refused" and seen[f"{jaeger}:16686"] == "refused"  # admin and query APIs
     assert seen[f"{jaeger}:4318"] == "open"  # trace ingestion, which the app needs
