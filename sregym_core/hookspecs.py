@@ -181,7 +181,10 @@ def sregym_problems() -> Iterable[ProblemSpec]:
 
     ``sregym_core.problems.load_problem_dir(path)`` parses a directory of problem files; a file
     that does not parse or validate comes back as a :class:`~sregym_core.types.BrokenProblem`
-    naming its path, which listing commands report and skip and ``run``/``validate`` refuse.
+    naming its path. It disables that problem only: commands warn about it (the file, the JSON path
+    of the error, a hint) and go on with the rest, ``sregym list-problems --all`` lists it as broken,
+    and asking for its id is an error that says why. A hook that raises disables the plugin's problems
+    the same way (``tests/test_problem_files.py``).
 
     :returns: :class:`~sregym_core.types.ProblemSpec` (and ``BrokenProblem``) records.
 
@@ -194,6 +197,8 @@ def sregym_problems() -> Iterable[ProblemSpec]:
             return load_problem_dir(Path(__file__).with_name("problems"))
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.2
+       a broken file disables its own problem, not ``run``/``validate``.
     """
 
 

@@ -21,6 +21,7 @@ import importlib
 import importlib.metadata
 import os
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -28,7 +29,7 @@ import pluggy
 import structlog
 
 from . import hookspecs
-from .errors import PluginError, PluginImportError
+from .errors import PluginError, PluginImportError, SregymError
 from .types import (
     AgentSpec,
     AppSpec,
@@ -280,15 +281,21 @@ class PluginHost:
 
     # -------------------------------------------------------------------------------- internals
 
-    def _call_each(self, hook_name: str) -> list[tuple[str, list[Any]]]:
+    def _call_each(self, hook_name: str, *, on_error: Callable[[str, Exception], Any] | None = None,
+                   ) -> list[tuple[str, list[Any]]]:
+        """Every implementation's records, in registration order. A plugin that fails is a
+        PluginError, unless ``on_error(plugin, exc)`` turns its failure into a record."""
         hook = getattr(self.pm.hook, hook_name)
         results = []
         for impl in reversed(hook.get_hookimpls()):  # registration order: builtins first
             try:
                 returned = impl.function()
-            except PluginError:
-                raise
             except Exception as exc:
+                if on_error is not None:
+                    results.append((impl.plugin_name, [on_error(impl.plugin_name, exc)]))
+                    continue
+                if isinstance(exc, PluginError):
+                    raise
                 raise PluginError(
                     f"plugin '{impl.plugin_name}' ({self.provider_of(impl.plugin_name)}) failed in {hook_name}: "
                     f"{type(exc).__name__}: {exc}",
@@ -306,10 +313,12 @@ class PluginHost:
         found: dict[str, R] = {}
         providers: dict[str, list[str]] = {}
         broken: list[BrokenProblem] = []
-        for plugin_name, records in self._call_each(hook_name):
+        # a plugin's problems are data: one that fails to load them disables its problems, not the CLI
+        on_error = self._broken_problems_of if hook_name == "sregym_problems" else None
+        for plugin_name, records in self._call_each(hook_name, on_error=on_error):
             for record in records:
                 if isinstance(record, BrokenProblem):
-                    broken.append(record)
+                    broken.append(attrs.evolve(record, plugin=record.plugin or plugin_name))
                     continue
                 if not isinstance(record, record_type):
                     raise PluginError(
@@ -335,6 +344,12 @@ class PluginHost:
         self._cache[hook_name] = result
         self._cache[f"broken:{hook_name}"] = broken
         return result
+
+    def _broken_problems_of(self, plugin_name: str, exc: Exception) -> BrokenProblem:
+        """A plugin whose ``sregym_problems`` raised, as one broken entry naming it."""
+        text = exc.render().removeprefix("Error: ") if isinstance(exc, SregymError) else f"{type(exc).__name__}: {exc}"
+        return BrokenProblem(source=Path(f"<plugin {plugin_name} ({self.provider_of(plugin_name)})>"),
+                             error=f"its sregym_problems hook failed: {text}", plugin=plugin_name)
 
     @staticmethod
     def _hooks_of(plugin: object) -> tuple[str, ...]:

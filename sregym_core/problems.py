@@ -152,8 +152,37 @@ def load_problem_dir(directory: Path | str) -> list[ProblemSpec | BrokenProblem]
         try:
             out.append(load_problem_file(path))
         except ConfigError as exc:
-            out.append(BrokenProblem(source=path, error=exc.render()))
+            out.append(BrokenProblem(source=path, error=broken_text(exc), id=_declared_id(path)))
     return out
+
+
+def broken_text(exc: ConfigError) -> str:
+    """A problem file's error as one warning's text: the message with its JSON paths and hints."""
+    return exc.render().removeprefix("Error: ")
+
+
+def broken_hint(broken: BrokenProblem) -> str:
+    """What to do about a broken problem file: fix it, or disable the plugin that ships it."""
+    plugin = f"SREGYM_DISABLE_PLUGINS={broken.plugin}" if broken.plugin else "SREGYM_DISABLE_PLUGINS"
+    return (f"fix the file (`sregym schema problem` shows the format), or disable the plugin that ships it "
+            f"with {plugin}")
+
+
+def broken_warning(broken: BrokenProblem) -> str:
+    """One warning for a skipped problem file: its id and path, the error (with JSON paths), a hint."""
+    error = broken.error.replace("\n", "\n    ")
+    return f"skipping broken problem {broken.id or '?'} ({broken.source}): {error}\n    hint: {broken_hint(broken)}"
+
+
+def _declared_id(path: Path) -> str:
+    """The id a problem file declares, when it reads as a mapping with a string id; else its stem
+    (so ``sregym run --problem <id>`` of a broken file can say why it cannot run)."""
+    try:
+        data = read_document(path)
+    except ConfigError:
+        data = None
+    declared = data.get("id") if isinstance(data, dict) else None
+    return declared if isinstance(declared, str) and declared else path.stem
 
 
 def missing_capabilities(problem: ProblemSpec, host: PluginHost, capabilities: Iterable[str]) -> dict[str, frozenset[str]]:

@@ -638,11 +638,24 @@ class AgentGrant:
 
 @attrs.frozen(kw_only=True)
 class BrokenProblem:
-    """A problem file a plugin ships that does not parse or validate: listing commands report it (with
-    its path) and skip it; ``run`` and ``validate`` refuse to start while one exists."""
+    """A problem file a plugin ships that does not parse or validate. It disables that problem only:
+    commands warn about it (its path, the JSON path of the error, a hint) and go on with the rest;
+    ``list-problems --all`` lists it as broken; asking for its id gives its error.
+
+    Attributes:
+        source: the file (or, when a plugin's ``sregym_problems`` itself failed, the plugin).
+        error: what is wrong, with the JSON path of the offending value where there is one.
+        id: the id the file declares, when it could be read (else the file's stem).
+        plugin: the plugin that ships it (filled in by the plugin host).
+
+    .. versionchanged:: 0.2
+       ``id`` and ``plugin``; a broken file no longer stops ``run`` and ``validate``.
+    """
 
     source: Path
     error: str
+    id: str = ""
+    plugin: str = ""
 
 
 @attrs.frozen(kw_only=True)

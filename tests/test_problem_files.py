@@ -1,5 +1,6 @@
-"""Problem files shipped by plugins: a bad one is reported with its path and skipped by listings,
-refused by run; ``--problem`` also takes a path to a problem file."""
+"""Problem files shipped by plugins: a bad one disables only its own problem (a warning naming the
+file, the JSON path and a hint; ``list-problems --all`` lists it as broken; running its id is a clear
+error); ``--problem`` also takes a path to a problem file."""
 
 from __future__ import annotations
 
@@ -59,11 +60,50 @@ def test_listing_reports_the_bad_file_and_lists_the_rest(tmp_path, register_plug
     assert "fake-broken" not in outcome.output
 
 
-def test_run_refuses_while_a_shipped_file_is_bad(tmp_path, register_plugin, fake_app, sregym_cli):
+def test_a_bad_file_no_longer_stops_a_run_of_the_rest(tmp_path, register_plugin, fake_app, plugin_host):
+    from sregym_core.cli._select import select_problems
+
     problems = _ship(tmp_path, register_plugin, fake_app)
-    outcome = sregym_cli("run", "--suite", "lite", "--agent", "echo").assert_failed()
-    assert str(problems / "bad.yaml") in outcome.stderr and "refusing" in outcome.stderr
+    said: list[str] = []
+    chosen = select_problems(plugin_host, suite="lite", say=said.append)
+    assert [p.id for p in chosen] == ["fake-noop-api"]
+    [warning] = said
+    assert "fake-broken" in warning and str(problems / "bad.yaml") in warning
+    assert "at $.faults:" in warning and "hint:" in warning and "SREGYM_DISABLE_PLUGINS=" in warning
+
+
+def test_running_a_broken_id_says_why(tmp_path, register_plugin, fake_app, sregym_cli):
+    problems = _ship(tmp_path, register_plugin, fake_app)
+    outcome = sregym_cli("run", "--problem", "fake-broken", "--agent", "echo").assert_failed()
+    assert "fake-broken cannot run" in outcome.stderr and str(problems / "bad.yaml") in outcome.stderr
+    assert "$.faults" in outcome.stderr and "hint:" in outcome.stderr
     assert "Traceback" not in outcome.stderr
+
+
+def test_list_problems_all_shows_the_broken_one(tmp_path, register_plugin, fake_app, sregym_cli):
+    import json
+
+    problems = _ship(tmp_path, register_plugin, fake_app)
+    outcome = sregym_cli("list-problems", "--all").assert_success()
+    assert "fake-broken" in outcome.output and "BROKEN" in outcome.output and "1 broken" in outcome.output
+    rows = json.loads(sregym_cli("list-problems", "--all", "--json").assert_success().output)
+    assert {r["id"]: r["status"] for r in rows} == {"fake-noop-api": "ok", "fake-broken": "broken"}
+    broken = next(r for r in rows if r["status"] == "broken")
+    assert broken["source"] == str(problems / "bad.yaml") and "$.faults" in broken["error"]
+
+
+def test_a_plugin_whose_problems_hook_fails_costs_only_its_problems(tmp_path, register_plugin, fake_app, sregym_cli):
+    _ship(tmp_path, register_plugin, fake_app)
+
+    class Failing:
+        @hookimpl
+        def sregym_problems(self):
+            raise FileNotFoundError("problems/ is not packaged")
+
+    register_plugin(Failing(), name="failing-shipper")
+    outcome = sregym_cli("list-problems", "--all").assert_success()
+    assert "fake-noop-api" in outcome.output
+    assert "failing-shipper" in outcome.stderr and "problems/ is not packaged" in outcome.stderr
 
 
 def test_problem_accepts_a_path(tmp_path, plugin_host, register_plugin, fake_app):

@@ -12,7 +12,7 @@ import click
 
 from ..clusters import get_cluster
 from ..errors import ConfigError, UsageError
-from ..problems import as_upstream, compose_adhoc, load_problem_file
+from ..problems import as_upstream, broken_hint, broken_warning, compose_adhoc, load_problem_file
 from ..upstream_catalog import LITE_SUITE, UPSTREAM_IDS, UPSTREAM_PROBLEMS
 
 
@@ -82,14 +82,18 @@ def select_problems(host: Any, *, problem: tuple[str, ...] = (), suite: str | No
         return [compose_adhoc(host, app=app, fault=fault, target=target, params=parsed)]
     if problem and all(_is_path(p) for p in problem):
         return [load_problem_file(p) for p in problem]  # a file's errors name the file and the JSON path
-    broken = host.broken_problems()
-    if broken:
-        raise ConfigError("some installed problem files are invalid; refusing to run a partial set",
-                          errors=[(str(b.source), b.error) for b in broken],
-                          hints=("fix them, or disable the plugin that ships them with SREGYM_DISABLE_PLUGINS",))
     known = host.get_problems()
+    broken = host.broken_problems()
+    for each in broken:  # a broken file disables its own problem only
+        say(broken_warning(each))
     if problem:
         found = {name: None if _is_path(name) else find_problem(known, name) for name in problem}
+        asked_broken = [b for b in broken if b.id in found and found[b.id] is None]
+        if asked_broken:
+            raise ConfigError(f"problem(s) {', '.join(b.id for b in asked_broken)} cannot run: "
+                              "the file that defines it is invalid",
+                              errors=[(str(b.source), b.error) for b in asked_broken],
+                              hints=(broken_hint(asked_broken[0]),))
         missing = [name for name, spec in found.items() if spec is None and not _is_path(name)]
         if missing:
             upstream = [name for name in missing if name in UPSTREAM_IDS]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..problems import problem_to_dict
+from ..problems import broken_warning, problem_to_dict
 from ._app import App, render_table
 
 
@@ -15,17 +15,25 @@ from ._app import App, render_table
 @click.option("--upstream", is_flag=True, help="Every upstream SREGym problem id with its equivalent here, or 'missing'.")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table", show_default=True,
               help="With --upstream: markdown is docs/upstream-aliases.md.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also list broken problem files (status 'broken', with the error), which are never run.")
 @click.pass_obj
-def list_problems(app: App, suite: str | None, app_name: str | None, as_json: bool, upstream: bool, fmt: str) -> None:
-    """List curated problems (a broken problem file is reported with its path and skipped)."""
-    for broken in app.host.broken_problems():
-        click.echo(f"Warning: skipping problem file {broken.source}: {broken.error}", err=True)
+def list_problems(app: App, suite: str | None, app_name: str | None, as_json: bool, upstream: bool, fmt: str,
+                  show_all: bool) -> None:
+    """List curated problems (a broken problem file is reported with its path and skipped; --all lists it)."""
+    broken = app.host.broken_problems()
+    for each in broken:
+        click.echo(f"Warning: {broken_warning(each)}", err=True)
     if upstream:
         _list_upstream(app, as_json, fmt)
         return
     problems = [p for p in suite_problems(app.host, suite) if app_name is None or p.app == app_name]
     if as_json:
-        app.echo_json([problem_to_dict(p) for p in problems])
+        rows = [{**problem_to_dict(p), "status": "ok"} for p in problems]
+        if show_all:
+            rows += [{"id": b.id, "status": "broken", "error": b.error, "source": str(b.source), "plugin": b.plugin}
+                     for b in broken]
+        app.echo_json(rows)
         return
     rows = [[p.id, p.app, p.layer, p.failure_mode, p.difficulty, ",".join(p.tags), p.summary] for p in problems]
     headers = ["ID", "APP", "LAYER", "MODE", "DIFFICULTY", "TAGS", "SUMMARY"]
@@ -33,8 +41,15 @@ def list_problems(app: App, suite: str | None, app_name: str | None, as_json: bo
         headers.insert(1, "UPSTREAM ID")
         for row, problem in zip(rows, problems):
             row.insert(1, problem.upstream_id)
+    if show_all:
+        for each in broken:
+            row = [each.id, "-", "-", "-", "-", "broken", f"BROKEN ({each.source}): {each.error.splitlines()[0]}"]
+            rows.append(row[:1] + [""] * (len(headers) - len(row)) + row[1:])
     app.echo(render_table(headers, rows))
     app.echo(f"\n{len(problems)} problem(s)")
+    if broken:
+        app.echo(f"{len(broken)} broken problem file(s) " + ("listed above as broken (never run)" if show_all
+                                                            else "skipped: `sregym list-problems --all` lists them"))
 
 
 def suite_problems(host, suite: str | None) -> list:
