@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import click
 
 from ..errors import SregymError
@@ -98,6 +99,32 @@ def compare_tables(quiet: dict[str, dict[str, str]], noisy: dict[str, dict[str, 
     return table
 
 
+def adhoc_symptom(symptoms: tuple[str, ...], *, adhoc: bool, checked: bool) -> tuple[str, ...]:
+    """``--symptom`` values as a problem file's ``symptom:`` normalizes them. Only an ad hoc
+    ``--app/--fault/--target`` problem takes them (a problem file declares its own), and an ad hoc
+    validation with the symptom check on needs one: without it the check can only say UNSOUND."""
+    from ..errors import UsageError
+    from ..symptoms import KINDS, normalize
+
+    if symptoms and not adhoc:
+        raise UsageError("--symptom declares the symptom of an ad hoc --app/--fault/--target problem",
+                         hints=("a problem file declares its own (`symptom:`; see `sregym schema problem`)",))
+    if not adhoc or not checked:
+        return ()
+    if not symptoms:
+        raise UsageError("an ad hoc validation declares no symptom, so it can never be sound: the symptom check "
+                         "proves the fault hurts users before any agent acts",
+                         hints=(f"declare what the fault must cause: --symptom {' | --symptom '.join(KINDS[:2])} "
+                                "| --symptom error-logs | --symptom 'alert-firing <Alert>' | --symptom latent "
+                                "(repeatable; every one must show)",
+                                "or skip the symptom check with --no-symptom"))
+    try:
+        return normalize(list(symptoms))
+    except ValueError as exc:
+        raise UsageError(f"--symptom: {exc}", hints=("the forms of a problem file's `symptom:`; see "
+                                                     "`sregym schema problem` ($.properties.symptom)",)) from None
+
+
 @click.command(name="validate")
 @click.option("--problem", multiple=True, help="Problem id or path to a problem file (repeatable).")
 @click.option("--suite", help="Every problem of a suite (e.g. lite).")
@@ -105,6 +132,10 @@ def compare_tables(quiet: dict[str, dict[str, str]], noisy: dict[str, dict[str, 
 @click.option("--fault", help="... the fault primitive ...")
 @click.option("--target", help="... and the target component.")
 @click.option("--params", help="Ad hoc: fault params as JSON.")
+@click.option("--symptom", "symptoms", multiple=True, metavar="SYMPTOM",
+              help="Ad hoc: the user-visible symptom the fault must cause, as a problem file's `symptom:` "
+                   "(slo-drop, pods-not-ready, error-logs, 'alert-firing <Alert>', latent); repeatable, every one "
+                   "must show. Without it (or --no-symptom) an ad hoc validation cannot be sound.")
 @click.option("--agents", "agent_list", default=",".join(VALIDATION_AGENTS), show_default=True)
 @click.option("--timeout", type=float, default=300.0, show_default=True)
 @click.option("--oracle-window", type=float, help="Override the functional-SLO window (seconds).")
@@ -112,6 +143,10 @@ def compare_tables(quiet: dict[str, dict[str, str]], noisy: dict[str, dict[str, 
               help="Seconds to wait for the declared symptom after injection.")
 @click.option("--no-symptom", is_flag=True, help="Skip the symptom check.")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path), default=Path("results/validate"), show_default=True)
+@click.option("--api-port", type=click.IntRange(0, 65535), default=None,
+              help="Agent API port the validation agents use, 0 for a free one (as `run`). [env API_PORT; 8000]")
+@click.option("--mcp-port", type=click.IntRange(0, 65535), default=None,
+              help="MCP port, 0 for a free one (as `run`). [env MCP_SERVER_PORT; 9954]")
 @cluster_options
 @parallel_option
 @executor_option
@@ -120,17 +155,27 @@ def compare_tables(quiet: dict[str, dict[str, str]], noisy: dict[str, dict[str, 
               help="With --noise: validate every problem quiet first, then with the noise, and print both verdicts "
                    "in each cell (quiet | noise) with what the noise did.")
 @click.pass_obj
-def command(app: App, problem, suite, app_name, fault, target, params, agent_list, timeout, oracle_window,
-            symptom_timeout, no_symptom, results_dir, cluster_name, provider, parallel, executor, keep_cluster, noise,
-            noise_seed, side_by_side) -> None:
+def command(app: App, problem, suite, app_name, fault, target, params, symptoms, agent_list, timeout, oracle_window,
+            symptom_timeout, no_symptom, results_dir, api_port, mcp_port, cluster_name, provider, parallel, executor,
+            keep_cluster, noise, noise_seed, side_by_side) -> None:
     """Run the validation agents on each problem and print the soundness matrix."""
     require_engine("validate")
+    from ..agent_api.server import ServeSettings
     from ..conductor.attempt import AttemptSettings
     from ..conductor.runner import RunPlan
     from ..progress import RunProgress
 
+    declared = adhoc_symptom(symptoms, adhoc=bool(fault), checked=not no_symptom)
+    serve = ServeSettings.from_env(api_port=api_port, mcp_port=mcp_port)
     problems = select_problems(app.host, problem=problem, suite=suite, app=app_name, fault=fault, target=target,
                                params=params)
+    if declared:
+        problems = [attrs.evolve(p, symptom=declared) for p in problems]
+    if not no_symptom:
+        for each in problems:
+            if not each.symptom:
+                click.echo(f"Note: problem {each.id} declares no symptom (`symptom:` in its file): its symptom "
+                           "cell will read UNSOUND (no symptom declared)", err=True)
     agents = [a.strip() for a in agent_list.split(",") if a.strip()]
     # the symptom is a property of the problem: observed once, in the first agent's attempt
     symptom_agents = () if no_symptom or not agents else (agents[0],)
@@ -143,7 +188,7 @@ def command(app: App, problem, suite, app_name, fault, target, params, agent_lis
                           hints=("e.g. sregym validate --suite lite --noise upstream --side-by-side",))
 
     def plan_for(noise_profile, directory):
-        return RunPlan(problems=problems, agents=agents, results_dir=directory,
+        return RunPlan(problems=problems, agents=agents, results_dir=directory, serve=serve,
                        observability=bool(alerts and symptom_agents),
                        settings=AttemptSettings(agent_timeout=timeout, oracle_window=oracle_window,
                                                 symptom_agents=symptom_agents, symptom_timeout=symptom_timeout,
