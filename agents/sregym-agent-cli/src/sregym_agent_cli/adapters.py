@@ -108,6 +108,10 @@ class Adapter:
     install_hint: ClassVar[str]
     #: provider settings passed through from the user's environment (keys, base URLs, proxies)
     provider_env: ClassVar[tuple[str, ...]] = ()
+    #: the model provider's hosts (``host`` or ``host:port``) the sandbox's proxy lets the CLI reach
+    provider_hosts: ClassVar[tuple[str, ...]] = ()
+    #: variables that move the provider elsewhere (a base URL); their hosts are allowed too
+    provider_url_env: ClassVar[tuple[str, ...]] = ()
 
     def prepare(self, launch: Launch) -> None:
         raise NotImplementedError
@@ -126,6 +130,8 @@ class ClaudeCode(Adapter):
     provider_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
                     "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "AWS_REGION", "AWS_ACCESS_KEY_ID",
                     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "ANTHROPIC_VERTEX_PROJECT_ID", "CLOUD_ML_REGION")
+    provider_hosts = ("api.anthropic.com",)
+    provider_url_env = ("ANTHROPIC_BASE_URL",)
     allowed_tools = (f"mcp__{MCP_NAME}", "Bash(kubectl:*)", "Bash(curl:*)")
 
     def config(self, launch: Launch) -> dict[str, Any]:
@@ -196,6 +202,8 @@ class Codex(Adapter):
     binary = "codex"
     install_hint = "npm install -g @openai/codex"
     provider_env = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "OPENAI_ORGANIZATION", "AZURE_OPENAI_API_KEY")
+    provider_hosts = ("api.openai.com",)
+    provider_url_env = ("OPENAI_BASE_URL",)
 
     def config_text(self, launch: Launch) -> str:
         lines = ["# written by SREGym for one attempt", 'approval_policy = "never"',
@@ -264,6 +272,7 @@ class GeminiCLI(Adapter):
     install_hint = "npm install -g @google/gemini-cli"
     provider_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT",
                     "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS")
+    provider_hosts = ("generativelanguage.googleapis.com",)
 
     def config(self, launch: Launch) -> dict[str, Any]:
         return {"mcpServers": {MCP_NAME: {"httpUrl": launch.mcp_url, "trust": True, "timeout": 300_000}}}
@@ -303,6 +312,9 @@ class OpenCode(Adapter):
     install_hint = "npm install -g opencode-ai"
     provider_env = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY",
                     "OPENROUTER_API_KEY", "GROQ_API_KEY", "DEEPSEEK_API_KEY")
+    provider_hosts = ("api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com", "openrouter.ai",
+                      "api.groq.com", "api.deepseek.com")
+    provider_url_env = ("OPENAI_BASE_URL",)
 
     def config(self, launch: Launch) -> dict[str, Any]:
         config: dict[str, Any] = {

@@ -24,13 +24,14 @@ from sregym_core.agents import AgentOutcome, AgentTask
 from sregym_core.errors import AgentError, ConfigError, SregymError
 
 from .adapters import ADAPTERS, Adapter, Launch, Usage
+from .netrelay import Endpoint, NetworkRelay, endpoint_of
 from .prompt import task_prompt
-from .sandbox import Sandbox, bwrap_path, protected_paths
+from .sandbox import NETWORKS, Sandbox, bwrap_path, protected_paths
 
 log = structlog.get_logger()
 
 SETTINGS = ("model", "binary", "timeout", "sandbox", "network", "env", "pass_env", "read_only", "protected",
-            "max_output_bytes")
+            "max_output_bytes", "provider_hosts")
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin")
 PROXY_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 #: seconds left to the conductor after the CLI's own limit, to parse output and report
@@ -45,6 +46,7 @@ class CLIAgent:
         self.settings = settings
         self.copy_back: Path | None = None
         self.run_dir: Path | None = None  # where the CLI runs (its cwd)
+        self.relay: NetworkRelay | None = None  # the isolated network's way out, while the CLI runs
 
     async def run(self, task: AgentTask) -> AgentOutcome:
         started = time.time()
@@ -61,7 +63,19 @@ class CLIAgent:
                 raise AgentError(f"{adapter.name} needs the MCP server and the task has no mcp_url")
             launch, sandbox, wrapped = self._prepare(adapter, binary, task, settings)
         except SregymError as exc:
+            self._stop_relay()
             return AgentOutcome(status="crashed", error=exc.render())
+        try:
+            return await self._run(task, adapter, binary, settings, launch, sandbox, wrapped, started, trajectory)
+        finally:
+            self._stop_relay()
+
+    def _stop_relay(self) -> None:
+        if self.relay is not None:
+            self.relay.stop()
+            self.relay = None
+
+    async def _run(self, task, adapter, binary, settings, launch, sandbox, wrapped, started, trajectory) -> AgentOutcome:
         timeout = float(settings.get("timeout") or max(task.timeout - TIMEOUT_MARGIN, 10.0))
         trajectory.append({"action": "launch", "message": f"{adapter.name}: {binary}", "timestamp": round(started, 3),
                            "sandbox": "bwrap" if sandbox.isolated else "none", "network": sandbox.network,
@@ -106,6 +120,9 @@ class CLIAgent:
             problems.append(f"{adapter.name} exited with code {code}: {stderr.strip()[-500:] or '(no stderr)'}")
         if usage.error:
             problems.append(usage.error)
+        if self.relay is not None and self.relay.refused:
+            trajectory.insert(-1, {"action": "network", "message": "proxy refused (not the model provider)",
+                                   "refused": self.relay.refused[:50], "timestamp": now})
         if stage in ("diagnosis", "mitigation"):
             problems.append(f"{adapter.name} stopped before submitting {'a diagnosis' if stage == 'diagnosis' else 'done'}")
         return AgentOutcome(status=status, steps=usage.steps, prompt_tokens=usage.prompt_tokens,
@@ -136,9 +153,17 @@ class CLIAgent:
         read_only = [binary.parent, binary.resolve().parent, *[Path(p) for p in settings.get("read_only") or ()]]
         if kubectl:
             read_only.append(Path(kubectl).resolve())
-        sandbox = Sandbox(workdir=workdir, read_only=read_only, network=settings.get("network", "host"),
-                          protected=protected_paths(settings.get("protected") or ()),
-                          use_bwrap={"auto": None, "bwrap": True, "none": False}[mode])
+        network = settings.get("network", "isolated")
+        if network not in NETWORKS:
+            raise ConfigError(f"network must be one of {', '.join(NETWORKS)}, got {network!r}")
+        use_bwrap = {"auto": None, "bwrap": True, "none": False}[mode]
+        if network == "isolated" and (use_bwrap is False or bwrap_path() is None):
+            network = "host"  # no namespace without bubblewrap: the unsandboxed fallback, with its warning
+        if network == "isolated":
+            self.relay = NetworkRelay(workdir / ".sregym-net", _endpoints(task, kubeconfig, adapter),
+                                      _provider_hosts(adapter, settings)).start()
+        sandbox = Sandbox(workdir=workdir, read_only=read_only, network=network, relay=self.relay,
+                          protected=protected_paths(settings.get("protected") or ()), use_bwrap=use_bwrap)
         if mode == "bwrap" and not sandbox.isolated:
             raise AgentError("sandbox=bwrap was asked for but bubblewrap is not usable here",
                              hints=("install bubblewrap (apt-get install bubblewrap) or allow unprivileged user namespaces",))
@@ -168,6 +193,56 @@ class CLIAgent:
         if sandbox.isolated:
             wrapped.env = {"PATH": os.environ.get("PATH", ":".join(SYSTEM_PATH))}  # for bwrap itself; --clearenv inside
         return launch, sandbox, wrapped
+
+
+def _endpoints(task: AgentTask, kubeconfig: Path, adapter: Adapter) -> list[Endpoint]:
+    """What the isolated sandbox may reach: the agent API, the MCP server, every API server of the
+    agent's kubeconfig, and a model provider the configuration puts on loopback (a local proxy)."""
+    found = [endpoint_of(task.api_url, "agent API")]
+    if task.mcp_url:
+        found.append(endpoint_of(task.mcp_url, "MCP server"))
+    if kubeconfig.exists():
+        import yaml
+
+        config = yaml.safe_load(kubeconfig.read_text()) or {}
+        for entry in config.get("clusters") or ():
+            server = (entry.get("cluster") or {}).get("server")
+            if server:
+                found.append(endpoint_of(server, "cluster API server"))
+    for name in adapter.provider_url_env:
+        url = os.environ.get(name)
+        if url and _on_loopback(url):
+            found.append(endpoint_of(url, f"model provider ({name})"))
+    return found
+
+
+def _provider_hosts(adapter: Adapter, settings: dict[str, Any]) -> list[str]:
+    """The CONNECT proxy's allowlist: the adapter's provider, a base URL's host, and ``provider_hosts``."""
+    from urllib.parse import urlsplit
+
+    hosts = list(adapter.provider_hosts)
+    for name in adapter.provider_url_env:
+        url = os.environ.get(name)
+        if url and not _on_loopback(url):
+            parts = urlsplit(url)
+            if parts.hostname:
+                hosts.append(f"{parts.hostname}:{parts.port or (80 if parts.scheme == 'http' else 443)}")
+    extra = settings.get("provider_hosts") or ()
+    hosts += [extra] if isinstance(extra, str) else list(extra)
+    return hosts
+
+
+def _on_loopback(url: str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def binary_env(adapter: Adapter) -> str:

@@ -16,9 +16,12 @@ owns (and so could read) every root-only file of the mounted system directories.
 then be able to reach every directory it binds (:func:`reachable`), and the work directory is
 given to it.
 
-The network is shared by default (the CLI must reach its model provider and the MCP server on
-127.0.0.1); ``network="none"`` unshares it for fully local checks. The agent's reach into the
-cluster is bounded by its restricted kubeconfig, not by the network.
+The network: ``network="isolated"`` (what the CLI agent uses) gives the sandbox a network namespace
+of its own with only loopback, and a :class:`~.netrelay.NetworkRelay` stands in for the few
+endpoints it may reach (the agent API, the MCP server, the cluster's API server, and the model
+provider through an allowlisting ``CONNECT`` proxy): the command runs under the relay's forwarder,
+which listens on those endpoints' own addresses inside. ``"none"`` is loopback only, nothing
+forwarded; ``"host"`` shares the host's network (every listener on the host is then reachable).
 
 Without a usable ``bwrap`` the CLI runs as a plain subprocess with a scrubbed environment and
 its HOME in the work directory, and a warning says the benchmark's files are readable.
@@ -33,6 +36,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 import structlog
@@ -42,6 +46,11 @@ log = structlog.get_logger()
 
 #: System locations mounted read-only when they exist (symlinks such as /bin -> usr/bin are recreated).
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+#: Sandbox network modes (see the module docstring).
+NETWORKS = ("isolated", "host", "none")
+#: Proxy variables of the host, dropped in an isolated sandbox (the relay sets its own).
+PROXY_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "all_proxy",
+             "no_proxy")
 #: The CLI's uid and gid inside its user namespace.
 SANDBOX_UID = 1000
 #: The host user bubblewrap runs as when the conductor is root (nobody).
@@ -114,6 +123,15 @@ def protected_paths(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[Path,
     return tuple(dict.fromkeys(found))
 
 
+def _system_python() -> str:
+    """The system's python3 (under a mounted system directory), which runs the forwarder inside."""
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise SandboxError("the isolated sandbox network needs a system python3 (/usr/bin/python3) to run its forwarder",
+                       hints=("install python3 from the system's packages, or set the agent's network setting to host",))
+
+
 def _inside(path: Path, parent: Path) -> bool:
     return path == parent or parent in path.parents
 
@@ -126,15 +144,22 @@ class Sandbox:
     :param read_only: extra paths mounted read-only at the same path (a CLI's install directory).
     :param protected: paths that must stay unreadable; where one lies under a mounted directory it
         is masked (an empty tmpfs, or /dev/null for a file).
-    :param network: ``"host"`` (shared) or ``"none"``.
+    :param network: ``"isolated"`` (own namespace, only ``relay``'s endpoints), ``"host"`` (shared)
+        or ``"none"`` (own namespace, nothing forwarded).
+    :param relay: the started :class:`~.netrelay.NetworkRelay` for ``"isolated"``.
     :param use_bwrap: ``None`` = when available, ``False`` = never (plain subprocess).
     """
 
     workdir: Path
     read_only: tuple[Path, ...] = attrs.field(default=(), converter=lambda ps: tuple(Path(p) for p in ps))
     protected: tuple[Path, ...] = attrs.field(default=(), converter=lambda ps: tuple(Path(p) for p in ps))
-    network: str = attrs.field(default="host", validator=attrs.validators.in_(("host", "none")))
+    network: str = attrs.field(default="host", validator=attrs.validators.in_(NETWORKS))
+    relay: Any = None
     use_bwrap: bool | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.network == "isolated" and self.relay is None:
+            raise SandboxError("an isolated sandbox network needs its relay (the endpoints it may reach)")
 
     @property
     def bwrap(self) -> str | None:
@@ -164,8 +189,8 @@ class Sandbox:
         prefix = _setpriv() if dropping else []
         args = [*prefix, bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
                 "--unshare-uts", "--unshare-cgroup-try", *_user_args()]
-        if self.network == "none":
-            args.append("--unshare-net")
+        if self.network in ("none", "isolated"):
+            args.append("--unshare-net")  # a fresh namespace: loopback only, no route to the host
         system, mounted = _system_mounts()
         args += system
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
@@ -197,7 +222,17 @@ class Sandbox:
         if dropping:
             _give(workdir, HOST_UID)
         # the root itself (a tmpfs of bwrap's) read-only: writable are only the work directory and /tmp
-        args += [*bind("--bind", workdir), "--remount-ro", "/", "--chdir", str(workdir), "--clearenv"]
+        args += bind("--bind", workdir)
+        env = dict(env)
+        if self.network == "isolated":
+            # the relay's sockets and the forwarder, read-only over the writable work directory
+            relay_dir = Path(self.relay.directory).resolve()
+            args += bind("--ro-bind", relay_dir)
+            argv = [_system_python(), str(self.relay.script), str(self.relay.spec), "--", *argv]
+            for name in PROXY_ENV:  # the host's proxies are not reachable from in here
+                env.pop(name, None)
+            env.update(self.relay.env())
+        args += ["--remount-ro", "/", "--chdir", str(workdir), "--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
         return Wrapped([*args, "--", *argv], {})
