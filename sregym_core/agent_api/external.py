@@ -22,7 +22,7 @@ import httpx
 
 from ..agents import AgentOutcome, AgentTask
 from ..types import AgentSpec
-from .stages import ALL_DONE
+from .stages import ALL_DONE, WAITER_HEADER
 
 EXTERNAL_AGENT = "external-harness"
 
@@ -40,7 +40,9 @@ class ExternalHarness:
 
     async def run(self, task: AgentTask) -> AgentOutcome:
         seen: list[dict] = []
-        async with httpx.AsyncClient(base_url=task.api_url, timeout=10.0, trust_env=False) as http:
+        # marked as the conductor's waiter: its reads must not count as the agent having seen a stage
+        async with httpx.AsyncClient(base_url=task.api_url, timeout=10.0, trust_env=False,
+                                     headers={WAITER_HEADER: "external-harness"}) as http:
             while True:
                 try:
                     stage = (await http.get("/status")).json().get("stage")

@@ -42,7 +42,7 @@ import structlog
 from ..errors import UsageError
 from ..types import ObservabilityEndpoints, ToolSpec
 from .sessions import SessionTools, session_key
-from .stages import NO_PROBLEM
+from .stages import NO_PROBLEM, WAITER_HEADER
 
 log = structlog.get_logger()
 
@@ -295,10 +295,12 @@ def api_routes(surface: AgentSurface) -> list:
         code, body = await surface.submit(solution)
         return _json(code, body)
 
-    async def status(_request):
+    async def status(request):
         if surface.sink is None:
             return _json(400, dict(NO_PROBLEM))
         report = getattr(surface.sink, "report_stage", None)  # the desk learns the client saw the stage
+        if request.headers.get(WAITER_HEADER):  # the conductor's own poller: no client saw anything
+            report = None
         return _json(200, {"stage": report() if callable(report) else surface.sink.stage})
 
     async def get_app(_request):

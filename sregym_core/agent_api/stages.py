@@ -22,11 +22,14 @@ grading could not start      400 ``{"detail": "Grading error: <why>"}``
 no problem yet               400 ``{"detail": "No problem has been started"}``
 ===========================  ===================================================================
 
-A copy of the submission just graded (the same text, arriving at most ``duplicate_window_s`` after
-that grading ended: a client's retry, or one answer sent over HTTP and MCP at once) is answered as a
-duplicate and never taken for the next stage: graded on the unfixed system, it would end the attempt.
-A client that read the new stage (``GET /status``) before sending the same text meant it for that
-stage (upstream's ``autosubmit`` does so): that submission is taken.
+A copy of a graded submission (the same text, arriving while it is graded or at most
+``duplicate_window_s`` after that grading ended: a client's retry, or one answer sent over HTTP and
+MCP) is answered as a duplicate and never taken for the next stage: graded on the unfixed system, it
+would end the attempt. A client that read the new stage (``GET /status``) before sending the same
+text meant it for that stage (upstream's ``autosubmit`` does so): that submission is taken. The
+conductor's own waiter (external-harness mode) polls ``GET /status`` too; it sends
+:data:`WAITER_HEADER`, and its reads tell the desk nothing (they once let a late MCP copy of the
+diagnosis through as the mitigation, issue #34).
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ NO_PROBLEM = {"detail": "No problem has been started"}
 BUSY = {"detail": "Previous stage is still being evaluated. Please retry shortly."}
 #: how long after a stage's grading an identical submission counts as a copy of it
 DUPLICATE_WINDOW_S = 10.0
+#: sent by the conductor's own ``GET /status`` pollers: their reads are not a client's (see above)
+WAITER_HEADER = "X-SREGym-Waiter"
 
 Grader = Callable[[str], Awaitable[Any]]
 
@@ -118,9 +123,8 @@ class StageDesk:
             return 200, dict(ALL_DONE)
         if stage not in GRADED_STAGES:
             return 400, {"detail": f"Cannot submit at stage: {stage!r}"}
-        if stage in self.submissions:  # the same stage again while it is graded: upstream absorbs it
-            log.info("submission_absorbed", stage=stage)
-            return 200, dict(RECEIVED)
+        if stage in self.submissions:  # the same stage again while it is graded
+            return self._while_graded(stage, solution)
         copied = self._copy_of(solution)
         if copied is not None:
             return 200, self._duplicate(copied)
@@ -132,7 +136,7 @@ class StageDesk:
             if self.stage != stage:  # the stage moved on while waiting: answer for the new one
                 return await self.submit(solution)
         if stage in self.submissions:
-            return 200, dict(RECEIVED)
+            return self._while_graded(stage, solution)
         copied = self._copy_of(solution)  # the earlier stage's grading ended while this one waited
         if copied is not None:
             return 200, self._duplicate(copied)
@@ -150,6 +154,14 @@ class StageDesk:
         log.info("submission_received", stage=stage, chars=len(solution))
         return 200, dict(RECEIVED)
 
+    def _while_graded(self, stage: str, solution: str) -> tuple[int, dict[str, Any]]:
+        """A submission for the stage under grading: a copy of the graded text is a duplicate; any
+        other text is absorbed (upstream answers it ``Submission received`` and grades nothing)."""
+        if self.submissions[stage].strip() == solution.strip():
+            return 200, self._duplicate(stage)
+        log.info("submission_absorbed", stage=stage)
+        return 200, dict(RECEIVED)
+
     def _copy_of(self, solution: str) -> str | None:
         """The earlier stage whose graded submission ``solution`` repeats within the window, or None."""
         if self.stage in self.reported:  # the client saw the new stage: the same text is meant for it
@@ -165,8 +177,9 @@ class StageDesk:
     def _duplicate(self, stage: str) -> dict[str, Any]:
         self.duplicates += 1
         log.info("submission_duplicate", stage=self.stage, copy_of=stage)
+        when = "being graded" if stage not in self.graded_at else "graded just before"
         return {"status": "duplicate",
-                "message": f"Identical to the {stage} submission graded just before; ignored. The current stage "
+                "message": f"Identical to the {stage} submission {when}; ignored. The current stage "
                            f"{self.stage!r} is unchanged: submit its own answer."}
 
     async def _grade(self, stage: str, grader: Grader, solution: str) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from sregym_core.agent_api.stages import WAITER_HEADER
 from sregym_core.agents import AgentOutcome, AgentTask
 from sregym_core.errors import AgentError, ConfigError, SregymError
 
@@ -306,7 +307,7 @@ async def _stage(api_url: str) -> str | None:
 
     try:
         async with httpx.AsyncClient(timeout=5.0, trust_env=False) as client:
-            reply = await client.get(f"{api_url}/status")
+            reply = await client.get(f"{api_url}/status", headers={WAITER_HEADER: "cli-agent"})
         return reply.json().get("stage")
     except Exception:  # noqa: BLE001 - the stage is informative only
         return None
