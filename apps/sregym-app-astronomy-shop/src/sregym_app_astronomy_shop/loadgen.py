@@ -6,9 +6,10 @@ the right content. Each user session picks one task by the demo's weights: brows
 recommendations, ads, the home page, view or add to the cart, a product image, or check out (add
 one or two products, pay, then watch the order page until the order is confirmed, at most
 ``ORDER_CONFIRM_S``: an order fraud-detection has not checked by then is a failed checkout).
-While the flag ``loadGeneratorFloodHomepage`` is on (its value is
-extra home-page requests per second, at most 100), the generator also floods the home page, as the
-demo's does; flood requests are not part of the statistics.
+While the flag ``loadGeneratorFloodHomepage`` is on, the generator also floods the home page as the
+demo's does: its value is the number of users requesting the home page again and again, each as
+soon as the last was answered, in a process of its own and bounded (:mod:`homeflood`); flood requests
+are not part of the statistics.
 
 API (the mitigation oracles' functional SLO)::
 
@@ -40,6 +41,7 @@ from sregym_appkit.stats import Record, RequestLog
 from sregym_appkit.workload import PinnedResolver, add_query_routes, choose_weighted, validate_route
 
 from . import content, data
+from .homeflood import HomeFlood
 
 MIX = (("browse", 0.30), ("recommend", 0.14), ("ads", 0.14), ("home", 0.10), ("cart_add", 0.10),
        ("cart_view", 0.05), ("image", 0.07), ("checkout", 0.10))
@@ -47,7 +49,6 @@ ENDPOINTS = tuple(name for name, _ in MIX)
 CURRENCIES = ("USD", "EUR", "CAD", "JPY", "GBP", "CHF")
 REQUESTS = Counter("shop_workload_requests_total", "requests sent by the load generator", ["endpoint", "outcome"])
 FLOOD = Counter("shop_workload_flood_requests_total", "home-page flood requests (loadGeneratorFloodHomepage)")
-MAX_FLOOD_RPS = 100
 #: how long a user watches the order page for the confirmation, and how often it reloads
 ORDER_CONFIRM_S = 2.5
 ORDER_POLL_S = 0.25
@@ -90,7 +91,7 @@ class Generator:
         self.task: asyncio.Task[None] | None = None
         self.inflight = 0
         self.sent = 0
-        self.flood_rps = 0
+        self.home_flood: HomeFlood | None = None
         self.route: dict[str, str] | None = None
         self.direct: tuple[str, aiohttp.ClientSession | None] | None = None
         self.sessions: list[aiohttp.ClientSession] = []
@@ -214,40 +215,29 @@ class Generator:
             pending.add(task)
             task.add_done_callback(pending.discard)
 
-    async def flood(self) -> None:
-        """Extra home-page requests while loadGeneratorFloodHomepage is on (bounded, never recorded)."""
-        loop = asyncio.get_running_loop()
-        while True:
-            rps = self.flood_rps
-            if rps <= 0 or self.inflight >= self.max_inflight:
-                await asyncio.sleep(1.0)
-                continue
-            await asyncio.sleep(1.0 / rps)
-            FLOOD.inc()
-            loop.create_task(self._flood_one())
-
-    async def _flood_one(self) -> None:
-        self.inflight += 1
-        try:
-            await self._get("/")
-        except (TimeoutError, aiohttp.ClientError):
-            pass
-        finally:
-            self.inflight -= 1
 
 
-def _poll_flag(gen: Generator, stop: threading.Event) -> None:
+def _poll_flag(flood: HomeFlood, stop: threading.Event) -> None:
+    """Follow loadGeneratorFloodHomepage every 2 s; count the flood's requests in its metric."""
     from . import flags
 
     flags.configure("load-generator")
+    counted = 0
     while not stop.wait(2.0):
-        gen.flood_rps = max(0, min(MAX_FLOOD_RPS, flags.integer("loadGeneratorFloodHomepage", 0)))
+        flood.set(flags.integer("loadGeneratorFloodHomepage", 0))
+        sent = int(flood.sent.value)
+        if sent < counted:  # a new flood started from 0
+            counted = 0
+        FLOOD.inc(sent - counted)
+        counted = sent
+    flood.stop()
 
 
 def make_app(gen: Generator) -> web.Application:
     async def control_get(request: web.Request) -> web.Response:
+        flood = gen.home_flood.status() if gen.home_flood else {}
         return web.json_response({"rate": gen.rate, "duration": gen.duration, "sent": gen.sent,
-                                  "inflight": gen.inflight, "flood_rps": gen.flood_rps, "target": gen.target,
+                                  "inflight": gen.inflight, **flood, "target": gen.target,
                                   "route": gen.route, "running": gen.task is not None and not gen.task.done()})
 
     async def control_post(request: web.Request) -> web.Response:
@@ -293,14 +283,17 @@ async def run() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     poll_stop = threading.Event()
-    threading.Thread(target=_poll_flag, args=(gen, poll_stop), daemon=True, name="flags").start()
+    # the flood goes to the shop's own Service address, not through an Ingress route users may take
+    gen.home_flood = HomeFlood(gen.target)
+    poller = threading.Thread(target=_poll_flag, args=(gen.home_flood, poll_stop), daemon=True, name="flags")
+    poller.start()
     gen.task = asyncio.create_task(gen.schedule())
-    flood = asyncio.create_task(gen.flood())
     logs.info("workload_started", target=gen.target, rate=gen.rate, port=port)
     await stop.wait()
     poll_stop.set()
     gen.task.cancel()
-    flood.cancel()
+    await asyncio.to_thread(poller.join, 10)
+    gen.home_flood.stop()
     for session in {id(s): s for s in [gen.session, *gen.sessions, *(gen.direct[1:] if gen.direct else ())]
                     if s is not None}.values():
         await session.close()
