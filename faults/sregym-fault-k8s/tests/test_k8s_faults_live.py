@@ -74,7 +74,8 @@ class TestK8sFaultsLive(LiveFaultContract):
                                     endpoint="recommend"),
         "wrong-dns-policy": Case("search", fails("search")),
         "wrong-service-account": Case("user", event("FailedCreate", "serviceaccount"), endpoint="login"),
-        "hpa-no-request": Case("geo", event("FailedGetResourceMetric")),
+        # what the real HPA controller reports, on the HPA (named after geo) an agent may describe
+        "hpa-no-request": Case("geo", event("FailedGetResourceMetric", "missing request for cpu", "geo")),
         "scale-zero": Case("rate", no_endpoints("rate")),
         # --- namespace objects: Services, ConfigMaps, Secrets, policies, quotas
         "selector-mismatch": Case("profile", no_endpoints("profile"), endpoint="recommend"),

@@ -564,7 +564,10 @@ FAULTS = [
           mechanism="a high-priority batch Deployment fills the nodes and preempts lower-priority pods",
           symptoms=("Preempted", "Pending"), keywords=("priority", "preempt", "PriorityClass"),
           selector=TargetSelector(kinds=("Deployment",), requires=("ports",)),
-          values=lambda t, p, s: {"priorityclass": "batch-critical", "workload": "batch-reindex", "label": "app=batch-reindex"}),
+          values=lambda t, p, s: {"priorityclass": "batch-critical", "workload": "batch-reindex", "label": "app=batch-reindex"},
+          prose="A batch workload ({workload}, label {label}) runs at the higher PriorityClass {priorityclass} and asks "
+                "for each node's free memory, so the scheduler preempted {component}'s lower-priority pods and "
+                "their replacements stay Pending; deleting the batch workload and its PriorityClass lets them run."),
     fault("pvc-claim-mismatch", "a volume's claimName points at a claim that does not exist",
           inject=pvc_mismatch_inject, recover=pvc_mismatch_recover, is_present=pvc_mismatch_present,
           resource_kind="PersistentVolumeClaim", mechanism="the pod's volume references a PersistentVolumeClaim that does not exist",
