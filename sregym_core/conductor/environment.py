@@ -181,6 +181,7 @@ class Environment:
         await wait_ready(self.kube, namespaces, app.deploy_timeout, what=f"app {app.name!r}")
         workload = WorkloadClient(app.workload, self.kube, self.cluster) if app.workload else None
         if workload is not None:
+            await self._restart_workload(workload)  # a run an agent stopped on this cluster does not carry over
             await self._wait_workload_healthy(app, workload)
         volumes = await self._snapshot_volumes(app, namespaces, workload)
         agent_kubeconfig = None
@@ -209,6 +210,18 @@ class Environment:
         await wait_ready(self.kube, namespaces, app.deploy_timeout, what=f"app {app.name!r} after its volumes were copied")
         if workload is not None:
             await self._wait_workload_healthy(app, workload)
+
+    @staticmethod
+    async def _restart_workload(workload: WorkloadClient) -> None:
+        """Put the generator's run back as deployed (issue #34: an agent set its rate to 0, which
+        failed every later deploy on the cluster). A generator not up yet is left to its start."""
+        try:
+            answer = await workload.arestart_deployed_run()
+        except Exception as exc:  # noqa: BLE001 - not reachable yet: it starts as deployed anyway
+            log.info("workload_restart_skipped", error=str(exc)[:200])
+            return
+        if answer is not None:
+            log.info("workload_run_as_deployed", rate=answer.get("rate"))
 
     async def _wait_workload_healthy(self, app: AppSpec, workload: WorkloadClient, window: float = 5.0) -> None:
         deadline = time.monotonic() + app.deploy_timeout
@@ -252,6 +265,8 @@ class Environment:
             actions += await asyncio.to_thread(deployed.volumes.restore)
         if after_reconcile is not None:
             await after_reconcile()
+        if deployed.workload is not None:  # nor into the next attempt
+            await self._restart_workload(deployed.workload)
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
         if deployed.volumes is not None and restore_volumes and deployed.workload is not None:
             await self._wait_workload_healthy(deployed.app, deployed.workload)  # its clients reconnected

@@ -61,6 +61,55 @@ class WorkloadClient:
     def control(self, **settings: Any) -> dict[str, Any]:
         return self._request("POST", self.spec.control_path, settings)
 
+    def deployed_run(self) -> dict[str, Any] | None:
+        """The ``/control`` body that puts the generator back to the run its Deployment starts with
+        (rate and duration from its environment, users sent straight to the app): whatever a
+        ``/control`` write changed since is undone. None when its Deployment cannot be found."""
+        env = self._deployment_env()
+        if env is None or "WORKLOAD_RATE" not in env:
+            return None
+        body: dict[str, Any] = {"rate": float(env["WORKLOAD_RATE"]),
+                                "duration": float(env.get("WORKLOAD_DURATION") or 86400), "route": None}
+        current = self._request("GET", self.spec.control_path)
+        if "max_requests" in current:  # sregym_appkit's generator: its whole run spec
+            body["max_requests"] = int(env.get("WORKLOAD_MAX_REQUESTS") or 10_000_000)
+            body["distribution"] = env.get("WORKLOAD_DISTRIBUTION") or "poisson"
+        return body
+
+    def restart_deployed_run(self) -> dict[str, Any] | None:
+        """Restart the generator's run as deployed (see :meth:`deployed_run`); what it answers, or
+        None when there is nothing to restart from. A generator an agent stopped or pointed elsewhere
+        (issue #34) must not carry that into the next deploy or attempt."""
+        body = self.deployed_run()
+        if body is None:
+            return None
+        current = self._request("GET", self.spec.control_path)
+        if all(current.get(key) == value for key, value in body.items()) and current.get("running", True):
+            return current  # as deployed and running: a restart would only cut its request history short
+        return self.control(**body)
+
+    def _deployment_env(self) -> dict[str, str] | None:
+        """The plain environment of the generator's container (the Deployment its Service selects)."""
+        ns = self.spec.namespace
+        try:
+            service = self.kube.get(f"/api/v1/namespaces/{ns}/services/{self.spec.service}")
+            deployments = self.kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments").get("items") or []
+        except ApiStatusError:
+            return None
+        selector = service.get("spec", {}).get("selector") or {}
+        for deployment in deployments:
+            labels = deployment.get("spec", {}).get("template", {}).get("metadata", {}).get("labels") or {}
+            if selector and all(labels.get(k) == v for k, v in selector.items()):
+                containers = deployment["spec"]["template"].get("spec", {}).get("containers") or []
+                for container in containers:
+                    env = {e["name"]: e["value"] for e in container.get("env") or () if "value" in e}
+                    if "WORKLOAD_RATE" in env:
+                        return env
+        return None
+
+    async def arestart_deployed_run(self) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.restart_deployed_run)
+
     async def astats(self, window_s: float) -> dict[str, Any]:
         return await asyncio.to_thread(self.stats, window_s)
 

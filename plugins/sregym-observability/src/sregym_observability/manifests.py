@@ -142,7 +142,9 @@ def render_objects(settings: StackSettings = StackSettings()) -> list[dict[str, 
                  f"--storage.tsdb.retention.time={settings.retention}",
                  f"--storage.tsdb.retention.size={settings.prometheus_retention_size}",
                  # Bind the pod IP: a Go binary ignores the embedded node's 0.0.0.0 remapping.
-                 f"--web.listen-address=$(POD_IP):{PORTS['prometheus']}", "--web.enable-lifecycle"],
+                 # no --web.enable-lifecycle: /-/reload and /-/quit would be open to any caller that
+                 # reaches the pod (issue #34); nothing of ours reloads it by HTTP
+                 f"--web.listen-address=$(POD_IP):{PORTS['prometheus']}"],
         "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
         "ports": [{"name": "http", "containerPort": PORTS["prometheus"]}],
         "readinessProbe": {"httpGet": {"path": "/-/ready", "port": PORTS["prometheus"]}, "periodSeconds": 5},

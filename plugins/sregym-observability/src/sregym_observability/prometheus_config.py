@@ -373,7 +373,7 @@ def prometheus_args(*, config_file: str, data_dir: str, listen: str = "0.0.0.0:9
         f"--storage.tsdb.retention.time={retention_time}",
         f"--storage.tsdb.retention.size={retention_size}",
         f"--web.listen-address={listen}",
-        "--web.enable-lifecycle",
+        # no --web.enable-lifecycle: its /-/reload and /-/quit take no credential (issue #34)
     ]
 
 
