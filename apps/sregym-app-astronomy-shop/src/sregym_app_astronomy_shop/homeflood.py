@@ -7,8 +7,9 @@ closed-loop: it takes whatever the frontend can serve, however fast this machine
 no user noticed it within a minute, docs/validation.md 2026-11-27.) Here the flag's value is the
 number of such flooding users.
 
-The flood runs in a process of its own, so that its client work never delays the users' requests
-the generator measures (one Python process would share one interpreter lock between them). It is
+The flood runs in a process of its own (``python -m sregym_app_astronomy_shop.homeflood``), so that
+its client work never delays the users' requests the generator measures (one Python process would
+share one interpreter lock between them); it reports how many requests it sent on its output. It is
 bounded whatever the flag says: at most ``MAX_WORKERS`` users, ``MAX_REQUESTS`` requests and
 ``MAX_SECONDS`` seconds per flag turn-on (a flood that reached a bound stays stopped until the flag
 goes off and on again), and it sends only to a loopback address (the embedded cluster's Services
@@ -18,12 +19,16 @@ cluster whose Service addresses are elsewhere.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import ipaddress
-import multiprocessing
 import os
 import socket
+import subprocess
+import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -62,37 +67,44 @@ def resolve_target(url: str, *, any_address: bool | None = None) -> tuple[str, i
 
 
 async def flood(url: str, address: str, port: int, workers: int, max_requests: int, max_seconds: float,
-                sent: Any) -> None:
+                progress: Callable[[int], None] | None = None) -> int:
     """``workers`` closed-loop users requesting ``url``'s home page (pinned to ``address:port``) until
-    ``max_requests`` were sent in all or ``max_seconds`` passed; ``sent`` (a shared integer with a
-    lock, ``multiprocessing.Value``) counts the requests sent."""
+    ``max_requests`` were sent in all or ``max_seconds`` passed; returns the number sent, and gives
+    it to ``progress`` about once a second."""
     workers = max(0, min(MAX_WORKERS, workers))
     deadline = time.monotonic() + min(MAX_SECONDS, max_seconds)
     max_requests = min(MAX_REQUESTS, max_requests)
     home = url.rstrip("/") + "/"
     host = yarl.URL(url).host or ""
+    sent = 0
     connector = aiohttp.TCPConnector(limit=max(1, workers), resolver=PinnedResolver({host: (address, port)}))
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False) as session:
 
         async def user() -> None:
-            while time.monotonic() < deadline:
-                with sent.get_lock():
-                    if sent.value >= max_requests:
-                        return
-                    sent.value += 1
+            nonlocal sent
+            while time.monotonic() < deadline and sent < max_requests:
+                sent += 1  # one event loop: no other user runs between the check and the count
                 try:
                     async with session.get(home) as reply:
                         await reply.read()
                 except (TimeoutError, aiohttp.ClientError, OSError):
                     await asyncio.sleep(RETRY_PAUSE_S)
 
-        await asyncio.gather(*(user() for _ in range(workers)))
+        async def report() -> None:
+            while True:
+                await asyncio.sleep(1.0)
+                if progress:
+                    progress(sent)
 
-
-def _process_main(url: str, address: str, port: int, workers: int, max_requests: int, max_seconds: float,
-                  sent: Any) -> None:
-    asyncio.run(flood(url, address, port, workers, max_requests, max_seconds, sent))
+        reporter = asyncio.create_task(report())
+        try:
+            await asyncio.gather(*(user() for _ in range(workers)))
+        finally:
+            reporter.cancel()
+    if progress:
+        progress(sent)
+    return sent
 
 
 class HomeFlood:
@@ -100,11 +112,11 @@ class HomeFlood:
 
     def __init__(self, url: str, *, max_requests: int = MAX_REQUESTS, max_seconds: float = MAX_SECONDS) -> None:
         self.url, self.max_requests, self.max_seconds = url, max_requests, max_seconds
-        self._context = multiprocessing.get_context("spawn")  # no fork of a process with threads
-        self.sent = self._context.Value("q", 0)
-        self.process: Any = None
+        self.process: subprocess.Popen[str] | None = None
+        self.sent = 0  # requests the current (or last) flood sent
         self.workers = 0  # the flag value the current (or finished) flood was started for
         self.error = ""
+        self._read_all = threading.Event()  # the follower read the flood's last report
 
     def set(self, workers: int) -> None:
         """Follow the flag: 0 stops the flood; another value (re)starts it unless a flood for that value
@@ -121,28 +133,71 @@ class HomeFlood:
         except FloodRefused as exc:
             self.error = str(exc)
             return
-        self.error = ""
-        with self.sent.get_lock():
-            self.sent.value = 0
-        self.process = self._context.Process(
-            target=_process_main, name="home-flood", daemon=True,
-            args=(self.url, address, port, workers, self.max_requests, self.max_seconds, self.sent))
-        self.process.start()
+        self.error, self.sent = "", 0
+        self._read_all = threading.Event()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", __name__, self.url, address, str(port), str(workers), str(self.max_requests),
+             str(self.max_seconds)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        threading.Thread(target=self._follow, args=(self.process, self._read_all), daemon=True,
+                         name="home-flood").start()
+
+    def _follow(self, process: subprocess.Popen[str], read_all: threading.Event) -> None:
+        assert process.stdout is not None
+        with process.stdout:
+            for line in process.stdout:
+                if line.startswith("sent ") and process is self.process:
+                    self.sent = int(line.split()[1])
+        read_all.set()
 
     def running(self) -> bool:
-        return self.process is not None and self.process.is_alive()
+        return self.process is not None and self.process.poll() is None
+
+    def wait(self, timeout: float) -> None:
+        """Until the flood process ended by itself (tests), at most ``timeout`` s."""
+        if self.process is not None:
+            self.process.wait(timeout)
+            self._read_all.wait(5)  # its last report, read by the follower thread
 
     def stop(self) -> None:
         if self.process is not None:
-            if self.process.is_alive():
+            if self.process.poll() is None:
                 self.process.terminate()
-            self.process.join(5)
-            if self.process.is_alive():
-                self.process.kill()
-                self.process.join(5)
+                try:
+                    self.process.wait(5)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait(5)
             self.process = None
         self.workers = 0
 
     def status(self) -> dict[str, Any]:
-        return {"flood_users": self.workers, "flood_running": self.running(), "flood_sent": int(self.sent.value),
+        return {"flood_users": self.workers, "flood_running": self.running(), "flood_sent": self.sent,
                 "flood_error": self.error}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="the home-page flood (loadGeneratorFloodHomepage)")
+    parser.add_argument("url")
+    parser.add_argument("address")
+    parser.add_argument("port", type=int)
+    parser.add_argument("workers", type=int)
+    parser.add_argument("max_requests", type=int)
+    parser.add_argument("max_seconds", type=float)
+    args = parser.parse_args(argv)
+    if not ipaddress.ip_address(args.address).is_loopback and os.environ.get("WORKLOAD_FLOOD_ANY_ADDRESS") != "1":
+        print(f"{args.address} is outside 127.0.0.0/8: no flood sent there", file=sys.stderr)
+        return 2
+
+    parent = os.getppid()
+
+    def progress(sent: int) -> None:
+        if os.getppid() != parent:  # the generator is gone (killed outright): no flood without it
+            os._exit(0)
+        print(f"sent {sent}", flush=True)
+
+    asyncio.run(flood(args.url, args.address, args.port, args.workers, args.max_requests, args.max_seconds, progress))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -216,7 +216,6 @@ class Generator:
             task.add_done_callback(pending.discard)
 
 
-
 def _poll_flag(flood: HomeFlood, stop: threading.Event) -> None:
     """Follow loadGeneratorFloodHomepage every 2 s; count the flood's requests in its metric."""
     from . import flags
@@ -225,7 +224,7 @@ def _poll_flag(flood: HomeFlood, stop: threading.Event) -> None:
     counted = 0
     while not stop.wait(2.0):
         flood.set(flags.integer("loadGeneratorFloodHomepage", 0))
-        sent = int(flood.sent.value)
+        sent = flood.sent
         if sent < counted:  # a new flood started from 0
             counted = 0
         FLOOD.inc(sent - counted)
