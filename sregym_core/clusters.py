@@ -115,6 +115,16 @@ class SupportsPodNetworks(Protocol):
 
 
 @runtime_checkable
+class ProbesFaultMechanisms(Protocol):
+    """Says which fault mechanisms (:mod:`sregym_core.mechanisms`) this cluster's nodes accept:
+    ``{name: {"available": bool, "reason": str, "operations": [...] or None}}``, ``reason`` saying
+    why one is not (the probe's own words, e.g. the kernel's EPERM). Answered without starting
+    the cluster; a mechanism it does not name is unavailable."""
+
+    def fault_mechanisms(self) -> dict[str, dict]: ...
+
+
+@runtime_checkable
 class DeclaresCapabilities(Protocol):
     """A handle that says what it can do (``{"any"}`` is assumed for one that does not)."""
 

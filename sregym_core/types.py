@@ -384,15 +384,22 @@ class FaultSpec:
         stand_in: a test stand-in that changes nothing (the ``noop`` fault): ``run`` and problem
             files accept it wherever its selector matches, but ``sregym list-faults`` never counts it
             as a viable pair (``--all`` shows each pair with the reason).
+        mechanisms: the real machinery that can run it, per operation, strongest first (names from
+            :data:`sregym_core.mechanisms.MECHANISMS`), e.g. ``{"fsync": ("bpf-lsm",
+            "seccomp-supervisor")}``. Empty: the fault acts through the Kubernetes API or the
+            cluster hooks alone and runs wherever its capabilities are met. A fault with mechanisms
+            is offered only on clusters that probe one of them available.
 
     .. versionchanged:: 0.2 ``stand_in``.
+    .. versionchanged:: 0.3 ``mechanisms``.
     """
 
     name: str = attrs.field(converter=normalize_name)
     summary: str = ""
     layer: Layer = attrs.field(default="k8s", validator=lambda inst, _a, v: _check_vocabulary(inst, "layer", v, LAYERS))
     selector: TargetSelector = attrs.Factory(TargetSelector)
-    params_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
+    params_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object", "additionalProperties": False},
+                                                   converter=_frozen_mapping)
     impl: Fault = attrs.field(eq=False, hash=False, validator=lambda inst, _a, v: _check_impl(inst, v, "Fault"))
     capabilities: frozenset[Capability] = attrs.field(
         default=frozenset({"any"}), converter=frozenset,
@@ -402,6 +409,9 @@ class FaultSpec:
     symptoms: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     recreates: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     stand_in: bool = False
+    mechanisms: Mapping[str, tuple[str, ...]] = attrs.field(
+        factory=dict, converter=lambda v: {str(k): _tuple(m) for k, m in (v or {}).items()},
+        validator=lambda inst, _a, v: _check_mechanisms(inst, v))
 
     def needs(self, capabilities: frozenset[str] | set[str]) -> frozenset[str]:
         """The capabilities this fault needs that ``capabilities`` lacks."""
@@ -426,6 +436,16 @@ class Incompatible:
 
     def __bool__(self) -> bool:
         return False
+
+
+def _check_mechanisms(record: Any, declared: Mapping[str, tuple[str, ...]]) -> None:
+    from .mechanisms import check
+
+    try:
+        for names in declared.values():
+            check(names, f"{type(record).__name__} {record.name!r}")
+    except ValueError as exc:
+        raise PluginError(str(exc)) from None
 
 
 def _check_vocabulary(record: Any, what: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -193,6 +193,15 @@ class Attempt:
         return await asyncio.to_thread(judge.judge, solution, self.ground_truth(),
                                        app_components=tuple(c.name for c in app.components), app_namespace=app.namespace)
 
+    def fault_mechanism(self) -> str | None:
+        """The mechanisms the faults ran by (``sregym_core.mechanisms``), as each fault recorded in
+        its state, comma-joined in problem order; None when none recorded one."""
+        from ..mechanisms import STATE_KEY
+
+        names = [str(ctx.state[STATE_KEY]) for i in self.problem.faults
+                 if (ctx := self.contexts.get(i.id)) is not None and ctx.state.get(STATE_KEY)]
+        return ",".join(dict.fromkeys(names)) or None
+
     def faulty_workloads(self) -> list[dict[str, Any]]:
         """The workloads the faults target (triggers excluded), for the oracles and hacker agents."""
         out: list[dict[str, Any]] = []
@@ -304,6 +313,7 @@ class Attempt:
             prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=outcome.cost,
             agent_status=outcome.status if outcome.status in AGENT_STATUSES else "ok", timeouts=tuple(timeouts),
             error=record.get("error") or outcome.error, finished_at=utc_now(),
+            fault_mechanism=self.fault_mechanism(),
             extra={"trajectory": list(outcome.trajectory)[:500], "attempt_id": self.attempt_id,
                    **({"noise_events": self.noise.events} if self.noise.plan else {}),
                    **({"symptom": self.symptom} if self.symptom is not None else {})},

@@ -55,11 +55,14 @@ def function_fault(*, name: str, summary: str, inject: FaultMethod, recover: Fau
                    symptoms: tuple[str, ...] = (), keywords: tuple[str, ...] = (), values: TruthValues | None = None,
                    prose: str | None = None, capabilities: Iterable[str] = frozenset({"any"}),
                    failure_mode: str = "persistent", recreates: tuple[str, ...] = (),
-                   vocabulary: tuple[str, ...] = ()) -> FaultSpec:
+                   vocabulary: tuple[str, ...] = (),
+                   fault_mechanisms: Mapping[str, tuple[str, ...]] | None = None) -> FaultSpec:
     """A :class:`FaultSpec` from functions, with ground truth from :func:`truth_factory`.
 
     ``selector`` defaults to any workload; ``params_schema`` to no params; ``vocabulary`` (the
     mechanism in ordinary SRE English, for the judge) to the judge's own table for ``name``.
+    ``fault_mechanisms``: ``FaultSpec.mechanisms`` (the real machinery per operation; ``mechanism``
+    is the ground truth's phrase).
     """
     truth = truth_factory(name, layer, resource_kind, mechanism, symptoms=symptoms, keywords=keywords,
                           values=values, prose=prose, vocabulary=vocabulary)
@@ -69,4 +72,5 @@ def function_fault(*, name: str, summary: str, inject: FaultMethod, recover: Fau
         impl=FunctionFault(inject=inject, is_present=is_present, recover=recover, reference_fix=reference_fix,
                            ground_truth=truth),
         capabilities=capabilities, failure_mode=failure_mode, symptoms=symptoms, recreates=recreates,
+        mechanisms=fault_mechanisms or {},
     )

@@ -80,6 +80,9 @@ class AttemptRecord:
         deploy_failed: the app could not be deployed (the attempt did not run);
             ``deploy_attempts``: how many deploys were tried.
         error: what went wrong, in one message.
+        fault_mechanism: the real machinery the faults ran by, as they recorded it
+            (``sregym_core.mechanisms`` names, e.g. ``seccomp-supervisor``; several comma-joined in
+            problem order); ``None`` for faults that act through the Kubernetes API alone.
         trajectory_path: the ATIF trajectory file, relative to the results directory.
         extra: anything else (judge name, oracle composition, fault instances...).
     """
@@ -115,6 +118,7 @@ class AttemptRecord:
     deploy_failed: bool = False
     deploy_attempts: int = 1
     error: str | None = None
+    fault_mechanism: str | None = attrs.field(default=None, converter=lambda v: v or None)
     trajectory_path: str | None = None
     extra: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
     schema_version: int = SCHEMA_VERSION

@@ -111,6 +111,12 @@ RESULT_SCHEMA: dict[str, Any] = {
         "deploy_failed": {"type": "boolean"},
         "deploy_attempts": {"type": "integer", "minimum": 0},
         "error": _OPT_STRING,
+        "fault_mechanism": {
+            "type": ["string", "null"], "pattern": "^[a-z0-9-]+(,[a-z0-9-]+)*$",
+            "description": "the real machinery the faults ran by (sregym_core.mechanisms names: bpf-lsm, bpf-fmod-ret, "
+                           "bpf-cgroup, seccomp-supervisor, fuse-badblocks, dm-dust, ld-preload-shim), comma-joined "
+                           "in problem order; null: faults acting through the Kubernetes API alone",
+        },
         "trajectory_path": _OPT_STRING,
         "extra": {"type": "object"},
     },

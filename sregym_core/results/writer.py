@@ -37,7 +37,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "run_id", "problem_id", "upstream_id", "agent", "attempt", "app", "model", "started_at", "finished_at", "success",
     "diagnosis_passed", "diagnosis_composite", "mitigation_passed", "mitigation_failures", "time_to_diagnose_s",
     "time_to_mitigate_s", "steps", "prompt_tokens", "completion_tokens", "cost_usd", "agent_status", "timeouts",
-    "deploy_failed", "deploy_attempts", "error", "trajectory_path",
+    "deploy_failed", "deploy_attempts", "error", "trajectory_path", "fault_mechanism",
 )
 
 

@@ -335,7 +335,7 @@ def test_connect_fault_is_a_cgroup_bpf_program_a_static_binary_meets(handle: Any
     # issue 36: connect() of the target pod's processes fails in the kernel (cgroup/connect4 with
     # bpf_set_retval keyed on the pod's cgroup), so a statically linked client meets it, a pod
     # beside it does not, and clearing the fault detaches the programs
-    mechanisms = handle.faults()["mechanisms"]["cgroup-bpf"]
+    mechanisms = handle.faults()["mechanisms"]["bpf-cgroup"]
     if not mechanisms["available"]:
         pytest.skip(f"cgroup BPF faults are unavailable here: {mechanisms['reason']}")
     _static_program(handle, "connloop", CONNLOOP_C)
@@ -354,7 +354,7 @@ def test_connect_fault_is_a_cgroup_bpf_program_a_static_binary_meets(handle: Any
             assert _wait_log(handle, name, "ok")[-1] == "ok"  # the server answers both before the fault
         record = handle.node_fault("conn", namespace="default", labels={"app": "static-target"}, calls=["connect"],
                                    errno="ECONNREFUSED", rate=1.0, port=8080)
-        assert record["mechanism"] == "cgroup-bpf" and record["active"], record
+        assert record["mechanism"] == "bpf-cgroup" and record["active"], record
         assert _wait_log(handle, "static-target", "err 111")[-1] == "err 111"
         assert kubectl(handle, "logs", "static-other", "--tail=5").split() == ["ok"] * 5
         # a process started in the pod later (kubectl exec) runs in its cgroup too
@@ -365,7 +365,7 @@ def test_connect_fault_is_a_cgroup_bpf_program_a_static_binary_meets(handle: Any
         # socket() the same way (cgroup/sock_create): connloop's connect() then gets EBADF (9)
         record = handle.node_fault("sock", namespace="default", labels={"app": "static-target"}, calls=["socket"],
                                    errno="EMFILE", rate=1.0)
-        assert record["mechanism"] == "cgroup-bpf" and record["active"], record
+        assert record["mechanism"] == "bpf-cgroup" and record["active"], record
         assert _wait_log(handle, "static-target", "err 9")[-1] == "err 9"
         assert handle.clear_fault("shim", "sock")
         assert _wait_log(handle, "static-target", "ok")[-1] == "ok"
@@ -396,7 +396,7 @@ def test_fsync_fault_is_decided_by_the_seccomp_supervisor(handle: Any) -> None:
     # issue 36: fsync() of the target's processes fails with the kernel's own error, decided by the
     # node agent's supervisor (the container started under a dormant seccomp filter), so a static
     # binary meets it, only on the given path, and nothing in the pod names the rule
-    mechanism = handle.faults()["mechanisms"]["seccomp"]
+    mechanism = handle.faults()["mechanisms"]["seccomp-supervisor"]
     if not mechanism["available"]:
         pytest.skip(f"the seccomp supervisor is unavailable here: {mechanism['reason']}")
     _static_program(handle, "fsyncloop", FSYNCLOOP_C)
@@ -419,7 +419,7 @@ def test_fsync_fault_is_decided_by_the_seccomp_supervisor(handle: Any) -> None:
             assert _wait_log(handle, name, "ok")[-1] == "ok"  # dormant: fsync works
         record = handle.node_fault("fsyncfail", namespace="default", labels={"app": "fsync-target"},
                                    calls=["fsync"], errno="EIO", rate=1.0, paths=["/data"])
-        assert record["mechanism"] == "seccomp" and record["active"], record
+        assert record["mechanism"] == "seccomp-supervisor" and record["active"], record
         assert _wait_log(handle, "fsync-target", "err 5")[-1] == "err 5"
         assert kubectl(handle, "logs", "fsync-other", "--tail=5").split() == ["ok"] * 5
         markers = ["calls=fsync", "fsyncfail", "prefix=/data", "SREGYM_FAULT"]

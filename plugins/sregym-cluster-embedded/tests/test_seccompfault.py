@@ -83,3 +83,89 @@ def test_a_dead_supervisor_is_replaced_with_its_listeners(filtered) -> None:
     assert _next(proc, inside, "err 28").endswith("err 28")  # the new one has the listener and the rule
     supervisor.set_rules({})
     assert _next(proc, inside, " ok").endswith(" ok")
+
+
+RW_LOOP = """
+import os, sys, time
+inside, outside = sys.argv[1], sys.argv[2]
+for path in (inside, outside):
+    with open(path, 'wb') as f:
+        f.write(b'data')
+while True:  # until the test kills it; every line is itself a write() to a pipe
+    for op in ('read', 'write'):
+        for path in (inside, outside):
+            fd = os.open(path, os.O_RDWR)
+            try:
+                os.pread(fd, 4, 0) if op == 'read' else os.pwrite(fd, b'x', 0)
+                print(op, path, 'ok', flush=True)
+            except OSError as e:
+                print(op, path, 'err', e.errno, flush=True)
+            os.close(fd)
+    time.sleep(0.05)
+"""
+
+
+def _filtered_process(tmp_path: Path, calls: tuple[str, ...]):
+    supervisor = seccompfault.SupervisorClient()
+    (tmp_path / "data").mkdir()
+    inside, outside = tmp_path / "data" / "table", tmp_path / "other"
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    child_fd = child.fileno()
+    proc = subprocess.Popen([sys.executable, "-c", RW_LOOP, str(inside), str(outside)], stdout=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: seccompfault.install(child_fd, calls))
+    listener = seccompfault.receive_listener(parent)
+    parent.close()
+    child.close()
+    assert listener is not None
+    supervisor.add(listener, "pod-a", calls)
+    return supervisor, proc, inside, outside
+
+
+def _line(proc: subprocess.Popen, prefix: str, until: str = "", timeout: float = 90.0) -> str:
+    """The next line starting with ``prefix`` (with ``until``: the first that also ends with it,
+    as a rule reaches the process a moment after it is set)."""
+    deadline = time.monotonic() + timeout
+    line = ""
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline().strip()
+        if line.startswith(prefix) and line.endswith(until):
+            return line
+    return line
+
+
+def test_read_and_write_rules_fail_files_only_never_the_pipe_the_process_prints_to(tmp_path: Path) -> None:
+    supervisor, proc, inside, outside = _filtered_process(tmp_path, ("read", "write"))
+    try:
+        assert supervisor.covers("pod-a", "read") and not supervisor.covers("pod-a", "fsync")
+        assert _line(proc, f"read {inside}").endswith(" ok")  # dormant
+        supervisor.set_rules({"pod-a": [[5, 1.0, [str(inside.parent)], ["read"]]]})
+        assert _line(proc, f"read {inside}", "err 5").endswith("err 5")
+        assert _line(proc, f"read {outside}").endswith(" ok")  # another path
+        assert _line(proc, f"write {inside}").endswith(" ok")  # another operation
+        # a pod-wide write rule fails writes to files, while the lines it prints (writes to a pipe) go on
+        supervisor.set_rules({"pod-a": [[28, 1.0, [], ["write"]]]})
+        assert _line(proc, f"write {outside}", "err 28").endswith("err 28")
+        assert _line(proc, f"read {inside}").endswith(" ok")
+        supervisor.set_rules({})
+        assert _line(proc, f"write {outside}", " ok").endswith(" ok")
+    finally:
+        proc.kill()
+        proc.wait()
+        supervisor.close()
+
+
+def test_a_filter_naming_fsync_only_never_sees_reads(tmp_path: Path) -> None:
+    supervisor, proc, inside, _outside = _filtered_process(tmp_path, ("fsync",))
+    try:
+        assert not supervisor.covers("pod-a", "read")
+        supervisor.set_rules({"pod-a": [[5, 1.0, [], ["read"]]]})
+        time.sleep(1.0)  # long past the supervisor taking the rule (it answers nothing for this process)
+        start, lines = time.monotonic(), []
+        while time.monotonic() - start < 2.0:
+            lines.append(proc.stdout.readline().strip())
+        reads = [line for line in lines if line.startswith("read ")]
+        assert len(reads) > 10 and all(line.endswith(" ok") for line in reads), reads
+    finally:
+        proc.kill()
+        proc.wait()
+        supervisor.close()

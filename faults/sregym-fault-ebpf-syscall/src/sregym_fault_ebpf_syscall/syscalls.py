@@ -1,9 +1,13 @@
-"""Syscall faults, run by the node's strongest mechanism for the call (the state records which):
-``connect`` as cgroup BPF programs keyed on the target pods' cgroups, ``fsync`` in the seccomp
-supervisor every container starts under, the others in the node's LD_PRELOAD fault shim (see the
-README's table). No fault parameter is readable from inside a pod under any of them. Real nodes
-(a privileged DaemonSet loading the same programs) are a later pack version; the capability tags
-keep the faults out of clusters without the embedded node agent.
+"""Syscall faults, run by the node's strongest mechanism for the call (:data:`MECHANISMS`, names
+from ``sregym_core.mechanisms``): ``connect``/``socket`` as cgroup BPF programs keyed on the target
+pods' cgroups (``bpf-cgroup``), ``fsync``/``read``/``write`` through BPF LSM or ``fmod_ret``
+programs where the kernel takes them (not built yet), else the node agent's seccomp supervisor
+for pods started under its filter (``seccomp-supervisor``), else the node's LD_PRELOAD shim
+(``ld-preload-shim``). The fault's state records the one that ran (``fault_mechanism``) and why
+each stronger one did not (``passed_over``); the attempt's result row carries it. No fault
+parameter is readable from inside a pod under any of them. Real nodes (a privileged DaemonSet
+loading the same programs) are a later pack version; the capability tags keep the faults out of
+clusters without the embedded node agent.
 
 * ``latent-sector-error``: reads of the datastore's volume fail now and then with EIO, as when a
   disk develops unreadable sectors. The fault stays with the disk (the bound PersistentVolume);
@@ -19,12 +23,18 @@ import errno as errno_names
 from typing import Any
 
 from sregym_core.faultkit import WORKLOADS, function_fault, schema
+from sregym_core.mechanisms import STATE_KEY
 from sregym_fault_node import hooks
 
 from sregym_core.types import FaultSpec, TargetSelector
 
 DATASTORE_WITH_VOLUME = TargetSelector(kinds=WORKLOADS, roles=("db:*",), requires=("pvcs",))
 FILE_CALLS = ("read", "write", "fsync", "open")
+FILE_ORDER = ("bpf-lsm", "bpf-fmod-ret", "seccomp-supervisor", "ld-preload-shim")
+#: per syscall, the mechanisms that can fail it, strongest first (FaultSpec.mechanisms)
+MECHANISMS = {"fsync": FILE_ORDER, "read": FILE_ORDER, "write": FILE_ORDER, "open": ("bpf-lsm", "ld-preload-shim"),
+              "connect": ("bpf-cgroup", "ld-preload-shim"), "socket": ("bpf-cgroup",)}
+LSE_MECHANISMS = {"read": FILE_ORDER}
 DEFAULT_ERRNO = {"read": "EIO", "write": "EIO", "fsync": "EIO", "open": "EIO", "connect": "ECONNREFUSED",
                  "socket": "EMFILE"}
 
@@ -35,9 +45,17 @@ def lse_inject(ctx: Any, target: Any, params: dict) -> None:
     volumes = [{"namespace": ctx.namespace, "claim": c} for c in hooks.claims(ctx, target)]
     record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), namespace=ctx.namespace,
                         labels=hooks.selector_labels(ctx, target), calls=["read"], errno="EIO",
-                        rate=params["rate"], volumes=volumes)
-    ctx.state.update(claims=[v["claim"] for v in volumes], volumes=record.get("pvs", []),
-                     mechanism=record.get("mechanism", "ld-preload"))
+                        rate=params["rate"], volumes=volumes, mechanisms=list(LSE_MECHANISMS["read"]))
+    ctx.state.update(claims=[v["claim"] for v in volumes], volumes=record.get("pvs", []))
+    _record_mechanism(ctx, record)
+
+
+def _record_mechanism(ctx: Any, record: dict) -> None:
+    """Which mechanism ran (the node's answer, in sregym_core.mechanisms' names) and why each
+    stronger one did not: kept in the fault's state, where the attempt's result row reads it."""
+    ctx.state[STATE_KEY] = record.get("mechanism") or "ld-preload-shim"
+    if record.get("passed_over"):
+        ctx.state["passed_over"] = dict(record["passed_over"])
 
 
 def shim_present(ctx: Any, target: Any, params: dict) -> bool:
@@ -62,7 +80,8 @@ def _errno_number(params: dict) -> int:
 
 def syscall_inject(ctx: Any, target: Any, params: dict) -> None:
     spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
-                            "calls": [params["syscall"]], "errno": _errno_number(params), "rate": params["rate"]}
+                            "calls": [params["syscall"]], "errno": _errno_number(params), "rate": params["rate"],
+                            "mechanisms": list(MECHANISMS[params["syscall"]])}
     if _on_volume(target, params):
         # file syscalls of a stateful target fail on its data volume (a failing device): the fault
         # stays with the volume, whichever pod mounts it
@@ -74,8 +93,7 @@ def syscall_inject(ctx: Any, target: Any, params: dict) -> None:
         spec["port"] = params["port"]
     record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
     ctx.state["pods"] = sorted({ip for ips in record.get("targets", {}).values() for ip in ips})
-    # which mechanism ran: cgroup-bpf (connect, in the kernel) or ld-preload (file syscalls)
-    ctx.state["mechanism"] = record.get("mechanism", "ld-preload")
+    _record_mechanism(ctx, record)
 
 
 def _on_volume(target: Any, params: dict) -> bool:
@@ -117,7 +135,7 @@ FAULTS = [
                   "queries fail intermittently. Fix: move {component} to a new volume (a new claim in its pod "
                   "template) and "
                   "let its data be rebuilt.",
-        capabilities=hooks.LD_PRELOAD, failure_mode="persistent",
+        capabilities=hooks.LD_PRELOAD, failure_mode="persistent", fault_mechanisms=LSE_MECHANISMS,
         symptoms=("could not read block ... Input/output error", "queries fail intermittently"),
     ),
     function_fault(
@@ -135,7 +153,7 @@ FAULTS = [
         keywords=("syscall", "errno", "eBPF", "seccomp", "fsync", "I/O error"),
         values=_values_syscall,
         prose="{syscall}() in {component}'s processes fails with {errno} (rate {rate}), {scope}. Fix: {fix}.",
-        capabilities=hooks.LD_PRELOAD, failure_mode="persistent",
+        capabilities=hooks.LD_PRELOAD, failure_mode="persistent", fault_mechanisms=MECHANISMS,
         symptoms=("errno in the logs", "crash loop (fsync PANIC)", "connection errors (connect)",
                   "errors naming the failed syscall", "restarts"),
     ),

@@ -201,6 +201,23 @@ class EmbeddedCluster:
     def faults(self) -> dict:
         return self._admin_json("GET", "/sregym/faults")
 
+    def supervise(self, record_id: str, **spec: Any) -> dict:
+        """Pods matching ``spec`` (namespace, labels | workload {kind, name}) that start from now on
+        run under a seccomp filter naming ``calls`` (see ``admin_faults``)."""
+        return self._admin_json("PUT", f"/sregym/faults/supervise/{record_id}", spec)
+
+    def fault_mechanisms(self) -> dict[str, dict]:
+        """What this cluster's nodes accept (``sregym_core.mechanisms``): the running cluster's own
+        answer, else what a cluster started on this host would offer (probed here, nothing started)."""
+        if clusters.status(self.name).running:
+            try:
+                return dict(self.faults()["mechanisms"])
+            except Exception:  # noqa: BLE001 - a cluster that cannot answer: probe the host
+                pass
+        from .node.mechanisms import host_mechanisms
+
+        return host_mechanisms()
+
     def snapshot(self, label: str = "baseline") -> None:
         """Save the whole cluster state under ``label`` (kept in the cluster process)."""
         self._admin("POST", f"/sregym/snapshots/{label}")

@@ -16,12 +16,20 @@ reached through these endpoints (system:masters only; errors are Kubernetes ``St
   Fields: ``calls`` (read, write, fsync, open, connect, clock), ``errno`` (number or name), ``rate``,
   ``mode`` (random | badblocks, with ``frac``, ``block``, ``seed``), ``port``, ``delay_us``,
   ``offset_ms`` (with ``calls: [clock]``: the wall clock the pods read is off by that much).
-  ``mechanism``: ``auto`` (default), ``cgroup-bpf``, ``seccomp`` or ``ld-preload``. A rule for
-  ``calls: [connect]`` alone (no paths or volumes) runs, where the kernel takes it, as cgroup BPF
-  programs keyed on the target pods' cgroups (``node/bpffault.py``); one for ``calls: [fsync]``
-  (paths and volumes allowed) in the seccomp supervisor every container starts under
-  (``node/seccompfault.py``). Either way any binary, static ones included, meets it and the
-  rate and errno stay outside the pod. Anything else runs in the shim. The record says which ran.
+  ``mechanism``: ``auto`` (default) or one name of ``sregym_core.mechanisms`` (``bpf-cgroup``,
+  ``seccomp-supervisor``, ``ld-preload-shim``; the old ``cgroup-bpf``/``seccomp``/``ld-preload``
+  are read as these); ``mechanisms``: the caller's order of preference (a fault's declared list).
+  The strongest that can run the rule here wins: ``bpf-cgroup`` for ``calls: [connect]`` or
+  ``[socket]`` alone (no paths or volumes; programs keyed on the target pods' cgroups,
+  ``node/bpffault.py``); ``seccomp-supervisor`` for one of ``fsync``, ``read``, ``write`` (paths
+  and volumes allowed) when every target pod started under a filter naming it
+  (``node/seccompfault.py``); else the shim. The kernel and supervisor ways reach any binary,
+  static ones included, and keep the rate and errno outside the pod. The record says which ran
+  (``mechanism``) and why each stronger one did not (``passed_over``).
+* ``PUT /sregym/faults/supervise/<id>`` ``{namespace, labels | workload: {kind, name}, calls}``:
+  pods matching it that start from now on run under a seccomp filter naming ``calls`` (what a
+  later ``seccomp-supervisor`` rule needs; the node's plan from installed problems adds such
+  records itself, ``plan-*``).
 * ``PUT /sregym/faults/diskfull/<id>`` ``{namespace, claim, filler, fill_bytes}``: writes a filler
   file into the volume and caps the volume at less than its usage, so writes under it fail with
   ENOSPC while usage stays at or above the cap (deleting the filler frees it).
@@ -55,12 +63,18 @@ from typing import Any
 from aiohttp import web
 
 from ..node import bpffault, seccompfault
+from ..node import mechanisms as node_mechanisms
 from ..node.faultshim import RulesChannel, build_fault_shim
 from .errors import ApiError
 
 log = logging.getLogger(__name__)
 
 CALLS = ("read", "write", "fsync", "open", "connect", "socket", "clock")
+#: the names of sregym_core.mechanisms a rule can run by here, strongest first
+BPF_CGROUP, SECCOMP, SHIM = "bpf-cgroup", "seccomp-supervisor", "ld-preload-shim"
+DEFAULT_ORDER = ("bpf-lsm", "bpf-fmod-ret", BPF_CGROUP, SECCOMP, SHIM)
+#: the names records used before the shared vocabulary
+ALIASES = {"cgroup-bpf": BPF_CGROUP, "seccomp": SECCOMP, "ld-preload": SHIM}
 MAX_OFFSET_MS = 10 * 365 * 86400 * 1000
 RECONCILE_SECONDS = 0.5
 STARTING_TTL_S = 60.0
@@ -125,6 +139,8 @@ class FaultHooks:
         self.shim: dict[str, dict] = {}
         self.diskfull: dict[str, dict] = {}
         self.net: dict[str, dict] = {}
+        #: which pods start under a seccomp filter, and for which calls (see put_supervise)
+        self.supervise: dict[str, dict] = {}
         #: node -> [(pod IPs or ["*"], rule text without its pods= field)], from the last render
         self._node_rules: dict[str, list[tuple[list[str], str]]] = {}
         #: pod uid -> (its channel, node, pod IP)
@@ -149,8 +165,11 @@ class FaultHooks:
             self.nodes.pod_start_hooks.append(self.pod_starting)
             self.nodes.fault_channel = self.channel_for
         if self.nodes is not None and seccompfault.enabled() and seccompfault.probe()[0]:
-            self.seccomp = seccompfault.SupervisorClient()
+            all_pods = seccompfault.mode() == "all"
+            self.seccomp = seccompfault.SupervisorClient(select=None if all_pods else self.supervised_calls)
             self.nodes.syscall_supervisor = self.seccomp
+            if not all_pods:
+                self._load_plan()
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="fault-hooks")
 
     def pod_starting(self, pod: dict) -> None:
@@ -183,6 +202,70 @@ class FaultHooks:
                 self.nodes.syscall_supervisor = None
             self.seccomp.close()
             self.seccomp = None
+
+    # ------------------------------------------------------------ seccomp filters: which pods, which calls
+
+    def _load_plan(self) -> None:
+        """The targets of installed problems whose faults may run through the supervisor (read
+        in a child process, in the background: it loads every plugin)."""
+        import threading
+
+        from ..node import supervision_plan
+
+        def load() -> None:
+            for index, entry in enumerate(supervision_plan.compute()):
+                self.supervise[f"plan-{index}"] = {**entry, "id": f"plan-{index}", "labels": {}}
+        threading.Thread(target=load, name="supervision-plan", daemon=True).start()
+
+    def supervised_calls(self, pod: dict) -> set[str]:
+        """The calls the filter of a starting pod names: the union over the supervise records it
+        matches (none: no filter, the pod pays nothing)."""
+        meta = pod.get("metadata") or {}
+        have = meta.get("labels") or {}
+        out: set[str] = set()
+        for record in list(self.supervise.values()):
+            if record.get("namespace") != meta.get("namespace"):
+                continue
+            labels = record.get("labels") or {}
+            workload = record.get("workload") or ({"kind": record["kind"], "name": record["name"]}
+                                                  if record.get("name") else None)
+            if workload:
+                labels = {**labels, **self._workload_labels(record["namespace"], workload)}
+                if not labels:
+                    continue  # not deployed (yet): nothing to match
+            if all(have.get(k) == v for k, v in labels.items()):
+                out.update(record["calls"])
+        return out
+
+    def _workload_labels(self, namespace: str, workload: dict) -> dict[str, str]:
+        resource = {"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets",
+                    "ReplicaSet": "replicasets", "Job": "jobs"}.get(workload.get("kind", ""), "")
+        obj = self._get(resource, workload.get("name", ""), namespace) if resource else None
+        return dict((((obj or {}).get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
+
+    def put_supervise(self, fault_id: str, body: dict) -> dict:
+        namespace = body.get("namespace")
+        if not isinstance(namespace, str) or not namespace:
+            raise _bad("namespace is required")
+        calls = _str_list(body, "calls")
+        if not calls or any(c not in seccompfault.CALLS for c in calls):
+            raise _bad(f"calls must be a non-empty list of {', '.join(seccompfault.CALLS)}")
+        workload = body.get("workload")
+        if workload is not None and not (isinstance(workload, dict) and isinstance(workload.get("kind"), str)
+                                         and isinstance(workload.get("name"), str)):
+            raise _bad("workload must be {kind, name}")
+        if self.seccomp is None:
+            raise ApiError(503, "the seccomp supervisor is unavailable here: " + seccompfault.unavailable_reason(),
+                           "ServiceUnavailable")
+        record = {"id": fault_id, "namespace": namespace, "labels": _labels(body), "calls": calls,
+                  **({"workload": workload} if workload else {})}
+        self.supervise[fault_id] = record
+        return dict(record)
+
+    def mechanisms(self) -> dict[str, dict]:
+        """What this cluster's nodes accept (sregym_core.mechanisms vocabulary), with reasons."""
+        return node_mechanisms.node_mechanisms(guard=getattr(self.nodes, "net_guard", None) is not None,
+                                               shim=self.shim_path is not None, supervisor=self.seccomp is not None)
 
     def bpf_available(self) -> tuple[bool, str]:
         """Whether connect faults can run as cgroup BPF programs here, and why not."""
@@ -345,7 +428,7 @@ class FaultHooks:
             return
         lines: dict[str, list[tuple[list[str], str]]] = {node: [] for node in self.nodes.agents}
         for record in self.shim.values():
-            if record["mechanism"] != "ld-preload":
+            if record["mechanism"] != SHIM:
                 continue
             prefixes = self._prefixes(record)
             if (record["paths"] or (record["pvs"] and record["whole_volume"])) and not prefixes:
@@ -370,7 +453,7 @@ class FaultHooks:
         """Each call's map: the cgroup id of every pod a cgroup-bpf record reaches."""
         by_call: dict[str, dict[int, bpffault.ConnectFault]] = {call: {} for call in bpffault.ATTACH}
         for record in self.shim.values():
-            if record["mechanism"] != "cgroup-bpf":
+            if record["mechanism"] != BPF_CGROUP:
                 continue
             faults = by_call[record["calls"][0]]
             fault = bpffault.ConnectFault(errno=record["errno"], rate=record["rate"],
@@ -399,7 +482,7 @@ class FaultHooks:
         self.seccomp.check()
         rules: dict[str, list] = {}
         for record in self.shim.values():
-            if record["mechanism"] != "seccomp":
+            if record["mechanism"] != SECCOMP:
                 continue
             prefixes = self._prefixes(record)
             if (record["paths"] or (record["pvs"] and record["whole_volume"])) and not prefixes:
@@ -408,7 +491,7 @@ class FaultHooks:
                 p for p in self._pods() if (p.get("spec") or {}).get("nodeName") in record["nodes"]]
             for pod in pods:
                 rules.setdefault(pod["metadata"].get("uid", ""), []).append(
-                    [record["errno"], record["rate"], prefixes])
+                    [record["errno"], record["rate"], prefixes, record["calls"]])
         self.seccomp.set_rules(rules)
 
     def _write_channels(self) -> None:
@@ -455,9 +538,8 @@ class FaultHooks:
                 isinstance(v, dict) and isinstance(v.get("namespace"), str) and isinstance(v.get("claim"), str)
                 for v in volumes):
             raise _bad("volumes must be a list of {namespace, claim}")
-        mechanism = self._mechanism(body, calls, paths, volumes)
         record = {
-            "id": fault_id, "mechanism": mechanism, "calls": calls, "errno": _errno(body.get("errno", "EIO")),
+            "id": fault_id, "mechanism": "", "calls": calls, "errno": _errno(body.get("errno", "EIO")),
             "rate": _number(body, "rate", 1.0, 0.0, 1.0), "mode": mode,
             "frac": _number(body, "frac", 0.0, 0.0, 1.0), "block": int(_number(body, "block", 8192, 512, 1 << 20)),
             "seed": int(_number(body, "seed", 1, 0, 2**31)), "port": int(_number(body, "port", 0, 0, 65535)),
@@ -478,48 +560,78 @@ class FaultHooks:
                               if _pod_matches(p, namespace, record["labels"], record["pods"])]
             if not record["uids"]:
                 raise ApiError(404, "no pod matches the selector", "NotFound")
+        record["mechanism"], record["passed_over"] = self._mechanism(body, record)
         self.shim[fault_id] = record
         self.render()
         return self.describe_shim(record)
 
-    def _mechanism(self, body: dict, calls: list[str], paths: list[str], volumes: list) -> str:
-        """The strongest mechanism that can run the rule here: cgroup BPF for connect alone (any
-        binary meets it, nothing in the pod holds it), else the shim."""
-        wanted = body.get("mechanism", "auto")
-        if wanted not in ("auto", "cgroup-bpf", "seccomp", "ld-preload"):
-            raise _bad("mechanism must be auto, cgroup-bpf, seccomp or ld-preload")
-        seccomp_fits = calls == ["fsync"] and body.get("mode", "random") == "random" and not body.get("delay_us")
-        if wanted == "seccomp" and not seccomp_fits:
-            raise _bad("seccomp runs calls [fsync] only, in random mode, without delay_us")
-        if wanted in ("auto", "seccomp") and seccomp_fits:
-            if self.seccomp is not None:
-                return "seccomp"
-            if wanted == "seccomp":
-                raise ApiError(503, "the seccomp supervisor is unavailable here: " + seccompfault.unavailable_reason(),
-                               "ServiceUnavailable")
-        kernel_fits = calls in (["connect"], ["socket"]) and not paths and not volumes and not body.get("delay_us")
-        if "socket" in calls and (not kernel_fits or wanted not in ("auto", "cgroup-bpf")):
-            raise _bad("calls [socket] runs as cgroup BPF only, alone, without paths, volumes or delay_us")
-        if wanted == "cgroup-bpf" and not kernel_fits:
-            raise _bad("cgroup-bpf runs calls [connect] or [socket] only, without paths, volumes or delay_us")
-        if wanted != "ld-preload" and kernel_fits:
+    def _fits(self, name: str, record: dict, body: dict) -> str | None:
+        """Why mechanism ``name`` cannot run the rule here (None: it can)."""
+        calls, paths, volumes = record["calls"], record["paths"], record["volumes"]
+        delay = bool(body.get("delay_us"))
+        if name in ("bpf-lsm", "bpf-fmod-ret"):
+            return self.mechanisms()[name].get("reason", "unavailable")
+        if name == BPF_CGROUP:
+            if calls not in (["connect"], ["socket"]) or paths or volumes or delay:
+                return "runs calls [connect] or [socket] alone, without paths, volumes or delay_us"
             available, reason = self.bpf_available()
-            if available:
-                return "cgroup-bpf"
-            if wanted == "cgroup-bpf" or calls == ["socket"]:
-                raise ApiError(503, f"cgroup BPF faults are unavailable here: {reason}", "ServiceUnavailable")
-        if self.shim_path is None:
-            raise ApiError(503, "the fault shim is unavailable (no C compiler or no bind shim)", "ServiceUnavailable")
-        return "ld-preload"
+            return None if available else reason
+        if name == SECCOMP:
+            if len(calls) != 1 or calls[0] not in seccompfault.CALLS or record["mode"] != "random" or delay:
+                return f"runs one of {', '.join(seccompfault.CALLS)}, in random mode, without delay_us"
+            if self.seccomp is None:
+                return seccompfault.unavailable_reason()
+            pods = self._target_pods(record) if (record["namespace"] or record["pvs"]) else []
+            if not pods:
+                return "no target pod is running now"
+            uncovered = [p["metadata"]["name"] for p in pods
+                         if not self.seccomp.covers(p["metadata"].get("uid", ""), calls[0])]
+            if uncovered:
+                return (f"pods {', '.join(sorted(uncovered)[:3])} did not start under a filter naming {calls[0]} "
+                        "(PUT /sregym/faults/supervise before they start)")
+            return None
+        if name == SHIM:
+            if "socket" in calls:
+                return "the shim does not run socket"
+            return None if self.shim_path is not None else "no C compiler or no bind shim"
+        return f"unknown mechanism {name!r}"
+
+    def _mechanism(self, body: dict, record: dict) -> tuple[str, dict[str, str]]:
+        """The strongest mechanism that can run the rule here, and why each stronger one did not
+        (in the caller's order of preference, ``mechanisms``, else :data:`DEFAULT_ORDER`)."""
+        wanted = ALIASES.get(body.get("mechanism", "auto"), body.get("mechanism", "auto"))
+        if wanted != "auto" and wanted not in DEFAULT_ORDER:
+            raise _bad(f"mechanism must be auto or one of {', '.join(DEFAULT_ORDER)}")
+        order = body.get("mechanisms") or DEFAULT_ORDER
+        if not isinstance(order, list | tuple) or not all(isinstance(m, str) for m in order):
+            raise _bad("mechanisms must be a list of names")
+        order = [ALIASES.get(m, m) for m in order]
+        if wanted != "auto":
+            order = [wanted]
+        passed_over: dict[str, str] = {}
+        for name in order:
+            if name not in DEFAULT_ORDER:
+                continue  # a mechanism this node agent does not run (e.g. fuse-badblocks)
+            why = self._fits(name, record, body)
+            if why is None:
+                return name, passed_over
+            passed_over[name] = why
+        detail = "; ".join(f"{k}: {v}" for k, v in passed_over.items()) or "none of the named mechanisms runs here"
+        if wanted != "auto" and "runs " in passed_over.get(wanted, ""):
+            raise _bad(f"{wanted} {passed_over[wanted]}")
+        raise ApiError(503, f"no mechanism can run this rule here ({detail})", "ServiceUnavailable")
 
     def describe_shim(self, record: dict) -> dict:
         targets = self._targets(record)
         described = {**{k: v for k, v in record.items() if k != "uids"}, "pinned": record["uids"] is not None,
                      "prefixes": self._prefixes(record), "targets": targets,
                      "active": bool(targets) and (not (record["paths"] or record["pvs"]) or bool(self._prefixes(record)))}
-        if record["mechanism"] == "seccomp":
+        if record["mechanism"] == SECCOMP:
             described["mechanism_detail"] = seccompfault.MECHANISM
-        if record["mechanism"] == "cgroup-bpf":
+            # the rule reaches the target pods whose filter names the call
+            described["active"] = described["active"] and self.seccomp is not None and any(
+                self.seccomp.covers(p["metadata"].get("uid", ""), record["calls"][0]) for p in self._target_pods(record))
+        if record["mechanism"] == BPF_CGROUP:
             call = record["calls"][0]
             described["mechanism_detail"] = bpffault.MECHANISM[call]
             described["active"] = bool(record.get("cgroups")) and call in self.bpf and self.bpf[call].attached
@@ -661,14 +773,9 @@ class FaultHooks:
                 for name, agent in self.nodes.agents.items()}
 
     def summary(self) -> dict:
-        bpf_ok, bpf_reason = self.bpf_available()
         return {"shimAvailable": self.shim_path is not None, "nodes": self.nodes_status(),
-                "mechanisms": {"ld-preload": {"available": self.shim_path is not None},
-                               "cgroup-bpf": {"available": bpf_ok, **({"reason": bpf_reason} if bpf_reason else {}),
-                                              "calls": sorted(bpffault.ATTACH)},
-                               "seccomp": {"available": self.seccomp is not None, "calls": ["fsync"],
-                                           **({} if self.seccomp is not None
-                                              else {"reason": seccompfault.unavailable_reason()})}},
+                "mechanisms": self.mechanisms(),
+                "supervise": {k: dict(v) for k, v in self.supervise.items()},
                 "shim": {k: self.describe_shim(v) for k, v in self.shim.items()},
                 "diskfull": {k: dict(v) for k, v in self.diskfull.items()},
                 "network": {k: self.describe_network(v) for k, v in self.net.items()}}
@@ -718,16 +825,19 @@ async def handle(request: web.Request, hooks: FaultHooks | None, parts: list[str
         raise ApiError(404, "the server could not find the requested resource", "NotFound")
     if rest == ["faults"] and method == "GET":
         return _json(hooks.summary())
-    if len(rest) != 3 or rest[1] not in ("shim", "diskfull", "network"):
+    if len(rest) != 3 or rest[1] not in ("shim", "diskfull", "network", "supervise"):
         raise ApiError(404, "the server could not find the requested resource", "NotFound")
     kind, fault_id = rest[1], rest[2]
     if not _ID.match(fault_id):
         raise _bad(f"fault id {fault_id!r} must be a DNS-1123 label")
-    records = {"shim": hooks.shim, "diskfull": hooks.diskfull, "network": hooks.net}[kind]
+    records = {"shim": hooks.shim, "diskfull": hooks.diskfull, "network": hooks.net,
+               "supervise": hooks.supervise}[kind]
     if method == "PUT":
         body = await _body(request)
         if kind == "shim":
             return _json(hooks.put_shim(fault_id, body), 201)
+        if kind == "supervise":
+            return _json(hooks.put_supervise(fault_id, body), 201)
         if kind == "diskfull":
             if hooks.shim_path is None:
                 raise ApiError(503, "the fault shim is unavailable", "ServiceUnavailable")
@@ -741,6 +851,8 @@ async def handle(request: web.Request, hooks: FaultHooks | None, parts: list[str
             return _json(hooks.describe_shim(record))
         if kind == "network":
             return _json(hooks.describe_network(record))
+        if kind == "supervise":
+            return _json(dict(record))
         await asyncio.to_thread(hooks._measure, record)
         return _json(dict(record))
     if method == "DELETE":

@@ -43,12 +43,12 @@ BACKOFF_MAX = 300.0
 BACKOFF_RESET_AFTER = 600.0
 
 
-def _with_seccomp_filter(preexec, send_fd: int):
-    """The child-side setup, then the dormant seccomp filter whose listener goes to the node's
-    supervisor (node/seccompfault.py): last, so the namespace setup runs unfiltered."""
+def _with_seccomp_filter(preexec, send_fd: int, calls: tuple[str, ...]):
+    """The child-side setup, then the dormant seccomp filter for ``calls`` whose listener goes to
+    the node's supervisor (node/seccompfault.py): last, so the namespace setup runs unfiltered."""
     def run() -> None:
         preexec()
-        seccompfault.install(send_fd)
+        seccompfault.install(send_fd, calls)
     return run
 
 
@@ -342,9 +342,11 @@ class ContainerRunner:
             preexec = context.preexec(self.group.preexec)
             # the benchmark's own hidden pods are never fault targets: no filter, no round trips
             supervisor = None if self.worker.hidden else self.worker.agent.nodes.syscall_supervisor
-            listener_pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if supervisor else None
+            # only pods a fault may need it for get a filter, naming only those operations
+            filter_calls = supervisor.filter_calls(self.pod) if supervisor else ()
+            listener_pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if filter_calls else None
             if listener_pair is not None:
-                preexec = _with_seccomp_filter(preexec, listener_pair[1].fileno())
+                preexec = _with_seccomp_filter(preexec, listener_pair[1].fileno(), filter_calls)
             try:
                 self.process = await asyncio.create_subprocess_exec(
                     *argv, env=context.env, cwd=context.popen_cwd, stdin=asyncio.subprocess.DEVNULL,
@@ -354,7 +356,7 @@ class ContainerRunner:
                 if listener_pair is not None:
                     listener = seccompfault.receive_listener(listener_pair[0])
                     if listener is not None:
-                        supervisor.add(listener, self.pod["metadata"].get("uid", ""))
+                        supervisor.add(listener, self.pod["metadata"].get("uid", ""), filter_calls)
             except BaseException:
                 os.close(out_r)
                 os.close(err_r)

@@ -1,25 +1,35 @@
 """File syscall faults decided outside the process: a seccomp user-notification supervisor.
 
-The node agent installs, in every container's main process just before it starts, a seccomp
-filter that hands ``fsync`` and ``fdatasync`` to a supervisor (``SECCOMP_RET_USER_NOTIF``) and
-lets every other syscall through untouched. The filter cannot be added to a running process, so
-it is there from the start, dormant: while no fault is armed the supervisor answers "continue"
-and the kernel runs the call as usual (one round trip per fsync). With a fault armed the
-supervisor (``seccompsup.py``, its own process, so the API server's work never delays an fsync)
+The node agent installs, in a container's main process just before it starts, a seccomp filter
+that hands the syscalls of the chosen operations (``fsync``: fsync/fdatasync; ``read``: read,
+pread64, readv, preadv; ``write``: write, pwrite64, writev, pwritev) to a supervisor
+(``SECCOMP_RET_USER_NOTIF``) and lets every other syscall through untouched. The filter cannot be
+added to a running process, so it is there from the start, dormant: while no fault is armed the
+supervisor answers "continue" and the kernel runs the call as usual. With a fault armed the
+supervisor (``seccompsup.py``, its own process, so the API server's work never delays a call)
 fails the pod's calls with the errno at the rate, on files under the given paths: the process
 meets the kernel's own error, static binaries included, and nothing in the pod holds the rule.
 
-It is off unless ``SREGYM_SYSCALL_SUPERVISOR=1`` is in the cluster process's environment: every
-fsync of every app container then waits for the supervisor's answer, which on a loaded host is
-not free (``benchmarks/bench_syscall_faults.py``; measured here under a load average of ~200:
-initdb 10-11 s plain, 17 s under the filter, from its ~1000 fsyncs). Off, ``fsync`` rules run in
-the shim.
+What a dormant filter costs is one round trip per filtered call, and on a loaded host almost all
+of it is the supervisor's wake-up: a plain process waits its turn behind every runnable one
+(``benchmarks/bench_syscall_faults.py``: initdb's ~1000 fsyncs took 17 s instead of 10-11 s at a
+load average of ~200). So (1) the supervisor runs as a real-time (SCHED_FIFO) process where the
+node may do that (root), and is woken ahead of ordinary work; (2) the filter names only the
+operations a fault may need for that pod; (3) only pods that may need it get one (``mode``):
 
-``kubectl exec`` processes are not under the filter (they are not the container's processes).
-The listener of each container goes to the supervisor over a socket pair (SCM_RIGHTS). The node
-agent keeps a copy of each (dropped once the container's processes are gone): if the supervisor
-dies, the filtered calls wait (a listener still open) until the fault hooks' next pass (0.5 s)
-starts it again and hands it every listener, instead of failing with ENOSYS for good.
+* ``problems`` (the default): the targets of installed problems whose faults run through the
+  supervisor (``node/supervision_plan.py``), plus pods matching ``supervise`` records put
+  through the fault hooks before the pods start;
+* ``all`` (``SREGYM_SYSCALL_SUPERVISOR=1``): every app container, for ``fsync``;
+* ``off`` (``SREGYM_SYSCALL_SUPERVISOR=0``).
+
+A rule for a pod without a filter covering the operation runs another way (the fault hooks ask
+:meth:`SupervisorClient.covers`). ``kubectl exec`` processes are not under the filter (they are
+not the container's processes). The listener of each container goes to the supervisor over a
+socket pair (SCM_RIGHTS). The node agent keeps a copy of each (dropped once the container's
+processes are gone): if the supervisor dies, the filtered calls wait (a listener still open)
+until the fault hooks' next pass (0.5 s) starts it again and hands it every listener, instead of
+failing with ENOSYS for good.
 """
 
 from __future__ import annotations
@@ -37,24 +47,31 @@ import socket
 import struct
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 
-#: architecture -> (AUDIT_ARCH, seccomp syscall number, {name: number} of the filtered calls)
+#: architecture -> (AUDIT_ARCH, seccomp syscall number, {name: number} of the calls a filter may name)
 _ARCH = {
-    "x86_64": (0xC000003E, 317, {"fsync": 74, "fdatasync": 75}),
-    "aarch64": (0xC00000B7, 277, {"fsync": 82, "fdatasync": 83}),
+    "x86_64": (0xC000003E, 317, {"fsync": 74, "fdatasync": 75, "read": 0, "pread64": 17, "readv": 19, "preadv": 295,
+                                 "write": 1, "pwrite64": 18, "writev": 20, "pwritev": 296}),
+    "aarch64": (0xC00000B7, 277, {"fsync": 82, "fdatasync": 83, "read": 63, "pread64": 67, "readv": 65, "preadv": 69,
+                                  "write": 64, "pwrite64": 68, "writev": 66, "pwritev": 70}),
 }
 SECCOMP_SET_MODE_FILTER, FILTER_FLAG_NEW_LISTENER = 1, 1 << 3
 RET_ALLOW, RET_USER_NOTIF = 0x7FFF0000, 0x7FC00000
 PR_SET_NO_NEW_PRIVS = 38
 SUPERVISOR = Path(__file__).with_name("seccompsup.py")
-#: the calls a rule may name, and the syscalls each covers
-CALLS = {"fsync": ("fsync", "fdatasync")}
-MECHANISM = "seccomp user notification: a filter installed at container start hands fsync/fdatasync to a supervisor"
+#: the operations a rule may name, and the syscalls each covers
+CALLS = {"fsync": ("fsync", "fdatasync"), "read": ("read", "pread64", "readv", "preadv"),
+         "write": ("write", "pwrite64", "writev", "pwritev")}
+MECHANISM = ("seccomp-supervisor: a filter installed at container start hands the call to a supervisor outside the "
+             "pod (user notification)")
+#: the mechanism's name in sregym_core.mechanisms
+NAME = "seccomp-supervisor"
 
 
 def _stmt(code: int, k: int) -> bytes:
@@ -65,13 +82,25 @@ def _jump(code: int, k: int, jt: int, jf: int) -> bytes:
     return struct.pack("<HBBI", code, jt, jf, k)
 
 
-def filter_program() -> bytes | None:
-    """The classic BPF filter: this architecture's fsync/fdatasync notify, everything else runs."""
+def syscall_numbers(calls: Iterable[str]) -> dict[int, str]:
+    """This architecture's syscall number -> operation, for the operations ``calls``."""
+    spec = _ARCH.get(platform.machine())
+    if spec is None:
+        return {}
+    return {spec[2][name]: call for call in calls for name in CALLS.get(call, ())}
+
+
+def filter_program(calls: Iterable[str] = ("fsync",)) -> bytes | None:
+    """The classic BPF filter: this architecture's syscalls of ``calls`` notify, everything else
+    runs (a handful of comparisons on the syscall number: the cost of a call the filter does not
+    name)."""
     spec = _ARCH.get(platform.machine())
     if spec is None:
         return None
-    audit_arch, _nr, calls = spec
-    numbers = list(calls.values())
+    audit_arch, _nr, _calls = spec
+    numbers = sorted(syscall_numbers(calls))
+    if not numbers:
+        return None
     ld_w_abs, jeq_k, ret_k = 0x20, 0x15, 0x06
     code = [_stmt(ld_w_abs, 4)]  # A = seccomp_data.arch
     code.append(_jump(jeq_k, audit_arch, 0, len(numbers) + 1))  # another ABI: allow
@@ -83,10 +112,11 @@ def filter_program() -> bytes | None:
     return b"".join(code)
 
 
-def install(send_fd: int) -> None:
-    """In a container's forked child, before exec: load the filter and send its listener over
-    ``send_fd``. Failing here must not keep the container from starting: it just has no filter."""
-    program = filter_program()
+def install(send_fd: int, calls: Iterable[str] = ("fsync",)) -> None:
+    """In a container's forked child, before exec: load the filter for ``calls`` and send its
+    listener over ``send_fd``. Failing here must not keep the container from starting: it just has
+    no filter."""
+    program = filter_program(calls)
     spec = _ARCH.get(platform.machine())
     if program is None or spec is None:
         return
@@ -121,15 +151,23 @@ def receive_listener(sock: socket.socket) -> int | None:
 ENABLE_ENV = "SREGYM_SYSCALL_SUPERVISOR"
 
 
+def mode() -> str:
+    """``problems`` (default), ``all`` (``SREGYM_SYSCALL_SUPERVISOR=1``) or ``off`` (``=0``)."""
+    value = os.environ.get(ENABLE_ENV, "").strip().lower()
+    if value in ("1", "all", "true", "yes"):
+        return "all"
+    if value in ("0", "off", "false", "no"):
+        return "off"
+    return "problems"
+
+
 def enabled() -> bool:
-    """Whether the cluster starts its containers under the filter (opt-in: see the docstring)."""
-    return os.environ.get(ENABLE_ENV, "") == "1"
+    return mode() != "off"
 
 
 def unavailable_reason() -> str:
     if not enabled():
-        return (f"off ({ENABLE_ENV}=1 in the cluster's environment turns it on; every container's fsync "
-                "then waits for the supervisor)")
+        return f"off ({ENABLE_ENV}=0 in the cluster's environment)"
     return probe()[1] or "no node agents"
 
 
@@ -147,7 +185,7 @@ def probe() -> tuple[bool, str]:
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         child_fd = child.fileno()
-        subprocess.run(["true"], preexec_fn=lambda: install(child_fd), timeout=30, check=False)
+        subprocess.run(["true"], preexec_fn=lambda: install(child_fd), timeout=30, check=False)  # noqa: PLW1509
         listener = receive_listener(parent)
         if listener is None:
             _PROBED = (False, "the kernel refused a seccomp filter with a user-notification listener")
@@ -163,23 +201,40 @@ def probe() -> tuple[bool, str]:
 
 
 def _supervisor_preexec() -> None:
-    """Dies with the node agent; as root, runs ahead of ordinary work (it only wakes for a filtered
-    call, and every fsync of every pod waits for it: on a loaded host its wake-up is the cost)."""
+    """Dies with the node agent; as root, a real-time process: every filtered call of a pod waits
+    for its answer, and on a loaded host an ordinary process's wake-up is the whole cost. It only
+    runs when woken by a filtered call and does a few system calls per answer (the kernel's
+    real-time throttling still leaves 5 % of each CPU to everything else)."""
     _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.geteuid() == 0:
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, 0, -10)
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        except (OSError, AttributeError):
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, 0, -10)
 
 
 class SupervisorClient:
-    """The node agent's side: starts the supervisor, hands it listeners and rules."""
+    """The node agent's side: starts the supervisor, hands it listeners and rules, and says which
+    operations a starting pod's filter names (``select(pod)``: () for none, no filter)."""
 
-    def __init__(self) -> None:
+    def __init__(self, select: Callable[[dict], Iterable[str]] | None = None) -> None:
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.rules: dict[str, list] = {}
-        #: our copy of every live listener (fd -> pod uid), for a supervisor started again
-        self.listeners: dict[int, str] = {}
+        self.select = select
+        #: our copy of every live listener: fd -> (pod uid, the operations its filter names)
+        self.listeners: dict[int, tuple[str, tuple[str, ...]]] = {}
+
+    def filter_calls(self, pod: dict) -> tuple[str, ...]:
+        """The operations the filter of ``pod``'s containers names (() for no filter)."""
+        calls = ("fsync",) if self.select is None else tuple(c for c in CALLS if c in set(self.select(pod)))
+        return calls if filter_program(calls) is not None else ()
+
+    def covers(self, pod_uid: str, call: str) -> bool:
+        """Whether every live container filter of the pod names ``call`` (and it has one)."""
+        ops = [calls for uid, calls in self.listeners.values() if uid == pod_uid]
+        return bool(ops) and all(call in calls for calls in ops)
 
     def _ensure(self) -> socket.socket:
         if self.proc is not None and self.proc.poll() is None and self.sock is not None:
@@ -189,15 +244,16 @@ class SupervisorClient:
             self.sock.close()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.proc = subprocess.Popen(
+            self.proc = subprocess.Popen(  # noqa: PLW1509 - the preexec only sets the death signal and priority
                 [sys.executable, "-I", str(SUPERVISOR), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_supervisor_preexec)
         finally:
             theirs.close()
         self.sock = ours
+        self._send({"syscalls": {str(nr): call for nr, call in syscall_numbers(CALLS).items()}})
         if self.rules:
             self._send({"rules": self.rules})
-        for fd, uid in list(self.listeners.items()):
+        for fd, (uid, _calls) in list(self.listeners.items()):
             self._send({"add": uid}, [fd])
         return ours
 
@@ -205,9 +261,9 @@ class SupervisorClient:
         sock = self._ensure()
         socket.send_fds(sock, [json.dumps(message).encode()], fds or [])
 
-    def add(self, listener: int, pod_uid: str) -> None:
+    def add(self, listener: int, pod_uid: str, calls: Iterable[str] = ("fsync",)) -> None:
         """Hand a container's listener over (keeping a copy until its processes are gone)."""
-        self.listeners[listener] = pod_uid
+        self.listeners[listener] = (pod_uid, tuple(calls))
         try:
             self._send({"add": pod_uid}, [listener])
         except OSError:
@@ -232,7 +288,8 @@ class SupervisorClient:
                 log.exception("starting the seccomp supervisor again failed")
 
     def set_rules(self, rules: dict[str, list]) -> None:
-        """``{pod uid: [[errno, rate, [path prefixes]], ...]}``; sent only when it changed."""
+        """``{pod uid: [[errno, rate, [path prefixes], [operations]], ...]}`` (no operations: fsync);
+        sent only when it changed."""
         if rules == self.rules:
             return
         self.rules = rules

@@ -4,14 +4,20 @@ Run as ``python seccompsup.py <control fd>`` by the node agent, standard library
 by path, so importing it loads nothing else). The control socket (SOCK_SEQPACKET) carries JSON
 messages from the node agent:
 
+* ``{"syscalls": {"<number>": "<operation>"}}``: what each filtered syscall number is (fsync,
+  read or write), first;
 * ``{"add": "<pod uid>"}`` with one descriptor (SCM_RIGHTS): a container's seccomp listener;
-* ``{"rules": {"<pod uid>": [[errno, rate, [path prefixes]], ...]}}``: the faults now.
+* ``{"rules": {"<pod uid>": [[errno, rate, [path prefixes], [operations]], ...]}}``: the faults now.
 
 For each notification (a filtered syscall of a pod's process, e.g. ``fsync(fd)``) it fails the
-call with the first matching rule's errno at its rate (a rule with prefixes matches when the
-descriptor's path starts with one), otherwise lets the kernel run it unchanged. The decision, the
-rate and the errno stay here, outside every pod. A listener goes away when the last process
-under its filter has exited (POLLHUP).
+call with the first matching rule's errno at its rate (a rule matches the call's operation, and
+with prefixes when the descriptor's path starts with one; read and write rules only ever fail
+calls on files, never on pipes or sockets), otherwise lets the kernel run it unchanged. The
+decision, the rate and the errno stay here, outside every pod. A listener goes away when the last
+process under its filter has exited (POLLHUP).
+
+Answering is the cost every filtered call pays while nothing is armed, so the dormant path does
+the least: receive, one table lookup, send "continue" from a buffer made once.
 """
 
 from __future__ import annotations
@@ -48,14 +54,22 @@ def _under(path: str, prefixes: list[str]) -> bool:
     return any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes)
 
 
+def _is_file(path: str) -> bool:
+    """A path in the file system (not ``pipe:[..]``, ``socket:[..]``, a terminal or /proc)."""
+    return path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/"))
+
+
 class Supervisor:
     def __init__(self, control: socket.socket) -> None:
         self.control = control
         self.listeners: dict[int, str] = {}  # listener fd -> pod uid
         self.rules: dict[str, list] = {}
+        self.syscalls: dict[int, str] = {}
         self.poll = select.poll()
         self.poll.register(control.fileno(), select.POLLIN)
         self.notif = ctypes.create_string_buffer(NOTIF_SIZE)
+        self.notif_addr = ctypes.addressof(self.notif)
+        self.response = ctypes.create_string_buffer(RESP_SIZE)
 
     def control_message(self) -> bool:
         try:
@@ -70,30 +84,46 @@ class Supervisor:
                 self.listeners[fd] = message["add"]
                 self.poll.register(fd, select.POLLIN)
                 _libc.ioctl(fd, IOCTL_SET_FLAGS, ctypes.c_void_p(FD_SYNC_WAKE_UP))
+        if "syscalls" in message:
+            self.syscalls = {int(nr): call for nr, call in message["syscalls"].items()}
         if "rules" in message:
             self.rules = message["rules"]
         return True
 
     def answer(self, listener: int) -> None:
-        ctypes.memset(self.notif, 0, NOTIF_SIZE)
-        if _libc.ioctl(listener, IOCTL_RECV, self.notif) != 0:
+        ctypes.memset(self.notif_addr, 0, NOTIF_SIZE)
+        if _libc.ioctl(listener, IOCTL_RECV, self.notif_addr) != 0:
             return  # the caller died meanwhile (ENOENT)
-        notif_id, pid, _flags, _nr, _arch, _ip = struct.unpack_from("<QIIiIQ", self.notif, 0)
-        args = struct.unpack_from("<6Q", self.notif, 32)
+        notif_id, pid, _flags, nr, _arch, _ip = struct.unpack_from("<QIIiIQ", self.notif, 0)
         error = 0
-        for errno_value, rate, prefixes in self.rules.get(self.listeners.get(listener, ""), ()):
-            if prefixes and not _under(_path(pid, int(args[0])), prefixes):
+        rules = self.rules.get(self.listeners.get(listener, ""))
+        if rules:  # armed for this pod: the dormant path skips all of this
+            error = self._decide(rules, pid, nr, struct.unpack_from("<Q", self.notif, 32)[0])
+            if error:
+                # the path was read from /proc while the call waited: still the same call?
+                ident = ctypes.c_uint64(notif_id)
+                if _libc.ioctl(listener, IOCTL_ID_VALID, ctypes.byref(ident)) != 0:
+                    return
+        struct.pack_into("<QqiI", self.response, 0, notif_id, 0, error, 0 if error else FLAG_CONTINUE)
+        _libc.ioctl(listener, IOCTL_SEND, self.response)
+
+    def _decide(self, rules: list, pid: int, nr: int, fd: int) -> int:
+        """-errno of the first rule matching the call (drawn at its rate), else 0."""
+        call = self.syscalls.get(nr, "fsync")
+        path: str | None = None
+        for rule in rules:
+            errno_value, rate, prefixes = rule[0], rule[1], rule[2]
+            calls = rule[3] if len(rule) > 3 else ["fsync"]
+            if call not in calls:
                 continue
-            if random.random() < rate:
-                error = -int(errno_value)
-            break
-        if error:
-            # the path was read from /proc while the call waited: still the same call?
-            ident = ctypes.c_uint64(notif_id)
-            if _libc.ioctl(listener, IOCTL_ID_VALID, ctypes.byref(ident)) != 0:
-                return
-        response = ctypes.create_string_buffer(struct.pack("<QqiI", notif_id, 0, error, 0 if error else FLAG_CONTINUE))
-        _libc.ioctl(listener, IOCTL_SEND, response)
+            if path is None:
+                path = _path(pid, int(fd) & 0xFFFFFFFF) if (prefixes or call != "fsync") else ""
+            if call != "fsync" and not _is_file(path):
+                continue  # a read or write fault never fails a pipe, a socket or a terminal
+            if prefixes and not _under(path, prefixes):
+                continue
+            return -int(errno_value) if random.random() < rate else 0
+        return 0
 
     def run(self) -> None:
         while True:
