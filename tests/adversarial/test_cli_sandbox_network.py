@@ -24,7 +24,6 @@ import http.server
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -269,3 +268,68 @@ def test_the_cli_sandbox_reaches_the_agent_api_and_the_cluster_but_no_hidden_ser
     control = json.loads(_admin(live, "get", "--raw", f"/api/v1/namespaces/{workload.namespace}/services/"
                                 f"{workload.service}:{workload.port}/proxy{workload.control_path}"))
     assert control.get("rate", 1) != 0, control
+
+
+def test_the_relay_cannot_be_rewired_or_talked_past(listeners):
+    """Variants: replace the relay's sockets (they are mounted read-only), tunnel to an allowed host
+    on another port or to a name that only starts like it, send a plain proxy request for a hidden
+    URL, or dial the relay's Unix socket directly: each gets nowhere but the one allowed endpoint."""
+    allowed, hidden = listeners
+    base = Path(tempfile.mkdtemp(prefix="sregym-net-"))
+    base.chmod(0o755)
+    workdir = base / "work"
+    workdir.mkdir()
+    relay = NetworkRelay(workdir / ".sregym-net", [Endpoint("127.0.0.1", allowed.server_port, "agent API")],
+                         provider_hosts=[f"localhost:{allowed.server_port}"])
+    net = relay.directory
+    script = f"""
+import json, os, socket
+out = {{}}
+for name, action in (("unlink", lambda: os.unlink("{net}/ep-0.sock")),
+                     ("rename", lambda: os.rename("{net}", "{workdir}/moved")),
+                     ("plant", lambda: open("{net}/forwards.json", "w").write("{{}}"))):
+    try:
+        action()
+        out[name] = "done"
+    except OSError as exc:
+        out[name] = "failed: " + type(exc).__name__
+def ask(request):
+    conn = socket.create_connection(("127.0.0.1", {relay.proxy_port}), timeout=5)
+    conn.sendall(request)
+    conn.settimeout(5)
+    data = b""
+    try:
+        while True:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    return data.decode(errors="replace").split("\\r\\n")[0]
+out["other_port"] = ask(b"CONNECT localhost:{hidden.server_port} HTTP/1.1\\r\\n\\r\\n")
+out["lookalike"] = ask(b"CONNECT localhost.evil:{allowed.server_port} HTTP/1.1\\r\\n\\r\\n")
+out["plain_get"] = ask(b"GET http://127.0.0.2:{hidden.server_port}/ HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+unix.connect("{net}/ep-0.sock")
+unix.sendall(b"GET / HTTP/1.0\\r\\nHost: 127.0.0.2\\r\\n\\r\\n")
+unix.settimeout(5)
+out["unix"] = unix.recv(4096).decode(errors="replace").split("\\r\\n\\r\\n")[-1]
+print(json.dumps(out))
+"""
+    try:
+        relay.start()
+        box = Sandbox(workdir=workdir, network="isolated", relay=relay)
+        argv, env = box.wrap(["/usr/bin/python3", "-c", script], {"PATH": "/usr/bin:/bin"})
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=90)
+        spec_after = json.loads(relay.spec.read_text())
+    finally:
+        relay.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all(seen[name].startswith("failed") for name in ("unlink", "rename", "plant")), seen
+    assert spec_after["forwards"][0]["port"] == allowed.server_port
+    for name in ("other_port", "lookalike", "plain_get"):
+        assert seen[name].startswith("HTTP/1.1 403"), seen
+    assert seen["unix"] == "hello from 127.0.0.1"  # the socket leads to its one endpoint, whatever is asked
