@@ -160,6 +160,10 @@ class Environment:
     async def _deploy(self, app: AppSpec) -> DeployedApp:
         started = time.monotonic()
         namespaces = app.all_namespaces
+        if app.workload is not None:
+            # a generator already on the cluster runs as deployed again before the deploy checks it:
+            # a run an agent stopped in an earlier run must not fail this deploy (issue #34)
+            await self._restart_workload(WorkloadClient(app.workload, self.kube, self.cluster))
         if app.deploy is not None:
             # an app's own Deploy (blocking or async) replaces the plain apply
             params = dict(app.params)
@@ -181,7 +185,6 @@ class Environment:
         await wait_ready(self.kube, namespaces, app.deploy_timeout, what=f"app {app.name!r}")
         workload = WorkloadClient(app.workload, self.kube, self.cluster) if app.workload else None
         if workload is not None:
-            await self._restart_workload(workload)  # a run an agent stopped on this cluster does not carry over
             await self._wait_workload_healthy(app, workload)
         volumes = await self._snapshot_volumes(app, namespaces, workload)
         agent_kubeconfig = None

@@ -235,10 +235,10 @@ def test_the_cli_sandbox_reaches_the_agent_api_and_the_cluster_but_no_hidden_ser
     workload = live.app.workload
     generator_ip = _admin(live, "get", "svc", workload.service, "-n", workload.namespace, "-o",
                           "jsonpath={.spec.clusterIP}")
-    dns_ip = _admin(live, "get", "svc", "-n", "kube-system", "-l", "k8s-app=kube-dns", "-o",
-                    "jsonpath={.items[0].spec.clusterIP}")
-    prometheus_ip = _admin(live, "get", "svc", "-A", "--field-selector", "metadata.name=prometheus", "-o",
-                           "jsonpath={.items[0].spec.clusterIP}")
+    dns_ip = _admin(live, "get", "svc", "kube-dns", "-n", "kube-system", "-o",
+                    "jsonpath={.spec.clusterIP}")
+    prometheus_ip = _admin(live, "get", "svc", "prometheus", "-n", "observability", "-o",
+                           "jsonpath={.spec.clusterIP}")
     assert generator_ip.startswith("127.") and dns_ip.startswith("127.") and prometheus_ip.startswith("127.")
     hidden_name = f"{workload.service}.{workload.namespace}.svc.cluster.local"
     base = Path(tempfile.mkdtemp(prefix="sregym-netprobe-"))

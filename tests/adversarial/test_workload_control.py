@@ -168,8 +168,8 @@ def test_prometheus_has_no_lifecycle_api(hotel):
     import httpx
 
     live = hotel
-    ip = _admin(live, "get", "svc", "-A", "--field-selector", "metadata.name=prometheus", "-o",
-                "jsonpath={.items[0].spec.clusterIP}")
+    ip = _admin(live, "get", "svc", "prometheus", "-n", "observability", "-o",
+                "jsonpath={.spec.clusterIP}")
     base = f"http://{ip}:9090"
     flags = httpx.get(f"{base}/api/v1/status/flags", timeout=10, trust_env=False).json()["data"]
     assert flags.get("web.enable-lifecycle") == "false", flags
