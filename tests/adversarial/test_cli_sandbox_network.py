@@ -314,7 +314,13 @@ unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 unix.connect("{net}/ep-0.sock")
 unix.sendall(b"GET / HTTP/1.0\\r\\nHost: 127.0.0.2\\r\\n\\r\\n")
 unix.settimeout(5)
-out["unix"] = unix.recv(4096).decode(errors="replace").split("\\r\\n\\r\\n")[-1]
+reply = b""
+while True:
+    chunk = unix.recv(4096)
+    if not chunk:
+        break
+    reply += chunk
+out["unix"] = reply.decode(errors="replace").split("\\r\\n\\r\\n")[-1]
 print(json.dumps(out))
 """
     try:
@@ -333,3 +339,28 @@ print(json.dumps(out))
     for name in ("other_port", "lookalike", "plain_get"):
         assert seen[name].startswith("HTTP/1.1 403"), seen
     assert seen["unix"] == "hello from 127.0.0.1"  # the socket leads to its one endpoint, whatever is asked
+
+
+def test_a_deep_work_directory_gets_a_short_relay_directory(listeners):
+    """A Unix socket path holds at most 107 bytes; results directories can be deeper than that."""
+    allowed, _hidden = listeners
+    base = Path(tempfile.mkdtemp(prefix="sregym-net-"))
+    base.chmod(0o755)
+    workdir = base / ("deep-" * 20) / "results" / ".work" / "0123456789ab" / "agent" / "claude-code"
+    workdir.mkdir(parents=True)
+    for parent in workdir.relative_to(base).parents:
+        (base / parent).chmod(0o755)
+    relay = NetworkRelay(workdir / ".sregym-net", [Endpoint("127.0.0.1", allowed.server_port, "agent API")])
+    try:
+        relay.start()
+        assert len(str(relay.directory / "ep-0.sock")) < 100 and relay.directory.exists()
+        box = Sandbox(workdir=workdir, network="isolated", relay=relay)
+        argv, env = box.wrap(["/usr/bin/python3", "-c", "import urllib.request; print(urllib.request.urlopen("
+                              f"'http://127.0.0.1:{allowed.server_port}/', timeout=5).read().decode())"],
+                             {"PATH": "/usr/bin:/bin"})
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        relay.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    assert done.stdout.strip() == "hello from 127.0.0.1", done.stderr[-2000:]
+    assert not relay.directory.exists()  # its own temporary directory goes with it

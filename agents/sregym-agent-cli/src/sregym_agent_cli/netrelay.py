@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import os
 import selectors
 import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -40,6 +42,8 @@ PROXY_PORT = 3128
 #: the longest CONNECT request head read before the tunnel is refused
 MAX_HEAD = 8192
 CONNECT_TIMEOUT_S = 15.0
+#: the longest socket path used in place (sun_path holds 108 bytes with its terminating NUL)
+MAX_SOCKET_PATH = 100
 
 
 @attrs.frozen
@@ -113,6 +117,7 @@ class NetworkRelay:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._owned = False  # the directory is a temporary one of the relay's (removed by stop)
 
     @property
     def script(self) -> Path:
@@ -134,6 +139,10 @@ class NetworkRelay:
                 "no_proxy": "127.0.0.1,localhost"}
 
     def start(self) -> NetworkRelay:
+        if len(os.fsencode(self.directory / "proxy-000.sock")) > MAX_SOCKET_PATH:
+            # a Unix socket's path is at most 107 bytes: deep work directories get a short one of their own
+            self.directory = Path(tempfile.mkdtemp(prefix="sregym-net-"))
+            self._owned = True
         self.directory.mkdir(parents=True, exist_ok=True)
         self.directory.chmod(0o755)
         shutil.copyfile(Path(__file__).with_name("forwarder.py"), self.script)
@@ -174,6 +183,8 @@ class NetworkRelay:
                 with contextlib.suppress(OSError):
                     conn.close()
             self._open.clear()
+        if self._owned:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> NetworkRelay:
         return self.start()
