@@ -63,6 +63,7 @@ from typing import Any
 from aiohttp import web
 
 from ..node import bpffault, seccompfault
+from . import admin_fuse
 from ..node import mechanisms as node_mechanisms
 from ..node.faultshim import RulesChannel, build_fault_shim
 from .errors import ApiError
@@ -71,8 +72,8 @@ log = logging.getLogger(__name__)
 
 CALLS = ("read", "write", "fsync", "open", "connect", "socket", "clock")
 #: the names of sregym_core.mechanisms a rule can run by here, strongest first
-BPF_CGROUP, SECCOMP, SHIM = "bpf-cgroup", "seccomp-supervisor", "ld-preload-shim"
-DEFAULT_ORDER = ("bpf-lsm", "bpf-fmod-ret", BPF_CGROUP, SECCOMP, SHIM)
+BPF_CGROUP, SECCOMP, SHIM, FUSE = "bpf-cgroup", "seccomp-supervisor", "ld-preload-shim", admin_fuse.NAME
+DEFAULT_ORDER = ("bpf-lsm", "bpf-fmod-ret", BPF_CGROUP, SECCOMP, FUSE, SHIM)
 #: the names records used before the shared vocabulary
 ALIASES = {"cgroup-bpf": BPF_CGROUP, "seccomp": SECCOMP, "ld-preload": SHIM}
 MAX_OFFSET_MS = 10 * 365 * 86400 * 1000
@@ -170,6 +171,7 @@ class FaultHooks:
             self.nodes.syscall_supervisor = self.seccomp
             if not all_pods:
                 self._load_plan()
+        admin_fuse.install(self)  # the FUSE layer over pod volumes (node/fuselayer.py)
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="fault-hooks")
 
     def pod_starting(self, pod: dict) -> None:
@@ -202,6 +204,7 @@ class FaultHooks:
                 self.nodes.syscall_supervisor = None
             self.seccomp.close()
             self.seccomp = None
+        admin_fuse.stop(self)
 
     # ------------------------------------------------------------ seccomp filters: which pods, which calls
 
@@ -264,8 +267,9 @@ class FaultHooks:
 
     def mechanisms(self) -> dict[str, dict]:
         """What this cluster's nodes accept (sregym_core.mechanisms vocabulary), with reasons."""
-        return node_mechanisms.node_mechanisms(guard=getattr(self.nodes, "net_guard", None) is not None,
-                                               shim=self.shim_path is not None, supervisor=self.seccomp is not None)
+        return {**node_mechanisms.node_mechanisms(guard=getattr(self.nodes, "net_guard", None) is not None,
+                                                  shim=self.shim_path is not None, supervisor=self.seccomp is not None),
+                FUSE: admin_fuse.summary(self)}
 
     def bpf_available(self) -> tuple[bool, str]:
         """Whether connect faults can run as cgroup BPF programs here, and why not."""
@@ -424,6 +428,7 @@ class FaultHooks:
             return
         self._bpf_render()
         self._seccomp_render()
+        admin_fuse.render(self)
         if self.shim_path is None:
             return
         lines: dict[str, list[tuple[list[str], str]]] = {node: [] for node in self.nodes.agents}
@@ -590,6 +595,8 @@ class FaultHooks:
                 return (f"pods {', '.join(sorted(uncovered)[:3])} did not start under a filter naming {calls[0]} "
                         "(PUT /sregym/faults/supervise before they start)")
             return None
+        if name == FUSE:
+            return admin_fuse.fits(self, record, body)
         if name == SHIM:
             if "socket" in calls:
                 return "the shim does not run socket"
@@ -631,6 +638,8 @@ class FaultHooks:
             # the rule reaches the target pods whose filter names the call
             described["active"] = described["active"] and self.seccomp is not None and any(
                 self.seccomp.covers(p["metadata"].get("uid", ""), record["calls"][0]) for p in self._target_pods(record))
+        if record["mechanism"] == FUSE:
+            admin_fuse.describe(self, record, described)
         if record["mechanism"] == BPF_CGROUP:
             call = record["calls"][0]
             described["mechanism_detail"] = bpffault.MECHANISM[call]

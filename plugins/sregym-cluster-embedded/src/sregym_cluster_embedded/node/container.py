@@ -24,7 +24,7 @@ import psutil
 from sregym_core.errors import SregymError
 from sregym_core.quantity import cpu_millis, memory_bytes
 
-from . import isolation, mountns, seccompfault
+from . import fuselayer, isolation, mountns, seccompfault
 from .cgroups import Group, Limits, free_key
 from .envs import container_env
 from .errors import ContainerConfigError
@@ -340,6 +340,10 @@ class ContainerRunner:
             err_r, err_w = os.pipe()
             channel = self._fault_channel(argv, context)
             preexec = context.preexec(self.group.preexec)
+            # volumes under a FUSE layer (node/fuselayer.py): mounted in the child, served outside the pod
+            layers = fuselayer.plan_for(self.worker, self.pod, self.spec, context)
+            if layers:
+                preexec = fuselayer.with_layers(preexec, layers)
             # the benchmark's own hidden pods are never fault targets: no filter, no round trips
             supervisor = None if self.worker.hidden else self.worker.agent.nodes.syscall_supervisor
             # only pods a fault may need it for get a filter, naming only those operations
@@ -353,6 +357,7 @@ class ContainerRunner:
                     stdout=out_w, stderr=err_w, start_new_session=True,
                     pass_fds=(channel,) if channel is not None else (),
                     preexec_fn=preexec, user=user, group=group)
+                fuselayer.hand_over(self.worker, self.pod, layers)
                 if listener_pair is not None:
                     listener = seccompfault.receive_listener(listener_pair[0])
                     if listener is not None:
@@ -368,6 +373,7 @@ class ContainerRunner:
                     os.close(channel)
                 for end in listener_pair or ():
                     end.close()
+                fuselayer.discard(layers)
         except (OSError, subprocess.SubprocessError) as exc:
             writer.close()
             self.group.destroy()

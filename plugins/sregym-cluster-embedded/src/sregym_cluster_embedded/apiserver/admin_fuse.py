@@ -1,0 +1,164 @@
+"""Fault records run by the FUSE layer (``mechanism: fuse-badblocks``, see ``node/fuselayer.py``).
+
+A shim record run by ``fuse-badblocks`` (``calls: [read]``, ``volumes``, ``mode`` badblocks or
+random) is not rendered into the pods' shim channels: its pods' layers (the FUSE mounts over their
+volumes) get it from the layer server instead. These helpers keep that apart from the shim's
+code in ``admin_faults.py``, which calls them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..node import fuselayer
+from .errors import ApiError
+
+NAME = "fuse-badblocks"
+
+
+def install(hooks: Any) -> None:
+    """Start offering the layer (its mounts are made per container, isolated pods only)."""
+    hooks.fuse = None
+    if hooks.nodes is None or not fuselayer.probe()[0]:
+        return
+    hooks.fuse = fuselayer.FuseLayers(wanted=lambda pod, host: wanted(hooks, pod, host))
+    hooks.nodes.fuse_layers = hooks.fuse
+
+
+def stop(hooks: Any) -> None:
+    fuse = getattr(hooks, "fuse", None)
+    if fuse is None:
+        return
+    if hooks.nodes is not None and getattr(hooks.nodes, "fuse_layers", None) is fuse:
+        hooks.nodes.fuse_layers = None
+    fuse.close()
+    hooks.fuse = None
+
+
+def unavailable_reason(hooks: Any) -> str:
+    available, reason = fuselayer.probe()
+    if not available:
+        return reason
+    if hooks.nodes is None:
+        return "no node agents"
+    if getattr(hooks.nodes, "isolation", None) is None and getattr(hooks.nodes, "isolation_warning", ""):
+        return "pods are not isolated here (no mount namespace of their own to mount the layer in)"
+    return ""
+
+
+def _usable(hooks: Any) -> bool:
+    return getattr(hooks, "fuse", None) is not None and not unavailable_reason(hooks)
+
+
+def fits(hooks: Any, record: dict, body: dict) -> str | None:
+    """Why the layer cannot run this rule here (None: it can). It runs reads of volumes; it
+    reaches the target pods whose containers started with a layer over the volume, or, when the
+    caller restarts them right after (``fuse_install: true``), the ones that start from now on."""
+    if record["calls"] != ["read"] or not record["volumes"] or body.get("delay_us"):
+        return "runs calls [read] on volumes only, without delay_us"
+    if not _usable(hooks):
+        return unavailable_reason(hooks) or "unavailable"
+    if body.get("fuse_install") is True or fuselayer.mode() == "all":
+        return None
+    pods = hooks._target_pods(record)
+    if not pods:
+        return "no target pod is running now"
+    described: dict = {}
+    describe(hooks, record, described)
+    if not described["layered"]:
+        return ("the target pods started without the layer over this volume (SREGYM_FUSE_LAYER=all, or "
+                "fuse_install: true and a restart of the pods)")
+    return None
+
+
+def _records(hooks: Any) -> list[dict]:
+    return [r for r in hooks.shim.values() if r["mechanism"] == NAME]
+
+
+def _roots(hooks: Any, pvs: list[str]) -> list[str]:
+    return [root for pv in pvs if (root := _pv_root(hooks, pv))]
+
+
+def _pod_volumes(hooks: Any, pod: dict) -> list[str]:
+    """The PersistentVolumes a pod's claims are bound to."""
+    namespace = pod["metadata"].get("namespace")
+    out = []
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        pvc = hooks._get("persistentvolumeclaims", claim, namespace) if claim else None
+        name = ((pvc or {}).get("spec") or {}).get("volumeName")
+        if name:
+            out.append(name)
+    return out
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def wanted(hooks: Any, pod: dict, host: str) -> bool:
+    """Whether a container of ``pod`` gets a layer over its volume at ``host``: one of the pod's
+    PersistentVolumes, in mode ``all`` always, else while a fuse record names that volume."""
+    mode = fuselayer.mode()
+    if mode == "off":
+        return False
+    pvs = _pod_volumes(hooks, pod)
+    for pv in pvs:
+        root = _pv_root(hooks, pv)
+        if root and _under(host, root):
+            return mode == "all" or any(pv in r["pvs"] for r in _records(hooks))
+    return False
+
+
+def _pv_root(hooks: Any, pv: str) -> str | None:
+    obj = hooks._get("persistentvolumes", pv)
+    path = ((obj or {}).get("spec") or {}).get("hostPath", {}).get("path")
+    return os.path.realpath(path) if path else None
+
+
+def _rule(record: dict, prefixes: list[str]) -> dict:
+    rule = {"errno": record["errno"], "mode": record["mode"], "rate": record["rate"], "frac": record["frac"],
+            "block": record["block"], "seed": record["seed"], "prefixes": prefixes}
+    if record.get("files"):
+        rule["files"] = record["files"]
+    return rule
+
+
+def render(hooks: Any) -> None:
+    """The layer server's rules: per target pod, each fuse record's map (only the server holds it)."""
+    fuse = getattr(hooks, "fuse", None)
+    if fuse is None:
+        return
+    rules: dict[str, list] = {}
+    for record in _records(hooks):
+        prefixes = hooks._prefixes(record)
+        if (record["paths"] or (record["pvs"] and record["whole_volume"])) and not prefixes:
+            continue  # its volume is gone
+        for pod in hooks._target_pods(record):
+            rules.setdefault(pod["metadata"].get("uid", ""), []).append(_rule(record, prefixes))
+    present = {p["metadata"].get("uid", "") for p in hooks.client.list_nocopy("pods")}
+    fuse.set_rules(rules, present)
+
+
+def describe(hooks: Any, record: dict, described: dict) -> None:
+    """``layered``: the target pods whose containers have the layer over the record's volume
+    (the ones meeting it); the record is active while there is one."""
+    fuse = getattr(hooks, "fuse", None)
+    roots = _roots(hooks, record["pvs"])
+    layered = []
+    for pod in hooks._target_pods(record):
+        hosts = fuse.layered.get(pod["metadata"].get("uid", ""), ()) if fuse is not None else ()
+        if any(_under(host, root) or _under(root, host) for host in hosts for root in roots):
+            layered.append(pod["metadata"]["name"])
+    described["mechanism_detail"] = fuselayer.MECHANISM
+    described["layered"] = sorted(layered)
+    described["active"] = bool(layered)
+
+
+def summary(hooks: Any) -> dict:
+    available = _usable(hooks)
+    reason = "" if available else unavailable_reason(hooks) or "unavailable"
+    return {"available": available, **({"reason": reason} if reason else {}), "operations": ["read"],
+            "layer": fuselayer.mode(), "reaches": "pods started with the layer over their PersistentVolumes: " + (
+                "every app pod" if fuselayer.mode() == "all" else "the target pods of fuse-badblocks records")}

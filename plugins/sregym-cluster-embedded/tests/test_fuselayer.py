@@ -1,0 +1,282 @@
+"""The FUSE layer (node/fusesrv.py, node/fuselayer.py): its protocol answers, request by request,
+and, where this machine allows (root, /dev/fuse), the real kernel mount served by the real server
+process, as a container start sets it up: bad blocks fail with EIO, the rest reads, disarming
+restores it, and the mount's options name no fault."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import stat
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sregym_cluster_embedded.node import fuselayer, fusesrv as fs
+
+UNIQUE = 77
+
+
+def request(op: int, nodeid: int, body: bytes = b"", uid: int = 0, gid: int = 0) -> bytes:
+    return fs.IN_HEADER.pack(fs.IN_HEADER.size + len(body), op, UNIQUE, nodeid, uid, gid, 4242, 0, 0) + body
+
+
+def reply(data: bytes | None) -> tuple[int, bytes]:
+    assert data is not None
+    length, error, unique = fs.OUT_HEADER.unpack_from(data)
+    assert length == len(data) and unique == UNIQUE
+    return error, data[fs.OUT_HEADER.size:]
+
+
+def lookup(layer: fs.Layer, parent: int, name: bytes) -> tuple[int, tuple]:
+    error, payload = reply(layer.handle(request(fs.LOOKUP, parent, name + b"\0")))
+    if error:
+        return error, ()
+    nodeid = fs.ENTRY_HEAD.unpack_from(payload)[0]
+    return nodeid, fs.ATTR.unpack_from(payload, fs.ENTRY_HEAD.size)
+
+
+def open_file(layer: fs.Layer, nodeid: int, flags: int = os.O_RDONLY) -> int:
+    error, payload = reply(layer.handle(request(fs.OPEN, nodeid, fs.OPEN_IN.pack(flags, 0))))
+    assert error == 0, os.strerror(-error)
+    return fs.OPEN_OUT.unpack_from(payload)[0]
+
+
+def read(layer: fs.Layer, fh: int, offset: int, size: int) -> tuple[int, bytes]:
+    return reply(layer.handle(request(fs.READ, 2, fs.READ_IN.pack(fh, offset, size, 0, 0, 0, 0))))
+
+
+@pytest.fixture
+def volume(tmp_path: Path):
+    root = tmp_path / "volume"
+    (root / "base").mkdir(parents=True)
+    (root / "base" / "table").write_bytes(bytes(range(256)) * 32 * 64)  # 64 blocks of 8 KiB
+    layer = fs.Layer(None, str(root), "uid-1")
+    yield root, layer
+    layer.close()
+
+
+def test_init_negotiates_our_minor_and_only_flags_the_kernel_offers(volume):
+    _root, layer = volume
+    body = fs.INIT_IN.pack(7, 41, 131072, fs.ASYNC_READ | fs.BIG_WRITES | (1 << 16)) + b"\0" * 48
+    error, payload = reply(layer.handle(request(fs.INIT, 0, body)))
+    major, minor, readahead, flags, *_rest = fs.INIT_OUT.unpack_from(payload)
+    assert (error, major, minor, readahead) == (0, 7, 31, 131072)
+    assert flags == fs.ASYNC_READ | fs.BIG_WRITES  # no writeback cache: every write reaches the disk
+    assert len(payload) == fs.INIT_OUT.size == 64
+
+
+def test_lookup_getattr_and_read_pass_through(volume):
+    root, layer = volume
+    base, attr = lookup(layer, fs.ROOT_ID, b"base")
+    table, attr = lookup(layer, base, b"table")
+    st = (root / "base" / "table").stat()
+    assert attr[0] == st.st_ino and attr[1] == st.st_size and stat.S_ISREG(attr[9])
+    assert lookup(layer, base, b"missing")[0] == -errno.ENOENT
+    assert lookup(layer, base, b"..")[0] == -errno.EINVAL  # names are single components
+    fh = open_file(layer, table)
+    error, data = read(layer, fh, 8192, 100)
+    assert error == 0 and data == (root / "base" / "table").read_bytes()[8192:8292]
+    error, payload = reply(layer.handle(request(fs.GETATTR, table, fs.GETATTR_IN.pack(0, 0, 0))))
+    assert error == 0 and fs.ATTR.unpack_from(payload, fs.ATTR_HEAD.size)[1] == st.st_size
+
+
+def test_badblocks_rule_fails_exactly_the_mapped_blocks_and_disarms(volume):
+    root, layer = volume
+    table, _ = lookup(layer, lookup(layer, fs.ROOT_ID, b"base")[0], b"table")
+    fh = open_file(layer, table)
+    inode = (root / "base" / "table").stat().st_ino
+    layer.rules = [fs.Rule({"mode": "badblocks", "frac": 0.2, "block": 8192, "seed": 5, "errno": errno.EIO,
+                            "prefixes": [str(root)]})]
+    failed = [b for b in range(64) if read(layer, fh, b * 8192, 8192)[0] == -errno.EIO]
+    assert failed == [b for b in range(64) if fs.block_is_bad(inode, b, 5, 0.2)] and 0 < len(failed) < 64
+    # a read spanning a bad block fails whole, one inside a good block reads
+    bad = next(b for b in failed if b > 0 and b - 1 not in failed)
+    assert read(layer, fh, bad * 8192 - 10, 20)[0] == -errno.EIO  # last 10 bytes of a good block, first 10 of a bad one
+    assert read(layer, fh, bad * 8192 - 10, 10)[0] == 0
+    good = next(b for b in range(64) if b not in failed)
+    assert read(layer, fh, good * 8192 + 100, 4096)[0] == 0
+    layer.rules = []
+    assert all(read(layer, fh, b * 8192, 8192)[0] == 0 for b in failed)
+
+
+def test_ranges_random_and_prefix_scoping(volume):
+    root, layer = volume
+    table, _ = lookup(layer, lookup(layer, fs.ROOT_ID, b"base")[0], b"table")
+    fh = open_file(layer, table)
+    host = str(root / "base" / "table")
+    layer.rules = [fs.Rule({"mode": "ranges", "block": 8192, "errno": errno.ENODATA, "files": {host: [[3, 4]]}})]
+    assert [b for b in range(8) if read(layer, fh, b * 8192, 8192)[0]] == [3, 4]
+    assert read(layer, fh, 3 * 8192, 8192)[0] == -errno.ENODATA
+    layer.rules = [fs.Rule({"mode": "random", "rate": 1.0, "errno": errno.EIO, "prefixes": [str(root / "other")]})]
+    assert read(layer, fh, 0, 8192)[0] == 0  # another directory's rule
+    layer.rules = [fs.Rule({"mode": "random", "rate": 1.0, "errno": errno.EIO, "prefixes": [str(root / "base")]})]
+    assert read(layer, fh, 0, 8192)[0] == -errno.EIO
+    layer.rules = [fs.Rule({"mode": "random", "rate": 0.0, "errno": errno.EIO})]
+    assert read(layer, fh, 0, 8192)[0] == 0
+
+
+def test_create_write_belongs_to_the_caller_and_rename_moves_nodes(volume):
+    root, layer = volume
+    base, _ = lookup(layer, fs.ROOT_ID, b"base")
+    body = fs.MKDIR_IN.pack(0o750, 0) + b"wal\0"
+    error, payload = reply(layer.handle(request(fs.MKDIR, base, body, uid=1234, gid=4321)))
+    assert error == 0
+    wal = fs.ENTRY_HEAD.unpack_from(payload)[0]
+    body = fs.CREATE_IN.pack(os.O_RDWR | os.O_CREAT, 0o600, 0, 0) + b"seg\0"
+    error, payload = reply(layer.handle(request(fs.CREATE, wal, body, uid=1234, gid=4321)))
+    assert error == 0
+    seg = fs.ENTRY_HEAD.unpack_from(payload)[0]
+    fh = fs.OPEN_OUT.unpack_from(payload, fs.ENTRY_HEAD.size + fs.ATTR.size)[0]
+    error, payload = reply(layer.handle(request(fs.WRITE, seg, fs.WRITE_IN.pack(fh, 0, 5, 0, 0, 0, 0) + b"hello")))
+    assert error == 0 and fs.WRITE_OUT.unpack_from(payload)[0] == 5
+    st = (root / "base" / "wal" / "seg").stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (1234, 4321, 0o600)
+    assert (root / "base" / "wal").stat().st_uid == 1234
+    # rename the directory: the file's node follows it
+    body = fs.RENAME2_IN.pack(fs.ROOT_ID, 0, 0) + b"wal\0pg_wal\0"
+    assert reply(layer.handle(request(fs.RENAME2, base, body)))[0] == 0
+    assert layer.nodes[seg][0] == b"pg_wal/seg"
+    error, payload = reply(layer.handle(request(fs.GETATTR, seg, fs.GETATTR_IN.pack(0, 0, 0))))
+    assert error == 0 and fs.ATTR.unpack_from(payload, fs.ATTR_HEAD.size)[1] == 5
+    body = fs.RENAME2_IN.pack(fs.ROOT_ID, fs.RENAME_NOREPLACE, 0) + b"table\0pg_wal\0"
+    assert reply(layer.handle(request(fs.RENAME2, base, body)))[0] == -errno.EEXIST
+    # truncate through SETATTR, then forget the node
+    setattr_body = fs.SETATTR_IN.pack(fs.FATTR_SIZE | fs.FATTR_MODE, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0o640, 0, 0, 0, 0)
+    error, payload = reply(layer.handle(request(fs.SETATTR, seg, setattr_body)))
+    assert error == 0 and (root / "pg_wal" / "seg").read_bytes() == b"he"
+    assert stat.S_IMODE((root / "pg_wal" / "seg").stat().st_mode) == 0o640
+    assert layer.handle(request(fs.FORGET, seg, fs.FORGET_IN.pack(1))) is None
+    assert seg not in layer.nodes
+
+
+def test_readdir_lists_entries_with_resumable_offsets(volume):
+    root, layer = volume
+    for name in ("a", "b", "c"):
+        (root / name).write_text(name)
+    error, payload = reply(layer.handle(request(fs.OPENDIR, fs.ROOT_ID, fs.OPEN_IN.pack(0, 0))))
+    fh = fs.OPEN_OUT.unpack_from(payload)[0]
+    names, offset = [], 0
+    while True:
+        error, data = reply(layer.handle(request(fs.READDIR, fs.ROOT_ID, fs.READ_IN.pack(fh, offset, 40, 0, 0, 0, 0))))
+        assert error == 0
+        if not data:
+            break
+        pos = 0
+        while pos < len(data):
+            _ino, offset, namelen, _kind = fs.DIRENT.unpack_from(data, pos)
+            names.append(data[pos + fs.DIRENT.size:pos + fs.DIRENT.size + namelen].decode())
+            pos += (fs.DIRENT.size + namelen + 7) // 8 * 8
+    assert sorted(names) == [".", "..", "a", "b", "base", "c"]
+    assert reply(layer.handle(request(fs.RELEASEDIR, fs.ROOT_ID, fs.FH_IN.pack(fh) + b"\0" * 16)))[0] == 0
+
+
+def test_symlinks_are_never_followed_out_of_the_volume(volume, tmp_path: Path):
+    root, layer = volume
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "key").write_text("host-only")
+    (root / "escape").symlink_to(secret)
+    (root / "file-link").symlink_to(secret / "key")
+    link, attr = lookup(layer, fs.ROOT_ID, b"file-link")
+    assert stat.S_ISLNK(attr[9])
+    error, _ = reply(layer.handle(request(fs.OPEN, link, fs.OPEN_IN.pack(os.O_RDONLY, 0))))
+    assert error == -errno.ELOOP
+    escape, _ = lookup(layer, fs.ROOT_ID, b"escape")
+    assert lookup(layer, escape, b"key")[0] in (-errno.ENOTDIR, -errno.ELOOP)
+    # a chown of the link changes the link, never its target
+    body = fs.SETATTR_IN.pack(fs.FATTR_UID, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 999, 0, 0)
+    assert reply(layer.handle(request(fs.SETATTR, link, body)))[0] == 0
+    assert (secret / "key").stat().st_uid == os.getuid() and os.lstat(root / "file-link").st_uid == 999
+
+
+def test_unknown_and_no_reply_opcodes(volume):
+    _root, layer = volume
+    assert reply(layer.handle(request(fs.GETXATTR, fs.ROOT_ID, b"\0" * 8 + b"user.x\0")))[0] == -errno.ENOSYS
+    assert layer.handle(request(fs.INTERRUPT, 0, struct.pack("<Q", 5))) is None
+    assert reply(layer.handle(request(fs.READ, 2, fs.READ_IN.pack(999, 0, 10, 0, 0, 0, 0))))[0] == -errno.EBADF
+
+
+def test_mount_options_name_no_fault():
+    assert fuselayer.mount_options(7) == "fd=7,rootmode=40000,user_id=0,group_id=0,allow_other,default_permissions"
+
+
+# ---------------------------------------------------------------------------- the real kernel
+
+READER = r"""
+import os, sys
+path = sys.argv[1]
+for line in sys.stdin:  # one pass per line: the block numbers that fail
+    fd = os.open(path, os.O_RDONLY)
+    bad = []
+    for b in range(64):
+        try:
+            os.pread(fd, 8192, b * 8192)
+        except OSError as e:
+            bad.append((b, e.errno))
+    os.close(fd)
+    print(repr(bad), flush=True)
+mounts = [l for l in open("/proc/self/mountinfo") if " fuse " in l]
+print(repr(mounts), flush=True)
+"""
+
+
+def _kernel_fuse() -> str:
+    ok, reason = fuselayer.probe()
+    return "" if ok else reason
+
+
+@pytest.mark.skipif(bool(_kernel_fuse()), reason=_kernel_fuse() or "ok")
+def test_real_mount_in_a_private_namespace_served_by_the_server_process(tmp_path: Path):
+    libc = ctypes.CDLL(None, use_errno=True)
+    volume = tmp_path / "vol"
+    volume.mkdir()
+    data = volume / "table"
+    data.write_bytes(os.urandom(8192 * 64))
+    target = tmp_path / "mnt"
+    target.mkdir()
+    layers = fuselayer.FuseLayers(wanted=lambda pod, host: host == str(volume.resolve()))
+    planned = layers.plan({}, {str(target): str(volume), "/other": str(tmp_path)}, set())
+    assert [(p, h) for _fd, p, h, _ro in planned] == [(str(target), str(volume.resolve()))]
+
+    def enter() -> None:  # what a container's own namespace is to the layer
+        if libc.unshare(0x00020000) != 0:
+            raise OSError(ctypes.get_errno(), "unshare")
+        libc.mount(None, b"/", None, (1 << 14) | (1 << 18), None)
+
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(target / "table")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, preexec_fn=fuselayer.with_layers(enter, planned))
+    try:
+        layers.started("pod-uid", planned)
+        reader.stdin.write("dormant\n")
+        reader.stdin.flush()
+        assert reader.stdout.readline().strip() == "[]"  # dormant: a passthrough
+        expected = [b for b in range(64) if fs.block_is_bad(data.stat().st_ino, b, 3, 0.1)]
+        layers.set_rules({"pod-uid": [{"mode": "badblocks", "frac": 0.1, "block": 8192, "seed": 3, "errno": 5,
+                                       "prefixes": [str(volume.resolve())]}]})
+        reader.stdin.write("armed\n")
+        reader.stdin.flush()
+        got = eval(reader.stdout.readline())  # noqa: S307 - our own reader's repr of a list
+        assert got == [(b, errno.EIO) for b in expected] and expected
+        assert data.read_bytes()  # outside the namespace the same file reads whole
+        layers.set_rules({})
+        reader.stdin.write("disarmed\n")
+        reader.stdin.flush()
+        assert reader.stdout.readline().strip() == "[]"
+        reader.stdin.close()
+        mounts = eval(reader.stdout.readline())  # noqa: S307
+        assert len(mounts) == 1 and " - fuse sregym-volume " in mounts[0]
+        options = mounts[0].rsplit(" ", 1)[-1]
+        assert "seed" not in options and "frac" not in options and "table" not in options, options
+        assert reader.wait(30) == 0
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.wait(10)
+        layers.close()
+    assert json.dumps(layers.layered) == "{}"
