@@ -184,3 +184,31 @@ class _Attempt:
     @property
     def stage(self) -> str:
         return self.desk.stage
+
+
+def test_the_window_counts_from_the_end_of_grading_not_from_the_submission():
+    """A grading slower than the window (a judge under load): a copy arriving soon after it ended is
+    still a duplicate, although it came long after the original was sent."""
+    graded: list = []
+
+    async def slow_judge(text):
+        await asyncio.sleep(1.0)
+        graded.append(("diagnosis", text))
+
+    async def oracle(text):
+        graded.append(("mitigation", text))
+
+    async def main():
+        desk = StageDesk({"diagnosis": slow_judge, "mitigation": oracle}, busy_poll_s=0.01, duplicate_window_s=0.5)
+        desk.open()
+        sent = time.monotonic()
+        await desk.submit(ANSWER)
+        await desk.wait_graded()
+        await asyncio.sleep(0.2)
+        copy = await desk.submit(ANSWER)
+        return copy, time.monotonic() - sent, desk.stage
+
+    (code, body), since_sent, stage = asyncio.run(main())
+    assert since_sent > 1.0  # twice the window after the original
+    assert code == 200 and body["status"] == "duplicate" and stage == "mitigation"
+    assert graded == [("diagnosis", ANSWER)]
