@@ -79,6 +79,10 @@ class TemplateFault:
     ``truth`` is the fault's ground-truth function (see :func:`truth_factory`).
     """
 
+    #: the contract kit's reason to accept a reference fix that runs recover: recover here is the
+    #: targeted change an SRE makes, never a restore of a saved whole object
+    recover_is_the_fix = "recover patches back exactly the injected fields of the live object (a targeted kubectl patch)"
+
     def __init__(self, mutate: Mutation, *, truth: Callable[..., GroundTruth], restart_after: bool = False) -> None:
         self.mutate = mutate
         self.truth = truth

@@ -16,8 +16,12 @@ contract (on a real cluster) is :class:`sregym_core.testing.live.LiveFaultContra
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import re
+import sys
+import threading
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import jsonschema
@@ -71,6 +75,7 @@ def contract_app() -> AppSpec:
             ComponentSpec(name="redis", roles=("cache:redis",), ports=(6379,)),
             ComponentSpec(name="workload-generator", roles=("workload-generator",), ports=(8089,)),
         ),
+        hidden_namespaces=("contract-workload",),
     )
 
 
@@ -128,6 +133,16 @@ class FaultContract(_Contract):
     ``example_params`` (fault name → params) gives params for faults with required keys; ``app``
     overrides the in-memory app targeted (default: :func:`contract_app`).
 
+    Besides the round trip, the suite fails a fault that cannot be a fair problem: an ``inject`` that
+    changes nothing on the (offline) cluster (only stand-ins such as ``noop``, ``stand_in=True``, may),
+    a ``reference_fix`` that runs the fault's own ``recover`` (recover may restore what only the
+    harness saved; the reference fix is what an SRE does from what the cluster shows; a fault whose
+    recover *is* that fix says why in ``recover_is_the_fix``, fault name → why, or sets a
+    ``recover_is_the_fix`` string on its impl), a params schema open to unknown keys
+    (``additionalProperties`` must be false, so a typo in a problem file is an error), and a selector
+    or an ``inject`` that reaches the workload generator or the app's hidden namespaces (the grading
+    instruments). ``docs/plugin-hooks.md`` ("The fault contract kit") shows every option.
+
     The offline judge (``judge-rules``, when installed) must pass the fault's reference diagnosis (its
     ground truth written as prose, as the reference agent writes it) and, for the faults listed in
     ``paraphrases`` (fault name → a plain-English diagnosis; ``{component}`` and ``{namespace}`` are
@@ -139,6 +154,7 @@ class FaultContract(_Contract):
     live_only: ClassVar[dict[str, str]] = {}
     app: ClassVar[AppSpec | None] = None
     paraphrases: ClassVar[dict[str, str]] = {}
+    recover_is_the_fix: ClassVar[dict[str, str]] = {}
 
     def _app(self) -> AppSpec:
         return self.app or contract_app()
@@ -166,6 +182,22 @@ class FaultContract(_Contract):
 
     def test_example_params_validate(self, record):
         assert isinstance(self._params(record), dict)
+
+    def test_params_schema_is_closed(self, record):
+        schema = dict(record.params_schema)
+        assert schema.get("type") == "object" and schema.get("additionalProperties") is False, (
+            f"{record.name}: its params schema accepts unknown keys, so a misspelt param in a problem file "
+            "(`replica: 0` for `replicas`) is silently ignored; set \"additionalProperties\": false "
+            "(sregym_core.faultkit.schema(...) builds a closed schema)")
+
+    def test_never_targets_the_workload_generator(self, record):
+        for app in {self._app().name: self._app(), "contract-app": contract_app()}.values():
+            generators = [c.name for c in app.components if c.has_role("workload-generator")]
+            reached = [name for name in generators if record.selector.matches(app.component(name))]
+            assert not reached, (
+                f"{record.name}: its selector ({record.selector.describe()}) matches the workload generator "
+                f"{reached} of {app.name}: the generator is the grading instrument, never a fault target; keep "
+                "'workload-generator' in the selector's exclude_roles (the default)")
 
     def test_bad_params_are_config_errors(self, record):
         with pytest.raises(SregymError):
@@ -209,6 +241,7 @@ class FaultContract(_Contract):
             cluster = RecordingFaultContext(kubeconfig=tmp_path / "kubeconfig", namespace=target.namespace,
                                             app=target.app)
             fixed = cluster.child()
+            before = copy.deepcopy(cluster.objects)
             try:
                 asyncio.run(call_fault(impl.inject, fixed, target, params, retry_for=0))
                 break
@@ -216,13 +249,20 @@ class FaultContract(_Contract):
                 continue
         else:
             pytest.fail(f"{record.name}: inject refused every matching component of the contract app")
+        self._check_inject_changed_the_cluster(record, before, cluster)
 
         def run(method, ctx):
             return asyncio.run(call_fault(method, ctx, target, params, retry_for=0))
 
         assert run(impl.is_present, fixed) is True, f"{record.name}: not present right after inject"
         assert isinstance(impl.ground_truth(fixed, target, params), GroundTruth)
-        run(impl.reference_fix, fixed)
+        ran_recover = runs_recover(impl, lambda: run(impl.reference_fix, fixed))
+        why = self.recover_is_the_fix.get(record.name) or getattr(impl, "recover_is_the_fix", "")
+        assert not ran_recover or why, (
+            f"{record.name}: its reference_fix runs its recover. recover may restore what only the harness saved "
+            "(ctx.state); the reference fix must be what an SRE does from what the cluster shows (patch the wrong "
+            "field back, recreate the object from its spec...). Write that fix; or, when recover is exactly that "
+            "targeted change, say why in the contract's recover_is_the_fix = {fault name: why}")
         assert run(impl.is_present, fixed) is False, f"{record.name}: still present after its reference fix"
         run(impl.recover, fixed)  # recover after a fix must be harmless
 
@@ -231,6 +271,71 @@ class FaultContract(_Contract):
         assert run(impl.is_present, recovered) is True
         run(impl.recover, recovered)
         assert run(impl.is_present, recovered) is False, f"{record.name}: still present after recover"
+
+
+    def _check_inject_changed_the_cluster(self, record: FaultSpec, before: dict, cluster: RecordingFaultContext) -> None:
+        hidden = set(cluster.app.hidden_namespaces)
+        touched = sorted({key for key in {*before, *cluster.objects} if before.get(key) != cluster.objects.get(key)})
+        in_hidden = [f"{kind}/{name} in {ns}" for kind, ns, name in touched if ns in hidden]
+        in_hidden += [" ".join(call) for call in cluster.calls
+                      if hidden & set(_namespaces_of(call)) and _verb(call) not in _READ_VERBS]
+        assert not in_hidden, (
+            f"{record.name}: inject reaches the app's hidden namespaces ({', '.join(sorted(hidden))}): {in_hidden[:3]}; "
+            "they hold the workload generator and the benchmark's own parts, never a fault's target")
+        if record.stand_in:
+            return
+        assert touched, (
+            f"{record.name}: inject changed nothing on the (offline) cluster: every object is as it was, so no agent "
+            "could see or fix the fault. A fault changes what the cluster runs (a workload, Service, ConfigMap, "
+            "Secret...). One that acts inside a process or through node hooks belongs in live_only = {name: why}, "
+            "proved by the live contract instead")
+
+
+_READ_VERBS = frozenset({"get", "describe", "logs", "wait", "top", "auth", "events", "version", "api-resources"})
+
+
+def _verb(call: tuple[str, ...]) -> str:
+    return next((word for word in call if not word.startswith("-")), "")
+
+
+def _namespaces_of(call: tuple[str, ...]) -> list[str]:
+    """The namespaces a recorded kubectl call names (``-n X``, ``--namespace X``, ``--namespace=X``)."""
+    found = []
+    for index, word in enumerate(call):
+        if word in ("-n", "--namespace") and index + 1 < len(call):
+            found.append(call[index + 1])
+        elif word.startswith(("--namespace=", "-n=")):
+            found.append(word.partition("=")[2])
+    return found
+
+
+def runs_recover(impl: Any, call: Callable[[], Any]) -> bool:
+    """Whether ``call()`` (a reference fix) runs the code of ``impl``'s own recover: a method that
+    delegates to it, an alias of it, or the function a :class:`~sregym_core.faultkit.FunctionFault`
+    wraps. Watched with a profile hook in this thread and the threads ``call`` starts."""
+    codes = set()
+    for candidate in (getattr(impl, "recover", None), getattr(impl, "recover_fn", None)):
+        function = getattr(candidate, "__func__", candidate)
+        while hasattr(function, "func"):  # functools.partial
+            function = function.func
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            codes.add(code)
+    seen = threading.Event()
+
+    def profile(frame, event, _arg):
+        if event == "call" and frame.f_code in codes:
+            seen.set()
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(previous)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    return seen.is_set()
 
 
 def _offline_judge() -> Any:
@@ -419,4 +524,4 @@ class ProblemContract:
 
 
 __all__ = ["AgentContract", "AppContract", "ClusterContract", "ExecutorContract", "FaultContract", "NoiseContract",
-           "ObservabilityContract", "OracleContract", "ProblemContract", "ToolContract", "contract_app"]
+           "ObservabilityContract", "OracleContract", "ProblemContract", "ToolContract", "contract_app", "runs_recover"]

@@ -2,21 +2,26 @@
 
 :class:`RecordingFaultContext` records every kubectl call and serves the verbs fault code uses —
 ``get`` (one object or a list, as JSON), ``patch`` (merge, strategic treated as merge, JSON patch),
-``apply``/``create``/``replace -f -``, ``delete``, ``scale``, ``label``/``annotate``,
-``rollout``/``exec``/``wait`` (recorded, no effect) — against objects seeded from the app's
-inventory (:func:`objects_for_app`). That is enough for the contract suite's inject → is_present →
-recover → not present round trip of faults that change Kubernetes objects; faults that act inside
-a process (a datastore's SQL, a syscall shim) need the live contract.
+``apply``/``create``/``replace -f -``, ``delete``, ``scale``, ``label``/``annotate``, ``taint``,
+``set env`` (``KEY=VALUE``, ``KEY-``, ``-e``, ``-c``) and ``set image``, ``rollout``/``exec``/``wait``
+(recorded, no effect) — against objects seeded from the app's inventory and, where the app ships
+manifest files, the ConfigMaps they define, each with its own keys (:func:`objects_for_app`). A verb
+or option it does not model is an error that says so (never a silent no-op). That is enough for the
+contract suite's inject → is_present → recover → not present round trip of faults that change
+Kubernetes objects, configuration faults included; faults that act inside a process (a datastore's
+SQL, a syscall shim) need the live contract.
 """
 
 from __future__ import annotations
 
 import copy
+import fnmatch
 import json
 from typing import Any
 
 import attrs
 
+from ..errors import FaultError
 from ..faults import FaultContext
 from ..types import AppSpec, ComponentSpec
 
@@ -48,12 +53,40 @@ def _kind(text: str) -> str:
 
 def objects_for_app(app: AppSpec) -> list[dict]:
     """Plausible live objects for every component of ``app``: its workload (with a pod template that
-    has its container, ports, env and config volume), its Service, its ConfigMap and one Node."""
+    has its container, ports, env and config volume), its Service, its ConfigMap and one Node.
+
+    A ConfigMap the app's manifest files define (in its namespace) is seeded as written there, with
+    its own keys; one they do not define gets a small YAML file of its own component's settings."""
     objects: list[dict] = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "labels": {}},
                             "spec": {}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}]
+    shipped = manifest_config_maps(app)
     for component in app.components:
-        objects += _component_objects(app, component)
-    return objects
+        objects += [o for o in _component_objects(app, component)
+                    if not (o["kind"] == "ConfigMap" and o["metadata"]["name"] in shipped)]
+    return objects + list(shipped.values())
+
+
+def manifest_config_maps(app: AppSpec) -> dict[str, dict]:
+    """The ConfigMaps the app's manifest files define in its namespace, by name (files that do not
+    read as YAML are skipped: an app built in code has none)."""
+    import yaml
+
+    found: dict[str, dict] = {}
+    for path in app.manifests:
+        files = sorted([*path.glob("*.yaml"), *path.glob("*.yml")]) if path.is_dir() else [path]
+        for file in files:
+            try:
+                documents = list(yaml.safe_load_all(file.read_text()))
+            except (OSError, yaml.YAMLError):
+                continue
+            for doc in documents:
+                if isinstance(doc, dict) and doc.get("kind") == "ConfigMap" and isinstance(doc.get("metadata"), dict):
+                    namespace = doc["metadata"].get("namespace") or app.namespace
+                    if namespace == app.namespace and doc["metadata"].get("name"):
+                        obj = copy.deepcopy(doc)
+                        obj["metadata"]["namespace"] = namespace
+                        found[obj["metadata"]["name"]] = obj
+    return found
 
 
 def _component_objects(app: AppSpec, c: ComponentSpec) -> list[dict]:
@@ -79,8 +112,9 @@ def _component_objects(app: AppSpec, c: ComponentSpec) -> list[dict]:
     if c.config_map:
         container.setdefault("volumeMounts", []).append({"name": "config", "mountPath": "/etc/config"})
         pod_spec.setdefault("volumes", []).append({"name": "config", "configMap": {"name": c.config_map}})
+        port = c.ports[0] if c.ports else 8080
         out.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": c.config_map, "namespace": app.namespace},
-                    "data": {"config.yaml": "port: 8080\ntimeout_ms: 1000\nretries: 3\n"}})
+                    "data": {f"{c.name}.yaml": f"name: {c.name}\nport: {port}\ntimeout_ms: 1000\nretries: 3\n"}})
     workload = {"apiVersion": "apps/v1", "kind": c.kind, "metadata": {"name": c.name, "namespace": app.namespace,
                                                                        "labels": dict(labels)},
                 "spec": {"replicas": 1, "selector": {"matchLabels": dict(labels)},
@@ -179,7 +213,44 @@ class RecordingFaultContext(FaultContext):
         if verb == "taint" and len(rest) >= 2:
             self._taint(rest[1:])
             return ""
-        return ""  # rollout, exec, wait, logs...: recorded only
+        if verb == "set":
+            return self._set(args, namespace)
+        if verb in _RECORDED_ONLY or (verb == "create" and "raw" in flags):
+            return ""
+        raise _unmodelled(" ".join(words[:2]))
+
+    # ------------------------------------------------------------------ kubectl set
+
+    def _set(self, args: tuple[str, ...], namespace: str) -> str:
+        """``kubectl set env`` and ``kubectl set image`` on workloads, as kubectl changes them."""
+        words = list(args[args.index("set") + 1:])
+        what = words.pop(0) if words else ""
+        if what not in ("env", "image"):
+            raise _unmodelled(f"set {what}".strip())
+        refs, changes, containers, listing = _set_arguments(words, what)
+        objects = []
+        for kind, name in refs:
+            obj = self._lookup(kind, name, namespace)
+            if obj is None:
+                raise _not_found(kind, name)
+            if "template" not in obj.get("spec", {}):
+                raise _unmodelled(f"set {what} on a {kind} (kubectl changes a pod template)")
+            objects.append(obj)
+        if not objects:
+            raise FaultError(f"kubectl set {what}: no resource named (give TYPE/NAME)")
+        if listing:
+            return "".join(_env_listing(obj, containers) for obj in objects)
+        for obj in objects:
+            spec = obj["spec"]["template"]["spec"]
+            for container in [*(spec.get("initContainers") or []), *spec.get("containers", [])]:
+                if what == "image":
+                    wanted = changes.get(container["name"], changes.get("*"))
+                    if wanted is not None:
+                        container["image"] = wanted
+                elif any(fnmatch.fnmatchcase(container["name"], pattern) for pattern in containers) \
+                        and container in spec.get("containers", []):
+                    _set_env(container, changes)
+        return ""
 
     def _taint(self, words: list[str]) -> None:
         specs = [w for w in words if ":" in w or "=" in w or w.endswith("-")]
@@ -230,13 +301,98 @@ class RecordingFaultContext(FaultContext):
         self.objects[(kind, ns, obj["metadata"]["name"])] = copy.deepcopy(obj)
 
 
+#: verbs that read, wait or act inside a process: recorded, no effect on the stored objects
+_RECORDED_ONLY = frozenset({"rollout", "exec", "wait", "logs", "describe", "top", "auth", "events", "version",
+                            "api-resources", "cluster-info", "port-forward"})
+
+
+def _unmodelled(what: str) -> Exception:
+    return FaultError(f"the offline kubectl of the contract kit does not model `kubectl {what}`",
+                      hints=("use a verb it models (get, patch, apply/create/replace -f -, delete, scale, label, "
+                             "annotate, taint, set env, set image), or list the fault in live_only = {name: why} "
+                             "so the live contract proves it",))
+
+
+def _set_arguments(words: list[str], what: str) -> tuple[list[tuple[str, str]], dict[str, str | None], list[str], bool]:
+    """(resources, changes, container patterns, --list) of ``kubectl set env|image`` arguments;
+    ``changes`` maps a variable (or container) to its new value, None to remove it."""
+    refs: list[tuple[str, str]] = []
+    changes: dict[str, str | None] = {}
+    containers = ["*"]
+    listing = False
+    plain: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        key, eq, value = word.partition("=")
+        if word.startswith("-"):
+            takes = key in ("-c", "--containers", "-e", "--env", "-n", "--namespace")
+            if takes and not eq:
+                index += 1
+                value = words[index] if index < len(words) else ""
+            if key in ("-c", "--containers"):
+                containers = [value]
+            elif key in ("-e", "--env"):
+                name, _, env_value = value.partition("=")
+                changes[name] = env_value
+            elif key == "--list":
+                listing = True
+            elif key not in ("-n", "--namespace", "--overwrite") and not key.startswith("--kubeconfig"):
+                raise _unmodelled(f"set {what} {key}")
+        elif "/" in word and "=" not in word:
+            kind, _, name = word.partition("/")
+            refs.append((_kind(kind), name))
+        elif "=" in word:
+            name, _, new = word.partition("=")
+            changes[name] = new
+        elif what == "env" and word.endswith("-"):
+            changes[word[:-1]] = None
+        else:
+            plain.append(word)
+        index += 1
+    if plain:  # TYPE NAME [NAME...]
+        kind = _kind(plain[0])
+        refs += [(kind, name) for name in plain[1:]]
+    return refs, changes, containers, listing
+
+
+def _set_env(container: dict, changes: dict[str, str | None]) -> None:
+    env = container.setdefault("env", [])
+    for name, value in changes.items():
+        if value is None:
+            env[:] = [item for item in env if item.get("name") != name]
+            continue
+        for item in env:
+            if item.get("name") == name:
+                item.pop("valueFrom", None)
+                item["value"] = value
+                break
+        else:
+            env.append({"name": name, "value": value})
+    if not env:
+        container.pop("env")
+
+
+def _env_listing(obj: dict, containers: list[str]) -> str:
+    """What ``kubectl set env --list`` prints for one workload."""
+    lines = []
+    for container in obj["spec"]["template"]["spec"].get("containers", []):
+        if not any(fnmatch.fnmatchcase(container["name"], pattern) for pattern in containers):
+            continue
+        lines.append(f"# {obj['kind']} {obj['metadata']['name']}, container {container['name']}")
+        for item in container.get("env") or []:
+            if "value" in item:
+                lines.append(f"{item['name']}={item['value']}")
+            else:
+                lines.append(f"# {item['name']} from {next(iter(item.get('valueFrom') or {'a reference': 0}))}")
+    return "".join(line + "\n" for line in lines)
+
+
 def _ns(kind: str, namespace: str) -> str:
     return "" if kind in _CLUSTER_SCOPED else namespace
 
 
 def _not_found(kind: str, name: str) -> Exception:
-    from ..errors import FaultError
-
     return FaultError(f'Error from server (NotFound): {kind.lower()}s "{name}" not found')
 
 

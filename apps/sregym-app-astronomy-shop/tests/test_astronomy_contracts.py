@@ -24,6 +24,7 @@ class TestAstronomyFaults(FaultContract):
                  "queue-producer-leak": "asks the broker (redis-cli inside the queue pod) whether the stream exists "
                                         "(against a real redis-server: test_astronomy_queue.py; live: "
                                         "tests/test_astronomy_live.py)"}
+    recover_is_the_fix = {"cache-memory-flood": "recover is the SRE's fix: delete the load-test Job, restart the cache"}
 
 
 class TestAstronomyProblems(ProblemContract):

@@ -11,6 +11,11 @@ from sregym_core.testing.contracts import FaultContract
 class TestAppFaults(FaultContract):
     plugin = sregym_fault_app.plugin
     live_only = {"fd-limit": "it reads the entrypoint from the image (local image map) to wrap it with ulimit"}
+    recover_is_the_fix = {
+        "capacity-constraint": "recover deletes the pod-count ResourceQuota the fault added",
+        "cpu-pressure": "recover deletes the noisy-neighbour pod the fault started",
+        "load-burst": "recover deletes the load Job the fault started",
+    }
 
 
 def test_env_ops_replace_and_append():

@@ -12,6 +12,7 @@ class TestDatastoreFaults(FaultContract):
     live_only = {name: "it speaks SQL or the cache protocol inside a running pod" for name in (
         "cache-auth", "cache-flood", "cache-tiny", "db-drop-user", "db-lock-contention", "db-password-rotated",
         "db-revoke")}
+    recover_is_the_fix = {"db-max-connections": "recover sets max_connections back in the server's args (a targeted patch)"}
 
 
 def test_every_catalog_datastore_fault_is_there():

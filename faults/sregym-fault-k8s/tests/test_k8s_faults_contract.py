@@ -10,6 +10,18 @@ from sregym_core.testing.contracts import FaultContract
 
 class TestK8sFaults(FaultContract):
     plugin = sregym_fault_k8s.plugin
+    # recover is the targeted change an SRE makes from what the cluster shows
+    recover_is_the_fix = {
+        **{name: "recover deletes the object the fault added (kubectl delete of the named policy/quota/range/pods)"
+           for name in ("network-policy-block", "quota-admission", "limitrange-too-small", "priority-preemption",
+                        "selector-pollution")},
+        **{name: "recover recreates the object as the app ships it (what an SRE re-applies from the manifests)"
+           for name in ("missing-configmap", "missing-secret", "missing-service", "configmap-drift")},
+        **{name: "recover patches back only the field the fault changed (a targeted kubectl patch)"
+           for name in ("selector-mismatch", "selector-pollution", "service-port-mismatch", "wrong-target-port",
+                        "pvc-claim-mismatch")},
+        "taint-no-toleration": "recover removes the taint from the nodes and the stray toleration (kubectl taint key-)",
+    }
 
 
 def test_at_least_35_primitives():

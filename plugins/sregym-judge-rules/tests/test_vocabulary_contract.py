@@ -46,6 +46,7 @@ class TestNarrowVocabularyStillPasses(FaultContract):
 
     plugin = _plugin(("quux store + poisoned", "poisoned quux", "quux .. poisoned"))
     paraphrases = {"quux-poison": PARAPHRASE}
+    live_only = {"quux-poison": "a stand-in for the judge's vocabulary: it changes only its own state, no object"}
 
 
 def test_the_contract_fails_a_paraphrase_the_judge_cannot_read():

@@ -1,0 +1,146 @@
+"""The contract kit's offline kubectl behaves like kubectl for the verbs faults use, or refuses
+loudly: ``set env`` / ``set image`` change the pod template as kubectl does, each ConfigMap keeps the
+keys the app's manifests give it, and a verb it does not model is an error, never a silent no-op. So
+configuration faults pass the offline round trip instead of being ``live_only`` (issue #39)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sregym_core.errors import FaultError
+from sregym_core.faultkit import function_fault, kube, schema
+from sregym_core.testing.contracts import FaultContract, contract_app
+from sregym_core.testing.recording import RecordingFaultContext
+from sregym_core.types import AppSpec, ComponentSpec, TargetSelector
+
+MANIFEST = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: search-config, namespace: shop}
+data:
+  search.json: '{"timeout_ms": 800, "geo": "geo:8083"}'
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: flags, namespace: shop}
+data:
+  flags.json: '{"adFailure": "off"}'
+  rollout.txt: canary
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: generator, namespace: shop-workload}
+data: {rate: "5"}
+"""
+
+
+def _cluster(tmp_path, app=None) -> RecordingFaultContext:
+    app = app or contract_app()
+    return RecordingFaultContext(kubeconfig=tmp_path / "kubeconfig", namespace=app.namespace, app=app)
+
+
+def _env(ctx, name="search", container=0) -> list[dict]:
+    obj = ctx.objects[("Deployment", ctx.namespace, name)]
+    return obj["spec"]["template"]["spec"]["containers"][container].get("env", [])
+
+
+def _shop(tmp_path) -> AppSpec:
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "10-config.yaml").write_text(MANIFEST)
+    return AppSpec(name="shop", namespace="shop", hidden_namespaces=("shop-workload",),
+                   manifests=(tmp_path / "manifests",), components=(
+                       ComponentSpec(name="search", roles=("service:grpc",), ports=(8082,), config_map="search-config",
+                                     env=("RPC_TIMEOUT_MS",)),
+                       ComponentSpec(name="geo", roles=("service:grpc",), ports=(8083,), config_map="geo-config")))
+
+
+def test_set_env_sets_replaces_and_removes_variables(tmp_path):
+    ctx = _cluster(tmp_path)
+    ctx.kubectl("set", "env", "deployment/search", "RPC_TIMEOUT_MS=5", "NEW_FLAG=on", "-n", "contract")
+    assert {e["name"]: e.get("value") for e in _env(ctx)} == {"GEO_ADDR": "geo:8083", "RPC_TIMEOUT_MS": "5",
+                                                              "NEW_FLAG": "on"}
+    ctx.kubectl("set", "env", "deployment", "search", "NEW_FLAG-", "-e", "GEO_ADDR=geo:9999")
+    assert {e["name"]: e.get("value") for e in _env(ctx)} == {"GEO_ADDR": "geo:9999", "RPC_TIMEOUT_MS": "5"}
+    listing = ctx.kubectl("set", "env", "deploy/search", "--list")
+    assert "# Deployment search, container search\nGEO_ADDR=geo:9999\nRPC_TIMEOUT_MS=5\n" == listing
+
+
+def test_set_env_replaces_a_secret_reference_and_honours_the_container_filter(tmp_path):
+    ctx = _cluster(tmp_path)
+    ctx.kubectl("set", "env", "deployment/geo", "DB_PASSWORD=plain")
+    assert {"name": "DB_PASSWORD", "value": "plain"} in _env(ctx, "geo")
+    ctx.kubectl("set", "env", "deployment/geo", "-c", "sidecar-*", "DB_ADDR=nowhere:1")
+    assert {"name": "DB_ADDR", "value": "nowhere:1"} not in _env(ctx, "geo")
+
+
+def test_set_image_changes_the_named_container(tmp_path):
+    ctx = _cluster(tmp_path)
+    ctx.kubectl("set", "image", "deployment/frontend", "frontend=example/frontend:2.0")
+    obj = json.loads(ctx.kubectl("get", "deployment", "frontend", "-o", "json"))
+    assert obj["spec"]["template"]["spec"]["containers"][0]["image"] == "example/frontend:2.0"
+
+
+@pytest.mark.parametrize("args, what", [
+    (("set", "env", "deployment/search", "--from=configmap/search-config"), "set env --from"),
+    (("set", "resources", "deployment/search", "--limits=cpu=1"), "set resources"),
+    (("edit", "deployment/search"), "edit deployment/search"),
+    (("cordon", "node-1"), "cordon node-1"),
+    (("create", "configmap", "extra", "--from-literal=a=b"), "create configmap"),
+])
+def test_what_it_does_not_model_is_refused_loudly(tmp_path, args, what):
+    with pytest.raises(FaultError, match=f"does not model `kubectl {what}") as info:
+        _cluster(tmp_path).kubectl(*args)
+    assert "live_only" in info.value.render()
+
+
+def test_each_configmap_keeps_its_own_keys(tmp_path):
+    ctx = _cluster(tmp_path, _shop(tmp_path))
+    shipped = ctx.objects[("ConfigMap", "shop", "search-config")]["data"]
+    assert shipped == {"search.json": '{"timeout_ms": 800, "geo": "geo:8083"}'}
+    assert set(ctx.objects[("ConfigMap", "shop", "flags")]["data"]) == {"flags.json", "rollout.txt"}
+    # a ConfigMap the manifests do not ship gets a file of its own component's settings
+    assert set(ctx.objects[("ConfigMap", "shop", "geo-config")]["data"]) == {"geo.yaml"}
+    # only the app's namespace is seeded: the hidden namespaces are not the faults' to read
+    assert not [key for key in ctx.objects if key[1] == "shop-workload"]
+    generated = _cluster(tmp_path)  # the contract app: no manifests, one distinct file per ConfigMap
+    assert set(generated.objects[("ConfigMap", "contract", "search-config")]["data"]) == {"search.yaml"}
+
+
+def _timeout_fault():
+    """A configuration fault as an outside contributor writes it: a tiny RPC timeout through
+    ``kubectl set env``, and the config file's timeout lowered in the component's own ConfigMap."""
+
+    def config(ctx, target):
+        return json.loads(kube.get(ctx, "configmap", target.component.config_map)["data"]["search.json"])
+
+    def write(ctx, target, settings):
+        kube.patch(ctx, "configmap", target.component.config_map, {"data": {"search.json": json.dumps(settings)}})
+
+    def inject(ctx, target, params):
+        ctx.state["config"] = config(ctx, target)
+        ctx.kubectl("set", "env", f"deployment/{target.component.name}", "RPC_TIMEOUT_MS=1", "-n", ctx.namespace)
+        write(ctx, target, {**config(ctx, target), "timeout_ms": 1})
+
+    def recover(ctx, target, params):  # the harness puts back exactly what it saved
+        ctx.kubectl("set", "env", f"deployment/{target.component.name}", "RPC_TIMEOUT_MS-", "-n", ctx.namespace)
+        write(ctx, target, ctx.state["config"])
+
+    def present(ctx, target, params):
+        env = {e["name"]: e.get("value") for e in kube.container(kube.workload(ctx, target), "search").get("env", [])}
+        return env.get("RPC_TIMEOUT_MS") == "1" or config(ctx, target)["timeout_ms"] == 1
+
+    def fix(ctx, target, params):  # what an SRE does: the documented defaults back
+        ctx.kubectl("set", "env", f"deployment/{target.component.name}", "RPC_TIMEOUT_MS=800", "-n", ctx.namespace)
+        write(ctx, target, {**config(ctx, target), "timeout_ms": 800})
+
+    return function_fault(name="tiny-timeout", summary="RPC timeout set to 1 ms", inject=inject, is_present=present,
+                          recover=recover, reference_fix=fix, resource_kind="Deployment",
+                          mechanism="RPC timeout lowered to 1 ms", params_schema=schema(),
+                          selector=TargetSelector(kinds=("Deployment",), requires=("config_map",)))
+
+
+def test_a_configuration_fault_passes_the_offline_round_trip(tmp_path):
+    app = _shop(tmp_path)
+    contract = type("ShopContract", (FaultContract,), {"app": app})()
+    contract.test_inject_fix_recover_round_trip(_timeout_fault(), tmp_path)
