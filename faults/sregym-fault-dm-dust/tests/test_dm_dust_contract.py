@@ -46,3 +46,35 @@ def test_map_matches_the_node_shim(tmp_path: Path):
     assert out.returncode == 0, out.stderr
     expected = bad_blocks(data.stat().st_ino, 64, 5, 0.2)
     assert expected and out.stdout.strip() == str(expected)
+
+
+def test_map_matches_the_fuse_layer():
+    # the FUSE layer's server decides each block with the same function as the ground truth
+    fusesrv = pytest.importorskip("sregym_cluster_embedded.node.fusesrv")
+    for inode, seed, frac in ((4242, 3, 0.1), (97, 11, 0.02), (1 << 40, 1, 0.5)):
+        assert bad_blocks(inode, 2000, seed, frac) == [b for b in range(2000) if fusesrv.block_is_bad(inode, b, seed, frac)]
+
+
+def test_inject_asks_for_the_fuse_layer_first_and_records_what_ran(monkeypatch):
+    # the node's answer decides the mechanism; the state keeps it (the shim where FUSE is unavailable)
+    from types import SimpleNamespace
+
+    from sregym_fault_dm_dust import badblocks
+
+    calls = []
+    monkeypatch.setattr(badblocks.hooks, "claims", lambda ctx, target: ["data"])
+    monkeypatch.setattr(badblocks.hooks, "selector_labels", lambda ctx, target: {"app": "pg"})
+    monkeypatch.setattr(badblocks, "_table_map", lambda *a: None)
+    monkeypatch.setattr(badblocks.hooks, "restart_pods", lambda ctx, target: calls.append("restart"))
+    for answer in ({"mechanism": "fuse-badblocks", "pvs": ["pv-1"]},
+                   {"mechanism": "ld-preload-shim", "pvs": ["pv-1"],
+                    "passed_over": {"fuse-badblocks": "the kernel has no FUSE filesystem"}}):
+        monkeypatch.setattr(badblocks.hooks, "call", lambda ctx, method, hook_id, **spec: calls.append(spec) or answer)
+        ctx = SimpleNamespace(namespace="ns", state={})
+        badblocks.inject(ctx, SimpleNamespace(component=SimpleNamespace(has_role=lambda r: False)),
+                         {"fraction": 0.2, "restart": True})
+        spec = calls[-2]
+        assert spec["mechanisms"] == ["fuse-badblocks", "ld-preload-shim"] and spec["fuse_install"] is True
+        assert calls[-1] == "restart"
+        assert ctx.state["fault_mechanism"] == answer["mechanism"]
+        assert ctx.state.get("passed_over") == answer.get("passed_over")

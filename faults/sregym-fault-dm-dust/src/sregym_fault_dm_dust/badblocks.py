@@ -8,6 +8,14 @@ node's fault shim computes), chosen so that at least one block of the file is ba
 
 The map stays with the disk (the bound PersistentVolume): the fix is moving the datastore to a new
 volume and rebuilding its data, as after a real disk failure.
+
+Mechanisms (:data:`MECHANISMS`, strongest first; the state's ``fault_mechanism`` says which ran):
+``fuse-badblocks``, a FUSE layer the node agent mounts over the volume in the target pods' own
+mount namespaces (its map lives in the node agent's layer server: any binary, static ones
+included, meets it); where FUSE is unavailable, ``ld-preload-shim``, the node's fault shim
+(dynamically linked programs only). A real ``dust`` device-mapper target (``dm-dust``) for nodes
+with device-mapper is not built yet. With ``restart`` (the default) the datastore's pods restart
+after inject, which is also when they get the layer if they started without one.
 """
 
 from __future__ import annotations
@@ -16,11 +24,14 @@ import os
 from typing import Any
 
 from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
+from sregym_core.mechanisms import STATE_KEY
 from sregym_fault_node import hooks
 
 from sregym_core.types import FaultSpec, TargetSelector
 
 BLOCK = 8192  # PostgreSQL's page size: one bad block is one unreadable page
+#: the real machinery that can fail the reads, strongest first (sregym_core.mechanisms names)
+MECHANISMS = {"read": ("fuse-badblocks", "ld-preload-shim")}
 _MASK = (1 << 64) - 1
 _LARGEST_TABLE = (
     "SELECT current_setting('data_directory') || '/' || pg_relation_filepath(c.oid), c.relname "
@@ -105,13 +116,19 @@ def inject(ctx: Any, target: Any, params: dict) -> None:
     frac = round(params["fraction"], 4)
     spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
                             "calls": ["read"], "errno": "EIO", "mode": "badblocks", "frac": frac, "block": BLOCK,
-                            "seed": 1, "volumes": [{"namespace": ctx.namespace, "claim": c} for c in claims]}
+                            "seed": 1, "volumes": [{"namespace": ctx.namespace, "claim": c} for c in claims],
+                            "mechanisms": list(MECHANISMS["read"]),
+                            # the pods restart below: they start with the layer over the volume
+                            "fuse_install": bool(params["restart"])}
     mapped = _table_map(ctx, target, claims[0], frac)
     if mapped is not None:
         spec.update(paths=mapped["paths"], seed=mapped["seed"], whole_volume=False)
         ctx.state.update(table=mapped["table"], file=mapped["file"], bad_blocks=mapped["bad"][:32])
     record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
     ctx.state.update(claims=claims, volumes=record.get("pvs", []))
+    ctx.state[STATE_KEY] = record.get("mechanism") or "ld-preload-shim"
+    if record.get("passed_over"):
+        ctx.state["passed_over"] = dict(record["passed_over"])
     if params["restart"]:
         # a cold start: the datastore's cache no longer hides the unreadable blocks
         hooks.restart_pods(ctx, target)
@@ -149,7 +166,7 @@ DISK_BAD_BLOCKS = function_fault(
               "every time, so queries touching the affected records fail with 'could not read block ... "
               "Input/output error' while others work. Fix: move {component} to a new volume (a new "
               "claim in its pod template) and rebuild its data.",
-    capabilities=frozenset({"embedded", "ld-preload"}), failure_mode="persistent",
+    capabilities=frozenset({"embedded", "ld-preload"}), failure_mode="persistent", fault_mechanisms=MECHANISMS,
     symptoms=("could not read block N in file ...: Input/output error", "some queries always fail"),
 )
 
