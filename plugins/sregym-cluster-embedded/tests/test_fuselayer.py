@@ -241,7 +241,8 @@ def test_real_mount_in_a_private_namespace_served_by_the_server_process(tmp_path
     target = tmp_path / "mnt"
     target.mkdir()
     layers = fuselayer.FuseLayers(wanted=lambda pod, host: host == str(volume.resolve()))
-    planned = layers.plan({}, {str(target): str(volume), "/other": str(tmp_path)}, set())
+    pod = {"metadata": {"uid": "pod-uid"}}
+    planned = layers.plan(pod, {str(target): str(volume), "/other": str(tmp_path)}, set())
     assert [(p, h) for _fd, p, h, _ro in planned] == [(str(target), str(volume.resolve()))]
 
     def enter() -> None:  # what a container's own namespace is to the layer
@@ -249,7 +250,8 @@ def test_real_mount_in_a_private_namespace_served_by_the_server_process(tmp_path
             raise OSError(ctypes.get_errno(), "unshare")
         libc.mount(None, b"/", None, (1 << 14) | (1 << 18), None)
 
-    reader = subprocess.Popen([sys.executable, "-c", READER, str(target / "table")], stdin=subprocess.PIPE,
+    # relative to a working directory inside the volume: entered again through the layer once mounted
+    reader = subprocess.Popen([sys.executable, "-c", READER, "table"], stdin=subprocess.PIPE, cwd=str(target),
                               stdout=subprocess.PIPE, text=True, preexec_fn=fuselayer.with_layers(enter, planned))
     try:
         layers.started("pod-uid", planned)

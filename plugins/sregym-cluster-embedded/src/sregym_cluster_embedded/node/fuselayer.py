@@ -11,13 +11,13 @@ host, other pods) read the host directory directly and never do.
 How it is put in place, per container start (``container.py``, isolated pods only: the mount is
 made as root in the child after the container's root is set up, before podinit drops privileges):
 
-* the parent opens ``/dev/fuse`` (close-on-exec: the pod's programs never hold it);
+* the parent opens ``/dev/fuse`` (close-on-exec: the pod's programs never hold it) and hands a copy
+  to the server at once (SCM_RIGHTS), which waits for the mount;
 * the child mounts it at the volume's mount path (``fd=N,rootmode=40000,user_id=0,group_id=0,
   allow_other,default_permissions``: the only options ``/proc/self/mountinfo`` shows, naming no
-  block, file or rate);
-* once the process runs, the parent hands the descriptor to the server (SCM_RIGHTS), which then
-  answers the kernel's INIT and everything after. Until then the container's first access to the
-  volume waits; the child never touches it, so nothing waits on the parent.
+  block, file or rate); a working directory inside the volume is entered again through the layer
+  (the server answers the kernel's INIT on its own; an alarm ends the child should it not);
+* once the process runs, the parent closes its copy, so the mount holds the only other reference.
 
 The layer lives exactly as long as the container's mount namespace: when its processes exit the
 kernel unmounts it and the server drops the connection; if the node agent dies (crash included)
@@ -60,6 +60,7 @@ MECHANISM = ("fuse-badblocks: a FUSE passthrough layer mounted over the volume i
              "served by the node agent; reads of the mapped blocks fail with the errno")
 MS_RDONLY, MS_NOSUID, MS_NODEV = 1, 2, 4
 SOURCE = "sregym-volume"
+CHDIR_WAIT_S = 30
 
 
 def mode() -> str:
@@ -125,9 +126,19 @@ def with_layers(preexec: Callable[[], None], layers: Planned) -> Callable[[], No
 
     def run() -> None:
         preexec()
+        mounted = []
         for fd, target, readonly in mounts:
             with contextlib.suppress(OSError):
                 mount(fd, target, readonly)
+                mounted.append(target.rstrip("/") or "/")
+        cwd = os.getcwd()
+        if any(cwd == t or cwd.startswith(t + "/") for t in mounted):
+            # the working directory was entered before the layer covered it: enter it again
+            # through the layer (the server already holds the connection; should it not answer,
+            # the alarm ends this child instead of the node agent waiting on it)
+            signal.alarm(CHDIR_WAIT_S)
+            os.chdir(cwd)
+            signal.alarm(0)
     return run
 
 
@@ -179,18 +190,24 @@ class FuseLayers:
             except OSError:
                 log.exception("preparing a FUSE layer for %s failed", path)
                 continue
+            try:
+                # the server gets the connection first: it answers the kernel's INIT as soon as
+                # the child mounts it, whatever the node agent is doing meanwhile
+                self._send({"add": (pod.get("metadata") or {}).get("uid", ""), "root": real}, [os.dup(fd)])
+            except OSError:
+                log.exception("handing a FUSE layer to its server failed")
+                os.close(fd)
+                continue
             out.append((fd, path, real, path in readonly or path.rstrip("/") in readonly))
         return out
 
     def started(self, pod_uid: str, planned: list[tuple[int, str, str, bool]]) -> None:
-        """The container's process runs: hand each layer's connection to the server (which answers
-        the kernel's INIT) and close our copies, so an unmount ends the connection."""
+        """The container's process runs (its layers mounted): close our copies of the connections,
+        so an unmount ends them, and remember which volumes of the pod are layered."""
         for fd, _path, host, _ro in planned:
-            try:
-                self._send({"add": pod_uid, "root": host}, [fd])
-                self.layered.setdefault(pod_uid, set()).add(host)
-            except OSError:
-                log.exception("handing a FUSE layer to its server failed")
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            self.layered.setdefault(pod_uid, set()).add(host)
 
     # ------------------------------------------------------------ server
 

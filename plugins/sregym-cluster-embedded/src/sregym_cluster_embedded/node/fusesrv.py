@@ -61,6 +61,7 @@ GETATTR_FH = 1
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
 MAX_WRITE = 128 * 1024
 BUFFER = MAX_WRITE + 4096  # one request: the largest write plus its headers
+MOUNT_WAIT_S = 60.0  # how long a descriptor may wait for its container to mount it
 TTL = 1  # seconds the kernel may cache names and attributes (every change comes through us)
 
 IN_HEADER = struct.Struct("<IIQQIIIHH")  # len opcode unique nodeid uid gid pid total_extlen padding
@@ -540,13 +541,19 @@ class Layer:
     # ------------------------------------------------------------ serving the kernel
 
     def serve(self) -> None:
-        """One worker: read a request, answer it, until the mount goes away."""
+        """One worker: read a request, answer it, until the mount goes away. The descriptor comes
+        before the container's child mounts it (so the child may wait on the mount safely): until
+        then reads fail with EPERM, and are tried again for MOUNT_WAIT_S."""
+        deadline = time.monotonic() + MOUNT_WAIT_S
         while not self.closed:
             try:
                 request = os.read(self.fd, BUFFER)
             except OSError as exc:
                 if exc.errno in (errno.EINTR, errno.EAGAIN, errno.ENOENT):
                     continue  # interrupted, or the request was withdrawn
+                if exc.errno == errno.EPERM and not self.initialized and time.monotonic() < deadline:
+                    time.sleep(0.005)  # not mounted yet
+                    continue
                 self.closed = True  # ENODEV: unmounted (the container's namespace is gone); EPERM: never mounted
                 return
             if not request:
@@ -598,11 +605,18 @@ class Server:
             return
         layer.rules = [Rule(r) for r in self.rules.get(uid, ())]
         self.layers.append(layer)
+        workers = [WORKERS]
         for _ in range(WORKERS):
-            threading.Thread(target=self._work, args=(layer,), daemon=True).start()
+            threading.Thread(target=self._work, args=(layer, workers), daemon=True).start()
 
-    def _work(self, layer: Layer) -> None:
+    @staticmethod
+    def _work(layer: Layer, workers: list[int]) -> None:
         layer.serve()
+        with layer.lock:
+            workers[0] -= 1
+            last = workers[0] == 0
+        if last:  # the mount is gone: its open files and descriptors go too
+            layer.close()
 
     def set_rules(self, rules: dict[str, list[dict]]) -> None:
         self.rules = rules
