@@ -105,7 +105,7 @@ def build_matrix(host: PluginHost, *, app: str | None = None, capabilities: froz
 #: loader is not built.
 ENVIRONMENTS: dict[str, frozenset[str]] = {
     "embedded, root (CI's VM: lsm/fmod_ret refused, EPERM)": frozenset({"bpf-cgroup", "seccomp-supervisor",
-                                                                        "ld-preload-shim"}),
+                                                                        "fuse-badblocks", "ld-preload-shim"}),
     "real cluster (kubeconfig)": frozenset(),
 }
 
