@@ -157,7 +157,9 @@ def host_mechanisms() -> dict[str, dict[str, Any]]:
     guard = os.geteuid() == 0 and cgroup2_root() is not None
     shim = shutil.which("cc") is not None or shutil.which("gcc") is not None
     supervisor = seccompfault.probe()[0] and seccompfault.enabled()
-    return node_mechanisms(guard=guard, shim=shim, supervisor=supervisor)
+    from . import fuselayer  # the FUSE bad-block layer (a running cluster reports it from its fault hooks)
+    return {**node_mechanisms(guard=guard, shim=shim, supervisor=supervisor),
+            "fuse-badblocks": _entry(fuselayer.probe(), ["read"], layer=fuselayer.mode())}
 
 
 def reset_cache() -> None:
