@@ -137,7 +137,8 @@ def with_layers(preexec: Callable[[], None], layers: Planned) -> Callable[[], No
             # through the layer (the server already holds the connection; should it not answer,
             # the alarm ends this child instead of the node agent waiting on it)
             signal.alarm(CHDIR_WAIT_S)
-            os.chdir(cwd)
+            with contextlib.suppress(OSError):
+                os.chdir(cwd)
             signal.alarm(0)
     return run
 
