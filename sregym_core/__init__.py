@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pluggy
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: Marker plugins use to implement SREGym hooks.
 hookimpl = pluggy.HookimplMarker("sregym")

@@ -32,7 +32,7 @@ build-backend = "setuptools.build_meta"
 name = "sregym-example-{kind}"
 version = "0.1.0"
 requires-python = ">=3.11"
-dependencies = ["sregym-core>=0.1,<1"]
+dependencies = ["sregym-core>=0.2,<0.3"]
 
 [project.entry-points.sregym]
 example-{kind} = "example_{kind}.plugin"

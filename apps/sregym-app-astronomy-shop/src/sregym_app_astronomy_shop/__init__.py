@@ -11,6 +11,6 @@ service.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 IMAGE_REPO = "sregym/astronomy-shop"
 IMAGE_TAG = "1.0"

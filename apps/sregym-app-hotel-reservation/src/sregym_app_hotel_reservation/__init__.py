@@ -9,6 +9,6 @@ chooses the service.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 IMAGE_REPO = "sregym/hotel-reservation"
 IMAGE_TAG = "1.0"

@@ -11,6 +11,6 @@ sregym_app_social_network.serve <name>`` chooses the service.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 IMAGE_REPO = "sregym/social-network"
 IMAGE_TAG = "1.0"

@@ -9,6 +9,6 @@ One package, one image; ``python -m sregym_app_train_ticket.serve <service>`` pi
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 IMAGE_REPO = "sregym/train-ticket"
 IMAGE_TAG = "1.0"

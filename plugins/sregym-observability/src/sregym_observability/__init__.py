@@ -3,4 +3,4 @@ exporters, Prometheus configuration, and the agents' observability tools."""
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
