@@ -68,7 +68,7 @@ def test_the_btf_lookup_finds_kernel_functions() -> None:
 
 
 def test_supervise_records_choose_the_pods_and_the_calls_of_their_filters(tmp_path: Path) -> None:
-    store = Store(deployments=[DB])
+    store = Store(**{"deployments.apps": [DB]})
     hooks = FaultHooks(store, types.SimpleNamespace(state_dir=str(tmp_path)), None, None)
     hooks.supervise["plan-0"] = {"id": "plan-0", "namespace": "shop", "kind": "Deployment", "name": "db",
                                  "calls": ["fsync"], "labels": {}}
@@ -78,7 +78,7 @@ def test_supervise_records_choose_the_pods_and_the_calls_of_their_filters(tmp_pa
     assert hooks.supervised_calls(pod("db-2", {"app": "db", "tier": "data"})) == {"fsync", "read"}
     assert hooks.supervised_calls(pod("web-1", {"app": "web"})) == set()  # no filter: it pays nothing
     assert hooks.supervised_calls(pod("db-1", {"app": "db"}, namespace="other")) == set()
-    store.objects["deployments"] = []  # the workload is gone: its record matches nothing
+    store.objects["deployments.apps"] = []  # the workload is gone: its record matches nothing
     assert hooks.supervised_calls(pod("db-1", {"app": "db"})) == set()
 
 

@@ -241,8 +241,8 @@ class FaultHooks:
         return out
 
     def _workload_labels(self, namespace: str, workload: dict) -> dict[str, str]:
-        resource = {"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets",
-                    "ReplicaSet": "replicasets", "Job": "jobs"}.get(workload.get("kind", ""), "")
+        resource = {"Deployment": "deployments.apps", "StatefulSet": "statefulsets.apps", "DaemonSet": "daemonsets.apps",
+                    "ReplicaSet": "replicasets.apps", "Job": "jobs.batch"}.get(workload.get("kind", ""), "")
         obj = self._get(resource, workload.get("name", ""), namespace) if resource else None
         return dict((((obj or {}).get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
 
