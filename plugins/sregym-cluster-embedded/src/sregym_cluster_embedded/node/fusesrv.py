@@ -192,6 +192,8 @@ class Layer:
         node = self.nodes.get(nodeid)
         if node is None:
             raise FuseError(errno.ESTALE)
+        if node[0] is None:
+            raise FuseError(errno.ENOENT)  # unlinked or replaced: only its open handles remain
         return node[0]
 
     def host_path(self, rel: bytes) -> bytes:
@@ -260,7 +262,7 @@ class Layer:
         with self.lock:
             replaced = self.by_path.pop(new, None)
             if replaced is not None and replaced in self.nodes:
-                self.nodes[replaced][0] = b"\0gone"  # a replaced file: only its open handles remain
+                self.nodes[replaced][0] = None  # a replaced file: only its open handles remain
             for path in [p for p in self.by_path if p == old or p.startswith(old + b"/")]:
                 nodeid = self.by_path.pop(path)
                 moved = new + path[len(old):]
@@ -271,7 +273,7 @@ class Layer:
         with self.lock:
             nodeid = self.by_path.pop(rel, None)
             if nodeid is not None and nodeid in self.nodes:
-                self.nodes[nodeid][0] = b"\0gone"
+                self.nodes[nodeid][0] = None
 
     def _own(self, name: bytes, fd: int, uid: int, gid: int) -> None:
         """Files the pod creates belong to the calling user, as on a local disk (we run as root)."""
@@ -288,8 +290,8 @@ class Layer:
             return None  # the interrupted request is answered in full anyway
         try:
             payload = self.dispatch(opcode, nodeid, uid, gid, body)
-        except (FuseError, OSError) as exc:
-            code = exc.code if isinstance(exc, FuseError) else exc.errno or errno.EIO
+        except Exception as exc:  # noqa: BLE001 - every request gets an answer, or the caller hangs
+            code = exc.code if isinstance(exc, FuseError) else getattr(exc, "errno", None) or errno.EIO
             return None if opcode in NO_REPLY else OUT_HEADER.pack(OUT_HEADER.size, -code, unique)
         if opcode in NO_REPLY:
             return None
