@@ -309,3 +309,32 @@ def test_an_unlinked_open_file_still_reads_and_its_name_is_gone(volume):
     # a malformed request gets an error answer, never a dead worker
     assert reply(layer.handle(request(fs.LOOKUP, base, b"")))[0] == -errno.EINVAL
     assert reply(layer.handle(request(fs.WRITE, table, b"\0" * 8)))[0] == -errno.EIO
+
+
+def test_which_volumes_get_a_layer(monkeypatch, tmp_path: Path):
+    # faults (default): a pod's PersistentVolume while a fuse-badblocks record names it; all: every
+    # PersistentVolume; never another kind of volume, never with off
+    from types import SimpleNamespace
+
+    from sregym_cluster_embedded.apiserver import admin_fuse
+
+    pv_dir = tmp_path / "pv-1"
+    (pv_dir / "sub").mkdir(parents=True)
+    objects = {("persistentvolumeclaims", "data"): {"spec": {"volumeName": "pv-1"}},
+               ("persistentvolumes", "pv-1"): {"spec": {"hostPath": {"path": str(pv_dir)}}}}
+    hooks = SimpleNamespace(shim={}, _get=lambda kind, name, ns=None: objects.get((kind, name)))
+    pod = {"metadata": {"namespace": "ns", "uid": "u"},
+           "spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}},
+                                {"name": "e", "emptyDir": {}}]}}
+    monkeypatch.delenv(fuselayer.ENABLE_ENV, raising=False)
+    assert not admin_fuse.wanted(hooks, pod, str(pv_dir))
+    hooks.shim["f"] = {"mechanism": "fuse-badblocks", "pvs": ["pv-1"]}
+    assert admin_fuse.wanted(hooks, pod, str(pv_dir)) and admin_fuse.wanted(hooks, pod, str(pv_dir / "sub"))
+    assert not admin_fuse.wanted(hooks, pod, str(tmp_path / "emptydir"))
+    hooks.shim["f"]["mechanism"] = "ld-preload-shim"
+    assert not admin_fuse.wanted(hooks, pod, str(pv_dir))
+    monkeypatch.setenv(fuselayer.ENABLE_ENV, "all")
+    assert admin_fuse.wanted(hooks, pod, str(pv_dir))
+    monkeypatch.setenv(fuselayer.ENABLE_ENV, "off")
+    hooks.shim["f"]["mechanism"] = "fuse-badblocks"
+    assert not admin_fuse.wanted(hooks, pod, str(pv_dir))
