@@ -147,3 +147,15 @@ def test_a_selector_that_reaches_the_workload_generator_fails():
 def test_an_inject_that_writes_into_a_hidden_namespace_fails(tmp_path):
     with pytest.raises(AssertionError, match="reaches the app's hidden namespaces \\(contract-workload\\)"):
         round_trip(spec(HiddenNamespaceFault()), tmp_path)
+
+
+def test_example_params_give_a_fault_with_required_params_its_params(tmp_path):
+    record = spec(ImageFault(), params_schema={"type": "object", "additionalProperties": False,
+                                               "required": ["tag"], "properties": {"tag": {"type": "string"}}})
+    from sregym_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="tag"):
+        FaultContract().test_example_params_validate(record)
+    given = type("Given", (FaultContract,), {"example_params": {"image-404": {"tag": "latset"}}})
+    given().test_example_params_validate(record)
+    round_trip(record, tmp_path, given)
