@@ -70,3 +70,8 @@ def test_an_unknown_symptom_is_a_clear_error(planned, sregym_cli):
 def test_symptom_is_for_adhoc_problems_only(planned, sregym_cli):
     outcome = sregym_cli("validate", "--problem", "anything", "--symptom", "slo-drop").assert_failed(2)
     assert "ad hoc" in outcome.stderr and "`symptom:`" in outcome.stderr and not planned
+
+
+def test_symptom_and_no_symptom_contradict(planned, sregym_cli):
+    outcome = sregym_cli(*ADHOC, "--symptom", "slo-drop", "--no-symptom").assert_failed(2)
+    assert "--no-symptom skips that check" in outcome.stderr and not planned

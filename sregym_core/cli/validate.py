@@ -109,6 +109,9 @@ def adhoc_symptom(symptoms: tuple[str, ...], *, adhoc: bool, checked: bool) -> t
     if symptoms and not adhoc:
         raise UsageError("--symptom declares the symptom of an ad hoc --app/--fault/--target problem",
                          hints=("a problem file declares its own (`symptom:`; see `sregym schema problem`)",))
+    if symptoms and not checked:
+        raise UsageError("--symptom declares what the symptom check must observe, and --no-symptom skips that check",
+                         hints=("give one of them",))
     if not adhoc or not checked:
         return ()
     if not symptoms:
