@@ -174,6 +174,20 @@ def broken_warning(broken: BrokenProblem) -> str:
     return f"skipping broken problem {broken.id or '?'} ({broken.source}): {error}\n    hint: {broken_hint(broken)}"
 
 
+def unresolvable(problems: Iterable[ProblemSpec], host: PluginHost) -> list[BrokenProblem]:
+    """The problems that parse but do not resolve against the installed plugins (an app or fault
+    that is not installed, a target the fault cannot take, bad params), as broken entries: like a
+    file that does not validate, each disables only itself."""
+    broken = []
+    for problem in problems:
+        try:
+            resolve_problem(problem, host)
+        except ConfigError as exc:
+            broken.append(BrokenProblem(source=problem.source or Path(problem.id), error=broken_text(exc),
+                                        id=problem.id))
+    return broken
+
+
 def _declared_id(path: Path) -> str:
     """The id a problem file declares, when it reads as a mapping with a string id; else its stem
     (so ``sregym run --problem <id>`` of a broken file can say why it cannot run)."""

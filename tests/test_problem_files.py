@@ -4,6 +4,7 @@ error); ``--problem`` also takes a path to a problem file."""
 
 from __future__ import annotations
 
+import pytest
 import sregym_noop.plugin
 
 from sregym_core import hookimpl
@@ -110,6 +111,13 @@ def test_problem_accepts_a_path(tmp_path, plugin_host, register_plugin, fake_app
     from sregym_core.cli._select import select_problems
 
     register_plugin(sregym_noop.plugin, name="noop")
+
+    class Apps:
+        @hookimpl
+        def sregym_apps(self):
+            return [fake_app]
+
+    register_plugin(Apps())
     path = tmp_path / "mine.yaml"
     path.write_text(GOOD.replace("fake-noop-api", "my-own-problem"))
     chosen = select_problems(plugin_host, problem=(str(path),))
@@ -137,3 +145,31 @@ def test_suites_are_tags(tmp_path, register_plugin, fake_app, plugin_host):
     (tmp_path / "problems" / "bad.yaml").unlink()
     plugin_host._cache.clear()
     assert [p.id for p in select_problems(plugin_host, suite="smoke")] == ["fake-noop-api"]
+
+
+UNRESOLVABLE = """id: fake-needs-a-missing-pack
+app: fake-app
+tags: [lite]
+faults:
+  - fault: fault-from-a-pack-not-installed
+    target: api
+"""
+
+
+def test_a_problem_whose_fault_is_not_installed_is_skipped_in_a_suite_and_refused_by_id(
+        tmp_path, register_plugin, fake_app, plugin_host, sregym_cli):
+    from sregym_core.cli._select import select_problems
+    from sregym_core.errors import ConfigError
+
+    problems = _ship(tmp_path, register_plugin, fake_app)
+    (problems / "needs-pack.yaml").write_text(UNRESOLVABLE)
+    plugin_host._cache.clear()
+    said: list[str] = []
+    assert [p.id for p in select_problems(plugin_host, suite="lite", say=said.append)] == ["fake-noop-api"]
+    warning = next(w for w in said if "fake-needs-a-missing-pack" in w)
+    assert "at $.faults[0].fault: unknown fault 'fault-from-a-pack-not-installed'" in warning and "hint:" in warning
+    with pytest.raises(ConfigError, match="fake-needs-a-missing-pack cannot run on the installed plugins"):
+        select_problems(plugin_host, problem=("fake-needs-a-missing-pack",), say=said.append)
+    outcome = sregym_cli("list-problems", "--all").assert_success()
+    row = next(line for line in outcome.output.splitlines() if "fake-needs-a-missing-pack" in line)
+    assert "BROKEN" in row

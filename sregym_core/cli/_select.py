@@ -12,7 +12,7 @@ import click
 
 from ..clusters import get_cluster
 from ..errors import ConfigError, UsageError
-from ..problems import as_upstream, broken_hint, broken_warning, compose_adhoc, load_problem_file
+from ..problems import as_upstream, broken_hint, broken_warning, compose_adhoc, load_problem_file, unresolvable
 from ..upstream_catalog import LITE_SUITE, UPSTREAM_IDS, UPSTREAM_PROBLEMS
 
 
@@ -69,6 +69,23 @@ def select_problems(host: Any, *, problem: tuple[str, ...] = (), suite: str | No
     lite suite mapped onto the equivalents that exist (``say`` tells which ids have none).
     """
     say = say or (lambda text: click.echo(f"• {text}", err=True))
+    selected = _select(host, problem=problem, suite=suite, app=app, fault=fault, target=target, params=params, say=say)
+    if fault:
+        return selected  # composed and resolved already
+    # a problem that parses but does not resolve (its fault's pack is not installed...) stops a run
+    # half-way: asked for by id or path it is an error now, in a suite it is skipped like a bad file
+    broken = {b.id: b for b in unresolvable(selected, host)}
+    if broken and problem:
+        first = next(iter(broken.values()))
+        raise ConfigError(f"problem(s) {', '.join(broken)} cannot run on the installed plugins",
+                          errors=[(str(b.source), b.error) for b in broken.values()], hints=(broken_hint(first),))
+    for each in broken.values():
+        say(broken_warning(each))
+    return [p for p in selected if p.id not in broken]
+
+
+def _select(host: Any, *, problem: tuple[str, ...], suite: str | None, app: str | None, fault: str | None,
+            target: str | None, params: str | None, say: Callable[[str], None]) -> list:
     chosen = sum(bool(x) for x in (problem, suite, fault))
     if chosen != 1:
         raise UsageError("choose exactly one of --problem, --suite or --app/--fault/--target")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..problems import broken_warning, problem_to_dict
+from ..problems import broken_warning, problem_to_dict, unresolvable
 from ._app import App, render_table
 
 
@@ -21,13 +21,15 @@ from ._app import App, render_table
 def list_problems(app: App, suite: str | None, app_name: str | None, as_json: bool, upstream: bool, fmt: str,
                   show_all: bool) -> None:
     """List curated problems (a broken problem file is reported with its path and skipped; --all lists it)."""
-    broken = app.host.broken_problems()
+    problems = [p for p in suite_problems(app.host, suite) if app_name is None or p.app == app_name]
+    # a file that does not validate, and a problem that does not resolve on the installed plugins
+    broken = [*app.host.broken_problems(), *unresolvable(problems, app.host)]
     for each in broken:
         click.echo(f"Warning: {broken_warning(each)}", err=True)
     if upstream:
         _list_upstream(app, as_json, fmt)
         return
-    problems = [p for p in suite_problems(app.host, suite) if app_name is None or p.app == app_name]
+    problems = [p for p in problems if p.id not in {b.id for b in broken}]
     if as_json:
         rows = [{**problem_to_dict(p), "status": "ok"} for p in problems]
         if show_all:
