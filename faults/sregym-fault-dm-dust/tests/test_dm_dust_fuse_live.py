@@ -117,19 +117,20 @@ def test_static_reader_in_target_pod_meets_bad_blocks_through_the_fuse_layer(han
     _static_reader(handle)
     suffix = uuid.uuid4().hex[:6]
     pv, claim, target, other = f"dust-pv-{suffix}", f"dust-data-{suffix}", f"dust-target-{suffix}", f"dust-other-{suffix}"
-    volume = Path(embedded_cluster.home) / f"dust-volume-{suffix}"
-    volume.mkdir(mode=0o755)
+    from sregym_cluster_embedded import cluster as clusters
+
+    volume = Path(clusters.cluster_dir(handle.name)) / "volumes" / f"dust-volume-{suffix}"  # where PVs live
+    volume.mkdir(mode=0o755, parents=True)
     table = volume / "table"
     table.write_bytes(os.urandom(8192 * BLOCKS))
     table.chmod(0o644)
-    kubectl(handle, "apply", "-f", "-", input=json.dumps({
-        "apiVersion": "v1", "kind": "List", "items": [
-            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
-             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
-                      "hostPath": {"path": str(volume)}}},
-            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
-             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": pv,
-                      "resources": {"requests": {"storage": "1Gi"}}}}]}))
+    for obj in ({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+                 "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                          "hostPath": {"path": str(volume)}}},
+                {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
+                 "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": pv,
+                          "resources": {"requests": {"storage": "1Gi"}}}}):
+        kubectl(handle, "apply", "-f", "-", input=json.dumps(obj))
     fault_id, rate_id = f"dust-{suffix}", f"lse-{suffix}"
     seed, frac = 7, 0.15
     expected = "bad:" + "".join(f" {b}/5" for b in bad_blocks(table.stat().st_ino, BLOCKS, seed, frac))

@@ -112,8 +112,15 @@ def wanted(hooks: Any, pod: dict, host: str) -> bool:
 
 
 def _pv_root(hooks: Any, pv: str) -> str | None:
+    """The host directory pods get for a PersistentVolume, as the node resolves it (node/volumes.py:
+    its hostPath when inside the cluster's state directory, else ``volumes/<pv>`` there)."""
     obj = hooks._get("persistentvolumes", pv)
-    path = ((obj or {}).get("spec") or {}).get("hostPath", {}).get("path")
+    if obj is None:
+        return None
+    path = (obj.get("spec") or {}).get("hostPath", {}).get("path")
+    state = getattr(hooks, "state_dir", None)
+    if path and state is not None and not _under(os.path.realpath(path), os.path.realpath(state)):
+        path = os.path.join(state, "volumes", pv)
     return os.path.realpath(path) if path else None
 
 
