@@ -236,6 +236,9 @@ def test_disk_bad_blocks(cluster: Cluster) -> None:
     fault.impl.inject(ctx, target, params)
     try:
         assert ctx.state["table"] == "t" and ctx.state["bad_blocks"]
+        # the FUSE layer where the node offers it (any binary meets it), else the shim
+        fuse = cluster.handle.faults()["mechanisms"]["fuse-badblocks"]["available"]
+        assert ctx.state["fault_mechanism"] == ("fuse-badblocks" if fuse else "ld-preload-shim"), ctx.state
         cluster.wait_sql()
         first = cluster.sql("select count(*) from t")
         assert "Input/output error" in first and "could not read block" in first, first
