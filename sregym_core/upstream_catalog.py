@@ -120,9 +120,7 @@ UPSTREAM_PROBLEMS: tuple[UpstreamProblem, ...] = (
     UpstreamProblem("astronomy_shop_product_catalog_service_failure", "AS", False),
     UpstreamProblem("kafka_queue_problems", "AS", False),
     UpstreamProblem("kafka_poison_pill_hol_block", "AS", True),
-    UpstreamProblem("loadgenerator_flood_homepage", "AS", False,
-                    'only the fault primitive flagd-flag (loadGeneratorFloodHomepage); its 100 extra home-page '
-                    'requests per second are not felt here (no SLO drop in 60 s, 2026-11-27)'),
+    UpstreamProblem("loadgenerator_flood_homepage", "AS", False),
     UpstreamProblem("trainticket_f17_nested_sql_select_clause_error", "TT", False),
     UpstreamProblem("trainticket_f22_sql_column_name_mismatch_error", "TT", False),
     UpstreamProblem("silent_data_corruption", "HR", False,
