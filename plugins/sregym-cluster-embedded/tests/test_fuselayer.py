@@ -211,9 +211,16 @@ def test_mount_options_name_no_fault():
 READER = r"""
 import os, sys
 path = sys.argv[1]
-for line in sys.stdin:  # one pass per line: the block numbers that fail
-    fd = os.open(path, os.O_RDONLY)
+for line in sys.stdin:  # "pass": the blocks whose read fails, with the errno; "mounts": the fuse mounts
+    if line.strip() == "mounts":
+        print(repr([l for l in open("/proc/self/mountinfo") if " fuse " in l]), flush=True)
+        continue
     bad = []
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        print(repr([("open", e.errno)]), flush=True)
+        continue
     for b in range(64):
         try:
             os.pread(fd, 8192, b * 8192)
@@ -221,8 +228,6 @@ for line in sys.stdin:  # one pass per line: the block numbers that fail
             bad.append((b, e.errno))
     os.close(fd)
     print(repr(bad), flush=True)
-mounts = [l for l in open("/proc/self/mountinfo") if " fuse " in l]
-print(repr(mounts), flush=True)
 """
 
 
@@ -281,11 +286,17 @@ def test_real_mount_in_a_private_namespace_served_by_the_server_process(tmp_path
         assert data.read_bytes()  # outside the namespace the same file reads whole
         layers.set_rules({})
         assert pass_until([]) == []
-        reader.stdin.close()
+        reader.stdin.write("mounts\n")
+        reader.stdin.flush()
         mounts = eval(reader.stdout.readline())  # noqa: S307
         assert len(mounts) == 1 and " - fuse sregym-volume " in mounts[0]
-        options = mounts[0].rsplit(" ", 1)[-1]
-        assert "seed" not in options and "frac" not in options and "table" not in options, options
+        options = mounts[0].rsplit(" ", 1)[-1].strip()
+        assert options == "rw,user_id=0,group_id=0,default_permissions,allow_other", options
+        assert "sregym-volume" not in Path("/proc/self/mountinfo").read_text()  # never mounted out here
+        # the server gone (it dies with the node agent): the pod's reads fail at once, none hangs
+        layers.proc.kill()
+        assert one_pass() in ([("open", errno.ENOTCONN)], [("open", errno.ECONNABORTED)])
+        reader.stdin.close()
         assert reader.wait(30) == 0
     finally:
         if reader.poll() is None:
