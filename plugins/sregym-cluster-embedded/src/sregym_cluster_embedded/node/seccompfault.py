@@ -10,10 +10,11 @@ supervisor (``seccompsup.py``, its own process, so the API server's work never d
 fails the pod's calls with the errno at the rate, on files under the given paths: the process
 meets the kernel's own error, static binaries included, and nothing in the pod holds the rule.
 
-What a dormant filter costs is one round trip per filtered call, and on a loaded host almost all
-of it is the supervisor's wake-up: a plain process waits its turn behind every runnable one
-(``benchmarks/bench_syscall_faults.py``: initdb's ~1000 fsyncs took 17 s instead of 10-11 s at a
-load average of ~200). So (1) the supervisor runs as a real-time (SCHED_FIFO) process where the
+What a dormant filter costs is one round trip per filtered call (8 µs at the median), and on a
+loaded host almost all of it is the supervisor's wake-up: an ordinary process waits its turn behind
+every runnable one (``benchmarks/bench_syscall_faults.py``: initdb's 993 fsyncs took 17 s instead of
+10-11 s at a load average of ~200; with six busy loops beside the caller, an fsync's p99 was 26 ms
+with the supervisor at nice -10, 2.1 ms real-time). So (1) the supervisor runs as a real-time (SCHED_FIFO) process where the
 node may do that (root), and is woken ahead of ordinary work; (2) the filter names only the
 operations a fault may need for that pod; (3) only pods that may need it get one (``mode``):
 
