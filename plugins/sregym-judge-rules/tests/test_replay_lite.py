@@ -527,8 +527,9 @@ def _swap_mapping(app, truths, text_: str) -> dict[str, str]:
     return mapping
 
 
-# a component's own objects are named after it ("search-config", "geo-svc"): they move with it
-_OWN_OBJECT = r"(?:-(?:config|configmap|cm|secret|svc|service|deployment|pod|pods|data))?"
+# a component's own objects are named after it ("search-config", "geo-svc", "frontend-proxy-tls"): they move
+# with it (the judge reads them as mentions of it)
+_OWN_OBJECT = r"(?:-(?:config|configmap|cm|secret|svc|service|deployment|pod|pods|data|tls|cert|certs))?"
 
 
 def _swap(text_: str, mapping: dict[str, str]) -> str:

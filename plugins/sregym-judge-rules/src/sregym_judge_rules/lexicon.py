@@ -148,6 +148,8 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "memory size .. set to", "memory .. set to .. mb", "1 mb", "one megabyte", "single megabyte",
         "limit maxbytes", "limit_maxbytes", "cache size", "tiny cache", "hold almost nothing", "holds almost nothing",
         "memcached .. memory limit", "memory limit .. memcached", "memory size",
+        # plain English for the memory option cut down (issue #35)
+        "memory cap", "memory .. cut", "memory .. lowered", "memory .. reduced", "memory .. shrunk", "only .. mb of memory",
     ),
     "cache-flood": ("flood*", "junk keys", "rogue writer", "cache warming"),
     "retry-storm": (
@@ -162,6 +164,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "disk full", "disk is full", "volume .. full", "filled up", "filled by", "full disk", "no space left",
         "enospc", "ran out of room", "out of space", "ate the rest", "100% used", "100 used", "junk file",
         "stray file", ".fill", "fill file",
+        "no more space", "stray .. file", "big file", "large file", "pvc .. full", "claim .. full", "remaining space",
     ),
     "disk-bad-blocks": ("bad block*", "bad sector*", "input output error", "i o error", "eio", "dm dust", "disk failure"),
     "latent-sector-error": ("sector error", "bad sector*", "latent sector"),

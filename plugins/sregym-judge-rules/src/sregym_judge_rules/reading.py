@@ -104,6 +104,10 @@ def injection(submission: str) -> str | None:
 _HEDGE = re.compile(
     r"\b(?:either\b.{1,80}\bor|could be|might be|might also|may be|maybe|possibly|possible|perhaps|probably|"
     r"not sure|unsure|unclear|i suspect|one of (?:them|the two|the three|those|these|both|the (?:two|three|four|following|above|listed|candidates|suspects))\b|or the other|"
+    # "it is one of three: ...", "one of 4." : a count of candidates with nothing after it but the list
+    r"one of (?:the )?(?:two|three|four|five|six|several|many|multiple|\d+)(?=\s*[:;,.)]|\s*$)|"
+    # "we have not ruled out X, Y and Z", "cannot exclude": every one stays a candidate
+    r"(?:cannot|can not|could not|did not|do not|have not|has not|not yet|not)\s+(?:yet\s+)?(?:be\s+)?(?:rule|ruled|exclude|excluded)\b|"
     # "one of three reasons", "one of 2 likely causes", "one of several things": a choice, whatever the count
     r"one of (?:the )?(?:two|three|four|five|six|seven|several|many|multiple|a few|a couple of|\d+)\s+(?:\w+\s+)?"
     r"(?:reasons?|causes?|things|possibilit\w+|candidates?|explanations?|issues|problems|suspects?|options|hypothes\w+|"
@@ -210,28 +214,151 @@ def find_pattern(flat: str, pattern: str, *, allow_negated: bool = False) -> tup
 # sentences
 # ------------------------------------------------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+|(?<=:)\s+(?=[A-Z0-9])|\s+-\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)|(?<=:)\s+(?=[A-Z0-9])|\s+-\s+")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)]|[a-z][.)])\s+")
 
 
 @attrs.frozen
 class Sentence:
     raw: str
-    flat: str
+    flat: str  # flattened, with what it does not assert (questions, ruled-out and hypothetical parts) masked
     hedged: bool
     index: int
+    listed: int = -1  # the list (items under one header line) this sentence is an item of, else -1
 
 
 def sentences(prose: str) -> list[Sentence]:
+    """The prose's sentences. Items of a list belong to the line that introduces them ("Possible causes:",
+    "Ruled out:"): a hedging header hedges every item, a ruling-out header rules every item out, and the
+    items of one list are numbered together (an enumeration is read as a whole, whatever its length)."""
     found: list[Sentence] = []
     # a hard-wrapped line continues its sentence when it does not end one and the next starts lower-case
     prose = re.sub(r"(?<![.!?:;])[ \t]*\n[ \t]*(?=[a-z(])", " ", prose)
-    for piece in _SENTENCE_END.split(prose):
-        piece = piece.strip(" \t-*•>")
-        piece = re.sub(r"^(?:\d+[.)]|[a-z][.)])\s+", "", piece)  # list numbering
-        if not re.search(r"[A-Za-z]{2}", piece):
+    header, header_hedged, header_rules_out, lists = "", False, False, 0
+    for line in prose.split("\n"):
+        if not line.strip():
             continue
-        found.append(Sentence(piece, text.flatten(piece), is_hedged(piece), len(found)))
+        item = bool(_LIST_ITEM.match(line))
+        if not item:
+            header = line.strip()
+            header_hedged = header.endswith(":") and is_hedged(header)
+            header_rules_out = header.endswith(":") and bool(_RULED_OUT_HEADER.search(text.flatten(header)))
+            if header.endswith(":"):
+                lists += 1
+        listed = lists if item and header.endswith(":") else -1
+        for piece in _SENTENCE_END.split(line):
+            piece = piece.strip(" \t-*•>")
+            piece = re.sub(r"^(?:\d+[.)]|[a-z][.)])\s+", "", piece)  # list numbering
+            if not re.search(r"[A-Za-z]{2}", piece):
+                continue
+            flat = text.flatten(piece)
+            flat = mask_unasserted(flat) if not (listed >= 0 and header_rules_out) else re.sub(r"\S", "#", flat)
+            hedged = is_hedged(piece) or (listed >= 0 and header_hedged)
+            found.append(Sentence(piece, flat, hedged, len(found), listed))
     return found
+
+
+# ------------------------------------------------------------------------------------------------
+# what a sentence does not assert: questions, ruled-out and hypothetical parts, negated predicates
+# ------------------------------------------------------------------------------------------------
+
+# a list header that rules its items out ("Ruled out:", "Not the cause:", "Checked and fine:")
+_RULED_OUT_HEADER = re.compile(r"\b(?:ruled out|excluded|not the cause|not causes|not the problem|not involved|fine|healthy|"
+                               r"innocent|unrelated|checked and ok|what it is not|red herrings?)\b")
+# where a sentence's parts end: each part has its own mood (";", ": ", a contrast)
+_PART_BOUNDARY = re.compile(r"\s*;\s*|:\s+|,?\s+\b(?:but|however|although|though|whereas|yet)\b\s+")
+# where a clause ends inside a part: a negated or healthy predicate covers its own clause only
+_CLAUSE_BOUNDARY = re.compile(r",\s*|\s+\b(?:and|so|because|which|while|since|as|then)\b\s+")
+_LEAD = r"^(?:\W*\b(?:and|so|also|then|first|second|next|finally|again|still|yes|no|well|ok|okay)\b\W*)*"
+# a part opened by one of these asserts nothing it says: "it is not true that ...", "we ruled out ...",
+# "we checked whether ...", "there is no evidence that ...", "nothing suggests ..."
+_NOT_ASSERTED_FRAME = re.compile(
+    _LEAD + r"(?:it is not true|it is untrue|it is not the case|it was not the case|not that|there (?:is|was) no (?:evidence|sign|"
+    r"indication|proof)|no (?:evidence|sign|indication|proof) (?:of|that|for)|nothing (?:suggests|indicates|points|shows)|"
+    r"(?:(?:we|i|they)\s+)?(?:have\s+|had\s+)?(?:ruled out|rule out|excluded|dismissed|eliminated)|"
+    r"(?:(?:we|i|they)\s+)?(?:first\s+)?(?:checked|verified|tested|looked at|investigated|wondered|asked)\s+(?:\w+\s+)?(?:whether|if)|"
+    r"(?:we|i) (?:do|did) not (?:think|believe|see)|(?:we|i) doubt|it is (?:unlikely|doubtful) that)\b"
+)
+# a hypothesis: "if X, ...", "had X been ...", "suppose X"; with "would" the whole part is counterfactual
+_CONDITIONAL = re.compile(_LEAD + r"(?:if|unless|suppose|supposing|assuming|in case|had|were)\b")
+_COUNTERFACTUAL = re.compile(r"\b(?:would|would have|could have|might have|should have|wouldn't)\b")
+_HEALTHY_PREDICATE = re.compile(
+    r"\b(?:looks?|looked|seems?|seemed|appears?|appeared|is|are|was|were|stays?|stayed|remains?|remained)\s+(?:\w+\s+)?"
+    r"(?:fine|ok|okay|normal|healthy|correct|intact|unchanged|untouched|as expected|in place|clean|unaffected|"
+    r"not the (?:cause|problem|issue|culprit)|not involved|not responsible|irrelevant|ruled out|innocent)\b"
+)
+# a negated predicate whose verb says what went wrong: "the grants were not revoked", "X is not missing"
+_NEGATED_FAULT = re.compile(
+    r"\b(?:is|are|was|were|has|have|had|did|does|do|got|get)(?:\s+(?:been|ever))?\s+(?:not|never)\s+(?:\w+\s+)?"
+    r"(?:revoked|removed|deleted|dropped|changed|modified|altered|touched|tampered|edited|rotated|missing|wrong|"
+    r"broken|misconfigured|corrupted|full|expired|throttled|lowered|raised|reduced|shrunk|capped|limited|swapped|"
+    r"replaced|overwritten|injected|delayed|the (?:cause|problem|issue|culprit)|responsible|involved|to blame|at fault)\b"
+)
+
+
+# "the logs say NXDOMAIN", "dig says NXDOMAIN": what a log or a client printed at run time, reported, not an
+# explanation. A component that says something ("the resolver says the name does not exist") is behaviour,
+# and what a view of the configuration shows ("kubectl describe shows the limit is 12Mi") states the
+# configuration: both stay.
+_REPORTED = re.compile(
+    r"\b(?:logs?|errors?|error messages?|messages?|traces?|spans?|alerts?|dig|nslookup|curl|stderr|stdout)\s+(?:\w+\s+)?"
+    r"(?:says?|said|show|shows|showed|shown|report|reports|reported|contain|contains|print|prints|printed|read|reads)\b")
+
+
+def _spans(flat: str, boundary: re.Pattern[str]) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for match in boundary.finditer(flat):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(flat)))
+    return [(a, b) for a, b in spans if b > a]
+
+
+def unasserted_spans(flat: str) -> list[tuple[int, int]]:
+    """The spans of a flattened sentence that assert nothing about what they name: a question, a part
+    opened by a ruling-out or doubting frame, a hypothesis, and a clause whose predicate is healthy or a
+    negated fault ("the grants looked fine", "its privileges were not revoked"). A negation that *is*
+    the fault ("the name does not exist", "never valid after", "no longer has access") is a statement
+    of fact and stays."""
+    out: list[tuple[int, int]] = []
+    question = flat.rstrip().endswith("?")
+    for start, end in _spans(flat, _PART_BOUNDARY):
+        part = flat[start:end]
+        if question or part.rstrip().endswith("?") or _NOT_ASSERTED_FRAME.match(part):
+            out.append((start, end))
+            continue
+        if _CONDITIONAL.match(part) or (re.search(r"\bif\b", part) and _COUNTERFACTUAL.search(part)):
+            if _COUNTERFACTUAL.search(part):
+                out.append((start, end))
+                continue
+            comma = part.find(",")  # "if X, Y": the antecedent X is not asserted
+            out.append((start, start + (comma if comma > 0 else len(part))))
+            continue
+        for a, b in _spans(part, _CLAUSE_BOUNDARY):
+            clause = part[a:b]
+            healthy = _HEALTHY_PREDICATE.search(clause) if not text.CONCESSION.search(clause) else None
+            reported = _REPORTED.search(clause)
+            if reported:  # what a log or a tool printed is evidence, quoted: not the writer's explanation
+                out.append((start + a + reported.end(), start + b))
+            elif healthy:
+                out.append((start + a, start + a + healthy.end()))
+            elif _NEGATED_FAULT.search(clause):
+                out.append((start + a, start + b))
+    return out
+
+
+def mask_unasserted(flat: str) -> str:
+    """The flattened sentence with :func:`unasserted_spans` blanked ("#" for every character but spaces,
+    so offsets and word counts stay)."""
+    spans = unasserted_spans(flat)
+    if not spans:
+        return flat
+    chars = list(flat)
+    for a, b in spans:
+        for i in range(a, b):
+            if not chars[i].isspace():
+                chars[i] = "#"
+    return "".join(chars)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -269,21 +396,35 @@ def json_as_prose(submission: str) -> str | None:
     if not isinstance(data, dict):
         return None
     components = [_flat_value(v) for k, v in data.items() if _key(k) in _COMPONENT_KEYS and _flat_value(v)]
-    causes = [_flat_value(v) for k, v in data.items() if _key(k) in _CAUSE_KEYS and _flat_value(v)]
+    causes = [_flat_value(v) for k, v in data.items() if _key(k) in _CAUSE_KEYS and not _placeholder(_flat_value(v))]
     lines: list[str] = []
     if components:
         lead = f"The root cause is in {', '.join(components)}"
         lines.append(f"{lead}: {causes[0].rstrip('.')}." if causes else f"{lead}.")
         causes = causes[1:]
     lines += [f"{c.rstrip('.')}." for c in causes]
+    explained = bool(lines) and any(not _placeholder(_flat_value(v)) for k, v in data.items() if _key(k) in _CAUSE_KEYS)
     for key, value in data.items():
         name = _key(key)
         if name in _COMPONENT_KEYS or name in _CAUSE_KEYS or name in _EVIDENCE_KEYS:
             continue
+        if not explained and (isinstance(value, dict | list) or name in _DATA_KEYS):
+            continue  # fields of data with no explanation beside them are a record's shape, not a diagnosis
         flat = _flat_value(value)
         if flat:
             lines.append(f"{name.replace('_', ' ')}: {flat.rstrip('.')}.")
     return "\n".join(lines)
+
+
+# keys whose value is a record's data (a kind, a layer, the changed values): read only beside an explanation
+_DATA_KEYS = frozenset({"values", "value", "resource_kind", "kind", "layer", "mutated_values", "fields", "flag", "params"})
+# an explanation field left empty or holding a stand-in: "?", "n/a", "unknown", "TBD", "see values", "<mechanism>"
+_PLACEHOLDER = re.compile(r"^\W*(?:\?+|n/?a|none|null|nil|unknown|unsure|tbd|tba|todo|-+|\.+|<[^>]*>|"
+                          r"see (?:the )?(?:values|above|below|evidence|fields|details))\W*$", re.I)
+
+
+def _placeholder(value: str) -> bool:
+    return not value.strip() or bool(_PLACEHOLDER.match(value.strip())) or len(re.findall(r"[A-Za-z]{2,}", value)) < 2
 
 
 def _key(key: object) -> str:

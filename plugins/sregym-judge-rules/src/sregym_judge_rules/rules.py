@@ -227,7 +227,7 @@ class RulesJudge:
             blaming = re.sub(r"\ball (?:the )?pods (?:on|of|scheduled on|running on) (?:that|the|this|one|a|its) "
                              r"(?:node|host|machine)\b", " ", blaming)
             for phrase in lexicon.OVER_BROAD_PHRASES:
-                found = text.find_phrase(blaming, phrase)
+                found = _blames_everything(blaming, phrase)
                 if found:
                     over_broad = f"blames the whole application: {found!r}"
                     break
@@ -255,11 +255,17 @@ class RulesJudge:
         for index in topic:
             culprits = {m.component for m in [*mentions, *weak]
                         if clause_sentence[m.clause] == index and clause_list[m.clause].cause_side
+                        and not _in_relative_clause(clause_list[m.clause].text, m)
                         and m.component not in involved - truth_components}  # flagd serving the flag is no culprit
             stated = {m.component for m in [*mentions, *weak]
                       if clause_sentence[m.clause] == index and clause_list[m.clause].role != "effect"}
             if culprits and not (culprits | stated) & truth_components:
                 topic[index] = culprits
+        # a sentence about what the fault itself involves (flagd serving the faulty flag, the database's
+        # owner) is about the fault: "the paymentUnreachable flag was switched on in flagd-config"
+        for index, about_here in topic.items():
+            if about_here and about_here <= involved - truth_components:
+                topic[index] = about_here | truth_components
         # a sentence that only says something is fine or ruled out asserts no other mechanism
         exonerating = ({clause_sentence[i] for i, c in enumerate(clause_list) if c.exonerating}
                        - {clause_sentence[i] for i, c in enumerate(clause_list) if c.cause_side})
@@ -270,6 +276,16 @@ class RulesJudge:
             if clause_sentence[m.clause] in mechanism_sentences and _identifies(clause_list, every, m, involved):
                 asserted.add(m.component)
                 component_sentences.setdefault(m.component, sentences[clause_sentence[m.clause]].raw)
+        # "the db" in a sentence that asserts the mechanism of the faulty datastore, already named as the
+        # topic, refers to it ("user-timeline-service -> user-timeline-postgres: auth failed. role pw was
+        # rotated in the db")
+        named = {m.component for m in mentions if not clause_list[m.clause].exonerating}
+        for index in mechanism_sentences:
+            if _THE_STORE.search(sentences[index].flat):
+                for c in truth_components & topic.get(index, set()) & named:
+                    if text.datastore_owner(c) != c and c not in asserted:
+                        asserted.add(c)
+                        component_sentences.setdefault(c, sentences[index].raw)
         decoy = _decoy_instead(sentences, truths)
         if decoy:  # the faulty flag never named, a decoy named instead: not the fault's mechanism
             mechanism.pop(decoy[0], None)
@@ -319,13 +335,37 @@ class RulesJudge:
                 if mention.component not in truth:
                     # after the predicate ("someone removed the object that stores profile's login") a
                     # component is an object of the fault, not its culprit
-                    if hedged or not text.BLAME_CUES.search(clause.text[: mention.start]):
+                    if hedged or not (text.BLAME_CUES.search(clause.text[: mention.start])
+                                      or _in_relative_clause(clause.text, mention)):
                         blamed.add(mention.component)
                 elif not hedged and not (position + 1 < len(here) and text.listed(clause.text, here[position], here[position + 1])):
                     break  # what follows the culprit is its object ("wrong port for geo"), unless it is a list
         return blamed
 
 
+# "every service name does not exist" quantifies names; "all services recover" is the fix working
+_NOT_BLAME_AFTER = re.compile(
+    r"^\s+(?:names?|accounts?|address(?:es)?|ips?|records?|lookups?|calls?|requests?|ports?|endpoints?|urls?|tokens?|"
+    r"identit\w*|certificates?|dns|discovery|mesh|queries|traffic)\b"
+    r"|^(?:\s+\S+){0,2}\s+(?:recover\w*|(?:are|were|is|came|come|went|go) back|work(?:s|ed)? again|(?:healthy|fine|normal|ok|green) again|"
+    r"back to normal|healed|resumed?)\b")
+
+
+def _blames_everything(blaming: str, phrase: str) -> str | None:
+    """An over-broad phrase ("all services") used as the culprit: not a quantifier of another noun, not recovering."""
+    pattern = text.phrase_pattern(phrase)
+    if pattern is None:
+        return None
+    for match in pattern.finditer(blaming):
+        if _NOT_BLAME_AFTER.match(blaming[match.end():]):
+            continue
+        found = text.find_phrase(blaming[max(0, match.start() - 40):], phrase)
+        if found:
+            return found
+    return None
+
+
+_THE_STORE = re.compile(r"\b(?:the|that|this|its)\s+(?:db|database|datastore|postgres|postgresql|mysql|mongodb|redis|cache)\b(?!\s+\w+\s+(?:is|was)\b)")
 _FLAG_WORDS = re.compile(r"\b(?:flags?|toggles?|feature|switch(?:es)?)\b", re.I)
 _CAMEL = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")
 _NOT_FLAGS = frozenset({"defaultvariant", "configmap", "flagd", "nodeselector", "targetport"})
@@ -362,6 +402,20 @@ def _decoy_instead(sentences: Sequence[reading.Sentence], truths: Sequence[Groun
     return None
 
 
+# "the variable that tells preserve where ts-order-service is, ..., was removed": a name inside a relative
+# clause describes the subject; the predicate after it is not said of that name
+_RELATIVE_BEFORE = re.compile(
+    r"\b(?!(?:is|was|are|were|be|been|so|now|and|but|says?|said|shows?|showed|means?|meant|think|thinks|found|see|saw|"
+    r"note|notes|seems?|sure|than|such|fact|cause|reason|problem|issue|just|only|given|because|except|confirmed|"
+    r"confirms?|verified|know|knew|assume|believe|shows)\b)[a-z]+\s+(?:that|which|who|whose)\s+\S+(?:\s+\S+){0,4}\s+$"
+    r"|\b(?:where|whom)\s+$")
+
+
+def _in_relative_clause(clause: str, mention: text.Mention) -> bool:
+    """Is this mention inside a relative clause before the main predicate (a blame cue after it)?"""
+    return bool(_RELATIVE_BEFORE.search(clause[: mention.start]) and text.BLAME_CUES.search(clause[mention.end :]))
+
+
 def _identifies(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], mention: text.Mention,
                 involved: set[str] | frozenset[str] = frozenset()) -> bool:
     """Does this mention point at the component as the problem? Cause and plain clauses do; an
@@ -383,7 +437,9 @@ _ALTERNATIVE = re.compile(
 
 
 _SUBJECT_AFTER = re.compile(r"(?:'s)?\s+(?:is|was|were|are|has|had|got|gets)\b")
-_NEGATED_LIST = re.compile(r"\b(?:no|not|neither|nor|without|never)\b")
+# "no errors from geo or rate", "home-timeline cannot resolve post-storage or social-graph": "or" after a
+# negation means neither, it offers no alternative
+_NEGATED_LIST = re.compile(r"\b(?:no|not|neither|nor|without|never|cannot|unable to|fails? to|failed to)\b")
 
 
 def _mark_alternatives(sentences: list[reading.Sentence], clause_list: Sequence[text.Clause], clause_sentence: Sequence[int],
@@ -497,7 +553,8 @@ def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, i
 # what a sentence says follows from its first part ("..., which is why", "... so", "..., causing");
 # "so that" states a purpose ("launched so that it insists on a password"), not a consequence
 _CONSEQUENCE = re.compile(r"(?:,\s*|\s)(?:so|which is why|this is why|that is why|therefore|hence|thus|causing|"
-                          r"leading to|resulting in|as a result|which means|which makes)\b(?!\s+that\b)")
+                          r"leading to|resulting in|as a result|which means|which makes)\b"
+                          r"(?!\s+that(?:\s+\S+){1,3}\s+(?:can|could|will|would|may|might|must|insists?|requires?|demands?)\b)")
 
 
 def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> tuple[str, tuple[int, int]] | None:
@@ -517,11 +574,44 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
             hit = (" ".join(m.group(0) for m in present), (min(m.start() for m in present), max(m.end() for m in present)))
     if hit is None:
         hit = _distinctive_value(flat, t)
+    if hit is None:  # the changed setting by its name, and what was done to it ("lost its TS_ORDER_ADDR env")
+        hit = _named_change(flat, t)
     if hit is None:  # the changed value read as a quantity, and what was done with it ("capped at 16 KiB")
         found = quantity.find_quantity(flat, t.mutated_values)
         if found and _SETTING.search(flat):
             hit = (f"value {found[0]} as {found[1]!r}", (found[2], found[3]))
     return hit
+
+
+# what is done to a setting named by the truth: taken away (for a fault that removes it), or set to a value
+_REMOVED = re.compile(r"\b(?:lost|loses|removed|deleted|dropped|missing|gone|no longer|does not exist|do not exist|not set|"
+                      r"unset|taken out|absent|without)\b")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+")
+
+
+def _named_change(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, int]] | None:
+    """The truth's changed setting named with what was done to it: for a fault that removes it, an environment
+    variable's name beside "lost", "removed", "no longer has", "does not exist"; a command-line option with its
+    new value ("-m 2", "-m was changed from 64 to 2")."""
+    removal = bool(_REMOVED.search(text.flatten(truth.mechanism)))
+    for key, value in truth.mutated_values.items():
+        key = str(key)
+        names = [key] if _ENV_NAME.fullmatch(key) else []
+        names += [str(v) for v in _scalars(value) if isinstance(v, str) and _ENV_NAME.fullmatch(v)]
+        for name in names if removal and _REMOVED.search(flat) else ():
+            found = reading.find_pattern(flat, name, allow_negated=True)
+            if found:
+                return f"setting {name}", found
+        if re.fullmatch(r"-{1,2}[a-z][\w-]*", key):  # a command-line option: its new value after it
+            after = value.get("after") if isinstance(value, Mapping) else value
+            if after is None or isinstance(after, bool | Mapping | list):
+                continue
+            option = re.escape(text.flatten(key))
+            found_option = re.search(rf"(?<![a-z0-9]){option}(?:\s+\S+){{0,8}}?\s+(?:to\s+|=\s*)?[(\[]?{re.escape(str(after).lower())}"
+                                     rf"(?![a-z0-9]|\.\d)", flat)
+            if found_option:
+                return f"option {key} {after}", found_option.span()
+    return None
 
 
 # what is done to a quantity: with the truth's value in the same sentence, the change itself
@@ -569,67 +659,32 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
     """Which truth mechanisms are asserted about their component, which other mechanisms are
     asserted at all (not in ``exonerating`` sentences, which say something is fine or ruled out),
     and in which sentences the truth mechanisms were found (``details``, when given: fault ->
-    (the phrase, the whole sentence))."""
+    (the phrase, the whole sentence)).
+
+    An enumeration is read as a whole: three or more mechanisms in one sentence, or over the items of
+    one list, assert none of them (and are a kitchen sink), whatever the count and the wording."""
     exonerating = set(exonerating)
     found: dict[str, str] = {}
     other: dict[str, str] = {}
     where: list[int] = []
     truth_faults = {t.fault for t in truths}
     components = tuple(components)
-    for s in sentences:
-        spans: list[tuple[int, int]] = []
-        families_here: set[str] = set()
-        found_here: dict[str, str] = {}
-        details_here: dict[str, tuple[str, str]] = {}
-        other_here: dict[str, str] = {}
-        named_only: set[str] = set()
-        words = _mask_names(s.flat, components)
-        consequence = _CONSEQUENCE.search(s.flat)
-        # the sentence up to what it says follows, when it says so after a cause of some words
-        cause_end = consequence.start() if consequence and consequence.start() >= 12 else len(s.flat)
-        for t in truths:
-            vocab = vocabulary(t)
-            hit = _truth_hit(words, s.flat, t, vocab)
-            if hit is None:
-                continue
-            if cause_end < len(s.flat) and _truth_hit(words[:cause_end], s.flat[:cause_end], t, vocab) is None:
-                # only in what the sentence says follows ("the Service was deleted, which is why the name
-                # gives NXDOMAIN"): a symptom there, not the mechanism asserted
-                spans.extend(_all_spans(words, vocab))
-                continue
-            spans.append(hit[1])
-            # every phrase of the truth's vocabulary in this sentence is the truth's, not evidence of
-            # another mechanism ("readiness probe misconfigured" must not read as a liveness fault)
-            spans.extend(_all_spans(words, vocab))
-            families_here.add(t.fault)
-            if {c.lower() for c in t.components} & topic.get(s.index, set()):
-                found_here.setdefault(t.fault, f"{hit[0]!r} in {s.raw[:160]!r}")
-                if details is not None and s.hedged is False:
-                    details_here.setdefault(t.fault, (str(hit[0]), s.raw))
-        for family, patterns in lexicon.MECHANISMS.items():
-            if family in truth_faults or s.index in exonerating:  # "its liveness probe is fine" blames nothing
-                continue
-            hit = _match_any(words, patterns)
-            if hit and not any(hit[1][0] < e and b < hit[1][1] for b, e in spans):
-                families_here.add(family)
-                other_here[family] = f"{hit[0]!r} in {s.raw[:160]!r}"
-                spans.append(hit[1])  # the same words assert one mechanism ("liveness": not two liveness faults)
-                if _is_object_word(hit[0]) and not _match_any(words, _meaningful(patterns)):
-                    named_only.add(family)
-        if len(families_here - named_only) < 2:
-            # a thing named without what was done to it ("its ServiceAccount", "the init container") asserts
-            # no other mechanism; in an enumeration of three or more, each name stands for a fault
-            for family in named_only:
-                families_here.discard(family)
-                other_here.pop(family, None)
+    read = [_sentence_mechanisms(s, topic, truths, truth_faults, components, s.index in exonerating) for s in sentences]
+    # the mechanisms named over the items of each list (a list of candidates is one enumeration)
+    per_list: dict[int, set[str]] = {}
+    for s, (families_here, _found, _details, _other) in zip(sentences, read, strict=True):
+        if s.listed >= 0 and families_here:
+            per_list.setdefault(s.listed, set()).update(families_here)
+    for s, (families_here, found_here, details_here, other_here) in zip(sentences, read, strict=True):
+        enumerated = len(families_here) >= 3 or (s.listed >= 0 and len(per_list.get(s.listed, ())) >= 3)
         if s.hedged:  # a hedge asserts nothing, but a hedged list of mechanisms is still a kitchen sink
-            if len(families_here) >= 3:
+            if enumerated:
                 for family, evidence in other_here.items():
                     other.setdefault(family, evidence)
             continue
         for family, evidence in other_here.items():
             other.setdefault(family, evidence)
-        if len(families_here) >= 3:  # an enumeration of mechanisms asserts none of them
+        if enumerated:  # an enumeration of mechanisms asserts none of them
             continue
         for fault, evidence in found_here.items():
             found.setdefault(fault, evidence)
@@ -638,6 +693,138 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
         if found_here:
             where.append(s.index)
     return found, other, where
+
+
+def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], truths: Sequence[GroundTruth],
+                         truth_faults: set[str], components: tuple[str, ...], exonerating: bool):
+    """One sentence's mechanisms: (families named, truth faults asserted about their component -> evidence,
+    -> (phrase, sentence), other families asserted -> evidence)."""
+    spans: list[tuple[int, int]] = []
+    families_here: set[str] = set()
+    found_here: dict[str, str] = {}
+    details_here: dict[str, tuple[str, str]] = {}
+    other_here: dict[str, str] = {}
+    named_only: set[str] = set()
+    family_spans: list[tuple[str, tuple[int, int]]] = []
+    words = _mask_names(s.flat, components)
+    consequence = _CONSEQUENCE.search(s.flat)
+    # the sentence up to what it says follows, when it says so after a cause of some words
+    cause_end = consequence.start() if consequence and consequence.start() >= 12 else len(s.flat)
+    for t in truths:
+        vocab = vocabulary(t)
+        hit = _truth_hit(words, s.flat, t, vocab)
+        if hit is None:
+            continue
+        if cause_end < len(s.flat) and _truth_hit(words[:cause_end], s.flat[:cause_end], t, vocab) is None:
+            # only in what the sentence says follows ("the Service was deleted, which is why the name
+            # gives NXDOMAIN"): a symptom there, not the mechanism asserted
+            spans.extend(_all_spans(words, vocab))
+            continue
+        if _other_field(s.raw, s.flat, t):
+            # the faulty object, but another of its fields set ("the kubelet config sets maxPods to 10"):
+            # a different fault of the same object, not this one
+            spans.extend(_all_spans(words, vocab))
+            continue
+        spans.append(hit[1])
+        family_spans.append((t.fault, hit[1]))
+        # every phrase of the truth's vocabulary in this sentence is the truth's, not evidence of
+        # another mechanism ("readiness probe misconfigured" must not read as a liveness fault)
+        spans.extend(_all_spans(words, vocab))
+        families_here.add(t.fault)
+        if {c.lower() for c in t.components} & topic.get(s.index, set()):
+            found_here.setdefault(t.fault, f"{hit[0]!r} in {s.raw[:160]!r}")
+            if s.hedged is False:
+                details_here.setdefault(t.fault, (str(hit[0]), s.raw))
+    own_words = _truth_words(truths)
+    for family, patterns in lexicon.MECHANISMS.items():
+        if family in truth_faults or exonerating:  # "its liveness probe is fine" blames nothing
+            continue
+        hit = _match_any(words, patterns)
+        if not hit or any(hit[1][0] < e and b < hit[1][1] for b, e in spans):
+            continue
+        spans.append(hit[1])  # the same words assert one mechanism ("liveness": not two liveness faults)
+        if hit[1][0] >= cause_end:  # only in what the sentence says follows: an effect, not a cause
+            continue
+        if _said_by_truth(words[hit[1][0]:hit[1][1]], own_words):
+            continue  # the truth's own words ("floods", "memory limit", "overridden") describe the truth
+        families_here.add(family)
+        family_spans.append((family, hit[1]))
+        other_here[family] = f"{hit[0]!r} in {s.raw[:160]!r}"
+        if _is_object_word(hit[0]) and not _match_any(words, _meaningful(patterns)):
+            named_only.add(family)
+    if found_here and _mechanisms_as_alternatives(words, family_spans):
+        found_here, details_here = {}, {}  # "the grants were revoked or the password rotated" asserts neither
+    if len(families_here - named_only) < 2:
+        # a thing named without what was done to it ("its ServiceAccount", "the init container") asserts
+        # no other mechanism; in an enumeration of three or more, each name stands for a fault
+        for family in named_only:
+            families_here.discard(family)
+            other_here.pop(family, None)
+    return families_here, found_here, details_here, other_here
+
+
+_OR_BETWEEN = re.compile(r"\b(?:or|or maybe|or perhaps|or else|vs|versus)\b")
+
+
+def _mechanisms_as_alternatives(words: str, family_spans: Sequence[tuple[str, tuple[int, int]]]) -> bool:
+    """Are two different mechanisms offered as alternatives ("X or Y") in this sentence? An "or" under a
+    negation ("not A or B") offers nothing."""
+    ordered = sorted(family_spans, key=lambda item: item[1][0])
+    for (first, (_a, end)), (second, (start, _b)) in zip(ordered, ordered[1:], strict=False):
+        between = words[end:start]
+        if first != second and _OR_BETWEEN.search(between) and not _NEGATED_LIST.search(words[:end]):
+            return True
+    return False
+
+
+def _truth_words(truths: Sequence[GroundTruth]) -> frozenset[str]:
+    """The stems (first six letters) of the words of the truths' own mechanism statements."""
+    return frozenset(w[:6] for t in truths for w in re.findall(r"[a-z]{4,}", text.flatten(t.mechanism)))
+
+
+def _said_by_truth(matched: str, own_words: frozenset[str]) -> bool:
+    words = [w for w in re.findall(r"[a-z]{4,}", matched)]
+    return bool(words) and all(w[:6] in own_words for w in words)
+
+
+# a setting named as what changed: "sets maxPods to 10", "ipipMode set to Always", "imagefs.inodesFree=90%"
+_FIELD = r"(?:[a-z]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:\.[a-zA-Z][a-zA-Z0-9]*)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)"
+_FIELD_SET = re.compile(
+    rf"\b(?:sets?|setting|changed|changes|lowered|raised|reduced|increased|put)\s+(?:the\s+|its\s+)?`?({_FIELD})`?"
+    rf"|(?<![\w.])`?({_FIELD})`?(?:\s+\S+){{0,6}}?\s+(?:(?:is|was|were|got|has been)\s+)?(?:set|changed|lowered|raised|"
+    r"reduced|increased)\s+to\b|(?<![\w.])`?(" + _FIELD + r")`?\s*=\s*\S")
+
+
+def _truth_fields(truth: GroundTruth) -> str:
+    """Everything the truth names (its keys, values, mechanism, keywords and vocabulary), flattened."""
+    keys: list[str] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                keys.append(str(k))
+                visit(v)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                visit(v)
+        elif value is not None:
+            keys.append(str(value))
+
+    visit(dict(truth.mutated_values))
+    return " ".join(text.flatten(x) for x in [*keys, truth.mechanism, *truth.keywords, *vocabulary(truth)])
+
+
+def _other_field(raw: str, flat: str, truth: GroundTruth) -> bool:
+    """Does the sentence say a setting the truth never names was changed, and name none of the truth's own?"""
+    named = [f for m in _FIELD_SET.finditer(raw) for f in m.groups() if f]
+    if not named:
+        return False
+    known = _truth_fields(truth)
+    foreign = [f for f in named if text.flatten(f) not in known]
+    if not foreign:
+        return False
+    own = [f for f in re.findall(_FIELD, raw) if text.flatten(f) in known and len(f) > 3]
+    return not own
 
 
 def _chain(sentences: Sequence[reading.Sentence], mechanism_sentences: Sequence[int],

@@ -72,7 +72,8 @@ _CAUSE_BEFORE_CONNECTIVE = re.compile(
 )
 _CAUSE_AFTER_CONNECTIVE = re.compile(
     r"\b(?:causes|caused|causing|leads? to|led to|leading to|results? in|resulting in|breaks|broke|therefore|"
-    r"which makes|making|so that|hence|(?:which|this|that|it) is why|that's why|, so|so (?:the|that|its|every|all|search|users?))\b"
+    r"which makes|making|so that|hence|(?:which|this|that|it) is why|that's why|so (?:the|that|its|every|all|search|users?))\b"
+    r"|,\s*so\b"  # after any word or markup ("...cluster.local**, so geo cannot reach")
 )
 BLAME_CUES = _BLAME_CUES = re.compile(
     r"(?:misconfigur\w*|\bwrong\b|\bbad\b|\bincorrect\b|\binvalid\b|\bbroken\b|\bfaulty\b|\brevoked?\b|"
@@ -188,8 +189,12 @@ def clauses(text: str) -> list[Clause]:
     return [c for c in result if c.text.strip(" ,;:-()")]
 
 
+# "looks fine at first glance; however ...": a concession, the thing is not cleared
+CONCESSION = re.compile(r"\b(?:at first(?: glance| sight)?|on the surface|seemingly|superficially)\b")
+
+
 def _split_causal(part: str) -> list[Clause]:
-    if _EXONERATION.search(part):
+    if _EXONERATION.search(part) and not CONCESSION.search(part):
         return [Clause(part, "exonerated")]
     if _SYMPTOM_CLAUSE.search(part) and not _CAUSE_BEFORE_CONNECTIVE.search(part):
         return [Clause(part, "effect")]
@@ -221,6 +226,8 @@ def _name_variants(name: str) -> list[str]:
         variants.add("".join(p[0] for p in parts[:-1]) + "-" + parts[-1])
     if parts[0] == "ts" and len(parts) >= 3:  # TrainTicket's "ts-auth-service": "auth-service", "ts-auth"
         variants.add("-".join(parts[1:]))
+        if len(parts) == 3 and parts[-1] == "service":  # "preserve's deployment": needs context (see _strong)
+            variants.add(parts[1])
     if parts[-1] == "service" and len(parts) >= 3:  # "compose-post-service": "compose-post"
         variants.add("-".join(parts[:-1]))
     for variant in list(variants):
@@ -264,19 +271,28 @@ def component_pattern(name: str) -> re.Pattern[str]:
     names = "|".join(re.escape(v) for v in _name_variants(name) + _datastore_aliases(name))
     suffix = (
         r"(?:-[a-z0-9]{6,10}-[a-z0-9]{5}|-[a-z0-9]{5}|-\d+"
-        r"|-(?:service|svc|deployment|deploy|pod|pods|server|config|configmap|cm|secret|data))?"
+        r"|-(?:service|svc|deployment|deploy|pod|pods|server|config|configmap|cm|secret|data|tls|cert|certs))?"
     )
     # "geo:8083" and "http://geo" are addresses of a peer, not mentions of it as a component; its
     # cluster name ("cart.astronomy-shop.svc.cluster.local") names the Service itself
     return re.compile(rf"(?<![\w.-])(?<!//)(?:{names}){suffix}(?![\w-]|:\d|\.(?!svc\b|[a-z0-9-]+\.svc\b)[a-z])")
 
 
+def _short_word(matched: str, name: str) -> bool:
+    """Is this a one-word short form of a longer name ("preserve" for ts-preserve-service)? Such a word is
+    plain English too: it names the component only with a resource noun, a possessive or quotes, even
+    where plain-word mentions are otherwise accepted."""
+    return matched.isalpha() and len(matched) >= 4 and len(matched) < len(name) - 3
+
+
 def _strong(text: str, start: int, end: int, name: str) -> bool:
     """Is this mention unambiguous? Plain English words need a resource noun, quotes, a possessive,
     a colon, or the start of a clause next to them ("search is configured with...")."""
-    if name.lower() not in COMMON_WORDS:
+    matched = text[start:end]
+    short_word = _short_word(matched, name)
+    if name.lower() not in COMMON_WORDS and not short_word:
         return True
-    if text[start:end] != name.lower():  # a suffixed or aliased form (geo-7d9f8-abcde, user database)
+    if matched != name.lower() and not short_word:  # a suffixed or aliased form (geo-7d9f8-abcde, user database)
         return True
     before = text[max(0, start - 25) : start]
     after = text[end : end + 25]
@@ -330,7 +346,9 @@ def find_mentions(clause_list: Sequence[Clause], components: Iterable[str], rese
                 kept.append(mention)
         kept.sort(key=lambda m: m.start)
         for position, mention in enumerate(kept):
-            if weak or _strong(clause.text, mention.start, mention.end, mention.component) or _enumerated(clause.text, kept, position):
+            short = _short_word(clause.text[mention.start:mention.end], mention.component)
+            if ((weak and not short) or _strong(clause.text, mention.start, mention.end, mention.component)
+                    or _enumerated(clause.text, kept, position)):
                 found.append(mention)
     found.sort(key=lambda m: (m.clause, m.start))
     return found
