@@ -9,6 +9,10 @@ Side by side in one run, on real processes (no cluster), each with the ratio to 
 * ``initdb``: PostgreSQL's initdb (993 fsyncs, counted with ``strace -c``) plain and under the
   filter naming fsync (what a postgres pod of a problem with an fsync fault starts under), both
   supervisors, its data directory on tmpfs (the disk's own fsync noise would hide the filter);
+* ``pgbench``: PostgreSQL serving pgbench (read-write: a WAL fdatasync per commit; select-only),
+  its data directory on the disk, plain and with the server started under the filter naming fsync
+  (what postgres-reservation of hotel-syscall-fail-fsync-postgres-reservation starts under), the
+  real-time supervisor: transactions per second and mean latency, what a user of the app feels;
 * ``read``: ``pread`` plain, under a filter naming read (a round trip per read: why a read filter
   goes only to pods whose problem fails reads), and with the fault shim and an empty channel;
 * ``connect``: a process outside any target while the cgroup BPF connect programs are linked at
@@ -17,7 +21,8 @@ Side by side in one run, on real processes (no cluster), each with the ratio to 
 ``--load N`` runs N busy loops meanwhile, as on a loaded CI host (initdb's slowness was measured
 at a load average of ~200). Figures are medians of per-round means (per call, in µs; initdb in s).
 
-    python benchmarks/bench_syscall_faults.py [--calls 3000] [--rounds 3] [--load 0] [--json out.json]
+    python benchmarks/bench_syscall_faults.py [--calls 3000] [--rounds 3] [--load 0] [--only PART...]
+        [--pgbench-seconds 15] [--json out.json]
 
 Root is needed for the BPF part and the real-time supervisor (skipped or ordinary otherwise).
 """
@@ -224,6 +229,114 @@ def _initdb_filtered(argv: list[str], kind: str, as_postgres: Callable[[], None]
         supervisor.close()
 
 
+def _postgres_tool(name: str) -> Path | None:
+    return INITDB.with_name(name) if INITDB is not None and INITDB.with_name(name).exists() else None
+
+
+def _start_postgres(data: Path, port: int, as_postgres: Callable[[], None], filtered: bool):
+    """A postgres server on 127.0.0.1:``port`` (under the fsync filter when ``filtered``): (process,
+    supervisor or None)."""
+    argv = [str(_postgres_tool("postgres")), "-D", str(data / "pg"), "-p", str(port), "-k", str(data),
+            "-c", "listen_addresses=127.0.0.1", "-c", "fsync=on", "-c", "shared_buffers=64MB"]
+    supervisor = None
+    if not filtered:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,  # noqa: PLW1509
+                                preexec_fn=as_postgres, cwd=data)
+    else:
+        supervisor = seccompfault.SupervisorClient()
+        supervisor._ensure()
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        child_fd = child.fileno()
+
+        def preexec() -> None:
+            as_postgres()
+            seccompfault.install(child_fd, ("fsync",))
+        try:
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,  # noqa: PLW1509
+                                    preexec_fn=preexec, cwd=data)
+            listener = seccompfault.receive_listener(parent)
+            if listener is not None:
+                supervisor.add(listener, "bench", ("fsync",))
+        finally:
+            parent.close()
+            child.close()
+    ready = _postgres_tool("pg_isready")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if subprocess.run([str(ready), "-h", "127.0.0.1", "-p", str(port)], capture_output=True).returncode == 0:
+            return proc, supervisor
+        time.sleep(0.2)
+    raise RuntimeError("postgres did not start")
+
+
+def _pgbench(port: int, seconds: int, as_postgres: Callable[[], None], *extra: str) -> tuple[float, float]:
+    """(transactions per second, mean latency in ms) of one pgbench run."""
+    out = subprocess.run([str(_postgres_tool("pgbench")), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
+                          "-c", "4", "-j", "2", "-T", str(seconds), *extra, "postgres"], capture_output=True,
+                         text=True, timeout=seconds + 300, check=True, preexec_fn=as_postgres)  # noqa: PLW1509
+    tps = latency = 0.0
+    for line in out.stdout.splitlines():
+        if line.startswith("tps = "):
+            tps = float(line.split()[2])
+        elif line.startswith("latency average = "):
+            latency = float(line.split()[3])
+    return tps, latency
+
+
+def bench_pgbench(rounds: int, seconds: int) -> dict:
+    if _postgres_tool("pgbench") is None or _postgres_tool("postgres") is None:
+        return {"skipped": "no PostgreSQL server or pgbench"}
+    try:
+        user = pwd.getpwnam("postgres")
+    except KeyError:
+        return {"skipped": "no postgres user"}
+
+    def as_postgres() -> None:
+        os.setgid(user.pw_gid)
+        os.setuid(user.pw_uid)
+
+    data = Path(tempfile.mkdtemp(prefix="sregym-bench-pgbench-"))  # on the disk, where volumes live
+    shutil.chown(data, user.pw_uid, user.pw_gid)
+    samples: dict[str, dict[str, list[float]]] = {
+        mode: {"plain_tps": [], "filter_tps": [], "plain_ms": [], "filter_ms": []} for mode in ("read_write", "select_only")}
+    try:
+        subprocess.run([str(INITDB), "-D", str(data / "pg"), "-A", "trust", "-U", "postgres", "--no-sync"],
+                       capture_output=True, check=True, timeout=600, preexec_fn=as_postgres, cwd=data)  # noqa: PLW1509
+        port = 25400 + os.getpid() % 500
+        proc, _ = _start_postgres(data, port, as_postgres, filtered=False)
+        try:
+            subprocess.run([str(_postgres_tool("pgbench")), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-i",
+                            "-s", "5", "-q", "postgres"], capture_output=True, check=True, timeout=600,
+                           preexec_fn=as_postgres)  # noqa: PLW1509
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=120)
+        for round_index in range(rounds):
+            for filtered in ((False, True) if round_index % 2 == 0 else (True, False)):
+                proc, supervisor = _start_postgres(data, port, as_postgres, filtered)
+                try:
+                    key = "filter" if filtered else "plain"
+                    for mode, extra in (("read_write", ()), ("select_only", ("-S",))):
+                        tps, latency = _pgbench(port, seconds, as_postgres, *extra)
+                        samples[mode][f"{key}_tps"].append(tps)
+                        samples[mode][f"{key}_ms"].append(latency)
+                finally:
+                    proc.send_signal(signal.SIGINT)
+                    proc.wait(timeout=120)
+                    if supervisor is not None:
+                        supervisor.close()
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+    out: dict = {"unit": f"pgbench -c 4 -j 2, {seconds} s per run, scale 5, data on the disk; median of rounds",
+                 "supervisor": "realtime"}
+    for mode, values in samples.items():
+        row = {k: round(statistics.median(v), 2) for k, v in values.items() if v}
+        row["filter_tps_ratio"] = round(row["filter_tps"] / row["plain_tps"], 2) if row.get("plain_tps") else None
+        row["filter_ms_ratio"] = round(row["filter_ms"] / row["plain_ms"], 2) if row.get("plain_ms") else None
+        out[mode] = row
+    return out
+
+
 def bench_read(calls: int, rounds: int) -> dict:
     shim = build_fault_shim()
     with tempfile.NamedTemporaryFile(delete=False) as data:
@@ -301,11 +414,13 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--load", type=int, default=0, help="busy loops running meanwhile (a loaded host)")
-    parser.add_argument("--only", nargs="*", choices=["fsync", "initdb", "read", "connect"])
+    parser.add_argument("--only", nargs="*", choices=["fsync", "initdb", "pgbench", "read", "connect"])
+    parser.add_argument("--pgbench-seconds", type=int, default=15)
     parser.add_argument("--json", type=Path)
     options = parser.parse_args()
     parts = {"fsync": lambda: bench_fsync(options.calls, options.rounds),
              "initdb": lambda: bench_initdb(options.rounds),
+             "pgbench": lambda: bench_pgbench(options.rounds, options.pgbench_seconds),
              "read": lambda: bench_read(options.calls * 10, options.rounds),
              "connect": lambda: bench_connect(options.calls, options.rounds)}
     report: dict = {"load": options.load, "loadavg_before": os.getloadavg()[0]}
