@@ -194,3 +194,17 @@ def test_mechanisms_offered_as_alternatives_assert_neither():
 def test_a_concession_does_not_clear_the_component():
     assert _judge("postgres-geo looks fine at first glance; however the role hotel_geo lost its privileges on all tables "
                   "(REVOKE ALL), so geo's queries fail with permission denied.", REVOKE).passed
+
+
+def test_an_object_named_like_the_faulty_one_but_differing_in_one_part_is_another_object():
+    policy = GroundTruth(fault="network-policy-block", layer="network", components=("social-graph-service",),
+                         namespace="social-network", resource_kind="NetworkPolicy",
+                         mechanism="a deny-all ingress NetworkPolicy selects the component's pods",
+                         mutated_values={"networkpolicy": "default-deny-ingress"},
+                         vocabulary=("networkpolicy", "network policy + deny*", "deny all"))
+    right = ("A NetworkPolicy default-deny-ingress selects social-graph-service's pods and allows no ingress, so every call "
+             "to social-graph-service times out.")
+    other = ("A NetworkPolicy default-deny-egress on social-graph-service blocks its outbound traffic, so it cannot reach "
+             "its database.")
+    assert _judge(right, policy, SOCIAL, "social-network").passed
+    assert not _judge(other, policy, SOCIAL, "social-network").passed

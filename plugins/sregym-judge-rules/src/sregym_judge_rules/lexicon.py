@@ -201,7 +201,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "kubelet-crash": ("kubelet .. crash*", "kubelet .. crash loop*", "kubelet .. exit*", "kubeletconfiguration",
                       "imagegc*", "image gc", "image garbage collection", "failed to validate kubelet configuration"),
     "finalizer-deadlock": ("finalizer*", "stuck terminating", "stuck in terminating", "being deleted",
-                           "deletiontimestamp", "config guardian"),
+                           "deletiontimestamp", "config guardian", "role .. read only", "made read only"),
     "syscall-fail": ("fsync", "syscall", "ebpf", "injected error"),
 }
 

@@ -286,7 +286,7 @@ class RulesJudge:
                     if text.datastore_owner(c) != c and c not in asserted:
                         asserted.add(c)
                         component_sentences.setdefault(c, sentences[index].raw)
-        decoy = _decoy_instead(sentences, truths)
+        decoy = _decoy_instead(sentences, truths) or _near_miss(sentences, truths, components)
         if decoy:  # the faulty flag never named, a decoy named instead: not the fault's mechanism
             mechanism.pop(decoy[0], None)
             details.pop(decoy[0], None)
@@ -414,6 +414,31 @@ _RELATIVE_BEFORE = re.compile(
 def _in_relative_clause(clause: str, mention: text.Mention) -> bool:
     """Is this mention inside a relative clause before the main predicate (a blame cue after it)?"""
     return bool(_RELATIVE_BEFORE.search(clause[: mention.start]) and text.BLAME_CUES.search(clause[mention.end :]))
+
+
+def _near_miss(sentences: Sequence[reading.Sentence], truths: Sequence[GroundTruth],
+               components: Iterable[str]) -> tuple[str, str] | None:
+    """(fault, name) when a hyphenated object name of the fault ("default-deny-ingress") is never named but a
+    name of the same shape differing in one part is ("default-deny-egress"): the diagnosis is about another
+    object."""
+    written = " . ".join(text.normalize(s.raw) for s in sentences if not s.hedged)
+    names = {c.lower() for c in components}
+    for t in truths:
+        own = {str(v).lower() for v in _scalars(dict(t.mutated_values))} | {v.lower() for v in concrete_values(t)}
+        for value in concrete_values(t):
+            lowered = value.lower()
+            if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+){2,}", lowered) or lowered in names:
+                continue
+            if re.search(rf"(?<![\w-]){re.escape(lowered)}(?![\w-])", written):
+                continue
+            parts = lowered.split("-")
+            for i, part in enumerate(parts):
+                body = "-".join(re.escape(p) if j != i else rf"(?!{re.escape(part)}(?![\w]))[a-z0-9]+" for j, p in enumerate(parts))
+                other = re.search(rf"(?<![\w-]){body}(?![\w-])", written)
+                if (other and other.group(0) not in names | own  # the fault's other objects are its own
+                        and not any(text.component_pattern(c).fullmatch(other.group(0)) for c in names)):  # "frontend-proxy-svc"
+                    return t.fault, other.group(0)
+    return None
 
 
 def _identifies(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], mention: text.Mention,
