@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import WORKLOADS, injected_value, kube, original_value, schema, template_fault
+from sregym_core.faultkit.templates import TemplateFault
 from sregym_core.types import TargetSelector
 
 SERVING = TargetSelector(kinds=WORKLOADS, requires=("ports",))
@@ -246,6 +249,25 @@ def hpa_no_request(ctx, target, params, obj):
     return [_container_op(obj, target, "resources", resources)]
 
 
+class CpuRequestMissing(TemplateFault):
+    """hpa-no-request is present while the target container has no CPU request, whatever else changed.
+
+    The template check (the injected resources still live) would call it fixed when only the memory
+    values moved, with the HPA still blind; and any CPU request fixes it, not only the original one.
+    """
+
+    def is_present(self, ctx, target, params) -> bool:
+        obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
+        if obj is None:
+            return True  # deleting the workload is not a fix
+        container = kube.container(obj, target.component.container_name)
+        return not ((container.get("resources") or {}).get("requests") or {}).get("cpu")
+
+
+def _cpu_request_missing(spec):
+    return attrs.evolve(spec, impl=CpuRequestMissing(spec.impl.mutate, truth=spec.impl.truth))
+
+
 NUMBER = {"type": "integer", "minimum": 1, "maximum": 65535}
 
 FAULTS = [
@@ -359,9 +381,10 @@ FAULTS = [
                    symptoms=("FailedCreate", "serviceaccount not found"), keywords=("serviceaccount", "service account"),
                    params_schema=schema(service_account={"type": "string", "default": "app-runner"}),
                    values=lambda t, p, s: {"serviceAccountName": p.get("service_account")}),
-    template_fault(name="hpa-no-request", summary="CPU request removed while an HPA scales on CPU",
-                   mutate=hpa_no_request, mechanism="CPU request removed, so the CPU-based HPA cannot compute utilization",
-                   symptoms=("HPA targets <unknown>", "FailedGetResourceMetric"), keywords=("hpa", "autoscal", "request", "cpu"),
-                   values=lambda t, p, s: {"resources.requests.cpu": "removed"},
-                   selector=TargetSelector(kinds=("Deployment",), requires=("ports",))),
+    _cpu_request_missing(template_fault(
+        name="hpa-no-request", summary="CPU request removed while an HPA scales on CPU",
+        mutate=hpa_no_request, mechanism="CPU request removed, so the CPU-based HPA cannot compute utilization",
+        symptoms=("HPA targets <unknown>", "FailedGetResourceMetric"), keywords=("hpa", "autoscal", "request", "cpu"),
+        values=lambda t, p, s: {"resources.requests.cpu": "removed"},
+        selector=TargetSelector(kinds=("Deployment",), requires=("ports",)))),
 ]
