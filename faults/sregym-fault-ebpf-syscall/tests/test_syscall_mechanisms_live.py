@@ -5,7 +5,8 @@ it is untouched, and the fault's state (what the attempt's ``fault_mechanism`` i
 the mechanism that ran, with the kernel's reason for each stronger one it passed over.
 
 The target's pods start under the supervisor's filter because a ``supervise`` record names them
-first (for installed problems the node's plan does that itself). Skipped, with the probe's reason,
+first (for installed problems the node's plan does that itself); the pod beside it starts under a
+filter that lets everything through, so from inside the two look alike. Skipped, with the probe's reason,
 where the kernel refuses a mechanism. Outer timeouts only catch hangs."""
 
 from __future__ import annotations
@@ -153,6 +154,12 @@ def test_connect_by_cgroup_bpf_and_fsync_by_the_supervisor_reach_a_static_binary
     for name in ("mech-target", "mech-other"):  # before any fault: both work
         assert wait_lines(live, name, "connect", "ok") == ["connect ok"] * 4
         assert wait_lines(live, name, "fsync", "ok") == ["fsync ok"] * 4
+    if cluster.mechanisms["seccomp-supervisor"]["available"]:
+        # only the target started under the supervisor's filter, yet from inside both pods look alike
+        seen = {name: [line for line in kubectl(live, "exec", f"deployment/{name}", "-n", NAMESPACE, "--",
+                                                "cat", "/proc/1/status").splitlines() if line.startswith("Seccomp")]
+                for name in ("mech-target", "mech-other")}
+        assert seen["mech-target"] == seen["mech-other"] and "Seccomp:\t2" in seen["mech-target"], seen
     contexts = {}
 
     if not cluster.mechanisms["bpf-cgroup"]["available"]:

@@ -169,3 +169,30 @@ def test_a_filter_naming_fsync_only_never_sees_reads(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
         supervisor.close()
+
+
+def _seccomp_lines(preexec) -> list[str]:
+    out = subprocess.run(["grep", "^Seccomp", "/proc/self/status"], capture_output=True, text=True, timeout=60,
+                         preexec_fn=preexec)  # noqa: PLW1509
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()
+
+
+def test_a_pod_without_a_fault_filter_looks_the_same_from_inside() -> None:
+    # only targets get the supervisor's filter; every other app container gets one that lets
+    # everything through, so /proc/<pid>/status does not single the targets out
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    child_fd = child.fileno()
+    try:
+        targeted = _seccomp_lines(lambda: seccompfault.install(child_fd, ("fsync",)))
+        listener = seccompfault.receive_listener(parent)
+        if listener is not None:
+            import os
+
+            os.close(listener)
+    finally:
+        parent.close()
+        child.close()
+    uniform = _seccomp_lines(seccompfault.install_uniform)
+    assert uniform == targeted and "Seccomp:\t2" in uniform, (uniform, targeted)
+    assert _seccomp_lines(None) != uniform  # not under any filter: it shows
