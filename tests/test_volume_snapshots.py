@@ -63,3 +63,70 @@ def test_a_reset_puts_the_post_deploy_volume_back_with_its_users_stopped_around_
     assert oct((volume / "pgdata").stat().st_mode & 0o777) == oct(0o700)  # modes kept (cp -a)
     assert [body["spec"]["replicas"] for _m, _p, body in kube.calls] == [0, 1]
     assert kube.pods_left <= 0  # the copy waited until the database's pod was gone
+
+
+def _seeded(tmp_path: Path) -> tuple[Path, FakeKube, VolumeSnapshots]:
+    volume = tmp_path / "pv-1"
+    (volume / "pgdata" / "base").mkdir(parents=True)
+    (volume / "pgdata" / "base" / "1").write_text("seeded rows")
+    kube = FakeKube(volume)
+    snapshots = VolumeSnapshots(kube, ("hotel",), tmp_path / "store")
+    snapshots.take()
+    return volume, kube, snapshots
+
+
+def _stops(kube: FakeKube) -> list[int]:
+    return [body["spec"]["replicas"] for _m, _p, body in kube.calls]
+
+
+def test_a_volume_nothing_wrote_to_is_left_running(tmp_path):
+    volume, kube, snapshots = _seeded(tmp_path)
+    snapshots.mark()  # the attempt begins
+    kube.calls.clear()
+    assert snapshots.restore() == []
+    assert _stops(kube) == []  # the database was not stopped
+    assert (volume / "pgdata" / "base" / "1").read_text() == "seeded rows"
+
+
+def test_a_write_hidden_behind_its_old_times_and_size_is_still_put_back(tmp_path):
+    volume, kube, snapshots = _seeded(tmp_path)
+    snapshots.mark()
+    row = volume / "pgdata" / "base" / "1"
+    before = row.stat()
+    row.write_text("tampered!!!")  # the same size as "seeded rows"
+    os.utime(row, ns=(before.st_atime_ns, before.st_mtime_ns))  # and its old modification time
+    assert row.stat().st_size == before.st_size and row.stat().st_mtime_ns == before.st_mtime_ns
+    kube.calls.clear()
+    kube.pods_left = 2
+    assert snapshots.restore() == ["restored volume hotel/postgres-geo-data"]
+    assert row.read_text() == "seeded rows" and _stops(kube) == [0, 1]
+
+
+def test_without_a_mark_every_volume_is_put_back(tmp_path):
+    volume, kube, snapshots = _seeded(tmp_path)
+    kube.calls.clear()
+    kube.pods_left = 2
+    assert snapshots.restore() == ["restored volume hotel/postgres-geo-data"]
+
+
+def test_a_write_after_the_check_is_put_back_before_the_next_attempt(tmp_path):
+    volume, kube, snapshots = _seeded(tmp_path)
+    snapshots.mark()
+    assert snapshots.restore() == []  # unchanged when checked
+    (volume / "pgdata" / "late-note.txt").write_text("written while the reset ran")
+    kube.calls.clear()
+    kube.pods_left = 2
+    assert snapshots.restore_late_changes() == ["restored volume hotel/postgres-geo-data"]
+    assert not (volume / "pgdata" / "late-note.txt").exists()
+    assert snapshots.restore_late_changes() == []  # checked once
+
+
+def test_an_unreadable_volume_counts_as_changed(tmp_path, monkeypatch):
+    from sregym_core.conductor import volumes
+
+    volume, kube, snapshots = _seeded(tmp_path)
+    snapshots.mark()
+    monkeypatch.setattr(volumes, "fingerprint", lambda path: None)
+    kube.calls.clear()
+    kube.pods_left = 2
+    assert snapshots.restore() == ["restored volume hotel/postgres-geo-data"]

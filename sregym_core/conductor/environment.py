@@ -206,6 +206,7 @@ class Environment:
         if not claims:
             return None
         await self._healthy_again(app, namespaces, workload)
+        await asyncio.to_thread(snapshots.mark)
         log.info("volumes_snapshotted", app=app.name, claims=len(claims))
         return snapshots
 
@@ -273,6 +274,12 @@ class Environment:
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
         if deployed.volumes is not None and restore_volumes and deployed.workload is not None:
             await self._wait_workload_healthy(deployed.app, deployed.workload)  # its clients reconnected
+        if deployed.volumes is not None and restore_volumes:
+            late = await asyncio.to_thread(deployed.volumes.restore_late_changes)
+            if late:  # a write after restore()'s check (a writer still stopping): put back after all
+                actions += late
+                await self._healthy_again(deployed.app, deployed.namespaces, deployed.workload)
+            await asyncio.to_thread(deployed.volumes.mark)  # what the next attempt starts from
         # the baseline keeps uids of what it recreated from now on
         await asyncio.to_thread(deployed.baseline.take)
         await asyncio.to_thread(self._clear_observability)

@@ -10,11 +10,21 @@ Only volumes whose data this host holds are handled: a PersistentVolume with a `
 workloads that mount a claim are scaled to zero around the copy (a database is never copied or
 overwritten while it runs: the copy is the state its clean shutdown left) and back to their
 replicas after it.
+
+Stopping a database and starting it again is most of a reset's time, so a volume nothing wrote to
+during the attempt is left as it is: :meth:`VolumeSnapshots.mark` fingerprints every volume as an
+attempt begins (each entry's inode, size, mode, owner, modification *and change* time: the change
+time cannot be set back from user space, so a write hidden behind ``touch -d`` still shows) and
+:meth:`~VolumeSnapshots.restore` puts back only the volumes whose fingerprint moved, or that could not
+be read. A write that lands after that check (a writer still stopping) is caught by
+:meth:`~VolumeSnapshots.restore_late_changes` before the next mark.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import shutil
 import subprocess
 import time
@@ -58,6 +68,10 @@ class VolumeSnapshots:
     def __init__(self, kube: Kube, namespaces: tuple[str, ...], store: Path) -> None:
         self.kube, self.namespaces, self.store = kube, namespaces, Path(store)
         self.volumes: list[Volume] = []
+        #: each volume's fingerprint as the current attempt began ((namespace, claim) -> digest)
+        self.marks: dict[tuple[str, str], str | None] = {}
+        #: the volumes restore() found unchanged, with the fingerprint it saw
+        self.checked: dict[tuple[str, str], str | None] = {}
 
     # -------------------------------------------------------------------- finding them
 
@@ -113,14 +127,45 @@ class VolumeSnapshots:
                 _copy_tree(volume.path, volume.copy)
         return [f"{v.namespace}/{v.claim}" for v in self.volumes]
 
+    def mark(self) -> None:
+        """Fingerprint every volume as the next attempt begins (after deploy, after each reset)."""
+        self.marks = {(v.namespace, v.claim): fingerprint(v.path) for v in self.local_volumes()}
+        self.checked = {}
+
     def restore(self) -> list[str]:
-        """Put every volume back to its post-deploy copy (a claim recreated since has a new volume:
-        the copy goes into that one). Returns what was done."""
+        """Put every volume something wrote to since :meth:`mark` back to its post-deploy copy (a
+        claim recreated since has a new volume: the copy goes into that one). Returns what was done."""
         if not self.volumes:
             return []
         current = {(v.namespace, v.claim): v for v in self.local_volumes()}
         targets = [(saved, current[(saved.namespace, saved.claim)]) for saved in self.volumes
                    if (saved.namespace, saved.claim) in current and saved.copy.is_dir()]
+        changed, self.checked = [], {}
+        for saved, live in targets:
+            key = (saved.namespace, saved.claim)
+            now = fingerprint(live.path)
+            if now is None or key not in self.marks or self.marks[key] != now:
+                changed.append((saved, live))
+            else:
+                self.checked[key] = now
+        if self.checked:
+            log.info("volumes_unchanged", claims=[f"{ns}/{claim}" for ns, claim in self.checked])
+        return self._put_back(changed)
+
+    def restore_late_changes(self) -> list[str]:
+        """Put back the volumes :meth:`restore` found unchanged but that were written since."""
+        if not self.checked:
+            return []
+        current = {(v.namespace, v.claim): v for v in self.local_volumes()}
+        late = [(saved, current[key]) for saved in self.volumes
+                if (key := (saved.namespace, saved.claim)) in self.checked and key in current
+                and fingerprint(current[key].path) != self.checked[key]]
+        self.checked = {}
+        return self._put_back(late)
+
+    def _put_back(self, targets: list[tuple[Volume, Volume]]) -> list[str]:
+        if not targets:
+            return []
         with self._stopped(self.users([live for _saved, live in targets])):
             for saved, live in targets:
                 _empty(live.path)
@@ -129,7 +174,7 @@ class VolumeSnapshots:
 
     def forget(self) -> None:
         shutil.rmtree(self.store, ignore_errors=True)
-        self.volumes = []
+        self.volumes, self.marks, self.checked = [], {}, {}
 
     # -------------------------------------------------------------------- stopping users
 
@@ -161,6 +206,28 @@ class VolumeSnapshots:
             time.sleep(0.5)
         raise DeployError(f"the pods using the app's volumes did not stop within {STOP_TIMEOUT_S:g} s",
                           hints=tuple(f"still running: {name}" for name in left[:10]))
+
+
+def fingerprint(directory: Path) -> str | None:
+    """A digest of every entry under ``directory`` (path, type, inode, size, mode, owner, mtime and
+    ctime; never contents: reading a database's files would cost more than restoring them). None when
+    some part cannot be read, which counts as changed."""
+    digest = hashlib.sha256()
+    try:
+        for root, dirs, names in os.walk(directory, onerror=_raise):
+            dirs.sort()
+            for name in [".", *sorted(names), *dirs]:
+                path = os.path.join(root, name)
+                st = os.lstat(path)
+                digest.update(f"{os.path.relpath(path, directory)}\0{st.st_mode}:{st.st_ino}:{st.st_size}:"
+                              f"{st.st_uid}:{st.st_gid}:{st.st_mtime_ns}:{st.st_ctime_ns}\n".encode())
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _raise(error: OSError) -> None:
+    raise error
 
 
 def _empty(directory: Path) -> None:
