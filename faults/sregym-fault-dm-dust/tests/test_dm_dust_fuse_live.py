@@ -191,3 +191,4 @@ def test_static_reader_in_target_pod_meets_bad_blocks_through_the_fuse_layer(han
         kubectl(handle, "delete", "pod", target, other, "--wait=false", "--ignore-not-found", check=False)
         kubectl(handle, "delete", "pvc", claim, "--wait=false", "--ignore-not-found", check=False)
         kubectl(handle, "delete", "pv", pv, "--wait=false", "--ignore-not-found", check=False)
+        shutil.rmtree(volume, ignore_errors=True)
