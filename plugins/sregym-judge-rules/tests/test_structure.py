@@ -121,6 +121,7 @@ def test_the_faulty_object_with_another_field_fails_and_with_its_own_field_passe
      '"values": {"revoked": "ALL ON ALL TABLES IN SCHEMA public"}}', False),
     ('{"component": "postgres-geo", "mechanism": "see values", "values": {"revoked": "ALL ON ALL TABLES IN SCHEMA public"}}', False),
     ('{"component": "postgres-geo", "mechanism": "<mechanism>", "layer": "datastore"}', False),
+    ('{"component": "postgres-geo", "root_cause": ["grants", "hotel_geo role"], "fix": "?"}', False),
 ])
 def test_json_is_read_by_its_values_and_a_record_shape_without_an_explanation_fails(text, passes):
     assert _judge(text, REVOKE).passed is passes
@@ -132,6 +133,7 @@ def test_json_is_read_by_its_values_and_a_record_shape_without_an_explanation_fa
     "Root causes:\n- the grants on postgres-geo were revoked\n- its disk is full\n- max_connections is exhausted",
     "It is one of three: the grants on postgres-geo, the disk of postgres-geo, or its password.",
     "We have not ruled out revoked grants on postgres-geo, a full disk, or a rotated password of hotel_geo.",
+    "My best guess is revoked grants on postgres-geo, but a full disk would look the same.",
     "It is not true that only the grants on postgres-geo were revoked: the disk of postgres-geo is full, "
     "max_connections is reached and the password of hotel_geo was rotated too.",
 ])

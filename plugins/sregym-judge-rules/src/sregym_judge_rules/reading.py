@@ -103,7 +103,7 @@ def injection(submission: str) -> str | None:
 
 _HEDGE = re.compile(
     r"\b(?:either\b.{1,80}\bor|could be|might be|might also|may be|maybe|possibly|possible|perhaps|probably|"
-    r"not sure|unsure|unclear|i suspect|one of (?:them|the two|the three|those|these|both|the (?:two|three|four|following|above|listed|candidates|suspects))\b|or the other|"
+    r"not sure|unsure|unclear|i suspect|(?:my|best|a|i|educated)\s+guess|guessing|one of (?:them|the two|the three|those|these|both|the (?:two|three|four|following|above|listed|candidates|suspects))\b|or the other|"
     # "it is one of three: ...", "one of 4." : a count of candidates with nothing after it but the list
     r"one of (?:the )?(?:two|three|four|five|six|several|many|multiple|\d+)(?=\s*[:;,.)]|\s*$)|"
     # "we have not ruled out X, Y and Z", "cannot exclude": every one stays a candidate
@@ -396,14 +396,16 @@ def json_as_prose(submission: str) -> str | None:
     if not isinstance(data, dict):
         return None
     components = [_flat_value(v) for k, v in data.items() if _key(k) in _COMPONENT_KEYS and _flat_value(v)]
-    causes = [_flat_value(v) for k, v in data.items() if _key(k) in _CAUSE_KEYS and not _placeholder(_flat_value(v))]
+    causes = [_flat_value(v) for k, v in data.items() if _key(k) in _CAUSE_KEYS and not _placeholder(_flat_value(v))
+              and not _labels(v)]
     lines: list[str] = []
     if components:
         lead = f"The root cause is in {', '.join(components)}"
         lines.append(f"{lead}: {causes[0].rstrip('.')}." if causes else f"{lead}.")
         causes = causes[1:]
     lines += [f"{c.rstrip('.')}." for c in causes]
-    explained = bool(lines) and any(not _placeholder(_flat_value(v)) for k, v in data.items() if _key(k) in _CAUSE_KEYS)
+    explained = bool(lines) and any(not _placeholder(_flat_value(v)) and not _labels(v)
+                                    for k, v in data.items() if _key(k) in _CAUSE_KEYS)
     for key, value in data.items():
         name = _key(key)
         if name in _COMPONENT_KEYS or name in _CAUSE_KEYS or name in _EVIDENCE_KEYS:
@@ -421,6 +423,12 @@ _DATA_KEYS = frozenset({"values", "value", "resource_kind", "kind", "layer", "mu
 # an explanation field left empty or holding a stand-in: "?", "n/a", "unknown", "TBD", "see values", "<mechanism>"
 _PLACEHOLDER = re.compile(r"^\W*(?:\?+|n/?a|none|null|nil|unknown|unsure|tbd|tba|todo|-+|\.+|<[^>]*>|"
                           r"see (?:the )?(?:values|above|below|evidence|fields|details))\W*$", re.I)
+
+
+def _labels(value: object) -> bool:
+    """A list of short labels (``["feature flag", "flagd-config"]``) names things; it explains nothing."""
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(v, str) and len(v.split()) <= 3 for v in value)
 
 
 def _placeholder(value: str) -> bool:
