@@ -48,7 +48,7 @@ def test_a_reset_puts_the_post_deploy_volume_back_with_its_users_stopped_around_
     (volume / "pgdata" / "base" / "1").write_text("seeded rows")
     os.chmod(volume / "pgdata", 0o700)
     kube = FakeKube(volume)
-    snapshots = VolumeSnapshots(kube, ("hotel",), tmp_path / "store")
+    snapshots = VolumeSnapshots(kube, ("hotel",))
     assert snapshots.take() == ["hotel/postgres-geo-data"]
     scaled = [(body["spec"]["replicas"], path.rsplit("/", 1)[-1]) for _m, path, body in kube.calls]
     assert scaled == [(0, "postgres-geo"), (1, "postgres-geo")]  # stopped for the copy, then back
@@ -70,7 +70,7 @@ def _seeded(tmp_path: Path) -> tuple[Path, FakeKube, VolumeSnapshots]:
     (volume / "pgdata" / "base").mkdir(parents=True)
     (volume / "pgdata" / "base" / "1").write_text("seeded rows")
     kube = FakeKube(volume)
-    snapshots = VolumeSnapshots(kube, ("hotel",), tmp_path / "store")
+    snapshots = VolumeSnapshots(kube, ("hotel",))
     snapshots.take()
     return volume, kube, snapshots
 
@@ -130,3 +130,29 @@ def test_an_unreadable_volume_counts_as_changed(tmp_path, monkeypatch):
     kube.calls.clear()
     kube.pods_left = 2
     assert snapshots.restore() == ["restored volume hotel/postgres-geo-data"]
+
+
+def test_the_next_run_uses_the_copy_again_while_the_volume_is_as_marked(tmp_path):
+    volume, kube, snapshots = _seeded(tmp_path)
+    snapshots.mark()
+    # the next `sregym run` on the kept cluster: a new VolumeSnapshots finds the copy and its mark
+    again = VolumeSnapshots(FakeKube(volume), ("hotel",))
+    assert again.take() == ["hotel/postgres-geo-data"]
+    assert not again.copied and again.kube.calls == []  # nothing stopped
+    (volume / "pgdata" / "agent-notes.txt").write_text("left by the last attempt of the last run")
+    third = VolumeSnapshots(FakeKube(volume), ("hotel",))
+    third.take()
+    assert third.copied and [b["spec"]["replicas"] for _m, _p, b in third.kube.calls] == [0, 1]
+    assert not (volume / "pgdata" / "agent-notes.txt").exists()  # the clean copy was put back
+    assert (volume / "pgdata" / "base" / "1").read_text() == "seeded rows"
+    third.forget()
+    assert not (volume.parent / ".pv-1.sregym-copy").exists() and not (volume.parent / ".pv-1.sregym-mark").exists()
+
+
+def test_a_copy_without_its_mark_is_taken_again(tmp_path):
+    volume, kube, snapshots = _seeded(tmp_path)  # copied, never marked (say, the run died before healthy)
+    (volume / "pgdata" / "base" / "1").write_text("the state now")
+    again = VolumeSnapshots(FakeKube(volume), ("hotel",))
+    again.take()
+    assert again.copied
+    assert (volume.parent / ".pv-1.sregym-copy" / "pgdata" / "base" / "1").read_text() == "the state now"

@@ -201,12 +201,13 @@ class Environment:
         again afterwards; a reset puts the copies back (see .volumes)."""
         if "embedded" not in self.capabilities:
             return None
-        snapshots = VolumeSnapshots(self.kube, namespaces, self.workdir / "volumes" / app.name)
+        snapshots = VolumeSnapshots(self.kube, namespaces)
         claims = await asyncio.to_thread(snapshots.take)
         if not claims:
             return None
-        await self._healthy_again(app, namespaces, workload)
-        await asyncio.to_thread(snapshots.mark)
+        if snapshots.copied:  # the users were stopped for the copy
+            await self._healthy_again(app, namespaces, workload)
+            await asyncio.to_thread(snapshots.mark)
         log.info("volumes_snapshotted", app=app.name, claims=len(claims))
         return snapshots
 

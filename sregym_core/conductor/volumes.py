@@ -18,6 +18,12 @@ time cannot be set back from user space, so a write hidden behind ``touch -d`` s
 :meth:`~VolumeSnapshots.restore` puts back only the volumes whose fingerprint moved, or that could not
 be read. A write that lands after that check (a writer still stopping) is caught by
 :meth:`~VolumeSnapshots.restore_late_changes` before the next mark.
+
+The copy and the mark live beside the volume's directory (``.<volume>.sregym-copy`` and
+``.<volume>.sregym-mark``, out of every pod's mounts), so the next run on a kept cluster finds them:
+when the volume's fingerprint still equals the mark, the volume is as clean as when it was marked
+and the copy is used again without stopping anything (every ``sregym run`` used to stop and restart
+all the app's datastores at its deploy).
 """
 
 from __future__ import annotations
@@ -63,11 +69,13 @@ class Stopped:
 
 
 class VolumeSnapshots:
-    """Post-deploy copies of an app's volumes (under ``store``) and their restoration."""
+    """Post-deploy copies of an app's volumes (beside each volume) and their restoration."""
 
-    def __init__(self, kube: Kube, namespaces: tuple[str, ...], store: Path) -> None:
-        self.kube, self.namespaces, self.store = kube, namespaces, Path(store)
+    def __init__(self, kube: Kube, namespaces: tuple[str, ...]) -> None:
+        self.kube, self.namespaces = kube, namespaces
         self.volumes: list[Volume] = []
+        #: whether the last take() stopped the users to copy (False: every copy was still good)
+        self.copied = False
         #: each volume's fingerprint as the current attempt began ((namespace, claim) -> digest)
         self.marks: dict[tuple[str, str], str | None] = {}
         #: the volumes restore() found unchanged, with the fingerprint it saw
@@ -90,7 +98,7 @@ class VolumeSnapshots:
                 spec = pv.get("spec") or {}
                 path = (spec.get("hostPath") or spec.get("local") or {}).get("path")
                 if path and Path(path).is_dir():
-                    found.append(Volume(ns, name, Path(path), self.store / ns / name))
+                    found.append(Volume(ns, name, Path(path), _beside(Path(path), "copy")))
                 else:
                     log.info("volume_not_local", namespace=ns, claim=name, volume=volume)
         return found
@@ -116,21 +124,45 @@ class VolumeSnapshots:
     # -------------------------------------------------------------------- take, restore
 
     def take(self) -> list[str]:
-        """Copy every local volume of the app, its users stopped meanwhile; returns the claims."""
+        """Copy every local volume of the app, its users stopped meanwhile; returns the claims.
+
+        A volume with a marked copy beside it (an earlier run on this cluster) is not copied again:
+        unchanged since its mark, it is left as it is; changed (say, by the last attempt of a run
+        that ended before its reset), the copy is put back, so no run starts from another's leftovers.
+        """
         self.volumes = self.local_volumes()
-        if not self.volumes:
-            return []
-        with self._stopped(self.users(self.volumes)):
-            for volume in self.volumes:
-                shutil.rmtree(volume.copy, ignore_errors=True)
-                volume.copy.mkdir(parents=True)
-                _copy_tree(volume.path, volume.copy)
+        marked = {(v.namespace, v.claim): mark for v in self.volumes
+                  if (mark := _read_mark(v)) is not None and v.copy.is_dir()}
+        fresh = [v for v in self.volumes if (v.namespace, v.claim) not in marked]
+        stale = [v for v in self.volumes if (v.namespace, v.claim) in marked
+                 and fingerprint(v.path) != marked[(v.namespace, v.claim)]]
+        self.marks = {key: mark for key, mark in marked.items()}
+        self.copied = bool(fresh or stale)
+        if self.copied:
+            with self._stopped(self.users(fresh + stale)):
+                for volume in fresh:
+                    _beside(volume.path, "mark").unlink(missing_ok=True)  # the mark certifies a whole copy
+                    shutil.rmtree(volume.copy, ignore_errors=True)
+                    volume.copy.mkdir(parents=True)
+                    _copy_tree(volume.path, volume.copy)
+                for volume in stale:
+                    _empty(volume.path)
+                    _copy_tree(volume.copy, volume.path)
+        reused = [f"{v.namespace}/{v.claim}" for v in self.volumes if v not in fresh and v not in stale]
+        if reused or stale:
+            log.info("volume_copies_reused", unchanged=reused, put_back=[f"{v.namespace}/{v.claim}" for v in stale])
         return [f"{v.namespace}/{v.claim}" for v in self.volumes]
 
     def mark(self) -> None:
         """Fingerprint every volume as the next attempt begins (after deploy, after each reset)."""
-        self.marks = {(v.namespace, v.claim): fingerprint(v.path) for v in self.local_volumes()}
-        self.checked = {}
+        self.marks, self.checked = {}, {}
+        for volume in self.local_volumes():
+            digest = self.marks[(volume.namespace, volume.claim)] = fingerprint(volume.path)
+            mark = _beside(volume.path, "mark")
+            if digest is None or not volume.copy.is_dir():
+                mark.unlink(missing_ok=True)
+            else:
+                mark.write_text(digest)
 
     def restore(self) -> list[str]:
         """Put every volume something wrote to since :meth:`mark` back to its post-deploy copy (a
@@ -173,7 +205,9 @@ class VolumeSnapshots:
         return [f"restored volume {saved.namespace}/{saved.claim}" for saved, _live in targets]
 
     def forget(self) -> None:
-        shutil.rmtree(self.store, ignore_errors=True)
+        for volume in self.volumes:
+            shutil.rmtree(volume.copy, ignore_errors=True)
+            _beside(volume.path, "mark").unlink(missing_ok=True)
         self.volumes, self.marks, self.checked = [], {}, {}
 
     # -------------------------------------------------------------------- stopping users
@@ -206,6 +240,24 @@ class VolumeSnapshots:
             time.sleep(0.5)
         raise DeployError(f"the pods using the app's volumes did not stop within {STOP_TIMEOUT_S:g} s",
                           hints=tuple(f"still running: {name}" for name in left[:10]))
+
+
+def _beside(path: Path, what: str) -> Path:
+    """Where the copy or the mark of the volume at ``path`` lives: beside it, in no pod's mount."""
+    return path.parent / f".{path.name}.sregym-{what}"
+
+
+def _read_mark(volume: Volume) -> str | None:
+    try:
+        return _beside(volume.path, "mark").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _still_marked(volume: Volume) -> bool:
+    """Whether the copy beside ``volume`` still stands for it: nothing changed since its mark."""
+    mark = _read_mark(volume)
+    return mark is not None and volume.copy.is_dir() and fingerprint(volume.path) == mark
 
 
 def fingerprint(directory: Path) -> str | None:
