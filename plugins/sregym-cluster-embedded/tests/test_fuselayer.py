@@ -349,3 +349,76 @@ def test_which_volumes_get_a_layer(monkeypatch, tmp_path: Path):
     monkeypatch.setenv(fuselayer.ENABLE_ENV, "off")
     hooks.shim["f"]["mechanism"] = "fuse-badblocks"
     assert not admin_fuse.wanted(hooks, pod, str(pv_dir))
+
+
+class _Store:
+    def __init__(self, **objects: list[dict]) -> None:
+        self.objects = objects
+
+    def list_nocopy(self, resource: str, namespace: str | None = None) -> list[dict]:
+        return [o for o in self.objects.get(resource, [])
+                if namespace is None or o["metadata"].get("namespace") == namespace]
+
+
+class _Layers:
+    """The layer client as the fault hooks use it: which pods are layered, the rules sent."""
+
+    def __init__(self, layered: dict[str, set[str]]) -> None:
+        self.layered = layered
+        self.sent: dict = {}
+
+    def set_rules(self, rules: dict, present: set[str] | None = None) -> None:
+        self.sent = rules
+
+
+def _fault_hooks(tmp_path: Path, monkeypatch):
+    from types import SimpleNamespace
+
+    from sregym_cluster_embedded.apiserver.admin_faults import FaultHooks
+
+    volumes = tmp_path / "volumes" / "pv-1"
+    volumes.mkdir(parents=True)
+    pod = {"metadata": {"uid": "uid-db-1", "name": "db-1", "namespace": "shop", "labels": {"app": "db"}},
+           "spec": {"nodeName": "node-1", "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+                    "containers": [{"name": "pg", "volumeMounts": [{"name": "d", "mountPath": "/var/lib/pg"}]}]},
+           "status": {"podIP": "10.0.0.5", "phase": "Running"}}
+    store = _Store(pods=[pod], persistentvolumeclaims=[
+        {"metadata": {"name": "data", "namespace": "shop"}, "spec": {"volumeName": "pv-1"}}],
+        persistentvolumes=[{"metadata": {"name": "pv-1"}, "spec": {"hostPath": {"path": str(volumes)}}}])
+    hooks = FaultHooks(store, SimpleNamespace(state_dir=str(tmp_path)), None, None)
+    hooks.nodes = SimpleNamespace(agents={"node-1": None}, isolation=object(), isolation_warning="")
+    hooks.shim_path = tmp_path / "shim.so"
+    monkeypatch.setattr(hooks, "render", lambda: None)
+    monkeypatch.setattr(hooks, "mechanisms", lambda: {})
+    monkeypatch.setattr(fuselayer, "probe", lambda: (True, ""))
+    return hooks, volumes
+
+
+def test_a_ranges_rule_runs_on_the_layer_only_by_host_path(tmp_path: Path, monkeypatch):
+    from sregym_cluster_embedded.apiserver import admin_fuse
+    from sregym_cluster_embedded.apiserver.errors import ApiError
+
+    hooks, volume = _fault_hooks(tmp_path, monkeypatch)
+    hooks.fuse = _Layers({"uid-db-1": {str(volume)}})
+    spec = {"namespace": "shop", "labels": {"app": "db"}, "calls": ["read"], "mode": "ranges",
+            "files": {"/var/lib/pg/base/1/16384": [[2, 3], [9, 9]]}, "volumes": [{"namespace": "shop", "claim": "data"}],
+            "mechanisms": ["fuse-badblocks", "ld-preload-shim"]}
+    record = hooks.put_shim("r1", spec)
+    assert record["mechanism"] == "fuse-badblocks" and record["layered"] == ["db-1"] and record["active"]
+    admin_fuse.render(hooks)
+    (rule,) = hooks.fuse.sent["uid-db-1"]
+    assert rule["mode"] == "ranges" and rule["files"][f"{volume}/base/1/16384"] == [[2, 3], [9, 9]]
+    # as the server reads it: exactly those blocks of that file fail
+    from sregym_cluster_embedded.node.fusesrv import Rule
+    server_rule = Rule(rule)
+    host = os.fsencode(f"{volume}/base/1/16384")
+    assert [b for b in range(12) if server_rule.fails(host, 1, b * 8192, 8192)] == [2, 3, 9]
+    # the shim has no ranges mode: without the layer there is nothing to run it
+    hooks.fuse = None
+    with pytest.raises(ApiError) as info:
+        hooks.put_shim("r2", spec)
+    assert info.value.code == 503 and "the shim has no ranges mode" in str(info.value)
+    for files in ({}, {"relative": [[1, 2]]}, {"/a": [[3, 2]]}, {"/a": [[1, "x"]]}, {"/a/../b": [[1, 1]]}):
+        with pytest.raises(ApiError) as info:
+            hooks.put_shim("r3", {**spec, "files": files})
+        assert info.value.code == 422

@@ -524,8 +524,8 @@ class FaultHooks:
         if not calls or any(c not in CALLS for c in calls):
             raise _bad(f"calls must be a non-empty list of {', '.join(CALLS)}")
         mode = body.get("mode", "random")
-        if mode not in ("random", "badblocks"):
-            raise _bad("mode must be random or badblocks")
+        if mode not in ("random", "badblocks", "ranges"):
+            raise _bad("mode must be random, badblocks or ranges (files: {path: [[first, last], ...]}, fuse-badblocks)")
         namespace = body.get("namespace") or ""
         if not isinstance(namespace, str):
             raise _bad("namespace must be a string")
@@ -558,6 +558,8 @@ class FaultHooks:
         }
         if mode == "badblocks" and record["frac"] <= 0:
             raise _bad("badblocks needs frac > 0")
+        if mode == "ranges":
+            record["files"] = admin_fuse.files(body)
         if body.get("pinned"):
             if not namespace:
                 raise _bad("pinned needs a namespace")
@@ -598,6 +600,8 @@ class FaultHooks:
         if name == FUSE:
             return admin_fuse.fits(self, record, body)
         if name == SHIM:
+            if record["mode"] == "ranges":
+                return "the shim has no ranges mode"
             if "socket" in calls:
                 return "the shim does not run socket"
             return None if self.shim_path is not None else "no C compiler or no bind shim"

@@ -1,9 +1,10 @@
 """Fault records run by the FUSE layer (``mechanism: fuse-badblocks``, see ``node/fuselayer.py``).
 
-A shim record run by ``fuse-badblocks`` (``calls: [read]``, ``volumes``, ``mode`` badblocks or
-random) is not rendered into the pods' shim channels: its pods' layers (the FUSE mounts over their
-volumes) get it from the layer server instead. These helpers keep that apart from the shim's
-code in ``admin_faults.py``, which calls them.
+A shim record run by ``fuse-badblocks`` (``calls: [read]``, ``volumes``, ``mode`` badblocks,
+random, or ranges with ``files: {path: [[first, last], ...]}``, the layer's own) is not rendered
+into the pods' shim channels: its pods' layers (the FUSE mounts over their volumes) get it from
+the layer server instead. These helpers keep that apart from the shim's code in
+``admin_faults.py``, which calls them.
 """
 
 from __future__ import annotations
@@ -124,11 +125,50 @@ def _pv_root(hooks: Any, pv: str) -> str | None:
     return os.path.realpath(path) if path else None
 
 
-def _rule(record: dict, prefixes: list[str]) -> dict:
+MAX_RANGES = 4096
+
+
+def files(body: dict) -> dict[str, list[list[int]]]:
+    """``files`` of a ranges rule: ``{path: [[first, last], ...]}``, block numbers inclusive, each
+    path absolute (on the host, or as the pods mount the volume), like a dust target's bad-block list."""
+    value = body.get("files")
+    if not isinstance(value, dict) or not value:
+        raise ApiError(422, "ranges needs files: {path: [[first, last], ...]}", "Invalid")
+    out: dict[str, list[list[int]]] = {}
+    count = 0
+    for path, ranges in value.items():
+        if not isinstance(path, str) or not path.startswith("/") or ".." in path.split("/") or not isinstance(ranges, list):
+            raise ApiError(422, f"files: {path!r} must be an absolute path to a list of [first, last]", "Invalid")
+        for pair in ranges:
+            if (not isinstance(pair, list) or len(pair) != 2 or not all(type(b) is int and b >= 0 for b in pair)
+                    or pair[0] > pair[1]):
+                raise ApiError(422, f"files: {path}: {pair!r} is not [first, last] with 0 <= first <= last",
+                               "Invalid")
+            count += 1
+        out[path] = [list(p) for p in ranges]
+    if count > MAX_RANGES:
+        raise ApiError(422, f"files: at most {MAX_RANGES} ranges", "Invalid")
+    return out
+
+
+def _host_files(hooks: Any, record: dict) -> dict[str, list[list[int]]]:
+    """A ranges rule's files by host path (the server sees the volume's host directory): a path
+    under a mount path of one of the record's volumes is also given below its host directory."""
+    out = dict(record.get("files") or {})
+    for pv in record["pvs"]:
+        host, mounts, _pods = hooks.volume_scope(pv)
+        for path, ranges in record.get("files", {}).items():
+            for mount in mounts:
+                if host and _under(path, mount) and path != mount:
+                    out[host + path[len(mount.rstrip("/")):]] = ranges
+    return out
+
+
+def _rule(hooks: Any, record: dict, prefixes: list[str]) -> dict:
     rule = {"errno": record["errno"], "mode": record["mode"], "rate": record["rate"], "frac": record["frac"],
             "block": record["block"], "seed": record["seed"], "prefixes": prefixes}
-    if record.get("files"):
-        rule["files"] = record["files"]
+    if record["mode"] == "ranges":
+        rule["files"] = _host_files(hooks, record)
     return rule
 
 
@@ -143,7 +183,7 @@ def render(hooks: Any) -> None:
         if (record["paths"] or (record["pvs"] and record["whole_volume"])) and not prefixes:
             continue  # its volume is gone
         for pod in hooks._target_pods(record):
-            rules.setdefault(pod["metadata"].get("uid", ""), []).append(_rule(record, prefixes))
+            rules.setdefault(pod["metadata"].get("uid", ""), []).append(_rule(hooks, record, prefixes))
     present = {p["metadata"].get("uid", "") for p in hooks.client.list_nocopy("pods")}
     fuse.set_rules(rules, present)
 
