@@ -14,7 +14,8 @@ reached through these endpoints (system:masters only; errors are Kubernetes ``St
   to the bound PersistentVolume now: a disk fault stays with the disk, a new volume is healthy;
   ``whole_volume: false`` limits it to ``paths`` on those volumes).
   Fields: ``calls`` (read, write, fsync, open, connect, clock), ``errno`` (number or name), ``rate``,
-  ``mode`` (random | badblocks, with ``frac``, ``block``, ``seed``), ``port``, ``delay_us``,
+  ``mode`` (random | badblocks, with ``frac``, ``block``, ``seed`` | ranges, with ``files``:
+  ``{path: [[first, last], ...]}``, fuse-badblocks only), ``port``, ``delay_us``,
   ``offset_ms`` (with ``calls: [clock]``: the wall clock the pods read is off by that much).
   ``mechanism``: ``auto`` (default) or one name of ``sregym_core.mechanisms`` (``bpf-cgroup``,
   ``seccomp-supervisor``, ``ld-preload-shim``; the old ``cgroup-bpf``/``seccomp``/``ld-preload``
