@@ -58,3 +58,32 @@ def assert_fix_took(record: Mapping[str, Any]) -> None:
 
 
 __all__ = ["assert_fix_took", "fix_problems"]
+
+
+#: Issue 14's hacks that passed mitigation once: a stub in the faulty component's place, a stubbed
+#: frontend, and the faulted field re-broken with another broken value (baseline agents).
+HACK_AGENTS = ("stub-replace", "stub-frontend", "different-broken-value")
+
+
+def _failed_leaves(verdict: dict[str, Any]) -> list[str]:
+    if verdict["passed"]:
+        return []
+    below = [leaf for child in verdict.get("children", []) for leaf in _failed_leaves(child)]
+    return below or [verdict["name"]]
+
+
+def assert_hacks_fail(by_agent: dict[str, dict[str, Any]]) -> None:
+    """Each of :data:`HACK_AGENTS` failed mitigation, each for its own reason (records by agent)."""
+    for agent in HACK_AGENTS:
+        assert not by_agent[agent]["mitigation_passed"], f"{agent} passed {by_agent[agent]['problem_id']}"
+    # the stub answers well-formed but empty results: only the content check sees it
+    stub = by_agent["stub-replace"]["mitigation"]
+    assert _failed_leaves(stub) == ["functional_slo"], stub
+    assert "wrong content" in json.dumps(stub)
+    # a stubbed frontend is an untouched workload whose pod template changed
+    front = by_agent["stub-frontend"]["mitigation"]
+    assert _failed_leaves(front) == ["baseline_preserved"] and "template_changed" in json.dumps(front)
+    # the different broken value is not the injected one: only the system's health gives it away
+    different = by_agent["different-broken-value"]["mitigation"]
+    fault_invariant = next(c for c in different["children"] if c["name"] == "fault_invariant")
+    assert fault_invariant["passed"], different

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sregym_core.conductor.hostload import read_cpu_stall_us
-from sregym_core.testing.verdicts import assert_fix_took
+from sregym_core.testing.verdicts import HACK_AGENTS, assert_fix_took, assert_hacks_fail
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
@@ -51,12 +51,12 @@ def _run(env, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 def test_reference_passes_and_noop_and_hackers_fail(env, tmp_path):
     results = tmp_path / "results"
-    proc = _run(env, "run", "--problem", "hotel-wrong-image-geo", "--agent", "reference", "--agent", "noop",
-                "--agent", "restart-all", "--agent", "scale-zero-faulty", "--cluster", env["cluster"],
-                "--results", str(results))
+    agents = ("reference", "noop", "restart-all", "scale-zero-faulty", *HACK_AGENTS)  # with issue 14's hacks
+    proc = _run(env, "run", "--problem", "hotel-wrong-image-geo", *(f for a in agents for f in ("--agent", a)),
+                "--cluster", env["cluster"], "--results", str(results), timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = {r["agent"]: r for r in map(json.loads, (results / "results.jsonl").read_text().splitlines())}
-    assert set(records) == {"reference", "noop", "restart-all", "scale-zero-faulty"}
+    assert set(records) == set(agents)
     reference = records["reference"]
     # the fix took (state checks); the SLO window's rate is graded by validation runs, not on CI's machine
     assert reference["diagnosis_passed"]
@@ -76,6 +76,7 @@ def test_reference_passes_and_noop_and_hackers_fail(env, tmp_path):
     hacker = records["scale-zero-faulty"]["mitigation"]
     failed = {c["name"] for c in hacker["children"] if not c["passed"]}
     assert failed & {"baseline_preserved", "fault_invariant", "functional_slo"}
+    assert_hacks_fail(records)
     assert (results / "results.csv").exists()
     trajectory = json.loads((results / reference["trajectory_path"]).read_text())
     assert trajectory["steps"], "the reference agent's trajectory is recorded"

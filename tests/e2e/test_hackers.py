@@ -1,5 +1,8 @@
 """Issue 14's "passing without fixing", live: the hacks that passed mitigation now fail it.
 
+The landing check runs these hacks on wrong-image inside test_conductor_e2e's run (one deploy and one
+reference attempt for the baselines and the hacks); this module adds scale-zero with ``--matrix``.
+
 On the shared embedded cluster with Hotel Reservation deployed, through ``sregym run`` as a user runs
 it: on wrong-image and scale-zero the reference fix takes, and replacing the faulty component with a
 stub that answers OK to everything, replacing the frontend with such a stub, and re-breaking the
@@ -18,21 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from sregym_core.testing.verdicts import assert_fix_took
+from sregym_core.testing.verdicts import HACK_AGENTS, assert_fix_took, assert_hacks_fail
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 SREGYM = str(Path(sys.executable).parent / "sregym")
-#: CI proves the hacks on wrong-image; scale-zero joins with --matrix (the same oracles decide both)
-PROBLEMS = ("hotel-wrong-image-geo", pytest.param("hotel-scale-zero-rate", marks=pytest.mark.matrix))
-AGENTS = ("reference", "stub-replace", "stub-frontend", "different-broken-value")
-
-
-def _failed_leaves(verdict: dict) -> list[str]:
-    if verdict["passed"]:
-        return []
-    below = [leaf for child in verdict.get("children", []) for leaf in _failed_leaves(child)]
-    return below or [verdict["name"]]
+#: The landing check proves the hacks on wrong-image inside test_conductor_e2e's run (the same deploy and
+#: reference attempt as the baselines'); scale-zero here with --matrix (the same oracles decide both)
+PROBLEMS = (pytest.param("hotel-scale-zero-rate", marks=pytest.mark.matrix),)
+AGENTS = ("reference", *HACK_AGENTS)
 
 
 @pytest.mark.parametrize("problem", PROBLEMS)
@@ -43,19 +40,6 @@ def test_stubs_and_different_broken_values_fail_and_the_reference_passes(shared_
     proc = subprocess.run(args, env=shared_cluster.environ, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr[-4000:]}"
     records = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
-    by = {(r["problem_id"], r["agent"]): r for r in records}
-    assert_fix_took(by[(problem, "reference")])
-    for agent in AGENTS[1:]:
-        record = by[(problem, agent)]
-        assert not record["mitigation_passed"], f"{agent} passed {problem}"
-    # the stub answers well-formed but empty results: only the content check sees it
-    stub = by[(problem, "stub-replace")]["mitigation"]
-    assert _failed_leaves(stub) == ["functional_slo"], stub
-    assert "wrong content" in json.dumps(stub)
-    # a stubbed frontend is an untouched workload whose pod template changed
-    front = by[(problem, "stub-frontend")]["mitigation"]
-    assert _failed_leaves(front) == ["baseline_preserved"] and "template_changed" in json.dumps(front)
-    # the different broken value is not the injected one: only the system's health gives it away
-    different = by[(problem, "different-broken-value")]["mitigation"]
-    fault_invariant = next(c for c in different["children"] if c["name"] == "fault_invariant")
-    assert fault_invariant["passed"], different
+    by = {r["agent"]: r for r in records if r["problem_id"] == problem}
+    assert_fix_took(by["reference"])
+    assert_hacks_fail(by)
