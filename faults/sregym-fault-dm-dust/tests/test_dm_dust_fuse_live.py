@@ -1,8 +1,8 @@
 """The FUSE bad-block layer on a live embedded cluster (issue 36): a statically linked reader in a
 target pod gets EIO on exactly the blocks of disk-bad-blocks' map (``bad_blocks``) and reads the
 others; a pod beside it on the same volume, and the host, read everything; the fault is armed and
-disarmed while the pods run (no restart); nothing in the target pod's environment, mounts or files
-names the fault."""
+disarmed while the pods run (no restart), by map, by rate and by an explicit block list; nothing
+in the target pod's environment, mounts or files names the fault."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_static_reader_in_target_pod_meets_bad_blocks_through_the_fuse_layer(han
                  "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": pv,
                           "resources": {"requests": {"storage": "1Gi"}}}}):
         kubectl(handle, "apply", "-f", "-", input=json.dumps(obj))
-    fault_id, rate_id = f"dust-{suffix}", f"lse-{suffix}"
+    fault_id, rate_id, ranges_id = f"dust-{suffix}", f"lse-{suffix}", f"ranges-{suffix}"
     seed, frac = 7, 0.15
     expected = "bad:" + "".join(f" {b}/5" for b in bad_blocks(table.stat().st_ino, BLOCKS, seed, frac))
     assert expected != "bad:"
@@ -183,11 +183,20 @@ def test_static_reader_in_target_pod_meets_bad_blocks_through_the_fuse_layer(han
         assert _last_line(handle, other, "bad:") == "bad:"
         assert handle.clear_fault("shim", rate_id)
         assert _last_line(handle, target, "bad:") == "bad:"
+        # an explicit bad-block list, as a dust target takes it (the file named as the pod sees it)
+        record = handle.node_fault(ranges_id, namespace="default", labels={"app": target}, calls=["read"],
+                                   errno="EIO", mode="ranges", files={"/data/table": [[5, 6], [40, 40]]},
+                                   volumes=[{"namespace": "default", "claim": claim}], mechanisms=["fuse-badblocks"])
+        assert record["mechanism"] == "fuse-badblocks", record
+        assert _last_line(handle, target, "bad: 5/5 6/5 40/5") == "bad: 5/5 6/5 40/5"
+        assert handle.clear_fault("shim", ranges_id)
+        assert _last_line(handle, target, "bad:") == "bad:"
         restarts = kubectl(handle, "get", "pod", target, "-o", "jsonpath={.status.containerStatuses[0].restartCount}")
         assert restarts == "0"
     finally:
         handle.clear_fault("shim", fault_id)
         handle.clear_fault("shim", rate_id)
+        handle.clear_fault("shim", ranges_id)
         kubectl(handle, "delete", "pod", target, other, "--wait=false", "--ignore-not-found", check=False)
         kubectl(handle, "delete", "pvc", claim, "--wait=false", "--ignore-not-found", check=False)
         kubectl(handle, "delete", "pv", pv, "--wait=false", "--ignore-not-found", check=False)
