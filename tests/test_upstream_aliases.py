@@ -50,8 +50,9 @@ def test_aliases_are_upstream_ids_unique_and_never_shadow_an_id(host):
     # sidecar never exits), the node-OS faults
     # (eviction threshold, /dev/shm, conntrack), the controller's finalizer deadlock, the kubelet crash,
     # the buggy kube-proxy build, the pod IP pool exhausted, the node clock drift (TrainTicket's tokens), and
-    # the load generator's home-page flood and the priority preemption cascade (#40)
-    assert len(seen) == 109
+    # the load generator's home-page flood, the priority preemption cascade and the HPA missing its CPU
+    # request (#40)
+    assert len(seen) == 110
 
 
 def test_problem_by_upstream_id(host):
