@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 
 import pytest
 from sregym_app_astronomy_shop.loadgen import ENDPOINTS, request_for
@@ -115,6 +116,44 @@ def test_flag_fault_injects_shows_and_the_reference_fix_recovers(shop):
     case = LiveCase("ad", ads_failing, params={"flag": "adFailure"}, endpoint="ads", symptom_timeout=60)
     phases = exercise(shop, spec, case, target, request_for=request_for, frontend=FRONTEND)
     print(f"flagd-flag adFailure phases (s): {phases}")
+
+
+def _generator_control(live) -> dict:
+    """The load generator's /control, at its Service's address (127.0.0.0/8 on the embedded cluster)."""
+    ip = live.kubectl("get", "svc", "load-generator", "-n", "astronomy-workload", "-o",
+                      "jsonpath={.spec.clusterIP}").strip()
+    assert ip.startswith("127."), ip
+    try:
+        with urllib.request.urlopen(f"http://{ip}:8089/control", timeout=5) as reply:
+            return json.loads(reply.read())
+    except (OSError, ValueError):
+        return {}
+
+
+def test_the_flood_flag_starts_the_bounded_home_page_flood_in_the_pod_and_off_stops_it(shop):
+    """loadGeneratorFloodHomepage on: the load generator's pod runs the flood process (100 users at the
+    home page, inside 127.0.0.0/8) and counts its requests; the reference fix (flag off) stops it.
+    Whether users feel it is graded by sregym validate (astronomy-flag-load-generator-flood-homepage)."""
+    spec = shop.host.get_faults()["flagd-flag"]
+    target = Target(app=shop.app, component=shop.app.component("frontend"), namespace=shop.app.namespace)
+    seen: dict = {}
+
+    def flooding(live):
+        control = _generator_control(live)
+        if control.get("flood_running") and control.get("flood_users") == 100 and control.get("flood_sent", 0) > 100:
+            seen.update(control)
+            return f"flood: {control['flood_users']} users, {control['flood_sent']} requests sent"
+        return None
+
+    case = LiveCase("frontend", flooding, params={"flag": "loadGeneratorFloodHomepage"}, endpoint="home",
+                    symptom_timeout=60)
+    phases = exercise(shop, spec, case, target, request_for=request_for, frontend=FRONTEND)
+    print(f"flagd-flag loadGeneratorFloodHomepage phases (s): {phases}; at the symptom: {seen}")
+    assert not seen.get("flood_error")
+    live = shop.live(time.time())
+    stopped = wait_for(lambda: (lambda c: c if c and not c.get("flood_running") else None)(_generator_control(live)),
+                       60, 2)
+    assert stopped and stopped["flood_users"] == 0, stopped
 
 
 def test_queue_poison_pill_blocks_the_consumers_until_skipped(shop):
