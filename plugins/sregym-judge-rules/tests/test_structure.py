@@ -210,3 +210,20 @@ def test_an_object_named_like_the_faulty_one_but_differing_in_one_part_is_anothe
              "its database.")
     assert _judge(right, policy, SOCIAL, "social-network").passed
     assert not _judge(other, policy, SOCIAL, "social-network").passed
+
+
+def test_a_word_two_faults_share_does_not_decide_against_the_other_faults_own_words():
+    aggressive = GroundTruth(fault="liveness-aggressive", layer="k8s", components=("geo",), namespace="hotel-reservation",
+                             resource_kind="Deployment", mechanism="liveness probe too aggressive (no initial delay, period "
+                             "1 s, failure threshold 1)", mutated_values={"livenessProbe": None})
+    assert _judge("geo's liveness probe is far too aggressive: no initial delay, failureThreshold 1, so the kubelet kills "
+                  "geo before it starts and it crash-loops.", aggressive).passed
+    # "liveness" is both faults' word; "wrong path" is only the misconfigured probe's
+    assert not _judge("geo's liveness probe checks the wrong path (/healthz instead of /health), so the kubelet "
+                      "restarts geo.", aggressive).passed
+
+
+def test_what_the_logs_show_that_is_asserted_what_they_print_is_evidence():
+    assert _judge("geo's errors show that the privileges of hotel_geo on postgres-geo were revoked, so every query fails.",
+                  REVOKE).passed
+    assert not _judge("geo fails; its logs say permission denied for the tables of postgres-geo.", REVOKE).passed

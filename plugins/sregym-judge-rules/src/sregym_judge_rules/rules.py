@@ -745,6 +745,11 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             # gives NXDOMAIN"): a symptom there, not the mechanism asserted
             spans.extend(_all_spans(words, vocab))
             continue
+        if _a_sibling_decides(words, hit[0], t, vocab, truth_faults):
+            # a word two faults share ("liveness") next to the other one's own words ("wrong path" for a
+            # too-aggressive probe): the sentence states the sibling fault of the same object
+            spans.extend(_all_spans(words, vocab))
+            continue
         if _other_field(s.raw, s.flat, t):
             # the faulty object, but another of its fields set ("the kubelet config sets maxPods to 10"):
             # a different fault of the same object, not this one
@@ -800,6 +805,28 @@ def _mechanisms_as_alternatives(words: str, family_spans: Sequence[tuple[str, tu
         if first != second and _OR_BETWEEN.search(between) and not _NEGATED_LIST.search(words[:end]):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=1)
+def _families_of_pattern() -> dict[str, frozenset[str]]:
+    owners: dict[str, set[str]] = {}
+    for family, patterns in lexicon.MECHANISMS.items():
+        for pattern in patterns:
+            owners.setdefault(pattern, set()).add(family)
+    return {p: frozenset(f) for p, f in owners.items()}
+
+
+def _a_sibling_decides(words: str, matched: str, truth: GroundTruth, vocab: Sequence[str], truth_faults: set[str]) -> bool:
+    """Was the truth's mechanism read only by a phrase another fault family shares, while that family's own
+    phrases (none of the truth's) are in the sentence too?"""
+    owners = _families_of_pattern()
+    siblings = owners.get(matched, frozenset()) - {truth.fault} - truth_faults
+    if not siblings:
+        return False
+    if _match_any(words, [p for p in vocab if not owners.get(p, frozenset()) - {truth.fault}]):
+        return False  # the truth's own distinctive words are there too
+    own = set(vocab)
+    return any(_match_any(words, [p for p in lexicon.MECHANISMS[f] if p not in own]) for f in siblings)
 
 
 def _truth_words(truths: Sequence[GroundTruth]) -> frozenset[str]:
