@@ -39,7 +39,7 @@ def _resources(ctx) -> dict:
 def test_injection_removes_the_cpu_request_and_makes_the_hpa(setup):
     spec, target, ctx = setup
     assert "cpu" not in (_resources(ctx).get("requests") or {})
-    assert ("HorizontalPodAutoscaler", ctx.namespace, "geo") in {(k[0], k[1], k[2]) for k in ctx.objects}
+    assert _has_hpa(ctx)
     assert spec.impl.is_present(ctx, target, {})
 
 
@@ -55,8 +55,21 @@ def test_any_cpu_request_is_the_fix(setup):
     assert not spec.impl.is_present(ctx, target, {})
 
 
-def test_recover_puts_the_original_request_back(setup):
+def _has_hpa(ctx) -> bool:
+    return ("HorizontalPodAutoscaler", ctx.namespace, "geo") in {(k[0], k[1], k[2]) for k in ctx.objects}
+
+
+def test_the_reference_fix_puts_the_original_request_back_and_keeps_the_hpa(setup):
+    spec, target, ctx = setup
+    spec.impl.reference_fix(ctx, target, {})
+    assert _resources(ctx)["requests"].get("cpu")
+    assert not spec.impl.is_present(ctx, target, {})
+    assert _has_hpa(ctx)
+
+
+def test_recover_also_removes_the_hpa_the_injection_made(setup):
     spec, target, ctx = setup
     spec.impl.recover(ctx, target, {})
     assert _resources(ctx)["requests"].get("cpu")
     assert not spec.impl.is_present(ctx, target, {})
+    assert not _has_hpa(ctx)

@@ -263,6 +263,17 @@ class CpuRequestMissing(TemplateFault):
         container = kube.container(obj, target.component.container_name)
         return not ((container.get("resources") or {}).get("requests") or {}).get("cpu")
 
+    def reference_fix(self, ctx, target, params) -> None:
+        """Put the CPU request back; the HPA stays, scaling on it again (what the SRE wants)."""
+        TemplateFault.recover(self, ctx, target, params)
+
+    def recover(self, ctx, target, params) -> None:
+        """The harness's cleanup: the request back and the HPA the injection made gone, so no later
+        problem on this cluster finds an autoscaler the app never had."""
+        super().recover(ctx, target, params)
+        ctx.kubectl("delete", "horizontalpodautoscaler", target.component.name, "-n", ctx.namespace,
+                    "--ignore-not-found", check=False)
+
 
 def _cpu_request_missing(spec):
     return attrs.evolve(spec, impl=CpuRequestMissing(spec.impl.mutate, truth=spec.impl.truth))
