@@ -275,3 +275,27 @@ def test_an_app_pod_cannot_submit_to_the_agent_api(hotel):
     assert code == 0, err
     assert received == [], out
     assert out.startswith("unreachable") or out.strip() == "answered 403", out
+
+
+def test_a_reset_leaves_running_the_datastores_nothing_wrote_to(hotel):
+    """The restore costs a datastore stop and start only where something wrote: after a reset that
+    marked every volume, a second reset keeps the geo database's pod (read-only for the workload),
+    and a note written into it since puts its volume back (a new pod)."""
+    live = hotel
+
+    def uids() -> dict[str, str]:
+        pods = json.loads(_kubectl(live, "get", "pods", "-n", NS, "-o", "json"))["items"]
+        return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods if p["metadata"]["name"].startswith("postgres-")}
+
+    live.reset(restore_volumes=True)  # every volume marked as the next attempt begins
+    before = uids()
+    assert "postgres-geo-0" in before, before
+    live.reset(restore_volumes=True)  # an attempt that wrote nothing to geo's volume
+    kept = uids()
+    assert kept["postgres-geo-0"] == before["postgres-geo-0"], "geo's database was restarted for nothing"
+    _kubectl(live, "exec", "-n", NS, "postgres-geo-0", "--", "sh", "-c", "echo note > $PGDATA/agent-notes.txt")
+    live.reset(restore_volumes=True)
+    restored = uids()
+    assert restored.get("postgres-geo-0") != kept["postgres-geo-0"], "geo's volume was written and not put back"
+    found = _kubectl(live, "exec", "-n", NS, "postgres-geo-0", "--", "sh", "-c", "ls $PGDATA")
+    assert "agent-notes.txt" not in found and "PG_VERSION" in found, found
