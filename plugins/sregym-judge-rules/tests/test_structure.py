@@ -227,3 +227,18 @@ def test_what_the_logs_show_that_is_asserted_what_they_print_is_evidence():
     assert _judge("geo's errors show that the privileges of hotel_geo on postgres-geo were revoked, so every query fails.",
                   REVOKE).passed
     assert not _judge("geo fails; its logs say permission denied for the tables of postgres-geo.", REVOKE).passed
+
+
+def test_a_plain_paraphrase_with_most_of_the_mechanisms_words_and_chat_initials_for_a_service():
+    sidecar = GroundTruth(fault="sidecar-port-conflict", layer="k8s", components=("social-graph-service",),
+                          namespace="social-network", resource_kind="Deployment",
+                          mechanism="sidecar container binds the same port as the application container",
+                          mutated_values={"sidecar": "metrics-proxy", "port": 9090}, vocabulary=("port conflict",))
+    assert _judge("A sidecar metrics-proxy in social-graph-service's pod binds port 9090, the same port as the app "
+                  "container, so the app cannot bind and crash-loops.", sidecar, SOCIAL, "social-network").passed
+    dns = GroundTruth(fault="wrong-dns-policy", layer="network", components=("home-timeline-service",),
+                      namespace="social-network", resource_kind="Deployment",
+                      mechanism="dnsPolicy set to None with an unreachable nameserver",
+                      mutated_values={"dnsPolicy": "None", "nameservers": ["127.0.0.254"]}, vocabulary=("dnspolicy",))
+    assert _judge("ht-svc pods use dnsPolicy: None + a dead nameserver (127.0.0.254) -> every lookup times out. set "
+                  "dnsPolicy back to ClusterFirst.", dns, SOCIAL, "social-network").passed

@@ -590,11 +590,14 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
         found_own = own.search(words) if own is not None and len(t.mechanism.split()) >= 3 else None
         if found_own:
             hit = (t.mechanism, found_own.span())
-    if hit is None and not base_vocabulary(t):  # no vocabulary at all: most of the mechanism's own words
-        mechanism_words = _mechanism_words(t)
+    # most of the mechanism's own words (as a plain paraphrase of the truth says it): for a fault without any
+    # vocabulary, and for any fault whose mechanism has four words or more (two or three words, "stale
+    # coordinates", are too few to tell a paraphrase from a coincidence)
+    mechanism_words = _mechanism_words(t) if hit is None else []
+    if mechanism_words and (not base_vocabulary(t) or len(mechanism_words) >= 4):
         present = [m for w in mechanism_words for m in [re.search(rf"(?<![a-z0-9]){re.escape(w)}", words)]
                    if m and not reading.negated(words, m.start(), m.end())]
-        if mechanism_words and len(present) / len(mechanism_words) >= 0.6:
+        if len(present) / len(mechanism_words) >= 0.6:
             # the span of the words themselves: other mechanisms elsewhere in the sentence still count
             hit = (" ".join(m.group(0) for m in present), (min(m.start() for m in present), max(m.end() for m in present)))
     if hit is None:

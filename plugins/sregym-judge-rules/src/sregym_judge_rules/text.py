@@ -222,8 +222,9 @@ def _name_variants(name: str) -> list[str]:
     short = "-".join(_NAME_PART_SHORT.get(p, p) for p in parts)
     if short != base:
         variants.add(short)
-    if len(parts) >= 3 and parts[0] != "ts":  # "home-timeline-redis" -> "ht-redis"
+    if len(parts) >= 3 and parts[0] != "ts":  # "home-timeline-redis" -> "ht-redis", "home-timeline-service" -> "ht-svc"
         variants.add("".join(p[0] for p in parts[:-1]) + "-" + parts[-1])
+        variants.add("".join(p[0] for p in parts[:-1]) + "-" + _NAME_PART_SHORT.get(parts[-1], parts[-1]))
     if parts[0] == "ts" and len(parts) >= 3:  # TrainTicket's "ts-auth-service": "auth-service", "ts-auth"
         variants.add("-".join(parts[1:]))
         if len(parts) == 3 and parts[-1] == "service":  # "preserve's deployment": needs context (see _strong)
