@@ -29,6 +29,24 @@ def _value(v: Any) -> Any:
     return getattr(v, kind) if kind else None
 
 
+def spans_of(body: bytes) -> list[dict[str, Any]]:
+    """The spans of one OTLP/HTTP protobuf request body, flattened with their service's name."""
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    found = []
+    for rs in request.resource_spans:
+        resource = {a.key: _value(a.value) for a in rs.resource.attributes}
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                found.append({
+                    "service": resource.get("service.name"), "name": span.name,
+                    "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
+                    "parent_id": span.parent_span_id.hex(), "kind": span.kind,
+                    "attributes": {a.key: _value(a.value) for a in span.attributes},
+                })
+    return found
+
+
 class OtlpReceiver:
     """Collects spans posted to ``http://127.0.0.1:<port>/v1/traces``."""
 
@@ -43,11 +61,7 @@ class OtlpReceiver:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.headers.get("Content-Encoding") == "gzip":
-                    body = gzip.decompress(body)
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(body)
-                outer._add(request)
+                outer.add_body(body, gzipped=self.headers.get("Content-Encoding") == "gzip")
                 reply = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
@@ -65,18 +79,8 @@ class OtlpReceiver:
     def endpoint(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def _add(self, request: ExportTraceServiceRequest) -> None:
-        found = []
-        for rs in request.resource_spans:
-            resource = {a.key: _value(a.value) for a in rs.resource.attributes}
-            for ss in rs.scope_spans:
-                for span in ss.spans:
-                    found.append({
-                        "service": resource.get("service.name"), "name": span.name,
-                        "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
-                        "parent_id": span.parent_span_id.hex(), "kind": span.kind,
-                        "attributes": {a.key: _value(a.value) for a in span.attributes},
-                    })
+    def add_body(self, body: bytes, *, gzipped: bool = False) -> None:
+        found = spans_of(gzip.decompress(body) if gzipped else body)
         with self.lock:
             self.spans.extend(found)
 

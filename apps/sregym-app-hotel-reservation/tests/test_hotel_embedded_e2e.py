@@ -7,6 +7,7 @@ cluster DNS, which the app needs to find its peers by Service name.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hotel_testlib import OtlpReceiver
+from hotel_testlib import spans_of
 from sregym_app_hotel_reservation.deploy import Kubectl, deploy, undeploy, workload_stats
 
 pytestmark = [pytest.mark.slow, pytest.mark.apps]  # its own cluster with Hotel: the live lane
@@ -35,20 +36,59 @@ spec:
 """
 
 
-OTLP_SINK = """
-apiVersion: v1
-kind: Service
-metadata: {{name: otlp-sink, namespace: default}}
-spec:
-  ports: [{{name: otlp, port: 4318, targetPort: {port}}}]
----
-apiVersion: v1
-kind: Endpoints
-metadata: {{name: otlp-sink, namespace: default}}
-subsets:
-- addresses: [{{ip: 127.0.0.2}}]
-  ports: [{{name: otlp, port: {port}}}]
+# The span sink runs as a pod, as a cluster's collector would: app pods reach other pods through
+# Services, never host listeners (the pod network boundary). It prints each request body, base64 on one
+# line, and the test reads them back with `kubectl logs`.
+SINK_SCRIPT = r"""
+import base64, gzip, itertools, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+lock, numbers = threading.Lock(), itertools.count()
+class Sink(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        text = base64.b64encode(body).decode()
+        chunks = [text[i:i + 2000] for i in range(0, len(text), 2000)] or [""]
+        with lock:  # one body's lines together, each short enough for any log pipeline
+            n = next(numbers)
+            for i, chunk in enumerate(chunks):
+                sys.stdout.write("SPANS %d %d %d %s\n" % (n, i, len(chunks), chunk))
+            sys.stdout.flush()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+ThreadingHTTPServer(("0.0.0.0", 4318), Sink).serve_forever()
 """
+
+
+def otlp_sink() -> str:
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "otlp-sink", "namespace": "default", "labels": {"app": "otlp-sink"}},
+           "spec": {"containers": [{"name": "sink", "image": "sregym/hotel-reservation:1.0",
+                                    "command": ["python3", "-c", SINK_SCRIPT],
+                                    "ports": [{"containerPort": 4318}],
+                                    "readinessProbe": {"tcpSocket": {"port": 4318}, "periodSeconds": 1}}]}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "otlp-sink", "namespace": "default"},
+               "spec": {"selector": {"app": "otlp-sink"}, "ports": [{"name": "otlp", "port": 4318, "targetPort": 4318}]}}
+    return "\n---\n".join(json.dumps(doc) for doc in (pod, service))  # JSON is YAML: one stream
+
+
+def sink_spans(k: Kubectl) -> list[dict]:
+    """Every span of the request bodies the sink pod printed whole so far."""
+    parts: dict[int, dict[int, str]] = {}
+    counts: dict[int, int] = {}
+    for line in k.run("logs", "otlp-sink", "-n", "default", timeout=120).splitlines():
+        words = line.split(" ", 4)
+        if len(words) >= 4 and words[0] == "SPANS":
+            n, i, count = int(words[1]), int(words[2]), int(words[3])
+            parts.setdefault(n, {})[i] = words[4] if len(words) == 5 else ""
+            counts[n] = count
+    return [span for n, chunks in parts.items() if len(chunks) == counts[n]
+            for span in spans_of(base64.b64decode("".join(chunks[i] for i in range(counts[n]))))]
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +130,17 @@ def _ancestor_services(span, by_id):
     return [s["service"] for s in chain]
 
 
+def _incomplete_chains(spans: list[dict]) -> list:
+    """The datastore calls without a complete frontend -> search -> service -> datastore chain."""
+    by_id = {s["span_id"]: s for s in spans}
+    chains: dict[tuple[str, str], list[list[str]]] = {}
+    for s in spans:
+        if s["attributes"].get("db.system"):
+            chains.setdefault((s["service"], s["attributes"]["db.system"]), []).append(_ancestor_services(s, by_id))
+    return [(key, chains.get(key, [])[-3:]) for key in (("geo", "postgresql"), ("rate", "memcached"), ("rate", "postgresql"))
+            if not [c for c in chains.get(key, []) if c[0] == key[0] and "search" in c and c[-1] == "frontend"]]
+
+
 def test_kubectl_sees_the_inventory(cluster):
     """The manifests apply server-side (dry run) on the embedded API server with the real kubectl."""
     import yaml
@@ -103,22 +154,12 @@ def test_kubectl_sees_the_inventory(cluster):
     assert "deployment.apps/frontend" in out.stdout and "statefulset.apps/postgres-geo" in out.stdout
 
 
-# Matrix-only since 2026-11-29: its span sink is a selector-less Service whose hand-written Endpoints
-# point at a host listener (127.0.0.2), which the service proxy no longer forwards (issue #34, attack 4:
-# Endpoints only reach pods of the Service's namespace). It needs a sink that runs as a pod; until then
-# traces on the embedded cluster are proved through Jaeger by the Astronomy Shop and TrainTicket live
-# modules (test_one_trace_crosses_the_queue..., test_one_booking_trace_spans_the_whole_path...).
-@pytest.mark.matrix
 def test_deploy_workload_and_traces_on_the_embedded_cluster(cluster):
     k = Kubectl(cluster.kubeconfig)
     if not pods_get_cluster_dns(k):
         pytest.skip("the embedded cluster does not give pods cluster DNS yet (dns-probe pod failed)")
-    # Pods dialling 127.0.0.1 reach their own pod IP, so the receiver listens on another loopback address.
-    # App pods may not connect to host listeners (the pod network boundary), so the sink is reached the
-    # way a cluster reaches any outside service: a Service without selector and hand-written Endpoints,
-    # forwarded by the service proxy.
-    receiver = OtlpReceiver(host="127.0.0.2").start()
-    k.run("apply", "-f", "-", stdin=OTLP_SINK.format(port=receiver.port))
+    k.run("apply", "-f", "-", stdin=otlp_sink())
+    k.run("wait", "--for=condition=Ready", "pod/otlp-sink", "-n", "default", "--timeout=300s", timeout=330)
     try:
         started = time.monotonic()
         result = deploy(cluster.kubeconfig, params={"otlp_endpoint": "http://otlp-sink.default.svc.cluster.local:4318",
@@ -136,19 +177,16 @@ def test_deploy_workload_and_traces_on_the_embedded_cluster(cluster):
             if good or time.monotonic() > deadline:
                 break
         assert good, json.dumps(stats)
-        spans = list(receiver.spans)
-        by_id = {s["span_id"]: s for s in spans}
-        chains: dict[tuple[str, str], list[list[str]]] = {}
-        for s in spans:
-            if s["attributes"].get("db.system"):
-                chains.setdefault((s["service"], s["attributes"]["db.system"]), []).append(_ancestor_services(s, by_id))
+        # the services export in batches: wait until every datastore call is there with its whole chain
+        missing: list = ["(not read yet)"]
+        while missing and time.monotonic() < deadline:
+            spans = sink_spans(k)
+            missing = _incomplete_chains(spans)
+            if missing:
+                time.sleep(5)
         per_service = {svc: sum(1 for s in spans if s["service"] == svc) for svc in {s["service"] for s in spans}}
-        for key in (("geo", "postgresql"), ("rate", "memcached"), ("rate", "postgresql")):
-            assert key in chains, f"no {key} span among {len(spans)}: {per_service}"
-            # The last batches may still be in flight; some complete chain must be there.
-            complete = [c for c in chains[key] if c[0] == key[0] and "search" in c and c[-1] == "frontend"]
-            assert complete, (chains[key][-3:], per_service)
+        assert not missing, (missing, per_service)
         print(f"deploy-to-ready {result['ready_s']:.1f}s, workload ok after {time.monotonic() - started:.1f}s")
     finally:
-        receiver.stop()
+        k.run("delete", "pod,service", "otlp-sink", "-n", "default", "--wait=false", check=False)
         undeploy(cluster.kubeconfig, wait=False)
