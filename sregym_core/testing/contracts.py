@@ -29,7 +29,7 @@ import pytest
 
 from ..errors import PermanentFaultError, SregymError
 from ..faults import Fault, NoiseSource, call_fault
-from ..plugins import new_plugin_host
+from ..plugins import get_plugin_host, new_plugin_host
 from ..types import (
     LAYERS,
     AgentSpec,
@@ -348,6 +348,31 @@ def _offline_judge() -> Any:
         if "judge-rules" in specs:
             return specs["judge-rules"].factory()
     return None
+
+
+def assert_reference_passes_problem(problem_id: str, describe: Callable[[tuple[GroundTruth, ...]], str]) -> None:
+    """The reference agent's diagnosis of a curated problem passes the offline judge on every question.
+
+    The problem's own faults, targets and params give the ground truth before injection (a recording
+    kubectl); ``describe`` is the reference agent's text for it (the baselines plugin's
+    ``describe_truth``: the core never imports a plugin). Skips when judge-rules is not installed."""
+    judge = _offline_judge()
+    if judge is None:
+        pytest.skip("the judge-rules plugin is not installed")
+    host = get_plugin_host()
+    problem = host.get_problems()[problem_id]
+    app, faults = host.get_apps()[problem.app], host.get_faults()
+    truths = []
+    for instance in problem.faults:
+        spec = faults[instance.fault]
+        target = Target(app=app, component=app.component(instance.target), namespace=app.namespace)
+        params = validate(dict(instance.params), dict(spec.params_schema), what=instance.fault, fill_defaults=True)
+        ctx = RecordingFaultContext(kubeconfig="/nonexistent", namespace=app.namespace, app=app).child()
+        truths.append(spec.impl.ground_truth(ctx, target, params))
+    verdict = judge.judge(describe(tuple(truths)), tuple(truths),
+                          app_components=tuple(c.name for c in app.components), app_namespace=app.namespace)
+    assert verdict.passed and all(a.answer for a in verdict.answers), \
+        [f"{a.id}: {a.evidence}" for a in verdict.answers if not a.answer]
 
 
 def reference_diagnosis(truth: GroundTruth) -> str:
