@@ -136,7 +136,7 @@ class VolumeSnapshots:
         fresh = [v for v in self.volumes if (v.namespace, v.claim) not in marked]
         stale = [v for v in self.volumes if (v.namespace, v.claim) in marked
                  and fingerprint(v.path) != marked[(v.namespace, v.claim)]]
-        self.marks = {key: mark for key, mark in marked.items()}
+        self.marks = dict(marked)
         self.copied = bool(fresh or stale)
         if self.copied:
             with self._stopped(self.users(fresh + stale)):
@@ -252,12 +252,6 @@ def _read_mark(volume: Volume) -> str | None:
         return _beside(volume.path, "mark").read_text().strip() or None
     except OSError:
         return None
-
-
-def _still_marked(volume: Volume) -> bool:
-    """Whether the copy beside ``volume`` still stands for it: nothing changed since its mark."""
-    mark = _read_mark(volume)
-    return mark is not None and volume.copy.is_dir() and fingerprint(volume.path) == mark
 
 
 def fingerprint(directory: Path) -> str | None:
