@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import types
 
+import anyio
 import pytest
 from _fixtures_ctrl import FakeClient, anyio_backend, settle  # noqa: F401
 from sregym_cluster_embedded.controllers import start_controllers
@@ -143,5 +144,31 @@ async def test_read_write_once_pod_admits_one_pod_in_the_cluster(tmp_path):
         client.finish_termination()
         await settle(lambda: any(p["metadata"]["name"] == "second" and p["spec"].get("nodeName")
                                  for p in client.objects("pods")))
+    finally:
+        await ctrl.stop()
+
+
+async def test_a_claim_naming_a_volume_binds_when_the_volume_arrives_after_it(tmp_path):
+    # the order of two watches is not the order of two writes: the claim may be seen first (CI saw
+    # a claim stay Pending for five minutes beside its Available volume)
+    client = FakeClient()
+    ctrl = await start(client, tmp_path, ["pvc"])
+    try:
+        await client.create("persistentvolumeclaims", {
+            "metadata": {"name": "data", "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": "late",
+                     "resources": {"requests": {"storage": "1Gi"}}}}, "default")
+        await anyio.sleep(0.5)  # the claim is reconciled while its volume is unknown
+        await client.create("persistentvolumes", {
+            "metadata": {"name": "late"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                     "hostPath": {"path": str(tmp_path / "late")}}})
+
+        def bound():
+            pvc = next(c for c in client.objects("persistentvolumeclaims", "default") if c["metadata"]["name"] == "data")
+            pv = next(v for v in client.objects("persistentvolumes") if v["metadata"]["name"] == "late")
+            return (pvc.get("status") or {}).get("phase") == "Bound" and (pv["spec"].get("claimRef") or {}).get("name") == "data"
+
+        await settle(bound)
     finally:
         await ctrl.stop()

@@ -63,6 +63,11 @@ class PersistentVolumeController(Controller):
         ref = pv.get("spec", {}).get("claimRef") or {}
         if ref.get("name"):
             self.enqueue((ref.get("namespace", ""), ref["name"]))
+        # a claim that names this volume (static binding) may have been reconciled before the volume
+        # reached the cache; without this it would wait for a change that never comes
+        for pvc in self.claims.list():
+            if pvc.get("spec", {}).get("volumeName") == name_of(pv):
+                self.enqueue((pvc["metadata"].get("namespace", ""), name_of(pvc)))
         self.enqueue(("/pv", name_of(pv)))
 
     def storage_class(self, pvc: Obj) -> tuple[str, Obj | None]:
@@ -90,6 +95,8 @@ class PersistentVolumeController(Controller):
             pv = self.volumes.get(None, volume_name)
             if pv is not None:
                 await self._bind(pvc, pv)
+            else:  # the volume's event re-enqueues this claim; the retry only covers a missed event
+                self.enqueue(key, delay=5.0)
             return
         class_name, cls = self.storage_class(pvc)
         if pvc.get("spec", {}).get("storageClassName") is None and cls is not None:
