@@ -79,11 +79,22 @@ def test_old_pods_unstarted_pods_and_a_stale_status_are_pending():
     assert state(deployment(stale, replicas=2), [pod(STAMP, "running")] * 2) == "pending"
 
 
+def test_a_rollout_whose_pods_are_refused_is_blocked():
+    refused = dict(ROLLING, replicas=0, updatedReplicas=0, availableReplicas=0, conditions=[
+        {"type": "Progressing", "status": "True"},
+        {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+         "message": 'Internal error occurred: failed calling webhook "pods.example": x509: unknown authority'}])
+    assert state(deployment(refused), []) == "blocked"
+    cleared = dict(refused, conditions=[{"type": "ReplicaFailure", "status": "False"}])
+    assert state(deployment(cleared), []) == "pending"
+
+
 def test_restart_dependents_waits_for_completion_or_a_started_grace(monkeypatch):
     restarts, polls = [], []
     clock = [0.0]
-    monkeypatch.setattr(kube, "dependents", lambda ctx, target: ["done", "stuck", "slow"])
+    monkeypatch.setattr(kube, "dependents", lambda ctx, target: ["done", "stuck", "slow", "refused"])
     timeline = {"done": lambda t: "complete" if t >= 2 else "pending",
+                "refused": lambda t: "blocked" if t >= 1 else "pending",  # another fault refuses its pods
                 "stuck": lambda t: "started" if t >= 3 else "pending",  # never ready
                 "slow": lambda t: "complete" if t >= 10 else "started"}
 
@@ -100,7 +111,9 @@ def test_restart_dependents_waits_for_completion_or_a_started_grace(monkeypatch)
             restarts.append((kind, name))
 
     kube.restart_dependents(Restarting(), target=None, timeout=180)
-    assert restarts == [("deployment", "done"), ("deployment", "stuck"), ("deployment", "slow")]
+    assert restarts == [("deployment", "done"), ("deployment", "stuck"), ("deployment", "slow"),
+                        ("deployment", "refused")]
+    assert max(t for t, n in polls if n == "refused") == 1.0 + kube.STUCK_GRACE_S
     assert max(t for t, n in polls if n == "done") == 2.0  # not asked again once complete
     assert max(t for t, n in polls if n == "slow") == 10.0  # completed within its grace
     assert max(t for t, n in polls if n == "stuck") == 3.0 + kube.STUCK_GRACE_S  # started, never ready: the grace

@@ -38,7 +38,9 @@ from ._select import cluster_options, executor_option, parallel_option, plan_run
               help="Agent API port, 0 for a free one. [env API_PORT; 8000]")
 @click.option("--mcp-port", type=click.IntRange(0, 65535), default=None,
               help="MCP port (/kubectl/sse, /prometheus/sse, ...), 0 for a free one. [env MCP_SERVER_PORT; 9954]")
-@click.option("--oracle-window", type=float, help="Override the functional-SLO window (seconds).")
+@click.option("--oracle-window", type=float, envvar="SREGYM_ORACLE_WINDOW",
+              help="Override the functional-SLO window (seconds); the request floor keeps the problem's rate. "
+                   "The landing suite sets a short one: it grades no service level. [env SREGYM_ORACLE_WINDOW]")
 @click.option("--judge", default=None,
               help="Diagnosis judge. Default: judge-llm-gated when a judge model is configured (--judge-model, "
                    "JUDGE_MODEL or JUDGE_MODEL_ID), else judge-rules.")

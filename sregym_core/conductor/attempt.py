@@ -17,6 +17,7 @@ fault finished injecting (the agent cannot have seen anything before):
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 from collections.abc import Sequence
@@ -98,8 +99,9 @@ class Attempt:
         self.contexts: dict[str, FaultContext] = {}
         self.targets: dict[str, Target] = {}
         app = deployed.app
+        # the users probe: the deployed workload generator (admin), what faultkit.users watches
         base_ctx = FaultContext(kubeconfig=env.cluster.kubeconfig(), namespace=app.namespace, app=app,
-                                cluster=env.cluster, kubectl_path=env.kubectl)
+                                cluster=env.cluster, kubectl_path=env.kubectl, users=deployed.workload)
         for instance in problem.faults:
             self.contexts[instance.id] = base_ctx.child()
             self.targets[instance.id] = Target(app=app, component=app.component(instance.target), namespace=app.namespace)
@@ -533,22 +535,33 @@ def _allow_recreated(config: Any, patterns: list[str]) -> Any:
     return config
 
 
+def _windowed(slo: dict[str, Any] | None, window: float) -> dict[str, Any]:
+    """A functional-SLO config measured over ``window`` seconds: the request floor keeps the problem's
+    rate (``min_requests`` over its own window), so a shorter window is not failed for being short."""
+    from ..oracles.mitigation import FunctionalSLO
+
+    slo = dict(slo or {})
+    defaults = FunctionalSLO()
+    own_window = float(slo.get("window_s", defaults.window_s))
+    floor = int(slo.get("min_requests", defaults.min_requests))
+    slo["window_s"] = window
+    slo["min_requests"] = max(1, math.ceil(floor * window / own_window)) if floor else 0
+    return slo
+
+
 def _override_window(config: Any, window: float) -> Any:
     if isinstance(config, dict):
         out = {}
         for key, value in config.items():
-            if key == "functional_slo" and isinstance(value, dict):
-                out[key] = {**value, "window_s": window}
-            elif key == "functional_slo" and value is None:
-                out[key] = {"window_s": window}
+            if key == "functional_slo" and (isinstance(value, dict) or value is None):
+                out[key] = _windowed(value, window)
             else:
                 out[key] = _override_window(value, window)
         return out
     if isinstance(config, list):
-        return [{"functional_slo": {"window_s": window}} if item == "functional_slo" else _override_window(item, window)
-                for item in config]
+        return [_override_window(item, window) for item in config]
     if config == "functional_slo":
-        return {"functional_slo": {"window_s": window}}
+        return {"functional_slo": _windowed(None, window)}
     return config
 
 

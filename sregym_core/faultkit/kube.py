@@ -174,7 +174,8 @@ def rollout_state(ctx: Any, name: str) -> str:
     """Where the Deployment's latest restart is: ``complete`` (the rollout finished; also when the
     Deployment is gone or no controller reports on it, as for a recorded object), ``started`` (every
     pod of the restarted template has run a process, an init container's included, but not every
-    one is ready) or ``pending``."""
+    one is ready), ``blocked`` (its pods cannot be created: the Deployment reports ``ReplicaFailure``,
+    e.g. an admission webhook or a quota refuses them) or ``pending``."""
     deployment = get(ctx, "deployment", name, missing_ok=True)
     if deployment is None or "status" not in deployment:
         return "complete"
@@ -184,6 +185,8 @@ def rollout_state(ctx: Any, name: str) -> str:
     updated = status.get("updatedReplicas", 0)
     if updated >= want and status.get("replicas", 0) == updated and status.get("availableReplicas", 0) >= updated:
         return "complete"
+    if any(c.get("type") == "ReplicaFailure" and c.get("status") == "True" for c in status.get("conditions") or ()):
+        return "blocked"
     template = deployment["spec"]["template"]
     stamp = (template["metadata"].get("annotations") or {}).get(RESTARTED_AT)
     selector = pod_selector(deployment)
@@ -209,8 +212,9 @@ def restart_dependents(ctx: Any, target: Any, timeout: float = 180.0) -> None:
     """Roll the target's callers and wait for them, so they open fresh connections to it (pooled
     connections outlive a deleted Service or a new NetworkPolicy, as conntrack lets them on a real
     cluster). The wait for a caller ends when its rollout completes, or when its new pods have run
-    for ``STUCK_GRACE_S`` without all getting ready: a caller whose start or readiness needs the
-    target the fault just cut off never gets ready, and waiting would only wait out ``timeout``."""
+    for ``STUCK_GRACE_S`` without all getting ready (or its pods have been refused for that long): a
+    caller whose start or readiness needs the target the fault just cut off never gets ready, one
+    whose pods another fault refuses never starts, and waiting would only wait out ``timeout``."""
     names = dependents(ctx, target)
     for name in names:
         ctx.rollout_restart("deployment", name)
@@ -220,9 +224,9 @@ def restart_dependents(ctx: Any, target: Any, timeout: float = 180.0) -> None:
         now = time.monotonic()
         for name in list(pending):
             state = rollout_state(ctx, name)
-            if state == "started":
+            if state in ("started", "blocked"):
                 started_at.setdefault(name, now)
-            if state == "complete" or (state == "started" and now - started_at[name] >= STUCK_GRACE_S):
+            if state == "complete" or (state in ("started", "blocked") and now - started_at[name] >= STUCK_GRACE_S):
                 pending.remove(name)
         return not pending
 

@@ -40,6 +40,8 @@ def make(problems: str | Sequence[str], *, provider: str | None = None, cluster_
 
     host = host or new_plugin_host()
     chosen = _select(host, problems)
+    if oracle_window is None and os.environ.get("SREGYM_ORACLE_WINDOW"):  # as `sregym run --oracle-window`
+        oracle_window = float(os.environ["SREGYM_ORACLE_WINDOW"])
     settings = AttemptSettings(judge=judge, judge_model=judge_model, agent_timeout=agent_timeout,
                                oracle_window=oracle_window, stages=tuple(stages) if stages else None)
     cluster = get_cluster(host, provider=provider, name=cluster_name, owned=not keep_cluster, exclusive=True)

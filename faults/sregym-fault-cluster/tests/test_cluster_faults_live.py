@@ -149,8 +149,9 @@ def test_agent_grant_is_confined(deployed_app, tmp_path):
     config = f"pod-admission-{ns}"
     admin = hook_ctx.kubectl
     try:
-        live_app.run(call_fault(hook_spec.impl.inject, hook_ctx, hook_target, {}))
+        # the DNS fault rolls geo's callers: first, while the webhook still admits their new pods
         live_app.run(call_fault(dns_spec.impl.inject, dns_ctx, dns_target, {}))
+        live_app.run(call_fault(hook_spec.impl.inject, hook_ctx, hook_target, {}))
         guard = GrantGuard(kube, grants, ns)
         guard.snapshot()
         # decoys the grant must not reach: another ConfigMap beside coredns, another webhook configuration
@@ -225,7 +226,7 @@ def test_agent_grant_is_confined(deployed_app, tmp_path):
         revoke_agent_access(kube, [ns], account)
         admin("delete", "configmap", "decoy", "-n", "kube-system", "--ignore-not-found")
         admin("delete", "validatingwebhookconfiguration", "decoy-hooks", "--ignore-not-found")
-        live_app.run(call_fault(dns_spec.impl.recover, dns_ctx, dns_target, {}))
         live_app.run(call_fault(hook_spec.impl.recover, hook_ctx, hook_target, {}))
+        live_app.run(call_fault(dns_spec.impl.recover, dns_ctx, dns_target, {}))
         live_app.reset()
     print(f"agent grant: {time.monotonic() - started:.1f} s")
