@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from .errors import UsageError
 
 if TYPE_CHECKING:
-    from .plugins import PluginHost
+    from .catalog import Catalog
 
 
 @runtime_checkable
@@ -157,7 +157,7 @@ def name_of(handle: Any, default: str = "cluster") -> str:
     return handle.name if isinstance(handle, Named) else default
 
 
-def default_provider(host: PluginHost) -> str:
+def default_provider(host: Catalog) -> str:
     providers = host.get_clusters()
     if not providers:
         raise UsageError("no cluster provider is installed",
@@ -166,7 +166,7 @@ def default_provider(host: PluginHost) -> str:
     return flagged[0] if flagged else next(iter(providers))
 
 
-def get_cluster(host: PluginHost, *, provider: str | None = None, name: str = "sregym", **options: Any) -> Any:
+def get_cluster(host: Catalog, *, provider: str | None = None, name: str = "sregym", **options: Any) -> Any:
     """Build the cluster handle ``name`` of ``provider`` (the default provider when None)."""
     providers = host.get_clusters()
     provider = provider or default_provider(host)

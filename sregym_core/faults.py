@@ -39,6 +39,26 @@ if TYPE_CHECKING:
     from .types import GroundTruth, Target
 
 
+@runtime_checkable
+class UsersProbe(Protocol):
+    """The app's users as a fault watches them: its workload generator (``AppSpec.workload``).
+
+    The engine fills :attr:`FaultContext.users` with one when the app has a generator, so the fault
+    toolkit (:mod:`sregym_core.faultkit.users`) reads the users without importing the engine.
+
+    .. versionadded:: 0.3
+    """
+
+    def stats(self, window_s: float) -> Mapping[str, Any]:
+        """The generator's view of the last ``window_s`` seconds: ``count``, ``success_rate`` (0..1),
+        ``error_kinds``... (``WorkloadSpec.query_path``)."""
+        ...
+
+    def control(self, **settings: Any) -> Mapping[str, Any]:
+        """Change the generator's run (``WorkloadSpec.control_path``): rate, duration, route..."""
+        ...
+
+
 @attrs.define
 class FaultContext:
     """The benchmark-side view a fault acts through (admin identity).
@@ -50,6 +70,10 @@ class FaultContext:
         cluster: the cluster handle (capabilities, node-level fault hooks where supported).
         state: scratch space kept per fault instance between inject, is_present and recover.
         kubectl_path: the kubectl binary to use.
+        users: the app's workload generator as a :class:`UsersProbe` (admin identity), filled by the
+            engine when the app has one; None otherwise.
+
+    .. versionchanged:: 0.3 ``users``.
     """
 
     kubeconfig: Path
@@ -59,6 +83,7 @@ class FaultContext:
     state: dict[str, Any] = attrs.Factory(dict)
     kubectl_path: str = "kubectl"
     _api: Any = None
+    users: UsersProbe | None = None
 
     @property
     def api(self) -> Any:
@@ -179,4 +204,4 @@ async def _call_once(method: FaultMethod, ctx: FaultContext, target: Any, params
     return result
 
 
-__all__ = ["Fault", "FaultContext", "FaultMethod", "NoiseSource", "TEMPORARY_RETRY_SECONDS", "call_fault"]
+__all__ = ["Fault", "FaultContext", "FaultMethod", "NoiseSource", "TEMPORARY_RETRY_SECONDS", "UsersProbe", "call_fault"]

@@ -4,6 +4,14 @@ Plugins implement these with :data:`sregym_core.hookimpl`. Registration hooks re
 iterable) of records from :mod:`sregym_core.types`; the facade in :mod:`sregym_core.plugins` flattens
 them and rejects duplicate names. Hooks are always called with keyword arguments.
 
+Every registration hook (and ``sregym_register_commands``) may take one argument, ``host``: the
+plugin host as a :class:`~sregym_core.catalog.Catalog`, for a plugin whose factories need other
+plugins' records (bind it, e.g. with ``functools.partial``; do not read it inside the hook, whose
+records the host is still collecting). An implementation that does not name ``host`` is called
+without it. This replaces reaching for ``sregym_core.plugins.get_plugin_host()`` (deprecated).
+
+.. versionchanged:: 0.3 registration hooks and ``sregym_register_commands`` take ``host``.
+
 .. versionadded:: 0.1
 """
 
@@ -18,6 +26,7 @@ if TYPE_CHECKING:
 
     import click
 
+    from .catalog import Catalog
     from .types import (
         AgentSpec,
         AppSpec,
@@ -43,7 +52,7 @@ _hookspec = pluggy.HookspecMarker("sregym")
 
 
 @_hookspec
-def sregym_apps() -> Iterable[AppSpec]:
+def sregym_apps(host: Catalog) -> Iterable[AppSpec]:
     """Register applications.
 
     :returns: :class:`~sregym_core.types.AppSpec` records.
@@ -62,7 +71,7 @@ def sregym_apps() -> Iterable[AppSpec]:
 
 
 @_hookspec
-def sregym_faults() -> Iterable[FaultSpec]:
+def sregym_faults(host: Catalog) -> Iterable[FaultSpec]:
     """Register fault primitives.
 
     :returns: :class:`~sregym_core.types.FaultSpec` records; their selectors build the
@@ -82,7 +91,7 @@ def sregym_faults() -> Iterable[FaultSpec]:
 
 
 @_hookspec
-def sregym_noise_sources() -> Iterable[NoiseSpec]:
+def sregym_noise_sources(host: Catalog) -> Iterable[NoiseSpec]:
     """Register noise sources (transient disturbances that are not root causes).
 
     :returns: :class:`~sregym_core.types.NoiseSpec` records.
@@ -101,9 +110,10 @@ def sregym_noise_sources() -> Iterable[NoiseSpec]:
 
 
 @_hookspec
-def sregym_oracles() -> Iterable[OracleSpec]:
+def sregym_oracles(host: Catalog) -> Iterable[OracleSpec]:
     """Register mitigation-oracle building blocks and diagnosis judges.
 
+    :param host: the plugin host, for a judge or oracle built on another plugin's (optional).
     :returns: :class:`~sregym_core.types.OracleSpec` records (``kind`` ``mitigation`` or ``judge``).
 
     **Example:**
@@ -111,16 +121,18 @@ def sregym_oracles() -> Iterable[OracleSpec]:
     .. code-block:: python
 
         @hookimpl
-        def sregym_oracles():
+        def sregym_oracles(host):
             return [OracleSpec(name="p99-under", kind="mitigation", factory=P99Under,
-                               config_schema={"type": "object", "properties": {"ms": {"type": "number"}}})]
+                               config_schema={"type": "object", "properties": {"ms": {"type": "number"}}}),
+                    OracleSpec(name="gated", kind="judge", factory=functools.partial(GatedJudge, host=host))]
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.3 ``host``.
     """
 
 
 @_hookspec
-def sregym_agents() -> Iterable[AgentSpec]:
+def sregym_agents(host: Catalog) -> Iterable[AgentSpec]:
     """Register agents.
 
     :returns: :class:`~sregym_core.types.AgentSpec` records.
@@ -138,7 +150,7 @@ def sregym_agents() -> Iterable[AgentSpec]:
 
 
 @_hookspec
-def sregym_clusters() -> Iterable[ClusterProviderSpec]:
+def sregym_clusters(host: Catalog) -> Iterable[ClusterProviderSpec]:
     """Register cluster providers (the embedded cluster, any kubeconfig...).
 
     :returns: :class:`~sregym_core.types.ClusterProviderSpec` records.
@@ -156,7 +168,7 @@ def sregym_clusters() -> Iterable[ClusterProviderSpec]:
 
 
 @_hookspec
-def sregym_executors() -> Iterable[ExecutorSpec]:
+def sregym_executors(host: Catalog) -> Iterable[ExecutorSpec]:
     """Register executors: other ways to run a plan's work items (``--executor NAME``), such as
     spreading them over the workers of a distributed engine. The built-in executor (``local``)
     runs ``--parallel N`` environments in one process.
@@ -176,7 +188,7 @@ def sregym_executors() -> Iterable[ExecutorSpec]:
 
 
 @_hookspec
-def sregym_problems() -> Iterable[ProblemSpec]:
+def sregym_problems(host: Catalog) -> Iterable[ProblemSpec]:
     """Register curated problems, usually loaded from YAML files the plugin ships.
 
     ``sregym_core.problems.load_problem_dir(path)`` parses a directory of problem files; a file
@@ -203,7 +215,7 @@ def sregym_problems() -> Iterable[ProblemSpec]:
 
 
 @_hookspec
-def sregym_local_images() -> Iterable[LocalImage]:
+def sregym_local_images(host: Catalog) -> Iterable[LocalImage]:
     """Register local images: how the embedded cluster runs an image reference as a process.
 
     Apps also carry their own images in ``AppSpec.images``; this hook is for images that belong to
@@ -224,7 +236,7 @@ def sregym_local_images() -> Iterable[LocalImage]:
 
 
 @_hookspec
-def sregym_observability() -> Iterable[ObservabilitySpec]:
+def sregym_observability(host: Catalog) -> Iterable[ObservabilitySpec]:
     """Register observability stacks (metrics, alerts, logs, traces) the conductor can deploy.
 
     The conductor deploys the first one once per cluster, before any app, keeps it across problems,
@@ -246,7 +258,7 @@ def sregym_observability() -> Iterable[ObservabilitySpec]:
 
 
 @_hookspec
-def sregym_agent_tools() -> Iterable[ToolSpec]:
+def sregym_agent_tools(host: Catalog) -> Iterable[ToolSpec]:
     """Register tools agents can call over MCP besides kubectl and submit.
 
     The observability plugin registers ``get_metrics``, ``get_alerts``, ``get_logs``,
@@ -440,10 +452,12 @@ def sregym_run_finished(results_dir: str, records: list[Any]) -> None:
 
 
 @_hookspec
-def sregym_register_commands(cli: click.Group) -> None:
+def sregym_register_commands(cli: click.Group, host: Catalog) -> None:
     """Add commands to the ``sregym`` command line.
 
     :param cli: the root click group; call ``cli.add_command(...)``.
+    :param host: the plugin host (:class:`~sregym_core.catalog.Catalog`), for commands that read
+        other plugins' records; take it only if you need it.
 
     **Example:**
 

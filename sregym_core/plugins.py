@@ -20,15 +20,17 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import pluggy
 import structlog
 
 from . import hookspecs
+from .catalog import Verdict
 from .errors import PluginError, PluginImportError, SregymError
 from .types import (
     AgentSpec,
@@ -69,18 +71,6 @@ class PluginInfo:
     version: str
     status: str  # loaded | blocked | builtin
     hooks: tuple[str, ...] = ()
-
-
-@attrs.frozen(kw_only=True)
-class Verdict:
-    """Whether a fault can take effect on a component, and if not, why (``failed`` says which check)."""
-
-    ok: bool
-    reason: str = ""
-    failed: Literal["", "target", "capabilities"] = ""
-
-    def __bool__(self) -> bool:
-        return self.ok
 
 
 @attrs.define
@@ -272,8 +262,8 @@ class PluginHost:
         self.pm.hook.sregym_run_finished(results_dir=results_dir, records=records)
 
     def register_commands(self, cli: Any) -> None:
-        """Let every plugin add commands to the root click group."""
-        self.pm.hook.sregym_register_commands(cli=cli)
+        """Let every plugin add commands to the root click group (``host`` is this host)."""
+        self.pm.hook.sregym_register_commands(cli=cli, host=self)
 
     def provider_of(self, plugin_name: str) -> str:
         dist, version = self._dists.get(plugin_name, (plugin_name, ""))
@@ -289,7 +279,10 @@ class PluginHost:
         results = []
         for impl in reversed(hook.get_hookimpls()):  # registration order: builtins first
             try:
-                returned = impl.function()
+                # the one argument of a registration hook: this host, for factories that need other
+                # plugins' records (an implementation that does not name it is called without it)
+                given = {"host": self}
+                returned = impl.function(*[given[name] for name in impl.argnames])
             except Exception as exc:
                 if on_error is not None:
                     results.append((impl.plugin_name, [on_error(impl.plugin_name, exc)]))
@@ -378,12 +371,31 @@ def new_plugin_host(*, builtins: bool = True, entry_points: bool = True) -> Plug
 _HOST: PluginHost | None = None
 
 
-def get_plugin_host() -> PluginHost:
-    """The process-wide plugin host, created (and entry points loaded) on first use."""
+def process_host() -> PluginHost:
+    """This process's host: the one :func:`set_plugin_host` installed, else one of the installed
+    plugins, created (entry points loaded) on first use.
+
+    For the code that starts a process (the ``sregym`` CLI, a test harness, a script). Plugin code
+    never needs it: registration hooks receive the host as their ``host`` argument
+    (:mod:`sregym_core.catalog`)."""
     global _HOST
     if _HOST is None:
         _HOST = new_plugin_host()
     return _HOST
+
+
+def get_plugin_host() -> PluginHost:
+    """The process-wide plugin host.
+
+    .. deprecated:: 0.3
+       Plugins receive the host as the ``host`` argument of their registration hook (bind it into
+       the factories that need it); a process's own entry point uses :func:`process_host`. Removed
+       in 0.4.
+    """
+    warnings.warn("sregym_core.plugins.get_plugin_host() is deprecated and goes away in sregym-core 0.4: "
+                  "take the host as the `host` argument of your registration hook (sregym_core.catalog), "
+                  "or call process_host() where a process starts", DeprecationWarning, stacklevel=2)
+    return process_host()
 
 
 def set_plugin_host(host: PluginHost | None) -> PluginHost | None:

@@ -4,7 +4,8 @@ Two phases, so plugins can ship problem files without depending on each other:
 
 1. :func:`parse_problem` validates a document against ``schemas/problem.schema.json`` and builds a
    :class:`~sregym_core.types.ProblemSpec` (no cross-references checked).
-2. :func:`resolve_problem` checks it against the installed plugins — the app and faults exist, each
+2. :func:`resolve_problem` checks it against the installed plugins (a
+   :class:`~sregym_core.catalog.Catalog`, the plugin host) — the app and faults exist, each
    target is a component the fault's selector accepts, params satisfy the fault's schema (defaults
    filled in), triggers reference known instances — and derives missing ground truth.
 
@@ -22,6 +23,7 @@ import yaml
 
 from .errors import ConfigError, UsageError
 from .faults import FaultContext
+from .grant_rules import check_grant
 from .types import (
     AgentGrant,
     BrokenProblem,
@@ -36,7 +38,7 @@ from .types import (
 from .validation import load_schema, validate
 
 if TYPE_CHECKING:
-    from .plugins import PluginHost
+    from .catalog import Catalog
 
 DEFAULT_AGENT_TIMEOUT = 1800.0  # upstream SREGym's --agent-timeout default
 
@@ -119,8 +121,6 @@ def parse_problem(data: Any, *, source: Path | str | None = None) -> ProblemSpec
 
 
 def _agent_access(items: list[dict], what: str) -> tuple[AgentGrant, ...]:
-    from .conductor.grants import check_grant
-
     grants = []
     for index, item in enumerate(items):
         grant = AgentGrant(resource=item["resource"], name=item["name"], verbs=item["verbs"],
@@ -174,7 +174,7 @@ def broken_warning(broken: BrokenProblem) -> str:
     return f"skipping broken problem {broken.id or '?'} ({broken.source}): {error}\n    hint: {broken_hint(broken)}"
 
 
-def unresolvable(problems: Iterable[ProblemSpec], host: PluginHost) -> list[BrokenProblem]:
+def unresolvable(problems: Iterable[ProblemSpec], host: Catalog) -> list[BrokenProblem]:
     """The problems that parse but do not resolve against the installed plugins (an app or fault
     that is not installed, a target the fault cannot take, bad params), as broken entries: like a
     file that does not validate, each disables only itself."""
@@ -199,7 +199,7 @@ def _declared_id(path: Path) -> str:
     return declared if isinstance(declared, str) and declared else path.stem
 
 
-def missing_capabilities(problem: ProblemSpec, host: PluginHost, capabilities: Iterable[str]) -> dict[str, frozenset[str]]:
+def missing_capabilities(problem: ProblemSpec, host: Catalog, capabilities: Iterable[str]) -> dict[str, frozenset[str]]:
     """fault name -> the cluster capabilities it needs and ``capabilities`` lacks (empty: runnable)."""
     faults = host.get_faults()
     have = frozenset(capabilities)
@@ -212,7 +212,7 @@ def missing_capabilities(problem: ProblemSpec, host: PluginHost, capabilities: I
     return missing
 
 
-def resolve_problem(problem: ProblemSpec, host: PluginHost, *, capabilities: Iterable[str] | None = None) -> ProblemSpec:
+def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterable[str] | None = None) -> ProblemSpec:
     """Check a parsed problem against the installed plugins (phase 2) and fill in derived parts."""
     what = f"problem {problem.id!r}" + (f" ({problem.source})" if problem.source else "")
     apps = host.get_apps()
@@ -289,7 +289,7 @@ def derive_ground_truth(spec: FaultSpec, ctx: FaultContext, target: Target, inst
     return attrs.evolve(truth, user_visible=instance.role != "latent")
 
 
-def compose_adhoc(host: PluginHost, *, app: str, fault: str, target: str, params: Mapping[str, Any] | None = None,
+def compose_adhoc(host: Catalog, *, app: str, fault: str, target: str, params: Mapping[str, Any] | None = None,
                   capabilities: Iterable[str] | None = None) -> ProblemSpec:
     """Compose a problem on the fly from one viable (app, fault, target) pair."""
     spec = host.get_faults().get(fault)

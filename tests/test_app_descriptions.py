@@ -10,7 +10,7 @@ import types
 import pytest
 
 from sregym_core.conductor.attempt import Attempt
-from sregym_core.plugins import get_plugin_host
+from sregym_core.plugins import process_host
 
 UPSTREAM_NAMES = {"hotel-reservation": "Hotel Reservation", "social-network": "Social Network",
                   "astronomy-shop": "OpenTelemetry Demo Astronomy Shop", "train-ticket": "Train Ticket"}
@@ -20,7 +20,7 @@ HINT = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[a-z]+_[a-z_]+(_total|_secon
 
 @pytest.fixture(scope="module")
 def apps():
-    found = {name: spec for name, spec in get_plugin_host().get_apps().items() if name in UPSTREAM_NAMES}
+    found = {name: spec for name, spec in process_host().get_apps().items() if name in UPSTREAM_NAMES}
     if not found:
         pytest.skip("no app plugin installed")
     return found

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from sregym_core.faultkit import users
 
 
@@ -37,3 +39,34 @@ def test_an_app_without_a_workload_generator_has_nobody_to_wait_for():
     ctx = SimpleNamespace(app=SimpleNamespace(workload=None))
     assert users.workload_client(ctx) is None
     assert users.wait_users_succeed(ctx, timeout_s=0.0)
+
+
+def _app_with_generator():
+    from sregym_core.types import AppSpec, ComponentSpec, WorkloadSpec
+
+    return AppSpec(name="shop", namespace="shop", components=(ComponentSpec(name="web"),),
+                   workload=WorkloadSpec(name="users", namespace="shop-load", service="load", port=8089))
+
+
+def test_the_users_are_watched_through_the_probe_the_engine_put_in_the_context(tmp_path):
+    """The toolkit reads the users through ``ctx.users`` (a UsersProbe the engine fills), and a
+    child context (one per fault instance) keeps it."""
+    from sregym_core.faults import FaultContext, UsersProbe
+
+    gen = Generator({"count": 2, "success_rate": 1.0}, {"count": 40, "success_rate": 1.0})
+    gen.control = lambda **settings: settings
+    assert isinstance(gen, UsersProbe)
+    ctx = FaultContext(kubeconfig=tmp_path / "k", namespace="shop", app=_app_with_generator(), users=gen).child()
+    assert users.workload_client(ctx) is gen
+    assert users.wait_users_succeed(ctx, window_s=5.0, timeout_s=10.0, interval_s=0.0)
+    assert gen.windows == [5.0, 5.0]
+
+
+def test_a_context_without_a_probe_for_an_app_with_a_generator_is_a_clear_error(tmp_path):
+    from sregym_core.errors import FaultError
+    from sregym_core.faults import FaultContext
+
+    ctx = FaultContext(kubeconfig=tmp_path / "k", namespace="shop", app=_app_with_generator())
+    with pytest.raises(FaultError, match="no users probe") as info:
+        users.workload_client(ctx)
+    assert any("FaultContext.users" in hint for hint in info.value.hints)

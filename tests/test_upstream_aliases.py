@@ -13,7 +13,7 @@ import pytest
 
 from sregym_core.cli._select import select_problems
 from sregym_core.errors import UsageError
-from sregym_core.plugins import get_plugin_host
+from sregym_core.plugins import process_host
 from sregym_core.upstream_catalog import UPSTREAM_IDS, UPSTREAM_PROBLEMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +25,7 @@ pytest.importorskip("sregym_app_social_network")
 
 @pytest.fixture(scope="module")
 def host():
-    return get_plugin_host()
+    return process_host()
 
 
 def test_the_catalogue_is_upstreams():

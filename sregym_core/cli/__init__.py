@@ -87,9 +87,9 @@ def register_plugin_commands(host=None) -> None:
     global _plugin_commands_added
     if _plugin_commands_added:
         return
-    from ..plugins import get_plugin_host
+    from ..plugins import process_host
 
-    host = host or get_plugin_host()
+    host = host or process_host()
     host.register_commands(cli)
     _plugin_commands_added = True
 

@@ -34,9 +34,9 @@ class App:
     @property
     def host(self):
         if self._host is None:
-            from ..plugins import get_plugin_host
+            from ..plugins import process_host
 
-            self._host = get_plugin_host()
+            self._host = process_host()
         return self._host
 
     def echo(self, text: str = "", **kwargs: Any) -> None:

@@ -11,15 +11,23 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..errors import FaultError
+from ..faults import UsersProbe
 
-def workload_client(ctx: Any) -> Any | None:
-    """The app's workload generator client, or None when the app has none."""
-    from ..conductor.kube import Kube
-    from ..conductor.workload import WorkloadClient
 
+def workload_client(ctx: Any) -> UsersProbe | None:
+    """The app's workload generator (``ctx.users``, which the engine fills), or None when the app
+    has none. A context without one for an app that has a generator is a :class:`FaultError`: the
+    toolkit never reaches the cluster's engine itself."""
     if ctx.app.workload is None:
         return None
-    return WorkloadClient(ctx.app.workload, Kube(ctx.kubeconfig, kubectl=ctx.kubectl_path), ctx.cluster)
+    probe = getattr(ctx, "users", None)
+    if probe is None:
+        raise FaultError(f"app {ctx.app.name!r} has a workload generator, but this fault context has no users "
+                         "probe to watch it through",
+                         hints=("the engine fills FaultContext.users (sregym run, validate, the live test harness); "
+                                "a context built by hand passes users=<a UsersProbe>",))
+    return probe
 
 
 def wait_users_succeed(ctx: Any, *, window_s: float = 15.0, timeout_s: float = 180.0, min_count: int = 10,

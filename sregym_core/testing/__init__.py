@@ -4,7 +4,8 @@ Enable it explicitly in a ``conftest.py``::
 
     pytest_plugins = ["sregym_core.testing"]
 
-Fixtures:
+Fixtures (in :mod:`sregym_core.testing.fixtures`, which this module loads; this module itself
+stays in the contract layer and imports no engine):
 
 * ``plugin_host`` — a fresh host with no builtins and no entry points, installed as the
   process-wide host for the test.
@@ -27,22 +28,18 @@ they listen, stopped at the end) are in :mod:`sregym_core.testing.localservers`.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import attrs
-import pytest
-import structlog
 
 from ..faults import FaultContext
-from ..plugins import PluginHost, new_plugin_host, set_plugin_host
-from ..types import AppSpec, ComponentSpec, GroundTruth, Target
-from .live import _live_cluster_home, deployed_app, embedded_cluster  # noqa: F401  (fixtures of the harness)
+from ..types import GroundTruth, Target
 from .recording import RecordingFaultContext
 
-_counter = itertools.count()
+#: the fixtures live beside this module (they need the plugin host, the CLI and live clusters);
+#: pytest loads them when a conftest names this harness
+pytest_plugins = ["sregym_core.testing.fixtures"]
 
 
 @attrs.frozen
@@ -65,81 +62,6 @@ class CliOutcome:
         return self
 
 
-def _install(host: PluginHost):
-    previous = set_plugin_host(host)
-    return previous
-
-
-@pytest.fixture
-def plugin_host() -> PluginHost:
-    host = new_plugin_host(builtins=False, entry_points=False)
-    previous = _install(host)
-    yield host
-    set_plugin_host(previous)
-
-
-@pytest.fixture
-def plugin_host_with_builtins(plugin_host: PluginHost) -> PluginHost:
-    plugin_host.load_builtins()
-    return plugin_host
-
-
-@pytest.fixture
-def register_plugin(plugin_host: PluginHost):
-    names: list[str] = []
-
-    def register(plugin: object, name: str | None = None, **kwargs: Any) -> str:
-        registered = plugin_host.register(plugin, name=name or f"test-plugin-{next(_counter)}", **kwargs)
-        names.append(registered)
-        return registered
-
-    yield register
-    for name in reversed(names):
-        plugin_host.unregister(name)
-
-
-@pytest.fixture
-def sregym_cli(plugin_host: PluginHost, monkeypatch: pytest.MonkeyPatch):
-    from click.testing import CliRunner
-
-    from ..cli import App, cli
-
-    monkeypatch.delenv("SREGYM_RAISE_ERRORS", raising=False)
-
-    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliOutcome:
-        runner = CliRunner()
-        app = App()
-        app._host = plugin_host
-        result = runner.invoke(cli, list(args), obj=app, input=input, env=env, catch_exceptions=True)
-        exception = result.exception if not isinstance(result.exception, SystemExit) else None
-        return CliOutcome(exit_code=result.exit_code, output=result.stdout, stderr=result.stderr, exception=exception)
-
-    return run
-
-
-@pytest.fixture
-def fake_app(tmp_path: Path) -> AppSpec:
-    return AppSpec(
-        name="fake-app", summary="an in-memory app for tests", namespace="fake",
-        description="A fake app with a frontend, an API and a database.",
-        components=(
-            ComponentSpec(name="frontend", roles=("frontend", "service:http"), ports=(8080,), env=("API_ADDR",)),
-            ComponentSpec(name="api", roles=("service:grpc",), ports=(9000,), config_map="api-config", env=("DB_ADDR",)),
-            ComponentSpec(name="db", kind="StatefulSet", roles=("db:postgres", "stateful"), ports=(5432,), pvcs=("data-db-0",)),
-        ),
-    )
-
-
-@pytest.fixture
-def fake_target(fake_app: AppSpec) -> Target:
-    return Target(app=fake_app, component=fake_app.components[1], namespace=fake_app.namespace)
-
-
-@pytest.fixture
-def fake_fault_context(fake_app: AppSpec, tmp_path: Path) -> FaultContext:
-    return RecordingFaultContext(kubeconfig=tmp_path / "kubeconfig", namespace=fake_app.namespace, app=fake_app)
-
-
 class StateFault:
     """A :class:`~sregym_core.faults.Fault` that changes nothing but ``ctx.state["injected"]``."""
 
@@ -159,14 +81,6 @@ class StateFault:
         return GroundTruth(fault="state-fault", layer="k8s", components=(target.component.name,),
                            namespace=target.namespace, resource_kind=target.component.kind,
                            mechanism="nothing (a test stand-in)", mutated_values=dict(params))
-
-
-@pytest.fixture
-def log_output():
-    capture = structlog.testing.LogCapture()
-    structlog.configure(processors=[capture], cache_logger_on_first_use=False)
-    yield capture.entries
-    structlog.reset_defaults()
 
 
 __all__ = ["CliOutcome", "RecordingFaultContext", "StateFault"]

@@ -29,7 +29,7 @@ import pytest
 
 from ..errors import PermanentFaultError, SregymError
 from ..faults import Fault, NoiseSource, call_fault
-from ..plugins import get_plugin_host, new_plugin_host
+from ..plugins import new_plugin_host, process_host
 from ..types import (
     LAYERS,
     AgentSpec,
@@ -359,7 +359,7 @@ def assert_reference_passes_problem(problem_id: str, describe: Callable[[tuple[G
     judge = _offline_judge()
     if judge is None:
         pytest.skip("the judge-rules plugin is not installed")
-    host = get_plugin_host()
+    host = process_host()
     problem = host.get_problems()[problem_id]
     app, faults = host.get_apps()[problem.app], host.get_faults()
     truths = []

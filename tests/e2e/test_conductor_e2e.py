@@ -204,7 +204,7 @@ from sregym_core import hookimpl
 from sregym_core.agents import AgentOutcome
 from sregym_core.clusters import get_cluster
 from sregym_core.conductor.runner import RunPlan, run_plan
-from sregym_core.plugins import get_plugin_host
+from sregym_core.plugins import process_host
 from sregym_core.types import AgentSpec
 
 SEEN = {}
@@ -241,7 +241,7 @@ class Plugin:
         return [AgentSpec(name="mcp-script", summary="scripted MCP agent", needs=frozenset({"mcp"}), factory=McpScriptAgent)]
 
 
-host = get_plugin_host()
+host = process_host()
 host.register(Plugin(), name="mcp-script-test")
 problem = host.get_problems()["hotel-wrong-image-geo"]
 plan = RunPlan(problems=[problem], agents=["mcp-script"], results_dir=Path(sys.argv[1]))
