@@ -265,25 +265,43 @@ class Environment:
         attempt; a harness that let no agent act, such as the live fault contracts, may skip it).
         """
         deployed = self._apps[name]
+        phases: dict[str, float] = {}  # where a reset's time goes, logged with it (most of an RL step's budget)
+        clock = time.monotonic()
+
+        def lap(phase: str) -> None:
+            nonlocal clock
+            now = time.monotonic()
+            phases[phase] = round(phases.get(phase, 0.0) + now - clock, 2)
+            clock = now
+
         actions = await asyncio.to_thread(deployed.baseline.reconcile)
+        lap("reconcile")
         if deployed.volumes is not None and restore_volumes:  # what the agent wrote into the volumes goes too
             actions += await asyncio.to_thread(deployed.volumes.restore)
+            lap("volumes")
         if after_reconcile is not None:
             await after_reconcile()
+            lap("after_reconcile")
         if deployed.workload is not None:  # nor into the next attempt
             await self._restart_workload(deployed.workload)
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
+        lap("ready")
         if deployed.volumes is not None and restore_volumes and deployed.workload is not None:
             await self._wait_workload_healthy(deployed.app, deployed.workload)  # its clients reconnected
+            lap("workload")
         if deployed.volumes is not None and restore_volumes:
             late = await asyncio.to_thread(deployed.volumes.restore_late_changes)
             if late:  # a write after restore()'s check (a writer still stopping): put back after all
                 actions += late
                 await self._healthy_again(deployed.app, deployed.namespaces, deployed.workload)
             await asyncio.to_thread(deployed.volumes.mark)  # what the next attempt starts from
+            lap("late_and_mark")
         # the baseline keeps uids of what it recreated from now on
         await asyncio.to_thread(deployed.baseline.take)
+        lap("baseline")
         await asyncio.to_thread(self._clear_observability)
+        lap("observability")
+        log.info("app_reset_phases", app=name, **phases)
         return actions
 
     def _clear_observability(self) -> None:
