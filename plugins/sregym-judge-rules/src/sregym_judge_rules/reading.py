@@ -41,6 +41,9 @@ _STATS = re.compile(r"^\s*STAT \w+ \S+\s*$")
 # kubectl output squeezed to single spaces: "NAME READY STATUS", "geo-1 0/1 ImagePullBackOff 3 2m"
 _TABLE_ROW = re.compile(r"^\s*(?:NAME\s+(?:READY|TYPE|STATUS|AGE|DATA|ENDPOINTS|POD-SELECTOR)\b|\S+\s+\d+/\d+\s+[A-Z][A-Za-z:]+)")
 _LOG_LEVEL = re.compile(r"^\s*(?:\S+\s+){0,2}(?:ERROR|WARN|WARNING|INFO|DEBUG|FATAL|PANIC|CRITICAL)\b[: ]")
+# a kubectl event as describe prints it: "Warning  FailedScheduling  ...", "Normal Pulled ..."
+_EVENT = re.compile(r"^\s*(?:\S+\s+){0,2}(?:Warning|Normal)\s+(?:[A-Z][a-z]+[A-Z]\w*|[A-Z]\w+\s{2,}|(?:Unhealthy|Killing|Evicted|"
+                    r"Pulled|Pulling|Created|Started|Scheduled|Failed|Preempted|Rejected)\b)")
 
 
 def is_pasted_line(line: str) -> bool:
@@ -59,6 +62,7 @@ def is_pasted_line(line: str) -> bool:
         or _STATS.match(stripped)
         or _TABLE_ROW.match(stripped)
         or _LOG_LEVEL.match(stripped)
+        or _EVENT.match(stripped)
     )
 
 
@@ -101,6 +105,17 @@ def injection(submission: str) -> str | None:
     return text.snippet(submission, match.start(), match.end(), 30)
 
 
+# the writer saying the question is still open: it hedges what it refers to ("more data needed", "I could
+# not distinguish them", "I have not confirmed which", "need more time"), whatever the words around it
+_UNSURE = (
+    r"need(?:s|ed)?\s+more\s+(?:time|data|info\w*|investigation|digging|evidence)|"
+    r"more\s+(?:time|data|info\w*|investigation|digging|evidence)\s+(?:is\s+|are\s+)?needed|"
+    r"(?:could|can|cannot|can not)\s+(?:not\s+)?(?:distinguish|tell apart|separate|decide between)|"
+    r"(?:not sure|unsure|unclear|undecided)\s+(?:which|what|whether)|"
+    r"(?:have|has|had|did)\s+not\s+(?:yet\s+)?(?:confirmed|verified|been able to (?:confirm|verify))|"
+    r"(?:results?|findings?|evidence|investigation) (?:is |are |was |were )?inconclusive|still to be confirmed|"
+    r"(?:i|we) (?:am|are) not (?:yet )?(?:sure|certain)"
+)
 _HEDGE = re.compile(
     r"\b(?:either\b.{1,80}\bor|could be|might be|might also|may be|maybe|possibly|possible|perhaps|probably|"
     r"not sure|unsure|unclear|i suspect|(?:my|best|a|i|educated)\s+guess|guessing|one of (?:them|the two|the three|those|these|both|the (?:two|three|four|following|above|listed|candidates|suspects))\b|or the other|"
@@ -115,14 +130,37 @@ _HEDGE = re.compile(
     r"hard to (?:say|tell)|cannot tell|could not tell|can not tell|did not confirm|not confirmed|"
     r"further investigation|any of these|some combination|candidates?|could explain|either could|"
     r"or (?:maybe|perhaps|possibly)|and/or|alternatively|unless|or else|otherwise|"
-    r"\d+\s*%\s*(?:confidence|confident|chance|likely|probability)|(?:confidence|probability|chance)\s*(?:of\s*)?\d+\s*%)\b"
+    r"\d+\s*%\s*(?:confidence|confident|chance|likely|probability)|(?:confidence|probability|chance)\s*(?:of\s*)?\d+\s*%|"
+    # a modal of possibility about the cause: "that could do it", "would explain it", "may be behind it"
+    r"(?:could|might|may)\s+(?:also\s+)?(?:do it|do this|cause (?:it|this|that)|explain|account for|be behind|"
+    r"be responsible|be (?:the|a) (?:cause|reason|culprit|trigger))|"
+    + _UNSURE + r")\b"
     r"|^\s*\d+\s*%\s*:",
     re.I,
 )
 
 
+_UNSURE_RE = re.compile(r"\b(?:" + _UNSURE + r")\b|\b(?:any|one|either|all) of (?:these|those|them|the above)\b", re.I)
+# a disjunction of candidates: "A OR B" written in capitals, or two "or"s joining alternatives; numeric
+# approximations ("one or two", "or so", "or more") offer no alternative
+_OR_CANDIDATE = re.compile(r"\bor\s+(?!(?:so|more|less|not|later|earlier|above|below|higher|lower|fewer|greater|similar|"
+                           r"equal|two|three|four|\d+)\b)\S")
+_CAPITAL_OR = re.compile(r"[\w`')]\s+OR\s+[\w`'(]")
+_NEGATED_BEFORE_OR = re.compile(r"\b(?:no|not|neither|nor|without|never|cannot|unable to|fails? to|failed to|whether)\b")
+
+
 def is_hedged(sentence: str) -> bool:
-    return bool(_HEDGE.search(sentence))
+    return bool(_HEDGE.search(text.normalize(sentence)) or _disjunction(sentence))
+
+
+def _disjunction(sentence: str) -> bool:
+    """Does the sentence offer candidates joined by "or" (two or more, or a capital OR), not under a negation
+    ("no errors from geo or rate or search" offers nothing)?"""
+    if _CAPITAL_OR.search(sentence):
+        return True
+    flat = text.normalize(sentence)
+    found = list(_OR_CANDIDATE.finditer(flat))
+    return len(found) >= 2 and not _NEGATED_BEFORE_OR.search(flat[: found[0].start()])
 
 
 # Negations of a term: "not a <term> issue", "ruled out <term>", "no sign of <term>". Error-message
@@ -214,8 +252,14 @@ def find_pattern(flat: str, pattern: str, *, allow_negated: bool = False) -> tup
 # sentences
 # ------------------------------------------------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)|(?<=:)\s+(?=[A-Z0-9])|\s+-\s+")
+# a sentence ends at . ! ? ; (not after an abbreviation: "e.g. via X" goes on), at ": " before a capital, at " - "
+_SENTENCE_END = re.compile(r"(?<=[.!?;])(?<![\s(]e\.g\.)(?<![\s(]i\.e\.)(?<!\setc\.)(?<!\svs\.)(?<!\scf\.)\s+(?=\S)"
+                           r"|(?<=:)\s+(?=[A-Z0-9])|\s+-\s+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)]|[a-z][.)])\s+")
+_HEADING = re.compile(r"^\s*#{1,6}\s+")
+# a section heading that makes its section a list of candidates ("### Hypothesis", "## Suspects", "Theories")
+_HEDGED_HEADING = re.compile(r"\b(?:hypothes\w+|theor(?:y|ies)|suspects?|ideas?|guess\w*|speculation|possibilit\w+|"
+                             r"open questions?|unknowns?|options|leads|to investigate|next steps to check)\b")
 
 
 @attrs.frozen
@@ -230,21 +274,38 @@ class Sentence:
 def sentences(prose: str) -> list[Sentence]:
     """The prose's sentences. Items of a list belong to the line that introduces them ("Possible causes:",
     "Ruled out:"): a hedging header hedges every item, a ruling-out header rules every item out, and the
-    items of one list are numbered together (an enumeration is read as a whole, whatever its length)."""
+    items of one list are numbered together (an enumeration is read as a whole, whatever its length). A
+    markdown heading ("## Root cause (candidates)", "### Hypothesis", "## Ruled out") does the same for
+    every sentence of its section. A sentence that only says the question is open ("more data needed", "I
+    could not distinguish them", "one of the three.") hedges what it refers to: the sentence before it, or
+    the whole list before it."""
     found: list[Sentence] = []
     # a hard-wrapped line continues its sentence when it does not end one and the next starts lower-case
     prose = re.sub(r"(?<![.!?:;])[ \t]*\n[ \t]*(?=[a-z(])", " ", prose)
     header, header_hedged, header_rules_out, lists = "", False, False, 0
+    section_hedged, section_rules_out, previous_item = False, False, False
     for line in prose.split("\n"):
         if not line.strip():
             continue
         item = bool(_LIST_ITEM.match(line))
+        if _HEADING.match(line):
+            heading = text.flatten(_HEADING.sub("", line))
+            section_hedged = is_hedged(heading) or bool(_HEDGED_HEADING.search(heading))
+            section_rules_out = bool(_RULED_OUT_HEADER.search(heading))
+            lists += 1  # the items of a section are one list, as under a "...:" line
+            header, header_hedged, header_rules_out = line.strip() + ":", section_hedged, section_rules_out
+            previous_item = False
+            continue
         if not item:
             header = line.strip()
             header_hedged = header.endswith(":") and is_hedged(header)
             header_rules_out = header.endswith(":") and bool(_RULED_OUT_HEADER.search(text.flatten(header)))
             if header.endswith(":"):
                 lists += 1
+        if item and not header.endswith(":") and not previous_item:  # items with no line introducing them: a list too
+            lists += 1
+            header = ":"
+        previous_item = item
         listed = lists if item and header.endswith(":") else -1
         for piece in _SENTENCE_END.split(line):
             piece = piece.strip(" \t-*•>")
@@ -252,10 +313,39 @@ def sentences(prose: str) -> list[Sentence]:
             if not re.search(r"[A-Za-z]{2}", piece):
                 continue
             flat = text.flatten(piece)
-            flat = mask_unasserted(flat) if not (listed >= 0 and header_rules_out) else re.sub(r"\S", "#", flat)
-            hedged = is_hedged(piece) or (listed >= 0 and header_hedged)
+            rules_out = (listed >= 0 and header_rules_out) or section_rules_out
+            flat = mask_unasserted(flat) if not rules_out else re.sub(r"\S", "#", flat)
+            hedged = is_hedged(piece) or (listed >= 0 and header_hedged) or section_hedged
             found.append(Sentence(piece, flat, hedged, len(found), listed))
-    return found
+    return _hedge_what_is_left_open(_conclusions_reach_back(found))
+
+
+def _conclusions_reach_back(found: list[Sentence]) -> list[Sentence]:
+    """A sentence opening with a verdict ("; ports are excluded", "; OOM is not the issue") rules out what the
+    sentence before it, ended by ";", said, unless that one asserts a change itself."""
+    out = list(found)
+    for s in found[1:]:
+        before = found[s.index - 1]
+        if (before.raw.rstrip().endswith(";") and verdict_opens(text.flatten(s.raw)) and not _CHANGE_CUE.search(before.flat)
+                and not _CONTRAST.search(before.flat)):
+            out[before.index] = attrs.evolve(before, flat=re.sub(r"\S", "#", before.flat))
+    return out
+
+
+def _hedge_what_is_left_open(found: list[Sentence]) -> list[Sentence]:
+    """A sentence saying the question is still open hedges the sentence before it, and every item of the list
+    that sentence belongs to ("1. ... 2. ... 3. ...  Any of these would explain it; more data needed.")."""
+    hedge: set[int] = set()
+    for s in found[1:]:
+        if not _UNSURE_RE.search(text.normalize(s.raw)):
+            continue
+        before = found[s.index - 1]
+        if before.listed >= 0:
+            hedge |= {x.index for x in found if x.listed == before.listed}
+        hedge.add(before.index)
+        if not before.raw.rstrip().endswith(".") and before.listed < 0 and s.index >= 2:
+            hedge.add(s.index - 2)  # "A or B; I could not tell them apart" split at ";"
+    return [attrs.evolve(s, hedged=True) if s.index in hedge else s for s in found]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -283,17 +373,61 @@ _NOT_ASSERTED_FRAME = re.compile(
 _CONDITIONAL = re.compile(_LEAD + r"(?:if|unless|suppose|supposing|assuming|in case|had|were)\b")
 _COUNTERFACTUAL = re.compile(r"\b(?:would|would have|could have|might have|should have|wouldn't)\b")
 _HEALTHY_PREDICATE = re.compile(
-    r"\b(?:looks?|looked|seems?|seemed|appears?|appeared|is|are|was|were|stays?|stayed|remains?|remained)\s+(?:\w+\s+)?"
+    # one word may stand between the verb and the state ("is still fine", "is 256Mi, plenty"), never a negation:
+    # "is not correct", "is no longer valid" say the healthy state is gone, which is the fault
+    r"\b(?:looks?|looked|seems?|seemed|appears?|appeared|is|are|was|were|stays?|stayed|remains?|remained)\s+"
+    r"(?:(?!not\b|no\b|never\b|hardly\b|barely\b|in\b)[\w.%]+,?\s+)?"
     r"(?:fine|ok|okay|normal|healthy|correct|intact|unchanged|untouched|as expected|in place|clean|unaffected|"
-    r"not the (?:cause|problem|issue|culprit)|not involved|not responsible|irrelevant|ruled out|innocent)\b"
+    r"plenty|enough|sufficient|adequate|generous|consistent|as configured|within (?:limits?|range|budget)|"
+    r"not the (?:cause|problem|issue|culprit|reason|source)|not involved|not responsible|irrelevant|ruled out|innocent)\b"
 )
-# a negated predicate whose verb says what went wrong: "the grants were not revoked", "X is not missing"
+# a negated predicate whose verb says what went wrong: "the grants were not revoked", "X is not missing", "the
+# webhook does not touch the limit" (any form of the verb: a participle after be/have, the base form after do)
 _NEGATED_FAULT = re.compile(
     r"\b(?:is|are|was|were|has|have|had|did|does|do|got|get)(?:\s+(?:been|ever))?\s+(?:not|never)\s+(?:\w+\s+)?"
     r"(?:revoked|removed|deleted|dropped|changed|modified|altered|touched|tampered|edited|rotated|missing|wrong|"
     r"broken|misconfigured|corrupted|full|expired|throttled|lowered|raised|reduced|shrunk|capped|limited|swapped|"
-    r"replaced|overwritten|injected|delayed|the (?:cause|problem|issue|culprit)|responsible|involved|to blame|at fault)\b"
+    r"replaced|overwritten|injected|delayed|patched|mutated|overridden|"
+    r"the (?:cause|problem|issue|culprit|reason)|responsible|involved|to blame|at fault)\b"
+    r"|\b(?:do|does|did)\s+not\s+(?:\w+\s+)?(?:revoke|remove|delete|drop|change|modify|alter|touch|tamper with|edit|"
+    r"rotate|corrupt|throttle|lower|raise|reduce|shrink|cap|swap|replace|overwrite|inject|patch|mutate|override|"
+    r"affect|interfere with|hold|fill|exhaust|exceed)\b"
 )
+# a clause whose subject is a negative quantifier asserts nothing of its predicate: "nothing holds a lock",
+# "nobody changed the Service", "none of the pods mount it"
+_NOBODY = re.compile(r"^\W*(?:nothing|nobody|no one|none(?:\s+of\s+(?:the\s+|its\s+)?\w+)?)\s+\w")
+# a clause that only says what was looked at ("I checked the kube-proxy ConfigMap", "the kubelet configuration
+# was reviewed"): an investigation step, no statement about what was found
+_LOOKED_AT = re.compile(
+    _LEAD + r"(?:(?:i|we|they|first|also|then)\s+)*(?:checked|check|looked at|look at|looked|look|reviewed|review|"
+    r"inspected|inspect|examined|examine|verified|audited|went through|go through|compared|dumped|described|"
+    r"queried|listed|read)\b(?!.*\b(?:is|are|was|were|has|have|had|shows?|showed|says?|said|contains?|that|it|its|"
+    r"they|which)\b)"
+    r"|^(?!.*\b(?:is|are|has|have)\b).*\b(?:was|were|has been|have been)\s+(?:\w+\s+)?(?:checked|reviewed|inspected|"
+    r"examined|verified|audited|looked at|compared)\W*$"
+)
+# a verdict that rules its subject out ("X is not the reason", "X are excluded", "is not that", "X is just noise")
+_VERDICT = re.compile(
+    r"\b(?:is|are|was|were|be|been|'s)\s+(?:\w+\s+)?not\s+(?:the|a|an|our|my)\s+(?:[\w-]+\s+){0,2}"
+    r"(?:cause|reason|problem|issue|culprit|source|explanation|trigger|story|answer)\b"
+    r"|\b(?:is|are|was|were|be|been)\s+(?:thus\s+|therefore\s+|hence\s+|also\s+)?(?:excluded|ruled out|eliminated|"
+    r"cleared|exonerated)\b"
+    r"|\b(?:is|was)\s+not\s+(?:that|it|this)\s*[.!]?\s*$"
+    r"|\b(?:just|only|merely)\s+(?:noise|a symptom|a side effect|a red herring|cosmetic)\b|\bred herring\b"
+    r"|(?:—|–|--)\s*not\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:problem|issue|cause)\b"
+)
+# what a verdict concludes from the clause before it: ", so X is not the problem", "; OOM is not the issue",
+# "— not a policy problem"; a contrast before it ("X was changed, but Y is not the cause") keeps X asserted
+_CONCLUDES_BEFORE = re.compile(r"(?:,\s*(?:so|hence|therefore|thus)?|\s(?:so|hence|therefore|thus)|;|—|–|--)\s*$")
+_CONTRAST = re.compile(r"\b(?:but|however|although|though|whereas|yet|instead|rather|actually|the real|the actual)\b")
+# a clause that asserts a change itself: a verdict after it is about something else
+_CHANGE_CUE = re.compile(
+    r"\b(?:lowered|raised|reduced|shrunk|capped|overwritten|patched|revoked|expired|deleted|removed|dropped|rotated|"
+    r"filled|exhausted|blocked|denied|tainted|changed|modified|set to|swapped|replaced|misconfigured|wrong|missing|"
+    r"broken|bad|invalid|typo|injected|added)\b")
+# why a verdict holds, said after it: "..., I checked it is only preferred", "..., because it is 256Mi"
+_JUSTIFIES = re.compile(r"^\W*(?:(?:i|we)\s+(?:checked|verified|saw|see|confirmed|looked)|because|since|as|it is only|"
+                        r"only|its?\s+\w+\s+is\s+(?:only|just))\b")
 
 
 # "the logs say NXDOMAIN", "dig says NXDOMAIN": what a log or a client printed at run time, reported, not an
@@ -335,7 +469,9 @@ def unasserted_spans(flat: str) -> list[tuple[int, int]]:
             comma = part.find(",")  # "if X, Y": the antecedent X is not asserted
             out.append((start, start + (comma if comma > 0 else len(part))))
             continue
-        for a, b in _spans(part, _CLAUSE_BOUNDARY):
+        clause_spans = _spans(part, _CLAUSE_BOUNDARY)
+        looked_at: list[int] = []
+        for position, (a, b) in enumerate(clause_spans):
             clause = part[a:b]
             healthy = _HEALTHY_PREDICATE.search(clause) if not text.CONCESSION.search(clause) else None
             reported = _REPORTED.search(clause)
@@ -343,8 +479,55 @@ def unasserted_spans(flat: str) -> list[tuple[int, int]]:
                 out.append((start + a + reported.end(), start + b))
             elif healthy:
                 out.append((start + a, start + a + healthy.end()))
-            elif _NEGATED_FAULT.search(clause):
+            elif _NEGATED_FAULT.search(clause) or _NOBODY.match(clause):
                 out.append((start + a, start + b))
+            elif _LOOKED_AT.match(clause):
+                out.append((start + a, start + b))
+                looked_at.append(position)
+        # what was looked at may be a list ("I checked the Service and its targetPort", "the Service and its
+        # port were reviewed"): the clauses with no verb next to an investigation step are its objects
+        for position in looked_at:
+            for step in (-1, 1):
+                other = position + step
+                while 0 <= other < len(clause_spans) and not _PREDICATE.search(part[slice(*clause_spans[other])]):
+                    a, b = clause_spans[other]
+                    out.append((start + a, start + b))
+                    other += step
+    out += _verdict_spans(flat)
+    return out
+
+
+# a clause with a verb of its own, not a bare noun phrase
+_PREDICATE = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had|does|do|did|shows?|says?|contains?|sets?|uses?|"
+                        r"points?|listens?|runs?|fails?|cannot|can|will|would|could|should|must|\w+ed|\w+s\s+(?:to|on|at|in|the))\b")
+
+
+def verdict_opens(flat: str) -> bool:
+    """Does the sentence open with a verdict ruling its subject out ("ports are excluded", "OOM is not the
+    issue")? It then concludes from the sentence before it, when that one ended with ";"."""
+    return any(a == 0 for a, _b in _verdict_spans(flat))
+
+
+def _verdict_spans(flat: str) -> list[tuple[int, int]]:
+    """A verdict ruling its subject out covers its own clause, the clauses it concludes from (joined by "so",
+    ";", a dash, up to a contrast or a clause asserting a change) and the clause after it that says why."""
+    out: list[tuple[int, int]] = []
+    clauses = _spans(flat, re.compile(r"\s*;\s*|,\s*|\s+(?:—|–|--)\s+|\s+\b(?:and|so|because|which|while|since|then)\b\s+"))
+    for match in _VERDICT.finditer(flat):
+        here = next((i for i, (a, b) in enumerate(clauses) if a <= match.start() < b or match.start() < a), None)
+        if here is None:
+            continue
+        first = here
+        while first > 0:
+            a, _b = clauses[first]
+            before = flat[clauses[first - 1][0]:a]
+            if not _CONCLUDES_BEFORE.search(flat[: a]) or _CONTRAST.search(before) or _CHANGE_CUE.search(before):
+                break
+            first -= 1
+        last = here
+        if last + 1 < len(clauses) and _JUSTIFIES.match(flat[clauses[last + 1][0]:clauses[last + 1][1]]):
+            last += 1
+        out.append((clauses[first][0], max(match.end(), clauses[last][1])))
     return out
 
 
