@@ -148,10 +148,10 @@ def test_faults_that_need_two_nodes_are_not_run_on_one():
     import pytest
 
     pytest.importorskip("sregym_app_hotel_reservation", reason="the curated problems live in the app")
-    from sregym_core.plugins import get_plugin_host
+    from sregym_core.plugins import process_host
     from sregym_core.problems import missing_capabilities
 
-    host = get_plugin_host()
+    host = process_host()
     for problem_id, fault in (("hotel-pv-node-affinity-postgres-reservation", "pv-node-affinity-conflict"),
                               ("hotel-pvc-rwo-shared-frontend", "pvc-rwo-shared"),
                               ("hotel-internal-traffic-local-geo", "internal-traffic-local")):

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from sregym_core.plugins import get_plugin_host
+from sregym_core.plugins import process_host
 from sregym_core.testing.recording import RecordingFaultContext
 from sregym_core.types import Target
 
@@ -17,7 +17,7 @@ pytest.importorskip("sregym_app_hotel_reservation")
 
 @pytest.fixture()
 def setup():
-    host = get_plugin_host()
+    host = process_host()
     app = host.get_apps()["hotel-reservation"]
     spec = host.get_faults()["hpa-no-request"]
     target = Target(app=app, component=app.component("geo"), namespace=app.namespace)

@@ -184,7 +184,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
 
 def fault_setup(c: Cluster, fault_name: str, component: str) -> tuple[Any, Any, Any]:
     from sregym_core.faults import FaultContext
-    from sregym_core.plugins import get_plugin_host
+    from sregym_core.plugins import process_host
     from sregym_core.types import AppSpec, ComponentSpec, Target
 
     components = (
@@ -193,7 +193,7 @@ def fault_setup(c: Cluster, fault_name: str, component: str) -> tuple[Any, Any, 
         ComponentSpec(name="web", kind="Deployment", roles=("service:http",), ports=(8080,), service="web"),
     )
     app = AppSpec(name="nodefaults-test", namespace=NS, components=components)
-    faults = get_plugin_host().get_faults()
+    faults = process_host().get_faults()
     fault = faults[fault_name]
     ctx = FaultContext(kubeconfig=c.kubeconfig, namespace=NS, app=app, cluster=c.handle, kubectl_path=KUBECTL)
     target = Target(app=app, component=next(x for x in components if x.name == component), namespace=NS)

@@ -147,9 +147,9 @@ def test_a_named_mechanism_that_cannot_run_is_a_clear_error(tmp_path: Path, monk
 
 
 def test_the_plan_names_the_targets_of_installed_problems_that_may_need_the_supervisor() -> None:
-    from sregym_core.plugins import get_plugin_host
+    from sregym_core.plugins import process_host
 
-    host = get_plugin_host()
+    host = process_host()
     plan = supervision_plan.plan(host)
     uses = [(p.id, f) for p in host.get_problems().values() for f in p.faults
             if "seccomp-supervisor" in str(host.get_faults()[f.fault].mechanisms)]

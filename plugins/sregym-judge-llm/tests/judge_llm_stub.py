@@ -33,7 +33,7 @@ def rules_backed_reply(request: dict[str, Any]) -> str:
     It reads the ground truth, components, namespace and fenced diagnosis back out of the prompt,
     so it also proves the prompt carries everything a judge needs.
     """
-    from sregym_core.plugins import get_plugin_host
+    from sregym_core.plugins import process_host
     from sregym_core.types import GroundTruth
 
     user = next(m["content"] for m in request["messages"] if m["role"] == "user")
@@ -42,7 +42,7 @@ def rules_backed_reply(request: dict[str, Any]) -> str:
     components = re.search(r"Application components \(\d+\): (.*)\n", user).group(1).split(", ")
     diagnosis = re.search(r"=+ BEGIN DIAGNOSIS =+\n(.*)\n=+ END DIAGNOSIS =+", user, re.S).group(1)
     truths = tuple(GroundTruth.from_config(t) for t in json.loads(truth_json))
-    rules = get_plugin_host().get_oracles()["judge-rules"].factory()
+    rules = process_host().get_oracles()["judge-rules"].factory()
     verdict = rules.judge(diagnosis, truths, app_components=tuple(components), app_namespace=namespace)
     return json.dumps(
         {"answers": [{"id": a.id, "answer": a.answer, "evidence": a.evidence[:200], "confidence": 0.8} for a in verdict.answers]}

@@ -19,7 +19,7 @@ from sregym_judge_llm.judge import JudgeUnavailable, LLMJudge, configured_model,
 from sregym_core.cli.run import choose_judge, preflight_judge
 from sregym_core.errors import ConfigError, UsageError
 from sregym_core.oracles.judge import QUESTION_IDS, UPSTREAM_QUESTION_IDS
-from sregym_core.plugins import get_plugin_host
+from sregym_core.plugins import process_host
 from sregym_core.types import GroundTruth
 
 pytestmark = pytest.mark.slow  # starts a server and imports litellm (slow on 2 cores)
@@ -121,7 +121,7 @@ def test_model_from_upstream_env_name(monkeypatch):
 
 
 def test_run_preflight_uses_the_configured_judge(stub_llm):
-    host = get_plugin_host()
+    host = process_host()
     stub_llm.script = ["ok"]
     os.environ["JUDGE_API_BASE"] = stub_llm.url
     try:

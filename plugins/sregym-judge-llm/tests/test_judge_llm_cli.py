@@ -15,7 +15,7 @@ HOLDOUT = str(default_dataset_path().with_name("calibration-holdout.jsonl"))
 
 
 def test_plugin_registers_judges():
-    specs = plugin.sregym_oracles()
+    specs = plugin.sregym_oracles(host=None)
     assert [(s.name, s.kind) for s in specs] == [("judge-llm", "judge"), ("judge-llm-gated", "judge")]
 
 

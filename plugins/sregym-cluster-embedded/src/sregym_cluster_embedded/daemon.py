@@ -59,6 +59,9 @@ class ClusterProcess:
         self.server = RunningApiServer(settings)
         self.client = LocalClient(self.server.core)
         self.parts: list[tuple[str, Part]] = []
+        #: the plugin host of this process (the cluster runs in a process of its own), built when the
+        #: node agent first asks for the images plugins declare
+        self._host: Any = None
 
     async def start(self) -> None:
         await self.start_api()
@@ -77,7 +80,7 @@ class ClusterProcess:
         # ones); pods resolve cluster names through the network's DNS: a resolv.conf in their mount
         # namespace (root) or the resolver hook the env points Python processes at (no root)
         nodes = await self._started("node", start_nodes(
-            self.client, self.settings, image_sources=[plugin_image_source], pod_env=pod_dns_env,
+            self.client, self.settings, image_sources=[self._plugin_images], pod_env=pod_dns_env,
             resolv_conf=pod_resolv_conf, token_source=self._service_account_token))
         # which pod opened a connection, for the rules of its node's kube-proxy (network/callers.py)
         network.proxy.pod_processes = nodes.pod_processes
@@ -88,6 +91,14 @@ class ClusterProcess:
         self.parts.append(("fault-hooks", hooks))
         self.server.core.runtime = nodes.runtime
         controllers.set_metrics(nodes.runtime.pod_usage)
+
+    def _plugin_images(self) -> Any:
+        """The images installed apps and plugins declare, from this process's plugin host."""
+        if self._host is None:
+            from sregym_core.plugins import new_plugin_host
+
+            self._host = new_plugin_host()
+        return plugin_image_source(self._host)
 
     async def _started(self, name: str, part: PartT) -> PartT:
         """Register ``part`` (so ``stop`` stops it even if it fails half way), then wait until it runs."""

@@ -9,28 +9,31 @@ import importlib.util
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sregym_core.errors import PluginError, SregymError
 from sregym_core.types import LocalImage
 
 from .node.images import Recipe
 
+if TYPE_CHECKING:
+    from sregym_core.catalog import Catalog
+
 
 class PluginImageError(PluginError):
     """A local image an installed plugin declares cannot be run (names the image and its owner)."""
 
 
-def plugin_image_source() -> Iterable[tuple[str, Recipe]]:
-    """(pattern, recipe) for every local image the installed plugins declare.
+def plugin_image_source(host: Catalog) -> Iterable[tuple[str, Recipe]]:
+    """(pattern, recipe) for every local image the plugins of ``host`` declare (the cluster process
+    hands its own host over: it is a process of its own).
 
     A plugin that fails to load or declares an image that cannot run stops the node agent with an
     error naming the plugin and the image, never a silently missing image."""
-    from sregym_core.plugins import get_plugin_host
-
     _distributions_by_import_name.cache_clear()
     _import_names_by_distribution.cache_clear()
     _editable_dependencies.cache_clear()
-    return [(image.image, image_recipe(owner, image)) for owner, image in get_plugin_host().get_local_image_owners()]
+    return [(image.image, image_recipe(owner, image)) for owner, image in host.get_local_image_owners()]
 
 
 def image_recipe(owner: str, image: LocalImage) -> Recipe:

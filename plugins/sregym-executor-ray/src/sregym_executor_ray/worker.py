@@ -18,9 +18,11 @@ class EnvironmentWorker:
                  scratch: str) -> None:
         from sregym_core.clusters import get_cluster
         from sregym_core.conductor.session import EnvironmentSession
-        from sregym_core.plugins import get_plugin_host
+        from sregym_core.plugins import new_plugin_host
 
-        host = get_plugin_host()
+        # a worker is a process of its own: it builds its host from the installed plugins, as the
+        # driver did (the same environment, so the same SREGYM_LOAD/DISABLE_PLUGINS)
+        host = new_plugin_host()
         self.cluster = get_cluster(host, provider=provider, name=cluster_name, owned=True, exclusive=True)
         self.session = EnvironmentSession(host, self.cluster, plan, index=number - 1, environments=workers,
                                           scratch=Path(scratch), run_id=run_id)

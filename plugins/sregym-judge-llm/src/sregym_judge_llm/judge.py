@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
@@ -56,6 +56,9 @@ from .prompt import (
     upstream_user_prompt,
     user_prompt,
 )
+
+if TYPE_CHECKING:
+    from sregym_core.catalog import Catalog
 
 log = structlog.get_logger()
 
@@ -98,6 +101,8 @@ class LLMJudge:
     :param completion_kwargs: extra litellm arguments (e.g. ``mock_response`` in tests).
     :param mode: ``plain`` or ``gated`` (rules-based hard gates first).
     :param rubric: ``sregym`` (the project's checklist) or ``upstream``.
+    :param host: the plugin host the gated mode finds judge-rules in (the plugin's registration hook
+        hands it over); a judge built by hand without one reads the installed plugins.
     """
 
     def __init__(
@@ -112,11 +117,12 @@ class LLMJudge:
         completion_kwargs: Mapping[str, Any] | None = None,
         mode: str = "plain",
         rubric: str = "sregym",
+        host: Catalog | None = None,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"judge-llm mode must be one of {', '.join(MODES)}, got {mode!r}")
         checklist_for(rubric)  # rejects an unknown rubric
-        self.mode, self.rubric = mode, rubric
+        self.mode, self.rubric, self.host = mode, rubric, host
         self.name = GATED_NAME if mode == "gated" else NAME
         self.model = model or configured_model()
         if not self.model:
@@ -159,9 +165,11 @@ class LLMJudge:
 
     def _rules(self) -> Any:
         """judge-rules, through the plugin host (one plugin never imports another)."""
-        from sregym_core.plugins import get_plugin_host
+        if self.host is None:  # built by hand, outside a host: a host of the installed plugins, kept
+            from sregym_core.plugins import new_plugin_host
 
-        spec = get_plugin_host().get_oracles().get("judge-rules")
+            self.host = new_plugin_host()
+        spec = self.host.get_oracles().get("judge-rules")
         if spec is None or spec.kind != "judge":
             raise ConfigError("judge-llm-gated needs the judge-rules plugin", hints=("pip install sregym-judge-rules",))
         return spec.factory(threshold=self.threshold, rubric=self.rubric)
@@ -297,17 +305,19 @@ def _with_inputs(verdict: JudgeVerdict, **extra: Any) -> JudgeVerdict:
     return attrs.evolve(verdict, inputs={**verdict.inputs, **extra})
 
 
-def make_llm_judge(**config: Any) -> LLMJudge:
+def make_llm_judge(*, host: Catalog | None = None, **config: Any) -> LLMJudge:
     """``OracleSpec`` factory: ``model``, ``api_base``, ``api_key``, ``threshold``, ``max_attempts``,
-    ``timeout`` from the configuration (the rest from the environment)."""
+    ``timeout`` from the configuration (the rest from the environment); ``host`` is bound by the
+    plugin's registration hook."""
     allowed = {"model", "api_base", "api_key", "threshold", "max_attempts", "timeout", "completion_kwargs", "mode", "rubric"}
     unknown = sorted(set(config) - allowed)
     if unknown:
         raise ConfigError(f"judge-llm does not take {', '.join(unknown)}", hints=(f"known options: {', '.join(sorted(allowed))}",))
-    return LLMJudge(**config)
+    return LLMJudge(**config, host=host)
 
 
-def make_gated_judge(**config: Any) -> LLMJudge:
-    """``OracleSpec`` factory of ``judge-llm-gated``: judge-llm behind the judge-rules gates."""
-    return make_llm_judge(**{**config, "mode": "gated"})
+def make_gated_judge(*, host: Catalog | None = None, **config: Any) -> LLMJudge:
+    """``OracleSpec`` factory of ``judge-llm-gated``: judge-llm behind the judge-rules gates (found
+    in ``host``)."""
+    return make_llm_judge(host=host, **{**config, "mode": "gated"})
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
 from sregym_core import hookimpl
 from sregym_core.types import OracleSpec
 
 from .judge import make_gated_judge, make_llm_judge
+
+if TYPE_CHECKING:
+    from sregym_core.catalog import Catalog
 
 CONFIG_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -26,13 +30,14 @@ CONFIG_SCHEMA: dict[str, Any] = {
 
 
 @hookimpl
-def sregym_oracles() -> list[OracleSpec]:
+def sregym_oracles(host: Catalog) -> list[OracleSpec]:
+    # the gated judge finds judge-rules in the host it was registered with (bound, never read here)
     return [
         OracleSpec(
             name="judge-llm",
             summary="9-question checklist judge on an LLM through litellm (JUDGE_MODEL, JUDGE_API_BASE, JUDGE_API_KEY)",
             kind="judge",
-            factory=make_llm_judge,
+            factory=functools.partial(make_llm_judge, host=host),
             config_schema=CONFIG_SCHEMA,
         ),
         OracleSpec(
@@ -40,7 +45,7 @@ def sregym_oracles() -> list[OracleSpec]:
             summary="judge-llm behind judge-rules' hard gates (component asserted as the cause, no hedge, no kitchen sink, "
                     "no injection); the default of `sregym run` when a judge model is configured",
             kind="judge",
-            factory=make_gated_judge,
+            factory=functools.partial(make_gated_judge, host=host),
             config_schema=CONFIG_SCHEMA,
         ),
     ]

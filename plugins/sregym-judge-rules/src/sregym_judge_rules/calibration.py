@@ -90,7 +90,7 @@ HOTEL_COMPONENTS = (
 )
 
 
-def load_dataset(path: str | os.PathLike[str] | None = None) -> list[CalibrationItem]:
+def load_dataset(path: str | os.PathLike[str] | None = None, *, host: Any = None) -> list[CalibrationItem]:
     """Read a calibration set: ``.yaml`` (problems, shared texts, items labelled pass/fail; see
     ``data/labelled.yaml``) or JSON Lines (each line: ``id``, ``category``, ``truth`` (list of
     ground-truth dicts), ``app_components``, ``app_namespace``, ``submission``, ``labels``
@@ -101,7 +101,7 @@ def load_dataset(path: str | os.PathLike[str] | None = None) -> list[Calibration
     if path.suffix in (".yaml", ".yml"):
         return _load_labelled_yaml(path)
     if is_blind_set(path):
-        return load_blind_set(path)
+        return load_blind_set(path, host=host)
     items: list[CalibrationItem] = []
     seen: set[str] = set()
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -209,7 +209,7 @@ def is_blind_set(path: str | os.PathLike[str]) -> bool:
     return False
 
 
-def load_blind_set(path: str | os.PathLike[str]) -> list[CalibrationItem]:
+def load_blind_set(path: str | os.PathLike[str], *, host: Any = None) -> list[CalibrationItem]:
     """Read a blind set: JSON Lines, each ``{"id", "problem_id", "voice", "category", "label":
     "pass"|"fail", "diagnosis", "why"}``. The ground truth of each curated problem is derived from the
     installed fault specs, as a run derives it before injection (no cluster)."""
@@ -237,7 +237,7 @@ def load_blind_set(path: str | os.PathLike[str]) -> list[CalibrationItem]:
         rows.append((where, data))
     if not rows:
         raise ConfigError(f"calibration set {path} is empty")
-    problems = curated_truths({str(d["problem_id"]) for _w, d in rows})
+    problems = curated_truths({str(d["problem_id"]) for _w, d in rows}, host=host)
     items: list[CalibrationItem] = []
     seen: set[str] = set()
     for where, data in rows:
@@ -257,14 +257,25 @@ def load_blind_set(path: str | os.PathLike[str]) -> list[CalibrationItem]:
     return items
 
 
-def curated_truths(problem_ids: Iterable[str]) -> dict[str, tuple[str, tuple[str, ...], str, tuple[GroundTruth, ...]]]:
-    """Per curated problem id: (app, the app's component names, its namespace, the ground truths)."""
+def _host_of_installed_plugins(host: Any) -> Any:
+    """``host`` (the plugin host a caller hands over, a ``sregym_core.catalog.Catalog``), else a host
+    of the installed plugins built here: calibration never reaches for a process-wide host."""
+    if host is not None:
+        return host
+    from sregym_core.plugins import new_plugin_host
+
+    return new_plugin_host()
+
+
+def curated_truths(problem_ids: Iterable[str], *, host: Any = None,
+                   ) -> dict[str, tuple[str, tuple[str, ...], str, tuple[GroundTruth, ...]]]:
+    """Per curated problem id: (app, the app's component names, its namespace, the ground truths),
+    from the problems and faults of ``host`` (default: the installed plugins)."""
     from sregym_core.faults import FaultContext
-    from sregym_core.plugins import get_plugin_host
     from sregym_core.problems import derive_ground_truth, resolve_problem
     from sregym_core.types import Target
 
-    host = get_plugin_host()
+    host = _host_of_installed_plugins(host)
     installed = host.get_problems()
     faults, apps = host.get_faults(), host.get_apps()
     out = {}
@@ -504,17 +515,15 @@ def _k(kappa: float | None) -> str:
 JudgeFactory = Callable[[str], Judge]
 
 
-def resolve_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
+def resolve_judge(name: str, options: Mapping[str, Any] | None = None, *, host: Any = None) -> Judge:
     """A judge by name: ``judge-rules``, ``judge-llm`` (with ``options``), or any judge a plugin
-    registered through ``sregym_oracles``."""
+    registered through ``sregym_oracles`` (in ``host``, default: the installed plugins)."""
     options = dict(options or {})
     if name == "judge-rules":
         from .rules import make_rules_judge
 
         return make_rules_judge(**{k: v for k, v in options.items() if k in ("threshold", "rubric")})
-    from sregym_core.plugins import get_plugin_host
-
-    specs = {n: s for n, s in get_plugin_host().get_oracles().items() if s.kind == "judge"}
+    specs = {n: s for n, s in _host_of_installed_plugins(host).get_oracles().items() if s.kind == "judge"}
     if name not in specs:
         raise ConfigError(f"unknown judge {name!r}", hints=(f"known judges: {', '.join(sorted(specs) or ['judge-rules'])}",))
     return specs[name].factory(**options)
@@ -526,6 +535,7 @@ def calibrate(
     *,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    host: Any = None,
 ) -> CalibrationReport:
     """Run ``judges`` (names or judge objects; one or two) over a labelled set.
 
@@ -533,17 +543,18 @@ def calibrate(
     :param dataset: a JSONL path or loaded items; default the shipped set.
     :param options: per judge name, factory options (``{"judge-llm": {"model": ...}}``).
     :param progress: called as ``progress(judge, done, total)``.
+    :param host: the plugin host to find judges and curated problems in (default: the installed plugins).
     :returns: kappa of every judge against the labels and, with two judges, between them.
     """
     if not judges:
         raise ConfigError("calibrate needs at least one judge", hints=("e.g. --judge judge-rules",))
     if dataset is None or isinstance(dataset, str | os.PathLike):
         label = str(dataset or labelled_set_path())
-        items = load_dataset(dataset)
+        items = load_dataset(dataset, host=host)
     else:
         items = list(dataset)
         label = "(items)"
-    instances = [resolve_judge(j, (options or {}).get(j)) if isinstance(j, str) else j for j in judges]
+    instances = [resolve_judge(j, (options or {}).get(j), host=host) if isinstance(j, str) else j for j in judges]
     names = [getattr(j, "name", f"judge-{i}") for i, j in enumerate(instances)]
     if len(set(names)) != len(names):  # the same judge twice (e.g. two models): number them
         names = [f"{n}#{i + 1}" for i, n in enumerate(names)]

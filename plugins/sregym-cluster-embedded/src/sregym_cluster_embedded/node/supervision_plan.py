@@ -72,9 +72,9 @@ def compute() -> list[dict]:
 
 
 def main() -> None:
-    from sregym_core.plugins import get_plugin_host
+    from sregym_core.plugins import new_plugin_host
 
-    print(json.dumps(plan(get_plugin_host())))
+    print(json.dumps(plan(new_plugin_host())))  # a process of its own: the host of its installed plugins
 
 
 if __name__ == "__main__":
