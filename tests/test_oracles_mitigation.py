@@ -499,3 +499,45 @@ def test_building_blocks_reject_impossible_parameters(make):
 def test_functional_slo_garbage_stats_is_an_error_verdict():
     verdict = run(functional_slo().evaluate(FakeContext(BASELINE, stats={"count": "lots", "success_rate": 1})))
     assert not verdict.passed and verdict.error.startswith("ValueError")
+
+
+def test_the_builtin_leaves_are_records_the_schema_and_the_builder_are_made_from():
+    """Each builtin leaf is declared once, as the OracleSpec the builtin plugin registers: its
+    config_schema is the leaf's entry in ORACLE_SCHEMA and build_oracle builds it with its factory."""
+    from sregym_core.oracles import builtin
+    from sregym_core.oracles.mitigation import BUILTIN_LEAVES
+
+    assert builtin.sregym_oracles() == list(BUILTIN_LEAVES)
+    leaves = ORACLE_SCHEMA["$defs"]["oracle"]["oneOf"][1]["properties"]
+    for spec in BUILTIN_LEAVES:
+        key = spec.name.replace("-", "_")
+        assert leaves[key] == dict(spec.config_schema), key
+        assert type(build_oracle({key: {}})) is type(spec.factory()), key
+    assert set(leaves) - {s.name.replace("-", "_") for s in BUILTIN_LEAVES} == {"all", "any", "sustained", "replay"}
+
+
+def test_a_plugin_oracles_parameters_are_checked_against_its_config_schema():
+    """A plugin oracle given as its record: a parameter its config_schema refuses is a problem error
+    with the JSON path, before the factory runs."""
+    from sregym_core.types import OracleSpec
+
+    built = []
+
+    class PodsReady:
+        def __init__(self, **params):
+            built.append(params)
+
+        async def evaluate(self, ctx):
+            return OracleVerdict(name="pods_ready", passed=True)
+
+    spec = OracleSpec(name="pods-ready", kind="mitigation", factory=PodsReady,
+                      config_schema={"type": "object", "additionalProperties": False,
+                                     "properties": {"minimum": {"type": "integer", "minimum": 1}}})
+    with pytest.raises(ConfigError, match="rejected its parameters") as info:
+        build_oracle({"all": ["fault_invariant", {"pods_ready": {"minimum": 0, "extra": 1}}]},
+                     extra={"pods-ready": spec})
+    paths = [path for path, _why in info.value.errors]
+    assert paths == ["oracle['all'][1]['pods_ready']", "oracle['all'][1]['pods_ready']['minimum']"], info.value.errors
+    assert built == []
+    build_oracle({"pods-ready": {"minimum": 2}}, extra={"pods-ready": spec})
+    assert built == [{"minimum": 2}]

@@ -426,7 +426,8 @@ class Attempt:
 
     async def _grade_mitigation(self, _solution: str) -> OracleVerdict:
         """The mitigation oracle on the live system, run while the stage is still ``mitigation``."""
-        oracles = {name: spec.factory for name, spec in self.env.host.get_oracles().items() if spec.kind == "mitigation"}
+        # the records, so a plugin oracle's parameters are checked against its config_schema
+        oracles = {name: spec for name, spec in self.env.host.get_oracles().items() if spec.kind == "mitigation"}
         config = _allow_recreated(self.problem.oracle, self._recreated())
         if self.settings.oracle_window:
             config = _override_window(config, self.settings.oracle_window)

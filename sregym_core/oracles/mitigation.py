@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from sregym_core.errors import ConfigError
+from sregym_core.types import OracleSpec
 
 from .context import OracleContext
 
@@ -987,110 +988,137 @@ DEFAULT_ORACLE_CONFIG: dict[str, Any] = {
 _PATTERNS = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _NODE = "#/$defs/oracle"
 
-#: JSON Schema of a problem file's ``oracle:`` section (self-contained: embed it anywhere).
-ORACLE_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "$id": "https://sregym.dev/schemas/oracle.schema.json",
-    "title": "SREGym mitigation oracle composition",
-    "$ref": _NODE,
-    "$defs": {
-        "oracle": {
-            "description": "A mitigation oracle: a name, or an object with exactly one oracle key.",
-            "oneOf": [
-                {"type": "string", "pattern": "^[a-z][a-z0-9_-]*$"},
-                {
-                    "type": "object",
-                    "minProperties": 1,
-                    "maxProperties": 1,
-                    "properties": {
-                        "all": {
-                            "oneOf": [
-                                {"type": "array", "items": {"$ref": _NODE}, "minItems": 1},
-                                {
-                                    "type": "object",
-                                    "required": ["oracles"],
-                                    "additionalProperties": False,
-                                    "properties": {
-                                        "oracles": {"type": "array", "items": {"$ref": _NODE}, "minItems": 1},
-                                        "short_circuit": {"type": "boolean"},
-                                    },
-                                },
-                            ]
-                        },
-                        "any": {"type": "array", "items": {"$ref": _NODE}, "minItems": 1},
-                        "baseline_preserved": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {"ignore": _PATTERNS, "allow_replaced": _PATTERNS},
-                        },
-                        "fault_invariant": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {"instances": {"type": "array", "items": {"type": "integer", "minimum": 0}}},
-                        },
-                        "functional_slo": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {
-                                "min_success_rate": {"type": "number", "minimum": 0, "maximum": 1},
-                                "max_p95_ms": {"type": ["number", "null"], "exclusiveMinimum": 0},
-                                "window_s": {"type": "number", "exclusiveMinimum": 0},
-                                "min_requests": {"type": "integer", "minimum": 0},
-                                "max_content_error_rate": {"type": "number", "minimum": 0, "maximum": 1},
-                            },
-                        },
-                        "workload_healthy": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {
-                                "timeout_s": {"type": "number", "minimum": 0},
-                                "interval": {"type": "number", "exclusiveMinimum": 0},
-                            },
-                        },
-                        "sustained": {
-                            "type": "object",
-                            "required": ["seconds"],
-                            "additionalProperties": False,
-                            "properties": {
-                                "seconds": {"type": "number", "exclusiveMinimum": 0},
-                                "interval": {"type": "number", "exclusiveMinimum": 0},
-                                "oracle": {"$ref": _NODE},
-                            },
-                        },
-                        "replay": {
-                            "type": "object",
-                            "required": ["trigger"],
-                            "additionalProperties": False,
-                            "properties": {
-                                "trigger": {"type": "string", "minLength": 1},
-                                "settle_s": {"type": "number", "minimum": 0},
-                                "oracle": {"$ref": _NODE},
-                            },
-                        },
-                    },
-                    "patternProperties": {
-                        "^(?!(all|any|baseline_preserved|fault_invariant|functional_slo|workload_healthy|sustained|replay)$)[a-z][a-z0-9_-]*$": {
-                            "type": "object",
-                            "description": "parameters of an oracle a plugin registered",
-                        }
-                    },
-                    "additionalProperties": False,
-                },
-            ],
-        }
-    },
-}
-
-_LEAVES: dict[str, Callable[..., Oracle]] = {
-    "baseline_preserved": baseline_preserved,
-    "fault_invariant": fault_invariant,
-    "functional_slo": functional_slo,
-    "workload_healthy": workload_healthy,
-}
+#: The builtin leaves, as the records the builtin plugin registers (:mod:`.builtin`): each record's
+#: ``config_schema`` is the leaf's parameters in :data:`ORACLE_SCHEMA`, and :func:`build_oracle`
+#: builds a leaf with its record's factory, so a leaf is declared once.
+BUILTIN_LEAVES: tuple[OracleSpec, ...] = (
+    OracleSpec(
+        name="baseline-preserved",
+        summary="no workload deleted, scaled down, relabelled or replaced, and every untouched pod template as after deploy",
+        kind="mitigation",
+        factory=baseline_preserved,
+        config_schema={"type": "object", "additionalProperties": False,
+                       "properties": {"ignore": _PATTERNS, "allow_replaced": _PATTERNS}},
+    ),
+    OracleSpec(
+        name="fault-invariant",
+        summary="every fault instance's is_present check is false",
+        kind="mitigation",
+        factory=fault_invariant,
+        config_schema={"type": "object", "additionalProperties": False,
+                       "properties": {"instances": {"type": "array", "items": {"type": "integer", "minimum": 0}}}},
+    ),
+    OracleSpec(
+        name="functional-slo",
+        summary="workload success rate, answer content against the seeded data (and p95 latency) over a window",
+        kind="mitigation",
+        factory=functional_slo,
+        config_schema={"type": "object", "additionalProperties": False, "properties": {
+            "min_success_rate": {"type": "number", "minimum": 0, "maximum": 1},
+            "max_p95_ms": {"type": ["number", "null"], "exclusiveMinimum": 0},
+            "window_s": {"type": "number", "exclusiveMinimum": 0},
+            "min_requests": {"type": "integer", "minimum": 0},
+            "max_content_error_rate": {"type": "number", "minimum": 0, "maximum": 1},
+        }},
+    ),
+    OracleSpec(
+        name="workload-healthy",
+        summary="each faulty workload's rollout complete, desired replicas ready, Service with ready endpoints",
+        kind="mitigation",
+        factory=workload_healthy,
+        config_schema={"type": "object", "additionalProperties": False, "properties": {
+            "timeout_s": {"type": "number", "minimum": 0},
+            "interval": {"type": "number", "exclusiveMinimum": 0},
+        }},
+    ),
+)
 
 
 def _canonical(name: str) -> str:
     return name.strip().lower().replace("-", "_")
+
+
+_LEAVES: dict[str, Callable[..., Oracle]] = {_canonical(spec.name): spec.factory for spec in BUILTIN_LEAVES}
+
+#: combinators: syntax of the ``oracle:`` section, not registered records
+_COMBINATORS: dict[str, Any] = {
+    "all": {
+        "oneOf": [
+            {"type": "array", "items": {"$ref": _NODE}, "minItems": 1},
+            {
+                "type": "object",
+                "required": ["oracles"],
+                "additionalProperties": False,
+                "properties": {
+                    "oracles": {"type": "array", "items": {"$ref": _NODE}, "minItems": 1},
+                    "short_circuit": {"type": "boolean"},
+                },
+            },
+        ]
+    },
+    "any": {"type": "array", "items": {"$ref": _NODE}, "minItems": 1},
+    "sustained": {
+        "type": "object",
+        "required": ["seconds"],
+        "additionalProperties": False,
+        "properties": {
+            "seconds": {"type": "number", "exclusiveMinimum": 0},
+            "interval": {"type": "number", "exclusiveMinimum": 0},
+            "oracle": {"$ref": _NODE},
+        },
+    },
+    "replay": {
+        "type": "object",
+        "required": ["trigger"],
+        "additionalProperties": False,
+        "properties": {
+            "trigger": {"type": "string", "minLength": 1},
+            "settle_s": {"type": "number", "minimum": 0},
+            "oracle": {"$ref": _NODE},
+        },
+    },
+}
+
+
+def _oracle_schema(leaves: Sequence[OracleSpec]) -> dict[str, Any]:
+    """The ``oracle:`` section's schema: the combinators, each leaf under its canonical name with its
+    record's ``config_schema``, and any other name (an oracle a plugin registered) with an object."""
+    keys = {**{k: _COMBINATORS[k] for k in ("all", "any")},
+            **{_canonical(spec.name): dict(spec.config_schema) for spec in leaves},
+            **{k: _COMBINATORS[k] for k in ("sustained", "replay")}}
+    reserved = "|".join(keys)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://sregym.dev/schemas/oracle.schema.json",
+        "title": "SREGym mitigation oracle composition",
+        "$ref": _NODE,
+        "$defs": {
+            "oracle": {
+                "description": "A mitigation oracle: a name, or an object with exactly one oracle key.",
+                "oneOf": [
+                    {"type": "string", "pattern": "^[a-z][a-z0-9_-]*$"},
+                    {
+                        "type": "object",
+                        "minProperties": 1,
+                        "maxProperties": 1,
+                        "properties": keys,
+                        "patternProperties": {
+                            f"^(?!({reserved})$)[a-z][a-z0-9_-]*$": {
+                                "type": "object",
+                                "description": "parameters of an oracle a plugin registered",
+                            }
+                        },
+                        "additionalProperties": False,
+                    },
+                ],
+            }
+        },
+    }
+
+
+#: JSON Schema of a problem file's ``oracle:`` section (self-contained: embed it anywhere), generated
+#: from :data:`BUILTIN_LEAVES`.
+ORACLE_SCHEMA: dict[str, Any] = _oracle_schema(BUILTIN_LEAVES)
 
 
 def validate_oracle_config(config: Any, *, source: str | None = None) -> None:
@@ -1120,14 +1148,16 @@ def validate_oracle_config(config: Any, *, source: str | None = None) -> None:
 def build_oracle(
     config: Any = None,
     *,
-    extra: Mapping[str, Callable[..., Any]] | None = None,
+    extra: Mapping[str, OracleSpec | Callable[..., Any]] | None = None,
     source: str | None = None,
 ) -> Oracle:
     """Build an oracle tree from a problem file's ``oracle:`` section.
 
     :param config: the section (``None`` or empty: :data:`DEFAULT_ORACLE_CONFIG`).
-    :param extra: oracles registered by plugins, name -> ``factory(**params)`` returning an object
-        with ``async evaluate(ctx) -> OracleVerdict`` (names may use ``-`` or ``_``).
+    :param extra: oracles registered by plugins, name -> their :class:`~sregym_core.types.OracleSpec`
+        (its ``config_schema`` checks the parameters first) or a bare ``factory(**params)``; the
+        factory returns an object with ``async evaluate(ctx) -> OracleVerdict`` (names may use ``-``
+        or ``_``).
     :param source: the file the section came from, for error messages.
     :raises ConfigError: on a schema violation or an unknown oracle name.
     """
@@ -1138,7 +1168,7 @@ def build_oracle(
     return _build(config, plugins, "oracle", source)
 
 
-def _build(node: Any, plugins: Mapping[str, Callable[..., Any]], path: str, source: str | None) -> Oracle:
+def _build(node: Any, plugins: Mapping[str, OracleSpec | Callable[..., Any]], path: str, source: str | None) -> Oracle:
     if isinstance(node, str):
         return _leaf(node, {}, plugins, path, source)
     (key, value), = node.items()
@@ -1158,13 +1188,18 @@ def _build(node: Any, plugins: Mapping[str, Callable[..., Any]], path: str, sour
     return _leaf(key, value, plugins, where, source)
 
 
-def _leaf(key: str, params: Mapping[str, Any], plugins: Mapping[str, Callable[..., Any]], path: str, source: str | None) -> Oracle:
+def _leaf(key: str, params: Mapping[str, Any], plugins: Mapping[str, OracleSpec | Callable[..., Any]], path: str,
+          source: str | None) -> Oracle:
     name = _canonical(key)
     if name in _LEAVES:
         return _LEAVES[name](**params)
     if name in plugins:
+        registered = plugins[name]
+        factory = registered.factory if isinstance(registered, OracleSpec) else registered
+        if isinstance(registered, OracleSpec):  # the plugin's own schema for its parameters
+            _check_params(key, params, registered, path, source)
         try:
-            impl = plugins[name](**params)
+            impl = factory(**params)
         except TypeError as exc:
             raise ConfigError(f"oracle {key!r} rejected its parameters", errors=[(path, str(exc))], source=source) from exc
         return _PluginOracle(name=name, impl=impl, params=dict(params))
@@ -1175,3 +1210,18 @@ def _leaf(key: str, params: Mapping[str, Any], plugins: Mapping[str, Callable[..
         source=source,
         hints=(f"known oracles: {', '.join(known)}", "plugins register more with the sregym_oracles hook"),
     )
+
+
+def _check_params(key: str, params: Mapping[str, Any], spec: OracleSpec, path: str, source: str | None) -> None:
+    """``params`` against the ``config_schema`` a plugin's oracle record declares, as a problem error
+    with the JSON path of each bad value."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(dict(spec.config_schema))
+    bad = sorted(validator.iter_errors(dict(params)), key=lambda e: list(e.absolute_path))
+    if bad:
+        errors = [(path + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path), e.message)
+                  for e in bad]
+        raise ConfigError(f"oracle {key!r} rejected its parameters", errors=errors, source=source,
+                          hints=(f"oracle {spec.name!r} takes the parameters its record's config_schema allows: "
+                                 f"{', '.join(dict(spec.config_schema).get('properties', {})) or 'none named'}",))
