@@ -204,3 +204,19 @@ def test_the_process_wide_host_is_deprecated_for_plugins(plugin_host):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert process_host() is plugin_host
+
+
+def test_the_contract_kit_calls_a_plugins_hook_as_the_host_does(plugin_host):
+    """The kit's direct hook calls pass ``host`` to an implementation that names it, so a plugin
+    written against the hook reference passes its own contract suite."""
+    from sregym_core.testing.contracts import hook_records
+
+    def with_host(host):
+        return [("got", host)]
+
+    def without():
+        return ["plain"]
+
+    assert hook_records(with_host, plugin_host) == [("got", plugin_host)]
+    assert hook_records(without, plugin_host) == ["plain"]
+    assert hook_records(lambda: None) == []

@@ -57,6 +57,15 @@ _GETTERS = {
 }
 
 
+def hook_records(hook: Callable[..., Any], host: Any = None) -> list[Any]:
+    """The records a plugin module's registration hook returns, called as the plugin host calls it:
+    with ``host`` when the implementation names it (``host`` defaults to a host of the installed
+    plugins, built only then), else without."""
+    if "host" in inspect.signature(hook).parameters:
+        return list(hook(host if host is not None else new_plugin_host()) or ())
+    return list(hook() or ())
+
+
 def contract_app() -> AppSpec:
     """The in-memory app fault contracts target: one component of every common role."""
     return AppSpec(
@@ -542,11 +551,12 @@ class ProblemContract:
         if self.plugin is None:
             pytest.skip("set `plugin` on the contract subclass")
         host = new_plugin_host()
-        problems = [p for records in [self.plugin.sregym_problems()] for p in records]
+        problems = hook_records(self.plugin.sregym_problems, host)
         assert problems, f"{self.plugin!r} ships no problems"
         for problem in problems:
             resolve_problem(problem, host)
 
 
 __all__ = ["AgentContract", "AppContract", "ClusterContract", "ExecutorContract", "FaultContract", "NoiseContract",
-           "ObservabilityContract", "OracleContract", "ProblemContract", "ToolContract", "contract_app", "runs_recover"]
+           "ObservabilityContract", "OracleContract", "ProblemContract", "ToolContract", "contract_app", "hook_records",
+           "runs_recover"]

@@ -267,7 +267,9 @@ class LiveFaultContract:
                                                for name in sorted(self.cases)])
 
     def _faults(self) -> dict[str, Any]:
-        return {spec.name: spec for spec in self.plugin.sregym_faults()}
+        from .contracts import hook_records
+
+        return {spec.name: spec for spec in hook_records(self.plugin.sregym_faults)}
 
     def _request_for(self) -> RequestFor | None:
         # a plain function stored on the class would be bound as a method: unwrap it
