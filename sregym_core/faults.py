@@ -70,10 +70,12 @@ class FaultContext:
         cluster: the cluster handle (capabilities, node-level fault hooks where supported).
         state: scratch space kept per fault instance between inject, is_present and recover.
         kubectl_path: the kubectl binary to use.
+        api: (the ``api`` argument) a ``kubernetes.client.ApiClient`` for the admin identity, filled by
+            the engine; read it as :attr:`api`.
         users: the app's workload generator as a :class:`UsersProbe` (admin identity), filled by the
             engine when the app has one; None otherwise.
 
-    .. versionchanged:: 0.3 ``users``.
+    .. versionchanged:: 0.3 ``users``; ``api`` is filled by the engine.
     """
 
     kubeconfig: Path
@@ -87,12 +89,15 @@ class FaultContext:
 
     @property
     def api(self) -> Any:
-        """A ``kubernetes.client.ApiClient`` for the admin identity (created on first use; needs
-        ``sregym-core[run]``)."""
-        if self._api is None:
-            from kubernetes import config
+        """A ``kubernetes.client.ApiClient`` for the admin identity, which the engine fills (the
+        contract never imports the Kubernetes client; ``sregym-core[run]`` has it).
 
-            self._api = config.new_client_from_config(config_file=str(self.kubeconfig))
+        .. versionchanged:: 0.3 filled by the engine, no longer created from the kubeconfig here.
+        """
+        if self._api is None:
+            raise FaultError("this fault context has no Kubernetes API client",
+                             hints=("the engine fills FaultContext.api (sregym run, validate, the live test harness); "
+                                    "a context built by hand passes api=<a kubernetes.client.ApiClient>",))
         return self._api
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0) -> str:

@@ -10,7 +10,8 @@ A problem file declares what its fault does to the system as a user or an on-cal
     symptom: latent                         # nothing shows until something else happens
 
 ``sregym validate`` observes it after injection and before any agent acts
-(:func:`observe_symptoms`): a fault that changes a value but hurts nobody (a bad image on a
+(:func:`observe_symptoms`, with the engine's probes of the live cluster,
+:func:`sregym_core.conductor.symptom_probes.live_probes`): a fault that changes a value but hurts nobody (a bad image on a
 Deployment whose old pod keeps serving) is not a problem an SRE would be paged for, and validation
 reports it unsound.
 
@@ -260,64 +261,3 @@ async def observe_symptoms(declared: Sequence[str], probes: Mapping[str, Probe],
     if errors:
         result["errors"] = {k: v for k, v in errors.items() if k in missing}
     return result
-
-
-def live_probes(*, kube: Any, namespaces: Sequence[str], faulty: Sequence[Mapping[str, Any]],
-                baseline: Sequence[Mapping[str, Any]], workload: Any = None, prometheus_url: str | None = None,
-                injected_at: float | None = None, declared: Sequence[str] = ()) -> dict[str, Probe]:
-    """Probes over a live cluster (the conductor's admin ``Kube``), the workload generator's stats
-    API and Prometheus' alerts API."""
-    injected_at = time.monotonic() if injected_at is None else injected_at
-
-    async def slo() -> str | None:
-        if workload is None:
-            raise RuntimeError("the app has no workload generator")
-        # only traffic since the injection counts: wait until the window holds some
-        since = time.monotonic() - injected_at
-        if since < 2.0:
-            return None
-        return slo_dropped(await workload.astats(min(5.0, since)))
-
-    async def not_ready() -> str | None:
-        objects = await kube.aworkloads(tuple(namespaces))
-        return pods_not_ready(faulty, objects, baseline)
-
-    async def logs() -> str | None:
-        since = max(1, int(time.monotonic() - injected_at) + 1)
-        found: list[str] = []
-        objects = await kube.aworkloads(tuple(dict.fromkeys(t["namespace"] for t in faulty)))
-        for namespace, pod in log_sources(faulty, objects):
-            path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
-            try:
-                text = await asyncio.to_thread(_read_log, kube, path, since)
-            except Exception:  # noqa: BLE001 - a container that never started has no log
-                continue
-            found += [f"{pod}: {line}" for line in error_lines(text)]
-        return f"{len(found)} error line(s), e.g. {found[0]}" if found else None
-
-    def alert(name: str) -> Probe:
-        async def probe() -> str | None:
-            if not prometheus_url:
-                raise RuntimeError("no Prometheus to ask (run with observability)")
-            import httpx
-
-            async with httpx.AsyncClient(timeout=5.0, trust_env=False) as client:
-                reply = await client.get(f"{prometheus_url}/api/v1/alerts")
-            return alert_firing(reply.json().get("data", {}).get("alerts", []), name)
-
-        return probe
-
-    probes: dict[str, Probe] = {"slo-drop": slo, "pods-not-ready": not_ready, "error-logs": logs}
-    for symptom in declared:
-        if symptom.startswith("alert-firing "):
-            probes[symptom] = alert(symptom.split(" ", 1)[1])
-    return probes
-
-
-def _read_log(kube: Any, path: str, since: int) -> str:
-    """A pod's log (text) through the API server, last ``since`` seconds."""
-    from kubernetes import client as k8s
-
-    core = k8s.CoreV1Api(kube.api)
-    namespace, name = path.split("/")[4], path.split("/")[6]
-    return core.read_namespaced_pod_log(name, namespace, since_seconds=since, tail_lines=500)

@@ -40,7 +40,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "sregym_core.faults": (CONTRACT, "the Fault and NoiseSource protocols and FaultContext"),
     "sregym_core.faultkit": (CONTRACT, "the toolkit fault packs write faults with; acts through FaultContext"),
     "sregym_core.mechanisms": (CONTRACT, "the vocabulary of fault mechanisms FaultSpec declares"),
-    "sregym_core.symptoms": (CONTRACT, "a problem's declared symptom, normalized (the schema's part)"),
+    "sregym_core.symptoms": (CONTRACT, "a problem's declared symptom and what a probe concludes from what it read"),
     "sregym_core.quantity": (CONTRACT, "Kubernetes quantities, a value helper of the toolkit"),
     "sregym_core.quantity_canonical": (CONTRACT, "canonical quantity text, a value helper"),
     "sregym_core.validation": (CONTRACT, "the JSON Schemas and their checker"),
@@ -187,6 +187,29 @@ def test_the_graph_sees_every_kind_of_import():
 
 #: the Python modules of the ``sregym-core[run]`` extra (kubectl is the PATH below)
 ENGINE_DEPENDENCIES = ("kubernetes", "mcp", "uvicorn", "starlette", "httpx")
+
+
+def third_party_imports(source: str) -> set[str]:
+    """The top-level names of every absolute import in ``source``, wherever it is."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_the_contract_never_reaches_for_the_engines_dependencies():
+    """Not even inside a function: what reads a live cluster (the Kubernetes client, the generator's
+    HTTP API) is the engine's, handed to the contract (``FaultContext.api``, ``FaultContext.users``)."""
+    offenders = []
+    for module, path in core_modules().items():
+        if layer_of(module)[1] == CONTRACT:
+            offenders += [f"{module} imports {dep}" for dep in
+                          sorted(third_party_imports(path.read_text()) & set(ENGINE_DEPENDENCIES))]
+    assert not offenders, offenders
+    assert third_party_imports("def f():\n    from kubernetes import client\n") == {"kubernetes"}
 
 _IMPORT_ALL = """
 import importlib, json, sys

@@ -99,9 +99,11 @@ class Attempt:
         self.contexts: dict[str, FaultContext] = {}
         self.targets: dict[str, Target] = {}
         app = deployed.app
-        # the users probe: the deployed workload generator (admin), what faultkit.users watches
+        # the engine's handles a fault acts through: the admin API client and the users probe (the
+        # deployed workload generator, what faultkit.users watches)
         base_ctx = FaultContext(kubeconfig=env.cluster.kubeconfig(), namespace=app.namespace, app=app,
-                                cluster=env.cluster, kubectl_path=env.kubectl, users=deployed.workload)
+                                cluster=env.cluster, kubectl_path=env.kubectl, api=env.kube.api,
+                                users=deployed.workload)
         for instance in problem.faults:
             self.contexts[instance.id] = base_ctx.child()
             self.targets[instance.id] = Target(app=app, component=app.component(instance.target), namespace=app.namespace)
@@ -358,7 +360,8 @@ class Attempt:
 
     async def _observe_symptom(self) -> dict[str, Any]:
         """After injection, before the agent acts: does the declared user-visible symptom show?"""
-        from ..symptoms import live_probes, observe_symptoms
+        from ..symptoms import observe_symptoms
+        from .symptom_probes import live_probes
 
         declared = self.problem.symptom
         endpoints = self.env.observability()

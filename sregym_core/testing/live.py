@@ -113,10 +113,11 @@ class LiveApp:
                     self.deployed.workload, since, request_for=request_for, frontend=frontend)
 
     def context(self) -> FaultContext:
-        """A fresh admin fault context, as the conductor makes one per fault instance (the users
-        probe is the deployed app's workload generator)."""
+        """A fresh admin fault context, as the conductor makes one per fault instance (the admin API
+        client, and the deployed app's workload generator as the users probe)."""
         return FaultContext(kubeconfig=self.env.cluster.kubeconfig(), namespace=self.app.namespace, app=self.app,
-                            cluster=self.env.cluster, kubectl_path=self.env.kubectl, users=self.deployed.workload)
+                            cluster=self.env.cluster, kubectl_path=self.env.kubectl, api=self.env.kube.api,
+                            users=self.deployed.workload)
 
     def reset(self, *, restore_volumes: bool = False) -> None:
         """Reconcile the app to its baseline (what the conductor does between problems). No agent
