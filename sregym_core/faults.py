@@ -70,8 +70,8 @@ class FaultContext:
         cluster: the cluster handle (capabilities, node-level fault hooks where supported).
         state: scratch space kept per fault instance between inject, is_present and recover.
         kubectl_path: the kubectl binary to use.
-        api: (the ``api`` argument) a ``kubernetes.client.ApiClient`` for the admin identity, filled by
-            the engine; read it as :attr:`api`.
+        api: (the ``api`` argument) a ``kubernetes.client.ApiClient`` for the admin identity, or a
+            callable that makes one on first use, filled by the engine; read it as :attr:`api`.
         users: the app's workload generator as a :class:`UsersProbe` (admin identity), filled by the
             engine when the app has one; None otherwise.
 
@@ -98,6 +98,8 @@ class FaultContext:
             raise FaultError("this fault context has no Kubernetes API client",
                              hints=("the engine fills FaultContext.api (sregym run, validate, the live test harness); "
                                     "a context built by hand passes api=<a kubernetes.client.ApiClient>",))
+        if callable(self._api):  # the engine hands a maker: no client for the faults that never read one
+            self._api = self._api()
         return self._api
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0) -> str:

@@ -78,8 +78,7 @@ def fake_env(tmp_path: Path, judged: list[str], graded: list[str], injected: lis
     app = types.SimpleNamespace(name="fake-app", namespace="fake", description="A fake app.", components=(component,),
                                 component=lambda name: component)
     cluster = types.SimpleNamespace(kubeconfig=lambda: tmp_path / "admin-kubeconfig")
-    env = types.SimpleNamespace(host=host, cluster=cluster, kubectl="kubectl", observability=lambda: None,
-                                kube=types.SimpleNamespace(api=None))
+    env = types.SimpleNamespace(host=host, cluster=cluster, kubectl="kubectl", observability=lambda: None)
     deployed = types.SimpleNamespace(app=app, namespaces=("fake",), agent_kubeconfig=tmp_path / "agent-kubeconfig",
                                      baseline=types.SimpleNamespace(workloads=[]), workload=None)
     return env, deployed

@@ -72,3 +72,18 @@ def test_deploy_is_a_protocol_over_a_context(fake_app, tmp_path):
     deploy(DeployContext(app=fake_app, kubeconfig=tmp_path / "k", params={"replicas": 2}, timeout=30.0))
     assert seen == [("fake-app", 2, 30.0)]
     assert isinstance(StateFault(), Fault)
+
+
+def test_the_api_client_is_the_engines_made_on_first_use(fake_app, tmp_path):
+    """The contract makes no Kubernetes client: the engine hands one (or a maker, called once, on
+    first use); a context without one says so."""
+    from sregym_core.errors import FaultError
+
+    made = []
+    ctx = FaultContext(kubeconfig=tmp_path / "k", namespace="fake", app=fake_app,
+                       api=lambda: made.append("client") or "client")
+    assert made == []
+    assert ctx.api == "client" and ctx.api == "client" and made == ["client"]
+    with pytest.raises(FaultError, match="no Kubernetes API client") as info:
+        FaultContext(kubeconfig=tmp_path / "k", namespace="fake", app=fake_app).api
+    assert any("FaultContext.api" in hint for hint in info.value.hints)

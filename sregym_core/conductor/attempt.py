@@ -102,7 +102,7 @@ class Attempt:
         # the engine's handles a fault acts through: the admin API client and the users probe (the
         # deployed workload generator, what faultkit.users watches)
         base_ctx = FaultContext(kubeconfig=env.cluster.kubeconfig(), namespace=app.namespace, app=app,
-                                cluster=env.cluster, kubectl_path=env.kubectl, api=env.kube.api,
+                                cluster=env.cluster, kubectl_path=env.kubectl, api=lambda: env.kube.api,
                                 users=deployed.workload)
         for instance in problem.faults:
             self.contexts[instance.id] = base_ctx.child()

@@ -116,7 +116,7 @@ class LiveApp:
         """A fresh admin fault context, as the conductor makes one per fault instance (the admin API
         client, and the deployed app's workload generator as the users probe)."""
         return FaultContext(kubeconfig=self.env.cluster.kubeconfig(), namespace=self.app.namespace, app=self.app,
-                            cluster=self.env.cluster, kubectl_path=self.env.kubectl, api=self.env.kube.api,
+                            cluster=self.env.cluster, kubectl_path=self.env.kubectl, api=lambda: self.env.kube.api,
                             users=self.deployed.workload)
 
     def reset(self, *, restore_volumes: bool = False) -> None:
