@@ -116,3 +116,63 @@ def test_ruled_out_looked_at_and_denied_mechanisms_are_not_asserted(text):
 ])
 def test_a_verdict_or_negation_about_something_else_keeps_the_assertion(text):
     assert _judge(text, PORT).passed
+
+
+# --- a mechanism read by its meaning; a component by its description ---------------------------------
+
+FLOOD = GroundTruth(fault="cache-flood-test", layer="datastore", components=("memcached-profile",),
+                    namespace="hotel-reservation", resource_kind="Deployment",
+                    mechanism="a rogue Deployment floods the cache with large junk keys, evicting real entries",
+                    mutated_values={"writer": "warmup-writer"})
+ASTRO = ("frontend", "frontend-proxy", "product-catalog", "product-reviews", "image-provider", "checkout", "cart",
+         "valkey-cart", "flagd", "ad", "currency", "payment", "shipping", "email", "quote", "recommendation")
+FLAG = GroundTruth(fault="flagd-flag", layer="app", components=("product-catalog",), namespace="astronomy-shop",
+                   resource_kind="ConfigMap", mechanism="feature flag turned on in the flag configuration (ConfigMap flagd-config)",
+                   mutated_values={"flag": "catalogSlowPages", "configmap": "flagd-config",
+                                   "defaultVariant": {"before": "off", "after": "on"}})
+LOCK = GroundTruth(fault="db-lock-test", layer="datastore", components=("postgres-profile",), namespace="hotel-reservation",
+                   resource_kind="PostgreSQL lock", mechanism="a maintenance job holds an exclusive lock on a table, blocking "
+                   "every query", mutated_values={"holder": "vacuum-helper"})
+DROPPED = GroundTruth(fault="db-drop-user", layer="datastore", components=("postgres-rate",), namespace="hotel-reservation",
+                      resource_kind="PostgreSQL role", mechanism="the application's database login role was dropped",
+                      mutated_values={"dropped_roles": ["rate"]})
+
+
+def test_a_mechanism_in_other_words_is_read_by_its_concepts():
+    text = ("A stray deployment keeps spamming memcached-profile with huge garbage keys that push out the real entries, "
+            "so profile misses the cache on almost every read.")
+    verdict = _judge(text, FLOOD)
+    assert verdict.answers_by_id()["char_mechanism"] is True
+    assert verdict.passed
+
+
+def test_shared_words_of_another_fault_of_the_same_store_are_not_its_concepts():
+    text = ("memcached-profile's memory limit (-m) was set to 2 MB, so real entries are evicted and profile misses the "
+            "cache on almost every read.")
+    assert _judge(text, FLOOD).answers_by_id()["char_mechanism"] is False
+
+
+def test_a_component_described_by_a_word_only_its_name_has():
+    text = ("The catalogue service was told, through a demo feature switch (catalogSlowPages) in the flag settings, "
+            "to answer every page slowly, so product pages time out.")
+    assert _judge(text, FLAG, ASTRO, "astronomy-shop").passed
+    # a word two components share describes neither ("the product service": product-catalog or product-reviews)
+    shared = ("The product service was told, through a demo feature switch in the flag settings, to answer every page "
+              "slowly, so product pages time out.")
+    assert _judge(shared, FLAG, ASTRO, "astronomy-shop").answers_by_id()["loc_component"] is False
+
+
+def test_a_datastore_described_by_its_owner():
+    text = ("A maintenance job (vacuum-helper) holds an exclusive lock on profile's main table, so every query on it "
+            "waits until it times out.")
+    verdict = _judge(text, LOCK)
+    assert verdict.answers_by_id()["loc_component"] is True
+    assert verdict.passed
+
+
+def test_a_conclusion_drawn_from_a_quoted_error_is_asserted():
+    text = "rate calls to postgres-rate fail: 'FATAL: role \"rate\" does not exist' -> the app's login role was dropped."
+    assert _judge(text, DROPPED).passed
+    # a fault asserted before "so" makes what follows its effect, not a conclusion
+    assert not _judge("rate's Service selector was changed, so postgres-rate's login role looks dropped to rate.",
+                      DROPPED).passed

@@ -46,7 +46,7 @@ from sregym_core.oracles.judge import (
 )
 from sregym_core.types import GroundTruth
 
-from . import lexicon, quantity, reading, text
+from . import concepts, lexicon, quantity, reading, text
 
 NAME = "judge-rules"
 RUBRICS = ("sregym", "upstream")
@@ -189,8 +189,8 @@ class RulesJudge:
             for clause in text.clauses(s.raw):
                 clause_list.append(clause)
                 clause_sentence.append(s.index)
-        mentions = text.find_mentions(clause_list, components, reserved=namespaces - components)
-        any_mentions = text.find_mentions(clause_list, components, reserved=namespaces - components, weak=True)
+        mentions = text.find_mentions(clause_list, components, reserved=namespaces - components, known=components)
+        any_mentions = text.find_mentions(clause_list, components, reserved=namespaces - components, weak=True, known=components)
         sentences = _mark_alternatives(sentences, clause_list, clause_sentence, any_mentions)
         # components the truth itself involves (a stale workload, the role's owner) are not unrelated
         involved = truth_components | ({str(v).lower() for t in truths for v in _scalars(t.mutated_values)} & components)
@@ -246,7 +246,7 @@ class RulesJudge:
             topic[s.index] = following[0] if following else set()
         # a faulty component named in plain words ("Kubernetes never considers search ready") counts
         # in a sentence that asserts its mechanism
-        weak = [m for m in text.find_mentions(clause_list, truth_components, reserved=namespaces - components, weak=True)
+        weak = [m for m in text.find_mentions(clause_list, truth_components, reserved=namespaces - components, weak=True, known=components)
                 if not clause_list[m.clause].exonerating and not sentences[clause_sentence[m.clause]].hedged]
         for m in weak:
             topic[clause_sentence[m.clause]] = topic[clause_sentence[m.clause]] | {m.component}
@@ -567,7 +567,10 @@ def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, i
     # where the fault is (its node, its pods) is no statement of what was done there
     where = {str(v).lower() for k, v in truth.mutated_values.items() if str(k).lower() in _LOCATION_KEYS for v in _scalars(v)}
     for value in concrete_values(truth):
-        if value.lower() in components or value.lower() in where or len(value) < 3 or not re.search(r"\d", value) or not re.search(r"[a-z.:/_-]", value.lower()):
+        # a camelCase identifier (a flag's name, "imageSlowLoad") is as specific as a value with digits
+        camel = bool(re.fullmatch(r"[a-z]+(?:[A-Z][a-z0-9]+){2,}", value))
+        if (value.lower() in components or value.lower() in where or len(value) < 3
+                or not (camel or re.search(r"\d", value)) or not re.search(r"[a-z.:/_-]", value.lower())):
             continue
         found = reading.find_pattern(flat, re.sub(r"[*+]", " ", value), allow_negated=True)
         if found:
@@ -600,6 +603,8 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
         if len(present) / len(mechanism_words) >= 0.6:
             # the span of the words themselves: other mechanisms elsewhere in the sentence still count
             hit = (" ".join(m.group(0) for m in present), (min(m.start() for m in present), max(m.end() for m in present)))
+    if hit is None:  # the mechanism's meaning: most of its concepts, whatever the words (concepts.py)
+        hit = _concept_hit(words, t)
     if hit is None:
         hit = _distinctive_value(flat, t)
     if hit is None:  # the changed setting by its name, and what was done to it ("lost its TS_ORDER_ADDR env")
@@ -609,6 +614,16 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
         if found and _SETTING.search(flat):
             hit = (f"value {found[0]} as {found[1]!r}", (found[2], found[3]))
     return hit
+
+
+def _concept_hit(words: str, t: GroundTruth) -> tuple[str, tuple[int, int]] | None:
+    """Most of the meaning of the truth's mechanism statement, in the diagnosis's own words: a weighted share of
+    its concepts of at least 60 %, three of them distinctive, none negated (:mod:`.concepts`)."""
+    share, distinct, spans = concepts.coverage(words, t.mechanism)
+    if share < 0.6 or distinct < 3 or any(reading.negated(words, a, b) for a, b in spans):
+        return None
+    spans = sorted(spans)
+    return "concepts: " + " ".join(words[a:b] for a, b in spans), (spans[0][0], spans[-1][1])
 
 
 # what is done to a setting named by the truth: taken away (for a fault that removes it), or set to a value
@@ -743,7 +758,13 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
         hit = _truth_hit(words, s.flat, t, vocab)
         if hit is None:
             continue
-        if cause_end < len(s.flat) and _truth_hit(words[:cause_end], s.flat[:cause_end], t, vocab) is None:
+        # (a mechanism stated with its own effect, "the blocks are unreadable, so reads fail with EIO", is read from
+        # where it starts: before the consequence, with two of its distinctive concepts there)
+        # An observation before "so" ("logins fail with 'role does not exist' -> the role was dropped") makes it an
+        # inference: what follows is the writer's conclusion, the mechanism asserted.
+        if (cause_end < len(s.flat) and _truth_hit(words[:cause_end], s.flat[:cause_end], t, vocab) is None
+                and not (hit[1][0] < cause_end and concepts.coverage(words[:cause_end], t.mechanism)[1] >= 2)
+                and not _inference(s.flat[:cause_end])):
             # only in what the sentence says follows ("the Service was deleted, which is why the name
             # gives NXDOMAIN"): a symptom there, not the mechanism asserted
             spans.extend(_all_spans(words, vocab))
@@ -795,6 +816,15 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             other_here.pop(family, None)
     return families_here, found_here, details_here, other_here
 
+
+# a quoted message (three words or more: a quoted name is no evidence)
+_QUOTED = re.compile(r"'[^'\s]*(?:\s+[^'\s]+){2,}\s*'|\"[^\"\s]*(?:\s+[^\"\s]+){2,}\s*\"|`[^`\s]*(?:\s+[^`\s]+){2,}\s*`")
+
+
+def _inference(cause: str) -> bool:
+    """Is the part before "so" quoted evidence the writer reasons from (an error message in quotes, no fault
+    asserted outside them)?"""
+    return bool(_QUOTED.search(cause)) and not _asserts_a_fault(_QUOTED.sub(" ", cause))
 
 _OR_BETWEEN = re.compile(r"\b(?:or|or maybe|or perhaps|or else|vs|versus)\b")
 

@@ -306,7 +306,8 @@ def _strong(text: str, start: int, end: int, name: str) -> bool:
     if re.search(r"\b(?:root cause|culprit|cause) (?:is|was)\s+(?:the\s+)?$", before):
         return True
     nouns = "|".join(RESOURCE_NOUNS)
-    return bool(re.match(rf"\s*(?:{nouns})\b", after) or re.search(rf"\b(?:{nouns})\s*(?:named\s+|called\s+)?$", before))
+    return bool(re.match(rf"\s*(?:{nouns})\b", after)
+                or re.search(rf"\b(?:{nouns})\s*(?:named\s+|called\s+|of\s+|for\s+)?$", before))
 
 
 _COMPOUND_AFTER = re.compile(r"[ _-]+(?:limit|limits|limiting|limiter|limited)\b")
@@ -323,19 +324,60 @@ class Mention:
     end: int
 
 
+# the parts of a name that say nothing about which component it is
+_GENERIC_PARTS = frozenset({"service", "svc", "server", "api", "app", "ts", "the", "main", "core", *_DATASTORE_PREFIXES,
+                            *_DATASTORE_SUFFIXES})
+_DESCRIBED_AS = r"(?:service|server|backend|microservice|api|pods?|deployment|workload|app|container)s?"
+
+
+@functools.lru_cache(maxsize=4096)
+def description_pattern(name: str, others: frozenset[str]) -> re.Pattern[str] | None:
+    """A component described rather than named, where the description identifies one component of the app:
+    a word of its name that no other component's name has, in any form, before "service", "server", "pods"...
+    ("the image service" for image-provider, "the catalogue service" for product-catalog, "the post-composing
+    service" for compose-post-service), and a datastore by its owner ("reservation's main table", "the
+    database behind profiles" for postgres-profile)."""
+    name = name.lower()
+    other_parts = {p for o in others if o != name for p in o.split("-")}
+    unique = [p for p in name.split("-") if len(p) >= 4 and p not in _GENERIC_PARTS and p not in other_parts]
+    forms = []
+    if unique:
+        # the part in any form ("catalog" and "catalogue", "compose" and "composing"); a part with digits exactly
+        stems = "|".join(re.escape(p) if re.search(r"\d", p) else re.escape(p[:-1] if p.endswith("e") else p) + r"[a-z]*"
+                         for p in unique)
+        forms.append(rf"(?<!\w)(?:{stems})[ -]{_DESCRIBED_AS}(?![\w-])")
+    owner = datastore_owner(name)
+    cache = any(w in name.split("-") for w in _CACHE_WORDS)
+    # another datastore of the same owner and the same sort (two caches, two databases) makes it ambiguous
+    twins = [o for o in others if o != name and datastore_owner(o) == owner and o != owner
+             and any(w in o.split("-") for w in _CACHE_WORDS) == cache]
+    if owner != name and not twins and re.fullmatch(r"[a-z]+", owner):
+        stores = (r"(?:cache|memcached|redis|valkey)" if cache
+                  else r"(?:tables?|database|db|postgres(?:ql)?|mysql|mongo(?:db)?|datastore|data store)")
+        forms.append(rf"(?<![\w-]){owner}(?:'s|s')\s+(?:[a-z]+\s+)?{stores}(?![\w-])")
+        forms.append(rf"(?<![\w-]){stores}\s+(?:behind|backing|of|for|serving)\s+(?:the\s+)?{owner}s?(?:\s+service)?(?![\w-])")
+    return re.compile("|".join(forms)) if forms else None
+
+
 def find_mentions(clause_list: Sequence[Clause], components: Iterable[str], reserved: Iterable[str] = (), *,
-                  weak: bool = False) -> list[Mention]:
+                  weak: bool = False, known: Iterable[str] = ()) -> list[Mention]:
     """Every unambiguous mention of every component, longest names first so ``postgres-geo`` and
     "geo database" are not also counted as ``geo``. ``reserved`` names (the namespace, the app) claim
-    their text without being components: "hotel-reservation" is not the ``reservation`` service."""
+    their text without being components: "hotel-reservation" is not the ``reservation`` service. A
+    component may also be described (:func:`description_pattern`) when the description fits it alone among
+    ``known`` (the app's components)."""
     names = [(c.lower(), False) for c in set(components)] + [(r.lower(), True) for r in set(reserved) if r]
     names.sort(key=lambda item: len(item[0]), reverse=True)
+    everyone = frozenset({c.lower() for c in known} | {n for n, r in names if not r})
     found: list[Mention] = []
     for index, clause in enumerate(clause_list):
         candidates: list[tuple[Mention, bool]] = []
         for name, is_reserved in names:
             for match in component_pattern(name).finditer(clause.text):
                 candidates.append((Mention(name, index, match.start(), match.end()), is_reserved))
+            described = None if is_reserved else description_pattern(name, everyone)
+            for match in described.finditer(clause.text) if described is not None else ():
+                candidates.append((Mention(name, index, match.start(), match.end()), False))
         candidates.sort(key=lambda item: (-(item[0].end - item[0].start), item[0].start))
         kept: list[Mention] = []
         claimed: list[tuple[int, int]] = []
