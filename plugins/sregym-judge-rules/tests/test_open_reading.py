@@ -176,3 +176,42 @@ def test_a_conclusion_drawn_from_a_quoted_error_is_asserted():
     # a fault asserted before "so" makes what follows its effect, not a conclusion
     assert not _judge("rate's Service selector was changed, so postgres-rate's login role looks dropped to rate.",
                       DROPPED).passed
+
+
+# --- the fault's own objects localize it; a component named only in pasted output --------------------
+
+CRON = GroundTruth(fault="cronjob-test", layer="k8s", components=("search",), namespace="hotel-reservation",
+                   resource_kind="CronJob", mechanism="the key-rotate CronJob's pod runs a metrics-shipper as a regular "
+                   "container that never exits, so its Job never completes and every later run is skipped",
+                   mutated_values={"cronjob": "key-rotate", "sidecar": "metrics-shipper"})
+CLASS = GroundTruth(fault="ingress-class-mismatch", layer="network", components=("nginx-thrift",), namespace="social-network",
+                    resource_kind="Ingress", mechanism="the app's Ingress has an ingressClassName no ingress controller "
+                    "serves: the controller drops it and users reach its default server",
+                    mutated_values={"ingress": "", "class_name": "", "served_class": "nginx"},
+                    vocabulary=("ingressclassname", "ingress class"))
+
+
+def test_the_faults_own_object_localizes_it():
+    text = ("The key-rotate CronJob never finishes a run: its pod has a metrics-shipper container that never exits, so "
+            "the Job stays active and every later run is skipped. search then serves a stale key.")
+    assert _judge(text, CRON).passed
+    # the object's name with another change to it is another fault of the same object
+    assert not _judge("key-rotate cronjob suspended: true, no runs since.", CRON).passed
+
+
+def test_the_apps_ingress_localizes_an_ingress_fault_but_the_controller_does_not():
+    text = "The app's Ingress has ingressClassName: internal-lb, which the only controller does not serve; users get its 404."
+    assert _judge(text, CLASS, SOCIAL, "social-network").passed
+    other = "ingress-nginx controller pod is misconfigured: its --ingress-class flag was changed, users get 404."
+    assert not _judge(other, CLASS, SOCIAL, "social-network").passed
+
+
+def test_a_component_named_only_in_pasted_output_is_what_the_prose_explains():
+    text = ("$ kubectl -n hotel-reservation get endpoints rate\n"
+            "NAME   ENDPOINTS           AGE\n"
+            "rate   10.244.1.7:9999     3h\n\n"
+            "The Service's targetPort is 9999, a port its pods do not listen on, so every call is refused.")
+    assert _judge(text, PORT).passed
+    # pasted output naming another component as well leaves the prose about no one
+    both = text.replace("rate   10.244.1.7:9999     3h", "rate   10.244.1.7:9999     3h\ngeo    10.244.1.9:8083     3h")
+    assert not _judge(both, PORT).passed

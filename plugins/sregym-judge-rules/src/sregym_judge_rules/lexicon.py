@@ -257,7 +257,7 @@ OBJECT_WORDS = frozenset({
     "container", "init container", "sidecar", "endpoint", "endpoints", "cache", "redis", "valkey", "memcached",
     "postgres", "postgresql", "mysql", "mongodb", "database", "table", "tables", "schema", "flag", "flagd",
     "feature flag", "configuration", "kafka", "queue", "clock", "time", "disk", "filesystem", "shared memory",
-    "posix shared memory", "dynamic shared memory", "tmpfs",
+    "posix shared memory", "dynamic shared memory", "tmpfs", "cronjob", "cron job", "job", "jobs",
 })
 
 # Words of a causal link between a mechanism and what it does ("... so search fails").

@@ -266,6 +266,16 @@ class RulesJudge:
         for index, about_here in topic.items():
             if about_here and about_here <= involved - truth_components:
                 topic[index] = about_here | truth_components
+        # the fault's own objects (the app's Ingress, its CronJob, kube-proxy, the CoreDNS ConfigMap, the job holding
+        # the lock) named in a sentence make it a sentence about the fault: the component is only where it shows.
+        # Likewise a component named only in pasted evidence is what the prose around it explains.
+        anchored = _object_sentences(sentences, truths, components, about, involved)
+        if not about and not any(not clause_list[m.clause].exonerating for m in any_mentions):
+            shown = _pasted_components(_pasted, components)
+            if shown and shown <= involved:
+                anchored.update({s.index: False for s in sentences if not s.hedged and s.index not in anchored})
+        for index in anchored:
+            topic[index] = topic[index] | truth_components
         # a sentence that only says something is fine or ruled out asserts no other mechanism
         exonerating = ({clause_sentence[i] for i, c in enumerate(clause_list) if c.exonerating}
                        - {clause_sentence[i] for i, c in enumerate(clause_list) if c.cause_side})
@@ -276,6 +286,16 @@ class RulesJudge:
             if clause_sentence[m.clause] in mechanism_sentences and _identifies(clause_list, every, m, involved):
                 asserted.add(m.component)
                 component_sentences.setdefault(m.component, sentences[clause_sentence[m.clause]].raw)
+        for index in mechanism_sentences:
+            # a system object other faults change too localizes only with a specific statement of the change
+            # and naming the object itself ("cert-sync", "the CronJob") says which object, not what was done to it
+            said = [hit[0] for t in truths if index in anchored
+                    for hit in [_truth_hit(_mask_names(sentences[index].flat, components), sentences[index].flat, t, vocabulary(t))]
+                    if hit and not _names_the_object(hit[0], truths, components)]
+            if index in anchored and said and (not anchored[index] or any(_specific_statement(p) for p in said)):
+                for c in truth_components:
+                    asserted.add(c)
+                    component_sentences.setdefault(c, sentences[index].raw)
         # "the db" in a sentence that asserts the mechanism of the faulty datastore, already named as the
         # topic, refers to it ("user-timeline-service -> user-timeline-postgres: auth failed. role pw was
         # rotated in the db")
@@ -369,6 +389,74 @@ _THE_STORE = re.compile(r"\b(?:the|that|this|its)\s+(?:db|database|datastore|pos
 _FLAG_WORDS = re.compile(r"\b(?:flags?|toggles?|feature|switch(?:es)?)\b", re.I)
 _CAMEL = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")
 _NOT_FLAGS = frozenset({"defaultvariant", "configmap", "flagd", "nodeselector", "targetport"})
+
+
+# keys of a truth's values that name an object of the fault (not a setting's value)
+_OBJECT_KEYS = re.compile(r"ingress|cronjob|job|daemonset|configmap|secret|webhook|networkpolicy|sidecar|init_container|"
+                          r"writer|holder|statefulset|claim|pvc|serviceaccount|priorityclass|hpa|^service$")
+
+
+def _object_patterns(truths: Sequence[GroundTruth], components: set[str]) -> list[tuple[re.Pattern[str], bool]]:
+    """The fault's own objects as a diagnosis names them, each marked "shared" when it is a system object other
+    faults change too (``kube-system/coredns``, ``kube-system/kube-proxy``, the app's Ingress) rather than one
+    the fault added or names alone (``cert-sync``, ``analytics-backfill``). A flag fault is told by its flag,
+    not by the flag configuration every flag shares."""
+    patterns: list[tuple[re.Pattern[str], bool]] = []
+    for t in truths:
+        if "flag" in t.mutated_values:
+            continue
+        for key, value in t.mutated_values.items():
+            if str(key).lower() in _PRE_FAULT_KEYS or not _OBJECT_KEYS.search(str(key).lower()):
+                continue
+            for x in _scalars(value):
+                name = str(x).rsplit("/", 1)[-1].lower() if isinstance(x, str) else ""
+                if len(name) >= 4 and name not in components and re.fullmatch(r"[a-z0-9][a-z0-9.-]*", name):
+                    pattern = text.phrase_pattern(name)
+                    if pattern is not None:
+                        patterns.append((pattern, str(x).startswith("kube-system/")))
+        if t.resource_kind.lower() == "ingress":  # the app's Ingress, not the controller ("ingress-nginx controller")
+            patterns.append((re.compile(r"(?<![a-z0-9])(?<!nginx )ingress(?:es)?(?![a-z0-9])(?!\s+(?:nginx|controller|class\b))"),
+                             True))
+    return patterns
+
+
+def _object_sentences(sentences: Sequence[reading.Sentence], truths: Sequence[GroundTruth], components: set[str],
+                      about: Mapping[int, set[str]], involved: set[str]) -> dict[int, bool]:
+    """The asserted sentences naming one of the fault's own objects, in a diagnosis that names no other component
+    of the app as a culprit anywhere ("Root cause in frontend: ... default-deny-ingress" localizes frontend, not the
+    fault), each with whether only shared system objects were named there."""
+    patterns = _object_patterns(truths, components)
+    if not patterns or any(named - involved for named in about.values()):
+        return {}
+    out: dict[int, bool] = {}
+    for s in sentences:
+        if s.hedged or about.get(s.index, set()) - involved:
+            continue
+        shared = [system for pattern, system in patterns if pattern.search(s.flat)]
+        if shared:
+            out[s.index] = all(shared)
+    return out
+
+
+def _names_the_object(phrase: str, truths: Sequence[GroundTruth], components: set[str]) -> bool:
+    """Is a mechanism phrase only the name or the kind of one of the fault's objects?"""
+    flat = text.flatten(phrase.replace("*", ""))
+    return _is_object_word(phrase) or any(p.fullmatch(flat) for p, _shared in _object_patterns(truths, components))
+
+
+def _specific_statement(phrase: str) -> bool:
+    """Does a mechanism phrase say what was changed, beyond one plain word ("nxdomain")? A phrase of several
+    words, a compound field name (``ingressClassName``), a value or the mechanism's concepts."""
+    return (phrase.startswith(("concepts:", "value ", "setting ", "option ")) or " " in phrase.strip()
+            or len(phrase.strip(" *")) >= 12)
+
+
+def _pasted_components(pasted: str, components: Iterable[str]) -> set[str]:
+    """The components pasted tool output names (pod names, ``-l app=...``)."""
+    if not pasted:
+        return set()
+    lowered = text.normalize(pasted)
+    return {c for c in components if text.component_pattern(c).search(lowered)}
 
 
 def _decoy_instead(sentences: Sequence[reading.Sentence], truths: Sequence[GroundTruth]) -> tuple[str, str] | None:
