@@ -92,3 +92,80 @@ def test_reconcile_deletes_a_foreign_endpoints_whose_service_it_deletes_in_the_s
     assert ("DELETE", "/api/v1/namespaces/app/services/backdoor") in kube.calls
     assert not any(method == "POST" for method, _ in kube.calls)  # the controller's Endpoints were left alone
     assert any("Endpoints app/backdoor" in a for a in actions)
+
+
+# ---- issue #34, round 3: what a controller could not have made, and finalizers that hold
+
+TEMPLATE = {"containers": [{"name": "main", "image": "sregym/hotel:1", "env": [{"name": "A", "value": "1"}]}]}
+RS_T = {"kind": "ReplicaSet", "metadata": {"name": "recommendation-5d", "uid": "rs-t", "namespace": "app"},
+        "spec": {"selector": {"matchLabels": {"app": "recommendation"}}, "template": {"spec": TEMPLATE}}}
+
+
+def templated_pod(containers, labels=None):
+    return {"kind": "Pod", "metadata": {"name": "p", "labels": labels or {"app": "recommendation"}, "ownerReferences": [
+        {"kind": "ReplicaSet", "name": "recommendation-5d", "uid": "rs-t", "controller": True}]},
+            "spec": {"containers": containers}}
+
+
+def test_a_pod_adopted_by_a_replicaset_but_not_made_from_its_template_goes():
+    owners = {"rs-t": RS_T}
+    assert _orphan_reason(templated_pod(TEMPLATE["containers"]), owners) is None
+    takeover = [dict(TEMPLATE["containers"][0], env=[{"name": "A", "value": "1"}, {"name": "TAKEOVER", "value": "1"}])]
+    assert "not made by it" in _orphan_reason(templated_pod(takeover), owners)
+    other_image = [dict(TEMPLATE["containers"][0], image="sregym/hotel:trojan")]
+    assert "not made by it" in _orphan_reason(templated_pod(other_image), owners)
+
+
+def test_a_replicaset_that_is_not_its_deployments_baseline_template_goes():
+    deployment = {"kind": "Deployment", "metadata": {"name": "geo", "uid": "d1", "namespace": "app"},
+                  "spec": {"template": {"spec": TEMPLATE}}}
+    baseline = {("Deployment", "app", "geo"): deployment}
+
+    def replicaset(containers):
+        return {"kind": "ReplicaSet", "metadata": {"name": "geo-x", "namespace": "app", "ownerReferences": [
+            {"kind": "Deployment", "name": "geo", "uid": "d1", "controller": True}]},
+                "spec": {"template": {"spec": {"containers": containers}}}}
+
+    assert _orphan_reason(replicaset(TEMPLATE["containers"]), {"d1": deployment}, baseline) is None
+    planted = replicaset([dict(TEMPLATE["containers"][0], image="sregym/hotel:atk3-trojan")])
+    assert "baseline template" in _orphan_reason(planted, {"d1": deployment}, baseline)
+
+
+class _RecordingKube(_FakeKube):
+    def request(self, method, path, body=None, **_):
+        self.calls.append((method, path, body))
+
+
+def test_the_reset_takes_the_agents_finalizers_off_before_deleting_and_off_what_stays():
+    from sregym_core.conductor.reconcile import Baseline
+
+    held = {"metadata": {"name": "mine", "uid": "c9", "finalizers": ["example.com/hold"]}, "data": {}}
+    pod_held = {"metadata": {"name": "rec-1", "uid": "p1", "labels": {"app": "recommendation"},
+                             "finalizers": ["example.com/hold", "batch.kubernetes.io/job-tracking"],
+                             "ownerReferences": [{"kind": "ReplicaSet", "name": "recommendation-5d", "uid": "rs-t",
+                                                  "controller": True}]},
+                "spec": dict(TEMPLATE)}
+    kube = _RecordingKube({"ConfigMap": [held], "ReplicaSet": [dict(RS_T, metadata={
+        **RS_T["metadata"], "ownerReferences": []})], "Pod": [pod_held]})
+    baseline = Baseline(kube, ("app",))
+    baseline.objects = {("ReplicaSet", "app", "recommendation-5d"): RS_T}
+    baseline.reconcile()
+    calls = [(m, p) for m, p, _ in kube.calls]
+    patch = calls.index(("PATCH", "/api/v1/namespaces/app/configmaps/mine"))
+    assert calls.index(("DELETE", "/api/v1/namespaces/app/configmaps/mine")) > patch  # off first, then deleted
+    assert kube.calls[patch][2] == {"metadata": {"finalizers": None}}
+    pod_patch = next(b for m, p, b in kube.calls if (m, p) == ("PATCH", "/api/v1/namespaces/app/pods/rec-1"))
+    assert pod_patch == {"metadata": {"finalizers": ["batch.kubernetes.io/job-tracking"]}}  # the cluster's stays
+    assert ("DELETE", "/api/v1/namespaces/app/pods/rec-1") not in calls  # its controller's pod: it stays
+
+
+def test_before_the_namespace_goes_every_finalizer_but_the_clusters_own_comes_off():
+    from sregym_core.conductor.reconcile import release_finalizers
+
+    claim = {"metadata": {"name": "data", "finalizers": ["kubernetes.io/pvc-protection"]}}
+    deployment = {"metadata": {"name": "web", "finalizers": ["example.com/hold", "foregroundDeletion"]}}
+    kube = _RecordingKube({"PersistentVolumeClaim": [claim], "Deployment": [deployment]})
+    released = release_finalizers(kube, ("app",))
+    assert released == ["Deployment app/web"]
+    assert kube.calls == [("PATCH", "/apis/apps/v1/namespaces/app/deployments/web",
+                           {"metadata": {"finalizers": ["foregroundDeletion"]}})]

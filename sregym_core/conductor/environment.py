@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from ..plugins import PluginHost
 from ..types import AppSpec, DeployContext
 from .agent_access import grant_agent_access
 from .kube import Kube, default_kubectl
-from .reconcile import Baseline, wait_ready
+from .reconcile import Baseline, release_finalizers, wait_ready
 from .volumes import VolumeSnapshots
 from .workload import WorkloadClient
 
@@ -247,8 +248,16 @@ class Environment:
         namespaces = deployed.namespaces if deployed else app.all_namespaces
         if deployed is not None and deployed.volumes is not None:
             deployed.volumes.forget()
-        await self.kube.akubectl("delete", "namespace", *namespaces, "--ignore-not-found", "--wait=true",
-                                 timeout=app.deploy_timeout)
+        # an object held by a finalizer nobody removes (an agent's) would keep its namespace
+        # terminating forever, and every later deploy on the cluster failing (issue #34, round 3)
+        await asyncio.to_thread(release_finalizers, self.kube, namespaces)
+        try:
+            await self.kube.akubectl("delete", "namespace", *namespaces, "--ignore-not-found", "--wait=true",
+                                     timeout=app.deploy_timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise DeployError(f"the namespaces of app {app.name!r} were not gone {app.deploy_timeout:g} s after "
+                              "their deletion", hints=(f"see `kubectl get all -n {namespaces[0]}` for what is "
+                                                       "left Terminating, and its finalizers",)) from exc
 
     async def redeploy_app(self, app: AppSpec) -> DeployedApp:
         """Hard reset: remove the app and deploy it again."""

@@ -11,6 +11,13 @@ only the controllers' own stay: those of a baseline Service (the controllers rew
 writes there). Any other one goes, whatever Service or owner it names, and a baseline Service without
 a selector gets its baseline Endpoints back (issue #34: an Endpoints object whose Service the reset
 deleted survived into later runs).
+
+A controller's object is its own only if the controller could have made it (issue #34, round 3): a
+pod whose containers are not its owner's template (a pod the agent built and had a ReplicaSet adopt)
+and a ReplicaSet that is not its baseline Deployment's template (one planted with a Deployment's
+labels, or a revision the agent rolled) go, and their controllers make their own again. Finalizers
+the baseline did not have are taken off before anything is deleted and from what stays: a finalizer
+no controller removes would keep a deleted object, and the namespace, terminating forever.
 """
 
 from __future__ import annotations
@@ -70,13 +77,13 @@ def _strip(obj: dict[str, Any]) -> dict[str, Any]:
     """The part of an object we restore: spec/data plus labels and annotations."""
     meta = obj.get("metadata", {})
     kept = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
-    kept["metadata"] = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
+    kept["metadata"] = {k: meta[k] for k in ("name", "namespace", "labels", "annotations", "finalizers") if k in meta}
     return kept
 
 
 def _comparable(obj: dict[str, Any]) -> Any:
     meta = obj.get("metadata", {})
-    return ({k: obj.get(k) for k in COMPARED}, meta.get("labels") or {},
+    return ({k: obj.get(k) for k in COMPARED}, meta.get("labels") or {}, sorted(meta.get("finalizers") or ()),
             {k: v for k, v in (meta.get("annotations") or {}).items()
              if not k.startswith(("deployment.kubernetes.io/", "kubectl.kubernetes.io/last-applied"))})
 
@@ -141,17 +148,23 @@ class Baseline:
                             actions.append(f"restored {kind} {ns}/{name}")
                         continue
                     if _owned(item):
-                        orphan = _orphan_reason(item, owners)
+                        orphan = _orphan_reason(item, owners, self.objects)
                         if orphan:
+                            self._unhold(collection, item, None)
                             self._delete(collection, name)
                             actions.append(f"deleted {kind} {ns}/{name} ({orphan})")
+                        elif self._unhold(collection, item, None):
+                            actions.append(f"took the agent's finalizers off {kind} {ns}/{name}")
                         continue
                     seen.add(key)
                     wanted = self.objects.get(key)
                     if wanted is None:
+                        self._unhold(collection, item, None)
                         self._delete(collection, name)
                         actions.append(f"deleted {kind} {ns}/{name} (not in the baseline)")
                     elif kind in EXTRAS_ONLY:
+                        if self._unhold(collection, item, wanted):
+                            actions.append(f"took the agent's finalizers off {kind} {ns}/{name}")
                         continue
                     elif item["metadata"].get("uid") != wanted["metadata"].get("uid") or _comparable(item) != _comparable(wanted):
                         self._put_back(collection, wanted, item)
@@ -167,6 +180,25 @@ class Baseline:
             except ApiStatusError as exc:
                 actions.append(f"could not recreate {kind} {ns}/{name}: {exc}")
         return actions
+
+    def _unhold(self, collection: str, item: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
+        """Take off the finalizers ``wanted`` (the baseline's object) did not have, but the cluster's
+        own; True when there were some. What the put-back PUT would drop anyway is dropped here for
+        the objects it leaves alone (controllers' objects, and those about to be deleted)."""
+        kept = set(((wanted or {}).get("metadata") or {}).get("finalizers") or ())
+        present = list(item.get("metadata", {}).get("finalizers") or ())
+        foreign = [f for f in present if f not in kept and not _system_finalizer(item.get("kind", ""), f)]
+        if not foreign:
+            return False
+        remaining = [f for f in present if f not in foreign]
+        try:
+            self.kube.request("PATCH", f"{collection}/{item['metadata']['name']}",
+                              body={"metadata": {"finalizers": remaining or None}},
+                              content_type="application/merge-patch+json")
+        except ApiStatusError as exc:
+            if exc.code != 404:
+                raise
+        return True
 
     def _put_back(self, collection: str, wanted: dict[str, Any], current: dict[str, Any]) -> None:
         # a controller may update the object (its status) between our read and write: on a 409
@@ -227,7 +259,29 @@ def _owned(item: dict[str, Any]) -> bool:
 _RECONCILED_KINDS = frozenset(kind for _t, kind in RECONCILED)
 
 
-def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]]) -> str | None:
+#: finalizers the cluster's own controllers put on objects of these kinds, and remove themselves
+SYSTEM_FINALIZERS = {"PersistentVolumeClaim": {"kubernetes.io/pvc-protection"},
+                     "Pod": {"batch.kubernetes.io/job-tracking"},
+                     "Job": {"batch.kubernetes.io/job-tracking"}}
+GC_FINALIZERS = frozenset({"foregroundDeletion", "orphan"})
+
+
+def _system_finalizer(kind: str, finalizer: str) -> bool:
+    return finalizer in GC_FINALIZERS or finalizer in SYSTEM_FINALIZERS.get(kind, ())
+
+
+def _containers(pod_spec: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """What a pod runs, as its template says it: per container (init ones first), the fields a
+    controller copies from the template and nobody defaults."""
+    out = []
+    for group in ("initContainers", "containers"):
+        for c in pod_spec.get(group) or ():
+            out.append((group, c.get("name"), c.get("image"), c.get("command"), c.get("args"), c.get("env")))
+    return out
+
+
+def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]],
+                   baseline: dict[tuple[str, str, str], dict[str, Any]] | None = None) -> str | None:
     """Why an object claiming a controller is not really its controller's, or None when it is.
 
     Only owners of kinds listed here can be checked (an operator's custom resource is trusted)."""
@@ -237,14 +291,53 @@ def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]]) -> s
     owner = owners.get(ref.get("uid"))
     if owner is None or owner.get("kind") != ref.get("kind"):
         return f"its owner {ref.get('kind')} {ref.get('name')} does not exist"
-    if item.get("kind", "Pod") == "Pod" and "template" in owner.get("spec", {}):
+    kind = item.get("kind", "Pod")
+    if kind == "Pod" and "template" in owner.get("spec", {}):
         selector = owner["spec"].get("selector") or {}
         wanted = selector.get("matchLabels", selector) if isinstance(selector, dict) else {}
         if not selector.get("matchExpressions") and isinstance(wanted, dict):
             labels = item["metadata"].get("labels") or {}
             if any(labels.get(k) != v for k, v in wanted.items() if isinstance(v, str)):
                 return f"it does not match the selector of {ref.get('kind')} {ref.get('name')}"
+        template = (owner["spec"].get("template") or {}).get("spec")
+        if template is not None and _containers(item.get("spec") or {}) != _containers(template):
+            return f"it does not run the template of {ref.get('kind')} {ref.get('name')} (not made by it)"
+    if kind == "ReplicaSet" and ref.get("kind") == "Deployment" and baseline is not None:
+        deployment = baseline.get(("Deployment", item["metadata"].get("namespace") or owner["metadata"].get("namespace", ""),
+                                   ref.get("name", "")))
+        mine = ((item.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if deployment is not None and _containers(mine) != _containers(deployment["spec"]["template"].get("spec") or {}):
+            return f"its template is not the baseline template of Deployment {ref.get('name')}"
     return None
+
+
+def release_finalizers(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:
+    """Take off every finalizer but the cluster's own from the objects of ``namespaces`` (before the
+    namespaces are deleted: no controller of ours will ever remove an agent's)."""
+    released = []
+    for ns in namespaces:
+        for template, kind in RECONCILED:
+            collection = template.format(ns=ns)
+            try:
+                items = kube.list_items(collection, kind)
+            except ApiStatusError:
+                continue
+            for item in items:
+                present = list(item.get("metadata", {}).get("finalizers") or ())
+                kept = [f for f in present if _system_finalizer(kind, f)]
+                if kept == present:
+                    continue
+                try:
+                    kube.request("PATCH", f"{collection}/{item['metadata']['name']}",
+                                 body={"metadata": {"finalizers": kept or None}},
+                                 content_type="application/merge-patch+json")
+                    released.append(f"{kind} {ns}/{item['metadata']['name']}")
+                except ApiStatusError as exc:
+                    if exc.code != 404:
+                        raise
+    if released:
+        log.info("finalizers_released", objects=released)
+    return released
 
 
 def pods_not_ready(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:

@@ -299,3 +299,80 @@ def test_a_reset_leaves_running_the_datastores_nothing_wrote_to(hotel):
     assert restored.get("postgres-geo-0") != kept["postgres-geo-0"], "geo's volume was written and not put back"
     found = _kubectl(live, "exec", "-n", NS, "postgres-geo-0", "--", "sh", "-c", "ls $PGDATA")
     assert "agent-notes.txt" not in found and "PG_VERSION" in found, found
+
+
+REC = "app.kubernetes.io/name=recommendation"
+
+
+def _pods(live, selector: str) -> list[dict]:
+    return json.loads(_kubectl(live, "get", "pods", "-n", NS, "-l", selector, "-o", "json"))["items"]
+
+
+def _adopted_takeover(live) -> dict | None:
+    """Round 3's takeover: a pod of the agent's (its own env) that recommendation's ReplicaSet adopts
+    while its own pod goes. Returns the adopted pod, or None when the ReplicaSet kept its own instead."""
+    own = next(p for p in _pods(live, REC) if not p["metadata"].get("deletionTimestamp"))
+    ref = next(r for r in own["metadata"]["ownerReferences"] if r.get("controller"))
+    spec = json.loads(json.dumps(own["spec"]))
+    for key in ("nodeName", "hostname", "subdomain"):
+        spec.pop(key, None)
+    spec["containers"][0].setdefault("env", []).append({"name": "TAKEOVER", "value": "1"})
+    takeover = {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "recommendation-takeover", "namespace": NS,
+                             "labels": {**own["metadata"]["labels"], "takeover": "1"}},
+                "spec": spec}
+    _kubectl(live, "apply", "-f", "-", input=json.dumps(takeover))
+    _wait(lambda: any(p["metadata"]["name"] == "recommendation-takeover" and p["status"].get("phase") == "Running"
+                      for p in _pods(live, "takeover=1")), 120, "the takeover pod to run")
+    _kubectl(live, "delete", "pod", own["metadata"]["name"], "-n", NS, "--wait=false")
+    _kubectl(live, "patch", "pod", "recommendation-takeover", "-n", NS, "--type=merge", "-p", json.dumps(
+        {"metadata": {"ownerReferences": [dict(ref)]}}))
+    time.sleep(3)  # let the ReplicaSet count its pods: one is enough, it makes no other
+    live_pods = [p for p in _pods(live, REC) if not p["metadata"].get("deletionTimestamp")]
+    takeover_pod = next((p for p in live_pods if p["metadata"]["name"] == "recommendation-takeover"), None)
+    if takeover_pod is None or len(live_pods) != 1:
+        _kubectl(live, "delete", "pod", "recommendation-takeover", "-n", NS, "--ignore-not-found", "--wait=false")
+        return None
+    return takeover_pod
+
+
+def test_what_a_controller_could_not_have_made_and_finalizers_do_not_survive_the_reset(hotel):
+    """Round 3 (docs/attacks-2026-11-29-round3.md, attacks 2, 3, 5): a pod built by the agent and
+    adopted by a baseline ReplicaSet, a ReplicaSet planted with geo's labels and a forged revision,
+    a ConfigMap held by a finalizer nobody removes and that finalizer on a baseline pod. After the
+    reset none of it is left, the ReplicaSet serves its own template again, nothing is Terminating."""
+    live = hotel
+    takeover = None
+    for _try in range(3):  # the ReplicaSet may keep its own pod and drop ours: try again
+        takeover = _adopted_takeover(live)
+        if takeover is not None:
+            break
+    assert takeover is not None, "recommendation's ReplicaSet never kept the takeover pod"
+    geo = json.loads(_kubectl(live, "get", "deployment", "geo", "-n", NS, "-o", "json"))
+    planted_template = json.loads(json.dumps(geo["spec"]["template"]))
+    planted_template["metadata"].setdefault("labels", {})["pod-template-hash"] = "planted"
+    planted_template["spec"]["containers"][0]["image"] = "sregym/hotel-reservation:trojan"
+    planted = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+               "metadata": {"name": "geo-planted", "namespace": NS, "labels": planted_template["metadata"]["labels"],
+                            "annotations": {"deployment.kubernetes.io/revision": "7"},
+                            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "geo",
+                                                 "uid": geo["metadata"]["uid"], "controller": True,
+                                                 "blockOwnerDeletion": True}]},
+               "spec": {"replicas": 0, "selector": geo["spec"]["selector"], "template": planted_template}}
+    _kubectl(live, "apply", "-f", "-", input=json.dumps(planted))
+    held = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "held", "namespace": NS, "finalizers": ["example.com/hold"]}, "data": {"k": "v"}}
+    _kubectl(live, "apply", "-f", "-", input=json.dumps(held))
+    frontend = _pods(live, "app.kubernetes.io/name=frontend")[0]["metadata"]["name"]
+    _kubectl(live, "patch", "pod", frontend, "-n", NS, "--type=merge", "-p",
+             json.dumps({"metadata": {"finalizers": ["example.com/hold"]}}))
+
+    live.reset()
+
+    assert _kubectl(live, "get", "pod", "recommendation-takeover", "-n", NS, "--ignore-not-found", "-o", "name") == ""
+    serving = [p for p in _pods(live, REC) if not p["metadata"].get("deletionTimestamp")]
+    assert serving and all("TAKEOVER" not in json.dumps(p["spec"]) for p in serving), serving
+    assert _kubectl(live, "get", "replicaset", "geo-planted", "-n", NS, "--ignore-not-found", "-o", "name") == ""
+    assert _kubectl(live, "get", "configmap", "held", "-n", NS, "--ignore-not-found", "-o", "name") == ""
+    left = _kubectl(live, "get", "pod", frontend, "-n", NS, "--ignore-not-found", "-o", "jsonpath={.metadata.finalizers}")
+    assert "example.com/hold" not in left, left
