@@ -215,3 +215,72 @@ def test_a_component_named_only_in_pasted_output_is_what_the_prose_explains():
     # pasted output naming another component as well leaves the prose about no one
     both = text.replace("rate   10.244.1.7:9999     3h", "rate   10.244.1.7:9999     3h\ngeo    10.244.1.9:8083     3h")
     assert not _judge(both, PORT).passed
+
+
+LOSS = GroundTruth(fault="packet-loss-test", layer="network", components=("search",), namespace="hotel-reservation",
+                   resource_kind="Node", mechanism="packet loss on the node hosting the target's pods",
+                   mutated_values={"loss_pct": 40})
+ANTI = GroundTruth(fault="anti-affinity-deadlock", layer="k8s", components=("user-service",), namespace="social-network",
+                   resource_kind="Deployment", mechanism="required pod anti-affinity with more replicas than nodes",
+                   mutated_values={"replicas": None})
+TAINT = GroundTruth(fault="taint-no-toleration", layer="k8s", components=("search",), namespace="hotel-reservation",
+                    resource_kind="Node", mechanism="all nodes carry a NoSchedule taint the pods do not tolerate",
+                    mutated_values={"taint": "team=batch:NoSchedule"})
+
+
+def test_a_short_mechanism_is_read_by_its_concepts_and_its_value():
+    assert _judge("search's node drops ~40% of packets from search pods, so its calls time out.", LOSS).passed
+    # two concepts alone are too few to tell a paraphrase from a coincidence
+    assert _judge("search's node drops packets, so its calls time out.", LOSS).answers_by_id()["char_mechanism"] is False
+    delay = _judge("search's node adds 300 ms of delay to packets from search pods, so its calls time out.", LOSS)
+    assert delay.answers_by_id()["char_mechanism"] is False
+
+
+def test_compound_words_and_comparison_signs_carry_concepts():
+    text = "user-service: required podAntiAffinity (one per node) but replicas > node count, so extra replicas stay Pending."
+    assert _judge(text, ANTI, SOCIAL, "social-network").passed
+
+
+def test_an_added_object_by_its_name_with_what_it_does():
+    text = "warmup-writer keeps writing big junk values into memcached-profile; they push out what profile had cached."
+    assert _judge(text, FLOOD).passed
+    assert not _judge("warmup-writer uses a lot of CPU on memcached-profile's node.", FLOOD).passed
+
+
+def test_a_taints_key_and_value_name_it():
+    text = ("Every machine was marked as reserved for batch work (team=batch, nothing else scheduled), so search's pod "
+            "cannot be placed anywhere.")
+    assert _judge(text, TAINT).passed
+
+
+def test_a_component_in_an_apposition_only_describes_the_one_before_it():
+    text = ("Root cause: memcached-profile, the cache in front of search, lost about 40% of its packets on its node, "
+            "so search's lookups time out.")
+    assert _judge(text, LOSS).answers_by_id()["loc_component"] is False
+
+
+NETPOL = GroundTruth(fault="network-policy-block", layer="network", components=("rate",), namespace="hotel-reservation",
+                     resource_kind="NetworkPolicy", mechanism="a deny-all ingress NetworkPolicy selects the component's pods",
+                     mutated_values={"networkpolicy": "deny-everything"})
+THIN = GroundTruth(fault="service-port-mismatch", layer="network", components=("rate",), namespace="hotel-reservation",
+                   resource_kind="Service", mechanism="Service port changed from the one clients use",
+                   mutated_values={"port": None})
+
+
+def test_a_concession_clears_only_its_own_clause():
+    text = ("A firewall rule (a NetworkPolicy that denies all incoming traffic) was applied to rate's pods, so nothing "
+            "can connect to rate even though it is running fine.")
+    assert _judge(text, NETPOL).answers_by_id()["loc_component"] is True
+
+
+def test_a_statement_with_one_distinctive_concept_is_not_read_by_concepts():
+    text = "rate's liveness probe was changed to a port rate does not serve, so the kubelet keeps restarting it."
+    assert _judge(text, THIN).answers_by_id()["char_mechanism"] is False
+
+
+def test_a_datastore_described_by_its_owner_only_when_the_owner_has_one_store_of_that_sort():
+    text = ("A maintenance job holds an exclusive lock on a table of the database behind profiles, so "
+            "every query on it waits until it times out.")
+    assert _judge(text, LOCK).answers_by_id()["loc_component"] is True
+    two_databases = (*HOTEL, "mongodb-profile")
+    assert _judge(text, LOCK, two_databases).answers_by_id()["loc_component"] is False

@@ -43,7 +43,8 @@ _FAMILIES = (
     "node machine host worker_node vm",
     "sidecar helper companion extra_container",
     "certificate cert",
-    "exceed more_than beyond above surpass",
+    "exceed beyond above surpass",
+    "more more_than surplus extra",
     "limit cap ceiling maximum max",
     "query lookup fetch",
     "eio io_error input_output_error i_o_error disk_error read_error",
@@ -58,7 +59,7 @@ _FAMILIES = (
     "revoke take_away withdraw strip",
     "full exhaust fill_up out_of_space no_space",
     "crash exit die restart_loop crashloop",
-    "lock exclusive_lock",
+    "lock exclusive_lock access_exclusive",
     "shared_memory shm dev_shm",
     "packet traffic",
     "cache memcached redis valkey",
@@ -71,13 +72,15 @@ _FAMILIES = (
     "enable turn_on switch_on activate flip_on",
     "another other foreign unrelated different",
     "config configuration setting settings",
+    "regular normal ordinary plain",
+    "app application",
 )
 
 # words every fault statement shares: they count for little on their own
 _COMMON = frozenset(
     "pod container service deployment node replica app application cluster kubernetes namespace config "
     "configuration setting value object resource every all some new request call traffic connection "
-    "component workload process file user client server make cause causing which with their its into "
+    "component workload process file user client server make cause causing which with their its into target change "
     "because when than that this there them from have been were will would also only".split()
 )
 
@@ -165,6 +168,15 @@ def coverage(sentence_flat: str, mechanism: str) -> tuple[float, int, list[tuple
     here: dict[str, tuple[int, int]] = {}
     for concept, a, b in concepts(sentence_flat):
         here.setdefault(concept, (a, b))
+    tokens = [(m.group(0), m.start(), m.end()) for m in re.finditer(r"[a-z0-9]{10,}", sentence_flat)]
+    for concept, _w in wanted:  # a concept inside a compound word: "anti" and "affinity" in "podantiaffinity"
+        if concept not in here and len(concept) >= 4 and "_" not in concept:
+            inside = next(((a, b) for token, a, b in tokens if concept in token and token != concept), None)
+            if inside:
+                here[concept] = inside
+    more = re.search(r"\s>\s", sentence_flat)
+    if more and "more" not in here:
+        here["more"] = (more.start() + 1, more.end() - 1)
     total = sum(w for _c, w in wanted)
     got = [(c, w) for c, w in wanted if c in here]
     return (sum(w for _c, w in got) / total, sum(1 for _c, w in got if w == 1.0), [here[c] for c, _w in got])

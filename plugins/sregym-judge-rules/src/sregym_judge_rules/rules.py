@@ -208,7 +208,7 @@ class RulesJudge:
         component_sentences: dict[str, str] = {}
         for m in mentions:
             if (m.component in truth_components and not sentence_of(m).hedged and m.component not in component_sentences
-                    and _identifies(clause_list, mentions, m, involved)):
+                    and _identifies(clause_list, mentions, m, involved) and not _in_apposition(clause_list, any_mentions, m)):
                 component_sentences[m.component] = sentence_of(m).raw
         asserted = set(component_sentences)
         subjects = [m for m in any_mentions if m not in mentions and _SUBJECT_AFTER.match(clause_list[m.clause].text[m.end:])]
@@ -283,7 +283,8 @@ class RulesJudge:
         mechanism, other, mechanism_sentences = _mechanisms(sentences, topic, truths, components, exonerating, details)
         every = sorted({(m.clause, m.start): m for m in [*mentions, *weak]}.values(), key=lambda m: (m.clause, m.start))
         for m in weak:
-            if clause_sentence[m.clause] in mechanism_sentences and _identifies(clause_list, every, m, involved):
+            if (clause_sentence[m.clause] in mechanism_sentences and _identifies(clause_list, every, m, involved)
+                    and not _in_apposition(clause_list, every, m)):
                 asserted.add(m.component)
                 component_sentences.setdefault(m.component, sentences[clause_sentence[m.clause]].raw)
         for index in mechanism_sentences:
@@ -529,6 +530,17 @@ def _near_miss(sentences: Sequence[reading.Sentence], truths: Sequence[GroundTru
     return None
 
 
+_APPOSITION = re.compile(r"^\s*,\s*(?:the|a|an|its|their)\b[^,;:.]*$")
+
+
+def _in_apposition(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], mention: text.Mention) -> bool:
+    """Is the mention inside an apposition describing another component named just before it ("memcached-profile,
+    the cache in front of profile, lost its packets": profile only describes memcached-profile)?"""
+    clause = clause_list[mention.clause].text
+    before = [m for m in mentions if m.clause == mention.clause and m.end <= mention.start and m.component != mention.component]
+    return bool(before) and bool(_APPOSITION.match(clause[before[-1].end:mention.start]))
+
+
 def _identifies(clause_list: Sequence[text.Clause], mentions: Sequence[text.Mention], mention: text.Mention,
                 involved: set[str] | frozenset[str] = frozenset()) -> bool:
     """Does this mention point at the component as the problem? Cause and plain clauses do; an
@@ -656,7 +668,7 @@ def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, i
     where = {str(v).lower() for k, v in truth.mutated_values.items() if str(k).lower() in _LOCATION_KEYS for v in _scalars(v)}
     for value in concrete_values(truth):
         # a camelCase identifier (a flag's name, "imageSlowLoad") is as specific as a value with digits
-        camel = bool(re.fullmatch(r"[a-z]+(?:[A-Z][a-z0-9]+){2,}", value))
+        camel = bool(re.fullmatch(r"[a-z]+(?:[A-Z][a-z0-9]+){2,}", value)) or bool(re.fullmatch(r"[\w./-]+=[\w./-]+", value))
         if (value.lower() in components or value.lower() in where or len(value) < 3
                 or not (camel or re.search(r"\d", value)) or not re.search(r"[a-z.:/_-]", value.lower())):
             continue
@@ -695,6 +707,8 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
         hit = _concept_hit(words, t)
     if hit is None:
         hit = _distinctive_value(flat, t)
+    if hit is None:  # an object the fault added, by its name, with two of the mechanism's distinctive concepts
+        hit = _object_with_concepts(words, t)
     if hit is None:  # the changed setting by its name, and what was done to it ("lost its TS_ORDER_ADDR env")
         hit = _named_change(flat, t)
     if hit is None:  # the changed value read as a quantity, and what was done with it ("capped at 16 KiB")
@@ -704,11 +718,38 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
     return hit
 
 
+def _object_with_concepts(words: str, t: GroundTruth) -> tuple[str, tuple[int, int]] | None:
+    """The name of an object the fault added or changed (``analytics-backfill``, ``frontend-proxy-tls``; not a
+    system object other faults change too) and, outside that name, two distinctive concepts of the mechanism."""
+    for pattern, shared in _object_patterns([t], {c.lower() for c in t.components}):
+        found = pattern.search(words)
+        if shared or not found or reading.negated(words, found.start(), found.end()):
+            continue
+        rest = words[: found.start()] + " " * (found.end() - found.start()) + words[found.end():]
+        _share, distinct, spans = concepts.coverage(rest, t.mechanism)
+        if distinct >= 2 and not any(reading.negated(rest, a, b) for a, b in spans):
+            return f"object {found.group(0)} with concepts", found.span()
+    return None
+
+
 def _concept_hit(words: str, t: GroundTruth) -> tuple[str, tuple[int, int]] | None:
     """Most of the meaning of the truth's mechanism statement, in the diagnosis's own words: a weighted share of
     its concepts of at least 60 %, three of them distinctive, none negated (:mod:`.concepts`)."""
     share, distinct, spans = concepts.coverage(words, t.mechanism)
-    if share < 0.6 or distinct < 3 or any(reading.negated(words, a, b) for a, b in spans):
+    # the truth's own changed quantity stated in the sentence ("drops ~60% of packets") is one more distinctive
+    # concept; a statement with fewer than three ("stale coordinates", "Service port changed") is too thin to tell
+    # a paraphrase from a coincidence, and a short one ("packet loss on the node hosting the pods") needs all three
+    available = sum(1 for _c, w in concepts.mechanism_concepts(t.mechanism) if w == 1.0)
+    where = {str(v).lower() for k, v in t.mutated_values.items() if str(k).lower() in _LOCATION_KEYS for v in _scalars(v)}
+    values = [v for v in concrete_values(t) if v.lower() not in where]
+    if values:
+        available += 1
+        found = next((m for v in values for m in [text.phrase_pattern(v)] if m is not None and m.search(words)), None)
+        if found is not None:
+            distinct += 1
+            spans = [*spans, found.search(words).span()]
+    needed = 3 if available >= 3 else available + 1
+    if share < 0.6 or distinct < needed or any(reading.negated(words, a, b) for a, b in spans):
         return None
     spans = sorted(spans)
     return "concepts: " + " ".join(words[a:b] for a, b in spans), (spans[0][0], spans[-1][1])
@@ -1251,6 +1292,8 @@ def concrete_values(truth: GroundTruth) -> list[str]:
         if string.lower() in lexicon.TRIVIAL_VALUES or string.lower() in components or len(string) < 2:
             return
         values.append(string)
+        if re.fullmatch(r"[\w./-]+=[\w./-]+:\w+", string):  # a taint "key=value:Effect": its key=value names it too
+            values.append(string.rsplit(":", 1)[0])
         if re.fullmatch(r"[\w./-]+:[\w.-]+", string):  # image reference or host:port: the tag/port alone counts too
             tag = string.rsplit(":", 1)[1]
             if len(tag) >= 2 and tag.lower() not in lexicon.TRIVIAL_VALUES:

@@ -193,8 +193,12 @@ def clauses(text: str) -> list[Clause]:
 CONCESSION = re.compile(r"\b(?:at first(?: glance| sight)?|on the surface|seemingly|superficially)\b")
 
 
+# "..., even though it was running fine": a concession says what still worked; it clears nothing else in the part
+_CONCEDED = re.compile(r"\b(?:even though|even if|although|though|despite)\b.*$")
+
+
 def _split_causal(part: str) -> list[Clause]:
-    if _EXONERATION.search(part) and not CONCESSION.search(part):
+    if _EXONERATION.search(_CONCEDED.sub("", part)) and not CONCESSION.search(part):
         return [Clause(part, "exonerated")]
     if _SYMPTOM_CLAUSE.search(part) and not _CAUSE_BEFORE_CONNECTIVE.search(part):
         return [Clause(part, "effect")]
