@@ -28,7 +28,7 @@ class NoopFault:
     def ground_truth(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> GroundTruth:
         return GroundTruth(
             fault="noop", layer="k8s", components=(target.component.name,), namespace=target.namespace,
-            resource_kind=target.component.kind, mechanism="nothing was changed (noop fault)",
+            resource_kind=target.component.kind, mechanism="an inert marker recorded in the fault's own state (noop fault)",
             mutated_values={"label": params.get("label", "noop")},
             prose=f"The noop fault was applied to {target.component.name}; it changes nothing.",
         )
