@@ -288,6 +288,9 @@ class Environment:
         if deployed.volumes is not None and restore_volumes:  # what the agent wrote into the volumes goes too
             actions += await asyncio.to_thread(deployed.volumes.restore)
             lap("volumes")
+        restarted = await self._restart_caches(deployed) if restore_volumes else []
+        actions += restarted
+        lap("caches")
         if after_reconcile is not None:
             await after_reconcile()
             lap("after_reconcile")
@@ -295,7 +298,7 @@ class Environment:
             await self._restart_workload(deployed.workload)
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
         lap("ready")
-        if deployed.volumes is not None and restore_volumes and deployed.workload is not None:
+        if restore_volumes and (deployed.volumes is not None or restarted) and deployed.workload is not None:
             await self._wait_workload_healthy(deployed.app, deployed.workload)  # its clients reconnected
             lap("workload")
         if deployed.volumes is not None and restore_volumes:
@@ -312,6 +315,20 @@ class Environment:
         lap("observability")
         log.info("app_reset_phases", app=name, **phases)
         return actions
+
+    async def _restart_caches(self, deployed: DeployedApp) -> list[str]:
+        """Start the app's memory-only caches afresh (components with a ``cache:*`` role and no
+        volume): what an agent wrote into one (a poisoned entry without expiry) would otherwise be
+        served to the next attempt's users (issue #34, round 3). Their controllers start new pods."""
+        done = []
+        for component in deployed.app.components:
+            if not component.has_role("cache:*") or component.pvcs or not component.labels:
+                continue
+            selector = ",".join(f"{k}={v}" for k, v in component.labels.items())
+            await self.kube.akubectl("delete", "pods", "-n", deployed.app.namespace, "-l", selector, "--wait=false",
+                                     "--ignore-not-found", timeout=deployed.app.deploy_timeout)
+            done.append(f"restarted cache {component.name}")
+        return done
 
     def _clear_observability(self) -> None:
         """Forget the previous attempt's logs and traces, so they cannot mislead the next agent."""

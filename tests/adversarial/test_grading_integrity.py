@@ -376,3 +376,27 @@ def test_what_a_controller_could_not_have_made_and_finalizers_do_not_survive_the
     assert _kubectl(live, "get", "configmap", "held", "-n", NS, "--ignore-not-found", "-o", "name") == ""
     left = _kubectl(live, "get", "pod", frontend, "-n", NS, "--ignore-not-found", "-o", "jsonpath={.metadata.finalizers}")
     assert "example.com/hold" not in left, left
+
+
+MEMCACHED = """
+import socket, sys
+with socket.create_connection((sys.argv[1], 11211), timeout=10) as s:
+    s.sendall(sys.argv[2].encode() + b"\\r\\n")
+    print(s.recv(4096).decode().strip())
+"""
+
+
+def test_what_the_agent_put_into_a_cache_is_gone_after_the_reset(hotel):
+    """Round 3, attack 4: an entry set without expiry in memcached-profile (no volume) is not served
+    to the next attempt: the reset starts the memory-only caches afresh."""
+    live = hotel
+    frontend = _pods(live, "app.kubernetes.io/name=frontend")[0]["metadata"]["name"]
+
+    def memcached(command: str) -> str:
+        return _kubectl(live, "exec", "-n", NS, frontend, "--", sys.executable, "-c", MEMCACHED,
+                        f"memcached-profile.{NS}.svc.cluster.local", command).strip()
+
+    assert memcached("set planted 0 0 6\r\npoison") == "STORED"
+    assert "poison" in memcached("get planted")
+    live.reset(restore_volumes=True)  # as after an attempt
+    assert memcached("get planted") == "END"  # a miss
