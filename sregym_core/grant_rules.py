@@ -7,6 +7,11 @@ grants that pass for one attempt.
 
 from __future__ import annotations
 
+import copy
+import json
+import re
+from typing import Any
+
 import attrs
 
 from .types import AgentGrant
@@ -54,3 +59,118 @@ def check_grant(grant: AgentGrant) -> str | None:
 def resolve(grant: AgentGrant, app_namespace: str) -> AgentGrant:
     """``grant`` with ``{namespace}`` in its name replaced by the app's namespace."""
     return attrs.evolve(grant, name=grant.name.replace("{namespace}", app_namespace))
+
+
+#: what the API server itself changes on every write
+_SERVER_FIELDS = ("resourceVersion", "generation", "managedFields", "creationTimestamp", "uid")
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+# --------------------------------------------------------------------------- what may change
+
+
+def _split(path: str) -> list[str]:
+    return [p for p in re.split(r"\.|(\[\*\])", path) if p]
+
+
+def _masked(obj: Any, parts: list[str]) -> Any:
+    """``obj`` with the field at ``parts`` removed (``[*]``: in every item of a list)."""
+    if not parts:
+        return None
+    head, rest = parts[0], parts[1:]
+    if head == "[*]":
+        return [_masked(item, rest) for item in obj] if isinstance(obj, list) else obj
+    if not isinstance(obj, dict) or head not in obj:
+        return obj
+    out = dict(obj)
+    if rest:
+        out[head] = _masked(obj[head], rest)
+    else:
+        out.pop(head)
+    return out
+
+
+def _values(obj: Any, parts: list[str]) -> list[Any]:
+    if not parts:
+        return [obj]
+    head, rest = parts[0], parts[1:]
+    if head == "[*]":
+        return [v for item in obj for v in _values(item, rest)] if isinstance(obj, list) else []
+    if not isinstance(obj, dict) or head not in obj:
+        return [None]
+    return _values(obj[head], rest)
+
+
+def _lines(text: Any) -> list[str]:
+    """A text's meaningful lines: comments and blank lines dropped, whitespace collapsed."""
+    out = []
+    for line in str(text or "").splitlines():
+        line = " ".join(line.split("#", 1)[0].split())
+        if line:
+            out.append(line)
+    return out
+
+
+def _only_removed(before: Any, after: Any) -> bool:
+    """Whether ``after``'s lines are ``before``'s with some lines deleted (order kept, none added)."""
+    remaining = iter(_lines(before))
+    return all(any(line == old for old in remaining) for line in _lines(after))
+
+
+def _comparable(obj: dict, grant: AgentGrant) -> dict:
+    obj = copy.deepcopy(obj)
+    meta = obj.get("metadata") or {}
+    for key in _SERVER_FIELDS:
+        meta.pop(key, None)
+    annotations = dict(meta.get("annotations") or {})
+    annotations.pop(_LAST_APPLIED, None)
+    meta["annotations"] = annotations or None
+    obj.pop("status", None)
+    for path in grant.may_change:
+        obj = _masked(obj, _split(path))
+    return obj
+
+
+def violations(before: dict | None, after: dict | None, grant: AgentGrant) -> list[str]:
+    """How ``after`` changed ``before`` beyond what ``grant`` allows (empty: within the grant)."""
+    if before is None:
+        return []
+    if after is None:
+        return [f"{grant.resource}/{grant.name} was deleted"]
+    found = []
+    if _comparable(before, grant) != _comparable(after, grant):
+        found.append(f"{grant.resource}/{grant.name} changed outside {sorted(grant.may_change)}")
+    for path, mode in grant.may_change.items():
+        if mode != "remove-lines":
+            continue
+        olds, news = _values(before, _split(path)), _values(after, _split(path))
+        if len(olds) != len(news) or not all(_only_removed(o, n) for o, n in zip(olds, news, strict=True)):
+            found.append(f"{grant.resource}/{grant.name}: {path} gained lines (only deleting lines is allowed)")
+    return found
+
+
+#: where the engine leaves an attempt's grants for a cluster that checks them at admission (namespace,
+#: name): the embedded API server refuses a write beyond a grant before it is stored, so nothing (a
+#: DaemonSet's rollout) acts on it first; other clusters ignore the ConfigMap (the guard undoes instead)
+GRANTS_CONFIGMAP = (BENCHMARK_NAMESPACE, "sregym-agent-grants")
+
+
+def grants_configmap(grants: list[AgentGrant]) -> dict[str, Any]:
+    """The ConfigMap that carries ``grants`` (resolved) for admission."""
+    items = [{"group": g.group, "resource": g.resource, "namespace": g.namespace, "name": g.name,
+              "verbs": list(g.verbs), "may_change": dict(g.may_change)} for g in grants]
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": GRANTS_CONFIGMAP[1], "namespace": GRANTS_CONFIGMAP[0]},
+            "data": {"grants": json.dumps(items, sort_keys=True)}}
+
+
+def grants_from_configmap(obj: dict[str, Any] | None) -> list[AgentGrant]:
+    """The grants a :func:`grants_configmap` ConfigMap carries (none for anything else)."""
+    try:
+        items = json.loads(((obj or {}).get("data") or {}).get("grants") or "[]")
+        return [AgentGrant(resource=i["resource"], name=i["name"], verbs=tuple(i.get("verbs") or ()),
+                           may_change=dict(i.get("may_change") or {}), group=i.get("group") or "",
+                           namespace=i.get("namespace")) for i in items]
+    except (ValueError, KeyError, TypeError):
+        return []
+

@@ -169,3 +169,34 @@ def test_the_guard_undoes_and_records_a_change_beyond_the_grant_and_keeps_an_all
     assert kube.writes == [("PUT", path)]
     assert kube.objects[path]["webhooks"][0]["failurePolicy"] == "Fail"  # undone
     assert guard.check() == recorded  # nothing new once restored
+
+
+def test_the_guard_publishes_the_grants_for_admission_while_it_watches():
+    """A cluster that checks grants at admission (the embedded API server) refuses a write beyond them
+    before it is stored; the guard leaves them where it reads them and takes them away at the end."""
+    import asyncio
+
+    from sregym_core.grant_rules import GRANTS_CONFIGMAP, grants_from_configmap
+
+    path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/pod-admission-hotel"
+    kube = _FakeKube({path: _hook()})
+    published = {}
+
+    def request(method, path_, body=None):
+        kube.writes.append((method, path_))
+        if method == "POST" and path_.endswith("/configmaps"):
+            published["cm"] = body
+        return body
+
+    kube.request = request
+    guard = GrantGuard(kube, [HOOK], "hotel")
+
+    async def run():
+        await guard.start()
+        assert grants_from_configmap(published["cm"]) == guard.grants
+        await guard.stop()
+
+    asyncio.run(run())
+    ns, name = GRANTS_CONFIGMAP
+    assert ("POST", f"/api/v1/namespaces/{ns}/configmaps") in kube.writes
+    assert kube.writes[-1] == ("DELETE", f"/api/v1/namespaces/{ns}/configmaps/{name}")

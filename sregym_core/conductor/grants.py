@@ -25,13 +25,17 @@ from typing import Any
 
 import structlog
 
+from ..grant_rules import _SERVER_FIELDS  # noqa: F401
 from ..grant_rules import (  # noqa: F401  (what a problem file may grant lives in the contract; kept importable here)
     ADMISSION,
     BENCHMARK_NAMESPACE,
     GRANTABLE,
+    GRANTS_CONFIGMAP,
     VERBS,
     check_grant,
+    grants_configmap,
     resolve,
+    violations,
 )
 from ..types import AgentGrant
 from .kube import ApiStatusError, Kube
@@ -40,9 +44,6 @@ log = structlog.get_logger()
 
 GRANT_LABEL = "sregym.io/agent-grant"
 HIDDEN_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
-#: what the API server itself changes on every write
-_SERVER_FIELDS = ("resourceVersion", "generation", "managedFields", "creationTimestamp", "uid")
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def _object_path(grant: AgentGrant) -> str:
@@ -113,89 +114,6 @@ def _replace(kube: Kube, collection: str, obj: dict) -> None:
         kube.request("PUT", f"{collection}/{obj['metadata']['name']}", body=obj)
 
 
-# --------------------------------------------------------------------------- what may change
-
-
-def _split(path: str) -> list[str]:
-    return [p for p in re.split(r"\.|(\[\*\])", path) if p]
-
-
-def _masked(obj: Any, parts: list[str]) -> Any:
-    """``obj`` with the field at ``parts`` removed (``[*]``: in every item of a list)."""
-    if not parts:
-        return None
-    head, rest = parts[0], parts[1:]
-    if head == "[*]":
-        return [_masked(item, rest) for item in obj] if isinstance(obj, list) else obj
-    if not isinstance(obj, dict) or head not in obj:
-        return obj
-    out = dict(obj)
-    if rest:
-        out[head] = _masked(obj[head], rest)
-    else:
-        out.pop(head)
-    return out
-
-
-def _values(obj: Any, parts: list[str]) -> list[Any]:
-    if not parts:
-        return [obj]
-    head, rest = parts[0], parts[1:]
-    if head == "[*]":
-        return [v for item in obj for v in _values(item, rest)] if isinstance(obj, list) else []
-    if not isinstance(obj, dict) or head not in obj:
-        return [None]
-    return _values(obj[head], rest)
-
-
-def _lines(text: Any) -> list[str]:
-    """A text's meaningful lines: comments and blank lines dropped, whitespace collapsed."""
-    out = []
-    for line in str(text or "").splitlines():
-        line = " ".join(line.split("#", 1)[0].split())
-        if line:
-            out.append(line)
-    return out
-
-
-def _only_removed(before: Any, after: Any) -> bool:
-    """Whether ``after``'s lines are ``before``'s with some lines deleted (order kept, none added)."""
-    remaining = iter(_lines(before))
-    return all(any(line == old for old in remaining) for line in _lines(after))
-
-
-def _comparable(obj: dict, grant: AgentGrant) -> dict:
-    obj = copy.deepcopy(obj)
-    meta = obj.get("metadata") or {}
-    for key in _SERVER_FIELDS:
-        meta.pop(key, None)
-    annotations = dict(meta.get("annotations") or {})
-    annotations.pop(_LAST_APPLIED, None)
-    meta["annotations"] = annotations or None
-    obj.pop("status", None)
-    for path in grant.may_change:
-        obj = _masked(obj, _split(path))
-    return obj
-
-
-def violations(before: dict | None, after: dict | None, grant: AgentGrant) -> list[str]:
-    """How ``after`` changed ``before`` beyond what ``grant`` allows (empty: within the grant)."""
-    if before is None:
-        return []
-    if after is None:
-        return [f"{grant.resource}/{grant.name} was deleted"]
-    found = []
-    if _comparable(before, grant) != _comparable(after, grant):
-        found.append(f"{grant.resource}/{grant.name} changed outside {sorted(grant.may_change)}")
-    for path, mode in grant.may_change.items():
-        if mode != "remove-lines":
-            continue
-        olds, news = _values(before, _split(path)), _values(after, _split(path))
-        if len(olds) != len(news) or not all(_only_removed(o, n) for o, n in zip(olds, news, strict=True)):
-            found.append(f"{grant.resource}/{grant.name}: {path} gained lines (only deleting lines is allowed)")
-    return found
-
-
 class GrantGuard:
     """Watches the granted objects while the agent works; undoes and records changes beyond the grant."""
 
@@ -221,7 +139,21 @@ class GrantGuard:
         if not self.grants:
             return
         await asyncio.to_thread(self.snapshot)
+        await asyncio.to_thread(self._publish, True)
         self._task = asyncio.create_task(self._watch())
+
+    def _publish(self, active: bool) -> None:
+        """Leave the grants where a cluster that checks them at admission reads them (the embedded
+        API server refuses a write beyond them before it is stored), or take them away."""
+        ns, name = GRANTS_CONFIGMAP
+        try:
+            if active:
+                _replace(self.kube, f"/api/v1/namespaces/{ns}/configmaps", grants_configmap(self.grants))
+            else:
+                self.kube.request("DELETE", f"/api/v1/namespaces/{ns}/configmaps/{name}")
+        except ApiStatusError as exc:  # the guard below still undoes and records what passes
+            if not (exc.code == 404 and not active):
+                log.warning("agent_grants_not_published", error=str(exc))
 
     def snapshot(self) -> None:
         """Remember the granted objects as they are now: the baseline the grant's limits apply to."""
@@ -272,4 +204,5 @@ class GrantGuard:
                 pass
             self._task = None
             await asyncio.to_thread(self.check)
+            await asyncio.to_thread(self._publish, False)
         return self.recorded

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import discovery, fieldcheck, identity_admission, openapi, podsecurity, printers, proxy, subresources, webhooks
+from . import discovery, fieldcheck, grant_admission, identity_admission, openapi, podsecurity, printers, proxy, subresources, webhooks
 from .auth import Authenticator
 from .core import ApiCore
 from .errors import ApiError, bad_request, forbidden, method_not_allowed, server_not_found
@@ -445,6 +445,11 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             body = mutated if mutated is not None else body
         if not target.subresource:
             identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, body)
+            if not user.is_master and grant_admission.guarded(core, rt.group, rt.plural, target.namespace, target.name):
+                grant_admission.admit(core, user.name, rt.group, rt.plural, target.namespace, target.name,
+                                      core.store.get(rt.storage_key, target.namespace if rt.namespaced else None,
+                                                     target.name),
+                                      core.update(rt, target.namespace, target.name, body, dry_run=True))
         updated = core.update(rt, target.namespace, target.name, body, subresource=target.subresource or None,
                               dry_run=dry_run)
         if not target.subresource:
@@ -477,6 +482,11 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             outcome = mutated if mutated is not None else core.patch(rt, target.namespace, target.name, body, ctype,
                                                                      dry_run=True)
             identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, outcome)
+        if not target.subresource and not user.is_master and existed is not None and \
+                grant_admission.guarded(core, rt.group, rt.plural, target.namespace, target.name):
+            outcome = mutated if mutated is not None else core.patch(rt, target.namespace, target.name, body, ctype,
+                                                                     dry_run=True)
+            grant_admission.admit(core, user.name, rt.group, rt.plural, target.namespace, target.name, existed, outcome)
         if mutated is not None:  # a mutating webhook changed the patched object: store it as changed
             result = webhooks.store_mutated(core, rt, target.namespace, target.name, mutated,
                                             existed=existed is not None, dry_run=dry_run)
