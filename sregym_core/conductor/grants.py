@@ -139,10 +139,10 @@ class GrantGuard:
         if not self.grants:
             return
         await asyncio.to_thread(self.snapshot)
-        await asyncio.to_thread(self._publish, True)
+        await asyncio.to_thread(self.publish, True)
         self._task = asyncio.create_task(self._watch())
 
-    def _publish(self, active: bool) -> None:
+    def publish(self, active: bool) -> None:
         """Leave the grants where a cluster that checks them at admission reads them (the embedded
         API server refuses a write beyond them before it is stored), or take them away."""
         ns, name = GRANTS_CONFIGMAP
@@ -204,5 +204,5 @@ class GrantGuard:
                 pass
             self._task = None
             await asyncio.to_thread(self.check)
-            await asyncio.to_thread(self._publish, False)
+            await asyncio.to_thread(self.publish, False)
         return self.recorded

@@ -148,6 +148,7 @@ def test_agent_grant_is_confined(deployed_app, tmp_path):
     dns_spec, dns_target, dns_ctx = _fault(live_app, "dns-nxdomain-service", "geo")
     config = f"pod-admission-{ns}"
     admin = hook_ctx.kubectl
+    guard = None
     try:
         # the DNS fault rolls geo's callers: first, while the webhook still admits their new pods
         live_app.run(call_fault(dns_spec.impl.inject, dns_ctx, dns_target, {}))
@@ -195,6 +196,17 @@ def test_agent_grant_is_confined(deployed_app, tmp_path):
         assert len(guard.check()) == 2 and "gained lines" in " ".join(guard.recorded[-1]["violations"])
         assert kube.get("/api/v1/namespaces/kube-system/configmaps/coredns")["data"]["Corefile"] == corefile
 
+        # as an attempt runs it (the guard publishes the grants): the same changes are refused before
+        # they are stored, where the cluster checks grants at admission (the embedded one does)
+        guard.publish(True)
+        code, out = _agent(live_app, kubeconfig, "patch", "validatingwebhookconfiguration", config, "--type=json",
+                           "-p", json.dumps([{"op": "replace", "path": "/webhooks/0/namespaceSelector", "value": {}}]))
+        assert code != 0 and "may change only" in out, out
+        code, out = _agent(live_app, kubeconfig, "patch", "configmap", "coredns", "-n", "kube-system",
+                           "--type=merge", "-p", json.dumps({"data": {"Corefile": redirect}}))
+        assert code != 0 and "gained lines" in out, out
+        assert len(guard.check()) == 2  # nothing was stored, nothing to undo
+
         # the fixes the grant exists for: within it, and they remove the faults
         code, secret = _agent(live_app, kubeconfig, "get", "secret", "pod-admission-webhook-tls", "-n", ns,
                               "-o", "jsonpath={.data.ca\\.crt}")
@@ -222,6 +234,8 @@ def test_agent_grant_is_confined(deployed_app, tmp_path):
         assert not kube.list_items("/apis/rbac.authorization.k8s.io/v1/clusterroles", "ClusterRole",
                                    labelSelector=f"sregym.io/agent-grant={account}")
     finally:
+        if guard is not None:
+            guard.publish(False)
         revoke_grants(kube, account)
         revoke_agent_access(kube, [ns], account)
         admin("delete", "configmap", "decoy", "-n", "kube-system", "--ignore-not-found")
