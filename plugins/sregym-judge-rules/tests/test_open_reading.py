@@ -284,3 +284,33 @@ def test_a_datastore_described_by_its_owner_only_when_the_owner_has_one_store_of
     assert _judge(text, LOCK).answers_by_id()["loc_component"] is True
     two_databases = (*HOTEL, "mongodb-profile")
     assert _judge(text, LOCK, two_databases).answers_by_id()["loc_component"] is False
+
+
+WEBHOOK = GroundTruth(fault="mutating-webhook-memory", layer="k8s", components=("geo",), namespace="hotel-reservation",
+                      resource_kind="MutatingWebhookConfiguration", mechanism="mutating admission webhook patches every new "
+                      "pod's memory limit to a tiny value", mutated_values={"memory_limit": "12Mi"},
+                      vocabulary=("mutating", "webhook"))
+EVERY_NODE = GroundTruth(fault="kubelet-config-test", layer="os", components=("frontend",), namespace="hotel-reservation",
+                         resource_kind="Node", mechanism="kube-system/kubelet-config has an invalid GC threshold pair, so every "
+                         "kubelet exits in a loop", mutated_values={"configmap": "kube-system/kubelet-config"},
+                         vocabulary=("every node", "all nodes", "kube-system", "kubelet .. exit*"))
+
+
+def test_a_value_two_faults_share_does_not_stand_for_the_mechanism_beside_another_actor():
+    assert _judge("geo is OOMKilled: a mutating webhook rewrites every new geo pod's memory limit to 12Mi.", WEBHOOK).passed
+    other = _judge("geo is OOMKilled: a CronJob re-applies a 12Mi memory limit to geo's Deployment every minute.", WEBHOOK)
+    assert other.answers_by_id()["char_mechanism"] is False
+
+
+def test_a_quantified_thing_or_a_platform_namespace_is_no_mechanism():
+    for text in ("frontend calls time out on every node, so the shop is down.",
+                 "frontend calls fail on all nodes since the kube-system rollout.",):
+        assert _judge(text, EVERY_NODE).answers_by_id()["char_mechanism"] is False
+    assert _judge("the kubelets on every node exit in a loop (kube-system/kubelet-config has an invalid GC threshold "
+                  "pair), so frontend's pods leave their Service.", EVERY_NODE).passed
+
+
+def test_a_json_answer_naming_the_broken_object_and_the_change():
+    text = ('{"broken_object": "Deployment geo", "change": "a mutating webhook rewrites every new geo pod\'s memory limit '
+            'to 12Mi", "effect": "geo OOMKilled"}')
+    assert _judge(text, WEBHOOK).passed

@@ -551,10 +551,11 @@ def mask_unasserted(flat: str) -> str:
 
 # keys whose value names the component the answer blames
 _COMPONENT_KEYS = frozenset({"component", "service", "faulty_component", "root_cause_component", "culprit", "target",
-                             "faulty_service", "culprit_component", "root_cause_service", "cause_component"})
+                             "faulty_service", "culprit_component", "root_cause_service", "cause_component",
+                             "broken_object", "faulty_object", "faulty_resource", "broken_resource"})
 # keys whose value is the explanation itself: it is written right after the component
 _CAUSE_KEYS = frozenset({"root_cause", "cause", "mechanism", "diagnosis", "reason", "explanation", "what", "summary",
-                         "root_cause_summary", "finding", "problem", "issue", "fault"})
+                         "root_cause_summary", "finding", "problem", "issue", "fault", "what_changed", "change"})
 # keys whose value is quoted output: evidence, not an explanation
 _EVIDENCE_KEYS = frozenset({"evidence", "log", "logs", "error", "errors", "output", "event", "events", "stderr",
                             "stdout", "trace", "observed"})

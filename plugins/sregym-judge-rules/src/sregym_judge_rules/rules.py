@@ -715,6 +715,8 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
         found = quantity.find_quantity(flat, t.mutated_values)
         if found and _SETTING.search(flat):
             hit = (f"value {found[0]} as {found[1]!r}", (found[2], found[3]))
+    if hit is not None and hit[0].startswith("value ") and _foreign_actor(flat, t):
+        hit = None  # "a CronJob re-applies 12Mi" is not the webhook that patches 12Mi: a value two faults share
     return hit
 
 
@@ -730,6 +732,17 @@ def _object_with_concepts(words: str, t: GroundTruth) -> tuple[str, tuple[int, i
         if distinct >= 2 and not any(reading.negated(rest, a, b) for a, b in spans):
             return f"object {found.group(0)} with concepts", found.span()
     return None
+
+
+# the kinds of actor that change a workload from outside it
+_ACTORS = re.compile(r"(?<![a-z0-9])(?:mutating webhook|admission webhook|admission hook|webhook|cronjob|cron job|daemonset|"
+                     r"job|operator|controller|limitrange|limit range|resourcequota|resource quota|vpa|hpa|autoscaler)s?(?![a-z0-9])")
+
+
+def _foreign_actor(flat: str, t: GroundTruth) -> bool:
+    """Does the sentence name an actor of a kind the truth never mentions (a CronJob for a webhook's fault)?"""
+    known = _truth_fields(t) + " " + text.flatten(t.resource_kind)
+    return any(m.group(0).rstrip("s") not in known and m.group(0) not in known for m in _ACTORS.finditer(flat))
 
 
 def _concept_hit(words: str, t: GroundTruth) -> tuple[str, tuple[int, int]] | None:
@@ -793,7 +806,13 @@ _SETTING = re.compile(r"\b(?:capped|cap|caps|limited|limit|limits|set to|sized|o
 
 @functools.lru_cache(maxsize=8192)
 def _is_object_word(pattern: str) -> bool:
-    return text.flatten(pattern).strip(" *") in lexicon.OBJECT_WORDS
+    # a quantified thing ("every node", "all pods", "each container") still only names the thing: it says where
+    flat = re.sub(r"^(?:(?:every|all|each|any|the|its|their|both)\s+)+", "", text.flatten(pattern).strip(" *"))
+    return flat in lexicon.OBJECT_WORDS or flat in _PLACES
+
+
+# namespaces of the platform: where a fault is, not what it did
+_PLACES = frozenset({"kube system", "kube public", "kube node lease"})
 
 
 def _match_meaningful(flat: str, patterns: Sequence[str]) -> tuple[str, tuple[int, int]] | None:
