@@ -169,3 +169,19 @@ def test_before_the_namespace_goes_every_finalizer_but_the_clusters_own_comes_of
     assert released == ["Deployment app/web"]
     assert kube.calls == [("PATCH", "/apis/apps/v1/namespaces/app/deployments/web",
                            {"metadata": {"finalizers": ["foregroundDeletion"]}})]
+
+
+def test_an_object_no_controller_of_its_owners_kind_makes_is_not_sheltered_by_it():
+    """Round 3, attack 17: a ServiceAccount, a RoleBinding, a ConfigMap and a Deployment (a bot) each
+    "controlled by" a baseline Deployment outlived every reset."""
+    deployment = {"kind": "Deployment", "metadata": {"name": "recommendation", "uid": "d1"}, "spec": {"template": {}}}
+
+    def owned(kind):
+        return {"kind": kind, "metadata": {"name": "bot", "ownerReferences": [
+            {"kind": "Deployment", "name": "recommendation", "uid": "d1", "controller": True}]}, "spec": {}}
+
+    for kind in ("ServiceAccount", "RoleBinding", "ConfigMap", "Deployment", "CronJob", "Pod"):
+        assert "forged" in _orphan_reason(owned(kind), {"d1": deployment}), kind
+    replicaset = owned("ReplicaSet")
+    replicaset["spec"] = {"template": {"spec": {}}}
+    assert _orphan_reason(replicaset, {"d1": deployment}) is None  # what a Deployment makes

@@ -259,6 +259,17 @@ def _owned(item: dict[str, Any]) -> bool:
 _RECONCILED_KINDS = frozenset(kind for _t, kind in RECONCILED)
 
 
+#: what each kind's controller makes and owns as its controller (ownerReferences with controller: true)
+CONTROLS: dict[str, frozenset[str]] = {
+    "Deployment": frozenset({"ReplicaSet"}),
+    "ReplicaSet": frozenset({"Pod"}),
+    "ReplicationController": frozenset({"Pod"}),
+    "StatefulSet": frozenset({"Pod", "ControllerRevision", "PersistentVolumeClaim"}),
+    "DaemonSet": frozenset({"Pod", "ControllerRevision"}),
+    "Job": frozenset({"Pod"}),
+    "CronJob": frozenset({"Job"}),
+    "Service": frozenset({"Endpoints", "EndpointSlice"}),
+}
 #: finalizers the cluster's own controllers put on objects of these kinds, and remove themselves
 SYSTEM_FINALIZERS = {"PersistentVolumeClaim": {"kubernetes.io/pvc-protection"},
                      "Pod": {"batch.kubernetes.io/job-tracking"},
@@ -292,6 +303,10 @@ def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]],
     if owner is None or owner.get("kind") != ref.get("kind"):
         return f"its owner {ref.get('kind')} {ref.get('name')} does not exist"
     kind = item.get("kind", "Pod")
+    if kind not in CONTROLS.get(ref["kind"], ()):
+        # a ConfigMap, a RoleBinding or a Deployment "controlled by" a Deployment: no controller makes
+        # that, so the reference is forged to shelter the object from the reset (issue #34, round 3)
+        return f"no {ref['kind']} controls a {kind}: its owner reference is forged"
     if kind == "Pod" and "template" in owner.get("spec", {}):
         selector = owner["spec"].get("selector") or {}
         wanted = selector.get("matchLabels", selector) if isinstance(selector, dict) else {}

@@ -366,8 +366,20 @@ def test_what_a_controller_could_not_have_made_and_finalizers_do_not_survive_the
     frontend = _pods(live, "app.kubernetes.io/name=frontend")[0]["metadata"]["name"]
     _kubectl(live, "patch", "pod", frontend, "-n", NS, "--type=merge", "-p",
              json.dumps({"metadata": {"finalizers": ["example.com/hold"]}}))
+    # attack 17: a bot's objects sheltered by a forged controller reference to a baseline Deployment
+    recommendation = json.loads(_kubectl(live, "get", "deployment", "recommendation", "-n", NS, "-o", "json"))
+    forged = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "recommendation",
+               "uid": recommendation["metadata"]["uid"], "controller": True}]
+    for obj in ({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot", "namespace": NS,
+                                                                           "ownerReferences": forged}},
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bot-code", "namespace": NS,
+                                                                      "ownerReferences": forged}, "data": {"k": "v"}}):
+        _kubectl(live, "apply", "-f", "-", input=json.dumps(obj))
 
     live.reset()
+
+    for kind, name in (("serviceaccount", "bot"), ("configmap", "bot-code")):
+        assert _kubectl(live, "get", kind, name, "-n", NS, "--ignore-not-found", "-o", "name") == "", (kind, name)
 
     assert _kubectl(live, "get", "pod", "recommendation-takeover", "-n", NS, "--ignore-not-found", "-o", "name") == ""
     serving = [p for p in _pods(live, REC) if not p["metadata"].get("deletionTimestamp")]
