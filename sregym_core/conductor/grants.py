@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import re
 import time
 from typing import Any
 
 import structlog
 
-from ..grant_rules import _SERVER_FIELDS  # noqa: F401
 from ..grant_rules import (  # noqa: F401  (what a problem file may grant lives in the contract; kept importable here)
     ADMISSION,
     BENCHMARK_NAMESPACE,
     GRANTABLE,
     GRANTS_CONFIGMAP,
     VERBS,
+    _SERVER_FIELDS,
     check_grant,
     grants_configmap,
     resolve,

@@ -185,20 +185,8 @@ class Baseline:
         """Take off the finalizers ``wanted`` (the baseline's object) did not have, but the cluster's
         own; True when there were some. What the put-back PUT would drop anyway is dropped here for
         the objects it leaves alone (controllers' objects, and those about to be deleted)."""
-        kept = set(((wanted or {}).get("metadata") or {}).get("finalizers") or ())
-        present = list(item.get("metadata", {}).get("finalizers") or ())
-        foreign = [f for f in present if f not in kept and not _system_finalizer(item.get("kind", ""), f)]
-        if not foreign:
-            return False
-        remaining = [f for f in present if f not in foreign]
-        try:
-            self.kube.request("PATCH", f"{collection}/{item['metadata']['name']}",
-                              body={"metadata": {"finalizers": remaining or None}},
-                              content_type="application/merge-patch+json")
-        except ApiStatusError as exc:
-            if exc.code != 404:
-                raise
-        return True
+        kept = ((wanted or {}).get("metadata") or {}).get("finalizers") or ()
+        return _drop_finalizers(self.kube, collection, item, keep=kept)
 
     def _put_back(self, collection: str, wanted: dict[str, Any], current: dict[str, Any]) -> None:
         # a controller may update the object (its status) between our read and write: on a 409
@@ -326,6 +314,23 @@ def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]],
     return None
 
 
+def _drop_finalizers(kube: Kube, collection: str, item: dict[str, Any], keep: Any = ()) -> bool:
+    """Take every finalizer off ``item`` but those in ``keep`` and the cluster's own; True when there
+    were others to take off (an object already gone counts as done)."""
+    present = list(item.get("metadata", {}).get("finalizers") or ())
+    remaining = [f for f in present if f in keep or _system_finalizer(item.get("kind", ""), f)]
+    if remaining == present:
+        return False
+    try:
+        kube.request("PATCH", f"{collection}/{item['metadata']['name']}",
+                     body={"metadata": {"finalizers": remaining or None}},
+                     content_type="application/merge-patch+json")
+    except ApiStatusError as exc:
+        if exc.code != 404:
+            raise
+    return True
+
+
 def release_finalizers(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:
     """Take off every finalizer but the cluster's own from the objects of ``namespaces`` (before the
     namespaces are deleted: no controller of ours will ever remove an agent's)."""
@@ -338,18 +343,8 @@ def release_finalizers(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:
             except ApiStatusError:
                 continue
             for item in items:
-                present = list(item.get("metadata", {}).get("finalizers") or ())
-                kept = [f for f in present if _system_finalizer(kind, f)]
-                if kept == present:
-                    continue
-                try:
-                    kube.request("PATCH", f"{collection}/{item['metadata']['name']}",
-                                 body={"metadata": {"finalizers": kept or None}},
-                                 content_type="application/merge-patch+json")
+                if _drop_finalizers(kube, collection, {**item, "kind": kind}):
                     released.append(f"{kind} {ns}/{item['metadata']['name']}")
-                except ApiStatusError as exc:
-                    if exc.code != 404:
-                        raise
     if released:
         log.info("finalizers_released", objects=released)
     return released

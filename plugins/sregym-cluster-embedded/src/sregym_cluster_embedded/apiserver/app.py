@@ -445,8 +445,10 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             body = mutated if mutated is not None else body
         if not target.subresource:
             identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, body)
-            if not user.is_master and grant_admission.guarded(core, rt.group, rt.plural, target.namespace, target.name):
-                grant_admission.admit(core, user.name, rt.group, rt.plural, target.namespace, target.name,
+            grant = None if user.is_master else grant_admission.grant_for(core, rt.group, rt.plural,
+                                                                           target.namespace, target.name)
+            if grant is not None:
+                grant_admission.admit(grant, user.name,
                                       core.store.get(rt.storage_key, target.namespace if rt.namespaced else None,
                                                      target.name),
                                       core.update(rt, target.namespace, target.name, body, dry_run=True))
@@ -482,11 +484,12 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             outcome = mutated if mutated is not None else core.patch(rt, target.namespace, target.name, body, ctype,
                                                                      dry_run=True)
             identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, outcome)
-        if not target.subresource and not user.is_master and existed is not None and \
-                grant_admission.guarded(core, rt.group, rt.plural, target.namespace, target.name):
+        grant = None if target.subresource or user.is_master or existed is None else \
+            grant_admission.grant_for(core, rt.group, rt.plural, target.namespace, target.name)
+        if grant is not None:
             outcome = mutated if mutated is not None else core.patch(rt, target.namespace, target.name, body, ctype,
                                                                      dry_run=True)
-            grant_admission.admit(core, user.name, rt.group, rt.plural, target.namespace, target.name, existed, outcome)
+            grant_admission.admit(grant, user.name, existed, outcome)
         if mutated is not None:  # a mutating webhook changed the patched object: store it as changed
             result = webhooks.store_mutated(core, rt, target.namespace, target.name, mutated,
                                             existed=existed is not None, dry_run=dry_run)

@@ -15,11 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from sregym_core.grant_rules import GRANTS_CONFIGMAP, grants_from_configmap, violations
+from sregym_core.types import AgentGrant
 
 from .errors import ApiError
 
 
-def _grant_for(core: Any, group: str, plural: str, namespace: str | None, name: str):
+def grant_for(core: Any, group: str, plural: str, namespace: str | None, name: str) -> AgentGrant | None:
+    """The published grant that names this object (writes to it are checked), or None."""
     stored = core.store.get("configmaps", GRANTS_CONFIGMAP[0], GRANTS_CONFIGMAP[1])
     if stored is None:
         return None
@@ -30,19 +32,12 @@ def _grant_for(core: Any, group: str, plural: str, namespace: str | None, name: 
     return None
 
 
-def guarded(core: Any, group: str, plural: str, namespace: str | None, name: str) -> bool:
-    """Whether writes to this object are checked (a grant names it)."""
-    return _grant_for(core, group, plural, namespace, name) is not None
-
-
-def admit(core: Any, user_name: str, group: str, plural: str, namespace: str | None, name: str,
-          before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
-    """Refuse (403) a write that takes the granted object beyond its grant."""
-    grant = _grant_for(core, group, plural, namespace, name)
-    if grant is None or before is None:
+def admit(grant: AgentGrant, user_name: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+    """Refuse (403) a write that takes the object ``grant`` names beyond the grant."""
+    if before is None:
         return
     found = violations(before, after, grant)
     if found:
-        raise ApiError(403, f'{plural} "{name}" is forbidden: User "{user_name}" may change only '
+        raise ApiError(403, f'{grant.resource} "{grant.name}" is forbidden: User "{user_name}" may change only '
                             f'{sorted(grant.may_change)} of it (the problem\'s grant): {"; ".join(found)}',
-                       "Forbidden", details={"name": name, "group": group, "kind": plural})
+                       "Forbidden", details={"name": grant.name, "group": grant.group, "kind": grant.resource})
