@@ -1,0 +1,96 @@
+"""Leave-half-the-problems-out: how the rules judge does on problems whose items its author did not read.
+
+The tuned-on blind sets are split by problem id (a stable hash, so every set splits the same way): half
+``A`` is the half whose misses may be read while changing the judge, half ``B`` the half whose items are
+never shown. The figure on ``B`` predicts how the judge grades text it was not tuned to, better than the
+figure on a whole set it was tuned on. It also reports the CPU time of a judgement.
+
+    .venv/bin/python plugins/sregym-judge-rules/tools/split_half.py tests/data/judge_blind/heldout3.jsonl \
+        [--show A] [--sets more.jsonl ...]
+
+``--show A`` lists the misses of half A only; half B's are never listed (that is the point).
+Never run it on a set that is still held out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from collections import Counter
+
+from sregym_judge_rules.calibration import cohen_kappa, load_blind_set
+from sregym_judge_rules.rules import RulesJudge
+
+
+def half_of(problem_id: str) -> str:
+    """``A`` or ``B``, from a hash of the problem id: the same problem is in the same half in every set."""
+    return "A" if hashlib.sha256(problem_id.encode()).digest()[0] % 2 == 0 else "B"
+
+
+def figures(rows: list[tuple[bool, bool]]) -> str:
+    labels = [label for label, _judged in rows]
+    judged = [j for _label, j in rows]
+    fails = sum(1 for label in labels if not label)
+    passes = len(labels) - fails
+    fp = sum(1 for label, j in rows if j and not label)
+    ff = sum(1 for label, j in rows if label and not j)
+    kappa = cohen_kappa(labels, judged)
+    return (f"{len(rows):4d} items  FP {fp:3d}/{fails:<3d} {100 * fp / max(fails, 1):5.1f} %  "
+            f"FF {ff:3d}/{passes:<3d} {100 * ff / max(passes, 1):5.1f} %  kappa {kappa if kappa is None else round(kappa, 3)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sets", nargs="+")
+    parser.add_argument("--show", choices=("A",), help="list the misses of half A (never of half B)")
+    parser.add_argument("--category", action="store_true", help="per category figures for each half")
+    args = parser.parse_args(argv)
+    if any("heldout4" in s for s in args.sets):
+        print("heldout4.jsonl is held out: not judged here", file=sys.stderr)
+        return 2
+    judge = RulesJudge()
+    cpu = 0.0
+    count = 0
+    for path in args.sets:
+        items = load_blind_set(path)
+        rows: dict[str, list[tuple[bool, bool]]] = {"A": [], "B": []}
+        per_category: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
+        misses = []
+        for item in items:
+            start = time.process_time()
+            verdict = judge.judge(item.submission, item.truth, app_components=item.app_components,
+                                  app_namespace=item.app_namespace)
+            cpu += time.process_time() - start
+            count += 1
+            half = half_of(item.problem)
+            rows[half].append((bool(item.label), verdict.passed))
+            per_category.setdefault((half, item.category), []).append((bool(item.label), verdict.passed))
+            if half == "A" and verdict.passed != item.label:
+                misses.append((item, verdict))
+        everything = rows["A"] + rows["B"]
+        problems = Counter(half_of(i.problem) for i in {i.problem: i for i in items}.values())
+        print(f"{path}")
+        print(f"  all      {figures(everything)}")
+        print(f"  half A   {figures(rows['A'])}   ({problems['A']} problems)")
+        print(f"  half B   {figures(rows['B'])}   ({problems['B']} problems)")
+        if args.category:
+            for (half, category), r in sorted(per_category.items()):
+                print(f"    {half} {category:26s} {figures(r)}")
+        if args.show == "A":
+            for item, verdict in misses:
+                kind = "FALSE PASS" if verdict.passed else "FALSE FAIL"
+                print(f"--- {kind} {item.id} {item.problem} [{item.category}/{item.voice}]")
+                print("   ", item.submission.replace("\n", "\n    "))
+                print("    truth:", "; ".join(f"{t.fault}: {t.mechanism}" for t in item.truth))
+                print("    gates:", verdict.inputs.get("gates"))
+                print("    answers:", {k: v.answer for k, v in verdict.answers_by_id().items()}
+                      if hasattr(next(iter(verdict.answers_by_id().values()), None), "answer")
+                      else verdict.answers_by_id())
+    print(f"CPU per judgement: {1000 * cpu / max(count, 1):.2f} ms over {count}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
