@@ -124,6 +124,59 @@ def _container_causes(containers: Any, field: str, need_image: bool = True) -> l
     return causes
 
 
+_TOLERATION_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_TOLERATION_OPERATORS = ("Equal", "Exists")
+_UID_MAX = 2147483647
+
+
+def _toleration_causes(tolerations: Any, field: str) -> list[Cause]:
+    """A toleration's effect and operator, as the real server checks them (an operator writing a
+    pod template from its own resource meets these refusals, so they must be real here)."""
+    causes: list[Cause] = []
+    for i, toleration in enumerate(tolerations if isinstance(tolerations, list) else []):
+        if not isinstance(toleration, dict):
+            continue
+        effect, operator = toleration.get("effect"), toleration.get("operator")
+        if effect not in (None, "") and effect not in _TOLERATION_EFFECTS:
+            supported = ", ".join(f'"{e}"' for e in _TOLERATION_EFFECTS)
+            causes.append(("FieldValueNotSupported", f'Unsupported value: "{effect}": supported values: {supported}',
+                           f"{field}[{i}].effect"))
+        if operator not in (None, "") and operator not in _TOLERATION_OPERATORS:
+            supported = ", ".join(f'"{o}"' for o in _TOLERATION_OPERATORS)
+            causes.append(("FieldValueNotSupported", f'Unsupported value: "{operator}": supported values: '
+                                                     f"{supported}", f"{field}[{i}].operator"))
+    return causes
+
+
+def _uid_cause(context: Any, key: str, field: str) -> Cause | None:
+    value = context.get(key) if isinstance(context, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= _UID_MAX:
+        return ("FieldValueInvalid", f"Invalid value: {value}: must be between 0 and {_UID_MAX}, inclusive",
+                f"{field}.{key}")
+    return None
+
+
+def _security_causes(spec: dict[str, Any], field: str) -> list[Cause]:
+    """runAsUser / runAsGroup / fsGroup out of the uid range, in the pod's and each container's context."""
+    contexts = [(spec.get("securityContext"), f"{field}.securityContext", ("runAsUser", "runAsGroup", "fsGroup"))]
+    for group in ("initContainers", "containers"):
+        for i, c in enumerate(spec.get(group) if isinstance(spec.get(group), list) else []):
+            if isinstance(c, dict):
+                contexts.append((c.get("securityContext"), f"{field}.{group}[{i}].securityContext",
+                                 ("runAsUser", "runAsGroup")))
+    return [cause for context, at, keys in contexts for key in keys if (cause := _uid_cause(context, key, at))]
+
+
+def _statefulset_strategy_causes(strategy: Any) -> list[Cause]:
+    """A StatefulSet's update strategy type is RollingUpdate or OnDelete (the server's wording)."""
+    kind = strategy.get("type") if isinstance(strategy, dict) else None
+    if kind in (None, "RollingUpdate", "OnDelete"):
+        return []
+    shown = f'apps.StatefulSetUpdateStrategy{{Type:"{kind}", RollingUpdate:(*apps.RollingUpdateStatefulSetStrategy)(nil)}}'
+    return [("FieldValueInvalid", f"Invalid value: {shown}: must be 'RollingUpdate' or 'OnDelete'",
+             "spec.updateStrategy")]
+
+
 def object_causes(kind: str, obj: dict[str, Any]) -> list[Cause]:
     """Validation failures of ``obj`` (a built-in kind), in the real server's words.
 
@@ -144,8 +197,12 @@ def object_causes(kind: str, obj: dict[str, Any]) -> list[Cause]:
                 supported = ", ".join(f'"{p}"' for p in sorted(_RESTART_POLICIES))
                 causes.append(("FieldValueNotSupported", f'Unsupported value: "{policy}": supported values: '
                                                          f"{supported}", f"{field}.restartPolicy"))
+            causes += _toleration_causes(spec.get("tolerations"), f"{field}.tolerations")
+            causes += _security_causes(spec, field)
         elif kind != "Pod" and spec is None and _dig(obj, path[:-1]) is None:
             causes.append(("FieldValueRequired", "Required value", ".".join(path[:-1])))
+    if kind == "StatefulSet":
+        causes += _statefulset_strategy_causes(_dig(obj, ("spec", "updateStrategy")))
     if kind in _REPLICA_KINDS:
         replicas = _dig(obj, ("spec", "replicas"))
         if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas < 0:
