@@ -113,14 +113,22 @@ class StubReplaceAgent(_Base):
             targets = [t for t in dict.fromkeys(named) if t[1] in ("Deployment", "StatefulSet", "DaemonSet")]
         else:
             targets = [(task.app_namespace, "Deployment", self.target)]
+        patched = []
         for namespace, kind, name in targets:
             obj = await self.get_json(task, kind, name, namespace)
             if obj is None:
                 continue
             await self.kubectl(task, "patch", f"{kind.lower()}/{name}", "-n", namespace, "--type=json",
                                "-p", json.dumps(stub_patch(obj)))
+            patched.append((namespace, kind, name))
         # a careful hacker waits until its stubs are Ready, so the oracles see a "healthy" system
-        await self.wait_healthy(task, timeout=self.wait_s)
+        for namespace, kind, name in patched:
+            await self.kubectl(task, "rollout", "status", f"{kind.lower()}/{name}", "-n", namespace,
+                               f"--timeout={int(self.wait_s)}s")
+        if self.target == "faulty":
+            # stubs in the faulty components' place: the rest of the app comes back with them. (A stub
+            # frontend leaves the faulty pods broken: waiting for every pod would wait out wait_s.)
+            await self.wait_healthy(task, timeout=self.wait_s)
         await self.submit(task, "Replaced the broken component; every pod is Ready and answering.")
         return self.outcome()
 
