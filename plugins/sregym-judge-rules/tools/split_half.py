@@ -41,11 +41,34 @@ def figures(rows: list[tuple[bool, bool]]) -> str:
             f"FF {ff:3d}/{passes:<3d} {100 * ff / max(passes, 1):5.1f} %  kappa {kappa if kappa is None else round(kappa, 3)}")
 
 
+def confusion(judge: RulesJudge, paths: list[str]) -> None:
+    """How often a correct diagnosis of one problem passes for another problem of its app with other faults: a
+    false pass rate that needs no label (the text is right about something else)."""
+    items = [i for path in paths for i in load_blind_set(path) if i.label]
+    problems = {i.problem: i for i in items}
+    passes = judged = 0
+    by_half = Counter()
+    for item in items:
+        faults = {t.fault for t in item.truth}
+        for other in problems.values():
+            if other.app != item.app or other.problem == item.problem or {t.fault for t in other.truth} & faults:
+                continue
+            judged += 1
+            verdict = judge.judge(item.submission, other.truth, app_components=other.app_components,
+                                  app_namespace=other.app_namespace)
+            if verdict.passed:
+                passes += 1
+                by_half[half_of(item.problem)] += 1
+    print(f"confusion: {passes} passes of {judged} judgements (by the half of the diagnosis's problem: {dict(by_half)})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sets", nargs="+")
     parser.add_argument("--show", choices=("A",), help="list the misses of half A (never of half B)")
     parser.add_argument("--category", action="store_true", help="per category figures for each half")
+    parser.add_argument("--confusion", action="store_true",
+                        help="judge every correct diagnosis against every other problem of its app with other faults")
     args = parser.parse_args(argv)
     if any("heldout4" in s for s in args.sets):
         print("heldout4.jsonl is held out: not judged here", file=sys.stderr)
@@ -88,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
                 print("    answers:", {k: v.answer for k, v in verdict.answers_by_id().items()}
                       if hasattr(next(iter(verdict.answers_by_id().values()), None), "answer")
                       else verdict.answers_by_id())
+    if args.confusion:
+        confusion(judge, args.sets)
     print(f"CPU per judgement: {1000 * cpu / max(count, 1):.2f} ms over {count}")
     return 0
 

@@ -29,7 +29,7 @@ _FAMILIES = (
     "large big huge oversized giant bulky",
     "flood stuff spam overwhelm",
     "bad damage corrupt defective unreadable faulty buggy broken",
-    "forward route point send direct redirect",
+    "forward route point send direct redirect route_to send_to hand_to hands_to",
     "bind listen occupy grab",
     "same identical very",
     "strict restrict strictest harden",
@@ -74,13 +74,50 @@ _FAMILIES = (
     "config configuration setting settings",
     "regular normal ordinary plain",
     "app application",
+    # fourth round (issue #35): concepts that recur across fault families, each shared by every fault with it
+    "clash conflict collide collision already_in_use already_used in_use taken",
+    "ingress entry_rule front_door entrance public_entry entry_gateway",
+    "internal internal_only back_office",
+    "backend back_end",
+    "descriptor fd fds file_handle",
+    "open_file open_files nofile",
+    "low insufficient too_few not_enough",
+    "aggressive eager impatient",
+    "retry retries retried repeated_tries tries_again",
+    "timeout time_out give_up gives_up",
+    "backoff back_off wait_between waiting_between",
+    "amplify multiply magnify compound",
+    "storm avalanche",
+    "readiness ready_check readiness_check",
+    "liveness liveness_check health_check",
+    "misconfigure misconfig wrong_path wrong_port",
+    "endpoint endpoints",
+    "requirepass require_pass auth_password",
+    "startup start boot launch",
+    "argument args command_line cmdline",
+    "network net",
+    "select match apply_to applies_to target",
+    "speak talk understand",
+    "http web_protocol web browser",
+    "class ingress_class ingressclass",
+    "controller ingress_controller",
+    "tag version release",
+    "image container_image",
+    "exist present existing",
+    "secret secrets",
+    "label labelled relabel",
+    "drift skew offset behind ahead",
+    "finalizer finalizers",
+    "read_only readonly",
+    "memory ram",
+    "port port_number",
 )
 
 # words every fault statement shares: they count for little on their own
 _COMMON = frozenset(
     "pod container service deployment node replica app application cluster kubernetes namespace config "
     "configuration setting value object resource every all some new request call traffic connection "
-    "component workload process file user client server make cause causing which with their its into target change "
+    "component workload process file user client server make cause causing which with their its into target change set "
     "because when than that this there them from have been were will would also only".split()
 )
 
@@ -129,12 +166,18 @@ def concepts(flat: str) -> list[tuple[str, int, int]]:
     joined = _join_phrases(flat)
     # offsets in the joined text map back to the flat one word for word (only spaces became "_")
     for match in re.finditer(r"[a-z0-9_']+", joined):
-        token = match.group(0).strip("'_")
+        token = re.sub(r"'s?$", "", match.group(0)).strip("'_")
         if not token:
             continue
         key = token if "_" in token else stem(token)
         out.append((family.get(key, key), match.start(), match.end()))
     return out
+
+
+def split_compounds(statement: str) -> str:
+    """A truth's statement with its camelCase field names also read as words ("hostPort" as "host port",
+    "ingressClassName" as "ingress class name"): a diagnosis says the field in words at least as often as by name."""
+    return re.sub(r"\b[A-Za-z][a-z]+(?:[A-Z][a-z]+)+\b", lambda m: re.sub(r"(?<=[a-z])(?=[A-Z])", " ", m.group(0)), statement)
 
 
 @functools.lru_cache(maxsize=2048)
@@ -146,7 +189,7 @@ def mechanism_concepts(mechanism: str) -> tuple[tuple[str, float], ...]:
 
     seen: dict[str, float] = {}
     heads = set(_family_of().values())
-    for concept, _a, _b in concepts(flatten(mechanism)):
+    for concept, _a, _b in concepts(flatten(split_compounds(mechanism))):
         if concept in seen or (len(concept) < 3 or (len(concept) == 3 and concept not in heads | _SHORT_TERMS)) or concept in _STOP:
             continue
         seen[concept] = 0.4 if concept in _COMMON or concept in _COMMON_STEMS else 1.0
@@ -159,12 +202,124 @@ _STOP = frozenset({"the", "and", "for", "its", "that", "this", "with", "from", "
 _COMMON_STEMS = frozenset(stem(w) for w in _COMMON)
 
 
+@functools.lru_cache(maxsize=1)
+def _members() -> dict[str, frozenset[str]]:
+    """Per concept, the stems of its one-word members (for reading a misspelt member, :func:`_near`)."""
+    out: dict[str, set[str]] = {}
+    for key, head in _family_of().items():
+        if "_" not in key:
+            out.setdefault(head, set()).add(key)
+    return {head: frozenset(keys | {head}) for head, keys in out.items()}
+
+
+@functools.lru_cache(maxsize=65536)
+def _near(token: str, target: str) -> bool:
+    """Is ``token`` ``target`` misspelt (one edit for a word of six to nine letters, two for a longer one)? A
+    non-native writer drops or doubles a letter ("permision", "adress", "certficate") far more often than he writes
+    another word one letter away; short words are never read this way (too many real words are one edit apart:
+    "ports" and "posts")."""
+    if token == target or len(target) < 6 or token[:1] != target[:1]:
+        return False
+    allowed = 2 if len(target) >= 10 else 1
+    if abs(len(token) - len(target)) > allowed:
+        return False
+    previous = list(range(len(target) + 1))  # Levenshtein distance, row by row, stopped once it exceeds allowed
+    for i, a in enumerate(token, 1):
+        current = [i]
+        for j, b in enumerate(target, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a != b)))
+        if min(current) > allowed:
+            return False
+        previous = current
+    return previous[-1] <= allowed
+
+
+def _misspelt(concept: str, tokens: list[tuple[str, int, int]]) -> tuple[int, int] | None:
+    """Where a sentence writes one of the concept's words misspelt."""
+    members = _members().get(concept, frozenset({concept}))
+    for token, a, b in tokens:
+        if len(token) >= 6 and token not in _family_of() and any(_near(token, m) for m in members):
+            return a, b
+    return None
+
+
+# a negation that says something is missing, insufficient or unable is a statement of the fault, not a denial of
+# one: "not allowed enough open files", "does not have any password", "is not valid anymore", "cannot reach"
+_FAULT_NEGATION = re.compile(r"\b(?:not|no|never|cannot|can ?not|without)\b(?:\s+\S+){0,3}?\s+(?:enough|allowed|able|"
+                             r"sufficient|valid|any|given|know|knows|have|has|had|get|reach|find|speak|serve|exist|"
+                             r"ready|longer|anymore|more)\b")
+
+
+def negated_in(flat: str, start: int, end: int, mechanism: str, concept: str) -> bool:
+    """Is the concept at ``flat[start:end]`` denied? Not when the negation is itself a statement of a fault ("not
+    enough", "does not have any", "no longer valid"), nor when the truth states the concept negated too ("a backend
+    that does not speak HTTP": a diagnosis saying "does not speak the web protocol" agrees)."""
+    from . import reading
+
+    if not reading.negated(flat, start, end):
+        return False
+    if concept in _negated_concepts(mechanism):
+        return False
+    return not _FAULT_NEGATION.search(flat[max(0, start - 40): end])
+
+
+@functools.lru_cache(maxsize=2048)
+def _negated_concepts(mechanism: str) -> frozenset[str]:
+    """The concepts the truth's own statement states under a negation ("does not speak HTTP", "no ready endpoint")."""
+    from .text import flatten
+
+    flat = flatten(split_compounds(mechanism))
+    return frozenset(c for c, a, _b in concepts(flat)
+                     if re.search(r"\b(?:not|no|never|without|cannot)\b(?:\s+\S+){0,3}\s*$", flat[max(0, a - 30):a]))
+
+
+# where a statement turns from what was done to what follows from it
+_EFFECT = re.compile(r":\s|;\s|,\s*so\b|\s+so\s+(?:that\s+)?(?=\S+\s+(?:fail|cannot|can't|is|are|every))")
+
+
+def is_cause_part(statement: str) -> bool:
+    """Does a statement say only what was done (no effect after ": ", "; ", ", so")?"""
+    return not _EFFECT.search(statement)
+
+
+def statements(mechanism: str, prose: str = "", names: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The truth's own statements of what was done, each read as concepts on its own: the mechanism; its cause
+    part (before what it says follows: ": ", "; ", ", so"); and the prose's first sentence likewise, without the
+    names of the components (a name is not a concept of the mechanism). A short cause part is easier to carry in
+    full than the whole statement with its effects ("... points at another Service (an internal backend) instead
+    of the entry Service" without ": user requests reach a backend that ...")."""
+    out = [mechanism]
+    for text_ in (mechanism, prose.split(". ")[0] if prose else ""):
+        cause = _EFFECT.split(text_)[0]
+        for name in sorted(names, key=len, reverse=True):
+            cause = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", " ", cause, flags=re.I)
+        cause = re.sub(r"\s+", " ", cause).strip(" .,")
+        if len(cause.split()) >= 3 and cause not in out:
+            out.append(cause)
+    return tuple(out)
+
+
+def present(sentence_flat: str, mechanism: str) -> list[tuple[str, tuple[int, int]]]:
+    """The mechanism's concepts a sentence carries, each with the span that carries it."""
+    return _found(sentence_flat, mechanism)[1]
+
+
 def coverage(sentence_flat: str, mechanism: str) -> tuple[float, int, list[tuple[int, int]]]:
     """How much of the mechanism's meaning a sentence carries: (weighted share of its concepts present, how
     many distinctive concepts are present, the spans of the words that carry them)."""
-    wanted = mechanism_concepts(mechanism)
+    wanted, got = _found(sentence_flat, mechanism)
     if not wanted:
         return 0.0, 0, []
+    weight = dict(wanted)
+    total = sum(w for _c, w in wanted)
+    return (sum(weight[c] for c, _s in got) / total, sum(1 for c, _s in got if weight[c] == 1.0), [s for _c, s in got])
+
+
+def _found(sentence_flat: str, mechanism: str) -> tuple[tuple[tuple[str, float], ...], list[tuple[str, tuple[int, int]]]]:
+    """The mechanism's weighted concepts, and those the sentence carries with their spans."""
+    wanted = mechanism_concepts(mechanism)
+    if not wanted:
+        return wanted, []
     here: dict[str, tuple[int, int]] = {}
     for concept, a, b in concepts(sentence_flat):
         here.setdefault(concept, (a, b))
@@ -174,9 +329,29 @@ def coverage(sentence_flat: str, mechanism: str) -> tuple[float, int, list[tuple
             inside = next(((a, b) for token, a, b in tokens if concept in token and token != concept), None)
             if inside:
                 here[concept] = inside
+    spelled = None
+    for concept, _w in wanted:  # a concept's word misspelt ("permision", "certficate")
+        if concept not in here:
+            spelled = spelled if spelled is not None else [(stem(m.group(0)), m.start(), m.end())
+                                                           for m in re.finditer(r"[a-z]{5,}", sentence_flat)]
+            near = _misspelt(concept, spelled)
+            if near:
+                here[concept] = near
     more = re.search(r"\s>\s", sentence_flat)
     if more and "more" not in here:
         here["more"] = (more.start() + 1, more.end() - 1)
-    total = sum(w for _c, w in wanted)
-    got = [(c, w) for c, w in wanted if c in here]
-    return (sum(w for _c, w in got) / total, sum(1 for _c, w in got if w == 1.0), [here[c] for c, _w in got])
+    return wanted, [(c, here[c]) for c, _w in wanted if c in here]
+
+
+@functools.lru_cache(maxsize=2048)
+def field_concepts(fields: tuple[str, ...]) -> frozenset[str]:
+    """The distinctive concepts of the names of the fields a fault changed (``hostPort``: "port"; ``wrong_service``:
+    "wrong"; ``ulimit -n``: "ulimit"): what changed, by the fault's own record of it."""
+    from .text import flatten
+
+    out = set()
+    for name in fields:
+        for concept, _a, _b in concepts(flatten(split_compounds(name))):
+            if len(concept) >= 3 and concept not in _STOP and concept not in _COMMON and concept not in _COMMON_STEMS:
+                out.add(concept)
+    return frozenset(out)

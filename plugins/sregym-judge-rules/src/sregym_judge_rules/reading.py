@@ -375,7 +375,9 @@ _COUNTERFACTUAL = re.compile(r"\b(?:would|would have|could have|might have|shoul
 _HEALTHY_PREDICATE = re.compile(
     # one word may stand between the verb and the state ("is still fine", "is 256Mi, plenty"), never a negation:
     # "is not correct", "is no longer valid" say the healthy state is gone, which is the fault
-    r"\b(?:looks?|looked|seems?|seemed|appears?|appeared|is|are|was|were|stays?|stayed|remains?|remained)\s+"
+    r"\b(?:looks?|looked|seems?|seemed|appears?|appeared|is|are|was|were|stays?|stayed|remains?|remained|"
+    # a reduced passive of checking: "readiness probe verified ok", "the grants checked fine"
+    r"verified(?:\s+as)?|checked(?:\s+as)?|confirmed(?:\s+as)?|tested(?:\s+as)?|validated(?:\s+as)?)\s+"
     r"(?:(?!not\b|no\b|never\b|hardly\b|barely\b|in\b)[\w.%]+,?\s+)?"
     r"(?:fine|ok|okay|normal|healthy|correct|intact|unchanged|untouched|as expected|in place|clean|unaffected|"
     r"plenty|enough|sufficient|adequate|generous|consistent|as configured|within (?:limits?|range|budget)|"
@@ -413,12 +415,14 @@ _VERDICT = re.compile(
     r"|\b(?:is|are|was|were|be|been)\s+(?:thus\s+|therefore\s+|hence\s+|also\s+)?(?:excluded|ruled out|eliminated|"
     r"cleared|exonerated)\b"
     r"|\b(?:is|was)\s+not\s+(?:that|it|this)\s*[.!]?\s*$"
+    r"|(?:^|,\s*|\s(?:—|–|--)\s*)not\s+(?:it|that|this|the\s+(?:cause|problem|issue|culprit))\s*[.!]?\s*$"
     r"|\b(?:just|only|merely)\s+(?:noise|a symptom|a side effect|a red herring|cosmetic)\b|\bred herring\b"
     r"|(?:—|–|--)\s*not\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:problem|issue|cause)\b"
 )
 # what a verdict concludes from the clause before it: ", so X is not the problem", "; OOM is not the issue",
 # "— not a policy problem"; a contrast before it ("X was changed, but Y is not the cause") keeps X asserted
 _CONCLUDES_BEFORE = re.compile(r"(?:,\s*(?:so|hence|therefore|thus)?|\s(?:so|hence|therefore|thus)|;|—|–|--)\s*$")
+_PRONOUN_SUBJECT = re.compile(r"\W*(?:it|this|that|they|these|those)\s+(?:is|are|was|were|'s)\b")
 _CONTRAST = re.compile(r"\b(?:but|however|although|though|whereas|yet|instead|rather|actually|the real|the actual)\b")
 # a clause that asserts a change itself: a verdict after it is about something else
 _CHANGE_CUE = re.compile(
@@ -521,7 +525,11 @@ def _verdict_spans(flat: str) -> list[tuple[int, int]]:
         while first > 0:
             a, _b = clauses[first]
             before = flat[clauses[first - 1][0]:a]
-            if not _CONCLUDES_BEFORE.search(flat[: a]) or _CONTRAST.search(before) or _CHANGE_CUE.search(before):
+            # a verdict whose subject is a pronoun ("..., and it is not the problem") is about what the clause
+            # before it named: it covers that clause as a "so" would
+            refers_back = first == here and _PRONOUN_SUBJECT.match(flat[a:clauses[first][1]]) is not None
+            if ((not _CONCLUDES_BEFORE.search(flat[: a]) and not refers_back) or _CONTRAST.search(before)
+                    or _CHANGE_CUE.search(before)):
                 break
             first -= 1
         last = here
@@ -580,20 +588,29 @@ def json_as_prose(submission: str) -> str | None:
         return None
     if not isinstance(data, dict):
         return None
-    components = [_flat_value(v) for k, v in data.items() if _key(k) in _COMPONENT_KEYS and _flat_value(v)]
-    causes = [_flat_value(v) for k, v in data.items() if _key(k) in _CAUSE_KEYS and not _placeholder(_flat_value(v))
+    role = {k: _role(k) for k in data}
+    components = [_flat_value(v) for k, v in data.items() if role[k] == "component" and _flat_value(v)]
+    causes = [_flat_value(v) for k, v in data.items() if role[k] == "cause" and not _placeholder(_flat_value(v))
               and not _labels(v)]
+    # a field saying the answer is not confirmed ("status": "not yet verified", "confidence": "low") leaves every
+    # explanation in it open, as "could be" does in prose
+    unsure = any(role[k] == "status" and _UNSURE.search(_flat_value(v)) for k, v in data.items())
+    opener = "It could be that " if unsure else ""
     lines: list[str] = []
     if components:
-        lead = f"The root cause is in {', '.join(components)}"
+        lead = f"{opener}the root cause is in {', '.join(components)}"
+        lead = lead[0].upper() + lead[1:]
         lines.append(f"{lead}: {causes[0].rstrip('.')}." if causes else f"{lead}.")
         causes = causes[1:]
-    lines += [f"{c.rstrip('.')}." for c in causes]
-    explained = bool(lines) and any(not _placeholder(_flat_value(v)) and not _labels(v)
-                                    for k, v in data.items() if _key(k) in _CAUSE_KEYS)
+    lines += [f"{opener}{c.rstrip('.')}." for c in causes]
+    # a hypothesis field offers a candidate, asserts nothing ("hypothesis": "Is a NetworkPolicy denying ...?")
+    lines += [f"It could be that {_flat_value(v).rstrip('.?')}." for k, v in data.items()
+              if role[k] == "hedge" and not _placeholder(_flat_value(v))]
+    explained = bool(causes) or any(not _placeholder(_flat_value(v)) and not _labels(v)
+                                    for k, v in data.items() if role[k] == "cause")
     for key, value in data.items():
         name = _key(key)
-        if name in _COMPONENT_KEYS or name in _CAUSE_KEYS or name in _EVIDENCE_KEYS:
+        if role[key] in ("component", "cause", "evidence", "hedge", "status", "action"):
             continue
         if not explained and (isinstance(value, dict | list) or name in _DATA_KEYS):
             continue  # fields of data with no explanation beside them are a record's shape, not a diagnosis
@@ -601,6 +618,40 @@ def json_as_prose(submission: str) -> str | None:
         if flat:
             lines.append(f"{name.replace('_', ' ')}: {flat.rstrip('.')}.")
     return "\n".join(lines)
+
+
+# what a key's words say its value is, for keys outside the lists above: a JSON answer is read as claims, one a
+# field, each by the role of its key ("vulnerability" explains, "next_step" and "fix" act, "hypothesis" offers)
+_ROLE_WORDS = (
+    ("evidence", frozenset({"evidence", "log", "logs", "error", "errors", "output", "observed", "observation",
+                            "observations", "symptom", "symptoms", "stderr", "stdout", "trace", "events"})),
+    ("hedge", frozenset({"hypothesis", "hypotheses", "suspect", "suspected", "suspicion", "candidate", "candidates",
+                         "possible", "guess", "theory", "maybe", "likely"})),
+    ("status", frozenset({"status", "confidence", "certainty", "verified", "confirmed", "state_of_analysis"})),
+    ("action", frozenset({"fix", "fixes", "remediation", "mitigation", "action", "actions", "next", "step", "steps",
+                          "recommendation", "recommended", "resolution", "todo", "workaround", "suggested"})),
+    ("component", frozenset({"component", "culprit", "service", "object", "resource"})),
+    ("cause", frozenset({"cause", "mechanism", "reason", "explanation", "diagnosis", "problem", "issue", "vulnerability",
+                         "defect", "finding", "change", "changed", "what", "summary", "misconfiguration", "bug"})),
+)
+_UNSURE = re.compile(r"\b(?:not (?:yet )?(?:verified|confirmed|checked)|unverified|unconfirmed|unknown|unsure|low|"
+                     r"tentative|hypothesis|to be (?:verified|confirmed)|pending|open|investigating)\b", re.I)
+
+
+def _role(key: object) -> str:
+    """The role of a JSON answer's key: its known name, else the first role its words have."""
+    name = _key(key)
+    if name in _COMPONENT_KEYS:
+        return "component"
+    if name in _CAUSE_KEYS:
+        return "cause"
+    if name in _EVIDENCE_KEYS:
+        return "evidence"
+    words = set(re.split(r"_+", re.sub(r"(?<=[a-z])(?=[A-Z])", "_", str(key)).lower().replace("-", "_").replace(" ", "_")))
+    for role, known in _ROLE_WORDS:
+        if words & known:
+            return role
+    return "data" if name in _DATA_KEYS else "other"
 
 
 # keys whose value is a record's data (a kind, a layer, the changed values): read only beside an explanation
@@ -617,7 +668,11 @@ def _labels(value: object) -> bool:
 
 
 def _placeholder(value: str) -> bool:
-    return not value.strip() or bool(_PLACEHOLDER.match(value.strip())) or len(re.findall(r"[A-Za-z]{2,}", value)) < 2
+    """An explanation field that explains nothing: empty, a stand-in, one word, or one label written as a slug
+    (``finalizer-deadlock``, ``missing_secret``: the name of a fault, not a statement of what was done)."""
+    value = value.strip()
+    return (not value or bool(_PLACEHOLDER.match(value)) or len(re.findall(r"[A-Za-z]{2,}", value)) < 2
+            or bool(re.fullmatch(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+", value)))
 
 
 def _key(key: object) -> str:
