@@ -17,7 +17,8 @@ from sregym_core.testing.contracts import FaultContract
 
 class TestDmDust(FaultContract):
     plugin = sregym_fault_dm_dust.plugin
-    live_only = {"disk-bad-blocks": "it maps bad blocks under a running datastore's files (node hooks)"}
+    live_only = {"disk-bad-blocks": "it maps bad blocks under a running datastore's files (node hooks)",
+                 "silent-data-corruption": "it maps corrupt blocks under a running datastore's files (node hooks)"}
 
 
 def test_bad_blocks_are_deterministic_and_proportional():
@@ -65,7 +66,9 @@ def test_inject_asks_for_the_fuse_layer_first_and_records_what_ran(monkeypatch):
     monkeypatch.setattr(badblocks.hooks, "claims", lambda ctx, target: ["data"])
     monkeypatch.setattr(badblocks.hooks, "selector_labels", lambda ctx, target: {"app": "pg"})
     monkeypatch.setattr(badblocks, "_table_map", lambda *a: None)
-    monkeypatch.setattr(badblocks.hooks, "restart_pods", lambda ctx, target: calls.append("restart"))
+    monkeypatch.setattr(badblocks.hooks, "restart_datastores", lambda ctx, target: calls.append("restart"))
+    neighbours = [{"namespace": "ns", "claim": "other-data"}]
+    monkeypatch.setattr(badblocks.hooks, "neighbour_volumes", lambda ctx, target: neighbours)
     for answer in ({"mechanism": "fuse-badblocks", "pvs": ["pv-1"]},
                    {"mechanism": "ld-preload-shim", "pvs": ["pv-1"],
                     "passed_over": {"fuse-badblocks": "the kernel has no FUSE filesystem"}}):
@@ -75,6 +78,34 @@ def test_inject_asks_for_the_fuse_layer_first_and_records_what_ran(monkeypatch):
                          {"fraction": 0.2, "restart": True})
         spec = calls[-2]
         assert spec["mechanisms"] == ["fuse-badblocks", "ld-preload-shim"] and spec["fuse_install"] is True
-        assert calls[-1] == "restart"
+        # every other datastore's volume gets the (dormant) layer too, and all of them restart
+        assert spec["cover"] == neighbours and calls[-1] == "restart"
         assert ctx.state["fault_mechanism"] == answer["mechanism"]
         assert ctx.state.get("passed_over") == answer.get("passed_over")
+
+
+def test_datastores_are_the_target_and_every_other_db_with_claims():
+    from types import SimpleNamespace
+
+    import attrs
+    from sregym_fault_node import hooks
+
+    @attrs.frozen
+    class Component:
+        name: str
+        roles: tuple = ()
+        pvcs: tuple = ()
+
+        def has_role(self, pattern: str) -> bool:
+            return any(r.split(":")[0] == pattern.split(":")[0] for r in self.roles)
+
+    @attrs.frozen
+    class Target:
+        app: object
+        component: Component
+        namespace: str = "ns"
+
+    comps = [Component("web"), Component("db-a", ("db:postgres",), ("a",)), Component("db-b", ("db:postgres",), ("b",)),
+             Component("cache", ("cache:memcached",)), Component("db-mem", ("db:redis",))]
+    target = Target(SimpleNamespace(components=comps), comps[2])
+    assert [t.component.name for t in hooks.datastores(None, target)] == ["db-b", "db-a"]

@@ -121,6 +121,76 @@ def test_ranges_random_and_prefix_scoping(volume):
     assert read(layer, fh, 0, 8192)[0] == 0
 
 
+def write(layer: fs.Layer, fh: int, offset: int, data: bytes) -> int:
+    return reply(layer.handle(request(fs.WRITE, 2, fs.WRITE_IN.pack(fh, offset, len(data), 0, 0, 0, 0) + data)))[0]
+
+
+def test_sticky_random_rule_keeps_a_failed_block_failing_until_it_is_written(volume, monkeypatch):
+    # a latent sector error: a read at the rate finds a bad block; that block fails every read
+    # after it (the datastore never caches it), the others read; a write over the block remaps it
+    root, layer = volume
+    table, _ = lookup(layer, lookup(layer, fs.ROOT_ID, b"base")[0], b"table")
+    fh = open_file(layer, table, os.O_RDWR)
+    rule = fs.Rule({"mode": "random", "rate": 0.25, "sticky": True, "errno": errno.EIO, "prefixes": [str(root)]})
+    layer.rules = [rule]
+    monkeypatch.setattr(fs.random, "random", iter([0.9, 0.1] + [0.9] * 1000).__next__)  # the 2nd read finds one
+    assert read(layer, fh, 0, 8192)[0] == 0
+    assert read(layer, fh, 5 * 8192, 8192)[0] == -errno.EIO
+    assert all(read(layer, fh, 5 * 8192, 8192)[0] == -errno.EIO for _ in range(5))  # every time
+    assert read(layer, fh, 5 * 8192 + 4096, 100)[0] == -errno.EIO and read(layer, fh, 6 * 8192, 8192)[0] == 0
+    assert write(layer, fh, 5 * 8192 + 1, b"x" * 100) == 0  # a partial write does not remap the block
+    assert read(layer, fh, 5 * 8192, 8192)[0] == -errno.EIO
+    assert write(layer, fh, 5 * 8192, b"y" * 8192) == 0
+    assert read(layer, fh, 5 * 8192, 8192) == (0, b"y" * 8192)
+    # without sticky a random rule has no memory
+    layer.rules = [fs.Rule({"mode": "random", "rate": 0.25, "errno": errno.EIO})]
+    monkeypatch.setattr(fs.random, "random", iter([0.1, 0.9]).__next__)
+    assert [read(layer, fh, 0, 8192)[0], read(layer, fh, 0, 8192)[0]] == [-errno.EIO, 0]
+
+
+def test_corrupt_rule_alters_the_chosen_blocks_second_half_and_never_fails(volume):
+    root, layer = volume
+    table, _ = lookup(layer, lookup(layer, fs.ROOT_ID, b"base")[0], b"table")
+    fh = open_file(layer, table)
+    original = (root / "base" / "table").read_bytes()
+    inode = (root / "base" / "table").stat().st_ino
+    layer.rules = [fs.Rule({"mode": "badblocks", "frac": 0.3, "block": 8192, "seed": 2, "corrupt": True, "flips": 8,
+                            "errno": errno.EIO, "prefixes": [str(root)]})]
+    chosen = [b for b in range(64) if fs.block_is_bad(inode, b, 2, 0.3)]
+    assert 0 < len(chosen) < 64
+    for block in range(64):
+        error, data = read(layer, fh, block * 8192, 8192)
+        assert error == 0 and len(data) == 8192
+        want = original[block * 8192:(block + 1) * 8192]
+        diff = [i for i in range(8192) if data[i] != want[i]]
+        if block in chosen:
+            # 1..8 bytes (two positions may coincide), each its low bit flipped, all in the second half
+            assert 1 <= len(diff) <= 8 and all(i >= 4096 and data[i] ^ want[i] == 1 for i in diff)
+        else:
+            assert diff == []
+    # the same bytes every time, whatever the read's offset and size (the kernel reads in pages)
+    block = chosen[0]
+    whole = read(layer, fh, block * 8192, 8192)[1]
+    assert read(layer, fh, block * 8192 + 4096, 4096)[1] == whole[4096:]
+    # the disk itself is untouched: without the rule the block reads as written
+    layer.rules = []
+    assert read(layer, fh, block * 8192, 8192)[1] == original[block * 8192:(block + 1) * 8192]
+
+
+def test_unchanged_rules_keep_their_state_and_a_change_replaces_them(tmp_path: Path):
+    server = fs.Server(None)
+    layer = fs.Layer(None, str(tmp_path), "pod")
+    server.layers.append(layer)
+    spec = {"mode": "random", "rate": 0.5, "sticky": True, "errno": 5}
+    server.set_rules({"pod": [spec]})
+    first = layer.rules[0]
+    first.latent[1] = {3}
+    server.set_rules({"pod": [dict(spec)]})
+    assert layer.rules[0] is first and first.latent == {1: {3}}
+    server.set_rules({"pod": [{**spec, "rate": 0.4}]})
+    assert layer.rules[0] is not first and layer.rules[0].latent == {}
+
+
 def test_create_write_belongs_to_the_caller_and_rename_moves_nodes(volume):
     root, layer = volume
     base, _ = lookup(layer, fs.ROOT_ID, b"base")
@@ -422,3 +492,45 @@ def test_a_ranges_rule_runs_on_the_layer_only_by_host_path(tmp_path: Path, monke
         with pytest.raises(ApiError) as info:
             hooks.put_shim("r3", {**spec, "files": files})
         assert info.value.code == 422
+
+
+def test_corrupt_sticky_and_cover_options_of_a_record(tmp_path: Path, monkeypatch):
+    from sregym_cluster_embedded.apiserver import admin_fuse
+    from sregym_cluster_embedded.apiserver.errors import ApiError
+
+    hooks, volume = _fault_hooks(tmp_path, monkeypatch)
+    other = tmp_path / "volumes" / "pv-2"
+    other.mkdir(parents=True)
+    hooks.client.objects["persistentvolumeclaims"].append(
+        {"metadata": {"name": "other", "namespace": "shop"}, "spec": {"volumeName": "pv-2"}})
+    hooks.client.objects["persistentvolumes"].append(
+        {"metadata": {"name": "pv-2"}, "spec": {"hostPath": {"path": str(other)}}})
+    hooks.fuse = _Layers({"uid-db-1": {str(volume)}})
+    spec = {"namespace": "shop", "labels": {"app": "db"}, "calls": ["read"], "mode": "badblocks", "frac": 0.5,
+            "corrupt": True, "flips": 32, "volumes": [{"namespace": "shop", "claim": "data"}],
+            "cover": [{"namespace": "shop", "claim": "other"}], "mechanisms": ["fuse-badblocks", "ld-preload-shim"]}
+    record = hooks.put_shim("c1", spec)
+    assert record["mechanism"] == "fuse-badblocks" and record["cover_pvs"] == ["pv-2"]
+    admin_fuse.render(hooks)
+    (rule,) = hooks.fuse.sent["uid-db-1"]
+    assert rule["corrupt"] is True and rule["flips"] == 32 and rule["sticky"] is False
+    # a pod of the covered volume starts with the layer too (dormant: no rule names its pod)
+    neighbour = {"metadata": {"namespace": "shop", "uid": "uid-db-2"},
+                 "spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "other"}}]}}
+    assert admin_fuse.wanted(hooks, neighbour, str(other.resolve()))
+    del hooks.shim["c1"]
+    assert not admin_fuse.wanted(hooks, neighbour, str(other.resolve()))
+    # only the layer alters what a read returns: without it nothing runs a corrupt record
+    hooks.fuse = None
+    with pytest.raises(ApiError) as info:
+        hooks.put_shim("c2", spec)
+    assert info.value.code == 503 and "only the FUSE layer alters" in str(info.value)
+    # a sticky record runs elsewhere without memory (the shim), and says so
+    sticky = {**spec, "mode": "random", "rate": 0.3, "sticky": True, "corrupt": False}
+    assert hooks.put_shim("s1", sticky)["mechanism"] == "ld-preload-shim"
+    for bad, why in (({"flips": 0}, "flips"), ({"corrupt": "yes"}, "corrupt must be"),
+                     ({"sticky": True, "mode": "badblocks"}, "sticky is a random-mode option"),
+                     ({"cover": [{"claim": "x"}]}, "cover must be")):
+        with pytest.raises(ApiError) as info:
+            hooks.put_shim("bad", {**spec, **bad})
+        assert info.value.code == 422 and why in str(info.value)

@@ -33,11 +33,12 @@ BLOCK = 8192  # PostgreSQL's page size: one bad block is one unreadable page
 #: the real machinery that can fail the reads, strongest first (sregym_core.mechanisms names)
 MECHANISMS = {"read": ("fuse-badblocks", "ld-preload-shim")}
 _MASK = (1 << 64) - 1
-_LARGEST_TABLE = (
+#: the files of the database's own relations (tables, or with indexes too), largest first
+_RELATIONS = (
     "SELECT current_setting('data_directory') || '/' || pg_relation_filepath(c.oid), c.relname "
-    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' "
+    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ({kinds}) "
     "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' "
-    "ORDER BY pg_relation_size(c.oid) DESC, c.relname LIMIT 1")
+    "ORDER BY pg_relation_size(c.oid) DESC, c.relname LIMIT {limit}")
 _PSQL = ('PGPASSWORD="$POSTGRES_PASSWORD" psql -h "${POD_IP:-127.0.0.1}" -U "${POSTGRES_USER:-postgres}" '
          '-d "${POSTGRES_DB:-postgres}" -At -F "|" -c "CHECKPOINT" -c "$1"')
 
@@ -56,19 +57,27 @@ def bad_blocks(inode: int, blocks: int, seed: int, frac: float) -> list[int]:
             if _mix(((inode * 1000003) & _MASK) ^ _mix((b ^ (seed << 32)) & _MASK)) % 1000000 < limit]
 
 
-def _largest_table(ctx: Any, target: Any) -> tuple[str, str] | None:
-    """(path as PostgreSQL sees it, table name) of the largest user table, after a checkpoint."""
+def relation_files(ctx: Any, target: Any, limit: int = 1, indexes: bool = False) -> list[tuple[str, str]]:
+    """(path as PostgreSQL sees it, relation name) of the database's largest own tables (and
+    indexes), after a checkpoint, so their files hold what PostgreSQL last wrote."""
     pod = next((p for p in hooks.pods(ctx, target) if hooks.is_ready(p)), None)
     if pod is None:
-        return None
+        return []
     container = target.component.container_name if target.component.container else "postgres"
+    query = _RELATIONS.format(kinds="'r', 'i'" if indexes else "'r'", limit=int(limit))
     out = ctx.kubectl("exec", pod["metadata"]["name"], "-n", ctx.namespace, "-c", container, "--", "sh", "-c",
-                      _PSQL, "psql", _LARGEST_TABLE, check=False)
+                      _PSQL, "psql", query, check=False)
+    found = []
     for line in out.splitlines():
         parts = line.split("|")
         if len(parts) == 2 and parts[0].startswith("/"):
-            return parts[0], parts[1]
-    return None
+            found.append((parts[0], parts[1]))
+    return found
+
+
+def _largest_table(ctx: Any, target: Any) -> tuple[str, str] | None:
+    found = relation_files(ctx, target)
+    return found[0] if found else None
 
 
 def _host_and_mount(ctx: Any, target: Any, claim: str) -> tuple[str, str]:
@@ -124,14 +133,25 @@ def inject(ctx: Any, target: Any, params: dict) -> None:
     if mapped is not None:
         spec.update(paths=mapped["paths"], seed=mapped["seed"], whole_volume=False)
         ctx.state.update(table=mapped["table"], file=mapped["file"], bad_blocks=mapped["bad"][:32])
+    _arm(ctx, target, spec, claims, params["restart"])
+
+
+def _arm(ctx: Any, target: Any, spec: dict, claims: list[str], restart: bool) -> None:
+    """Send the rule; record the mechanism; restart the app's datastores (the target among them).
+
+    The layer goes over every datastore's volume of the app (``cover``: dormant on the others),
+    and all of them restart: the mount table and the restarts look the same whichever datastore
+    is broken, so neither names the target."""
+    if restart:
+        spec = {**spec, "cover": hooks.neighbour_volumes(ctx, target)}
     record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
     ctx.state.update(claims=claims, volumes=record.get("pvs", []))
     ctx.state[STATE_KEY] = record.get("mechanism") or "ld-preload-shim"
     if record.get("passed_over"):
         ctx.state["passed_over"] = dict(record["passed_over"])
-    if params["restart"]:
+    if restart:
         # a cold start: the datastore's cache no longer hides the unreadable blocks
-        hooks.restart_pods(ctx, target)
+        hooks.restart_datastores(ctx, target)
 
 
 def is_present(ctx: Any, target: Any, params: dict) -> bool:

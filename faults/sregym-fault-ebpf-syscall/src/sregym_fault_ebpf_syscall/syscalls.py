@@ -34,7 +34,10 @@ FILE_ORDER = ("bpf-lsm", "bpf-fmod-ret", "seccomp-supervisor", "ld-preload-shim"
 #: per syscall, the mechanisms that can fail it, strongest first (FaultSpec.mechanisms)
 MECHANISMS = {"fsync": FILE_ORDER, "read": FILE_ORDER, "write": FILE_ORDER, "open": ("bpf-lsm", "ld-preload-shim"),
               "connect": ("bpf-cgroup", "ld-preload-shim"), "socket": ("bpf-cgroup",)}
-LSE_MECHANISMS = {"read": FILE_ORDER}
+#: latent-sector-error: the FUSE layer (any binary; a failed block stays failed), else the shim
+LSE_MECHANISMS = {"read": ("bpf-lsm", "bpf-fmod-ret", "fuse-badblocks", "ld-preload-shim")}
+#: how many of the database's largest relation files (tables and indexes) the errors reach
+LSE_FILES = 4
 DEFAULT_ERRNO = {"read": "EIO", "write": "EIO", "fsync": "EIO", "open": "EIO", "connect": "ECONNREFUSED",
                  "socket": "EMFILE"}
 
@@ -42,12 +45,30 @@ DEFAULT_ERRNO = {"read": "EIO", "write": "EIO", "fsync": "EIO", "open": "EIO", "
 # --------------------------------------------------------------------------- latent-sector-error
 
 def lse_inject(ctx: Any, target: Any, params: dict) -> None:
-    volumes = [{"namespace": ctx.namespace, "claim": c} for c in hooks.claims(ctx, target)]
-    record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), namespace=ctx.namespace,
-                        labels=hooks.selector_labels(ctx, target), calls=["read"], errno="EIO",
-                        rate=params["rate"], volumes=volumes, mechanisms=list(LSE_MECHANISMS["read"]))
-    ctx.state.update(claims=[v["claim"] for v in volumes], volumes=record.get("pvs", []))
+    """Reads of the datastore's own relation files fail at the rate; on the FUSE layer a block a
+    read failed on stays unreadable until written (``sticky``: a latent sector error, found by the
+    read), so what missed the cache keeps failing; elsewhere each read fails at the rate alone.
+    The app's datastores restart (a cold start: the caches hold nothing the disk did not give
+    again), all of them, with the layer over every one's volume (dormant on the others)."""
+    from sregym_fault_dm_dust.badblocks import relation_files
+
+    claims = hooks.claims(ctx, target)
+    spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
+                            "calls": ["read"], "errno": "EIO", "rate": params["rate"], "sticky": True,
+                            "volumes": [{"namespace": ctx.namespace, "claim": c} for c in claims],
+                            "mechanisms": list(LSE_MECHANISMS["read"]), "fuse_install": bool(params["restart"])}
+    files = relation_files(ctx, target, limit=LSE_FILES, indexes=True) if target.component.has_role("db:postgres") else []
+    if files:
+        # the database's own tables and indexes: catalogs and WAL read fine (else nothing would start)
+        spec.update(paths=[path for path, _name in files], whole_volume=False)
+        ctx.state["relations"] = [name for _path, name in files]
+    if params["restart"]:
+        spec["cover"] = hooks.neighbour_volumes(ctx, target)
+    record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
+    ctx.state.update(claims=claims, volumes=record.get("pvs", []))
     _record_mechanism(ctx, record)
+    if params["restart"]:
+        hooks.restart_datastores(ctx, target)
 
 
 def _record_mechanism(ctx: Any, record: dict) -> None:
@@ -125,14 +146,16 @@ FAULTS = [
     function_fault(
         name="latent-sector-error", layer="hardware", selector=DATASTORE_WITH_VOLUME,
         summary="Intermittent EIO on reads of the datastore's volume (unreadable disk sectors)",
-        params_schema=schema(rate={"type": "number", "minimum": 0.001, "maximum": 0.5, "default": 0.02}),
+        params_schema=schema(rate={"type": "number", "minimum": 0.001, "maximum": 0.5, "default": 0.02},
+                             restart={"type": "boolean", "default": True}),
         inject=lse_inject, recover=shim_recover, is_present=shim_present, reference_fix=volume_fix,
         resource_kind="PersistentVolume", mechanism="latent sector errors: reads of the volume fail with EIO",
         keywords=("EIO", "Input/output error", "bad sectors", "disk failure", "I/O error"),
         values=_values_lse,
         prose="The disk under {component}'s volume ({volumes}) has latent sector errors: about {rate} of its "
-                  "reads fail with EIO, so the datastore logs 'could not read block ... Input/output error' and "
-                  "queries fail intermittently. Fix: move {component} to a new volume (a new claim in its pod "
+                  "reads of its data files fail with EIO, and a sector found unreadable stays so, so the "
+                  "datastore logs 'could not read block ... Input/output error' and queries touching those "
+                  "records fail while others work. Fix: move {component} to a new volume (a new claim in its pod "
                   "template) and "
                   "let its data be rebuilt.",
         capabilities=hooks.LD_PRELOAD, failure_mode="persistent", fault_mechanisms=LSE_MECHANISMS,

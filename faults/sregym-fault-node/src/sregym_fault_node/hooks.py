@@ -191,3 +191,43 @@ def replace_volumes(ctx: Any, target: Any) -> None:
     kube.restart_dependents(ctx, target)
 
 
+
+
+# ------------------------------------------------------------------ a disk fault's neighbours
+
+def datastores(ctx: Any, target: Any) -> list[Any]:
+    """The target and every other datastore of its app with volumes (a ``db:*`` role and claims),
+    as targets: a disk fault that must change something on its pods (a layer over the volume, a
+    restart) does the same to all of them, so nothing there singles the broken one out."""
+    import attrs
+
+    out = [target]
+    for component in getattr(target.app, "components", ()) or ():
+        if component.name != target.component.name and component.has_role("db:*") and component.pvcs:
+            out.append(attrs.evolve(target, component=component))
+    return out
+
+
+def neighbour_volumes(ctx: Any, target: Any) -> list[dict[str, str]]:
+    """``[{namespace, claim}]`` of the other datastores' mounted claims (those with running pods)."""
+    out: list[dict[str, str]] = []
+    for other in datastores(ctx, target)[1:]:
+        try:
+            out += [{"namespace": ctx.namespace, "claim": c} for c in claims(ctx, other)]
+        except PermanentFaultError:
+            continue  # nothing mounted now: nothing to make look alike
+    return out
+
+
+def restart_datastores(ctx: Any, target: Any) -> None:
+    """Delete the pods of the target and of every other datastore of its app at once (their
+    controllers make new ones), then wait for a new ready pod of each."""
+    group = datastores(ctx, target)
+    old = {t.component.name: {p["metadata"]["uid"] for p in pods(ctx, t)} for t in group}
+    for member in group:
+        selector = ",".join(f"{k}={v}" for k, v in selector_labels(ctx, member).items())
+        ctx.kubectl("delete", "pods", "-n", ctx.namespace, "-l", selector, "--wait=false")
+    for member in group:
+        gone = old[member.component.name]
+        wait_for(lambda m=member, g=gone: any(is_ready(p) and p["metadata"]["uid"] not in g for p in pods(ctx, m)),
+                 180.0, f"a new ready pod of {member.component.name}")

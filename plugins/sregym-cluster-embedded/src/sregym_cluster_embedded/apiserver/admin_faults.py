@@ -561,6 +561,7 @@ class FaultHooks:
             raise _bad("badblocks needs frac > 0")
         if mode == "ranges":
             record["files"] = admin_fuse.files(body)
+        record.update(admin_fuse.options(self, body))  # sticky, corrupt, flips, cover: the layer's own
         if body.get("pinned"):
             if not namespace:
                 raise _bad("pinned needs a namespace")
@@ -587,6 +588,8 @@ class FaultHooks:
         if name == SECCOMP:
             if len(calls) != 1 or calls[0] not in seccompfault.CALLS or record["mode"] != "random" or delay:
                 return f"runs one of {', '.join(seccompfault.CALLS)}, in random mode, without delay_us"
+            if admin_fuse.layer_only(record):
+                return admin_fuse.layer_only(record)
             if self.seccomp is None:
                 return seccompfault.unavailable_reason()
             pods = self._target_pods(record) if (record["namespace"] or record["pvs"]) else []
@@ -601,8 +604,8 @@ class FaultHooks:
         if name == FUSE:
             return admin_fuse.fits(self, record, body)
         if name == SHIM:
-            if record["mode"] == "ranges":
-                return "the shim has no ranges mode"
+            if admin_fuse.layer_only(record):
+                return admin_fuse.layer_only(record)
             if "socket" in calls:
                 return "the shim does not run socket"
             return None if self.shim_path is not None else "no C compiler or no bind shim"

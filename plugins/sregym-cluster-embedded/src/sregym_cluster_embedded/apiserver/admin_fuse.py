@@ -108,7 +108,7 @@ def wanted(hooks: Any, pod: dict, host: str) -> bool:
     for pv in pvs:
         root = _pv_root(hooks, pv)
         if root and _under(host, root):
-            return mode == "all" or any(pv in r["pvs"] for r in _records(hooks))
+            return mode == "all" or any(pv in r["pvs"] or pv in r.get("cover_pvs", ()) for r in _records(hooks))
     return False
 
 
@@ -164,9 +164,48 @@ def _host_files(hooks: Any, record: dict) -> dict[str, list[list[int]]]:
     return out
 
 
+def options(hooks: Any, body: dict) -> dict:
+    """The record fields only the layer runs: ``sticky`` (random mode: a block a read failed on
+    stays unreadable until written, a latent sector error), ``corrupt`` (the chosen reads come
+    back with ``flips`` bytes altered, no error: silent corruption), and ``cover``, the other
+    volumes (``[{namespace, claim}]``) whose pods get the same (dormant) layer when they start,
+    so the mount table and the restarts of a fault's pods look like those of its neighbours'."""
+    out: dict[str, Any] = {}
+    for flag in ("sticky", "corrupt"):
+        value = body.get(flag, False)
+        if not isinstance(value, bool):
+            raise ApiError(422, f"{flag} must be true or false", "Invalid")
+        out[flag] = value
+    flips = body.get("flips", 16)
+    if type(flips) is not int or not 1 <= flips <= 4096:
+        raise ApiError(422, "flips must be an integer from 1 to 4096", "Invalid")
+    out["flips"] = flips
+    if out["sticky"] and body.get("mode", "random") != "random":
+        raise ApiError(422, "sticky is a random-mode option (a read at the rate discovers a bad block)", "Invalid")
+    cover = body.get("cover") or []
+    if not isinstance(cover, list) or not all(
+            isinstance(v, dict) and isinstance(v.get("namespace"), str) and isinstance(v.get("claim"), str)
+            for v in cover):
+        raise ApiError(422, "cover must be a list of {namespace, claim}", "Invalid")
+    out["cover"] = [{"namespace": v["namespace"], "claim": v["claim"]} for v in cover]
+    out["cover_pvs"] = [hooks.bound_volume(v["namespace"], v["claim"]) for v in cover]
+    return out
+
+
+def layer_only(record: dict) -> str | None:
+    """Why only the layer can run this record (None: others may too)."""
+    if record.get("mode") == "ranges":
+        return "the shim has no ranges mode"
+    if record.get("corrupt"):
+        return "only the FUSE layer alters what a read returns (corrupt)"
+    return None  # sticky: elsewhere reads fail at the rate, without memory (the record says which ran)
+
+
 def _rule(hooks: Any, record: dict, prefixes: list[str]) -> dict:
     rule = {"errno": record["errno"], "mode": record["mode"], "rate": record["rate"], "frac": record["frac"],
-            "block": record["block"], "seed": record["seed"], "prefixes": prefixes}
+            "block": record["block"], "seed": record["seed"], "prefixes": prefixes,
+            "sticky": record.get("sticky", False), "corrupt": record.get("corrupt", False),
+            "flips": record.get("flips", 16)}
     if record["mode"] == "ranges":
         rule["files"] = _host_files(hooks, record)
     return rule

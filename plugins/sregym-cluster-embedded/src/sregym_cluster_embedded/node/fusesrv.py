@@ -15,7 +15,19 @@ Control socket (SOCK_SEQPACKET, JSON, from the node agent):
 * ``{"rules": {"<pod uid>": [rule, ...]}}``: the faults now. A rule is ``{"errno", "prefixes"
   (host paths; empty: the whole volume), "mode": "badblocks" with "frac", "block", "seed" (the
   node shim's deterministic map of file inode and block number) | "ranges" with "files":
-  {host path: [[first, last], ...]} (block numbers, inclusive) | "random" with "rate"}``.
+  {host path: [[first, last], ...]} (block numbers, inclusive) | "random" with "rate",
+  "sticky", "corrupt", "flips"}``.
+
+What a rule does to the reads it chooses:
+
+* by default they fail with its errno;
+* ``sticky`` (random mode; a latent sector error): a read fails at the rate, and the block it
+  failed on stays unreadable for every later read until a write covers the whole block (a drive
+  remaps a sector when it is written), so what missed the datastore's cache keeps failing;
+* ``corrupt`` (silent corruption, like dm-flakey's ``random_read_corrupt``): nothing fails; the
+  chosen blocks read back with ``flips`` bytes altered (the low bit flipped), at positions fixed
+  per file and block, in the block's second half (where a PostgreSQL heap page keeps its rows:
+  its header and line pointers stay intact, so nothing but the rows' values changes).
 
 A read covering any bad block fails whole (as a failed bio does); the kernel then retries page by
 page, so the pages of good blocks around it still read. Arming or disarming a rule drops the
@@ -109,34 +121,89 @@ def block_is_bad(inode: int, block: int, seed: int, frac: float) -> bool:
     return mix(((inode * 1000003) & _MASK) ^ mix((block ^ (seed << 32)) & _MASK)) % 1000000 < int(frac * 1e6)
 
 
+def position(inode: int, block: int, seed: int, index: int) -> int:
+    """The ``index``-th altered byte of a corrupted block (before reduction to the block's half)."""
+    return mix(((inode * 1000003) & _MASK) ^ mix((block ^ (seed << 32) ^ (index << 48)) & _MASK))
+
+
 class Rule:
-    """One fault on a pod's volumes: which reads fail, with which errno."""
+    """One fault on a pod's volumes: which reads fail with which errno, or come back altered."""
 
     def __init__(self, spec: dict) -> None:
+        self.spec = spec
         self.errno = int(spec.get("errno", errno.EIO))
         self.mode = spec.get("mode", "random")
         self.rate = float(spec.get("rate", 1.0))
         self.frac = float(spec.get("frac", 0.0))
         self.block = max(512, int(spec.get("block", 8192)))
         self.seed = int(spec.get("seed", 1))
+        self.sticky = bool(spec.get("sticky")) and self.mode == "random"
+        self.corrupt = bool(spec.get("corrupt"))
+        self.flips = max(1, min(int(spec.get("flips", 16)), self.block // 2))
         self.prefixes = [os.fsencode(p).rstrip(b"/") for p in spec.get("prefixes") or []]
         self.files = {os.fsencode(k): [(int(a), int(b)) for a, b in v] for k, v in (spec.get("files") or {}).items()}
+        #: sticky: per file inode, the blocks a read failed on (until a write covers them)
+        self.latent: dict[int, set[int]] = {}
+        self._lock = threading.Lock()
 
     def covers(self, path: bytes) -> bool:
         return not self.prefixes or any(path == p or path.startswith(p + b"/") for p in self.prefixes)
 
+    def _chosen(self, path: bytes, inode: int, first: int, last: int) -> list[int]:
+        """The blocks of ``first..last`` this rule's map chooses (random mode: all of them, or none)."""
+        if self.mode == "random":
+            return list(range(first, last + 1)) if random.random() < self.rate else []
+        if self.mode == "ranges":
+            spans = self.files.get(path, ())
+            return [b for b in range(first, last + 1) if any(a <= b <= z for a, z in spans)]
+        if self.mode == "badblocks":
+            return [b for b in range(first, last + 1) if block_is_bad(inode, b, self.seed, self.frac)]
+        return []
+
     def fails(self, path: bytes, inode: int, offset: int, size: int) -> int:
         """The errno a read of ``size`` bytes at ``offset`` of this file meets (0: it reads)."""
-        if size <= 0 or not self.covers(path):
+        if size <= 0 or self.corrupt or not self.covers(path):
             return 0
-        if self.mode == "random":
-            return self.errno if random.random() < self.rate else 0
         first, last = offset // self.block, (offset + size - 1) // self.block
-        if self.mode == "ranges":
-            return self.errno if any(a <= last and first <= b for a, b in self.files.get(path, ())) else 0
-        if self.mode == "badblocks":
-            return self.errno if any(block_is_bad(inode, b, self.seed, self.frac) for b in range(first, last + 1)) else 0
-        return 0
+        if self.sticky:
+            with self._lock:
+                bad = self.latent.get(inode, set())
+                if any(first <= b <= last for b in bad):
+                    return self.errno
+                if random.random() >= self.rate:
+                    return 0
+                # the read met one unreadable block; it stays so (the kernel retries the rest page by page)
+                self.latent.setdefault(inode, set()).add(random.randint(first, last))
+                return self.errno
+        return self.errno if self._chosen(path, inode, first, last) else 0
+
+    def written(self, inode: int, offset: int, size: int) -> None:
+        """A write covering whole blocks remaps them: a latent error there is gone."""
+        if not self.sticky or size <= 0:
+            return
+        with self._lock:
+            bad = self.latent.get(inode)
+            if bad:
+                first, end = -(-offset // self.block), (offset + size) // self.block
+                bad.difference_update(range(first, end))
+
+    def alter(self, path: bytes, inode: int, offset: int, data: bytes) -> bytes:
+        """``data`` (read at ``offset``) as a corrupting rule returns it: the chosen blocks' bytes
+        at their fixed positions with the low bit flipped."""
+        if not self.corrupt or not data or not self.covers(path):
+            return data
+        first, last = offset // self.block, (offset + len(data) - 1) // self.block
+        chosen = self._chosen(path, inode, first, last)
+        if not chosen:
+            return data
+        out = bytearray(data)
+        half = self.block // 2
+        for block in chosen:
+            for index in range(self.flips):
+                where = block * self.block + half + position(inode, block, self.seed, index) % half
+                if offset <= where < offset + len(out):
+                    out[where - offset] ^= 0x01
+        return bytes(out)
 
 
 class FuseError(Exception):
@@ -348,15 +415,23 @@ class Layer:
         if op == READ:
             fh, offset, size, *_ = READ_IN.unpack_from(body)
             handle = self._handle(fh)
-            for rule in self.rules:
-                failed = rule.fails(self.host_path(handle.path), handle.inode, offset, size)
+            rules, path = self.rules, self.host_path(handle.path)
+            for rule in rules:
+                failed = rule.fails(path, handle.inode, offset, size)
                 if failed:
                     raise FuseError(failed)
-            return os.pread(handle.fd, size, offset)
+            data = os.pread(handle.fd, size, offset)
+            for rule in rules:
+                data = rule.alter(path, handle.inode, offset, data)
+            return data
         if op == WRITE:
             fh, offset, size, *_ = WRITE_IN.unpack_from(body)
             data = body[WRITE_IN.size:WRITE_IN.size + size]
-            return WRITE_OUT.pack(os.pwrite(self._handle(fh).fd, data, offset), 0)
+            handle = self._handle(fh)
+            written = os.pwrite(handle.fd, data, offset)
+            for rule in self.rules:
+                rule.written(handle.inode, offset, written)
+            return WRITE_OUT.pack(written, 0)
         if op in (RELEASE, RELEASEDIR):
             handle = self.handles.pop(FH_IN.unpack_from(body)[0], None)
             if handle is not None:
@@ -624,10 +699,12 @@ class Server:
         self.rules = rules
         self.layers = [layer for layer in self.layers if not layer.closed]
         for layer in self.layers:
-            new = [Rule(r) for r in rules.get(layer.uid, ())]
-            changed = [vars(r) for r in new] != [vars(r) for r in layer.rules]
-            layer.rules = new
-            if changed and layer.initialized:
+            specs = list(rules.get(layer.uid, ()))
+            changed = specs != [r.spec for r in layer.rules]
+            if not changed:
+                continue  # the same rules: keep them (a sticky rule keeps the blocks it failed)
+            layer.rules = [Rule(r) for r in specs]
+            if layer.initialized:
                 layer.invalidate()
 
     def run(self) -> None:
