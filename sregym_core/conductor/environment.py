@@ -229,6 +229,15 @@ class Environment:
         if answer is not None:
             log.info("workload_run_as_deployed", rate=answer.get("rate"))
 
+    @staticmethod
+    async def _pause_workload(workload: WorkloadClient) -> None:
+        """Idle the generator (rate 0) until :meth:`_restart_workload` puts its deployed run back. A
+        generator that cannot be paused keeps running: the reset is then only slower, never wrong."""
+        try:
+            await workload.acontrol(rate=0)
+        except Exception as exc:  # noqa: BLE001 - not reachable or no such control: it runs on
+            log.info("workload_pause_skipped", error=str(exc)[:200])
+
     async def _wait_workload_healthy(self, app: AppSpec, workload: WorkloadClient, window: float = 5.0) -> None:
         deadline = time.monotonic() + app.deploy_timeout
         last: Any = None
@@ -294,20 +303,27 @@ class Environment:
         if after_reconcile is not None:
             await after_reconcile()
             lap("after_reconcile")
-        if deployed.workload is not None:  # nor into the next attempt
-            await self._restart_workload(deployed.workload)
+        checks_volumes = deployed.volumes is not None and restore_volumes
+        if checks_volumes and deployed.workload is not None:
+            # the users pause until the volumes are marked: what the app writes for them (a booking) is
+            # no agent's leftover, yet would look like one to the late check and cost a second restore
+            await self._pause_workload(deployed.workload)
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
         lap("ready")
+        if checks_volumes:
+            late = await asyncio.to_thread(deployed.volumes.restore_late_changes)
+            if late:  # a write after restore()'s check (a writer still stopping): put back after all
+                log.info("volumes_changed_late", actions=late)
+                actions += late
+                await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout,
+                                 what=f"app {name!r} after its volumes were put back")
+            await asyncio.to_thread(deployed.volumes.mark)  # what the next attempt starts from
+            lap("late_and_mark")
+        if deployed.workload is not None:  # as deployed (an agent's /control write does not carry over)
+            await self._restart_workload(deployed.workload)
         if restore_volumes and (deployed.volumes is not None or restarted) and deployed.workload is not None:
             await self._wait_workload_healthy(deployed.app, deployed.workload)  # its clients reconnected
             lap("workload")
-        if deployed.volumes is not None and restore_volumes:
-            late = await asyncio.to_thread(deployed.volumes.restore_late_changes)
-            if late:  # a write after restore()'s check (a writer still stopping): put back after all
-                actions += late
-                await self._healthy_again(deployed.app, deployed.namespaces, deployed.workload)
-            await asyncio.to_thread(deployed.volumes.mark)  # what the next attempt starts from
-            lap("late_and_mark")
         # the baseline keeps uids of what it recreated from now on
         await asyncio.to_thread(deployed.baseline.take)
         lap("baseline")

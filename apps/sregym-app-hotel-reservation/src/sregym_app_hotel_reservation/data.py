@@ -201,5 +201,9 @@ def migrate(service: str, admin_conninfo: str, role: str, role_password: str, *,
             for statement in GRANTS[service].split(";"):
                 cur.execute(sql.SQL(statement.strip()).format(role=sql.Identifier(role)))
             cur.execute("INSERT INTO schema_migrations (version) VALUES (1)")
+    # freeze and analyze the fresh seed once: later reads then set no hint bits and (autovacuum is off in
+    # the manifests) nothing rewrites the files of a database nobody wrote to, so a reset keeps it running
+    with psycopg.connect(admin_conninfo, autocommit=True) as settle:
+        settle.execute("VACUUM (FREEZE, ANALYZE)")
     logs.info("migrate_applied", version=1, role=role, rows_seeded=seeded)
     return True

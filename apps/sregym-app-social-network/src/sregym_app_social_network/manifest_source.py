@@ -103,7 +103,11 @@ def postgres() -> list[dict[str, Any]]:
         out.append(service(name, "datastore", [("postgres", 5432)]))
         args = []
         for setting in ("shared_buffers=8MB", "max_connections=40", "work_mem=1MB", "maintenance_work_mem=8MB",
-                        "wal_buffers=256kB", "max_wal_size=64MB", "fsync=off"):
+                        "wal_buffers=256kB", "max_wal_size=64MB", "fsync=off",
+                        # the seed is vacuumed once (seed.py): autovacuum's visits and the standby
+                        # snapshots a replica-level WAL logs after each start rewrite files of an
+                        # untouched database, and every reset would restore and restart it
+                        "autovacuum=off", "wal_level=minimal", "max_wal_senders=0"):
             args += ["-c", setting]
         pod = {"terminationGracePeriodSeconds": 30, "containers": [{
             "name": "postgres", "image": "postgres:15", "args": args,

@@ -121,6 +121,16 @@ def migrate(database: str, admin_conninfo: str, role: str, role_password: str, w
                             rows)
             seeded = USERS
         cur.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (SCHEMA_VERSION,))
+    _settle(admin_conninfo)
     logs.info("migrate_done", database=database, role=role, collections=sorted(COLLECTIONS[database]),
               seeded=seeded, version=SCHEMA_VERSION)
     return True
+
+
+def _settle(admin_conninfo: str) -> None:
+    """Freeze and analyze the fresh seed once: later reads then set no hint bits and (autovacuum is off
+    in the manifests) nothing rewrites the files of a database nobody wrote to, so a reset keeps it."""
+    import psycopg
+
+    with psycopg.connect(admin_conninfo, autocommit=True) as conn:
+        conn.execute("VACUUM (FREEZE, ANALYZE)")
