@@ -82,6 +82,30 @@ async def test_answers_over_udp_and_tcp(net):
     assert rcode == w.NOERROR and answers == [(w.TYPE_CNAME, b"example.com")]
 
 
+async def test_reverse_lookups_name_app_services_but_not_the_hidden_namespaces(net):
+    # issue #34, round 3: a PTR query from an app pod mapped a hidden Service's address to its name
+    await net.client.create("namespaces", {"metadata": {"name": "shop-workload",
+                                                        "labels": {"sregym.io/hidden": "true"}}}, None)
+    await net.client.create("services", {"metadata": {"name": "workload-generator"}, "spec": {
+        "selector": {"app": "gen"}, "ports": [{"port": 8089}]}}, "shop-workload")
+    hidden = (await net.client.get("services", "workload-generator", "shop-workload"))["spec"]["clusterIP"]
+    web = (await net.client.get("services", "web", "default"))["spec"]["clusterIP"]
+
+    def ptr(ip: str) -> str:
+        return ".".join(reversed(ip.split("."))) + ".in-addr.arpa"
+
+    async def answered():
+        return (await in_thread(ask, net.dns, ptr(web), w.TYPE_PTR))[0] == w.NOERROR
+    await settle(answered, timeout=10)
+    rcode, answers = await in_thread(ask, net.dns, ptr(web), w.TYPE_PTR)
+    assert b"web" in answers[0][1] and b"default" in answers[0][1]
+    rcode, answers = await in_thread(ask, net.dns, ptr(hidden), w.TYPE_PTR)
+    assert rcode == w.NXDOMAIN and answers == []
+    # its forward name still resolves (pods that must reach a hidden service, e.g. a trace collector)
+    assert await in_thread(ask, net.dns, "workload-generator.shop-workload.svc.cluster.local") == (
+        w.NOERROR, [(w.TYPE_A, hidden)])
+
+
 async def test_headless_service_and_statefulset_hostnames(net):
     async def pods_ready():
         pods = await net.client.list("pods", "default", label_selector="app=db")
