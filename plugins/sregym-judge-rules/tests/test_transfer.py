@@ -141,3 +141,57 @@ def test_a_fix_field_blames_nobody():
     assert prose is not None and "cart the password" not in prose
     assert _judge('{"component": "valkey-cart", "mechanism": "requirepass turned on in its startup arguments, clients '
                   'not given the password", "fix": "give cart the password"}', PASSWORD)
+
+
+# --- ordinary ways of ruling a candidate out, whatever the fault --------------------------------------------------
+
+CANDIDATE = "valkey-cart's requirepass turned on in its startup arguments"
+
+
+@pytest.mark.parametrize("text", [
+    f"{CANDIDATE} has nothing to do with it; the node is slow.",
+    f"{CANDIDATE} was a false lead. The node is slow.",
+    f"{CANDIDATE} is not to blame. The node is slow.",
+    f"{CANDIDATE} is not at fault. The node is slow.",
+    f"There is no problem with {CANDIDATE}. The node is slow.",
+    f"{CANDIDATE} works as intended. The node is slow.",
+    f"{CANDIDATE} doesn't explain the errors. The node is slow.",
+    f"Initially I thought {CANDIDATE}; that turned out wrong. The node is slow.",
+    f"{CANDIDATE} cannot be the reason, the node is slow.",
+    f"Not {CANDIDATE}. The node is slow.",
+    f"Someone proposed {CANDIDATE}, which we disproved. The node is slow.",
+    f"We first suspected {CANDIDATE}, but it is fine. The node is slow.",
+    f"{CANDIDATE} would explain it, but it is not the case. The node is slow.",
+])
+def test_a_candidate_ruled_out_in_ordinary_words_is_not_asserted(text):
+    assert not _judge(text, PASSWORD)
+
+
+def test_a_change_before_a_pronoun_verdict_stays_asserted():
+    assert _judge("valkey-cart's requirepass was turned on in its startup arguments and its clients were not given the "
+                  "password; it is not the network.", PASSWORD)
+
+
+def test_components_after_a_preposition_of_direction_are_not_offered_as_causes():
+    retry = GroundTruth(fault="retry-storm", layer="app", components=("checkout",), namespace="shop",
+                        resource_kind="Deployment",
+                        mechanism="aggressive client retry policy (50 ms timeout, 30 retries, no backoff) amplifies load "
+                                  "into a retry storm",
+                        mutated_values={"env": {"RPC_TIMEOUT_MS": "50", "RPC_RETRIES": "30"}})
+    assert _judge("checkout retries every call to payment or shipping 30 times after a 50 ms timeout with no backoff, so "
+                  "the retries amplify load into a retry storm.", retry)
+    assert not _judge("The retry storm comes from payment or shipping: 30 retries, 50 ms timeout, no backoff.", retry)
+    assert not _judge("The retry storm is due to payment or shipping: 30 retries, 50 ms timeout, no backoff.", retry)
+    assert not _judge("A password is missing for payment or for shipping; possibly both.", PASSWORD)
+
+
+@pytest.mark.parametrize("text", [
+    "Not a network problem, valkey-cart's requirepass was turned on in its startup arguments and its clients were not "
+    "given the password.",
+    "We first suspected the node, but it is fine. valkey-cart's requirepass was turned on in its startup arguments and "
+    "its clients were not given the password.",
+    "valkey-cart's requirepass was turned on in its startup arguments and its clients were not given the password. The "
+    "node has nothing to do with it.",
+])
+def test_a_ruling_out_beside_the_assertion_leaves_the_assertion(text):
+    assert _judge(text, PASSWORD)

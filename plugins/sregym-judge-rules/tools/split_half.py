@@ -41,7 +41,7 @@ def figures(rows: list[tuple[bool, bool]]) -> str:
             f"FF {ff:3d}/{passes:<3d} {100 * ff / max(passes, 1):5.1f} %  kappa {kappa if kappa is None else round(kappa, 3)}")
 
 
-def confusion(judge: RulesJudge, paths: list[str]) -> None:
+def confusion(judge: RulesJudge, paths: list[str], show: bool = False) -> None:
     """How often a correct diagnosis of one problem passes for another problem of its app with other faults: a
     false pass rate that needs no label (the text is right about something else)."""
     items = [i for path in paths for i in load_blind_set(path) if i.label]
@@ -59,6 +59,9 @@ def confusion(judge: RulesJudge, paths: list[str]) -> None:
             if verdict.passed:
                 passes += 1
                 by_half[half_of(item.problem)] += 1
+                if show and half_of(item.problem) == "A":
+                    found = verdict.inputs.get("evidence", {}).get("mechanism")
+                    print(f"  passes for {other.problem}: {item.id} ({item.problem}) {found}")
     print(f"confusion: {passes} passes of {judged} judgements (by the half of the diagnosis's problem: {dict(by_half)})")
 
 
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                       if hasattr(next(iter(verdict.answers_by_id().values()), None), "answer")
                       else verdict.answers_by_id())
     if args.confusion:
-        confusion(judge, args.sets)
+        confusion(judge, args.sets, show=args.show == "A")
     print(f"CPU per judgement: {1000 * cpu / max(count, 1):.2f} ms over {count}")
     return 0
 

@@ -185,8 +185,17 @@ _NEGATED_AFTER = re.compile(
 _BARE_NO = re.compile(r"(?:^|[,;:(.]\s*|\b(?:and|with|also|nor)\s+)no\s+(?:\S+\s+)?$")
 
 
+# a negated verdict noun phrase closed by a comma ("not a network problem, ...") ends the negation's scope there
+_CLOSED_NEGATION = re.compile(r"\bnot\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:problem|issue|cause|fault|bug)s?\s*[,;:]\s*")
+
+
 def negated(flat: str, start: int, end: int) -> bool:
     before = flat[max(0, start - 50) : start]
+    closed = None
+    for closed in _CLOSED_NEGATION.finditer(before):
+        pass
+    if closed is not None:
+        before = before[closed.end():]
     after = flat[end : end + 50]
     return bool(_NEGATED_BEFORE.search(before) or _NEGATED_AFTER.match(after) or _BARE_NO.search(flat[:start]))
 
@@ -367,7 +376,12 @@ _NOT_ASSERTED_FRAME = re.compile(
     r"indication|proof)|no (?:evidence|sign|indication|proof) (?:of|that|for)|nothing (?:suggests|indicates|points|shows)|"
     r"(?:(?:we|i|they)\s+)?(?:have\s+|had\s+)?(?:ruled out|rule out|excluded|dismissed|eliminated)|"
     r"(?:(?:we|i|they)\s+)?(?:first\s+)?(?:checked|verified|tested|looked at|investigated|wondered|asked)\s+(?:\w+\s+)?(?:whether|if)|"
-    r"(?:we|i) (?:do|did) not (?:think|believe|see)|(?:we|i) doubt|it is (?:unlikely|doubtful) that)\b"
+    r"(?:we|i) (?:do|did) not (?:think|believe|see)|(?:we|i) doubt|it is (?:unlikely|doubtful) that|"
+    # a part that opens by denying: "Not X.", "No, X is ...", "there is no problem with X", "nothing wrong with X"
+    # ("Not X." alone: "Not a network problem, X was changed" denies only what comes before its comma)
+    r"not(?=\s+(?!only\b|just\b|enough\b|all\b|every\b|a\s+single\b)[^,;]+$)|"
+    r"there (?:is|was|are|were) (?:no|nothing) (?:problem|issue|fault|wrong)\w* (?:with|in)|"
+    r"nothing (?:is |was )?wrong (?:with|in)|no (?:problem|issue)s? (?:with|in))\b"
 )
 # a hypothesis: "if X, ...", "had X been ...", "suppose X"; with "would" the whole part is counterfactual
 _CONDITIONAL = re.compile(_LEAD + r"(?:if|unless|suppose|supposing|assuming|in case|had|were)\b")
@@ -418,10 +432,23 @@ _VERDICT = re.compile(
     r"|(?:^|,\s*|\s(?:—|–|--)\s*)not\s+(?:it|that|this|the\s+(?:cause|problem|issue|culprit))\s*[.!]?\s*$"
     r"|\b(?:just|only|merely)\s+(?:noise|a symptom|a side effect|a red herring|cosmetic)\b|\bred herring\b"
     r"|(?:—|–|--)\s*not\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:problem|issue|cause)\b"
+    # ordinary ways of ruling a candidate out (issue #35, fourth round), written once for every fault
+    r"|\b(?:it|this|that)\s+(?:is|was)\s+(?:fine|ok|okay|correct|healthy|innocent|unrelated)\b"
+    r"|\bhas\s+nothing\s+to\s+do\s+with\b|\b(?:a|the)\s+(?:false\s+(?:lead|alarm|positive)|dead\s+end|distraction)\b"
+    r"|\b(?:is|are|was|were)\s+not\s+(?:to\s+blame|at\s+fault|why|it)\b"
+    r"|\b(?:cannot|can\s*not|could\s+not|can't|couldn't)\s+be\s+(?:the|a|it|why)\b"
+    r"|\b(?:does|do|did)\s+not\s+explain\b"
+    r"|\b(?:which|that)\s+(?:we|i|they)\s+(?:have\s+)?(?:disproved|refuted|rejected|ruled\s+out|excluded)\b"
+    r"|\b(?:was|were|is|are|been)\s+(?:disproved|refuted|rejected)\b|\bturned\s+out\s+(?:to\s+be\s+)?(?:wrong|false|fine|"
+    r"irrelevant|unrelated|innocent)\b|\bnot\s+the\s+case\b"
+    r"|\b(?:works?|working|worked|behaves?|behaving|behaved)\s+(?:as\s+(?:intended|expected|designed|configured)|normally|"
+    r"correctly|fine)\b"
 )
 # what a verdict concludes from the clause before it: ", so X is not the problem", "; OOM is not the issue",
 # "— not a policy problem"; a contrast before it ("X was changed, but Y is not the cause") keeps X asserted
 _CONCLUDES_BEFORE = re.compile(r"(?:,\s*(?:so|hence|therefore|thus)?|\s(?:so|hence|therefore|thus)|;|—|–|--)\s*$")
+_SUSPICION = re.compile(r"\b(?:suspected|thought|believed|assumed|guessed|expected|proposed|suggested|looked like|"
+                        r"seemed like|would explain|could explain|first idea|hypothesis|theory)\b")
 _PRONOUN_SUBJECT = re.compile(r"\W*(?:it|this|that|they|these|those)\s+(?:is|are|was|were|'s)\b")
 _CONTRAST = re.compile(r"\b(?:but|however|although|though|whereas|yet|instead|rather|actually|the real|the actual)\b")
 # a clause that asserts a change itself: a verdict after it is about something else
@@ -528,8 +555,10 @@ def _verdict_spans(flat: str) -> list[tuple[int, int]]:
             # a verdict whose subject is a pronoun ("..., and it is not the problem") is about what the clause
             # before it named: it covers that clause as a "so" would
             refers_back = first == here and _PRONOUN_SUBJECT.match(flat[a:clauses[first][1]]) is not None
-            if ((not _CONCLUDES_BEFORE.search(flat[: a]) and not refers_back) or _CONTRAST.search(before)
-                    or _CHANGE_CUE.search(before)):
+            # "we suspected X, but it is not the case": a contrast after a suspicion turns back on the suspicion
+            suspicion = refers_back and _SUSPICION.search(flat[: a])
+            if ((not _CONCLUDES_BEFORE.search(flat[: a]) and not refers_back)
+                    or (_CONTRAST.search(before) and not suspicion) or (_CHANGE_CUE.search(before) and not suspicion)):
                 break
             first -= 1
         last = here

@@ -567,6 +567,14 @@ _SUBJECT_AFTER = re.compile(r"(?:'s)?\s+(?:is|was|were|are|has|had|got|gets)\b")
 _NEGATED_LIST = re.compile(r"\b(?:no|not|neither|nor|without|never|cannot|unable to|fails? to|failed to)\b")
 
 
+# a preposition of direction or company right before the first of two components joined by "or": the components are
+# where something goes or whom it concerns ("a call to geo or rate is slow", "requests from A or B"), not candidate
+# causes ("the fault is in geo or rate", "caused by geo or rate" still hedge)
+_TOWARD = re.compile(r"(?<!\bdue )(?<!\bowing )(?<!\brelated )(?<!\battributed )(?<!\bpoints )(?<!\bpointing )(?<!\btraced )"
+                     r"(?<!\bback )(?<!\bcomes )(?<!\bcome )(?<!\bstems )(?<!\bstem )"
+                     r"\b(?:to|from|towards?|against|between)\s+(?:the\s+|its\s+|their\s+)?$")
+
+
 def _mark_alternatives(sentences: list[reading.Sentence], clause_list: Sequence[text.Clause], clause_sentence: Sequence[int],
                        mentions: Sequence[text.Mention]) -> list[reading.Sentence]:
     """A sentence offering components as alternatives ("rate or geo") hedges."""
@@ -574,7 +582,8 @@ def _mark_alternatives(sentences: list[reading.Sentence], clause_list: Sequence[
     for first, second in zip(mentions, mentions[1:], strict=False):
         clause = clause_list[first.clause].text
         if (first.clause == second.clause and _ALTERNATIVE.match(clause[first.end : second.start])
-                and not _NEGATED_LIST.search(clause[: first.start])):  # "no errors from geo or rate" is no hedge
+                and not _NEGATED_LIST.search(clause[: first.start])  # "no errors from geo or rate" is no hedge
+                and not _TOWARD.search(clause[: first.start])):  # "a call to geo or rate": where calls go, not a cause
             hedged.add(clause_sentence[first.clause])
     return [attrs.evolve(s, hedged=True) if s.index in hedged else s for s in sentences]
 
@@ -784,11 +793,16 @@ def _field_names(values: Any) -> list[str]:
 
 
 def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tuple[int, int]] | None:
-    share, distinct, spans = concepts.coverage(words, statement)
+    share, _distinct, spans = concepts.coverage(words, statement)
+    wanted = concepts.mechanism_concepts(statement)
+    weight = dict(wanted)
+    # distinctive concepts are counted by the places that carry them: one compound of the diagnosis
+    # ("ValidatingWebhookConfiguration", "failurePolicy") is one word, not three concepts
+    places = {span for concept, span in concepts.present(words, statement) if weight.get(concept) == 1.0}
+    distinct = len(places)
     # the truth's own changed quantity stated in the sentence ("drops ~60% of packets") is one more distinctive
     # concept; a statement with fewer than three ("stale coordinates", "Service port changed") is too thin to tell
     # a paraphrase from a coincidence, and a short one ("packet loss on the node hosting the pods") needs all three
-    wanted = concepts.mechanism_concepts(statement)
     available = sum(1 for _c, w in wanted if w == 1.0)
     where = {str(v).lower() for k, v in t.mutated_values.items() if str(k).lower() in _LOCATION_KEYS for v in _scalars(v)}
     values = [v for v in concrete_values(t) if v.lower() not in where]
@@ -804,8 +818,8 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
     if not (share >= 0.6 and distinct >= needed):
         # the lower bar only for a cause part (no effects in it: the effects a sibling fault shares, "clients reject
         # the handshake", are no statement of this cause), with what changed named, by no actor the truth lacks
-        if not (distinct >= 4 and share >= 0.4 and concepts.is_cause_part(statement) and _names_a_changed_field(words, t)
-                and not _foreign_actor(words, t)):
+        if not (len(places) >= 4 and share >= 0.4 and concepts.is_cause_part(statement)
+                and _names_a_changed_field(words, t) and not _foreign_actor(words, t)):
             return None
     present = {span: concept for concept, span in concepts.present(words, statement)}
     if any(concepts.negated_in(words, a, b, statement, present.get((a, b), "")) for a, b in spans):
