@@ -26,7 +26,9 @@ from .faults import FaultContext
 from .grant_rules import check_grant
 from .types import (
     AgentGrant,
+    AppSpec,
     BrokenProblem,
+    ComponentSpec,
     FaultInstance,
     FaultSpec,
     GroundTruth,
@@ -223,6 +225,7 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
     faults = host.get_faults()
     resolved: list[FaultInstance] = []
     errors: list[tuple[str, str]] = []
+    hints: set[str] = set()
     for index, instance in enumerate(problem.faults):
         spec = faults.get(instance.fault)
         if spec is None:
@@ -233,6 +236,11 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
             errors.append((f"$.faults[{index}].target",
                            f"app {app.name!r} has no component {instance.target!r} "
                            f"(components: {', '.join(c.name for c in app.components)})"))
+            continue
+        instrument = grading_instrument(app, component)
+        if instrument:  # refused whatever the selector or a compatibility hook says
+            errors.append((f"$.faults[{index}].target", f"{component.name!r} is {instrument}: never a fault target"))
+            hints.add(_INSTRUMENT_HINT)
             continue
         verdict = host.is_compatible(spec, component, app, capabilities=capabilities)
         if verdict.failed == "target":
@@ -248,10 +256,11 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
                               what=f"params of fault {spec.name!r}", fill_defaults=True)
         except ConfigError as exc:
             errors += [(f"$.faults[{index}].params" + path[1:], why) for path, why in exc.errors]
+            hints.add(params_hint(spec.name, spec.params_schema))
             continue
         resolved.append(attrs.evolve(instance, params=params))
     if errors:
-        raise ConfigError(f"{what} is invalid", errors=errors)
+        raise ConfigError(f"{what} is invalid", errors=errors, hints=tuple(sorted(hints)))
     noise_sources = host.get_noise_sources()
     for index, noise in enumerate(problem.noise):
         source = noise_sources.get(noise.noise)
@@ -259,7 +268,11 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
             errors.append((f"$.noise[{index}].noise", f"unknown noise source {noise.noise!r}"))
             continue
         component = app.component(noise.target) if noise.target else None
-        if noise.target and (component is None or not source.selector.matches(component)):
+        instrument = grading_instrument(app, component) if component is not None else ""
+        if instrument:
+            errors.append((f"$.noise[{index}].target", f"{component.name!r} is {instrument}: never a noise target"))
+            hints.add(_INSTRUMENT_HINT)
+        elif noise.target and (component is None or not source.selector.matches(component)):
             errors.append((f"$.noise[{index}].target", f"noise {noise.noise!r} cannot act on {noise.target!r}"))
         if noise.target and noise.target in {f.target for f in problem.faults}:
             errors.append((f"$.noise[{index}].target", f"{noise.target!r} is a fault target: noise is never the cause"))
@@ -268,7 +281,7 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
         except ConfigError as exc:
             errors += [(f"$.noise[{index}].params" + path[1:], why) for path, why in exc.errors]
     if errors:
-        raise ConfigError(f"{what} is invalid", errors=errors)
+        raise ConfigError(f"{what} is invalid", errors=errors, hints=tuple(sorted(hints)))
     # ground truth not given in the file is derived at attempt time, from the injected state
     # (concrete values such as the original image are only known then)
     for instance in resolved:
@@ -279,6 +292,30 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
             derive_ground_truth(faults[instance.fault], FaultContext.detached(app), target, instance)
     oracle = problem.oracle if problem.oracle is not None else DEFAULT_ORACLE
     return attrs.evolve(problem, faults=tuple(resolved), oracle=oracle)
+
+
+_INSTRUMENT_HINT = ("the workload generator measures what users see and grades the attempt; aim the fault at "
+                    "a component of the app itself (`sregym list-faults --app APP` lists the pairs)")
+
+
+def grading_instrument(app: AppSpec, component: ComponentSpec) -> str:
+    """Why ``component`` of ``app`` is one of the benchmark's grading instruments ("" when it is
+    not): it has the ``workload-generator`` role or any ``workload`` role, or it is the workload
+    generator the app declares. Such a component is never a fault's or noise's target: breaking
+    it would break the measurement, not the app."""
+    roles = [role for role in component.roles if role == "workload" or role.startswith(("workload-", "workload:"))]
+    if roles:
+        return f"a grading instrument (role {', '.join(roles)})"
+    if app.workload is not None and component.name == app.workload.name:
+        return "the app's workload generator (AppSpec.workload)"
+    return ""
+
+
+def params_hint(fault: str, params_schema: Mapping[str, Any]) -> str:
+    """What to do about params a fault refused: the params it takes, and where its schema is."""
+    known = sorted((params_schema.get("properties") or {}))
+    takes = f"it takes {', '.join(known)}" if known else "it takes no params"
+    return f"fault {fault!r}: {takes} (`sregym schema fault/{fault}` prints its params schema)"
 
 
 def derive_ground_truth(spec: FaultSpec, ctx: FaultContext, target: Target, instance: FaultInstance) -> GroundTruth:
