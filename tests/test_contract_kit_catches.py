@@ -159,3 +159,18 @@ def test_example_params_give_a_fault_with_required_params_its_params(tmp_path):
     given = type("Given", (FaultContract,), {"example_params": {"image-404": {"tag": "latset"}}})
     given().test_example_params_validate(record)
     round_trip(record, tmp_path, given)
+
+
+class CopiedRecoverFault(ImageFault):
+    """Its reference fix is recover's body pasted in: it restores the image the harness saved."""
+
+    def reference_fix(self, ctx, target, params):
+        kube.patch(ctx, target.component.kind, target.component.name,
+                   [{"op": "replace", "path": IMAGE, "value": ctx.state["image"]}], type="json")
+
+
+def test_a_reference_fix_that_copies_recovers_changes_fails_unless_declared(tmp_path):
+    with pytest.raises(AssertionError, match="makes exactly the changes its recover makes.*recover_is_the_fix"):
+        round_trip(spec(CopiedRecoverFault()), tmp_path)
+    declared = type("Declared", (FaultContract,), {"recover_is_the_fix": {"image-404": "recover is a targeted patch"}})
+    round_trip(spec(CopiedRecoverFault()), tmp_path, declared)

@@ -265,7 +265,9 @@ class FaultContract(_Contract):
 
         assert run(impl.is_present, fixed) is True, f"{record.name}: not present right after inject"
         assert isinstance(impl.ground_truth(fixed, target, params), GroundTruth)
+        start = len(cluster.calls)
         ran_recover = runs_recover(impl, lambda: run(impl.reference_fix, fixed))
+        fix_changes = _changes(cluster.calls[start:])
         why = self.recover_is_the_fix.get(record.name) or getattr(impl, "recover_is_the_fix", "")
         assert not ran_recover or why, (
             f"{record.name}: its reference_fix runs its recover. recover may restore what only the harness saved "
@@ -278,8 +280,17 @@ class FaultContract(_Contract):
         recovered = cluster.child()
         run(impl.inject, recovered)
         assert run(impl.is_present, recovered) is True
+        start = len(cluster.calls)
         run(impl.recover, recovered)
         assert run(impl.is_present, recovered) is False, f"{record.name}: still present after recover"
+        # a reference fix written as a copy of recover's body (the same kubectl changes, in the same
+        # order, on the same injected cluster) is recover by another name: it may rest on what only
+        # the harness saved (ctx.state), which no agent can read
+        assert not fix_changes or fix_changes != _changes(cluster.calls[start:]) or why, (
+            f"{record.name}: its reference_fix makes exactly the changes its recover makes ({fix_changes[:2]}...): "
+            "a copy of recover, which an agent cannot run. Write the fix an SRE makes from what the cluster shows "
+            "(the tag the component ships with, the key its ConfigMap needs...); or, when recover is exactly that "
+            "targeted change, say why in the contract's recover_is_the_fix = {fault name: why}")
 
 
     def _check_inject_changed_the_cluster(self, record: FaultSpec, before: dict, cluster: RecordingFaultContext) -> None:
@@ -301,6 +312,11 @@ class FaultContract(_Contract):
 
 
 _READ_VERBS = frozenset({"get", "describe", "logs", "wait", "top", "auth", "events", "version", "api-resources"})
+
+
+def _changes(calls: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The kubectl calls of ``calls`` that can change the cluster (reads, waits and logs dropped)."""
+    return [call for call in calls if _verb(call) not in _READ_VERBS and tuple(call[:2]) != ("rollout", "status")]
 
 
 def _verb(call: tuple[str, ...]) -> str:
