@@ -195,3 +195,28 @@ def test_components_after_a_preposition_of_direction_are_not_offered_as_causes()
 ])
 def test_a_ruling_out_beside_the_assertion_leaves_the_assertion(text):
     assert _judge(text, PASSWORD)
+
+
+# --- JSON shapes: wrapped, listed, keys named in other words --------------------------------------------------------
+
+FD_CAUSE = "the open-file descriptor limit (ulimit -n) was set to 32, far too low for the connection load"
+
+
+@pytest.mark.parametrize("answer", [
+    f'```json\n{{"component": "checkout", "analysis": "{FD_CAUSE}."}}\n```',
+    f'{{"incident": {{"component": "checkout", "cause": "{FD_CAUSE}"}}, "confidence": "high"}}',
+    f'[{{"component": "checkout", "root_cause": "{FD_CAUSE}"}}]',
+    f'{{"root_cause": {{"component": "checkout", "description": "{FD_CAUSE}"}}, "remediation": "raise it"}}',
+])
+def test_a_correct_finding_in_any_json_shape_passes(answer):
+    assert _judge(answer, LIMIT)
+
+
+@pytest.mark.parametrize("answer", [
+    '{"component": "checkout", "fault_type": "config", "root_cause": "config issue", "values": {"ulimit -n": 32}}',
+    '[{"component": "checkout", "root_cause": "fd-limit"}]',
+    '{"incident": {"component": "checkout", "fault": "fd-limit", "mechanism": "TBD"}}',
+    f'[{{"component": "checkout", "root_cause": "{FD_CAUSE}"}}, {{"component": "payment", "root_cause": "slow"}}]',
+])
+def test_json_copying_the_truths_shape_with_a_category_or_a_label_fails(answer):
+    assert not _judge(answer, LIMIT)

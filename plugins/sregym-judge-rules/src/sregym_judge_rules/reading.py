@@ -609,14 +609,17 @@ def json_as_prose(submission: str) -> str | None:
     fence = re.fullmatch(r"```[a-zA-Z]*\s*\n(.*)\n\s*```", body, re.S)
     if fence:
         body = fence.group(1).strip()
-    if not (body.startswith("{") and body.endswith("}")):
+    if not ((body.startswith("{") and body.endswith("}")) or (body.startswith("[") and body.endswith("]"))):
         return None
     try:
         data = json.loads(body)
     except ValueError:
         return None
+    if isinstance(data, list) and len(data) == 1:  # one finding in a list is that finding
+        data = data[0]
     if not isinstance(data, dict):
         return None
+    data = _lift_finding(data)
     role = {k: _role(k) for k in data}
     components = [_flat_value(v) for k, v in data.items() if role[k] == "component" and _flat_value(v)]
     causes = [_flat_value(v) for k, v in data.items() if role[k] == "cause" and not _placeholder(_flat_value(v))
@@ -661,10 +664,26 @@ _ROLE_WORDS = (
                           "recommendation", "recommended", "resolution", "todo", "workaround", "suggested"})),
     ("component", frozenset({"component", "culprit", "service", "object", "resource"})),
     ("cause", frozenset({"cause", "mechanism", "reason", "explanation", "diagnosis", "problem", "issue", "vulnerability",
-                         "defect", "finding", "change", "changed", "what", "summary", "misconfiguration", "bug"})),
+                         "defect", "finding", "change", "changed", "what", "summary", "misconfiguration", "bug",
+                         "analysis", "conclusion", "assessment", "rca", "determination", "verdict"})),
 )
 _UNSURE = re.compile(r"\b(?:not (?:yet )?(?:verified|confirmed|checked)|unverified|unconfirmed|unknown|unsure|low|"
-                     r"tentative|hypothesis|to be (?:verified|confirmed)|pending|open|investigating)\b", re.I)
+                     r"tentative|hypothesis|to be (?:verified|confirmed))\b", re.I)  # (an incident "open" or
+# "investigating" says the incident is not closed, not that the finding is unsure)
+
+
+def _lift_finding(data: dict) -> dict:
+    """A finding wrapped in one object (``{"incident": {"component": ..., "cause": ...}, "confidence": ...}``): its
+    fields read as the answer's own, beside the wrapper's other fields."""
+    if any(_role(k) in ("component", "cause") and not isinstance(v, dict) for k, v in data.items()):
+        return data
+    wrapped = [k for k, v in data.items() if isinstance(v, dict) and any(_role(x) in ("component", "cause") for x in v)]
+    if len(wrapped) != 1:
+        return data
+    inner = data[wrapped[0]]
+    if _role(wrapped[0]) == "cause":  # {"root_cause": {"component": ..., "description": ...}}: its text explains
+        inner = {(f"cause_{k}" if _role(k) == "other" and isinstance(v, str) else k): v for k, v in inner.items()}
+    return {**inner, **{k: v for k, v in data.items() if k != wrapped[0] and k not in inner}}
 
 
 def _role(key: object) -> str:
@@ -700,8 +719,17 @@ def _placeholder(value: str) -> bool:
     """An explanation field that explains nothing: empty, a stand-in, one word, or one label written as a slug
     (``finalizer-deadlock``, ``missing_secret``: the name of a fault, not a statement of what was done)."""
     value = value.strip()
-    return (not value or bool(_PLACEHOLDER.match(value)) or len(re.findall(r"[A-Za-z]{2,}", value)) < 2
-            or bool(re.fullmatch(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+", value)))
+    words = re.findall(r"[A-Za-z]{2,}", value)
+    return (not value or bool(_PLACEHOLDER.match(value)) or len(words) < 2
+            or bool(re.fullmatch(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+", value))
+            # only a layer and a kind of trouble ("network issue", "a config problem"): a category, not an explanation
+            or all(w.lower() in _CATEGORY_WORDS for w in words))
+
+
+_CATEGORY_WORDS = frozenset(
+    "a an the some of in on with issue issues problem problems error errors failure failures fault faults bug bugs "
+    "misconfiguration misconfigured outage broken wrong bad network networking config configuration k8s kubernetes app "
+    "application datastore database storage disk hardware os node cluster layer related level side type kind".split())
 
 
 def _key(key: object) -> str:

@@ -275,7 +275,9 @@ def component_pattern(name: str) -> re.Pattern[str]:
     """Word-bounded mentions of ``name``, allowing pod-name suffixes (``geo-7d9f8c-x2k4q``, ``db-0``)."""
     names = "|".join(re.escape(v) for v in _name_variants(name) + _datastore_aliases(name))
     suffix = (
-        r"(?:-[a-z0-9]{6,10}-[a-z0-9]{5}|-[a-z0-9]{5}|-\d+"
+        # (a pod's random suffix alone has a digit or no vowel, as Kubernetes writes them: "-redis" in
+        # "home-timeline-redis" is a word, no pod suffix of "home-timeline")
+        r"(?:-[a-z0-9]{6,10}-[a-z0-9]{5}|-(?:(?=[a-z]*\d)[a-z0-9]{5}|[bcdfghjklmnpqrstvwxz]{5})|-\d+"
         r"|-(?:service|svc|deployment|deploy|pod|pods|server|config|configmap|cm|secret|data|tls|cert|certs))?"
     )
     # "geo:8083" and "http://geo" are addresses of a peer, not mentions of it as a component; its
