@@ -94,20 +94,30 @@ def _host_and_mount(ctx: Any, target: Any, claim: str) -> tuple[str, str]:
     return host, ""
 
 
+def views(ctx: Any, target: Any, claim: str, files: list[str]) -> list[tuple[str, str]]:
+    """Each file as PostgreSQL names it and as the node does (the layer's server matches host
+    paths, the shim the pods' own): files outside the claim's volume are left out."""
+    host, mount = _host_and_mount(ctx, target, claim)
+    out: list[tuple[str, str]] = []
+    for path in files:
+        if mount and path.startswith(mount + "/"):
+            out.append((path, host + path[len(mount):]))
+        elif path.startswith(host + "/"):
+            out.append((path, path))  # PostgreSQL runs where the volume is the host directory
+    return out
+
+
 def _table_map(ctx: Any, target: Any, claim: str, frac: float) -> dict | None:
     """Paths (both views) of the largest table's file and a seed giving it bad blocks."""
     found = _largest_table(ctx, target) if target.component.has_role("db:postgres") else None
     if found is None:
         return None
     path, table = found
-    host, mount = _host_and_mount(ctx, target, claim)
-    if mount and path.startswith(mount + "/"):
-        host_path, paths = host + path[len(mount):], [path, host + path[len(mount):]]
-    elif path.startswith(host + "/"):
-        host_path = path
-        paths = [path] + ([mount + path[len(host):]] if mount else [])
-    else:
+    found_views = views(ctx, target, claim, [path])
+    if not found_views:
         return None
+    (seen, host_path), = found_views
+    paths = list(dict.fromkeys([seen, host_path]))
     try:
         st = os.stat(host_path)
     except OSError:

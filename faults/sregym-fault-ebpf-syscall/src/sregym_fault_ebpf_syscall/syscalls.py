@@ -36,8 +36,9 @@ MECHANISMS = {"fsync": FILE_ORDER, "read": FILE_ORDER, "write": FILE_ORDER, "ope
               "connect": ("bpf-cgroup", "ld-preload-shim"), "socket": ("bpf-cgroup",)}
 #: latent-sector-error: the FUSE layer (any binary; a failed block stays failed), else the shim
 LSE_MECHANISMS = {"read": ("bpf-lsm", "bpf-fmod-ret", "fuse-badblocks", "ld-preload-shim")}
-#: how many of the database's largest relation files (tables and indexes) the errors reach
-LSE_FILES = 4
+#: how many of the database's largest relation files (tables and indexes) the errors reach: two
+#: files in both views fill a rule's four path prefixes (the node's limit)
+LSE_FILES = 2
 DEFAULT_ERRNO = {"read": "EIO", "write": "EIO", "fsync": "EIO", "open": "EIO", "connect": "ECONNREFUSED",
                  "socket": "EMFILE"}
 
@@ -50,7 +51,7 @@ def lse_inject(ctx: Any, target: Any, params: dict) -> None:
     read), so what missed the cache keeps failing; elsewhere each read fails at the rate alone.
     The app's datastores restart (a cold start: the caches hold nothing the disk did not give
     again), all of them, with the layer over every one's volume (dormant on the others)."""
-    from sregym_fault_dm_dust.badblocks import relation_files
+    from sregym_fault_dm_dust.badblocks import relation_files, views
 
     claims = hooks.claims(ctx, target)
     spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
@@ -58,9 +59,11 @@ def lse_inject(ctx: Any, target: Any, params: dict) -> None:
                             "volumes": [{"namespace": ctx.namespace, "claim": c} for c in claims],
                             "mechanisms": list(LSE_MECHANISMS["read"]), "fuse_install": bool(params["restart"])}
     files = relation_files(ctx, target, limit=LSE_FILES, indexes=True) if target.component.has_role("db:postgres") else []
-    if files:
-        # the database's own tables and indexes: catalogs and WAL read fine (else nothing would start)
-        spec.update(paths=[path for path, _name in files], whole_volume=False)
+    both = views(ctx, target, claims[0], [path for path, _name in files])
+    if both:
+        # the database's own tables and indexes (as the pods and as the node name them): catalogs
+        # and WAL read fine, else nothing would start
+        spec.update(paths=list(dict.fromkeys(p for pair in both for p in pair)), whole_volume=False)
         ctx.state["relations"] = [name for _path, name in files]
     if params["restart"]:
         spec["cover"] = hooks.neighbour_volumes(ctx, target)
