@@ -1,6 +1,8 @@
 """The contract kit's offline kubectl behaves like kubectl for the verbs faults use, or refuses
 loudly: ``set env`` / ``set image`` change the pod template as kubectl does, each ConfigMap keeps the
-keys the app's manifests give it, and a verb it does not model is an error, never a silent no-op. So
+keys the app's manifests give it, a missing object is NotFound, ``delete -l`` deletes (a workload's pod
+comes back), selectors and ``rollout restart`` read as kubectl's, and a verb, output format or
+selector it does not model is an error, never a silent no-op. So
 configuration faults pass the offline round trip instead of being ``live_only`` (issue #39)."""
 
 from __future__ import annotations
@@ -144,3 +146,73 @@ def test_a_configuration_fault_passes_the_offline_round_trip(tmp_path):
     app = _shop(tmp_path)
     contract = type("ShopContract", (FaultContract,), {"app": app})()
     contract.test_inject_fix_recover_round_trip(_timeout_fault(), tmp_path)
+
+
+# ------------------------------------------------------------------ the silent no-ops that are gone
+
+
+def test_label_annotate_and_scale_of_a_missing_object_are_not_found(tmp_path):
+    ctx = _cluster(tmp_path)
+    for args in (("label", "deployment", "nowhere", "tier=x"), ("annotate", "deployment/nowhere", "a=b"),
+                 ("scale", "deployment/nowhere", "--replicas=0")):
+        with pytest.raises(FaultError, match='deployments "nowhere" not found'):
+            ctx.kubectl(*args)
+    with pytest.raises(FaultError, match="--replicas"):
+        ctx.kubectl("scale", "deployment/search")
+
+
+def test_delete_by_selector_and_a_missing_name_behave_like_kubectl(tmp_path):
+    ctx = _cluster(tmp_path)
+    ctx.kubectl("set", "env", "deployment/search", "RPC_TIMEOUT_MS=5")
+    ctx.kubectl("delete", "pods", "-l", "app=search", "-n", "contract")
+    assert ("Pod", "contract", "search-0") not in ctx.objects and ("Pod", "contract", "geo-0") in ctx.objects
+    # its Deployment brings a new pod back, from the template as it is now
+    respawned = ctx.objects[("Pod", "contract", "search-1")]
+    assert {"name": "RPC_TIMEOUT_MS", "value": "5"} in respawned["spec"]["containers"][0]["env"]
+    ctx.kubectl("delete", "pod", "db-0")
+    assert ("Pod", "contract", "db-0") in ctx.objects  # a StatefulSet's pod keeps its name
+    with pytest.raises(FaultError, match='configmaps "nowhere" not found'):
+        ctx.kubectl("delete", "configmap", "nowhere")
+    assert ctx.kubectl("delete", "configmap", "nowhere", check=False) == ""  # unchecked, as FaultContext.kubectl
+    ctx.kubectl("delete", "configmap", "nowhere", "--ignore-not-found")
+    ctx.kubectl("delete", "configmap/search-config", "--ignore-not-found=true")
+    assert ("ConfigMap", "contract", "search-config") not in ctx.objects
+    with pytest.raises(FaultError, match="does not model `kubectl delete pods` \\(without a name"):
+        ctx.kubectl("delete", "pods")
+
+
+def test_selectors_read_like_kubectl_or_are_refused(tmp_path):
+    ctx = _cluster(tmp_path)
+
+    def names(selector):
+        return [o["metadata"]["name"] for o in json.loads(ctx.kubectl("get", "pods", "-l", selector))["items"]]
+
+    assert names("app=geo") == names("app==geo") == ["geo-0"]
+    assert "geo-0" not in names("app!=geo") and "search-0" in names("app!=geo")
+    assert len(names("app")) == len(names("")) and names("!app") == []
+    assert names("app=geo,app!=geo") == []
+    with pytest.raises(FaultError, match="does not model `kubectl get -l 'app in \\(geo\\)'"):
+        names("app in (geo)")
+
+
+@pytest.mark.parametrize("output", ["jsonpath={.spec.replicas}", "wide", "custom-columns=N:.metadata.name",
+                                    "go-template={{.kind}}"])
+def test_an_output_format_it_cannot_print_is_refused(tmp_path, output):
+    with pytest.raises(FaultError, match=f"does not model `kubectl get -o {output.split('=')[0]}"):
+        _cluster(tmp_path).kubectl("get", "deployment", "geo", "-o", output)
+
+
+def test_rollout_restart_stamps_the_template_and_undo_is_refused(tmp_path):
+    ctx = _cluster(tmp_path)
+    ctx.kubectl("rollout", "restart", "deployment/geo")
+    template = ctx.objects[("Deployment", "contract", "geo")]["spec"]["template"]
+    assert "kubectl.kubernetes.io/restartedAt" in template["metadata"]["annotations"]
+    ctx.kubectl("rollout", "status", "deployment/geo")  # a wait: recorded, no effect
+    with pytest.raises(FaultError, match="does not model `kubectl rollout undo`") as info:
+        ctx.kubectl("rollout", "undo", "deployment/geo")
+    assert "live_only" in info.value.render()
+
+
+def test_a_patch_without_a_body_is_a_clear_error(tmp_path):
+    with pytest.raises(FaultError, match="does not model `kubectl patch deployment geo` \\(without a body"):
+        _cluster(tmp_path).kubectl("patch", "deployment", "geo", "--type", "merge")

@@ -1,12 +1,15 @@
 """A fault context whose kubectl answers from an in-memory object store (no cluster, no binary).
 
 :class:`RecordingFaultContext` records every kubectl call and serves the verbs fault code uses —
-``get`` (one object or a list, as JSON), ``patch`` (merge, strategic treated as merge, JSON patch),
-``apply``/``create``/``replace -f -``, ``delete``, ``scale``, ``label``/``annotate``, ``taint``,
-``set env`` (``KEY=VALUE``, ``KEY-``, ``-e``, ``-c``) and ``set image``, ``rollout``/``exec``/``wait``
-(recorded, no effect) — against objects seeded from the app's inventory and, where the app ships
-manifest files, the ConfigMaps they define, each with its own keys (:func:`objects_for_app`). A verb
-or option it does not model is an error that says so (never a silent no-op). That is enough for the
+``get`` (one object or a list; ``-o json|yaml|name``; label selectors ``k=v``, ``k!=v``, ``k``,
+``!k``), ``patch`` (merge, strategic treated as merge, JSON patch), ``apply``/``create``/``replace -f
+-``, ``delete`` (by name, ``-l`` or ``--all``; a workload's deleted pod comes back from its current
+template), ``scale``, ``label``/``annotate``, ``taint``, ``set env`` (``KEY=VALUE``, ``KEY-``, ``-e``,
+``-c``) and ``set image``, ``rollout restart`` (stamps the template), ``rollout status``/``exec``/
+``wait`` (recorded, no effect) — against objects seeded from the app's inventory and, where the app
+ships manifest files, the ConfigMaps they define, each with its own keys (:func:`objects_for_app`).
+A missing object is NotFound, as kubectl says it (raised when ``check``). A verb, option, output
+format or selector it does not model is an error that says so (never a silent no-op). That is enough for the
 contract suite's inject → is_present → recover → not present round trip of faults that change
 Kubernetes objects, configuration faults included; faults that act inside a process (a datastore's
 SQL, a syscall shim) need the live contract.
@@ -157,6 +160,7 @@ class RecordingFaultContext(FaultContext):
 
     calls: list[tuple[str, ...]] = attrs.Factory(list)
     objects: dict[tuple[str, str, str], dict] = attrs.Factory(dict)
+    _stamps: int = 0
 
     def __attrs_post_init__(self) -> None:
         if not self.objects:
@@ -173,6 +177,14 @@ class RecordingFaultContext(FaultContext):
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0) -> str:
         self.calls.append(args)
+        try:
+            return self._kubectl(args, input)
+        except _KubectlFailed as exc:
+            if check:  # as FaultContext.kubectl: a failing kubectl raises only when checked
+                raise FaultError(f"kubectl {' '.join(args)} failed: {exc}") from exc
+            return ""
+
+    def _kubectl(self, args: tuple[str, ...], input: str | None) -> str:
         words, namespace, flags = _parse(args, self.namespace)
         if not words:
             return ""
@@ -181,6 +193,8 @@ class RecordingFaultContext(FaultContext):
             return self._get(rest, namespace, flags)
         if verb == "patch" and len(rest) >= 1:
             kind, name = _ref(rest)
+            if "p" not in flags:
+                raise _unmodelled(f"patch {kind.lower()} {name}", "without a body: it reads -p/--patch")
             self._patch(kind, name, namespace, flags.get("type", "strategic"), json.loads(flags["p"]))
             return ""
         if verb in ("apply", "create", "replace") and input:
@@ -188,22 +202,25 @@ class RecordingFaultContext(FaultContext):
                 self._store(doc, namespace)
             return ""
         if verb == "delete" and rest:
-            kind, name = _ref(rest)
-            if name:
-                self.objects.pop((kind, _ns(kind, namespace), name), None)
+            self._delete(rest, namespace, flags)
             return ""
         if verb == "scale" and rest:
             kind, name = _ref(rest)
             obj = self._lookup(kind, name, namespace)
-            if obj is not None and "replicas" in flags:
-                obj["spec"]["replicas"] = int(flags["replicas"])
+            if obj is None:
+                raise _not_found(kind, name)
+            if "replicas" not in flags:
+                raise _KubectlFailed("error: --replicas=COUNT is required")
+            obj["spec"]["replicas"] = int(flags["replicas"])
             return ""
         if verb in ("label", "annotate") and len(rest) >= 2:
             kind, name = _ref(rest[:2] if "/" not in rest[0] else rest[:1])
             obj = self._lookup(kind, name, namespace)
+            if obj is None:
+                raise _not_found(kind, name)
             field = "labels" if verb == "label" else "annotations"
             for pair in [w for w in rest if "=" in w or w.endswith("-")]:
-                meta = obj["metadata"].setdefault(field, {}) if obj else {}
+                meta = obj["metadata"].setdefault(field, {})
                 if pair.endswith("-"):
                     meta.pop(pair[:-1], None)
                 else:
@@ -215,6 +232,11 @@ class RecordingFaultContext(FaultContext):
             return ""
         if verb == "set":
             return self._set(args, namespace)
+        if verb == "rollout" and rest[:1] == ["restart"] and len(rest) >= 2:
+            self._restart(rest[1:], namespace)
+            return ""
+        if verb == "rollout" and rest[:1] not in (["status"], ["history"]):
+            raise _unmodelled(" ".join(words[:2]), "it keeps no revision history and runs no controller")
         if verb in _RECORDED_ONLY or (verb == "create" and "raw" in flags):
             return ""
         raise _unmodelled(" ".join(words[:2]))
@@ -252,6 +274,67 @@ class RecordingFaultContext(FaultContext):
                     _set_env(container, changes)
         return ""
 
+    def _delete(self, rest: list[str], namespace: str, flags: dict[str, str]) -> None:
+        """``kubectl delete`` of named objects, or of every object of a kind a selector (or ``--all``)
+        picks; a missing name is NotFound unless ``--ignore-not-found``. A deleted pod that a workload
+        owns comes back as a new one from that workload's current template (its controller's job)."""
+        ignore = "ignore-not-found" in flags and flags["ignore-not-found"] != "false"
+        if "/" in rest[0]:
+            refs = [_ref([word]) for word in rest]
+        else:
+            kind = _kind(rest[0])
+            refs = [(kind, name) for name in rest[1:]]
+            if not refs and ("l" in flags or "all" in flags):
+                refs = [(kind, o["metadata"]["name"]) for (k, ns, _n), o in sorted(self.objects.items())
+                        if k == kind and ns == _ns(kind, namespace) and _selected(o, flags.get("l"), "delete")]
+            elif not refs:
+                raise _unmodelled(f"delete {rest[0]}", "without a name: give a name, -l SELECTOR or --all")
+        for kind, name in refs:
+            gone = self.objects.pop((kind, _ns(kind, namespace), name), None)
+            if gone is None and not ignore:
+                raise _not_found(kind, name)
+            if gone is not None and kind == "Pod":
+                self._respawn(gone, namespace)
+
+    def _owner(self, pod: dict, namespace: str) -> dict | None:
+        labels = pod["metadata"].get("labels") or {}
+        for (kind, ns, _name), obj in sorted(self.objects.items()):
+            wanted = (obj.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
+            if kind in _WORKLOADS and ns == namespace and wanted and wanted.items() <= labels.items():
+                return obj
+        return None
+
+    def _respawn(self, pod: dict, namespace: str) -> None:
+        owner = self._owner(pod, namespace)
+        if owner is None:
+            return  # a bare pod: nothing brings it back
+        name = pod["metadata"]["name"]
+        if owner["kind"] != "StatefulSet":  # a StatefulSet's pod keeps its name; others get a new one
+            base, index = owner["metadata"]["name"], 0
+            while ("Pod", namespace, f"{base}-{index}") in self.objects or f"{base}-{index}" == name:
+                index += 1
+            name = f"{base}-{index}"
+        template = copy.deepcopy(owner["spec"]["template"])
+        containers = template["spec"].get("containers", [])
+        self._store({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": name, "namespace": namespace, "labels": template["metadata"].get("labels", {})},
+                     "spec": template["spec"] | {"nodeName": pod.get("spec", {}).get("nodeName", "node-1")},
+                     "status": {"phase": "Running", "containerStatuses": [
+                         {"name": c["name"], "ready": True, "restartCount": 0} for c in containers]}})
+
+    def _restart(self, refs: list[str], namespace: str) -> None:
+        """``kubectl rollout restart``: stamps the pod template, as kubectl does (a new rollout)."""
+        refs = [_ref([word]) for word in refs] if "/" in refs[0] else [(_kind(refs[0]), n) for n in refs[1:]]
+        for kind, name in refs:
+            obj = self._lookup(kind, name, namespace)
+            if obj is None:
+                raise _not_found(kind, name)
+            if "template" not in obj.get("spec", {}):
+                raise _KubectlFailed(f"error: {kind.lower()}s \"{name}\" restarting is not supported")
+            self._stamps += 1
+            annotations = obj["spec"]["template"].setdefault("metadata", {}).setdefault("annotations", {})
+            annotations["kubectl.kubernetes.io/restartedAt"] = f"offline-restart-{self._stamps}"
+
     def _taint(self, words: list[str]) -> None:
         specs = [w for w in words if ":" in w or "=" in w or w.endswith("-")]
         for name in [w for w in words if w not in specs]:
@@ -267,6 +350,9 @@ class RecordingFaultContext(FaultContext):
                     taints.append({"key": key, "value": value, "effect": spec.rpartition(":")[2]})
 
     def _get(self, rest: list[str], namespace: str, flags: dict[str, str]) -> str:
+        output = flags.get("o")
+        if output not in (None, "json", "yaml", "name"):  # JSON reads as YAML too
+            raise _unmodelled(f"get -o {output.partition('=')[0]}", "it prints -o json, -o yaml and -o name")
         kind, name = _ref(rest)
         if name:
             obj = self._lookup(kind, name, namespace)
@@ -278,7 +364,7 @@ class RecordingFaultContext(FaultContext):
         selector = flags.get("l") or flags.get("selector")
         items = [o for (k, ns, _n), o in sorted(self.objects.items())
                  if k == kind and (ns == _ns(kind, namespace) or "A" in flags or "all-namespaces" in flags)
-                 and _selected(o, selector)]
+                 and _selected(o, selector, "get")]
         if flags.get("o") == "name":
             return "".join(f"{kind.lower()}/{o['metadata']['name']}\n" for o in items)
         return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
@@ -306,8 +392,15 @@ _RECORDED_ONLY = frozenset({"rollout", "exec", "wait", "logs", "describe", "top"
                             "api-resources", "cluster-info", "port-forward"})
 
 
-def _unmodelled(what: str) -> Exception:
-    return FaultError(f"the offline kubectl of the contract kit does not model `kubectl {what}`",
+_WORKLOADS = frozenset({"Deployment", "StatefulSet", "DaemonSet"})
+
+
+class _KubectlFailed(FaultError):
+    """What a real kubectl would fail with (NotFound, a missing flag): raised only when checked."""
+
+
+def _unmodelled(what: str, why: str = "") -> Exception:
+    return FaultError(f"the offline kubectl of the contract kit does not model `kubectl {what}`" + (f" ({why})" if why else ""),
                       hints=("use a verb it models (get, patch, apply/create/replace -f -, delete, scale, label, "
                              "annotate, taint, set env, set image), or list the fault in live_only = {name: why} "
                              "so the live contract proves it",))
@@ -393,7 +486,7 @@ def _ns(kind: str, namespace: str) -> str:
 
 
 def _not_found(kind: str, name: str) -> Exception:
-    return FaultError(f'Error from server (NotFound): {kind.lower()}s "{name}" not found')
+    return _KubectlFailed(f'Error from server (NotFound): {kind.lower()}s "{name}" not found')
 
 
 def _parse(args: tuple[str, ...], namespace: str) -> tuple[list[str], str, dict[str, str]]:
@@ -424,13 +517,27 @@ def _ref(rest: list[str]) -> tuple[str, str]:
     return _kind(rest[0]), (rest[1] if len(rest) > 1 else "")
 
 
-def _selected(obj: dict, selector: str | None) -> bool:
+def _selected(obj: dict, selector: str | None, verb: str) -> bool:
+    """Whether ``obj``'s labels meet a label selector of equality terms (``k=v``, ``k==v``, ``k!=v``)
+    and existence terms (``k``, ``!k``); set-based terms (``k in (a,b)``) are refused, not guessed."""
     if not selector:
         return True
+    if "(" in selector or " in " in f" {selector} " or " notin " in f" {selector} ":
+        raise _unmodelled(f"{verb} -l '{selector}'", "set-based selectors; use k=v, k!=v, k or !k")
     labels = obj.get("metadata", {}).get("labels") or {}
-    for term in selector.split(","):
-        key, _, value = term.partition("=")
-        if labels.get(key) != value:
+    for term in (t.strip() for t in selector.split(",")):
+        if "!=" in term:
+            key, _, value = term.partition("!=")
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, _, value = term.replace("==", "=").partition("=")
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif term.startswith("!"):
+            if term[1:].strip() in labels:
+                return False
+        elif term not in labels:
             return False
     return True
 
