@@ -132,6 +132,14 @@ def test_an_open_params_schema_fails():
     with pytest.raises(AssertionError, match="accepts unknown keys.*additionalProperties"):
         contract.test_params_schema_is_closed(spec(ImageFault(), params_schema={"type": "object", "properties": {}}))
     contract.test_params_schema_is_closed(spec(ImageFault()))
+    # a nested object with named properties is closed too (a typo one level down is as silent)
+    nested = schema(retry={"type": "object", "properties": {"attempts": {"type": "integer"}}})
+    with pytest.raises(AssertionError, match=r"\$\.retry accepts unknown keys"):
+        contract.test_params_schema_is_closed(spec(ImageFault(), params_schema=nested))
+    closed = schema(retry={"type": "object", "additionalProperties": False,
+                           "properties": {"attempts": {"type": "integer"}}},
+                    labels={"type": "object", "additionalProperties": {"type": "string"}})  # a map: any key
+    contract.test_params_schema_is_closed(spec(ImageFault(), params_schema=closed))
     # a FaultSpec that declares no schema gets a closed one (no params at all)
     contract.test_params_schema_is_closed(FaultSpec(name="image-404", summary="x", impl=ImageFault()))
 
@@ -142,6 +150,22 @@ def test_a_selector_that_reaches_the_workload_generator_fails():
     with pytest.raises(AssertionError, match="matches the workload generator.*exclude_roles"):
         contract.test_never_targets_the_workload_generator(spec(ImageFault(), selector=everything))
     contract.test_never_targets_the_workload_generator(spec(ImageFault(), selector=TargetSelector(kinds=("Deployment",))))
+
+
+def test_a_selector_that_reaches_any_workload_role_fails():
+    from sregym_core.testing.contracts import contract_app
+    from sregym_core.types import ComponentSpec
+
+    base = contract_app()
+    replayer = ComponentSpec(name="replayer", roles=("workload:replay",), ports=(8090,))
+    with_replayer = type("WithReplayer", (FaultContract,), {"app": base.__class__(
+        **{**{f: getattr(base, f) for f in ("name", "summary", "namespace", "description", "hidden_namespaces")},
+           "components": (*base.components, replayer)})})
+    with pytest.raises(AssertionError, match=r"replayer \(a grading instrument \(role workload:replay\)\)"):
+        with_replayer().test_never_targets_the_workload_generator(
+            spec(ImageFault(), selector=TargetSelector(kinds=("Deployment",))))
+    closed = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "workload:*"))
+    with_replayer().test_never_targets_the_workload_generator(spec(ImageFault(), selector=closed))
 
 
 def test_an_inject_that_writes_into_a_hidden_namespace_fails(tmp_path):

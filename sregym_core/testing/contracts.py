@@ -198,15 +198,23 @@ class FaultContract(_Contract):
             f"{record.name}: its params schema accepts unknown keys, so a misspelt param in a problem file "
             "(`replica: 0` for `replicas`) is silently ignored; set \"additionalProperties\": false "
             "(sregym_core.faultkit.schema(...) builds a closed schema)")
+        open_inside = list(_open_objects(schema))
+        assert not open_inside, (
+            f"{record.name}: its params schema at {open_inside[0]} accepts unknown keys (an object with named "
+            "properties but no \"additionalProperties\": false), so a misspelt nested param is silently ignored; "
+            "close it (a free map of any keys declares additionalProperties as a schema instead)")
 
     def test_never_targets_the_workload_generator(self, record):
-        for app in {self._app().name: self._app(), "contract-app": contract_app()}.values():
-            generators = [c.name for c in app.components if c.has_role("workload-generator")]
-            reached = [name for name in generators if record.selector.matches(app.component(name))]
+        from ..problems import grading_instrument
+
+        for app in (self._app(), contract_app()) if self.app is not None else (contract_app(),):
+            reached = [f"{c.name} ({grading_instrument(app, c)})" for c in app.components
+                       if grading_instrument(app, c) and record.selector.matches(c)]
             assert not reached, (
                 f"{record.name}: its selector ({record.selector.describe()}) matches the workload generator "
-                f"{reached} of {app.name}: the generator is the grading instrument, never a fault target; keep "
-                "'workload-generator' in the selector's exclude_roles (the default)")
+                f"{reached} of {app.name}: the generator is the grading instrument, never a fault target (a problem "
+                "aimed at it is refused at load); keep 'workload-generator' in the selector's exclude_roles (the "
+                "default) and exclude any other workload role ('workload:*')")
 
     def test_bad_params_are_config_errors(self, record):
         with pytest.raises(SregymError):
@@ -309,6 +317,20 @@ class FaultContract(_Contract):
             "could see or fix the fault. A fault changes what the cluster runs (a workload, Service, ConfigMap, "
             "Secret...). One that acts inside a process or through node hooks belongs in live_only = {name: why}, "
             "proved by the live contract instead")
+
+
+def _open_objects(schema: Any, path: str = "$") -> Any:
+    """JSON paths of the nested object schemas (with named properties) left open to unknown keys."""
+    if not isinstance(schema, dict):
+        return
+    if path != "$" and schema.get("properties") and schema.get("additionalProperties", True) is True:
+        yield path
+    for key, sub in (schema.get("properties") or {}).items():
+        yield from _open_objects(sub, f"{path}.{key}")
+    yield from _open_objects(schema.get("items"), f"{path}[]")
+    for keyword in ("oneOf", "anyOf", "allOf"):
+        for sub in schema.get(keyword) or ():
+            yield from _open_objects(sub, path)
 
 
 _READ_VERBS = frozenset({"get", "describe", "logs", "wait", "top", "auth", "events", "version", "api-resources"})
