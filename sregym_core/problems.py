@@ -284,12 +284,23 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
         raise ConfigError(f"{what} is invalid", errors=errors, hints=tuple(sorted(hints)))
     # ground truth not given in the file is derived at attempt time, from the injected state
     # (concrete values such as the original image are only known then)
-    for instance in resolved:
+    for index, instance in enumerate(resolved):
         if instance.role != "trigger":
             target = Target(app=app, component=app.component(instance.target), namespace=app.namespace)
             # fails early if a fault's ground_truth is broken (with the empty state it has before injection;
-            # the context has no cluster: ground_truth must only read ctx.state)
-            derive_ground_truth(faults[instance.fault], FaultContext.detached(app), target, instance)
+            # the context has no cluster: ground_truth must only read ctx.state). A plugin's bug here
+            # disables this problem (a ConfigError), never the listing or the run of the others.
+            try:
+                derive_ground_truth(faults[instance.fault], FaultContext.detached(app), target, instance)
+            except ConfigError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure of plugin code, named with its fault
+                errors.append((f"$.faults[{index}]", f"ground_truth of fault {instance.fault!r} failed before "
+                                                     f"injection: {type(exc).__name__}: {exc}"))
+    if errors:
+        raise ConfigError(f"{what} is invalid", errors=errors, hints=(
+            "ground_truth runs when the problem loads, before injection, with no cluster and an empty ctx.state: "
+            "it must read only ctx.state, with defaults (a bug of the plugin that ships the fault)",))
     oracle = problem.oracle if problem.oracle is not None else DEFAULT_ORACLE
     return attrs.evolve(problem, faults=tuple(resolved), oracle=oracle)
 

@@ -123,3 +123,50 @@ def test_an_unknown_param_is_refused_with_its_path_and_the_params_the_fault_take
     text = caught.value.render()
     assert "$.faults[0].params" in text and "'milisecond' was unexpected" in text
     assert "hint:" in text and "milliseconds, retries" in text and "sregym schema fault/timeout" in text
+
+
+class TruthFromTheCluster(Anything):
+    """A plugin bug: its ground truth reads the cluster (or state only inject saves) before injection."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def ground_truth(self, ctx, target, params):
+        if self.how == "kubectl":
+            ctx.kubectl("get", "deployment", target.component.name)
+        return GroundTruth(fault="x", layer="k8s", components=(target.component.name,), namespace=target.namespace,
+                           resource_kind="Deployment", mechanism=f"was {ctx.state['image']}")
+
+
+@pytest.mark.parametrize("how", ["kubectl", "state"])
+def test_a_fault_whose_ground_truth_breaks_costs_only_its_problem(register_plugin, plugin_host, sregym_cli, tmp_path,
+                                                                  how):
+    from sregym_core.problems import load_problem_dir
+
+    (tmp_path / "bad.yaml").write_text("id: bad-truth\napp: gen-app\nsummary: s\nsymptom: slo-drop\n"
+                                       "faults: [{id: f0, fault: bad-truth, target: api}]\n")
+    (tmp_path / "good.yaml").write_text("id: good\napp: gen-app\nsummary: s\nsymptom: slo-drop\n"
+                                        "faults: [{id: f0, fault: any-target, target: api}]\n")
+
+    class Shipper:
+        @hookimpl
+        def sregym_apps(self):
+            return [APP]
+
+        @hookimpl
+        def sregym_faults(self):
+            return [FaultSpec(name="bad-truth", summary="x", impl=TruthFromTheCluster(how)),
+                    FaultSpec(name="any-target", summary="x", impl=Anything())]
+
+        @hookimpl
+        def sregym_problems(self):
+            return load_problem_dir(tmp_path)
+
+    register_plugin(Shipper())
+    with pytest.raises(ConfigError) as caught:
+        resolve_problem(plugin_host.get_problems()["bad-truth"], plugin_host)
+    text = caught.value.render()
+    assert "$.faults[0]" in text and "ground_truth of fault 'bad-truth' failed" in text and "ctx.state" in text
+    outcome = sregym_cli("list-problems", "--all").assert_success()
+    assert "good" in outcome.output and "bad-truth" in outcome.output and "BROKEN" in outcome.output
+    assert "Traceback" not in outcome.stderr
