@@ -198,3 +198,17 @@ def test_a_reference_fix_that_copies_recovers_changes_fails_unless_declared(tmp_
         round_trip(spec(CopiedRecoverFault()), tmp_path)
     declared = type("Declared", (FaultContract,), {"recover_is_the_fix": {"image-404": "recover is a targeted patch"}})
     round_trip(spec(CopiedRecoverFault()), tmp_path, declared)
+
+
+def test_an_option_that_names_no_registered_fault_fails():
+    import types
+
+    from sregym_core import hookimpl
+
+    plugin = types.ModuleType("one_fault_plugin")
+    plugin.sregym_faults = hookimpl(lambda: [spec(ImageFault())])
+    misspelt = type("Misspelt", (FaultContract,), {"plugin": plugin, "live_only": {"image-40": "typo"}})
+    with pytest.raises(AssertionError, match=r"Misspelt.live_only names \['image-40'\].*its faults: image-404"):
+        misspelt().test_options_name_registered_faults()
+    right = type("Right", (FaultContract,), {"plugin": plugin, "live_only": {"image-404": "why"}})
+    right().test_options_name_registered_faults()

@@ -182,6 +182,17 @@ class FaultContract(_Contract):
     def _target(self, fault: FaultSpec) -> Target:
         return self._targets(fault)[0]
 
+    def test_options_name_registered_faults(self):
+        """A misspelt name in an option is silently ignored (the fault runs offline after all, or
+        without its params); each option's keys must be faults the plugin registers."""
+        if self.plugin is None:
+            pytest.skip("set `plugin` on the contract subclass")
+        names = set(self._names())
+        for option in ("example_params", "live_only", "recover_is_the_fix", "paraphrases"):
+            unknown = sorted(set(getattr(self, option)) - names)
+            assert not unknown, (f"{type(self).__name__}.{option} names {unknown}, which {self.plugin.__name__} does "
+                                 f"not register (its faults: {', '.join(sorted(names))})")
+
     def test_declares_layer_selector_schema_and_impl(self, record):
         assert record.layer in LAYERS
         jsonschema.Draft202012Validator.check_schema(dict(record.params_schema))
