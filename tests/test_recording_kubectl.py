@@ -216,3 +216,28 @@ def test_rollout_restart_stamps_the_template_and_undo_is_refused(tmp_path):
 def test_a_patch_without_a_body_is_a_clear_error(tmp_path):
     with pytest.raises(FaultError, match="does not model `kubectl patch deployment geo` \\(without a body"):
         _cluster(tmp_path).kubectl("patch", "deployment", "geo", "--type", "merge")
+
+
+def test_a_strategic_patch_merges_lists_by_their_keys_as_kubectl_does(tmp_path):
+    ctx = _cluster(tmp_path)
+    # kubectl patch's default type is strategic: a container is merged by name, env by name
+    ctx.kubectl("patch", "deployment", "search", "-p", json.dumps({"spec": {"template": {"spec": {"containers": [
+        {"name": "search", "image": "example/search:bad", "env": [{"name": "RPC_TIMEOUT_MS", "value": "1"}]}]}}}}))
+    container = ctx.objects[("Deployment", "contract", "search")]["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "example/search:bad" and container["ports"] == [{"containerPort": 8082,
+                                                                                  "protocol": "TCP"}]
+    assert {e["name"]: e["value"] for e in container["env"]} == {"GEO_ADDR": "geo:8083", "RPC_TIMEOUT_MS": "1"}
+    # $patch: delete removes one item by its key; a list without a merge key is replaced
+    ctx.kubectl("patch", "deployment/search", "--type=strategic", "-p", json.dumps({"spec": {"template": {"spec": {
+        "containers": [{"name": "search", "env": [{"name": "GEO_ADDR", "$patch": "delete"}], "args": ["--fast"]}],
+        "tolerations": [{"key": "a", "operator": "Exists"}]}}}}))
+    spec = ctx.objects[("Deployment", "contract", "search")]["spec"]["template"]["spec"]
+    assert [e["name"] for e in spec["containers"][0]["env"]] == ["RPC_TIMEOUT_MS"]
+    assert spec["containers"][0]["args"] == ["--fast"] and spec["tolerations"] == [{"key": "a", "operator": "Exists"}]
+    # a merge patch still replaces the list, as kubectl's --type merge does
+    ctx.kubectl("patch", "deployment", "search", "--type", "merge", "-p", json.dumps(
+        {"spec": {"template": {"spec": {"containers": [{"name": "search", "image": "x"}]}}}}))
+    assert ctx.objects[("Deployment", "contract", "search")]["spec"]["template"]["spec"]["containers"] == [
+        {"name": "search", "image": "x"}]
+    with pytest.raises(FaultError, match=r"does not model `kubectl patch deployment search` \(the directive \$retainKeys"):
+        ctx.kubectl("patch", "deployment", "search", "-p", json.dumps({"spec": {"$retainKeys": ["replicas"]}}))

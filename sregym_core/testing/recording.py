@@ -2,7 +2,7 @@
 
 :class:`RecordingFaultContext` records every kubectl call and serves the verbs fault code uses —
 ``get`` (one object or a list; ``-o json|yaml|name``; label selectors ``k=v``, ``k!=v``, ``k``,
-``!k``), ``patch`` (merge, strategic treated as merge, JSON patch), ``apply``/``create``/``replace -f
+``!k``), ``patch`` (merge, strategic — lists merged by their key —, JSON patch), ``apply``/``create``/``replace -f
 -``, ``delete`` (by name, ``-l`` or ``--all``; a workload's deleted pod comes back from its current
 template), ``scale``, ``label``/``annotate``, ``taint``, ``set env`` (``KEY=VALUE``, ``KEY-``, ``-e``,
 ``-c``) and ``set image``, ``rollout restart`` (stamps the template), ``rollout status``/``exec``/
@@ -373,7 +373,17 @@ class RecordingFaultContext(FaultContext):
         obj = self._lookup(kind, name, namespace)
         if obj is None:
             raise _not_found(kind, name)
-        patched = apply_json_patch(obj, body) if patch_type == "json" else merge_patch(obj, body)
+        if patch_type == "json":
+            patched = apply_json_patch(obj, body)
+        elif patch_type == "merge":
+            patched = merge_patch(obj, body)
+        elif patch_type == "strategic":  # kubectl's default
+            directive = _unknown_directive(body)
+            if directive:
+                raise _unmodelled(f"patch {kind.lower()} {name}", f"the directive {directive} of a strategic merge")
+            patched = strategic_merge_patch(obj, body)
+        else:
+            raise _unmodelled(f"patch --type {patch_type}", "the types are json, merge and strategic")
         self.objects[(kind, _ns(kind, namespace), name)] = patched
 
     def _lookup(self, kind: str, name: str, namespace: str) -> dict | None:
@@ -552,8 +562,68 @@ def _documents(text: str) -> list[dict]:
     return out
 
 
+#: the lists a strategic merge patch merges item by item, by the key the Kubernetes API declares for
+#: them (``patchMergeKey``); every other list is replaced whole, as a merge patch does
+_MERGE_KEYS = {"containers": "name", "initContainers": "name", "ephemeralContainers": "name", "volumes": "name",
+               "env": "name", "imagePullSecrets": "name", "volumeMounts": "mountPath", "hostAliases": "ip",
+               "ports": "containerPort"}
+_DIRECTIVES = frozenset({"$patch"})
+
+
+def _unknown_directive(patch: Any) -> str:
+    """The first ``$`` directive of a strategic patch this fake does not apply ("" when none)."""
+    if isinstance(patch, list):
+        return next((d for d in map(_unknown_directive, patch) if d), "")
+    if isinstance(patch, dict):
+        for key, value in patch.items():
+            if key.startswith("$") and key not in _DIRECTIVES:
+                return key
+            found = _unknown_directive(value)
+            if found:
+                return found
+    return ""
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """A strategic merge patch (kubectl patch's default type) as the API server applies it to the
+    fields faults touch: maps merge as in a merge patch, the lists of :data:`_MERGE_KEYS` merge item
+    by item by their key (an item with ``$patch: delete`` removes its match), other lists are replaced."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, list) and key in _MERGE_KEYS and isinstance(result.get(key), list):
+            result[key] = _merge_list(result[key], value, _MERGE_KEYS[key])
+        elif isinstance(value, list):
+            result[key] = [strategic_merge_patch({}, item) if isinstance(item, dict) else copy.deepcopy(item)
+                           for item in value if not (isinstance(item, dict) and item.get("$patch") == "delete")]
+        else:
+            result[key] = strategic_merge_patch(result.get(key), value)
+    return result
+
+
+def _merge_list(items: list, patch: list, merge_key: str) -> list:
+    merged = copy.deepcopy(items)
+    for change in patch:
+        if not isinstance(change, dict):
+            return copy.deepcopy(patch)  # a list of scalars is replaced
+        key = merge_key if merge_key in change or merge_key != "containerPort" else "port"  # a Service's ports
+        index = next((i for i, item in enumerate(merged) if isinstance(item, dict) and item.get(key) == change.get(key)),
+                     None)
+        if change.get("$patch") == "delete":
+            if index is not None:
+                del merged[index]
+        elif index is None:
+            merged.append(strategic_merge_patch({}, change))
+        else:
+            merged[index] = strategic_merge_patch(merged[index], change)
+    return merged
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch (strategic-merge patches are applied the same way here)."""
+    """RFC 7386 JSON merge patch (``kubectl patch --type merge``): a list is replaced whole."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = copy.deepcopy(target) if isinstance(target, dict) else {}
