@@ -241,3 +241,15 @@ def test_a_strategic_patch_merges_lists_by_their_keys_as_kubectl_does(tmp_path):
         {"name": "search", "image": "x"}]
     with pytest.raises(FaultError, match=r"does not model `kubectl patch deployment search` \(the directive \$retainKeys"):
         ctx.kubectl("patch", "deployment", "search", "-p", json.dumps({"spec": {"$retainKeys": ["replicas"]}}))
+
+
+def test_create_of_an_existing_object_and_replace_of_a_missing_one_fail_as_kubectl_does(tmp_path):
+    ctx = _cluster(tmp_path)
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "contract"},
+             "spec": {"hard": {"pods": "0"}}}
+    ctx.kubectl("create", "-f", "-", input=json.dumps(quota))
+    with pytest.raises(FaultError, match='resourcequotas "q" already exists'):
+        ctx.kubectl("create", "-f", "-", input=json.dumps(quota))
+    ctx.kubectl("apply", "-f", "-", input=json.dumps(quota))  # apply takes an existing object
+    with pytest.raises(FaultError, match='resourcequotas "other" not found'):
+        ctx.kubectl("replace", "-f", "-", input=json.dumps({**quota, "metadata": {"name": "other"}}))

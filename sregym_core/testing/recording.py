@@ -199,6 +199,12 @@ class RecordingFaultContext(FaultContext):
             return ""
         if verb in ("apply", "create", "replace") and input:
             for doc in _documents(input):
+                kind, name = doc["kind"], doc["metadata"]["name"]
+                exists = self._lookup(kind, name, doc["metadata"].get("namespace") or namespace) is not None
+                if verb == "create" and exists:
+                    raise _KubectlFailed(f'Error from server (AlreadyExists): {kind.lower()}s "{name}" already exists')
+                if verb == "replace" and not exists:
+                    raise _not_found(kind, name)
                 self._store(doc, namespace)
             return ""
         if verb == "delete" and rest:
