@@ -252,7 +252,7 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
             errors.append((f"$.faults[{index}].fault", f"fault {spec.name!r} needs cluster capabilities {missing}"))
             continue
         try:
-            params = validate(dict(instance.params), dict(spec.params_schema),
+            params = validate(dict(instance.params), closed(spec.params_schema),
                               what=f"params of fault {spec.name!r}", fill_defaults=True)
         except ConfigError as exc:
             errors += [(f"$.faults[{index}].params" + path[1:], why) for path, why in exc.errors]
@@ -277,7 +277,7 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
         if noise.target and noise.target in {f.target for f in problem.faults}:
             errors.append((f"$.noise[{index}].target", f"{noise.target!r} is a fault target: noise is never the cause"))
         try:
-            validate(dict(noise.params), dict(source.params_schema), what=f"params of noise {noise.noise!r}")
+            validate(dict(noise.params), closed(source.params_schema), what=f"params of noise {noise.noise!r}")
         except ConfigError as exc:
             errors += [(f"$.noise[{index}].params" + path[1:], why) for path, why in exc.errors]
     if errors:
@@ -320,6 +320,17 @@ def grading_instrument(app: AppSpec, component: ComponentSpec) -> str:
     if app.workload is not None and component.name == app.workload.name:
         return "the app's workload generator (AppSpec.workload)"
     return ""
+
+
+def closed(params_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A params schema as problems are checked against it: one that names its properties but left
+    ``additionalProperties`` unsaid (a plugin's oversight; the kit fails it) refuses other keys, so
+    a misspelt param is an error, never ignored. A schema that opens itself on purpose (``true`` or
+    a schema for the extra keys) is kept as it is."""
+    schema = dict(params_schema)
+    if schema.get("properties") and "additionalProperties" not in schema:
+        schema["additionalProperties"] = False
+    return schema
 
 
 def params_hint(fault: str, params_schema: Mapping[str, Any]) -> str:

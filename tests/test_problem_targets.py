@@ -170,3 +170,27 @@ def test_a_fault_whose_ground_truth_breaks_costs_only_its_problem(register_plugi
     outcome = sregym_cli("list-problems", "--all").assert_success()
     assert "good" in outcome.output and "bad-truth" in outcome.output and "BROKEN" in outcome.output
     assert "Traceback" not in outcome.stderr
+
+
+def test_a_plugin_schema_left_open_still_refuses_a_key_it_does_not_name(register_plugin, plugin_host):
+    """An outside plugin's schema that forgot additionalProperties: a typo is still refused at load;
+    a schema that opens itself on purpose (additionalProperties: true or a schema) is respected."""
+
+    class Shipper:
+        @hookimpl
+        def sregym_apps(self):
+            return [APP]
+
+        @hookimpl
+        def sregym_faults(self):
+            named = {"type": "object", "properties": {"replicas": {"type": "integer"}}}
+            return [FaultSpec(name="forgot", summary="x", impl=Anything(), params_schema=named),
+                    FaultSpec(name="free-map", summary="x", impl=Anything(),
+                              params_schema={**named, "additionalProperties": {"type": "string"}})]
+
+    register_plugin(Shipper())
+    with pytest.raises(ConfigError) as caught:
+        resolve_problem(problem("api", "forgot", {"replica": 0}), plugin_host)
+    text = caught.value.render()
+    assert "$.faults[0].params" in text and "'replica'" in text and "it takes replicas" in text
+    assert resolve_problem(problem("api", "free-map", {"label": "x"}), plugin_host).faults[0].params == {"label": "x"}
