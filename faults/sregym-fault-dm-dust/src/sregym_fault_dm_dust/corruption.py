@@ -4,11 +4,13 @@ with no error (upstream's dm-flakey ``random_read_corrupt`` under the volume).
 The node agent's FUSE layer (mechanism ``fuse-badblocks``, ``corrupt``) alters what reads of the
 chosen blocks return: on PostgreSQL, blocks of the largest user table's file (the same map as
 ``disk-bad-blocks``: a fixed function of the file's inode, the block number and a seed, at least one
-block and not all), each with ``flips`` bytes of its second half changed (the low bit flipped). That
-half of a heap page holds its rows, so PostgreSQL notices nothing (no data checksums here: the
-app's ``initdb`` runs without ``--data-checksums``) and serves wrong values: rankings, names and
-coordinates that differ from what was written, which the workload's content check catches. The
-datastores restart at inject (a cold start: no page read before stays cached).
+block and not all), each read back with the ASCII digits at ``flips`` fixed positions of its
+second half changed into other digits. That half of a heap page holds its rows, and only digits
+change (never a length, a row header or a pointer), so PostgreSQL notices nothing (no data
+checksums here: the app's ``initdb`` runs without ``--data-checksums``), neither errs nor crashes,
+and serves other values than were written: hotel ids (text) and numbers, which the workload's
+content check catches. The datastores restart at inject (a cold start: no page read before stays
+cached).
 
 The corruption stays with the disk (the bound PersistentVolume); where PostgreSQL wrote a page it
 read corrupted, the disk now holds the altered bytes too. The fix is a new volume and a rebuild
@@ -59,7 +61,7 @@ SILENT_DATA_CORRUPTION = function_fault(
     selector=TargetSelector(kinds=WORKLOADS, roles=("db:postgres",), requires=("pvcs",)),
     summary="The disk under the datastore's volume returns altered bytes for some blocks, with no error",
     params_schema=schema(fraction={"type": "number", "minimum": 0.01, "maximum": 0.9, "default": 0.5},
-                         flips={"type": "integer", "minimum": 1, "maximum": 1024, "default": 64}),
+                         flips={"type": "integer", "minimum": 1, "maximum": 4096, "default": 1024}),
     inject=inject, recover=badblocks.recover, is_present=badblocks.is_present,
     reference_fix=badblocks.reference_fix,
     resource_kind="PersistentVolume",

@@ -166,8 +166,8 @@ def _host_files(hooks: Any, record: dict) -> dict[str, list[list[int]]]:
 
 def options(hooks: Any, body: dict) -> dict:
     """The record fields only the layer runs: ``sticky`` (random mode: a block a read failed on
-    stays unreadable until written, a latent sector error), ``corrupt`` (the chosen reads come
-    back with ``flips`` bytes altered, no error: silent corruption), and ``cover``, the other
+    stays unreadable until written, a latent sector error), ``corrupt`` (the chosen blocks come
+    back with the digits at ``flips`` positions changed, no error: silent corruption), and ``cover``, the other
     volumes (``[{namespace, claim}]``) whose pods get the same (dormant) layer when they start,
     so the mount table and the restarts of a fault's pods look like those of its neighbours'."""
     out: dict[str, Any] = {}
@@ -176,7 +176,7 @@ def options(hooks: Any, body: dict) -> dict:
         if not isinstance(value, bool):
             raise ApiError(422, f"{flag} must be true or false", "Invalid")
         out[flag] = value
-    flips = body.get("flips", 16)
+    flips = body.get("flips", 256)
     if type(flips) is not int or not 1 <= flips <= 4096:
         raise ApiError(422, "flips must be an integer from 1 to 4096", "Invalid")
     out["flips"] = flips
@@ -205,7 +205,7 @@ def _rule(hooks: Any, record: dict, prefixes: list[str]) -> dict:
     rule = {"errno": record["errno"], "mode": record["mode"], "rate": record["rate"], "frac": record["frac"],
             "block": record["block"], "seed": record["seed"], "prefixes": prefixes,
             "sticky": record.get("sticky", False), "corrupt": record.get("corrupt", False),
-            "flips": record.get("flips", 16)}
+            "flips": record.get("flips", 256)}
     if record["mode"] == "ranges":
         rule["files"] = _host_files(hooks, record)
     return rule
@@ -247,4 +247,5 @@ def summary(hooks: Any) -> dict:
     reason = "" if available else unavailable_reason(hooks) or "unavailable"
     return {"available": available, **({"reason": reason} if reason else {}), "operations": ["read"],
             "layer": fuselayer.mode(), "reaches": "pods started with the layer over their PersistentVolumes: " + (
-                "every app pod" if fuselayer.mode() == "all" else "the target pods of fuse-badblocks records")}
+                "every app pod" if fuselayer.mode() == "all" else
+                "the pods mounting a volume a fuse-badblocks record names or covers")}

@@ -25,9 +25,12 @@ What a rule does to the reads it chooses:
   failed on stays unreadable for every later read until a write covers the whole block (a drive
   remaps a sector when it is written), so what missed the datastore's cache keeps failing;
 * ``corrupt`` (silent corruption, like dm-flakey's ``random_read_corrupt``): nothing fails; the
-  chosen blocks read back with ``flips`` bytes altered (the low bit flipped), at positions fixed
-  per file and block, in the block's second half (where a PostgreSQL heap page keeps its rows:
-  its header and line pointers stay intact, so nothing but the rows' values changes).
+  chosen blocks read back altered at ``flips`` positions fixed per file and block, in the block's
+  second half (where a PostgreSQL heap page keeps its rows, its header and line pointers stay
+  intact): a byte there holding an ASCII digit becomes another digit (its low bit flipped), every
+  other byte reads as written. So numbers and identifiers change while every length, header and
+  pointer stays valid: the datastore has nothing to notice, no error and no crash (flipping any
+  byte made PostgreSQL's backends crash on a row header, which is loud, not silent).
 
 A read covering any bad block fails whole (as a failed bio does); the kernel then retries page by
 page, so the pages of good blocks around it still read. Arming or disarming a rule drops the
@@ -139,7 +142,7 @@ class Rule:
         self.seed = int(spec.get("seed", 1))
         self.sticky = bool(spec.get("sticky")) and self.mode == "random"
         self.corrupt = bool(spec.get("corrupt"))
-        self.flips = max(1, min(int(spec.get("flips", 16)), self.block // 2))
+        self.flips = max(1, min(int(spec.get("flips", 256)), self.block))
         self.prefixes = [os.fsencode(p).rstrip(b"/") for p in spec.get("prefixes") or []]
         self.files = {os.fsencode(k): [(int(a), int(b)) for a, b in v] for k, v in (spec.get("files") or {}).items()}
         #: sticky: per file inode, the blocks a read failed on (until a write covers them)
@@ -188,8 +191,8 @@ class Rule:
                 bad.difference_update(range(first, end))
 
     def alter(self, path: bytes, inode: int, offset: int, data: bytes) -> bytes:
-        """``data`` (read at ``offset``) as a corrupting rule returns it: the chosen blocks' bytes
-        at their fixed positions with the low bit flipped."""
+        """``data`` (read at ``offset``) as a corrupting rule returns it: at the chosen blocks'
+        fixed positions, an ASCII digit becomes another (its low bit flipped)."""
         if not self.corrupt or not data or not self.covers(path):
             return data
         first, last = offset // self.block, (offset + len(data) - 1) // self.block
@@ -201,8 +204,8 @@ class Rule:
         for block in chosen:
             for index in range(self.flips):
                 where = block * self.block + half + position(inode, block, self.seed, index) % half
-                if offset <= where < offset + len(out):
-                    out[where - offset] ^= 0x01
+                if offset <= where < offset + len(out) and 0x30 <= out[where - offset] <= 0x39:
+                    out[where - offset] ^= 0x01  # 0<->1, 2<->3 ... 8<->9: still a digit
         return bytes(out)
 
 
