@@ -220,3 +220,13 @@ def test_a_correct_finding_in_any_json_shape_passes(answer):
 ])
 def test_json_copying_the_truths_shape_with_a_category_or_a_label_fails(answer):
     assert not _judge(answer, LIMIT)
+
+
+def test_a_word_after_a_shorter_components_name_is_no_pod_suffix():
+    from sregym_judge_rules.text import component_pattern
+
+    # "home-timeline" is a short form of home-timeline-service; "-redis" is a word, not a pod's random suffix
+    assert component_pattern("home-timeline-service").search("the cause is in home-timeline-redis.") is None
+    assert component_pattern("home-timeline-redis").search("the cause is in home-timeline-redis.") is not None
+    for pod in ("geo-7d9f8c-x2k4q", "geo-x2k4q", "geo-xkqzp", "geo-0"):
+        assert component_pattern("geo").fullmatch(pod)

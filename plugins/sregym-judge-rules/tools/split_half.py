@@ -41,10 +41,10 @@ def figures(rows: list[tuple[bool, bool]]) -> str:
             f"FF {ff:3d}/{passes:<3d} {100 * ff / max(passes, 1):5.1f} %  kappa {kappa if kappa is None else round(kappa, 3)}")
 
 
-def confusion(judge: RulesJudge, paths: list[str], show: bool = False) -> None:
+def confusion(judge: RulesJudge, paths: list[str], show: bool = False, half: str = "") -> None:
     """How often a correct diagnosis of one problem passes for another problem of its app with other faults: a
     false pass rate that needs no label (the text is right about something else)."""
-    items = [i for path in paths for i in load_blind_set(path) if i.label]
+    items = [i for path in paths for i in load_blind_set(path) if i.label and (not half or half_of(i.problem) == half)]
     problems = {i.problem: i for i in items}
     passes = judged = 0
     by_half = Counter()

@@ -792,6 +792,13 @@ def _field_names(values: Any) -> list[str]:
     return names
 
 
+# the bars of the concept reading: most of a statement (a weighted 60 %), or a long cause part said in a few of its
+# own words (four distinctive concepts in four places, two fifths of its weight)
+_SHARE = 0.6
+_RELAXED_PLACES = 4
+_RELAXED_SHARE = 0.4
+
+
 def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tuple[int, int]] | None:
     share, _distinct, spans = concepts.coverage(words, statement)
     wanted = concepts.mechanism_concepts(statement)
@@ -815,10 +822,10 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
     needed = 3 if available >= 3 else available + 1
     # most of the statement, or (a long statement, said in fewer words) four of its distinctive concepts and
     # two fifths of its weight: a diagnosis states a cause part of a dozen concepts in five of them
-    if not (share >= 0.6 and distinct >= needed):
+    if not (share >= _SHARE and distinct >= needed):
         # the lower bar only for a cause part (no effects in it: the effects a sibling fault shares, "clients reject
         # the handshake", are no statement of this cause), with what changed named, by no actor the truth lacks
-        if not (len(places) >= 4 and share >= 0.4 and concepts.is_cause_part(statement)
+        if not (len(places) >= _RELAXED_PLACES and share >= _RELAXED_SHARE and concepts.is_cause_part(statement)
                 and _names_a_changed_field(words, t) and not _foreign_actor(words, t)):
             return None
     present = {span: concept for concept, span in concepts.present(words, statement)}
