@@ -75,18 +75,37 @@ def _key(node: ast.AST) -> str | None:
 
 
 _FLIP = {ast.Gt: ast.Lt, ast.Lt: ast.Gt, ast.GtE: ast.LtE, ast.LtE: ast.GtE}
+_CLOCKS = {"monotonic", "time", "perf_counter", "monotonic_ns", "perf_counter_ns"}
 
 
-#: a comparison on a line carrying this pragma, followed by the reason, compares synthetic values
-#: (e.g. a histogram every request of which observes 0.3 s), not something measured on the machine
-SYNTHETIC = re.compile(r"#\s*suite-rules: synthetic \(\w.{8,}\)")
+def _clock_delta(node: ast.AST) -> bool:
+    """``time.monotonic() - started`` (any clock read minus something): a duration measured here."""
+    return (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Call)
+            and isinstance(node.left.func, ast.Attribute) and node.left.func.attr in _CLOCKS)
+
+
+def _durations_assigned(tree: ast.AST) -> set[str]:
+    """Names a module assigns a clock delta to (``drained = time.monotonic() - started``)."""
+    return {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _clock_delta(node.value)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+#: a comparison on a line carrying a pragma, followed by the reason, is no performance bar: ``synthetic``
+#: compares synthetic values (e.g. a histogram every request of which observes 0.3 s), ``outer-bound``
+#: is a ceiling set by the test's own event, far above the expected time (the fake answers only after
+#: 8 s; an unguarded parse would run for hours), so only the behaviour it guards can fail it
+SYNTHETIC = re.compile(r"#\s*suite-rules: (synthetic|outer-bound) \(\w.{8,}\)")
 
 
 def performance_bars(source: str) -> list[str]:
     """Comparisons of a measured rate with a floor, or of a latency/duration with a ceiling."""
     found = []
     lines = source.splitlines()
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    durations = _durations_assigned(tree)
+    # a clock delta counts where it is asserted (a loop's own deadline is no verdict)
+    asserted = {id(n) for a in ast.walk(tree) if isinstance(a, ast.Assert) for n in ast.walk(a)}
+    for node in ast.walk(tree):
         if not isinstance(node, ast.Compare) or SYNTHETIC.search(lines[node.lineno - 1]):
             continue
         operands = [node.left, *node.comparators]
@@ -96,6 +115,10 @@ def performance_bars(source: str) -> list[str]:
                 left, right, op_type = right, left, _FLIP.get(op_type, op_type)
             if not (isinstance(right, ast.Constant) and isinstance(right.value, (int, float))
                     and not isinstance(right.value, bool)):
+                continue
+            if (_clock_delta(left) or (isinstance(left, ast.Name) and left.id in durations)) \
+                    and op_type in (ast.Lt, ast.LtE) and id(node) in asserted:
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
                 continue
             key = _key(left)
             if not key:
@@ -112,6 +135,11 @@ def test_the_bar_scanner_finds_healthy_path_bars_and_leaves_fault_checks_alone()
     assert performance_bars("ok = 0.95 <= s.get('success_rate')")
     assert performance_bars("assert info.startup_seconds < 5")
     assert performance_bars("assert stats['p95_ms'] <= 800")
+    # a duration measured with a clock, inline or through a name it was assigned to
+    assert performance_bars("assert ok and time.monotonic() - started < 15")
+    assert performance_bars("drained = time.monotonic() - t0\nassert drained < 8.0")
+    assert performance_bars("assert time.monotonic() - started > 1.0") == []  # a floor: a slow machine passes
+    assert performance_bars("while time.monotonic() - start < 2.0:\n    pass") == []  # a loop's deadline
     # a fault that shows, a count, a content check: not performance bars
     assert performance_bars("broken = stats['success_rate'] < 0.5") == []
     assert performance_bars("assert stats['success_rate'] == 0.0") == []
@@ -119,6 +147,7 @@ def test_the_bar_scanner_finds_healthy_path_bars_and_leaves_fault_checks_alone()
     # synthetic values, said so with a reason; a bare pragma does not count
     assert performance_bars("assert p95 <= 0.5  # suite-rules: synthetic (each request observes 0.3 s)") == []
     assert performance_bars("assert p95 <= 0.5  # suite-rules: synthetic") != []
+    assert performance_bars("assert time.monotonic() - t < 8  # suite-rules: outer-bound (the fake answers after 8 s)") == []
 
 
 def test_service_level_helpers_are_imported_only_by_validation_modules():

@@ -155,7 +155,7 @@ def test_token_bucket_paces_requests():
     start = time.monotonic()
     for _ in range(11):
         bucket.acquire()
-    assert 0.08 < time.monotonic() - start < 0.5
+    assert time.monotonic() - start > 0.08  # paced: ten refills at 100/s (a slow machine only adds)
 
 
 def test_seed_rows_match_their_columns():

@@ -161,12 +161,12 @@ def test_ca_bundle_must_sign_the_server_certificate(kubectl, namespace, hook) ->
 
 
 def test_timeout_seconds_bounds_the_call(kubectl, namespace, hook) -> None:
-    hook.behaviour = {"allowed": True, "delay": 3}
+    hook.behaviour = {"allowed": True, "delay": 8}
     configure(kubectl, hook, namespace, timeout=1)
     started = time.monotonic()
     out = create(kubectl, namespace, pod("slow"))
     assert out.returncode != 0 and "context deadline exceeded" in out.stderr
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 8  # suite-rules: outer-bound (cut before the hook's own 8 s answer)
     configure(kubectl, hook, namespace, timeout=1, failure="Ignore")
     assert create(kubectl, namespace, pod("slow-ignored")).returncode == 0
 

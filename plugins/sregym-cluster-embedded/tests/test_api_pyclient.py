@@ -67,7 +67,7 @@ def test_watch_with_timeout(k8s_client: Any, namespace: str) -> None:
     events = [(e["type"], e["object"].metadata.name)
               for e in watch.Watch().stream(core.list_namespaced_config_map, namespace, timeout_seconds=1)]
     assert events == [("ADDED", "w1")]
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60  # suite-rules: outer-bound (a watch ignoring timeout_seconds never ends)
 
 
 def test_logs_and_exec(k8s_client: Any, namespace: str, api_server: ThreadedApiServer) -> None:

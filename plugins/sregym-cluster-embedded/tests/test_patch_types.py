@@ -340,7 +340,7 @@ def test_apply_yaml_alias_bomb_is_refused_quickly() -> None:
     with pytest.raises(PatchError) as info:
         _patch("\n".join(lines).encode(), APPLY)
     assert info.value.code == 400 and "too many nodes" in info.value.message
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < 60  # suite-rules: outer-bound (unguarded, the aliases expand to 10**8 nodes)
 
 
 def test_deeply_nested_json_is_a_clean_error() -> None:

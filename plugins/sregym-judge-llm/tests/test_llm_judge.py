@@ -99,7 +99,7 @@ def test_unreachable_server_gives_error_verdict_quickly():
     started = time.monotonic()
     verdict = run(judge)
     assert not verdict.passed and "call 2:" in verdict.error
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 120  # suite-rules: outer-bound (refused at once; a retry loop would not end)
 
 
 def test_adversarial_listing_every_service_fails_scope(stub_llm):

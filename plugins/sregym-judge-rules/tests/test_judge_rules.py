@@ -283,7 +283,7 @@ def test_huge_submission_is_judged_quickly():
     text = "The geo deployment image tag 1.0-nonexistent does not exist; search, rate and user are fine. " * 30_000
     started = time.monotonic()
     verdict = judge(text, WRONG_IMAGE)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 120  # suite-rules: outer-bound (a quadratic reading of 2.8 MB takes hours)
     assert verdict.answer("loc_component")
     assert len(verdict.inputs["submission"]) == 20_000 and verdict.inputs["submitted_chars"] == len(text)
 
