@@ -24,8 +24,8 @@ kernel unmounts it and the server drops the connection; if the node agent dies (
 the server dies with it (PDEATHSIG) and so do the pods. Nothing is mounted on the host.
 
 Which volumes get one (``SREGYM_FUSE_LAYER`` in the cluster's environment): ``faults`` (default)
-layers a PersistentVolume only while a ``fuse`` fault record names it, as its volume or one it
-``cover``\ s (the app's other datastores' volumes: the disk faults ask for all of them and restart
+layers a PersistentVolume only while a ``fuse`` fault record names it, as its volume or one of its
+``cover`` volumes (the app's other datastores': the disk faults ask for all of them and restart
 them all, so no single pod's mount table names the target), so the datastore pods of a problem
 using the fault get it when inject restarts them (a cold start) and keep it, dormant, after
 recover until they restart; ``all`` puts a dormant layer on every pod's
