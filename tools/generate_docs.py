@@ -47,7 +47,7 @@ NOT_SCANNED = {*PAGES, "docs/validation.md", "docs/validation-status.md"}
 
 #: upstream SREGym's application codes (``list-problems --upstream``) and the app each is here, if any
 UPSTREAM_APPS = {"HR": "hotel-reservation", "AS": "astronomy-shop", "SN": "social-network",
-                 "TT": "train-ticket", "BHR": None, "FC": None}
+                 "TT": "train-ticket", "BHR": None, "FC": "fleetcast"}
 
 WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
          "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]

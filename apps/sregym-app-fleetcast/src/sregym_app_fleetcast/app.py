@@ -1,0 +1,133 @@
+"""The AppSpec: inventory, description for agents, manifests, images, workload, deploy."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import IMAGE_REPO, OPERATOR_IMAGE_REPO
+from .manifests import DEFAULT_PARAMS, split
+from .topology import (
+    ADMIN_PORT,
+    API,
+    API_PORT,
+    CRD_NAME,
+    DATASTORE,
+    DATASTORE_PORT,
+    LOAD_GENERATOR,
+    LOAD_GENERATOR_PORT,
+    NAMESPACE,
+    OPERATOR,
+    WORKLOAD_NAMESPACE,
+)
+
+NAME = "fleetcast"
+STABLE_TAGS = ("1.0", "1.0.0", "latest")
+DISPLAY_NAME = "Fleet Cast"
+DESCRIPTION = (
+    "Fleet Cast serves satellite orbital data: an HTTP service that tracks a fleet of satellites, computes where "
+    "each one is and records ground-station observations, backed by a replicated key-value datastore cluster that "
+    "an operator manages from a custom resource."
+)
+
+
+def components() -> tuple[Any, ...]:
+    from sregym_core.types import ComponentSpec
+
+    return (
+        ComponentSpec(name=API, kind="Deployment", roles=("frontend", "service:http"), ports=(API_PORT, ADMIN_PORT),
+                      container=API, env=("PORT", "ADMIN_PORT", "DATASTORE_ADDR"), service=API,
+                      labels={"app.kubernetes.io/name": API}, knobs=("load-entrypoint", "ingress")),
+        # made by the operator from the DatastoreCluster of the same name: faults of the resource target it
+        ComponentSpec(name=DATASTORE, kind="StatefulSet", roles=("db:redis", "stateful", "operator-managed"),
+                      ports=(DATASTORE_PORT,), container="redis", service=DATASTORE,
+                      labels={"app.kubernetes.io/name": DATASTORE}, knobs=("datastore-cluster",)),
+        # no Service fronts the operator (its health port is for the kubelet's probes only)
+        ComponentSpec(name=OPERATOR, kind="Deployment", roles=("operator",), ports=(),
+                      container="operator", env=("WATCH_NAMESPACES", "HEALTH_PORT"), service=None,
+                      labels={"app.kubernetes.io/name": OPERATOR}, knobs=("operator",)),
+    )
+
+
+def local_images() -> tuple[Any, ...]:
+    from sregym_core.types import LocalImage
+
+    app = (sys.executable, "-m", "sregym_app_fleetcast.serve")
+    operator = (sys.executable, "-m", "sregym_app_fleetcast.datastore_operator")
+    out = [LocalImage(image=f"{IMAGE_REPO}:{tag}", argv=app, cmd=("api",), env={"PYTHONUNBUFFERED": "1"},
+                      summary="FleetCast (argv[1]: api or load-generator)") for tag in STABLE_TAGS]
+    out += [LocalImage(image=f"{OPERATOR_IMAGE_REPO}:{tag}", argv=operator, cmd=(), env={"PYTHONUNBUFFERED": "1"},
+                       summary="the DatastoreCluster operator (kopf)") for tag in STABLE_TAGS]
+    return tuple(out)
+
+
+def _kubectl(ctx: Any, *args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), *args], input=stdin,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def deploy(ctx: Any) -> None:
+    """Apply the CRD, wait until it is served, then everything else; the conductor waits for Ready."""
+    import yaml
+
+    from sregym_core.errors import DeployError
+
+    from .manifests import render
+
+    crds, rest = split(render(ctx.params))
+    for docs, what in ((crds, "the DatastoreCluster CRD"), (rest, "the app")):
+        proc = _kubectl(ctx, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs, sort_keys=False))
+        if proc.returncode != 0:
+            raise DeployError(f"kubectl apply of {what} failed: {proc.stderr.strip()[-1500:]}",
+                              hints=("check the kubeconfig and that the cluster is up",
+                                     "the datastore image redis:7.2 needs Debian's redis-server on the node"))
+        if docs is crds:
+            wait = _kubectl(ctx, "wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s", timeout=90)
+            if wait.returncode != 0:
+                raise DeployError(f"the CRD {CRD_NAME} is not served: {wait.stderr.strip()[-500:]}")
+    _wait_for_statefulset(ctx)
+    from sregym_appkit.deploy import Kubectl
+    from sregym_appkit.ingress import ensure_tls
+
+    ensure_tls(Kubectl(ctx.kubeconfig, ctx.kubectl_path), yaml.safe_dump_all(rest, sort_keys=False), WORKLOAD_NAMESPACE)
+
+
+def _wait_for_statefulset(ctx: Any) -> None:
+    """The operator makes the datastore's StatefulSet: wait until it exists, so the conductor's Ready
+    wait covers it (else the app could look Ready before its datastore exists)."""
+    from sregym_core.errors import DeployError
+
+    deadline = time.monotonic() + float(getattr(ctx, "timeout", 180) or 180)
+    while time.monotonic() < deadline:
+        proc = _kubectl(ctx, "get", "statefulset", DATASTORE, "-n", NAMESPACE, "-o", "json", "--ignore-not-found",
+                        timeout=30)
+        if proc.returncode == 0 and proc.stdout.strip() and json.loads(proc.stdout).get("metadata"):
+            return
+        time.sleep(1)
+    raise DeployError(f"the operator did not create the StatefulSet {DATASTORE}",
+                      hints=(f"kubectl logs deploy/{OPERATOR} -n {NAMESPACE}",
+                             f"kubectl describe datastorecluster {DATASTORE} -n {NAMESPACE}"))
+
+
+def problems_dir() -> Path:
+    return Path(__file__).parent / "problems"
+
+
+def app_spec() -> Any:
+    from sregym_core.types import AppSpec, WorkloadSpec
+
+    from .manifests import manifest_files
+
+    return AppSpec(
+        name=NAME, namespace=NAMESPACE, description=DESCRIPTION, display_name=DISPLAY_NAME,
+        summary="FleetCast: satellite orbital data on a replicated Redis DatastoreCluster managed by a kopf operator",
+        manifests=manifest_files(), components=components(),
+        workload=WorkloadSpec(name=LOAD_GENERATOR, namespace=WORKLOAD_NAMESPACE, service=LOAD_GENERATOR,
+                              port=LOAD_GENERATOR_PORT, query_path="/stats", control_path="/control", max_request_s=6.0),
+        images=local_images(), hidden_namespaces=(WORKLOAD_NAMESPACE,), problems_dir=problems_dir(),
+        params=dict(DEFAULT_PARAMS), deploy=deploy, deploy_timeout=180.0,
+    )
