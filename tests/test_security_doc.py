@@ -16,7 +16,7 @@ def test_every_test_named_in_security_md_exists():
         source = ROOT / path
         assert source.exists(), path
         if function:
-            assert re.search(rf"^\s*def {function}\(", source.read_text(), flags=re.M), f"{path}::{function}"
+            assert re.search(rf"^\s*(?:async )?def {function}\(", source.read_text(), flags=re.M), f"{path}::{function}"
 
 
 def test_every_test_function_named_in_security_md_exists_in_a_named_file():
