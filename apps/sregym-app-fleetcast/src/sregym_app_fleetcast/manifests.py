@@ -48,8 +48,9 @@ DATASTORE_SPEC: dict[str, Any] = {
         "weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
                                            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": DATASTORE}}}}]}},
     "securityContext": {"runAsUser": 999, "fsGroup": 999},
-    # a datastore replica asks for a whole core: the cluster holds a dozen, not a hundred thousand
-    "resources": {"requests": {"cpu": "1", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+    # a datastore replica asks for half a core: the cluster holds a few dozen, not a hundred thousand; three
+    # fit beside another app on a one-node cluster of four cores (the landing suite's session cluster)
+    "resources": {"requests": {"cpu": "500m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
 }
 
 
