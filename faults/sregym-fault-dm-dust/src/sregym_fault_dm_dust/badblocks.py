@@ -82,7 +82,10 @@ def _largest_table(ctx: Any, target: Any) -> tuple[str, str] | None:
 
 def _host_and_mount(ctx: Any, target: Any, claim: str) -> tuple[str, str]:
     pv = kube.get(ctx, "persistentvolume", hooks.bound_volume(ctx, claim) or "", namespace="")
-    host = os.path.realpath(pv["spec"]["hostPath"]["path"])
+    path = (((pv or {}).get("spec") or {}).get("hostPath") or {}).get("path")
+    if not path:  # no host directory behind the claim (e.g. the offline cluster): no file maps
+        return "\0", ""
+    host = os.path.realpath(path)
     for pod in hooks.pods(ctx, target):
         spec = pod.get("spec") or {}
         names = {v["name"] for v in spec.get("volumes") or []
