@@ -14,13 +14,12 @@ import logging
 import struct
 
 from . import dnswire as w
+from .netguard import is_hidden
 from .view import ClusterView
 
 log = logging.getLogger(__name__)
 TTL = 5
 UDP_MAX = 512
-#: the labels the conductor and the apps put on namespaces an agent must not see (sregym_core's grants)
-HIDDEN_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
 
 
 class DnsResolver:
@@ -138,9 +137,7 @@ class DnsResolver:
         return w.NXDOMAIN, []
 
     def _hidden(self, namespace: str) -> bool:
-        ns = self.view.namespaces.get(None, namespace) or {}
-        labels = (ns.get("metadata") or {}).get("labels") or {}
-        return any(labels.get(label) == "true" for label in HIDDEN_LABELS)
+        return is_hidden(self.view.namespace_labels(namespace))
 
     def answer(self, data: bytes, *, max_size: int | None) -> bytes | None:
         try:
