@@ -34,6 +34,17 @@ if TYPE_CHECKING:
     from .catalog import Catalog
 
 
+#: A namespace labelled with one of these (value ``"true"``) holds the benchmark's own machinery (the
+#: agent's account, the workload generator, the observability stack): hidden from the agent, outside
+#: the cluster under test. Apps label their workload namespace so; clusters and the conductor read it.
+HIDDEN_NAMESPACE_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
+
+
+def is_hidden_namespace(labels: dict[str, str] | None) -> bool:
+    """Whether a namespace with these labels is one of the benchmark's hidden ones."""
+    return any((labels or {}).get(key) == "true" for key in HIDDEN_NAMESPACE_LABELS)
+
+
 @runtime_checkable
 class ClusterHandle(Protocol):
     name: str

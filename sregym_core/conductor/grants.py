@@ -24,6 +24,7 @@ from typing import Any
 
 import structlog
 
+from ..clusters import is_hidden_namespace
 from ..grant_rules import (  # noqa: F401  (what a problem file may grant lives in the contract; kept importable here)
     ADMISSION,
     BENCHMARK_NAMESPACE,
@@ -42,7 +43,6 @@ from .kube import ApiStatusError, Kube
 log = structlog.get_logger()
 
 GRANT_LABEL = "sregym.io/agent-grant"
-HIDDEN_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
 
 
 def _object_path(grant: AgentGrant) -> str:
@@ -67,7 +67,7 @@ def grant_extra(kube: Kube, account: str, grants: tuple[AgentGrant, ...] | list[
             raise ValueError(problem)
         if grant.namespace:
             labels = (kube.get(f"/api/v1/namespaces/{grant.namespace}").get("metadata") or {}).get("labels") or {}
-            if any(labels.get(k) == "true" for k in HIDDEN_LABELS):
+            if is_hidden_namespace(labels):
                 raise ValueError(f"namespace {grant.namespace} is hidden from the agent and is never granted")
         name = _role_name(account, index)
         meta = {"name": name, "labels": {GRANT_LABEL: account}}

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from sregym_core.clusters import is_hidden_namespace
+
 from .base import Controller, Key
 from .informer import key_of
 from .scheduling import tolerates
@@ -26,7 +28,6 @@ CONDITION_TAINTS = {"MemoryPressure": "node.kubernetes.io/memory-pressure",
 LEASE_NS = "kube-node-lease"
 API_DEFAULT_TOLERATION = 300  # what DefaultTolerationSeconds admission writes into every pod
 NODE_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
-HIDDEN_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
 
 
 def ready_status(node: Obj) -> str | None:
@@ -59,7 +60,7 @@ class NodeLifecycleController(Controller):
         if namespace.startswith("sregym-"):
             return True
         labels = ((self.namespaces.get(None, namespace) or {}).get("metadata") or {}).get("labels") or {}
-        return any(labels.get(k) == "true" for k in HIDDEN_LABELS)
+        return is_hidden_namespace(labels)
 
     def _lease_event(self, lease: Obj) -> None:
         if lease.get("metadata", {}).get("namespace") == LEASE_NS:

@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 import yaml
+from sregym_core.clusters import is_hidden_namespace
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,6 @@ KERNEL_DEFAULT = 262144
 TIME_WAIT_S = 120.0
 REFRESH_S = 5.0
 EVENT_EVERY_S = 30.0
-HIDDEN_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
 
 DEFAULT_CONFIG = {
     "apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration",
@@ -119,7 +119,7 @@ class ConntrackTable:
             node = ((pod or {}).get("spec") or {}).get("nodeName")
             namespace = ((pod or {}).get("metadata") or {}).get("namespace") or ""
             labels = self.view.namespace_labels(namespace) if namespace else {}
-            if node and not any(labels.get(k) == "true" for k in HIDDEN_LABELS):
+            if node and not is_hidden_namespace(labels):
                 out.add(node)
         return out
 

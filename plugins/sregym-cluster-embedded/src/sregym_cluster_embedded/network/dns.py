@@ -13,8 +13,9 @@ import dataclasses
 import logging
 import struct
 
+from sregym_core.clusters import is_hidden_namespace
+
 from . import dnswire as w
-from .netguard import is_hidden
 from .view import ClusterView
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,7 @@ class DnsResolver:
         return w.NXDOMAIN, []
 
     def _hidden(self, namespace: str) -> bool:
-        return is_hidden(self.view.namespace_labels(namespace))
+        return is_hidden_namespace(self.view.namespace_labels(namespace))
 
     def answer(self, data: bytes, *, max_size: int | None) -> bytes | None:
         try:

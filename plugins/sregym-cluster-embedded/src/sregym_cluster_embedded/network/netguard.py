@@ -33,6 +33,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from sregym_core.clusters import is_hidden_namespace
+
 log = logging.getLogger(__name__)
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -41,15 +43,10 @@ MAP_CREATE, MAP_UPDATE, MAP_DELETE, MAP_NEXT_KEY, PROG_LOAD, PROG_ATTACH = 0, 2,
 MAP_HASH = 1
 PROG_CGROUP_SOCK_ADDR = 18
 INET4_CONNECT, INET6_CONNECT, UDP4_SENDMSG, UDP6_SENDMSG = 10, 11, 14, 15
-HIDDEN_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
 REACHABLE_ANNOTATION = "sregym.io/app-reachable-ports"
 PREFIX16 = 0x10000  # the "port" of a /16 range entry (no real port is that large)
 ALLOW, DENY = 1, 0
 MAX_ENTRIES = 8192
-
-
-def is_hidden(labels: dict[str, str] | None) -> bool:
-    return any((labels or {}).get(key) == "true" for key in HIDDEN_LABELS)
 
 
 def _bpf(cmd: int, attr: bytes) -> int:
@@ -208,7 +205,7 @@ def table(view: Any, settings: Any) -> dict[bytes, int]:
     for ip in view.node_ips():
         with contextlib.suppress(OSError):
             entries[key(ip, 0)] = ALLOW
-    hidden = {ns["metadata"]["name"] for ns in view.namespaces.list() if is_hidden(ns["metadata"].get("labels"))}
+    hidden = {ns["metadata"]["name"] for ns in view.namespaces.list() if is_hidden_namespace(ns["metadata"].get("labels"))}
     for pod in view.pods.list():
         ip = (pod.get("status") or {}).get("podIP")
         if ip and pod["metadata"].get("namespace") in hidden and not (pod.get("spec") or {}).get("hostNetwork"):

@@ -25,9 +25,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sregym_core.clusters import is_hidden_namespace
+
 from ..controllers.util import Obj
 from . import callers
-from .conntrack import HIDDEN_LABELS, ConntrackTable
+from .conntrack import ConntrackTable
 from .kubeproxy import NodeRules
 from .policy import allowed
 from .view import ClusterView
@@ -203,7 +205,7 @@ class ServiceProxy:
         namespaces (only the benchmark writes there) and ``default/kubernetes`` (the API server)."""
         if key.namespace == "default" and key.service == "kubernetes":
             return True
-        if any(self.view.namespace_labels(key.namespace).get(k) == "true" for k in HIDDEN_LABELS):
+        if is_hidden_namespace(self.view.namespace_labels(key.namespace)):
             return True
         ip, ref = addr.get("ip"), addr.get("targetRef") or {}
         if ref.get("kind") == "Pod" and ref.get("name"):
@@ -230,7 +232,7 @@ class ServiceProxy:
             return None
         node, namespace = found
         labels = self.view.namespace_labels(namespace)
-        return None if any(labels.get(k) == "true" for k in HIDDEN_LABELS) else node
+        return None if is_hidden_namespace(labels) else node
 
     async def _hold_dropped(self, reader: asyncio.StreamReader) -> None:
         """A dropped connection: its bytes are read and nothing ever answers, until the caller gives up

@@ -29,6 +29,7 @@ from typing import Any
 
 import psutil
 import yaml
+from sregym_core.clusters import is_hidden_namespace
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,6 @@ SYSTEM_NS = "kube-system"
 CONFIG_MAP = "kubelet-config"
 CONFIG_KEY = "kubelet"
 CRITICAL_PRIORITY = 2_000_000_000
-HIDDEN_LABELS = ("sregym.io/hidden", "sregym.dev/hidden")
 REFRESH_S = 5.0
 
 #: the kubelet's built-in hard thresholds (a KubeletConfiguration without ``evictionHard``)
@@ -228,7 +228,7 @@ class EvictionManager:
             hidden = False
             with contextlib.suppress(Exception):
                 labels = ((await self.agent.client.get("namespaces", namespace)).get("metadata") or {}).get("labels") or {}
-                hidden = any(labels.get(k) == "true" for k in HIDDEN_LABELS) or namespace.startswith("sregym-")
+                hidden = is_hidden_namespace(labels) or namespace.startswith("sregym-")
             cached = self._hidden[namespace] = (hidden, time.monotonic())
         return cached[0]
 

@@ -199,10 +199,10 @@ class PodWorker:
         if guard is None or self.pod.get("spec", {}).get("hostNetwork"):
             return None
         if self._hidden is None:
-            from ..network.netguard import is_hidden
+            from sregym_core.clusters import is_hidden_namespace
             try:
                 ns = await self.agent.client.get("namespaces", self.namespace)
-                self._hidden = is_hidden((ns.get("metadata") or {}).get("labels"))
+                self._hidden = is_hidden_namespace((ns.get("metadata") or {}).get("labels"))
             except Exception:  # noqa: BLE001 - unknown: the safe side (restricted)
                 self._hidden = False
         if self._hidden:
