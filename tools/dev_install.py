@@ -3,15 +3,22 @@
 
     python tools/dev_install.py            # creates .venv if needed, installs core + every plugin
     python tools/dev_install.py --list     # just print the packages it would install
+    python tools/dev_install.py --force    # install even when nothing changed since the last install
 
 Packages are the folders with a pyproject.toml under libs/, plugins/, apps/, faults/ and agents/ (plus the
 core at the root). One pip invocation resolves everything at once, which is much faster than one
 install per package.
+
+An editable install stays valid while no package's pyproject.toml changes (the sources are imported from
+the checkout), so the install is skipped when a stamp in the environment says this exact set of
+pyproject files was installed last: ``.ci/run`` and ``./test.sh`` both run the setup, and the second run
+would otherwise rebuild 25 editable wheels for nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import subprocess
 import sys
@@ -37,10 +44,23 @@ def extras_for(path: Path) -> str:
     return f"[{','.join(names)}]" if names else ""
 
 
+STAMP = ".sregym-dev-install.sha256"
+
+
+def install_stamp(targets: list[Path]) -> str:
+    """What the install depends on: the interpreter, and every package's pyproject.toml and extras."""
+    digest = hashlib.sha256(sys.version.encode())
+    for path in targets:
+        digest.update(f"{path}{extras_for(path)}".encode())
+        digest.update((path / "pyproject.toml").read_bytes())
+    return digest.hexdigest()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", default=os.environ.get("SREGYM_VENV", str(ROOT / ".venv")))
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--force", action="store_true", help="install even if nothing changed")
     args = parser.parse_args()
     targets = packages()
     if args.list:
@@ -51,11 +71,19 @@ def main() -> int:
     python = venv_dir / "bin" / "python"
     if not python.exists():
         venv.create(venv_dir, with_pip=True)
+    stamp_file, stamp = venv_dir / STAMP, install_stamp(targets)
+    if not args.force and stamp_file.is_file() and stamp_file.read_text().strip() == stamp:
+        print(f"{len(targets)} packages already installed in {venv_dir} (no pyproject.toml changed)", flush=True)
+        return 0
     command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     for path in targets:
         command += ["-e", f"{path}{extras_for(path)}"]
     print(f"installing {len(targets)} packages into {venv_dir}", flush=True)
-    return subprocess.call(command)
+    stamp_file.unlink(missing_ok=True)  # a failed or interrupted install must not be taken as done
+    code = subprocess.call(command)
+    if code == 0:
+        stamp_file.write_text(stamp + "\n")
+    return code
 
 
 if __name__ == "__main__":

@@ -1,0 +1,59 @@
+"""tools/dev_install.py skips a second install only while nothing it installs from has changed."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("dev_install", ROOT / "tools" / "dev_install.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _package(base: Path, name: str, body: str) -> Path:
+    path = base / name
+    path.mkdir()
+    (path / "pyproject.toml").write_text(body)
+    return path
+
+
+def test_the_stamp_changes_with_any_pyproject_or_extra_and_not_otherwise(tmp_path):
+    tool = _tool()
+    a = _package(tmp_path, "a", "[project]\nname = 'a'\n")
+    b = _package(tmp_path, "b", "[project]\nname = 'b'\n")
+    first = tool.install_stamp([a, b])
+    assert tool.install_stamp([a, b]) == first
+    (a / "module.py").write_text("x = 1\n")  # a source change: editable installs import it as it is
+    assert tool.install_stamp([a, b]) == first
+    (b / "pyproject.toml").write_text("[project]\nname = 'b'\ndependencies = ['attrs']\n")
+    assert tool.install_stamp([a, b]) != first
+    with_extra = tool.install_stamp([a, b])
+    (b / "pyproject.toml").write_text("[project]\nname = 'b'\ndependencies = ['attrs']\n"
+                                      "[project.optional-dependencies]\ntest = [\n  'pytest',\n]\n")
+    assert tool.extras_for(b) == "[test]" and tool.install_stamp([a, b]) != with_extra
+    assert tool.install_stamp([a]) != tool.install_stamp([a, b])  # a package added or removed
+
+
+def test_a_matching_stamp_skips_the_install_and_a_missing_one_does_not(tmp_path, monkeypatch, capsys):
+    tool = _tool()
+    venv_dir = tmp_path / "venv"
+    (venv_dir / "bin").mkdir(parents=True)
+    (venv_dir / "bin" / "python").symlink_to(sys.executable)
+    calls = []
+    monkeypatch.setattr(tool.subprocess, "call", lambda command: calls.append(command) or 0)
+    monkeypatch.setattr(sys, "argv", ["dev_install.py", "--venv", str(venv_dir)])
+    assert tool.main() == 0 and len(calls) == 1  # no stamp yet: pip runs, and the stamp is written
+    assert (venv_dir / tool.STAMP).is_file()
+    assert tool.main() == 0 and len(calls) == 1  # nothing changed: skipped
+    assert "already installed" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", ["dev_install.py", "--venv", str(venv_dir), "--force"])
+    assert tool.main() == 0 and len(calls) == 2
+    monkeypatch.setattr(tool.subprocess, "call", lambda command: calls.append(command) or 1)
+    monkeypatch.setattr(sys, "argv", ["dev_install.py", "--venv", str(venv_dir), "--force"])
+    assert tool.main() == 1 and not (venv_dir / tool.STAMP).exists()  # a failed install is not taken as done
