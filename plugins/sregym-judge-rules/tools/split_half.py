@@ -70,11 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("sets", nargs="+")
     parser.add_argument("--show", choices=("A",), help="list the misses of half A (never of half B)")
     parser.add_argument("--category", action="store_true", help="per category figures for each half")
+    parser.add_argument("--per-app", action="store_true", help="per app figures for each half (leave-one-app-out)")
+    parser.add_argument("--unread-app", default="",
+                        help="an app whose misses are never listed, even in half A (leave-one-app-out)")
     parser.add_argument("--confusion", action="store_true",
                         help="judge every correct diagnosis against every other problem of its app with other faults")
     args = parser.parse_args(argv)
-    if any("heldout4" in s for s in args.sets):
-        print("heldout4.jsonl is held out: not judged here", file=sys.stderr)
+    if any("heldout5" in s for s in args.sets):
+        print("heldout5.jsonl is held out: not judged here", file=sys.stderr)
         return 2
     judge = RulesJudge()
     cpu = 0.0
@@ -83,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         items = load_blind_set(path)
         rows: dict[str, list[tuple[bool, bool]]] = {"A": [], "B": []}
         per_category: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
+        per_app: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
         misses = []
         for item in items:
             start = time.process_time()
@@ -93,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             half = half_of(item.problem)
             rows[half].append((bool(item.label), verdict.passed))
             per_category.setdefault((half, item.category), []).append((bool(item.label), verdict.passed))
-            if half == "A" and verdict.passed != item.label:
+            per_app.setdefault((half, item.app), []).append((bool(item.label), verdict.passed))
+            if half == "A" and verdict.passed != item.label and item.app != args.unread_app:
                 misses.append((item, verdict))
         everything = rows["A"] + rows["B"]
         problems = Counter(half_of(i.problem) for i in {i.problem: i for i in items}.values())
@@ -104,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.category:
             for (half, category), r in sorted(per_category.items()):
                 print(f"    {half} {category:26s} {figures(r)}")
+        if args.per_app:
+            for (half, app), r in sorted(per_app.items()):
+                print(f"    {half} {app:26s} {figures(r)}")
         if args.show == "A":
             for item, verdict in misses:
                 kind = "FALSE PASS" if verdict.passed else "FALSE FAIL"

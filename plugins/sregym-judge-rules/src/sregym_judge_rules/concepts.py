@@ -38,7 +38,7 @@ _FAMILIES = (
     "remove delete",
     "reject refuse deny forbid disallow",
     "tiny small little minuscule undersized",
-    "slow delay latency lag sluggish",
+    "slow delay latency lag sluggish held_back hold_back holds_back slowed_down",
     "replica copy instance",
     "node machine host worker_node vm",
     "sidecar helper companion extra_container",
@@ -61,8 +61,11 @@ _FAMILIES = (
     "crash exit die restart_loop crashloop",
     "lock exclusive_lock access_exclusive",
     "shared_memory shm dev_shm",
-    "packet traffic",
+    "packet traffic pkt",
     "cache memcached redis valkey",
+    "given give gave provide supply hand_over told",
+    "shrink shrunk shrank narrow",
+    "answer reply respond",
     "database db postgres postgresql mysql mongo mongodb",
     "webhook admission_webhook",
     "policy rule",
@@ -113,6 +116,52 @@ _FAMILIES = (
     "port port_number",
 )
 
+# Plain-English ways of saying a concept in several words, or with other words between them (issue #35, fifth round):
+# "the name does not exist" is NXDOMAIN, "no two copies may share a machine" is a required anti-affinity, "the
+# address range" an IP pool, "the call that flushes data to disk" fsync. Each line names the concepts a wording
+# carries and the wording (a regular expression over the flattened text); like the families above, a line is
+# written once for every fault whose statement has those concepts, never for one fault, and only adds a reading.
+_GLOSSES = (
+    ("nxdomain", r"\bnames?\b(?:\s+\S+){0,4}?\s+(?:does|do|did)\s+not\s+exist"),
+    ("nxdomain", r"\bno\s+(?:such\s+)?(?:\S+\s+){0,2}(?:names?|hosts?|domains?|records?)\s+(?:exists?|found)\b"),
+    ("nxdomain", r"\bno\s+such\s+(?:host|name|domain)\b|\bunknown\s+host\b|\bnon\s?existent\s+(?:domain|name)\b"),
+    ("nxdomain answer", r"\b(?:answer|repl(?:y|ie)|respond|return|claim|say|tell)\w*\s+(?:that\s+)?(?:\S+\s+){0,3}"
+                        r"(?:does|do)\s+not\s+exist"),
+    ("coredns", r"\b(?:cluster|kubernetes|k8s|internal|in\s+cluster)(?:'s|\s+s)?\s+(?:dns|name\s?servers?|resolver)\b"),
+    ("coredns nameserver", r"\bname\s+servers?\b|\bdns\s+(?:server|resolver)s?\b"),
+    ("template", r"\b(?:rule|stanza|override|snippet|catch\s?all)s?\b"),
+    ("whole zone", r"\b(?:all|every|any)\s+(?:of\s+the\s+)?(?:\S+\s+){0,1}(?:service\s+)?names?\b|\bnames?\b(?:\s+\S+){0,4}"
+                   r"\s+(?:exist|resolve)s?\s+at\s+all\b|\bevery\s+(?:service|lookup)\b"),
+    ("fsync syscall", r"\b(?:flush|sync|write)\w*\s+(?:\S+\s+){0,3}(?:to|on)\s+(?:the\s+)?disk\b"),
+    ("syscall", r"\bsystem\s+calls?\b|\b(?:kernel|os)\s+calls?\b|\bthe\s+calls?\s+(?:that|which|to)\b"),
+    ("errno fail", r"\b(?:reports?|returns?|gets?|gives?|throws?)\s+(?:an?\s+|the\s+)?(?:\S+\s+){0,3}errors?\b"
+                   r"|\berrors?\s+out\b|\berror\s+codes?\b"),
+    ("anti affinity require", r"\bno\s+two\b(?:\s+\S+){0,5}?\s+(?:(?:may|can|must|are\s+allowed\s+to)\s+)?"
+                              r"(?:share|sit|run|be|land)\w*\s+(?:\S+\s+){0,2}(?:same|together|a\s+(?:node|machine|host))"),
+    ("anti affinity", r"\b(?:must|may|can|should)\s+not\s+(?:share|run\s+together|be\s+co\s?located|sit\s+together)\b"
+                      r"|\bone\s+(?:\S+\s+)?per\s+(?:node|machine|host)\b|\b(?:keep|kept|spread|force)\w*\s+(?:\S+\s+){0,3}apart\b"),
+    ("require", r"\b(?:must|must\s+not|may\s+not|has\s+to|have\s+to|is\s+told|are\s+told|hard\s+rule|insists?)\b"),
+    ("drop", r"\b(?:does|do|did)\s+not\s+(?:deliver|arrive|get\s+through)\b|\bnever\s+(?:arrive|get\s+through|make\s+it)\b"
+             r"|\bgo(?:es)?\s+missing\b|\bvanish\w*"),
+    ("ippool", r"\b(?:ip\s+|pod\s+)?address(?:es)?\s+(?:range|pool|block|space)s?\b|\b(?:ip|pod)\s+(?:range|pool|block|cidr|"
+               r"subnet)s?\b|\bpool\s+of\s+(?:ip\s+)?addresses\b|\bsubnet\b"),
+    ("shrink", r"\bmade\s+(?:\S+\s+){0,2}(?:small|smaller|tiny|narrow\w*)\b|\bcut\s+down\b|\breduced\b"),
+    ("hold entire", r"\b(?:use|uses|used|using|take|takes|took|occup(?:y|ies|ied)|hold|holds|consum\w*)\s+(?:up\s+)?"
+                    r"(?:all|every|each)\b"),
+    ("selector select require", r"\blook(?:s|ed|ing)?\s+for\s+(?:pods|a\s+label|labels?|pods\s+with)\b"
+                                r"|\bpicks?\s+(?:its\s+)?pods\s+by\b"),
+    ("carry", r"\b(?:none|no)\s+of\s+(?:the\s+)?(?:\S+\s+){0,3}(?:have|has|carry|carries|wear|wears|bear|bears)\b"
+              r"|\b(?:have|has|carry|carries|wear|wears)\s+(?:that|this|the|such\s+a|a)\s+label\b"),
+    ("requirepass enable", r"\b(?:demand|requir|ask|want|expect|insist)\w*\s+(?:for\s+|on\s+)?(?:a\s+|an\s+)?"
+                           r"(?:password|auth\w*|credential)"
+                           r"|\bpassword\s*protect\w*|\bput\s+(?:a\s+)?password\s+on\b"),
+    ("client", r"\b(?:services?|apps?|pods?|callers?)\s+(?:that|which)\s+(?:read|write|use|call|talk|connect)\w*"),
+    ("limit", r"\broom\s+for\b|\ballowed\s+(?:only|at\s+most)\b|\bat\s+most\b"),
+    ("low", r"\b(?:only|just)\s+(?:a\s+)?(?:couple|handful|few|dozen)\b|\bcouple\s+(?:of\s+)?dozen\b"),
+    ("descriptor", r"\bsockets?\b|\bfile\s+handles?\b"),
+    ("node", r"\b(?:run|runs|running|sit|sits|live|lives|scheduled)\s+on\b|\bwhere\s+(?:\S+\s+){0,2}runs?\b"),
+)
+
 # words every fault statement shares: they count for little on their own
 _COMMON = frozenset(
     "pod container service deployment node replica app application cluster kubernetes namespace config "
@@ -132,9 +181,18 @@ def stem(word: str) -> str:
     w = word.lower().strip("'")
     if w.endswith("'s"):
         w = w[:-2]
-    for suffix in ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ed", "es", "est", "er", "ly", "s"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not (suffix == "s" and w.endswith("ss")):
-            w = w[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+    # a plural or third person first ("answers" is "answer" before it is "answ", as "answer" is), then one ending
+    if re.search(r"(?:s|x|z|ch|sh)es$", w) and len(w) >= 6:
+        w = w[:-2]
+    elif w.endswith("ies") and len(w) >= 6:
+        w = w[:-3] + "y"
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) >= 4:
+        w = w[:-1]
+    for suffix in ("ations", "ation", "ings", "ing", "edly", "ied", "ed", "est", "er", "ly"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            if suffix == "ed" and w.endswith("eed"):
+                break  # "exceed", "need", "speed": no past tense
+            w = w[: -len(suffix)] + ("y" if suffix == "ied" else "")
             break
     if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "aeiouls":
         w = w[:-1]
@@ -337,10 +395,25 @@ def _found(sentence_flat: str, mechanism: str) -> tuple[tuple[tuple[str, float],
             near = _misspelt(concept, spelled)
             if near:
                 here[concept] = near
+    missing = {c for c, _w in wanted if c not in here}
+    for carried, pattern in _glosses() if missing else ():
+        if carried & missing:
+            found = pattern.search(sentence_flat)
+            if found:
+                for concept in carried & missing:
+                    here[concept] = found.span()
+                missing -= carried
     more = re.search(r"\s>\s", sentence_flat)
     if more and "more" not in here:
         here["more"] = (more.start() + 1, more.end() - 1)
     return wanted, [(c, here[c]) for c, _w in wanted if c in here]
+
+
+@functools.lru_cache(maxsize=1)
+def _glosses() -> tuple[tuple[frozenset[str], re.Pattern[str]], ...]:
+    family = _family_of()
+    return tuple((frozenset(family.get(stem(w), stem(w)) for w in carried.split()), re.compile(pattern))
+                 for carried, pattern in _GLOSSES)
 
 
 @functools.lru_cache(maxsize=2048)

@@ -73,8 +73,22 @@ def truth_quantities(mutated: Mapping[str, Any]) -> list[tuple[str, str, float]]
     return found
 
 
+# "a second and a half", "two minutes and a half", "half a second": the half said in words
+_AND_A_HALF = re.compile(rf"(?<![\w.])(\d+|{'|'.join(_WORD_NUMBERS)})\s+({_UNITS})\s+and\s+a\s+half(?![a-z0-9])", re.I)
+_HALF_A = re.compile(rf"(?<![\w.])half\s+an?\s+({_UNITS})(?![a-z0-9])", re.I)
+
+
 def text_quantities(text: str) -> Iterable[tuple[str, str, float, int, int]]:
     """(as written, dimension, magnitude in base units, start, end) of every number with a unit."""
+    for match in _AND_A_HALF.finditer(text):
+        raw = match.group(1).lower()
+        base = _base((float(_WORD_NUMBERS[raw]) if raw in _WORD_NUMBERS else float(raw)) + 0.5, match.group(2))
+        if base and len(match.group(2)) > 2:
+            yield match.group(0), *base, match.start(), match.end()
+    for match in _HALF_A.finditer(text):
+        base = _base(0.5, match.group(1))
+        if base and len(match.group(1)) > 2:
+            yield match.group(0), *base, match.start(), match.end()
     for match in _IN_TEXT.finditer(text):
         raw = match.group(1).lower()
         number = float(_WORD_NUMBERS[raw]) if raw in _WORD_NUMBERS else float(raw)

@@ -805,8 +805,11 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
     weight = dict(wanted)
     # distinctive concepts are counted by the places that carry them: one compound of the diagnosis
     # ("ValidatingWebhookConfiguration", "failurePolicy") is one word, not three concepts
-    places = {span for concept, span in concepts.present(words, statement) if weight.get(concept) == 1.0}
-    distinct = len(places)
+    distinctive_spans = [span for concept, span in concepts.present(words, statement) if weight.get(concept) == 1.0]
+    places = set(distinctive_spans)
+    # ... but a wording of several words that carries several concepts ("no two copies may share a machine": required,
+    # anti, affinity) carries one per word at most, not one in all
+    distinct = placed = sum(min(distinctive_spans.count(span), len(words[span[0]:span[1]].split())) for span in places)
     # the truth's own changed quantity stated in the sentence ("drops ~60% of packets") is one more distinctive
     # concept; a statement with fewer than three ("stale coordinates", "Service port changed") is too thin to tell
     # a paraphrase from a coincidence, and a short one ("packet loss on the node hosting the pods") needs all three
@@ -816,16 +819,20 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
     if values:
         available += 1
         found = next((m for v in values for m in [text.phrase_pattern(v)] if m is not None and m.search(words)), None)
+        said = quantity.find_quantity(words, t.mutated_values) if found is None else None
         if found is not None:
             distinct += 1
             spans = [*spans, found.search(words).span()]
+        elif said is not None:  # the same quantity in the writer's unit ("a second and a half" for delay_ms 1500)
+            distinct += 1
+            spans = [*spans, (said[2], said[3])]
     needed = 3 if available >= 3 else available + 1
     # most of the statement, or (a long statement, said in fewer words) four of its distinctive concepts and
     # two fifths of its weight: a diagnosis states a cause part of a dozen concepts in five of them
     if not (share >= _SHARE and distinct >= needed):
         # the lower bar only for a cause part (no effects in it: the effects a sibling fault shares, "clients reject
         # the handshake", are no statement of this cause), with what changed named, by no actor the truth lacks
-        if not (len(places) >= _RELAXED_PLACES and share >= _RELAXED_SHARE and concepts.is_cause_part(statement)
+        if not (placed >= _RELAXED_PLACES and share >= _RELAXED_SHARE and concepts.is_cause_part(statement)
                 and _names_a_changed_field(words, t) and not _foreign_actor(words, t)):
             return None
     present = {span: concept for concept, span in concepts.present(words, statement)}
