@@ -57,7 +57,7 @@ def test_map_matches_the_fuse_layer():
 
 
 def test_inject_asks_for_the_fuse_layer_first_and_records_what_ran(monkeypatch):
-    # the node's answer decides the mechanism; the state keeps it (the shim where FUSE is unavailable)
+    # the node's answer decides the mechanism; the state keeps it, and why a stronger one did not run
     from types import SimpleNamespace
 
     from sregym_fault_dm_dust import badblocks
@@ -70,14 +70,15 @@ def test_inject_asks_for_the_fuse_layer_first_and_records_what_ran(monkeypatch):
     neighbours = [{"namespace": "ns", "claim": "other-data"}]
     monkeypatch.setattr(badblocks.hooks, "neighbour_volumes", lambda ctx, target: neighbours)
     for answer in ({"mechanism": "fuse-badblocks", "pvs": ["pv-1"]},
-                   {"mechanism": "ld-preload-shim", "pvs": ["pv-1"],
-                    "passed_over": {"fuse-badblocks": "the kernel has no FUSE filesystem"}}):
+                   {"mechanism": "fuse-badblocks", "pvs": ["pv-1"],
+                    "passed_over": {"dm-dust": "no device-mapper on this node"}}):
         monkeypatch.setattr(badblocks.hooks, "call", lambda ctx, method, hook_id, **spec: calls.append(spec) or answer)
         ctx = SimpleNamespace(namespace="ns", state={})
         badblocks.inject(ctx, SimpleNamespace(component=SimpleNamespace(has_role=lambda r: False)),
                          {"fraction": 0.2, "restart": True})
         spec = calls[-2]
-        assert spec["mechanisms"] == ["fuse-badblocks", "ld-preload-shim"] and spec["fuse_install"] is True
+        # no LD_PRELOAD shim: it would miss static binaries (issue 36)
+        assert spec["mechanisms"] == ["fuse-badblocks"] and spec["fuse_install"] is True
         # every other datastore's volume gets the (dormant) layer too, and all of them restart
         assert spec["cover"] == neighbours and calls[-1] == "restart"
         assert ctx.state["fault_mechanism"] == answer["mechanism"]

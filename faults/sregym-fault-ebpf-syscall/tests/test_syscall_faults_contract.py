@@ -24,8 +24,36 @@ def test_default_errno_per_syscall():
 
 def test_capabilities_keep_them_off_real_clusters():
     for fault in FAULTS:
-        assert fault.needs({"any", "real"}) == {"embedded", "ld-preload"}
-        assert not fault.needs({"any", "embedded", "node-agent", "snapshot", "ld-preload"})
+        assert fault.needs({"any", "real"}) == {"embedded", "node-agent"}
+        # the LD_PRELOAD shim is none of their mechanisms, so they do not need it
+        assert not fault.needs({"any", "embedded", "node-agent", "snapshot"})
+
+
+def test_no_shim_among_their_mechanisms():
+    # a shim misses static binaries and its rules travel with the process (issue 36)
+    for fault in FAULTS:
+        assert fault.mechanisms and all("ld-preload-shim" not in names for names in fault.mechanisms.values())
+    assert FAULTS[1].mechanisms["open"] == ("bpf-lsm", "seccomp-supervisor")
+
+
+def test_no_mechanism_reaching_the_target_is_a_permanent_error_with_the_nodes_reasons(monkeypatch):
+    from types import SimpleNamespace
+
+    import pytest
+    from sregym_fault_ebpf_syscall import syscalls
+
+    from sregym_core.errors import PermanentFaultError, TemporaryFaultError
+
+    def refuse(ctx, method, hook_id, **spec):
+        raise TemporaryFaultError("node fault hook node_fault: no mechanism can run this rule here "
+                                  "(seccomp-supervisor: pods db-1 did not start under a filter naming open)")
+    monkeypatch.setattr(syscalls.hooks, "call", refuse)
+    monkeypatch.setattr(syscalls.hooks, "selector_labels", lambda ctx, target: {"app": "db"})
+    ctx = SimpleNamespace(namespace="ns", state={})
+    target = SimpleNamespace(component=SimpleNamespace(pvcs=()))
+    with pytest.raises(PermanentFaultError) as info:
+        syscalls.syscall_inject(ctx, target, {"syscall": "open", "errno": "", "rate": 1.0, "port": 0})
+    assert "did not start under a filter naming open" in str(info.value)
 
 
 def test_latent_sector_error_asks_the_layer_for_sticky_reads_of_the_relation_files(monkeypatch):
@@ -54,6 +82,6 @@ def test_latent_sector_error_asks_the_layer_for_sticky_reads_of_the_relation_fil
     assert spec["paths"] == ["/var/lib/pg/data/base/5/16390", "/srv/pv-1/data/base/5/16390",
                              "/var/lib/pg/data/base/5/16396", "/srv/pv-1/data/base/5/16396"]
     assert spec["whole_volume"] is False and spec["sticky"] is True and spec["rate"] == 0.3
-    assert spec["mechanisms"] == ["bpf-lsm", "bpf-fmod-ret", "fuse-badblocks", "ld-preload-shim"]
+    assert spec["mechanisms"] == ["bpf-lsm", "bpf-fmod-ret", "fuse-badblocks"]  # no shim (issue 36)
     assert spec["fuse_install"] is True and spec["cover"] == neighbours and calls[-1] == "restart"
     assert ctx.state["relations"] == ["users", "users_pkey"] and ctx.state["fault_mechanism"] == "fuse-badblocks"

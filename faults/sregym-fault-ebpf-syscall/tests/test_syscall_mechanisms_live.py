@@ -1,8 +1,10 @@
 """syscall-fail on a live embedded cluster, through the fault pack as the conductor runs it (issue
 36): a statically linked program in the target pod gets ``connect`` refused by the cgroup BPF
-programs and ``fsync`` failed by the node's seccomp supervisor, the same program in a pod beside
-it is untouched, and the fault's state (what the attempt's ``fault_mechanism`` is read from) names
-the mechanism that ran, with the kernel's reason for each stronger one it passed over.
+programs, and ``fsync`` and ``open`` failed by the node's seccomp supervisor (``open``'s path read
+from the caller's memory), the same program in a pod beside it is untouched, nothing readable in
+the target pod names the fault, and the fault's state (what the attempt's ``fault_mechanism`` is
+read from) names the mechanism that ran, with the kernel's reason for each stronger one it passed
+over.
 
 The target's pods start under the supervisor's filter because a ``supervise`` record names them
 first (for installed problems the node's plan does that itself); the pod beside it starts under a
@@ -41,7 +43,7 @@ MECHLOOP_C = r"""
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
-int main(int argc, char **argv) {  /* mechloop IP PORT FILE: connect() and fsync() every 0.1 s */
+int main(int argc, char **argv) {  /* mechloop IP PORT FILE: connect(), open() and fsync() every 0.1 s */
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[2]))};
     inet_pton(AF_INET, argv[1], &to.sin_addr);
     for (;;) {
@@ -49,6 +51,8 @@ int main(int argc, char **argv) {  /* mechloop IP PORT FILE: connect() and fsync
         if (connect(s, (struct sockaddr *)&to, sizeof to) == 0) printf("connect ok\n");
         else printf("connect err %d\n", errno);
         close(s);
+        int table = open("/data/table", O_RDONLY | O_CREAT, 0644);
+        if (table >= 0) { printf("open ok\n"); close(table); } else printf("open err %d\n", errno);
         int fd = open(argv[3], O_WRONLY | O_CREAT, 0644);
         if (write(fd, "x", 1) == 1 && fsync(fd) == 0) printf("fsync ok\n"); else printf("fsync err %d\n", errno);
         close(fd);
@@ -115,9 +119,10 @@ def cluster(embedded_cluster):
             pytest.skip(f"no static C library: {built.stderr[-200:]}")
         kubectl(embedded_cluster, "create", "namespace", NAMESPACE)
         try:
-            # the target's pods start under a filter naming fsync (the plan does this for problems)
+            # the target's pods start under a filter naming fsync and open (the plan does this for problems)
             if mechanisms["seccomp-supervisor"]["available"]:
-                handle.supervise("mech-target", namespace=NAMESPACE, labels={"app": "mech-target"}, calls=["fsync"])
+                handle.supervise("mech-target", namespace=NAMESPACE, labels={"app": "mech-target"},
+                                 calls=["fsync", "open"])
             server = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "mech-server", "namespace": NAMESPACE},
                       "spec": {"terminationGracePeriodSeconds": 1, "containers": [
                           {"name": "s", "image": "python", "command": ["python3", "-m", "http.server", "8080"]}]}}
@@ -194,6 +199,28 @@ def test_connect_by_cgroup_bpf_and_fsync_by_the_supervisor_reach_a_static_binary
         SYSCALL_FAIL.impl.recover(ctx, target, params)
     assert wait_lines(live, "mech-target", "fsync", "ok") == ["fsync ok"] * 4
     contexts["fsync"] = ctx
+
+    # open(): the supervisor reads the path from the static program's memory and fails the call
+    ctx, target = _context(cluster)
+    params = _params(syscall="open", errno="EACCES")
+    SYSCALL_FAIL.impl.inject(ctx, target, params)
+    try:
+        assert ctx.state[STATE_KEY] == "seccomp-supervisor"
+        assert wait_lines(live, "mech-target", "open", "err 13") == ["open err 13"] * 4
+        assert last_lines(live, "mech-other", "open") == ["open ok"] * 4
+        assert last_lines(live, "mech-target", "connect") == ["connect ok"] * 4
+        # nothing the pod can read names the fault: environment, mounts, its files (kubectl exec
+        # processes are not under the container's filter, so they open files as usual)
+        seen = kubectl(live, "exec", "deployment/mech-target", "-n", NAMESPACE, "--", "/bin/sh", "-c",
+                       "env; cat /proc/self/mountinfo /proc/1/environ /proc/1/cmdline; "
+                       f"grep -rl -e {ctx.state['hook_id']} -e EACCES -e seccomp /data /tmp /run /etc /var /root "
+                       "2>/dev/null; true")
+        for secret in (ctx.state["hook_id"], "EACCES", "seccomp", "errno=", "rate="):
+            assert secret not in seen, secret
+    finally:
+        SYSCALL_FAIL.impl.recover(ctx, target, params)
+    assert wait_lines(live, "mech-target", "open", "ok") == ["open ok"] * 4
+    contexts["open"] = ctx
 
     # the attempt's result row reads the mechanisms from the faults' state
     attempt = types.SimpleNamespace(problem=types.SimpleNamespace(faults=[types.SimpleNamespace(id=k) for k in contexts]),

@@ -196,3 +196,65 @@ def test_a_pod_without_a_fault_filter_looks_the_same_from_inside() -> None:
     uniform = _seccomp_lines(seccompfault.install_uniform)
     assert uniform == targeted and "Seccomp:\t2" in uniform, (uniform, targeted)
     assert _seccomp_lines(None) != uniform  # not under any filter: it shows
+
+
+OPEN_LOOP = """
+import os, sys, time
+inside, outside = sys.argv[1], sys.argv[2]
+os.chdir(os.path.dirname(inside))
+parent = os.open(os.path.dirname(os.path.dirname(inside)), os.O_RDONLY | os.O_DIRECTORY)
+names = {'abs': inside, 'rel': os.path.basename(inside), 'out': outside}
+while True:  # until the test kills it
+    for kind, path in names.items():
+        try:
+            os.close(os.open(path, os.O_RDONLY | os.O_CREAT, 0o644))
+            print(kind, 'ok', flush=True)
+        except OSError as e:
+            print(kind, 'err', e.errno, flush=True)
+    try:  # openat() relative to a directory descriptor, with '..' in the path
+        os.close(os.open('data/../data/' + os.path.basename(inside), os.O_RDONLY, dir_fd=parent))
+        print('dirfd ok', flush=True)
+    except OSError as e:
+        print('dirfd err', e.errno, flush=True)
+    time.sleep(0.05)
+"""
+
+
+def test_open_rules_read_the_path_from_the_caller_and_fail_only_under_the_prefixes(tmp_path: Path) -> None:
+    # the path of open()/openat() is read from the caller's memory: absolute, relative to its
+    # working directory and relative to a directory descriptor all meet the rule; a file elsewhere,
+    # and the pipe the process prints to, do not
+    supervisor = seccompfault.SupervisorClient()
+    (tmp_path / "data").mkdir()
+    inside, outside = tmp_path / "data" / "table", tmp_path / "other"
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    child_fd = child.fileno()
+    proc = subprocess.Popen([sys.executable, "-c", OPEN_LOOP, str(inside), str(outside)], stdout=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: seccompfault.install(child_fd, ("open",)))
+    listener = seccompfault.receive_listener(parent)
+    parent.close()
+    child.close()
+    assert listener is not None
+    supervisor.add(listener, "pod-a", ("open",))
+    try:
+        assert supervisor.covers("pod-a", "open") and not supervisor.covers("pod-a", "read")
+        assert _line(proc, "abs").endswith(" ok")  # dormant
+        supervisor.set_rules({"pod-a": [[13, 1.0, [str(inside.parent)], ["open"]]]})
+        assert _line(proc, "abs", "err 13").endswith("err 13")
+        for kind in ("rel", "dirfd"):
+            assert _line(proc, kind).endswith("err 13"), kind
+        assert _line(proc, "out").endswith(" ok")  # outside the prefixes
+        supervisor.set_rules({"pod-a": [[24, 1.0, [], ["open"]]]})  # every file the pod opens
+        assert _line(proc, "out", "err 24").endswith("err 24")
+        supervisor.set_rules({})
+        assert _line(proc, "abs", " ok").endswith(" ok")
+    finally:
+        proc.kill()
+        proc.wait()
+        supervisor.close()
+
+
+def test_the_opening_syscalls_of_this_architecture_are_in_the_filter() -> None:
+    numbers = seccompfault.syscall_numbers(["open"])
+    assert set(numbers.values()) == {"open"} and len(numbers) >= 2  # at least openat and openat2
+    assert set(seccompfault.path_arguments()) == set(numbers)

@@ -12,9 +12,9 @@ volume and rebuilding its data, as after a real disk failure.
 Mechanisms (:data:`MECHANISMS`, strongest first; the state's ``fault_mechanism`` says which ran):
 ``fuse-badblocks``, a FUSE layer the node agent mounts over the volume in the target pods' own
 mount namespaces (its map lives in the node agent's layer server: any binary, static ones
-included, meets it); where FUSE is unavailable, ``ld-preload-shim``, the node's fault shim
-(dynamically linked programs only). A real ``dust`` device-mapper target (``dm-dust``) for nodes
-with device-mapper is not built yet. With ``restart`` (the default) the datastore's pods restart
+included, meets it). No LD_PRELOAD shim (it would miss static binaries): where FUSE is
+unavailable the fault is, with the probe's reason. A real ``dust`` device-mapper target
+(``dm-dust``) for nodes with device-mapper is not built yet. With ``restart`` (the default) the datastore's pods restart
 after inject, which is also when they get the layer if they started without one.
 """
 
@@ -31,7 +31,7 @@ from sregym_core.types import FaultSpec, TargetSelector
 
 BLOCK = 8192  # PostgreSQL's page size: one bad block is one unreadable page
 #: the real machinery that can fail the reads, strongest first (sregym_core.mechanisms names)
-MECHANISMS = {"read": ("fuse-badblocks", "ld-preload-shim")}
+MECHANISMS = {"read": ("fuse-badblocks",)}
 _MASK = (1 << 64) - 1
 #: the files of the database's own relations (tables, or with indexes too), largest first
 _RELATIONS = (
@@ -159,7 +159,7 @@ def _arm(ctx: Any, target: Any, spec: dict, claims: list[str], restart: bool) ->
         spec = {**spec, "cover": hooks.neighbour_volumes(ctx, target)}
     record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
     ctx.state.update(claims=claims, volumes=record.get("pvs", []))
-    ctx.state[STATE_KEY] = record.get("mechanism") or "ld-preload-shim"
+    ctx.state[STATE_KEY] = record.get("mechanism") or ""
     if record.get("passed_over"):
         ctx.state["passed_over"] = dict(record["passed_over"])
     if restart:
@@ -199,7 +199,7 @@ DISK_BAD_BLOCKS = function_fault(
               "every time, so queries touching the affected records fail with 'could not read block ... "
               "Input/output error' while others work. Fix: move {component} to a new volume (a new "
               "claim in its pod template) and rebuild its data.",
-    capabilities=frozenset({"embedded", "ld-preload"}), failure_mode="persistent", fault_mechanisms=MECHANISMS,
+    capabilities=frozenset({"embedded"}), failure_mode="persistent", fault_mechanisms=MECHANISMS,
     symptoms=("could not read block N in file ...: Input/output error", "some queries always fail"),
 )
 

@@ -1,13 +1,12 @@
 """Syscall faults, run by the node's strongest mechanism for the call (:data:`MECHANISMS`, names
 from ``sregym_core.mechanisms``): ``connect``/``socket`` as cgroup BPF programs keyed on the target
-pods' cgroups (``bpf-cgroup``), ``fsync``/``read``/``write`` through BPF LSM or ``fmod_ret``
+pods' cgroups (``bpf-cgroup``), ``fsync``/``read``/``write``/``open`` through BPF LSM or ``fmod_ret``
 programs where the kernel takes them (not built yet), else the node agent's seccomp supervisor
-for pods started under its filter (``seccomp-supervisor``), else the node's LD_PRELOAD shim
-(``ld-preload-shim``). The fault's state records the one that ran (``fault_mechanism``) and why
-each stronger one did not (``passed_over``); the attempt's result row carries it. No fault
-parameter is readable from inside a pod under any of them. Real nodes (a privileged DaemonSet
-loading the same programs) are a later pack version; the capability tags keep the faults out of
-clusters without the embedded node agent.
+for pods started under its filter (``seccomp-supervisor``). No LD_PRELOAD shim: where none of
+them reaches the target, the fault is unavailable and says why (the node's reasons). The fault's
+state records the one that ran (``fault_mechanism``) and why each stronger one did not
+(``passed_over``); the attempt's result row carries it. No fault parameter is readable from
+inside a pod under any of them.
 
 * ``latent-sector-error``: reads of the datastore's volume fail now and then with EIO, as when a
   disk develops unreadable sectors. The fault stays with the disk (the bound PersistentVolume);
@@ -22,6 +21,7 @@ from __future__ import annotations
 import errno as errno_names
 from typing import Any
 
+from sregym_core.errors import PermanentFaultError, TemporaryFaultError
 from sregym_core.faultkit import WORKLOADS, function_fault, schema
 from sregym_core.mechanisms import STATE_KEY
 from sregym_fault_node import hooks
@@ -30,15 +30,19 @@ from sregym_core.types import FaultSpec, TargetSelector
 
 DATASTORE_WITH_VOLUME = TargetSelector(kinds=WORKLOADS, roles=("db:*",), requires=("pvcs",))
 FILE_CALLS = ("read", "write", "fsync", "open")
-FILE_ORDER = ("bpf-lsm", "bpf-fmod-ret", "seccomp-supervisor", "ld-preload-shim")
-#: per syscall, the mechanisms that can fail it, strongest first (FaultSpec.mechanisms)
-MECHANISMS = {"fsync": FILE_ORDER, "read": FILE_ORDER, "write": FILE_ORDER, "open": ("bpf-lsm", "ld-preload-shim"),
-              "connect": ("bpf-cgroup", "ld-preload-shim"), "socket": ("bpf-cgroup",)}
-#: latent-sector-error: the FUSE layer (any binary; a failed block stays failed), else the shim
-LSE_MECHANISMS = {"read": ("bpf-lsm", "bpf-fmod-ret", "fuse-badblocks", "ld-preload-shim")}
+FILE_ORDER = ("bpf-lsm", "bpf-fmod-ret", "seccomp-supervisor")
+#: per syscall, the mechanisms that can fail it, strongest first (FaultSpec.mechanisms). No
+#: LD_PRELOAD shim: it misses static binaries and its rules would travel with the process; where
+#: none of these reaches the target the fault is unavailable, with the probe's reason
+MECHANISMS = {"fsync": FILE_ORDER, "read": FILE_ORDER, "write": FILE_ORDER, "open": ("bpf-lsm", "seccomp-supervisor"),
+              "connect": ("bpf-cgroup",), "socket": ("bpf-cgroup",)}
+#: latent-sector-error: the FUSE layer (any binary; a failed block stays failed)
+LSE_MECHANISMS = {"read": ("bpf-lsm", "bpf-fmod-ret", "fuse-badblocks")}
 #: how many of the database's largest relation files (tables and indexes) the errors reach: two
 #: files in both views fill a rule's four path prefixes (the node's limit)
 LSE_FILES = 2
+#: how the node says no mechanism can run a rule (its 503's message)
+NO_MECHANISM = "no mechanism can run this rule here"
 DEFAULT_ERRNO = {"read": "EIO", "write": "EIO", "fsync": "EIO", "open": "EIO", "connect": "ECONNREFUSED",
                  "socket": "EMFILE"}
 
@@ -67,17 +71,31 @@ def lse_inject(ctx: Any, target: Any, params: dict) -> None:
         ctx.state["relations"] = [name for _path, name in files]
     if params["restart"]:
         spec["cover"] = hooks.neighbour_volumes(ctx, target)
-    record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
+    record = _node_rule(ctx, spec)
     ctx.state.update(claims=claims, volumes=record.get("pvs", []))
     _record_mechanism(ctx, record)
     if params["restart"]:
         hooks.restart_datastores(ctx, target)
 
 
+def _node_rule(ctx: Any, spec: dict) -> dict:
+    """Put the rule on the node; no mechanism reaching the target is a permanent error with the
+    node's reasons (waiting would not start the target's pods under a filter)."""
+    try:
+        return hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
+    except TemporaryFaultError as exc:
+        if NO_MECHANISM not in str(exc):
+            raise
+        raise PermanentFaultError(str(exc), hints=(
+            "file syscalls run through the seccomp supervisor only for pods that started under its filter: the "
+            "targets of installed problems (the node reads them at start) or of a supervise record made before",
+            "`sregym list-faults --all` shows each mechanism's availability and the probe's reason")) from None
+
+
 def _record_mechanism(ctx: Any, record: dict) -> None:
     """Which mechanism ran (the node's answer, in sregym_core.mechanisms' names) and why each
     stronger one did not: kept in the fault's state, where the attempt's result row reads it."""
-    ctx.state[STATE_KEY] = record.get("mechanism") or "ld-preload-shim"
+    ctx.state[STATE_KEY] = record.get("mechanism") or ""
     if record.get("passed_over"):
         ctx.state["passed_over"] = dict(record["passed_over"])
 
@@ -115,7 +133,7 @@ def syscall_inject(ctx: Any, target: Any, params: dict) -> None:
         spec["pinned"] = True  # attached to the current pods, as to their cgroups
     if params["syscall"] == "connect" and params.get("port"):
         spec["port"] = params["port"]
-    record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
+    record = _node_rule(ctx, spec)
     ctx.state["pods"] = sorted({ip for ips in record.get("targets", {}).values() for ip in ips})
     _record_mechanism(ctx, record)
 
@@ -161,7 +179,7 @@ FAULTS = [
                   "records fail while others work. Fix: move {component} to a new volume (a new claim in its pod "
                   "template) and "
                   "let its data be rebuilt.",
-        capabilities=hooks.LD_PRELOAD, failure_mode="persistent", fault_mechanisms=LSE_MECHANISMS,
+        capabilities=hooks.NODE_AGENT, failure_mode="persistent", fault_mechanisms=LSE_MECHANISMS,
         symptoms=("could not read block ... Input/output error", "queries fail intermittently"),
     ),
     function_fault(
@@ -179,7 +197,7 @@ FAULTS = [
         keywords=("syscall", "errno", "eBPF", "seccomp", "fsync", "I/O error"),
         values=_values_syscall,
         prose="{syscall}() in {component}'s processes fails with {errno} (rate {rate}), {scope}. Fix: {fix}.",
-        capabilities=hooks.LD_PRELOAD, failure_mode="persistent", fault_mechanisms=MECHANISMS,
+        capabilities=hooks.NODE_AGENT, failure_mode="persistent", fault_mechanisms=MECHANISMS,
         symptoms=("errno in the logs", "crash loop (fsync PANIC)", "connection errors (connect)",
                   "errors naming the failed syscall", "restarts"),
     ),

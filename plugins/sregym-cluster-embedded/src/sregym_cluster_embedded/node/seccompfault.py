@@ -2,13 +2,21 @@
 
 The node agent installs, in a container's main process just before it starts, a seccomp filter
 that hands the syscalls of the chosen operations (``fsync``: fsync/fdatasync; ``read``: read,
-pread64, readv, preadv; ``write``: write, pwrite64, writev, pwritev) to a supervisor
-(``SECCOMP_RET_USER_NOTIF``) and lets every other syscall through untouched. The filter cannot be
-added to a running process, so it is there from the start, dormant: while no fault is armed the
-supervisor answers "continue" and the kernel runs the call as usual. With a fault armed the
-supervisor (``seccompsup.py``, its own process, so the API server's work never delays a call)
-fails the pod's calls with the errno at the rate, on files under the given paths: the process
-meets the kernel's own error, static binaries included, and nothing in the pod holds the rule.
+pread64, readv, preadv; ``write``: write, pwrite64, writev, pwritev; ``open``: open, creat,
+openat, openat2) to a supervisor (``SECCOMP_RET_USER_NOTIF``) and lets every other syscall through
+untouched. The filter cannot be added to a running process, so it is there from the start,
+dormant: while no fault is armed the supervisor answers "continue" and the kernel runs the call as
+usual. With a fault armed the supervisor (``seccompsup.py``, its own process, so the API server's
+work never delays a call) fails the pod's calls with the errno at the rate, on files under the
+given paths: the process meets the kernel's own error, static binaries included, and nothing in
+the pod holds the rule.
+
+For ``open`` the path is an argument in the caller's memory, which the supervisor reads
+(``/proc/<pid>/mem``) while the call waits. Another thread of the caller could change it after
+that read (time of check, time of use): the supervisor only ever decides to fail the call or to
+let the kernel run it as the caller asked, and never opens anything on the caller's behalf, so
+the race can only make the caller's own open fail or escape the fault, never reach a file the
+caller could not open itself.
 
 What a dormant filter costs is one round trip per filtered call (8 µs at the median), and on a
 loaded host almost all of it is the supervisor's wake-up: an ordinary process waits its turn behind
@@ -58,9 +66,12 @@ _libc.syscall.restype = ctypes.c_long
 #: architecture -> (AUDIT_ARCH, seccomp syscall number, {name: number} of the calls a filter may name)
 _ARCH = {
     "x86_64": (0xC000003E, 317, {"fsync": 74, "fdatasync": 75, "read": 0, "pread64": 17, "readv": 19, "preadv": 295,
-                                 "write": 1, "pwrite64": 18, "writev": 20, "pwritev": 296}),
+                                 "write": 1, "pwrite64": 18, "writev": 20, "pwritev": 296,
+                                 "open": 2, "creat": 85, "openat": 257, "openat2": 437}),
+    # aarch64 has no open or creat: its C libraries open through openat
     "aarch64": (0xC00000B7, 277, {"fsync": 82, "fdatasync": 83, "read": 63, "pread64": 67, "readv": 65, "preadv": 69,
-                                  "write": 64, "pwrite64": 68, "writev": 66, "pwritev": 70}),
+                                  "write": 64, "pwrite64": 68, "writev": 66, "pwritev": 70,
+                                  "openat": 56, "openat2": 437}),
 }
 SECCOMP_SET_MODE_FILTER, FILTER_FLAG_NEW_LISTENER = 1, 1 << 3
 #: keep speculative store bypass as it was: by default the kernel turns its mitigation (SSBD) on for
@@ -71,7 +82,10 @@ PR_SET_NO_NEW_PRIVS = 38
 SUPERVISOR = Path(__file__).with_name("seccompsup.py")
 #: the operations a rule may name, and the syscalls each covers
 CALLS = {"fsync": ("fsync", "fdatasync"), "read": ("read", "pread64", "readv", "preadv"),
-         "write": ("write", "pwrite64", "writev", "pwritev")}
+         "write": ("write", "pwrite64", "writev", "pwritev"), "open": ("open", "creat", "openat", "openat2")}
+#: the opening syscalls: which argument is the directory descriptor (None: the caller's working
+#: directory) and which the path, a pointer into the caller's memory the supervisor reads
+PATH_ARGS = {"open": (None, 0), "creat": (None, 0), "openat": (0, 1), "openat2": (0, 1)}
 MECHANISM = ("seccomp-supervisor: a filter installed at container start hands the call to a supervisor outside the "
              "pod (user notification)")
 #: the mechanism's name in sregym_core.mechanisms
@@ -91,7 +105,15 @@ def syscall_numbers(calls: Iterable[str]) -> dict[int, str]:
     spec = _ARCH.get(platform.machine())
     if spec is None:
         return {}
-    return {spec[2][name]: call for call in calls for name in CALLS.get(call, ())}
+    return {spec[2][name]: call for call in calls for name in CALLS.get(call, ()) if name in spec[2]}
+
+
+def path_arguments() -> dict[int, tuple[int | None, int]]:
+    """This architecture's opening syscall number -> (directory descriptor argument, path argument)."""
+    spec = _ARCH.get(platform.machine())
+    if spec is None:
+        return {}
+    return {spec[2][name]: where for name, where in PATH_ARGS.items() if name in spec[2]}
 
 
 def filter_program(calls: Iterable[str] = ("fsync",)) -> bytes | None:
@@ -276,7 +298,8 @@ class SupervisorClient:
         finally:
             theirs.close()
         self.sock = ours
-        self._send({"syscalls": {str(nr): call for nr, call in syscall_numbers(CALLS).items()}})
+        self._send({"syscalls": {str(nr): call for nr, call in syscall_numbers(CALLS).items()},
+                    "path_args": {str(nr): list(where) for nr, where in path_arguments().items()}})
         if self.rules:
             self._send({"rules": self.rules})
         for fd, (uid, _calls) in list(self.listeners.items()):

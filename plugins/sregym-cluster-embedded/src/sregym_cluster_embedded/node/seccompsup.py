@@ -4,8 +4,10 @@ Run as ``python seccompsup.py <control fd>`` by the node agent, standard library
 by path, so importing it loads nothing else). The control socket (SOCK_SEQPACKET) carries JSON
 messages from the node agent:
 
-* ``{"syscalls": {"<number>": "<operation>"}}``: what each filtered syscall number is (fsync,
-  read or write), first;
+* ``{"syscalls": {"<number>": "<operation>"}, "path_args": {"<number>": [dirfd arg, path arg]}}``:
+  what each filtered syscall number is (fsync, read, write or open), first, and for the opening
+  calls where their path is (the directory descriptor argument is null for open/creat: the
+  caller's working directory);
 * ``{"add": "<pod uid>"}`` with one descriptor (SCM_RIGHTS): a container's seccomp listener;
 * ``{"rules": {"<pod uid>": [[errno, rate, [path prefixes], [operations]], ...]}}``: the faults now.
 
@@ -15,6 +17,13 @@ with prefixes when the descriptor's path starts with one; read and write rules o
 calls on files, never on pipes or sockets), otherwise lets the kernel run it unchanged. The
 decision, the rate and the errno stay here, outside every pod. A listener goes away when the last
 process under its filter has exited (POLLHUP).
+
+An opening call names its file by a path in the caller's memory: the supervisor reads it from
+``/proc/<pid>/mem`` (a relative one joined to the caller's working directory or directory
+descriptor, ``..`` folded, symbolic links not followed) and matches it as above. It never opens
+the file itself, it only answers "fail" or "continue"; a caller that rewrites the path between
+that read and the kernel's (another thread) can only fail or spare its own call. A path it
+cannot read (the caller died, the memory is gone) lets the call run.
 
 Answering is the cost every filtered call pays while nothing is armed, so the dormant path does
 the least: receive, one table lookup, send "continue" from a buffer made once.
@@ -54,6 +63,51 @@ def _under(path: str, prefixes: list[str]) -> bool:
     return any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes)
 
 
+PATH_MAX = 4096
+AT_FDCWD = -100
+
+
+def _read_string(pid: int, address: int) -> str | None:
+    """The NUL-terminated string at ``address`` in process ``pid`` (read a page at a time: a read
+    running into an unmapped page fails as a whole), None when it cannot be read."""
+    try:
+        fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        out = b""
+        while len(out) < PATH_MAX:
+            at = address + len(out)
+            chunk = os.pread(fd, 4096 - at % 4096, at)
+            if not chunk:
+                return None
+            end = chunk.find(b"\0")
+            if end >= 0:
+                return (out + chunk[:end]).decode(errors="surrogateescape")
+            out += chunk
+        return None
+    except (OSError, OverflowError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def _opened_path(pid: int, args: tuple[int, ...], where: list) -> str:
+    """The absolute path an opening call names ("" when it cannot be told)."""
+    dir_arg, path_arg = where
+    path = _read_string(pid, args[path_arg])
+    if not path:
+        return ""
+    if not path.startswith("/"):
+        dirfd = AT_FDCWD if dir_arg is None else ctypes.c_int32(args[dir_arg] & 0xFFFFFFFF).value
+        try:
+            base = os.readlink(f"/proc/{pid}/cwd" if dirfd == AT_FDCWD else f"/proc/{pid}/fd/{dirfd}")
+        except OSError:
+            return ""
+        path = base.rstrip("/") + "/" + path
+    return os.path.normpath(path).replace("//", "/", 1)
+
+
 def _is_file(path: str) -> bool:
     """A path in the file system (not ``pipe:[..]``, ``socket:[..]``, a terminal or /proc)."""
     return path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/"))
@@ -65,6 +119,7 @@ class Supervisor:
         self.listeners: dict[int, str] = {}  # listener fd -> pod uid
         self.rules: dict[str, list] = {}
         self.syscalls: dict[int, str] = {}
+        self.path_args: dict[int, list] = {}
         self.poll = select.poll()
         self.poll.register(control.fileno(), select.POLLIN)
         self.notif = ctypes.create_string_buffer(NOTIF_SIZE)
@@ -86,6 +141,7 @@ class Supervisor:
                 _libc.ioctl(fd, IOCTL_SET_FLAGS, ctypes.c_void_p(FD_SYNC_WAKE_UP))
         if "syscalls" in message:
             self.syscalls = {int(nr): call for nr, call in message["syscalls"].items()}
+            self.path_args = {int(nr): where for nr, where in (message.get("path_args") or {}).items()}
         if "rules" in message:
             self.rules = message["rules"]
         return True
@@ -98,7 +154,7 @@ class Supervisor:
         error = 0
         rules = self.rules.get(self.listeners.get(listener, ""))
         if rules:  # armed for this pod: the dormant path skips all of this
-            error = self._decide(rules, pid, nr, struct.unpack_from("<Q", self.notif, 32)[0])
+            error = self._decide(rules, pid, nr, struct.unpack_from("<6Q", self.notif, 32))
             if error:
                 # the path was read from /proc while the call waited: still the same call?
                 ident = ctypes.c_uint64(notif_id)
@@ -107,7 +163,7 @@ class Supervisor:
         struct.pack_into("<QqiI", self.response, 0, notif_id, 0, error, 0 if error else FLAG_CONTINUE)
         _libc.ioctl(listener, IOCTL_SEND, self.response)
 
-    def _decide(self, rules: list, pid: int, nr: int, fd: int) -> int:
+    def _decide(self, rules: list, pid: int, nr: int, args: tuple[int, ...]) -> int:
         """-errno of the first rule matching the call (drawn at its rate), else 0."""
         call = self.syscalls.get(nr, "fsync")
         path: str | None = None
@@ -117,7 +173,10 @@ class Supervisor:
             if call not in calls:
                 continue
             if path is None:
-                path = _path(pid, int(fd) & 0xFFFFFFFF) if (prefixes or call != "fsync") else ""
+                if call == "open":
+                    path = _opened_path(pid, args, self.path_args[nr]) if nr in self.path_args else ""
+                else:
+                    path = _path(pid, int(args[0]) & 0xFFFFFFFF) if (prefixes or call != "fsync") else ""
             if call != "fsync" and not _is_file(path):
                 continue  # a read or write fault never fails a pipe, a socket or a terminal
             if prefixes and not _under(path, prefixes):
