@@ -409,6 +409,14 @@ def _found(sentence_flat: str, mechanism: str) -> tuple[tuple[tuple[str, float],
     return wanted, [(c, here[c]) for c, _w in wanted if c in here]
 
 
+def gloss_spans(sentence_flat: str, mechanism: str) -> list[tuple[int, int]]:
+    """Where a sentence says one of the mechanism's concepts by a gloss: a negation inside a gloss ("no two copies may
+    share a machine", "does not deliver") is part of how it says the concept, not a denial of the words in it."""
+    wanted = {c for c, _w in mechanism_concepts(mechanism)}
+    return [found.span() for carried, pattern in _glosses() if carried & wanted
+            for found in [pattern.search(sentence_flat)] if found]
+
+
 @functools.lru_cache(maxsize=1)
 def _glosses() -> tuple[tuple[frozenset[str], re.Pattern[str]], ...]:
     family = _family_of()

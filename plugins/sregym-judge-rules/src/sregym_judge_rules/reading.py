@@ -656,7 +656,9 @@ def json_as_prose(submission: str) -> str | None:
 # field, each by the role of its key ("vulnerability" explains, "next_step" and "fix" act, "hypothesis" offers)
 _ROLE_WORDS = (
     ("evidence", frozenset({"evidence", "log", "logs", "error", "errors", "output", "observed", "observation",
-                            "observations", "symptom", "symptoms", "stderr", "stdout", "trace", "events"})),
+                            "observations", "symptom", "symptoms", "stderr", "stdout", "trace", "events",
+                            # what was looked at or cleared ("checked", "ruled_out"): an investigation, no claim
+                            "checked", "ruled", "excluded", "dismissed", "cleared", "inspected", "healthy"})),
     ("hedge", frozenset({"hypothesis", "hypotheses", "suspect", "suspected", "suspicion", "candidate", "candidates",
                          "possible", "guess", "theory", "maybe", "likely"})),
     ("status", frozenset({"status", "confidence", "certainty", "verified", "confirmed", "state_of_analysis"})),
@@ -681,6 +683,8 @@ def _lift_finding(data: dict) -> dict:
     if len(wrapped) != 1:
         return data
     inner = data[wrapped[0]]
+    if _role(wrapped[0]) in ("hedge", "evidence", "status", "action"):
+        return data  # candidates ("root_cause_candidates": {...}), evidence or a fix: what they wrap is no finding
     if _role(wrapped[0]) == "cause":  # {"root_cause": {"component": ..., "description": ...}}: its text explains
         inner = {(f"cause_{k}" if _role(k) == "other" and isinstance(v, str) else k): v for k, v in inner.items()}
     return {**inner, **{k: v for k, v in data.items() if k != wrapped[0] and k not in inner}}

@@ -836,6 +836,8 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
                 and _names_a_changed_field(words, t) and not _foreign_actor(words, t)):
             return None
     present = {span: concept for concept, span in concepts.present(words, statement)}
+    glossed = concepts.gloss_spans(words, statement)
+    spans = [(a, b) for a, b in spans if (a, b) in glossed or not any(ga <= a and b <= gb for ga, gb in glossed)]
     if any(concepts.negated_in(words, a, b, statement, present.get((a, b), "")) for a, b in spans):
         return None
     spans = sorted(spans)
@@ -975,10 +977,21 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
     consequence = _CONSEQUENCE.search(s.flat)
     # the sentence up to what it says follows, when it says so after a cause of some words
     cause_end = consequence.start() if consequence and consequence.start() >= 12 else len(s.flat)
+    # an effect stated first and its cause after ("the I/O errors come from a corrupt cache", "pods are rejected
+    # because the webhook's backend is down"): who does what to whom
+    effect_first = _EFFECT_BEFORE.search(s.flat)
+    effect_end = effect_first.start() if effect_first and effect_first.start() >= 8 else -1
     for t in truths:
         vocab = vocabulary(t)
         hit = _truth_hit(words, s.flat, t, vocab)
         if hit is None:
+            continue
+        if (effect_end >= 0 and hit[1][1] <= effect_end
+                and _another_cause(words[effect_first.end():], s.flat[effect_first.end():], t, components)
+                and _truth_hit(words[effect_first.end():], s.flat[effect_first.end():], t, vocab) is None):
+            # the truth's mechanism (its words, its symptom) only as the effect of another cause the sentence names:
+            # a victim of that cause, not the cause asserted
+            spans.extend(_all_spans(words, vocab))
             continue
         # (a mechanism stated with its own effect, "the blocks are unreadable, so reads fail with EIO", is read from
         # where it starts: before the consequence, with two of its distinctive concepts there)
@@ -1037,6 +1050,26 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             families_here.discard(family)
             other_here.pop(family, None)
     return families_here, found_here, details_here, other_here
+
+
+# what says the effect comes first and its cause after: "X because Y", "X comes from Y", "X is caused by Y"
+_EFFECT_BEFORE = re.compile(r"\s(?:because(?:\s+of)?|due\s+to|caused\s+by|as\s+a\s+result\s+of|stems?\s+from|stemm\w+\s+from|"
+                            r"originat\w+\s+(?:from|in)|comes?\s+from|coming\s+from|came\s+from|is\s+the\s+result\s+of|"
+                            r"results?\s+from|resulting\s+from|triggered\s+by|is\s+down\s+to)\b")
+# nouns of a fault of another kind than a changed setting: a cause in their own right
+_FAULT_NOUNS = re.compile(r"\b(?:corrupt\w*|leak\w*|bug|bugs|buggy|regression|overload\w*|deadlock\w*|race\s+condition|"
+                          r"exhaust\w*|saturat\w*|contention|memory\s+pressure|noisy\s+neighbou?r)\b")
+
+
+def _another_cause(words: str, flat: str, t: GroundTruth, components: Sequence[str]) -> bool:
+    """Does the cause part of an effect-first sentence name a cause other than the truth's: a mechanism of another
+    fault family, a fault noun ("cache corruption", "a leak"), or a component the truth does not involve?"""
+    if _FAULT_NOUNS.search(flat):
+        return True
+    own = {c.lower() for c in t.components} | {text.datastore_owner(c.lower()) for c in t.components}
+    if any(text.component_pattern(c).search(flat) for c in components if c not in own):
+        return True
+    return any(family != t.fault and _match_any(words, patterns) for family, patterns in lexicon.MECHANISMS.items())
 
 
 # a quoted message (three words or more: a quoted name is no evidence)

@@ -357,11 +357,18 @@ def description_pattern(name: str, others: frozenset[str]) -> re.Pattern[str] | 
     # another datastore of the same owner and the same sort (two caches, two databases) makes it ambiguous
     twins = [o for o in others if o != name and datastore_owner(o) == owner and o != owner
              and any(w in o.split("-") for w in _CACHE_WORDS) == cache]
+    stores = (r"(?:cache|memcached|redis|valkey)" if cache
+              else r"(?:tables?|database|db|postgres(?:ql)?|mysql|mongo(?:db)?|datastore|data store)")
     if owner != name and not twins and re.fullmatch(r"[a-z]+", owner):
-        stores = (r"(?:cache|memcached|redis|valkey)" if cache
-                  else r"(?:tables?|database|db|postgres(?:ql)?|mysql|mongo(?:db)?|datastore|data store)")
         forms.append(rf"(?<![\w-]){owner}(?:'s|s')\s+(?:[a-z]+\s+)?{stores}(?![\w-])")
         forms.append(rf"(?<![\w-]){stores}\s+(?:behind|backing|of|for|serving)\s+(?:the\s+)?{owner}s?(?:\s+service)?(?![\w-])")
+    if owner != name and not twins and re.fullmatch(r"[a-z]+(?:-[a-z]+)+", owner):
+        # a store of a multi-word owner described by what it keeps: "the cache that holds users' home timelines",
+        # "the database behind the social graph"
+        words = r"[\s-]+".join(owner.split("-"))
+        forms.append(rf"(?<![\w-]){stores}\s+(?:that|which)\s+(?:holds?|stores?|keeps?|caches?|serves?|backs?)\s+"
+                     rf"(?:[\w']+\s+){{0,2}}{words}s?(?![\w-])")
+        forms.append(rf"(?<![\w-]){stores}\s+(?:behind|backing|of|for|serving)\s+(?:the\s+)?{words}s?(?:\s+service)?(?![\w-])")
     return re.compile("|".join(forms)) if forms else None
 
 

@@ -1,0 +1,131 @@
+"""The fifth round of issue #35: who does what to whom, and the mechanism said in plain English.
+
+Each reading is tested on texts written for these tests, against truths written here (components and wordings of
+no labelled item): a concept said in several words with others between them (a gloss, shared by every fault whose
+statement has the concept), a quantity in the writer's unit, an effect stated before the cause that explains it,
+a datastore described by what it keeps, and JSON fields that wrap candidates or what was checked.
+"""
+
+from __future__ import annotations
+
+from sregym_judge_rules import RulesJudge, concepts, quantity, text
+from sregym_judge_rules.reading import json_as_prose
+
+from sregym_core.types import GroundTruth
+
+SOCIAL = ("nginx-web", "compose-post-service", "home-timeline-service", "home-timeline-redis", "user-timeline-service",
+          "user-timeline-redis", "user-memcached", "user-service", "media-service", "post-storage-service",
+          "post-storage-mongodb", "social-graph-service")
+BOOKS = ("storefront", "catalog", "orders", "orders-db", "inventory", "payments", "search")
+
+SPREAD = GroundTruth(
+    fault="anti-affinity-deadlock", layer="k8s", components=("orders",), namespace="books", resource_kind="Deployment",
+    mechanism="required pod anti-affinity with more replicas than nodes", mutated_values={"replicas": 5})
+ZONE = GroundTruth(
+    fault="dns-stale-zone", layer="network", components=("catalog",), namespace="books", resource_kind="ConfigMap",
+    mechanism="a CoreDNS template in kube-system/coredns answers NXDOMAIN for the whole svc zone",
+    mutated_values={"zone": "svc.cluster.local", "configmap": "kube-system/coredns"})
+SLOW = GroundTruth(
+    fault="network-delay", layer="network", components=("inventory",), namespace="books", resource_kind="Node",
+    mechanism="network delay on the node hosting the target's pods",
+    mutated_values={"delay_ms": 2500, "jitter_ms": 100, "node": "(unknown)"})
+BLOCKS = GroundTruth(
+    fault="disk-bad-blocks", layer="storage", components=("orders-db",), namespace="books", resource_kind="PersistentVolume",
+    mechanism="bad blocks on the volume's disk: reads of them fail with EIO", mutated_values={"fraction": 0.3})
+AUTH = GroundTruth(
+    fault="cache-auth", layer="datastore", components=("user-timeline-redis",), namespace="social",
+    resource_kind="Deployment",
+    mechanism="Redis requirepass was turned on in the cache's startup arguments (its Deployment), and its clients were "
+              "not given the password", mutated_values={"requirepass": "set"})
+
+
+def _books(text_: str, truth: GroundTruth) -> bool:
+    return RulesJudge().judge(text_, (truth,), app_components=BOOKS, app_namespace="books").passed
+
+
+def _social(text_: str, truth: GroundTruth) -> bool:
+    return RulesJudge().judge(text_, (truth,), app_components=SOCIAL, app_namespace="social").passed
+
+
+# --- a concept said in several words (glosses) -------------------------------------------------------------
+
+
+def test_a_rule_against_two_copies_on_one_machine_is_a_required_anti_affinity():
+    found = {c for c, _span in concepts.present(text.flatten("no two of the copies can run on the same host"),
+                                                SPREAD.mechanism)}
+    assert {"anti", "affinity", "requir"} <= found
+    assert _books("Root cause: orders must keep its copies apart, no two of them may sit on the same machine, and it "
+                  "asks for more copies than the cluster has machines; the extra ones are never scheduled.", SPREAD)
+
+
+def test_a_gloss_carries_one_concept_per_word_not_three_for_one_word():
+    from sregym_judge_rules import rules
+
+    # a compound of one word ("requiredAntiAffinity") still counts once, as "failurePolicy" does
+    assert rules._statement_hit(text.flatten("orders requiredantiaffinityrules more"), SPREAD, SPREAD.mechanism) is None
+    # a wording of several words carries each concept it says
+    assert rules._statement_hit(text.flatten("no two copies may share a machine, more copies than machines"), SPREAD,
+                                SPREAD.mechanism) is not None
+
+
+def test_the_name_does_not_exist_for_every_service_is_the_stale_zone():
+    assert _books("The cluster's DNS server has a leftover rule that answers that every service name does not "
+                  "exist, so catalog cannot be found by anyone.", ZONE)
+
+
+def test_the_same_words_about_one_name_only_are_not_the_whole_zone_without_the_rest():
+    assert not _books("catalog's pods crash on start; the name does not exist error shows in their logs.", ZONE)
+
+
+def test_a_quantity_in_the_writers_unit_counts_as_the_truths_value():
+    assert quantity.find_quantity("held back by two seconds and a half", {"delay_ms": 2500}) is not None
+    assert quantity.find_quantity("by half a second", {"delay_ms": 500}) is not None
+    assert _books("Replies from the inventory pods are held back by two seconds and a half on the network of the "
+                  "machine they run on.", SLOW)
+
+
+# --- who does what to whom --------------------------------------------------------------------------------
+
+
+def test_the_truths_symptom_as_the_effect_of_another_cause_is_not_its_mechanism():
+    # "the I/O errors come from <another cause>": the errors are what the other cause does, not bad blocks
+    assert not _books("orders-db's disk checks out clean. The input/output errors come from a corrupt PostgreSQL "
+                      "buffer cache, we restart orders-db.", BLOCKS)
+    assert not _books("orders-db reads fail with EIO because of a memory leak in the orders service.", BLOCKS)
+
+
+def test_the_effect_first_and_the_truths_own_cause_after_it_still_passes():
+    assert _books("orders-db reads fail with EIO because its disk has bad blocks: a third of them cannot be read.",
+                  BLOCKS)
+
+
+# --- the faulty component by what it keeps ----------------------------------------------------------------
+
+
+def test_a_store_of_a_multi_word_owner_described_by_what_it_keeps():
+    pattern = text.description_pattern("user-timeline-redis", frozenset(SOCIAL))
+    assert pattern is not None and pattern.search("the cache that holds the user timelines")
+    assert _social("Root cause: the cache that holds users' user timelines was restarted to demand a password, and "
+                   "the services that read it were never given one, so every call to it is refused.", AUTH)
+
+
+def test_the_description_names_the_store_not_its_owners_other_store():
+    # home-timeline-redis keeps home timelines; the user timelines' cache is another component
+    assert not _social("Root cause: the cache that holds the home timelines was restarted to demand a password, and "
+                       "the services that read it were never given one.", AUTH)
+
+
+# --- JSON fields that wrap candidates or checks -----------------------------------------------------------
+
+
+def test_json_candidates_wrapped_in_one_field_stay_candidates():
+    prose = json_as_prose('{"likely_causes": {"requirepass set on user-timeline-redis": "60%", '
+                          '"network policy change": "40%"}}')
+    assert prose.startswith("It could be that")
+    assert not _social('{"root_cause_candidates": {"user-timeline-redis requirepass turned on, clients lack it": '
+                       '"likely", "user-timeline-redis evicting keys": "possible"}}', AUTH)
+
+
+def test_json_what_was_checked_is_no_claim():
+    assert "checked" not in json_as_prose('{"checked": {"requirepass on user-timeline-redis": "not set"}, '
+                                          '"root_cause": "user-timeline-service has a connection leak"}')
