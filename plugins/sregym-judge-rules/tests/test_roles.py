@@ -129,3 +129,59 @@ def test_json_candidates_wrapped_in_one_field_stay_candidates():
 def test_json_what_was_checked_is_no_claim():
     assert "checked" not in json_as_prose('{"checked": {"requirepass on user-timeline-redis": "not set"}, '
                                           '"root_cause": "user-timeline-service has a connection leak"}')
+
+
+# --- the right object, the wrong relation ---------------------------------------------------------------
+
+BIG = GroundTruth(
+    fault="request-too-large", layer="k8s", components=("payments",), namespace="books", resource_kind="Deployment",
+    mechanism="memory request larger than any node can offer", mutated_values={"resources.requests.memory": "640Gi"})
+SHM = GroundTruth(
+    fault="shm-too-small", layer="os", components=("orders-db",), namespace="books", resource_kind="StatefulSet",
+    mechanism="the memory-backed emptyDir mounted at /dev/shm has a sizeLimit smaller than PostgreSQL's dynamic shared "
+              "memory control segment: No space left on device", mutated_values={"size": "32Ki", "volume": "dshm"},
+    vocabulary=("init container + shm", "shm .. too small", "sizelimit"))
+
+
+def test_the_twin_field_of_the_faulty_object_is_another_fault():
+    assert _books("payments asks for a memory request of 640Gi, more than any node has, so it stays Pending.", BIG)
+    # the same value said of the limit: the right object, the other field of the pair
+    assert not _books("The memory limit of payments is 640Gi, so it may use too much memory and starve the node.", BIG)
+
+
+def test_an_actor_the_truth_never_mentions_doing_it_is_the_sibling_fault():
+    assert _books("orders-db cannot start: its /dev/shm volume has a sizeLimit of 32Ki, too small for PostgreSQL's "
+                  "shared memory segment.", SHM)
+    # an init container filling /dev/shm shares the words, not the actor: that is the exhaustion fault
+    assert not _books("An init container in orders-db fills /dev/shm with a large file, so PostgreSQL cannot start.",
+                      SHM)
+
+
+# --- what is left open or cleared -------------------------------------------------------------------------
+
+
+def test_one_or_more_of_and_an_undetermined_share_hedge():
+    assert not _books("The failures are attributed to one or more of: a memory request of 640Gi on payments, the node "
+                      "pool size, or the scheduler.", BIG)
+    assert not _books("payments' memory request of 640Gi may matter; which factor dominates is undetermined.", BIG)
+
+
+def test_a_value_called_the_usual_setting_is_cleared():
+    assert not _books("The 32Ki sizeLimit on orders-db's /dev/shm is the usual setting for this chart. The crash is a "
+                      "corrupt WAL segment.", SHM)
+
+
+def test_a_kind_and_name_written_kubectl_style_is_the_object():
+    assert text.normalize("svc/catalog deleted") == "service/catalog deleted"
+    assert text.normalize("w/o it, b/c of that") == "without it, because of that"
+
+
+def test_plain_english_glosses_of_webhook_and_class_concepts():
+    webhook = {c for c, _s in concepts.present(
+        text.flatten("a security check that Kubernetes must call before creating any pod is set to refuse when it "
+                     "cannot be reached"),
+        "validating admission webhook with failurePolicy Fail whose server has no ready endpoint")}
+    assert {"webhook", "failur", "policy", "fail"} <= webhook
+    found = {c for c, _s in concepts.present(text.flatten("not allowed enough open files"),
+                                             "open-file descriptor limit set far too low")}
+    assert "low" in found

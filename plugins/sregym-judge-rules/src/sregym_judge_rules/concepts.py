@@ -63,7 +63,7 @@ _FAMILIES = (
     "shared_memory shm dev_shm",
     "packet traffic pkt",
     "cache memcached redis valkey",
-    "given give gave provide supply hand_over told",
+    "given give gave provide supply hand_over told know",
     "shrink shrunk shrank narrow",
     "answer reply respond",
     "database db postgres postgresql mysql mongo mongodb",
@@ -114,6 +114,7 @@ _FAMILIES = (
     "read_only readonly",
     "memory ram",
     "port port_number",
+    "use dial connect_to talk_to",
 )
 
 # Plain-English ways of saying a concept in several words, or with other words between them (issue #35, fifth round):
@@ -159,6 +160,18 @@ _GLOSSES = (
     ("limit", r"\broom\s+for\b|\ballowed\s+(?:only|at\s+most)\b|\bat\s+most\b"),
     ("low", r"\b(?:only|just)\s+(?:a\s+)?(?:couple|handful|few|dozen)\b|\bcouple\s+(?:of\s+)?dozen\b"),
     ("descriptor", r"\bsockets?\b|\bfile\s+handles?\b"),
+    ("low", r"\bnot\s+(?:\S+\s+){0,2}enough\b|\bfar\s+below\b|\btoo\s+(?:low|small|few)\b"),
+    ("misconfigure", r"\b(?:path|port|endpoint|url)s?\b(?:\s+\S+){0,4}?\s+(?:does|do|did)\s+not\s+(?:serve|listen|answer|"
+                     r"expose|exist)|\bwrong\s+(?:\S+\s+){0,2}(?:path|port|url|endpoint)s?\b"),
+    ("ingress", r"\b(?:incoming|inbound)\b"),
+    ("enable", r"\b(?:turn|switch|flip)\w*\s+(?:\S+\s+){0,4}?on\b|\bset\s+(?:\S+\s+){0,3}?to\s+(?:on|true)\b"),
+    ("webhook admission", r"\b(?:check|hook|gate|guard|validator)s?\s+(?:that|which)\s+(?:kubernetes|the\s+api\s+server|"
+                          r"the\s+cluster|k8s)\s+(?:must\s+|has\s+to\s+|have\s+to\s+)?(?:call|ask|consult|run)s?"),
+    ("admission", r"\bbefore\s+(?:\S+\s+){0,2}(?:creat\w*|admit\w*|accept\w*|start\w*)\s+(?:any\s+|a\s+|new\s+)?pods?\b"),
+    ("failure policy fail", r"\b(?:refuse|reject|deny|fail|block)\w*\s+(?:\S+\s+){0,2}(?:when|if)\s+(?:it\s+)?(?:cannot|can\s+not|"
+                           r"is\s+not|isn't)\s+(?:be\s+)?(?:reached|reachable|available|answer\w*|up)"),
+    ("class controller", r"\b(?:kind|type|class)\s+of\s+(?:\S+\s+){0,1}(?:gateway|controller|proxy|router)s?\b"),
+    ("controller", r"\b(?:entry\s+|ingress\s+|edge\s+)(?:gateway|router)s?\b"),
     ("node", r"\b(?:run|runs|running|sit|sits|live|lives|scheduled)\s+on\b|\bwhere\s+(?:\S+\s+){0,2}runs?\b"),
 )
 
@@ -172,7 +185,8 @@ _COMMON = frozenset(
 
 _PHRASES = sorted({e for line in _FAMILIES for e in line.split() if "_" in e}, key=lambda e: -e.count("_"))
 _PHRASE_RE = re.compile(
-    r"(?<![a-z0-9])(" + "|".join(re.escape(p).replace("_", r"\s+") for p in _PHRASES) + r")(?:s|es|ed)?(?![a-z0-9])")
+    r"(?<![a-z0-9])(" + "|".join(re.escape(p).replace("_", r"\s+") for p in _PHRASES)
+    + r")(?:s|es|ed)?(?![a-z0-9])")
 
 
 def stem(word: str) -> str:
@@ -217,6 +231,20 @@ def _join_phrases(flat: str) -> str:
     return _PHRASE_RE.sub(lambda m: "_".join(m.group(1).split()).ljust(len(m.group(0)), "_"), flat)
 
 
+def _phrase_key(token: str, family: dict[str, str]) -> str:
+    """A joined phrase as its family writes it: "turned_on" is "turn_on", "connected_to" is "connect_to"."""
+    if token in family:
+        return token
+    parts = token.split("_")
+    for i, part in enumerate(parts):
+        for suffix in ("ing", "ed", "es", "s", "d"):
+            if part.endswith(suffix) and len(part) > len(suffix) + 1:
+                candidate = "_".join([*parts[:i], part[: -len(suffix)], *parts[i + 1:]])
+                if candidate in family:
+                    return candidate
+    return token
+
+
 def concepts(flat: str) -> list[tuple[str, int, int]]:
     """The concepts of a flattened text, each with the span of the words that carry it."""
     family = _family_of()
@@ -227,7 +255,7 @@ def concepts(flat: str) -> list[tuple[str, int, int]]:
         token = re.sub(r"'s?$", "", match.group(0)).strip("'_")
         if not token:
             continue
-        key = token if "_" in token else stem(token)
+        key = _phrase_key(token, family) if "_" in token else stem(token)
         out.append((family.get(key, key), match.start(), match.end()))
     return out
 

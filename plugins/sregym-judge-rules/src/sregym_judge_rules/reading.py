@@ -114,7 +114,9 @@ _UNSURE = (
     r"(?:not sure|unsure|unclear|undecided)\s+(?:which|what|whether)|"
     r"(?:have|has|had|did)\s+not\s+(?:yet\s+)?(?:confirmed|verified|been able to (?:confirm|verify))|"
     r"(?:results?|findings?|evidence|investigation) (?:is |are |was |were )?inconclusive|still to be confirmed|"
-    r"(?:i|we) (?:am|are) not (?:yet )?(?:sure|certain)"
+    r"(?:i|we) (?:am|are) not (?:yet )?(?:sure|certain)|"
+    # "the relative contribution of each is undetermined"
+    r"(?:is|are|remains?|was|were)\s+(?:still\s+)?(?:undetermined|not (?:yet )?(?:determined|known))"
 )
 _HEDGE = re.compile(
     r"\b(?:either\b.{1,80}\bor|could be|might be|might also|may be|maybe|possibly|possible|perhaps|probably|"
@@ -129,6 +131,7 @@ _HEDGE = re.compile(
     r"culprits?|theories|scenarios|factors)\b|several (?:possible |likely |potential )?(?:reasons|causes|candidates|explanations)|"
     r"hard to (?:say|tell)|cannot tell|could not tell|can not tell|did not confirm|not confirmed|"
     r"further investigation|any of these|some combination|candidates?|could explain|either could|"
+    r"one or more of|some or all of|"  # "attributed to one or more of: A, B or C"
     r"or (?:maybe|perhaps|possibly)|and/or|alternatively|unless|or else|otherwise|"
     r"\d+\s*%\s*(?:confidence|confident|chance|likely|probability)|(?:confidence|probability|chance)\s*(?:of\s*)?\d+\s*%|"
     # a modal of possibility about the cause: "that could do it", "would explain it", "may be behind it"
@@ -395,6 +398,7 @@ _HEALTHY_PREDICATE = re.compile(
     r"(?:(?!not\b|no\b|never\b|hardly\b|barely\b|in\b)[\w.%]+,?\s+)?"
     r"(?:fine|ok|okay|normal|healthy|correct|intact|unchanged|untouched|as expected|in place|clean|unaffected|"
     r"plenty|enough|sufficient|adequate|generous|consistent|as configured|within (?:limits?|range|budget)|"
+    r"usual|standard|typical|customary|"  # "16Ki is the usual setting for this chart"
     r"not the (?:cause|problem|issue|culprit|reason|source)|not involved|not responsible|irrelevant|ruled out|innocent)\b"
 )
 # a negated predicate whose verb says what went wrong: "the grants were not revoked", "X is not missing", "the

@@ -1009,6 +1009,15 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             # too-aggressive probe): the sentence states the sibling fault of the same object
             spans.extend(_all_spans(words, vocab))
             continue
+        if _another_actor(words, hit[1], t):
+            # another kind of actor does it ("an init container fills /dev/shm" for a /dev/shm sized too small): the
+            # sibling fault whose actor that is, even where the two share words
+            spans.extend(_all_spans(words, vocab))
+            continue
+        if _sibling_field(s.flat, t):
+            # the right object, its twin field: a memory *limit* of 512Gi is not the truth's memory *request*
+            spans.extend(_all_spans(words, vocab))
+            continue
         if _other_field(s.raw, s.flat, t):
             # the faulty object, but another of its fields set ("the kubelet config sets maxPods to 10"):
             # a different fault of the same object, not this one
@@ -1152,6 +1161,43 @@ def _truth_fields(truth: GroundTruth) -> str:
 
     visit(dict(truth.mutated_values))
     return " ".join(text.flatten(x) for x in [*keys, truth.mechanism, *truth.keywords, *vocabulary(truth)])
+
+
+# the kinds of actor inside a pod that do something to it (beside _ACTORS, which change a workload from outside)
+_POD_ACTORS = re.compile(r"(?<![a-z0-9])(?:init\s*containers?|init\s+ctrs?|sidecars?|sidecar\s+containers?)(?![a-z0-9])")
+
+
+def _another_actor(words: str, span: tuple[int, int], t: GroundTruth) -> bool:
+    """Is the one doing what the sentence says, before or at the mechanism's words, an actor of a kind the truth's own
+    statement, its fault and its changed fields never mention? Its vocabulary is not asked: two sibling faults share
+    words ("init container" and "/dev/shm"), not actors."""
+    known = " ".join([text.flatten(t.mechanism), text.flatten(t.fault), text.flatten(t.resource_kind),
+                      *(text.flatten(k) for k in _field_names(t.mutated_values))])
+    for found in _POD_ACTORS.finditer(words[: span[1]]):
+        kind = "sidecar" if "sidecar" in found.group(0) else "init"
+        if kind not in known:
+            return True
+    return False
+
+
+# fields that come in pairs on one object: saying the other one of the pair is a different fault of the same object
+_TWIN_FIELDS = (
+    (re.compile(r"\b(?:memory|cpu|resources?)\s+requests?\b|\brequests?\s+(?:of|for)\s+(?:memory|cpu)\b"),
+     re.compile(r"\b(?:memory|cpu|resources?)\s+limits?\b|\blimits?\s+(?:of|for|on)\s+(?:memory|cpu)\b")),
+    (re.compile(r"\breadiness\s*(?:probe|check)?\b"), re.compile(r"\bliveness\s*(?:probe|check)?\b")),
+    (re.compile(r"\bingress\b"), re.compile(r"\begress\b")),
+)
+
+
+def _sibling_field(flat: str, truth: GroundTruth) -> bool:
+    """Does the sentence name the twin of the truth's field (a limit for a request, liveness for readiness, egress for
+    ingress) and not the truth's own? The truth's field is read from its mechanism and the keys of its values."""
+    own = " ".join([text.flatten(truth.mechanism), *(text.flatten(k) for k in _field_names(truth.mutated_values))])
+    for first, second in _TWIN_FIELDS:
+        for mine, twin in ((first, second), (second, first)):
+            if mine.search(own) and not twin.search(own) and twin.search(flat) and not mine.search(flat):
+                return True
+    return False
 
 
 def _other_field(raw: str, flat: str, truth: GroundTruth) -> bool:

@@ -96,7 +96,7 @@ _ABBREVIATIONS = {
     "img": "image",
 }
 _ABBREVIATION = re.compile(r"(?<![\w/.:-])(" + "|".join(re.escape(a) for a in sorted(_ABBREVIATIONS, key=len, reverse=True))
-                           + r")(?![\w/:-]|\.\w)")
+                           + r")(?![\w:-]|/(?![a-z])|\.\w)")  # "svc/geo" is the Service geo
 # "A -> B": the writer's "so" (only between words: "off -> 100%" is a before/after value)
 _ARROW = re.compile(r"(?<=[a-z)'\"`])\s*(?:->|=>|\u2192)\s*(?=[a-z(])")
 
