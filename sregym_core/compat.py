@@ -101,12 +101,13 @@ def build_matrix(host: PluginHost, *, app: str | None = None, capabilities: froz
 
 #: Environments the catalog describes, with the mechanisms each offers (what the node agent's
 #: probe answers there; the first is this project's CI machine kind, where
-#: tests/test_fault_mechanisms.py runs the probe). A real cluster runs none yet: the DaemonSet
-#: loader is not built.
+#: tests/test_fault_mechanisms.py runs the probe). A real cluster runs what needs no SREGym node
+#: agent: the privileged DaemonSet loader of cgroup BPF programs (sregym-fault-ebpf-syscall's
+#: test_bpf_daemonset_live.py drives it through the kubeconfig provider).
 ENVIRONMENTS: dict[str, frozenset[str]] = {
     "embedded, root (CI's VM: lsm/fmod_ret refused, EPERM)": frozenset({"bpf-cgroup", "seccomp-supervisor",
                                                                         "fuse-badblocks", "ld-preload-shim"}),
-    "real cluster (kubeconfig)": frozenset(),
+    "real cluster (kubeconfig)": frozenset({"bpf-daemonset"}),
 }
 
 

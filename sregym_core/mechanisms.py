@@ -24,6 +24,8 @@ MECHANISMS: dict[str, str] = {
     "bpf-fmod-ret": "an fmod_ret BPF program on the syscall fails it for the target's cgroup (function error injection)",
     "bpf-cgroup": "cgroup BPF programs (connect4/6, sock_create) fail the call with bpf_set_retval, keyed on the "
                   "target pod's cgroup",
+    "bpf-daemonset": "the same cgroup BPF programs (connect4/6, sock_create), loaded by a privileged DaemonSet on "
+                     "each node of a cluster without node hooks, keyed on the target pods' cgroups (found by pod UID)",
     "seccomp-supervisor": "a seccomp filter installed at container start hands the call to a supervisor outside the "
                           "pod, which fails it (user notification)",
     "fuse-badblocks": "a FUSE layer over the volume fails reads of bad blocks for any binary",

@@ -214,6 +214,26 @@ def missing_capabilities(problem: ProblemSpec, host: Catalog, capabilities: Iter
     return missing
 
 
+def unavailable_mechanisms(problem: ProblemSpec, host: Catalog, probe: dict | None) -> dict[str, str]:
+    """fault name -> why none of its mechanisms for the operation its parameters choose runs on a
+    cluster whose mechanism probe is ``probe`` (None: not probed, nothing is refused)."""
+    from . import mechanisms as mech
+
+    if probe is None:
+        return {}
+    faults = host.get_faults()
+    out: dict[str, str] = {}
+    for instance in problem.faults:
+        spec = faults.get(instance.fault)
+        declared = getattr(spec, "mechanisms", None) or {}
+        if not declared:
+            continue
+        ops = mech.operations(declared, instance.params)
+        if not any(mech.choose({op: declared[op] for op in ops}, probe).values()):
+            out[instance.fault] = mech.unavailable_reason({op: declared[op] for op in ops}, probe)
+    return out
+
+
 def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterable[str] | None = None) -> ProblemSpec:
     """Check a parsed problem against the installed plugins (phase 2) and fill in derived parts."""
     what = f"problem {problem.id!r}" + (f" ({problem.source})" if problem.source else "")

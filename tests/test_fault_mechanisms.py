@@ -149,3 +149,29 @@ def test_the_attempt_reads_the_mechanisms_its_faults_recorded() -> None:
 
 def test_noop_declares_no_mechanism() -> None:
     assert all(not f.mechanisms for f in sregym_noop.plugin.sregym_faults())
+
+
+def test_a_run_skips_a_problem_whose_fault_has_no_mechanism_on_the_cluster_and_says_why() -> None:
+    # e.g. syscall-fail fsync on a kubeconfig cluster: its capabilities allow it (connect runs
+    # there through the DaemonSet loader), the cluster's probe offers nothing for fsync
+    from sregym_core.conductor.runner import mechanism_probe, plan_items
+    from sregym_core.problems import unavailable_mechanisms
+    from sregym_core.types import FaultInstance
+
+    spec = FaultSpec(name="syscall-ish", impl=StateFault(), mechanisms=DECLARED)
+    host = types.SimpleNamespace(get_faults=lambda: {"syscall-ish": spec})
+    probe = {"bpf-cgroup": {"available": True}, "seccomp-supervisor": {"available": False, "reason": "no node agent"}}
+
+    def problem(pid: str, **params) -> types.SimpleNamespace:
+        return types.SimpleNamespace(id=pid, faults=[FaultInstance(id="f0", fault="syscall-ish", target="x",
+                                                                   params=params)])
+    fsync, connect = problem("p-fsync", syscall="fsync"), problem("p-connect", syscall="connect")
+    assert unavailable_mechanisms(connect, host, probe) == {}
+    assert "seccomp-supervisor: no node agent" in unavailable_mechanisms(fsync, host, probe)["syscall-ish"]
+    assert unavailable_mechanisms(fsync, host, None) == {}  # not probed: nothing refused
+    said: list[str] = []
+    plan = types.SimpleNamespace(problems=[fsync, connect], agents=["a"], attempts=1)
+    items = plan_items(host, plan, frozenset({"any"}), "c", said.append, probe=probe)
+    assert [item.problem.id for item in items] == ["p-connect"]
+    assert said and said[0].startswith("p-fsync: skipped: fault 'syscall-ish': no fault mechanism available")
+    assert mechanism_probe(Probing()) == Probing.probe and mechanism_probe(object()) is None

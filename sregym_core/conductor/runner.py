@@ -18,7 +18,7 @@ from ..agent_api.server import AgentServer, ServeSettings
 from ..clusters import capabilities_of, name_of
 from ..errors import DeployError, SregymError, UsageError
 from ..plugins import PluginHost
-from ..problems import missing_capabilities, resolve_problem
+from ..problems import missing_capabilities, resolve_problem, unavailable_mechanisms
 from ..results.record import AttemptRecord, attempt_key
 from ..results.trajectory import TrajectoryWriter
 from ..results.upstream_csv import UpstreamLayout
@@ -95,7 +95,8 @@ async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: P
     clusters = list(clusters) if clusters else [cluster]
     agents = resolve_agents(host, plan)
     writer = ResultsWriter(plan.results_dir)
-    items = plan_items(host, plan, capabilities_of(clusters[0]), name_of(clusters[0], "?"), say)
+    items = plan_items(host, plan, capabilities_of(clusters[0]), name_of(clusters[0], "?"), say,
+                       probe=mechanism_probe(clusters[0]))
     queue: asyncio.Queue = asyncio.Queue()
     for index in range(len(items)):
         queue.put_nowait(index)
@@ -139,19 +140,38 @@ def resolve_agents(host: PluginHost, plan: RunPlan) -> dict[str, Any]:
     return agents
 
 
+def mechanism_probe(cluster: Any) -> dict | None:
+    """The cluster's fault mechanism probe (``sregym_core.mechanisms``), None when it has none."""
+    from ..clusters import ProbesFaultMechanisms, capability
+
+    probing = capability(cluster, ProbesFaultMechanisms)
+    if probing is None:
+        return None
+    try:
+        return dict(probing.fault_mechanisms())
+    except Exception:  # noqa: BLE001 - a probe that fails refuses nothing: inject says why
+        return None
+
+
 def plan_items(host: PluginHost, plan: RunPlan, capabilities: frozenset, cluster_name: str,
-               say: Progress) -> list[WorkItem]:
+               say: Progress, *, probe: dict | None = None) -> list[WorkItem]:
     """The plan's work items, problem by problem, agent by agent, attempt by attempt: every
-    executor (this module's environments side by side, or a distributed one) runs these."""
+    executor (this module's environments side by side, or a distributed one) runs these.
+    ``probe``: the cluster's fault mechanism probe; a fault none of whose mechanisms for its
+    operation runs there is not run either."""
     runnable = []
     for problem in plan.problems:
         # a fault whose mechanism this cluster cannot provide (say, the embedded node agent on a real
         # cluster) is not run; the run says why and goes on with the others
         missing = missing_capabilities(problem, host, capabilities)
+        unavailable = unavailable_mechanisms(problem, host, probe)
         if missing:
             needs = "; ".join(f"fault {name!r} needs {', '.join(sorted(caps))}" for name, caps in missing.items())
             say(f"{problem.id}: skipped: {needs} (cluster {cluster_name!r} provides "
                 f"{', '.join(sorted(capabilities))})")
+        elif unavailable:
+            say(f"{problem.id}: skipped: " + "; ".join(f"fault {name!r}: {why}" for name, why in unavailable.items())
+                + f" (cluster {cluster_name!r})")
         else:
             runnable.append(problem)
     return [WorkItem(problem, agent, number) for problem in runnable for agent in plan.agents

@@ -22,11 +22,31 @@ def test_default_errno_per_syscall():
     assert _errno_number({"syscall": "write", "errno": "ENOSPC"}) == errno.ENOSPC
 
 
-def test_capabilities_keep_them_off_real_clusters():
-    for fault in FAULTS:
-        assert fault.needs({"any", "real"}) == {"embedded", "node-agent"}
-        # the LD_PRELOAD shim is none of their mechanisms, so they do not need it
-        assert not fault.needs({"any", "embedded", "node-agent", "snapshot"})
+def test_capabilities_latent_sector_errors_need_the_node_agent_syscall_fail_runs_anywhere():
+    lse, syscall_fail = FAULTS
+    assert lse.needs({"any", "real"}) == {"embedded", "node-agent"}
+    # the LD_PRELOAD shim is none of their mechanisms, so they do not need it
+    assert not lse.needs({"any", "embedded", "node-agent", "snapshot"})
+    # connect/socket run through the DaemonSet loader on a real cluster; the cluster's mechanism
+    # probe (not a capability) says which operations run where
+    assert not syscall_fail.needs({"any", "real"})
+    assert syscall_fail.mechanisms["connect"] == ("bpf-cgroup", "bpf-daemonset")
+
+
+class NodeHooks:
+    """A cluster handle with the node fault hooks (what the embedded one offers), for unit tests."""
+
+    def __init__(self, call) -> None:
+        self.node_fault = call
+
+    def network_fault(self, fault_id, **spec): ...
+    def fault_status(self, kind, fault_id): ...
+    def clear_fault(self, kind, fault_id): ...
+    def stop_node(self, node): ...
+    def start_node(self, node): ...
+    def node_agents(self): ...
+    def disk_fill(self, fault_id, **spec): ...
+    def faults(self): ...
 
 
 def test_no_shim_among_their_mechanisms():
@@ -49,11 +69,56 @@ def test_no_mechanism_reaching_the_target_is_a_permanent_error_with_the_nodes_re
                                   "(seccomp-supervisor: pods db-1 did not start under a filter naming open)")
     monkeypatch.setattr(syscalls.hooks, "call", refuse)
     monkeypatch.setattr(syscalls.hooks, "selector_labels", lambda ctx, target: {"app": "db"})
-    ctx = SimpleNamespace(namespace="ns", state={})
+    ctx = SimpleNamespace(namespace="ns", state={}, cluster=NodeHooks(refuse))
     target = SimpleNamespace(component=SimpleNamespace(pvcs=()))
     with pytest.raises(PermanentFaultError) as info:
         syscalls.syscall_inject(ctx, target, {"syscall": "open", "errno": "", "rate": 1.0, "port": 0})
     assert "did not start under a filter naming open" in str(info.value)
+
+
+def test_without_node_hooks_only_connect_and_socket_run_through_the_daemonset_loader(monkeypatch):
+    from types import SimpleNamespace
+
+    import pytest
+    from sregym_fault_ebpf_syscall import daemonset, syscalls
+
+    from sregym_core.errors import PermanentFaultError
+
+    probe = {"bpf-cgroup": {"available": False, "reason": "no SREGym node agent"},
+             "bpf-daemonset": {"available": True, "operations": ["connect", "socket"]}}
+    cluster = SimpleNamespace(fault_mechanisms=lambda: probe)
+    armed = []
+    monkeypatch.setattr(daemonset, "arm", lambda ctx, target, **rule: armed.append(rule) or {"daemonset": "d"})
+    target = SimpleNamespace(component=SimpleNamespace(pvcs=()))
+    ctx = SimpleNamespace(namespace="ns", state={}, cluster=cluster)
+    syscalls.syscall_inject(ctx, target, {"syscall": "connect", "errno": "", "rate": 0.5, "port": 8080})
+    assert armed == [{"call": "connect", "errno": errno.ECONNREFUSED, "rate": 0.5, "port": 8080}]
+    assert ctx.state["fault_mechanism"] == "bpf-daemonset"
+    assert ctx.state["passed_over"] == {"bpf-cgroup": "no SREGym node agent"}
+    ctx = SimpleNamespace(namespace="ns", state={}, cluster=cluster)
+    with pytest.raises(PermanentFaultError) as info:
+        syscalls.syscall_inject(ctx, target, {"syscall": "fsync", "errno": "", "rate": 1.0, "port": 0})
+    assert "syscall-fail fsync cannot run on this cluster" in str(info.value)
+
+
+def test_the_daemonset_is_privileged_mounts_only_the_cgroup_tree_and_lives_in_a_hidden_namespace():
+    from sregym_fault_ebpf_syscall import daemonset
+
+    from sregym_core.clusters import is_hidden_namespace
+
+    ns = daemonset.namespace_manifest()
+    assert is_hidden_namespace(ns["metadata"]["labels"])
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    spec = daemonset.daemon_set("sregym-bpf-x", image="python:3.12-slim")["spec"]["template"]["spec"]
+    assert [v.get("hostPath", {}).get("path") for v in spec["volumes"] if "hostPath" in v] == ["/sys/fs/cgroup"]
+    assert not spec.get("hostPID") and not spec.get("hostNetwork") and spec["automountServiceAccountToken"] is False
+    container = spec["containers"][0]
+    assert container["securityContext"]["privileged"] is True
+    assert all(m["readOnly"] for m in container["volumeMounts"])
+    # the rule (errno, rate) is in the ConfigMap of the hidden namespace, with the loader
+    cm = daemonset.config_map("sregym-bpf-x", {"call": "connect", "errno": 111, "rate": 0.3, "port": 0, "pods": []})
+    assert cm["metadata"]["namespace"] == daemonset.NAMESPACE and '"errno": 111' in cm["data"]["rule.json"]
+    assert "def main" in cm["data"]["bpfloader.py"]
 
 
 def test_latent_sector_error_asks_the_layer_for_sticky_reads_of_the_relation_files(monkeypatch):

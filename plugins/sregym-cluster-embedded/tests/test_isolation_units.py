@@ -62,6 +62,23 @@ def test_capabilities_add_only_from_the_runtime_default_set() -> None:
     assert isolation.identity(p, c, None).caps == _mask(["NET_BIND_SERVICE"])
 
 
+def test_privileged_gets_host_capabilities_only_in_the_benchmarks_own_namespaces() -> None:
+    # an app pod asking for privileged gets nothing more (Pod Security refuses it first anyway)
+    p, c = pod(container_security={"privileged": True, "runAsUser": 0})
+    assert isolation.identity(p, c, None).caps == _mask(NODE_DEFAULT)
+    # the fault loader DaemonSet in a hidden namespace: the node agent's own capabilities (never
+    # more: a capability the host lacks would fail the container's capset)
+    own = isolation.identity(p, c, None, benchmark_own=True).caps
+    cap_eff = int(next(line for line in Path("/proc/self/status").read_text().splitlines()
+                       if line.startswith("CapEff:")).split()[1], 16)
+    assert own == cap_eff & _mask(isolation.CAPABILITIES)
+    if os.geteuid() == 0:
+        assert own & _mask(["SYS_ADMIN", "BPF", "NET_ADMIN"]) == _mask(["SYS_ADMIN", "BPF", "NET_ADMIN"])
+    # a hidden-namespace pod that does not ask for privileged gets the default set
+    p, c = pod(container_security={"runAsUser": 0})
+    assert isolation.identity(p, c, None, benchmark_own=True).caps == _mask(NODE_DEFAULT)
+
+
 def test_mount_targets_never_follow_a_symlink_out_of_the_container(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "data").mkdir(parents=True)

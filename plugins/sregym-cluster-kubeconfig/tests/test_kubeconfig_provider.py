@@ -65,3 +65,21 @@ def test_up_against_a_live_cluster(tmp_path):
                               text=True, timeout=60).stdout.count("running") == 1
     finally:
         subprocess.run([sregym, "cluster", "down", "--name", "kc"], env=env, capture_output=True, timeout=120)
+
+
+def test_the_mechanism_probe_offers_only_the_daemonset_loader_and_says_why_not(tmp_path):
+    # no kubeconfig: every mechanism unavailable, the DaemonSet loader with the reason
+    probe = KubeconfigCluster(kubeconfig=tmp_path / "nope").fault_mechanisms()
+    assert not any(entry["available"] for entry in probe.values())
+    assert "does not exist" in probe["bpf-daemonset"]["reason"]
+    assert probe["bpf-daemonset"]["operations"] == ["connect", "socket"]
+    # nothing that lives in SREGym's own node agent runs on a kubeconfig cluster
+    for name in ("bpf-cgroup", "seccomp-supervisor", "fuse-badblocks", "ld-preload-shim"):
+        assert "no SREGym node agent" in probe[name]["reason"]
+    # a cluster that does not answer: the loader is not offered, and the probe says why
+    config = tmp_path / "config"
+    config.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: "
+                      "{server: 'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+                      "users: [{name: u, user: {token: t}}]\n")
+    probe = KubeconfigCluster(kubeconfig=config).fault_mechanisms()
+    assert not probe["bpf-daemonset"]["available"] and "could not ask the cluster" in probe["bpf-daemonset"]["reason"]

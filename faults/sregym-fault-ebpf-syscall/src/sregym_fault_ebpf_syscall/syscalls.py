@@ -21,10 +21,14 @@ from __future__ import annotations
 import errno as errno_names
 from typing import Any
 
+from sregym_core import mechanisms as mech
+from sregym_core.clusters import ProbesFaultMechanisms, SupportsNodeFaults, capability
 from sregym_core.errors import PermanentFaultError, TemporaryFaultError
 from sregym_core.faultkit import WORKLOADS, function_fault, schema
 from sregym_core.mechanisms import STATE_KEY
 from sregym_fault_node import hooks
+
+from . import daemonset
 
 from sregym_core.types import FaultSpec, TargetSelector
 
@@ -35,7 +39,7 @@ FILE_ORDER = ("bpf-lsm", "bpf-fmod-ret", "seccomp-supervisor")
 #: LD_PRELOAD shim: it misses static binaries and its rules would travel with the process; where
 #: none of these reaches the target the fault is unavailable, with the probe's reason
 MECHANISMS = {"fsync": FILE_ORDER, "read": FILE_ORDER, "write": FILE_ORDER, "open": ("bpf-lsm", "seccomp-supervisor"),
-              "connect": ("bpf-cgroup",), "socket": ("bpf-cgroup",)}
+              "connect": ("bpf-cgroup", "bpf-daemonset"), "socket": ("bpf-cgroup", "bpf-daemonset")}
 #: latent-sector-error: the FUSE layer (any binary; a failed block stays failed)
 LSE_MECHANISMS = {"read": ("bpf-lsm", "bpf-fmod-ret", "fuse-badblocks")}
 #: how many of the database's largest relation files (tables and indexes) the errors reach: two
@@ -120,7 +124,21 @@ def _errno_number(params: dict) -> int:
     return int(getattr(errno_names, name))
 
 
+def _cluster_probe(ctx: Any) -> dict:
+    probing = capability(getattr(ctx, "cluster", None), ProbesFaultMechanisms)
+    try:
+        return dict(probing.fault_mechanisms()) if probing is not None else {}
+    except Exception:  # noqa: BLE001 - a probe that fails offers nothing
+        return {}
+
+
 def syscall_inject(ctx: Any, target: Any, params: dict) -> None:
+    """On a cluster with node fault hooks (the embedded one) the node runs the rule by its
+    strongest mechanism; elsewhere ``connect``/``socket`` run through the privileged DaemonSet
+    loader (``bpf-daemonset``) when the cluster's probe offers it."""
+    if capability(getattr(ctx, "cluster", None), SupportsNodeFaults) is None:
+        _daemonset_inject(ctx, target, params)
+        return
     spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
                             "calls": [params["syscall"]], "errno": _errno_number(params), "rate": params["rate"],
                             "mechanisms": list(MECHANISMS[params["syscall"]])}
@@ -136,6 +154,38 @@ def syscall_inject(ctx: Any, target: Any, params: dict) -> None:
     record = _node_rule(ctx, spec)
     ctx.state["pods"] = sorted({ip for ips in record.get("targets", {}).values() for ip in ips})
     _record_mechanism(ctx, record)
+
+
+def _daemonset_inject(ctx: Any, target: Any, params: dict) -> None:
+    probe = _cluster_probe(ctx)
+    call = params["syscall"]
+    declared = MECHANISMS[call]
+    chosen = mech.choose(MECHANISMS, probe, params)[call]
+    if chosen != daemonset.NAME:
+        raise PermanentFaultError(f"syscall-fail {call} cannot run on this cluster: "
+                                  + mech.unavailable_reason({call: declared}, probe),
+                                  hints=("`sregym list-faults --all` shows each mechanism's availability here",))
+    record = daemonset.arm(ctx, target, call=call, errno=_errno_number(params), rate=params["rate"],
+                           port=(params.get("port") or 0) if call == "connect" else 0)
+    ctx.state["daemonset"] = record
+    ctx.state["pods"] = []
+    ctx.state[STATE_KEY] = daemonset.NAME
+    passed = {m: mech.reason(probe, m, call) for m in declared[:declared.index(daemonset.NAME)]}
+    if passed:
+        ctx.state["passed_over"] = passed
+
+
+def syscall_present(ctx: Any, target: Any, params: dict) -> bool:
+    if ctx.state.get("daemonset"):
+        return daemonset.present(ctx, ctx.state["daemonset"])
+    return shim_present(ctx, target, params)
+
+
+def syscall_recover(ctx: Any, target: Any, params: dict) -> None:
+    if ctx.state.get("daemonset"):
+        daemonset.disarm(ctx, ctx.state["daemonset"])
+        return
+    shim_recover(ctx, target, params)
 
 
 def _on_volume(target: Any, params: dict) -> bool:
@@ -192,12 +242,14 @@ FAULTS = [
                                               "ETIMEDOUT", "EHOSTUNREACH", "EMFILE"], "default": ""},
             rate={"type": "number", "minimum": 0.01, "maximum": 1, "default": 1.0},
             port={"type": "integer", "minimum": 0, "maximum": 65535, "default": 0}),
-        inject=syscall_inject, recover=shim_recover, is_present=shim_present, reference_fix=syscall_fix,
+        inject=syscall_inject, recover=syscall_recover, is_present=syscall_present, reference_fix=syscall_fix,
         resource_kind="Pod", mechanism="a syscall of the target's processes fails with an injected errno",
         keywords=("syscall", "errno", "eBPF", "seccomp", "fsync", "I/O error"),
         values=_values_syscall,
         prose="{syscall}() in {component}'s processes fails with {errno} (rate {rate}), {scope}. Fix: {fix}.",
-        capabilities=hooks.NODE_AGENT, failure_mode="persistent", fault_mechanisms=MECHANISMS,
+        # any cluster: the node hooks (embedded) or the DaemonSet loader (connect, socket); where none of
+        # its mechanisms runs the probe hides it (list-faults) and inject says why
+        capabilities=frozenset({"any"}), failure_mode="persistent", fault_mechanisms=MECHANISMS,
         symptoms=("errno in the logs", "crash loop (fsync PANIC)", "connection errors (connect)",
                   "errors naming the failed syscall", "restarts"),
     ),

@@ -43,6 +43,17 @@ class KubeconfigCluster:
         except Exception:  # noqa: BLE001 - unreachable or no kubeconfig (`up` says why): ask again later
             return None
 
+    def fault_mechanisms(self) -> dict[str, dict]:
+        """What this cluster offers of ``sregym_core.mechanisms`` (``mechanisms.py``): the DaemonSet
+        loader when this identity may deploy it; nothing that needs SREGym's own node agent."""
+        from .mechanisms import probe
+
+        try:
+            path = self.kubeconfig()
+        except ClusterError as exc:
+            return probe(None, str(exc))
+        return probe(path)
+
     def kubeconfig(self, agent: bool = False) -> Path:
         if not self._kubeconfig.is_file():
             raise ClusterError(f"kubeconfig {self._kubeconfig} does not exist",

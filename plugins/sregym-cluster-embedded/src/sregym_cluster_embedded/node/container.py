@@ -290,14 +290,15 @@ class ContainerRunner:
                 # a volume over e.g. /work would hide the interpreter: fall back to path rewriting
                 exact = nodes.isolation is not None or (nodes.mount_ns and not mountns.shadows(
                     [*mounts, *recipe.private_dirs, self.spec.get("workingDir") or "/."], nodes.essential_paths))
+                join_net = await self.worker.net_preexec()  # asks, once, whether the pod's namespace is hidden
                 context = build_context(pod=self.pod, container=self.spec, recipe=recipe, env=env,
                                         container_root=root, mounts=mounts,
                                         extra_env=self.worker.extra_env(env),
                                         run_root=self.worker.run_root(self.name),
                                         mount_ns=exact,
                                         files=self.worker.pod_files(),
-                                        planner=nodes.isolation, readonly=self.worker.readonly_mounts(self.spec))
-                join_net = await self.worker.net_preexec()
+                                        planner=nodes.isolation, readonly=self.worker.readonly_mounts(self.spec),
+                                        benchmark_own=self.worker.hidden)
                 if join_net is not None:
                     context.extra_preexec.append(join_net)
                 return context

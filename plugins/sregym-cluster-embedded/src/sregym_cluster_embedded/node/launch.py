@@ -141,7 +141,8 @@ def make_bin_dir(root: Path, programs: dict[str, str]) -> Path:
 def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, str], container_root: Path,
                   mounts: dict[str, str], extra_env: dict[str, str], run_root: Path | None = None,
                   mount_ns: bool = False, files: dict[str, str] | None = None,
-                  planner: isolation.Planner | None = None, readonly: set[str] | None = None) -> ProcessContext:
+                  planner: isolation.Planner | None = None, readonly: set[str] | None = None,
+                  benchmark_own: bool = False) -> ProcessContext:
     """Container root, private dirs, path map, env and working directory for one container.
 
     Private ``/run`` and ``/var/run`` directories go under the short ``run_root`` instead of the
@@ -149,7 +150,8 @@ def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, 
     rootfs = container_root / "rootfs"
     if planner is not None:
         mount_ns = True
-        identity = isolation.identity(pod, container, recipe.user)  # runAsNonRoot refusals first
+        # runAsNonRoot refusals first; benchmark_own: a pod of a hidden namespace (isolation.identity)
+        identity = isolation.identity(pod, container, recipe.user, benchmark_own=benchmark_own)
     mapping: dict[str, str] = {}
     for private in recipe.private_dirs:
         real = rootfs / private.lstrip("/")
