@@ -208,15 +208,48 @@ def datastores(ctx: Any, target: Any) -> list[Any]:
     return out
 
 
+def group_pods(ctx: Any, group: list[Any]) -> dict[str, list[dict]]:
+    """component name -> its live pods, for every target of ``group`` at once: one kubectl call for
+    the namespace's workloads and pods (per-target calls cost a datastore-rich app seconds)."""
+    kinds = {"Deployment", "StatefulSet", "DaemonSet"}
+    if any(t.component.kind not in kinds for t in group):
+        return {t.component.name: pods(ctx, t) for t in group}
+    items = json.loads(ctx.kubectl("get", "deployments,statefulsets,daemonsets,pods", "-n", ctx.namespace,
+                                   "-o", "json"))["items"]
+    selectors = {(o["kind"], o["metadata"]["name"]): (o["spec"].get("selector") or {}).get("matchLabels") or {}
+                 for o in items if o.get("kind") in kinds}
+    live = [o for o in items if o.get("kind") == "Pod" and not o["metadata"].get("deletionTimestamp")]
+    out: dict[str, list[dict]] = {}
+    for member in group:
+        key = (member.component.kind, member.component.name)
+        if key not in selectors:
+            raise PermanentFaultError(f"{key[0]} {ctx.namespace}/{key[1]} does not exist")
+        wanted = selectors[key]
+        if not wanted:
+            raise PermanentFaultError(f"{key[0]} {key[1]} has no matchLabels selector")
+        out[member.component.name] = [p for p in live if all(
+            (p["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())]
+    return out
+
+
+def _claims_of(items: list[dict]) -> list[str]:
+    names: list[str] = []
+    for pod in items:
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim and claim not in names:
+                names.append(claim)
+    return names
+
+
 def neighbour_volumes(ctx: Any, target: Any) -> list[dict[str, str]]:
     """``[{namespace, claim}]`` of the other datastores' mounted claims (those with running pods)."""
-    out: list[dict[str, str]] = []
-    for other in datastores(ctx, target)[1:]:
-        try:
-            out += [{"namespace": ctx.namespace, "claim": c} for c in claims(ctx, other)]
-        except PermanentFaultError:
-            continue  # nothing mounted now: nothing to make look alike
-    return out
+    others = datastores(ctx, target)[1:]
+    if not others:
+        return []
+    # nothing mounted now (no pod, no claim): nothing to make look alike
+    return [{"namespace": ctx.namespace, "claim": c}
+            for items in group_pods(ctx, others).values() for c in _claims_of(items)]
 
 
 def restart_datastores(ctx: Any, target: Any) -> None:
@@ -225,13 +258,14 @@ def restart_datastores(ctx: Any, target: Any) -> None:
     import random
 
     group = datastores(ctx, target)
-    current = {t.component.name: pods(ctx, t) for t in group}
+    current = group_pods(ctx, group)
     old = {name: {p["metadata"]["uid"] for p in items} for name, items in current.items()}
     names = [p["metadata"]["name"] for items in current.values() for p in items]
     random.shuffle(names)  # one call, in no telling order: the pods' ages do not single the target out
     if names:
         ctx.kubectl("delete", "pods", "-n", ctx.namespace, *names, "--wait=false", "--ignore-not-found")
-    for member in group:
-        gone = old[member.component.name]
-        wait_for(lambda m=member, g=gone: any(is_ready(p) and p["metadata"]["uid"] not in g for p in pods(ctx, m)),
-                 180.0, f"a new ready pod of {member.component.name}")
+
+    def all_back() -> bool:
+        now = group_pods(ctx, group)
+        return all(any(is_ready(p) and p["metadata"]["uid"] not in old[name] for p in now[name]) for name in old)
+    wait_for(all_back, 180.0, "a new ready pod of " + ", ".join(t.component.name for t in group), interval=0.2)
