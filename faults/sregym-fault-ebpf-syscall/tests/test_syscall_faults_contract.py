@@ -12,7 +12,7 @@ from sregym_core.testing.contracts import FaultContract
 
 class TestSyscallFaults(FaultContract):
     plugin = sregym_fault_ebpf_syscall.plugin
-    live_only = {name: "it preloads a syscall shim into running processes (node hooks)" for name in (
+    live_only = {name: "it needs a cluster's kernel mechanisms (node hooks or the DaemonSet loader)" for name in (
         "latent-sector-error", "syscall-fail")}
 
 
