@@ -185,3 +185,36 @@ def test_plain_english_glosses_of_webhook_and_class_concepts():
     found = {c for c, _s in concepts.present(text.flatten("not allowed enough open files"),
                                              "open-file descriptor limit set far too low")}
     assert "low" in found
+
+
+# --- a fault's own vocabulary: what was done, not what one sees ---------------------------------------------
+
+CR = GroundTruth(
+    fault="crd-invalid-effect", layer="k8s", components=("orders-db",), namespace="books", resource_kind="BookStore",
+    mechanism="a toleration in the BookStore's spec has an invalid effect; the API server refuses the StatefulSet the "
+              "operator derives from it",
+    mutated_values={"tolerations": {"before": "NoSchedule", "after": "NoSchedulin"}},
+    symptoms=("BookStore phase Failed", "StatefulSetRejected"),
+    vocabulary=("bookstore", "invalid effect", "toleration effect", "StatefulSetRejected", "rejected", "does not exist",
+                "-1", "scaled"))
+
+
+def test_vocabulary_entries_that_are_symptoms_or_generic_words_do_not_read_a_mechanism():
+    from sregym_judge_rules import rules
+
+    kept = rules._saying_vocabulary(CR.vocabulary, CR.symptoms, CR.mechanism)
+    assert kept == ("bookstore", "invalid effect", "toleration effect")  # the kind: its statement names it
+    # a word the fault's own statement says is its mechanism, even where it is also what one sees
+    assert "nxdomain" in rules._saying_vocabulary(("nxdomain",), ("NXDOMAIN",), "a template answers NXDOMAIN")
+    assert not _books("The orders-db pods are unhealthy (StatefulSetRejected), so every request that needs orders-db "
+                      "fails with errors.", CR)
+    assert not _books("The orders-db image was changed to a tag that does not exist, so its pods cannot pull it.", CR)
+    assert _books("orders-db's BookStore has a toleration with an invalid effect (NoSchedulin), so the API server "
+                  "refuses the StatefulSet the operator writes and orders-db never comes up.", CR)
+
+
+def test_a_kind_written_in_capitals_names_a_thing_and_a_field_says_what_changed():
+    from sregym_judge_rules import rules
+
+    assert rules._names_an_object("DatastoreCluster") and rules._names_an_object("NetworkPolicy")
+    assert not rules._names_an_object("storageClassName") and not rules._names_an_object("runAsUser")

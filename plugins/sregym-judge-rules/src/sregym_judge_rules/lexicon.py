@@ -203,6 +203,17 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "finalizer-deadlock": ("finalizer*", "stuck terminating", "stuck in terminating", "being deleted",
                            "deletiontimestamp", "config guardian", "role .. read only", "made read only"),
     "syscall-fail": ("fsync", "syscall", "ebpf", "injected error"),
+    # FleetCast's operator faults (issue #40): phrases that say what was changed in the custom resource or the
+    # operator, so that another fault's text names them as other mechanisms (a universal text lists them all)
+    "datastore-replicas-overload": ("spec replicas", "replicas .. 100000", "100000 replicas", "too many replicas",
+                                    "replica count .. raised", "replicas .. raised", "far more replicas"),
+    "datastore-missing-storage-class": ("storageclassname", "storage class .. does not exist", "storageclass .. does not exist",
+                                        "missing storage class", "nonexistent storage class", "unknown storage class"),
+    "datastore-invalid-toleration": ("invalid effect", "toleration effect", "invalid toleration", "effect .. not valid",
+                                     "unsupported value"),
+    "datastore-invalid-run-as-user": ("runasuser", "run as user", "negative uid", "uid -1", "must be between 0"),
+    "datastore-invalid-update-strategy": ("updatestrategy", "update strategy", "strategy type", "invalid strategy"),
+    "operator-image-typo": ("image typo", "typo in .. image", "misspelled image", "operator image", "image .. typo"),
 }
 
 KIND_TERMS: dict[str, tuple[str, ...]] = {

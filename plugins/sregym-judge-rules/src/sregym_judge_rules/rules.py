@@ -607,7 +607,43 @@ def _scalars(value: Any) -> list[Any]:
 def vocabulary(truth: GroundTruth) -> tuple[str, ...]:
     """The mechanism vocabulary of a fault: its own (from its spec) united with what the judge reads
     it by without one (:func:`base_vocabulary`). A fault's own vocabulary only ever *adds* phrases."""
-    return tuple(dict.fromkeys((*truth.vocabulary, *base_vocabulary(truth))))
+    return tuple(dict.fromkeys((*_saying_vocabulary(truth.vocabulary, truth.symptoms, truth.mechanism),
+                                *base_vocabulary(truth))))
+
+
+_GENERIC_STEMS = frozenset(concepts.stem(w) for w in lexicon.GENERIC_WORDS)
+# the words of an entry that say nothing of what was done: negation, existence, finding, function words
+_EMPTY_WORDS = frozenset("does do did is are was were not no never such the a an any exist exists found".split())
+
+
+@functools.lru_cache(maxsize=1024)
+def _saying_vocabulary(entries: tuple[str, ...], symptoms: tuple[str, ...], mechanism: str = "") -> tuple[str, ...]:
+    """A fault's own vocabulary, less the entries that say what one observes rather than what was done: one of the
+    fault's own symptoms ("StatefulSetRejected", "ProvisioningFailed", "ImagePullBackOff"), a symptom or a generic word
+    the judge knows ("rejected", "Pending", "replicas"), a bare value ("-1", "100000": values are read as values), or
+    only a negation of existence ("does not exist", "not found": of what?), or only the name of a thing
+    ("datastorecluster", "toleration": :func:`_names_an_object`), unless the fault's own statement says it (CoreDNS
+    *answering* NXDOMAIN is that fault's mechanism, not only what one sees). Such an entry would pass a symptom-only
+    answer, or another fault's, for this one; the fault's other entries, its statement and its values still read it."""
+    own = [text.flatten(x) for x in symptoms]
+    stated = text.flatten(mechanism)
+    kept = []
+    for entry in entries:
+        flat = text.flatten(entry)
+        words = flat.split()
+        said = bool(words) and bool(re.search(rf"(?<![a-z0-9]){re.escape(flat)}(?![a-z0-9])", stated))
+        symptom = not said and (
+            any(flat == o or flat in o.split(" , ") for o in own)
+            or any(re.fullmatch(r"[a-z0-9 ]*", o) and re.search(rf"(?<![a-z0-9]){re.escape(flat)}(?![a-z0-9])", o)
+                   and len(words) == 1 for o in own)
+            or (len(words) == 1 and bool(_match_any(flat, lexicon.SYMPTOMS))))
+        if symptom or (not words or flat in lexicon.GENERIC_WORDS
+                or (len(words) == 1 and concepts.stem(flat) in _GENERIC_STEMS)  # "scaled", "deleted"
+                or re.fullmatch(r"-?[\d.]+", flat) or all(w in _EMPTY_WORDS for w in words)
+                or (not said and _names_an_object(entry))):
+            continue
+        kept.append(entry)
+    return tuple(kept)
 
 
 def base_vocabulary(truth: GroundTruth) -> tuple[str, ...]:
@@ -649,6 +685,8 @@ def _names_an_object(keyword: str) -> bool:
         return True
     if " " in flat:
         return False
+    if re.search(r"[a-z][A-Z]", keyword) and keyword[0].isupper() and not re.search(r"\d", keyword):
+        return True  # a kind ("DatastoreCluster", "NetworkPolicy") names a thing, as its lower-case name does
     if re.search(r"[a-z][A-Z]", keyword) and keyword.lower() not in lexicon.OBJECT_WORDS:
         return False  # a camelCase field name is the changed field
     return not re.search(r"(?:ed|en|ing)$", flat)  # a participle says what happened to the thing
