@@ -131,22 +131,30 @@ def test_latent_sector_error_asks_the_layer_for_sticky_reads_of_the_relation_fil
 
     calls: list = []
     neighbours = [{"namespace": "ns", "claim": "other-data"}]
-    monkeypatch.setattr(syscalls.hooks, "claims", lambda ctx, target: ["data"])
+    target = SimpleNamespace(component=SimpleNamespace(name="pg", has_role=lambda role: role == "db:postgres"))
+    other = SimpleNamespace(component=SimpleNamespace(name="redis"))
+
+    def mounting(claim: str) -> dict:
+        return {"spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]}}
+    listed = {"pg": [mounting("data")], "redis": [mounting("other-data")]}
+    # one listing of every datastore's pods serves the claims, the files' views, the cover and the restart
+    monkeypatch.setattr(syscalls.hooks, "datastores", lambda ctx, t: [target, other])
+    monkeypatch.setattr(syscalls.hooks, "group_pods", lambda ctx, group: calls.append("list") or listed)
     monkeypatch.setattr(syscalls.hooks, "selector_labels", lambda ctx, target: {"app": "pg"})
-    monkeypatch.setattr(syscalls.hooks, "neighbour_volumes", lambda ctx, target: neighbours)
-    monkeypatch.setattr(syscalls.hooks, "restart_datastores", lambda ctx, target: calls.append("restart"))
+    monkeypatch.setattr(syscalls.hooks, "restart_datastores",
+                        lambda ctx, target, current: calls.append(("restart", current is listed)))
     monkeypatch.setattr(syscalls.hooks, "call", lambda ctx, method, hook_id, **spec: calls.append(spec) or
                         {"mechanism": "fuse-badblocks", "pvs": ["pv-1"]})
-    monkeypatch.setattr(badblocks, "relation_files", lambda ctx, target, limit, indexes: [
+    monkeypatch.setattr(badblocks, "relation_files", lambda ctx, target, limit, indexes, pods: [
         ("/var/lib/pg/data/base/5/16390", "users"), ("/var/lib/pg/data/base/5/16396", "users_pkey")][:limit])
-    monkeypatch.setattr(badblocks, "_host_and_mount", lambda ctx, target, claim: ("/srv/pv-1", "/var/lib/pg"))
+    monkeypatch.setattr(badblocks, "_host_and_mount", lambda ctx, target, claim, pods: ("/srv/pv-1", "/var/lib/pg"))
     ctx = SimpleNamespace(namespace="ns", state={})
-    target = SimpleNamespace(component=SimpleNamespace(has_role=lambda role: role == "db:postgres"))
     syscalls.lse_inject(ctx, target, {"rate": 0.3, "restart": True})
-    spec = calls[0]
+    assert calls.count("list") == 1
+    spec = calls[1]
     assert spec["paths"] == ["/var/lib/pg/data/base/5/16390", "/srv/pv-1/data/base/5/16390",
                              "/var/lib/pg/data/base/5/16396", "/srv/pv-1/data/base/5/16396"]
     assert spec["whole_volume"] is False and spec["sticky"] is True and spec["rate"] == 0.3
     assert spec["mechanisms"] == ["bpf-lsm", "bpf-fmod-ret", "fuse-badblocks"]  # no shim (issue 36)
-    assert spec["fuse_install"] is True and spec["cover"] == neighbours and calls[-1] == "restart"
+    assert spec["fuse_install"] is True and spec["cover"] == neighbours and calls[-1] == ("restart", True)
     assert ctx.state["relations"] == ["users", "users_pkey"] and ctx.state["fault_mechanism"] == "fuse-badblocks"

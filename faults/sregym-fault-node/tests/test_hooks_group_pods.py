@@ -45,7 +45,7 @@ def test_one_call_gives_every_members_live_pods_by_its_selector() -> None:
     assert len(calls) == 1
     assert [p["metadata"]["name"] for p in got["pg"]] == ["pg-0"]  # the terminating one is not live
     assert [p["metadata"]["name"] for p in got["redis"]] == ["redis-0"]  # every selector label must match
-    assert hooks._claims_of(got["pg"] + got["redis"]) == ["pg-data", "redis-data"]
+    assert hooks.claims_of(got["pg"] + got["redis"]) == ["pg-data", "redis-data"]
 
 
 def test_a_missing_workload_is_a_clear_error() -> None:

@@ -57,10 +57,12 @@ def bad_blocks(inode: int, blocks: int, seed: int, frac: float) -> list[int]:
             if _mix(((inode * 1000003) & _MASK) ^ _mix((b ^ (seed << 32)) & _MASK)) % 1000000 < limit]
 
 
-def relation_files(ctx: Any, target: Any, limit: int = 1, indexes: bool = False) -> list[tuple[str, str]]:
+def relation_files(ctx: Any, target: Any, limit: int = 1, indexes: bool = False,
+                   pods: list[dict] | None = None) -> list[tuple[str, str]]:
     """(path as PostgreSQL sees it, relation name) of the database's largest own tables (and
-    indexes), after a checkpoint, so their files hold what PostgreSQL last wrote."""
-    pod = next((p for p in hooks.pods(ctx, target) if hooks.is_ready(p)), None)
+    indexes), after a checkpoint, so their files hold what PostgreSQL last wrote (``pods``: the
+    target's pods, when the caller listed them already)."""
+    pod = next((p for p in (hooks.pods(ctx, target) if pods is None else pods) if hooks.is_ready(p)), None)
     if pod is None:
         return []
     container = target.component.container_name if target.component.container else "postgres"
@@ -80,13 +82,13 @@ def _largest_table(ctx: Any, target: Any) -> tuple[str, str] | None:
     return found[0] if found else None
 
 
-def _host_and_mount(ctx: Any, target: Any, claim: str) -> tuple[str, str]:
+def _host_and_mount(ctx: Any, target: Any, claim: str, pods: list[dict] | None = None) -> tuple[str, str]:
     pv = kube.get(ctx, "persistentvolume", hooks.bound_volume(ctx, claim) or "", namespace="")
     path = (((pv or {}).get("spec") or {}).get("hostPath") or {}).get("path")
     if not path:  # no host directory behind the claim (e.g. the offline cluster): no file maps
         return "\0", ""
     host = os.path.realpath(path)
-    for pod in hooks.pods(ctx, target):
+    for pod in hooks.pods(ctx, target) if pods is None else pods:
         spec = pod.get("spec") or {}
         names = {v["name"] for v in spec.get("volumes") or []
                  if (v.get("persistentVolumeClaim") or {}).get("claimName") == claim}
@@ -97,10 +99,10 @@ def _host_and_mount(ctx: Any, target: Any, claim: str) -> tuple[str, str]:
     return host, ""
 
 
-def views(ctx: Any, target: Any, claim: str, files: list[str]) -> list[tuple[str, str]]:
+def views(ctx: Any, target: Any, claim: str, files: list[str], pods: list[dict] | None = None) -> list[tuple[str, str]]:
     """Each file as PostgreSQL names it and as the node does (the layer's server matches host
     paths, the shim the pods' own): files outside the claim's volume are left out."""
-    host, mount = _host_and_mount(ctx, target, claim)
+    host, mount = _host_and_mount(ctx, target, claim, pods)
     out: list[tuple[str, str]] = []
     for path in files:
         if mount and path.startswith(mount + "/"):

@@ -61,25 +61,33 @@ def lse_inject(ctx: Any, target: Any, params: dict) -> None:
     again), all of them, with the layer over every one's volume (dormant on the others)."""
     from sregym_fault_dm_dust.badblocks import relation_files, views
 
-    claims = hooks.claims(ctx, target)
+    # every datastore's pods from one listing (inject is timed in kubectl calls: README)
+    group = hooks.datastores(ctx, target)
+    listed = hooks.group_pods(ctx, group)
+    mine = listed[target.component.name]
+    claims = hooks.claims_of(mine)
+    if not claims:
+        raise PermanentFaultError(f"{target.component.name} mounts no PersistentVolumeClaim")
     spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
                             "calls": ["read"], "errno": "EIO", "rate": params["rate"], "sticky": True,
                             "volumes": [{"namespace": ctx.namespace, "claim": c} for c in claims],
                             "mechanisms": list(LSE_MECHANISMS["read"]), "fuse_install": bool(params["restart"])}
-    files = relation_files(ctx, target, limit=LSE_FILES, indexes=True) if target.component.has_role("db:postgres") else []
-    both = views(ctx, target, claims[0], [path for path, _name in files])
+    files = relation_files(ctx, target, limit=LSE_FILES, indexes=True, pods=mine) \
+        if target.component.has_role("db:postgres") else []
+    both = views(ctx, target, claims[0], [path for path, _name in files], pods=mine)
     if both:
         # the database's own tables and indexes (as the pods and as the node name them): catalogs
         # and WAL read fine, else nothing would start
         spec.update(paths=list(dict.fromkeys(p for pair in both for p in pair)), whole_volume=False)
         ctx.state["relations"] = [name for _path, name in files]
     if params["restart"]:
-        spec["cover"] = hooks.neighbour_volumes(ctx, target)
+        spec["cover"] = [{"namespace": ctx.namespace, "claim": c}
+                         for other in group[1:] for c in hooks.claims_of(listed[other.component.name])]
     record = _node_rule(ctx, spec)
     ctx.state.update(claims=claims, volumes=record.get("pvs", []))
     _record_mechanism(ctx, record)
     if params["restart"]:
-        hooks.restart_datastores(ctx, target)
+        hooks.restart_datastores(ctx, target, current=listed)
 
 
 def _node_rule(ctx: Any, spec: dict) -> dict:

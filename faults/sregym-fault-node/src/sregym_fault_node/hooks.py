@@ -232,7 +232,8 @@ def group_pods(ctx: Any, group: list[Any]) -> dict[str, list[dict]]:
     return out
 
 
-def _claims_of(items: list[dict]) -> list[str]:
+def claims_of(items: list[dict]) -> list[str]:
+    """The PersistentVolumeClaims ``items`` (pods) mount, in order."""
     names: list[str] = []
     for pod in items:
         for volume in (pod.get("spec") or {}).get("volumes") or []:
@@ -249,16 +250,18 @@ def neighbour_volumes(ctx: Any, target: Any) -> list[dict[str, str]]:
         return []
     # nothing mounted now (no pod, no claim): nothing to make look alike
     return [{"namespace": ctx.namespace, "claim": c}
-            for items in group_pods(ctx, others).values() for c in _claims_of(items)]
+            for items in group_pods(ctx, others).values() for c in claims_of(items)]
 
 
-def restart_datastores(ctx: Any, target: Any) -> None:
+def restart_datastores(ctx: Any, target: Any, current: dict[str, list[dict]] | None = None) -> None:
     """Delete the pods of the target and of every other datastore of its app at once (their
-    controllers make new ones), then wait for a new ready pod of each."""
+    controllers make new ones), then wait for a new ready pod of each (``current``: their pods as
+    :func:`group_pods` listed them a moment ago)."""
     import random
 
     group = datastores(ctx, target)
-    current = group_pods(ctx, group)
+    if current is None:
+        current = group_pods(ctx, group)
     old = {name: {p["metadata"]["uid"] for p in items} for name, items in current.items()}
     names = [p["metadata"]["name"] for items in current.values() for p in items]
     random.shuffle(names)  # one call, in no telling order: the pods' ages do not single the target out
