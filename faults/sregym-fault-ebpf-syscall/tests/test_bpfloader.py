@@ -1,6 +1,7 @@
 """The DaemonSet's loader (bpfloader.py) as a plain process on this host, without a cluster: it
 finds a pod's cgroup by the pod's UID, fails ``connect()`` of processes in it (and below it) with
-the errno, leaves a process outside untouched, and detaches when it exits (nothing pinned).
+the errno, leaves a process outside untouched, and detaches when it exits, killed included
+(nothing pinned).
 Root only (BPF programs on cgroups); skipped with the kernel's reason where it refuses them."""
 
 from __future__ import annotations
@@ -88,6 +89,15 @@ def test_the_loader_fails_connect_of_the_pods_cgroups_only_and_detaches_on_exit(
         assert loader.wait(30) == 0
         assert "detached" in loader.stdout.read()
         assert _line(target, "ok") == "ok"  # the links went with the process
+        # a crash (SIGKILL: no cleanup runs) detaches them too: nothing was pinned
+        crashed = subprocess.Popen([sys.executable, "-I", str(LOADER), str(rule)], stdout=subprocess.PIPE, text=True)
+        procs.append(crashed)
+        crashed.stdout.readline()
+        assert json.loads(crashed.stdout.readline())["armed"] == 2
+        assert _line(target, "err 111") == "err 111"
+        crashed.kill()
+        crashed.wait(30)
+        assert _line(target, "ok") == "ok"
     finally:
         for proc in procs:
             if proc.poll() is None:
