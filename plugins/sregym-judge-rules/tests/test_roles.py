@@ -218,3 +218,10 @@ def test_a_kind_written_in_capitals_names_a_thing_and_a_field_says_what_changed(
 
     assert rules._names_an_object("DatastoreCluster") and rules._names_an_object("NetworkPolicy")
     assert not rules._names_an_object("storageClassName") and not rules._names_an_object("runAsUser")
+
+
+def test_one_name_only_is_not_a_cause_that_covers_the_whole():
+    assert _books("A stale CoreDNS template in kube-system/coredns answers NXDOMAIN for every name of the svc zone, so "
+                  "catalog cannot be resolved.", ZONE)
+    assert not _books("coredns has a template answering NXDOMAIN only for catalog.books.svc.cluster.local, the other "
+                      "names resolve.", ZONE)

@@ -363,6 +363,14 @@ def _negated_concepts(mechanism: str) -> frozenset[str]:
 _EFFECT = re.compile(r":\s|;\s|,\s*so\b|\s+so\s+(?:that\s+)?(?=\S+\s+(?:fail|cannot|can't|is|are|every))")
 
 
+def split_effect(statement: str) -> tuple[str, str] | None:
+    """A statement's cause part and what it says follows from it, or None when it says no effect."""
+    found = _EFFECT.search(statement)
+    if not found or not statement[: found.start()].strip() or not statement[found.end():].strip():
+        return None
+    return statement[: found.start()], statement[found.end():]
+
+
 def is_cause_part(statement: str) -> bool:
     """Does a statement say only what was done (no effect after ": ", "; ", ", so")?"""
     return not _EFFECT.search(statement)

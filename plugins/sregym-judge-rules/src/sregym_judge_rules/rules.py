@@ -1047,6 +1047,11 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             # too-aggressive probe): the sentence states the sibling fault of the same object
             spans.extend(_all_spans(words, vocab))
             continue
+        if _narrower_scope(s.flat, t):
+            # the sentence narrows what the truth says of a whole ("only for one name" of a template answering NXDOMAIN
+            # for the whole zone): the sibling fault of the same object, not the cause asserted
+            spans.extend(_all_spans(words, vocab))
+            continue
         if _another_actor(words, hit[1], t):
             # another kind of actor does it ("an init container fills /dev/shm" for a /dev/shm sized too small): the
             # sibling fault whose actor that is, even where the two share words
@@ -1199,6 +1204,19 @@ def _truth_fields(truth: GroundTruth) -> str:
 
     visit(dict(truth.mutated_values))
     return " ".join(text.flatten(x) for x in [*keys, truth.mechanism, *truth.keywords, *vocabulary(truth)])
+
+
+_WHOLE = re.compile(r"\b(?:whole|entire|every|all)\b")
+_ONLY_ONE = re.compile(r"\bonly\s+(?:for|to|on|in|of|about)\s+(?:the\s+|one\s+|a\s+|its\s+)?[\w.-]+|\bfor\s+(?:[\w.-]+\s+){1,6}?only\b"
+                       r"|\bjust\s+(?:for|to)\s+(?:the\s+|one\s+)?[\w.-]+")
+
+
+def _narrower_scope(flat: str, t: GroundTruth) -> bool:
+    """Does the truth's cause apply to a whole (every name of a zone, all nodes) while the sentence says it applies to
+    one thing only ("a template NXDOMAIN only for home-timeline-service")?"""
+    parts = concepts.split_effect(t.mechanism)
+    cause = text.flatten(parts[0] if parts else t.mechanism)
+    return bool(_WHOLE.search(cause)) and bool(_ONLY_ONE.search(flat))
 
 
 # the kinds of actor inside a pod that do something to it (beside _ACTORS, which change a workload from outside)
