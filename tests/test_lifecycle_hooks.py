@@ -128,7 +128,7 @@ class NoClusterEnvironment(Environment):
         return DeployedApp(app=app, namespaces=(app.namespace,), baseline=types.SimpleNamespace(workloads=[]),
                            agent_kubeconfig=None, workload=None, deploy_seconds=0.0)
 
-    async def reset_app(self, name, *, after_reconcile=None):
+    async def reset_app(self, name, *, after_reconcile=None, users_during_settle=False):
         if after_reconcile is not None:
             await after_reconcile()
         return []

@@ -1,9 +1,10 @@
 """The order of a reset's steps around the app's users (unit test: the cluster, volumes and generator
 are stand-ins recording what happens; the live behaviour is in tests/adversarial/test_grading_integrity.py).
 
-The users pause before the late volume check and get their deployed run back only after the volumes
-are marked: what the app writes for them (a booking) is no agent's leftover, and would otherwise make
-the late check put a volume back a second time in every reset.
+The users pause before the volumes are checked (before the reconcile, so before restore()'s check)
+and get their deployed run back only after the volumes are marked: what the app writes for them (a
+booking) is no agent's leftover, and would otherwise make the late check put a volume back a second
+time in every reset.
 """
 
 from __future__ import annotations
@@ -75,12 +76,14 @@ def ready(monkeypatch):
     return events
 
 
-def test_users_pause_before_the_late_check_and_run_again_after_the_mark(ready):
+def test_users_pause_before_the_volumes_are_checked_and_run_again_after_the_mark(ready):
     events = ready
     workload = _Workload(events)
     asyncio.run(_environment(events, workload, late=[]).reset_app("shop"))
-    order = [e for e in events if e in ("control rate=0", "ready", "late_check", "mark", "restart_deployed_run")]
-    assert order == ["control rate=0", "ready", "late_check", "mark", "restart_deployed_run"], events
+    order = [e for e in events if e in ("control rate=0", "reconcile", "restore", "ready", "late_check", "mark",
+                                        "restart_deployed_run")]
+    assert order == ["control rate=0", "reconcile", "restore", "ready", "late_check", "mark",
+                     "restart_deployed_run"], events
     assert workload.rate == 5.0  # the deployed run is back when the reset returns
 
 
@@ -97,3 +100,24 @@ def test_a_generator_that_cannot_pause_leaves_the_reset_whole(ready):
     workload = _Workload(events, pausable=False)
     asyncio.run(_environment(events, workload, late=[]).reset_app("shop"))
     assert "mark" in events and "restart_deployed_run" in events and workload.rate == 5.0
+
+
+def test_a_settle_that_retries_a_recovery_has_the_users_running(ready):
+    """A recovery retried after the reconcile waits for the users to be served: they pause only after it."""
+    events = ready
+    workload = _Workload(events)
+    seen: list[float] = []
+
+    async def settle():
+        seen.append(workload.rate)
+        events.append("settle")
+
+    asyncio.run(_environment(events, workload, late=[]).reset_app("shop", after_reconcile=settle,
+                                                                  users_during_settle=True))
+    assert seen == [5.0], events
+    order = [e for e in events if e in ("control rate=0", "settle", "ready", "mark", "restart_deployed_run")]
+    assert order == ["settle", "control rate=0", "ready", "mark", "restart_deployed_run"], events
+    events.clear()
+    seen.clear()
+    asyncio.run(_environment(events, workload, late=[]).reset_app("shop", after_reconcile=settle))
+    assert seen == [0.0], events  # nothing to retry: the users were paused before the reconcile

@@ -17,8 +17,8 @@ class FakeEnv:
         self.calls: list[str] = []
         self.ready = ready
 
-    async def reset_app(self, name, *, after_reconcile=None):
-        self.calls.append("reconcile")
+    async def reset_app(self, name, *, after_reconcile=None, users_during_settle=False):
+        self.calls.append("reconcile" + (" (users running for the settle)" if users_during_settle else ""))
         if after_reconcile is not None:
             await after_reconcile()
         self.calls.append("wait_ready")
@@ -35,8 +35,8 @@ class FakeEnv:
 
 
 class FakeAttempt:
-    def __init__(self, env: FakeEnv, sound: bool) -> None:
-        self.env, self.sound = env, sound
+    def __init__(self, env: FakeEnv, sound: bool, unrecovered: tuple = ()) -> None:
+        self.env, self.sound, self.unrecovered = env, sound, list(unrecovered)
         self.problem = types.SimpleNamespace(id="hotel-db-drop-user-user")
 
     async def settle(self):
@@ -73,3 +73,9 @@ def test_an_app_that_does_not_come_back_is_redeployed_not_fatal():
     assert env.calls == ["reconcile", "settle", "wait_ready", "redeploy"]
     assert deployed == "fresh" and actions == []
     assert "did not come back" in said[0]
+
+
+def test_a_recovery_left_to_retry_keeps_the_users_running_through_the_settle():
+    env = FakeEnv()
+    run(env, FakeAttempt(env, sound=True, unrecovered=("f0",)))
+    assert env.calls == ["reconcile (users running for the settle)", "settle", "wait_ready"]

@@ -161,6 +161,16 @@ class Environment:
     async def _deploy(self, app: AppSpec) -> DeployedApp:
         started = time.monotonic()
         namespaces = app.all_namespaces
+        # on a kept cluster the app is already there, its users idle since the last run (idle_apps):
+        # its volumes are checked against their marks before the users run again, or the bookings they
+        # make meanwhile would look like an earlier run's leftovers and cost a restore at every run
+        kept_volumes, generations = None, None
+        if "embedded" in self.capabilities and app.workload is not None:
+            generations = await asyncio.to_thread(self._workload_generations, namespaces)
+            if generations:
+                kept_volumes = await self._snapshot_volumes(app, namespaces, None)
+                if kept_volumes is not None and kept_volumes.copied:  # its users were scaled down and up
+                    generations = await asyncio.to_thread(self._workload_generations, namespaces)
         if app.workload is not None:
             # a generator already on the cluster runs as deployed again before the deploy checks it:
             # a run an agent stopped in an earlier run must not fail this deploy (issue #34)
@@ -187,7 +197,10 @@ class Environment:
         workload = WorkloadClient(app.workload, self.kube, self.cluster) if app.workload else None
         if workload is not None:
             await self._wait_workload_healthy(app, workload)
-        volumes = await self._snapshot_volumes(app, namespaces, workload)
+        if kept_volumes is not None and await asyncio.to_thread(self._workload_generations, namespaces) == generations:
+            volumes = kept_volumes  # the deploy changed no workload: the volumes are as checked
+        else:
+            volumes = await self._snapshot_volumes(app, namespaces, workload)
         agent_kubeconfig = None
         if self.standing_agent_access:  # before the baseline, so a reset restores its binding's subjects
             agent_kubeconfig = await asyncio.to_thread(
@@ -211,6 +224,32 @@ class Environment:
             await asyncio.to_thread(snapshots.mark)
         log.info("volumes_snapshotted", app=app.name, claims=len(claims))
         return snapshots
+
+    def _workload_generations(self, namespaces: tuple[str, ...]) -> dict[tuple[str, str, str], int]:
+        """Every Deployment's and StatefulSet's spec generation in ``namespaces`` (empty: the app is not
+        on the cluster): an apply that changes a workload's template bumps it."""
+        found = {}
+        for ns in namespaces:
+            for kind, path in (("Deployment", f"/apis/apps/v1/namespaces/{ns}/deployments"),
+                               ("StatefulSet", f"/apis/apps/v1/namespaces/{ns}/statefulsets")):
+                for obj in self.kube.list_items(path, kind):
+                    found[(kind, ns, obj["metadata"]["name"])] = int(obj["metadata"].get("generation") or 0)
+        return found
+
+    async def idle_apps(self) -> None:
+        """As a run ends: pause the users of every app whose volumes are kept (embedded cluster), and
+        mark the volumes as the users left them. A kept cluster idles between runs (no generator
+        burning the laptop's CPU), and the next run finds the volumes as marked instead of changed by
+        bookings, so it does not stop and restore a datastore at its deploy. The next deploy starts
+        the users' deployed run again."""
+        for deployed in list(self._apps.values()):
+            if deployed.volumes is None or deployed.workload is None:
+                continue
+            try:
+                await self._pause_workload(deployed.workload)
+                await asyncio.to_thread(deployed.volumes.mark)
+            except Exception as exc:  # noqa: BLE001 - only a cost for the next run, never a failure of this one
+                log.info("idle_apps_skipped", app=deployed.app.name, error=str(exc)[:200])
 
     async def _healthy_again(self, app: AppSpec, namespaces: tuple[str, ...], workload: WorkloadClient | None) -> None:
         await wait_ready(self.kube, namespaces, app.deploy_timeout, what=f"app {app.name!r} after its volumes were copied")
@@ -274,13 +313,15 @@ class Environment:
         return await self.ensure_app(app)
 
     async def reset_app(self, name: str, *, after_reconcile: Callable[[], Awaitable[Any]] | None = None,
-                        restore_volumes: bool = True) -> list[str]:
+                        restore_volumes: bool = True, users_during_settle: bool = False) -> list[str]:
         """Reconcile an app back to its baseline and wait until it is healthy again.
 
         ``after_reconcile`` runs between the two: recoveries that needed what an agent had removed
         (a datastore scaled to zero) can run once the baseline is back, before readiness is required.
         ``restore_volumes``: put the app's volumes back to their post-deploy copies (after every
         attempt; a harness that let no agent act, such as the live fault contracts, may skip it).
+        ``users_during_settle``: ``after_reconcile`` watches the users (a recovery retried there waits
+        for them to be served), so they pause only after it, not before the reconcile.
         """
         deployed = self._apps[name]
         phases: dict[str, float] = {}  # where a reset's time goes, logged with it (most of an RL step's budget)
@@ -292,6 +333,14 @@ class Environment:
             phases[phase] = round(phases.get(phase, 0.0) + now - clock, 2)
             clock = now
 
+        checks_volumes = deployed.volumes is not None and restore_volumes
+        pause_users = checks_volumes and deployed.workload is not None
+        if pause_users and not users_during_settle:
+            # the users pause first, until the volumes are marked: what the app writes for them (a
+            # booking) is no agent's leftover, yet written after restore()'s check it would look like one
+            # to the late check and cost a second restore of that datastore (stop, copy, start)
+            await self._pause_workload(deployed.workload)
+            lap("pause")
         actions = await asyncio.to_thread(deployed.baseline.reconcile)
         lap("reconcile")
         if deployed.volumes is not None and restore_volumes:  # what the agent wrote into the volumes goes too
@@ -303,10 +352,7 @@ class Environment:
         if after_reconcile is not None:
             await after_reconcile()
             lap("after_reconcile")
-        checks_volumes = deployed.volumes is not None and restore_volumes
-        if checks_volumes and deployed.workload is not None:
-            # the users pause until the volumes are marked: what the app writes for them (a booking) is
-            # no agent's leftover, yet would look like one to the late check and cost a second restore
+        if pause_users and users_during_settle:
             await self._pause_workload(deployed.workload)
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
         lap("ready")

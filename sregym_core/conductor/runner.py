@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from datetime import datetime, timezone
@@ -209,6 +210,8 @@ async def _environment_worker(state: _RunState, cluster: Any, index: int, parall
             state.claimed.add(item_index)
             await _run_item(state, env, server, state.items[item_index], tell, index)
     finally:
+        with contextlib.suppress(Exception):  # the cluster may be gone (a crash): nothing to idle then
+            await env.idle_apps()
         await server.stop()
 
 
@@ -302,7 +305,9 @@ async def reset_after_attempt(env: Environment, app: Any, attempt: Attempt, say:
         settled.append(await attempt.settle())
 
     try:
-        actions = await env.reset_app(app.name, after_reconcile=settle)
+        # a recovery that failed is retried in settle() and waits for the users: they keep running then
+        retries = bool(getattr(attempt, "unrecovered", None))
+        actions = await env.reset_app(app.name, after_reconcile=settle, users_during_settle=retries)
     except SregymError as exc:
         log.warning("app_reset_failed", app=app.name, error=str(exc))
         say(f"{attempt.problem.id}: {app.name} did not come back after the reset; redeploying it from scratch")
