@@ -37,7 +37,7 @@ from ..oracles.mitigation import OracleVerdict, build_oracle
 from ..problems import derive_ground_truth
 from ..results.record import AGENT_STATUSES, AttemptRecord, utc_now
 from ..types import AgentSpec, FaultInstance, ProblemSpec, Target
-from .reconcile import wait_ready
+from .reconcile import wait_converged
 from .agent_access import grant_agent_access, revoke_agent_access, revoke_stale_identities
 from .grants import GrantGuard, grant_extra, revoke_grants
 from .hostload import CpuPressureLog
@@ -648,16 +648,15 @@ class OracleAccess:
         """When the app had converged after the mitigation: every pod Ready, plus the clients' reconnect
         grace (an agent that verified its rollout and submitted at once must not be graded on the seconds
         its peers' connections take to come back). Waits at most ``settle_timeout``; a system that never
-        converges is measured anyway. Measured once per attempt; ``None`` when not measured."""
+        converges is measured anyway, and one plainly stuck on an image it cannot pull (a broken value
+        left in place) at once. Measured once per attempt; ``None`` when not measured."""
         attempt = self.attempt
         if attempt.settled_at is None and attempt.settings.settle_timeout > 0:
             started = time.monotonic()
-            try:
-                await wait_ready(attempt.env.kube, attempt.deployed.namespaces, attempt.settings.settle_timeout,
-                                 what="the app after the mitigation")
+            if await wait_converged(attempt.env.kube, attempt.deployed.namespaces, attempt.settings.settle_timeout):
                 attempt.settled_at = time.monotonic() + attempt.settings.reconnect_grace
-            except SregymError:
-                attempt.settled_at = time.monotonic()  # never converged: measure what users get now
+            else:  # never converged (or stuck on an image it cannot pull): measure what users get now
+                attempt.settled_at = time.monotonic()
             attempt.settle_wait_s = round(time.monotonic() - started, 2)
         return attempt.settled_at
 

@@ -394,3 +394,54 @@ async def wait_ready(kube: Kube, namespaces: tuple[str, ...], timeout: float, *,
         await asyncio.sleep(0.5)
     raise DeployError(f"{what} did not become ready within {timeout:g} s",
                       hints=tuple(f"not ready: {item}" for item in last[:10]))
+
+
+#: waiting reasons a pod never leaves without a change of its spec (the image cannot be had)
+IMAGE_STUCK = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
+
+
+def stuck_on_images(kube: Kube, namespaces: tuple[str, ...]) -> bool:
+    """Whether the app cannot converge without another change: every pod that is not Ready waits for
+    an image it cannot pull (at least one does), and every Deployment's and StatefulSet's controller
+    has seen its latest spec (a rollout just asked for has not been judged yet)."""
+    for ns in namespaces:
+        for kind, path in (("Deployment", f"/apis/apps/v1/namespaces/{ns}/deployments"),
+                           ("StatefulSet", f"/apis/apps/v1/namespaces/{ns}/statefulsets")):
+            for obj in kube.list_items(path, kind):
+                if (obj.get("status") or {}).get("observedGeneration", 0) < (obj.get("metadata") or {}).get("generation", 0):
+                    return False
+    stuck = 0
+    for ns in namespaces:
+        for pod in kube.list_items(f"/api/v1/namespaces/{ns}/pods", "Pod"):
+            status = pod.get("status") or {}
+            if status.get("phase") == "Succeeded":
+                continue
+            if {c["type"]: c["status"] for c in status.get("conditions") or []}.get("Ready") == "True":
+                continue
+            if pod["metadata"].get("deletionTimestamp"):
+                return False
+            reasons = {((s.get("state") or {}).get("waiting") or {}).get("reason")
+                       for s in status.get("containerStatuses") or []}
+            if not reasons & IMAGE_STUCK:
+                return False
+            stuck += 1
+    return stuck > 0
+
+
+async def wait_converged(kube: Kube, namespaces: tuple[str, ...], timeout: float, *, confirm_s: float = 2.0) -> bool:
+    """Wait until the app is ready (True), or until it is plainly stuck on images it cannot pull, seen so
+    for ``confirm_s`` (False: waiting longer would change nothing), or ``timeout`` (False)."""
+    started = time.monotonic()
+    stuck_since: float | None = None
+    while time.monotonic() - started < timeout:
+        pending = await asyncio.to_thread(lambda: workloads_settled(kube, namespaces) + pods_not_ready(kube, namespaces))
+        if not pending:
+            return True
+        if await asyncio.to_thread(stuck_on_images, kube, namespaces):
+            stuck_since = stuck_since if stuck_since is not None else time.monotonic()
+            if time.monotonic() - stuck_since >= confirm_s:
+                return False
+        else:
+            stuck_since = None
+        await asyncio.sleep(0.5)
+    return False

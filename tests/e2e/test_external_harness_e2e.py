@@ -107,7 +107,7 @@ def test_an_episode_by_upstream_id_as_upstreams_drivers_run_it(shared_cluster, t
     try:
         # no --agent-timeout: a run by upstream id gets upstream's 1800 s
         run = subprocess.run([SREGYM, "run", "--external-harness", "--problem", "network_policy_block",
-                              "--oracle-window", "10", "--api-bind-host", "127.0.0.1",
+                              "--oracle-window", "5", "--api-bind-host", "127.0.0.1",
                               "--api-port", str(api), "--mcp-port", str(mcp), "--cluster", shared_cluster.name,
                               "--results", str(results)], env=shared_cluster.environ, capture_output=True, text=True,
                              timeout=900)

@@ -85,7 +85,7 @@ def test_react_agent_solves_wrong_image_on_the_embedded_cluster(embedded_cluster
         env.pop("AGENT_MODEL", None)
         proc = subprocess.Popen([str(SREGYM), "run", "--app", "hotel-reservation", "--fault", "wrong-image",
                                  "--target", "geo", "--agent", "react", "--model", "openai/stub-sre", "--timeout", "400",
-                                 "--oracle-window", "10", "--results", str(results), "--cluster", embedded_cluster.name],
+                                 "--oracle-window", "5", "--results", str(results), "--cluster", embedded_cluster.name],
                                 cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
         try:
