@@ -11,14 +11,16 @@ class TestDatastoreFaults(FaultContract):
     plugin = sregym_fault_datastore.plugin
     live_only = {name: "it speaks SQL or the cache protocol inside a running pod" for name in (
         "cache-auth", "cache-flood", "cache-tiny", "db-drop-user", "db-lock-contention", "db-password-rotated",
-        "db-revoke")}
+        "db-require-tls", "db-revoke")}
+    paraphrases = {"db-require-tls": "{component} now only lets clients in over TLS: someone added a hostnossl reject "
+                                     "rule to its pg_hba.conf, so the services' unencrypted connections are refused"}
     recover_is_the_fix = {"db-max-connections": "recover sets max_connections back in the server's args (a targeted patch)"}
 
 
 def test_every_catalog_datastore_fault_is_there():
     names = {f.name for f in sregym_fault_datastore.plugin.sregym_faults()}
     assert {"db-revoke", "db-drop-user", "db-password-rotated", "db-lock-contention", "db-max-connections",
-            "cache-auth", "cache-flood", "cache-tiny"} <= names
+            "db-require-tls", "cache-auth", "cache-flood", "cache-tiny"} <= names
 
 
 def test_cache_tiny_ground_truth_names_the_memory_flag_before_and_after(fake_app):

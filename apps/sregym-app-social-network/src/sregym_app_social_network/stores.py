@@ -38,9 +38,11 @@ class StoreError(Exception):
 
 
 def conninfo(addr: str, database: str, user: str, password: str, connect_timeout: int = 3) -> str:
+    # sslmode=disable: the services speak to their datastores in plain text, as DeathStarBench's MongoDB
+    # clients do (no tls= in their URIs); libpq's default (prefer) would quietly take TLS when offered
     host, _, port = addr.rpartition(":")
     return (f"host={host} port={port} dbname={database} user={user} password={password} "
-            f"connect_timeout={connect_timeout} application_name=social-network")
+            f"connect_timeout={connect_timeout} sslmode=disable application_name=social-network")
 
 
 def _first_line(exc: BaseException) -> str:

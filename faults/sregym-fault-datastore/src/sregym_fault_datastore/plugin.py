@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sregym_core import hookimpl
 
-from . import caches, postgres
+from . import caches, postgres, tls
 
 
 @hookimpl
 def sregym_faults():
-    return [*postgres.FAULTS, *caches.FAULTS]
+    return [*postgres.FAULTS, *tls.FAULTS, *caches.FAULTS]

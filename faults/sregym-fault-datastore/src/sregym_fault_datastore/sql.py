@@ -26,11 +26,13 @@ def running_pod(ctx: Any, target: Any) -> str:
     raise TemporaryFaultError(f"no ready pod of {target.component.name} to run SQL in", delay=2.0)
 
 
-def psql(ctx: Any, target: Any, statement: str, *, check: bool = True) -> list[list[str]]:
-    """Run one SQL statement as the database admin and return rows of text fields."""
+def psql(ctx: Any, target: Any, statement: str, *, check: bool = True, sslmode: str | None = None) -> list[list[str]]:
+    """Run one SQL statement as the database admin and return rows of text fields (``sslmode``: libpq's,
+    when the connection must or must not use TLS; by default libpq's own, prefer)."""
     pod = running_pod(ctx, target)
     container = target.component.container_name if target.component.container else "postgres"
-    out = ctx.kubectl("exec", pod, "-n", ctx.namespace, "-c", container, "--", "sh", "-c", _PSQL, "psql", statement,
+    script = f"PGSSLMODE={sslmode} {_PSQL}" if sslmode else _PSQL
+    out = ctx.kubectl("exec", pod, "-n", ctx.namespace, "-c", container, "--", "sh", "-c", script, "psql", statement,
                       check=False)
     if check and ("ERROR:" in out or "FATAL:" in out or "could not connect" in out):
         raise PermanentFaultError(f"SQL failed in {pod}: {out.strip()[:500]}")
