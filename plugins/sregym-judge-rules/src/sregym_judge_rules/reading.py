@@ -194,9 +194,8 @@ _CLOSED_NEGATION = re.compile(r"\bnot\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:prob
 
 def negated(flat: str, start: int, end: int) -> bool:
     before = flat[max(0, start - 50) : start]
-    closed = None
-    for closed in _CLOSED_NEGATION.finditer(before):
-        pass
+    closings = list(_CLOSED_NEGATION.finditer(before))
+    closed = closings[-1] if closings else None  # the last closed verdict before the words
     if closed is not None:
         before = before[closed.end():]
     after = flat[end : end + 50]
