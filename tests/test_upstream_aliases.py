@@ -52,8 +52,8 @@ def test_aliases_are_upstream_ids_unique_and_never_shadow_an_id(host):
     # the buggy kube-proxy build, the pod IP pool exhausted, the node clock drift (TrainTicket's tokens), and
     # the load generator's home-page flood, the priority preemption cascade and the HPA missing its CPU
     # request, latent sector errors and silent data corruption on the FUSE layer (#40), and FleetCast's
-    # six operator ids (a DatastoreCluster and its operator, #40)
-    assert len(seen) == 118
+    # six operator ids (a DatastoreCluster and its operator, #40), and the datastore requiring TLS (#40)
+    assert len(seen) == 119
 
 
 def test_problem_by_upstream_id(host):

@@ -106,9 +106,9 @@ def test_problems_cover_the_upstream_social_network_ids():
     aliases = {a for p in problems for a in p.get("aliases", [])}
     from sregym_core.upstream_catalog import UPSTREAM_PROBLEMS
     sn_ids = {u.id for u in UPSTREAM_PROBLEMS if u.app == "SN"}
-    # the SN ids whose mechanism exists here (16 generic, 2 CoreDNS, 2 storage wiring) are aliased on the
-    # Social Network itself
-    assert len(aliases & sn_ids) == 20
+    # the SN ids whose mechanism exists here (16 generic, 2 CoreDNS, 2 storage wiring, the datastore
+    # requiring TLS) are aliased on the Social Network itself
+    assert len(aliases & sn_ids) == 21
     assert all(p["app"] == "social-network" for p in problems)
 
 
