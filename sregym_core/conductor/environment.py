@@ -251,6 +251,13 @@ class Environment:
             except Exception as exc:  # noqa: BLE001 - only a cost for the next run, never a failure of this one
                 log.info("idle_apps_skipped", app=deployed.app.name, error=str(exc)[:200])
 
+    async def resume_users(self, name: str) -> None:
+        """The users of a deployed app run as deployed again (after :meth:`idle_apps`, or an agent's
+        /control write); an app without a workload generator has none."""
+        deployed = self._apps.get(name)
+        if deployed is not None and deployed.workload is not None:
+            await self._restart_workload(deployed.workload)
+
     async def _healthy_again(self, app: AppSpec, namespaces: tuple[str, ...], workload: WorkloadClient | None) -> None:
         await wait_ready(self.kube, namespaces, app.deploy_timeout, what=f"app {app.name!r} after its volumes were copied")
         if workload is not None:

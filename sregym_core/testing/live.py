@@ -159,6 +159,9 @@ def deployed_app(embedded_cluster) -> Callable[[str], LiveApp]:
                 # here too, whatever another module's fixture left in the variable
                 with _home(embedded_cluster):
                     apps[name] = LiveApp(host, env, asyncio.run(bring_up()))
+            else:  # a `sregym run` on this cluster since idles the users as it ends: they run again
+                with _home(embedded_cluster):
+                    asyncio.run(env.resume_users(name))
             return apps[name]
 
         def remove(name: str) -> None:

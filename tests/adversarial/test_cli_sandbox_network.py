@@ -248,6 +248,11 @@ def test_the_cli_sandbox_reaches_the_agent_api_and_the_cluster_but_no_hidden_ser
     shutil.copyfile(HERE / "fake_netprobe_cli.py", fake)
     fake.chmod(0o755)
     reach = [[generator_ip, workload.port], [prometheus_ip, 9090]]
+    control_path = (f"/api/v1/namespaces/{workload.namespace}/services/{workload.service}:{workload.port}"
+                    f"/proxy{workload.control_path}")
+    live.run(live.env.resume_users(live.app.name))  # a run idles the users as it ends: running, to be stopped
+    before = json.loads(_admin(live, "get", "--raw", control_path))
+    assert before.get("rate"), before
     try:
         # what a CLI on the host's network reaches (the probes work: this is what the attack used)
         shared = _run_probe(live, base, {"dns": [dns_ip, 53, hidden_name], "tcp": reach}, "host")
@@ -265,9 +270,8 @@ def test_the_cli_sandbox_reaches_the_agent_api_and_the_cluster_but_no_hidden_ser
         assert seen["api_status"]["status"] == 200 and '"stage"' in seen["api_status"]["body"], seen
         assert seen["kubectl"]["code"] == 0 and "pod/" in seen["kubectl"]["out"], seen["kubectl"]
     # the generator was not stopped by the refused write
-    control = json.loads(_admin(live, "get", "--raw", f"/api/v1/namespaces/{workload.namespace}/services/"
-                                f"{workload.service}:{workload.port}/proxy{workload.control_path}"))
-    assert control.get("rate", 1) != 0, control
+    control = json.loads(_admin(live, "get", "--raw", control_path))
+    assert control.get("rate") == before.get("rate") and control.get("rate") != 0, (before, control)
 
 
 def test_the_relay_cannot_be_rewired_or_talked_past(listeners):

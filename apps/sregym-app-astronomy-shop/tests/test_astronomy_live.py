@@ -4,9 +4,11 @@ Deployed through the conductor's own path (``deployed_app``, with the observabil
 the load generator's answers are correct (content checks on every request kind, checkout
 included); one trace runs from frontend through checkout into both queue consumers, and flag
 evaluations show as span events; the flagd-flag fault goes inject (adFailure on) → ads fail in
-the workload → present → reference fix (flag back off) → gone → the workload recovers; the queue's
-poison pill blocks the consumers until skipped; and the edge-filter ReDoS fault's scanner pins the
-proxy (users wait) until the regex is rewritten and the proxy restarted.
+the workload → present → reference fix (flag back off) → gone → the workload recovers; and one of the app's own fault mechanisms a day, in rotation (``--matrix``
+runs all four): the queue's poison pill blocks the consumers until skipped; the edge-filter ReDoS
+fault's scanner pins the proxy (users wait) until the regex is rewritten and the proxy restarted; the
+queue producer leak fails checkouts until the sidecar and its stream are gone; the cache memory flood
+fails carts until the job is gone and the cache restarted.
 """
 
 from __future__ import annotations
@@ -18,11 +20,20 @@ import urllib.request
 import pytest
 from sregym_app_astronomy_shop.loadgen import ENDPOINTS, request_for
 
-from sregym_core.testing.live import LiveCase, exercise, wait_for
+from sregym_core.testing.live import LiveCase, daily_sample, exercise, wait_for
 from sregym_core.types import Target
 
 pytestmark = pytest.mark.slow
 FRONTEND = ("frontend-proxy", 8080)
+
+#: the app's own fault mechanisms, each a minute or more of the live lane under fault: a default run
+#: proves one a day, in rotation (as TrainTicket's replicated faults); --matrix runs all of them
+MECHANISMS = ("queue-poison-pill", "edge-filter-redos", "queue-producer-leak", "cache-memory-flood")
+_TODAY = set(daily_sample(MECHANISMS, 1))
+
+
+def _in_rotation(fault: str):
+    return (lambda test: test) if fault in _TODAY else pytest.mark.matrix
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +167,7 @@ def test_the_flood_flag_starts_the_bounded_home_page_flood_in_the_pod_and_off_st
     assert stopped and stopped["flood_users"] == 0, stopped
 
 
+@_in_rotation("queue-poison-pill")
 def test_queue_poison_pill_blocks_the_consumers_until_skipped(shop):
     spec = shop.host.get_faults()["queue-poison-pill"]
     target = Target(app=shop.app, component=shop.app.component("queue"), namespace=shop.app.namespace)
@@ -171,6 +183,7 @@ def test_queue_poison_pill_blocks_the_consumers_until_skipped(shop):
     print(f"queue-poison-pill phases (s): {phases}")
 
 
+@_in_rotation("edge-filter-redos")
 def test_edge_filter_redos_pins_the_proxy_until_the_regex_is_fixed(shop):
     spec = shop.host.get_faults()["edge-filter-redos"]
     target = Target(app=shop.app, component=shop.app.component("frontend-proxy"), namespace=shop.app.namespace)
@@ -199,6 +212,7 @@ def _failing(endpoints: tuple[str, ...], window: float = 10.0, at_least: int = 2
     return probe
 
 
+@_in_rotation("queue-producer-leak")
 def test_queue_producer_leak_fails_checkouts_until_the_sidecar_and_its_stream_are_gone(shop):
     spec = shop.host.get_faults()["queue-producer-leak"]
     target = Target(app=shop.app, component=shop.app.component("checkout"), namespace=shop.app.namespace)
@@ -210,6 +224,7 @@ def test_queue_producer_leak_fails_checkouts_until_the_sidecar_and_its_stream_ar
     print(f"queue-producer-leak phases (s): {phases}")
 
 
+@_in_rotation("cache-memory-flood")
 def test_cache_memory_flood_fails_carts_until_the_job_is_gone_and_the_cache_restarted(shop):
     spec = shop.host.get_faults()["cache-memory-flood"]
     target = Target(app=shop.app, component=shop.app.component("valkey-cart"), namespace=shop.app.namespace)
