@@ -20,7 +20,7 @@ from ..plugins import PluginHost
 from ..types import AppSpec, DeployContext
 from .agent_access import grant_agent_access
 from .kube import Kube, default_kubectl
-from .reconcile import Baseline, release_finalizers, wait_ready
+from .reconcile import Baseline, release_finalizers, wait_ready, workload_generations
 from .volumes import VolumeSnapshots
 from .workload import WorkloadClient
 
@@ -161,16 +161,7 @@ class Environment:
     async def _deploy(self, app: AppSpec) -> DeployedApp:
         started = time.monotonic()
         namespaces = app.all_namespaces
-        # on a kept cluster the app is already there, its users idle since the last run (idle_apps):
-        # its volumes are checked against their marks before the users run again, or the bookings they
-        # make meanwhile would look like an earlier run's leftovers and cost a restore at every run
-        kept_volumes, generations = None, None
-        if "embedded" in self.capabilities and app.workload is not None:
-            generations = await asyncio.to_thread(self._workload_generations, namespaces)
-            if generations:
-                kept_volumes = await self._snapshot_volumes(app, namespaces, None)
-                if kept_volumes is not None and kept_volumes.copied:  # its users were scaled down and up
-                    generations = await asyncio.to_thread(self._workload_generations, namespaces)
+        kept_volumes, generations = await self._check_kept_volumes(app, namespaces)
         if app.workload is not None:
             # a generator already on the cluster runs as deployed again before the deploy checks it:
             # a run an agent stopped in an earlier run must not fail this deploy (issue #34)
@@ -197,7 +188,7 @@ class Environment:
         workload = WorkloadClient(app.workload, self.kube, self.cluster) if app.workload else None
         if workload is not None:
             await self._wait_workload_healthy(app, workload)
-        if kept_volumes is not None and await asyncio.to_thread(self._workload_generations, namespaces) == generations:
+        if kept_volumes is not None and await asyncio.to_thread(workload_generations, self.kube, namespaces) == generations:
             volumes = kept_volumes  # the deploy changed no workload: the volumes are as checked
         else:
             volumes = await self._snapshot_volumes(app, namespaces, workload)
@@ -208,6 +199,21 @@ class Environment:
         baseline = await asyncio.to_thread(Baseline(self.kube, namespaces).take)
         return DeployedApp(app=app, namespaces=namespaces, baseline=baseline, agent_kubeconfig=agent_kubeconfig,
                            workload=workload, deploy_seconds=time.monotonic() - started, volumes=volumes)
+
+    async def _check_kept_volumes(self, app: AppSpec, namespaces: tuple[str, ...]) -> tuple[VolumeSnapshots | None, Any]:
+        """On a kept cluster the app is already there, its users idle since the last run (idle_apps):
+        its volumes are checked against their marks before the users run again, or the bookings they make
+        meanwhile would look like an earlier run's leftovers and cost a restore at every run. Returns the
+        snapshots (None: not checked here) and the workloads' generations they were checked at."""
+        if "embedded" not in self.capabilities or app.workload is None:
+            return None, None
+        generations = await asyncio.to_thread(workload_generations, self.kube, namespaces)
+        if not generations:  # not deployed yet
+            return None, None
+        snapshots = await self._snapshot_volumes(app, namespaces, None)
+        if snapshots is not None and snapshots.copied:  # its users were scaled down and up for the copy
+            generations = await asyncio.to_thread(workload_generations, self.kube, namespaces)
+        return snapshots, generations
 
     async def _snapshot_volumes(self, app: AppSpec, namespaces: tuple[str, ...],
                                 workload: WorkloadClient | None) -> VolumeSnapshots | None:
@@ -224,17 +230,6 @@ class Environment:
             await asyncio.to_thread(snapshots.mark)
         log.info("volumes_snapshotted", app=app.name, claims=len(claims))
         return snapshots
-
-    def _workload_generations(self, namespaces: tuple[str, ...]) -> dict[tuple[str, str, str], int]:
-        """Every Deployment's and StatefulSet's spec generation in ``namespaces`` (empty: the app is not
-        on the cluster): an apply that changes a workload's template bumps it."""
-        found = {}
-        for ns in namespaces:
-            for kind, path in (("Deployment", f"/apis/apps/v1/namespaces/{ns}/deployments"),
-                               ("StatefulSet", f"/apis/apps/v1/namespaces/{ns}/statefulsets")):
-                for obj in self.kube.list_items(path, kind):
-                    found[(kind, ns, obj["metadata"]["name"])] = int(obj["metadata"].get("generation") or 0)
-        return found
 
     async def idle_apps(self) -> None:
         """As a run ends: pause the users of every app whose volumes are kept (embedded cluster), and

@@ -369,18 +369,31 @@ def pods_not_ready(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:
     return waiting
 
 
-def workloads_settled(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:
-    """Deployments/StatefulSets whose ready replicas differ from spec."""
-    pending = []
+def replicated_workloads(kube: Kube, namespaces: tuple[str, ...]):
+    """Every Deployment and StatefulSet in ``namespaces``, as ``(kind, namespace, object)``."""
     for ns in namespaces:
         for kind, path in (("Deployment", f"/apis/apps/v1/namespaces/{ns}/deployments"),
                            ("StatefulSet", f"/apis/apps/v1/namespaces/{ns}/statefulsets")):
             for obj in kube.list_items(path, kind):
-                want = obj.get("spec", {}).get("replicas", 1)
-                ready = obj.get("status", {}).get("readyReplicas", 0) or 0
-                if ready < want:
-                    pending.append(f"{kind} {ns}/{obj['metadata']['name']} {ready}/{want} ready")
+                yield kind, ns, obj
+
+
+def workloads_settled(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:
+    """Deployments/StatefulSets whose ready replicas differ from spec."""
+    pending = []
+    for kind, ns, obj in replicated_workloads(kube, namespaces):
+        want = obj.get("spec", {}).get("replicas", 1)
+        ready = obj.get("status", {}).get("readyReplicas", 0) or 0
+        if ready < want:
+            pending.append(f"{kind} {ns}/{obj['metadata']['name']} {ready}/{want} ready")
     return pending
+
+
+def workload_generations(kube: Kube, namespaces: tuple[str, ...]) -> dict[tuple[str, str, str], int]:
+    """Every Deployment's and StatefulSet's spec generation (empty: none there): an apply or a scale
+    that changes one bumps it."""
+    return {(kind, ns, obj["metadata"]["name"]): int(obj["metadata"].get("generation") or 0)
+            for kind, ns, obj in replicated_workloads(kube, namespaces)}
 
 
 async def wait_ready(kube: Kube, namespaces: tuple[str, ...], timeout: float, *, what: str = "the app") -> float:
@@ -404,12 +417,9 @@ def stuck_on_images(kube: Kube, namespaces: tuple[str, ...]) -> bool:
     """Whether the app cannot converge without another change: every pod that is not Ready waits for
     an image it cannot pull (at least one does), and every Deployment's and StatefulSet's controller
     has seen its latest spec (a rollout just asked for has not been judged yet)."""
-    for ns in namespaces:
-        for kind, path in (("Deployment", f"/apis/apps/v1/namespaces/{ns}/deployments"),
-                           ("StatefulSet", f"/apis/apps/v1/namespaces/{ns}/statefulsets")):
-            for obj in kube.list_items(path, kind):
-                if (obj.get("status") or {}).get("observedGeneration", 0) < (obj.get("metadata") or {}).get("generation", 0):
-                    return False
+    for _kind, _ns, obj in replicated_workloads(kube, namespaces):
+        if (obj.get("status") or {}).get("observedGeneration", 0) < (obj.get("metadata") or {}).get("generation", 0):
+            return False
     stuck = 0
     for ns in namespaces:
         for pod in kube.list_items(f"/api/v1/namespaces/{ns}/pods", "Pod"):
