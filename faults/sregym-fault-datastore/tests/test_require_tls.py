@@ -9,11 +9,11 @@ import os
 import subprocess
 
 import pytest
+from sregym_fault_datastore import tls
+from sregym_fault_datastore.tls import REJECT_PLAIN, allow_plain, plain_refused, require_tls
 
 from sregym_core.errors import TemporaryFaultError
 from sregym_core.types import ComponentSpec
-from sregym_fault_datastore import tls
-from sregym_fault_datastore.tls import REJECT_PLAIN, allow_plain, plain_refused, require_tls
 
 DEBIAN_HBA = """# TYPE  DATABASE        USER            ADDRESS                 METHOD
 
