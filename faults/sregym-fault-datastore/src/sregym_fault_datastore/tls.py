@@ -245,10 +245,7 @@ def inject(ctx: Any, target: Any, params: Any) -> None:
         if not kube.wait_until(lambda: tls_login_works(ctx, target), timeout=RELOAD_TIMEOUT_S, interval=0.5):
             raise PermanentFaultError(f"{target.component.name} did not turn TLS on (see its log: the key or "
                                       "certificate was refused)")
-    current = read_file(ctx, target, hba_path) or b""
-    wanted = require_tls(current.decode()).encode()
-    if wanted != current:
-        write_file(ctx, target, hba_path, wanted)
+    if _edit_file(ctx, target, hba_path, require_tls):
         reload(ctx, target)
     _wait_plain(ctx, target, refused=True)
     # sessions opened before the change were let in already: end the plain-text ones, so the app's
@@ -256,6 +253,15 @@ def inject(ctx: Any, target: Any, params: Any) -> None:
     psql(ctx, target, "SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid "
                       "WHERE a.backend_type = 'client backend' AND NOT s.ssl AND a.client_addr IS NOT NULL "
                       "AND a.pid <> pg_backend_pid()", check=False)
+
+
+def _edit_file(ctx: Any, target: Any, path: str, edit: Any) -> bool:
+    """Rewrite the server's file at ``path`` with ``edit`` (text to text); False when it changed nothing."""
+    current = read_file(ctx, target, path) or b""
+    wanted = edit(current.decode()).encode()
+    if wanted != current:
+        write_file(ctx, target, path, wanted)
+    return wanted != current
 
 
 def is_present(ctx: Any, target: Any, params: Any) -> bool:
@@ -270,10 +276,7 @@ def reference_fix(ctx: Any, target: Any, params: Any) -> None:
     take the rule refusing plain-text TCP out of the live pg_hba.conf and reload. TLS stays on for
     clients that want it."""
     hba_path = psql(ctx, target, "SHOW hba_file")[0][0]
-    current = read_file(ctx, target, hba_path) or b""
-    fixed = allow_plain(current.decode()).encode()
-    if fixed != current:
-        write_file(ctx, target, hba_path, fixed)
+    _edit_file(ctx, target, hba_path, allow_plain)
     reload(ctx, target)
     _wait_plain(ctx, target, refused=False)
 
