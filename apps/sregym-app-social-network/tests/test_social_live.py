@@ -14,9 +14,11 @@ import pytest
 from sregym_app_social_network.nginx import find_nginx
 from sregym_app_social_network.workload.generator import ENDPOINTS
 
+from sregym_core.faults import call_fault
 from sregym_core.testing import probes
 from sregym_core.testing.live import LiveCase, exercise, wait_for
 from sregym_core.types import Target
+from sregym_core.validation import validate
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(find_nginx() is None, reason="needs Debian's nginx (tools/setup.sh installs it)")]
@@ -98,3 +100,41 @@ def test_fault_three_hops_deep_is_seen_fixed_and_recovered(social):
     case = LiveCase("social-graph-service", probes.workload_errors("compose_post", 2), endpoint="read_home_timeline")
     phases = exercise(social, spec, case, target, request_for=request_for, frontend=FRONTEND)
     print(f"scale-zero social-graph-service phases: {phases}")
+
+
+def test_db_require_tls_refuses_url_shorten_until_the_rule_is_out(social):
+    """db-require-tls (sregym-fault-datastore) on url-shorten-postgres, upstream's auth_miss_mongodb on
+    url-shorten-mongodb: the url-shorten path's plain-text logins are refused by pg_hba.conf, so composing
+    a post fails while the timelines read on; the reference fix (the refusing rule out, a reload) lets
+    composes through again. Here, not in the fault pack's live module, so that Social Network is
+    deployed once per landing run."""
+    spec = social.host.get_faults().get("db-require-tls")
+    if spec is None:
+        pytest.skip("needs the sregym-fault-datastore plugin")
+    target = Target(app=social.app, component=social.app.component("url-shorten-postgres"),
+                    namespace=social.app.namespace)
+    params = validate({}, dict(spec.params_schema), what="params", fill_defaults=True)
+    ctx = social.context()
+
+    def since(mark: float, endpoint: str, key: str) -> int:
+        stats = social.deployed.workload.stats(max(2.0, time.time() - mark))
+        return ((stats.get("by_endpoint") or {}).get(endpoint) or {}).get(key) or 0
+
+    try:
+        injected = time.time()
+        social.run(call_fault(spec.impl.inject, ctx, target, params))
+        live = social.live(injected)
+        refused = wait_for(lambda: probes.log_line("url-shorten-service", "pg_hba.conf", "no encryption")(live), 90)
+        assert refused, "url-shorten-service never logged the refusal"
+        assert wait_for(lambda: since(injected, "compose_post", "errors"), 90), "composes kept succeeding"
+        assert since(injected, "read_user_timeline", "success"), "a path without url-shorten failed too"
+        assert social.run(call_fault(spec.impl.is_present, ctx, target, params)) is True
+        social.run(call_fault(spec.impl.reference_fix, ctx, target, params))
+        fixed = time.time()
+        assert social.run(call_fault(spec.impl.is_present, ctx, target, params)) is False
+        # an event, not a rate: composes succeed again (the outer bound only catches a hang)
+        assert wait_for(lambda: since(fixed, "compose_post", "success"), 120), "composes did not recover"
+    finally:
+        social.run(call_fault(spec.impl.recover, ctx, target, params))
+        social.reset()
+    assert social.run(call_fault(spec.impl.is_present, ctx, target, params)) is False

@@ -9,13 +9,13 @@ import time
 
 import attrs
 import pytest
-
 import sregym_fault_datastore.plugin
+
+from sregym_core.faults import call_fault
 from sregym_core.testing.live import LiveCase as Case
 from sregym_core.testing.live import LiveFaultContract, load_request_for, wait_for
 from sregym_core.testing.probes import any_of, event, fails, log_line, memcached_stat, under_burst
 from sregym_core.types import ComponentSpec, Target
-from sregym_core.faults import call_fault
 from sregym_core.validation import validate
 
 
@@ -27,7 +27,8 @@ class TestDatastoreFaultsLive(LiveFaultContract):
     plugin = sregym_fault_datastore.plugin
     request_for = staticmethod(_request_for)
     not_here = {"cache-auth": "covered by test_cache_auth_live_on_a_standalone_redis (Hotel Reservation has no Redis)",
-                "db-require-tls": "covered by test_db_require_tls_live_on_social_network (Hotel Reservation's clients "
+                "db-require-tls": "covered by apps/sregym-app-social-network/tests/test_social_live.py::"
+                                  "test_db_require_tls_refuses_url_shorten_until_the_rule_is_out (Hotel Reservation's clients "
                                   "take TLS when the server offers it; Social Network's speak plain text)"}
     cases = {
         "db-revoke": Case("postgres-geo", any_of(log_line("geo", "permission denied"), fails("search"))),
@@ -118,43 +119,6 @@ def test_cache_auth_live_on_a_standalone_redis(deployed_app):
     finally:
         hotel.reset()
     assert not live.pods(REDIS.name), "reconciling to the baseline removes the stand-in Redis"
-
-
-@pytest.mark.slow
-def test_db_require_tls_live_on_social_network(deployed_app):
-    """db-require-tls on url-shorten-postgres (upstream's auth_miss_mongodb on url-shorten-mongodb): the
-    url-shorten path's plain-text logins are refused by pg_hba.conf, so composing a post fails while the
-    timelines read on; the reference fix (the refusing rule out, a reload) lets composes through again."""
-    pytest.importorskip("sregym_app_social_network", reason="runs on Social Network")
-    social = deployed_app("social-network")
-    spec = social.host.get_faults()["db-require-tls"]
-    target = Target(app=social.app, component=social.app.component("url-shorten-postgres"),
-                    namespace=social.app.namespace)
-    params = validate({}, dict(spec.params_schema), what="params", fill_defaults=True)
-    ctx = social.context()
-
-    def since(mark: float, endpoint: str, key: str) -> int:
-        stats = social.deployed.workload.stats(max(2.0, time.time() - mark))
-        return ((stats.get("by_endpoint") or {}).get(endpoint) or {}).get(key) or 0
-
-    try:
-        injected = time.time()
-        social.run(call_fault(spec.impl.inject, ctx, target, params))
-        live = social.live(injected)
-        refused = wait_for(lambda: log_line("url-shorten-service", "pg_hba.conf", "no encryption")(live), 90)
-        assert refused, "url-shorten-service never logged the refusal"
-        assert wait_for(lambda: since(injected, "compose_post", "errors"), 90), "composes kept succeeding"
-        assert since(injected, "read_user_timeline", "success"), "a path without url-shorten failed too"
-        assert social.run(call_fault(spec.impl.is_present, ctx, target, params)) is True
-        social.run(call_fault(spec.impl.reference_fix, ctx, target, params))
-        fixed = time.time()
-        assert social.run(call_fault(spec.impl.is_present, ctx, target, params)) is False
-        # an event, not a rate: composes succeed again (the outer bound only catches a hang)
-        assert wait_for(lambda: since(fixed, "compose_post", "success"), 120), "composes did not recover"
-    finally:
-        social.run(call_fault(spec.impl.recover, ctx, target, params))
-        social.reset()
-    assert social.run(call_fault(spec.impl.is_present, ctx, target, params)) is False
 
 
 @pytest.fixture(autouse=True)

@@ -170,6 +170,8 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
     # restored however the module ends, a failed start included: later modules must not look here
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SREGYM_HOME", str(tmp_path_factory.mktemp("home")))
+        # node-not-ready waits out the grace period: half the default 40 s (still two missed renewals)
+        env.setenv("SREGYM_NODE_MONITOR_GRACE_PERIOD", "20")
         handle = EmbeddedCluster(name=f"nodefaults-{os.getpid()}", nodes=2, owned=True)
         handle.up()
         try:

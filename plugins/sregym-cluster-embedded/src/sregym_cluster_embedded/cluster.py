@@ -27,7 +27,7 @@ import psutil
 from sregym_core.errors import ClusterError
 
 from . import locks
-from .settings import cluster_dir, release, sregym_home
+from .settings import cluster_dir, node_monitor_grace_period, release, sregym_home
 
 SRC_DIR = Path(__file__).resolve().parent.parent
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
@@ -204,6 +204,7 @@ def _wait_answer(info: ClusterInfo, deadline: float, alive: Callable[[], bool]) 
 def _start(name: str, nodes: int, *, owner_pid: int | None, timeout: float, node_cpu: str,
            node_memory: str) -> ClusterInfo:
     state_dir = cluster_dir(name)
+    node_monitor_grace_period()  # a bad value is the user's error here, not a daemon that dies at start
     read_fd, write_fd = os.pipe()
     cmd = [sys.executable, "-m", "sregym_cluster_embedded", "serve", "--name", name, "--nodes", str(nodes),
            "--ready-fd", str(write_fd), "--node-cpu", node_cpu, "--node-memory", node_memory]

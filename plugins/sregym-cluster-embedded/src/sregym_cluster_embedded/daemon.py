@@ -29,7 +29,7 @@ from .controllers import start_controllers
 from .network import pod_dns_env, pod_resolv_conf, start_network
 from .node import start_nodes
 from .plugin_images import plugin_image_source
-from .settings import ClusterSettings, allocate, cluster_dir
+from .settings import ClusterSettings, allocate, cluster_dir, node_monitor_grace_period
 
 log = logging.getLogger("sregym_cluster_embedded.daemon")
 PartT = TypeVar("PartT")
@@ -46,7 +46,7 @@ def make_settings(name: str, nodes: int, *, host: str = "127.0.0.1", port: int =
     pod_prefix, service_prefix = allocate(name)
     return ClusterSettings(name=name, state_dir=cluster_dir(name), nodes=nodes, node_cpu=node_cpu,
                            node_memory=node_memory, pod_cidr_prefix=pod_prefix, service_cidr_prefix=service_prefix,
-                           api_host=host, api_port=port)
+                           api_host=host, api_port=port, node_monitor_grace_period=node_monitor_grace_period())
 
 
 class ClusterProcess:

@@ -12,6 +12,8 @@ from typing import TypeVar
 
 import attrs
 
+from sregym_core.errors import ConfigError
+
 T = TypeVar("T")
 
 
@@ -43,6 +45,25 @@ class ClusterSettings:
     api_port: int = 0
     kubernetes_version: str = "v1.32.4"
     cluster_domain: str = "cluster.local"
+    # kube-controller-manager's --node-monitor-grace-period: how long a node may miss its Lease
+    # renewals (every 10 s) before it is NotReady. SREGYM_NODE_MONITOR_GRACE_PERIOD sets it at start.
+    node_monitor_grace_period: float = 40.0
+
+
+def node_monitor_grace_period() -> float:
+    """The grace period a new cluster starts with: ``SREGYM_NODE_MONITOR_GRACE_PERIOD`` or 40 s.
+    At least 15 s, so that one late Lease renewal on a loaded machine never marks a node NotReady."""
+    raw = os.environ.get("SREGYM_NODE_MONITOR_GRACE_PERIOD", "").strip()
+    if not raw:
+        return 40.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value < 15:
+        raise ConfigError(f"SREGYM_NODE_MONITOR_GRACE_PERIOD={raw!r} is not a number of seconds >= 15",
+                          hints=["unset it for the default 40 s (Lease renewals are every 10 s)"])
+    return value
 
 
 # -- per-cluster address ranges --------------------------------------------------------------------
