@@ -13,14 +13,17 @@ class TestDatastoreFaults(FaultContract):
         "cache-auth", "cache-flood", "cache-tiny", "db-drop-user", "db-lock-contention", "db-password-rotated",
         "db-require-tls", "db-revoke")}
     paraphrases = {"db-require-tls": "{component} now only lets clients in over TLS: someone added a hostnossl reject "
-                                     "rule to its pg_hba.conf, so the services' unencrypted connections are refused"}
+                                     "rule to its pg_hba.conf, so the services' unencrypted connections are refused",
+                   "db-incompatible-upgrade": "{component} was bumped to postgres 18 but its data directory was "
+                                              "initialized by PostgreSQL version 15, so the server refuses to start "
+                                              "and the pod crash-loops"}
     recover_is_the_fix = {"db-max-connections": "recover sets max_connections back in the server's args (a targeted patch)"}
 
 
 def test_every_catalog_datastore_fault_is_there():
     names = {f.name for f in sregym_fault_datastore.plugin.sregym_faults()}
     assert {"db-revoke", "db-drop-user", "db-password-rotated", "db-lock-contention", "db-max-connections",
-            "db-require-tls", "cache-auth", "cache-flood", "cache-tiny"} <= names
+            "db-require-tls", "db-incompatible-upgrade", "cache-auth", "cache-flood", "cache-tiny"} <= names
 
 
 def test_cache_tiny_ground_truth_names_the_memory_flag_before_and_after(fake_app):

@@ -29,7 +29,10 @@ class TestDatastoreFaultsLive(LiveFaultContract):
     not_here = {"cache-auth": "covered by test_cache_auth_live_on_a_standalone_redis (Hotel Reservation has no Redis)",
                 "db-require-tls": "covered by apps/sregym-app-social-network/tests/test_social_live.py::"
                                   "test_db_require_tls_refuses_url_shorten_until_the_rule_is_out (Hotel Reservation's clients "
-                                  "take TLS when the server offers it; Social Network's speak plain text)"}
+                                  "take TLS when the server offers it; Social Network's speak plain text)",
+                "db-incompatible-upgrade": "covered by test_incompatible_upgrade_live.py::"
+                                           "test_postgres_18_refuses_postgres_15_data_until_the_image_is_set_back "
+                                           "(every day: it checks the log, the crash loop, a blind restart and the data)"}
     cases = {
         "db-revoke": Case("postgres-geo", any_of(log_line("geo", "permission denied"), fails("search"))),
         "db-drop-user": Case("postgres-user", any_of(log_line("user", "does not exist", "authentication failed"),

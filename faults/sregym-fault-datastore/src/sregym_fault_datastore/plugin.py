@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sregym_core import hookimpl
 
-from . import caches, postgres, tls
+from . import caches, postgres, tls, upgrade
 
 
 @hookimpl
 def sregym_faults():
-    return [*postgres.FAULTS, *tls.FAULTS, *caches.FAULTS]
+    return [*postgres.FAULTS, *tls.FAULTS, *upgrade.FAULTS, *caches.FAULTS]
