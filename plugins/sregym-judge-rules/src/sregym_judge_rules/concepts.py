@@ -65,7 +65,7 @@ _FAMILIES = (
     "cache memcached redis valkey",
     "given give gave provide supply hand_over told know",
     "shrink shrunk shrank narrow",
-    "answer reply respond",
+    "answer reply respond return",
     "database db postgres postgresql mysql mongo mongodb",
     "webhook admission_webhook",
     "policy rule",
@@ -207,6 +207,9 @@ def stem(word: str) -> str:
             if suffix == "ed" and w.endswith("eed"):
                 break  # "exceed", "need", "speed": no past tense
             w = w[: -len(suffix)] + ("y" if suffix == "ied" else "")
+            # "answering" is "answer" + "ing", and "answer" stems to "answ" (as "answers" does): the same stem
+            if suffix in ("ings", "ing", "edly", "ed") and w.endswith("er") and len(w) - 2 >= 3:
+                w = w[:-2]
             break
     if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "aeiouls":
         w = w[:-1]

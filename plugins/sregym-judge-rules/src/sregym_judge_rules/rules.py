@@ -626,7 +626,10 @@ def _saying_vocabulary(entries: tuple[str, ...], symptoms: tuple[str, ...], mech
     *answering* NXDOMAIN is that fault's mechanism, not only what one sees). Such an entry would pass a symptom-only
     answer, or another fault's, for this one; the fault's other entries, its statement and its values still read it."""
     own = [text.flatten(x) for x in symptoms]
-    stated = text.flatten(mechanism)
+    # what the statement says was done: its cause part; what it says follows (": the ConfigMap stays Terminating",
+    # "(Insufficient cpu)") is what one observes, and an entry only it says is a symptom
+    parts = concepts.split_effect(mechanism)
+    stated = text.flatten(re.sub(r"\([^)]*\)", " ", parts[0] if parts else mechanism))
     kept = []
     for entry in entries:
         flat = text.flatten(entry)
@@ -640,7 +643,7 @@ def _saying_vocabulary(entries: tuple[str, ...], symptoms: tuple[str, ...], mech
         if symptom or (not words or flat in lexicon.GENERIC_WORDS
                 or (len(words) == 1 and concepts.stem(flat) in _GENERIC_STEMS)  # "scaled", "deleted"
                 or re.fullmatch(r"-?[\d.]+", flat) or all(w in _EMPTY_WORDS for w in words)
-                or (not said and _names_an_object(entry))):
+                or ((not said or len(words) == 1) and _names_an_object(entry))):
             continue
         kept.append(entry)
     return tuple(kept)
