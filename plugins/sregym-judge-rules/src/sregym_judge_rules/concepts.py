@@ -38,7 +38,7 @@ _FAMILIES = (
     "remove delete",
     "reject refuse deny forbid disallow",
     "tiny small little minuscule undersized",
-    "slow delay latency lag sluggish held_back hold_back holds_back slowed_down",
+    "slow delay latency lag sluggish held_back hold_back holds_back slowed_down late",
     "replica copy instance",
     "node machine host worker_node vm",
     "sidecar helper companion extra_container",
@@ -173,6 +173,14 @@ _GLOSSES = (
     ("class controller", r"\b(?:kind|type|class)\s+of\s+(?:\S+\s+){0,1}(?:gateway|controller|proxy|router)s?\b"),
     ("controller", r"\b(?:entry\s+|ingress\s+|edge\s+)(?:gateway|router)s?\b"),
     ("node", r"\b(?:run|runs|running|sit|sits|live|lives|scheduled)\s+on\b|\bwhere\s+(?:\S+\s+){0,2}runs?\b"),
+    # sixth round (issue #35): what a concept *does*, said in several words, for every fault whose statement has it
+    ("slow", r"\b(?:hold|holds|held|holding|keep|keeps|kept)\s+(?:\S+\s+){1,3}back\b|\barrive\w*\s+(?:\S+\s+){0,4}late\b"),
+    ("clash", r"\balready\s+(?:uses?|used|using|holds?|held|takes?|took|has|had|bound|binds|listens?\s+on|occupie[sd])\b"
+              r"|\b(?:same|that)\s+port\s+(?:is\s+)?(?:taken|busy|occupied)\b"),
+    ("client", r"\b(?:callers?|everybody|everyone|consumers?|the\s+(?:apps?|services?)\s+(?:that|which)\s+(?:use|call))\b"),
+    ("change", r"\binstead\s+of\b|\bfrom\s+\S+\s+to\s+\S+|\b(?:bumped|moved|switched|swapped|rolled)\b"),
+    ("ingress", r"\b(?:open\w*|mak\w*|start\w*)\s+(?:\S+\s+)?connections?\s+to\b|\b(?:traffic|connections?|requests?)\s+"
+                r"(?:in)?to\s+(?:the\s+)?(?:pods?|it|them)\b"),
 )
 
 # words every fault statement shares: they count for little on their own
@@ -278,6 +286,8 @@ def mechanism_concepts(mechanism: str) -> tuple[tuple[str, float], ...]:
 
     seen: dict[str, float] = {}
     heads = set(_family_of().values())
+    # "the target's pods" is the faulty component's, not a concept of what was done to it (a selector "targets")
+    mechanism = re.sub(r"\bthe\s+target's\b", "the component's", mechanism)
     for concept, _a, _b in concepts(flatten(split_compounds(mechanism))):
         if concept in seen or (len(concept) < 3 or (len(concept) == 3 and concept not in heads | _SHORT_TERMS)) or concept in _STOP:
             continue
@@ -287,7 +297,8 @@ def mechanism_concepts(mechanism: str) -> tuple[tuple[str, float], ...]:
 
 _SHORT_TERMS = frozenset({"eio", "shm", "tls", "dns", "oom", "cpu", "ip", "fd", "ttl", "cidr", "pvc", "rwo"})
 _STOP = frozenset({"the", "and", "for", "its", "that", "this", "with", "from", "into", "than", "does", "have", "were",
-                   "which", "their", "there", "them", "been", "when", "where", "what", "some", "also", "only"})
+                   "which", "their", "there", "them", "been", "when", "where", "what", "some", "also", "only", "whose",
+                   "whos"})
 _COMMON_STEMS = frozenset(stem(w) for w in _COMMON)
 
 

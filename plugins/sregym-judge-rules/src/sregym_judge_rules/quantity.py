@@ -25,6 +25,10 @@ _SIZE = {
     "k": 1024, "ki": 1024, "kib": 1024, "kb": 1000,
     "m": 1024**2, "mi": 1024**2, "mib": 1024**2, "mb": 1000**2,
     "g": 1024**3, "gi": 1024**3, "gib": 1024**3, "gb": 1000**3,
+    # the unit spelled out, as plain English writes it ("capped at 16 kilobytes")
+    "kilobyte": 1000, "kilobytes": 1000, "kibibyte": 1024, "kibibytes": 1024,
+    "megabyte": 1000**2, "megabytes": 1000**2, "mebibyte": 1024**2, "mebibytes": 1024**2,
+    "gigabyte": 1000**3, "gigabytes": 1000**3, "gibibyte": 1024**3, "gibibytes": 1024**3,
 }
 _WORD_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10,
                  "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "sixty": 60, "ninety": 90, "hundred": 100}

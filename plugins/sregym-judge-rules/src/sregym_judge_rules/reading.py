@@ -396,6 +396,7 @@ _HEALTHY_PREDICATE = re.compile(
     r"verified(?:\s+as)?|checked(?:\s+as)?|confirmed(?:\s+as)?|tested(?:\s+as)?|validated(?:\s+as)?)\s+"
     r"(?:(?!not\b|no\b|never\b|hardly\b|barely\b|in\b)[\w.%]+,?\s+)?"
     r"(?:fine|ok|okay|normal|healthy|correct|intact|unchanged|untouched|as expected|in place|clean|unaffected|"
+    r"right(?!\s+(?:there|here|after|before|behind|next|now|away|at|on|in|by|to)\b)|good|"
     r"plenty|enough|sufficient|adequate|generous|consistent|as configured|within (?:limits?|range|budget)|"
     r"usual|standard|typical|customary|"  # "16Ki is the usual setting for this chart"
     r"not the (?:cause|problem|issue|culprit|reason|source)|not involved|not responsible|irrelevant|ruled out|innocent)\b"

@@ -1069,6 +1069,11 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             # a different fault of the same object, not this one
             spans.extend(_all_spans(words, vocab))
             continue
+        if _opposite_state(s.flat, t):
+            # the right switch in the opposite state ("FEATURE_RECOMMEND_V2 is false", "the flag is off" for a flag the
+            # fault turned on): the same field, the other value, so not the change that was made
+            spans.extend(_all_spans(words, vocab))
+            continue
         spans.append(hit[1])
         family_spans.append((t.fault, hit[1]))
         # every phrase of the truth's vocabulary in this sentence is the truth's, not evidence of
@@ -1270,6 +1275,30 @@ def _other_field(raw: str, flat: str, truth: GroundTruth) -> bool:
         return False
     own = [f for f in re.findall(_FIELD, raw) if text.flatten(f) in known and len(f) > 3]
     return not own
+
+
+# a switch turned on (the truth's change), and a sentence saying that switch is off, or on
+_TURNED_ON = re.compile(r"\b(?:turned|switched|flipped|set)\s+(?:\S+\s+){0,4}?on\b|\benabled?\b|\bactivated\b")
+_SAID_OFF = re.compile(r"\b(?:is|are|was|were|been|be|stays?|stayed|remains?|remained|left|still|defaults?\s+to|"
+                       r"set\s+to|switched|turned|flipped)\s+(?:(?!not\b|no\b|never\b)\S+\s+)?[\"']?(?:off|false|disabled)\b|(?<!not )\bdisabled\b|"
+                       r"=\s*[\"']?false\b")
+_SAID_ON = re.compile(r"\b(?:turned|switched|flipped|set)\s+(?:\S+\s+){0,4}?(?:on|true)\b|\benabled?\b|\bactivated\b"
+                      r"|\b(?:is|are|was|were|been|be|stays?|left|still|now)\s+(?:\S+\s+)?[\"']?(?:on|true)\b|=\s*[\"']?true\b"
+                      r"|\bnot\s+(?:off|false|disabled)\b")
+
+
+def _switched_on(truth: GroundTruth) -> bool:
+    """Does the truth turn a switch on (a flag, requirepass): its cause part says so, or a value goes to on/true?"""
+    parts = concepts.split_effect(truth.mechanism)
+    if _TURNED_ON.search(text.flatten(parts[0] if parts else truth.mechanism)):
+        return True
+    return any(str(v).lower() in ("on", "true") for v in _scalars(dict(truth.mutated_values)))
+
+
+def _opposite_state(flat: str, truth: GroundTruth) -> bool:
+    """Does the sentence say the switch the truth turned on is off (false, disabled), and nowhere that it is on? The
+    right field with the other value is not the truth's change ("the flag is off, so the old path runs")."""
+    return _switched_on(truth) and bool(_SAID_OFF.search(flat)) and not _SAID_ON.search(flat)
 
 
 def _chain(sentences: Sequence[reading.Sentence], mechanism_sentences: Sequence[int],
