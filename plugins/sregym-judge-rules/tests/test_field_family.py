@@ -96,3 +96,49 @@ def test_the_call_that_flushes_to_disk_failing_with_an_io_error_is_the_syscall_f
 def test_answering_and_answers_are_one_concept():
     assert concepts.stem("answering") == concepts.stem("answers") == concepts.stem("answer")
     assert concepts.stem("lowered") == concepts.stem("lower")
+
+
+# --- an operator's custom resource: the fault is in the resource, not in the workload it generates ---------------------
+
+SHELF = GroundTruth(
+    fault="datastore-replicas-overload", layer="k8s", components=("orders-db",), namespace="books",
+    resource_kind="BookStore",
+    mechanism="the BookStore's spec.replicas was raised far beyond what the cluster can schedule; the operator scales the "
+              "StatefulSet and its next pod stays Pending (Insufficient cpu)",
+    mutated_values={"resource": "BookStore/orders-db", "field": "spec.replicas", "before": 2, "after": 50000,
+                    "operator": "shelf-operator"},
+    symptoms=("Pending", "Insufficient cpu"),
+    vocabulary=("bookstore", "the CR", "custom resource", "replicas", "too many replicas", "replica count", "50000",
+                "Insufficient cpu"))
+EFFECT = GroundTruth(
+    fault="datastore-invalid-toleration", layer="k8s", components=("orders-db",), namespace="books",
+    resource_kind="BookStore",
+    mechanism="a toleration in the BookStore's spec has an invalid effect; the API server refuses the StatefulSet the "
+              "operator derives from it (422 Unsupported value), so the spec is not applied",
+    mutated_values={"resource": "BookStore/orders-db", "field": "spec.tolerations",
+                    "before": [{"key": "books/db", "effect": "NoSchedule"}],
+                    "after": [{"key": "books/db", "effect": "NoSchedulin"}], "operator": "shelf-operator"},
+    vocabulary=("bookstore", "the CR", "toleration", "toleration effect", "invalid effect", "NoSchedule"))
+
+
+def test_the_generated_workload_blamed_alone_is_the_victim_of_the_custom_resource():
+    assert _books("The BookStore orders-db's spec.replicas was raised from 2 to 50000; the operator scales the "
+                  "StatefulSet until a pod cannot be scheduled (Insufficient cpu).", SHELF)
+    assert _books("Someone set the replica count in orders-db's custom resource to 50000, and the operator keeps adding "
+                  "pods until they no longer fit.", SHELF)
+    # the StatefulSet the operator writes, named as where the change is, with no word of the resource or the operator
+    assert not _books("The orders-db StatefulSet was scaled to 50000 replicas, so its new pods stay Pending with "
+                      "Insufficient cpu. Scale the StatefulSet back to 2.", SHELF)
+    assert not _books("orders-db's sts has a toleration with an invalid effect NoSchedulin; someone edited the sts.",
+                      EFFECT)
+
+
+def test_the_field_with_its_value_before_the_fault_is_not_the_change():
+    assert _books("The BookStore orders-db has a toleration with an invalid effect, NoSchedulin, so the API server "
+                  "rejects the StatefulSet the operator writes.", EFFECT)
+    assert not _books("The BookStore orders-db keeps its toleration effect NoSchedule; the operator crashes on a bug.",
+                      EFFECT)
+
+
+def test_the_resource_named_alone_or_a_symptom_is_no_mechanism():
+    assert not _books("orders-db phase Failed, warning events on the CR, pods Pending with Insufficient cpu.", SHELF)

@@ -269,6 +269,9 @@ OBJECT_WORDS = frozenset({
     "postgres", "postgresql", "mysql", "mongodb", "database", "table", "tables", "schema", "flag", "flagd",
     "feature flag", "configuration", "kafka", "queue", "clock", "time", "disk", "filesystem", "shared memory",
     "posix shared memory", "dynamic shared memory", "tmpfs", "cronjob", "cron job", "job", "jobs",
+    # a custom resource and the operator that reconciles it (issue #35, sixth round): where, not what was done
+    "custom resource", "custom resources", "cr", "crd", "operator", "storage class", "storageclass", "toleration",
+    "tolerations",
 })
 
 # Words of a causal link between a mechanism and what it does ("... so search fails").

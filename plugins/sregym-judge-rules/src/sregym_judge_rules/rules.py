@@ -684,7 +684,9 @@ def _names_an_object(keyword: str) -> bool:
     different fault of the same object names it too. Phrases, changed fields (``sizeLimit``,
     ``ingressClassName``) and states ("misrouted", "expired") say more."""
     flat = text.flatten(keyword)
-    if flat in lexicon.OBJECT_WORDS or text.flatten(keyword.lower()) in lexicon.OBJECT_WORDS:
+    # an article or possessive before the thing still only names it ("the CR", "its custom resource")
+    bare = re.sub(r"^(?:the|a|an|its|their|this|that)\s+", "", flat)
+    if flat in lexicon.OBJECT_WORDS or bare in lexicon.OBJECT_WORDS or text.flatten(keyword.lower()) in lexicon.OBJECT_WORDS:
         return True
     if " " in flat:
         return False
@@ -1069,6 +1071,12 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             # a different fault of the same object, not this one
             spans.extend(_all_spans(words, vocab))
             continue
+        if _generated_workload_only(s.flat, t) or _old_value_only(s.flat, t):
+            # the workload an operator derives from the custom resource, named as where the change is ("the orbit-db
+            # StatefulSet was scaled to 100000") with no word of the resource or its operator: the generated object is
+            # the victim of the change, not its place; or the field said with the value it had before the fault
+            spans.extend(_all_spans(words, vocab))
+            continue
         if _opposite_state(s.flat, t):
             # the right switch in the opposite state ("FEATURE_RECOMMEND_V2 is false", "the flag is off" for a flag the
             # fault turned on): the same field, the other value, so not the change that was made
@@ -1285,6 +1293,46 @@ _SAID_OFF = re.compile(r"\b(?:is|are|was|were|been|be|stays?|stayed|remains?|rem
 _SAID_ON = re.compile(r"\b(?:turned|switched|flipped|set)\s+(?:\S+\s+){0,4}?(?:on|true)\b|\benabled?\b|\bactivated\b"
                       r"|\b(?:is|are|was|were|been|be|stays?|left|still|now)\s+(?:\S+\s+)?[\"']?(?:on|true)\b|=\s*[\"']?true\b"
                       r"|\bnot\s+(?:off|false|disabled)\b")
+
+
+# the workload kinds an operator writes from a custom resource, as a diagnosis names them
+_GENERATED_KINDS = {"StatefulSet": r"stateful\s?sets?|sts", "Deployment": r"deployments?|deploy", "DaemonSet": r"daemon\s?sets?|ds"}
+_BUILT_IN_KINDS = frozenset({"deployment", "statefulset", "daemonset", "replicaset", "pod", "service", "configmap", "secret",
+                             "node", "job", "cronjob", "persistentvolume", "persistentvolumeclaim", "ingress", "role",
+                             "networkpolicy", "serviceaccount", "namespace"})
+
+
+def _generated_workload_only(flat: str, truth: GroundTruth) -> bool:
+    """Does the sentence put the change in the workload an operator derives from the truth's custom resource (its
+    statement names the operator and that workload's kind) and name neither the resource (its kind, "custom resource",
+    "CR") nor the operator? The fault is in the resource; a fix to the generated StatefulSet is undone by the operator."""
+    kind = truth.resource_kind or ""
+    mechanism = truth.mechanism
+    if not kind or kind.lower() in _BUILT_IN_KINDS or "operator" not in mechanism.lower():
+        return False
+    generated = [pattern for name, pattern in _GENERATED_KINDS.items() if name in mechanism and name != kind]
+    if not generated or not re.search(rf"(?<![a-z0-9])(?:{'|'.join(generated)})(?![a-z0-9])", flat):
+        return False
+    words = text.flatten(concepts.split_compounds(kind)).lower()
+    operator = str(truth.mutated_values.get("operator", "")) if isinstance(truth.mutated_values, Mapping) else ""
+    owner = [re.escape(words), re.escape(kind.lower()), r"custom\s+resources?", r"crs?", r"crds?", r"operators?"]
+    if operator:
+        owner.append(re.escape(text.flatten(operator)))
+    return not re.search(rf"(?<![a-z0-9])(?:{'|'.join(owner)})(?![a-z0-9])", flat)
+
+
+def _old_value_only(flat: str, truth: GroundTruth) -> bool:
+    """Does the sentence give the changed field the value it had before the fault (``NoSchedule`` for the injected
+    ``NoScheduling``), and none of the values it has now? Words only: a bare number before ("3") says too little."""
+    values = truth.mutated_values if isinstance(truth.mutated_values, Mapping) else {}
+    if "before" not in values or "after" not in values:
+        return False
+    after = {str(v).lower() for v in _scalars([values["after"]])}
+    before = [str(v) for v in _scalars([values["before"]]) if str(v).lower() not in after and re.search(r"[A-Za-z]", str(v))
+              and len(str(v)) >= 3]
+    said_before = any(reading.find_pattern(flat, v, allow_negated=True) for v in before)
+    said_after = any(reading.find_pattern(flat, v, allow_negated=True) for v in after if len(v) >= 2)
+    return said_before and not said_after
 
 
 def _switched_on(truth: GroundTruth) -> bool:
