@@ -142,3 +142,21 @@ def test_the_field_with_its_value_before_the_fault_is_not_the_change():
 
 def test_the_resource_named_alone_or_a_symptom_is_no_mechanism():
     assert not _books("orders-db phase Failed, warning events on the CR, pods Pending with Insufficient cpu.", SHELF)
+
+
+# --- candidates offered, whatever their shape ------------------------------------------------------------------------
+
+
+def test_candidates_ranked_in_brackets_or_with_split_confidence_are_hedges():
+    from sregym_judge_rules import reading
+
+    assert reading.is_hedged("Root cause: an invalid field in the BookStore spec (replicas, tolerations or storage).")
+    assert reading.is_hedged("Likely explanations, in order of probability:")
+    assert reading.is_hedged("Confidence is split between these.")
+    # a bracket that lists what was seen, or a choice under a negation, offers no candidate
+    assert not reading.is_hedged("orders crashes (OOMKilled, exit 137) because its memory limit is 12Mi.")
+    assert not reading.is_hedged("no errors from orders (checked logs, events or metrics).")
+    assert not _books("## Most likely causes\n- The orders-db BookStore's replicas might have been raised\n- or its "
+                      "nodes might be too small\n- or a quota might block it\n\nConfidence is split between these.", SHELF)
+    assert not _books("Latency on orders-db is high. Likely explanations, in order of probability:\n1. BookStore "
+                      "replicas raised to 50000 by the operator\n2. a slow disk\n3. a noisy neighbour", SHELF)

@@ -132,6 +132,9 @@ _HEDGE = re.compile(
     r"hard to (?:say|tell)|cannot tell|could not tell|can not tell|did not confirm|not confirmed|"
     r"further investigation|any of these|some combination|candidates?|could explain|either could|"
     r"one or more of|some or all of|"  # "attributed to one or more of: A, B or C"
+    # "Likely explanations, in order of probability:", "most likely causes": candidates ranked, none asserted
+    r"(?:likely|probable|plausible|potential)\s+(?:causes|explanations|reasons|culprits)|in order of (?:probability|likelihood)|"
+    r"confidence (?:is )?split|"
     r"or (?:maybe|perhaps|possibly)|and/or|alternatively|unless|or else|otherwise|"
     r"\d+\s*%\s*(?:confidence|confident|chance|likely|probability)|(?:confidence|probability|chance)\s*(?:of\s*)?\d+\s*%|"
     # a modal of possibility about the cause: "that could do it", "would explain it", "may be behind it"
@@ -149,6 +152,7 @@ _UNSURE_RE = re.compile(r"\b(?:" + _UNSURE + r")\b|\b(?:any|one|either|all) of (
 _OR_CANDIDATE = re.compile(r"\bor\s+(?!(?:so|more|less|not|later|earlier|above|below|higher|lower|fewer|greater|similar|"
                            r"equal|two|three|four|\d+)\b)\S")
 _CAPITAL_OR = re.compile(r"[\w`')]\s+OR\s+[\w`'(]")
+_BRACKETED_CHOICE = re.compile(r"\([^()]*?[\w`'],\s*[^()]*?\s+or\s+[^()]*\)")
 _NEGATED_BEFORE_OR = re.compile(r"\b(?:no|not|neither|nor|without|never|cannot|unable to|fails? to|failed to|whether)\b")
 
 
@@ -160,6 +164,10 @@ def _disjunction(sentence: str) -> bool:
     """Does the sentence offer candidates joined by "or" (two or more, or a capital OR), not under a negation
     ("no errors from geo or rate or search" offers nothing)?"""
     if _CAPITAL_OR.search(sentence):
+        return True
+    # candidates in brackets ("an invalid field (updateStrategy, tolerations or securityContext)"): a choice offered
+    bracket = _BRACKETED_CHOICE.search(sentence)
+    if bracket and not _NEGATED_BEFORE_OR.search(text.normalize(sentence[: bracket.start()])):
         return True
     flat = text.normalize(sentence)
     found = list(_OR_CANDIDATE.finditer(flat))
@@ -270,6 +278,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)]|[a-z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
 # a section heading that makes its section a list of candidates ("### Hypothesis", "## Suspects", "Theories")
 _HEDGED_HEADING = re.compile(r"\b(?:hypothes\w+|theor(?:y|ies)|suspects?|ideas?|guess\w*|speculation|possibilit\w+|"
+                             r"(?:likely|probable|possible|potential)\s+(?:causes|explanations|reasons)|"
                              r"open questions?|unknowns?|options|leads|to investigate|next steps to check)\b")
 
 
