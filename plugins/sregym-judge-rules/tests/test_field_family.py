@@ -160,3 +160,11 @@ def test_candidates_ranked_in_brackets_or_with_split_confidence_are_hedges():
                       "nodes might be too small\n- or a quota might block it\n\nConfidence is split between these.", SHELF)
     assert not _books("Latency on orders-db is high. Likely explanations, in order of probability:\n1. BookStore "
                       "replicas raised to 50000 by the operator\n2. a slow disk\n3. a noisy neighbour", SHELF)
+
+
+def test_a_setting_the_truth_never_names_said_to_be_out_of_range_is_another_field():
+    from sregym_judge_rules import rules
+
+    flat = text.flatten("the webhook's timeoutSeconds is too low (10s)")
+    assert rules._other_field("the webhook's timeoutSeconds is too low (10s)", flat, TARGET)
+    assert not rules._other_field("the Service's targetPort is far too high", text.flatten("x"), TARGET)

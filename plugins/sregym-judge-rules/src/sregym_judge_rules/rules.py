@@ -1199,8 +1199,10 @@ def _said_by_truth(matched: str, own_words: frozenset[str]) -> bool:
 _FIELD = r"(?:[a-z]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:\.[a-zA-Z][a-zA-Z0-9]*)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)"
 _FIELD_SET = re.compile(
     rf"\b(?:sets?|setting|changed|changes|lowered|raised|reduced|increased|put)\s+(?:the\s+|its\s+)?`?({_FIELD})`?"
-    rf"|(?<![\w.])`?({_FIELD})`?(?:\s+\S+){{0,6}}?\s+(?:(?:is|was|were|got|has been)\s+)?(?:set|changed|lowered|raised|"
-    r"reduced|increased)\s+to\b|(?<![\w.])`?(" + _FIELD + r")`?\s*=\s*\S")
+    rf"|(?<![\w.])`?({_FIELD})`?(?:\s+\S+){{0,6}}?\s+(?:(?:is|was|were|got|has been)\s+)?(?:(?:set|changed|lowered|raised|"
+    # a setting said to be out of range is said to be what changed: "timeoutSeconds too low (10s)"
+    r"reduced|increased)\s+to\b|(?:far\s+|much\s+)?too\s+(?:low|high|small|large|short|long|big|tight)\b)"
+    r"|(?<![\w.])`?(" + _FIELD + r")`?\s*=\s*\S")
 
 
 def _truth_fields(truth: GroundTruth) -> str:
