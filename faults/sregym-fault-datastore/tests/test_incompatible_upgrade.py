@@ -1,7 +1,7 @@
 """db-incompatible-upgrade offline: which images count as the fault, and what it refuses to do.
 
 The failure itself is the real server's (plugins/sregym-cluster-embedded/tests/test_postgres_majors.py
-runs PostgreSQL 18 over PostgreSQL 15's files; test_incompatible_upgrade_live.py runs the fault on
+runs PostgreSQL 18 over PostgreSQL 15's files; test_datastore_faults_live.py runs the fault on
 Hotel Reservation)."""
 
 from __future__ import annotations
