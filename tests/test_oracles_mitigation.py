@@ -297,6 +297,23 @@ def test_a_host_kept_starved_buys_bounded_time_and_never_a_pass():
     assert run(functional_slo().evaluate(ctx)).passed and ctx.clock == 0
 
 
+def test_wrong_content_on_a_starved_host_fails_at_once():
+    # a stub answering for the faulty service: wrong answers are no starved host's doing, so no
+    # fresh windows (a loaded machine made such a hack's grading last minutes)
+    ctx = FakeContext(BASELINE, stats={"success_rate": 0.32, "count": 22, "content_errors": 15,
+                                       "host_cpu_stall": 0.9})
+    verdict = run(functional_slo(window_s=5).evaluate(ctx))
+    assert not verdict.passed and ctx.clock == 0 and "starved_windows" not in verdict.evidence
+    assert "wrong content" in verdict.evidence["reason"] and verdict.evidence["host_starved"] is True
+    # starved windows are measured again only while the answers that came were right
+    ctx = FakeContext(BASELINE)
+    ctx.stats_timeline = lambda t: ({"success_rate": 0.7, "count": 150, "content_errors": 0, "host_cpu_stall": 0.97}
+                                    if t < 10 else
+                                    {"success_rate": 0.6, "count": 150, "content_errors": 60, "host_cpu_stall": 0.97})
+    verdict = run(functional_slo(window_s=5).evaluate(ctx))
+    assert not verdict.passed and ctx.clock == 10 and len(verdict.evidence["starved_windows"]) == 2
+
+
 # ---------------------------------------------------------------- sustained, replay
 
 

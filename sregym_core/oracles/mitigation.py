@@ -733,9 +733,10 @@ class FunctionalSLO:
         # a failing verdict is re-measured and every window must pass on its own, so a host kept
         # busy on purpose buys time, never a pass.
         starved: list[dict[str, Any]] = []
-        if not verdict.passed and _starved(stats):
+        if not verdict.passed and _starved(stats) and not self._wrong_content(stats):
             deadline = ctx.now() + STARVED_PATIENCE_S
-            while not verdict.passed and _starved(stats) and ctx.now() + self.window_s <= deadline:
+            while (not verdict.passed and _starved(stats) and not self._wrong_content(stats)
+                   and ctx.now() + self.window_s <= deadline):
                 starved.append({k: stats.get(k) for k in ("host_cpu_stall", "count", "success_rate", "p95_ms")})
                 await ctx.sleep(self.window_s)
                 stats = dict(await ctx.workload_stats(self.window_s))
@@ -747,6 +748,14 @@ class FunctionalSLO:
             verdict.evidence["reason"] += (f"; the app's host was starved for CPU in this window (stall "
                                            f"{stats['host_cpu_stall']:.0%}): the verdict may reflect the host")
         return verdict
+
+    def _wrong_content(self, stats: Mapping[str, Any]) -> bool:
+        """More wrong answers than the SLO allows: a starved host answers late or not at all, never
+        with the wrong hotel, so such a window is not measured again (a stub in the faulty service's
+        place fails at once instead of after minutes of a loaded machine's windows)."""
+        count = int(stats.get("count") or 0)
+        wrong = int(stats.get("content_errors") or 0)
+        return count > 0 and wrong / count > self.max_content_error_rate
 
     def _judge(self, stats: dict[str, Any]) -> OracleVerdict:
         count = int(stats.get("count") or 0)
