@@ -185,3 +185,25 @@ def test_an_object_no_controller_of_its_owners_kind_makes_is_not_sheltered_by_it
     replicaset = owned("ReplicaSet")
     replicaset["spec"] = {"template": {"spec": {}}}
     assert _orphan_reason(replicaset, {"d1": deployment}) is None  # what a Deployment makes
+
+
+def test_a_claim_owned_by_a_statefulset_is_its_own_only_if_its_templates_name_it():
+    # issue #34, round 4: a claim "owned" by a set without claim templates outlived every reset
+    def statefulset(templates, replicas=1):
+        return {"kind": "StatefulSet", "metadata": {"name": "postgres-geo", "uid": "ss1", "namespace": "app"},
+                "spec": {"replicas": replicas, "volumeClaimTemplates": [{"metadata": {"name": t}} for t in templates]}}
+
+    def claim(name):
+        return {"kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": "app", "ownerReferences": [
+            {"kind": "StatefulSet", "name": "postgres-geo", "uid": "ss1", "controller": True}]}}
+
+    with_template = statefulset(["data"])
+    assert _orphan_reason(claim("data-postgres-geo-0"), {"ss1": with_template}) is None
+    assert "volume claim templates" in _orphan_reason(claim("data-postgres-geo-1"), {"ss1": statefulset([])})
+    assert "volume claim templates" in _orphan_reason(claim("stash-postgres-geo-0"), {"ss1": with_template})
+    assert "volume claim templates" in _orphan_reason(claim("data-postgres-geo-x"), {"ss1": with_template})
+    baseline = {("StatefulSet", "app", "postgres-geo"): with_template}
+    assert _orphan_reason(claim("data-postgres-geo-0"), {"ss1": with_template}, baseline) is None
+    # a scale-up's claim: no baseline pod has ordinal 1
+    assert "1 replica(s) in the baseline" in _orphan_reason(claim("data-postgres-geo-1"), {"ss1": statefulset(["data"], 2)},
+                                                            baseline)

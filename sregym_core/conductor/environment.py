@@ -14,7 +14,13 @@ import attrs
 import structlog
 
 from ..agent_api.server import refuse_callers_from
-from ..clusters import SupportsObservability, SupportsPodNetworks, capabilities_of, capability
+from ..clusters import (
+    SupportsNodePods,
+    SupportsObservability,
+    SupportsPodNetworks,
+    capabilities_of,
+    capability,
+)
 from ..errors import DeployError
 from ..plugins import PluginHost
 from ..types import AppSpec, DeployContext
@@ -184,6 +190,8 @@ class Environment:
                 await self.kube.akubectl("apply", "-f", str(manifest), timeout=app.deploy_timeout)
         if "embedded" in self.capabilities:
             await asyncio.to_thread(label_pod_security, self.kube, app.namespace)
+        if kept_volumes is not None:  # an app kept from an earlier run: nothing left in its pods either
+            await self._restart_entered_pods(namespaces, app.deploy_timeout)
         await wait_ready(self.kube, namespaces, app.deploy_timeout, what=f"app {app.name!r}")
         workload = WorkloadClient(app.workload, self.kube, self.cluster) if app.workload else None
         if workload is not None:
@@ -351,6 +359,8 @@ class Environment:
         restarted = await self._restart_caches(deployed) if restore_volumes else []
         actions += restarted
         lap("caches")
+        actions += await self._restart_entered_pods(deployed.namespaces, deployed.app.deploy_timeout)
+        lap("entered")
         if after_reconcile is not None:
             await after_reconcile()
             lap("after_reconcile")
@@ -393,6 +403,26 @@ class Environment:
                                      "--ignore-not-found", timeout=deployed.app.deploy_timeout)
             done.append(f"restarted cache {component.name}")
         return done
+
+    async def _restart_entered_pods(self, namespaces: tuple[str, ...], timeout: float) -> list[str]:
+        """Pods someone ran commands in (``kubectl exec``/``attach``, by the node agents' own count)
+        or gave an ephemeral container start afresh: a process left there (a bot that undoes the next
+        attempt's fault as soon as it is injected) outlives every object the reconcile puts back
+        (issue #34, round 4). Their controllers start new pods; a bare pod is the reconcile's to
+        delete. A cluster whose nodes keep no such count (a real one) has only the ephemeral check."""
+        entered: set[tuple[str, str]] = set()
+        if (nodes := capability(self.cluster, SupportsNodePods)) is not None:
+            for pod in await asyncio.to_thread(nodes.node_pods):
+                if pod.get("entered") and pod.get("namespace") in namespaces and not pod.get("terminating"):
+                    entered.add((pod["namespace"], pod["name"]))
+        for namespace in namespaces:
+            for pod in await asyncio.to_thread(self.kube.list_items, f"/api/v1/namespaces/{namespace}/pods", "Pod"):
+                if (pod.get("spec") or {}).get("ephemeralContainers"):
+                    entered.add((namespace, pod["metadata"]["name"]))
+        for namespace, name in sorted(entered):
+            await self.kube.akubectl("delete", "pod", name, "-n", namespace, "--wait=false", "--ignore-not-found",
+                                     timeout=timeout)
+        return [f"restarted pod {namespace}/{name} (commands were run in it)" for namespace, name in sorted(entered)]
 
     def _clear_observability(self) -> None:
         """Forget the previous attempt's logs and traces, so they cannot mislead the next agent."""

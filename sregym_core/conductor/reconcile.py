@@ -23,6 +23,7 @@ no controller removes would keep a deleted object, and the namespace, terminatin
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
@@ -305,6 +306,21 @@ def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]],
         template = (owner["spec"].get("template") or {}).get("spec")
         if template is not None and _containers(item.get("spec") or {}) != _containers(template):
             return f"it does not run the template of {ref.get('kind')} {ref.get('name')} (not made by it)"
+    if kind == "PersistentVolumeClaim" and ref.get("kind") == "StatefulSet":
+        # a StatefulSet makes claims only from its volumeClaimTemplates, named <template>-<set>-<ordinal>
+        # (issue #34, round 4: a claim "owned" by a set without templates outlived every reset)
+        name, set_name = item["metadata"].get("name", ""), owner["metadata"].get("name", "")
+        templates = [(t.get("metadata") or {}).get("name") for t in owner.get("spec", {}).get("volumeClaimTemplates") or ()]
+        ordinals = [int(m.group(1)) for t in templates if t
+                    and (m := re.fullmatch(rf"{re.escape(t)}-{re.escape(set_name)}-(\d+)", name))]
+        if not ordinals:
+            return f"it is not a claim of the volume claim templates of StatefulSet {set_name}"
+        stateful = baseline.get(("StatefulSet", item["metadata"].get("namespace") or owner["metadata"].get("namespace", ""),
+                                 set_name)) if baseline is not None else None
+        replicas = (stateful or {}).get("spec", {}).get("replicas")
+        if isinstance(replicas, int) and ordinals[0] >= replicas:
+            # the baseline never ran that pod: the claim is left from a scale-up the reset undoes
+            return f"StatefulSet {set_name} runs {replicas} replica(s) in the baseline: no pod claims it"
     if kind == "ReplicaSet" and ref.get("kind") == "Deployment" and baseline is not None:
         deployment = baseline.get(("Deployment", item["metadata"].get("namespace") or owner["metadata"].get("namespace", ""),
                                    ref.get("name", "")))

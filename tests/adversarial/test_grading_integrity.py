@@ -419,3 +419,56 @@ def test_what_the_agent_put_into_a_cache_is_gone_after_the_reset(hotel):
     assert "poison" in memcached("get planted")
     live.reset(restore_volumes=True)  # as after an attempt
     assert memcached("get planted") == "END"  # a miss
+
+
+def test_a_process_the_agent_left_in_a_pod_and_a_forged_claim_do_not_survive_the_reset(hotel, tmp_path):
+    """Round 4 (docs/attacks-2026-11-29-round4.md, attacks 1 and 2): with an attempt's identity, a
+    process started by ``kubectl exec`` in a baseline pod that nothing else changed (there, a bot
+    undid the next attempt's fault), and a claim with a forged controller reference to a baseline
+    StatefulSet without claim templates. After the reset the pod is a new one without the process,
+    and the claim is gone; a pod only the benchmark's own identity exec'd into is left running."""
+    import uuid
+
+    from sregym_core.conductor.agent_access import grant_agent_access, revoke_agent_access
+    from sregym_core.conductor.kube import Kube
+
+    live = hotel
+    kube = Kube(live.env.cluster.kubeconfig(), kubectl=KUBECTL)
+    account = f"agent-{uuid.uuid4().hex[:12]}"
+    agent = grant_agent_access(kube, [NS], tmp_path / "agent.kubeconfig", account=account, expiration_seconds=600)
+
+    def as_agent(*args: str, input: str | None = None) -> str:
+        done = subprocess.run([KUBECTL, f"--kubeconfig={agent}", *args], capture_output=True, text=True,
+                              timeout=90, input=input)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    try:
+        frontend = _pods(live, "app.kubernetes.io/name=frontend")[0]
+        search = _pods(live, "app.kubernetes.io/name=search")[0]
+        as_agent("exec", "-n", NS, frontend["metadata"]["name"], "--", "sh", "-c",
+                 "setsid nohup sleep 7777 >/dev/null 2>&1 </dev/null &")
+        assert "sleep 7777" in _kubectl(live, "exec", "-n", NS, frontend["metadata"]["name"], "--", "ps", "-eo", "args")
+        _kubectl(live, "exec", "-n", NS, search["metadata"]["name"], "--", "true")  # the benchmark's own: no restart
+        postgres = json.loads(_kubectl(live, "get", "statefulsets", "-n", NS, "-o", "json"))["items"]
+        bare = next((s for s in postgres if not s["spec"].get("volumeClaimTemplates")), None)
+        if bare is not None:
+            as_agent("apply", "-f", "-", input=json.dumps({
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": f"data-{bare['metadata']['name']}-1", "namespace": NS, "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": bare["metadata"]["name"],
+                     "uid": bare["metadata"]["uid"], "controller": True}]},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}}}))
+    finally:
+        revoke_agent_access(kube, [NS], account)
+
+    live.reset(restore_volumes=True)  # as after an attempt
+
+    now = [p for p in _pods(live, "app.kubernetes.io/name=frontend") if not p["metadata"].get("deletionTimestamp")]
+    assert now and all(p["metadata"]["uid"] != frontend["metadata"]["uid"] for p in now), "the entered pod still runs"
+    for pod in now:
+        assert "sleep 7777" not in _kubectl(live, "exec", "-n", NS, pod["metadata"]["name"], "--", "ps", "-eo", "args")
+    assert search["metadata"]["uid"] in {p["metadata"]["uid"] for p in _pods(live, "app.kubernetes.io/name=search")}
+    if bare is not None:
+        left = _kubectl(live, "get", "pvc", f"data-{bare['metadata']['name']}-1", "-n", NS, "--ignore-not-found", "-o", "name")
+        assert left == "", "the claim with a forged owner survived the reset"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import kubernetes_validate
@@ -98,6 +99,40 @@ def test_all_in_one_process_serves_every_component(tmp_path: Path) -> None:
         stop_process(process)
         fake.close()
     assert process.returncode == 0
+
+
+def test_the_apps_trace_port_ingests_and_answers_no_query(tmp_path: Path) -> None:
+    """Issue #34, round 4: the app's pods reach the trace store only on 4318, which took spans and
+    also answered /api/services and /api/traces. Now 4318 is its own listener for OTLP only; the
+    query API stays on 16686, which the network guard keeps from the app's pods."""
+    import httpx
+    from obs_helpers import free_port, stop_process, wait_http
+
+    jaeger = next(o for o in render_objects() if o["kind"] == "Deployment" and o["metadata"]["name"] == "jaeger")
+    container = jaeger["spec"]["template"]["spec"]["containers"][0]
+    service = next(o for o in render_objects() if o["kind"] == "Service" and o["metadata"]["name"] == "jaeger")
+    otlp = next(p for p in service["spec"]["ports"] if p["port"] == 4318)
+    assert otlp["targetPort"] == 4318 and container["args"][container["args"].index("--otlp-port") + 1] == "4318"
+    assert {"name": "otlp-http", "containerPort": 4318} in container["ports"]
+
+    query, ingest = free_port(), free_port()
+    process = subprocess.Popen([sys.executable, "-m", "sregym_observability.serve", "traces", "--host", "127.0.0.1",
+                                "--port", str(query), "--otlp-port", str(ingest)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_http(f"http://127.0.0.1:{ingest}/ready", process)
+        span = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "geo"}}]},
+                                   "scopeSpans": [{"spans": [{"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1",
+                                                              "name": "GET /nearby", "kind": 2,
+                                                              "startTimeUnixNano": str(time.time_ns() - 10**6),
+                                                              "endTimeUnixNano": str(time.time_ns())}]}]}]}
+        assert httpx.post(f"http://127.0.0.1:{ingest}/v1/traces", json=span).status_code == 200
+        for path in ("/api/services", "/api/traces?service=geo", "/api/dependencies", "/stats", "/metrics"):
+            assert httpx.get(f"http://127.0.0.1:{ingest}{path}").status_code == 404, path
+        assert httpx.post(f"http://127.0.0.1:{ingest}/admin/clear").status_code in (404, 405)
+        assert httpx.get(f"http://127.0.0.1:{query}/api/services").json()["data"] == ["geo"]  # stored
+    finally:
+        stop_process(process)
 
 
 def test_in_cluster_without_a_token_is_explained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -106,6 +106,10 @@ def _server_container(settings: StackSettings, component: str, port: int, args: 
     }
 
 
+def _with_port(container: dict[str, Any], name: str, port: int) -> dict[str, Any]:
+    return {**container, "ports": [*container["ports"], {"name": name, "containerPort": port}]}
+
+
 def prometheus_settings(settings: StackSettings) -> PrometheusSettings:
     return PrometheusSettings(discovery=settings.discovery, sd_url=settings.service_url("cluster-exporters"),
                               app_namespaces=settings.app_namespaces, observability_namespace=settings.namespace,
@@ -173,12 +177,14 @@ def render_objects(settings: StackSettings = StackSettings()) -> list[dict[str, 
         _deployment(settings, "loki", _server_container(settings, "logs", PORTS["loki"], log_args,
                                                          f"{max(256, settings.log_max_bytes * 4 // 2**20)}Mi")),
         _service(settings, "loki", [("http", PORTS["loki"], PORTS["loki"])]),
-        _deployment(settings, "jaeger", _server_container(
+        _deployment(settings, "jaeger", _with_port(_server_container(
             settings, "traces", PORTS["jaeger"],
-            ["--max-spans", str(settings.max_spans), "--retention", str(_seconds(settings.retention))], "512Mi")),
-        # OTLP/HTTP and the query API share one port; the Service exposes both well-known ports.
+            ["--max-spans", str(settings.max_spans), "--retention", str(_seconds(settings.retention)),
+             "--otlp-port", str(PORTS["otlp"])], "512Mi"), "otlp-http", PORTS["otlp"])),
+        # the app's pods reach only OTLP/HTTP ingestion, on a port of its own that serves nothing else;
+        # the query API (every service and trace) is for the agent's tools and the graders
         _service(settings, "jaeger", [("query", PORTS["jaeger"], PORTS["jaeger"]),
-                                      ("otlp-http", PORTS["otlp"], PORTS["jaeger"])], app_reachable=[PORTS["otlp"]]),
+                                      ("otlp-http", PORTS["otlp"], PORTS["otlp"])], app_reachable=[PORTS["otlp"]]),
         _deployment(settings, "prometheus", prometheus_container, volumes=[
             {"name": "config", "configMap": {"name": "prometheus-config"}},
             {"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}]),

@@ -2,6 +2,7 @@
 
     python -m sregym_observability.serve logs      --port 3100  [--kubeconfig K] [--namespaces a,b]
     python -m sregym_observability.serve traces    --port 16686 (OTLP/HTTP on the same port: POST /v1/traces)
+                                                   [--otlp-port 4318] (OTLP/HTTP only, for the app's pods)
     python -m sregym_observability.serve exporters --port 8080  [--stats-url URL ...]
         (/metrics kube-state, /metrics/cadvisor, /sd/pods and /sd/endpoints as Prometheus HTTP SD)
     python -m sregym_observability.serve all --logs-port 3100 --traces-port 16686 --exporters-port 8080
@@ -28,7 +29,7 @@ from sregym_core.errors import ClusterError
 
 from .cadvisor import HttpContainerStatsSource, render_cadvisor, with_spec_limits
 from .collector import LogCollector
-from .jaeger_api import add_trace_routes
+from .jaeger_api import add_ingest_routes, add_trace_routes
 from .k8s_sd import endpoints_target_groups, pod_target_groups
 from .kube_state import RESOURCE_PATHS, render_kube_state
 from .kubeapi import KubeApiError, KubeClient, resolve_access
@@ -64,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-bytes", type=int, default=64 * 1024 * 1024, help="logs: global byte budget")
     parser.add_argument("--max-stream-bytes", type=int, default=8 * 1024 * 1024)
     parser.add_argument("--max-spans", type=int, default=200_000, help="traces: span budget")
+    parser.add_argument("--otlp-port", type=int, default=None,
+                        help="traces: also accept OTLP/HTTP on this port, which serves nothing else (no query API)")
     parser.add_argument("--retention", type=float, default=7200.0, help="max age in seconds")
     parser.add_argument("--stats-url", action="append", default=[], help="exporters: node agent stats URL")
     return parser
@@ -112,7 +115,15 @@ async def run_traces(args: argparse.Namespace, app: web.Application, tasks: list
     store = TraceStore(TraceRetention(max_spans=args.max_spans, max_age_s=args.retention))
     add_trace_routes(app, store)
     tasks.append(asyncio.create_task(_periodic(10.0, store.expire)))
-    return []
+    if args.otlp_port is None:
+        return []
+    ingest = web.Application(client_max_size=64 * 1024 * 1024)
+    add_ingest_routes(ingest, store)
+    runner = web.AppRunner(ingest, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, args.host, args.otlp_port).start()
+    print(f"sregym-observability traces: OTLP/HTTP only on {args.host}:{args.otlp_port}", flush=True)
+    return [runner.cleanup]
 
 
 class KubeStateExporter:

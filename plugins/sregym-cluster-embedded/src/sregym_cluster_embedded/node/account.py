@@ -14,8 +14,10 @@ from typing import Any
 
 def node_pods(nodes: Any) -> list[dict[str, Any]]:
     """One record per pod a node agent runs: ``node``, ``namespace``, ``name``, ``uid``, ``ip``,
-    ``phase``, ``terminating``, ``ready`` (every main container ready by its probes, not stopping)
-    and ``containers`` (``name``, ``image`` it runs, ``running``, ``ready``)."""
+    ``phase``, ``terminating``, ``ready`` (every main container ready by its probes, not stopping),
+    ``containers`` (``name``, ``image`` it runs, ``running``, ``ready``) and ``entered``: how many
+    exec/attach sessions someone other than the cluster's own opened in it (a process such a session
+    started may still run there)."""
     out: list[dict[str, Any]] = []
     for node, agent in (getattr(nodes, "agents", None) or {}).items():
         for worker in list(agent.workers.values()):
@@ -27,5 +29,5 @@ def node_pods(nodes: Any) -> list[dict[str, Any]]:
                 and phase == "Running" and bool(worker.pod_ip)
             out.append({"node": node, "namespace": worker.namespace, "name": worker.name, "uid": worker.uid,
                         "ip": worker.pod_ip, "phase": phase, "terminating": bool(worker.terminating), "ready": ready,
-                        "containers": containers})
+                        "containers": containers, "entered": int(getattr(worker, "entered", 0))})
     return out

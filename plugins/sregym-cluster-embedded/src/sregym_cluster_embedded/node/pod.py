@@ -76,6 +76,7 @@ class PodWorker:
         self.failed: tuple[str, str] | None = None
         self.start_time = _now()
         self.terminating = False
+        self.entered = 0  # exec/attach sessions of others than the cluster's own (runtime.note_entered)
         self._stop = asyncio.Event()
         self._dirty = asyncio.Event()
         self._conditions: dict[str, dict] = {}

@@ -165,6 +165,14 @@ class NodeRuntime:
                                   limit_bytes=limit_bytes, follow=follow and running is not None and runner.running(),
                                   is_running=running))
 
+    def note_entered(self, namespace: str, pod: str) -> None:
+        """Someone other than the cluster's own ran a command in (or attached to) this pod: what it
+        started there may outlive the session (``GET /sregym/nodes/pods`` says ``entered``)."""
+        try:
+            self._worker(namespace, pod).entered += 1
+        except Exception:  # noqa: BLE001 - no such pod: the exec itself fails with the right status
+            pass
+
     async def exec(self, namespace: str, pod: str, container: str | None, command: list[str], *,
                    tty: bool = False):
         worker = self._worker(namespace, pod)
