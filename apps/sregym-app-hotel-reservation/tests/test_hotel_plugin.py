@@ -5,6 +5,7 @@ from __future__ import annotations
 import sregym_app_hotel_reservation.plugin
 from sregym_app_hotel_reservation.app import app_spec
 from sregym_app_hotel_reservation.manifests import render
+from sregym_appkit.testing import assert_inventory_matches
 
 from sregym_core.testing.contracts import AppContract
 
@@ -16,20 +17,7 @@ class TestHotelApp(AppContract):
 def test_inventory_matches_the_manifests():
     app = app_spec()
     docs = {(d["kind"], d["metadata"]["name"]): d for d in render()}
-    for c in app.components:
-        workload = docs[(c.kind, c.name)]
-        assert workload["metadata"]["namespace"] == app.namespace
-        pod = workload["spec"]["template"]["spec"]
-        container = next(x for x in pod["containers"] if x["name"] == c.container_name)
-        assert set(c.ports) == {p["containerPort"] for p in container["ports"]}
-        assert c.labels.items() <= workload["spec"]["template"]["metadata"]["labels"].items()
-        claims = {v["persistentVolumeClaim"]["claimName"] for v in pod.get("volumes", []) if "persistentVolumeClaim" in v}
-        assert set(c.pvcs) == claims
-        env = {e["name"] for e in container.get("env", [])}
-        assert set(c.env) <= env, set(c.env) - env
-        if c.config_map:
-            assert ("ConfigMap", c.config_map) in docs
-        assert ("Service", c.service_name) in docs
+    assert_inventory_matches(app, docs.values())
     roles = {r for c in app.components for r in c.roles}
     assert {"frontend", "service:grpc", "db:postgres", "cache:memcached", "stateful"} <= roles
 

@@ -13,6 +13,7 @@ import urllib.request
 import pytest
 from sregym_app_social_network.nginx import find_nginx
 from sregym_app_social_network.workload.generator import ENDPOINTS
+from sregym_appkit.testing import deployment_for_module
 
 from sregym_core.faults import call_fault
 from sregym_core.testing import probes
@@ -35,12 +36,7 @@ def request_for(endpoint: str, rng) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def social(deployed_app):
-    started = time.monotonic()
-    app = deployed_app("social-network")
-    print(f"social-network deployed (with the observability stack) in {time.monotonic() - started:.1f} s")
-    # only this module uses the app on the session's cluster: its pods go when the module is done
-    yield app
-    deployed_app.remove("social-network")
+    yield from deployment_for_module(deployed_app, "social-network")
 
 
 def test_the_workload_gets_correct_content_through_every_endpoint(social):

@@ -9,6 +9,7 @@ from sregym_app_social_network import manifest_source
 from sregym_app_social_network.app import app_spec
 from sregym_app_social_network.config import TOPOLOGY
 from sregym_app_social_network.manifests import manifest_dir, render
+from sregym_appkit.testing import assert_inventory_matches
 
 from sregym_core.testing.contracts import AppContract, ProblemContract
 
@@ -30,21 +31,7 @@ def test_manifest_files_are_generated_from_their_source():
 def test_inventory_matches_the_manifests():
     app = app_spec()
     docs = {(d["kind"], d["metadata"]["name"]): d for d in render()}
-    for c in app.components:
-        workload = docs[(c.kind, c.name)]
-        assert workload["metadata"]["namespace"] == app.namespace
-        pod = workload["spec"]["template"]["spec"]
-        ports = {p["containerPort"] for x in pod["containers"] for p in x.get("ports", [])}
-        assert set(c.ports) == ports, c.name
-        container = next(x for x in pod["containers"] if x["name"] == c.container_name)
-        assert c.labels.items() <= workload["spec"]["template"]["metadata"]["labels"].items()
-        claims = {v["persistentVolumeClaim"]["claimName"] for v in pod.get("volumes", []) if "persistentVolumeClaim" in v}
-        assert set(c.pvcs) == claims
-        env = {e["name"] for e in container.get("env", [])}
-        assert set(c.env) <= env, set(c.env) - env
-        if c.config_map:
-            assert ("ConfigMap", c.config_map) in docs
-        assert ("Service", c.service_name) in docs
+    assert_inventory_matches(app, docs.values())
     names = {c.name for c in app.components}
     # the DeathStarBench topology: every service, with datastores per service
     assert set(TOPOLOGY) <= names

@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 import yaml
+from sregym_appkit.config import ConfigInvalid, ServiceConfig
 
 DEFAULT_CONFIG_PATH = "/etc/hotel/config.yaml"
 
@@ -42,14 +43,6 @@ DEFAULT_PORTS = {
     "recommendation": 8085, "user": 8086, "reservation": 8087,
 }
 ADMIN_PORT = 9090
-
-
-class ConfigInvalid(Exception):
-    """The configuration failed validation; ``problems`` lists every (path, message, hint)."""
-
-    def __init__(self, problems: list[tuple[str, str, str]]) -> None:
-        super().__init__("; ".join(f"{p}: {m}" for p, m, _ in problems))
-        self.problems = problems
 
 
 @attrs.frozen(kw_only=True)
@@ -111,14 +104,9 @@ class Rpc:
 
 
 @attrs.frozen(kw_only=True)
-class Config:
-    """Everything one service needs to start."""
+class Config(ServiceConfig):
+    """Everything one service needs to start (its name, listen address and peers first)."""
 
-    service: str
-    host: str
-    port: int
-    admin_port: int
-    peers: Mapping[str, str]
     database: Database | None
     cache: Cache | None
     rpc: Rpc

@@ -6,27 +6,22 @@ not exist, so a pod asking for it goes to ErrImagePull/ImagePullBackOff as on a 
 
 from __future__ import annotations
 
-import sys
 from typing import Any
+
+from sregym_appkit import appspec as kit
 
 from . import IMAGE_REPO
 
-#: the published tags: the release the manifests use and its aliases
-STABLE_TAGS = ("1.0", "1.0.0", "latest")
 #: the build with a real defect (the buggy-image fault's default tag)
 BUGGY_TAG = "1.0-buggy"
-ENTRYPOINT = (sys.executable, "-m", "sregym_app_hotel_reservation.serve")
+SUMMARY = "Hotel Reservation services (argv[1] chooses the service)"
 
 
 def local_images() -> tuple[Any, ...]:
-    from sregym_core.types import LocalImage
-
-    stable = tuple(
-        LocalImage(image=f"{IMAGE_REPO}:{tag}", argv=ENTRYPOINT, cmd=("frontend",),
-                   env={"HOTEL_BUILD_VARIANT": "stable", "PYTHONUNBUFFERED": "1"},
-                   summary="Hotel Reservation services (argv[1] chooses the service)")
-        for tag in STABLE_TAGS)
-    return (*stable,
-            LocalImage(image=f"{IMAGE_REPO}:{BUGGY_TAG}", argv=ENTRYPOINT, cmd=("frontend",),
-                       env={"HOTEL_BUILD_VARIANT": "buggy", "PYTHONUNBUFFERED": "1"},
-                       summary="Hotel Reservation services, build with the reservation date defect"))
+    """The published tags (:data:`sregym_appkit.appspec.STABLE_TAGS`), then the buggy build."""
+    stable = kit.service_images(IMAGE_REPO, __package__, "frontend", SUMMARY,
+                                env={"HOTEL_BUILD_VARIANT": "stable", "PYTHONUNBUFFERED": "1"})
+    buggy = kit.service_images(IMAGE_REPO, __package__, "frontend",
+                               "Hotel Reservation services, build with the reservation date defect", tags=(BUGGY_TAG,),
+                               env={"HOTEL_BUILD_VARIANT": "buggy", "PYTHONUNBUFFERED": "1"})
+    return (*stable, *buggy)

@@ -12,9 +12,7 @@ Parameters (all optional):
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from sregym_appkit import manifests as kit
@@ -26,37 +24,14 @@ DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "replicas": 1, "otlp_e
                                   "workload_rate": 5, "workload_target": ""}
 
 
-def manifest_dir() -> Path:
-    return kit.manifest_dir(__package__)
-
-
-def manifest_files() -> tuple[Path, ...]:
-    return kit.manifest_files(__package__)
-
-
-def load_documents() -> list[dict[str, Any]]:
-    return kit.load_documents(manifest_files())
+SHIPPED = kit.ShippedManifests(__package__, IMAGE_REPO, DEFAULT_PARAMS)
+manifest_dir, manifest_files, load_documents = SHIPPED.directory, SHIPPED.files, SHIPPED.documents
 
 
 def render(params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The manifests with ``params`` applied, in apply order. Unknown parameters raise ValueError."""
     merged = kit.merge_params(params, DEFAULT_PARAMS)
-    per_service = kit.replicas_per_service(merged["replicas"], SERVICES)
-    docs = copy.deepcopy(load_documents())
-    for doc in docs:
-        name = doc.get("metadata", {}).get("name")
-        if doc.get("kind") == "Deployment" and name in per_service:
-            doc["spec"]["replicas"] = per_service[name]
-        for container in kit.containers(doc):
-            if str(container.get("image", "")).startswith(IMAGE_REPO + ":"):
-                container["image"] = f"{IMAGE_REPO}:{merged['image_tag']}"
-                if name in SERVICES and container["name"] == name:
-                    kit.set_env(container, "OTEL_EXPORTER_OTLP_ENDPOINT", str(merged["otlp_endpoint"]))
-            if name == "workload-generator":
-                kit.set_env(container, "WORKLOAD_RATE", str(merged["workload_rate"]))
-                if merged["workload_target"]:
-                    kit.set_env(container, "WORKLOAD_TARGET", str(merged["workload_target"]))
-    return docs
+    return kit.render_replicated(load_documents(), merged, image_repo=IMAGE_REPO, services=SERVICES)
 
 
 def render_yaml(params: Mapping[str, Any] | None = None) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextvars
 import ipaddress
-import json
 import random
 import socket
 import threading
@@ -24,8 +23,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-
 from sregym_appkit import logs
+from sregym_appkit.jsongrpc import Call, RpcError, answer
+from sregym_appkit.jsongrpc import decode as _decode
+from sregym_appkit.jsongrpc import encode as _encode
 
 from . import telemetry
 from .config import Config, Rpc
@@ -54,23 +55,6 @@ SERVER_OPTIONS = [
 # The caller's deadline (time.monotonic() value) for the request being served: outgoing calls never
 # wait past it, as gRPC deadline propagation does in Go and Java services.
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("hotel_rpc_deadline", default=None)
-
-
-class RpcError(Exception):
-    """An error with a gRPC status code, raised by handlers and by clients after retries."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def _encode(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def _decode(data: bytes) -> Any:
-    return json.loads(data) if data else {}
 
 
 def service_path(service: str) -> str:
@@ -136,7 +120,7 @@ class RpcServer:
             token = otel_context.attach(parent)
             remaining = context.time_remaining()
             deadline_token = _deadline.set(time.monotonic() + remaining if remaining is not None else None)
-            code = grpc.StatusCode.OK
+            call = Call()
             with self._lock:
                 self._inflight += 1
                 telemetry.RPC_SERVER_INFLIGHT.labels(service).set(self._inflight)
@@ -149,27 +133,14 @@ class RpcServer:
                         waited = self.bucket.acquire()
                         if waited > 0.001:
                             span.set_attribute("hotel.ratelimit_wait_ms", round(waited * 1000, 1))
-                    try:
-                        return fn(request if isinstance(request, dict) else {})
-                    except RpcError as exc:
-                        code = exc.code
-                        span.set_status(trace.Status(trace.StatusCode.ERROR, exc.message))
-                        context.abort(exc.code, exc.message)
-                    except Exception as exc:
-                        if isinstance(exc, grpc.RpcError) or type(exc).__name__ == "_AbortError":
-                            raise
-                        code = grpc.StatusCode.INTERNAL
-                        span.record_exception(exc)
-                        span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
-                        logs.error("handler_crashed", method=method, error=f"{type(exc).__name__}: {exc}")
-                        context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+                    return answer(fn, request, context, span, method, call)
             finally:
                 otel_context.detach(token)
                 _deadline.reset(deadline_token)
                 with self._lock:
                     self._inflight -= 1
                     telemetry.RPC_SERVER_INFLIGHT.labels(service).set(self._inflight)
-                telemetry.RPC_SERVER_REQUESTS.labels(service, method, code.name).inc()
+                telemetry.RPC_SERVER_REQUESTS.labels(service, method, call.code.name).inc()
                 telemetry.RPC_SERVER_LATENCY.labels(service, method).observe(time.perf_counter() - start)
 
         return handle

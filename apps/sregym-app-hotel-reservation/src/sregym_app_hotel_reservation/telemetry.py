@@ -9,11 +9,12 @@ from __future__ import annotations
 from opentelemetry import trace
 from prometheus_client import Counter, Gauge, Histogram
 from sregym_appkit import tracing
+from sregym_appkit.metrics import FINE_LATENCY_BUCKETS, rpc_client_metrics
 from sregym_appkit.tracing import carrier, extract, shutdown_tracing
 
 __all__ = ["carrier", "extract", "setup_tracing", "shutdown_tracing", "tracer"]
 
-_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_BUCKETS = FINE_LATENCY_BUCKETS
 
 RPC_SERVER_REQUESTS = Counter("hotel_rpc_server_requests_total", "gRPC requests served",
                               ["service", "method", "code"])
@@ -22,13 +23,9 @@ RPC_SERVER_LATENCY = Histogram("hotel_rpc_server_latency_seconds", "gRPC server 
 RPC_SERVER_REJECTED = Counter("hotel_rpc_server_rejected_total",
                               "gRPC requests rejected by admission control", ["service", "reason"])
 RPC_SERVER_INFLIGHT = Gauge("hotel_rpc_server_inflight", "gRPC requests being handled", ["service"])
-RPC_CLIENT_REQUESTS = Counter("hotel_rpc_client_requests_total", "gRPC calls to peers (one per attempt)",
-                              ["service", "peer", "method", "code"])
-RPC_CLIENT_ERRORS = Counter("hotel_rpc_client_errors_total", "gRPC calls to peers that failed after retries",
-                            ["service", "peer", "method", "code"])
-RPC_CLIENT_RETRIES = Counter("hotel_rpc_client_retries_total", "gRPC retries to peers", ["service", "peer", "method"])
-RPC_CLIENT_LATENCY = Histogram("hotel_rpc_client_latency_seconds", "gRPC call time including retries",
-                               ["service", "peer", "method"], buckets=_BUCKETS)
+_CLIENT = rpc_client_metrics("hotel", "gRPC")
+RPC_CLIENT_REQUESTS, RPC_CLIENT_ERRORS = _CLIENT.requests, _CLIENT.errors
+RPC_CLIENT_RETRIES, RPC_CLIENT_LATENCY = _CLIENT.retries, _CLIENT.latency
 HTTP_REQUESTS = Counter("hotel_http_requests_total", "frontend HTTP requests", ["service", "endpoint", "code"])
 HTTP_LATENCY = Histogram("hotel_http_latency_seconds", "frontend HTTP latency", ["service", "endpoint"],
                          buckets=_BUCKETS)

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from .config import (ADMIN_PORT, DB_OWNERS, GATEWAY_PORT, MEDIA_FRONTEND_PORT, MEMCACHED, NGINX_PORT,
-                     PERSISTENT_REDIS, REDIS, THRIFT_PORT, TOPOLOGY)
-from .manifests import DEFAULT_PARAMS, manifest_files
+from sregym_appkit import appspec as kit
+
+from .config import (
+    ADMIN_PORT,
+    DB_OWNERS,
+    GATEWAY_PORT,
+    MEDIA_FRONTEND_PORT,
+    MEMCACHED,
+    NGINX_PORT,
+    PERSISTENT_REDIS,
+    REDIS,
+    THRIFT_PORT,
+    TOPOLOGY,
+)
+from .images import local_images as local_images  # read by sregym_appkit.appspec.app_record
+from .manifests import DEFAULT_PARAMS
 
 NAME = "social-network"
 NAMESPACE = "social-network"
@@ -18,23 +30,16 @@ SERVICE_ENV = ("SN_CONFIG", "RPC_TIMEOUT_MS", "RPC_RETRIES", "RPC_BACKOFF_MS", "
 #: What the agent is told about the app (``/get_app`` ``descriptions``): what it is and does, in
 #: one paragraph as upstream's are; no ports, knobs or metric names (those are for it to find).
 DISPLAY_NAME = "Social Network"
-DESCRIPTION = (
-    "Social Network is a microservice social network, modelled on the DeathStarBench social network "
-    "benchmark, where users register, follow one another, compose posts with text, mentions, links and media, "
-    "and read their home and user timelines: an nginx front end calls Thrift services that store posts, "
-    "users, the social graph and timelines in databases, caches and Redis."
-)
+DESCRIPTION = kit.description(__package__)  # description.md: one paragraph
 
 
 def _knobs(service: str) -> tuple[str, ...]:
     """What app-specific faults can really turn on ``service`` (ComponentSpec.knobs)."""
-    knobs = []
-    if TOPOLOGY[service].peers:
-        knobs.append("retry-policy")  # a Thrift client: RPC_TIMEOUT_MS/RPC_RETRIES/RPC_BACKOFF_MS (rpc.py)
-    if service == "nginx-thrift":
-        knobs.append("load-entrypoint")  # user requests enter here
-        knobs.append("ingress")  # users arrive through the Ingress of the same name (manifests/55-ingress.yaml)
-    return tuple(knobs)
+    return kit.knobs(
+        # a Thrift client: RPC_TIMEOUT_MS/RPC_RETRIES/RPC_BACKOFF_MS (rpc.py)
+        ("retry-policy", bool(TOPOLOGY[service].peers)),
+        ("load-entrypoint", service == "nginx-thrift"),  # user requests enter here
+        ("ingress", service == "nginx-thrift"))  # users arrive through the Ingress of the same name
 
 
 def components() -> tuple[Any, ...]:
@@ -54,12 +59,7 @@ def components() -> tuple[Any, ...]:
         out.append(ComponentSpec(name=s, kind="Deployment", roles=roles, ports=ports, container=container,
                                  config_map=f"{s}-config", env=env, service=s,
                                  labels={"app.kubernetes.io/name": s}, knobs=_knobs(s)))
-    for db in DB_OWNERS:
-        name = f"{db}-postgres"
-        out.append(ComponentSpec(name=name, kind="StatefulSet", roles=("db:postgres", "stateful"), ports=(5432,),
-                                 pvcs=(f"{name}-data",), container="postgres",
-                                 env=("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB", "PGDATA"),
-                                 service=name, labels={"app.kubernetes.io/name": name}))
+    out += [kit.postgres_component(f"{db}-postgres") for db in DB_OWNERS]
     for r in REDIS:
         name = f"{r}-redis"
         persistent = r in PERSISTENT_REDIS  # the only copy of its data, on a PVC
@@ -67,37 +67,15 @@ def components() -> tuple[Any, ...]:
                                  roles=("cache:redis", "stateful") if persistent else ("cache:redis",), ports=(6379,),
                                  pvcs=(f"{name}-data",) if persistent else (), container="redis", service=name,
                                  labels={"app.kubernetes.io/name": name}))
-    for m in MEMCACHED:
-        name = f"{m}-memcached"
-        out.append(ComponentSpec(name=name, kind="Deployment", roles=("cache:memcached",), ports=(11211,),
-                                 container="memcached", service=name, labels={"app.kubernetes.io/name": name}))
+    out += [kit.memcached_component(f"{m}-memcached") for m in MEMCACHED]
     return tuple(out)
 
 
-def problems_dir() -> Path:
-    return Path(__file__).parent / "problems"
-
-
 def app_spec() -> Any:
-    from sregym_core.types import AppSpec, WorkloadSpec
-
     from .deploy import deploy_app
-    from .images import local_images
 
-    return AppSpec(
-        name=NAME,
-        summary="Social Network (DeathStarBench topology): nginx + 12 Thrift/HTTP services, 6 PostgreSQL, "
-                "3 Redis, 4 memcached",
-        namespace=NAMESPACE,
-        description=DESCRIPTION, display_name=DISPLAY_NAME,
-        manifests=manifest_files(),
-        components=components(),
-        workload=WorkloadSpec(name="workload-generator", namespace=WORKLOAD_NAMESPACE, service="workload-generator",
-                              port=8089, query_path="/stats", control_path="/control"),
-        images=local_images(),
-        hidden_namespaces=(WORKLOAD_NAMESPACE,),
-        problems_dir=problems_dir(),
-        params=dict(DEFAULT_PARAMS),
-        deploy=deploy_app,
-        deploy_timeout=180.0,
-    )
+    return kit.app_record(
+        __name__, params=DEFAULT_PARAMS, deploy=deploy_app, deploy_timeout=180.0,
+        summary=("Social Network (DeathStarBench topology): nginx + 12 Thrift/HTTP services, 6 PostgreSQL, "
+                 "3 Redis, 4 memcached"),
+        workload=kit.workload_spec(WORKLOAD_NAMESPACE, "workload-generator"))

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+from sregym_appkit.config import ConfigInvalid, ServiceConfig
 
 DEFAULT_CONFIG_PATH = "/etc/social-network/service-config.json"
 THRIFT_PORT = 9090
@@ -70,19 +71,10 @@ PERSISTENT_REDIS = ("home-timeline",)
 MEMCACHED = ("user", "url-shorten", "post-storage", "media")
 
 
-class ConfigInvalid(Exception):
-    def __init__(self, problems: list[tuple[str, str, str]]) -> None:
-        super().__init__("; ".join(f"{w}: {m}" for w, m, _ in problems))
-        self.problems = problems
-
-
 @attrs.frozen
-class Config:
-    service: str
-    host: str
-    port: int
-    admin_port: int
-    peers: Mapping[str, str]
+class Config(ServiceConfig):
+    """What one service needs to start: its name, listen address and peers, then its datastores."""
+
     postgres: Mapping[str, str] | None
     redis: str | None
     memcached: str | None

@@ -8,19 +8,13 @@ not exist, so a pod asking for it goes to ErrImagePull/ImagePullBackOff as on a 
 
 from __future__ import annotations
 
-import sys
 from typing import Any
+
+from sregym_appkit import appspec as kit
 
 from . import IMAGE_REPO
 
-STABLE_TAGS = ("1.0", "1.0.0", "latest")
-ENTRYPOINT = (sys.executable, "-m", "sregym_app_social_network.serve")
-
 
 def local_images() -> tuple[Any, ...]:
-    from sregym_core.types import LocalImage
-
-    return tuple(LocalImage(image=f"{IMAGE_REPO}:{tag}", argv=ENTRYPOINT, cmd=("nginx-thrift",),
-                            env={"PYTHONUNBUFFERED": "1"},
-                            summary="Social Network services (argv[1] chooses the service)")
-                 for tag in STABLE_TAGS)
+    return kit.service_images(IMAGE_REPO, __package__, "nginx-thrift",
+                              "Social Network services (argv[1] chooses the service)")

@@ -1,21 +1,10 @@
-"""SREGym hook implementations for the Social Network app."""
+"""SREGym hook implementations for the Social Network app (made by :mod:`sregym_appkit.plugin`)."""
 
 from __future__ import annotations
 
-from sregym_core import hookimpl
+from sregym_appkit.plugin import apps_hook, problems_hook
 
 from .app import app_spec
 
-
-@hookimpl
-def sregym_apps():
-    return [app_spec()]
-
-
-@hookimpl
-def sregym_problems():
-    from sregym_core.problems import load_problem_dir
-
-    from .app import problems_dir
-
-    return load_problem_dir(problems_dir())
+sregym_apps = apps_hook(app_spec)
+sregym_problems = problems_hook(__package__)

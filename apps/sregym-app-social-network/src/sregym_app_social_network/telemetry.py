@@ -9,23 +9,20 @@ from __future__ import annotations
 from opentelemetry import trace
 from prometheus_client import Counter, Gauge, Histogram
 from sregym_appkit import tracing
+from sregym_appkit.metrics import FINE_LATENCY_BUCKETS, rpc_client_metrics
 from sregym_appkit.tracing import carrier, extract, shutdown_tracing
 
 __all__ = ["carrier", "extract", "setup_tracing", "shutdown_tracing", "tracer"]
 
-_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_BUCKETS = FINE_LATENCY_BUCKETS
 
 RPC_SERVER_REQUESTS = Counter("sn_rpc_server_requests_total", "Thrift requests served", ["service", "method", "code"])
 RPC_SERVER_LATENCY = Histogram("sn_rpc_server_latency_seconds", "Thrift handling time", ["service", "method"],
                                buckets=_BUCKETS)
 RPC_SERVER_INFLIGHT = Gauge("sn_rpc_server_inflight", "Thrift requests being handled", ["service"])
-RPC_CLIENT_REQUESTS = Counter("sn_rpc_client_requests_total", "Thrift calls to peers (one per attempt)",
-                              ["service", "peer", "method", "code"])
-RPC_CLIENT_ERRORS = Counter("sn_rpc_client_errors_total", "Thrift calls to peers that failed after retries",
-                            ["service", "peer", "method", "code"])
-RPC_CLIENT_RETRIES = Counter("sn_rpc_client_retries_total", "Thrift retries to peers", ["service", "peer", "method"])
-RPC_CLIENT_LATENCY = Histogram("sn_rpc_client_latency_seconds", "Thrift call time including retries",
-                               ["service", "peer", "method"], buckets=_BUCKETS)
+_CLIENT = rpc_client_metrics("sn", "Thrift")
+RPC_CLIENT_REQUESTS, RPC_CLIENT_ERRORS = _CLIENT.requests, _CLIENT.errors
+RPC_CLIENT_RETRIES, RPC_CLIENT_LATENCY = _CLIENT.retries, _CLIENT.latency
 HTTP_REQUESTS = Counter("sn_http_requests_total", "HTTP requests", ["service", "endpoint", "code"])
 HTTP_LATENCY = Histogram("sn_http_latency_seconds", "HTTP latency", ["service", "endpoint"], buckets=_BUCKETS)
 STORE_OPS = Counter("sn_store_operations_total", "datastore operations", ["service", "store", "status"])

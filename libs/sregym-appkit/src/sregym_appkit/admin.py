@@ -65,3 +65,13 @@ class AdminServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def admin_server(port: int, ready: Callable[[], tuple[bool, dict[str, Any]]]) -> AdminServer:
+    """The admin port on every interface, for services whose readiness is ``ready() -> (ok, detail)``
+    (``/readyz`` answers ``{"ready": ok, **detail}``)."""
+    def readiness() -> dict[str, Any]:
+        ok, detail = ready()
+        return {"ready": ok, **detail}
+
+    return AdminServer("0.0.0.0", port, readiness)

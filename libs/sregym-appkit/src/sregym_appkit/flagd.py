@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from . import logs
@@ -103,3 +105,24 @@ class FlagFile:
         with self.lock:
             keys = [k for k, v in self.flags.items() if v.get("state") == "ENABLED"]
         return {"flags": [self.evaluate(k)[1] for k in keys]}
+
+
+def serve(stop: threading.Event, http_server: Callable[[FlagFile, int], Any], *, default_file: str) -> None:
+    """The app's ``flagd`` process: the flags of ``FLAGD_FILE`` (``default_file``) answered by
+    ``http_server(store, port)`` (the app's HTTP server routing OFREP to the store, on
+    ``FLAGD_OFREP_PORT``, 8016) and re-read every ``FLAGD_RELOAD_S`` seconds (1) until ``stop`` is
+    set; ``/readyz`` on ``ADMIN_PORT`` is ready once a flag file has loaded."""
+    from .admin import admin_server
+
+    port, path = int(os.environ.get("FLAGD_OFREP_PORT", "8016")), os.environ.get("FLAGD_FILE", default_file)
+    store = FlagFile(path)
+    store.reload()
+    server = http_server(store, port)
+    admin = admin_server(int(os.environ.get("ADMIN_PORT", "9464")), lambda: (store.loaded, {"flags": len(store.flags)}))
+    server.start()
+    admin.start()
+    logs.info("service_started", port=port, file=path, flags=len(store.flags))
+    while not stop.wait(float(os.environ.get("FLAGD_RELOAD_S", "1"))):
+        store.reload()
+    server.stop()
+    admin.stop()

@@ -3,6 +3,8 @@ with a few parameters (image tag, replicas, environment) before ``kubectl apply`
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -108,3 +110,99 @@ def ingress(namespace: str, service: str, port: str, labels: Mapping[str, str]) 
             "spec": {"ingressClassName": "nginx", "tls": [{"hosts": [host], "secretName": f"{service}-tls"}],
                      "rules": [{"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix",
                                                                   "backend": backend}]}}]}}
+
+
+@dataclasses.dataclass(frozen=True)
+class ShippedManifests:
+    """The YAML files shipped in an app package's ``manifests/`` folder, and the renderer of the
+    common parameters into them: what every app's ``manifests`` module used to write out again.
+
+    ``package`` is the app's package (``__package__`` of its ``manifests`` module); ``image_repo``
+    and ``defaults`` are its image repository and default parameters. An app that generates its files
+    passes ``build`` (every object, in apply order), its ``workload_namespace`` and ``files`` (the
+    file an object of its own goes to, None for the common ones: :meth:`file_of`), and ``python -m
+    <package>.manifests --write`` regenerates them (:meth:`command_line`).
+    """
+
+    package: str
+    image_repo: str
+    defaults: Mapping[str, Any]
+    build: Callable[[], list[dict[str, Any]]] | None = None
+    workload_namespace: str = ""
+    files_of_app: Callable[[dict[str, Any]], str | None] | None = None
+    #: where an object that is neither common nor claimed by ``files_of_app`` goes
+    default_file: str = "50-services.yaml"
+
+    def file_of(self, doc: dict[str, Any]) -> str:
+        """The file ``doc`` is written to; the file names sort in apply order: namespaces and the
+        PriorityClass first (``00-namespaces.yaml``), the app's own files, the Ingresses
+        (``55-ingress.yaml``), the workload generator last (``60-load-generator.yaml``)."""
+        if doc["kind"] in ("Namespace", "PriorityClass"):
+            return "00-namespaces.yaml"
+        own = self.files_of_app(doc) if self.files_of_app is not None else None
+        if own:
+            return own
+        if doc["kind"] == "Ingress":
+            return "55-ingress.yaml"
+        if doc["metadata"].get("namespace") == self.workload_namespace:
+            return "60-load-generator.yaml"
+        return self.default_file
+
+    def directory(self) -> Path:
+        return manifest_dir(self.package)
+
+    def files(self) -> tuple[Path, ...]:
+        return manifest_files(self.package)
+
+    def documents(self) -> list[dict[str, Any]]:
+        """The shipped objects, read afresh (callers may change them)."""
+        return load_documents(self.files())
+
+    def write(self, directory: Path | None = None) -> None:
+        """Regenerate the files from ``build()`` (into ``directory``, default the package's folder)."""
+        if self.build is None:
+            raise ValueError(f"{self.package} ships hand-written manifests: nothing generates them")
+        write_grouped(self.build(), directory or self.directory(), self.file_of, f"{self.package}.manifests")
+
+    def render(self, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The shipped manifests with the common parameters (:func:`render_images`) applied; unknown
+        parameters raise ValueError."""
+        return render_images(self.documents(), self.image_repo, merge_params(params, self.defaults))
+
+    def render_yaml(self, params: Mapping[str, Any] | None = None) -> str:
+        return dump(self.render(params))
+
+    def command_line(self, render_yaml: Callable[[], str] | None = None, argv: list[str] | None = None) -> None:
+        """``python -m <package>.manifests``: print the rendered YAML, or ``--write`` the files."""
+        if (sys.argv[1:] if argv is None else argv) == ["--write"]:
+            self.write()
+        else:
+            print((render_yaml or self.render_yaml)())
+
+
+def render_replicated(docs: list[dict[str, Any]], params: Mapping[str, Any], *, image_repo: str,
+                      services: tuple[str, ...] | Mapping[str, Any], traced_containers: tuple[str, ...] = (),
+                      workload: str = "workload-generator") -> list[dict[str, Any]]:
+    """Apply, in place, the parameters of an app whose manifests are hand-written YAML (Hotel
+    Reservation, Social Network) and return ``docs``; ``params`` are already merged with the defaults.
+
+    ``replicas`` (an int or ``{service: n}``) on the Deployments of ``services``; ``image_tag`` on
+    every container of ``image_repo``; ``otlp_endpoint`` on a service's own container (named as the
+    service, or one of ``traced_containers``); ``workload_rate`` and, when set, ``workload_target``
+    on the ``workload`` Deployment's containers.
+    """
+    per_service = replicas_per_service(params["replicas"], services)
+    for doc in docs:
+        name = doc.get("metadata", {}).get("name")
+        if doc.get("kind") == "Deployment" and name in per_service:
+            doc["spec"]["replicas"] = per_service[name]
+        for container in containers(doc):
+            if str(container.get("image", "")).startswith(image_repo + ":"):
+                container["image"] = f"{image_repo}:{params['image_tag']}"
+                if name in services and container["name"] in (name, *traced_containers):
+                    set_env(container, "OTEL_EXPORTER_OTLP_ENDPOINT", str(params["otlp_endpoint"]))
+            if name == workload:
+                set_env(container, "WORKLOAD_RATE", str(params["workload_rate"]))
+                if params["workload_target"]:
+                    set_env(container, "WORKLOAD_TARGET", str(params["workload_target"]))
+    return docs
