@@ -19,6 +19,7 @@ import urllib.request
 
 import pytest
 from sregym_app_astronomy_shop.loadgen import ENDPOINTS, request_for
+from sregym_appkit.testing import assert_every_kind_answered_right, deployment_for_module, jaeger
 
 from sregym_core.testing.live import LiveCase, daily_sample, exercise, wait_for
 from sregym_core.types import Target
@@ -38,25 +39,7 @@ def _in_rotation(fault: str):
 
 @pytest.fixture(scope="module")
 def shop(deployed_app):
-    started = time.monotonic()
-    app = deployed_app("astronomy-shop")
-    deployed = app.env.deployed_app("astronomy-shop")
-    print(f"astronomy-shop deploy (apply to workload healthy): {deployed.deploy_seconds:.1f} s; "
-          f"fixture incl. cluster and observability: {time.monotonic() - started:.1f} s")
-    # only this module uses the app on the session's cluster: its pods go when the module is done
-    yield app
-    deployed_app.remove("astronomy-shop")
-
-
-def _jaeger(shop, path: str) -> dict:
-    stack = next(iter(shop.host.get_observability().values()))
-    name, port = stack.services["jaeger"]
-    live = shop.live(time.time())
-    out = live.kubectl("get", "--raw", f"/api/v1/namespaces/{stack.namespace}/services/{name}:{port}/proxy{path}")
-    try:
-        return json.loads(out)
-    except ValueError:
-        return {"data": [], "error": out[:300]}
+    yield from deployment_for_module(deployed_app, "astronomy-shop")
 
 
 def test_workload_sees_correct_content_on_every_request_kind(shop):
@@ -65,16 +48,7 @@ def test_workload_sees_correct_content_on_every_request_kind(shop):
     # in validation runs (test_astronomy_slo.py), never on the shared landing machine.
     live = shop.live(time.time(), request_for=request_for, frontend=FRONTEND)
 
-    def every_kind_answered_right():
-        stats = live.stats(60)
-        seen = {e for e, s in stats["by_endpoint"].items() if s["success"]}
-        return stats if seen == set(ENDPOINTS) and stats["content_errors"] == 0 else None
-
-    stats = wait_for(every_kind_answered_right, 300, 5)  # an outer bound against hangs
-    assert stats, json.dumps(live.stats(60))[:1500]
-    for endpoint in ("browse", "home", "image", "ads"):
-        status, _ = live.call(endpoint)
-        assert status == 200, endpoint
+    assert_every_kind_answered_right(live, ENDPOINTS, 60, also_call=("browse", "home", "image", "ads"))
 
 
 def test_one_trace_crosses_the_queue_and_flags_show_in_spans(shop):
@@ -87,7 +61,7 @@ def test_one_trace_crosses_the_queue_and_flags_show_in_spans(shop):
 
     def queue_trace():
         nonlocal best
-        for trace in _jaeger(shop, "/api/traces?service=accounting&limit=50&lookback=10m").get("data") or []:
+        for trace in jaeger(shop, "/api/traces?service=accounting&limit=50&lookback=10m").get("data") or []:
             services = {p["serviceName"] for p in trace["processes"].values()}
             kinds = {(trace["processes"][s["processID"]]["serviceName"],
                       next((t["value"] for t in s["tags"] if t["key"] == "span.kind"), "")) for s in trace["spans"]}
@@ -103,7 +77,7 @@ def test_one_trace_crosses_the_queue_and_flags_show_in_spans(shop):
         f"every service of the order; the most complete lacked {sorted(chain - best)}"
 
     def flag_events():
-        for trace in _jaeger(shop, "/api/traces?service=ad&limit=20&lookback=10m").get("data") or []:
+        for trace in jaeger(shop, "/api/traces?service=ad&limit=20&lookback=10m").get("data") or []:
             for span in trace["spans"]:
                 for event in span.get("logs", []):
                     fields = {f["key"]: f["value"] for f in event.get("fields", [])}

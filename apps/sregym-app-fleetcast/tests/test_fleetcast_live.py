@@ -20,6 +20,7 @@ import pytest
 import sregym_app_fleetcast.plugin
 from sregym_app_fleetcast.catalog import BY_ID, EPOCH
 from sregym_app_fleetcast.topology import API, API_PORT, CRD_NAME, DATASTORE, OPERATOR
+from sregym_appkit.testing import assert_every_kind_answered_right, deployment_for_module
 
 from sregym_core.testing.live import LiveCase, LiveFaultContract, wait_for
 
@@ -39,13 +40,7 @@ def request_for(kind: str, rng: random.Random) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def fc(deployed_app):
-    started = time.monotonic()
-    app = deployed_app("fleetcast")
-    deployed = app.env.deployed_app("fleetcast")
-    print(f"fleetcast deploy (apply to workload healthy): {deployed.deploy_seconds:.1f} s; "
-          f"fixture incl. cluster: {time.monotonic() - started:.1f} s")
-    yield app
-    deployed_app.remove("fleetcast")
+    yield from deployment_for_module(deployed_app, "fleetcast")
 
 
 def _resource(live) -> dict:
@@ -73,14 +68,7 @@ def test_the_operator_runs_the_datastore_and_the_workload_gets_seeded_answers(fc
     info = live.kubectl("exec", "-n", live.namespace, f"{DATASTORE}-0", "--", "redis-cli", "info", "replication")
     assert "role:master" in info and "connected_slaves:2" in info, info
 
-    def every_kind_answered_right():
-        # behaviour, not a service level: every request kind answered, none contradicting the seed
-        stats = live.stats(60)
-        seen = {e for e, s in stats["by_endpoint"].items() if s["success"]}
-        return stats if seen == {"home", "list", "satellite", "position", "observe"} and stats["content_errors"] == 0 else None
-
-    stats = wait_for(every_kind_answered_right, 240, 5)  # an outer bound against hangs
-    assert stats, json.dumps(live.stats(60))[:1500]
+    assert_every_kind_answered_right(live, ("home", "list", "satellite", "position", "observe"), 60, timeout_s=240)
 
 
 def _container(live) -> dict:

@@ -19,6 +19,7 @@ import time
 import pytest
 import sregym_app_train_ticket.plugin
 from sregym_app_train_ticket.workload import ENDPOINTS, request_for
+from sregym_appkit.testing import assert_every_kind_answered_right, deployment_for_module, jaeger
 
 from sregym_core.testing.live import LiveCase, LiveFaultContract, daily_sample, wait_for
 
@@ -36,42 +37,14 @@ BOOKING_PATH = {"ts-ui-dashboard", "ts-preserve-service", "ts-security-service",
 
 @pytest.fixture(scope="module")
 def tt(deployed_app):
-    started = time.monotonic()
-    app = deployed_app("train-ticket")
-    deployed = app.env.deployed_app("train-ticket")
-    print(f"train-ticket deploy (apply to workload healthy): {deployed.deploy_seconds:.1f} s; "
-          f"fixture incl. cluster and observability: {time.monotonic() - started:.1f} s")
-    # only this module uses the app on the session's cluster: its pods go when the module is done
-    yield app
-    deployed_app.remove("train-ticket")
-
-
-def _jaeger(app, path: str) -> dict:
-    stack = next(iter(app.host.get_observability().values()))
-    name, port = stack.services["jaeger"]
-    out = app.live(time.time()).kubectl("get", "--raw",
-                                        f"/api/v1/namespaces/{stack.namespace}/services/{name}:{port}/proxy{path}")
-    try:
-        return json.loads(out)
-    except ValueError:
-        return {"data": [], "error": out[:300]}
+    yield from deployment_for_module(deployed_app, "train-ticket")
 
 
 def test_workload_succeeds_with_seeded_answers_on_every_kind(tt):
     live = tt.live(time.time(), request_for=request_for, frontend=FRONTEND)
 
-    def every_kind_answered_right():
-        # Behaviour, not a service level: every request kind answered with the seeded answers, none
-        # contradicting them (the success-rate bar: test_train_ticket_slo.py, validation runs)
-        stats = live.stats(90)
-        seen = {e for e, s in stats["by_endpoint"].items() if s["success"]}
-        return stats if seen == set(ENDPOINTS) and stats["content_errors"] == 0 else None
-
-    stats = wait_for(every_kind_answered_right, 300, 5)  # an outer bound against hangs
-    assert stats, json.dumps(live.stats(90))[:1500]
-    for kind in ("search", "search-other", "home"):
-        status, _ = live.call(kind)
-        assert status == 200, kind
+    # the success-rate bar: test_train_ticket_slo.py, validation runs
+    assert_every_kind_answered_right(live, ENDPOINTS, 90, also_call=("search", "search-other", "home"))
     for kind in ("book", "orders"):  # a booking or an order list needs a login (the workload logs in)
         status, _ = live.call(kind)
         assert status == 401, kind
@@ -82,7 +55,7 @@ def test_one_booking_trace_spans_the_whole_path_down_to_the_sql_and_the_graph_dr
 
     def booking_trace():
         nonlocal best
-        for trace in _jaeger(tt, "/api/traces?service=ts-preserve-service&limit=40&lookback=15m").get("data") or []:
+        for trace in jaeger(tt, "/api/traces?service=ts-preserve-service&limit=40&lookback=15m").get("data") or []:
             services = {p["serviceName"] for p in trace["processes"].values()}
             sql = any(t["key"] == "db.system" and t["value"] == "mysql" for s in trace["spans"] for t in s["tags"])
             if len(services & BOOKING_PATH) > len(best & BOOKING_PATH):
@@ -93,7 +66,7 @@ def test_one_booking_trace_spans_the_whole_path_down_to_the_sql_and_the_graph_dr
 
     assert wait_for(booking_trace, 120, 5), f"no booking trace with every service; the best lacked {sorted(BOOKING_PATH - best)}"
     # the dependency graph the agents' get_dependency_graph draws has the booking path's edges
-    edges = {(d["parent"], d["child"]) for d in _jaeger(tt, "/api/dependencies?lookback=900000").get("data") or []}
+    edges = {(d["parent"], d["child"]) for d in jaeger(tt, "/api/dependencies?lookback=900000").get("data") or []}
     assert {("ts-ui-dashboard", "ts-preserve-service"), ("ts-preserve-service", "ts-contacts-service"),
             ("ts-preserve-service", "ts-security-service"), ("ts-security-service", "ts-order-other-service"),
             ("ts-ticketinfo-service", "ts-basic-service"), ("ts-basic-service", "ts-price-service"),

@@ -2,36 +2,29 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
+from sregym_appkit import appspec as kit
+
 from . import IMAGE_REPO
-from .manifests import DEFAULT_PARAMS, NGINX_IMAGE, WORKLOAD_TIMEOUT_S, manifest_files, peer_env, render_yaml
-from .topology import ADMIN_PORT, FLAGS, NAMESPACE, SERVICES, WORKLOAD_NAMESPACE
+from .manifests import DEFAULT_PARAMS, NGINX_IMAGE, WORKLOAD_TIMEOUT_S, peer_env, render_yaml
+from .topology import ADMIN_PORT, FLAGS, SERVICES, WORKLOAD_NAMESPACE
+from .topology import NAMESPACE as NAMESPACE  # read by sregym_appkit.appspec.app_record
 
 NAME = "astronomy-shop"
-STABLE_TAGS = ("1.0", "1.0.0", "latest")
 
 #: What the agent is told about the app (``/get_app`` ``descriptions``): what it is and does, in
 #: one paragraph as upstream's are; no ports, knobs or metric names (those are for it to find).
 DISPLAY_NAME = "OpenTelemetry Demo Astronomy Shop"
-DESCRIPTION = (
-    "The Astronomy Shop is an online telescope store built as microservices after the OpenTelemetry demo: "
-    "shoppers browse the catalogue, see ads and recommendations, fill a cart and check out, with currency "
-    "conversion, shipping quotes, payment and a confirmation e-mail, and every order goes through a message "
-    "queue to accounting and fraud detection."
-)
+DESCRIPTION = kit.description(__package__)  # description.md: one paragraph
 
 
 def _knobs(service: str) -> tuple[str, ...]:
-    knobs = []
-    if any(owner == service for _v, owner, _on in FLAGS.values()):
-        knobs.append("flagd")  # a flag in flagd-config changes this service's behaviour (faults.py)
-    if service == "frontend":
-        knobs.append("load-entrypoint")
-    return tuple(knobs)
+    return kit.knobs(
+        # a flag in flagd-config changes this service's behaviour (faults.py)
+        ("flagd", any(owner == service for _v, owner, _on in FLAGS.values())),
+        ("load-entrypoint", service == "frontend"))
 
 
 def components() -> tuple[Any, ...]:
@@ -70,45 +63,21 @@ def components() -> tuple[Any, ...]:
 def local_images() -> tuple[Any, ...]:
     from sregym_core.types import LocalImage
 
-    entry = (sys.executable, "-m", "sregym_app_astronomy_shop.serve")
-    images = [LocalImage(image=f"{IMAGE_REPO}:{tag}", argv=entry, cmd=("frontend",), env={"PYTHONUNBUFFERED": "1"},
-                         summary="Astronomy Shop services (argv[1] chooses the service)") for tag in STABLE_TAGS]
-    images.append(LocalImage(image=NGINX_IMAGE, argv=(sys.executable, "-m", "sregym_app_astronomy_shop.edge"),
-                             cmd=("-g", "daemon off;"), summary="Debian nginx with the pod's /etc/nginx/nginx.conf"))
-    return tuple(images)
+    edge = LocalImage(image=NGINX_IMAGE, argv=(sys.executable, "-m", "sregym_app_astronomy_shop.edge"),
+                      cmd=("-g", "daemon off;"), summary="Debian nginx with the pod's /etc/nginx/nginx.conf")
+    return (*kit.service_images(IMAGE_REPO, __package__, "frontend", "Astronomy Shop services (argv[1] chooses the service)"),
+            edge)
 
 
 def deploy(ctx: Any) -> None:
-    """Apply the manifests rendered with the run's params; the conductor then waits for Ready."""
-    manifests = render_yaml(ctx.params)
-    proc = subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), "apply", "-f", "-"],
-                          input=manifests, capture_output=True, text=True, timeout=ctx.timeout)
-    if proc.returncode != 0:
-        from sregym_core.errors import DeployError
-        raise DeployError(f"kubectl apply failed: {proc.stderr.strip()[-1500:]}",
-                          hints=("check the kubeconfig and that the cluster is up",))
-    # the Ingress's TLS certificate, from the shop's CA in the load generator's (hidden) namespace
-    from sregym_appkit.deploy import Kubectl
-    from sregym_appkit.ingress import ensure_tls
-
-    ensure_tls(Kubectl(ctx.kubeconfig, ctx.kubectl_path), manifests, WORKLOAD_NAMESPACE)
-
-
-def problems_dir() -> Path:
-    return Path(__file__).parent / "problems"
+    """Apply the manifests rendered with the run's params (and the Ingress's TLS certificate, from the
+    shop's CA in the load generator's hidden namespace); the conductor then waits for Ready."""
+    kit.apply_manifests(ctx, render_yaml(ctx.params), WORKLOAD_NAMESPACE)
 
 
 def app_spec() -> Any:
-    from sregym_core.types import AppSpec, WorkloadSpec
-
-    return AppSpec(
-        name=NAME, namespace=NAMESPACE, description=DESCRIPTION, display_name=DISPLAY_NAME,
+    return kit.app_record(
+        __name__, params=DEFAULT_PARAMS, deploy=deploy, deploy_timeout=240.0,
         summary="Astronomy Shop (OpenTelemetry demo topology): 15 services, nginx edge, flagd, Redis cache and broker",
-        manifests=manifest_files(), components=components(),
-        workload=WorkloadSpec(name="load-generator", namespace=WORKLOAD_NAMESPACE, service="load-generator",
-                              port=8089, query_path="/stats", control_path="/control",
-                              # a task is recorded by its deadline at the latest (+1 s for scheduling)
-                              max_request_s=WORKLOAD_TIMEOUT_S + 1.0),
-        images=local_images(), hidden_namespaces=(WORKLOAD_NAMESPACE,), problems_dir=problems_dir(),
-        params=dict(DEFAULT_PARAMS), deploy=deploy, deploy_timeout=240.0,
-    )
+        # a task is recorded by its deadline at the latest (+1 s for scheduling)
+        workload=kit.workload_spec(WORKLOAD_NAMESPACE, "load-generator", max_request_s=WORKLOAD_TIMEOUT_S + 1.0))

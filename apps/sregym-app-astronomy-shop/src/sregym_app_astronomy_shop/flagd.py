@@ -12,36 +12,25 @@ API (port 8016)::
 
 from __future__ import annotations
 
-import os
 import threading
-import time
 from typing import Any
 
-from sregym_appkit import logs
-from sregym_appkit.flagd import OFREP_PATH, FlagFile, parse
+from sregym_appkit.flagd import OFREP_PATH, FlagFile, parse, serve
 
 __all__ = ["FlagFile", "parse", "run"]
 
 
-def run(port: int, path: str, stop: threading.Event) -> None:
-    from .rpc import HttpServer, admin_server
+def run(stop: threading.Event) -> None:
+    """Serve ``FLAGD_FILE`` (default ``/etc/flagd/demo.flagd.json``) on ``FLAGD_OFREP_PORT`` until ``stop``."""
+    from .rpc import HttpServer
 
-    store = FlagFile(path)
-    store.reload()
+    def http_server(store: FlagFile, port: int) -> HttpServer:
+        def route(method: str, url: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+            if method != "POST" or not url.startswith(OFREP_PATH):
+                return 404, {"error": "not found", "hint": f"POST {OFREP_PATH}/{{key}}"}
+            key = url[len(OFREP_PATH):].strip("/")
+            return store.evaluate(key) if key else (200, store.evaluate_all())
 
-    def route(method: str, url: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
-        if method != "POST" or not url.startswith(OFREP_PATH):
-            return 404, {"error": "not found", "hint": f"POST {OFREP_PATH}/{{key}}"}
-        key = url[len(OFREP_PATH):].strip("/")
-        return store.evaluate(key) if key else (200, store.evaluate_all())
+        return HttpServer("flagd", port, route, traced=False)  # evaluations are attributed to the callers' spans
 
-    server = HttpServer("flagd", port, route, traced=False)  # evaluations are attributed to the callers' spans
-    admin = admin_server(int(os.environ.get("ADMIN_PORT", "9464")), lambda: (store.loaded, {"flags": len(store.flags)}))
-    server.start()
-    admin.start()
-    logs.info("service_started", port=port, file=path, flags=len(store.flags))
-    while not stop.wait(float(os.environ.get("FLAGD_RELOAD_S", "1"))):
-        store.reload()
-    server.stop()
-    admin.stop()
-    time.sleep(0)
+    serve(stop, http_server, default_file="/etc/flagd/demo.flagd.json")

@@ -7,15 +7,11 @@ sregym_app_astronomy_shop.manifests --write`` regenerates them; a test checks th
 
 from __future__ import annotations
 
-import copy
 import json
-import sys
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
 from sregym_appkit import manifests as kit
+from sregym_appkit.objects import INFRASTRUCTURE_PRIORITY, AppObjects
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .topology import (
@@ -32,7 +28,8 @@ DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "otlp_endpoint": "", "
 NGINX_IMAGE = "nginx:1.22"
 VALKEY_IMAGE = "valkey/valkey:7.2"
 BROKER_IMAGE = "redis:7.0"
-PART_OF = {"app.kubernetes.io/part-of": "astronomy-shop"}
+OBJECTS = AppObjects(part_of="astronomy-shop", admin_port=ADMIN_PORT)
+_labels, _service, _deployment = OBJECTS.labels, OBJECTS.service, OBJECTS.deployment
 #: the load generator's deadline for one user task (all its requests), seconds
 WORKLOAD_TIMEOUT_S = 5
 
@@ -73,34 +70,6 @@ def flagd_json() -> str:
     return json.dumps({"$schema": "https://flagd.dev/schema/v0/flags.json", "flags": flags}, indent=2) + "\n"
 
 
-def _labels(name: str, tier: str) -> dict[str, str]:
-    return {"app.kubernetes.io/name": name, **PART_OF, "tier": tier}
-
-
-def _service(name: str, ns: str, ports: list[tuple[str, int]], tier: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": _labels(name, tier)},
-            "spec": {"selector": {"app.kubernetes.io/name": name},
-                     "ports": [{"name": pn, "port": p, "targetPort": p} for pn, p in ports]}}
-
-
-def _deployment(name: str, ns: str, container: dict[str, Any], tier: str, volumes: list[dict[str, Any]] | None = None,
-                priority: str | None = None) -> dict[str, Any]:
-    pod: dict[str, Any] = {"terminationGracePeriodSeconds": 10, "containers": [container]}
-    if volumes:
-        pod["volumes"] = volumes
-    if priority:
-        pod["priorityClassName"] = priority
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": ns, "labels": _labels(name, tier)},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
-                     "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
-                     "template": {"metadata": {"labels": _labels(name, tier),
-                                               "annotations": {"prometheus.io/scrape": "true",
-                                                               "prometheus.io/port": str(ADMIN_PORT),
-                                                               "prometheus.io/path": "/metrics"}},
-                                  "spec": pod}}}
-
-
 def peer_env(service: str) -> list[dict[str, str]]:
     out = []
     for peer in SERVICES[service][2]:
@@ -134,7 +103,7 @@ def _python_service(name: str) -> list[dict[str, Any]]:
     tier = "queue-consumer" if port is None else ("frontend" if name == "frontend" else "service")
     docs = [] if port is None and name != "flagd" else []
     docs.append(_service(name, NAMESPACE, ports, tier))
-    docs.append(_deployment(name, NAMESPACE, container, tier, volumes))
+    docs.append(_deployment(name, NAMESPACE, container, tier, volumes=volumes))
     return docs
 
 
@@ -154,12 +123,7 @@ def _ingress(service: str, port: str) -> dict[str, Any]:
 def build() -> list[dict[str, Any]]:
     """Every object with the default parameters, in apply order."""
     docs: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": dict(PART_OF)}},
-        {"apiVersion": "v1", "kind": "Namespace",
-         "metadata": {"name": WORKLOAD_NAMESPACE, "labels": {**PART_OF, "sregym.dev/hidden": "true"}}},
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "sregym-infrastructure"},
-         "value": 100000000, "globalDefault": False,
-         "description": "SREGym benchmark infrastructure (workload generator, observability)"},
+        *OBJECTS.namespaces(NAMESPACE, WORKLOAD_NAMESPACE),
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "flagd-config", "namespace": NAMESPACE,
                                                                "labels": _labels("flagd", "config")},
          "data": {"demo.flagd.json": flagd_json()}},
@@ -181,7 +145,7 @@ def build() -> list[dict[str, Any]]:
              "resources": {"requests": {"cpu": "20m", "memory": "16Mi"}, "limits": {"cpu": "250m", "memory": "128Mi"}}}
     docs += [_service("frontend-proxy", NAMESPACE, [("http", 8080)], "edge"),
              _deployment("frontend-proxy", NAMESPACE, proxy, "edge",
-                         [{"name": "config", "configMap": {"name": "frontend-proxy-config"}}]),
+                         volumes=[{"name": "config", "configMap": {"name": "frontend-proxy-config"}}]),
              _ingress("frontend-proxy", "http")]
     loadgen = {"name": "load-generator", "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": ["load-generator"],
                "ports": [{"name": "http", "containerPort": 8089}],
@@ -193,52 +157,21 @@ def build() -> list[dict[str, Any]]:
                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8089}, "periodSeconds": 2},
                "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}}}
     docs += [_service("load-generator", WORKLOAD_NAMESPACE, [("http", 8089)], "workload"),
-             _deployment("load-generator", WORKLOAD_NAMESPACE, loadgen, "workload", priority="sregym-infrastructure")]
+             _deployment("load-generator", WORKLOAD_NAMESPACE, loadgen, "workload", priority=INFRASTRUCTURE_PRIORITY)]
     return docs
 
 
-def manifest_dir() -> Path:
-    return kit.manifest_dir(__package__)
-
-
-def manifest_files() -> tuple[Path, ...]:
-    return kit.manifest_files(__package__)
-
-
-def _group(doc: dict[str, Any]) -> str:
-    kind, ns = doc["kind"], doc["metadata"].get("namespace")
-    if kind in ("Namespace", "PriorityClass"):
-        return "00-namespaces.yaml"
-    if kind == "ConfigMap":
+def _files(doc: dict[str, Any]) -> str | None:
+    """The shop's own files: its ConfigMaps, then its two Redis (the cart cache and the order queue)."""
+    if doc["kind"] == "ConfigMap":
         return "10-configmaps.yaml"
-    if kind == "Ingress":
-        return "55-ingress.yaml"
-    if ns == WORKLOAD_NAMESPACE:
-        return "60-load-generator.yaml"
-    if doc["metadata"]["name"] in ("valkey-cart", "queue"):
-        return "20-datastores.yaml"
-    return "50-services.yaml"
+    return "20-datastores.yaml" if doc["metadata"]["name"] in ("valkey-cart", "queue") else None
 
 
-def write(directory: Path | None = None) -> None:
-    kit.write_grouped(build(), directory or manifest_dir(), _group, f"{__package__}.manifests")
-
-
-def load_documents() -> list[dict[str, Any]]:
-    return kit.load_documents(manifest_files())
-
-
-def render(params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The shipped manifests with ``params`` applied; unknown parameters raise ValueError."""
-    return kit.render_images(copy.deepcopy(load_documents()), IMAGE_REPO, kit.merge_params(params, DEFAULT_PARAMS))
-
-
-def render_yaml(params: Mapping[str, Any] | None = None) -> str:
-    return yaml.safe_dump_all(render(params), sort_keys=False)
-
+SHIPPED = kit.ShippedManifests(__package__, IMAGE_REPO, DEFAULT_PARAMS, build=build,
+                               workload_namespace=WORKLOAD_NAMESPACE, files_of_app=_files)
+manifest_dir, manifest_files, load_documents, write = SHIPPED.directory, SHIPPED.files, SHIPPED.documents, SHIPPED.write
+render, render_yaml = SHIPPED.render, SHIPPED.render_yaml  # (params=None); unknown parameters raise ValueError
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--write"]:
-        write()
-    else:
-        print(render_yaml())
+    SHIPPED.command_line()

@@ -1,29 +1,22 @@
-"""SREGym hook implementations for the Astronomy Shop app."""
+"""SREGym hook implementations for the Astronomy Shop app (made by :mod:`sregym_appkit.plugin`)."""
 
 from __future__ import annotations
 
-from sregym_core import hookimpl
+from typing import Any
+
+from sregym_appkit.plugin import apps_hook, faults_hook, problems_hook
 
 from .app import app_spec
 
-
-@hookimpl
-def sregym_apps():
-    return [app_spec()]
+sregym_apps = apps_hook(app_spec)
+sregym_problems = problems_hook(__package__)
 
 
-@hookimpl
-def sregym_faults():
+def _faults() -> list[Any]:
     from . import cacheflood, edgefilter, leak
     from .faults import faults, queue_faults
 
     return [*faults(), *queue_faults(), *edgefilter.faults(), *leak.faults(), *cacheflood.faults()]
 
 
-@hookimpl
-def sregym_problems():
-    from sregym_core.problems import load_problem_dir
-
-    from .app import problems_dir
-
-    return load_problem_dir(problems_dir())
+sregym_faults = faults_hook(_faults)

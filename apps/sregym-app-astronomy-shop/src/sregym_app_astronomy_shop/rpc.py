@@ -9,21 +9,22 @@ metrics and spans and propagate W3C trace context.
 
 from __future__ import annotations
 
-import json
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from concurrent import futures
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-
 from sregym_appkit import logs
-from sregym_appkit.admin import AdminServer
+from sregym_appkit.admin import admin_server  # noqa: F401 - the services' name for it
+from sregym_appkit.httpserver import HttpAnswer, HttpRequest, ThreadedHttpServer
+from sregym_appkit.jsongrpc import Call, RpcError, answer
+from sregym_appkit.jsongrpc import decode as _decode
+from sregym_appkit.jsongrpc import encode as _encode
 
 from . import telemetry
 
@@ -34,22 +35,6 @@ CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconn
 # Service) and notice when it lost its endpoints instead of keeping a pre-fault connection.
 SERVER_OPTIONS = [("grpc.so_reuseport", 0), ("grpc.max_connection_age_ms", 20000),
                   ("grpc.max_connection_age_grace_ms", 5000)]
-
-
-class RpcError(Exception):
-    """A failure with a gRPC status code (HTTP services map it to a status)."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
-
-
-def _encode(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def _decode(data: bytes) -> Any:
-    return json.loads(data) if data else {}
 
 
 def grpc_service_name(service: str) -> str:
@@ -80,30 +65,15 @@ class GrpcServer:
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
             start = time.perf_counter()
             token = otel_context.attach(telemetry.extract(context.invocation_metadata()))
-            code = grpc.StatusCode.OK
+            call = Call()
             try:
                 with telemetry.tracer().start_as_current_span(
                         f"{path}/{method}", kind=trace.SpanKind.SERVER,
                         attributes={"rpc.system": "grpc", "rpc.service": path, "rpc.method": method}) as span:
-                    try:
-                        return fn(request if isinstance(request, dict) else {})
-                    except RpcError as exc:
-                        code = exc.code
-                        span.set_status(trace.Status(trace.StatusCode.ERROR, exc.message))
-                        span.set_attribute("rpc.grpc.status_code", exc.code.value[0])
-                        logs.error("request_failed", method=method, code=exc.code.name, error=exc.message)
-                        context.abort(exc.code, exc.message)
-                    except Exception as exc:
-                        if isinstance(exc, grpc.RpcError) or type(exc).__name__ == "_AbortError":
-                            raise
-                        code = grpc.StatusCode.INTERNAL
-                        span.record_exception(exc)
-                        span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
-                        logs.error("handler_crashed", method=method, error=f"{type(exc).__name__}: {exc}")
-                        context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+                    return answer(fn, request, context, span, method, call, log_rpc_errors=True)
             finally:
                 otel_context.detach(token)
-                telemetry.RPC_SERVER.labels(service, method, code.name).inc()
+                telemetry.RPC_SERVER.labels(service, method, call.code.name).inc()
                 telemetry.RPC_SERVER_LATENCY.labels(service, method).observe(time.perf_counter() - start)
 
         return handle
@@ -208,91 +178,41 @@ class HttpPeer:
 Route = Callable[[str, str, dict[str, str], Any], tuple[Any, ...]]
 
 
-class HttpServer:
+class HttpServer(ThreadedHttpServer):
     """A JSON HTTP server: ``route(method, path, query, body) -> (status, body)``; bytes bodies go out raw."""
 
     def __init__(self, service: str, port: int, route: Route, *, content_type: str = "application/json",
                  traced: bool = True) -> None:
-        outer = self
-        self.traced = traced
-        self.service, self.route = service, route
+        self.route, self.traced, self.content_type = route, traced, content_type
+        super().__init__(service, port, self._answer, self._finished)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms delayed-ACK stall
+    def _answer(self, request: HttpRequest) -> HttpAnswer:
+        tracer = telemetry.tracer() if self.traced else trace.NoOpTracer()
+        ctype = "application/octet-stream"
+        with tracer.start_as_current_span(
+                f"{request.method} {request.path}", kind=trace.SpanKind.SERVER,
+                attributes={"http.request.method": request.method, "url.path": request.path}) as span:
+            try:
+                body = _decode(request.body) if request.body else None
+                answer = self.route(request.method, request.path, request.query, body)
+                status, out = answer[0], answer[1]
+                ctype = answer[2] if len(answer) > 2 else ctype
+            except RpcError as exc:
+                status, out = _HTTP_CODES.get(exc.code, 500), {"error": exc.message}
+            except ValueError as exc:
+                status, out = 400, {"error": str(exc)}
+            except Exception as exc:  # noqa: BLE001 - a crash is a 500 with its cause, logged
+                status, out = 500, {"error": f"{type(exc).__name__}: {exc}"}
+                span.record_exception(exc)
+                logs.error("handler_crashed", path=request.path, error=f"{type(exc).__name__}: {exc}")
+            span.set_attribute("http.response.status_code", status)
+            if status >= 500:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, str(out)[:200]))
+        if not isinstance(out, bytes):
+            out, ctype = _encode(out), self.content_type
+        return HttpAnswer(status, out, ctype, request.path)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-                return
-
-            def _handle(self) -> None:
-                from urllib.parse import parse_qsl, urlsplit
-
-                parts = urlsplit(self.path)
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                start = time.perf_counter()
-                token = otel_context.attach(telemetry.extract(dict(self.headers.items())))
-                status: int = 500
-                ctype = "application/octet-stream"
-                try:
-                    tracer = telemetry.tracer() if outer.traced else trace.NoOpTracer()
-                    with tracer.start_as_current_span(
-                            f"{self.command} {parts.path}", kind=trace.SpanKind.SERVER,
-                            attributes={"http.request.method": self.command, "url.path": parts.path}) as span:
-                        try:
-                            body = _decode(raw) if raw else None
-                            answer = outer.route(self.command, parts.path, dict(parse_qsl(parts.query)), body)
-                            status, out = answer[0], answer[1]
-                            ctype = answer[2] if len(answer) > 2 else ctype
-                        except RpcError as exc:
-                            status, out = _HTTP_CODES.get(exc.code, 500), {"error": exc.message}
-                        except ValueError as exc:
-                            status, out = 400, {"error": str(exc)}
-                        except Exception as exc:  # noqa: BLE001 - a crash is a 500 with its cause, logged
-                            status, out = 500, {"error": f"{type(exc).__name__}: {exc}"}
-                            span.record_exception(exc)
-                            logs.error("handler_crashed", path=parts.path, error=f"{type(exc).__name__}: {exc}")
-                        span.set_attribute("http.response.status_code", status)
-                        if status >= 500:
-                            span.set_status(trace.Status(trace.StatusCode.ERROR, str(out)[:200]))
-                    payload = out if isinstance(out, bytes) else _encode(out)
-                    if not isinstance(out, bytes):
-                        ctype = outer.content_type
-                    self.send_response(status)
-                    self.send_header("Content-Type", ctype)
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-                finally:
-                    otel_context.detach(token)
-                    if outer.traced:  # probes and scrapes are not traffic
-                        telemetry.RPC_SERVER.labels(outer.service, parts.path, str(status)).inc()
-                        telemetry.RPC_SERVER_LATENCY.labels(outer.service, parts.path).observe(
-                            time.perf_counter() - start)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _handle  # noqa: N815 - stdlib naming
-
-        self.content_type = content_type
-        ThreadingHTTPServer.allow_reuse_address = True
-        self.httpd = ThreadingHTTPServer(("0.0.0.0", port), Handler)
-        self.httpd.daemon_threads = True
-
-    def start(self) -> None:
-        import threading
-
-        threading.Thread(target=self.httpd.serve_forever, name=f"http-{self.service}", daemon=True).start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def admin_server(port: int, ready: Callable[[], tuple[bool, dict[str, Any]]]) -> AdminServer:
-    """The admin port (sregym_appkit.admin) with this app's readiness: ``ready() -> (ok, detail)``."""
-    def readiness() -> dict[str, Any]:
-        ok, detail = ready()
-        return {"ready": ok, **detail}
-
-    return AdminServer("0.0.0.0", port, readiness)
+    def _finished(self, answer: HttpAnswer, seconds: float) -> None:
+        if self.traced:  # probes and scrapes are not traffic
+            telemetry.RPC_SERVER.labels(self.service, answer.route, str(answer.status)).inc()
+            telemetry.RPC_SERVER_LATENCY.labels(self.service, answer.route).observe(seconds)

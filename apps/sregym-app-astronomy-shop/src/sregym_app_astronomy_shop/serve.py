@@ -15,13 +15,13 @@ import os
 # grpc resolves peers with getaddrinfo (the cluster's DNS), not its own c-ares resolver.
 os.environ.setdefault("GRPC_DNS_RESOLVER", "native")
 
-import signal  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 from typing import Any  # noqa: E402
 
 from sregym_appkit import logs  # noqa: E402
 from sregym_appkit.cli import dispatch  # noqa: E402
+from sregym_appkit.service import begin, serve_until_stopped, stop_on_signals  # noqa: E402
 
 from . import IMAGE_TAG  # noqa: E402
 
@@ -32,59 +32,45 @@ USAGE = f"usage: python -m sregym_app_astronomy_shop.serve {{{'|'.join(SERVICES)
 
 
 def run_service(service: str) -> int:
-    logs.configure(service)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    if service == "flagd":
-        from .flagd import run
-        run(int(os.environ.get("FLAGD_OFREP_PORT", "8016")), os.environ.get("FLAGD_FILE", "/etc/flagd/demo.flagd.json"),
-            stop)
-        return 0
     from . import flags, telemetry
     from .rpc import admin_server
 
-    telemetry.setup_tracing(service)
-    telemetry.INFO.labels(service, IMAGE_TAG).set(1)
-    flags.configure(service)
+    stop = begin(service, IMAGE_TAG, setup_tracing=telemetry.setup_tracing, build_info=telemetry.INFO,
+                 configure_flags=flags.configure)
     env = dict(os.environ)
-    try:
+    consumer: Any = None
+
+    def build() -> tuple[Any, Any]:
+        nonlocal consumer
         if service in CONSUMERS:
             from .orders import Consumer
             consumer = Consumer(service, env)
             server, ready = None, consumer.ready
         else:
             if service == "checkout":
-                from .orders import build_checkout as build
+                from .orders import build_checkout as build_server
             elif service == "frontend":
-                from .frontend import build_frontend as build
+                from .frontend import build_frontend as build_server
             else:
                 from .backends import BUILDERS
-                build = BUILDERS[service]
-            server, ready = build(env)
-        admin = admin_server(int(os.environ.get("ADMIN_PORT", "9464")), ready)
-    except OSError as exc:
-        logs.error("listen_failed", error=str(exc))
-        return 1
-    admin.start()
-    if server is not None:
-        server.start()
-    logs.info("service_started", version=IMAGE_TAG, flagd=f"{os.environ.get('FLAGD_HOST', 'flagd')}:"
-              f"{os.environ.get('FLAGD_OFREP_PORT', '8016')}",
-              peers={k: v for k, v in env.items() if k.endswith("_ADDR")})
-    if service in CONSUMERS:
-        worker = threading.Thread(target=consumer.run, args=(stop,), name="consumer", daemon=True)
-        worker.start()
-    stop.wait()
-    logs.info("shutdown_started", reason="signal")
-    if server is not None:
-        server.stop()
-    admin.stop()
-    telemetry.shutdown_tracing()
+                build_server = BUILDERS[service]
+            server, ready = build_server(env)
+        return server, admin_server(int(os.environ.get("ADMIN_PORT", "9464")), ready)
+
+    def start_consumer() -> None:
+        if consumer is not None:
+            threading.Thread(target=consumer.run, args=(stop,), name="consumer", daemon=True).start()
+
+    return serve_until_stopped(stop, build, after_start=start_consumer, started={
+        "version": IMAGE_TAG, "flagd": f"{os.environ.get('FLAGD_HOST', 'flagd')}:{os.environ.get('FLAGD_OFREP_PORT', '8016')}",
+        "peers": {k: v for k, v in env.items() if k.endswith("_ADDR")}})
+
+
+def _flagd(rest: list[str]) -> int:
+    from .flagd import run
+
+    logs.configure("flagd")
+    run(stop_on_signals())
     return 0
 
 
@@ -114,7 +100,7 @@ def _nginx(rest: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    commands = {"load-generator": _load_generator, "nginx": _nginx, "edge-scanner": _edge_scanner,
+    commands = {"flagd": _flagd, "load-generator": _load_generator, "nginx": _nginx, "edge-scanner": _edge_scanner,
                 "order-exporter": _order_exporter, "cache-flood": _cache_flood}
     return dispatch(argv, usage=USAGE, commands=commands, services=SERVICES,
                     run_service=lambda args: run_service(args[0]))

@@ -6,8 +6,9 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
+
+from sregym_appkit import appspec as kit
 
 from . import IMAGE_REPO, OPERATOR_IMAGE_REPO
 from .manifests import DEFAULT_PARAMS, split
@@ -26,13 +27,8 @@ from .topology import (
 )
 
 NAME = "fleetcast"
-STABLE_TAGS = ("1.0", "1.0.0", "latest")
 DISPLAY_NAME = "Fleet Cast"
-DESCRIPTION = (
-    "Fleet Cast serves satellite orbital data: an HTTP service that tracks a fleet of satellites, computes where "
-    "each one is and records ground-station observations, backed by a replicated key-value datastore cluster that "
-    "an operator manages from a custom resource."
-)
+DESCRIPTION = kit.description(__package__)  # description.md: one paragraph
 
 
 def components() -> tuple[Any, ...]:
@@ -56,13 +52,10 @@ def components() -> tuple[Any, ...]:
 def local_images() -> tuple[Any, ...]:
     from sregym_core.types import LocalImage
 
-    app = (sys.executable, "-m", "sregym_app_fleetcast.serve")
     operator = (sys.executable, "-m", "sregym_app_fleetcast.datastore_operator")
-    out = [LocalImage(image=f"{IMAGE_REPO}:{tag}", argv=app, cmd=("api",), env={"PYTHONUNBUFFERED": "1"},
-                      summary="FleetCast (argv[1]: api or load-generator)") for tag in STABLE_TAGS]
-    out += [LocalImage(image=f"{OPERATOR_IMAGE_REPO}:{tag}", argv=operator, cmd=(), env={"PYTHONUNBUFFERED": "1"},
-                       summary="the DatastoreCluster operator (kopf)") for tag in STABLE_TAGS]
-    return tuple(out)
+    return (*kit.service_images(IMAGE_REPO, __package__, "api", "FleetCast (argv[1]: api or load-generator)"),
+            *(LocalImage(image=f"{OPERATOR_IMAGE_REPO}:{tag}", argv=operator, cmd=(), env={"PYTHONUNBUFFERED": "1"},
+                         summary="the DatastoreCluster operator (kopf)") for tag in kit.STABLE_TAGS))
 
 
 def _kubectl(ctx: Any, *args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -71,7 +64,8 @@ def _kubectl(ctx: Any, *args: str, stdin: str | None = None, timeout: float = 12
 
 
 def deploy(ctx: Any) -> None:
-    """Apply the CRD, wait until it is served, then everything else; the conductor waits for Ready."""
+    """Apply the CRD, wait until it is served, then everything else (and the Ingress's TLS certificate);
+    the conductor waits for Ready."""
     import yaml
 
     from sregym_core.errors import DeployError
@@ -79,21 +73,14 @@ def deploy(ctx: Any) -> None:
     from .manifests import render
 
     crds, rest = split(render(ctx.params))
-    for docs, what in ((crds, "the DatastoreCluster CRD"), (rest, "the app")):
-        proc = _kubectl(ctx, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs, sort_keys=False))
-        if proc.returncode != 0:
-            raise DeployError(f"kubectl apply of {what} failed: {proc.stderr.strip()[-1500:]}",
-                              hints=("check the kubeconfig and that the cluster is up",
-                                     "the datastore image redis:7.2 needs Debian's redis-server on the node"))
-        if docs is crds:
-            wait = _kubectl(ctx, "wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s", timeout=90)
-            if wait.returncode != 0:
-                raise DeployError(f"the CRD {CRD_NAME} is not served: {wait.stderr.strip()[-500:]}")
+    hints = ("the datastore image redis:7.2 needs Debian's redis-server on the node",)
+    kit.apply_manifests(ctx, yaml.safe_dump_all(crds, sort_keys=False), WORKLOAD_NAMESPACE,
+                        what="the DatastoreCluster CRD", hints=hints)
+    wait = _kubectl(ctx, "wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s", timeout=90)
+    if wait.returncode != 0:
+        raise DeployError(f"the CRD {CRD_NAME} is not served: {wait.stderr.strip()[-500:]}")
+    kit.apply_manifests(ctx, yaml.safe_dump_all(rest, sort_keys=False), WORKLOAD_NAMESPACE, what="the app", hints=hints)
     _wait_for_statefulset(ctx)
-    from sregym_appkit.deploy import Kubectl
-    from sregym_appkit.ingress import ensure_tls
-
-    ensure_tls(Kubectl(ctx.kubeconfig, ctx.kubectl_path), yaml.safe_dump_all(rest, sort_keys=False), WORKLOAD_NAMESPACE)
 
 
 def _wait_for_statefulset(ctx: Any) -> None:
@@ -113,21 +100,8 @@ def _wait_for_statefulset(ctx: Any) -> None:
                              f"kubectl describe datastorecluster {DATASTORE} -n {NAMESPACE}"))
 
 
-def problems_dir() -> Path:
-    return Path(__file__).parent / "problems"
-
-
 def app_spec() -> Any:
-    from sregym_core.types import AppSpec, WorkloadSpec
-
-    from .manifests import manifest_files
-
-    return AppSpec(
-        name=NAME, namespace=NAMESPACE, description=DESCRIPTION, display_name=DISPLAY_NAME,
+    return kit.app_record(
+        __name__, params=DEFAULT_PARAMS, deploy=deploy, deploy_timeout=180.0,
         summary="FleetCast: satellite orbital data on a replicated Redis DatastoreCluster managed by a kopf operator",
-        manifests=manifest_files(), components=components(),
-        workload=WorkloadSpec(name=LOAD_GENERATOR, namespace=WORKLOAD_NAMESPACE, service=LOAD_GENERATOR,
-                              port=LOAD_GENERATOR_PORT, query_path="/stats", control_path="/control", max_request_s=6.0),
-        images=local_images(), hidden_namespaces=(WORKLOAD_NAMESPACE,), problems_dir=problems_dir(),
-        params=dict(DEFAULT_PARAMS), deploy=deploy, deploy_timeout=180.0,
-    )
+        workload=kit.workload_spec(WORKLOAD_NAMESPACE, LOAD_GENERATOR, port=LOAD_GENERATOR_PORT, max_request_s=6.0))

@@ -8,13 +8,11 @@ match :func:`build`). The CustomResourceDefinition goes first and on its own
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
 from sregym_appkit import manifests as kit
+from sregym_appkit.objects import INFRASTRUCTURE_PRIORITY, SURGE_FIRST, AppObjects
 
 from . import IMAGE_REPO, IMAGE_TAG, OPERATOR_IMAGE_REPO
 from .crd import crd
@@ -38,7 +36,13 @@ from .topology import (
 
 DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "otlp_endpoint": "", "workload_rate": 4}
 OPERATOR_IMAGE = f"{OPERATOR_IMAGE_REPO}:{IMAGE_TAG}"
-PART_OF = {"app.kubernetes.io/part-of": "fleetcast"}
+OBJECTS = AppObjects(part_of="fleetcast", admin_port=ADMIN_PORT)
+_labels, _meta, _service = OBJECTS.labels, OBJECTS.meta, OBJECTS.service
+
+
+def _deployment(name: str, namespace: str, container: dict[str, Any], tier: str, **options: Any) -> dict[str, Any]:
+    """FleetCast's pods stop within 5 s, and its API rolls a new pod in before the old one goes."""
+    return OBJECTS.deployment(name, namespace, container, tier, grace_s=5, **{"strategy": SURGE_FIRST, **options})
 #: the shipped DatastoreCluster's spec (faults compare against it, the reference fixes restore it)
 DATASTORE_SPEC: dict[str, Any] = {
     "replicas": 3, "image": "redis:7.2", "storageClassName": "standard", "storageSize": "256Mi",
@@ -52,38 +56,6 @@ DATASTORE_SPEC: dict[str, Any] = {
     # fit beside another app on a one-node cluster of four cores (the landing suite's session cluster)
     "resources": {"requests": {"cpu": "500m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
 }
-
-
-def _labels(name: str, tier: str) -> dict[str, str]:
-    return {"app.kubernetes.io/name": name, **PART_OF, "tier": tier}
-
-
-def _meta(name: str, namespace: str, tier: str) -> dict[str, Any]:
-    return {"name": name, "namespace": namespace, "labels": _labels(name, tier)}
-
-
-def _service(name: str, namespace: str, ports: list[tuple[str, int]], tier: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, namespace, tier),
-            "spec": {"selector": {"app.kubernetes.io/name": name},
-                     "ports": [{"name": pn, "port": p, "targetPort": p} for pn, p in ports]}}
-
-
-def _deployment(name: str, namespace: str, container: dict[str, Any], tier: str, *, account: str | None = None,
-                priority: str | None = None, scrape: bool = True, recreate: bool = False) -> dict[str, Any]:
-    pod: dict[str, Any] = {"terminationGracePeriodSeconds": 5, "containers": [container]}
-    if account:
-        pod["serviceAccountName"] = account
-    if priority:
-        pod["priorityClassName"] = priority
-    template_meta: dict[str, Any] = {"labels": _labels(name, tier)}
-    if scrape:
-        template_meta["annotations"] = {"prometheus.io/scrape": "true", "prometheus.io/port": str(ADMIN_PORT),
-                                        "prometheus.io/path": "/metrics"}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, namespace, tier),
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
-                     "strategy": {"type": "Recreate"} if recreate else
-                     {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
-                     "template": {"metadata": template_meta, "spec": pod}}}
 
 
 def _rbac(kind: str, name: str, namespace: str | None, rules: list[dict[str, Any]]) -> dict[str, Any]:
@@ -139,7 +111,8 @@ def operator_objects() -> list[dict[str, Any]]:
                {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}]),
         _binding("ClusterRoleBinding", f"fleetcast-{OPERATOR}", None, "ClusterRole", subject),
         # Recreate: kopf runs standalone (no peering), so two operator pods must never overlap
-        _deployment(OPERATOR, NAMESPACE, container, "operator", account=OPERATOR, scrape=False, recreate=True),
+        _deployment(OPERATOR, NAMESPACE, container, "operator", account=OPERATOR, scrape=False,
+                    strategy={"type": "Recreate"}),
     ]
 
 
@@ -166,12 +139,7 @@ def datastore() -> dict[str, Any]:
 def build() -> list[dict[str, Any]]:
     """Every object with the default parameters, in apply order."""
     docs: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": dict(PART_OF)}},
-        {"apiVersion": "v1", "kind": "Namespace",
-         "metadata": {"name": WORKLOAD_NAMESPACE, "labels": {**PART_OF, "sregym.dev/hidden": "true"}}},
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "sregym-infrastructure"},
-         "value": 100000000, "globalDefault": False,
-         "description": "SREGym benchmark infrastructure (workload generator, observability)"},
+        *OBJECTS.namespaces(NAMESPACE, WORKLOAD_NAMESPACE),
         crd(),
         *operator_objects(),
         *sre_access(),
@@ -197,50 +165,33 @@ def build() -> list[dict[str, Any]]:
                "readinessProbe": {"httpGet": {"path": "/healthz", "port": LOAD_GENERATOR_PORT}, "periodSeconds": 2},
                "resources": {"requests": {"cpu": "20m", "memory": "48Mi"}, "limits": {"memory": "256Mi"}}}
     docs += [_service(LOAD_GENERATOR, WORKLOAD_NAMESPACE, [("http", LOAD_GENERATOR_PORT)], "workload"),
-             _deployment(LOAD_GENERATOR, WORKLOAD_NAMESPACE, loadgen, "workload", priority="sregym-infrastructure",
+             _deployment(LOAD_GENERATOR, WORKLOAD_NAMESPACE, loadgen, "workload", priority=INFRASTRUCTURE_PRIORITY,
                          scrape=False)]
     return docs
 
 
-def _group(doc: dict[str, Any]) -> str:
-    kind, ns = doc["kind"], doc["metadata"].get("namespace")
-    if kind in ("Namespace", "PriorityClass"):
-        return "00-namespaces.yaml"
+def _files(doc: dict[str, Any]) -> str | None:
+    """FleetCast's own files, in apply order: the CRD alone (a DatastoreCluster can be applied only
+    once its type is served), the operator, the SREs' access, the DatastoreCluster."""
+    kind = doc["kind"]
     if kind == "CustomResourceDefinition":
         return "05-crd.yaml"
     if doc["metadata"]["name"] in (OPERATOR, f"fleetcast-{OPERATOR}"):
         return "10-operator.yaml"
     if kind in ("Role", "RoleBinding"):
         return "15-access.yaml"
-    if kind == KIND:
-        return "20-datastore.yaml"
-    if ns == WORKLOAD_NAMESPACE:
-        return "60-load-generator.yaml"
-    if kind == "Ingress":
-        return "55-ingress.yaml"
-    return "30-api.yaml"
+    return "20-datastore.yaml" if kind == KIND else None
 
 
-def manifest_dir() -> Path:
-    return kit.manifest_dir(__package__)
-
-
-def manifest_files() -> tuple[Path, ...]:
-    return kit.manifest_files(__package__)
-
-
-def write(directory: Path | None = None) -> None:
-    kit.write_grouped(build(), directory or manifest_dir(), _group, f"{__package__}.manifests")
-
-
-def load_documents() -> list[dict[str, Any]]:
-    return kit.load_documents(manifest_files())
+SHIPPED = kit.ShippedManifests(__package__, IMAGE_REPO, DEFAULT_PARAMS, build=build,
+                               workload_namespace=WORKLOAD_NAMESPACE, files_of_app=_files, default_file="30-api.yaml")
+manifest_dir, manifest_files, load_documents, write = SHIPPED.directory, SHIPPED.files, SHIPPED.documents, SHIPPED.write
 
 
 def render(params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The shipped manifests with ``params`` applied (the operator image follows ``image_tag`` too)."""
     merged = kit.merge_params(params, DEFAULT_PARAMS)
-    docs = kit.render_images(copy.deepcopy(load_documents()), IMAGE_REPO, merged)
+    docs = SHIPPED.render(merged)
     for doc in docs:
         for c in kit.containers(doc):
             if c.get("image", "").startswith(OPERATOR_IMAGE_REPO + ":"):
@@ -255,11 +206,8 @@ def split(docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[s
 
 
 def render_yaml(params: Mapping[str, Any] | None = None) -> str:
-    return yaml.safe_dump_all(render(params), sort_keys=False)
+    return kit.dump(render(params))
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--write"]:
-        write()
-    else:
-        print(render_yaml())
+    SHIPPED.command_line(render_yaml)

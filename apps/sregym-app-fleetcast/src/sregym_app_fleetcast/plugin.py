@@ -1,28 +1,14 @@
-"""SREGym hook implementations for the FleetCast app."""
+"""SREGym hook implementations for the FleetCast app (made by :mod:`sregym_appkit.plugin`)."""
 
 from __future__ import annotations
 
-from sregym_core import hookimpl
+from importlib import import_module
+
+from sregym_appkit.plugin import apps_hook, faults_hook, problems_hook
 
 from .app import app_spec
 
+sregym_apps = apps_hook(app_spec)
+sregym_problems = problems_hook(__package__)
 
-@hookimpl
-def sregym_apps():
-    return [app_spec()]
-
-
-@hookimpl
-def sregym_faults():
-    from .faults import faults
-
-    return faults()
-
-
-@hookimpl
-def sregym_problems():
-    from sregym_core.problems import load_problem_dir
-
-    from .app import problems_dir
-
-    return load_problem_dir(problems_dir())
+sregym_faults = faults_hook(lambda: import_module(".faults", __package__).faults())

@@ -21,86 +21,47 @@ import threading
 import time
 from typing import Any
 
-from opentelemetry import trace
-from sregym_appkit.flagd import FlagFile, parse  # noqa: F401 - parse: the app's flag file checker
+from sregym_appkit.flagclient import FlagClient
+from sregym_appkit.flagd import FlagFile, parse, serve  # noqa: F401 - parse: the app's flag file checker
 
 from . import runtime
 
-_lock = threading.Lock()
-_client: dict[str, Any] = {"client": None, "service": "", "cache": {}, "last": {}, "error_logged": 0.0}
+_flags = FlagClient(runtime.FLAG_EVALUATIONS)
 
 
 # ------------------------------------------------------------------------------- the services' side
-def configure(service: str) -> None:
-    from openfeature import api
-    from openfeature.contrib.provider.ofrep import OFREPProvider
-
-    base = f"http://{os.environ.get('FLAGD_HOST', 'flagd')}:{os.environ.get('FLAGD_OFREP_PORT', '8016')}"
-    provider = OFREPProvider(base, timeout=float(os.environ.get("FLAGD_TIMEOUT_S", "1.0")))
-    provider.session.trust_env = False  # flagd is in-cluster: never a proxy from the environment
-    api.set_provider(provider)
-    _client.update(client=api.get_client(service), service=service)
+configure = _flags.configure  # (service): install the OFREP provider pointing at flagd (idempotent)
 
 
 def enabled(key: str) -> bool:
     """Whether the flag's current variant is ``True`` (False when flagd cannot answer)."""
     now = time.monotonic()
     ttl = float(os.environ.get("FLAG_CACHE_S", "1"))
-    with _lock:
-        cached = _client["cache"].get(key)
+    with _flags.lock:
+        cached = _flags.cache.get(key)
     if cached and now - cached[0] < ttl:
         value, variant = cached[1], cached[2]
     else:
-        value, variant = _ask(key)
-        with _lock:
-            _client["cache"][key] = (now, value, variant)
-    span = trace.get_current_span()
-    if span.is_recording():
-        span.add_event("feature_flag.evaluation", {"feature_flag.key": key, "feature_flag.result.variant": variant,
-                                                   "feature_flag.provider.name": "flagd"})
-    runtime.FLAG_EVALUATIONS.labels(_client["service"], key, variant).inc()
-    with _lock:
-        previous = _client["last"].get(key, False)
-        _client["last"][key] = value
-    if previous != value:
-        runtime.info("feature_flag_changed", flag=key, variant=variant, value=value, previous=previous)
+        answer, variant = _flags.ask("boolean", key, False)
+        value = bool(answer)
+        with _flags.lock:
+            _flags.cache[key] = (now, value, variant)
+    _flags.record(key, value, variant, False)
     return value
 
 
-def _ask(key: str) -> tuple[bool, str]:
-    client = _client["client"]
-    if client is None:
-        return False, "default"
-    details = client.get_boolean_details(key, False)
-    if details.error_code is not None and details.error_code.value != "FLAG_NOT_FOUND":
-        now = time.monotonic()
-        if now - _client["error_logged"] > 60:
-            _client["error_logged"] = now
-            runtime.warning("feature_flag_unavailable", flag=key, error=str(details.error_message or details.error_code))
-    return bool(details.value), details.variant or "default"
-
-
 # ------------------------------------------------------------------------------------- flagd
-def serve_flagd(port: int, path: str, stop: threading.Event) -> None:
-    """flagd: the shared flag store (:mod:`sregym_appkit.flagd`) over OFREP."""
-    store = FlagFile(path)
-    store.reload()
+def serve_flagd(stop: threading.Event) -> None:
+    """flagd: the shared flag store (:mod:`sregym_appkit.flagd`) over OFREP, until ``stop``."""
+    def http_server(store: FlagFile, port: int) -> runtime.HttpServer:
+        def one(request: runtime.Request) -> Any:
+            status, body = store.evaluate(request["params"]["key"])
+            if status != 200:  # OFREP's error body is the error object itself
+                raise runtime.HttpError(status, json.dumps(body))
+            return body
 
-    def one(request: runtime.Request) -> Any:
-        status, body = store.evaluate(request["params"]["key"])
-        if status != 200:  # OFREP's error body is the error object itself
-            raise runtime.HttpError(status, json.dumps(body))
-        return body
+        return runtime.HttpServer("flagd", port, [("POST", r"/ofrep/v1/evaluate/flags/(?P<key>[^/]+)", one),
+                                                  ("POST", r"/ofrep/v1/evaluate/flags/?", lambda _r: store.evaluate_all())],
+                                  traced=False)
 
-    server = runtime.HttpServer("flagd", port, [("POST", r"/ofrep/v1/evaluate/flags/(?P<key>[^/]+)", one),
-                                                ("POST", r"/ofrep/v1/evaluate/flags/?", lambda _r: store.evaluate_all())],
-                                traced=False)
-    admin = runtime.AdminServer(int(os.environ.get("ADMIN_PORT", "9464")),
-                                lambda: (store.loaded, {"flags": len(store.flags)}))
-    server.start()
-    admin.start()
-    runtime.info("service_started", port=port, file=path, flags=len(store.flags))
-    while not stop.wait(float(os.environ.get("FLAGD_RELOAD_S", "1"))):
-        store.reload()
-    server.stop()
-    admin.stop()
+    serve(stop, http_server, default_file="/etc/flagd/flags.json")

@@ -7,15 +7,11 @@
 
 from __future__ import annotations
 
-import copy
 import json
-import sys
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
 from sregym_appkit import manifests as kit
+from sregym_appkit.objects import INFRASTRUCTURE_PRIORITY, AppObjects
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .data import init_sql, service_password
@@ -41,7 +37,8 @@ ROOT_PASSWORD = "ts-root-9c41"
 JWT_KEY = "ts-jwt-5e0b7c2d9a4f4e1b8c3a6d2f0e9b7a41"
 MYSQL_PVC = "ts-mysql-data"
 WORKLOAD_TIMEOUT_S = 8  # the load generator's per-request timeout
-PART_OF = {"app.kubernetes.io/part-of": "train-ticket"}
+OBJECTS = AppObjects(part_of="train-ticket", admin_port=ADMIN_PORT)
+_labels, _service, _deployment = OBJECTS.labels, OBJECTS.service, OBJECTS.deployment
 #: small-footprint server options (the defaults reserve 128 MiB of buffer pool alone)
 MARIADB_ARGS = ["--innodb-buffer-pool-size=16M", "--innodb-log-file-size=8M", "--innodb-log-buffer-size=1M",
                 "--performance-schema=OFF", "--max-connections=200", "--innodb-lock-wait-timeout=5",
@@ -58,33 +55,6 @@ def flagd_json() -> str:
 
 def db_user(service: str) -> str:
     return service.removeprefix("ts-")
-
-
-def _labels(name: str, tier: str) -> dict[str, str]:
-    return {"app.kubernetes.io/name": name, **PART_OF, "tier": tier}
-
-
-def _service(name: str, ns: str, ports: list[tuple[str, int]], tier: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": _labels(name, tier)},
-            "spec": {"selector": {"app.kubernetes.io/name": name},
-                     "ports": [{"name": pn, "port": p, "targetPort": p} for pn, p in ports]}}
-
-
-def _deployment(name: str, ns: str, container: dict[str, Any], tier: str, volumes: list[dict[str, Any]] | None = None,
-                priority: str | None = None) -> dict[str, Any]:
-    pod: dict[str, Any] = {"terminationGracePeriodSeconds": 10, "containers": [container]}
-    if volumes:
-        pod["volumes"] = volumes
-    if priority:
-        pod["priorityClassName"] = priority
-    annotations = {"prometheus.io/scrape": "true", "prometheus.io/port": str(ADMIN_PORT), "prometheus.io/path": "/metrics"}
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": ns, "labels": _labels(name, tier)},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
-                     "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
-                     "template": {"metadata": {"labels": _labels(name, tier),
-                                               **({"annotations": annotations} if tier != "datastore" else {})},
-                                  "spec": pod}}}
 
 
 def peer_env(service: str) -> list[dict[str, Any]]:
@@ -127,7 +97,7 @@ def _python_service(name: str) -> list[dict[str, Any]]:
         volumes = [{"name": "config", "configMap": {"name": "flagd-config"}}]
     tier = "frontend" if name == "ts-ui-dashboard" else ("flags" if name == FLAGD_SERVICE else "service")
     return [_service(name, NAMESPACE, [("http", port), ("admin", ADMIN_PORT)], tier),
-            _deployment(name, NAMESPACE, container, tier, volumes)]
+            _deployment(name, NAMESPACE, container, tier, volumes=volumes)]
 
 
 def _mysql() -> list[dict[str, Any]]:
@@ -148,8 +118,8 @@ def _mysql() -> list[dict[str, Any]]:
            "metadata": {"name": MYSQL_PVC, "namespace": NAMESPACE, "labels": _labels(MYSQL_SERVICE, "datastore")},
            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
     return [pvc, _service(MYSQL_SERVICE, NAMESPACE, [("mysql", MYSQL_PORT)], "datastore"),
-            _deployment(MYSQL_SERVICE, NAMESPACE, container, "datastore",
-                        [{"name": "data", "persistentVolumeClaim": {"claimName": MYSQL_PVC}},
+            _deployment(MYSQL_SERVICE, NAMESPACE, container, "datastore", scrape=False,
+                        volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": MYSQL_PVC}},
                          {"name": "init", "secret": {"secretName": "ts-mysql-init"}}])]
 
 
@@ -162,12 +132,7 @@ def build() -> list[dict[str, Any]]:
     """Every object with the default parameters, in apply order."""
     users = {"root": ROOT_PASSWORD, **{db_user(s): service_password(s) for s, spec in SERVICES.items() if spec[2]}}
     docs: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": dict(PART_OF)}},
-        {"apiVersion": "v1", "kind": "Namespace",
-         "metadata": {"name": WORKLOAD_NAMESPACE, "labels": {**PART_OF, "sregym.dev/hidden": "true"}}},
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "sregym-infrastructure"},
-         "value": 100000000, "globalDefault": False,
-         "description": "SREGym benchmark infrastructure (workload generator, observability)"},
+        *OBJECTS.namespaces(NAMESPACE, WORKLOAD_NAMESPACE),
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": "flagd-config", "namespace": NAMESPACE, "labels": _labels("flagd", "config")},
          "data": {"flags.json": flagd_json()}},
@@ -193,52 +158,21 @@ def build() -> list[dict[str, Any]]:
                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8089}, "periodSeconds": 2},
                "resources": {"requests": {"cpu": "50m", "memory": "48Mi"}, "limits": {"memory": "256Mi"}}}
     docs += [_service("load-generator", WORKLOAD_NAMESPACE, [("http", 8089)], "workload"),
-             _deployment("load-generator", WORKLOAD_NAMESPACE, loadgen, "workload", priority="sregym-infrastructure")]
+             _deployment("load-generator", WORKLOAD_NAMESPACE, loadgen, "workload", priority=INFRASTRUCTURE_PRIORITY)]
     return docs
 
 
-def manifest_dir() -> Path:
-    return kit.manifest_dir(__package__)
-
-
-def manifest_files() -> tuple[Path, ...]:
-    return kit.manifest_files(__package__)
-
-
-def _group(doc: dict[str, Any]) -> str:
-    kind, ns, name = doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"]
-    if kind in ("Namespace", "PriorityClass"):
-        return "00-namespaces.yaml"
-    if kind in ("ConfigMap", "Secret"):
+def _files(doc: dict[str, Any]) -> str | None:
+    """TrainTicket's own files: its ConfigMaps and Secrets, then the database and its volume."""
+    if doc["kind"] in ("ConfigMap", "Secret"):
         return "10-config.yaml"
-    if kind == "Ingress":
-        return "55-ingress.yaml"
-    if ns == WORKLOAD_NAMESPACE:
-        return "60-load-generator.yaml"
-    if name in (MYSQL_SERVICE, MYSQL_PVC):
-        return "20-mysql.yaml"
-    return "50-services.yaml"
+    return "20-mysql.yaml" if doc["metadata"]["name"] in (MYSQL_SERVICE, MYSQL_PVC) else None
 
 
-def write(directory: Path | None = None) -> None:
-    kit.write_grouped(build(), directory or manifest_dir(), _group, f"{__package__}.manifests")
-
-
-def load_documents() -> list[dict[str, Any]]:
-    return kit.load_documents(manifest_files())
-
-
-def render(params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The shipped manifests with ``params`` applied; unknown parameters raise ValueError."""
-    return kit.render_images(copy.deepcopy(load_documents()), IMAGE_REPO, kit.merge_params(params, DEFAULT_PARAMS))
-
-
-def render_yaml(params: Mapping[str, Any] | None = None) -> str:
-    return yaml.safe_dump_all(render(params), sort_keys=False)
-
+SHIPPED = kit.ShippedManifests(__package__, IMAGE_REPO, DEFAULT_PARAMS, build=build,
+                               workload_namespace=WORKLOAD_NAMESPACE, files_of_app=_files)
+manifest_dir, manifest_files, load_documents, write = SHIPPED.directory, SHIPPED.files, SHIPPED.documents, SHIPPED.write
+render, render_yaml = SHIPPED.render, SHIPPED.render_yaml  # (params=None); unknown parameters raise ValueError
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--write"]:
-        write()
-    else:
-        print(render_yaml())
+    SHIPPED.command_line()

@@ -12,19 +12,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
-from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from prometheus_client import Counter, Gauge, Histogram
-from sregym_appkit import admin, logs, tracing
+from sregym_appkit import logs, tracing
+from sregym_appkit.admin import admin_server as AdminServer  # noqa: F401, N812 - the services' name
+from sregym_appkit.httpserver import HttpAnswer, HttpRequest, ThreadedHttpServer
 from sregym_appkit.logs import error, info, log, warning  # noqa: F401 - the services' names
 from sregym_appkit.tracing import shutdown_tracing  # noqa: F401
 
@@ -72,62 +70,40 @@ Request = dict[str, Any]  # {"method", "path", "params" (regex groups), "query",
 Handler = Callable[[Request], Any]
 
 
-class HttpServer:
+class HttpServer(ThreadedHttpServer):
     """A JSON HTTP server over ``(method, regex) → handler(request) -> body``; 404 otherwise.
 
     A handler's return value is the JSON body of a 200; HttpError sets the status; any other
     exception is a 500 whose body and log line carry the exception (as a Spring controller's)."""
 
     def __init__(self, service: str, port: int, routes: list[tuple[str, str, Handler]], *, traced: bool = True) -> None:
-        compiled = [(m, re.compile(p + "$"), h) for m, p, h in routes]
-        outer = self
+        self.routes = [(m, re.compile(p + "$"), h) for m, p, h in routes]
+        self.traced = traced
+        super().__init__(service, port, self._answer, self._finished)
 
-        class _Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
+    def _answer(self, request: HttpRequest) -> HttpAnswer:
+        authorization = request.headers.get("Authorization")
+        carried = CURRENT_AUTHORIZATION.set(authorization)  # the user's token goes on with the calls it makes
+        try:
+            status, route, out = 404, "unmatched", {"status": 0, "msg": f"no route for {request.method} {request.path}"}
+            for method, pattern, handler in self.routes:
+                match = pattern.match(request.path)
+                if method == request.method and match:
+                    route = pattern.pattern.rstrip("$")
+                    status, out = self._run(handler, route, {
+                        "method": request.method, "path": request.path, "params": match.groupdict(),
+                        "query": request.query, "raw": request.body, "authorization": authorization})
+                    break
+        finally:
+            CURRENT_AUTHORIZATION.reset(carried)
+        if isinstance(out, bytes):
+            return HttpAnswer(status, out, "text/plain", route)
+        return HttpAnswer(status, json.dumps(out, default=str).encode(), "application/json", route)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-                return
-
-            def _handle(self) -> None:
-                parts = urlsplit(self.path)
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                started = time.perf_counter()
-                token = otel_context.attach(propagate.extract({k.lower(): v for k, v in self.headers.items()}))
-                authorization = self.headers.get("Authorization")
-                carried = CURRENT_AUTHORIZATION.set(authorization)
-                status, route, out = 404, "unmatched", {"status": 0, "msg": f"no route for {self.command} {parts.path}"}
-                try:
-                    for method, pattern, handler in compiled:
-                        match = pattern.match(parts.path)
-                        if method == self.command and match:
-                            route = pattern.pattern.rstrip("$")
-                            status, out = outer._run(handler, route, {
-                                "method": self.command, "path": parts.path, "params": match.groupdict(),
-                                "query": dict(parse_qsl(parts.query)), "raw": raw, "authorization": authorization})
-                            break
-                    payload = out if isinstance(out, bytes) else json.dumps(out, default=str).encode()
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json" if not isinstance(out, bytes) else "text/plain")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-                finally:
-                    CURRENT_AUTHORIZATION.reset(carried)
-                    otel_context.detach(token)
-                    if outer.traced:
-                        SERVER_REQUESTS.labels(outer.service, route, str(status)).inc()
-                        SERVER_LATENCY.labels(outer.service, route).observe(time.perf_counter() - started)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _handle  # noqa: N815 - stdlib naming
-
-        self.service, self.traced = service, traced
-        ThreadingHTTPServer.allow_reuse_address = True
-        self.httpd = ThreadingHTTPServer(("0.0.0.0", port), _Handler)
-        self.httpd.daemon_threads = True
+    def _finished(self, answer: HttpAnswer, seconds: float) -> None:
+        if self.traced:
+            SERVER_REQUESTS.labels(self.service, answer.route, str(answer.status)).inc()
+            SERVER_LATENCY.labels(self.service, answer.route).observe(seconds)
 
     def _run(self, handler: Handler, route: str, request: Request) -> tuple[int, Any]:
         tracer_ = tracer() if self.traced else trace.NoOpTracer()
@@ -150,13 +126,6 @@ class HttpServer:
             if status >= 500:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, str(out)[:200]))
             return status, out
-
-    def start(self) -> None:
-        threading.Thread(target=self.httpd.serve_forever, name=f"http-{self.service}", daemon=True).start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 class Peer:
@@ -210,12 +179,3 @@ def peers_from_env(service: str, names: tuple[str, ...]) -> dict[str, Peer]:
 
 def env_name(peer: str) -> str:
     return peer.upper().replace("-", "_") + "_ADDR"
-
-
-def AdminServer(port: int, ready: Callable[[], tuple[bool, dict[str, Any]]]) -> admin.AdminServer:  # noqa: N802
-    """The shared admin port (``/healthz``, ``/readyz``, ``/metrics``) with ``ready() -> (ok, detail)``."""
-    def readiness() -> dict[str, Any]:
-        ok, detail = ready()
-        return {"ready": ok, **detail}
-
-    return admin.AdminServer("0.0.0.0", port, readiness)
