@@ -666,9 +666,12 @@ def _replay_generated(curated, problem_id) -> dict[str, list[str]]:
     if not verdict.passed:
         failures.setdefault("correct-log", []).append(f"{log!r}: {_verdict_note(verdict)}")
     # an app whose every other component the reference names (FleetCast: the operator, the datastore
-    # and the service) has no component left to blame instead: that category has no text there
-    swappable = any(c.name not in _involved(app, truths) and c.name.lower() not in reference.lower()
-                    and c.name != "flagd" for c in app.components)
+    # and the service) has no component left to blame instead, and a correlated problem with more culprits
+    # than components left (three PostgreSQL stores upgraded at once, their owners named): that category has
+    # no text there
+    free = [c.name for c in app.components if c.name not in _involved(app, truths) and c.name.lower() not in
+            reference.lower() and datastore_owner(c.name).lower() not in reference.lower() and c.name != "flagd"]
+    swappable = len(free) >= len(_faulty(truths))
     cases = [("wrong-component", _swap(reference, _swap_mapping(app, truths, reference)))] if swappable else []
     cases += [("wrong-mechanism", text_) for _family, text_ in _wrong_mechanisms(truths)]
     cases += [("symptom-only", text_) for text_ in _symptom_only(truths)]
