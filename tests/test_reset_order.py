@@ -71,8 +71,13 @@ def ready(monkeypatch):
     async def wait_ready(kube, namespaces, timeout, what=""):
         events.append("ready")
 
+    async def restart_entered_pods(self, namespaces, timeout):
+        events.append("entered")  # pods someone ran commands in start afresh before readiness is waited for
+        return []
+
     monkeypatch.setattr(environment_module, "wait_ready", wait_ready)
     monkeypatch.setattr(Environment, "kube", property(lambda self: None))
+    monkeypatch.setattr(Environment, "_restart_entered_pods", restart_entered_pods)
     return events
 
 
@@ -80,9 +85,9 @@ def test_users_pause_before_the_volumes_are_checked_and_run_again_after_the_mark
     events = ready
     workload = _Workload(events)
     asyncio.run(_environment(events, workload, late=[]).reset_app("shop"))
-    order = [e for e in events if e in ("control rate=0", "reconcile", "restore", "ready", "late_check", "mark",
-                                        "restart_deployed_run")]
-    assert order == ["control rate=0", "reconcile", "restore", "ready", "late_check", "mark",
+    order = [e for e in events if e in ("control rate=0", "reconcile", "restore", "entered", "ready", "late_check",
+                                        "mark", "restart_deployed_run")]
+    assert order == ["control rate=0", "reconcile", "restore", "entered", "ready", "late_check", "mark",
                      "restart_deployed_run"], events
     assert workload.rate == 5.0  # the deployed run is back when the reset returns
 
