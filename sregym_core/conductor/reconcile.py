@@ -292,6 +292,7 @@ def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]],
     if owner is None or owner.get("kind") != ref.get("kind"):
         return f"its owner {ref.get('kind')} {ref.get('name')} does not exist"
     kind = item.get("kind", "Pod")
+    namespace = item["metadata"].get("namespace") or owner["metadata"].get("namespace", "")
     if kind not in CONTROLS.get(ref["kind"], ()):
         # a ConfigMap, a RoleBinding or a Deployment "controlled by" a Deployment: no controller makes
         # that, so the reference is forged to shelter the object from the reset (issue #34, round 3)
@@ -315,15 +316,13 @@ def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]],
                     and (m := re.fullmatch(rf"{re.escape(t)}-{re.escape(set_name)}-(\d+)", name))]
         if not ordinals:
             return f"it is not a claim of the volume claim templates of StatefulSet {set_name}"
-        stateful = baseline.get(("StatefulSet", item["metadata"].get("namespace") or owner["metadata"].get("namespace", ""),
-                                 set_name)) if baseline is not None else None
+        stateful = baseline.get(("StatefulSet", namespace, set_name)) if baseline is not None else None
         replicas = (stateful or {}).get("spec", {}).get("replicas")
         if isinstance(replicas, int) and ordinals[0] >= replicas:
             # the baseline never ran that pod: the claim is left from a scale-up the reset undoes
             return f"StatefulSet {set_name} runs {replicas} replica(s) in the baseline: no pod claims it"
     if kind == "ReplicaSet" and ref.get("kind") == "Deployment" and baseline is not None:
-        deployment = baseline.get(("Deployment", item["metadata"].get("namespace") or owner["metadata"].get("namespace", ""),
-                                   ref.get("name", "")))
+        deployment = baseline.get(("Deployment", namespace, ref.get("name", "")))
         mine = ((item.get("spec") or {}).get("template") or {}).get("spec") or {}
         if deployment is not None and _containers(mine) != _containers(deployment["spec"]["template"].get("spec") or {}):
             return f"its template is not the baseline template of Deployment {ref.get('name')}"

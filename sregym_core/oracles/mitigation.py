@@ -733,10 +733,9 @@ class FunctionalSLO:
         # a failing verdict is re-measured and every window must pass on its own, so a host kept
         # busy on purpose buys time, never a pass.
         starved: list[dict[str, Any]] = []
-        if not verdict.passed and _starved(stats) and not self._wrong_content(stats):
+        if self._host_may_explain(verdict, stats):
             deadline = ctx.now() + STARVED_PATIENCE_S
-            while (not verdict.passed and _starved(stats) and not self._wrong_content(stats)
-                   and ctx.now() + self.window_s <= deadline):
+            while self._host_may_explain(verdict, stats) and ctx.now() + self.window_s <= deadline:
                 starved.append({k: stats.get(k) for k in ("host_cpu_stall", "count", "success_rate", "p95_ms")})
                 await ctx.sleep(self.window_s)
                 stats = dict(await ctx.workload_stats(self.window_s))
@@ -749,10 +748,15 @@ class FunctionalSLO:
                                            f"{stats['host_cpu_stall']:.0%}): the verdict may reflect the host")
         return verdict
 
+    def _host_may_explain(self, verdict: OracleVerdict, stats: Mapping[str, Any]) -> bool:
+        """A failing window measured on a starved host, whose answers were right: the host may be why
+        it failed. A starved host answers late or not at all, never with the wrong hotel, so a window
+        with wrong answers is final (a stub in the faulty service's place fails at once instead of
+        after minutes of a loaded machine's windows)."""
+        return not verdict.passed and _starved(stats) and not self._wrong_content(stats)
+
     def _wrong_content(self, stats: Mapping[str, Any]) -> bool:
-        """More wrong answers than the SLO allows: a starved host answers late or not at all, never
-        with the wrong hotel, so such a window is not measured again (a stub in the faulty service's
-        place fails at once instead of after minutes of a loaded machine's windows)."""
+        """More wrong answers than the SLO allows."""
         count = int(stats.get("count") or 0)
         wrong = int(stats.get("content_errors") or 0)
         return count > 0 and wrong / count > self.max_content_error_rate
@@ -768,7 +772,7 @@ class FunctionalSLO:
         if rate is None or float(rate) < self.min_success_rate:
             shown = "unknown" if rate is None else f"{float(rate):.3f}"
             reasons.append(f"success rate {shown} < {self.min_success_rate:g}")
-        if content_errors is not None and count and int(content_errors) / count > self.max_content_error_rate:
+        if self._wrong_content(stats):
             kinds = stats.get("content_error_kinds") or {}
             top = ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])[:3])
             reasons.append(f"{int(content_errors)} of {count} answers had wrong content"

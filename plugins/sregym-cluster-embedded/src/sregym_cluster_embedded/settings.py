@@ -15,6 +15,8 @@ import attrs
 from sregym_core.errors import ConfigError
 
 T = TypeVar("T")
+#: kube-controller-manager's default --node-monitor-grace-period
+DEFAULT_NODE_MONITOR_GRACE_S = 40.0
 
 
 def sregym_home() -> Path:
@@ -47,7 +49,7 @@ class ClusterSettings:
     cluster_domain: str = "cluster.local"
     # kube-controller-manager's --node-monitor-grace-period: how long a node may miss its Lease
     # renewals (every 10 s) before it is NotReady. SREGYM_NODE_MONITOR_GRACE_PERIOD sets it at start.
-    node_monitor_grace_period: float = 40.0
+    node_monitor_grace_period: float = DEFAULT_NODE_MONITOR_GRACE_S
 
 
 def node_monitor_grace_period() -> float:
@@ -55,7 +57,7 @@ def node_monitor_grace_period() -> float:
     At least 15 s, so that one late Lease renewal on a loaded machine never marks a node NotReady."""
     raw = os.environ.get("SREGYM_NODE_MONITOR_GRACE_PERIOD", "").strip()
     if not raw:
-        return 40.0
+        return DEFAULT_NODE_MONITOR_GRACE_S
     try:
         value = float(raw)
     except ValueError:
