@@ -1,5 +1,6 @@
-"""What the apps' own tests check alike: the inventory against the manifests, and the live modules'
-shared steps (one deployment per module, the workload's right answers, Jaeger's API).
+"""What the apps' own tests check alike: the inventory against the manifests, the shipped files
+against ``build()``, and the live modules' shared steps (one deployment per module, the workload's
+right answers, Jaeger's API).
 
 Host side, tests only (needs sregym-core's test harness for the live helpers, which take its
 ``deployed_app`` fixture and ``LiveCase`` objects as arguments).
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 
@@ -35,6 +37,19 @@ def assert_inventory_matches(app: Any, docs: Iterable[dict[str, Any]]) -> None:
             assert ("ConfigMap", c.config_map) in by_key, c.name
         if c.service_name:
             assert ("Service", c.service_name) in by_key, c.name
+
+
+def assert_shipped_files_are_built(shipped: Any, scratch: Path) -> None:
+    """The YAML files an app ships are what its ``build()`` writes today (``shipped``: its
+    :class:`~sregym_appkit.manifests.ShippedManifests`; ``scratch``: an empty folder to write into). A
+    stale or missing file names the command that regenerates them."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    shipped.write(scratch)
+    command = f"python -m {shipped.package}.manifests --write"
+    assert sorted(p.name for p in scratch.glob("*.yaml")) == [p.name for p in shipped.files()], \
+        f"the shipped files are not the built ones: {command}"
+    for path in shipped.files():
+        assert (scratch / path.name).read_text() == path.read_text(), f"{path.name} is stale: {command}"
 
 
 def deployment_for_module(deployed_app: Any, name: str) -> Iterator[Any]:
