@@ -48,7 +48,7 @@ def operations(declared: Mapping[str, tuple[str, ...]], params: Mapping[str, Any
     """The operations a fault instance needs: the ``syscall`` parameter when the fault declares it,
     else every declared operation."""
     wanted = (params or {}).get("syscall")
-    if wanted in declared:
+    if isinstance(wanted, str) and wanted in declared:
         return [wanted]
     return list(declared)
 

@@ -289,7 +289,7 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
             continue
         component = app.component(noise.target) if noise.target else None
         instrument = grading_instrument(app, component) if component is not None else ""
-        if instrument:
+        if instrument and component is not None:
             errors.append((f"$.noise[{index}].target", f"{component.name!r} is {instrument}: never a noise target"))
             hints.add(_INSTRUMENT_HINT)
         elif noise.target and (component is None or not source.selector.matches(component)):
@@ -306,7 +306,7 @@ def resolve_problem(problem: ProblemSpec, host: Catalog, *, capabilities: Iterab
     # (concrete values such as the original image are only known then)
     for index, instance in enumerate(resolved):
         if instance.role != "trigger":
-            target = Target(app=app, component=app.component(instance.target), namespace=app.namespace)
+            target = app.target(instance.target)
             # fails early if a fault's ground_truth is broken (with the empty state it has before injection;
             # the context has no cluster: ground_truth must only read ctx.state). A plugin's bug here
             # disables this problem (a ConfigError), never the listing or the run of the others.

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
 import attrs
 
-from .errors import PluginError
+from .errors import ConfigError, PluginError
 
 if TYPE_CHECKING:
     from .faults import Fault, NoiseSource
@@ -61,6 +61,10 @@ def normalize_name(value: str) -> str:
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value or {})
+
+
+def _capabilities(value: Iterable[Capability]) -> frozenset[Capability]:
+    return frozenset(value)
 
 
 def _tuple(value: Any) -> tuple:
@@ -241,6 +245,14 @@ class AppSpec:
         wanted = name.lower()
         return next((c for c in self.components if c.name == wanted), None)
 
+    def target(self, name: str) -> Target:
+        """The fault target for component ``name`` (a problem's validation made sure it exists)."""
+        component = self.component(name)
+        if component is None:
+            raise ConfigError(f"app {self.name!r} has no component {name!r}",
+                              hints=(f"components: {', '.join(c.name for c in self.components)}",))
+        return Target(app=self, component=component, namespace=self.namespace)
+
     @property
     def all_namespaces(self) -> tuple[str, ...]:
         """Every namespace the app deploys into: its own, then the hidden ones (no repeats)."""
@@ -402,8 +414,7 @@ class FaultSpec:
                                                    converter=_frozen_mapping)
     impl: Fault = attrs.field(eq=False, hash=False, validator=lambda inst, _a, v: _check_impl(inst, v, "Fault"))
     capabilities: frozenset[Capability] = attrs.field(
-        default=frozenset({"any"}), converter=frozenset,
-        validator=lambda inst, _a, v: [_check_vocabulary(inst, "capability", c, CAPABILITIES) for c in v])
+        default=frozenset({"any"}), converter=_capabilities, validator=lambda inst, _a, v: _check_capabilities(inst, v))
     failure_mode: FailureMode = attrs.field(
         default="persistent", validator=lambda inst, _a, v: _check_vocabulary(inst, "failure mode", v, FAILURE_MODES))
     symptoms: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
@@ -452,6 +463,11 @@ def _check_vocabulary(record: Any, what: str, value: str, allowed: tuple[str, ..
     if value not in allowed:
         raise PluginError(f"{type(record).__name__} {record.name!r} has unknown {what} {value!r}",
                           hints=(f"use one of {', '.join(allowed)}",))
+
+
+def _check_capabilities(record: Any, capabilities: frozenset[str]) -> None:
+    for capability in capabilities:
+        _check_vocabulary(record, "capability", capability, CAPABILITIES)
 
 
 def _check_impl(record: Any, impl: Any, protocol_name: str) -> None:

@@ -6,12 +6,15 @@ import copy
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 from jsonschema import Draft202012Validator, validators
 
 from .errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 
@@ -37,7 +40,7 @@ def json_path(parts: Any) -> str:
     return out
 
 
-def _with_defaults(base: type) -> type:
+def _with_defaults(base: type[Validator]) -> type[Validator]:
     """A validator class that also fills ``default`` values in (so params arrive complete)."""
     validate_properties = base.VALIDATORS["properties"]
 

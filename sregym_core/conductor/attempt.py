@@ -106,7 +106,7 @@ class Attempt:
                                 users=deployed.workload)
         for instance in problem.faults:
             self.contexts[instance.id] = base_ctx.child()
-            self.targets[instance.id] = Target(app=app, component=app.component(instance.target), namespace=app.namespace)
+            self.targets[instance.id] = app.target(instance.target)
         self.scheduler = FaultScheduler(problem.faults, self._inject, self._recover_transient)
         # ambient noise (sregym_core.conductor.noise): started with the agent, paused while grading,
         # reverted before the faults are recovered

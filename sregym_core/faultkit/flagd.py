@@ -9,13 +9,16 @@ window after a fix could still meet the old flag.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import FaultError
 from . import kube
 
+if TYPE_CHECKING:
+    from ..faults import FaultContext
 
-def served_variant(ctx: Any, flag: str, *, service: str, port: int, fault: str) -> str | None:
+
+def served_variant(ctx: FaultContext, flag: str, *, service: str, port: int, fault: str) -> str | None:
     """The variant flagd answers for ``flag`` now (OFREP through the API server's service proxy), or
     None while it cannot answer (restarting: the proxy's error) or reports the flag missing/disabled.
     A reply with no body at all comes from no flagd (a context without a cluster): FaultError."""
@@ -33,7 +36,7 @@ def served_variant(ctx: Any, flag: str, *, service: str, port: int, fault: str) 
     return answer.get("variant") if isinstance(answer, dict) else None
 
 
-def wait_served(ctx: Any, flag: str, variant: str, *, service: str, port: int, fault: str, timeout: float) -> None:
+def wait_served(ctx: FaultContext, flag: str, variant: str, *, service: str, port: int, fault: str, timeout: float) -> None:
     """Return once flagd serves ``variant`` for ``flag``; FaultError after ``timeout`` seconds."""
     if not kube.wait_until(lambda: served_variant(ctx, flag, service=service, port=port, fault=fault) == variant,
                            timeout=timeout, interval=1.0):

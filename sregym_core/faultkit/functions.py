@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from ..faults import FaultContext, FaultMethod
-from ..types import FaultSpec, GroundTruth, Target, TargetSelector
+from ..types import Capability, FailureMode, FaultSpec, GroundTruth, Layer, Target, TargetSelector
 from .templates import WORKLOADS, schema
 from .truth import TruthValues, truth_factory
 
@@ -50,11 +50,11 @@ class FunctionFault:
 
 
 def function_fault(*, name: str, summary: str, inject: FaultMethod, recover: FaultMethod, is_present: FaultMethod,
-                   reference_fix: FaultMethod | None = None, resource_kind: str, mechanism: str, layer: str = "k8s",
+                   reference_fix: FaultMethod | None = None, resource_kind: str, mechanism: str, layer: Layer = "k8s",
                    selector: TargetSelector | None = None, params_schema: Mapping[str, Any] | None = None,
                    symptoms: tuple[str, ...] = (), keywords: tuple[str, ...] = (), values: TruthValues | None = None,
-                   prose: str | None = None, capabilities: Iterable[str] = frozenset({"any"}),
-                   failure_mode: str = "persistent", recreates: tuple[str, ...] = (),
+                   prose: str | None = None, capabilities: Iterable[Capability] = frozenset({"any"}),
+                   failure_mode: FailureMode = "persistent", recreates: tuple[str, ...] = (),
                    vocabulary: tuple[str, ...] = (),
                    fault_mechanisms: Mapping[str, tuple[str, ...]] | None = None) -> FaultSpec:
     """A :class:`FaultSpec` from functions, with ground truth from :func:`truth_factory`.

@@ -10,9 +10,15 @@ import copy
 import json
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..errors import PermanentFaultError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..faults import FaultContext
+    from ..types import Target
 
 
 __all__ = [
@@ -22,7 +28,12 @@ __all__ = [
 ]
 
 
-def get(ctx: Any, kind: str, name: str, *, namespace: str | None = None, missing_ok: bool = False) -> dict | None:
+@overload
+def get(ctx: FaultContext, kind: str, name: str, *, namespace: str | None = None,
+        missing_ok: Literal[False] = False) -> dict: ...
+@overload
+def get(ctx: FaultContext, kind: str, name: str, *, namespace: str | None = None, missing_ok: bool) -> dict | None: ...
+def get(ctx: FaultContext, kind: str, name: str, *, namespace: str | None = None, missing_ok: bool = False) -> dict | None:
     """The object as JSON; None when it does not exist and ``missing_ok``, else a PermanentFaultError."""
     out = ctx.kubectl("get", kind, name, "-n", namespace or ctx.namespace, "-o", "json", "--ignore-not-found")
     if not out.strip():
@@ -32,27 +43,27 @@ def get(ctx: Any, kind: str, name: str, *, namespace: str | None = None, missing
     return json.loads(out)
 
 
-def exists(ctx: Any, kind: str, name: str, *, namespace: str | None = None) -> bool:
+def exists(ctx: FaultContext, kind: str, name: str, *, namespace: str | None = None) -> bool:
     """Whether the object exists."""
     return get(ctx, kind, name, namespace=namespace, missing_ok=True) is not None
 
 
-def patch(ctx: Any, kind: str, name: str, body: Any, *, type: str = "merge", namespace: str | None = None) -> None:
+def patch(ctx: FaultContext, kind: str, name: str, body: Any, *, type: str = "merge", namespace: str | None = None) -> None:
     """``kubectl patch`` with a merge patch (default), ``type="json"`` (a list of operations) or ``strategic``."""
     ctx.kubectl("patch", kind, name, "-n", namespace or ctx.namespace, "--type", type, "-p", json.dumps(body))
 
 
-def apply(ctx: Any, obj: dict) -> None:
+def apply(ctx: FaultContext, obj: dict) -> None:
     """``kubectl apply`` one object."""
     ctx.kubectl("apply", "-f", "-", input=json.dumps(obj))
 
 
-def delete(ctx: Any, kind: str, name: str, *, namespace: str | None = None) -> None:
+def delete(ctx: FaultContext, kind: str, name: str, *, namespace: str | None = None) -> None:
     """Delete an object without waiting (absent is fine)."""
     ctx.kubectl("delete", kind, name, "-n", namespace or ctx.namespace, "--ignore-not-found", "--wait=false")
 
 
-def workload(ctx: Any, target: Any) -> dict:
+def workload(ctx: FaultContext, target: Target) -> dict:
     """The target component's workload object (Deployment, StatefulSet...)."""
     return get(ctx, target.component.kind, target.component.name)
 
@@ -77,13 +88,13 @@ def container(obj: dict, name: str) -> dict:
     return pod_spec(obj)["containers"][container_index(obj, name)]
 
 
-def set_pod_spec_field(ctx: Any, target: Any, path: str, value: Any) -> None:
+def set_pod_spec_field(ctx: FaultContext, target: Target, path: str, value: Any) -> None:
     """JSON-patch ``/spec/template/spec/<path>`` (add = create or replace)."""
     patch(ctx, target.component.kind, target.component.name,
           [{"op": "add", "path": f"/spec/template/spec/{path}", "value": value}], type="json")
 
 
-def remove_pod_spec_field(ctx: Any, target: Any, path: str) -> None:
+def remove_pod_spec_field(ctx: FaultContext, target: Target, path: str) -> None:
     """JSON-patch remove ``/spec/template/spec/<path>`` when it is there."""
     obj = workload(ctx, target)
     node: Any = pod_spec(obj)
@@ -99,19 +110,19 @@ def remove_pod_spec_field(ctx: Any, target: Any, path: str) -> None:
               [{"op": "remove", "path": f"/spec/template/spec/{path}"}], type="json")
 
 
-def container_path(obj: dict, target: Any, field: str = "") -> str:
+def container_path(obj: dict, target: Target, field: str = "") -> str:
     """``containers/<index>[/field]`` of the target's main container, relative to the pod spec."""
     index = container_index(obj, target.component.container_name)
     return f"containers/{index}" + (f"/{field}" if field else "")
 
 
-def save(ctx: Any, key: str, value: Any) -> Any:
+def save(ctx: FaultContext, key: str, value: Any) -> Any:
     """Keep a deep copy of ``value`` in ``ctx.state[key]`` (for recover) and return ``value``."""
     ctx.state[key] = copy.deepcopy(value)
     return value
 
 
-def restart(ctx: Any, target: Any) -> None:
+def restart(ctx: FaultContext, target: Target) -> None:
     """A rollout restart, so pods pick up a changed ConfigMap/Secret/Service."""
     ctx.rollout_restart(target.component.kind, target.component.name)
 
@@ -122,14 +133,14 @@ def pod_selector(obj: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in labels.items())
 
 
-def delete_pods(ctx: Any, target: Any) -> None:
+def delete_pods(ctx: FaultContext, target: Target) -> None:
     """Delete the target workload's pods (its controller recreates them)."""
     selector = pod_selector(workload(ctx, target))
     if selector:
         ctx.kubectl("delete", "pods", "-n", ctx.namespace, "-l", selector, "--wait=false")
 
 
-def service(ctx: Any, target: Any) -> dict:
+def service(ctx: FaultContext, target: Target) -> dict:
     """The Service fronting the target component."""
     name = target.component.service_name
     if not name:
@@ -137,7 +148,7 @@ def service(ctx: Any, target: Any) -> dict:
     return get(ctx, "service", name)
 
 
-def wait_until(check, timeout: float = 30.0, interval: float = 0.5) -> bool:
+def wait_until(check: Callable[[], object], timeout: float = 30.0, interval: float = 0.5) -> bool:
     """Poll ``check()`` until it is true (True) or ``timeout`` seconds passed (False)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -147,7 +158,7 @@ def wait_until(check, timeout: float = 30.0, interval: float = 0.5) -> bool:
     return False
 
 
-def dependents(ctx: Any, target: Any) -> list[str]:
+def dependents(ctx: FaultContext, target: Target) -> list[str]:
     """Deployments that name the target's Service in their pod template or in a ConfigMap they use."""
     service = target.component.service_name
     if not service:
@@ -170,7 +181,7 @@ RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 STUCK_GRACE_S = 15.0
 
 
-def rollout_state(ctx: Any, name: str) -> str:
+def rollout_state(ctx: FaultContext, name: str) -> str:
     """Where the Deployment's latest restart is: ``complete`` (the rollout finished; also when the
     Deployment is gone or no controller reports on it, as for a recorded object), ``started`` (every
     pod of the restarted template has run a process, an init container's included, but not every
@@ -208,7 +219,7 @@ def _ran(pod: dict) -> bool:
     return False
 
 
-def restart_dependents(ctx: Any, target: Any, timeout: float = 180.0) -> None:
+def restart_dependents(ctx: FaultContext, target: Target, timeout: float = 180.0) -> None:
     """Roll the target's callers and wait for them, so they open fresh connections to it (pooled
     connections outlive a deleted Service or a new NetworkPolicy, as conntrack lets them on a real
     cluster). The wait for a caller ends when its rollout completes, or when its new pods have run
@@ -218,7 +229,7 @@ def restart_dependents(ctx: Any, target: Any, timeout: float = 180.0) -> None:
     names = dependents(ctx, target)
     for name in names:
         ctx.rollout_restart("deployment", name)
-    pending, started_at = list(names), {}
+    pending, started_at = list(names), dict[str, float]()
 
     def all_restarted() -> bool:
         now = time.monotonic()

@@ -11,13 +11,11 @@ defaults in).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from collections.abc import Mapping
-
 from ..faults import FaultContext
-from ..types import FaultSpec, GroundTruth, Target, TargetSelector
+from ..types import Capability, FailureMode, FaultSpec, GroundTruth, Layer, Target, TargetSelector
 from . import kube
 from .truth import TruthValues, truth_factory
 
@@ -63,8 +61,8 @@ def _contains(live: Any, wanted: Any, original: Any = None) -> bool:
             return False
         return all(k in live and _contains(live[k], v, before.get(k)) for k, v in wanted.items())
     if isinstance(wanted, list):
-        before = original if isinstance(original, list) and len(original) == len(wanted) else [None] * len(wanted)
-        return isinstance(live, list) and len(live) == len(wanted) and all(map(_contains, live, wanted, before))
+        before_items = original if isinstance(original, list) and len(original) == len(wanted) else [None] * len(wanted)
+        return isinstance(live, list) and len(live) == len(wanted) and all(map(_contains, live, wanted, before_items))
     return live == wanted
 
 
@@ -103,7 +101,7 @@ class TemplateFault:
         if self.restart_after:
             kube.delete_pods(ctx, target)
 
-    def _forced_rollback(self, ctx: Any, target: Any) -> None:
+    def _forced_rollback(self, ctx: FaultContext, target: Target) -> None:
         # a StatefulSet never replaces a pod that did not become Ready: delete it, as an SRE would
         if target.component.kind == "StatefulSet":
             kube.delete_pods(ctx, target)
@@ -161,9 +159,10 @@ class TemplateFault:
 def template_fault(*, name: str, summary: str, mutate: Mutation, resource_kind: str = "Deployment",
                    mechanism: str, symptoms: tuple[str, ...] = (), keywords: tuple[str, ...] = (),
                    params_schema: dict | None = None, selector: TargetSelector | None = None,
-                   values: TruthValues | None = None, layer: str = "k8s",
-                   restart_after: bool = False, prose: str | None = None, capabilities=frozenset({"any"}),
-                   failure_mode: str = "persistent") -> FaultSpec:
+                   values: TruthValues | None = None, layer: Layer = "k8s",
+                   restart_after: bool = False, prose: str | None = None,
+                   capabilities: Iterable[Capability] = frozenset({"any"}),
+                   failure_mode: FailureMode = "persistent") -> FaultSpec:
     """A :class:`FaultSpec` whose ``impl`` is a :class:`TemplateFault` (targets any workload by default)."""
     truth = truth_factory(name, layer, resource_kind, mechanism, symptoms=symptoms, keywords=keywords,
                           values=values, prose=prose)

@@ -9,13 +9,16 @@ requests still failing for reasons the fix already removed.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FaultError
-from ..faults import UsersProbe
+from ..faults import FaultContext, UsersProbe
+
+if TYPE_CHECKING:
+    from ..types import Target
 
 
-def workload_client(ctx: Any) -> UsersProbe | None:
+def workload_client(ctx: FaultContext) -> UsersProbe | None:
     """The app's workload generator (``ctx.users``, which the engine fills), or None when the app
     has none. A context without one for an app that has a generator is a :class:`FaultError`: the
     toolkit never reaches the cluster's engine itself."""
@@ -30,7 +33,7 @@ def workload_client(ctx: Any) -> UsersProbe | None:
     return probe
 
 
-def wait_users_succeed(ctx: Any, *, window_s: float = 15.0, timeout_s: float = 180.0, min_count: int = 10,
+def wait_users_succeed(ctx: FaultContext, *, window_s: float = 15.0, timeout_s: float = 180.0, min_count: int = 10,
                        min_success: float = 0.99, interval_s: float = 3.0, client: Any = None) -> bool:
     """Until the users succeed over a whole ``window_s`` (at least ``min_count`` requests, ``min_success``
     of them good), at most ``timeout_s``. True when they do; False on time-out. An app without a workload
@@ -50,7 +53,7 @@ def wait_users_succeed(ctx: Any, *, window_s: float = 15.0, timeout_s: float = 1
     return False
 
 
-def wait_users_after_recover(ctx: Any, target: Any, *, timeout_s: float = 60.0, **kwargs: Any) -> bool:
+def wait_users_after_recover(ctx: FaultContext, target: Target, *, timeout_s: float = 60.0, **kwargs: Any) -> bool:
     """After a recover: wait a while for the users to be served again, so the next attempt starts
     from a healthy app. Recover runs before the conductor reconciles the app to its baseline, so what
     the agent did is still in place: a target it deleted or scaled to zero cannot serve anyone (no

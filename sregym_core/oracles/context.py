@@ -30,9 +30,15 @@ class OracleContext(Protocol):
     .. versionchanged:: 0.2 ``faulty_workloads``; ``list_workloads`` also returns Endpoints.
     """
 
-    baseline_workloads: list[dict[str, Any]]
-    fault_instances: Sequence[Any]
-    faulty_workloads: Sequence[Mapping[str, Any]]
+    # read-only (properties): the engine's context exposes them as such, and a plain attribute fits too
+    @property
+    def baseline_workloads(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def fault_instances(self) -> Sequence[Any]: ...
+
+    @property
+    def faulty_workloads(self) -> Sequence[Mapping[str, Any]]: ...
 
     async def list_workloads(self) -> list[dict[str, Any]]:
         """Deployments, StatefulSets, DaemonSets, Services, Endpoints, ConfigMaps, Secrets, PVCs and

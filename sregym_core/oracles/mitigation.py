@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -94,7 +94,8 @@ class OracleVerdict:
 class Oracle(Protocol):
     """A mitigation oracle (the factory result of an ``OracleSpec`` of kind ``mitigation``)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: the oracles are frozen records
 
     async def evaluate(self, ctx: OracleContext) -> OracleVerdict: ...
 
@@ -147,6 +148,14 @@ def _get(obj: Any, *path: str, default: Any = None) -> Any:
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
     return (str(obj.get("kind", "")), str(_get(obj, "metadata", "namespace", default="")), str(_get(obj, "metadata", "name", default="")))
+
+
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
+def _oracles(values: Iterable[Oracle]) -> tuple[Oracle, ...]:
+    return tuple(values)
 
 
 def _labels(labels: Any) -> dict[str, str]:
@@ -226,8 +235,8 @@ class BaselinePreserved:
     patterns, for faults whose fix necessarily recreates an object (a deleted Service).
     """
 
-    ignore: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    allow_replaced: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    ignore: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    allow_replaced: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     name: str = "baseline_preserved"
 
     async def evaluate(self, ctx: OracleContext) -> OracleVerdict:
@@ -279,14 +288,14 @@ class BaselinePreserved:
             for what, path in (("selector", ("spec", "selector")), ("pod template labels", ("spec", "template", "metadata", "labels"))):
                 if kind == "Pod" or (what != "selector" and kind == "Service"):
                     continue
-                before, after = _get(old, *path), _get(new, *path)
+                was, now = _get(old, *path), _get(new, *path)
                 if what == "pod template labels":
-                    before, after = _labels(before), _labels(after)
-                if before != after:
-                    violation("relabelled", f"{kind} {namespace}/{name} {what} changed: {before} -> {after}")
-            before, after = _labels(_get(old, "metadata", "labels")), _labels(_get(new, "metadata", "labels"))
-            if before != after:
-                violation("relabelled", f"{kind} {namespace}/{name} labels changed: {before} -> {after}")
+                    was, now = _labels(was), _labels(now)
+                if was != now:
+                    violation("relabelled", f"{kind} {namespace}/{name} {what} changed: {was} -> {now}")
+            labels_was, labels_now = _labels(_get(old, "metadata", "labels")), _labels(_get(new, "metadata", "labels"))
+            if labels_was != labels_now:
+                violation("relabelled", f"{kind} {namespace}/{name} labels changed: {labels_was} -> {labels_now}")
         baseline_keys = {_key(o) for o in baseline}
         added = [
             "/".join(k)
@@ -740,13 +749,14 @@ class FunctionalSLO:
                 await ctx.sleep(self.window_s)
                 stats = dict(await ctx.workload_stats(self.window_s))
                 verdict = self._judge(stats)
+        evidence = dict(verdict.evidence)
         if starved:
-            verdict.evidence["starved_windows"] = starved
+            evidence["starved_windows"] = starved
         if not verdict.passed and _starved(stats):
-            verdict.evidence["host_starved"] = True
-            verdict.evidence["reason"] += (f"; the app's host was starved for CPU in this window (stall "
-                                           f"{stats['host_cpu_stall']:.0%}): the verdict may reflect the host")
-        return verdict
+            evidence["host_starved"] = True
+            evidence["reason"] += (f"; the app's host was starved for CPU in this window (stall "
+                                   f"{stats['host_cpu_stall']:.0%}): the verdict may reflect the host")
+        return attrs.evolve(verdict, evidence=evidence)
 
     def _host_may_explain(self, verdict: OracleVerdict, stats: Mapping[str, Any]) -> bool:
         """A failing window measured on a starved host, whose answers were right: the host may be why
@@ -775,7 +785,7 @@ class FunctionalSLO:
         if self._wrong_content(stats):
             kinds = stats.get("content_error_kinds") or {}
             top = ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])[:3])
-            reasons.append(f"{int(content_errors)} of {count} answers had wrong content"
+            reasons.append(f"{int(content_errors or 0)} of {count} answers had wrong content"
                            + (f" ({top})" if top else ""))
         if self.max_p95_ms is not None and (p95 is None or float(p95) > self.max_p95_ms):
             reasons.append(f"p95 {p95} ms > {self.max_p95_ms:g} ms")
@@ -831,7 +841,7 @@ class Sustained:
             samples += 1
             held = ctx.now() - start
             if not last.passed:
-                evidence = {"seconds": self.seconds, "held_s": round(held, 3), "samples": samples}
+                evidence: dict[str, Any] = {"seconds": self.seconds, "held_s": round(held, 3), "samples": samples}
                 evidence["reason"] = f"{self.inner.name} failed after {held:.1f} s of {self.seconds:g} s"
                 return OracleVerdict(name=self.name, passed=False, evidence=evidence, children=(last,))
             if held >= self.seconds:
@@ -839,11 +849,12 @@ class Sustained:
             await ctx.sleep(min(self.interval, max(self.seconds - held, 0.0)))
         held = ctx.now() - start
         evidence = {"seconds": self.seconds, "held_s": round(held, 3), "samples": samples}
+        ran = () if last is None else (last,)  # never None: max_samples >= 2
         if held < self.seconds:
             evidence["reason"] = "could not check"
             error = f"the context's clock advanced only {held:.1f} s over {samples} samples"
-            return OracleVerdict(name=self.name, passed=False, evidence=evidence, children=(last,), error=error)
-        return OracleVerdict(name=self.name, passed=True, evidence=evidence, children=(last,))
+            return OracleVerdict(name=self.name, passed=False, evidence=evidence, children=ran, error=error)
+        return OracleVerdict(name=self.name, passed=True, evidence=evidence, children=ran)
 
     def describe(self) -> Any:
         return {"sustained": {"seconds": self.seconds, "interval": self.interval, "oracle": describe_oracle(self.inner)}}
@@ -884,7 +895,7 @@ class AllOf:
     """Every child passes. Children run in order; after the first failure the rest are skipped
     (``short_circuit``), so a long ``sustained`` does not run when the baseline is already broken."""
 
-    children: tuple[Oracle, ...] = attrs.field(converter=tuple)
+    children: tuple[Oracle, ...] = attrs.field(converter=_oracles)
     short_circuit: bool = True
     name: str = "all"
 
@@ -913,7 +924,7 @@ class AllOf:
 class AnyOf:
     """At least one child passes (stops at the first that does)."""
 
-    children: tuple[Oracle, ...] = attrs.field(converter=tuple)
+    children: tuple[Oracle, ...] = attrs.field(converter=_oracles)
     name: str = "any"
 
     async def evaluate(self, ctx: OracleContext) -> OracleVerdict:

@@ -423,7 +423,7 @@ def assert_reference_passes_problem(problem_id: str, describe: Callable[[tuple[G
     truths = []
     for instance in problem.faults:
         spec = faults[instance.fault]
-        target = Target(app=app, component=app.component(instance.target), namespace=app.namespace)
+        target = app.target(instance.target)
         params = validate(dict(instance.params), dict(spec.params_schema), what=instance.fault, fill_defaults=True)
         ctx = RecordingFaultContext(kubeconfig="/nonexistent", namespace=app.namespace, app=app).child()
         truths.append(spec.impl.ground_truth(ctx, target, params))
