@@ -2,7 +2,8 @@
 
 Facts from upstream's ``sregym/conductor/problems/registry.py`` and ``problem_sets.py`` (see
 ``upstream-parity.md`` §1). Which of *our* problems is the equivalent of an id is not recorded
-here: a problem file says so itself with ``aliases:``. ``note`` explains an id with no equivalent.
+here: a problem file says so itself with ``aliases:``. ``note`` explains an id with no equivalent, or
+names where the equivalent's mechanism differs from upstream's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ class UpstreamProblem(NamedTuple):
     app: str  # HR hotel-reservation, AS astronomy-shop, SN social-network, TT train-ticket,
     #           BHR blueprint-hotel-reservation, FC FleetCast/TiDB
     lite: bool  # in upstream's SREGym-Lite suite
-    note: str = ""  # why there is no equivalent problem (when there is none)
+    note: str = ""  # why there is no equivalent problem, or how its mechanism differs
 
 
 #: The name of upstream's lite suite (``--suite sregym-lite``).
@@ -38,7 +39,9 @@ UPSTREAM_PROBLEMS: tuple[UpstreamProblem, ...] = (
     UpstreamProblem("valkey_memory_disruption", "AS", False),
     UpstreamProblem("edge_request_filter_cpu_saturation", "AS", True),
     UpstreamProblem("ephemeral_port_range_hotel_reservation", "HR", False,
-                    'only the fault primitive ephemeral-ports (ad hoc: --app --fault --target)'),
+                    "same pod sysctl (32000-32003, on frontend); the embedded cluster applies it to the pod's "
+                    "processes with a cgroup/connect4 BPF program (bpf_bind to a free port of the range, "
+                    "EADDRNOTAVAIL when none is left), a real kubelet in the pod's network namespace"),
     UpstreamProblem("secret_rotation_stale_env_credentials_astronomy_shop", "AS", True),
     UpstreamProblem("capacity_decrease_rpc_retry_storm", "BHR", False),
     UpstreamProblem("gc_capacity_degradation", "BHR", False,

@@ -59,9 +59,11 @@ def fd_limit(ctx, target, params, obj):
 
 
 def ephemeral_ports(ctx, target, params, obj):
-    sysctls = [{"name": "net.ipv4.ip_local_port_range", "value": f"{params['low']} {params['high']}"}]
+    if params["low"] > params["high"]:
+        raise PermanentFaultError(f"ephemeral-ports: low {params['low']} is above high {params['high']}")
     context = dict(kube.pod_spec(obj).get("securityContext") or {})
-    context["sysctls"] = sysctls
+    others = [s for s in context.get("sysctls") or [] if s.get("name") != "net.ipv4.ip_local_port_range"]
+    context["sysctls"] = [*others, {"name": "net.ipv4.ip_local_port_range", "value": f"{params['low']} {params['high']}"}]
     return [{"op": "add", "path": "/spec/template/spec/securityContext", "value": context}]
 
 
@@ -180,12 +182,16 @@ FAULTS = [
                    layer="config", selector=SERVICES,
                    params_schema=schema(nofile={"type": "integer", "minimum": 8, "default": 24}),
                    values=lambda t, p, s: {"ulimit -n": p.get("nofile")}),
+    # Upstream's values (32000-32003: four ports). A real kubelet applies the sysctl in the pod's own
+    # network namespace; the embedded node applies it to the pod's processes with a cgroup/connect4
+    # program (plugins/sregym-cluster-embedded, node/portrange.py), so it runs on both.
     template_fault(name="ephemeral-ports", summary="a tiny local port range exhausts outbound connections",
                    mutate=ephemeral_ports, mechanism="net.ipv4.ip_local_port_range narrowed to a handful of ports",
                    symptoms=("EADDRNOTAVAIL", "cannot assign requested address"),
-                   keywords=("ephemeral", "port range", "ip_local_port_range", "EADDRNOTAVAIL"), layer="config",
-                   selector=SERVICES, capabilities=frozenset({"real"}),
-                   params_schema=schema(low={"type": "integer", "default": 61000}, high={"type": "integer", "default": 61005}),
+                   keywords=("ephemeral", "port range", "ip_local_port_range", "EADDRNOTAVAIL", "sysctl"),
+                   layer="config", selector=SERVICES,
+                   params_schema=schema(low={"type": "integer", "minimum": 1024, "maximum": 65535, "default": 32000},
+                                        high={"type": "integer", "minimum": 1024, "maximum": 65535, "default": 32003}),
                    values=lambda t, p, s: {"ip_local_port_range": f"{p.get('low')} {p.get('high')}"}),
     _f("capacity-constraint", "a pod-count quota pinned at the current pod count: no room to recover or scale",
        capacity_inject, capacity_recover, capacity_present, mechanism="namespace ResourceQuota caps pods at the current count",

@@ -27,7 +27,7 @@ import psutil
 
 from ..network import current as current_network
 from ..network import ipam
-from . import isolation, mountns
+from . import isolation, mountns, portrange
 from .cgroups import Backend, detect_backend
 from .images import ImageCatalog, Recipe, default_catalog, python_executable
 from .eviction import EvictionManager
@@ -456,6 +456,8 @@ class NodeSet:
         self.fault_channel: Callable[[dict], int | None] | None = None
         #: the seccomp supervisor (node/seccompfault.py) that gets each container's filter listener
         self.syscall_supervisor: Any = None
+        #: pods' net.ipv4.ip_local_port_range, by their cgroup ids (node/portrange.py; made on first use)
+        self.port_ranges: portrange.PortRanges | None = None
         self._watchdog = _start_watchdog()
         for directory in self.backend.directories():
             self._tell_watchdog(f"cg {directory}")
@@ -530,6 +532,31 @@ class NodeSet:
             return None
         return self.net_guard.cgroup / f"pod-{uid}"
 
+    def apply_port_range(self, uid: str, low: int, high: int, pod_ip: str) -> str:
+        """Give the pod's processes its own local port range; "" when applied, else why not."""
+        cgroup = self.pod_cgroup(uid)
+        if cgroup is None:
+            return "pods have no cgroup v2 directories here (the network guard is off: not root or no cgroup v2)"
+        available, reason = portrange.probe()
+        if not available:
+            return reason
+        cgroup_id = portrange.cgroup_id(cgroup)
+        if cgroup_id is None:
+            return f"the pod's cgroup {cgroup} is missing"
+        try:
+            if self.port_ranges is None:
+                self.port_ranges = portrange.PortRanges()
+            self.port_ranges.add(cgroup_id, low, high, pod_ip)
+        except OSError as exc:
+            return f"the kernel refused the port range program: {exc.strerror or exc}"
+        return ""
+
+    def release_port_range(self, uid: str) -> None:
+        cgroup = self.pod_cgroup(uid)
+        cgroup_id = portrange.cgroup_id(cgroup) if cgroup is not None else None
+        if self.port_ranges is not None and cgroup_id is not None:
+            self.port_ranges.remove(cgroup_id)
+
     def set_fault_env(self, node: str, env: dict[str, str]) -> None:
         """Extra env for processes started from now on (e.g. an LD_PRELOAD fault shim)."""
         self.agents[node].fault_env = dict(env)
@@ -558,6 +585,9 @@ class NodeSet:
         self.pids = {p for p in self.pids if _alive(p)}
         with contextlib.suppress(Exception):
             self.backend.cleanup()
+        if self.port_ranges is not None:
+            self.port_ranges.close()
+            self.port_ranges = None
         if self.net_guard is not None:  # its cgroup is empty now: remove it (whoever stops first)
             with contextlib.suppress(OSError):
                 for cgroup in self.net_guard.cgroup.glob("pod-*"):

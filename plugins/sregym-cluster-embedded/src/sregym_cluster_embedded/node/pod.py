@@ -17,6 +17,7 @@ from .container import ContainerRunner
 from .envs import expand, service_env
 from .errors import MountError, NotAttached
 from .hostports import HostPortForwarder
+from . import sysctls
 from .shim import ensure_private_dir, shim_env
 from .volumes import VolumeBuilder, release_memory_volumes
 
@@ -272,6 +273,12 @@ class PodWorker:
             await self.agent.event(self.pod, "NodePorts", self.failed[1], "Warning")
             self.mark_dirty()
             return
+        forbidden = sysctls.forbidden(self.pod)
+        if forbidden:  # the kubelet's sysctl admission: unsafe, unknown, or net.* on the host network
+            self.failed = (sysctls.FORBIDDEN_REASON, forbidden)
+            await self.agent.event(self.pod, sysctls.FORBIDDEN_REASON, forbidden, "Warning")
+            self.mark_dirty()
+            return
         rejected = await self.agent.eviction.admit(self.pod)
         if rejected:  # the kubelet's admission under disk or PID pressure
             self.failed = ("Evicted", rejected)
@@ -320,6 +327,8 @@ class PodWorker:
         if cgroup is not None:  # before the start hooks: a fault keyed on it covers the first process
             with contextlib.suppress(OSError):
                 cgroup.mkdir(exist_ok=True)
+        if not await self._apply_sysctls():
+            return
         for hook in self.agent.nodes.pod_start_hooks:
             try:
                 hook(self.pod)
@@ -357,6 +366,29 @@ class PodWorker:
             for runner in reversed(self.init_runners):
                 await runner.stop(self.grace_period)
             self.mark_dirty()
+
+    async def _apply_sysctls(self) -> bool:
+        """The pod's sysctls, before its first process: a value the kernel refuses fails the
+        sandbox, retried as the kubelet retries it (False: the pod was stopped meanwhile)."""
+        delay = 1.0
+        while True:
+            try:
+                wanted = sysctls.port_range(self.pod)
+                break
+            except ValueError as exc:
+                await self.agent.event(self.pod, "FailedCreatePodSandBox", str(exc), "Warning")
+                if await self.sleep(delay):
+                    return False
+                delay = min(delay * 2, 30.0)
+        missing = sysctls.not_applied(self.pod)
+        if wanted is not None:
+            why = self.agent.nodes.apply_port_range(self.uid, *wanted, self.pod_ip)
+            if why:
+                missing.insert(0, f"{sysctls.PORT_RANGE} ({why})")
+        if missing:  # admitted, but this node has no per-pod way to apply them: say so, never silently
+            await self.agent.event(self.pod, sysctls.NOT_APPLIED_REASON, (
+                f"sysctls not applied on this node (pods share the host's namespaces): {', '.join(missing)}"), "Warning")
+        return True
 
     async def _sandbox_ip(self) -> str | None:
         """The sandbox's address from the cluster's IP pools. While none is free the sandbox fails
@@ -439,6 +471,7 @@ class PodWorker:
         await self.host_ports.stop()
         self.agent.release_ip(self.uid)
         release_memory_volumes(self.root)
+        self.agent.nodes.release_port_range(self.uid)
         cgroup = self.agent.nodes.pod_cgroup(self.uid)
         if cgroup is not None:
             with contextlib.suppress(OSError):
