@@ -48,12 +48,34 @@ def test_a_matching_stamp_skips_the_install_and_a_missing_one_does_not(tmp_path,
     calls = []
     monkeypatch.setattr(tool.subprocess, "call", lambda command: calls.append(command) or 0)
     monkeypatch.setattr(sys, "argv", ["dev_install.py", "--venv", str(venv_dir)])
-    assert tool.main() == 0 and len(calls) == 1  # no stamp yet: pip runs, and the stamp is written
+
+    def installs() -> int:  # pip runs that install the packages (each follows one of their build requirements)
+        return sum("-e" in command for command in calls)
+
+    assert tool.main() == 0 and installs() == 1  # no stamp yet: pip runs, and the stamp is written
     assert (venv_dir / tool.STAMP).is_file()
-    assert tool.main() == 0 and len(calls) == 1  # nothing changed: skipped
+    assert tool.main() == 0 and installs() == 1  # nothing changed: skipped
     assert "already installed" in capsys.readouterr().out
     monkeypatch.setattr(sys, "argv", ["dev_install.py", "--venv", str(venv_dir), "--force"])
-    assert tool.main() == 0 and len(calls) == 2
+    assert tool.main() == 0 and installs() == 2
     monkeypatch.setattr(tool.subprocess, "call", lambda command: calls.append(command) or 1)
     monkeypatch.setattr(sys, "argv", ["dev_install.py", "--venv", str(venv_dir), "--force"])
     assert tool.main() == 1 and not (venv_dir / tool.STAMP).exists()  # a failed install is not taken as done
+
+
+def test_the_packages_are_built_without_isolation_after_their_build_requirements(tmp_path, monkeypatch):
+    tool = _tool()
+    a = _package(tmp_path, "a", "[build-system]\nrequires = ['setuptools>=68']\n[project]\nname = 'a'\n")
+    b = _package(tmp_path, "b", "[build-system]\nrequires = ['setuptools>=68', 'cython']\n[project]\nname = 'b'\n")
+    assert tool.build_requirements([a, b]) == ["cython", "setuptools>=68", "wheel"]
+    venv_dir = tmp_path / "venv"
+    (venv_dir / "bin").mkdir(parents=True)
+    (venv_dir / "bin" / "python").symlink_to(sys.executable)
+    calls = []
+    monkeypatch.setattr(tool.subprocess, "call", lambda command: calls.append(command) or 0)
+    monkeypatch.setattr(tool, "packages", lambda: [a, b])
+    monkeypatch.setattr(sys, "argv", ["dev_install.py", "--venv", str(venv_dir)])
+    assert tool.main() == 0
+    requirements, packages = calls
+    assert requirements[-3:] == ["cython", "setuptools>=68", "wheel"] and "-e" not in requirements
+    assert "--no-build-isolation" in packages and packages[-2:] == ["-e", str(b)]
