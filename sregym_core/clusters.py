@@ -25,8 +25,9 @@ Providers ignore options they have no use for.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 from .errors import UsageError
 
@@ -152,9 +153,14 @@ class Named(Protocol):
 _Capability = TypeVar("_Capability")
 
 
-def capability(handle: Any, protocol: type[_Capability]) -> _Capability | None:
-    """``handle`` as ``protocol`` when it implements it, else None."""
-    return handle if handle is not None and isinstance(handle, protocol) else None
+def capability(handle: Any, protocol: Callable[..., _Capability]) -> _Capability | None:
+    """``handle`` as ``protocol`` (a runtime-checkable Protocol class) when it implements it, else None.
+
+    ``protocol`` is typed as a callable, not ``type[...]``: mypy refuses a Protocol class where a
+    concrete ``type[T]`` is expected (its ``type-abstract`` check), and every caller passes one."""
+    if handle is not None and isinstance(handle, cast(type, protocol)):
+        return cast(_Capability, handle)
+    return None
 
 
 def capabilities_of(handle: Any) -> frozenset[str]:

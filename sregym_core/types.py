@@ -67,6 +67,10 @@ def _capabilities(value: Iterable[Capability]) -> frozenset[Capability]:
     return frozenset(value)
 
 
+def _string_set(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
 def _tuple(value: Any) -> tuple:
     if value is None:
         return ()
@@ -497,7 +501,7 @@ class NoiseSpec:
     params_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
     default_period: float = 60.0
     default_duration: float = 10.0
-    capabilities: frozenset[str] = attrs.field(default=frozenset({"any"}), converter=frozenset)
+    capabilities: frozenset[str] = attrs.field(default=frozenset({"any"}), converter=_string_set)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -531,7 +535,7 @@ class AgentSpec:
 
     name: str = attrs.field(converter=normalize_name)
     summary: str = ""
-    needs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    needs: frozenset[str] = attrs.field(default=frozenset(), converter=_string_set)
     factory: Callable[..., Any] = attrs.field(eq=False, hash=False)
     config_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, converter=_frozen_mapping)
     role: AgentRole = attrs.field(default="evaluated", validator=attrs.validators.in_(AGENT_ROLES))
@@ -548,7 +552,7 @@ class ClusterProviderSpec:
 
     name: str = attrs.field(converter=normalize_name)
     summary: str = ""
-    capabilities: frozenset[str] = attrs.field(default=frozenset({"any"}), converter=frozenset)
+    capabilities: frozenset[str] = attrs.field(default=frozenset({"any"}), converter=_string_set)
     factory: Callable[..., Any] = attrs.field(eq=False, hash=False)
     default: bool = False
 

@@ -26,16 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: what the type checker covers, in the order it was brought in: the contract side of the core
 #: (records, protocols, the fault toolkit, problems, the plugin host), then the rest of the core
 TYPED_PATHS: tuple[str, ...] = (
-    "sregym_core/__init__.py",
-    "sregym_core/errors.py",
-    "sregym_core/types.py",
-    "sregym_core/faults.py",
-    "sregym_core/faultkit",
-    "sregym_core/problems.py",
-    "sregym_core/plugins.py",
-    "sregym_core/hookspecs.py",
-    "sregym_core/validation.py",
-    "sregym_core/mechanisms.py",
+    "sregym_core",
 )
 
 

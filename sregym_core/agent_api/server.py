@@ -33,7 +33,7 @@ import ipaddress
 import json
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -375,6 +375,7 @@ def _observability_tool(surface: AgentSurface, name: str, *, upstream: bool):
         return await surface.call_tool(name, upstream, **arguments)
 
     minutes = (UPSTREAM_DEFAULTS if upstream else {}).get(name, {}).get("last_n_minutes", 15)
+    tool: Callable[..., Awaitable[str]]  # one signature per tool name, below
     if name == "get_metrics":
         async def tool(query: str) -> str:
             return await call(query=query)
@@ -445,7 +446,8 @@ class _Listener:
 
     def __init__(self, app: Any, sock: socket.socket) -> None:
         self.app, self.socket = app, sock
-        self.server = None
+        # a uvicorn.Server; Any: which signal hooks it has differs between uvicorn versions (start())
+        self.server: Any = None
         self.task: asyncio.Task | None = None
 
     @property

@@ -31,11 +31,11 @@ def list_problems(app: App, suite: str | None, app_name: str | None, as_json: bo
         return
     problems = [p for p in problems if p.id not in {b.id for b in broken}]
     if as_json:
-        rows = [{**problem_to_dict(p), "status": "ok"} for p in problems]
+        records = [{**problem_to_dict(p), "status": "ok"} for p in problems]
         if show_all:
-            rows += [{"id": b.id, "status": "broken", "error": b.error, "source": str(b.source), "plugin": b.plugin}
+            records += [{"id": b.id, "status": "broken", "error": b.error, "source": str(b.source), "plugin": b.plugin}
                      for b in broken]
-        app.echo_json(rows)
+        app.echo_json(records)
         return
     rows = [[p.id, p.app, p.layer, p.failure_mode, p.difficulty, ",".join(p.tags), p.summary] for p in problems]
     headers = ["ID", "APP", "LAYER", "MODE", "DIFFICULTY", "TAGS", "SUMMARY"]

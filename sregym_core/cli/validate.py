@@ -197,8 +197,8 @@ def command(app: App, problem, suite, app_name, fault, target, params, symptoms,
                                                 symptom_agents=symptom_agents, symptom_timeout=symptom_timeout,
                                                 noise=noise_profile, noise_seed=noise_seed))
 
-    runs = [(None, results_dir / "quiet"), (profile, results_dir / f"noise-{Path(profile).stem}")] if side_by_side \
-        else [(profile, results_dir)]
+    runs = [(None, results_dir / "quiet"), (profile, results_dir / f"noise-{Path(profile).stem}")] \
+        if side_by_side and profile is not None else [(profile, results_dir)]  # (side by side needs a profile: above)
     outcomes = []
     with plan_runner(app.host, executor=executor, provider=provider, name=cluster_name, keep=keep_cluster,
                      parallel=parallel) as run, \

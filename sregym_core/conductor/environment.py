@@ -196,6 +196,7 @@ class Environment:
         workload = WorkloadClient(app.workload, self.kube, self.cluster) if app.workload else None
         if workload is not None:
             await self._wait_workload_healthy(app, workload)
+        volumes: VolumeSnapshots | None
         if kept_volumes is not None and await asyncio.to_thread(workload_generations, self.kube, namespaces) == generations:
             volumes = kept_volumes  # the deploy changed no workload: the volumes are as checked
         else:
@@ -343,13 +344,14 @@ class Environment:
             phases[phase] = round(phases.get(phase, 0.0) + now - clock, 2)
             clock = now
 
-        checks_volumes = deployed.volumes is not None and restore_volumes
-        pause_users = checks_volumes and deployed.workload is not None
-        if pause_users and not users_during_settle:
+        volumes, users = deployed.volumes, deployed.workload
+        checks_volumes = volumes is not None and restore_volumes
+        pause_users = checks_volumes and users is not None
+        if pause_users and not users_during_settle and users is not None:
             # the users pause first, until the volumes are marked: what the app writes for them (a
             # booking) is no agent's leftover, yet written after restore()'s check it would look like one
             # to the late check and cost a second restore of that datastore (stop, copy, start)
-            await self._pause_workload(deployed.workload)
+            await self._pause_workload(users)
             lap("pause")
         actions = await asyncio.to_thread(deployed.baseline.reconcile)
         lap("reconcile")
@@ -364,18 +366,18 @@ class Environment:
         if after_reconcile is not None:
             await after_reconcile()
             lap("after_reconcile")
-        if pause_users and users_during_settle:
-            await self._pause_workload(deployed.workload)
+        if pause_users and users_during_settle and users is not None:
+            await self._pause_workload(users)
         await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
         lap("ready")
-        if checks_volumes:
-            late = await asyncio.to_thread(deployed.volumes.restore_late_changes)
+        if checks_volumes and volumes is not None:
+            late = await asyncio.to_thread(volumes.restore_late_changes)
             if late:  # a write after restore()'s check (a writer still stopping): put back after all
                 log.info("volumes_changed_late", actions=late)
                 actions += late
                 await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout,
                                  what=f"app {name!r} after its volumes were put back")
-            await asyncio.to_thread(deployed.volumes.mark)  # what the next attempt starts from
+            await asyncio.to_thread(volumes.mark)  # what the next attempt starts from
             lap("late_and_mark")
         if deployed.workload is not None:  # as deployed (an agent's /control write does not carry over)
             await self._restart_workload(deployed.workload)

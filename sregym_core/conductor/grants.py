@@ -116,14 +116,20 @@ def _replace(kube: Kube, collection: str, obj: dict) -> None:
 class GrantGuard:
     """Watches the granted objects while the agent works; undoes and records changes beyond the grant."""
 
-    def __init__(self, kube: Kube, grants: tuple[AgentGrant, ...] | list[AgentGrant], app_namespace: str, *,
+    def __init__(self, kube: Kube | None, grants: tuple[AgentGrant, ...] | list[AgentGrant], app_namespace: str, *,
                  interval: float = 0.5) -> None:
-        self.kube = kube
+        self._kube = kube  # None for a problem that grants nothing: such a guard never reads the cluster
         self.grants = [resolve(g, app_namespace) for g in grants]
         self.interval = interval
         self.snapshots: list[dict | None] = []
         self.recorded: list[dict[str, Any]] = []
         self._task: asyncio.Task | None = None
+
+    @property
+    def kube(self) -> Kube:
+        if self._kube is None:
+            raise RuntimeError("this GrantGuard has no grants and no cluster client to check them with")
+        return self._kube
 
     def _read(self, grant: AgentGrant) -> dict | None:
         try:
@@ -163,7 +169,7 @@ class GrantGuard:
         for grant, before in zip(self.grants, self.snapshots, strict=True):
             after = self._read(grant)
             found = violations(before, after, grant)
-            if not found:
+            if not found or before is None:  # a grant on an object that was not there never finds any
                 continue
             self.recorded.append({"object": f"{grant.resource}/{grant.name}", "namespace": grant.namespace,
                                   "violations": found, "at": time.time()})

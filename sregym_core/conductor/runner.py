@@ -319,9 +319,10 @@ async def reset_after_attempt(env: Environment, app: Any, attempt: Attempt, say:
     return env.deployed_app(app.name), actions
 
 
-def _with_trajectory(writer: ResultsWriter, record: AttemptRecord, agent: str, plan: RunPlan) -> AttemptRecord:
+def _with_trajectory(writer: ResultsWriter, record: AttemptRecord, agent: str, plan: object) -> AttemptRecord:
     """The agent's logged steps as an ATIF v1.7 trajectory, with the tool outputs it logged as
-    observations and its model as ``model_name``."""
+    observations and its model as ``model_name``. (``plan``, a run plan or the RL API's stand-in, is
+    not read.)"""
     steps = record.extra.get("trajectory") or []
     path = writer.trajectory_path(record.problem_id, agent, record.attempt, record.run_id)
     # the session is named by the id the problem was run as (upstream's when given), the document keeps both

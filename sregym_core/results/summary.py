@@ -43,7 +43,7 @@ class SummaryRow:
 
 
 def latest_per_key(records: Iterable[AttemptRecord]) -> list[AttemptRecord]:
-    latest: dict[tuple[str, str, int], AttemptRecord] = {}
+    latest: dict[tuple[str, str, str, int], AttemptRecord] = {}
     for record in records:
         latest.pop(record.key, None)  # keep file order of the latest occurrence
         latest[record.key] = record

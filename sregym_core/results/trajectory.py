@@ -62,7 +62,8 @@ def _tool_call(item: ToolCall | Mapping[str, Any], index: int) -> dict[str, Any]
         return item.to_dict()
     if not isinstance(item, Mapping):
         return ToolCall(tool_call_id=f"call_{index}", function_name=str(item)).to_dict()
-    function = item.get("function") if isinstance(item.get("function"), Mapping) else {}
+    raw_function = item.get("function")
+    function = raw_function if isinstance(raw_function, Mapping) else {}
     name = item.get("function_name") or item.get("name") or function.get("name") or item.get("tool") or "unknown"
     arguments = item.get("arguments", item.get("args", item.get("input", function.get("arguments", {}))))
     if isinstance(arguments, str):

@@ -94,8 +94,9 @@ def parse_action(action: Any) -> ToolCall:
         if text.startswith("{"):
             try:
                 action = json.loads(text)
-            except ValueError as exc:
-                raise InvalidAction(f"invalid action: not JSON ({exc.msg}). {TOOL_HELP}") from None
+            except ValueError as exc:  # a JSONDecodeError, or the int-digits limit's plain ValueError
+                detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                raise InvalidAction(f"invalid action: not JSON ({detail}). {TOOL_HELP}") from None
         else:
             return _from_text(text)
     if isinstance(action, Mapping):

@@ -92,6 +92,12 @@ class _Episode:
     trajectory: list[dict[str, Any]] = attrs.Factory(list)
     record: Any = None
 
+    def running(self) -> asyncio.Task:
+        """The attempt's task, which reset() starts before any step."""
+        if self.task is None:
+            raise EpisodeOver("no episode started: call reset()")
+        return self.task
+
     def outcome(self) -> AgentOutcome:
         return AgentOutcome(status="ok", steps=self.steps, trajectory=tuple(self.trajectory))
 
@@ -255,17 +261,19 @@ class SregymEnv:
             raise EpisodeOver("the episode is over (or none started): call reset()")
         episode.steps += 1
         info: dict[str, Any] = {"step": episode.steps}
-        if episode.task.done():  # the attempt ended by itself (its time limit)
+        if episode.running().done():  # the attempt ended by itself (its time limit)
             await self._collect(episode)
             return self._final("The episode's time limit passed.", episode, info, truncated=True)
+        call: ToolCall | None
         try:
-            call = parse_action(action)
+            parsed = parse_action(action)
         except InvalidAction as exc:
             info["invalid_action"] = True
             observation = str(exc)
             call = None
         else:
-            observation = await self._call(episode, call)
+            call = parsed
+            observation = await self._call(episode, parsed)
         episode.trajectory.append({"message": _describe(call, action),
                                    "tool_calls": [{"function_name": call.tool, "arguments": dict(call.args)}] if call else [],
                                    "observations": [{"content": observation}]})
@@ -310,7 +318,7 @@ class SregymEnv:
         """Wait for the attempt to finish (graded, faults recovered) and keep its record."""
         from ..conductor.runner import _with_trajectory
 
-        record = await episode.task
+        record = await episode.running()
         if self._writer is not None:
             record = _with_trajectory(self._writer, record, POLICY_AGENT, _TrajectoryPlan())
             self._writer.append(record)
@@ -350,6 +358,8 @@ class SregymEnv:
 
     def _briefing(self, episode: _Episode) -> str:
         task = episode.agent_task
+        if task is None:  # reset() briefs only once the agent's turn began, which sets it
+            raise EpisodeOver("the episode's attempt never reached the agent's turn")
         stages = " then ".join(episode.attempt.stages)
         return (f"You are the on-call SRE for the application {task.app_name!r} in namespace "
                 f"{task.app_namespace!r}.\n{task.app_description}\n"

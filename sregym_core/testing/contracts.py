@@ -22,6 +22,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 import jsonschema
@@ -374,8 +375,8 @@ def runs_recover(impl: Any, call: Callable[[], Any]) -> bool:
     codes = set()
     for candidate in (getattr(impl, "recover", None), getattr(impl, "recover_fn", None)):
         function = getattr(candidate, "__func__", candidate)
-        while hasattr(function, "func"):  # functools.partial
-            function = function.func
+        while (inner := getattr(function, "func", None)) is not None:  # functools.partial
+            function = inner
         code = getattr(function, "__code__", None)
         if code is not None:
             codes.add(code)
@@ -392,7 +393,7 @@ def runs_recover(impl: Any, call: Callable[[], Any]) -> bool:
         call()
     finally:
         sys.setprofile(previous)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
     return seen.is_set()
 
 
@@ -425,7 +426,7 @@ def assert_reference_passes_problem(problem_id: str, describe: Callable[[tuple[G
         spec = faults[instance.fault]
         target = app.target(instance.target)
         params = validate(dict(instance.params), dict(spec.params_schema), what=instance.fault, fill_defaults=True)
-        ctx = RecordingFaultContext(kubeconfig="/nonexistent", namespace=app.namespace, app=app).child()
+        ctx = RecordingFaultContext(kubeconfig=Path("/nonexistent"), namespace=app.namespace, app=app).child()
         truths.append(spec.impl.ground_truth(ctx, target, params))
     verdict = judge.judge(describe(tuple(truths)), tuple(truths),
                           app_components=tuple(c.name for c in app.components), app_namespace=app.namespace)

@@ -9,6 +9,7 @@ itself stays in the contract layer, so importing its offline helpers pulls in no
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def _install(host: PluginHost):
 
 
 @pytest.fixture
-def plugin_host() -> PluginHost:
+def plugin_host() -> Iterator[PluginHost]:
     host = new_plugin_host(builtins=False, entry_points=False)
     previous = _install(host)
     yield host

@@ -71,7 +71,7 @@ def _sregym() -> str:
 
 
 @pytest.fixture(scope="session")
-def embedded_cluster(tmp_path_factory) -> EmbeddedCluster:
+def embedded_cluster(tmp_path_factory) -> Iterator[EmbeddedCluster]:
     pytest.importorskip("sregym_cluster_embedded", reason="needs the sregym-cluster-embedded plugin")
     import psutil
 
@@ -134,7 +134,7 @@ def _home(cluster: EmbeddedCluster) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def deployed_app(embedded_cluster) -> Callable[[str], LiveApp]:
+def deployed_app(embedded_cluster) -> Iterator[Callable[[str], LiveApp]]:
     from ..clusters import get_cluster
     from ..conductor.environment import Environment
     from ..plugins import new_plugin_host

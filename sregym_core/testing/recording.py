@@ -118,7 +118,7 @@ def _component_objects(app: AppSpec, c: ComponentSpec) -> list[dict]:
         port = c.ports[0] if c.ports else 8080
         out.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": c.config_map, "namespace": app.namespace},
                     "data": {f"{c.name}.yaml": f"name: {c.name}\nport: {port}\ntimeout_ms: 1000\nretries: 3\n"}})
-    workload = {"apiVersion": "apps/v1", "kind": c.kind, "metadata": {"name": c.name, "namespace": app.namespace,
+    workload: dict[str, Any] = {"apiVersion": "apps/v1", "kind": c.kind, "metadata": {"name": c.name, "namespace": app.namespace,
                                                                        "labels": dict(labels)},
                 "spec": {"replicas": 1, "selector": {"matchLabels": dict(labels)},
                          # every tier shares a part-of label, as Helm charts and kustomize bases set it
@@ -330,8 +330,8 @@ class RecordingFaultContext(FaultContext):
 
     def _restart(self, refs: list[str], namespace: str) -> None:
         """``kubectl rollout restart``: stamps the pod template, as kubectl does (a new rollout)."""
-        refs = [_ref([word]) for word in refs] if "/" in refs[0] else [(_kind(refs[0]), n) for n in refs[1:]]
-        for kind, name in refs:
+        pairs = [_ref([word]) for word in refs] if "/" in refs[0] else [(_kind(refs[0]), n) for n in refs[1:]]
+        for kind, name in pairs:
             obj = self._lookup(kind, name, namespace)
             if obj is None:
                 raise _not_found(kind, name)

@@ -58,7 +58,8 @@ def _step_offset(step: Mapping[str, Any], start: float | None) -> float | None:
     ``timestamp`` may be the time the trajectory was written, so it comes second."""
     if start is None:
         return None
-    extra = step.get("extra") if isinstance(step.get("extra"), Mapping) else {}
+    raw_extra = step.get("extra")
+    extra = raw_extra if isinstance(raw_extra, Mapping) else {}
     for value in (extra.get("timestamp"), step.get("timestamp")):
         epoch = parse_time(value)
         if epoch is not None:
@@ -241,7 +242,8 @@ def _noise(events: Sequence[Mapping[str, Any]], start: float | None) -> str:
 
 
 def _step(index: int, step: Mapping[str, Any], start: float | None) -> str:
-    extra = dict(step.get("extra")) if isinstance(step.get("extra"), Mapping) else {}
+    raw_extra = step.get("extra")
+    extra = dict(raw_extra) if isinstance(raw_extra, Mapping) else {}
     at = _step_offset(step, start)
     action = extra.pop("action", None)
     extra.pop("timestamp", None)
@@ -292,7 +294,8 @@ def _trajectory(steps: Sequence[Mapping[str, Any]], document: Mapping[str, Any] 
         return '<p class="empty">The agent recorded no steps.</p>'
     head = ""
     if document:
-        agent = document.get("agent") if isinstance(document.get("agent"), Mapping) else {}
+        raw_agent = document.get("agent")
+        agent = raw_agent if isinstance(raw_agent, Mapping) else {}
         bits = [f"{len(steps)} steps", f"format {as_text(document.get('schema_version', '?'))}"]
         if agent.get("model_name"):
             bits.append(f"model {as_text(agent['model_name'])}")

@@ -39,15 +39,15 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, caption: str
 
     The first column is a row header (``<th scope="row">``) so screen readers announce it.
     """
-    numeric = set(numeric)
-    head = "".join(f'<th scope="col"{" class=num" if i in numeric else ""}>{h}</th>' for i, h in enumerate(headers))
+    numeric_columns = set(numeric)
+    head = "".join(f'<th scope="col"{" class=num" if i in numeric_columns else ""}>{h}</th>' for i, h in enumerate(headers))
     body = []
     for index, row in enumerate(rows):
         cells = []
         for i, cell in enumerate(row):
             tag = "th" if i == 0 and row_header else "td"
             attrs = ' scope="row"' if tag == "th" else ""
-            attrs += ' class="num"' if i in numeric else ""
+            attrs += ' class="num"' if i in numeric_columns else ""
             cells.append(f"<{tag}{attrs}>{cell}</{tag}>")
         css = f' class="{row_classes[index]}"' if row_classes and row_classes[index] else ""
         body.append(f"<tr{css}>{''.join(cells)}</tr>")

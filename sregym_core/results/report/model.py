@@ -189,7 +189,7 @@ def layer_of(record: AttemptRecord, layers: Mapping[str, str]) -> str:
             return record.extra[key]
     truth = ((record.diagnosis or {}).get("inputs") or {}).get("truth")
     if isinstance(truth, list):
-        found = sorted({t.get("layer") for t in truth if isinstance(t, Mapping) and isinstance(t.get("layer"), str)})
+        found = sorted({t["layer"] for t in truth if isinstance(t, Mapping) and isinstance(t.get("layer"), str)})
         if found:
             return "+".join(found)
     return layers.get(record.problem_id, UNKNOWN_LAYER)
