@@ -1,7 +1,8 @@
 """A pod's ip_local_port_range (node/portrange.py) on real processes, without a cluster: a process
 in the range's cgroup gets its source ports from the range only, runs out with the kernel's own
 EADDRNOTAVAIL once every port is in use or in TIME_WAIT, and a process outside is untouched.
-Skipped, with the probe's reason, where the kernel refuses the program (not root, no cgroup v2)."""
+Skipped, with the probe's reason, where the kernel refuses the program (not root, no cgroup v2).
+The fallback where it cannot run, the LD_PRELOAD shim, is proved the same way (needs a C compiler)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from pathlib import Path
 
 import pytest
 from sregym_cluster_embedded.node import bpffault, portrange
+from sregym_cluster_embedded.node.shim import build_shim
 
 AVAILABLE, REASON = portrange.probe()
-pytestmark = pytest.mark.skipif(not AVAILABLE, reason=f"port range program unavailable: {REASON}")
+needs_program = pytest.mark.skipif(not AVAILABLE, reason=f"port range program unavailable: {REASON}")
 
 # Opens ``count`` connections and keeps them (or closes each first: the client's side goes to
 # TIME_WAIT); prints each one's local port or errno name. Plain Python: no shim, no helper.
@@ -59,7 +61,7 @@ def cgroup() -> Iterator[Path]:
 @pytest.fixture()
 def server() -> Iterator[tuple[str, int]]:
     listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
+    listener.bind((_pod_ip(), 0))  # not 127.0.0.1: the shim sends that to the pod's own address
     listener.listen(128)
     accepted: list[socket.socket] = []
 
@@ -81,17 +83,19 @@ def _pod_ip() -> str:
     return f"127.{random.randint(100, 200)}.{random.randint(1, 250)}.{random.randint(1, 250)}"
 
 
-def _run(server: tuple[str, int], count: int, cgroup: Path | None, close_first: bool = False) -> list:
+def _run(server: tuple[str, int], count: int, cgroup: Path | None, close_first: bool = False,
+         env: dict[str, str] | None = None) -> list:
     def join() -> None:
         with open(cgroup / "cgroup.procs", "w") as handle:
             handle.write("0")
     out = subprocess.run([sys.executable, "-c", CLIENT, server[0], str(server[1]), str(count),
                           "1" if close_first else "0"], capture_output=True, text=True, timeout=60,
-                         preexec_fn=join if cgroup is not None else None)
+                         preexec_fn=join if cgroup is not None else None, env={**os.environ, **(env or {})})
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 
+@needs_program
 def test_a_pods_connections_take_ports_from_its_range_until_none_is_left(cgroup: Path, server) -> None:
     low, high = 32000, 32003
     ranges = portrange.PortRanges()
@@ -116,6 +120,22 @@ def test_a_pods_connections_take_ports_from_its_range_until_none_is_left(cgroup:
         assert not ranges.attached
     finally:
         ranges.close()
+
+
+def test_the_shim_applies_the_range_where_the_program_cannot_run(server) -> None:
+    """The fallback for dynamically linked processes (node/shim_bind.c): the same outcomes."""
+    shim = build_shim()
+    if shim is None:
+        pytest.skip("no C compiler to build the shim")
+    low, high = 32010, 32013
+    env = {"LD_PRELOAD": str(shim), "SREGYM_POD_IP": _pod_ip(), "SREGYM_LOCAL_PORT_RANGE": f"{low} {high}"}
+    *tcp, udp = _run(server, 6, None, env=env)
+    assert sorted(tcp[:4]) == [32010, 32011, 32012, 32013]
+    assert tcp[4:] == ["EADDRNOTAVAIL", "EADDRNOTAVAIL"]
+    assert low <= udp <= high
+    assert _run(server, 1, None, env=env)[0] == "EADDRNOTAVAIL"  # all four wait in TIME_WAIT
+    *tcp, _udp = _run(server, 3, None, env={**env, "SREGYM_LOCAL_PORT_RANGE": ""})
+    assert all(isinstance(p, int) and not low <= p <= high for p in tcp)  # no range: the host's
 
 
 def test_the_program_tries_a_wide_range_within_its_bound() -> None:

@@ -87,6 +87,8 @@ class PodWorker:
         self.finished = asyncio.Event()
         self._run_prefix = hashlib.sha1(str(self.root).encode()).hexdigest()[:8]
         self._hidden: bool | None = None
+        #: the pod's ip_local_port_range for the shim, where the node's cgroup program cannot run
+        self.port_range_env = ""
 
     # ------------------------------------------------------------ small helpers
 
@@ -239,6 +241,8 @@ class PodWorker:
             extra.update(self.agent.nodes.pod_env(self.pod) or {})
         if "POD_IP" not in env:
             extra["POD_IP"] = self.pod_ip
+        if self.port_range_env:
+            extra["SREGYM_LOCAL_PORT_RANGE"] = self.port_range_env
         for key, value in self.agent.fault_env.items():
             if key == "LD_PRELOAD" and extra.get("LD_PRELOAD"):
                 extra["LD_PRELOAD"] = f"{extra['LD_PRELOAD']}:{value}"
@@ -383,7 +387,11 @@ class PodWorker:
         missing = sysctls.not_applied(self.pod)
         if wanted is not None:
             why = self.agent.nodes.apply_port_range(self.uid, *wanted, self.pod_ip)
-            if why:
+            if why and self.agent.shim is not None:  # the fallback: dynamically linked processes only
+                self.port_range_env = f"{wanted[0]} {wanted[1]}"
+                missing.insert(0, f"{sysctls.PORT_RANGE} for statically linked processes (the LD_PRELOAD shim "
+                                  f"applies it to the others; the cgroup program cannot run: {why})")
+            elif why:
                 missing.insert(0, f"{sysctls.PORT_RANGE} ({why})")
         if missing:  # admitted, but this node has no per-pod way to apply them: say so, never silently
             await self.agent.event(self.pod, sysctls.NOT_APPLIED_REASON, (
