@@ -90,7 +90,7 @@ def not_ready(kubectl: Kubectl, namespaces: tuple[str, ...]) -> list[str]:
             conditions = {c["type"]: c["status"] for c in pod.get("status", {}).get("conditions", [])}
             if pod.get("status", {}).get("phase") not in ("Succeeded",) and conditions.get("Ready") != "True":
                 states = [next(iter(s.get("state", {"unknown": {}}))) + ":" +
-                          str(next(iter(s.get("state", {}).values()), {}).get("reason", ""))
+                          str(next(iter(s.get("state", {}).values()), dict[str, Any]()).get("reason", ""))
                           for s in pod.get("status", {}).get("containerStatuses", []) or []]
                 waiting.append(f"pod {ns}/{pod['metadata']['name']} {pod['status'].get('phase')} {' '.join(states)}")
     return waiting
@@ -192,6 +192,14 @@ class AppDeployment:
         Kubectl(kubeconfig, kubectl).run("delete", "namespace", *self.namespaces, "--ignore-not-found",
                                          f"--wait={'true' if wait else 'false'}", timeout=180)
 
-    def deploy_app(self, ctx: Any) -> dict[str, Any]:
-        """The app's ``AppSpec.deploy`` (a sregym_core DeployContext in): render with the run's params, apply, wait."""
-        return self.deploy(ctx.kubeconfig, params=ctx.params, timeout=ctx.timeout, kubectl=ctx.kubectl_path)
+    def deploy_app(self, ctx: Any) -> None:
+        """The app's ``AppSpec.deploy`` (a sregym_core DeployContext in): render with the run's params and
+        apply, as every app's deploy does; the runner waits for Ready pods and a working workload, once
+        (:meth:`deploy` waits itself, for scripts and benchmarks that deploy without the runner)."""
+        from .appspec import apply_manifests
+
+        merged = dict(ctx.params or {})
+        if self.prepare is not None:
+            merged = self.prepare(Kubectl(ctx.kubeconfig, ctx.kubectl_path), merged)
+        apply_manifests(ctx, self.render(merged), self.namespaces[-1], what=f"{self.name}'s manifests",
+                        hints=(self.log_hint,))
