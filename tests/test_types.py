@@ -23,10 +23,14 @@ pytestmark = pytest.mark.heavy
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: what the type checker covers, in the order it was brought in: the contract side of the core
-#: (records, protocols, the fault toolkit, problems, the plugin host), then the rest of the core
+#: what the type checker covers, in the order it was brought in: the core (the contract side first:
+#: records, protocols, the fault toolkit, problems, the plugin host; then the engine), the fault
+#: packs, and the app kit the packs and apps import (a package outside these paths has no py.typed
+#: marker, so its imports would not be checked: every package imported here is listed here)
 TYPED_PATHS: tuple[str, ...] = (
     "sregym_core",
+    *sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("faults/*/src")),
+    "libs/sregym-appkit/src",
 )
 
 

@@ -73,7 +73,7 @@ def pod_spec(obj: dict) -> dict:
     return obj["spec"]["template"]["spec"]
 
 
-def container_index(obj: dict, name: str) -> int:
+def container_index(obj: dict, name: str | None) -> int:
     """The index of container ``name`` in the pod template (the only container if there is one)."""
     for index, container in enumerate(pod_spec(obj)["containers"]):
         if container["name"] == name:
@@ -83,7 +83,7 @@ def container_index(obj: dict, name: str) -> int:
     raise PermanentFaultError(f"workload {obj['metadata']['name']} has no container {name!r}")
 
 
-def container(obj: dict, name: str) -> dict:
+def container(obj: dict, name: str | None) -> dict:
     """Container ``name`` of the pod template."""
     return pod_spec(obj)["containers"][container_index(obj, name)]
 

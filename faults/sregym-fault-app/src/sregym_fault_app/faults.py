@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema, template_fault
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
+from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema, template_fault
 from sregym_core.types import FaultSpec, TargetSelector
+
+if TYPE_CHECKING:
+    from sregym_core.types import FailureMode, Target
 
 SERVICES = TargetSelector(kinds=WORKLOADS, roles=("service:*", "frontend"))
 
 
-def _env_ops(obj: dict, target: Any, values: dict[str, str]) -> list[dict]:
+def _env_ops(obj: dict, target: Target, values: dict[str, str]) -> list[dict]:
     """Set env vars (replacing existing entries, appending missing ones) as JSON-patch ops."""
     index = kube.container_index(obj, target.component.container_name)
     env = kube.container(obj, target.component.container_name).get("env") or []
-    ops, names = [], [e["name"] for e in env]
+    ops: list[dict[str, Any]] = []
+    names = [e["name"] for e in env]
     base = f"/spec/template/spec/containers/{index}/env"
     if not env:
         return [{"op": "add", "path": base, "value": [{"name": k, "value": str(v)} for k, v in values.items()]}]
@@ -32,7 +35,7 @@ def _env_ops(obj: dict, target: Any, values: dict[str, str]) -> list[dict]:
 
 
 def _env_fault(name: str, summary: str, values: dict[str, str], *, mechanism: str, symptoms, keywords,
-               failure_mode: str, selector: TargetSelector = SERVICES, params_schema=None,
+               failure_mode: FailureMode, selector: TargetSelector = SERVICES, params_schema=None,
                from_params=None) -> FaultSpec:
     def mutate(ctx, target, params, obj):
         chosen = from_params(params) if from_params else values

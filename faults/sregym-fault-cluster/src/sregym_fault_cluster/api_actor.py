@@ -9,7 +9,10 @@ removal live here once.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
 
 IMAGE = "python:3.12-slim"
 
@@ -57,13 +60,13 @@ def actor_objects(namespace: str, name: str, *, rules: list[dict], containers: l
     ]
 
 
-def delete_jobs(ctx: Any, name: str) -> None:
+def delete_jobs(ctx: FaultContext, name: str) -> None:
     """Every Job the actor's CronJob made (or was made from it by hand), without waiting."""
     ctx.kubectl("delete", "jobs", "-n", ctx.namespace, "-l", label_selector(name), "--ignore-not-found",
                 "--wait=false")
 
 
-def remove_actor(ctx: Any, name: str) -> None:
+def remove_actor(ctx: FaultContext, name: str) -> None:
     """The CronJob, its Jobs, and the ServiceAccount, Role and RoleBinding, as they were before the fault."""
     ctx.kubectl("delete", "cronjob", name, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
     delete_jobs(ctx, name)

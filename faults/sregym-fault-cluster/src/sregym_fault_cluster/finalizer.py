@@ -25,11 +25,17 @@ the rotated ConfigMap from the source is a fix as well: the mitigation checks th
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 NAME = "config-guardian"
 FINALIZER = "config-guardian.sregym.io/cleanup"
@@ -125,20 +131,20 @@ while True:
 """
 
 
-def settings_name(target: Any) -> str:
+def settings_name(target: Target) -> str:
     return f"{target.component.name}-settings"
 
 
-def _meta(ctx: Any, name: str) -> dict:
+def _meta(ctx: FaultContext, name: str) -> dict:
     return {"name": name, "namespace": ctx.namespace, "labels": {"app.kubernetes.io/name": NAME}}
 
 
-def _role(ctx: Any, verbs: list[str]) -> dict:
+def _role(ctx: FaultContext, verbs: list[str]) -> dict:
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": _meta(ctx, NAME),
             "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}]}
 
 
-def _objects(ctx: Any) -> list[dict]:
+def _objects(ctx: FaultContext) -> list[dict]:
     labels = {"app.kubernetes.io/name": NAME}
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(ctx, NAME)},
@@ -158,16 +164,16 @@ def _objects(ctx: Any) -> list[dict]:
     ]
 
 
-def _sources(ctx: Any, name: str, data: dict) -> dict:
+def _sources(ctx: FaultContext, name: str, data: dict) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(ctx, SOURCES),
             "data": {name: json.dumps(data, sort_keys=True)}}
 
 
-def _live(ctx: Any, name: str) -> dict | None:
+def _live(ctx: FaultContext, name: str) -> dict | None:
     return kube.get(ctx, "configmap", name, missing_ok=True)
 
 
-def inject(ctx: Any, target: Any, params: dict) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     name = settings_name(target)
     obj = kube.workload(ctx, target)
     index = kube.container_index(obj, target.component.container_name)
@@ -194,19 +200,19 @@ def inject(ctx: Any, target: Any, params: dict) -> None:
                  "value": variable if ctx.state["env"] else [variable]}], type="json")
 
 
-def _rotated(ctx: Any) -> bool:
+def _rotated(ctx: FaultContext) -> bool:
     """The settings ConfigMap is live (not being deleted) and carries the rotated key."""
     live = _live(ctx, ctx.state["settings"])
     return live is not None and not live["metadata"].get("deletionTimestamp") and KEY in (live.get("data") or {})
 
 
-def _stuck(ctx: Any) -> bool:
+def _stuck(ctx: FaultContext) -> bool:
     """The settings ConfigMap is being deleted and still carries the guardian's finalizer."""
     meta = (_live(ctx, ctx.state["settings"]) or {}).get("metadata") or {}
     return bool(meta.get("deletionTimestamp")) and FINALIZER in (meta.get("finalizers") or [])
 
 
-def _needs_rotated(ctx: Any, target: Any) -> bool:
+def _needs_rotated(ctx: FaultContext, target: Target) -> bool:
     """The component's pod template reads the rotated key (the rotation's rollout is in place)."""
     obj = kube.get(ctx, "deployment", target.component.name, missing_ok=True)
     if obj is None:
@@ -216,13 +222,13 @@ def _needs_rotated(ctx: Any, target: Any) -> bool:
     return any(r.get("name") == ctx.state["settings"] and r.get("key") == KEY for r in refs)
 
 
-def is_present(ctx: Any, target: Any, params: dict) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     # the state, not the Role: a deletion stuck on the finalizer, or a rollout waiting for a ConfigMap that
     # is not there (rolling the component back leaves the stuck deletion: still present)
     return _stuck(ctx) or (_needs_rotated(ctx, target) and not _rotated(ctx))
 
 
-def fix(ctx: Any, target: Any, params: dict) -> None:
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.apply(ctx, _role(ctx, ALL_VERBS))
     if not kube.wait_until(lambda: _rotated(ctx), timeout=90.0, interval=2.0):
         raise PermanentFaultError(f"{NAME} did not recreate configmap {ctx.state['settings']} within 90 s")
@@ -232,7 +238,7 @@ def fix(ctx: Any, target: Any, params: dict) -> None:
                 check=False, timeout=200.0)
 
 
-def recover(ctx: Any, target: Any, params: dict) -> None:
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if "settings" not in ctx.state:
         return
     name = ctx.state["settings"]

@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import base64
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import kube
 from sregym_core.faultkit import users as kit_users
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 CONTROLLER_SERVICE = ("ingress-nginx", "ingress-nginx-controller")
 CONTROLLER = "k8s.io/ingress-nginx"
 CA_SECRET = "ingress-ca"
 
 
-def ingress(ctx: Any, target: Any) -> dict:
+def ingress(ctx: FaultContext, target: Target) -> dict:
     """The target's Ingress (named after the entry component), or a PermanentFaultError."""
     obj = kube.get(ctx, "ingress", target.component.name, missing_ok=True)
     if obj is None:
@@ -40,7 +44,7 @@ def host_of(obj: dict) -> str:
     return hosts[0]
 
 
-def ca_pem(ctx: Any) -> bytes:
+def ca_pem(ctx: FaultContext) -> bytes:
     """The app's ingress CA certificate (what its users trust)."""
     workload = ctx.app.workload
     secret = kube.get(ctx, "secret", CA_SECRET, namespace=workload.namespace, missing_ok=True) if workload else None
@@ -50,19 +54,22 @@ def ca_pem(ctx: Any) -> bytes:
     return base64.b64decode(secret["data"]["tls.crt"])
 
 
-def ca_key(ctx: Any) -> bytes:
-    secret = kube.get(ctx, "secret", CA_SECRET, namespace=ctx.app.workload.namespace)
+def ca_key(ctx: FaultContext) -> bytes:
+    workload = ctx.app.workload
+    if workload is None:  # the CA Secret lives in the workload generator's namespace
+        raise PermanentFaultError(f"app {ctx.app.name!r} has no workload generator, so no ingress CA Secret")
+    secret = kube.get(ctx, "secret", CA_SECRET, namespace=workload.namespace)
     return base64.b64decode(secret["data"]["tls.key"])
 
 
-def _client(ctx: Any):
+def _client(ctx: FaultContext):
     client = kit_users.workload_client(ctx)
     if client is None:
         raise PermanentFaultError(f"app {ctx.app.name} has no workload generator to send through the Ingress")
     return client
 
 
-def route_users(ctx: Any, target: Any, *, settle_s: float = 90.0) -> None:
+def route_users(ctx: FaultContext, target: Target, *, settle_s: float = 90.0) -> None:
     """Send the generator's users through the target's Ingress and wait until they succeed there."""
     obj = ingress(ctx, target)
     host = host_of(obj)
@@ -84,19 +91,19 @@ def route_users(ctx: Any, target: Any, *, settle_s: float = 90.0) -> None:
                               hints=(f"kubectl logs -n {ns} deploy/{name}", "kubectl get ingress -A"))
 
 
-def wait_users_served(ctx: Any, timeout_s: float = 60.0) -> bool:
+def wait_users_served(ctx: FaultContext, timeout_s: float = 60.0) -> bool:
     """After a fix, as an SRE checks the site: wait until the users through the Ingress succeed again
     (the controller reloads nginx within seconds of an object change)."""
     return kit_users.wait_users_succeed(ctx, window_s=2.0, timeout_s=timeout_s, min_count=2, interval_s=2.0,
                                         client=_client(ctx))
 
 
-def unroute_users(ctx: Any) -> None:
+def unroute_users(ctx: FaultContext) -> None:
     if ctx.state.pop("routed", None):
         _client(ctx).control(route=None)
 
 
-def served_classes(ctx: Any) -> set[str]:
+def served_classes(ctx: FaultContext) -> set[str]:
     """IngressClass names an ingress-nginx controller serves."""
     import json
 
@@ -104,7 +111,7 @@ def served_classes(ctx: Any) -> set[str]:
     return {c["metadata"]["name"] for c in items if (c.get("spec") or {}).get("controller") == CONTROLLER}
 
 
-def certificate_problem(ctx: Any, obj: dict | None, host: str, now: float | None = None) -> str | None:
+def certificate_problem(ctx: FaultContext, obj: dict | None, host: str, now: float | None = None) -> str | None:
     """Why users verifying against the app's CA cannot trust what the Ingress serves for ``host``
     (None: the certificate is valid now, covers the host and was issued by the CA)."""
     import datetime as dt
@@ -137,7 +144,7 @@ def certificate_problem(ctx: Any, obj: dict | None, host: str, now: float | None
     return None
 
 
-def put_secret(ctx: Any, name: str, cert: bytes, key: bytes, labels: dict | None = None) -> None:
+def put_secret(ctx: FaultContext, name: str, cert: bytes, key: bytes, labels: dict | None = None) -> None:
     """Create or replace the TLS Secret ``name`` in the app's namespace."""
     from sregym_appkit.ingress import tls_secret
 

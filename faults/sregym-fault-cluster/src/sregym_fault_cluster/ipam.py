@@ -56,7 +56,7 @@ def _enabled_pools(ctx) -> list[ipaddress.IPv4Network]:
     return out
 
 
-def _hosts(block: str) -> list[ipaddress.IPv4Address]:
+def _hosts(block: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
     net = ipaddress.ip_network(block, strict=False)
     return [net.network_address + h for h in range(FIRST_HOST, LAST_HOST + 1)
             if int(net.network_address) + h <= int(net.broadcast_address)]

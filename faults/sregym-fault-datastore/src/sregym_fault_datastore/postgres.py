@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sregym_core.faultkit import function_fault, kube, schema
-
 from sregym_core.types import FaultSpec, TargetSelector
 
 from .sql import app_roles, login_refused, psql, quote_ident, table_grants
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 POSTGRES = TargetSelector(roles=("db:postgres",))
 
@@ -81,7 +84,7 @@ def drop_user_recover(ctx, target, params):
 
 # ------------------------------------------------------------------ db-password-rotated
 
-def _secret_users(ctx: Any, target: Any) -> tuple[str, list[tuple[str, str]]]:
+def _secret_users(ctx: FaultContext, target: Target) -> tuple[str | None, list[tuple[str, str]]]:
     """The Secret with the app's DB credentials and the workloads that read it."""
     obj = kube.workload(ctx, target)
     env = obj["spec"]["template"]["spec"]["containers"][0].get("env") or []

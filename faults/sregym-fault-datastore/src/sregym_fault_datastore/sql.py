@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sregym_core.errors import PermanentFaultError, TemporaryFaultError
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 # The admin credentials are the ones the postgres container itself was started with. POD_IP is set
 # by the embedded node agent (pods share the host's loopback there); on real nodes localhost works.
@@ -13,7 +17,7 @@ _PSQL = ('PGPASSWORD="$POSTGRES_PASSWORD" psql -h "${POD_IP:-127.0.0.1}" -U "${P
          '-d "${POSTGRES_DB:-postgres}" -v ON_ERROR_STOP=1 -At -F "|" -c "$1"')
 
 
-def running_pod(ctx: Any, target: Any) -> str:
+def running_pod(ctx: FaultContext, target: Target) -> str:
     obj = json.loads(ctx.kubectl("get", target.component.kind.lower(), target.component.name, "-n", ctx.namespace,
                                  "-o", "json"))
     labels = obj["spec"]["selector"].get("matchLabels", {})
@@ -26,7 +30,7 @@ def running_pod(ctx: Any, target: Any) -> str:
     raise TemporaryFaultError(f"no ready pod of {target.component.name} to run SQL in", delay=2.0)
 
 
-def psql(ctx: Any, target: Any, statement: str, *, check: bool = True, sslmode: str | None = None) -> list[list[str]]:
+def psql(ctx: FaultContext, target: Target, statement: str, *, check: bool = True, sslmode: str | None = None) -> list[list[str]]:
     """Run one SQL statement as the database admin and return rows of text fields (``sslmode``: libpq's,
     when the connection must or must not use TLS; by default libpq's own, prefer)."""
     pod = running_pod(ctx, target)
@@ -42,7 +46,7 @@ def psql(ctx: Any, target: Any, statement: str, *, check: bool = True, sslmode: 
 _LOGIN = ('PGPASSWORD="$1" psql -h "${POD_IP:-127.0.0.1}" -U "$2" -d postgres -At -c "SELECT 1" 2>&1')
 
 
-def login_refused(ctx: Any, target: Any, role: str, password: str) -> bool:
+def login_refused(ctx: FaultContext, target: Target, role: str, password: str) -> bool:
     """Whether the database refuses ``role`` with ``password`` over TCP, as an app pod connects."""
     pod = running_pod(ctx, target)
     container = target.component.container_name if target.component.container else "postgres"
@@ -51,7 +55,7 @@ def login_refused(ctx: Any, target: Any, role: str, password: str) -> bool:
     return "password authentication failed" in out
 
 
-def app_roles(ctx: Any, target: Any) -> list[str]:
+def app_roles(ctx: FaultContext, target: Target) -> list[str]:
     """The database's application login roles (not superusers)."""
     rows = psql(ctx, target, "SELECT rolname FROM pg_roles WHERE rolcanlogin AND NOT rolsuper "
                              "AND rolname NOT LIKE 'pg\\_%' ORDER BY rolname")
@@ -61,7 +65,7 @@ def app_roles(ctx: Any, target: Any) -> list[str]:
     return roles
 
 
-def table_grants(ctx: Any, target: Any, role: str) -> list[tuple[str, str]]:
+def table_grants(ctx: FaultContext, target: Target, role: str) -> list[tuple[str, str]]:
     rows = psql(ctx, target, "SELECT table_schema || '.' || table_name, privilege_type FROM "
                              f"information_schema.role_table_grants WHERE grantee = '{role}' ORDER BY 1, 2")
     return [(r[0], r[1]) for r in rows if len(r) == 2]

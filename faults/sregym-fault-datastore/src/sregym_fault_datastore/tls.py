@@ -16,12 +16,16 @@ user under its umask, so the key is 0600 as PostgreSQL demands).
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError, TemporaryFaultError
 from sregym_core.faultkit import kube
 
 from .sql import app_roles, psql, running_pod
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 #: the rule that makes TLS mandatory for TCP: pg_hba.conf is first-match, so ahead of the others it
 #: refuses every plain-text TCP connection whatever rule would have let it in
@@ -90,7 +94,7 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def read_file(ctx: Any, target: Any, path: str) -> bytes | None:
+def read_file(ctx: FaultContext, target: Target, path: str) -> bytes | None:
     """The file's bytes as the server reads them, or None when there is no such file."""
     # the 'x' keeps an empty file from printing an empty line (psql's rows drop those)
     rows = psql(ctx, target, f"SELECT CASE WHEN (pg_stat_file({_literal(path)}, true)).size IS NULL THEN 'missing' "
@@ -108,7 +112,7 @@ def read_file(ctx: Any, target: Any, path: str) -> bytes | None:
 CHUNK = 2000
 
 
-def write_file(ctx: Any, target: Any, path: str, content: bytes) -> None:
+def write_file(ctx: FaultContext, target: Target, path: str, content: bytes) -> None:
     """Write ``content`` to ``path`` as the server's user: a large object filled piece by piece (it
     outlives each psql session), exported, then dropped."""
     rows = psql(ctx, target, f"SELECT lo_from_bytea(0, decode('{content[:CHUNK].hex()}', 'hex'))")
@@ -126,23 +130,23 @@ def write_file(ctx: Any, target: Any, path: str, content: bytes) -> None:
         raise PermanentFaultError(f"could not write {path} in {target.component.name}")
 
 
-def _server_shell(ctx: Any, target: Any, command: str) -> None:
+def _server_shell(ctx: FaultContext, target: Target, command: str) -> None:
     """One shell command run by the server as its own user (COPY TO PROGRAM, a superuser's right)."""
     psql(ctx, target, f"COPY (SELECT 1) TO PROGRAM {_literal(command)}", check=False)
 
 
-def remove_file(ctx: Any, target: Any, path: str) -> None:
+def remove_file(ctx: FaultContext, target: Target, path: str) -> None:
     _server_shell(ctx, target, f"rm -f -- {shlex.quote(path)}")
 
 
-def write_key(ctx: Any, target: Any, path: str, content: bytes) -> None:
+def write_key(ctx: FaultContext, target: Target, path: str, content: bytes) -> None:
     """A private key the server accepts: lo_export leaves files world-readable (it sets its own
     umask), and PostgreSQL refuses a key the group or others can read."""
     write_file(ctx, target, path, content)
     _server_shell(ctx, target, f"chmod 0600 -- {shlex.quote(path)}")
 
 
-def _settings(ctx: Any, target: Any) -> dict[str, tuple[str, str, str]]:
+def _settings(ctx: FaultContext, target: Target) -> dict[str, tuple[str, str, str]]:
     """name -> (setting, source, sourcefile) of the settings this fault reads."""
     rows = psql(ctx, target, "SELECT name, setting, source, coalesce(sourcefile, '') FROM pg_settings WHERE name IN "
                              "('ssl', 'ssl_cert_file', 'ssl_key_file', 'data_directory', 'hba_file')")
@@ -153,7 +157,7 @@ def _in_data_dir(data_dir: str, path: str) -> str:
     return path if path.startswith("/") else f"{data_dir.rstrip('/')}/{path}"
 
 
-def reload(ctx: Any, target: Any) -> None:
+def reload(ctx: FaultContext, target: Target) -> None:
     psql(ctx, target, "SELECT pg_reload_conf()")
     errors = psql(ctx, target, "SELECT line_number, error FROM pg_hba_file_rules WHERE error IS NOT NULL", check=False)
     if errors:
@@ -162,7 +166,7 @@ def reload(ctx: Any, target: Any) -> None:
 
 # ------------------------------------------------------------------ what a client sees
 
-def tls_login_works(ctx: Any, target: Any) -> bool:
+def tls_login_works(ctx: FaultContext, target: Target) -> bool:
     """Whether the admin gets in over TLS (the fault never locks itself out: checked before the rule)."""
     rows = psql(ctx, target, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", check=False,
                 sslmode="require")
@@ -173,7 +177,7 @@ _PLAIN_LOGIN = ('PGCONNECT_TIMEOUT=5 PGSSLMODE=disable PGPASSWORD= psql -w -h "$
                 '-d "${POSTGRES_DB:-postgres}" -At -c "SELECT 1" 2>&1')
 
 
-def plain_login(ctx: Any, target: Any, role: str) -> str:
+def plain_login(ctx: FaultContext, target: Target, role: str) -> str:
     """What the server answers a plain-text TCP login as ``role`` (no password: the answer tells whether
     pg_hba.conf let the connection reach authentication)."""
     pod = running_pod(ctx, target)
@@ -193,7 +197,7 @@ def plain_refused(answer: str) -> bool | None:
     return None
 
 
-def plain_refused_now(ctx: Any, target: Any) -> bool:
+def plain_refused_now(ctx: FaultContext, target: Target) -> bool:
     """Whether the live server refuses a plain-text TCP login to the app's database for any app role."""
     for role in app_roles(ctx, target):
         answer = plain_login(ctx, target, role)
@@ -206,7 +210,7 @@ def plain_refused_now(ctx: Any, target: Any) -> bool:
     return False
 
 
-def _wait_plain(ctx: Any, target: Any, refused: bool) -> None:
+def _wait_plain(ctx: FaultContext, target: Target, refused: bool) -> None:
     if not kube.wait_until(lambda: plain_refused_now(ctx, target) is refused, timeout=RELOAD_TIMEOUT_S, interval=0.5):
         raise TemporaryFaultError(f"{target.component.name}: plain-text logins are still "
                                   f"{'accepted' if refused else 'refused'} after the reload", delay=2.0)
@@ -214,7 +218,7 @@ def _wait_plain(ctx: Any, target: Any, refused: bool) -> None:
 
 # ------------------------------------------------------------------ inject, is_present, fix, recover
 
-def inject(ctx: Any, target: Any, params: Any) -> None:
+def inject(ctx: FaultContext, target: Target, params: Any) -> None:
     settings = _settings(ctx, target)
     data_dir, hba_path = settings["data_directory"][0], settings["hba_file"][0]
     ssl, ssl_source, ssl_file = settings["ssl"]
@@ -255,7 +259,7 @@ def inject(ctx: Any, target: Any, params: Any) -> None:
                       "AND a.pid <> pg_backend_pid()", check=False)
 
 
-def _edit_file(ctx: Any, target: Any, path: str, edit: Any) -> bool:
+def _edit_file(ctx: FaultContext, target: Target, path: str, edit: Any) -> bool:
     """Rewrite the server's file at ``path`` with ``edit`` (text to text); False when it changed nothing."""
     current = read_file(ctx, target, path) or b""
     wanted = edit(current.decode()).encode()
@@ -264,14 +268,14 @@ def _edit_file(ctx: Any, target: Any, path: str, edit: Any) -> bool:
     return wanted != current
 
 
-def is_present(ctx: Any, target: Any, params: Any) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Any) -> bool:
     """The live server (its loaded pg_hba rules and ssl setting, asked by connecting) refuses a
     plain-text TCP login of the app's role. A server that answers neither way (a stub in its place)
     is an error, never "fixed"."""
     return plain_refused_now(ctx, target)
 
 
-def reference_fix(ctx: Any, target: Any, params: Any) -> None:
+def reference_fix(ctx: FaultContext, target: Target, params: Any) -> None:
     """What the SRE who read ``pg_hba.conf rejects connection ... no encryption`` in the app's log does:
     take the rule refusing plain-text TCP out of the live pg_hba.conf and reload. TLS stays on for
     clients that want it."""
@@ -281,7 +285,7 @@ def reference_fix(ctx: Any, target: Any, params: Any) -> None:
     _wait_plain(ctx, target, refused=False)
 
 
-def recover(ctx: Any, target: Any, params: Any) -> None:
+def recover(ctx: FaultContext, target: Target, params: Any) -> None:
     """Put back pg_hba.conf byte for byte, the ssl setting and the certificate files as they were."""
     if "saved_hba" not in ctx.state:
         return
@@ -301,7 +305,7 @@ def recover(ctx: Any, target: Any, params: Any) -> None:
     _wait_plain(ctx, target, refused=False)
 
 
-def truth_values(target: Any, params: Any, state: Any) -> dict:
+def truth_values(target: Target, params: Any, state: Any) -> dict:
     return {"pg_hba.conf": {"before": "no rule on TLS", "after": REJECT_PLAIN}, "ssl": "on",
             "hba_file": state.get("hba_file") or "$PGDATA/pg_hba.conf"}
 

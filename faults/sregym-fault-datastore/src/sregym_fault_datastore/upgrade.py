@@ -18,13 +18,19 @@ Nothing in the data directory changes, so setting the image back is the fix.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import TemplateFault, injected_value, kube, original_value, schema, truth_factory
 from sregym_core.types import FaultSpec
 
 from .postgres import POSTGRES
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 
 def split_image(image: str) -> tuple[str, str]:
@@ -43,7 +49,7 @@ def major_of(image: str) -> str | None:
     return match.group(1) if match else None
 
 
-def upgrade(ctx: Any, target: Any, params: Any, obj: dict) -> list[dict]:
+def upgrade(ctx: FaultContext, target: Target, params: Any, obj: dict) -> list[dict]:
     image = kube.container(obj, target.component.container_name)["image"]
     repo, _tag = split_image(image)
     new = f"{repo}:{params['tag']}"
@@ -62,7 +68,7 @@ class IncompatibleUpgrade(TemplateFault):
                           "the one the crash log names (a targeted patch), and deletes the pod a StatefulSet would "
                           "not replace (it never became Ready)")
 
-    def is_present(self, ctx: Any, target: Any, params: Any) -> bool:
+    def is_present(self, ctx: FaultContext, target: Target, params: Any) -> bool:
         obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
         original = original_value(ctx.state, "/image")
         if obj is None or not isinstance(original, str):
@@ -76,7 +82,7 @@ class IncompatibleUpgrade(TemplateFault):
         return major_of(live) != major_of(original)
 
 
-def _values(target: Any, params: dict, state: dict) -> dict:
+def _values(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     before = original_value(state, "/image")
     after = injected_value(state, "/image")
     return {"image": {"before": before or "postgres:15", "after": after or f"postgres:{params.get('tag', '18')}"},

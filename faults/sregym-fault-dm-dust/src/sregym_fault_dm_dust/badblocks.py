@@ -21,13 +21,19 @@ after inject, which is also when they get the layer if they started without one.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from sregym_fault_node import hooks
 
 from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
 from sregym_core.mechanisms import STATE_KEY
-from sregym_fault_node import hooks
+from sregym_core.types import TargetSelector
 
-from sregym_core.types import FaultSpec, TargetSelector
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 BLOCK = 8192  # PostgreSQL's page size: one bad block is one unreadable page
 #: the real machinery that can fail the reads, strongest first (sregym_core.mechanisms names)
@@ -57,7 +63,7 @@ def bad_blocks(inode: int, blocks: int, seed: int, frac: float) -> list[int]:
             if _mix(((inode * 1000003) & _MASK) ^ _mix((b ^ (seed << 32)) & _MASK)) % 1000000 < limit]
 
 
-def relation_files(ctx: Any, target: Any, limit: int = 1, indexes: bool = False,
+def relation_files(ctx: FaultContext, target: Target, limit: int = 1, indexes: bool = False,
                    pods: list[dict] | None = None) -> list[tuple[str, str]]:
     """(path as PostgreSQL sees it, relation name) of the database's largest own tables (and
     indexes), after a checkpoint, so their files hold what PostgreSQL last wrote (``pods``: the
@@ -77,12 +83,12 @@ def relation_files(ctx: Any, target: Any, limit: int = 1, indexes: bool = False,
     return found
 
 
-def _largest_table(ctx: Any, target: Any) -> tuple[str, str] | None:
+def _largest_table(ctx: FaultContext, target: Target) -> tuple[str, str] | None:
     found = relation_files(ctx, target)
     return found[0] if found else None
 
 
-def _host_and_mount(ctx: Any, target: Any, claim: str, pods: list[dict] | None = None) -> tuple[str, str]:
+def _host_and_mount(ctx: FaultContext, target: Target, claim: str, pods: list[dict] | None = None) -> tuple[str, str]:
     pv = kube.get(ctx, "persistentvolume", hooks.bound_volume(ctx, claim) or "", namespace="")
     path = (((pv or {}).get("spec") or {}).get("hostPath") or {}).get("path")
     if not path:  # no host directory behind the claim (e.g. the offline cluster): no file maps
@@ -99,7 +105,7 @@ def _host_and_mount(ctx: Any, target: Any, claim: str, pods: list[dict] | None =
     return host, ""
 
 
-def views(ctx: Any, target: Any, claim: str, files: list[str], pods: list[dict] | None = None) -> list[tuple[str, str]]:
+def views(ctx: FaultContext, target: Target, claim: str, files: list[str], pods: list[dict] | None = None) -> list[tuple[str, str]]:
     """Each file as PostgreSQL names it and as the node does (the layer's server matches host
     paths, the shim the pods' own): files outside the claim's volume are left out."""
     host, mount = _host_and_mount(ctx, target, claim, pods)
@@ -112,7 +118,7 @@ def views(ctx: Any, target: Any, claim: str, files: list[str], pods: list[dict] 
     return out
 
 
-def _table_map(ctx: Any, target: Any, claim: str, frac: float) -> dict | None:
+def _table_map(ctx: FaultContext, target: Target, claim: str, frac: float) -> dict | None:
     """Paths (both views) of the largest table's file and a seed giving it bad blocks."""
     found = _largest_table(ctx, target) if target.component.has_role("db:postgres") else None
     if found is None:
@@ -135,7 +141,7 @@ def _table_map(ctx: Any, target: Any, claim: str, frac: float) -> dict | None:
     return None
 
 
-def inject(ctx: Any, target: Any, params: dict) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     claims = hooks.claims(ctx, target)
     frac = round(params["fraction"], 4)
     spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
@@ -151,7 +157,7 @@ def inject(ctx: Any, target: Any, params: dict) -> None:
     _arm(ctx, target, spec, claims, params["restart"])
 
 
-def _arm(ctx: Any, target: Any, spec: dict, claims: list[str], restart: bool) -> None:
+def _arm(ctx: FaultContext, target: Target, spec: dict, claims: list[str], restart: bool) -> None:
     """Send the rule; record the mechanism; restart the app's datastores (the target among them).
 
     The layer goes over every datastore's volume of the app (``cover``: dormant on the others),
@@ -169,20 +175,20 @@ def _arm(ctx: Any, target: Any, spec: dict, claims: list[str], restart: bool) ->
         hooks.restart_datastores(ctx, target)
 
 
-def is_present(ctx: Any, target: Any, params: dict) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     record = hooks.status(ctx, "shim")
     return bool(record and record.get("active"))
 
 
-def reference_fix(ctx: Any, target: Any, params: dict) -> None:
+def reference_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     hooks.replace_volumes(ctx, target)
 
 
-def recover(ctx: Any, target: Any, params: dict) -> None:
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     hooks.clear(ctx, "shim")
 
 
-def _values(target: Any, params: dict, state: dict) -> dict:
+def _values(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     return {**params, "volumes": state.get("volumes", []), "claims": state.get("claims", []),
             **{k: state[k] for k in ("table", "file", "bad_blocks") if k in state}}
 

@@ -20,18 +20,25 @@ what a read returns: there is no shim fallback, and the fault refuses where the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from sregym_fault_node import hooks
 
 from sregym_core.faultkit import WORKLOADS, function_fault, schema
 from sregym_core.types import TargetSelector
-from sregym_fault_node import hooks
 
 from . import badblocks
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 MECHANISMS = {"read": ("fuse-badblocks",)}
 
 
-def inject(ctx: Any, target: Any, params: dict) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     claims = hooks.claims(ctx, target)
     frac = round(params["fraction"], 4)
     mapped = badblocks._table_map(ctx, target, claims[0], frac)
@@ -50,7 +57,7 @@ def inject(ctx: Any, target: Any, params: dict) -> None:
     badblocks._arm(ctx, target, spec, claims, True)
 
 
-def _values(target: Any, params: dict, state: dict) -> dict:
+def _values(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     return {**params, "volumes": state.get("volumes", []), "claims": state.get("claims", []),
             "table": state.get("table", "largest"),
             **{k: state[k] for k in ("file", "corrupt_blocks") if k in state}}

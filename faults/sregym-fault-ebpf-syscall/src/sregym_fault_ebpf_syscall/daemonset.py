@@ -25,11 +25,16 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from sregym_fault_node import hooks
 
 from sregym_core.clusters import HIDDEN_NAMESPACE_LABELS
 from sregym_core.errors import PermanentFaultError, TemporaryFaultError
-from sregym_fault_node import hooks
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 NAME = "bpf-daemonset"
 NAMESPACE = "sregym-faults"
@@ -79,7 +84,7 @@ def daemon_set(name: str, image: str | None = None) -> dict:
                                      {"name": "cgroup", "hostPath": {"path": "/sys/fs/cgroup"}}]}}}}
 
 
-def _loader_pods(ctx: Any, name: str) -> list[dict]:
+def _loader_pods(ctx: FaultContext, name: str) -> list[dict]:
     out = ctx.kubectl("get", "pods", "-n", NAMESPACE, "-l", f"{FAULT_LABEL}={name}", "-o", "json", check=False)
     try:
         return json.loads(out or "{}").get("items", [])
@@ -87,7 +92,7 @@ def _loader_pods(ctx: Any, name: str) -> list[dict]:
         return []
 
 
-def _logs(ctx: Any, name: str) -> list[dict]:
+def _logs(ctx: FaultContext, name: str) -> list[dict]:
     """Every JSON line the loader pods printed."""
     out = ctx.kubectl("logs", "-n", NAMESPACE, "-l", f"{FAULT_LABEL}={name}", "--tail=200", "--prefix=false",
                       check=False)
@@ -107,7 +112,7 @@ STUCK = ("CrashLoopBackOff", "CreateContainerError", "CreateContainerConfigError
          "ImagePullBackOff", "InvalidImageName", "RunContainerError")
 
 
-def _stuck(ctx: Any, name: str) -> str:
+def _stuck(ctx: FaultContext, name: str) -> str:
     """Why a loader pod cannot start ("" while none is stuck)."""
     for pod in _loader_pods(ctx, name):
         for status in (pod.get("status") or {}).get("containerStatuses") or []:
@@ -117,14 +122,14 @@ def _stuck(ctx: Any, name: str) -> str:
     return ""
 
 
-def _ready(ctx: Any, name: str) -> bool:
+def _ready(ctx: FaultContext, name: str) -> bool:
     ds = json.loads(ctx.kubectl("get", "daemonset", name, "-n", NAMESPACE, "-o", "json"))
     status = ds.get("status") or {}
     wanted = status.get("desiredNumberScheduled") or 0
     return wanted > 0 and status.get("numberReady", 0) >= wanted
 
 
-def arm(ctx: Any, target: Any, *, call: str, errno: int, rate: float, port: int) -> dict:
+def arm(ctx: FaultContext, target: Target, *, call: str, errno: int, rate: float, port: int) -> dict:
     """Deploy the loader for the target's pods now; returns what recover needs (kept in the state)."""
     uids = [p["metadata"]["uid"] for p in hooks.pods(ctx, target)]
     if not uids:
@@ -150,7 +155,7 @@ def arm(ctx: Any, target: Any, *, call: str, errno: int, rate: float, port: int)
         time.sleep(0.5)
 
 
-def disarm(ctx: Any, record: dict) -> None:
+def disarm(ctx: FaultContext, record: dict) -> None:
     """Delete the loader and wait until its pods are gone (their exit detaches the programs)."""
     name = record["daemonset"]
     for kind in ("daemonset", "configmap"):
@@ -163,7 +168,7 @@ def disarm(ctx: Any, record: dict) -> None:
         time.sleep(0.5)
 
 
-def present(ctx: Any, record: dict) -> bool:
+def present(ctx: FaultContext, record: dict) -> bool:
     """The loader runs and one of the pods it was armed for is still there."""
     if not _loader_pods(ctx, record["daemonset"]):
         return False

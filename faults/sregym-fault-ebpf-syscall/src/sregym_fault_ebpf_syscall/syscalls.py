@@ -19,18 +19,24 @@ inside a pod under any of them.
 from __future__ import annotations
 
 import errno as errno_names
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from sregym_fault_node import hooks
 
 from sregym_core import mechanisms as mech
 from sregym_core.clusters import ProbesFaultMechanisms, SupportsNodeFaults, capability
 from sregym_core.errors import PermanentFaultError, TemporaryFaultError
 from sregym_core.faultkit import WORKLOADS, function_fault, schema
 from sregym_core.mechanisms import STATE_KEY
-from sregym_fault_node import hooks
+from sregym_core.types import TargetSelector
 
 from . import daemonset
 
-from sregym_core.types import FaultSpec, TargetSelector
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 DATASTORE_WITH_VOLUME = TargetSelector(kinds=WORKLOADS, roles=("db:*",), requires=("pvcs",))
 FILE_CALLS = ("read", "write", "fsync", "open")
@@ -53,7 +59,7 @@ DEFAULT_ERRNO = {"read": "EIO", "write": "EIO", "fsync": "EIO", "open": "EIO", "
 
 # --------------------------------------------------------------------------- latent-sector-error
 
-def lse_inject(ctx: Any, target: Any, params: dict) -> None:
+def lse_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Reads of the datastore's own relation files fail at the rate; on the FUSE layer a block a
     read failed on stays unreadable until written (``sticky``: a latent sector error, found by the
     read), so what missed the cache keeps failing; elsewhere each read fails at the rate alone.
@@ -90,7 +96,7 @@ def lse_inject(ctx: Any, target: Any, params: dict) -> None:
         hooks.restart_datastores(ctx, target, current=listed)
 
 
-def _node_rule(ctx: Any, spec: dict) -> dict:
+def _node_rule(ctx: FaultContext, spec: dict) -> dict:
     """Put the rule on the node; no mechanism reaching the target is a permanent error with the
     node's reasons (waiting would not start the target's pods under a filter)."""
     try:
@@ -104,7 +110,7 @@ def _node_rule(ctx: Any, spec: dict) -> dict:
             "`sregym list-faults --all` shows each mechanism's availability and the probe's reason")) from None
 
 
-def _record_mechanism(ctx: Any, record: dict) -> None:
+def _record_mechanism(ctx: FaultContext, record: dict) -> None:
     """Which mechanism ran (the node's answer, in sregym_core.mechanisms' names) and why each
     stronger one did not: kept in the fault's state, where the attempt's result row reads it."""
     ctx.state[STATE_KEY] = record.get("mechanism") or ""
@@ -112,27 +118,27 @@ def _record_mechanism(ctx: Any, record: dict) -> None:
         ctx.state["passed_over"] = dict(record["passed_over"])
 
 
-def shim_present(ctx: Any, target: Any, params: dict) -> bool:
+def shim_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     record = hooks.status(ctx, "shim")
     return bool(record and record.get("active"))
 
 
-def volume_fix(ctx: Any, target: Any, params: dict) -> None:
+def volume_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     hooks.replace_volumes(ctx, target)
 
 
-def shim_recover(ctx: Any, target: Any, params: dict) -> None:
+def shim_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     hooks.clear(ctx, "shim")
 
 
 # --------------------------------------------------------------------------- syscall-fail
 
-def _errno_number(params: dict) -> int:
+def _errno_number(params: Mapping[str, Any]) -> int:
     name = params.get("errno") or DEFAULT_ERRNO[params["syscall"]]
     return int(getattr(errno_names, name))
 
 
-def _cluster_probe(ctx: Any) -> dict:
+def _cluster_probe(ctx: FaultContext) -> dict:
     probing = capability(getattr(ctx, "cluster", None), ProbesFaultMechanisms)
     try:
         return dict(probing.fault_mechanisms()) if probing is not None else {}
@@ -140,7 +146,7 @@ def _cluster_probe(ctx: Any) -> dict:
         return {}
 
 
-def syscall_inject(ctx: Any, target: Any, params: dict) -> None:
+def syscall_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """On a cluster with node fault hooks (the embedded one) the node runs the rule by its
     strongest mechanism; elsewhere ``connect``/``socket`` run through the privileged DaemonSet
     loader (``bpf-daemonset``) when the cluster's probe offers it."""
@@ -164,7 +170,7 @@ def syscall_inject(ctx: Any, target: Any, params: dict) -> None:
     _record_mechanism(ctx, record)
 
 
-def _daemonset_inject(ctx: Any, target: Any, params: dict) -> None:
+def _daemonset_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     probe = _cluster_probe(ctx)
     call = params["syscall"]
     declared = MECHANISMS[call]
@@ -183,24 +189,24 @@ def _daemonset_inject(ctx: Any, target: Any, params: dict) -> None:
         ctx.state["passed_over"] = passed
 
 
-def syscall_present(ctx: Any, target: Any, params: dict) -> bool:
+def syscall_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     if ctx.state.get("daemonset"):
         return daemonset.present(ctx, ctx.state["daemonset"])
     return shim_present(ctx, target, params)
 
 
-def syscall_recover(ctx: Any, target: Any, params: dict) -> None:
+def syscall_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if ctx.state.get("daemonset"):
         daemonset.disarm(ctx, ctx.state["daemonset"])
         return
     shim_recover(ctx, target, params)
 
 
-def _on_volume(target: Any, params: dict) -> bool:
+def _on_volume(target: Target, params: Mapping[str, Any]) -> bool:
     return params["syscall"] in FILE_CALLS and bool(target.component.pvcs)
 
 
-def syscall_fix(ctx: Any, target: Any, params: dict) -> None:
+def syscall_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """A failing volume: move to a new one. Otherwise: replace the pods the fault is attached to."""
     if ctx.state.get("on_volume"):
         hooks.replace_volumes(ctx, target)
@@ -208,11 +214,11 @@ def syscall_fix(ctx: Any, target: Any, params: dict) -> None:
         hooks.restart_pods(ctx, target)
 
 
-def _values_lse(target: Any, params: dict, state: dict) -> dict:
+def _values_lse(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     return {**params, "errno": "EIO", "claims": state.get("claims", []), "volumes": state.get("volumes", [])}
 
 
-def _values_syscall(target: Any, params: dict, state: dict) -> dict:
+def _values_syscall(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     on_volume = bool(state.get("on_volume"))
     return {**params, "errno": params.get("errno") or DEFAULT_ERRNO[params["syscall"]],
             "pod_ips": state.get("pods", []),

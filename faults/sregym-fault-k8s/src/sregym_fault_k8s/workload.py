@@ -3,7 +3,7 @@ resources and scheduling constraints."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -12,16 +12,22 @@ from sregym_core.faultkit import WORKLOADS, injected_value, kube, original_value
 from sregym_core.faultkit.templates import TemplateFault
 from sregym_core.types import TargetSelector
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
+
 SERVING = TargetSelector(kinds=WORKLOADS, requires=("ports",))
 #: components with a dependency address in an env var (``<PEER>_ADDR``, ``DB_ADDR``...)
 ADDRESS_ENV = TargetSelector(kinds=WORKLOADS, requires=("env:*_ADDR",))
 
 
-def _container_op(obj: dict, target: Any, field: str, value: Any) -> dict:
+def _container_op(obj: dict, target: Target, field: str, value: Any) -> dict:
     return {"op": "add", "path": "/spec/template/spec/" + kube.container_path(obj, target, field), "value": value}
 
 
-def _image(target: Any, params: dict, state: dict) -> dict:
+def _image(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     return {"image": {"before": original_value(state, "/image"), "after": injected_value(state, "/image")}}
 
 
@@ -40,11 +46,11 @@ def buggy_image(ctx, target, params, obj):
     return [_container_op(obj, target, "image", _retag(image, params["tag"]))]
 
 
-def _env_list(obj: dict, target: Any) -> list[dict]:
+def _env_list(obj: dict, target: Target) -> list[dict]:
     return kube.container(obj, target.component.container_name).get("env") or []
 
 
-def _pick_env(obj: dict, target: Any, wanted: str | None, predicate=lambda e: True) -> tuple[int, dict]:
+def _pick_env(obj: dict, target: Target, wanted: str | None, predicate=lambda e: True) -> tuple[int, dict]:
     env = _env_list(obj, target)
     declared = [n for n in target.component.env if n.endswith("_ADDR")] + list(target.component.env)
     if not wanted:
@@ -173,7 +179,7 @@ def host_port_conflict(ctx, target, params, obj):
     return [_container_op(obj, target, "ports", [first, *ports[1:]])]
 
 
-def _ensure_port_holder(ctx: Any, host_port: int) -> None:
+def _ensure_port_holder(ctx: FaultContext, host_port: int) -> None:
     """A DaemonSet holding the host port on every node, so the target's hostPort cannot fit."""
     kube.apply(ctx, {
         "apiVersion": "apps/v1", "kind": "DaemonSet",

@@ -18,7 +18,7 @@ node; the node's time sync is then repaired out of band.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.faultkit import function_fault, schema
 from sregym_core.types import FaultSpec, TargetSelector
@@ -26,19 +26,25 @@ from sregym_core.types import FaultSpec, TargetSelector
 from . import hooks
 from .node import drain_app_from_node, mark_node, may_land_on_node, release_node
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
+
 MOVABLE = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"),
                          requires=("service",))
 DAY_MS = 86_400_000
 
 
-def inject(ctx: Any, target: Any, params: dict) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     node = mark_node(ctx, hooks.target_node(ctx, target))
     # every app pod on the node reads the node's clock, whenever it is there
     hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "clock"), namespace=ctx.namespace, nodes=[node],
                calls=["clock"], offset_ms=int(params["offset_minutes"] * 60_000))
 
 
-def is_present(ctx: Any, target: Any, params: dict) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """The target runs on the drifted node, or nothing keeps it from landing there again."""
     record = hooks.status(ctx, "shim")
     node = ctx.state.get("node")
@@ -49,14 +55,14 @@ def is_present(ctx: Any, target: Any, params: dict) -> bool:
     return may_land_on_node(ctx, target)
 
 
-def reference_fix(ctx: Any, target: Any, params: dict) -> None:
+def reference_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Cordon the drifted node and drain the app's movable pods to nodes with a correct clock (every
     pod there reads the wrong time, not only the target's)."""
     drain_app_from_node(ctx, ctx.state["node"])
     hooks.wait_for(lambda: not is_present(ctx, target, params), 60.0, "no pod left on the drifted node")
 
 
-def recover(ctx: Any, target: Any, params: dict) -> None:
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     release_node(ctx, "shim")
 
 

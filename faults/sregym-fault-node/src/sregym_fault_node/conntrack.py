@@ -11,7 +11,7 @@ while open and for two minutes in TIME_WAIT, the tables fill, and new connection
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -21,12 +21,18 @@ from sregym_core.types import FaultSpec, TargetSelector
 
 from . import hooks
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
+
 NAMESPACE, NAME, KEY = "kube-system", "kube-proxy", "config.conf"
 SERVED = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"),
                         requires=("service",))
 
 
-def _config(ctx: Any) -> tuple[str, dict]:
+def _config(ctx: FaultContext) -> tuple[str, dict]:
     obj = kube.get(ctx, "configmap", NAME, namespace=NAMESPACE, missing_ok=True)
     text = ((obj or {}).get("data") or {}).get(KEY)
     if text is None:
@@ -35,15 +41,15 @@ def _config(ctx: Any) -> tuple[str, dict]:
     return text, doc if isinstance(doc, dict) else {}
 
 
-def _write(ctx: Any, doc: dict) -> None:
+def _write(ctx: FaultContext, doc: dict) -> None:
     kube.patch(ctx, "configmap", NAME, {"data": {KEY: yaml.safe_dump(doc, sort_keys=False)}}, namespace=NAMESPACE)
 
 
-def _tables(ctx: Any) -> dict[str, dict]:
+def _tables(ctx: FaultContext) -> dict[str, dict]:
     return {name: node["conntrack"] for name, node in hooks.call(ctx, "node_agents").items() if "conntrack" in node}
 
 
-def inject(ctx: Any, target: Any, params: dict) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if not _tables(ctx):
         raise PermanentFaultError("this cluster's service proxy keeps no conntrack table")
     text, doc = _config(ctx)
@@ -55,19 +61,19 @@ def inject(ctx: Any, target: Any, params: dict) -> None:
                    "a node's conntrack table to fill")
 
 
-def is_present(ctx: Any, target: Any, params: dict) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """Some node's table is smaller than the connections its traffic needs (entries + drops, 2 min)."""
     return any(t["max"] <= t["demand"] for t in _tables(ctx).values())
 
 
-def reference_fix(ctx: Any, target: Any, params: dict) -> None:
+def reference_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _, doc = _config(ctx)
     doc["conntrack"] = {**(doc.get("conntrack") or {}), "maxPerCore": 32768, "min": 131072}
     _write(ctx, doc)
     hooks.wait_for(lambda: not is_present(ctx, target, params), 30.0, "the conntrack tables to have room")
 
 
-def recover(ctx: Any, target: Any, params: dict) -> None:
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if ctx.state.get("saved") is not None:
         kube.patch(ctx, "configmap", NAME, {"data": {KEY: ctx.state["saved"]}}, namespace=NAMESPACE)
         # the proxy re-reads its configuration every few seconds

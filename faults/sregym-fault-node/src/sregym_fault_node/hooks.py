@@ -12,20 +12,23 @@ import time
 import urllib.error
 import uuid
 from collections.abc import Callable
-from typing import Any
-
-from sregym_core.faultkit import kube
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.clusters import SupportsNodeFaults, capability
 from sregym_core.errors import PermanentFaultError, TemporaryFaultError
+from sregym_core.faultkit import kube
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Capability, Target
 
 #: capabilities of faults acting through an LD_PRELOAD shim on the node's pods
-LD_PRELOAD = frozenset({"embedded", "ld-preload"})
+LD_PRELOAD: frozenset[Capability] = frozenset({"embedded", "ld-preload"})
 #: capabilities of faults that stop node agents or impair the service proxy
-NODE_AGENT = frozenset({"embedded", "node-agent"})
+NODE_AGENT: frozenset[Capability] = frozenset({"embedded", "node-agent"})
 
 
-def cluster(ctx: Any, method: str) -> SupportsNodeFaults:
+def cluster(ctx: FaultContext, method: str) -> SupportsNodeFaults:
     """The cluster handle, when it has the node fault hooks; a clear error otherwise."""
     handle = capability(getattr(ctx, "cluster", None), SupportsNodeFaults)
     if handle is None:
@@ -35,7 +38,7 @@ def cluster(ctx: Any, method: str) -> SupportsNodeFaults:
     return handle
 
 
-def call(ctx: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+def call(ctx: FaultContext, method: str, *args: Any, **kwargs: Any) -> Any:
     """Call a hook; an API error becomes a fault error carrying the Status message."""
     try:
         return getattr(cluster(ctx, method), method)(*args, **kwargs)
@@ -49,25 +52,25 @@ def call(ctx: Any, method: str, *args: Any, **kwargs: Any) -> Any:
         raise PermanentFaultError(f"node fault hook {method}: {message}") from None
 
 
-def hook_id(ctx: Any, kind: str) -> str:
+def hook_id(ctx: FaultContext, kind: str) -> str:
     """One id per fault instance, kept in its state (so recover finds what inject made)."""
     if "hook_id" not in ctx.state:
         ctx.state["hook_id"] = f"{kind}-{uuid.uuid4().hex[:10]}"
     return ctx.state["hook_id"]
 
 
-def status(ctx: Any, kind: str) -> dict | None:
+def status(ctx: FaultContext, kind: str) -> dict | None:
     if "hook_id" not in ctx.state:
         return None
     return call(ctx, "fault_status", kind, ctx.state["hook_id"])
 
 
-def clear(ctx: Any, kind: str) -> None:
+def clear(ctx: FaultContext, kind: str) -> None:
     if "hook_id" in ctx.state:
         call(ctx, "clear_fault", kind, ctx.state["hook_id"])
 
 
-def selector_labels(ctx: Any, target: Any) -> dict[str, str]:
+def selector_labels(ctx: FaultContext, target: Target) -> dict[str, str]:
     obj = kube.workload(ctx, target)
     labels = (obj["spec"].get("selector") or {}).get("matchLabels") or {}
     if not labels:
@@ -75,7 +78,7 @@ def selector_labels(ctx: Any, target: Any) -> dict[str, str]:
     return dict(labels)
 
 
-def pods(ctx: Any, target: Any, *, include_terminating: bool = False) -> list[dict]:
+def pods(ctx: FaultContext, target: Target, *, include_terminating: bool = False) -> list[dict]:
     selector = ",".join(f"{k}={v}" for k, v in selector_labels(ctx, target).items())
     items = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
     return [p for p in items if include_terminating or not p["metadata"].get("deletionTimestamp")]
@@ -86,7 +89,7 @@ def is_ready(pod: dict) -> bool:
     return conditions.get("Ready") == "True" and not pod["metadata"].get("deletionTimestamp")
 
 
-def node_ready(ctx: Any, node: str) -> bool:
+def node_ready(ctx: FaultContext, node: str) -> bool:
     obj = kube.get(ctx, "node", node, missing_ok=True)
     if obj is None:
         return False
@@ -94,7 +97,7 @@ def node_ready(ctx: Any, node: str) -> bool:
     return conditions.get("Ready") == "True"
 
 
-def target_node(ctx: Any, target: Any) -> str:
+def target_node(ctx: FaultContext, target: Target) -> str:
     """The node hosting the target's first running pod."""
     for pod in pods(ctx, target):
         node = (pod.get("spec") or {}).get("nodeName")
@@ -103,7 +106,7 @@ def target_node(ctx: Any, target: Any) -> str:
     raise TemporaryFaultError(f"no scheduled pod of {target.component.name} yet", delay=2.0)
 
 
-def claims(ctx: Any, target: Any) -> list[str]:
+def claims(ctx: FaultContext, target: Target) -> list[str]:
     """The PersistentVolumeClaims the target's pods mount."""
     names: list[str] = []
     for pod in pods(ctx, target):
@@ -116,7 +119,7 @@ def claims(ctx: Any, target: Any) -> list[str]:
     return names
 
 
-def bound_volume(ctx: Any, claim: str) -> str | None:
+def bound_volume(ctx: FaultContext, claim: str) -> str | None:
     pvc = kube.get(ctx, "persistentvolumeclaim", claim, missing_ok=True)
     return ((pvc or {}).get("spec") or {}).get("volumeName")
 
@@ -130,11 +133,11 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str, interval: flo
     raise TemporaryFaultError(f"timed out after {timeout:.0f}s waiting for {what}", delay=2.0)
 
 
-def wait_ready(ctx: Any, target: Any, timeout: float = 120.0) -> None:
+def wait_ready(ctx: FaultContext, target: Target, timeout: float = 120.0) -> None:
     wait_for(lambda: any(is_ready(p) for p in pods(ctx, target)), timeout, f"a ready pod of {target.component.name}")
 
 
-def restart_pods(ctx: Any, target: Any) -> None:
+def restart_pods(ctx: FaultContext, target: Target) -> None:
     """Delete the target's pods (their controller makes new ones) and wait for a ready one."""
     old = {p["metadata"]["uid"] for p in pods(ctx, target)}
     selector = ",".join(f"{k}={v}" for k, v in selector_labels(ctx, target).items())
@@ -162,7 +165,7 @@ def _fresh_claim(pvc: dict) -> dict:
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": fresh_meta, "spec": spec}
 
 
-def replace_volumes(ctx: Any, target: Any) -> None:
+def replace_volumes(ctx: FaultContext, target: Target) -> None:
     """Move the target onto new, empty volumes (what you do when a disk is failing and the data can
     be rebuilt): a new claim per mounted claim, the pod template switched to it (a rolling
     restart), then a restart of the workloads that seed it (their init steps run again). The old
@@ -195,7 +198,7 @@ def replace_volumes(ctx: Any, target: Any) -> None:
 
 # ------------------------------------------------------------------ a disk fault's neighbours
 
-def datastores(ctx: Any, target: Any) -> list[Any]:
+def datastores(ctx: FaultContext, target: Target) -> list[Any]:
     """The target and every other datastore of its app with volumes (a ``db:*`` role and claims),
     as targets: a disk fault that must change something on its pods (a layer over the volume, a
     restart) does the same to all of them, so nothing there singles the broken one out."""
@@ -208,7 +211,7 @@ def datastores(ctx: Any, target: Any) -> list[Any]:
     return out
 
 
-def group_pods(ctx: Any, group: list[Any]) -> dict[str, list[dict]]:
+def group_pods(ctx: FaultContext, group: list[Any]) -> dict[str, list[dict]]:
     """component name -> its live pods, for every target of ``group`` at once: one kubectl call for
     the namespace's workloads and pods (per-target calls cost a datastore-rich app seconds)."""
     kinds = {"Deployment", "StatefulSet", "DaemonSet"}
@@ -243,7 +246,7 @@ def claims_of(items: list[dict]) -> list[str]:
     return names
 
 
-def neighbour_volumes(ctx: Any, target: Any) -> list[dict[str, str]]:
+def neighbour_volumes(ctx: FaultContext, target: Target) -> list[dict[str, str]]:
     """``[{namespace, claim}]`` of the other datastores' mounted claims (those with running pods)."""
     others = datastores(ctx, target)[1:]
     if not others:
@@ -253,7 +256,7 @@ def neighbour_volumes(ctx: Any, target: Any) -> list[dict[str, str]]:
             for items in group_pods(ctx, others).values() for c in claims_of(items)]
 
 
-def restart_datastores(ctx: Any, target: Any, current: dict[str, list[dict]] | None = None) -> None:
+def restart_datastores(ctx: FaultContext, target: Target, current: dict[str, list[dict]] | None = None) -> None:
     """Delete the pods of the target and of every other datastore of its app at once (their
     controllers make new ones), then wait for a new ready pod of each (``current``: their pods as
     :func:`group_pods` listed them a moment ago)."""

@@ -16,7 +16,7 @@ the drop-ins, may change their ``kubelet`` key only).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -25,6 +25,12 @@ from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
 from . import hooks
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 NAMESPACE, BASE, KEY = "kube-system", "kubelet-config", "kubelet"
 DISK_SIGNALS = ("nodefs.available", "imagefs.available", "nodefs.inodesFree")
@@ -37,7 +43,7 @@ def drop_in_name(node: str) -> str:
     return f"{BASE}-{node}"
 
 
-def read_config(ctx: Any, name: str) -> tuple[dict | None, dict]:
+def read_config(ctx: FaultContext, name: str) -> tuple[dict | None, dict]:
     """The ConfigMap ``kube-system/<name>`` (None when missing) and its ``kubelet`` key as a mapping."""
     obj = kube.get(ctx, "configmap", name, namespace=NAMESPACE, missing_ok=True)
     text = ((obj or {}).get("data") or {}).get(KEY) or ""
@@ -45,11 +51,11 @@ def read_config(ctx: Any, name: str) -> tuple[dict | None, dict]:
     return obj, doc if isinstance(doc, dict) else {}
 
 
-def _document(ctx: Any, node: str) -> tuple[dict | None, dict]:
+def _document(ctx: FaultContext, node: str) -> tuple[dict | None, dict]:
     return read_config(ctx, drop_in_name(node))
 
 
-def _write(ctx: Any, node: str, doc: dict) -> None:
+def _write(ctx: FaultContext, node: str, doc: dict) -> None:
     text = yaml.safe_dump(doc, sort_keys=False)
     if kube.exists(ctx, "configmap", drop_in_name(node), namespace=NAMESPACE):
         kube.patch(ctx, "configmap", drop_in_name(node), {"data": {KEY: text}}, namespace=NAMESPACE)
@@ -59,15 +65,15 @@ def _write(ctx: Any, node: str, doc: dict) -> None:
                          "data": {KEY: text}})
 
 
-def _eviction(ctx: Any, node: str) -> dict:
+def _eviction(ctx: FaultContext, node: str) -> dict:
     return (hooks.call(ctx, "node_agents").get(node) or {}).get("eviction") or {}
 
 
-def _disk_met(ctx: Any, node: str) -> list[str]:
+def _disk_met(ctx: FaultContext, node: str) -> list[str]:
     return [row["signal"] for row in _eviction(ctx, node).get("met") or [] if row["signal"] in DISK_SIGNALS]
 
 
-def inject(ctx: Any, target: Any, params: dict) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     node = hooks.target_node(ctx, target)
     if "eviction" not in (hooks.call(ctx, "node_agents").get(node) or {}):
         raise PermanentFaultError(f"the node agent of {node} has no eviction manager")
@@ -88,18 +94,18 @@ def inject(ctx: Any, target: Any, params: dict) -> None:
                    f"{target.component.name}'s pod to be evicted from {node}")
 
 
-def is_present(ctx: Any, target: Any, params: dict) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """The node's kubelet meets a disk eviction threshold now (with the configuration it runs)."""
     return bool(_disk_met(ctx, ctx.state["node"]))
 
 
-def cluster_threshold(ctx: Any) -> str:
+def cluster_threshold(ctx: FaultContext) -> str:
     """The cluster-wide configuration's nodefs threshold (the kubelet default when it sets none)."""
     hard = read_config(ctx, BASE)[1].get("evictionHard")
     return str((hard if isinstance(hard, dict) else {}).get("nodefs.available") or SANE)
 
 
-def reference_fix(ctx: Any, target: Any, params: dict) -> None:
+def reference_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Put the drop-in's nodefs threshold back to the cluster-wide one, then wait for the datastore."""
     node = ctx.state["node"]
     _, doc = _document(ctx, node)
@@ -110,7 +116,7 @@ def reference_fix(ctx: Any, target: Any, params: dict) -> None:
     delete_evicted(ctx)
 
 
-def delete_evicted(ctx: Any) -> None:
+def delete_evicted(ctx: FaultContext) -> None:
     """Remove the app's Evicted pods (kept as Failed by the kubelet; their controllers replaced them)."""
     items = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-o", "json"))["items"]
     names = [p["metadata"]["name"] for p in items
@@ -119,7 +125,7 @@ def delete_evicted(ctx: Any) -> None:
         ctx.kubectl("delete", "pods", *names, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
 
 
-def recover(ctx: Any, target: Any, params: dict) -> None:
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     node = ctx.state.get("node")
     if not node:
         return

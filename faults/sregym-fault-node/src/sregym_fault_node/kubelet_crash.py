@@ -21,7 +21,7 @@ not the thresholds.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -32,13 +32,19 @@ from sregym_core.types import FaultSpec, TargetSelector
 from . import hooks
 from .kubelet_config import BASE, KEY, NAMESPACE, read_config
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
+
 #: the target is the component whose users fail (every Service loses its endpoints)
 ENTRY = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*", "cache:*"),
                        requires=("service",))
 SANE = {"imageGCHighThresholdPercent": 85, "imageGCLowThresholdPercent": 80}  # the kubelet's defaults
 
 
-def _config(ctx: Any) -> tuple[str, dict]:
+def _config(ctx: FaultContext) -> tuple[str, dict]:
     obj, doc = read_config(ctx, BASE)
     if obj is None:
         raise PermanentFaultError(f"no {NAMESPACE}/{BASE} ConfigMap: the nodes read no cluster-wide kubelet "
@@ -46,22 +52,22 @@ def _config(ctx: Any) -> tuple[str, dict]:
     return (obj.get("data") or {}).get(KEY) or "", doc
 
 
-def _write(ctx: Any, doc: dict) -> None:
+def _write(ctx: FaultContext, doc: dict) -> None:
     kube.patch(ctx, "configmap", BASE, {"data": {KEY: yaml.safe_dump(doc, sort_keys=False)}}, namespace=NAMESPACE)
 
 
-def _agents(ctx: Any) -> dict:
+def _agents(ctx: FaultContext) -> dict:
     return hooks.call(ctx, "node_agents")
 
 
-def _restart_kubelets(ctx: Any, nodes: list[str]) -> None:
+def _restart_kubelets(ctx: FaultContext, nodes: list[str]) -> None:
     """systemctl restart kubelet on each node, as a configuration rollout does."""
     for node in nodes:
         hooks.call(ctx, "stop_node", node)
         hooks.call(ctx, "start_node", node)
 
 
-def inject(ctx: Any, target: Any, params: dict) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     agents = _agents(ctx)
     if any(a.get("agent") != "running" for a in agents.values()):
         raise PermanentFaultError("a node agent is not running before the fault: "
@@ -84,18 +90,18 @@ def inject(ctx: Any, target: Any, params: dict) -> None:
                    f"{target.component.name}'s pods to be marked not ready")
 
 
-def _nodes_down(ctx: Any) -> list[str]:
+def _nodes_down(ctx: FaultContext) -> list[str]:
     agents = _agents(ctx)
     return [n for n in ctx.state.get("nodes") or sorted(agents)
             if agents.get(n, {}).get("agent") != "running" or not hooks.node_ready(ctx, n)]
 
 
-def is_present(ctx: Any, target: Any, params: dict) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """A node whose kubelet does not run, or that is not Ready (whatever the ConfigMap says now)."""
     return bool(_nodes_down(ctx))
 
 
-def _settle(ctx: Any, target: Any) -> None:
+def _settle(ctx: FaultContext, target: Target) -> None:
     """Wait as an SRE watches: every node Ready, the target's rollout done, the users served."""
     hooks.wait_for(lambda: not _nodes_down(ctx), 90.0, "every node Ready")
     ctx.kubectl("rollout", "status", f"deployment/{target.component.name}", "-n", ctx.namespace, "--timeout=180s",
@@ -104,7 +110,7 @@ def _settle(ctx: Any, target: Any) -> None:
     users.wait_users_succeed(ctx, window_s=15.0, timeout_s=180.0)
 
 
-def fix(ctx: Any, target: Any, params: dict) -> None:
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Put the image GC thresholds back in order; systemd's next restart of each kubelet succeeds."""
     _, doc = _config(ctx)
     doc.update(SANE)
@@ -112,7 +118,7 @@ def fix(ctx: Any, target: Any, params: dict) -> None:
     _settle(ctx, target)
 
 
-def recover(ctx: Any, target: Any, params: dict) -> None:
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if "saved" not in ctx.state:
         return
     kube.patch(ctx, "configmap", BASE, {"data": {KEY: ctx.state["saved"]}}, namespace=NAMESPACE)

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
-
-from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
+from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
 from . import hooks, placement
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Capability, Layer, Target
 
 STATELESS = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"))
 WITH_VOLUME = TargetSelector(kinds=WORKLOADS, requires=("pvcs",))
@@ -25,7 +30,7 @@ WITH_SERVICE = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-ge
 
 # --------------------------------------------------------------------------- node-not-ready
 
-def node_down_inject(ctx: Any, target: Any, params: dict) -> None:
+def node_down_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     node = hooks.target_node(ctx, target)
     agents = hooks.call(ctx, "node_agents")
     if sum(1 for name, a in agents.items() if name != node and a.get("agent") == "running") < 1:
@@ -40,14 +45,14 @@ def node_down_inject(ctx: Any, target: Any, params: dict) -> None:
     hooks.call(ctx, "stop_node", node)
 
 
-def _volume_pods_on(ctx: Any, node: str) -> list[str]:
+def _volume_pods_on(ctx: FaultContext, node: str) -> list[str]:
     items = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "--field-selector", f"spec.nodeName={node}",
                                    "-o", "json"))["items"]
     return [p["metadata"]["name"] for p in items
             if any(v.get("persistentVolumeClaim") for v in (p.get("spec") or {}).get("volumes") or [])]
 
 
-def node_down_present(ctx: Any, target: Any, params: dict) -> bool:
+def node_down_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     node = ctx.state["node"]
     stopped = hooks.call(ctx, "node_agents").get(node, {}).get("agent") == "stopped"
     if not stopped:
@@ -60,7 +65,7 @@ def node_down_present(ctx: Any, target: Any, params: dict) -> bool:
     return True
 
 
-def node_down_fix(ctx: Any, target: Any, params: dict) -> None:
+def node_down_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Cordon the dead node and force-delete the target's pods on it (its kubelet never confirms)."""
     node = ctx.state["node"]
     ctx.kubectl("cordon", node)
@@ -72,7 +77,7 @@ def node_down_fix(ctx: Any, target: Any, params: dict) -> None:
                    f"a ready pod of {target.component.name} on another node")
 
 
-def node_down_recover(ctx: Any, target: Any, params: dict) -> None:
+def node_down_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     node = ctx.state.get("node")
     if not node:
         return
@@ -89,7 +94,7 @@ def _busy_script(workers: int) -> str:
             f"for i in $(seq {workers}); do timeout 3600 sh -c 'while :; do :; done' & done; wait")
 
 
-def noisy_inject(ctx: Any, target: Any, params: dict) -> None:
+def noisy_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     node = hooks.target_node(ctx, target)
     name = params["name"] or f"batch-cruncher-{uuid.uuid4().hex[:5]}"
     ctx.state.update(node=node, deployment=name)
@@ -106,7 +111,7 @@ def noisy_inject(ctx: Any, target: Any, params: dict) -> None:
     })
 
 
-def noisy_present(ctx: Any, target: Any, params: dict) -> bool:
+def noisy_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     obj = kube.get(ctx, "deployment", ctx.state["deployment"], missing_ok=True)
     if obj is None or (obj["spec"].get("replicas") or 0) == 0:
         return False
@@ -114,25 +119,25 @@ def noisy_present(ctx: Any, target: Any, params: dict) -> bool:
     return not all((c.get("resources") or {}).get("limits", {}).get("cpu") for c in containers)
 
 
-def noisy_fix(ctx: Any, target: Any, params: dict) -> None:
+def noisy_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     ctx.kubectl("delete", "deployment", ctx.state["deployment"], "-n", ctx.namespace, "--ignore-not-found")
 
 
 # --------------------------------------------------------------------------- disk-full
 
-def disk_full_inject(ctx: Any, target: Any, params: dict) -> None:
+def disk_full_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     claim = hooks.claims(ctx, target)[0]
     ctx.state.update(claim=claim, filler=params["filler"])
     hooks.call(ctx, "disk_fill", hooks.hook_id(ctx, "diskfull"), namespace=ctx.namespace, claim=claim,
                filler=params["filler"], fill_bytes=params["fill_mb"] * 1024 * 1024)
 
 
-def disk_full_present(ctx: Any, target: Any, params: dict) -> bool:
+def disk_full_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     record = hooks.status(ctx, "diskfull")
     return bool(record and record.get("full"))
 
 
-def disk_full_fix(ctx: Any, target: Any, params: dict) -> None:
+def disk_full_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Delete the stray file from a throw-away pod mounting the claim (the datastore may be crash
     looping, so exec into it is not reliable), then restart the datastore. The pod runs as root
     (allowed by the baseline Pod Security level): the file lies in the datastore's private data
@@ -159,13 +164,13 @@ def disk_full_fix(ctx: Any, target: Any, params: dict) -> None:
     hooks.restart_pods(ctx, target)  # skip the crash-loop back-off
 
 
-def disk_full_recover(ctx: Any, target: Any, params: dict) -> None:
+def disk_full_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     hooks.clear(ctx, "diskfull")
 
 
 # --------------------------------------------------------------------------- network delay / loss
 
-def _net_inject(ctx: Any, target: Any, params: dict) -> None:
+def _net_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     node = mark_node(ctx, hooks.target_node(ctx, target))
     impairment = {k: params[k] for k in ("delay_ms", "jitter_ms", "loss_pct") if k in params}
     record = hooks.call(ctx, "network_fault", hooks.hook_id(ctx, "network"), namespace=ctx.namespace,
@@ -173,7 +178,7 @@ def _net_inject(ctx: Any, target: Any, params: dict) -> None:
     ctx.state["pods"] = record.get("targets", [])
 
 
-def _net_present(ctx: Any, target: Any, params: dict) -> bool:
+def _net_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """The impaired node hosts the target's pods, or nothing keeps them from landing there again
     (a restart that happened to reschedule them elsewhere has not mitigated a bad node)."""
     record = hooks.status(ctx, "network")
@@ -182,7 +187,7 @@ def _net_present(ctx: Any, target: Any, params: dict) -> bool:
     return bool(ctx.state.get("node") and record) and may_land_on_node(ctx, target)
 
 
-def mark_node(ctx: Any, node: str) -> str:
+def mark_node(ctx: FaultContext, node: str) -> str:
     """Remember a node-scoped fault's bad node, and whether it was cordoned already (recover leaves
     the node as it found it)."""
     obj = kube.get(ctx, "node", node, namespace="")
@@ -190,7 +195,7 @@ def mark_node(ctx: Any, node: str) -> str:
     return node
 
 
-def may_land_on_node(ctx: Any, target: Any) -> bool:
+def may_land_on_node(ctx: FaultContext, target: Target) -> bool:
     """Nothing keeps the target's pods off the bad node (cordon, an untolerated taint, the pod
     template's node selection): a restart that happened to place them elsewhere is no fix."""
     workload = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
@@ -200,14 +205,14 @@ def may_land_on_node(ctx: Any, target: Any) -> bool:
                                      kube.pod_spec(workload))
 
 
-def release_node(ctx: Any, kind: str) -> None:
+def release_node(ctx: FaultContext, kind: str) -> None:
     """Clear the node's fault hook and uncordon it unless it was cordoned before the fault."""
     hooks.clear(ctx, kind)
     if ctx.state.get("node") and not ctx.state.get("was_unschedulable"):
         ctx.kubectl("uncordon", ctx.state["node"], check=False)
 
 
-def move_off_node(ctx: Any, target: Any, node: str) -> None:
+def move_off_node(ctx: FaultContext, target: Target, node: str) -> None:
     """Cordon the node and replace the target's pods on it, so they run elsewhere."""
     ctx.kubectl("cordon", node)
     old = set()
@@ -220,7 +225,7 @@ def move_off_node(ctx: Any, target: Any, node: str) -> None:
                    f"a ready pod of {target.component.name} on another node")
 
 
-def drain_app_from_node(ctx: Any, node: str) -> list[str]:
+def drain_app_from_node(ctx: FaultContext, node: str) -> list[str]:
     """Cordon the node and move the app's pods off it, as ``kubectl drain`` would for them: every
     pod a ReplicaSet owns and no volume claim pins (a datastore on a node-local volume cannot move;
     it stays). Waits until each moved workload has a ready pod elsewhere; the moved pods' names."""
@@ -248,21 +253,21 @@ def drain_app_from_node(ctx: Any, node: str) -> list[str]:
     return [m["name"] for m in moved]
 
 
-def _net_fix(ctx: Any, target: Any, params: dict) -> None:
+def _net_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """The node's network path is impaired: move the target's pods to another node."""
     move_off_node(ctx, target, ctx.state["node"])
     hooks.wait_for(lambda: not _net_present(ctx, target, params), 60.0, "no impaired pod left")
 
 
-def _net_recover(ctx: Any, target: Any, params: dict) -> None:
+def _net_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     release_node(ctx, "network")
 
 
 # --------------------------------------------------------------------------- records
 
-def _fault(name: str, summary: str, *, layer: str, selector: TargetSelector, params: dict, inject, present, fix,
+def _fault(name: str, summary: str, *, layer: Layer, selector: TargetSelector, params: Mapping[str, Any], inject, present, fix,
            recover, resource_kind: str, mechanism: str, symptoms: tuple[str, ...], keywords: tuple[str, ...],
-           capabilities: frozenset[str], prose: str, values=None, recreates: tuple[str, ...] = ()) -> FaultSpec:
+           capabilities: frozenset[Capability], prose: str, values=None, recreates: tuple[str, ...] = ()) -> FaultSpec:
     return function_fault(name=name, summary=summary, layer=layer, selector=selector, params_schema=params,
                           inject=inject, recover=recover, is_present=present, reference_fix=fix,
                           resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms, keywords=keywords,
@@ -270,7 +275,7 @@ def _fault(name: str, summary: str, *, layer: str, selector: TargetSelector, par
 
 
 def _with_state(*keys: str):
-    def values(target: Any, params: dict, state: dict) -> dict:
+    def values(target: Target, params: Mapping[str, Any], state: dict) -> dict:
         return {**params, **{k: state.get(k, "(unknown)") for k in keys}}
     return values
 

@@ -39,7 +39,8 @@ def _number(text: Any) -> int | None:
 
 
 def _expression_holds(values_of: Mapping[str, str], expression: Mapping[str, Any]) -> bool:
-    key, operator = expression.get("key"), expression.get("operator")
+    key: Any = expression.get("key")
+    operator = expression.get("operator")
     values = [str(v) for v in expression.get("values") or []]
     present = key in values_of
     value = values_of.get(key)

@@ -17,7 +17,7 @@ Ready on its own).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import function_fault, kube, schema
@@ -26,12 +26,18 @@ from sregym_core.types import FaultSpec, TargetSelector
 
 from . import hooks
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Capability, Target
+
 POSTGRES = TargetSelector(kinds=("StatefulSet",), roles=("db:postgres",))
 VOLUME, MOUNT, FILLER = "dshm", "/dev/shm", "shm-prewarm"
 DEFAULT_SIZE = "64Mi"
 #: below this PostgreSQL cannot even create its control segment (max_connections 100: about 27 KB)
 MIN_WORKING = 1024 * 1024
-NEEDS_ROOT = frozenset({"embedded", "node-agent", "root"})
+NEEDS_ROOT: frozenset[Capability] = frozenset({"embedded", "node-agent", "root"})
 
 
 def _shm_volume(spec: dict, container: dict) -> tuple[int, dict] | None:
@@ -43,7 +49,7 @@ def _shm_volume(spec: dict, container: dict) -> tuple[int, dict] | None:
     return None
 
 
-def _give_shm_volume(ctx: Any, target: Any, size: str) -> list[dict]:
+def _give_shm_volume(ctx: FaultContext, target: Target, size: str) -> list[dict]:
     """JSON-patch operations that mount a /dev/shm volume of ``size`` (or resize the existing one)."""
     obj = kube.workload(ctx, target)
     spec = kube.pod_spec(obj)
@@ -54,7 +60,7 @@ def _give_shm_volume(ctx: Any, target: Any, size: str) -> list[dict]:
         return [{"op": "replace", "path": f"/spec/template/spec/volumes/{found[0]}/emptyDir",
                  "value": {**(found[1].get("emptyDir") or {}), "medium": "Memory", "sizeLimit": size}}]
     ctx.state["added_volume"] = True
-    ops = [{"op": "add", "path": "/spec/template/spec/volumes" + ("/-" if spec.get("volumes") else ""),
+    ops: list[dict[str, Any]] = [{"op": "add", "path": "/spec/template/spec/volumes" + ("/-" if spec.get("volumes") else ""),
             "value": {"name": VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": size}}
             if spec.get("volumes") else [{"name": VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": size}}]}]
     mounts = spec["containers"][index].get("volumeMounts")
@@ -64,7 +70,7 @@ def _give_shm_volume(ctx: Any, target: Any, size: str) -> list[dict]:
     return ops
 
 
-def _shm_limit(obj: dict, target: Any) -> int | None:
+def _shm_limit(obj: dict, target: Target) -> int | None:
     spec = kube.pod_spec(obj)
     container = spec["containers"][kube.container_index(obj, target.component.container)]
     found = _shm_volume(spec, container)
@@ -76,11 +82,11 @@ def _shm_limit(obj: dict, target: Any) -> int | None:
     return memory_bytes(str(source["sizeLimit"]))
 
 
-def _replace_stuck_pod(ctx: Any, target: Any) -> None:
+def _replace_stuck_pod(ctx: FaultContext, target: Target) -> None:
     hooks.restart_pods(ctx, target)
 
 
-def _check_root(ctx: Any) -> None:
+def _check_root(ctx: FaultContext) -> None:
     caps = getattr(getattr(ctx, "cluster", None), "capabilities", None)
     if caps is None or "root" not in caps:  # no cluster handle (a recording context): nothing enforces it
         raise PermanentFaultError("a pod's /dev/shm size is enforced only by a root node agent (tmpfs mounts)",
@@ -89,7 +95,7 @@ def _check_root(ctx: Any) -> None:
 
 # --------------------------------------------------------------------------- shm-exhaustion
 
-def exhaustion_inject(ctx: Any, target: Any, params: dict) -> None:
+def exhaustion_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _check_root(ctx)
     obj = kube.workload(ctx, target)
     spec = kube.pod_spec(obj)
@@ -103,13 +109,13 @@ def exhaustion_inject(ctx: Any, target: Any, params: dict) -> None:
     _patch_and_roll(ctx, target, ops)
 
 
-def _volume_name(obj: dict, target: Any) -> str:
+def _volume_name(obj: dict, target: Target) -> str:
     spec = kube.pod_spec(obj)
     found = _shm_volume(spec, spec["containers"][kube.container_index(obj, target.component.container)])
     return found[1]["name"] if found else VOLUME
 
 
-def _patch_and_roll(ctx: Any, target: Any, ops: list[dict]) -> None:
+def _patch_and_roll(ctx: FaultContext, target: Target, ops: list[dict]) -> None:
     """Patch the StatefulSet's template; its controller replaces the (still healthy) pod."""
     old = {p["metadata"]["uid"] for p in hooks.pods(ctx, target, include_terminating=True)}
     kube.patch(ctx, target.component.kind, target.component.name, ops, type="json")
@@ -121,7 +127,7 @@ def _filler(obj: dict) -> dict | None:
     return next((c for c in kube.pod_spec(obj).get("initContainers") or [] if c.get("name") == FILLER), None)
 
 
-def exhaustion_present(ctx: Any, target: Any, params: dict) -> bool:
+def exhaustion_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """The filler still runs before the datastore and its data does not fit in /dev/shm with room to spare."""
     obj = kube.workload(ctx, target)
     if _filler(obj) is None:
@@ -130,7 +136,7 @@ def exhaustion_present(ctx: Any, target: Any, params: dict) -> bool:
     return limit is None or limit < params["fill_mb"] * 2**20 + MIN_WORKING
 
 
-def exhaustion_fix(ctx: Any, target: Any, params: dict) -> None:
+def exhaustion_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     inits = kube.pod_spec(obj)["initContainers"]
     index = next(i for i, c in enumerate(inits) if c.get("name") == FILLER)
@@ -139,7 +145,7 @@ def exhaustion_fix(ctx: Any, target: Any, params: dict) -> None:
     _replace_stuck_pod(ctx, target)
 
 
-def exhaustion_recover(ctx: Any, target: Any, params: dict) -> None:
+def exhaustion_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     ops = []
     inits = kube.pod_spec(obj).get("initContainers") or []
@@ -153,7 +159,7 @@ def exhaustion_recover(ctx: Any, target: Any, params: dict) -> None:
         _replace_stuck_pod(ctx, target)
 
 
-def _undo_volume_ops(ctx: Any, obj: dict, target: Any) -> list[dict]:
+def _undo_volume_ops(ctx: FaultContext, obj: dict, target: Target) -> list[dict]:
     spec = kube.pod_spec(obj)
     index = kube.container_index(obj, target.component.container)
     container = spec["containers"][index]
@@ -177,27 +183,30 @@ def _undo_volume_ops(ctx: Any, obj: dict, target: Any) -> list[dict]:
 
 # --------------------------------------------------------------------------- shm-too-small
 
-def small_inject(ctx: Any, target: Any, params: dict) -> None:
+def small_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _check_root(ctx)
     _patch_and_roll(ctx, target, _give_shm_volume(ctx, target, params["size"]))
 
 
-def small_present(ctx: Any, target: Any, params: dict) -> bool:
+def small_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     limit = _shm_limit(kube.workload(ctx, target), target)
     return limit is not None and limit < MIN_WORKING
 
 
-def small_fix(ctx: Any, target: Any, params: dict) -> None:
+def small_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     spec = kube.pod_spec(obj)
-    index, _ = _shm_volume(spec, spec["containers"][kube.container_index(obj, target.component.container)])
+    found = _shm_volume(spec, spec["containers"][kube.container_index(obj, target.component.container)])
+    if found is None:  # the fault's volume is gone: nothing of the fault is left to fix
+        raise PermanentFaultError(f"{target.component.name} mounts no memory-backed volume at {MOUNT}")
+    index = found[0]
     kube.patch(ctx, target.component.kind, target.component.name,
                [{"op": "replace", "path": f"/spec/template/spec/volumes/{index}/emptyDir/sizeLimit",
                  "value": DEFAULT_SIZE}], type="json")
     _replace_stuck_pod(ctx, target)
 
 
-def small_recover(ctx: Any, target: Any, params: dict) -> None:
+def small_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     ops = _undo_volume_ops(ctx, kube.workload(ctx, target), target)
     if ops:
         kube.patch(ctx, target.component.kind, target.component.name, ops, type="json")

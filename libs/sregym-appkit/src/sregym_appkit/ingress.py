@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -58,7 +58,10 @@ def issue(ca_cert: bytes, ca_key: bytes, hosts: list[str], *, not_before: dt.dat
     from cryptography.x509.oid import ExtendedKeyUsageOID
 
     ca = x509.load_pem_x509_certificate(ca_cert)
-    signer = serialization.load_pem_private_key(ca_key, password=None)
+    from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
+
+    # the CA's key is one this module made (an EC key: a kind that signs certificates)
+    signer = cast(CertificateIssuerPrivateKeyTypes, serialization.load_pem_private_key(ca_key, password=None))
     key = ec.generate_private_key(ec.SECP256R1())
     start = not_before or dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
     end = not_after or start + dt.timedelta(days=VALIDITY_DAYS)

@@ -41,8 +41,9 @@ def setup_tracing(service: str, namespace: str, *, export_delay_ms: int | None =
                                 "service.namespace": namespace})
     provider = TracerProvider(resource=resource)
     # The exporter itself reads OTEL_EXPORTER_OTLP_* and appends /v1/traces to the base endpoint.
-    delay = {} if export_delay_ms is None else {"schedule_delay_millis": export_delay_ms}
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(), **delay))
+    exporter = OTLPSpanExporter()
+    provider.add_span_processor(BatchSpanProcessor(exporter) if export_delay_ms is None
+                                else BatchSpanProcessor(exporter, schedule_delay_millis=export_delay_ms))
     trace.set_tracer_provider(provider)
     _provider = provider
     logs.info("tracing_enabled", endpoint=endpoint)

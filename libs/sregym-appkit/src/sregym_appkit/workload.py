@@ -31,6 +31,7 @@ import json
 import os
 import random
 import signal
+import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -154,7 +155,8 @@ class PinnedResolver(aiohttp.abc.AbstractResolver):
     def __init__(self, pins: dict[str, tuple[str, int]]) -> None:
         self.pins, self.default = pins, aiohttp.ThreadedResolver()
 
-    async def resolve(self, host: str, port: int = 0, family: int = 0) -> list[dict[str, Any]]:
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_UNSPEC) -> list[aiohttp.abc.ResolveResult]:
         if host not in self.pins:
             return await self.default.resolve(host, port, family)
         target, target_port = self.pins[host]
@@ -179,6 +181,12 @@ class WorkloadMetrics:
     """The generator's Prometheus metrics, named ``<prefix>workload_*`` (one set per prefix per process)."""
 
     _made: dict[str, WorkloadMetrics] = {}
+    requests: Counter
+    latency: Histogram
+    success_rate: Gauge
+    p99: Gauge
+    target_rate: Gauge
+    inflight: Gauge
 
     def __new__(cls, prefix: str = "") -> WorkloadMetrics:
         if prefix not in cls._made:
