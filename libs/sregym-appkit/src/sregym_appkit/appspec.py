@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from sregym_core.errors import DeployError
+    from sregym_core.errors import DeployError, PluginError
     from sregym_core.types import AppSpec, ComponentSpec, LocalImage, WorkloadSpec
 except ImportError as exc:  # re-raised with the fix: this module runs on the host, not in an image
     raise ImportError("sregym_appkit.appspec runs on the host and needs sregym-core: "
@@ -64,6 +64,8 @@ def app_record(app_module: str, *, summary: str, workload: WorkloadSpec, params:
 
     app = import_module(app_module)
     package = app.__package__
+    if not package:
+        raise PluginError(f"{app_module} is not a module of a package (its manifests/ and problems/ live beside it)")
     return AppSpec(name=app.NAME, summary=summary, namespace=app.NAMESPACE, description=app.DESCRIPTION,
                    display_name=app.DISPLAY_NAME, manifests=manifest_files(package), components=app.components(),
                    workload=workload, images=app.local_images(), hidden_namespaces=(workload.namespace,),
