@@ -4,6 +4,7 @@ startup probes, downward API and projected volumes, TTY exec, image change on a 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 
@@ -102,6 +103,59 @@ def test_host_port_forwards_and_conflict_is_rejected():
             pod = await wait_for(pod_getter(client, "b"), lambda p: p["status"].get("phase") == "Failed")
             assert pod["status"]["reason"] == "NodePorts"
             assert "Predicate NodePorts failed" in pod["status"]["message"]
+    run(body())
+
+
+PORT_CLIENT = """
+import errno, json, socket, sys
+kept, out = [], []
+for _ in range(6):
+    s = socket.socket()
+    try:
+        s.connect((sys.argv[1], 8080))
+        out.append(s.getsockname()[1]); kept.append(s)
+    except OSError as e:
+        out.append(errno.errorcode[e.errno])
+print("ports=" + json.dumps(out), flush=True)
+"""
+
+
+def test_pod_sysctls_admission_value_check_and_the_local_port_range():
+    """The kubelet's SysctlForbidden, the runtime's refused value, and a pod's
+    ip_local_port_range on its own processes (the node without the network guard: the shim's
+    fallback, named by a SysctlNotApplied event; the cgroup program is node/portrange.py's test)."""
+    def sysctl(value: str, name: str = "net.ipv4.ip_local_port_range") -> dict:
+        return {"securityContext": {"sysctls": [{"name": name, "value": value}]}}
+
+    async def body():
+        async with node_cluster() as (client, nodes):
+            sleeper = [{"name": "c", "image": "python:3.11", "command": ["sleep", "60"]}]
+            await client.create("pods", pod_manifest("unsafe", sleeper, **sysctl("4096", "net.core.somaxconn")))
+            pod = await wait_for(pod_getter(client, "unsafe"), lambda p: p["status"].get("phase") == "Failed")
+            assert pod["status"]["reason"] == "SysctlForbidden"
+            assert pod["status"]["message"] == \
+                'Pod was rejected: forbidden sysctl: "net.core.somaxconn" not allowlisted'
+            await client.create("pods", pod_manifest("inverted", sleeper, **sysctl("32003 32000")))
+            await wait_for(lambda: events_for(client, "inverted"), lambda evs: any(
+                e["reason"] == "FailedCreatePodSandBox" and "invalid argument" in e["message"] for e in evs))
+            assert (await client.get("pods", "inverted", "default"))["status"].get("phase") == "Pending"
+            if nodes.net_guard is None and nodes.agents["node-1"].shim is None:
+                pytest.skip("neither the cgroup program (network guard) nor the shim (a C compiler) here")
+            await client.create("pods", pod_manifest("server", [{
+                "name": "c", "image": "python:3.11", "command": ["python", "-m", "http.server", "8080"],
+                "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1}}]))
+            server = await wait_for(pod_getter(client, "server"), lambda p: condition(p, "Ready").get("status") == "True")
+            await client.create("pods", pod_manifest("client", [{
+                "name": "c", "image": "python:3.11", "command": ["python", "-c", PORT_CLIENT, server["status"]["podIP"]]}],
+                restartPolicy="Never", **sysctl("32020 32023")))
+            await wait_for(pod_getter(client, "client"), lambda p: p["status"].get("phase") == "Succeeded")
+            log = (await read_all(nodes.runtime.read_log("default", "client", "c"))).decode()
+            ports = json.loads(log.split("ports=", 1)[1])
+            assert sorted(ports[:4]) == [32020, 32021, 32022, 32023]
+            assert ports[4:] == ["EADDRNOTAVAIL", "EADDRNOTAVAIL"]
+            if nodes.net_guard is None:  # this fixture's nodes: no guard, so the shim applied it
+                events = await events_for(client, "client")
+                assert any(e["reason"] == "SysctlNotApplied" and "statically linked" in e["message"] for e in events)
     run(body())
 
 
