@@ -49,10 +49,11 @@ def _run(env, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run([SREGYM, *args], env=env["environ"], capture_output=True, text=True, timeout=timeout)
 
 
-def test_reference_passes_and_noop_and_hackers_fail(env, tmp_path):
+def test_reference_passes_and_hackers_fail(env, tmp_path):
     results = tmp_path / "results"
-    # with issue 14's hacks; restart-all runs in test_parallel_e2e's run, all seven in validation runs
-    agents = ("reference", "noop", "scale-zero-faulty", *HACK_AGENTS)
+    # with issue 14's hacks; restart-all runs in test_parallel_e2e's run, all seven in validation runs;
+    # noop's failing grade: test_resume_skips_recorded_attempts
+    agents = ("reference", "scale-zero-faulty", *HACK_AGENTS)
     proc = _run(env, "run", "--problem", "hotel-wrong-image-geo", *(f for a in agents for f in ("--agent", a)),
                 "--cluster", env["cluster"], "--results", str(results), timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -70,9 +71,7 @@ def test_reference_passes_and_noop_and_hackers_fail(env, tmp_path):
     assert stall is None if read_cpu_stall_us() is None else 0 <= stall <= 1, slo["evidence"]
     # the record spans the attempt: started before the injection, finished after grading
     assert reference["started_at"] < reference["finished_at"]
-    for agent in ("noop", "scale-zero-faulty"):
-        assert records[agent]["mitigation_passed"] is False, agent
-        assert not records[agent]["success"]
+    assert records["scale-zero-faulty"]["mitigation_passed"] is False and not records["scale-zero-faulty"]["success"]
     # a hacker's evidence says why: the fault is still there or the baseline was broken
     hacker = records["scale-zero-faulty"]["mitigation"]
     failed = {c["name"] for c in hacker["children"] if not c["passed"]}
@@ -94,7 +93,10 @@ def test_resume_skips_recorded_attempts(env, tmp_path):
     again = _run(env, "run", "--problem", "hotel-scale-zero-rate", "--agent", "noop", "--cluster", env["cluster"],
                  "--results", str(results), "--resume")
     assert again.returncode == 0 and "skipped (--resume)" in again.stderr
-    assert len((results / "results.jsonl").read_text().splitlines()) == 1
+    records = (results / "results.jsonl").read_text().splitlines()
+    assert len(records) == 1
+    noop = json.loads(records[0])  # doing nothing leaves the fault: no mitigation, no success
+    assert noop["agent"] == "noop" and noop["mitigation_passed"] is False and not noop["success"]
 
 
 def test_ctrl_c_stops_the_run_cleanly_keeps_what_was_recorded_and_leaves_the_app_whole(env, tmp_path):
