@@ -4,13 +4,16 @@
 #   tools/validate-sample.sh                 # the day's rotating lite problem, then the validation tests
 #   tools/validate-sample.sh --problem ID... # these problems (sregym validate's own options pass through)
 #   SREGYM_VALIDATE_TESTS=0 tools/validate-sample.sh ...   # only `sregym validate`, no pytest part
+#   SREGYM_VALIDATE_MATRIX=1 tools/validate-sample.sh ...  # also the exhaustive live matrices (an hour or more)
 #
 # 1. `sregym validate` with all seven agents and the symptom check on a cluster of its own; its
 #    verdicts become machine-written records (docs/validation-records.jsonl) and the status page is
 #    regenerated (tools/validation_status.py).
 # 2. The tests marked `validation` (`pytest --validation -m validation`): every app's healthy service
 #    level, the rotating lite sample and a random ad-hoc (fault, target) pair through pytest.
-# 3. One line per run in docs/validation-runs.jsonl: date, commit, what ran and how it ended.
+# 3. With SREGYM_VALIDATE_MATRIX=1, the exhaustive live matrices the landing check samples
+#    (`pytest --matrix -m matrix`: every case of every live fault contract, every hack).
+# 4. One line per run in docs/validation-runs.jsonl: date, commit, what ran and how it ended.
 #
 # It grades service levels on this machine, so run it on a machine that is not loaded by something
 # else when you want numbers you can compare; the landing check (.ci/run) never runs it.
@@ -62,20 +65,39 @@ if [ "${SREGYM_VALIDATE_TESTS:-1}" != 0 ]; then
   tests_s=$(( $(date +%s) - started ))
 fi
 
-"$python" - "$work" "$day" "$commit" "$status" "$validate_s" "$tests_status" "$tests_s" "${args[*]}" <<'PY'
+matrix_status=skipped
+matrix_s=0
+if [ "${SREGYM_VALIDATE_MATRIX:-0}" != 0 ]; then
+  started=$(date +%s)
+  matrix_status=passed
+  "$venv/bin/python" -m pytest -p no:cacheprovider --matrix -m matrix -ra \
+    --junitxml="$work/matrix-tests.xml" 2>&1 | tee "$work/matrix-tests.log" || matrix_status=failed
+  matrix_s=$(( $(date +%s) - started ))
+fi
+
+"$python" - "$work" "$day" "$commit" "$status" "$validate_s" "$tests_status" "$tests_s" "${args[*]}" \
+  "$matrix_status" "$matrix_s" <<'PY'
 import json, sys
 from pathlib import Path
-work, day, commit, status, validate_s, tests_status, tests_s, args = sys.argv[1:]
-summary = ""
-log = Path(work) / "validation-tests.log"
-if log.exists():
+work, day, commit, status, validate_s, tests_status, tests_s, args, matrix_status, matrix_s = sys.argv[1:]
+
+
+def summary(name: str) -> str:
+    """pytest's last summary line ("3 passed, 1 failed in ...") of a part's log, if it ran."""
+    log = Path(work) / name
+    if not log.exists():
+        return ""
     tail = [line for line in log.read_text().splitlines() if " passed" in line or " failed" in line]
-    summary = tail[-1].strip("= ") if tail else ""
+    return tail[-1].strip("= ") if tail else ""
+
+
 line = {"date": day, "commit": commit, "validate": {"args": args, "exit": int(status), "seconds": int(validate_s)},
-        "validation_tests": {"outcome": tests_status, "summary": summary, "seconds": int(tests_s)},
+        "validation_tests": {"outcome": tests_status, "summary": summary("validation-tests.log"),
+                             "seconds": int(tests_s)},
+        "matrix_tests": {"outcome": matrix_status, "summary": summary("matrix-tests.log"), "seconds": int(matrix_s)},
         "results": str(Path(work).resolve())}
 with open("docs/validation-runs.jsonl", "a") as out:
     out.write(json.dumps(line) + "\n")
 print(json.dumps(line, indent=1))
 PY
-[ "$status" = 0 ] && [ "$tests_status" != failed ]
+[ "$status" = 0 ] && [ "$tests_status" != failed ] && [ "$matrix_status" != failed ]
