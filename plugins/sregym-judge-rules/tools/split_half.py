@@ -11,7 +11,7 @@ figure on a whole set it was tuned on. It also reports the CPU time of a judgeme
 ``--show A`` lists the misses of half A only; half B's are never listed (that is the point). ``--per-app`` gives each
 half's figures per app, and ``--unread-app APP`` never lists that app's misses either (leave-one-app-out: the fifth
 round of issue #35 read none of Astronomy Shop's). Never run it on a set that is still held out (it refuses
-``heldout6.jsonl``; ``heldout5.jsonl`` is tuned on from 2026-11-29 16:45 UTC).
+``heldout7.jsonl``; ``heldout6.jsonl`` is tuned on from 2026-11-29 20:00 UTC).
 """
 
 from __future__ import annotations
@@ -73,13 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", choices=("A",), help="list the misses of half A (never of half B)")
     parser.add_argument("--category", action="store_true", help="per category figures for each half")
     parser.add_argument("--per-app", action="store_true", help="per app figures for each half (leave-one-app-out)")
+    parser.add_argument("--per-voice", action="store_true", help="per voice figures for each half")
     parser.add_argument("--unread-app", default="",
                         help="an app whose misses are never listed, even in half A (leave-one-app-out)")
     parser.add_argument("--confusion", action="store_true",
                         help="judge every correct diagnosis against every other problem of its app with other faults")
     args = parser.parse_args(argv)
-    if any("heldout6" in s for s in args.sets):
-        print("heldout6.jsonl is held out: not judged here", file=sys.stderr)
+    if any("heldout7" in s for s in args.sets):
+        print("heldout7.jsonl is held out: not judged here", file=sys.stderr)
         return 2
     judge = RulesJudge()
     cpu = 0.0
@@ -89,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         rows: dict[str, list[tuple[bool, bool]]] = {"A": [], "B": []}
         per_category: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
         per_app: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
+        per_voice: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
         misses = []
         for item in items:
             start = time.process_time()
@@ -100,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             rows[half].append((bool(item.label), verdict.passed))
             per_category.setdefault((half, item.category), []).append((bool(item.label), verdict.passed))
             per_app.setdefault((half, item.app), []).append((bool(item.label), verdict.passed))
+            per_voice.setdefault((half, item.voice), []).append((bool(item.label), verdict.passed))
             if half == "A" and verdict.passed != item.label and item.app != args.unread_app:
                 misses.append((item, verdict))
         everything = rows["A"] + rows["B"]
@@ -114,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.per_app:
             for (half, app), r in sorted(per_app.items()):
                 print(f"    {half} {app:26s} {figures(r)}")
+        if args.per_voice:
+            for (half, voice), r in sorted(per_voice.items()):
+                print(f"    {half} {voice:26s} {figures(r)}")
         if args.show == "A":
             for item, verdict in misses:
                 kind = "FALSE PASS" if verdict.passed else "FALSE FAIL"
