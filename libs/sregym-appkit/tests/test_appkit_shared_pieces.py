@@ -4,6 +4,7 @@ conventions, the plugin hooks, the HTTP server, the service's life and the flag 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import urllib.request
@@ -121,6 +122,11 @@ def test_the_appspec_conventions(tmp_path, monkeypatch):
     assert spec.workload.query_path == "/stats" and spec.workload.control_path == "/control"
     assert [i.image for i in spec.images] == ["kit/spec:1.0", "kit/spec:1.0.0", "kit/spec:latest"]
     assert spec.images[0].argv[1:] == ("-m", "kitspec.serve") and spec.images[0].cmd == ("web",)
+    # the images' processes search where this one found the package: nowhere special here, but
+    # through PYTHONPATH (an app installed with pip --target) the pods need that entry too
+    assert spec.images[0].env == {"PYTHONUNBUFFERED": "1"}
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(("/nonexistent", str(tmp_path))))
+    assert app.local_images()[0].env == {"PYTHONUNBUFFERED": "1", "PYTHONPATH": str(tmp_path.resolve())}
     db = spec.components[0]
     assert (db.kind, db.pvcs, db.container_name, db.service_name) == ("StatefulSet", ("db-data",), "postgres", "db")
     assert appspec.knobs(("flagd", True), ("ingress", False), ("load-entrypoint", True)) == ("flagd", "load-entrypoint")

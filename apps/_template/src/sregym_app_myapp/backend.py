@@ -44,7 +44,8 @@ class Store:
             try:
                 if self.conn is None or self.conn.closed:
                     self.conn = psycopg.connect(self.conninfo, autocommit=True)
-                rows = self.conn.execute(sql, args).fetchall()
+                cursor = self.conn.execute(sql, args)
+                rows = cursor.fetchall() if cursor.description else []  # a statement without rows: none
             except psycopg.Error as exc:
                 if self.conn is not None:
                     self.conn.close()

@@ -13,6 +13,8 @@ Host side only: it builds sregym_core records (needs sregym-core, as :mod:`sregy
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -78,8 +80,26 @@ def service_images(image_repo: str, package: str, default_service: str, summary:
     """How the embedded cluster runs the app's one image: ``python -m <package>.serve <service>``
     (a container's ``args`` name the service; ``default_service`` when they name none)."""
     entry = (sys.executable, "-m", f"{package}.serve")
+    image_env = dict(env or {"PYTHONUNBUFFERED": "1"})
+    search_entry = pythonpath_entry(package)
+    if search_entry and "PYTHONPATH" not in image_env:
+        image_env["PYTHONPATH"] = search_entry
     return tuple(LocalImage(image=f"{image_repo}:{tag}", argv=entry, cmd=(default_service,),
-                            env=dict(env or {"PYTHONUNBUFFERED": "1"}), summary=summary) for tag in tags)
+                            env=image_env, summary=summary) for tag in tags)
+
+
+def pythonpath_entry(package: str) -> str | None:
+    """The ``PYTHONPATH`` entry this process imports ``package`` from, or None when the interpreter
+    finds it by itself (installed into the environment, or editable). An app installed with
+    ``pip install --target DIR`` and found through ``PYTHONPATH=DIR`` (as an app built outside the
+    repository is in its tests) runs in the image's processes only if they search DIR too: a pod's
+    environment is its image's and its own, never the host's."""
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    spec = importlib.util.find_spec(package) if entries else None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    found_in = Path(next(iter(spec.submodule_search_locations))).resolve().parent
+    return next((str(found_in) for e in entries if Path(e).resolve() == found_in), None)
 
 
 def workload_spec(namespace: str, service: str, *, port: int = 8089, max_request_s: float | None = None) -> WorkloadSpec:

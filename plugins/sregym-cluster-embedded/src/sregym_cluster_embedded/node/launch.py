@@ -182,7 +182,7 @@ def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, 
         **env,
     }
     full_env = {k: pathmap.rewrite(str(v)) for k, v in full_env.items()}
-    full_env.update(extra_env)
+    full_env.update(with_own_search_path(extra_env, full_env))
     full_env["SREGYM_ROOT"] = str(rootfs)
     full_env["SREGYM_MOUNTS"] = json.dumps({} if mount_ns else mapping)
     if planner is not None:
@@ -214,6 +214,18 @@ def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, 
         cwd = str(rootfs)
     return ProcessContext(env=full_env, cwd=cwd, pathmap=pathmap, programs=programs, root=rootfs,
                           user=user, group=group, lookup=lookup)
+
+
+def with_own_search_path(extra_env: dict[str, str], env: dict[str, str]) -> dict[str, str]:
+    """``extra_env`` with the image's and the container's own ``PYTHONPATH`` kept after the node's
+    entries (the DNS hook, the socket fallback): a process of an image whose ENV names a search path
+    (an app installed with ``pip install --target``) finds its package, as on a real node. Only the
+    environment: what the pod can see of the host is the image's packages, never these paths."""
+    own = env.get("PYTHONPATH", "")
+    if not own or not extra_env.get("PYTHONPATH"):
+        return extra_env
+    node = extra_env["PYTHONPATH"].split(":")
+    return {**extra_env, "PYTHONPATH": ":".join([*node, *(p for p in own.split(":") if p and p not in node)])}
 
 
 def command_argv(recipe: Recipe, container: dict, env: dict[str, str]) -> list[str]:
