@@ -39,7 +39,7 @@ UPSTREAM_PROBLEMS: tuple[UpstreamProblem, ...] = (
     UpstreamProblem("valkey_memory_disruption", "AS", False),
     UpstreamProblem("edge_request_filter_cpu_saturation", "AS", True),
     UpstreamProblem("ephemeral_port_range_hotel_reservation", "HR", False,
-                    "same pod sysctl (32000-32003, on frontend); the embedded cluster applies it to the pod's "
+                    "same pod sysctl (32000-32003, on geo); the embedded cluster applies it to the pod's "
                     "processes with a cgroup/connect4 BPF program (bpf_bind to a free port of the range, "
                     "EADDRNOTAVAIL when none is left), a real kubelet in the pod's network namespace"),
     UpstreamProblem("secret_rotation_stale_env_credentials_astronomy_shop", "AS", True),

@@ -20,10 +20,12 @@ kernel).
 
 Where it differs from the kernel's own port choice, on purpose and stated:
 
-* a port holds one socket at a time, whatever the destination (``bind()`` semantics). The kernel's
-  ``connect()`` may give one local port to connections to *different* destinations, so a pod
-  keeping long-lived connections to more services than it has ports fails here sooner than it
-  would in its own namespace; connections to one destination (and TIME_WAIT) behave alike;
+* ``bind()`` semantics: a port holds one socket at a time (TIME_WAIT included) unless both
+  sockets set ``SO_REUSEADDR`` (gRPC's client sockets do), whatever the destination. The kernel's
+  ``connect()`` may give one local port to connections to *different* destinations whatever the
+  options, so a pod keeping long-lived connections without ``SO_REUSEADDR`` to more services than
+  it has ports fails here sooner than in its own namespace; connections to one destination (and
+  TIME_WAIT off loopback, where the kernel does not reuse it by default) behave alike;
 * the socket is bound to the pod's IP (or the address the application bound), so the connection
   leaves from the pod's address, as from a real pod's; replicas each get the whole range;
 * at most :data:`MAX_ATTEMPTS` ports of a wider range are tried per ``connect()``;
