@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_appkit import appspec as kit
 
@@ -11,6 +11,9 @@ from . import IMAGE_REPO
 from .manifests import DEFAULT_PARAMS, NGINX_IMAGE, WORKLOAD_TIMEOUT_S, peer_env, render_yaml
 from .topology import ADMIN_PORT, FLAGS, SERVICES, WORKLOAD_NAMESPACE
 from .topology import NAMESPACE as NAMESPACE  # read by sregym_appkit.appspec.app_record
+
+if TYPE_CHECKING:
+    from sregym_core.types import AppSpec, ComponentSpec, LocalImage
 
 NAME = "astronomy-shop"
 
@@ -27,7 +30,7 @@ def _knobs(service: str) -> tuple[str, ...]:
         ("load-entrypoint", service == "frontend"))
 
 
-def components() -> tuple[Any, ...]:
+def components() -> tuple[ComponentSpec, ...]:
     from sregym_core.types import ComponentSpec
 
     out = []
@@ -60,7 +63,7 @@ def components() -> tuple[Any, ...]:
     return tuple(out)
 
 
-def local_images() -> tuple[Any, ...]:
+def local_images() -> tuple[LocalImage, ...]:
     from sregym_core.types import LocalImage
 
     edge = LocalImage(image=NGINX_IMAGE, argv=(sys.executable, "-m", "sregym_app_astronomy_shop.edge"),
@@ -75,7 +78,7 @@ def deploy(ctx: Any) -> None:
     kit.apply_manifests(ctx, render_yaml(ctx.params), WORKLOAD_NAMESPACE)
 
 
-def app_spec() -> Any:
+def app_spec() -> AppSpec:
     return kit.app_record(
         __name__, params=DEFAULT_PARAMS, deploy=deploy, deploy_timeout=240.0,
         summary="Astronomy Shop (OpenTelemetry demo topology): 15 services, nginx edge, flagd, Redis cache and broker",

@@ -85,7 +85,7 @@ def check_order(body: bytes, added: dict[str, int], code: str) -> str | None:
                  for line in order["items"]}
         if {k: q for k, (q, _) in lines.items()} != added:
             return "order items differ from the cart"
-        unit = {k: data.convert_cents(data.cents_of(data.product(k)["priceUsd"]), "USD", code) for k in added}
+        unit = {k: data.convert_cents(data.cents_of((data.product(k) or {})["priceUsd"]), "USD", code) for k in added}
         if any(cost != unit[k] * q for k, (q, cost) in lines.items()):
             return "wrong order line cost"
         items = sum(added.values())

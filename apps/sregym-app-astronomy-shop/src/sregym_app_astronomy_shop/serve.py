@@ -17,6 +17,7 @@ os.environ.setdefault("GRPC_DNS_RESOLVER", "native")
 
 import sys  # noqa: E402
 import threading  # noqa: E402
+from collections.abc import Callable, Mapping  # noqa: E402
 from typing import Any  # noqa: E402
 
 from sregym_appkit import logs  # noqa: E402
@@ -47,6 +48,7 @@ def run_service(service: str) -> int:
             consumer = Consumer(service, env)
             server, ready = None, consumer.ready
         else:
+            build_server: Callable[[Mapping[str, str]], tuple[Any, Callable[[], tuple[bool, dict[str, Any]]]]]
             if service == "checkout":
                 from .orders import build_checkout as build_server
             elif service == "frontend":

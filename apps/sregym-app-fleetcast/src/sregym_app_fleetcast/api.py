@@ -34,7 +34,8 @@ class Store:
     def __init__(self, address: str) -> None:
         import redis.asyncio as redis
         host, _, port = address.partition(":")
-        self.client = redis.Redis(host=host, port=int(port or 6379), socket_timeout=2, socket_connect_timeout=2,
+        # Any: with decode_responses every answer is a str, which redis-py's annotations cannot say
+        self.client: Any = redis.Redis(host=host, port=int(port or 6379), socket_timeout=2, socket_connect_timeout=2,
                                   decode_responses=True)
         self.ok, self.error = False, "not checked yet"
 

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_appkit import appspec as kit
 
@@ -26,12 +26,15 @@ from .topology import (
     WORKLOAD_NAMESPACE,
 )
 
+if TYPE_CHECKING:
+    from sregym_core.types import AppSpec, ComponentSpec, LocalImage
+
 NAME = "fleetcast"
 DISPLAY_NAME = "Fleet Cast"
 DESCRIPTION = kit.description(__package__)  # description.md: one paragraph
 
 
-def components() -> tuple[Any, ...]:
+def components() -> tuple[ComponentSpec, ...]:
     from sregym_core.types import ComponentSpec
 
     return (
@@ -49,7 +52,7 @@ def components() -> tuple[Any, ...]:
     )
 
 
-def local_images() -> tuple[Any, ...]:
+def local_images() -> tuple[LocalImage, ...]:
     from sregym_core.types import LocalImage
 
     operator = (sys.executable, "-m", "sregym_app_fleetcast.datastore_operator")
@@ -100,7 +103,7 @@ def _wait_for_statefulset(ctx: Any) -> None:
                              f"kubectl describe datastorecluster {DATASTORE} -n {NAMESPACE}"))
 
 
-def app_spec() -> Any:
+def app_spec() -> AppSpec:
     return kit.app_record(
         __name__, params=DEFAULT_PARAMS, deploy=deploy, deploy_timeout=180.0,
         summary="FleetCast: satellite orbital data on a replicated Redis DatastoreCluster managed by a kopf operator",

@@ -143,7 +143,7 @@ def statefulset(cr: dict[str, Any]) -> dict[str, Any]:
         pod["tolerations"] = copy.deepcopy(spec["tolerations"])
     if spec["affinity"]:
         pod["affinity"] = copy.deepcopy(spec["affinity"])
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _meta(cr, name),
         "spec": {
             "serviceName": headless_name(name), "replicas": spec["replicas"], "podManagementPolicy": "OrderedReady",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sregym_appkit import appspec as kit
 
 from .config import CACHED_SERVICES, DATA_SERVICES, DEFAULT_PORTS, PEERS, SERVICES
 from .images import local_images as local_images  # read by sregym_appkit.appspec.app_record
 from .manifests import DEFAULT_PARAMS
+
+if TYPE_CHECKING:
+    from sregym_core.types import AppSpec, ComponentSpec
 
 NAME = "hotel-reservation"
 NAMESPACE = "hotel-reservation"
@@ -35,13 +38,13 @@ def _knobs(service: str) -> tuple[str, ...]:
         ("ingress", service == "frontend"))  # users arrive through the Ingress of the same name (manifests/55-ingress.yaml)
 
 
-def components() -> tuple[Any, ...]:
+def components() -> tuple[ComponentSpec, ...]:
     from sregym_core.types import ComponentSpec
 
     out = []
     for s in SERVICES:
         roles: tuple[str, ...] = ("frontend", "service:http") if s == "frontend" else ("service:grpc",)
-        env = SERVICE_ENV
+        env: tuple[str, ...] = SERVICE_ENV
         if s in DATA_SERVICES:
             env += ("DB_USER", "DB_PASSWORD", "DB_POOL_MAX", "DB_POOL_TIMEOUT_MS")
         if s in CACHED_SERVICES:
@@ -58,7 +61,7 @@ def components() -> tuple[Any, ...]:
     return tuple(out)
 
 
-def app_spec() -> Any:
+def app_spec() -> AppSpec:
     from .deploy import deploy_app
 
     return kit.app_record(

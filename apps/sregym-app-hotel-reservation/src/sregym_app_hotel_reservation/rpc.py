@@ -184,7 +184,7 @@ class Peer:
         return f"ipv4:{ip}:{port}" if infos[0][0] == socket.AF_INET else f"ipv6:[{ip}]:{port}"
 
     def _connect(self, target: str) -> None:
-        options = [*CHANNEL_OPTIONS]
+        options: list[tuple[str, Any]] = [*CHANNEL_OPTIONS]
         if target != self.addr:
             options.append(("grpc.default_authority", self.addr))
         self.channel = grpc.insecure_channel(target, options=options)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sregym_appkit import appspec as kit
 
@@ -20,6 +20,9 @@ from .config import (
 )
 from .images import local_images as local_images  # read by sregym_appkit.appspec.app_record
 from .manifests import DEFAULT_PARAMS
+
+if TYPE_CHECKING:
+    from sregym_core.types import AppSpec, ComponentSpec
 
 NAME = "social-network"
 NAMESPACE = "social-network"
@@ -42,7 +45,7 @@ def _knobs(service: str) -> tuple[str, ...]:
         ("ingress", service == "nginx-thrift"))  # users arrive through the Ingress of the same name
 
 
-def components() -> tuple[Any, ...]:
+def components() -> tuple[ComponentSpec, ...]:
     from sregym_core.types import ComponentSpec
 
     out = []
@@ -71,7 +74,7 @@ def components() -> tuple[Any, ...]:
     return tuple(out)
 
 
-def app_spec() -> Any:
+def app_spec() -> AppSpec:
     from .deploy import deploy_app
 
     return kit.app_record(

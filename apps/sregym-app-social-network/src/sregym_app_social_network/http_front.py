@@ -149,14 +149,14 @@ def media_app(ctx: Context) -> web.Application:
         counter["next"] += 1
         media_id = counter["next"]
         doc = {"media_id": media_id, "media_type": media_type, "data": base64.b64encode(body).decode()}
-        await _blocking(lambda: db_call(lambda: ctx.db.insert("media", media_id, doc)))
+        await _blocking(lambda: db_call(lambda: ctx.documents.insert("media", media_id, doc)))
         return web.json_response({"media_id": media_id, "media_type": media_type})
 
     async def get(request: web.Request) -> web.Response:
         media_id = _int(request.query.get("media_id"), "media_id")
         doc = ctx.cache.get(f"media:{media_id}") if ctx.cache else None
         if doc is None:
-            doc = await _blocking(lambda: db_call(lambda: ctx.db.find("media", media_id)))
+            doc = await _blocking(lambda: db_call(lambda: ctx.documents.find("media", media_id)))
             if doc is None:
                 raise web.HTTPNotFound(text='{"error":"no such media"}', content_type="application/json")
             if ctx.cache:

@@ -28,7 +28,7 @@ def _spec(fields: list[tuple[int, str, Any]]) -> tuple:
         if isinstance(ftype, tuple):  # (ttype, type_args)
             table[fid] = (fid, ftype[0], name, ftype[1], None)
         elif isinstance(ftype, type):  # a struct class
-            table[fid] = (fid, TType.STRUCT, name, [ftype, ftype.thrift_spec], None)
+            table[fid] = (fid, TType.STRUCT, name, [ftype, _struct_spec(ftype)], None)
         elif ftype == STRING:
             table[fid] = (fid, STRING, name, "UTF8", None)
         else:
@@ -36,14 +36,20 @@ def _spec(fields: list[tuple[int, str, Any]]) -> tuple:
     return tuple(table)
 
 
+def _struct_spec(cls: Any) -> Any:
+    """A struct class's ``thrift_spec`` (the classes are built at run time by :func:`struct`)."""
+    return cls.thrift_spec
+
+
 def list_of(element: Any) -> tuple:
     if isinstance(element, type):
-        return (TType.LIST, (TType.STRUCT, [element, element.thrift_spec], False))
+        return (TType.LIST, (TType.STRUCT, [element, _struct_spec(element)], False))
     return (TType.LIST, (element, "UTF8" if element == STRING else None, False))
 
 
-def struct(name: str, fields: list[tuple[int, str, Any]], base: type = TBase) -> type:
-    """A Thrift struct class with keyword constructor, equality and repr (TBase)."""
+def struct(name: str, fields: list[tuple[int, str, Any]], base: type = TBase) -> Any:
+    """A Thrift struct class with keyword constructor, equality and repr (TBase). (Typed Any: its
+    fields exist only at run time.)"""
     names = tuple(f[1] for f in fields)
 
     def __init__(self: Any, **values: Any) -> None:
@@ -53,11 +59,11 @@ def struct(name: str, fields: list[tuple[int, str, Any]], base: type = TBase) ->
         for field in names:
             setattr(self, field, values.get(field))
 
-    cls = type(name, (base,), {"__slots__": names, "__init__": __init__, "thrift_spec": _spec(fields)})
+    namespace: dict[str, Any] = {"__slots__": names, "__init__": __init__, "thrift_spec": _spec(fields)}
     if base is TExceptionBase:
-        cls.__str__ = lambda self: str(getattr(self, "message", ""))  # type: ignore[method-assign]
-        cls.__hash__ = object.__hash__  # type: ignore[method-assign]
-    return cls
+        namespace["__str__"] = lambda self: str(getattr(self, "message", ""))
+        namespace["__hash__"] = object.__hash__
+    return type(name, (base,), namespace)
 
 
 # ErrorCode (DeathStarBench's enum)
@@ -198,8 +204,8 @@ def render_thrift() -> str:
         lines = []
         for method, (_params, returns) in methods.items():
             args_cls, result_cls = MESSAGES[(service, method)]
-            args = ", ".join(f"{e[0]}: {_thrift_type(e[1], e[3])} {e[2]}" for e in args_cls.thrift_spec if e)
-            ret = "void" if returns is None else _thrift_type(result_cls.thrift_spec[0][1], result_cls.thrift_spec[0][3])
+            args = ", ".join(f"{e[0]}: {_thrift_type(e[1], e[3])} {e[2]}" for e in _struct_spec(args_cls) if e)
+            ret = "void" if returns is None else _thrift_type(_struct_spec(result_cls)[0][1], _struct_spec(result_cls)[0][3])
             lines.append(f"  {ret} {method}({args}) throws (1: ServiceException se)")
         out.append(f"service {service} {{\n" + "\n".join(lines) + "\n}\n")
     return "\n".join(out)

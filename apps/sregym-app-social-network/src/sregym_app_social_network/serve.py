@@ -105,7 +105,8 @@ def run_service(service: str) -> int:
     logs.info("service_started", listen=f"{cfg.host}:{cfg.port}", admin_port=cfg.admin_port, peers=dict(cfg.peers),
               postgres=cfg.postgres["addr"] if cfg.postgres else None, redis=cfg.redis, memcached=cfg.memcached,
               rpc={"timeout_ms": cfg.timeout_ms, "retries": cfg.retries, "backoff_ms": cfg.backoff_ms})
-    if config.TOPOLOGY[service].thrift is None:
+    thrift = config.TOPOLOGY[service].thrift
+    if thrift is None:
         from aiohttp import web
 
         from .http_front import gateway_app, media_app
@@ -116,7 +117,7 @@ def run_service(service: str) -> int:
         from .rpc import Processor, ThriftServer
         from .services import HANDLERS
         try:
-            server = ThriftServer(cfg.host, cfg.port, Processor(service, config.TOPOLOGY[service].thrift,
+            server = ThriftServer(cfg.host, cfg.port, Processor(service, thrift,
                                                                 HANDLERS[service](ctx)), cfg.workers)
         except OSError as exc:
             logs.error("listen_failed", port=cfg.port, error=str(exc))

@@ -44,6 +44,19 @@ class Context:
     cache: Memcached | None = None
     peers: dict[str, Client] = attrs.Factory(dict)
 
+    # the stores of a service that has them (only such a service has handlers that use them)
+    @property
+    def documents(self) -> DocumentStore:
+        if self.db is None:
+            raise RuntimeError(f"{self.cfg.service} has no document store")
+        return self.db
+
+    @property
+    def redis_store(self) -> Redis:
+        if self.redis is None:
+            raise RuntimeError(f"{self.cfg.service} has no Redis")
+        return self.redis
+
 
 def parallel(*calls: Callable[[], Any]) -> list[Any]:
     """Run the calls concurrently in the current trace context; re-raise the first failure."""
@@ -51,7 +64,7 @@ def parallel(*calls: Callable[[], Any]) -> list[Any]:
     return [f.result() for f in futures]
 
 
-def db_call(fn: Callable[[], Any]) -> Any:
+def db_call(fn: Callable[..., Any]) -> Any:  # called with no arguments (a lambda may bind its values as defaults)
     try:
         return fn()
     except StoreError as exc:
@@ -120,7 +133,7 @@ class UserMentionHandler(Handler):
         for name in usernames or []:
             user = self.ctx.cache.get(cache_key(f"{name}:user")) if self.ctx.cache else None
             if user is None:
-                user = db_call(lambda n=name: self.ctx.db.find("users", n))
+                user = db_call(lambda n=name: self.ctx.documents.find("users", n))
                 if user is not None and self.ctx.cache:
                     self.ctx.cache.set(cache_key(f"{name}:user"), user)
             if user is not None:  # an unknown @name is plain text, as in the original
@@ -133,7 +146,7 @@ class UrlShortenHandler(Handler):
         out = []
         for url in urls or []:
             short = SHORT_URL_PREFIX + "".join(random.choices(string.ascii_letters + string.digits, k=10))
-            db_call(lambda s=short, u=url: self.ctx.db.insert("urls", s, {"shortened_url": s, "expanded_url": u}))
+            db_call(lambda s=short, u=url: self.ctx.documents.insert("urls", s, {"shortened_url": s, "expanded_url": u}))
             if self.ctx.cache:
                 self.ctx.cache.set(cache_key(short), url)
             out.append(idl.Url(shortened_url=short, expanded_url=url))
@@ -144,7 +157,7 @@ class UrlShortenHandler(Handler):
         for short in shortened_urls or []:
             url = self.ctx.cache.get(cache_key(short)) if self.ctx.cache else None
             if url is None:
-                doc = db_call(lambda s=short: self.ctx.db.find("urls", s))
+                doc = db_call(lambda s=short: self.ctx.documents.find("urls", s))
                 if doc is None:
                     raise service_error(idl.SE_NOT_FOUND, f"shortened url {short} not found")
                 url = doc["expanded_url"]
@@ -164,17 +177,17 @@ class UserHandler(Handler):
     def _user(self, username: str) -> dict[str, Any] | None:
         user = self.ctx.cache.get(cache_key(f"{username}:user")) if self.ctx.cache else None
         if user is None:
-            user = db_call(lambda: self.ctx.db.find("users", username))
+            user = db_call(lambda: self.ctx.documents.find("users", username))
             if user is not None and self.ctx.cache:
                 self.ctx.cache.set(cache_key(f"{username}:user"), user)
         return user
 
     def RegisterUserWithId(self, req_id: int, first_name: str, last_name: str, username: str, password: str,  # noqa: N802
                            user_id: int, carrier: Any) -> None:
-        if db_call(lambda: self.ctx.db.find("users", username)) is not None:
+        if db_call(lambda: self.ctx.documents.find("users", username)) is not None:
             raise service_error(idl.SE_THRIFT_HANDLER_ERROR, f"User {username} already existed")
         salt = "".join(random.choices(string.ascii_letters, k=16))
-        db_call(lambda: self.ctx.db.insert("users", username, {
+        db_call(lambda: self.ctx.documents.insert("users", username, {
             "user_id": user_id, "first_name": first_name, "last_name": last_name, "username": username,
             "salt": salt, "password": seed.hash_password(password, salt)}))
         peer_call(lambda: self.peer("social-graph-service").InsertUser(req_id, user_id))
@@ -204,13 +217,13 @@ class UserHandler(Handler):
 class SocialGraphHandler(Handler):
     def _edges(self, user_id: int, kind: str) -> list[int]:
         key = f"{user_id}:{kind}"
-        cached = db_call(lambda: self.ctx.redis.run("zrange", key, 0, -1))
+        cached = db_call(lambda: self.ctx.redis_store.run("zrange", key, 0, -1))
         if cached:
             return [int(x) for x in cached]
-        doc = db_call(lambda: self.ctx.db.find("social_graph", user_id)) or {}
+        doc = db_call(lambda: self.ctx.documents.find("social_graph", user_id)) or {}
         edges = {int(e["user_id"]): int(e.get("timestamp", 0)) for e in doc.get(kind, [])}
         if edges:
-            db_call(lambda: self.ctx.redis.run("zadd", key, {str(k): v for k, v in edges.items()}))
+            db_call(lambda: self.ctx.redis_store.run("zadd", key, {str(k): v for k, v in edges.items()}))
         return sorted(edges)
 
     def GetFollowers(self, req_id: int, user_id: int, carrier: Any) -> list[int]:  # noqa: N802
@@ -222,13 +235,13 @@ class SocialGraphHandler(Handler):
     def _change(self, user_id: int, followee_id: int, follow: bool) -> None:
         now = int(time.time() * 1000)
         for owner, kind, other in ((user_id, "followees", followee_id), (followee_id, "followers", user_id)):
-            doc = db_call(lambda o=owner: self.ctx.db.find("social_graph", o)) or {"user_id": owner}
+            doc = db_call(lambda o=owner: self.ctx.documents.find("social_graph", o)) or {"user_id": owner}
             edges = [e for e in doc.get(kind, []) if int(e["user_id"]) != other]
             if follow:
                 edges.append({"user_id": other, "timestamp": now})
             doc[kind] = edges
-            db_call(lambda o=owner, d=doc: self.ctx.db.insert("social_graph", o, d))
-            db_call(lambda o=owner, k=kind: self.ctx.redis.run("delete", f"{o}:{k}"))
+            db_call(lambda o=owner, d=doc: self.ctx.documents.insert("social_graph", o, d))
+            db_call(lambda o=owner, k=kind: self.ctx.redis_store.run("delete", f"{o}:{k}"))
 
     def Follow(self, req_id: int, user_id: int, followee_id: int, carrier: Any) -> None:  # noqa: N802
         self._change(user_id, followee_id, True)
@@ -237,8 +250,8 @@ class SocialGraphHandler(Handler):
         self._change(user_id, followee_id, False)
 
     def InsertUser(self, req_id: int, user_id: int, carrier: Any) -> None:  # noqa: N802
-        if db_call(lambda: self.ctx.db.find("social_graph", user_id)) is None:
-            db_call(lambda: self.ctx.db.insert("social_graph", user_id,
+        if db_call(lambda: self.ctx.documents.find("social_graph", user_id)) is None:
+            db_call(lambda: self.ctx.documents.insert("social_graph", user_id,
                                                {"user_id": user_id, "followers": [], "followees": []}))
 
 
@@ -256,7 +269,7 @@ def post_from_doc(doc: dict[str, Any]) -> Any:
 class PostStorageHandler(Handler):
     def StorePost(self, req_id: int, post: Any, carrier: Any) -> None:  # noqa: N802
         doc = idl.to_dict(post)
-        db_call(lambda: self.ctx.db.insert("posts", int(post.post_id), doc))
+        db_call(lambda: self.ctx.documents.insert("posts", int(post.post_id), doc))
 
     def ReadPost(self, req_id: int, post_id: int, carrier: Any) -> Any:  # noqa: N802
         posts = self.ReadPosts(req_id, [post_id], carrier)
@@ -272,7 +285,7 @@ class PostStorageHandler(Handler):
                 found[pid] = doc
         missing = [pid for pid in post_ids or [] if pid not in found]
         if missing:
-            docs = db_call(lambda: self.ctx.db.find_many("posts", missing))
+            docs = db_call(lambda: self.ctx.documents.find_many("posts", missing))
             for pid, doc in docs.items():
                 found[int(pid)] = doc
                 if self.ctx.cache:
@@ -295,25 +308,25 @@ class UserTimelineHandler(Handler):
     """
 
     def _fill(self, user_id: int) -> dict[str, int]:
-        doc = db_call(lambda: self.ctx.db.find("user_timeline", user_id)) or {}
+        doc = db_call(lambda: self.ctx.documents.find("user_timeline", user_id)) or {}
         entries = {str(p["post_id"]): int(p["timestamp"]) for p in doc.get("posts", [])}
         if entries:
             # a union: a concurrent write's post, added meanwhile, stays
-            db_call(lambda: self.ctx.redis.run("zadd", str(user_id), entries))
+            db_call(lambda: self.ctx.redis_store.run("zadd", str(user_id), entries))
         return entries
 
     def WriteUserTimeline(self, req_id: int, post_id: int, user_id: int, timestamp: int,  # noqa: N802
                           carrier: Any) -> None:
-        db_call(lambda: self.ctx.db.push("user_timeline", user_id, "posts",
+        db_call(lambda: self.ctx.documents.push("user_timeline", user_id, "posts",
                                          {"post_id": post_id, "timestamp": timestamp}))
-        added = db_call(lambda: self.ctx.redis.run("eval", ZADD_IF_CACHED, 1, str(user_id), timestamp, str(post_id)))
+        added = db_call(lambda: self.ctx.redis_store.run("eval", ZADD_IF_CACHED, 1, str(user_id), timestamp, str(post_id)))
         if added == -1:
             self._fill(user_id)
 
     def ReadUserTimeline(self, req_id: int, user_id: int, start: int, stop: int, carrier: Any) -> list[Any]:  # noqa: N802
         if stop <= start or start < 0:
             return []
-        ids = db_call(lambda: self.ctx.redis.run("zrevrange", str(user_id), start, stop - 1))
+        ids = db_call(lambda: self.ctx.redis_store.run("zrevrange", str(user_id), start, stop - 1))
         if not ids:
             entries = self._fill(user_id)
             ids = [p for p, _ in sorted(entries.items(), key=lambda kv: -kv[1])][start:stop]
@@ -330,12 +343,12 @@ class HomeTimelineHandler(Handler):
         targets = set(followers) | set(user_mentions_id or [])
         if not targets:
             return
-        db_call(lambda: self.ctx.redis.run("zadd_many", {str(t): {str(post_id): timestamp} for t in targets}))
+        db_call(lambda: self.ctx.redis_store.run("zadd_many", {str(t): {str(post_id): timestamp} for t in targets}))
 
     def ReadHomeTimeline(self, req_id: int, user_id: int, start: int, stop: int, carrier: Any) -> list[Any]:  # noqa: N802
         if stop <= start or start < 0:
             return []
-        ids = [int(x) for x in db_call(lambda: self.ctx.redis.run("zrevrange", str(user_id), start, stop - 1))]
+        ids = [int(x) for x in db_call(lambda: self.ctx.redis_store.run("zrevrange", str(user_id), start, stop - 1))]
         if not ids:
             return []
         return peer_call(lambda: self.peer("post-storage-service").ReadPosts(req_id, ids))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_appkit import appspec as kit
 
@@ -21,6 +21,9 @@ from .topology import (
 )
 from .topology import NAMESPACE as NAMESPACE  # read by sregym_appkit.appspec.app_record
 
+if TYPE_CHECKING:
+    from sregym_core.types import AppSpec, ComponentSpec, LocalImage
+
 NAME = "train-ticket"
 
 #: What the agent is told about the app (``/get_app`` ``descriptions``): what it is and does, in
@@ -37,7 +40,7 @@ def _knobs(service: str) -> tuple[str, ...]:
         ("ingress", service == GATEWAY))  # users arrive through the Ingress of the same name
 
 
-def components() -> tuple[Any, ...]:
+def components() -> tuple[ComponentSpec, ...]:
     from sregym_core.types import ComponentSpec
 
     out = []
@@ -57,7 +60,7 @@ def components() -> tuple[Any, ...]:
     return tuple(out)
 
 
-def local_images() -> tuple[Any, ...]:
+def local_images() -> tuple[LocalImage, ...]:
     return kit.service_images(IMAGE_REPO, __package__, GATEWAY, "TrainTicket services (argv[1] chooses the service)")
 
 
@@ -68,7 +71,7 @@ def deploy(ctx: Any) -> None:
                         hints=(f"the datastore image {MARIADB_IMAGE} needs Debian's mariadb-server on the node",))
 
 
-def app_spec() -> Any:
+def app_spec() -> AppSpec:
     return kit.app_record(
         __name__, params=DEFAULT_PARAMS, deploy=deploy, deploy_timeout=240.0,
         summary="TrainTicket: 25 ts-* services on the booking path, MariaDB schemas per service, flagd flags",

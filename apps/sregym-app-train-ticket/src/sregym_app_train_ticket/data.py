@@ -177,7 +177,7 @@ TABLES["ts_travel2"] = [_TRIP_TABLE]
 
 def seed_rows() -> dict[str, list[str]]:
     accounts = range(1, ACCOUNTS + 1)
-    trips = {"ts_travel": [], "ts_travel2": []}
+    trips: dict[str, list[tuple[object, ...]]] = {"ts_travel": [], "ts_travel2": []}
     for trip, (train, route, dep, arr) in TRIPS.items():
         stations = ROUTES[route][0]
         trips["ts_travel" if trip.startswith(("G", "D")) else "ts_travel2"].append(

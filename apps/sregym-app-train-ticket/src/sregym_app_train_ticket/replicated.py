@@ -65,7 +65,7 @@ class Dispatcher:
 
 
 # ------------------------------------------------------------------------------------------ F2
-def in_arrival_order(calls: Iterable[Callable[[], Any]]) -> list[Any]:
+def in_arrival_order(calls: Iterable[Callable[..., Any]]) -> list[Any]:  # each called with no arguments
     """The results of ``calls`` run in parallel, in the order they finish (not the order asked)."""
     calls = [carry_context(c) for c in calls]
     if not calls:
@@ -101,7 +101,7 @@ class StarvedPool:
         self.workers, self.wait_s, self.stale_s = workers, wait_s, stale_s
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="async-task")
 
-    def start(self, task: Callable[[], Any]) -> concurrent.futures.Future:
+    def start(self, task: Callable[..., Any]) -> concurrent.futures.Future:  # called with no arguments
         queued, task = time.monotonic(), carry_context(task)
 
         def run() -> Any:

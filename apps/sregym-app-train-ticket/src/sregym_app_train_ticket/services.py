@@ -37,6 +37,13 @@ class Ctx:
         self.service, self.peers, self.db = service, peers, db
         self.flags = flags_of(service)
 
+    @property
+    def database(self) -> Database:
+        """The service's own database (only a service that owns one has handlers that query it)."""
+        if self.db is None:
+            raise RuntimeError(f"{self.service} owns no database")
+        return self.db
+
     def call(self, peer: str, method: str, path: str, body: Any = None) -> Any:
         answer = self.peers[peer].call(method, path, body)
         if isinstance(answer, dict) and answer.get("status") == 0:
@@ -143,7 +150,7 @@ def build_auth(ctx: Ctx) -> Routes:
                             {"id": arg(request, "verificationCodeId"), "code": arg(request, "verificationCode")})
         if not verified:
             return refuse("Verification failed.")
-        rows = ctx.db.run("SELECT user_id, password FROM auth_user WHERE username=%s", (name,))
+        rows = ctx.database.run("SELECT user_id, password FROM auth_user WHERE username=%s", (name,))
         if not rows or rows[0]["password"] != password:
             return refuse("Incorrect username or password.")
         token = tokens.issue(rows[0]["user_id"], name, tokens.secret())
@@ -155,7 +162,7 @@ def build_auth(ctx: Ctx) -> Routes:
 def build_user(ctx: Ctx) -> Routes:
     def by_id(request: Request) -> Any:
         ctx.decoys()
-        rows = ctx.db.run("SELECT user_id, user_name, email, document_type, document_num, vip_key FROM user "
+        rows = ctx.database.run("SELECT user_id, user_name, email, document_type, document_num, vip_key FROM user "
                           "WHERE user_id=%s", (arg(request, "id"),))
         if not rows:
             return refuse("No User")
@@ -172,7 +179,7 @@ def build_contacts(ctx: Ctx) -> Routes:
         # column name that does not exist in this schema; MariaDB answers 1054 Unknown column.
         column = "document_num" if ctx.flag("tt-feat-22") else "document_number"
         ctx.decoys()
-        rows = ctx.db.run(f"SELECT id, account_id, name, document_type, {column} AS document_number, phone_number "
+        rows = ctx.database.run(f"SELECT id, account_id, name, document_type, {column} AS document_number, phone_number "
                           f"FROM contacts WHERE {where}", args)
         return [{"id": r["id"], "accountId": r["account_id"], "name": r["name"], "documentType": r["document_type"],
                  "documentNumber": r["document_number"], "phoneNumber": r["phone_number"]} for r in rows]
@@ -193,18 +200,18 @@ def build_station(ctx: Ctx) -> Routes:
     def all_stations(_request: Request) -> Any:
         ctx.decoys()
         return ok([{"id": r["id"], "name": r["name"], "stayTime": r["stay_time"]}
-                   for r in ctx.db.run("SELECT id, name, stay_time FROM station ORDER BY id")])
+                   for r in ctx.database.run("SELECT id, name, stay_time FROM station ORDER BY id")])
 
     def id_of(request: Request) -> Any:
         ctx.decoys()
-        rows = ctx.db.run("SELECT id FROM station WHERE name=%s OR id=%s", (arg(request, "name"),) * 2)
+        rows = ctx.database.run("SELECT id FROM station WHERE name=%s OR id=%s", (arg(request, "name"),) * 2)
         return ok(rows[0]["id"]) if rows else refuse("Station not exist")
 
     def names(request: Request) -> Any:
         ids = list(arg(request, "ids"))
         if not ids:
             return ok({})
-        rows = ctx.db.run(f"SELECT id, name FROM station WHERE id IN ({','.join(['%s'] * len(ids))})", ids)
+        rows = ctx.database.run(f"SELECT id, name FROM station WHERE id IN ({','.join(['%s'] * len(ids))})", ids)
         return ok({r["id"]: r["name"] for r in rows})
 
     return [("GET", "/api/v1/stationservice/stations", all_stations),
@@ -215,7 +222,7 @@ def build_station(ctx: Ctx) -> Routes:
 def build_train(ctx: Ctx) -> Routes:
     def by_name(request: Request) -> Any:
         ctx.decoys()
-        rows = ctx.db.run("SELECT name, economy_class, confort_class, average_speed FROM train_type WHERE name=%s",
+        rows = ctx.database.run("SELECT name, economy_class, confort_class, average_speed FROM train_type WHERE name=%s",
                           (arg(request, "name"),))
         if not rows:
             return refuse("no such train type")
@@ -228,7 +235,7 @@ def build_train(ctx: Ctx) -> Routes:
 
 def build_config(ctx: Ctx) -> Routes:
     def get(request: Request) -> Any:
-        rows = ctx.db.run("SELECT name, value FROM config WHERE name=%s", (arg(request, "name"),))
+        rows = ctx.database.run("SELECT name, value FROM config WHERE name=%s", (arg(request, "name"),))
         return ok({"name": rows[0]["name"], "value": rows[0]["value"]}) if rows else refuse("No content")
 
     return [("GET", r"/api/v1/configservice/configs/(?P<name>[^/]+)", get)]
@@ -243,14 +250,14 @@ def route_of(row: dict[str, Any]) -> dict[str, Any]:
 def build_route(ctx: Ctx) -> Routes:
     def by_id(request: Request) -> Any:
         ctx.decoys()
-        rows = ctx.db.run("SELECT * FROM route WHERE id=%s", (arg(request, "id"),))
+        rows = ctx.database.run("SELECT * FROM route WHERE id=%s", (arg(request, "id"),))
         return ok(route_of(rows[0])) if rows else refuse("No content with the routeId")
 
     def by_ids(request: Request) -> Any:
         # an empty list is not special-cased: MariaDB rejects "IN ()" (1064). No healthy caller sends
         # one; tt-feat-6's route prefetch in ts-travel2-service does.
         ids = list(arg(request, "ids"))
-        rows = ctx.db.run(f"SELECT * FROM route WHERE id IN ({','.join(['%s'] * len(ids))})", ids)
+        rows = ctx.database.run(f"SELECT * FROM route WHERE id IN ({','.join(['%s'] * len(ids))})", ids)
         return ok([route_of(r) for r in rows])
 
     return [("GET", r"/api/v1/routeservice/routes/(?P<id>[^/]+)", by_id),
@@ -260,7 +267,7 @@ def build_route(ctx: Ctx) -> Routes:
 def build_price(ctx: Ctx) -> Routes:
     def get(request: Request) -> Any:
         ctx.decoys()
-        rows = ctx.db.run("SELECT basic_price_rate, first_class_price_rate FROM price_config "
+        rows = ctx.database.run("SELECT basic_price_rate, first_class_price_rate FROM price_config "
                           "WHERE route_id=%s AND train_type=%s", (arg(request, "routeId"), arg(request, "trainType")))
         if not rows:
             return refuse("No price config")
@@ -325,7 +332,7 @@ def build_order(ctx: Ctx, prefix: str) -> Routes:
         else:
             sql = ("SELECT seat_number, seat_class, from_station, to_station FROM orders "
                    "WHERE train_number=%s AND travel_date=%s AND status IN (0, 1, 2)")
-        rows = ctx.db.run(sql, args)
+        rows = ctx.database.run(sql, args)
         return ok([{"seatNo": r["seat_number"], "seatClass": r["seat_class"], "startStation": r["from_station"],
                     "destStation": r["to_station"]} for r in rows])
 
@@ -335,7 +342,7 @@ def build_order(ctx: Ctx, prefix: str) -> Routes:
         if o.get("accountType") == "VIP" and not o.get("vipKey"):
             return refuse("VIP order without the member's VIP key")
         order_id = str(uuid.uuid4())
-        ctx.db.run("INSERT INTO orders (id, bought_date, travel_date, account_id, contacts_name, document_type, "
+        ctx.database.run("INSERT INTO orders (id, bought_date, travel_date, account_id, contacts_name, document_type, "
                    "contacts_document_number, train_number, coach_number, seat_class, seat_number, from_station, "
                    "to_station, status, price) VALUES (%s, NOW(), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s)",
                    (order_id, o["travelDate"], o["accountId"], o["contactsName"], o["documentType"],
@@ -344,22 +351,22 @@ def build_order(ctx: Ctx, prefix: str) -> Routes:
         return ok({**o, "id": order_id, "status": 0}, "Add new Order Success")
 
     def get(request: Request) -> Any:
-        rows = ctx.db.run("SELECT * FROM orders WHERE id=%s", (arg(request, "id"),))
+        rows = ctx.database.run("SELECT * FROM orders WHERE id=%s", (arg(request, "id"),))
         return ok(row(rows[0])) if rows else refuse("Order Not Found")
 
     def set_status(request: Request) -> Any:
         if locking():
             # F12 (tt-feat-12): no status change on an order between locked stations
-            found = ctx.db.run("SELECT from_station, to_station FROM orders WHERE id=%s", (arg(request, "id"),))
+            found = ctx.database.run("SELECT from_station, to_station FROM orders WHERE id=%s", (arg(request, "id"),))
             if found and locks.locked(found[0]["from_station"], found[0]["to_station"]):
                 return refuse(f"Order between locked stations {found[0]['from_station']} and "
                               f"{found[0]['to_station']}: status change rejected")
-        ctx.db.run("UPDATE orders SET status=%s WHERE id=%s", (int(arg(request, "status")), arg(request, "id")))
+        ctx.database.run("UPDATE orders SET status=%s WHERE id=%s", (int(arg(request, "status")), arg(request, "id")))
         return get(request)
 
     def refresh(request: Request) -> Any:
         ctx.decoys()
-        rows = ctx.db.run("SELECT * FROM orders WHERE account_id=%s ORDER BY bought_date DESC LIMIT 20",
+        rows = ctx.database.run("SELECT * FROM orders WHERE account_id=%s ORDER BY bought_date DESC LIMIT 20",
                           (arg(request, "loginId"),))
         if locking():
             # F12 (tt-feat-12): the stations of the listed orders are locked while the list is read, so
@@ -374,7 +381,7 @@ def build_order(ctx: Ctx, prefix: str) -> Routes:
 
     def security(request: Request) -> Any:
         account, since = arg(request, "accountId"), arg(request, "checkDate")
-        rows = ctx.db.run("SELECT SUM(bought_date >= %s) AS recent, SUM(status IN (0, 1)) AS unused "
+        rows = ctx.database.run("SELECT SUM(bought_date >= %s) AS recent, SUM(status IN (0, 1)) AS unused "
                           "FROM orders WHERE account_id=%s", (since, account))
         return ok({"orderNumInLastOneHour": int(rows[0]["recent"] or 0), "orderNumOfValidOrder": int(rows[0]["unused"] or 0)})
 
@@ -484,7 +491,7 @@ def build_travel(ctx: Ctx, prefix: str) -> Routes:
     def left(request: Request) -> Any:
         ctx.decoys()
         start, end, date = arg(request, "startPlace"), arg(request, "endPlace"), arg(request, "departureTime")
-        rows = ctx.db.run("SELECT * FROM trip ORDER BY id")
+        rows = ctx.database.run("SELECT * FROM trip ORDER BY id")
         if flag("tt-feat-6"):
             prefetch_routes(rows, time.monotonic() + ROUTE_PREFETCH_S)
         # the routes first: only trips whose route runs from start to end are priced and seated
@@ -502,7 +509,7 @@ def build_travel(ctx: Ctx, prefix: str) -> Routes:
         return ok([found for found in details(trips, start, end, date) if found])
 
     def one(request: Request) -> Any:
-        rows = ctx.db.run("SELECT * FROM trip WHERE id=%s", (arg(request, "tripId"),))
+        rows = ctx.database.run("SELECT * FROM trip WHERE id=%s", (arg(request, "tripId"),))
         if not rows:
             return refuse("Trip not found")
         found = details([trip_row(rows[0])], arg(request, "from"), arg(request, "to"), arg(request, "travelDate"))[0]
@@ -516,7 +523,7 @@ def build_security(ctx: Ctx) -> Routes:
     def check(request: Request) -> Any:
         ctx.decoys()
         account = arg(request, "accountId")
-        limits = {r["name"]: int(r["value"]) for r in ctx.db.run("SELECT name, value FROM security_config")}
+        limits = {r["name"]: int(r["value"]) for r in ctx.database.run("SELECT name, value FROM security_config")}
         since = (dt.datetime.now() - dt.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")
         recent = unused = 0
         for service, prefix in (("ts-order-service", "/api/v1/orderservice/order"),
@@ -537,12 +544,12 @@ def build_simple_insert(ctx: Ctx, prefix: str, table: str, columns: tuple[str, .
     def create(request: Request) -> Any:
         ctx.decoys()
         values = {"id": str(uuid.uuid4()), **{c: request["body"][c] for c in columns}}
-        ctx.db.run(f"INSERT INTO {table} ({', '.join(values)}) VALUES ({', '.join(['%s'] * len(values))})",
+        ctx.database.run(f"INSERT INTO {table} ({', '.join(values)}) VALUES ({', '.join(['%s'] * len(values))})",
                    list(values.values()))
         return ok(values)
 
     def by_order(request: Request) -> Any:
-        return ok(ctx.db.run(f"SELECT * FROM {table} WHERE order_id=%s", (arg(request, "orderId"),)))
+        return ok(ctx.database.run(f"SELECT * FROM {table} WHERE order_id=%s", (arg(request, "orderId"),)))
 
     return [("POST", prefix, create), ("GET", f"{prefix}/order/(?P<orderId>[^/]+)", by_order)]
 
@@ -641,7 +648,7 @@ def build_payment(ctx: Ctx) -> Routes:
             # F7: the gateway settles each charge with the bank before answering; settlement takes
             # longer than its callers wait, so every payment times out upstream (and completes here)
             time.sleep(BANK_SETTLEMENT_S)
-        ctx.db.run("INSERT INTO payment (id, order_id, user_id, price, paid_at) VALUES (%s, %s, %s, %s, NOW())",
+        ctx.database.run("INSERT INTO payment (id, order_id, user_id, price, paid_at) VALUES (%s, %s, %s, %s, NOW())",
                    (str(uuid.uuid4()), body["orderId"], body["userId"], float(body["price"])))
         return ok(True, "Pay Success")
 
@@ -655,8 +662,8 @@ def build_inside_payment(ctx: Ctx) -> Routes:
     def charge(order_id: str, trip: str, user: str, price: float) -> None:
         ctx.call("ts-payment-service", "POST", "/api/v1/paymentservice/payment",
                  {"orderId": order_id, "userId": user, "price": price})
-        ctx.db.run("UPDATE money SET money = money - %s WHERE user_id=%s", (price, user))
-        ctx.db.run("INSERT INTO inside_payment (id, order_id, user_id, price, type) VALUES (%s, %s, %s, %s, 'P')",
+        ctx.database.run("UPDATE money SET money = money - %s WHERE user_id=%s", (price, user))
+        ctx.database.run("INSERT INTO inside_payment (id, order_id, user_id, price, type) VALUES (%s, %s, %s, %s, 'P')",
                    (str(uuid.uuid4()), order_id, user, price))
         ctx.call(order_service(trip), "GET", f"{order_prefix(trip)}/status/{order_id}/{data.PAID}")
 
@@ -667,7 +674,7 @@ def build_inside_payment(ctx: Ctx) -> Routes:
         if order["status"] != data.NOT_PAID:
             return refuse("Error. Order status Not allowed to Pay.")
         price = float(order["price"])
-        balance = ctx.db.run("SELECT money FROM money WHERE user_id=%s", (user,))
+        balance = ctx.database.run("SELECT money FROM money WHERE user_id=%s", (user,))
         if not balance or balance[0]["money"] < price:
             return refuse("Insufficient Balance")
         if ctx.flag("tt-feat-13"):
@@ -693,8 +700,8 @@ def build_inside_payment(ctx: Ctx) -> Routes:
         deferred = ctx.flag("tt-feat-11")
         if order_id and trip and not deferred:
             mark_cancelling(order_id, trip, recheck=False)
-        ctx.db.run("UPDATE money SET money = money + %s WHERE user_id=%s", (money, user))
-        ctx.db.run("INSERT INTO inside_payment (id, order_id, user_id, price, type) VALUES (%s, %s, %s, %s, 'D')",
+        ctx.database.run("UPDATE money SET money = money + %s WHERE user_id=%s", (money, user))
+        ctx.database.run("INSERT INTO inside_payment (id, order_id, user_id, price, type) VALUES (%s, %s, %s, %s, 'D')",
                    (str(uuid.uuid4()), order_id, user, money))
         if order_id and trip and deferred:
             # F11: the status is written after answering, so it lands after the canceller's own write;

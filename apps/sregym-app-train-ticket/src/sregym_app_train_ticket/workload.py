@@ -158,7 +158,7 @@ def route_opener(route: Any) -> tuple[str, urllib.request.OpenerDirector]:
 
     class Pinned(http.client.HTTPSConnection):
         def connect(self) -> None:  # the public name resolves to the load balancer, as DNS would say
-            self.sock = self._context.wrap_socket(socket.create_connection(pin, self.timeout),
+            self.sock = context.wrap_socket(socket.create_connection(pin, self.timeout),  # the context it was made with
                                                   server_hostname=self.host)
 
     class Handler(urllib.request.HTTPSHandler):
@@ -354,8 +354,8 @@ class Generator:
             return status, "orders: another account's orders"
         shown = {o["id"]: o["status"] for o in body["data"]}
         with self.lock:  # an order this generator started to change meanwhile proves nothing
-            expect = {o: entry[1] for o, entry in expect.items() if self.recent.get(o) == entry}
-        for order, wanted in expect.items():
+            wanted_status = {o: entry[1] for o, entry in expect.items() if self.recent.get(o) == entry}
+        for order, wanted in wanted_status.items():
             if order in shown and shown[order] != wanted:
                 return status, "orders: a cancelled order is not cancelled" if wanted == data.CANCELLED else \
                     "orders: a paid order is not paid"

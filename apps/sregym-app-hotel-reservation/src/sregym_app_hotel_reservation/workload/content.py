@@ -118,7 +118,7 @@ def _feature_problem(feature: Any) -> str | None:
     props = feature.get("properties") or {}
     if props.get("name") != hotel["name"] or props.get("phone_number") != hotel["phone"]:
         return "hotel name or phone differs from the data"
-    coords = (feature.get("geometry") or {}).get("coordinates")
+    coords = (feature.get("geometry") or {}).get("coordinates") or []  # none: IndexError below
     try:
         lon, lat = float(coords[0]), float(coords[1])
     except (TypeError, ValueError, IndexError, KeyError):

@@ -109,7 +109,7 @@ class Ledger:
             for reader in set(seed.followers()[post["user_id"]]) | {post["mention"]}:
                 self.home_latest[reader] = entry
 
-    def unconfirmed_since(self, kind: str, user_id: int, since: float, shown: Iterable[str] = ()) -> int:
+    def unconfirmed_since(self, kind: str, user_id: int, since: float, shown: Iterable[str | None] = ()) -> int:
         """How many composes for a timeline that did not answer success ended after ``since`` (or have not
         ended), their posts not among ``shown``: each may have put on it a post newer than one sent at
         ``since`` that a read does not show."""
