@@ -38,6 +38,9 @@ _TOP_YAML = re.compile(
     r"Service Account|Status|IP|IPs|Controlled By|QoS Class|Tolerations|Node-Selectors|Endpoints|Port|TargetPort)\s*:",
 )
 _STATS = re.compile(r"^\s*STAT \w+ \S+\s*$")
+# a status update's labelled line ("Status: geo, rate and profile all down after the rollout", "Finding: ..."): a
+# describe field's name opening a sentence of prose, not the field's value (a value has few plain words)
+_PLAIN_WORD = re.compile(r"(?<!\S)[a-z][a-z'’-]*[a-z][,.;]?(?!\S)")
 # kubectl output squeezed to single spaces: "NAME READY STATUS", "geo-1 0/1 ImagePullBackOff 3 2m"
 _TABLE_ROW = re.compile(r"^\s*(?:NAME\s+(?:READY|TYPE|STATUS|AGE|DATA|ENDPOINTS|POD-SELECTOR)\b|\S+\s+\d+/\d+\s+[A-Z][A-Za-z:]+)")
 _LOG_LEVEL = re.compile(r"^\s*(?:\S+\s+){0,2}(?:ERROR|WARN|WARNING|INFO|DEBUG|FATAL|PANIC|CRITICAL)\b[: ]")
@@ -58,7 +61,7 @@ def is_pasted_line(line: str) -> bool:
         or _SHELL.match(stripped)
         or _JSON.match(stripped)
         or _YAML_KEY.match(stripped)
-        or _TOP_YAML.match(stripped)
+        or (_TOP_YAML.match(stripped) and len(_PLAIN_WORD.findall(stripped.split(":", 1)[1])) < 4)
         or _STATS.match(stripped)
         or _TABLE_ROW.match(stripped)
         or _LOG_LEVEL.match(stripped)
@@ -282,6 +285,29 @@ _HEDGED_HEADING = re.compile(r"\b(?:hypothes\w+|theor(?:y|ies)|suspects?|ideas?|
                              r"open questions?|unknowns?|options|leads|to investigate|next steps to check)\b")
 
 
+# what is to be done, not what is wrong (issue #35, seventh round: status updates list steps, a finding and the next
+# action): a line or part labelled as an action ("Next:", "Next action:", "Fix:", "Remediation:"), a section headed so
+# ("## Fix", "## Next steps"), and a sentence in the imperative ("Set runAsUser back to 999.", "Roll back the image")
+_ACTION_LABEL = re.compile(r"^\W*(?:next(?:\s+(?:actions?|steps?))?|(?:proposed|suggested|recommended|immediate)?\s*(?:fix(?:es)?|"
+                           r"actions?|remediation|mitigation|workaround)|plan|todo|to do|follow[- ]?ups?|"
+                           r"action items?)\s*(?:\([^)]*\))?\s*:", re.I)
+_ACTION_HEADING = re.compile(r"^\W*(?:next\s+(?:actions?|steps?)|(?:proposed|suggested|recommended|immediate)?\s*(?:fix(?:es)?|"
+                             r"actions?|remediation|mitigation|workaround)|plan|follow[- ]?ups?|action items?)\W*$",
+                             re.I)
+# what was done to find out, not what was found: "Steps: get pods, describe.", "Tool calls: logs -c config-sync (403)"
+_STEPS_LABEL = re.compile(r"^\W*(?:steps?(?:\s+taken)?|tool\s+calls?|tools?\s+used|commands?(?:\s+run)?|what\s+(?:i|we)\s+(?:did|checked|ran)|"
+                          r"actions?\s+taken|investigation\s+steps?|checks?\s+(?:done|run|made))\s*(?:\([^)]*\))?\s*:", re.I)
+# what is seen, not why: "Status: checkout down", "Impact: bookings fail", "Symptoms: ..." (a status update's first line)
+_SYMPTOM_LABEL = re.compile(r"^\W*(?:status|impact|symptoms?|observed|observations?|customer impact|user impact|alert)\s*:", re.I)
+_IMPERATIVE = re.compile(
+    # a fix said as an order: verbs that only order a repair, never open a sentence about what is wrong ("Update:",
+    # "Change:", "Drop in traffic ..." are not orders); "set/put/move/turn ... back" and "roll back" are repairs
+    r"^\W*(?:please\s+)?(?:(?:revert|roll\s*back|rollback|restore|undo|reissue|recreate|re-?add|re-?apply|redeploy|rebuild|"
+    r"uncordon|re-?enable|disable|raise|lower|increase|decrease|bump|patch|flip|grant|trim|restart|renew|relabel|unset|"
+    r"rename|remove|delete|purge|acknowledge)\s+(?!(?:is|was|were|are|has|had|of|in|on|at|for)\b)[\w`'\"<]"
+    r"|(?:set|put|move|turn|switch|change|scale)\s+(?:\S+\s+){0,5}?(?:back|again)\b)", re.I)
+
+
 @attrs.frozen
 class Sentence:
     raw: str
@@ -289,6 +315,23 @@ class Sentence:
     hedged: bool
     index: int
     listed: int = -1  # the list (items under one header line) this sentence is an item of, else -1
+    # an action to take ("Fix: GRANT ALL ... back to rate's role", "Next: remove the 'resource-defaults' webhook"): it
+    # asserts no mechanism, but what it names (the object to repair, the value it restores) is what the writer means
+    action: bool = False
+
+
+_KEY_END = re.compile(r"(?<![\w.])[a-z]+(?:[A-Z][a-z0-9]*)+:$")
+
+
+def _join_key_values(pieces: list[str]) -> list[str]:
+    """A piece that ends with a setting's key ("... have failurePolicy:") continues with its value."""
+    out: list[str] = []
+    for piece in pieces:
+        if out and _KEY_END.search(out[-1].rstrip()):
+            out[-1] = f"{out[-1].rstrip()} {piece}"
+        else:
+            out.append(piece)
+    return out
 
 
 def sentences(prose: str) -> list[Sentence]:
@@ -304,6 +347,7 @@ def sentences(prose: str) -> list[Sentence]:
     prose = re.sub(r"(?<![.!?:;])[ \t]*\n[ \t]*(?=[a-z(])", " ", prose)
     header, header_hedged, header_rules_out, lists = "", False, False, 0
     section_hedged, section_rules_out, previous_item = False, False, False
+    section_actions, header_actions = False, False
     for line in prose.split("\n"):
         if not line.strip():
             continue
@@ -312,6 +356,7 @@ def sentences(prose: str) -> list[Sentence]:
             heading = text.flatten(_HEADING.sub("", line))
             section_hedged = is_hedged(heading) or bool(_HEDGED_HEADING.search(heading))
             section_rules_out = bool(_RULED_OUT_HEADER.search(heading))
+            section_actions = bool(_ACTION_HEADING.match(heading))
             lists += 1  # the items of a section are one list, as under a "...:" line
             header, header_hedged, header_rules_out = line.strip() + ":", section_hedged, section_rules_out
             previous_item = False
@@ -320,6 +365,7 @@ def sentences(prose: str) -> list[Sentence]:
             header = line.strip()
             header_hedged = header.endswith(":") and is_hedged(header)
             header_rules_out = header.endswith(":") and bool(_RULED_OUT_HEADER.search(text.flatten(header)))
+            header_actions = header.endswith(":") and bool(_ACTION_HEADING.match(header[:-1]))
             if header.endswith(":"):
                 lists += 1
         if item and not header.endswith(":") and not previous_item:  # items with no line introducing them: a list too
@@ -327,16 +373,23 @@ def sentences(prose: str) -> list[Sentence]:
             header = ":"
         previous_item = item
         listed = lists if item and header.endswith(":") else -1
-        for piece in _SENTENCE_END.split(line):
+        line_actions = section_actions or (listed >= 0 and header_actions)
+        for piece in _join_key_values(_SENTENCE_END.split(line)):
             piece = piece.strip(" \t-*•>")
             piece = re.sub(r"^(?:\d+[.)]|[a-z][.)])\s+", "", piece)  # list numbering
+            labelled = bool(_ACTION_LABEL.match(piece))
+            line_actions = line_actions or labelled  # what follows "Next:" on its line is the next action too
             if not re.search(r"[A-Za-z]{2}", piece):
                 continue
             flat = text.flatten(piece)
             rules_out = (listed >= 0 and header_rules_out) or section_rules_out
+            # an action, or a symptom line, names what the writer means but asserts no mechanism
+            action = bool(line_actions or _IMPERATIVE.match(piece) or _SYMPTOM_LABEL.match(piece))
+            if _STEPS_LABEL.match(piece):
+                rules_out = True  # a step taken to find out asserts nothing about what is wrong
             flat = mask_unasserted(flat) if not rules_out else re.sub(r"\S", "#", flat)
             hedged = is_hedged(piece) or (listed >= 0 and header_hedged) or section_hedged
-            found.append(Sentence(piece, flat, hedged, len(found), listed))
+            found.append(Sentence(piece, flat, hedged, len(found), listed, action))
     return _hedge_what_is_left_open(_conclusions_reach_back(found))
 
 

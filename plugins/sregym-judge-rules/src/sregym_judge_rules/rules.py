@@ -46,7 +46,7 @@ from sregym_core.oracles.judge import (
 )
 from sregym_core.types import GroundTruth
 
-from . import concepts, lexicon, quantity, reading, text
+from . import claims, concepts, lexicon, quantity, reading, text
 
 NAME = "judge-rules"
 RUBRICS = ("sregym", "upstream")
@@ -1009,6 +1009,8 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
                          truth_faults: set[str], components: tuple[str, ...], exonerating: bool):
     """One sentence's mechanisms: (families named, truth faults asserted about their component -> evidence,
     -> (phrase, sentence), other families asserted -> evidence)."""
+    if s.action:  # what is to be done asserts no mechanism, the truth's or another ("Next: lower its priority")
+        return set(), {}, {}, {}
     spans: list[tuple[int, int]] = []
     families_here: set[str] = set()
     found_here: dict[str, str] = {}
@@ -1069,6 +1071,12 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
         if _other_field(s.raw, s.flat, t):
             # the faulty object, but another of its fields set ("the kubelet config sets maxPods to 10"):
             # a different fault of the same object, not this one
+            spans.extend(_all_spans(words, vocab))
+            continue
+        if claims.other_value(s.raw, t.mutated_values) or claims.other_family(words[:cause_end], _truth_fields(t)):
+            # the faulty object with what the sentence claims of it read against what the truth changed: its own field
+            # given another value ("failurePolicy: Fail" for Ignore), or a defect of another family only ("a cert for
+            # the wrong host name" for an expired one, "the Role was widened" for one made read-only)
             spans.extend(_all_spans(words, vocab))
             continue
         if _generated_workload_only(s.flat, t) or _old_value_only(s.flat, t):
@@ -1313,7 +1321,8 @@ def _generated_workload_only(flat: str, truth: GroundTruth) -> bool:
     if not kind or kind.lower() in _BUILT_IN_KINDS or "operator" not in mechanism.lower():
         return False
     generated = [pattern for name, pattern in _GENERATED_KINDS.items() if name in mechanism and name != kind]
-    if not generated or not re.search(rf"(?<![a-z0-9])(?:{'|'.join(generated)})(?![a-z0-9])", flat):
+    # "a StatefulSet update strategy" names a type of value, not the generated object: only "the orbit-db StatefulSet"
+    if not generated or not re.search(rf"(?<![a-z0-9])(?<!\ba )(?<!\ban )(?:{'|'.join(generated)})(?![a-z0-9])", flat):
         return False
     words = text.flatten(concepts.split_compounds(kind)).lower()
     operator = str(truth.mutated_values.get("operator", "")) if isinstance(truth.mutated_values, Mapping) else ""
