@@ -46,6 +46,17 @@ def is_hidden_namespace(labels: dict[str, str] | None) -> bool:
     return any((labels or {}).get(key) == "true" for key in HIDDEN_NAMESPACE_LABELS)
 
 
+#: The app a namespace belongs to, set by the conductor at deploy on every namespace of the app (the
+#: agent cannot change namespaces). Pods of one app may not connect to another app's pods or Services;
+#: a namespace without it (kube-system, the ingress controller's, one a user made) belongs to no app.
+APP_GROUP_LABEL = "sregym.io/app"
+
+
+def app_group(labels: dict[str, str] | None) -> str | None:
+    """The app whose namespace carries these labels, or None (no app's: reached by and reaching all)."""
+    return (labels or {}).get(APP_GROUP_LABEL) or None
+
+
 @runtime_checkable
 class ClusterHandle(Protocol):
     name: str

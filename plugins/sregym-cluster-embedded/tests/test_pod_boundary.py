@@ -7,6 +7,7 @@ escape the root; create privileged pods) and asserts the safe outcome. One clust
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -358,3 +359,51 @@ def test_exec_shells_are_held_to_the_same_rules(cluster: Cluster, hidden: dict) 
     # a shell the agent starts in an app pod, not only the pod's own processes
     seen = _probe(cluster, NS, "app", f"{hidden['secret']}:8080", f"{hidden['web']}:8080")
     assert seen == {f"{hidden['secret']}:8080": "refused", f"{hidden['web']}:8080": "open"}
+
+
+# ---------------------------------------------------------------- apps isolated from each other
+
+def _app_namespace(cluster: Cluster, name: str, app: str) -> None:
+    """A namespace labelled with its app, as the conductor labels every app's at deploy."""
+    from sregym_core.clusters import APP_GROUP_LABEL
+
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {APP_GROUP_LABEL: app}}}))
+
+
+def _db_service(cluster: Cluster, namespace: str) -> str:
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": namespace},
+        "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432, "targetPort": 8080}]}}))
+    return json.loads(cluster.kubectl("get", "svc", "-n", namespace, "db", "-o", "json").stdout)["spec"]["clusterIP"]
+
+
+def _outcomes(cluster: Cluster, namespace: str, pod: str, expected: dict[str, str]) -> dict[str, str]:
+    """Each target's outcome ("open", "refused <errno>") from a process in the pod (no bind shim),
+    asked again until it is the expected one (the table follows the pods' IPs) or 30 s have passed."""
+    deadline = time.monotonic() + 30
+    while True:
+        result = cluster.kubectl("exec", "-n", namespace, pod, "--", "env", "-u", "LD_PRELOAD", sys.executable,
+                                 "-c", PROBE, *expected, check=False)
+        seen = {line.split()[0]: " ".join(line.split()[1:]) for line in result.stdout.splitlines() if line.strip()}
+        if seen == expected or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.5)
+
+
+def test_an_apps_pod_cannot_reach_another_apps_pods_or_services(cluster: Cluster) -> None:
+    """Red-team round 5, attack 1: from a pod of one app, another app's database (by pod IP, Service
+    IP and Service name) is refused by the kernel (EPERM), while the app's own database answers on
+    the same ways; a pod of no app's namespace (as the ingress controller's) still reaches both."""
+    shop, hotel = "boundary-shop", "boundary-hotel"
+    _app_namespace(cluster, shop, "shop")
+    _app_namespace(cluster, hotel, "hotel")
+    hotel_db, shop_db = _server(cluster, hotel, "db"), _server(cluster, shop, "db")
+    hotel_svc, shop_svc = _db_service(cluster, hotel), _db_service(cluster, shop)
+    _server(cluster, shop, "client")  # the agent's pod in the app it was handed
+    refused, open_ = f"refused {errno.EPERM}", "open"
+    from_shop = {f"{hotel_db}:8080": refused, f"{hotel_svc}:5432": refused, f"db.{hotel}:5432": refused,
+                 f"{shop_db}:8080": open_, f"{shop_svc}:5432": open_, "db:5432": open_}
+    assert _outcomes(cluster, shop, "client", from_shop) == from_shop
+    from_no_app = {f"{hotel_db}:8080": open_, f"{hotel_svc}:5432": open_, f"{shop_svc}:5432": open_}
+    assert _outcomes(cluster, NS, "app", from_no_app) == from_no_app

@@ -57,7 +57,7 @@ class Network:
         self.proxy = ServiceProxy(self.view)
         self.dns = DnsServer(self.view, dns_ip(settings), int(getattr(settings, "dns_port", 53) or 53))
         self._starting: asyncio.Future | None = None
-        #: the kernel-enforced reachability of hidden namespaces (netguard.py), or None and why not
+        #: the kernel-enforced reachability of hidden namespaces and other apps (netguard.py), or None and why not
         self.guard: netguard.NetGuard | None = None
         self.guard_warning = ""
         self._guard_dirty = asyncio.Event()
@@ -101,7 +101,7 @@ class Network:
             self._guard_dirty.clear()
             try:
                 if self.guard.map_fd >= 0:
-                    self.guard.update(netguard.table(self.view, self.settings))
+                    self.guard.refresh(self.view, self.settings)
             except Exception:
                 log.exception("updating the pod reachability table failed")
             await asyncio.sleep(0.02)  # coalesce bursts
@@ -109,7 +109,7 @@ class Network:
     def sync_guard(self) -> None:
         """Bring the reachability table up to date now (a hidden pod just got its IP)."""
         if self.guard is not None and self.guard.map_fd >= 0:
-            self.guard.update(netguard.table(self.view, self.settings))
+            self.guard.refresh(self.view, self.settings)
 
     def _write_info(self) -> None:
         """`<state_dir>/network.json`: where DNS really listens (port 53 may be taken by another cluster)."""

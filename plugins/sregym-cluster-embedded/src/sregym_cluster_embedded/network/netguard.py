@@ -10,13 +10,18 @@ unconnected UDP, ``connect6``/``sendmsg6`` refusing IPv6, which pods do not have
 
 * a hidden namespace's pod IPs and Service IPs: refused (EPERM), except Service ports annotated
   ``sregym.io/app-reachable-ports`` (trace ingestion);
+* an app's pod IPs and Service IPs (namespaces labelled ``sregym.io/app``, which the conductor sets
+  at deploy): allowed to pods of the same app and of namespaces no app owns (the ingress controller,
+  kube-system), refused (EPERM) to every other caller. The caller is the calling task's cgroup: each
+  pod's processes run in its own ``pod-<uid>`` directory under the guard's, which a second table
+  maps to the pod's app (registered by the node agent before the pod's first process starts);
 * the cluster's pod and Service ranges and the nodes' addresses: allowed;
 * anything else (the host's own 127.0.0.1 listeners, other clusters, any address outside the
   machine): refused.
 
 Pods of hidden namespaces, the service proxy and the node agent are outside that cgroup: the
 workload generator still calls the app and Prometheus still scrapes it. The program is written
-here as BPF instructions (a dozen), loaded through the ``bpf`` system call: no compiler needed.
+here as BPF instructions (a few dozen), loaded through the ``bpf`` system call: no compiler needed.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from sregym_core.clusters import is_hidden_namespace
+from sregym_core.clusters import app_group, is_hidden_namespace
 
 log = logging.getLogger(__name__)
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -46,6 +51,11 @@ INET4_CONNECT, INET6_CONNECT, UDP4_SENDMSG, UDP6_SENDMSG = 10, 11, 14, 15
 REACHABLE_ANNOTATION = "sregym.io/app-reachable-ports"
 PREFIX16 = 0x10000  # the "port" of a /16 range entry (no real port is that large)
 ALLOW, DENY = 1, 0
+#: callers' table: a pod of no app's namespace reaches every app (the ingress controller, kube-system)
+CALLER_ANY = 1
+#: the first app group's number; a destination entry this large names the app that owns the address
+FIRST_GROUP = 2
+FN_GET_CURRENT_CGROUP_ID = 80
 MAX_ENTRIES = 8192
 
 
@@ -73,12 +83,37 @@ def _lookup(map_fd: int, port_imm: int | None) -> bytes:
     return out
 
 
-def program(map_fd: int, *, ipv4: bool) -> bytes:
-    """The verdict program: (ip, port) entry, else (ip, any port), else the ip's /16, else DENY."""
+def _verdict(callers_fd: int) -> bytes:
+    """r0 points at the entry found: a verdict (0/1), or the app group owning the address, which
+    only the same app's callers (and those of no app) may reach. The caller's group comes from the
+    callers' table by the calling task's cgroup id; a cgroup it does not know is refused."""
+    ask_caller = b"".join([
+        _insn(0x85, imm=FN_GET_CURRENT_CGROUP_ID),  # r0 = the caller's cgroup id
+        _insn(0x7B, dst=10, src=0, off=-16),  # *(u64 *)(fp - 16) = r0
+        _insn(0x18, dst=1, src=1, imm=callers_fd), _insn(0, imm=0),  # r1 = callers' map
+        _insn(0xBF, dst=2, src=10), _insn(0x07, dst=2, imm=-16),  # r2 = fp - 16
+        _insn(0x85, imm=1),  # call map_lookup_elem
+        _insn(0x15, dst=0, off=3, imm=0),  # unknown cgroup: deny
+        _insn(0x61, dst=0, src=0, off=0),  # r0 = the caller's group
+        _insn(0x15, dst=0, off=3, imm=CALLER_ANY),  # a pod of no app: allow
+        _insn(0x1D, dst=0, src=7, off=2),  # the same app: allow
+        _insn(0xB7, dst=0, imm=DENY), _insn(0x95),
+        _insn(0xB7, dst=0, imm=ALLOW), _insn(0x95),
+    ])
+    return b"".join([
+        _insn(0x61, dst=7, src=0, off=0),  # r7 = the entry (the ip is no longer needed)
+        _insn(0x25, dst=7, off=3, imm=ALLOW),  # an app group: ask who calls
+        # r0 = r7 & 1; exit (the verifier wants a verdict it can see is 0 or 1)
+        _insn(0xBF, dst=0, src=7), _insn(0x57, dst=0, imm=1), _insn(0x95),
+    ]) + ask_caller
+
+
+def program(map_fd: int, *, ipv4: bool, callers_fd: int = -1) -> bytes:
+    """The verdict program: (ip, port) entry, else (ip, any port), else the ip's /16, else DENY;
+    an entry naming an app group is then decided by the caller's group (``_verdict``)."""
     if not ipv4:
         return _insn(0xB7, dst=0, imm=DENY) + _insn(0x95)
-    # r0 = *(u32 *)r0 & 1; exit (the verifier wants a verdict it can see is 0 or 1)
-    found = _insn(0x61, dst=0, src=0, off=0) + _insn(0x57, dst=0, imm=1) + _insn(0x95)
+    found = _verdict(callers_fd)
     code = [
         _insn(0xBF, dst=6, src=1),  # r6 = ctx
         _insn(0x61, dst=7, src=6, off=4),  # r7 = ctx->user_ip4
@@ -154,13 +189,17 @@ class NetGuard:
         self.procs = str(self.cgroup / "cgroup.procs")
         attr = struct.pack("<IIIII", MAP_HASH, 8, 4, MAX_ENTRIES, 0)
         self.map_fd = _bpf(MAP_CREATE, attr)
+        #: pod cgroup id (u64) -> the pod's app group, or CALLER_ANY
+        self.callers_fd = _bpf(MAP_CREATE, attr)
+        self.groups = AppGroups()
         self.prog_fds: list[int] = []
         self.entries: dict[bytes, int] = {}
+        self.callers: dict[bytes, int] = {}
         cg_fd = os.open(self.cgroup, os.O_RDONLY | os.O_DIRECTORY)
         try:
             for attach_type, ipv4 in ((INET4_CONNECT, True), (UDP4_SENDMSG, True), (INET6_CONNECT, False),
                                       (UDP6_SENDMSG, False)):
-                fd = _load(program(self.map_fd, ipv4=ipv4), attach_type)
+                fd = _load(program(self.map_fd, ipv4=ipv4, callers_fd=self.callers_fd), attach_type)
                 self.prog_fds.append(fd)
                 _bpf(PROG_ATTACH, struct.pack("<IIII", cg_fd, fd, attach_type, 0))
         finally:
@@ -171,33 +210,97 @@ class NetGuard:
         with open(self.procs, "w") as handle:
             handle.write("0")
 
-    def update(self, entries: dict[bytes, int]) -> None:
-        for old in [k for k in self.entries if k not in entries]:
-            kbuf = ctypes.create_string_buffer(old, 8)
-            with contextlib.suppress(OSError):
-                _bpf(MAP_DELETE, struct.pack("<IIQ", self.map_fd, 0, ctypes.addressof(kbuf)))
-        for k, verdict in entries.items():
-            if self.entries.get(k) == verdict:
-                continue
-            kbuf = ctypes.create_string_buffer(k, 8)
-            vbuf = ctypes.create_string_buffer(struct.pack("<I", verdict), 4)
-            _bpf(MAP_UPDATE, struct.pack("<IIQQQ", self.map_fd, 0, ctypes.addressof(kbuf), ctypes.addressof(vbuf), 0))
+    def admit(self, pod_cgroup: Path, namespace_labels: dict[str, str] | None) -> None:
+        """Before a pod's first process starts (node agent): its cgroup calls as its namespace's app."""
+        cgroup_id = _cgroup_id(pod_cgroup)
+        if cgroup_id is not None and self.map_fd >= 0:
+            now = {**self.callers, cgroup_id: caller_group(namespace_labels, self.groups)}
+            _sync(self.callers_fd, self.callers, now)
+            self.callers = now
+
+    def refresh(self, view: Any, settings: Any) -> None:
+        """Both tables as the cluster is now."""
+        self.update(table(view, settings, self.groups), callers(view, self.cgroup, self.groups, self.callers))
+
+    def update(self, entries: dict[bytes, int], callers_: dict[bytes, int] | None = None) -> None:
+        _sync(self.map_fd, self.entries, entries)
         self.entries = dict(entries)
+        if callers_ is not None:
+            _sync(self.callers_fd, self.callers, callers_)
+            self.callers = dict(callers_)
 
     def close(self) -> None:
         """Release the programs and the table; the directory goes once no process is left in it
         (the node agents call this again after stopping their pods)."""
         if self.map_fd >= 0:
-            for fd in [*self.prog_fds, self.map_fd]:
+            for fd in [*self.prog_fds, self.map_fd, self.callers_fd]:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            self.prog_fds, self.map_fd = [], -1
+            self.prog_fds, self.map_fd, self.callers_fd = [], -1, -1
         with contextlib.suppress(OSError):
             self.cgroup.rmdir()
 
 
-def table(view: Any, settings: Any) -> dict[bytes, int]:
+def _sync(map_fd: int, old: dict[bytes, int], new: dict[bytes, int]) -> None:
+    """Make the kernel map hold ``new`` (it holds ``old``): delete what went, write what changed."""
+    for gone in [k for k in old if k not in new]:
+        kbuf = ctypes.create_string_buffer(gone, 8)
+        with contextlib.suppress(OSError):
+            _bpf(MAP_DELETE, struct.pack("<IIQ", map_fd, 0, ctypes.addressof(kbuf)))
+    for k, value in new.items():
+        if old.get(k) == value:
+            continue
+        kbuf = ctypes.create_string_buffer(k, 8)
+        vbuf = ctypes.create_string_buffer(struct.pack("<I", value), 4)
+        _bpf(MAP_UPDATE, struct.pack("<IIQQQ", map_fd, 0, ctypes.addressof(kbuf), ctypes.addressof(vbuf), 0))
+
+
+class AppGroups:
+    """A small number per app group name (FIRST_GROUP and up), the same for the guard's life."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def id(self, name: str) -> int:
+        return self.ids.setdefault(name, FIRST_GROUP + len(self.ids))
+
+
+def caller_group(namespace_labels: dict[str, str] | None, groups: AppGroups) -> int:
+    """What the callers' table says of a pod of a namespace with these labels."""
+    name = app_group(namespace_labels)
+    return groups.id(name) if name else CALLER_ANY
+
+
+def _cgroup_id(path: Path) -> bytes | None:
+    """The callers' table key of a cgroup v2 directory: its id (the inode number), as the kernel's u64."""
+    try:
+        return struct.pack("<Q", os.stat(path).st_ino)
+    except OSError:
+        return None
+
+
+def callers(view: Any, guard_cgroup: Path, groups: AppGroups, known: dict[bytes, int]) -> dict[bytes, int]:
+    """The callers' table: every pod cgroup under the guard's, as its pod's namespace says; a cgroup
+    whose pod the view does not hold yet keeps what the node agent registered (``admit``)."""
+    labels = {ns["metadata"]["name"]: ns["metadata"].get("labels") for ns in view.namespaces.list()}
+    namespace_of = {pod["metadata"].get("uid"): pod["metadata"].get("namespace") for pod in view.pods.list()}
+    out: dict[bytes, int] = {}
+    with contextlib.suppress(OSError):
+        for directory in guard_cgroup.glob("pod-*"):
+            cgroup_id = _cgroup_id(directory)
+            if cgroup_id is None:
+                continue
+            namespace = namespace_of.get(directory.name[len("pod-"):])
+            if namespace is not None and namespace in labels:
+                out[cgroup_id] = caller_group(labels[namespace], groups)
+            elif cgroup_id in known:
+                out[cgroup_id] = known[cgroup_id]
+    return out
+
+
+def table(view: Any, settings: Any, groups: AppGroups | None = None) -> dict[bytes, int]:
     """The verdicts for the cluster as it is now (see the module docstring)."""
+    groups = groups or AppGroups()
     entries: dict[bytes, int] = {}
     for prefix in (getattr(settings, "pod_cidr_prefix", None), getattr(settings, "service_cidr_prefix", None)):
         if prefix:
@@ -205,24 +308,36 @@ def table(view: Any, settings: Any) -> dict[bytes, int]:
     for ip in view.node_ips():
         with contextlib.suppress(OSError):
             entries[key(ip, 0)] = ALLOW
-    hidden = {ns["metadata"]["name"] for ns in view.namespaces.list() if is_hidden_namespace(ns["metadata"].get("labels"))}
+    hidden: set[str] = set()
+    owner: dict[str, int] = {}  # namespace -> its app group's number
+    for ns in view.namespaces.list():
+        labels = ns["metadata"].get("labels")
+        if is_hidden_namespace(labels):
+            hidden.add(ns["metadata"]["name"])
+        elif app_group(labels):
+            owner[ns["metadata"]["name"]] = caller_group(labels, groups)
+
+    def verdict(namespace: str | None) -> int | None:
+        return DENY if namespace in hidden else owner.get(namespace or "")
+
     for pod in view.pods.list():
         ip = (pod.get("status") or {}).get("podIP")
-        if ip and pod["metadata"].get("namespace") in hidden and not (pod.get("spec") or {}).get("hostNetwork"):
+        value = verdict(pod["metadata"].get("namespace"))
+        if ip and value is not None and not (pod.get("spec") or {}).get("hostNetwork"):
             with contextlib.suppress(OSError):
-                entries[key(ip, 0)] = DENY
+                entries[key(ip, 0)] = value
     for svc in view.services.list():
-        if svc["metadata"].get("namespace") not in hidden:
-            continue
+        value = verdict(svc["metadata"].get("namespace"))
         ip = (svc.get("spec") or {}).get("clusterIP")
-        if not ip or ip == "None":
+        if value is None or not ip or ip == "None":
             continue
         with contextlib.suppress(OSError):
-            entries[key(ip, 0)] = DENY
-            reachable = (svc["metadata"].get("annotations") or {}).get(REACHABLE_ANNOTATION, "")
-            for port in filter(None, (p.strip() for p in reachable.split(","))):
-                if port.isdigit():
-                    entries[key(ip, int(port))] = ALLOW
+            entries[key(ip, 0)] = value
+            if value == DENY:  # a hidden Service: but for the ports it declares reachable
+                reachable = (svc["metadata"].get("annotations") or {}).get(REACHABLE_ANNOTATION, "")
+                for port in filter(None, (p.strip() for p in reachable.split(","))):
+                    if port.isdigit():
+                        entries[key(ip, int(port))] = ALLOW
     return entries
 
 

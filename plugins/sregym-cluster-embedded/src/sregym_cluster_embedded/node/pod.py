@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import sysctls
 from .container import ContainerRunner
 from .envs import expand, service_env
 from .errors import MountError, NotAttached
 from .hostports import HostPortForwarder
-from . import sysctls
 from .shim import ensure_private_dir, shim_env
 from .volumes import VolumeBuilder, release_memory_volumes
 
@@ -202,11 +202,13 @@ class PodWorker:
         guard = self.agent.nodes.net_guard
         if guard is None or self.pod.get("spec", {}).get("hostNetwork"):
             return None
+        labels: dict[str, str] | None = None
         if self._hidden is None:
             from sregym_core.clusters import is_hidden_namespace
             try:
                 ns = await self.agent.client.get("namespaces", self.namespace)
-                self._hidden = is_hidden_namespace((ns.get("metadata") or {}).get("labels"))
+                labels = (ns.get("metadata") or {}).get("labels")
+                self._hidden = is_hidden_namespace(labels)
             except Exception:  # noqa: BLE001 - unknown: the safe side (restricted)
                 self._hidden = False
         if self._hidden:
@@ -215,11 +217,13 @@ class PodWorker:
         # guard's own): what the kernel syscall faults key on (node/bpffault.py)
         cgroup = self.agent.nodes.pod_cgroup(self.uid)
         if cgroup is None:
-            return guard.join
+            return guard.join  # a cgroup the guard does not know: refused every app's addresses
         try:
             cgroup.mkdir(exist_ok=True)
         except OSError:
             return guard.join
+        if labels is not None:  # its app, known to the guard before its first process runs
+            guard.admit(cgroup, labels)
         procs = str(cgroup / "cgroup.procs")
 
         def join() -> None:
