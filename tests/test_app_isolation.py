@@ -57,3 +57,12 @@ def test_the_policy_is_created_or_put_back_as_written() -> None:
     apply_isolation_policy(kube, "shop", "shop")  # type: ignore[arg-type]
     assert [(m, p) for m, p, _ in kube.requests] == [("POST", path), ("PUT", f"{path}/{POLICY_NAME}")]
     assert kube.requests[1][2] == isolation_policy("shop", "shop")
+
+
+def test_the_policy_is_applied_only_when_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sregym_core.conductor.app_isolation import POLICY_SWITCH, policy_wanted
+
+    monkeypatch.delenv(POLICY_SWITCH, raising=False)
+    assert not policy_wanted()  # its union with a fault's deny-all policy would cancel the fault
+    monkeypatch.setenv(POLICY_SWITCH, "1")
+    assert policy_wanted()

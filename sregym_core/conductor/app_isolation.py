@@ -7,21 +7,25 @@ and which outlives it. The conductor marks every namespace of an app with the ap
 
 * on the embedded cluster, its network guard (a kernel program on the pods' cgroups) refuses a pod
   the pod and Service IPs of another app's namespaces;
-* on any other cluster, a NetworkPolicy in the app's namespace admits traffic only from the app's own
-  namespaces, the benchmark's hidden ones and namespaces of no app (the ingress controller's,
-  kube-system), which holds where the cluster's network plugin enforces NetworkPolicies.
+* on any other cluster, with ``SREGYM_APP_NETWORK_POLICY=1``, a NetworkPolicy in the app's namespace
+  admits traffic only from the app's own namespaces, the benchmark's hidden ones and namespaces of
+  no app (the ingress controller's, kube-system), which holds where the cluster's network plugin
+  enforces NetworkPolicies.
 
 Both allow the same callers (``test_netguard_table.py`` evaluates the policy with the embedded
-cluster's own NetworkPolicy code against the guard's verdicts). The policy is not applied on the
-embedded cluster, whose service proxy also evaluates NetworkPolicies: Kubernetes unions the ingress
-rules of every policy selecting a pod, so this one admits the app's own pods to a pod that a fault's
-deny-all policy (``network-policy-block``) should cut off; the guard takes no part in that union.
-Where a cluster's network plugin enforces NetworkPolicies the same union holds: the
-``*-network-policy-block-*`` problems show no symptom there (SECURITY.md §12).
+cluster's own NetworkPolicy code against the guard's verdicts). The policy is off unless asked for,
+for two reasons. Kubernetes unions the ingress rules of every policy selecting a pod, so it admits
+the app's own pods to a pod that a fault's deny-all policy (``network-policy-block``) should cut
+off: where it is enforced, the ``*-network-policy-block-*`` problems show no symptom. And the
+embedded cluster, standing in for a real one behind the kubeconfig provider, matches a policy's
+``from`` peers by the caller's source address, which a pod's connection to a Service does not
+carry (they leave from 127.0.0.1): the app's own pods would be refused there. The guard takes no
+part in either.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +33,12 @@ from ..clusters import APP_GROUP_LABEL, HIDDEN_NAMESPACE_LABELS
 from .kube import ApiStatusError, Kube
 
 POLICY_NAME = "sregym-app-isolation"
+#: set to 1 to apply the policy on clusters other than the embedded one (see above for its cost)
+POLICY_SWITCH = "SREGYM_APP_NETWORK_POLICY"
+
+
+def policy_wanted() -> bool:
+    return os.environ.get(POLICY_SWITCH, "0") == "1"
 
 
 def label_app_group(kube: Kube, namespaces: Iterable[str], app_name: str) -> None:

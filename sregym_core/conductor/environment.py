@@ -25,7 +25,7 @@ from ..errors import DeployError
 from ..plugins import PluginHost
 from ..types import AppSpec, DeployContext
 from .agent_access import grant_agent_access
-from .app_isolation import apply_isolation_policy, label_app_group
+from .app_isolation import apply_isolation_policy, label_app_group, policy_wanted
 from .kube import Kube, default_kubectl
 from .reconcile import Baseline, release_finalizers, wait_ready, workload_generations
 from .volumes import VolumeSnapshots
@@ -190,11 +190,11 @@ class Environment:
             for manifest in app.manifests:
                 await self.kube.akubectl("apply", "-f", str(manifest), timeout=app.deploy_timeout)
         # other apps' pods may not reach this one's (app_isolation.py): before the baseline, so a
-        # reset puts the policy back
+        # reset puts a policy back
         await asyncio.to_thread(label_app_group, self.kube, namespaces, app.name)
         if "embedded" in self.capabilities:
             await asyncio.to_thread(label_pod_security, self.kube, app.namespace)
-        else:
+        elif policy_wanted():
             await asyncio.to_thread(apply_isolation_policy, self.kube, app.name, app.namespace)
         if kept_volumes is not None:  # an app kept from an earlier run: nothing left in its pods either
             await self._restart_entered_pods(namespaces, app.deploy_timeout)

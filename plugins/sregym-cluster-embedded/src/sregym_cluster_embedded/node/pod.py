@@ -202,12 +202,12 @@ class PodWorker:
         guard = self.agent.nodes.net_guard
         if guard is None or self.pod.get("spec", {}).get("hostNetwork"):
             return None
-        labels: dict[str, str] | None = None
+        labels: dict[str, str] | None = None  # None: not asked now (or the question failed)
         if self._hidden is None:
             from sregym_core.clusters import is_hidden_namespace
             try:
                 ns = await self.agent.client.get("namespaces", self.namespace)
-                labels = (ns.get("metadata") or {}).get("labels")
+                labels = (ns.get("metadata") or {}).get("labels") or {}
                 self._hidden = is_hidden_namespace(labels)
             except Exception:  # noqa: BLE001 - unknown: the safe side (restricted)
                 self._hidden = False
