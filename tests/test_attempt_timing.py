@@ -20,7 +20,7 @@ from sregym_core.agent_api.server import AgentServer, ServeSettings
 from sregym_core.agents import AgentOutcome
 from sregym_core.conductor.attempt import Attempt, AttemptSettings
 from sregym_core.oracles.mitigation import OracleVerdict
-from sregym_core.types import AgentSpec, FaultInstance, FaultSpec, GroundTruth, OracleSpec, ProblemSpec
+from sregym_core.types import AgentSpec, FaultInstance, FaultSpec, GroundTruth, OracleSpec, ProblemSpec, Target
 
 INJECTION_S = 2.0
 JUDGING_S = 1.0
@@ -77,6 +77,7 @@ def fake_env(tmp_path: Path, judged: list[str], graded: list[str], injected: lis
     component = types.SimpleNamespace(name="geo", kind="Deployment", service_name="geo", config_map=None)
     app = types.SimpleNamespace(name="fake-app", namespace="fake", description="A fake app.", components=(component,),
                                 component=lambda name: component)
+    app.target = lambda name: Target(app=app, component=component, namespace=app.namespace)
     cluster = types.SimpleNamespace(kubeconfig=lambda: tmp_path / "admin-kubeconfig")
     env = types.SimpleNamespace(host=host, cluster=cluster, kubectl="kubectl", observability=lambda: None)
     deployed = types.SimpleNamespace(app=app, namespaces=("fake",), agent_kubeconfig=tmp_path / "agent-kubeconfig",
