@@ -87,7 +87,8 @@ class Network:
             return
         self.guard, reason = netguard.start(Path(state_dir))
         if self.guard is None:
-            self.guard_warning = f"app pods can reach the hidden namespaces' pods and services ({reason})"
+            self.guard_warning = ("app pods can reach the hidden namespaces' and other apps' pods and services "
+                                  f"({reason})")
             log.warning("%s", self.guard_warning)
             return
         for informer in (self.view.pods, self.view.services, self.view.namespaces, self.view.nodes):
