@@ -28,7 +28,7 @@ def _allowed(api: Any, verb: str, group: str, resource: str, namespace: str | No
         resource_attributes=client.V1ResourceAttributes(verb=verb, group=group, resource=resource,
                                                         namespace=namespace)))
     answer = client.AuthorizationV1Api(api).create_self_subject_access_review(review, _request_timeout=TIMEOUT_S)
-    return bool(answer.status.allowed)
+    return bool(answer.status and answer.status.allowed)
 
 
 def daemonset_verdict(kubeconfig: Path) -> tuple[bool, str]:

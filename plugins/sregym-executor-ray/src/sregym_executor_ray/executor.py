@@ -134,6 +134,9 @@ def _drive(ray: Any, actors: dict[int, Any], ledger: WorkLedger, items: list, do
         while idle and ledger.pending:
             n = idle.pop(0)
             index = ledger.take(n)
+            if index is None:  # nothing left to hand out (the loop's guard says there is)
+                idle.insert(0, n)
+                break
             item = items[index]
             say(f"[ray worker {n}] takes {item.problem.id} × {item.agent} #{item.number}")
             inflight[actors[n].run.remote(item, done)] = (n, index)
@@ -214,7 +217,8 @@ class _Merge:
         failed = next((record for record in records if record.deploy_failed), None)
         for other in failed_with:  # the problem's deploy failed: its items not yet run fail with it
             item = self.items[other]
-            self._record(attrs.evolve(failed, agent=item.agent, attempt=item.number), None)
+            if failed is not None:  # always: failed_with is empty unless a record's deploy failed
+                self._record(attrs.evolve(failed, agent=item.agent, attempt=item.number), None)
 
     def lost(self, item: Any, tries: int, reason: str) -> None:
         self._record(AttemptRecord(run_id=self.run_id, problem_id=item.problem.id, upstream_id=item.problem.upstream_id,

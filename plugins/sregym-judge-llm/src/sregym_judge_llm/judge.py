@@ -193,7 +193,7 @@ class LLMJudge:
     def _ask_model(self, submission: str, truths: tuple[GroundTruth, ...], app_components: tuple[str, ...],
                    app_namespace: str, submitted_chars: int) -> JudgeVerdict:
         upstream = self.rubric == "upstream"
-        common = {
+        common: dict[str, Any] = {
             "judge": self.name,
             "threshold": self.threshold,
             "submission": submission,

@@ -582,7 +582,7 @@ def calibrate(
             compare(n, *results[n], "labels", label_answers, label_passed) for n in names
             if all(set(QUESTION_IDS) <= set(a) for a in results[n][0])
         )
-    between = ()
+    between: tuple[Agreement, ...] = ()
     if len(names) >= 2:
         between = tuple(
             compare(a, *results[a], b, *results[b]) for i, a in enumerate(names) for b in names[i + 1 :]

@@ -692,7 +692,7 @@ def json_as_prose(submission: str) -> str | None:
               and not _labels(v)]
     # a field saying the answer is not confirmed ("status": "not yet verified", "confidence": "low") leaves every
     # explanation in it open, as "could be" does in prose
-    unsure = any(role[k] == "status" and _UNSURE.search(_flat_value(v)) for k, v in data.items())
+    unsure = any(role[k] == "status" and _UNSURE_STATUS.search(_flat_value(v)) for k, v in data.items())
     opener = "It could be that " if unsure else ""
     lines: list[str] = []
     if components:
@@ -735,7 +735,7 @@ _ROLE_WORDS = (
                          "defect", "finding", "change", "changed", "what", "summary", "misconfiguration", "bug",
                          "analysis", "conclusion", "assessment", "rca", "determination", "verdict"})),
 )
-_UNSURE = re.compile(r"\b(?:not (?:yet )?(?:verified|confirmed|checked)|unverified|unconfirmed|unknown|unsure|low|"
+_UNSURE_STATUS = re.compile(r"\b(?:not (?:yet )?(?:verified|confirmed|checked)|unverified|unconfirmed|unknown|unsure|low|"
                      r"tentative|hypothesis|to be (?:verified|confirmed))\b", re.I)  # (an incident "open" or
 # "investigating" says the incident is not closed, not that the finding is unsure)
 

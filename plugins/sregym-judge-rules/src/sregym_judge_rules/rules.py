@@ -152,7 +152,7 @@ class RulesJudge:
         if not submission.strip():
             answers = [_answer(q, _Answer(False, "empty submission")) for q in checklist]
             gates: dict[str, Any] = {"passed": False, "reason": "empty submission"}
-            evidence = {"component": [], "mechanism": [], "values": [], "chain": None}
+            evidence: dict[str, Any] = {"component": [], "mechanism": [], "values": [], "chain": None}
         else:
             r = self.read(submission, truths, app_components, app_namespace)
             asker = _SregymQuestions(r, truths, app_namespace) if self.rubric == "sregym" else _UpstreamQuestions(r, truths, app_namespace)
@@ -865,7 +865,8 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
         said = quantity.find_quantity(words, t.mutated_values) if found is None else None
         if found is not None:
             distinct += 1
-            spans = [*spans, found.search(words).span()]
+            at = found.search(words)  # found above: it matches
+            spans = [*spans, at.span()] if at is not None else spans
         elif said is not None:  # the same quantity in the writer's unit ("a second and a half" for delay_ms 1500)
             distinct += 1
             spans = [*spans, (said[2], said[3])]
@@ -1031,7 +1032,7 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
         hit = _truth_hit(words, s.flat, t, vocab)
         if hit is None:
             continue
-        if (effect_end >= 0 and hit[1][1] <= effect_end
+        if (effect_first is not None and effect_end >= 0 and hit[1][1] <= effect_end
                 and _another_cause(words[effect_first.end():], s.flat[effect_first.end():], t, components)
                 and _truth_hit(words[effect_first.end():], s.flat[effect_first.end():], t, vocab) is None):
             # the truth's mechanism (its words, its symptom) only as the effect of another cause the sentence names:

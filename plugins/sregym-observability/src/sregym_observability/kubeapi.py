@@ -80,7 +80,7 @@ def access_from_kubeconfig(path: str | os.PathLike[str], context: str | None = N
         name = context or config.get("current-context")
         ctx = next(c["context"] for c in config["contexts"] if c["name"] == name)
         cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == ctx["cluster"])
-        user = next((u["user"] for u in config.get("users", []) if u["name"] == ctx.get("user")), {}) or {}
+        user: dict[str, Any] = next((u["user"] for u in config.get("users", []) if u["name"] == ctx.get("user")), {}) or {}
     except (KeyError, StopIteration, TypeError) as err:
         raise ClusterError(f"kubeconfig {path} has no usable context {context or ''!r} ({err})") from None
     base = Path(path).parent

@@ -206,10 +206,11 @@ class LogQuery:
 
 
 def _line_check(f: LineFilter) -> Callable[[str], bool]:
+    pattern = f.pattern
     if f.op == "|=":
-        return lambda line, p=f.pattern: p in line
+        return lambda line: pattern in line
     if f.op == "!=":
-        return lambda line, p=f.pattern: p not in line
+        return lambda line: pattern not in line
     assert f._regex is not None
     search = f._regex.search
     if f.op == "|~":
@@ -416,7 +417,8 @@ def parse_query(text: str) -> LogQuery | MetricQuery:
         return parse_logql(text)
     from .timeparse import parse_duration
 
-    aggregation, grouping, without = None, (), False
+    grouping: tuple[str, ...] = ()
+    aggregation, without = None, False
     found = _AGGREGATION.match(stripped)
     if found:
         aggregation = found.group(1)

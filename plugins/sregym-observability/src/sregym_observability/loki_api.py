@@ -195,6 +195,8 @@ async def label_values(request: web.Request) -> web.Response:
         query = _query_of(request.query, required=False, metric_ok=False)
     except BadRequest as err:
         return _bad(str(err))
+    if isinstance(query, MetricQuery):  # metric_ok=False refuses them above
+        return _bad("a metric query selects no label values")
     values = request.app[STORE_KEY].label_values(name, start, end, query)
     return web.json_response({"status": "success", "data": values})
 

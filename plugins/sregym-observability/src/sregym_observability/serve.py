@@ -95,7 +95,7 @@ async def run_logs(args: argparse.Namespace, app: web.Application, tasks: list[a
                                   max_age_s=args.retention))
     add_loki_routes(app, store)
     tasks.append(asyncio.create_task(_periodic(10.0, store.expire)))
-    cleanups = []
+    cleanups: list = []
     if not args.no_collector:
         try:
             kube = await _kube(args).__aenter__()

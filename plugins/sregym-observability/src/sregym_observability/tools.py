@@ -167,7 +167,8 @@ def get_metrics(endpoints: Endpoints, query: str) -> str:
     if body.get("status") != "success":
         return f"Prometheus could not run the query: {body.get('errorType', '')} {body.get('error', body)}"
     data = body.get("data") or {}
-    kind, result = data.get("resultType"), data.get("result")
+    kind = data.get("resultType")
+    result: Any = data.get("result")
     warnings = body.get("warnings") or []
     lines: list[str] = []
     if kind in ("scalar", "string"):
