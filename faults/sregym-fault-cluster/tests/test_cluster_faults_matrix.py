@@ -31,7 +31,7 @@ def certificate_expired(live) -> str | None:
     answer = _https(live)
     return f"users: {answer}" if answer == "TLS: certificate has expired" else None
 
-ALL = ("admission-webhook-outage", "mutating-webhook-memory", "psa-restricted", "dns-nxdomain-service",
+ALL = ("admission-webhook-outage", "admission-webhook-ca-mismatch", "mutating-webhook-memory", "psa-restricted", "dns-nxdomain-service",
        "admission-webhook-timeouts", "dns-stale-zone", "recurring-memory-actor", "internal-traffic-local",
        "pv-node-affinity-conflict", "pvc-rwo-shared", "sa-missing-permission", "cronjob-sidecar-blocks",
        "finalizer-deadlock")

@@ -63,7 +63,7 @@ class TestNodeOsFaultsLive(LiveFaultContract):
     not_here = {name: "covered by test_node_faults_e2e.py" for name in (
         "node-not-ready", "cpu-noisy-neighbor", "disk-full", "network-delay", "network-loss")}
     not_here["kubelet-crash"] = "covered by test_kubelet_crash_live.py"
-    not_here["clock-drift"] = "covered on TrainTicket's login tokens (apps/sregym-app-train-ticket/tests/test_train_ticket_live.py)"
+    not_here["clock-drift"] = "covered by apps/sregym-app-train-ticket/tests/test_train_ticket_live.py (TrainTicket's login tokens, on a cluster of several nodes)"
 
     @pytest.fixture(autouse=True)
     def _needs_root(self, request):
