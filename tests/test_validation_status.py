@@ -95,3 +95,26 @@ def test_a_validate_results_directory_becomes_records(tool, tmp_path):
     (tmp_path / "results.jsonl").write_text("\n".join(lines[:3]) + "\n")
     (partial,) = tool.records_from_results(tmp_path, "a run", "2026-11-29", None)
     assert partial["sound"] is False and "not a full validation" in partial["source"]
+
+
+def _latest_runs() -> dict[str, dict]:
+    """The newest line of docs/validation-runs.jsonl that ran each pytest part of tools/validate-sample.sh."""
+    latest: dict[str, dict] = {}
+    for line in (ROOT / "docs" / "validation-runs.jsonl").read_text().splitlines():
+        run = json.loads(line)
+        for part in ("validation_tests", "matrix_tests"):
+            if (run.get(part) or {}).get("outcome", "skipped") != "skipped":
+                latest[part] = run
+    return latest
+
+
+def test_what_the_landing_suite_left_to_validation_runs_ran_and_docs_ci_quotes_the_latest_run():
+    # issue #33: the service levels and the exhaustive live matrices left the landing check; they run in
+    # tools/validate-sample.sh, whose every run is a dated line, and docs/ci.md says how the last one ended
+    latest = _latest_runs()
+    assert set(latest) == {"validation_tests", "matrix_tests"}, \
+        "no recorded run of the validation tests or of the live matrices: tools/validate-sample.sh (docs/ci.md)"
+    ci = (ROOT / "docs" / "ci.md").read_text()
+    for part, run in latest.items():
+        assert run["date"] and run["commit"] in ci and run[part]["summary"] in ci, \
+            f"docs/ci.md does not quote the latest {part} run ({run['date']}, {run['commit']}: {run[part]['summary']})"
