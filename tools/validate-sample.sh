@@ -55,25 +55,23 @@ if [ -s "$work/validate/results.jsonl" ]; then
   "$python" tools/validation_status.py || true
 fi
 
-tests_status=skipped
-tests_s=0
-if [ "${SREGYM_VALIDATE_TESTS:-1}" != 0 ]; then
+# run_part NAME ENABLED MARKER_OPTION: one pytest part (its log and JUnit file named NAME-tests), setting
+# part_status (skipped, passed or failed) and part_s (seconds)
+run_part() {
+  part_status=skipped
+  part_s=0
+  [ "$2" != 0 ] || return 0
+  local started
   started=$(date +%s)
-  tests_status=passed
-  "$venv/bin/python" -m pytest -p no:cacheprovider --validation -m validation -ra \
-    --junitxml="$work/validation-tests.xml" 2>&1 | tee "$work/validation-tests.log" || tests_status=failed
-  tests_s=$(( $(date +%s) - started ))
-fi
-
-matrix_status=skipped
-matrix_s=0
-if [ "${SREGYM_VALIDATE_MATRIX:-0}" != 0 ]; then
-  started=$(date +%s)
-  matrix_status=passed
-  "$venv/bin/python" -m pytest -p no:cacheprovider --matrix -m matrix -ra \
-    --junitxml="$work/matrix-tests.xml" 2>&1 | tee "$work/matrix-tests.log" || matrix_status=failed
-  matrix_s=$(( $(date +%s) - started ))
-fi
+  part_status=passed
+  "$venv/bin/python" -m pytest -p no:cacheprovider "$3" -m "$1" -ra \
+    --junitxml="$work/$1-tests.xml" 2>&1 | tee "$work/$1-tests.log" || part_status=failed
+  part_s=$(( $(date +%s) - started ))
+}
+run_part validation "${SREGYM_VALIDATE_TESTS:-1}" --validation
+tests_status=$part_status tests_s=$part_s
+run_part matrix "${SREGYM_VALIDATE_MATRIX:-0}" --matrix
+matrix_status=$part_status matrix_s=$part_s
 
 "$python" - "$work" "$day" "$commit" "$status" "$validate_s" "$tests_status" "$tests_s" "${args[*]}" \
   "$matrix_status" "$matrix_s" <<'PY'
