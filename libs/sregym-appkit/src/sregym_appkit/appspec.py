@@ -13,7 +13,6 @@ Host side only: it builds sregym_core records (needs sregym-core, as :mod:`sregy
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -95,10 +94,10 @@ def pythonpath_entry(package: str) -> str | None:
     repository is in its tests) runs in the image's processes only if they search DIR too: a pod's
     environment is its image's and its own, never the host's."""
     entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
-    spec = importlib.util.find_spec(package) if entries else None
-    if spec is None or not spec.submodule_search_locations:
+    locations = list(getattr(import_module(package), "__path__", ())) if entries else []
+    if not locations:
         return None
-    found_in = Path(next(iter(spec.submodule_search_locations))).resolve().parent
+    found_in = Path(locations[0]).resolve().parent
     return next((str(found_in) for e in entries if Path(e).resolve() == found_in), None)
 
 
