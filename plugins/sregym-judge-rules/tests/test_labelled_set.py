@@ -54,9 +54,9 @@ def test_apps_set_covers_the_other_apps():
 def test_set_problems_match_the_curated_problems():
     """The truths in the set are the curated problems' faults and components (kept in sync)."""
     pytest.importorskip("sregym_app_hotel_reservation")
-    from sregym_core.plugins import get_plugin_host
+    from sregym_core.plugins import process_host
 
-    curated = get_plugin_host().get_problems()
+    curated = process_host().get_problems()
     for name in (*SETS, APPS_SET):
         raw = yaml.safe_load(data_path(name).read_text())
         for problem, entry in raw["problems"].items():

@@ -13,7 +13,7 @@ from sregym_judge_rules.calibration import load_dataset
 from sregym_judge_rules.text import datastore_owner
 
 from sregym_core.faults import FaultContext
-from sregym_core.plugins import get_plugin_host
+from sregym_core.plugins import process_host
 from sregym_core.problems import derive_ground_truth, resolve_problem
 from sregym_core.types import Target
 
@@ -303,7 +303,7 @@ OTHER_MECHANISMS = (
 
 @pytest.fixture(scope="module")
 def curated():
-    host = get_plugin_host()
+    host = process_host()
     faults, apps = host.get_faults(), host.get_apps()
     out = {}
     for pid, problem in sorted(host.get_problems().items()):
@@ -401,7 +401,7 @@ def test_reference_diagnoses_with_injected_values_pass(curated, monkeypatch):
     monkeypatch.setattr(kube, "wait_until", lambda check, timeout=30.0, interval=0.5: bool(check()))
 
     describe_truth = pytest.importorskip("sregym_agent_baselines.agents").describe_truth
-    host = get_plugin_host()
+    host = process_host()
     faults = host.get_faults()
     judged, failures = 0, {}
     for pid, (problem, app, _truths) in curated.items():
