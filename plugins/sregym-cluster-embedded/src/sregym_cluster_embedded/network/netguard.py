@@ -35,6 +35,7 @@ import os
 import platform
 import socket
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,25 @@ def cgroup2_root() -> Path | None:
         if len(parts) > 2 and parts[2] == "cgroup2":
             return Path(parts[1])
     return None
+
+
+def probe_cgroup_programs(load: Callable[[list[int]], None], *, root_reason: str, refused: str) -> tuple[bool, str]:
+    """(available, reason): whether this kernel loads the cgroup programs ``load`` opens (it appends
+    each descriptor to the list it is given; all are closed again), as root with cgroup v2."""
+    if os.geteuid() != 0:
+        return False, root_reason
+    if cgroup2_root() is None:
+        return False, "no cgroup v2 hierarchy is mounted"
+    fds: list[int] = []
+    try:
+        load(fds)
+        return True, ""
+    except OSError as exc:
+        return False, f"the kernel refused {refused}: {exc.strerror or exc}"
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class NetGuard:

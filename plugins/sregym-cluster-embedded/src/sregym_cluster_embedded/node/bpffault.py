@@ -31,7 +31,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..network.netguard import _bpf, _insn, cgroup2_root
+from ..network.netguard import _bpf, _insn, cgroup2_root, probe_cgroup_programs
 from ..network.netguard import _load as load_program
 
 MAP_CREATE, MAP_UPDATE, MAP_DELETE, PROG_LOAD, LINK_CREATE = 0, 2, 3, 5, 28
@@ -118,25 +118,15 @@ def probe() -> tuple[bool, str]:
     """(available, reason): whether this kernel loads the programs (root, BPF, cgroup v2,
     bpf_set_retval). Cached per process: the kernel does not change under us."""
     global _PROBED
-    if _PROBED is not None:
-        return _PROBED
-    if os.geteuid() != 0:
-        _PROBED = (False, "needs root (BPF programs on cgroups)")
-    elif cgroup2_root() is None:
-        _PROBED = (False, "no cgroup v2 hierarchy is mounted")
-    else:
-        fds: list[int] = []
-        try:
-            fds.append(_new_map())
-            fds.append(_load(program(fds[0]), INET4_CONNECT))
-            fds.append(_load(program(fds[0], port_check=False), INET_SOCK_CREATE, PROG_CGROUP_SOCK))
-            _PROBED = (True, "")
-        except OSError as exc:
-            _PROBED = (False, f"the kernel refused a cgroup socket program: {exc.strerror or exc}")
-        finally:
-            for fd in fds:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+
+    def load(fds: list[int]) -> None:
+        fds.append(_new_map())
+        fds.append(_load(program(fds[0]), INET4_CONNECT))
+        fds.append(_load(program(fds[0], port_check=False), INET_SOCK_CREATE, PROG_CGROUP_SOCK))
+
+    if _PROBED is None:
+        _PROBED = probe_cgroup_programs(load, root_reason="needs root (BPF programs on cgroups)",
+                                        refused="a cgroup socket program")
     return _PROBED
 
 

@@ -49,7 +49,7 @@ import socket
 import struct
 from pathlib import Path
 
-from ..network.netguard import _bpf, _insn, cgroup2_root
+from ..network.netguard import _bpf, _insn, cgroup2_root, probe_cgroup_programs
 from ..network.netguard import _load as load_program
 from .bpffault import cgroup_id
 
@@ -175,24 +175,14 @@ def probe() -> tuple[bool, str]:
     """(available, reason): whether this kernel loads the program (root, cgroup v2, bpf_bind at
     connect, bpf_get/set_retval). Cached per process."""
     global _PROBED
-    if _PROBED is not None:
-        return _PROBED
-    if os.geteuid() != 0:
-        _PROBED = (False, "needs root (a BPF program on the pods' cgroups)")
-    elif cgroup2_root() is None:
-        _PROBED = (False, "no cgroup v2 hierarchy is mounted")
-    else:
-        fds: list[int] = []
-        try:
-            fds.append(_new_map())
-            fds.append(_load(fds[0]))
-            _PROBED = (True, "")
-        except OSError as exc:
-            _PROBED = (False, f"the kernel refused the cgroup/connect4 program: {exc.strerror or exc}")
-        finally:
-            for fd in fds:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+
+    def load(fds: list[int]) -> None:
+        fds.append(_new_map())
+        fds.append(_load(fds[0]))
+
+    if _PROBED is None:
+        _PROBED = probe_cgroup_programs(load, root_reason="needs root (a BPF program on the pods' cgroups)",
+                                        refused="the cgroup/connect4 program")
     return _PROBED
 
 
