@@ -29,7 +29,7 @@ DEFAULTS = {"workers": 2, "default_budget_s": 240, "suite_budget_s": 1320, "budg
 def module_path(classname: str) -> str | None:
     """``apps.sregym-app-x.tests.test_y.TestZ`` -> ``apps/sregym-app-x/tests/test_y.py`` (the longest prefix
     that is a file of the checkout)."""
-    parts = classname.split(".")
+    parts = [part for part in classname.split(".") if part]  # a module-level skip has no class name
     for end in range(len(parts), 0, -1):
         candidate = Path(*parts[:end]).with_suffix(".py")
         if (ROOT / candidate).is_file():
