@@ -24,11 +24,10 @@ pytest_plugins = ["sregym_core.testing"]
 
 #: the scheduler's unit of work holding every file that runs an app on a cluster (one worker, file after file)
 LIVE_LANE = "live-apps"
-#: fixtures through which a test gets a cluster with apps (the session's shared cluster)
 #: the app template's own tests run on a renamed, installed copy of it (tests/test_app_template.py); in
 #: the checkout, where the template is not installed, they could only skip
 collect_ignore_glob = ["apps/_template/*"]
-
+#: fixtures through which a test gets a cluster with apps (the session's shared cluster)
 LIVE_FIXTURES = {"embedded_cluster", "shared_cluster", "deployed_app"}
 
 

@@ -147,10 +147,7 @@ class AppDeployment:
                check_workload: bool = True, kubectl: str | None = None) -> dict[str, Any]:
         """Apply the manifests and wait for Ready pods and a working workload; return timings and stats."""
         k = Kubectl(kubeconfig, kubectl)
-        merged = dict(params or {})
-        if self.prepare is not None:
-            merged = self.prepare(k, merged)
-        manifests_yaml = self.render(merged)
+        manifests_yaml = self.rendered(k, params)
         started = time.monotonic()
         deadline = started + timeout
         k.run("apply", "-f", "-", stdin=manifests_yaml, timeout=120)
@@ -198,8 +195,13 @@ class AppDeployment:
         (:meth:`deploy` waits itself, for scripts and benchmarks that deploy without the runner)."""
         from .appspec import apply_manifests
 
-        merged = dict(ctx.params or {})
-        if self.prepare is not None:
-            merged = self.prepare(Kubectl(ctx.kubeconfig, ctx.kubectl_path), merged)
-        apply_manifests(ctx, self.render(merged), self.namespaces[-1], what=f"{self.name}'s manifests",
+        manifests_yaml = self.rendered(Kubectl(ctx.kubeconfig, ctx.kubectl_path), ctx.params)
+        apply_manifests(ctx, manifests_yaml, self.namespaces[-1], what=f"{self.name}'s manifests",
                         hints=(self.log_hint,))
+
+    def rendered(self, kubectl: Kubectl, params: Mapping[str, Any] | None) -> str:
+        """The manifests as YAML for ``params``, amended first by ``prepare`` from the live cluster."""
+        merged = dict(params or {})
+        if self.prepare is not None:
+            merged = self.prepare(kubectl, merged)
+        return self.render(merged)

@@ -261,18 +261,27 @@ class NetGuard:
             self.cgroup.rmdir()
 
 
+def map_update(map_fd: int, key: bytes, value: bytes) -> None:
+    """Write one element of a BPF map (``key`` and ``value`` exactly the map's sizes)."""
+    kbuf = ctypes.create_string_buffer(key, len(key))
+    vbuf = ctypes.create_string_buffer(value, len(value))
+    _bpf(MAP_UPDATE, struct.pack("<IIQQQ", map_fd, 0, ctypes.addressof(kbuf), ctypes.addressof(vbuf), 0))
+
+
+def map_delete(map_fd: int, key: bytes) -> None:
+    """Delete one element of a BPF map; one already gone is no error."""
+    kbuf = ctypes.create_string_buffer(key, len(key))
+    with contextlib.suppress(OSError):
+        _bpf(MAP_DELETE, struct.pack("<IIQ", map_fd, 0, ctypes.addressof(kbuf)))
+
+
 def _sync(map_fd: int, old: dict[bytes, int], new: dict[bytes, int]) -> None:
     """Make the kernel map hold ``new`` (it holds ``old``): delete what went, write what changed."""
     for gone in [k for k in old if k not in new]:
-        kbuf = ctypes.create_string_buffer(gone, 8)
-        with contextlib.suppress(OSError):
-            _bpf(MAP_DELETE, struct.pack("<IIQ", map_fd, 0, ctypes.addressof(kbuf)))
+        map_delete(map_fd, gone)
     for k, value in new.items():
-        if old.get(k) == value:
-            continue
-        kbuf = ctypes.create_string_buffer(k, 8)
-        vbuf = ctypes.create_string_buffer(struct.pack("<I", value), 4)
-        _bpf(MAP_UPDATE, struct.pack("<IIQQQ", map_fd, 0, ctypes.addressof(kbuf), ctypes.addressof(vbuf), 0))
+        if old.get(k) != value:
+            map_update(map_fd, k, struct.pack("<I", value))
 
 
 class AppGroups:
@@ -291,12 +300,18 @@ def caller_group(namespace_labels: dict[str, str] | None, groups: AppGroups) -> 
     return groups.id(name) if name else CALLER_ANY
 
 
-def _cgroup_id(path: Path) -> bytes | None:
-    """The callers' table key of a cgroup v2 directory: its id (the inode number), as the kernel's u64."""
+def cgroup_id(path: Path) -> int | None:
+    """A cgroup v2 directory's id (its inode number in cgroupfs), or None when it is gone."""
     try:
-        return struct.pack("<Q", os.stat(path).st_ino)
+        return os.stat(path).st_ino
     except OSError:
         return None
+
+
+def _cgroup_id(path: Path) -> bytes | None:
+    """The callers' table key of a cgroup v2 directory: its id, as the kernel's u64."""
+    found = cgroup_id(path)
+    return None if found is None else struct.pack("<Q", found)
 
 
 def callers(view: Any, guard_cgroup: Path, groups: AppGroups, known: dict[bytes, int]) -> dict[bytes, int]:

@@ -24,17 +24,17 @@ call, as the network guard's are: no compiler needed.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import socket
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..network.netguard import _bpf, _insn, cgroup2_root, probe_cgroup_programs
+from ..network.netguard import _bpf, _insn, cgroup2_root, map_delete, map_update, probe_cgroup_programs
 from ..network.netguard import _load as load_program
+from ..network.netguard import cgroup_id as cgroup_id  # the node agent and the admin API ask it here
 
-MAP_CREATE, MAP_UPDATE, MAP_DELETE, PROG_LOAD, LINK_CREATE = 0, 2, 3, 5, 28
+MAP_CREATE, PROG_LOAD, LINK_CREATE = 0, 5, 28
 MAP_HASH = 1
 PROG_CGROUP_SOCK, PROG_CGROUP_SOCK_ADDR = 9, 18
 INET_SOCK_CREATE, INET4_CONNECT, INET6_CONNECT = 2, 10, 11
@@ -149,25 +149,20 @@ class CgroupConnectFaults:
     def set(self, faults: dict[int, ConnectFault]) -> None:
         """Make the map hold exactly ``faults`` (cgroup id -> fault); link the programs on the
         first entry, unlink and unload them when none is left."""
-        wanted = {cgroup_id: fault.value() for cgroup_id, fault in faults.items()}
+        wanted = {cid: fault.value() for cid, fault in faults.items()}
         if not wanted:
             self.close()
             return
         if self.map_fd < 0:
             self.map_fd = _new_map()
-        for cgroup_id in [c for c in self.entries if c not in wanted]:
-            kbuf = ctypes.create_string_buffer(struct.pack("<Q", cgroup_id), 8)
-            with contextlib.suppress(OSError):
-                _bpf(MAP_DELETE, struct.pack("<IIQ", self.map_fd, 0, ctypes.addressof(kbuf)))
-            del self.entries[cgroup_id]
-        for cgroup_id, value in wanted.items():
-            if self.entries.get(cgroup_id) == value:
+        for cid in [c for c in self.entries if c not in wanted]:
+            map_delete(self.map_fd, struct.pack("<Q", cid))
+            del self.entries[cid]
+        for cid, value in wanted.items():
+            if self.entries.get(cid) == value:
                 continue
-            kbuf = ctypes.create_string_buffer(struct.pack("<Q", cgroup_id), 8)
-            vbuf = ctypes.create_string_buffer(value, 16)
-            _bpf(MAP_UPDATE, struct.pack("<IIQQQ", self.map_fd, 0, ctypes.addressof(kbuf),
-                                         ctypes.addressof(vbuf), 0))
-            self.entries[cgroup_id] = value
+            map_update(self.map_fd, struct.pack("<Q", cid), value)
+            self.entries[cid] = value
         if not self.link_fds:
             self._attach()
 
@@ -203,9 +198,3 @@ class CgroupConnectFaults:
         self.entries = {}
 
 
-def cgroup_id(path: Path) -> int | None:
-    """A cgroup v2 directory's id (its inode number in cgroupfs), or None when it is gone."""
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None

@@ -49,13 +49,20 @@ import socket
 import struct
 from pathlib import Path
 
-from ..network.netguard import _bpf, _insn, cgroup2_root, probe_cgroup_programs
+from ..network.netguard import (
+    _bpf,
+    _insn,
+    cgroup2_root,
+    cgroup_id,
+    map_delete,
+    map_update,
+    probe_cgroup_programs,
+)
 from ..network.netguard import _load as load_program
-from .bpffault import cgroup_id
 
 __all__ = ["MAX_ATTEMPTS", "MECHANISM", "PortRanges", "cgroup_id", "entry", "probe", "program"]
 
-MAP_CREATE, MAP_UPDATE, MAP_DELETE, PROG_LOAD, LINK_CREATE = 0, 2, 3, 5, 28
+MAP_CREATE, PROG_LOAD, LINK_CREATE = 0, 5, 28
 MAP_HASH = 1
 PROG_CGROUP_SOCK_ADDR, INET4_CONNECT = 18, 10
 FN_MAP_LOOKUP, FN_PRANDOM, FN_BIND, FN_CGROUP_ID, FN_GET_RETVAL, FN_SET_RETVAL = 1, 7, 64, 80, 186, 187
@@ -205,9 +212,7 @@ class PortRanges:
         if self.map_fd < 0:
             self.map_fd = _new_map()
         value = entry(low, high, pod_ip)
-        kbuf = ctypes.create_string_buffer(struct.pack("<Q", cgroup_id), 8)
-        vbuf = ctypes.create_string_buffer(value, 16)
-        _bpf(MAP_UPDATE, struct.pack("<IIQQQ", self.map_fd, 0, ctypes.addressof(kbuf), ctypes.addressof(vbuf), 0))
+        map_update(self.map_fd, struct.pack("<Q", cgroup_id), value)
         self.entries[cgroup_id] = value
         if self.link_fd < 0:
             self._attach()
@@ -215,9 +220,7 @@ class PortRanges:
     def remove(self, cgroup_id: int) -> None:
         if cgroup_id not in self.entries:
             return
-        kbuf = ctypes.create_string_buffer(struct.pack("<Q", cgroup_id), 8)
-        with contextlib.suppress(OSError):
-            _bpf(MAP_DELETE, struct.pack("<IIQ", self.map_fd, 0, ctypes.addressof(kbuf)))
+        map_delete(self.map_fd, struct.pack("<Q", cgroup_id))
         del self.entries[cgroup_id]
         if not self.entries:
             self.close()  # no pod has a range: no program on every connect() of the machine
