@@ -270,6 +270,13 @@ def mutating_inject(ctx, target, params):
                                         "pods.resource-defaults.ops.internal", ctx.namespace, MUTATING_BACKEND, ca,
                                         failure_policy="Ignore", path="/mutate")])
     ctx.state.update(config=_mutating_config(ctx), backend=MUTATING_BACKEND, memory=params["memory"])
+    # failurePolicy Ignore admits a pod unchanged while the API server cannot call the webhook yet (its
+    # Service has no endpoint for a moment after the backend is Ready): the rollout waits until a
+    # probe pod comes back rewritten, or its new pods would escape the fault
+    if not kube.wait_until(lambda: mutating_present(ctx, target, params), timeout=90.0, interval=1.0):
+        raise FaultError(f"the mutating webhook {_mutating_config(ctx)} did not rewrite a probe pod within 90 s",
+                         hints=(f"kubectl get endpoints {MUTATING_BACKEND} -n {ctx.namespace}",
+                                f"kubectl logs deployment/{MUTATING_BACKEND} -n {ctx.namespace}"))
     # new pods of the target get the rewritten limit
     ctx.rollout_restart(target.component.kind, target.component.name)
 
