@@ -253,3 +253,15 @@ def test_create_of_an_existing_object_and_replace_of_a_missing_one_fail_as_kubec
     ctx.kubectl("apply", "-f", "-", input=json.dumps(quota))  # apply takes an existing object
     with pytest.raises(FaultError, match='resourcequotas "other" not found'):
         ctx.kubectl("replace", "-f", "-", input=json.dumps({**quota, "metadata": {"name": "other"}}))
+
+
+def test_a_server_side_dry_run_is_refused_and_stores_nothing(tmp_path):
+    # a dry run answers with what admission would store; the offline kubectl runs no admission, so
+    # it refuses (the fault is then live only) instead of storing the probe or failing on generateName
+    ctx = _cluster(tmp_path)
+    before = dict(ctx.objects)
+    probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "geo-check-", "namespace": "contract"},
+             "spec": {"containers": [{"name": "geo", "image": "example/geo"}]}}
+    with pytest.raises(FaultError, match=r"does not model `kubectl create --dry-run` \(it runs no admission"):
+        ctx.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe))
+    assert ctx.objects == before

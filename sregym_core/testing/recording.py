@@ -197,6 +197,10 @@ class RecordingFaultContext(FaultContext):
                 raise _unmodelled(f"patch {kind.lower()} {name}", "without a body: it reads -p/--patch")
             self._patch(kind, name, namespace, flags.get("type", "strategic"), json.loads(flags["p"]))
             return ""
+        if verb in ("apply", "create", "replace") and "dry-run" in flags:
+            # a server-side dry run answers with what admission would store: there is no admission here
+            raise _unmodelled(f"{verb} --dry-run", "it runs no admission webhooks, so it cannot say what the API "
+                                                   "server would store")
         if verb in ("apply", "create", "replace") and input:
             for doc in _documents(input):
                 kind, name = doc["kind"], doc["metadata"]["name"]
