@@ -27,6 +27,7 @@ GRANTABLE: dict[tuple[str, str], bool] = {
     (ADMISSION, "mutatingwebhookconfigurations"): False,
     ("apps", "daemonsets"): True,  # a node-level component's rollout (kube-system/kube-proxy)
     ("crd.projectcalico.org", "ippools"): False,  # the CNI's pod address pool
+    ("crd.projectcalico.org", "bgppeers"): False,  # the CNI's BGP peering (route reflectors)
 }
 VERBS = ("get", "patch", "update")
 

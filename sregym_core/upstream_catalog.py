@@ -138,7 +138,11 @@ UPSTREAM_PROBLEMS: tuple[UpstreamProblem, ...] = (
     UpstreamProblem("internal_traffic_policy_local_astronomy_shop", "AS", True),
     UpstreamProblem("admission_webhook_outage_hotel_reservation", "HR", True),
     UpstreamProblem("pod_cidr_exhaustion_hotel_reservation", "HR", False),
-    UpstreamProblem("calico_route_reflector_label_drift_hotel_reservation", "HR", False),
+    UpstreamProblem("calico_route_reflector_label_drift_hotel_reservation", "HR", False,
+                    "same BGPPeer selecting reflectors by node-role.kubernetes.io/master with the mesh off; the "
+                    "embedded cluster has no BIRD: its network computes the routes from the Node labels, "
+                    "BGPConfiguration and BGPPeers and holds unrouted cross-node pod traffic (service proxy; "
+                    "EHOSTUNREACH from its cgroup/connect4 guard as root)"),
     UpstreamProblem("admission_webhook_tls_mismatch_hotel_reservation", "HR", False),
     UpstreamProblem("mutating_webhook_resource_limits_social_network", "SN", True),
     UpstreamProblem("psa_restricted_blocks_recreation_hotel_reservation", "HR", False),

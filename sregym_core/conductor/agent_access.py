@@ -62,8 +62,10 @@ CLUSTER_RULES = [
     # which admission webhooks see the app's objects (a FailedCreate event names one)
     {"apiGroups": ["admissionregistration.k8s.io"],
      "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], "verbs": ["get", "list"]},
-    # the CNI's pod address pools (Calico IPPools; absent on clusters without Calico)
-    {"apiGroups": ["crd.projectcalico.org"], "resources": ["ippools"], "verbs": ["get", "list", "watch"]},
+    # the CNI's pod address pools and BGP peering (Calico IPPools, BGPPeers, BGPConfigurations; absent on
+    # clusters without Calico)
+    {"apiGroups": ["crd.projectcalico.org"], "resources": ["ippools", "bgppeers", "bgpconfigurations"],
+     "verbs": ["get", "list", "watch"]},
     # which ingress classes a controller serves (an Ingress whose class none serves gets no address)
     {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"], "verbs": ["get", "list", "watch"]},
 ]

@@ -30,6 +30,7 @@ class TestClusterFaults(FaultContract):
     live_only["finalizer-deadlock"] = "its controller, a pod, puts the finalizer on the ConfigMap (live)"
     live_only["kube-proxy-buggy-image"] = "the DaemonSet lives in kube-system and its pods run on the nodes (live)"
     live_only["pod-ip-exhaustion"] = "the IPPool is cluster-scoped and the node agents allocate from it (live)"
+    live_only["calico-route-reflector-drift"] = "Nodes and Calico's cluster-scoped BGP objects (live, two nodes or more)"
 
 
 def _review(kind: str = "Pod") -> dict:
@@ -154,7 +155,8 @@ def test_faults_that_need_two_nodes_are_not_run_on_one():
     host = process_host()
     for problem_id, fault in (("hotel-pv-node-affinity-postgres-reservation", "pv-node-affinity-conflict"),
                               ("hotel-pvc-rwo-shared-frontend", "pvc-rwo-shared"),
-                              ("hotel-internal-traffic-local-geo", "internal-traffic-local")):
+                              ("hotel-internal-traffic-local-geo", "internal-traffic-local"),
+                              ("hotel-calico-route-reflector-drift-frontend", "calico-route-reflector-drift")):
         problem = host.get_problems()[problem_id]
         assert missing_capabilities(problem, host, {"any", "embedded"}) == {fault: frozenset({"multi-node"})}
         assert not missing_capabilities(problem, host, {"any", "embedded", "multi-node"})

@@ -47,7 +47,8 @@ class TestClusterFaultsLive(LiveFaultContract):
                 "cronjob-sidecar-blocks": "covered by test_cluster_faults_matrix.py (waits for scheduled runs)",
                 "finalizer-deadlock": "covered by test_cluster_faults_matrix.py (matrix only: the suite's budget)"}
     not_here |= {name: "covered by test_ingress_faults_live.py" for name in ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")}
-    not_here |= {name: "covered by test_cluster_net_faults_live.py" for name in ("kube-proxy-buggy-image", "pod-ip-exhaustion")}
+    not_here |= {name: "covered by test_cluster_net_faults_live.py" for name in ("kube-proxy-buggy-image", "pod-ip-exhaustion",
+                                                                               "calico-route-reflector-drift")}
 
 
 @pytest.fixture(autouse=True)

@@ -36,7 +36,7 @@ ALL = ("admission-webhook-outage", "admission-webhook-ca-mismatch", "mutating-we
        "pv-node-affinity-conflict", "pvc-rwo-shared", "sa-missing-permission", "cronjob-sidecar-blocks",
        "finalizer-deadlock")
 ALL += ("ingress-tls-expired", "ingress-misrouted-path", "ingress-class-mismatch")  # their live cases: test_ingress_faults_live.py
-ALL += ("kube-proxy-buggy-image", "pod-ip-exhaustion")  # their live cases: test_cluster_net_faults_live.py
+ALL += ("kube-proxy-buggy-image", "pod-ip-exhaustion", "calico-route-reflector-drift")  # their live cases: test_cluster_net_faults_live.py
 
 
 def _request_for(kind, rng):

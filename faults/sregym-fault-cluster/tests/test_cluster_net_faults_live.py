@@ -5,6 +5,9 @@
 * pod-ip-exhaustion: the recreated frontend pods stay ContainerCreating with a
   ``FailedCreatePodSandBox`` event saying no IP addresses are available, and ``kubectl get
   ippools`` shows the shrunk pool.
+* calico-route-reflector-drift (two nodes or more, e.g. ``SREGYM_E2E_CLUSTER`` pointing at
+  ``sregym cluster up --nodes 3``): ``kubectl get bgppeers`` shows the peer selecting the
+  deprecated master label, and searches (frontend → search → geo/rate, across nodes) fail.
 
 Each: inject, symptom through real kubectl, ``is_present``, the reference fix, gone, recovered.
 """
@@ -42,12 +45,19 @@ def pool_shrunk(live) -> str | None:
     return f"ippools: {out}" if out.strip().endswith(("/26", "/27", "/28")) else None
 
 
+def peer_drifted(live) -> str | None:
+    out = live.kubectl("get", "bgppeers", "-o", "jsonpath={.items[*].spec.peerSelector}")
+    return f"bgppeers select: {out}" if "node-role.kubernetes.io/master" in out else None
+
+
 CASES = {
     "kube-proxy-buggy-image": Case("search", all_of(kube_proxy_buggy, fails("search", tries=6)),
                                    symptom_timeout=120.0),
     "pod-ip-exhaustion": Case("frontend", all_of(
         event("FailedCreatePodSandBox", "no IP addresses available", "frontend"),
         waiting("frontend", "ContainerCreating"), pool_shrunk), symptom_timeout=120.0),
+    "calico-route-reflector-drift": Case("frontend", all_of(peer_drifted, fails("search", tries=6)),
+                                         symptom_timeout=120.0),
 }
 
 

@@ -7,14 +7,15 @@ import sys
 from sregym_core import hookimpl
 from sregym_core.types import LocalImage
 
-from . import actor, admission, cronjob, dns, finalizer, ingress, ipam, kube_proxy, rbac, routing, storage
+from . import actor, admission, bgp, cronjob, dns, finalizer, ingress, ipam, kube_proxy, rbac, routing, storage
 from .admission import IMAGE
 
 
 @hookimpl
 def sregym_faults():
     return [*admission.FAULTS, *dns.FAULTS, *routing.FAULTS, *actor.FAULTS, *storage.FAULTS, *rbac.FAULTS,
-            *cronjob.FAULTS, *ingress.FAULTS, *finalizer.FAULTS, *kube_proxy.FAULTS, *ipam.FAULTS]
+            *cronjob.FAULTS, *ingress.FAULTS, *finalizer.FAULTS, *kube_proxy.FAULTS, *ipam.FAULTS,
+            *bgp.FAULTS]
 
 
 @hookimpl

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..controllers.util import Obj
-from . import netguard
+from . import bgp, netguard
 from .dns import DnsServer
 from .proxy import Fault, ServiceProxy
 from .view import ClusterView
@@ -55,6 +55,9 @@ class Network:
         self.settings = settings
         self.view = ClusterView(client, settings)
         self.proxy = ServiceProxy(self.view)
+        #: pod routes between nodes from Calico's BGP resources (bgp.py): the proxy and the guard honour them
+        self.routes = bgp.Routes(self.view)
+        self.proxy.routes = self.routes
         self.dns = DnsServer(self.view, dns_ip(settings), int(getattr(settings, "dns_port", 53) or 53))
         self._starting: asyncio.Future | None = None
         #: the kernel-enforced reachability of hidden namespaces and other apps (netguard.py), or None and why not
@@ -78,6 +81,7 @@ class Network:
         await self._ensure_corefile()
         await self._ensure_ingress_addon()
         await self._ensure_ipam()
+        await self._ensure_bgp()
         await self._ensure_kube_proxy()
         return self
 
@@ -93,6 +97,7 @@ class Network:
             return
         for informer in (self.view.pods, self.view.services, self.view.namespaces, self.view.nodes):
             informer.add_handler(lambda *_: self._guard_dirty.set())
+        self.routes.listeners.append(self._guard_dirty.set)
         self._guard_dirty.set()
         self._guard_task = asyncio.create_task(self._guard_loop(), name="netguard")
 
@@ -102,7 +107,7 @@ class Network:
             self._guard_dirty.clear()
             try:
                 if self.guard.map_fd >= 0:
-                    self.guard.refresh(self.view, self.settings)
+                    self.guard.refresh(self.view, self.settings, self.routes)
             except Exception:
                 log.exception("updating the pod reachability table failed")
             await asyncio.sleep(0.02)  # coalesce bursts
@@ -110,7 +115,7 @@ class Network:
     def sync_guard(self) -> None:
         """Bring the reachability table up to date now (a hidden pod just got its IP)."""
         if self.guard is not None and self.guard.map_fd >= 0:
-            self.guard.refresh(self.view, self.settings)
+            self.guard.refresh(self.view, self.settings, self.routes)
 
     def _write_info(self) -> None:
         """`<state_dir>/network.json`: where DNS really listens (port 53 may be taken by another cluster)."""
@@ -179,6 +184,18 @@ class Network:
                 await self.client.create(resource, body)
             except Exception as exc:  # exists already
                 log.debug("ipam %s: %s", resource, exc)
+
+    async def _ensure_bgp(self) -> None:
+        """Calico's BGPPeer and BGPConfiguration resources and ``default`` with the node-to-node mesh
+        on (``.bgp``), unless ``SREGYM_EMBEDDED_BGP=0``; what exists is kept as the user left it."""
+        if not bgp.enabled():
+            return
+        for resource, body in [*(("customresourcedefinitions.apiextensions.k8s.io", crd) for crd in bgp.crds()),
+                               (bgp.CONFIGS, bgp.default_config())]:
+            try:
+                await self.client.create(resource, body)
+            except Exception as exc:  # exists already
+                log.debug("bgp %s: %s", resource, exc)
 
     async def _ensure_kube_proxy(self) -> None:
         """The ``kube-proxy`` DaemonSet in kube-system (``.kubeproxy``), unless

@@ -16,6 +16,10 @@ unconnected UDP, ``connect6``/``sendmsg6`` refusing IPv6, which pods do not have
   pod's processes run in its own ``pod-<uid>`` directory under the guard's, which a second table
   maps to the pod's app (registered by the node agent before the pod's first process starts);
 * the cluster's pod and Service ranges and the nodes' addresses: allowed;
+* while some nodes have no pod routes to others (Calico's BGP sessions, bgp.py), an app's pod IP
+  entry also names its node's island and every caller its own node's: a pod's ``connect()`` to a
+  pod of an island other than its own fails with EHOSTUNREACH (the island is 0, no constraint,
+  for Service IPs, host-network pods and whenever all nodes route to each other);
 * anything else (the host's own 127.0.0.1 listeners, other clusters, any address outside the
   machine): refused.
 
@@ -57,6 +61,11 @@ CALLER_ANY = 1
 #: the first app group's number; a destination entry this large names the app that owns the address
 FIRST_GROUP = 2
 FN_GET_CURRENT_CGROUP_ID = 80
+FN_SET_RETVAL = 187
+#: an entry's and a caller's value: the app group (or verdict) in the low 16 bits, the routing
+#: island of the pod's node above them (0: reaches every node)
+ISLAND_SHIFT = 16
+GROUP_MASK = (1 << ISLAND_SHIFT) - 1
 MAX_ENTRIES = 8192
 
 
@@ -84,22 +93,37 @@ def _lookup(map_fd: int, port_imm: int | None) -> bytes:
     return out
 
 
-def _verdict(callers_fd: int) -> bytes:
+def _verdict(callers_fd: int, unreachable: bool = True) -> bytes:
     """r0 points at the entry found: a verdict (0/1), or the app group owning the address, which
     only the same app's callers (and those of no app) may reach. The caller's group comes from the
-    callers' table by the calling task's cgroup id; a cgroup it does not know is refused."""
+    callers' table by the calling task's cgroup id; a cgroup it does not know is refused. Above
+    the group both values carry their node's routing island: when both are set and differ, there
+    is no route (EHOSTUNREACH through ``bpf_set_retval`` when ``unreachable``, else EPERM)."""
+    no_route = ([_insn(0xB7, dst=1, imm=-113),  # r1 = -EHOSTUNREACH
+                 _insn(0x85, imm=FN_SET_RETVAL)] if unreachable else []) + [_insn(0xB7, dst=0, imm=DENY), _insn(0x95)]
+    groups = [
+        _insn(0x15, dst=0, off=3, imm=CALLER_ANY),  # a pod of no app: allow
+        _insn(0x1D, dst=0, src=7, off=2),  # the same app: allow
+        _insn(0xB7, dst=0, imm=DENY), _insn(0x95),
+        _insn(0xB7, dst=0, imm=ALLOW), _insn(0x95),
+    ]
     ask_caller = b"".join([
         _insn(0x85, imm=FN_GET_CURRENT_CGROUP_ID),  # r0 = the caller's cgroup id
         _insn(0x7B, dst=10, src=0, off=-16),  # *(u64 *)(fp - 16) = r0
         _insn(0x18, dst=1, src=1, imm=callers_fd), _insn(0, imm=0),  # r1 = callers' map
         _insn(0xBF, dst=2, src=10), _insn(0x07, dst=2, imm=-16),  # r2 = fp - 16
         _insn(0x85, imm=1),  # call map_lookup_elem
-        _insn(0x15, dst=0, off=3, imm=0),  # unknown cgroup: deny
-        _insn(0x61, dst=0, src=0, off=0),  # r0 = the caller's group
-        _insn(0x15, dst=0, off=3, imm=CALLER_ANY),  # a pod of no app: allow
-        _insn(0x1D, dst=0, src=7, off=2),  # the same app: allow
-        _insn(0xB7, dst=0, imm=DENY), _insn(0x95),
-        _insn(0xB7, dst=0, imm=ALLOW), _insn(0x95),
+        _insn(0x15, dst=0, off=10 + len(no_route) + 2, imm=0),  # unknown cgroup: the groups' deny
+        _insn(0x61, dst=0, src=0, off=0),  # r0 = the caller's value
+        _insn(0xBF, dst=8, src=0), _insn(0x77, dst=8, imm=ISLAND_SHIFT),  # r8 = the caller's island
+        _insn(0x57, dst=0, imm=GROUP_MASK),  # r0 = the caller's group
+        _insn(0xBF, dst=9, src=7), _insn(0x77, dst=9, imm=ISLAND_SHIFT),  # r9 = the address's island
+        _insn(0x57, dst=7, imm=GROUP_MASK),  # r7 = the address's group
+        _insn(0x15, dst=9, off=2 + len(no_route), imm=0),  # no island on the address: by group
+        _insn(0x15, dst=8, off=1 + len(no_route), imm=0),  # no island on the caller: by group
+        _insn(0x1D, dst=9, src=8, off=len(no_route)),  # the same island: by group
+        *no_route,
+        *groups,
     ])
     return b"".join([
         _insn(0x61, dst=7, src=0, off=0),  # r7 = the entry (the ip is no longer needed)
@@ -109,12 +133,12 @@ def _verdict(callers_fd: int) -> bytes:
     ]) + ask_caller
 
 
-def program(map_fd: int, *, ipv4: bool, callers_fd: int = -1) -> bytes:
+def program(map_fd: int, *, ipv4: bool, callers_fd: int = -1, unreachable: bool = True) -> bytes:
     """The verdict program: (ip, port) entry, else (ip, any port), else the ip's /16, else DENY;
-    an entry naming an app group is then decided by the caller's group (``_verdict``)."""
+    an entry naming an app group is then decided by the caller's group and island (``_verdict``)."""
     if not ipv4:
         return _insn(0xB7, dst=0, imm=DENY) + _insn(0x95)
-    found = _verdict(callers_fd)
+    found = _verdict(callers_fd, unreachable)
     code = [
         _insn(0xBF, dst=6, src=1),  # r6 = ctx
         _insn(0x61, dst=7, src=6, off=4),  # r7 = ctx->user_ip4
@@ -219,7 +243,11 @@ class NetGuard:
         try:
             for attach_type, ipv4 in ((INET4_CONNECT, True), (UDP4_SENDMSG, True), (INET6_CONNECT, False),
                                       (UDP6_SENDMSG, False)):
-                fd = _load(program(self.map_fd, ipv4=ipv4, callers_fd=self.callers_fd), attach_type)
+                try:
+                    fd = _load(program(self.map_fd, ipv4=ipv4, callers_fd=self.callers_fd), attach_type)
+                except OSError:  # a kernel without bpf_set_retval here (before 5.18): EPERM then
+                    fd = _load(program(self.map_fd, ipv4=ipv4, callers_fd=self.callers_fd, unreachable=False),
+                               attach_type)
                 self.prog_fds.append(fd)
                 _bpf(PROG_ATTACH, struct.pack("<IIII", cg_fd, fd, attach_type, 0))
         finally:
@@ -230,17 +258,19 @@ class NetGuard:
         with open(self.procs, "w") as handle:
             handle.write("0")
 
-    def admit(self, pod_cgroup: Path, namespace_labels: dict[str, str] | None) -> None:
-        """Before a pod's first process starts (node agent): its cgroup calls as its namespace's app."""
+    def admit(self, pod_cgroup: Path, namespace_labels: dict[str, str] | None, island: int = 0) -> None:
+        """Before a pod's first process starts (node agent): its cgroup calls as its namespace's app
+        (from its node's routing island: 0 until the next refresh says, no constraint)."""
         cgroup_id = _cgroup_id(pod_cgroup)
         if cgroup_id is not None and self.map_fd >= 0:
-            now = {**self.callers, cgroup_id: caller_group(namespace_labels, self.groups)}
+            now = {**self.callers, cgroup_id: caller_group(namespace_labels, self.groups) | (island << ISLAND_SHIFT)}
             _sync(self.callers_fd, self.callers, now)
             self.callers = now
 
-    def refresh(self, view: Any, settings: Any) -> None:
-        """Both tables as the cluster is now."""
-        self.update(table(view, settings, self.groups), callers(view, self.cgroup, self.groups, self.callers))
+    def refresh(self, view: Any, settings: Any, routes: Any = None) -> None:
+        """Both tables as the cluster is now (``routes``: bgp.Routes, the pod routes between nodes)."""
+        self.update(table(view, settings, self.groups, routes),
+                    callers(view, self.cgroup, self.groups, self.callers, routes))
 
     def update(self, entries: dict[bytes, int], callers_: dict[bytes, int] | None = None) -> None:
         _sync(self.map_fd, self.entries, entries)
@@ -314,28 +344,48 @@ def _cgroup_id(path: Path) -> bytes | None:
     return None if found is None else struct.pack("<Q", found)
 
 
-def callers(view: Any, guard_cgroup: Path, groups: AppGroups, known: dict[bytes, int]) -> dict[bytes, int]:
-    """The callers' table: every pod cgroup under the guard's, as its pod's namespace says; a cgroup
-    whose pod the view does not hold yet keeps what the node agent registered (``admit``)."""
+def islands_of(routes: Any) -> dict[str, int]:
+    """Node -> routing island while some nodes lack routes to others; empty (no constraint) when
+    every node reaches every other or nothing says (bgp.Routes)."""
+    if routes is None or not routes.partitioned():
+        return {}
+    return {node: island & GROUP_MASK for node, island in routes.islands().items()}
+
+
+def pod_island(pod: dict, islands: dict[str, int]) -> int:
+    """The routing island a pod's traffic takes: its node's; 0 for a host-network pod."""
+    spec = pod.get("spec") or {}
+    return 0 if spec.get("hostNetwork") else islands.get(spec.get("nodeName") or "", 0)
+
+
+def callers(view: Any, guard_cgroup: Path, groups: AppGroups, known: dict[bytes, int],
+            routes: Any = None) -> dict[bytes, int]:
+    """The callers' table: every pod cgroup under the guard's, as its pod's namespace (and, while
+    routes are partitioned, its node) says; a cgroup whose pod the view does not hold yet keeps
+    what the node agent registered (``admit``)."""
     labels = {ns["metadata"]["name"]: ns["metadata"].get("labels") for ns in view.namespaces.list()}
+    islands = islands_of(routes)
     namespace_of = {pod["metadata"].get("uid"): pod["metadata"].get("namespace") for pod in view.pods.list()}
+    island_of = {pod["metadata"].get("uid"): pod_island(pod, islands) for pod in view.pods.list()}
     out: dict[bytes, int] = {}
     with contextlib.suppress(OSError):
         for directory in guard_cgroup.glob("pod-*"):
             cgroup_id = _cgroup_id(directory)
             if cgroup_id is None:
                 continue
-            namespace = namespace_of.get(directory.name[len("pod-"):])
+            uid = directory.name[len("pod-"):]
+            namespace = namespace_of.get(uid)
             if namespace is not None and namespace in labels:
-                out[cgroup_id] = caller_group(labels[namespace], groups)
+                out[cgroup_id] = caller_group(labels[namespace], groups) | (island_of.get(uid, 0) << ISLAND_SHIFT)
             elif cgroup_id in known:
                 out[cgroup_id] = known[cgroup_id]
     return out
 
 
-def table(view: Any, settings: Any, groups: AppGroups | None = None) -> dict[bytes, int]:
+def table(view: Any, settings: Any, groups: AppGroups | None = None, routes: Any = None) -> dict[bytes, int]:
     """The verdicts for the cluster as it is now (see the module docstring)."""
     groups = groups or AppGroups()
+    islands = islands_of(routes)
     entries: dict[bytes, int] = {}
     for prefix in (getattr(settings, "pod_cidr_prefix", None), getattr(settings, "service_cidr_prefix", None)):
         if prefix:
@@ -359,6 +409,8 @@ def table(view: Any, settings: Any, groups: AppGroups | None = None) -> dict[byt
         ip = (pod.get("status") or {}).get("podIP")
         value = verdict(pod["metadata"].get("namespace"))
         if ip and value is not None and not (pod.get("spec") or {}).get("hostNetwork"):
+            if value >= FIRST_GROUP:  # an app's pod: reached only from its node's island
+                value |= pod_island(pod, islands) << ISLAND_SHIFT
             with contextlib.suppress(OSError):
                 entries[key(ip, 0)] = value
     for svc in view.services.list():

@@ -8,7 +8,9 @@ looked up per segment: like netem on an interface, a fault set now also impairs 
 already open (a gRPC client's one long-lived HTTP/2 connection among them), and clearing it heals them.
 Each connection holds an entry in the caller's and the backend's node conntrack table (conntrack.py):
 a node whose table is full drops new connections. The kube-proxy build that programmed the caller's
-node (kubeproxy.py) may drop a share of its new connections (a buggy build).
+node (kubeproxy.py) may drop a share of its new connections (a buggy build). A caller whose node has
+no route to the backend's node (Calico's BGP sessions, bgp.py) gets no answer: a new connection, as
+an open one, stalls until the route is back (DENIED_HOLD_SECONDS at most).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from sregym_core.clusters import is_hidden_namespace
 
 from ..controllers.util import Obj
 from . import callers
+from .bgp import Routes
 from .conntrack import ConntrackTable
 from .kubeproxy import NodeRules
 from .policy import allowed
@@ -45,6 +48,17 @@ class Fault:
     delay_ms: float = 0.0
     jitter_ms: float = 0.0
     loss_pct: float = 0.0
+
+
+@dataclass
+class _Route:
+    """One connection's ends for the routes between nodes: the caller (its pod when its address
+    names it, else located from its socket once needed) and the backend's node."""
+    src_pod: Obj | None
+    writer: asyncio.StreamWriter
+    dst_node: str | None
+    src_node: str | None = None
+    located: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,8 @@ class ServiceProxy:
         self.rules = NodeRules(view)  # which kube-proxy build programmed each node (kubeproxy.py)
         #: the node agents' pods and their processes, to find which pod opened a connection (callers.py)
         self.pod_processes: callers.PodProcesses | None = None
+        #: the pod routes between nodes (bgp.py; the network sets it), None: every node reaches every other
+        self.routes: Routes | None = None
         view.services.add_handler(lambda *_: self._dirty.set())
         view.endpoints.add_handler(lambda *_: self._dirty.set())
         view.nodes.add_handler(lambda *_: self._dirty.set())
@@ -240,6 +256,38 @@ class ServiceProxy:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._discard(reader), DENIED_HOLD_SECONDS)
 
+    def routing_node(self, pod: Obj | None) -> str | None:
+        """The node whose routes a pod's traffic takes; None outside the routing: not a pod, a
+        host-network pod, the benchmark's own pods (hidden namespaces)."""
+        if pod is None or (pod.get("spec") or {}).get("hostNetwork"):
+            return None
+        return next(iter(self.conntrack.nodes_for(pod)), None)
+
+    async def _routed(self, route: _Route) -> bool:
+        """Whether the connection's caller has a route to its backend's node now (the caller is
+        located the first time the routes are partitioned while it is open)."""
+        if self.routes is None or not self.routes.partitioned() or route.dst_node is None:
+            return True
+        if not route.located:
+            route.located = True
+            if route.src_pod is not None:
+                route.src_node = self.routing_node(route.src_pod)
+            else:
+                route.src_node = await self._caller_node(None, route.writer)
+        return self.routes.routed(route.src_node, route.dst_node)
+
+    async def _wait_route(self, route: _Route) -> None:
+        """Hold a segment while the route is gone, as TCP retransmits into a withdrawn route: the
+        next retry after the route is back gets through; after DENIED_HOLD_SECONDS the connection
+        is given up."""
+        rto, waited = 0.2, 0.0
+        while not await self._routed(route):
+            if waited >= DENIED_HOLD_SECONDS:
+                raise ConnectionResetError("no route to the backend's node")
+            await asyncio.sleep(rto)
+            waited += rto
+            rto = min(rto * 2, 5.0)
+
     def _node_of(self, ip: str) -> str | None:
         pod = self.view.pod_by_ip(ip)
         return ((pod or {}).get("spec") or {}).get("nodeName")
@@ -308,8 +356,15 @@ class ServiceProxy:
                        port=port, protocol="TCP", ns_labels=self.view.namespace_labels):
             await self._hold_dropped(reader)
             return
+        route = _Route(src_pod, writer, self.routing_node(dst_pod))
+        if not await self._routed(route):  # no route from the caller's node to the backend's: nothing
+            try:  # answers until it is back (the caller's retransmissions then get through) or we give up
+                await self._wait_route(route)
+            except ConnectionResetError:
+                return
         if self.rules.any_defect():
-            share = self.rules.drop_share(await self._caller_node(src_pod, writer))
+            caller = route.src_node if route.located and src_pod is None else await self._caller_node(src_pod, writer)
+            share = self.rules.drop_share(caller)
             if share and random.random() < share:  # the caller's node's rules (a buggy kube-proxy) drop it
                 await self._hold_dropped(reader)
                 return
@@ -320,12 +375,13 @@ class ServiceProxy:
             await self._hold_dropped(reader)
             return
         try:
-            await self._forward(key, reader, writer, ip, port, pod_name, client_ip)
+            await self._forward(key, reader, writer, ip, port, pod_name, client_ip, route)
         finally:
             self.conntrack.release(tracked)
 
     async def _forward(self, key: PortKey, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                       ip: str, port: int, pod_name: str | None, client_ip: str) -> None:
+                       ip: str, port: int, pod_name: str | None, client_ip: str,
+                       route: _Route | None = None) -> None:
         def current() -> Fault | None:
             return self.fault_for(key, pod_name)
 
@@ -349,7 +405,7 @@ class ServiceProxy:
             return
         self.connections += 1
         try:
-            await asyncio.gather(self._pipe(reader, up_writer, None), self._pipe(up_reader, writer, current))
+            await asyncio.gather(self._pipe(reader, up_writer, None, route), self._pipe(up_reader, writer, current, route))
         finally:
             with contextlib.suppress(Exception):
                 up_writer.close()
@@ -360,14 +416,17 @@ class ServiceProxy:
             pass
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    fault: Callable[[], Fault | None] | None) -> None:
+                    fault: Callable[[], Fault | None] | None, route: _Route | None = None) -> None:
         """Copy one direction; ``fault`` gives the fault in force *now* for each segment (None: never
-        impaired), so a fault set or cleared while the connection is open takes effect on it."""
+        impaired), so a fault set or cleared while the connection is open takes effect on it; so do
+        the routes between the caller's and the backend's nodes (``route``)."""
         try:
             while True:
                 data = await reader.read(CHUNK)
                 if not data:
                     break
+                if route is not None and self.routes is not None and self.routes.partitioned():
+                    await self._wait_route(route)
                 if fault is not None:
                     await self._impair(fault)
                 writer.write(data)

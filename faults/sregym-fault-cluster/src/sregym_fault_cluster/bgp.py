@@ -1,0 +1,299 @@
+"""Route reflectors chosen by a deprecated label (upstream
+``calico_route_reflector_label_drift_hotel_reservation``): pods on different nodes lose their routes.
+
+Calico's nodes learn each other's pod routes over BGP. With the node-to-node mesh turned off
+(``BGPConfiguration`` ``default``: ``nodeToNodeMeshEnabled: false``), every node peers with the
+route reflectors a ``BGPPeer`` selects: here ``peer-with-route-reflectors`` (``nodeSelector:
+all()``), whose ``peerSelector`` names the reflector by its node label. The fault leaves the
+reflector labelled ``route-reflector=true`` but has the peer select the deprecated control-plane
+label ``has(node-role.kubernetes.io/master)``, which no node carries any more (kubeadm's nodes carry
+``node-role.kubernetes.io/control-plane``): no node peers with a reflector, the routes to other
+nodes' pod blocks are withdrawn, and a pod's connection to a pod on another node goes nowhere (the
+caller times out) while pods on the same node still talk. Every Deployment, Service and Endpoints
+object is right; the break is in the CNI's cluster-scoped peering objects.
+
+The fix an SRE makes: point the selector back at the label the reflector carries
+(``route-reflector == 'true'``; the agent may change that one field of that one BGPPeer), or turn
+the mesh back on. ``is_present`` reads the live Nodes, BGPConfigurations and BGPPeers and computes
+the routes as Calico distributes them (as the embedded cluster's network does): present while some
+node running the app's pods has no route to another such node. Needs the embedded cluster (its
+routes follow these objects; ``SREGYM_EMBEDDED_BGP=0`` turns them off) with two nodes or more.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from sregym_core.errors import PermanentFaultError
+from sregym_core.faultkit import function_fault, kube, users
+from sregym_core.types import FaultSpec, TargetSelector
+
+GROUP = "crd.projectcalico.org"
+PEERS, CONFIGS = f"bgppeers.{GROUP}", f"bgpconfigurations.{GROUP}"
+CONFIG, PEER = "default", "peer-with-route-reflectors"
+REFLECTOR_LABEL, REFLECTOR_VALUE = "route-reflector", "true"
+GOOD_SELECTOR = f"{REFLECTOR_LABEL} == '{REFLECTOR_VALUE}'"
+DRIFTED_SELECTOR = "has(node-role.kubernetes.io/master)"
+SERVED = TargetSelector(kinds=("Deployment",), requires=("service",),
+                        exclude_roles=("workload-generator", "db:*", "cache:*", "stateful"))
+
+
+# ---------------------------------------------------------------- Calico's selectors and the routes
+
+_TOKEN = re.compile(r"""\s*('[^']*'|"[^"]*"|&&|\|\||==|!=|[(){},!]|[A-Za-z0-9_./\-]+)""")
+
+
+def _tokens(text: str) -> list[str]:
+    out, pos, text = [], 0, text.strip()
+    while pos < len(text):
+        found = _TOKEN.match(text, pos)
+        if not found:
+            raise ValueError(f"cannot read selector {text!r}")
+        out.append(found.group(1))
+        pos = found.end()
+    return out
+
+
+def selects(selector: str | None, labels: dict[str, str]) -> bool:
+    """Whether a Calico selector (``all()``, ``has(k)``, ``k == 'v'``, ``k != 'v'``, ``k in {..}``,
+    ``k not in {..}``, ``!``, ``&&``, ``||``, parentheses) selects these labels; one that does not
+    parse selects nothing, as Calico peers with nobody on it."""
+    toks = _tokens(selector or "") if selector else []
+    if not toks:
+        return True
+    pos = 0
+
+    def take(want: str | None = None) -> str:
+        nonlocal pos
+        if pos >= len(toks) or (want is not None and toks[pos] != want):
+            raise ValueError(f"selector {selector!r}: expected {want or 'more'}")
+        pos += 1
+        return toks[pos - 1]
+
+    def peek(ahead: int = 0) -> str | None:
+        return toks[pos + ahead] if pos + ahead < len(toks) else None
+
+    def value() -> str:
+        tok = take()
+        if len(tok) < 2 or tok[0] not in "'\"" or tok[-1] != tok[0]:
+            raise ValueError(f"selector {selector!r}: {tok!r} is not a quoted value")
+        return tok[1:-1]
+
+    def values() -> set[str]:
+        take("{")
+        out = set()
+        while peek() != "}":
+            out.add(value())
+            if peek() == ",":
+                take()
+        take("}")
+        return out
+
+    def term() -> bool:
+        if peek() == "!":
+            take()
+            return not term()
+        if peek() == "(":
+            take()
+            result = either()
+            take(")")
+            return result
+        word = take()
+        if word in ("all", "global", "has") and peek() == "(":
+            take("(")
+            key = take() if word == "has" else None
+            take(")")
+            return key is None or key in labels
+        op = take()
+        if op == "==":
+            return labels.get(word) == value()
+        if op == "!=":
+            return labels.get(word) != value()
+        if op == "in":
+            return labels.get(word) in values()
+        if op == "not" and peek() == "in":
+            take()
+            return labels.get(word) not in values()
+        raise ValueError(f"selector {selector!r}: cannot read {op!r}")
+
+    def both() -> bool:
+        result = term()
+        while peek() == "&&":
+            take()
+            result = term() and result
+        return result
+
+    def either() -> bool:
+        result = both()
+        while peek() == "||":
+            take()
+            result = both() or result
+        return result
+
+    try:
+        result = either()
+        return result if pos == len(toks) else False
+    except ValueError:
+        return False
+
+
+def mesh_on(configs: list[dict]) -> bool:
+    spec = next((c.get("spec") or {} for c in configs if c["metadata"]["name"] == CONFIG), {})
+    return spec.get("nodeToNodeMeshEnabled") is not False
+
+
+def islands(nodes: dict[str, dict[str, str]], configs: list[dict], peers: list[dict]) -> dict[str, int]:
+    """Node -> the set of nodes it has pod routes with: one for all with the mesh on; else nodes
+    joined by BGP sessions (a node a BGPPeer applies to and a node its peerSelector selects)."""
+    names = sorted(nodes)
+    if mesh_on(configs):
+        return {n: 0 for n in names}
+    group = {n: i for i, n in enumerate(names)}
+    for peer in peers:
+        spec = peer.get("spec") or {}
+        if not spec.get("peerSelector"):
+            continue  # a router outside the cluster (peerIP)
+        if spec.get("node"):
+            local = [spec["node"]] if spec["node"] in nodes else []
+        else:
+            local = [n for n in names if selects(spec.get("nodeSelector"), nodes[n])]
+        for remote in (n for n in names if selects(spec["peerSelector"], nodes[n])):
+            for node in local:
+                if node != remote and group[node] != group[remote]:
+                    old, new = group[node], group[remote]
+                    group = {n: new if g == old else g for n, g in group.items()}
+    return group
+
+
+# ---------------------------------------------------------------- the cluster's objects
+
+def _items(ctx, resource: str) -> list[dict]:
+    out = ctx.kubectl("get", resource, "-o", "json", check=False)
+    try:
+        return json.loads(out)["items"]
+    except (ValueError, KeyError, TypeError):
+        return []  # the resource type is gone: Calico's defaults (the mesh)
+
+
+def _nodes(ctx) -> dict[str, dict[str, str]]:
+    return {n["metadata"]["name"]: n["metadata"].get("labels") or {}
+            for n in json.loads(ctx.kubectl("get", "nodes", "-o", "json"))["items"]}
+
+
+def _app_nodes(ctx) -> set[str]:
+    """The nodes running the app's pods (host-network pods route as their node)."""
+    pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-o", "json"))["items"]
+    return {p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName") and not p["spec"].get("hostNetwork")
+            and (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}
+
+
+def unrouted(ctx) -> bool:
+    """Whether some node running the app's pods has no route to another one."""
+    found = islands(_nodes(ctx), _items(ctx, CONFIGS), _items(ctx, PEERS))
+    return len({found.get(node) for node in _app_nodes(ctx)}) > 1
+
+
+def _peer(selector: str) -> dict:
+    return {"apiVersion": f"{GROUP}/v1", "kind": "BGPPeer", "metadata": {"name": PEER},
+            "spec": {"nodeSelector": "all()", "peerSelector": selector}}
+
+
+def inject(ctx, target, params):
+    try:
+        configs = json.loads(ctx.kubectl("get", CONFIGS, "-o", "json", check=False))["items"]
+    except (ValueError, KeyError, TypeError):
+        raise PermanentFaultError("this cluster serves no Calico BGP resources (bgpconfigurations, bgppeers)",
+                                  hints=("the embedded cluster installs them unless SREGYM_EMBEDDED_BGP=0",)) from None
+    nodes = _nodes(ctx)
+    spread = _app_nodes(ctx)
+    if len(nodes) < 2 or len(spread) < 2:
+        raise PermanentFaultError(f"the app's pods run on {len(spread)} node(s) of {len(nodes)}: no traffic crosses "
+                                  "nodes to lose its route", hints=("start a cluster with --nodes 3",))
+    config = next((c for c in configs if c["metadata"]["name"] == CONFIG), None)
+    peer_out = ctx.kubectl("get", PEERS, PEER, "-o", "json", "--ignore-not-found", check=False)
+    existing = json.loads(peer_out) if peer_out.strip() else None
+    reflector = next((n for n in sorted(nodes) if nodes[n].get(REFLECTOR_LABEL) == REFLECTOR_VALUE), sorted(nodes)[0])
+    ctx.state.update(
+        config=None if config is None else (config.get("spec") or {}),
+        peer=None if existing is None else (existing.get("spec") or {}),
+        reflector=reflector, labelled=nodes[reflector].get(REFLECTOR_LABEL) != REFLECTOR_VALUE,
+        selector=DRIFTED_SELECTOR)
+    # the route-reflector layout, then the drift: the peer selects reflectors by a label no node carries
+    ctx.kubectl("label", "node", reflector, f"{REFLECTOR_LABEL}={REFLECTOR_VALUE}", "--overwrite")
+    kube.apply(ctx, _peer(DRIFTED_SELECTOR))
+    if config is None:
+        kube.apply(ctx, {"apiVersion": f"{GROUP}/v1", "kind": "BGPConfiguration", "metadata": {"name": CONFIG},
+                         "spec": {"nodeToNodeMeshEnabled": False, "asNumber": 64512}})
+    else:
+        ctx.kubectl("patch", CONFIGS, CONFIG, "--type", "merge", "-p",
+                    json.dumps({"spec": {"nodeToNodeMeshEnabled": False}}))
+
+
+def is_present(ctx, target, params):
+    if kube.get(ctx, target.component.kind, target.component.name, missing_ok=True) is None:
+        return True  # deleting the workload is no fix
+    return unrouted(ctx)
+
+
+def fix(ctx, target, params):
+    # as a cluster admin would: the peer selects the reflectors by the label they carry
+    ctx.kubectl("patch", PEERS, PEER, "--type", "merge", "-p", json.dumps({"spec": {"peerSelector": GOOD_SELECTOR}}))
+    users.wait_users_succeed(ctx)
+
+
+def recover(ctx, target, params):
+    if "reflector" not in ctx.state:
+        return
+    saved_peer, saved_config = ctx.state.get("peer"), ctx.state.get("config")
+    if saved_config is None:
+        ctx.kubectl("delete", CONFIGS, CONFIG, "--ignore-not-found", check=False)
+    else:
+        mesh = saved_config.get("nodeToNodeMeshEnabled")
+        ctx.kubectl("patch", CONFIGS, CONFIG, "--type", "merge", "-p",
+                    json.dumps({"spec": {"nodeToNodeMeshEnabled": True if mesh is None else mesh}}))
+    if saved_peer is None:
+        ctx.kubectl("delete", PEERS, PEER, "--ignore-not-found", check=False)
+    else:
+        kube.apply(ctx, {**_peer(""), "spec": saved_peer})
+    if ctx.state.get("labelled"):
+        ctx.kubectl("label", "node", ctx.state["reflector"], f"{REFLECTOR_LABEL}-", check=False)
+    users.wait_users_after_recover(ctx, target)
+
+
+# how an SRE says "the nodes lost their BGP routes: the peer selects the reflectors by a stale label"
+VOCABULARY = (
+    "bgppeer", "bgp peer*", "bgp peering", "route reflector*", "route-reflector", "peerselector", "peer selector",
+    "node-role.kubernetes.io/master", "deprecated .. label", "master label", "stale .. label", "label .. drift*",
+    "routes .. withdrawn", "withdrawn .. routes", "no route* .. node*", "cross-node .. rout*", "inter-node .. rout*",
+    "node-to-node mesh", "nodetonodemesh*", "mesh .. disabled", "calico .. bgp", "bgp .. calico", "bird",
+    "pods on different nodes .. cannot", "selector .. no node",
+)
+
+
+def _values(target, params, state) -> dict:
+    return {"peer": PEER, "selector": state.get("selector") or DRIFTED_SELECTOR, "good_selector": GOOD_SELECTOR,
+            "reflector": state.get("reflector") or "node-1", "label": f"{REFLECTOR_LABEL}={REFLECTOR_VALUE}",
+            "config": CONFIG}
+
+
+FAULTS: list[FaultSpec] = [
+    function_fault(
+        name="calico-route-reflector-drift",
+        summary="the BGPPeer selects route reflectors by a deprecated label: pods on different nodes cannot talk",
+        layer="network", selector=SERVED, resource_kind="BGPPeer", capabilities={"embedded", "multi-node"},
+        mechanism="with Calico's node-to-node mesh off, the BGPPeer peer-with-route-reflectors selects the route "
+                  "reflectors by the deprecated node-role.kubernetes.io/master label that no node carries: no node "
+                  "peers with a reflector, routes to other nodes' pods are withdrawn, cross-node connections time out",
+        inject=inject, is_present=is_present, recover=recover, reference_fix=fix,
+        symptoms=("connection timeouts", "deadline exceeded", "errors between services on different nodes"),
+        keywords=("BGPPeer", "peerSelector", "route reflector", "node-role.kubernetes.io/master", "Calico", "BGP"),
+        values=_values,
+        prose="The node-to-node mesh ({config} BGPConfiguration) is off and the BGPPeer {peer} selects route "
+              "reflectors with {selector}, a deprecated label no node carries (the reflector {reflector} is labelled "
+              "{label}): no node peers with a reflector, routes to other nodes' pods are withdrawn, and {component}'s "
+              "calls to pods on other nodes time out.", vocabulary=VOCABULARY,
+    ),
+]
+
+__all__ = ["FAULTS", "islands", "selects", "unrouted"]
