@@ -173,6 +173,12 @@ _GLOSSES = (
     ("class controller", r"\b(?:kind|type|class)\s+of\s+(?:\S+\s+){0,1}(?:gateway|controller|proxy|router)s?\b"),
     ("controller", r"\b(?:entry\s+|ingress\s+|edge\s+)(?:gateway|router)s?\b"),
     ("node", r"\b(?:run|runs|running|sit|sits|live|lives|scheduled)\s+on\b|\bwhere\s+(?:\S+\s+){0,2}runs?\b"),
+    # eighth round (issue #35): a value the system "does not recognise" is invalid (the "expire" family holds invalid);
+    # the cluster's "phone book" is its name server, as a manager's summary says it
+    ("expire", r"\b(?:does|do|did|would|could|can)\s*(?:not|n't)\s+(?:recogni[sz]e|accept|understand|know)\b"
+               r"|\bunrecogni[sz]ed\b|\bunsupported\s+value\b|\bnot\s+an?\s+(?:valid|allowed|supported)\b"),
+    ("coredns nameserver", r"\b(?:phone|address|telephone)\s?books?\b"),
+    ("enable", r"\b(?:put|puts|putting)\s+on\b|\bwas\s+put\s+on\b"),
     # sixth round (issue #35): what a concept *does*, said in several words, for every fault whose statement has it
     ("slow", r"\b(?:hold|holds|held|holding|keep|keeps|kept)\s+(?:\S+\s+){1,3}back\b|\barrive\w*\s+(?:\S+\s+){0,4}late\b"),
     ("clash", r"\balready\s+(?:uses?|used|using|holds?|held|takes?|took|has|had|bound|binds|listens?\s+on|occupie[sd])\b"
@@ -223,6 +229,9 @@ def stem(word: str) -> str:
         w = w[:-1]
     if len(w) >= 5 and w.endswith("e"):
         w = w[:-1]
+    # a verb in -ate and its noun in -ation are one word ("tolerate"/"toleration", "rotated"/"rotation"; eighth round)
+    if len(w) >= 5 and w.endswith("at") and re.search(r"at(?:e|es|ed|ing)$", word.lower().strip("'")):
+        w = w[:-2]
     return w
 
 

@@ -69,14 +69,36 @@ def is_pasted_line(line: str) -> bool:
     )
 
 
+# a chat message's stamp (issue #35, eighth round: the slack-thread voice): a clock time in brackets, to the minute, as a
+# chat client shows it ("[15:03]", "[9:41 pm]"), optionally with who wrote it ("[15:03] ana:", "[15:03] <ana>"). A log
+# line's stamp has seconds or a date; what follows a chat stamp is the writer's message when it reads as prose.
+_CHAT_STAMP = re.compile(r"^\s*\[\d{1,2}:\d{2}(?:\s*[ap]\.?m\.?)?\]\s*(?:<[\w.@-]+>\s*|@?[\w.-]+:\s+(?=\S))?", re.I)
+
+
+def chat_message(line: str) -> str | None:
+    """The message of a chat line ("[15:03] flagd-config: adManualGc = on. that triggers ..."), without its stamp,
+    when what follows the stamp is prose (two plain words or more and not itself tool output); else None."""
+    stamp = _CHAT_STAMP.match(line)
+    if not stamp:
+        return None
+    message = line[stamp.end():]
+    if len(_PLAIN_WORD.findall(message)) < 2 or is_pasted_line(message):
+        return None
+    return message
+
+
 def split_prose(submission: str) -> tuple[str, str]:
-    """(prose, pasted): code fences and tool-output lines go to ``pasted``."""
+    """(prose, pasted): code fences and tool-output lines go to ``pasted``; a chat message's stamp is not output."""
     prose: list[str] = []
     pasted: list[str] = []
     fenced = False
     for line in submission.splitlines():
         if line.strip().startswith("```"):
             fenced = not fenced
+            continue
+        message = None if fenced else chat_message(line)
+        if message is not None:  # each message ends its sentence (the next one does not continue it)
+            prose.append(message if re.search(r"[.!?:;]\s*$", message) else message.rstrip() + ".")
             continue
         (pasted if fenced or is_pasted_line(line) else prose).append(line)
     return "\n".join(prose), "\n".join(pasted)
@@ -149,7 +171,12 @@ _HEDGE = re.compile(
 )
 
 
-_UNSURE_RE = re.compile(r"\b(?:" + _UNSURE + r")\b|\b(?:any|one|either|all) of (?:these|those|them|the above)\b", re.I)
+# "any of the three is possible", "all three are plausible": the candidates before it stay candidates (eighth round)
+_UNSURE_RE = re.compile(r"\b(?:" + _UNSURE + r")\b|\b(?:any|one|either) of (?:these|those|them|the above)\b"
+                        r"|\ball of (?:these|those|them|the above)\b(?!\s+(?:at once|together|again|back))"
+                        r"|\b(?:any|either|each|all|both) (?:of )?(?:the |these |those )?(?:two|three|four|five|\d+)\b"
+                        r"(?:\s+\w+)?\s+(?:is|are|seems?|remains?|looks?)\s+(?:equally\s+|still\s+)?(?:possible|plausible|likely)\b",
+                        re.I)
 # a disjunction of candidates: "A OR B" written in capitals, or two "or"s joining alternatives; numeric
 # approximations ("one or two", "or so", "or more") offer no alternative
 _OR_CANDIDATE = re.compile(r"\bor\s+(?!(?:so|more|less|not|later|earlier|above|below|higher|lower|fewer|greater|similar|"
@@ -308,6 +335,22 @@ _IMPERATIVE = re.compile(
     r"|(?:set|put|move|turn|switch|change|scale)\s+(?:\S+\s+){0,5}?(?:back|again)\b)", re.I)
 
 
+# a reason given ("... because ...", "... due to ...") or a change stated ("... was capped at 16 KiB"): a labelled status
+# line that says why is the update's finding, not an observation (eighth round)
+_REASON = re.compile(r"\b(?:because|due\s+to|caused\s+by|as\s+a\s+result\s+of|since|after\s+(?:someone|somebody|a|the)\s+"
+                     r"\S+\s+(?:was|were)\b)")
+
+
+_DONE_TO = re.compile(r"\b(?:was|were|has\s+been|have\s+been|got)\s+(?:\w+ed|spread|set|cut|put|made|given|left|taken|"
+                      r"overwritten|shrunk|swapped)\b")
+
+
+def _finding(piece: str) -> bool:
+    """Does a labelled status line ("Status: ...") give a reason or state a change?"""
+    flat = text.flatten(piece)
+    return bool(_REASON.search(flat) or _CHANGE_CUE.search(flat) or _DONE_TO.search(flat))
+
+
 @attrs.frozen
 class Sentence:
     raw: str
@@ -348,6 +391,7 @@ def sentences(prose: str) -> list[Sentence]:
     header, header_hedged, header_rules_out, lists = "", False, False, 0
     section_hedged, section_rules_out, previous_item = False, False, False
     section_actions, header_actions = False, False
+    several: set[int] = set()
     for line in prose.split("\n"):
         if not line.strip():
             continue
@@ -384,13 +428,31 @@ def sentences(prose: str) -> list[Sentence]:
             flat = text.flatten(piece)
             rules_out = (listed >= 0 and header_rules_out) or section_rules_out
             # an action, or a symptom line, names what the writer means but asserts no mechanism
-            action = bool(line_actions or _IMPERATIVE.match(piece) or _SYMPTOM_LABEL.match(piece))
+            action = bool(line_actions or _IMPERATIVE.match(piece) or (_SYMPTOM_LABEL.match(piece) and not _finding(piece)))
             if _STEPS_LABEL.match(piece):
                 rules_out = True  # a step taken to find out asserts nothing about what is wrong
             flat = mask_unasserted(flat) if not rules_out else re.sub(r"\S", "#", flat)
             hedged = is_hedged(piece) or (listed >= 0 and header_hedged) or section_hedged
+            if listed >= 0 and _SEVERAL_CAUSES.search(text.flatten(header)):
+                several.add(listed)
+            # "Root causes: A, B, C and D": one line naming three causes or more under a plural label
+            label = _SEVERAL_CAUSES.match(flat)
+            if label and len(re.findall(r",|\band\b", flat[label.end():])) >= 2:
+                hedged = True
             found.append(Sentence(piece, flat, hedged, len(found), listed, action))
+    # the items of a list under "Root causes:" (plural; "## Root causes", "Contributing factors:") are candidates the
+    # writer did not choose between when there are three or more of them (eighth round): a kitchen sink, not a finding
+    counts: dict[int, int] = {}
+    for sentence in found:
+        if sentence.listed in several:
+            counts[sentence.listed] = counts.get(sentence.listed, 0) + 1
+    found = [attrs.evolve(x, hedged=True) if counts.get(x.listed, 0) >= 3 else x for x in found]
     return _hedge_what_is_left_open(_conclusions_reach_back(found))
+
+
+# a label of several causes at once: "root causes", "contributing causes/factors", "causes" (not "the cause")
+_SEVERAL_CAUSES = re.compile(r"^\W*(?:the\s+|our\s+)?(?:root[\s-]+causes|contributing\s+(?:causes|factors)|causes|"
+                             r"multiple\s+(?:root\s+)?causes)\b[^:]*:")
 
 
 def _conclusions_reach_back(found: list[Sentence]) -> list[Sentence]:
@@ -458,7 +520,7 @@ _HEALTHY_PREDICATE = re.compile(
     r"verified(?:\s+as)?|checked(?:\s+as)?|confirmed(?:\s+as)?|tested(?:\s+as)?|validated(?:\s+as)?)\s+"
     r"(?:(?!not\b|no\b|never\b|hardly\b|barely\b|in\b)[\w.%]+,?\s+)?"
     r"(?:fine|ok|okay|normal|healthy|correct|intact|unchanged|untouched|as expected|in place|clean|unaffected|"
-    r"right(?!\s+(?:there|here|after|before|behind|next|now|away|at|on|in|by|to)\b)|good|"
+    r"right(?!\s+(?:there|here|after|before|behind|next|now|away|at|on|in|by|to(?!\s+(?:me|us)\b))\b)|good|"
     r"plenty|enough|sufficient|adequate|generous|consistent|as configured|within (?:limits?|range|budget)|"
     r"usual|standard|typical|customary|"  # "16Ki is the usual setting for this chart"
     r"not the (?:cause|problem|issue|culprit|reason|source)|not involved|not responsible|irrelevant|ruled out|innocent)\b"
@@ -477,7 +539,10 @@ _NEGATED_FAULT = re.compile(
 )
 # a clause whose subject is a negative quantifier asserts nothing of its predicate: "nothing holds a lock",
 # "nobody changed the Service", "none of the pods mount it"
-_NOBODY = re.compile(r"^\W*(?:nothing|nobody|no one|none(?:\s+of\s+(?:the\s+|its\s+)?\w+)?)\s+\w")
+# ("none of the pods carry it", "none of them has that label" say what is missing: the fault, not a denial; eighth round)
+_NOBODY = re.compile(r"^\W*(?:nothing|nobody|no one|none\s+of\s+(?:the\s+|its\s+)?(?!(?:the|its)\b)\w+|none(?!\s+of\b))\s+"
+                     r"(?!(?:carr(?:y|ies)|match(?:es)?|wears?|bears?|(?:has|have|had)\s+(?:the|that|this|a|an|it|such|any|"
+                     r"labels?)\b))\w")
 # a clause that only says what was looked at ("I checked the kube-proxy ConfigMap", "the kubelet configuration
 # was reviewed"): an investigation step, no statement about what was found
 _LOOKED_AT = re.compile(
@@ -575,7 +640,10 @@ def unasserted_spans(flat: str) -> list[tuple[int, int]]:
             if reported:  # what a log or a tool printed is evidence, quoted: not the writer's explanation
                 out.append((start + a + reported.end(), start + b))
             elif healthy:
-                out.append((start + a, start + a + healthy.end()))
+                # the reason given in brackets right after a verdict is part of it ("looks right to me (the pods
+                # should carry version=v2)"; eighth round)
+                reason = re.match(r"(?:\s+to\s+(?:me|us))?\s*\([^)]*(?:\)|$)", clause[healthy.end():])
+                out.append((start + a, start + a + healthy.end() + (reason.end() if reason else 0)))
             elif _NEGATED_FAULT.search(clause) or _NOBODY.match(clause):
                 out.append((start + a, start + b))
             elif _LOOKED_AT.match(clause):
@@ -688,8 +756,20 @@ def json_as_prose(submission: str) -> str | None:
     data = _lift_finding(data)
     role = {k: _role(k) for k in data}
     components = [_flat_value(v) for k, v in data.items() if role[k] == "component" and _flat_value(v)]
+    # a form copied and left unfilled ("values": {"flag": ""}, "tt-feat-?"): a label of a few words in it names a kind of
+    # fault, it explains nothing (eighth round)
+    unfilled = any(_blank(v) for k, v in data.items() if role[k] not in ("component", "cause", "hedge", "status"))
     causes = [_flat_value(v) for k, v in data.items() if role[k] == "cause" and not _placeholder(_flat_value(v))
-              and not _labels(v)]
+              and not _labels(v) and not (unfilled and len(_flat_value(v).split()) <= 3)]
+    # a setting named with the value it holds ("field": "spec.replicas", "value": 100000, "expected": 3) states the
+    # change: the field was set to that value, instead of the one expected (eighth round)
+    setting = next((_flat_value(data[k]) for k in data if _key(k) in _FIELD_KEYS and _flat_value(data[k])), "")
+    held = next((_flat_value(data[k]) for k in data if _key(k) in _VALUE_KEYS and _flat_value(data[k])), "")
+    if setting and held and not unfilled and not _PLACEHOLDER.match(held):
+        was = next((_flat_value(data[k]) for k in data if _key(k) in _EXPECTED_KEYS and _flat_value(data[k])), "")
+        causes.append(f"{setting} was set to {held}" + (f" instead of {was}" if was else ""))
+        data = {k: v for k, v in data.items() if _key(k) not in _FIELD_KEYS | _VALUE_KEYS | _EXPECTED_KEYS}
+        role = {k: _role(k) for k in data}
     # a field saying the answer is not confirmed ("status": "not yet verified", "confidence": "low") leaves every
     # explanation in it open, as "could be" does in prose
     unsure = any(role[k] == "status" and _UNSURE_STATUS.search(_flat_value(v)) for k, v in data.items())
@@ -705,6 +785,7 @@ def json_as_prose(submission: str) -> str | None:
     lines += [f"It could be that {_flat_value(v).rstrip('.?')}." for k, v in data.items()
               if role[k] == "hedge" and not _placeholder(_flat_value(v))]
     explained = bool(causes) or any(not _placeholder(_flat_value(v)) and not _labels(v)
+                                    and not (unfilled and len(_flat_value(v).split()) <= 3)
                                     for k, v in data.items() if role[k] == "cause")
     for key, value in data.items():
         name = _key(key)
@@ -777,6 +858,23 @@ _DATA_KEYS = frozenset({"values", "value", "resource_kind", "kind", "layer", "mu
 # an explanation field left empty or holding a stand-in: "?", "n/a", "unknown", "TBD", "see values", "<mechanism>"
 _PLACEHOLDER = re.compile(r"^\W*(?:\?+|n/?a|none|null|nil|unknown|unsure|tbd|tba|todo|-+|\.+|<[^>]*>|"
                           r"see (?:the )?(?:values|above|below|evidence|fields|details))\W*$", re.I)
+
+
+_FIELD_KEYS = frozenset({"field", "setting", "key", "parameter", "param", "option", "path"})
+_VALUE_KEYS = frozenset({"value", "new_value", "current", "current_value", "actual", "actual_value", "now", "set_to"})
+_EXPECTED_KEYS = frozenset({"expected", "expected_value", "old_value", "was", "previous", "before", "should_be", "default"})
+
+
+def _blank(value: object) -> bool:
+    """A field left empty or holding a stand-in ("", "?", "tt-feat-?", "<value>"), anywhere in a nested value."""
+    if isinstance(value, dict):
+        return any(_blank(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_blank(v) for v in value)
+    if value is None or isinstance(value, bool | int | float):
+        return False
+    string = str(value).strip()
+    return not string or "?" in string or bool(_PLACEHOLDER.match(string))
 
 
 def _labels(value: object) -> bool:

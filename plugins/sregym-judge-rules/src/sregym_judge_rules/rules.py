@@ -387,7 +387,8 @@ def _blames_everything(blaming: str, phrase: str) -> str | None:
 
 
 _THE_STORE = re.compile(r"\b(?:the|that|this|its)\s+(?:db|database|datastore|postgres|postgresql|mysql|mongodb|redis|cache)\b(?!\s+\w+\s+(?:is|was)\b)")
-_FLAG_WORDS = re.compile(r"\b(?:flags?|toggles?|feature|switch(?:es)?)\b", re.I)
+# the flag service and its configuration name a flag too ("imageSlowLoad is on in flagd-config"; eighth round)
+_FLAG_WORDS = re.compile(r"\b(?:flags?|toggles?|feature|switch(?:es)?|flagd(?:-config)?)\b", re.I)
 _CAMEL = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")
 _NOT_FLAGS = frozenset({"defaultvariant", "configmap", "flagd", "nodeselector", "targetport"})
 
@@ -395,6 +396,11 @@ _NOT_FLAGS = frozenset({"defaultvariant", "configmap", "flagd", "nodeselector", 
 # keys of a truth's values that name an object of the fault (not a setting's value)
 _OBJECT_KEYS = re.compile(r"ingress|cronjob|job|daemonset|configmap|secret|webhook|networkpolicy|sidecar|init_container|"
                           r"writer|holder|statefulset|claim|pvc|serviceaccount|priorityclass|hpa|^service$")
+
+
+# keys naming a place inside a datastore or queue whose name is an ordinary word ("orders"): the fault's own object only
+# when named with its kind ("the orders stream"; eighth round)
+_CONTAINER_KEYS = frozenset({"stream", "topic", "queue", "table", "bucket", "collection"})
 
 
 def _object_patterns(truths: Sequence[GroundTruth], components: set[str]) -> list[tuple[re.Pattern[str], bool]]:
@@ -407,7 +413,16 @@ def _object_patterns(truths: Sequence[GroundTruth], components: set[str]) -> lis
         if "flag" in t.mutated_values:
             continue
         for key, value in t.mutated_values.items():
-            if str(key).lower() in _PRE_FAULT_KEYS or not _OBJECT_KEYS.search(str(key).lower()):
+            if str(key).lower() in _PRE_FAULT_KEYS or not (_OBJECT_KEYS.search(str(key).lower())
+                                                           or str(key).lower() in _CONTAINER_KEYS):
+                continue
+            if str(key).lower() in _CONTAINER_KEYS:  # "the orders stream": a stream's name is a word, named with its kind
+                for x in _scalars(value):
+                    name = text.flatten(str(x)) if isinstance(x, str) else ""
+                    if len(name) >= 3 and name not in components:
+                        kind = str(key).lower()
+                        patterns.append((re.compile(rf"(?<![a-z0-9]){re.escape(name)}\s+{kind}s?(?![a-z0-9])|"
+                                                    rf"(?<![a-z0-9]){kind}\s+{re.escape(name)}(?![a-z0-9])"), False))
                 continue
             for x in _scalars(value):
                 name = str(x).rsplit("/", 1)[-1].lower() if isinstance(x, str) else ""
@@ -415,7 +430,9 @@ def _object_patterns(truths: Sequence[GroundTruth], components: set[str]) -> lis
                     pattern = text.phrase_pattern(name)
                     if pattern is not None:
                         patterns.append((pattern, str(x).startswith("kube-system/")))
-        if t.resource_kind.lower() == "ingress":  # the app's Ingress, not the controller ("ingress-nginx controller")
+        # the app's Ingress, not the controller ("ingress-nginx controller"): the changed object, or the object whose
+        # Secret or backend the truth's statement says was changed ("the TLS Secret the app's Ingress serves"; eighth round)
+        if t.resource_kind.lower() == "ingress" or re.search(r"\bapp's ingress\b|\bthe ingress\b", t.mechanism, re.I):
             patterns.append((re.compile(r"(?<![a-z0-9])(?<!nginx )ingress(?:es)?(?![a-z0-9])(?!\s+(?:nginx|controller|class\b))"),
                              True))
     return patterns
@@ -429,11 +446,16 @@ def _object_sentences(sentences: Sequence[reading.Sentence], truths: Sequence[Gr
     patterns = _object_patterns(truths, components)
     if not patterns or any(named - involved for named in about.values()):
         return {}
+    system_objects = {str(x).rsplit("/", 1)[-1] for t in truths for x in _scalars(dict(t.mutated_values))
+                      if isinstance(x, str) and x.startswith("kube-system/")}
     out: dict[int, bool] = {}
     for s in sentences:
         if s.hedged or about.get(s.index, set()) - involved:
             continue
         shared = [system for pattern, system in patterns if pattern.search(s.flat)]
+        # a system object described by what it is ("the cluster's name server" for kube-system/coredns), by the glosses
+        # of the concept its name is (eighth round)
+        shared += [True for name in system_objects if concepts.gloss_spans(s.flat, name)]
         if shared:
             out[s.index] = all(shared)
     return out
@@ -1626,6 +1648,8 @@ def concrete_values(truth: GroundTruth) -> list[str]:
                     continue
                 if key.lower() in _NAMED_KEYS:
                     add_scalar(sub)
+                    if isinstance(item, str | int) and not isinstance(item, bool):  # a label is its key=value too
+                        values.append(f"{sub}={item}")
                 add(item, str(sub))
             return
         if isinstance(value, list | tuple):

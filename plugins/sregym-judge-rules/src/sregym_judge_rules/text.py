@@ -307,9 +307,14 @@ def _strong(text: str, start: int, end: int, name: str) -> bool:
         return False
     if re.search(r"[`'\"]\s*$", before) and re.match(r"\s*[`'\"]", after):
         return True
+    if re.search(r"(?:\*\*|__)$", before) and re.match(r"(?:\*\*|__)", after):  # set in bold, like quotes (eighth round)
+        return True
     if re.match(r"(?:'s\b|\s*[:(])", after) or not before.strip(" ,;-(") or re.search(r"/$", before):
         return True
-    if re.search(r"\b(?:root cause|culprit|cause) (?:is|was)\s+(?:the\s+)?$", before):
+    # what "the root cause is" leaves of its clause: "in ad." names ad (eighth round)
+    if re.fullmatch(r"\s*(?:in|with)\s+(?:the\s+)?", before) and start <= 8 and re.match(r"\s*(?:[.;:,]|$)", after):
+        return True
+    if re.search(r"\b(?:root cause|culprit|cause) (?:is|was|lies)\s+(?:in\s+|with\s+)?(?:the\s+)?$", before):
         return True
     nouns = "|".join(RESOURCE_NOUNS)
     return bool(re.match(rf"\s*(?:{nouns})\b", after)
