@@ -4,7 +4,7 @@ Each reading is tested on texts written for these tests, against truths written 
 item): a chat thread whose messages carry a clock stamp; a status line that gives a reason; "none of the pods carry
 it" as what is missing; "any of the three is possible"; a list or line of several "root causes"; a JSON form copied
 with blanks, and a record naming a field with its value; "the root cause is in X" and a name set in bold; a flag named
-beside the flag service; a verdict's bracketed reason; the app's Ingress, a stream by its
+beside the flag service, and not named by a listing of the flags that are on; a verdict's bracketed reason; the app's Ingress, a stream by its
 kind and the cluster's name server by a description; a verb in -ate and its noun in -ation. Wrong answers in the same
 voices (a decoy, a victim, a hedge, a kitchen sink, a blank form) still fail.
 """
@@ -190,6 +190,11 @@ def test_a_flag_named_beside_the_flag_service_is_a_flag_and_steps_do_not_name_it
                         "decoys": ["lib-feat-7", "lib-feat-12"], "defaultVariant": {"before": "off", "after": "on"}})
     assert not _library("Tool calls: get cm flagd-config (lib-feat-2, lib-feat-7 on), logs holds (timeouts).\nAnswer: "
                         "lib-feat-7 on catalog slows every lookup, which starves holds. Turn lib-feat-7 off.", decoy)
+    # the truth's flag named only in a listing of the flags that are on is not named as the cause
+    assert not _library("Calls: get cm flagd-config (lib-feat-2, lib-feat-7, lib-feat-12 on), logs holds (timeouts).\n"
+                        "Answer: lib-feat-7 on catalog slows every lookup, which starves holds. Turn lib-feat-7 off.", decoy)
+    assert _library("flagd-config has lib-feat-2, lib-feat-7 and lib-feat-12 on. lib-feat-2 switched on a faulty code path "
+                    "in holds, so every hold request fails; turning lib-feat-2 off.", decoy)
 
 
 # --- the fault's objects described: the app's Ingress, a stream by its kind, the cluster's name server ---------------

@@ -493,9 +493,12 @@ def _decoy_instead(sentences: Sequence[reading.Sentence], truths: Sequence[Groun
         if not isinstance(flag, str) or not flag:
             continue
         spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", flag)
-        if text.find_phrase(flat, flag, allow_negated=True) or text.find_phrase(flat, spaced, allow_negated=True):
-            continue
         decoys = [str(d) for d in t.mutated_values.get("decoys") or () if isinstance(d, str)]
+        # the flag named only in a listing of several flags ("(tt-feat-5, tt-feat-15, tt-feat-3 on)") is not named as the
+        # cause: the listing says what was seen (eighth round)
+        named = _outside_flag_listings(flat, flag, decoys)
+        if text.find_phrase(named, flag, allow_negated=True) or text.find_phrase(named, spaced, allow_negated=True):
+            continue
         for decoy in decoys:
             if text.find_phrase(flat, decoy, allow_negated=True):
                 return t.fault, decoy
@@ -511,6 +514,26 @@ def _decoy_instead(sentences: Sequence[reading.Sentence], truths: Sequence[Groun
                 if name.lower() not in _NOT_FLAGS and name.lower() != flag.lower():
                     return t.fault, name
     return None
+
+
+def _outside_flag_listings(flat: str, flag: str, decoys: Sequence[str]) -> str:
+    """The text with every listing of three flags or more blanked: a segment between brackets or stops that names the
+    truth's flag with two other flags (its decoys, or names of the same shape: ``tt-feat-15`` beside ``tt-feat-5``)."""
+    base = text.flatten(re.sub(r"\d+$", "", flag)) if re.fullmatch(r"[a-z]+(?:-[a-z]+)*-\d+", flag) else ""
+    others = [re.escape(text.flatten(d)) for d in decoys if d != flag]
+    if base:
+        others.append(re.escape(base) + r"\s*\d+")
+    if not others:
+        return flat
+    other = re.compile(r"(?<![\w-])(?:" + "|".join(others) + r")(?![\w-])")
+
+    def blank(segment: re.Match[str]) -> str:
+        found = [m.group(0) for m in other.finditer(segment.group(0))]
+        own = text.find_phrase(segment.group(0), flag, allow_negated=True)
+        mentions = len([f for f in found if f.replace(" ", "") != text.flatten(flag).replace(" ", "")])
+        return re.sub(r"\S", "#", segment.group(0)) if own and mentions >= 2 else segment.group(0)
+
+    return re.sub(r"[^().;:]+", blank, flat)
 
 
 # "the variable that tells preserve where ts-order-service is, ..., was removed": a name inside a relative
