@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import discovery, fieldcheck, grant_admission, identity_admission, openapi, podsecurity, printers, proxy, subresources, webhooks
+from . import account_admission, discovery, fieldcheck, grant_admission, identity_admission, openapi, podsecurity, printers, proxy, subresources, webhooks
 from .auth import Authenticator
 from .core import ApiCore
 from .errors import ApiError, bad_request, forbidden, method_not_allowed, server_not_found
@@ -444,7 +444,9 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             warnings += hook_warnings
             body = mutated if mutated is not None else body
         if not target.subresource:
-            identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, body)
+            identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, body,
+                                     core.store.get(rt.storage_key, target.namespace if rt.namespaced else None,
+                                                    target.name))
             grant = None if user.is_master else grant_admission.grant_for(core, rt.group, rt.plural,
                                                                            target.namespace, target.name)
             if grant is not None:
@@ -479,11 +481,14 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             mutated, hook_warnings = await webhooks.on_write(core, rt, target.namespace, target.name, preview, user,
                                                              dry_run)
             warnings += hook_warnings
+        if not target.subresource and user.is_master:  # the account the benchmark wrote may be put back
+            account_admission.remember(core, rt.group, rt.kind, target.namespace or "", existed)
         if not target.subresource and not user.is_master and identity_admission.guarded(rt.group, rt.kind):
             # who may write this depends on the result: judge the patched object before storing it
             outcome = mutated if mutated is not None else core.patch(rt, target.namespace, target.name, body, ctype,
                                                                      dry_run=True)
-            identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, outcome)
+            identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, outcome,
+                                     existed)
         grant = None if target.subresource or user.is_master or existed is None else \
             grant_admission.grant_for(core, rt.group, rt.plural, target.namespace, target.name)
         if grant is not None:

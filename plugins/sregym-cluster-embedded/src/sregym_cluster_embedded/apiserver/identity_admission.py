@@ -1,4 +1,5 @@
-"""Admission that depends on who writes: RBAC escalation (escalation.py) and where Endpoints point.
+"""Admission that depends on who writes: RBAC escalation (escalation.py), where Endpoints point, and
+which ServiceAccount a pod or pod template may name (account_admission.py).
 
 On this cluster every pod, Service and host listener shares one network namespace and 127.0.0.0/8,
 so an Endpoints object is a routing rule: the service proxy forwards a Service's traffic to
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import escalation
+from . import account_admission, escalation
 from .errors import invalid
 from .rbac import Authorizer, UserInfo
 
@@ -23,7 +24,7 @@ GUARDED_KINDS = {("", "Endpoints"), ("discovery.k8s.io", "EndpointSlice"),
 
 
 def guarded(group: str, kind: str) -> bool:
-    return (group, kind) in GUARDED_KINDS
+    return (group, kind) in GUARDED_KINDS or account_admission.guarded(group, kind)
 
 
 def _pod_ips(core: Any, namespace: str) -> set[str]:
@@ -66,11 +67,17 @@ def check_endpoints(core: Any, kind: str, group: str, namespace: str, obj: dict[
 
 
 def admit(core: Any, authz: Authorizer, user: UserInfo, group: str, kind: str, namespace: str | None,
-          obj: Any) -> None:
-    """Refuse ``user``'s write of ``obj`` when it escalates RBAC or points Endpoints outside the namespace."""
-    if user.is_master or not isinstance(obj, dict) or not guarded(group, kind):
+          obj: Any, stored: Any = None) -> None:
+    """Refuse ``user``'s write of ``obj`` (replacing ``stored``, if any) when it escalates RBAC, points
+    Endpoints outside the namespace or runs pods as a ServiceAccount stronger than ``user``."""
+    if user.is_master:
+        account_admission.remember(core, group, kind, namespace or "", obj, stored)
         return
-    if kind in ("Endpoints", "EndpointSlice"):
+    if not isinstance(obj, dict) or not guarded(group, kind):
+        return
+    if account_admission.guarded(group, kind):
+        account_admission.check(authz, user, group, kind, namespace or "", obj, stored)
+    elif kind in ("Endpoints", "EndpointSlice"):
         check_endpoints(core, kind, group, namespace or "", obj)
     else:
         escalation.check(authz, user, kind, namespace or "", obj)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
+from . import account_admission
 from .core import now_iso
 from .errors import ApiError, bad_request, method_not_allowed, not_found, server_not_found
 from .rbac import Attributes
@@ -423,6 +424,8 @@ async def token_request(request: web.Request, server: ApiServer, target: Target)
     sa = server.core.store.get("serviceaccounts", namespace, name)
     if sa is None:
         raise not_found("serviceaccounts", "", name)
+    # a token of an account with rights its requester lacks is those rights (account_admission.py)
+    account_admission.check_token_request(server.authz, request[USER_KEY], namespace, name)
     spec = body.get("spec") or {}
     expiration = spec.get("expirationSeconds") or 3600
     if not isinstance(expiration, int) or expiration < 600:

@@ -1,0 +1,185 @@
+"""Which ServiceAccount a pod may run as, by whom (issue #34, round 5, attack 9).
+
+Kubernetes lets whoever creates a pod name any ServiceAccount of its namespace, and the pod then
+holds that account's token: an agent without ``datastoreclusters/status`` ran a pod as the FleetCast
+operator's account and wrote the status from inside it. Here a writer that is not in
+``system:masters`` (the cluster's controllers and the benchmark are; their pods from a stored
+template are not checked) may name, in a Pod or in the pod template of a Deployment, ReplicaSet,
+StatefulSet, DaemonSet, ReplicationController, Job or CronJob (``serviceAccountName`` or the
+deprecated ``serviceAccount``):
+
+* nothing or ``default``;
+* on update, the account the stored object already names (fixing the operator Deployment's image
+  keeps working), or, for a workload (not a Pod or Job, whose templates nobody edits back), one
+  ``system:masters`` wrote into the object of that kind, namespace and name before (held in memory
+  since this API server started): putting back the account a fault changed, or a deleted Deployment
+  as the app deployed it, keeps working too;
+* an account that holds no right the writer lacks.
+
+An account's rights are those of the RoleBindings (in every namespace) and ClusterRoleBindings
+that name it (as a ServiceAccount or as the user ``system:serviceaccount:<ns>:<name>``), compared
+rule by rule as RBAC escalation prevention does (``escalation.not_held``). Group bindings
+(``system:serviceaccounts``...) are left out: every account of the namespace, ``default`` too,
+holds those. Bindings name an account by name, not uid, so the rights go with the name: an account
+the writer deleted and created again under the operator's name still holds the operator's Role, and
+is refused; an account the writer created and bound within its own rights (escalation prevention
+sees to that) is allowed. The benchmark's app manifests are written by ``system:masters``, so this
+is what tells an app's privileged baseline account from one the writer's side made.
+
+The same rule answers a TokenRequest (``serviceaccounts/token``) and a legacy token Secret (type
+``kubernetes.io/service-account-token``) naming the account. This cluster has no token controller
+filling such Secrets, so one gets no token here in any case; a real cluster's does fill them.
+
+A refusal is 403 Forbidden naming the field, as the real API server's admission answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ApiError
+from .escalation import not_held
+from .rbac import Authorizer, UserInfo
+
+#: (group, kind) -> path to the pod spec in the object
+POD_SPEC_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "Pod"): ("spec",),
+    ("", "ReplicationController"): ("spec", "template", "spec"),
+    **{("apps", kind): ("spec", "template", "spec")
+       for kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")},
+    ("batch", "Job"): ("spec", "template", "spec"),
+    ("batch", "CronJob"): ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+PLURALS = {"Pod": "pods", "ReplicationController": "replicationcontrollers", "Deployment": "deployments",
+           "ReplicaSet": "replicasets", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets", "Job": "jobs",
+           "CronJob": "cronjobs", "Secret": "secrets"}
+LEGACY_TOKEN_TYPE = "kubernetes.io/service-account-token"
+ACCOUNT_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+GUARDED_KINDS = {*POD_SPEC_PATHS, ("", "Secret")}
+
+
+def guarded(group: str, kind: str) -> bool:
+    return (group, kind) in GUARDED_KINDS
+
+
+def _dig(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _field_prefix(path: tuple[str, ...]) -> str:
+    return ".".join(path)
+
+
+def named_accounts(group: str, kind: str, obj: Any) -> list[tuple[str, str]]:
+    """(field, account) of every ServiceAccount ``obj`` names for its pods (or its token Secret)."""
+    if not isinstance(obj, dict):
+        return []
+    if (group, kind) == ("", "Secret"):
+        if obj.get("type") != LEGACY_TOKEN_TYPE:
+            return []
+        name = _dig(obj, ("metadata", "annotations", ACCOUNT_NAME_ANNOTATION))
+        return [(f"metadata.annotations[{ACCOUNT_NAME_ANNOTATION}]", name)] if isinstance(name, str) and name else []
+    path = POD_SPEC_PATHS.get((group, kind))
+    spec = _dig(obj, path) if path else None
+    if not isinstance(spec, dict):
+        return []
+    prefix = _field_prefix(path or ())
+    return [(f"{prefix}.{field}", spec[field]) for field in ("serviceAccountName", "serviceAccount")
+            if isinstance(spec.get(field), str) and spec[field]]
+
+
+def _effective(group: str, kind: str, obj: Any) -> set[str]:
+    """The accounts a stored object runs its pods as (``default`` when it names none)."""
+    names = {name for _field, name in named_accounts(group, kind, obj)}
+    return names or ({"default"} if (group, kind) != ("", "Secret") else set())
+
+
+def _history(core: Any) -> dict[tuple[str, str, str, str], set[str]]:
+    history = getattr(core, "_accounts_masters_wrote", None)
+    if history is None:
+        history = {}
+        core._accounts_masters_wrote = history
+    return history
+
+
+def _key(group: str, kind: str, namespace: str, obj: Any) -> tuple[str, str, str, str] | None:
+    name = _dig(obj, ("metadata", "name"))
+    return (group, kind, namespace, name) if isinstance(name, str) and name else None
+
+
+def remember(core: Any, group: str, kind: str, namespace: str, *objs: Any) -> None:
+    """Note the accounts a ``system:masters`` write (the app's deploy, a fault) puts in or finds in an object."""
+    if (group, kind) not in POD_SPEC_PATHS or kind in ("Pod", "Job"):
+        return
+    for obj in objs:
+        key = _key(group, kind, namespace, obj)
+        if key is not None:
+            _history(core).setdefault(key, set()).update(_effective(group, kind, obj))
+
+
+def account_user(namespace: str, name: str) -> UserInfo:
+    """The account as a subject, without the groups every account of the namespace shares."""
+    return UserInfo(name=f"system:serviceaccount:{namespace}:{name}")
+
+
+def rights_beyond(authz: Authorizer, user: UserInfo, namespace: str, account: str) -> list[str]:
+    """The rights bound to ``namespace``/``account`` that ``user`` does not hold, printed as the
+    escalation check prints them (with the namespace they hold in); empty when none."""
+    if user.is_master:
+        return []
+    subject = account_user(namespace, account)
+    held_cluster = authz.cluster_rules(user)
+    missing = [f"{grant} cluster-wide" for grant in not_held(held_cluster, authz.cluster_rules(subject))]
+    bound_in = sorted({str(b["metadata"].get("namespace") or "")
+                       for b in authz.core.store.list("rolebindings.rbac.authorization.k8s.io")})
+    for ns in bound_in:
+        rules = authz.namespace_rules(subject, ns)
+        if rules:
+            held = held_cluster + authz.namespace_rules(user, ns)
+            missing += [f"{grant} in namespace {ns}" for grant in not_held(held, rules)]
+    return missing
+
+
+def _refusal(user: UserInfo, plural: str, name: str, group: str, field: str, account: str,
+             missing: list[str], why: str) -> ApiError:
+    shown = "; ".join(missing[:6]) + (f"; and {len(missing) - 6} more" if len(missing) > 6 else "")
+    return ApiError(403, f'{plural}{"." + group if group else ""} "{name}" is forbidden: {field}: Forbidden: '
+                         f'ServiceAccount "{account}" holds rights user "{user.name}" does not hold ({shown}); '
+                         f"{why}", "Forbidden", details={"name": name, "group": group, "kind": plural})
+
+
+def check(authz: Authorizer, user: UserInfo, group: str, kind: str, namespace: str, obj: Any,
+          stored: Any = None) -> None:
+    """403 Forbidden when ``user``'s write of ``obj`` (``stored`` is the object it replaces, if
+    any) names a ServiceAccount with more rights than ``user`` holds for its pods or token."""
+    if user.is_master or not guarded(group, kind):
+        return
+    kept = _effective(group, kind, stored) if isinstance(stored, dict) else set()
+    key = _key(group, kind, namespace, obj)
+    kept |= _history(authz.core).get(key, set()) if key else set()
+    metadata = obj.get("metadata") if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) else {}
+    name = str(metadata.get("name") or metadata.get("generateName") or "")
+    for field, account in named_accounts(group, kind, obj):
+        if account == "default" or account in kept:
+            continue
+        missing = rights_beyond(authz, user, namespace, account)
+        if not missing:
+            continue
+        if kind == "Secret":
+            why = "a token Secret may name only an account that holds no more than its writer"
+        else:
+            why = ('a pod may run as "default", as an account that holds no more than its writer, or (on update) '
+                   "as the account the object already names")
+        raise _refusal(user, PLURALS[kind], name, group, field, account, missing, why)
+
+
+def check_token_request(authz: Authorizer, user: UserInfo, namespace: str, account: str) -> None:
+    """403 Forbidden for a TokenRequest of an account with more rights than its requester."""
+    missing = rights_beyond(authz, user, namespace, account)
+    if missing:
+        raise _refusal(user, "serviceaccounts", account, "", "serviceaccounts/token", account, missing,
+                       "a token may be requested only for an account that holds no more than its requester")
