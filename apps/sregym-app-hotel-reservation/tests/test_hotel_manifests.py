@@ -68,7 +68,7 @@ def test_config_maps_match_the_code_and_the_services():
     docs = render()
     services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
     for doc in docs:
-        if doc["kind"] != "ConfigMap":
+        if doc["kind"] != "ConfigMap" or doc["metadata"]["name"] == "postgres-init":
             continue
         service = doc["metadata"]["name"].removesuffix("-config")
         data = yaml.safe_load(doc["data"]["config.yaml"])
@@ -111,3 +111,29 @@ def test_render_parameters():
     with pytest.raises(ValueError, match="unknown manifest parameters"):
         render({"replica": 2})
     assert render_yaml().count("\n---\n") == len(render()) - 1
+
+
+def test_no_secret_or_manifest_holds_a_superuser_password():
+    """Issue #34 (round 5): the admin the app's Secrets name owns its database but is no superuser; the
+    superuser's password is random at initdb (read from the kernel, in no Secret) and the init script
+    clears it, so no credential an agent can read logs in as a superuser over TCP."""
+    docs = render()
+    init = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "postgres-init")
+    script = init["data"]["10-roles.sql"]
+    assert "ALTER ROLE CURRENT_USER PASSWORD NULL" in script
+    assert "SUPERUSER" not in script.replace("NOSUPERUSER", "") and "CREATEROLE" not in script.replace("NOCREATEROLE", "")
+    secrets = {d["metadata"]["name"]: d["stringData"] for d in docs if d["kind"] == "Secret"}
+    databases = [(w, pod) for w, pod in pod_specs(docs) if pod["containers"][0]["image"].startswith("postgres:")]
+    assert len(databases) == 6
+    for workload, pod in databases:
+        container = pod["containers"][0]
+        env = {e["name"]: e for e in container["env"]}
+        assert "POSTGRES_PASSWORD" not in env, workload["metadata"]["name"]
+        assert env["POSTGRES_PASSWORD_FILE"]["value"] == "/proc/sys/kernel/random/uuid"
+        superuser = env["POSTGRES_USER"]["value"]
+        secret = secrets[env["DB_ADMIN_USER"]["valueFrom"]["secretKeyRef"]["name"]]
+        assert superuser not in (secret["admin-username"], secret["username"])
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert volumes[mounts["/docker-entrypoint-initdb.d"]]["configMap"]["name"] == "postgres-init"
+    assert not any(s.get("admin-username") == "postgres" for s in secrets.values())

@@ -30,6 +30,22 @@ def test_the_backfill_job_is_replaced_when_its_pod_goes_and_quotes_the_table():
     assert 'LOCK TABLE public.\\"Reservation\\" IN ACCESS EXCLUSIVE MODE' in script
 
 
+def test_the_backfill_logs_in_as_the_databases_admin_never_needing_a_superuser_password():
+    """The curated apps' database containers carry their admin (the tables' owner, who may lock them) and
+    no superuser password; a manifest with only the image's own POSTGRES_USER/PASSWORD still works."""
+    admin = {"name": "DB_ADMIN_USER", "valueFrom": {"secretKeyRef": {"name": "geo-db", "key": "admin-username"}}}
+    admin_pw = {"name": "DB_ADMIN_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "geo-db", "key": "admin-password"}}}
+    curated = [{"name": "POSTGRES_USER", "value": "postgres"},
+               {"name": "POSTGRES_PASSWORD_FILE", "value": "/proc/sys/kernel/random/uuid"}, admin, admin_pw,
+               {"name": "DB_USER", "value": "hotel_geo"}, {"name": "POSTGRES_DB", "value": "geo"}]
+    assert postgres.lock_env(curated) == [{**admin, "name": "PGUSER"}, {**admin_pw, "name": "PGPASSWORD"},
+                                          {"name": "PGDATABASE", "value": "geo"}]
+    plain = [{"name": "POSTGRES_USER", "value": "app"}, {"name": "POSTGRES_PASSWORD", "value": "pw"},
+             {"name": "POSTGRES_DB", "value": "app"}]
+    assert [(e["name"], e["value"]) for e in postgres.lock_env(plain)] == [
+        ("PGUSER", "app"), ("PGPASSWORD", "pw"), ("PGDATABASE", "app")]
+
+
 def test_a_job_runs_until_it_is_deleted_suspended_or_finished():
     assert job_running({"metadata": {}, "spec": {}, "status": {"active": 1}})
     assert not job_running(None)
@@ -69,7 +85,7 @@ def test_the_backfill_takes_the_lock_again_when_its_session_is_killed_and_lets_g
                 time.sleep(0.2)
             return False
 
-        env = {**os.environ, "POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": password, "POSTGRES_DB": "postgres",
+        env = {**os.environ, "PGUSER": "postgres", "PGPASSWORD": password, "PGDATABASE": "postgres",
                "PGPORT": str(server.port)}
         backfill = subprocess.Popen(["sh", "-c", lock_script("127.0.0.1", "reservation")], env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

@@ -62,6 +62,7 @@ def test_what_a_plain_text_login_tells(answer, refused):
 # ------------------------------------------------------------------ against a real PostgreSQL
 
 APP_ROLE, APP_PASSWORD, APP_DB = "sn_url_shorten", "url-shorten-Rb81k", "url_shorten_db"
+APP_OWNER, APP_OWNER_PASSWORD = "sn_url_shorten_admin", "admin-url-shorten-Rb81k"
 
 
 class LocalPod:
@@ -69,9 +70,13 @@ class LocalPod:
 
     def __init__(self, server, admin_password: str) -> None:
         self.server, self.namespace, self.state = server, "social-network", {}
-        self.env = {**os.environ, "POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": admin_password,
-                    "POSTGRES_DB": APP_DB, "POD_IP": "127.0.0.1", "PGPORT": str(server.port)}
-        for name in ("PGSSLMODE", "PGHOST", "PGPASSWORD"):
+        # as the curated apps' database containers: the superuser without a password of its own in the
+        # environment (here the scratch server wants one on its socket too: PGPASSWORD, not read over
+        # TCP), the database's owner as DB_ADMIN_USER/DB_ADMIN_PASSWORD
+        self.env = {**os.environ, "POSTGRES_USER": "postgres", "POSTGRES_DB": APP_DB, "POD_IP": "127.0.0.1",
+                    "PGPORT": str(server.port), "PGHOST": str(server.root), "PGPASSWORD": admin_password,
+                    "DB_ADMIN_USER": APP_OWNER, "DB_ADMIN_PASSWORD": APP_OWNER_PASSWORD}
+        for name in ("PGSSLMODE", "POSTGRES_PASSWORD"):
             self.env.pop(name, None)
 
     def kubectl(self, *args: str, check: bool = True, **_kw) -> str:
@@ -103,7 +108,8 @@ def pod():
     with localrun.scratch_postgres("tls-pg-") as server:
         with psycopg.connect(server.admin_dsn("postgres"), autocommit=True) as admin:
             admin.execute(f"CREATE ROLE {APP_ROLE} LOGIN PASSWORD '{APP_PASSWORD}'")
-            admin.execute(f"CREATE DATABASE {APP_DB} OWNER {APP_ROLE}")
+            admin.execute(f"CREATE ROLE {APP_OWNER} LOGIN PASSWORD '{APP_OWNER_PASSWORD}'")
+            admin.execute(f"CREATE DATABASE {APP_DB} OWNER {APP_OWNER}")
         yield LocalPod(server, localrun.ADMIN_PASSWORD)
 
 

@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.adversarial]
 NS = "hotel-reservation"
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
 ROWS = "SELECT hotel_id, lat, lon, rate, price FROM recommendation ORDER BY hotel_id"
-_PSQL = 'PGPASSWORD="$POSTGRES_PASSWORD" psql -h "${POD_IP:-127.0.0.1}" -U "$POSTGRES_USER" -d "$POSTGRES_DB" -At -c "$1"'
+_PSQL = 'psql -U "$POSTGRES_USER" -d "$POSTGRES_DB" -At -c "$1"'  # the superuser, over the pod's Unix socket
 
 
 def kubectl(config: Path, *args: str, check: bool = True) -> str:

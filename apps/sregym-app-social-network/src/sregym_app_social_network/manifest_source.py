@@ -79,15 +79,36 @@ def secrets() -> list[dict[str, Any]]:
     for db, pw in PASSWORDS.items():
         user = "sn_" + db.replace("-", "_")
         out.append({"apiVersion": "v1", "kind": "Secret", "metadata": meta(f"{db}-db", "datastore"), "type": "Opaque",
-                    "stringData": {"username": user, "password": f"{db}-{pw}", "admin-username": "postgres",
+                    "stringData": {"username": user, "password": f"{db}-{pw}", "admin-username": f"{user}_admin",
                                    "admin-password": f"admin-{db}-{pw}"}})
     return out
 
 
+#: Run once by the postgres image when it initialises an empty data directory, as the superuser over the
+#: pod's Unix socket (before the server listens on TCP): the Secret's admin becomes a login role that owns
+#: the database (tables, GRANTs; no superuser, no CREATEROLE, which on PostgreSQL 15 could grant itself
+#: pg_execute_server_program), the service's role is created, and the superuser's password (random, from
+#: POSTGRES_PASSWORD_FILE) is cleared: no TCP login opens a superuser (issue #34, round 5).
+POSTGRES_INIT_SQL = """\
+\\getenv admin_user DB_ADMIN_USER
+\\getenv admin_password DB_ADMIN_PASSWORD
+\\getenv app_user DB_USER
+\\getenv app_password DB_PASSWORD
+\\getenv database POSTGRES_DB
+CREATE ROLE :"admin_user" LOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB PASSWORD :'admin_password';
+CREATE ROLE :"app_user" LOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB PASSWORD :'app_password';
+ALTER DATABASE :"database" OWNER TO :"admin_user";
+ALTER ROLE CURRENT_USER PASSWORD NULL;
+VACUUM (FREEZE) pg_authid, pg_database, pg_shdepend;
+"""
+
+
 def configmaps() -> list[dict[str, Any]]:
-    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(f"{s}-config", "config"),
-             "data": {"service-config.json": json.dumps(file_config(s), indent=2, sort_keys=True) + "\n"}}
-            for s in TOPOLOGY]
+    return [*({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(f"{s}-config", "config"),
+               "data": {"service-config.json": json.dumps(file_config(s), indent=2, sort_keys=True) + "\n"}}
+              for s in TOPOLOGY),
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("postgres-init", "datastore"),
+             "data": {"10-roles.sql": POSTGRES_INIT_SQL}}]
 
 
 def claim(name: str, tier: str, storage: str = "1Gi") -> dict[str, Any]:
@@ -112,16 +133,23 @@ def postgres() -> list[dict[str, Any]]:
         pod = {"terminationGracePeriodSeconds": 30, "containers": [{
             "name": "postgres", "image": "postgres:15", "args": args,
             "ports": [{"name": "postgres", "containerPort": 5432}],
-            "env": [secret_env("POSTGRES_USER", f"{db}-db", "admin-username"),
-                    secret_env("POSTGRES_PASSWORD", f"{db}-db", "admin-password"),
+            # the superuser: a random password at initdb, read once from the kernel and stored nowhere,
+            # cleared by the init script (POSTGRES_INIT_SQL); reached over the pod's Unix socket only
+            "env": [{"name": "POSTGRES_USER", "value": "postgres"},
+                    {"name": "POSTGRES_PASSWORD_FILE", "value": "/proc/sys/kernel/random/uuid"},
+                    secret_env("DB_ADMIN_USER", f"{db}-db", "admin-username"),
+                    secret_env("DB_ADMIN_PASSWORD", f"{db}-db", "admin-password"),
+                    secret_env("DB_USER", f"{db}-db", "username"), secret_env("DB_PASSWORD", f"{db}-db", "password"),
                     {"name": "POSTGRES_DB", "value": database_name(db)},
                     {"name": "PGDATA", "value": "/var/lib/postgresql/data/pgdata"}],
-            "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"}],
+            "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"},
+                             {"name": "init", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True}],
             "readinessProbe": {"tcpSocket": {"port": 5432}, "periodSeconds": 2, "failureThreshold": 3},
             "livenessProbe": {"tcpSocket": {"port": 5432}, "initialDelaySeconds": 30, "periodSeconds": 10,
                               "failureThreshold": 6},
             "resources": resources("50m", "64Mi")}],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data"}}]}
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data"}},
+                        {"name": "init", "configMap": {"name": "postgres-init"}}]}
         out.append(workload("StatefulSet", name, "datastore", pod))
     return out
 
@@ -252,8 +280,10 @@ def workload_objects() -> list[dict[str, Any]]:
 
 FILES = {
     "00-namespaces.yaml": ("The app's namespace and the workload generator's (hidden from agents).", namespaces),
-    "10-secrets.yaml": ("Database credentials: each service's login role and the PostgreSQL admin.", secrets),
-    "20-configmaps.yaml": ("service-config.json per service: port, peers, datastore addresses.", configmaps),
+    "10-secrets.yaml": ("Database credentials: each service's login role and its database's admin (the owner of the "
+                        "database, no superuser: issue #34).", secrets),
+    "20-configmaps.yaml": ("service-config.json per service: port, peers, datastore addresses; postgres-init, the "
+                           "databases' roles.", configmaps),
     "30-postgres.yaml": ("One PostgreSQL per document database (MongoDB in the original), data on a PVC.", postgres),
     "40-caches.yaml": ("Redis (home timelines, kept on a PVC; user-timeline and social-graph caches) and memcached "
                        "(user, url, post, media caches).", caches),

@@ -226,10 +226,30 @@ LOCK_RETRY_S = 2
 
 
 def lock_script(service: str, table: str) -> str:
-    """The backfill's shell loop: hold the lock in an open transaction; retry when the session ends."""
+    """The backfill's shell loop: hold the lock in an open transaction; retry when the session ends. It
+    logs in as libpq's environment says (PGUSER, PGPASSWORD, PGDATABASE: :func:`lock_env`)."""
     sql = f"BEGIN; LOCK TABLE public.{quote_ident(table)} IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(86400);"
-    return (f'while true; do PGPASSWORD="$POSTGRES_PASSWORD" psql -h {service} -U "$POSTGRES_USER" '
-            f'-d "$POSTGRES_DB" -c "{sql.replace(chr(34), chr(92) + chr(34))}"; sleep {LOCK_RETRY_S}; done')
+    return (f'while true; do psql -h {service} -c "{sql.replace(chr(34), chr(92) + chr(34))}"; '
+            f'sleep {LOCK_RETRY_S}; done')
+
+
+#: (libpq variable, where the database's container keeps it, first found wins): the database's admin
+#: (the owner of its tables, which may lock them; the curated apps' Secrets name it) or else the user
+#: the image was initialised with. No superuser password is needed, nor one the apps have
+_LOCK_LOGIN = (("PGUSER", ("DB_ADMIN_USER", "POSTGRES_USER")), ("PGPASSWORD", ("DB_ADMIN_PASSWORD", "POSTGRES_PASSWORD")),
+               ("PGDATABASE", ("POSTGRES_DB",)))
+
+
+def lock_env(container_env: list[dict]) -> list[dict]:
+    """The backfill's login, taken from the database container's own environment (values and Secret
+    references alike)."""
+    by_name = {e["name"]: e for e in container_env}
+    out = []
+    for variable, sources in _LOCK_LOGIN:
+        found = next((by_name[name] for name in sources if name in by_name), None)
+        if found is not None:
+            out.append({**found, "name": variable})
+    return out
 
 
 def lock_job(name: str, image: str, env: list[dict], service: str, table: str) -> dict:
@@ -265,7 +285,7 @@ def lock_inject(ctx, target, params):
     table = params.get("table") or tables[0]
     obj = kube.workload(ctx, target)
     container = obj["spec"]["template"]["spec"]["containers"][0]
-    env = [e for e in container.get("env") or [] if e["name"] in ("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB")]
+    env = lock_env(container.get("env") or [])
     service = target.component.service_name or target.component.name
     ctx.state.update(table=table, job=params["job_name"])
     job = lock_job(params["job_name"], container["image"], env, service, table)

@@ -1,4 +1,4 @@
-"""Running SQL in a PostgreSQL pod as its admin, through ``kubectl exec`` and the pod's own psql."""
+"""Running SQL in a PostgreSQL pod as its superuser, through ``kubectl exec`` and the pod's own psql."""
 
 from __future__ import annotations
 
@@ -11,10 +11,19 @@ if TYPE_CHECKING:
     from sregym_core.faults import FaultContext
     from sregym_core.types import Target
 
-# The admin credentials are the ones the postgres container itself was started with. POD_IP is set
-# by the embedded node agent (pods share the host's loopback there); on real nodes localhost works.
-_PSQL = ('PGPASSWORD="$POSTGRES_PASSWORD" psql -h "${POD_IP:-127.0.0.1}" -U "${POSTGRES_USER:-postgres}" '
-         '-d "${POSTGRES_DB:-postgres}" -v ON_ERROR_STOP=1 -At -F "|" -c "$1"')
+# The superuser over the pod's own Unix socket (the image trusts local connections; PGHOST, when the
+# image sets it, names the socket's directory): no password, and none exists to log in over TCP. The
+# curated apps' superuser has no password at all and their Secrets name a non-superuser admin
+# (issue #34, round 5); the superuser is whoever the container was initialised as (POSTGRES_USER).
+_PSQL = ('psql -U "${POSTGRES_USER:-postgres}" -d "${POSTGRES_DB:-postgres}" -v ON_ERROR_STOP=1 -At -F "|" '
+         '-c "$1"')
+# Over TCP, as a client (TLS is a property of TCP connections): the database's admin from the
+# container's environment (DB_ADMIN_USER/DB_ADMIN_PASSWORD, the curated apps' owner of the database), or
+# the image's own POSTGRES_USER/POSTGRES_PASSWORD where a manifest sets those. POD_IP is set by the
+# embedded node agent (pods share the host's loopback there); on real nodes localhost works.
+_PSQL_TCP = ('PGPASSWORD="${DB_ADMIN_PASSWORD:-$POSTGRES_PASSWORD}" psql -h "${POD_IP:-127.0.0.1}" '
+             '-U "${DB_ADMIN_USER:-${POSTGRES_USER:-postgres}}" -d "${POSTGRES_DB:-postgres}" -v ON_ERROR_STOP=1 '
+             '-At -F "|" -c "$1"')
 
 
 def running_pod(ctx: FaultContext, target: Target) -> str:
@@ -31,11 +40,12 @@ def running_pod(ctx: FaultContext, target: Target) -> str:
 
 
 def psql(ctx: FaultContext, target: Target, statement: str, *, check: bool = True, sslmode: str | None = None) -> list[list[str]]:
-    """Run one SQL statement as the database admin and return rows of text fields (``sslmode``: libpq's,
-    when the connection must or must not use TLS; by default libpq's own, prefer)."""
+    """Run one SQL statement as the database's superuser over the pod's Unix socket and return rows of
+    text fields; with ``sslmode`` (libpq's: whether the connection must or must not use TLS) as the
+    database's admin over TCP instead, the only way a connection can speak TLS."""
     pod = running_pod(ctx, target)
     container = target.component.container_name if target.component.container else "postgres"
-    script = f"PGSSLMODE={sslmode} {_PSQL}" if sslmode else _PSQL
+    script = f"PGSSLMODE={sslmode} {_PSQL_TCP}" if sslmode else _PSQL
     out = ctx.kubectl("exec", pod, "-n", ctx.namespace, "-c", container, "--", "sh", "-c", script, "psql", statement,
                       check=False)
     if check and ("ERROR:" in out or "FATAL:" in out or "could not connect" in out):
@@ -56,9 +66,11 @@ def login_refused(ctx: FaultContext, target: Target, role: str, password: str) -
 
 
 def app_roles(ctx: FaultContext, target: Target) -> list[str]:
-    """The database's application login roles (not superusers)."""
+    """The database's application login roles: neither superusers nor the database's owner (the admin
+    that created the tables and grants on them)."""
     rows = psql(ctx, target, "SELECT rolname FROM pg_roles WHERE rolcanlogin AND NOT rolsuper "
-                             "AND rolname NOT LIKE 'pg\\_%' ORDER BY rolname")
+                             "AND rolname NOT LIKE 'pg\\_%' AND oid <> (SELECT datdba FROM pg_database "
+                             "WHERE datname = current_database()) ORDER BY rolname")
     roles = [r[0] for r in rows if r and r[0]]
     if not roles:
         raise PermanentFaultError(f"{target.component.name} has no application login role")

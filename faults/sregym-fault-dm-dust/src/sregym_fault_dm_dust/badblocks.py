@@ -45,8 +45,10 @@ _RELATIONS = (
     "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ({kinds}) "
     "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' "
     "ORDER BY pg_relation_size(c.oid) DESC, c.relname LIMIT {limit}")
-_PSQL = ('PGPASSWORD="$POSTGRES_PASSWORD" psql -h "${POD_IP:-127.0.0.1}" -U "${POSTGRES_USER:-postgres}" '
-         '-d "${POSTGRES_DB:-postgres}" -At -F "|" -c "CHECKPOINT" -c "$1"')
+# the superuser over the pod's own Unix socket (CHECKPOINT needs one; no superuser logs in over TCP with
+# a password: issue #34, round 5)
+_PSQL = ('psql -U "${POSTGRES_USER:-postgres}" -d "${POSTGRES_DB:-postgres}" -At -F "|" -c "CHECKPOINT" '
+         '-c "$1"')
 
 
 def _mix(x: int) -> int:

@@ -120,9 +120,10 @@ def component(name: str, roles: tuple[str, ...], ports: tuple[int, ...], **field
 
 
 def postgres_component(name: str) -> ComponentSpec:
-    """A PostgreSQL StatefulSet keeping its data on the PVC ``<name>-data``."""
+    """A PostgreSQL StatefulSet keeping its data on the PVC ``<name>-data`` (no superuser password in
+    its environment need be declared: the curated apps read it from a file, issue #34)."""
     return component(name, ("db:postgres", "stateful"), (5432,), kind="StatefulSet", pvcs=(f"{name}-data",),
-                     container="postgres", env=("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB", "PGDATA"))
+                     container="postgres", env=("POSTGRES_USER", "POSTGRES_DB", "PGDATA"))
 
 
 def memcached_component(name: str) -> ComponentSpec:
