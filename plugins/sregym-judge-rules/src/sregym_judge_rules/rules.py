@@ -867,6 +867,18 @@ def _names_a_changed_field(words: str, t: GroundTruth) -> bool:
     return any(c in wanted for c, _a, _b in concepts.concepts(words))
 
 
+def _names_the_changed_object(words: str, t: GroundTruth, statement: str) -> bool:
+    """Does the sentence say, as the truth's statement does, the object the fault changed: its kind ("the Service
+    was deleted") or a field it changed ("Service port changed")? A statement without one ("stale coordinates")
+    says an effect, not an object and its change."""
+    from .text import flatten
+
+    said = {c for c, _span in concepts.present(words, statement)}
+    kind = {c for c, _a, _b in concepts.concepts(flatten(concepts.split_compounds(t.resource_kind)))}
+    fields = concepts.field_concepts(tuple(_field_names(t.mutated_values)))
+    return bool(said & (kind | fields))
+
+
 _NOT_FIELDS = frozenset({"before", "after", "original", "old", "new", "outcome", "served_by"}) | _LOCATION_KEYS
 
 
@@ -885,6 +897,7 @@ def _field_names(values: Any) -> list[str]:
 _SHARE = 0.6
 _RELAXED_PLACES = 4
 _RELAXED_SHARE = 0.4
+_WHOLE_STATEMENT = 0.85
 
 
 def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tuple[int, int]] | None:
@@ -916,9 +929,14 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
             distinct += 1
             spans = [*spans, (said[2], said[3])]
     needed = 3 if available >= 3 else available + 1
+    # a short statement of a truth that records no value ("the Service was deleted", "Service port changed from the
+    # one clients use") is its object and its change and nothing more: said whole, it is said (ninth round of issue
+    # #35; the value that would make the third concept does not exist to be said)
+    whole = (not values and 1 <= available < 3 and share >= _WHOLE_STATEMENT and distinct >= available
+             and _names_the_changed_object(words, t, statement))
     # most of the statement, or (a long statement, said in fewer words) four of its distinctive concepts and
     # two fifths of its weight: a diagnosis states a cause part of a dozen concepts in five of them
-    if not (share >= _SHARE and distinct >= needed):
+    if not (share >= _SHARE and distinct >= needed) and not whole:
         # the lower bar only for a cause part (no effects in it: the effects a sibling fault shares, "clients reject
         # the handshake", are no statement of this cause), with what changed named, by no actor the truth lacks
         if not (placed >= _RELAXED_PLACES and share >= _RELAXED_SHARE and concepts.is_cause_part(statement)
@@ -1725,6 +1743,10 @@ def _other_namespace(normalized: str, namespaces: Sequence[str]) -> str | None:
     for pattern in (_NAMESPACE_AFTER, _NAMESPACE_BEFORE):
         for match in pattern.finditer(normalized):
             candidate = match.group(1)
-            if candidate not in _NOT_A_NAMESPACE and candidate not in namespaces:
+            # after "namespace" a name looks like one (`staging`, kube-system, team2, default): a plain word there is
+            # what the sentence says of the namespace ("the namespace requires ...", "the namespace now only allows")
+            named = pattern is _NAMESPACE_BEFORE or not match.group(0).lstrip().startswith("namespace") \
+                or "`" in match.group(0) or re.search(r"[-0-9]", candidate) or candidate == "default"
+            if named and candidate not in _NOT_A_NAMESPACE and candidate not in namespaces:
                 return candidate
     return None

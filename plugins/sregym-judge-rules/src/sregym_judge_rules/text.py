@@ -262,11 +262,16 @@ def _datastore_aliases(name: str) -> list[str]:
         kind, owner = parts[-1], "-".join(parts[:-1])
     else:
         return []
-    owner_words = owner.replace("-", " ")
     nouns = ["cache", "memcached", kind] if kind in _CACHE_WORDS else ["database", "db", "postgres", "postgresql", kind]
     aliases = []
-    for noun in dict.fromkeys(nouns):
-        aliases += [f"{owner_words} {noun}", f"{owner_words}'s {noun}", f"{noun} of {owner_words}", f"{noun} for {owner_words}"]
+    # the owner as the writer spells it: in words, with its hyphens ("the url-shorten database"), or as its service
+    # ("the database of url-shorten-service", not "url-shorten-service's database credentials"; ninth round of #35)
+    for owner_words in dict.fromkeys([owner.replace("-", " "), owner]):
+        for noun in dict.fromkeys(nouns):
+            aliases += [f"{owner_words} {noun}", f"{owner_words}'s {noun}", f"{noun} of {owner_words}",
+                        f"{noun} for {owner_words}"]
+    if "-" in owner:
+        aliases += [f"{noun} of {owner}-service" for noun in dict.fromkeys(nouns)]
     return aliases
 
 
