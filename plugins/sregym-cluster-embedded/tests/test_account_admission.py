@@ -2,11 +2,17 @@
 namespace admin who is not a cluster admin (the agent's shape): an app's operator account, bound to
 rights the writer lacks, cannot be borrowed by a new pod, a pod template, a token request or a
 legacy token Secret; the account an object already names may stay; an account the writer made and
-bound within its own rights may be named; an account the benchmark wrote into a workload may be put back."""
+bound within its own rights may be named; an account the benchmark wrote into a workload may be put back.
+Nor may such a writer enter a pod running as such an account (exec, attach, cp, an ephemeral
+container), or change what such a pod or pod template runs (command, args, exec probes and hooks)
+except back to what the benchmark wrote; logs, the image and env stay open."""
 
 from __future__ import annotations
 
 import json
+
+from conftest import NODE, ensure_node
+from sregym_cluster_embedded.apiserver.store import clone
 
 OPERATOR_RULES = [
     {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["get", "patch", "update"]},
@@ -187,3 +193,156 @@ def test_no_token_of_a_stronger_account_by_token_request_or_legacy_secret(kubect
     agent("label", "secret", "op-token", "-n", namespace, "seen=yes")
     agent("create", "serviceaccount", "helper", "-n", namespace)
     _apply(agent, secret("helper-token", "helper"), check=True)
+
+
+def _running_as(api_server, namespace: str, name: str, account: str | None) -> None:
+    """A pod of the benchmark's, bound and Running (no kubelet runs here), as ``account``."""
+    ensure_node(api_server)
+    core = api_server.core
+
+    def make() -> None:
+        pods = core.registry.by_key("pods")
+        spec = {"nodeName": NODE, "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "main", "image": "busybox"}]}
+        if account:
+            spec["serviceAccountName"] = account
+        core.create(pods, namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+        obj = clone(core.get(pods, namespace, name))
+        stamp = "2026-01-01T00:00:00Z"
+        obj["status"] = {"phase": "Running", "podIP": "127.40.1.9", "hostIP": "127.40.1.1", "startTime": stamp,
+                         "conditions": [{"type": t, "status": "True", "lastTransitionTime": stamp}
+                                        for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
+                         "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "image": "busybox",
+                                                "imageID": "", "started": True,
+                                                "state": {"running": {"startedAt": stamp}}}]}
+        core.update(pods, namespace, name, obj, subresource="status")
+
+    api_server.call(make)
+
+
+def _entry_refused(done, sub: str, pod: str = "op") -> None:
+    assert done.returncode != 0, done.stdout
+    assert f'pods "{pod}" is forbidden: pods/{sub}: Forbidden: ServiceAccount "operator" holds rights' in done.stderr, \
+        done.stderr
+    assert 'Resources:["pods/status"]' in done.stderr and "logs, describe and port-forward stay open" in done.stderr
+
+
+def test_a_pod_running_as_a_stronger_account_may_not_be_entered_but_may_be_read(kubectl, api_server, namespace,
+                                                                                 tmp_path):
+    agent = _agent(kubectl, api_server, namespace)
+    _operator(kubectl, namespace)
+    _running_as(api_server, namespace, "op", "operator")
+    _running_as(api_server, namespace, "plain", None)
+    ns = ("-n", namespace)
+    assert agent("auth", "can-i", "create", "pods/exec", *ns).stdout.strip() == "yes"
+    _entry_refused(agent("exec", "op", *ns, "--", "cat", "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                         check=False), "exec")
+    _entry_refused(agent("exec", "-i", "op", *ns, "--", "sh", input="id\n", check=False), "exec")
+    _entry_refused(agent("attach", "op", "-c", "main", *ns, check=False), "attach")
+    (tmp_path / "f").write_text("x")
+    _entry_refused(agent("cp", str(tmp_path / "f"), f"{namespace}/op:/tmp/f", check=False), "exec")
+    _entry_refused(agent("cp", f"{namespace}/op:/etc/hostname", str(tmp_path / "g"), check=False), "exec")
+    debug = agent("debug", "op", *ns, "--image=busybox", "--container=dbg", "--", "sleep", "60", check=False)
+    _entry_refused(debug, "ephemeralcontainers")
+    stored = json.loads(agent("get", "pod", "op", *ns, "-o", "json").stdout)
+    assert not stored["spec"].get("ephemeralContainers")
+    # a raw update of the subresource (PUT), as a client other than kubectl debug would send it
+    stored["spec"]["ephemeralContainers"] = [{"name": "dbg", "image": "busybox", "command": ["sleep", "60"]}]
+    raw = agent("replace", "--subresource=ephemeralcontainers", "-f", "-", input=json.dumps(stored), check=False)
+    _entry_refused(raw, "ephemeralcontainers")
+    # diagnosis stays possible: logs, get, describe, events
+    assert agent("logs", "op", *ns).stdout.splitlines()[-1] == "log line 5"
+    assert "Service Account:  operator" in agent("describe", "pod", "op", *ns).stdout
+    # a pod of an account no stronger than the agent (default here) is entered as before, and the
+    # benchmark (system:masters) may enter the operator's
+    assert agent("exec", "plain", *ns, "--", "echo", "in").stdout == "in\n"
+    agent("debug", "plain", *ns, "--image=busybox", "--container=dbg", "--", "true")
+    assert kubectl("exec", "op", *ns, "--", "echo", "admin").stdout == "admin\n"
+    # once the agent holds every right of the account (here: the admin binds them to it), it may enter
+    kubectl("create", "rolebinding", "agent-operator", "--role=operator", "--group=sregym:agents", *ns)
+    assert agent("exec", "op", *ns, "--", "echo", "equal").stdout == "equal\n"
+
+
+def _op_container(who, namespace: str, name: str = "operator") -> dict:
+    obj = json.loads(who("get", "deployment", name, "-n", namespace, "-o", "json").stdout)
+    return obj["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_what_a_pod_of_a_stronger_account_runs_may_change_only_back_to_what_the_benchmark_wrote(
+        kubectl, api_server, namespace):
+    agent = _agent(kubectl, api_server, namespace)
+    _operator(kubectl, namespace)
+    ns = ("-n", namespace)
+    _apply(kubectl, _deployment(namespace, "operator", "operator", image="op:1"), check=True)
+    _apply(kubectl, _deployment(namespace, "web", None), check=True)
+    field = "spec.template.spec.containers[0].command"
+
+    def patch(name: str, body: dict, kind: str = "deployment", type_: str = "strategic"):
+        return agent("patch", kind, name, *ns, f"--type={type_}", "-p", json.dumps(body), check=False)
+
+    def template(**spec) -> dict:
+        return {"spec": {"template": {"spec": spec}}}
+
+    for body, where in (
+            (template(containers=[{"name": "c", "command": ["sh", "-c", "cat /var/run/secrets/*/token"]}]), field),
+            (template(containers=[{"name": "c", "args": ["--evil"]}]), "spec.template.spec.containers[0].args"),
+            (template(containers=[{"name": "c", "livenessProbe": {"exec": {"command": ["sh", "-c", "x"]}}}]),
+             "spec.template.spec.containers[0].livenessProbe.exec.command"),
+            (template(containers=[{"name": "c", "lifecycle": {"postStart": {"exec": {"command": ["x"]}}}}]),
+             "spec.template.spec.containers[0].lifecycle.postStart.exec.command"),
+            (template(containers=[{"name": "side", "image": "busybox", "command": ["sleep", "1"]}]),
+             "spec.template.spec.containers["),  # where the merge puts the new container
+            (template(initContainers=[{"name": "init", "image": "busybox", "command": ["true"]}]),
+             "spec.template.spec.initContainers[0].command")):
+        done = patch("operator", body)
+        _refused(done, where)
+        assert "the image, env and resources stay editable" in done.stderr
+    # replace (PUT) and apply go through the same check
+    current = json.loads(agent("get", "deployment", "operator", *ns, "-o", "json").stdout)
+    current["spec"]["template"]["spec"]["containers"][0]["command"] = ["sleep", "1"]
+    _refused(agent("replace", "-f", "-", input=json.dumps(current), check=False), field)
+    evil = _deployment(namespace, "operator", "operator", image="op:1")
+    evil["spec"]["template"]["spec"]["containers"][0]["args"] = ["x"]
+    _refused(_apply(agent, evil), "spec.template.spec.containers[0].args")
+    assert "command" not in _op_container(agent, namespace) and "args" not in _op_container(agent, namespace)
+    # the image, env, resources and an httpGet probe stay editable
+    agent("set", "image", "deployment/operator", "c=op:2", *ns)
+    agent("set", "env", "deployment/operator", "LOG_LEVEL=debug", *ns)
+    agent("set", "resources", "deployment/operator", "--limits=memory=128Mi", *ns)
+    probe = template(containers=[{"name": "c", "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8081}}}])
+    assert patch("operator", probe).returncode == 0
+    # the ReplicaSet (or Pod) of such an account is held to the same rule
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "op-rs", "namespace": namespace},
+          "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "op-rs"}},
+                   "template": {"metadata": {"labels": {"app": "op-rs"}},
+                                "spec": {"serviceAccountName": "operator",
+                                         "containers": [{"name": "c", "image": "op:1"}]}}}}
+    _apply(kubectl, rs, check=True)
+    _refused(patch("op-rs", template(containers=[{"name": "c", "command": ["x"]}]), kind="replicaset"), field)
+    # a workload of an account no stronger than the agent may run what the agent likes
+    assert patch("web", template(containers=[{"name": "c", "command": ["sleep", "9"]}])).returncode == 0
+    # a fault (system:masters) gives the operator a stub command; the agent may put it back (drop it),
+    # and may fix the image while the stub stays
+    kubectl("patch", "deployment", "operator", *ns, "--type=json", "-p",
+            '[{"op":"add","path":"/spec/template/spec/containers/0/command","value":["sleep","infinity"]}]')
+    agent("set", "image", "deployment/operator", "c=op:1", *ns)
+    assert patch("operator", [{"op": "remove", "path": "/spec/template/spec/containers/0/command"}],
+                 type_="json").returncode == 0
+    assert "command" not in _op_container(agent, namespace)
+    # ...but not to a value the benchmark wrote while it ran as another account: the agent moves the
+    # operator to "default" with its own command (allowed: default holds nothing), then back
+    moved = patch("operator", template(serviceAccountName="default", serviceAccount="default",
+                                       containers=[{"name": "c", "command": ["sh", "-c", "steal"]}]))
+    assert moved.returncode == 0, moved.stderr
+    kubectl("annotate", "deployment", "operator", *ns, "seen=yes")  # a benchmark write of the moved object
+    _refused(patch("operator", template(serviceAccountName="operator", serviceAccount="operator")), field)
+    back = patch("operator", template(serviceAccountName="operator", serviceAccount="operator",
+                                      containers=[{"name": "c", "command": None}]))
+    assert back.returncode == 0, back.stderr
+    # deleted and made again: only as the benchmark wrote it
+    agent("delete", "deployment", "operator", *ns)
+    remade = _deployment(namespace, "operator", "operator", image="op:1")
+    remade["spec"]["template"]["spec"]["containers"][0]["command"] = ["sh", "-c", "steal"]
+    _refused(_apply(agent, remade), field)
+    del remade["spec"]["template"]["spec"]["containers"][0]["command"]
+    _apply(agent, remade, check=True)

@@ -30,11 +30,24 @@ The same rule answers a TokenRequest (``serviceaccounts/token``) and a legacy to
 ``kubernetes.io/service-account-token``) naming the account. This cluster has no token controller
 filling such Secrets, so one gets no token here in any case; a real cluster's does fill them.
 
+Nor may such a writer enter a pod that runs as such an account, where its token is mounted
+(issue #34, follow-up): ``pods/exec``, ``pods/attach`` (and so ``kubectl cp``) and a
+``pods/ephemeralcontainers`` update (``kubectl debug``) are refused; logs, get/describe and
+port-forward stay open, for diagnosis. And it may not change what such a pod runs (a container's
+``command`` or ``args``, or the command of an ``exec`` probe or lifecycle hook, in containers,
+initContainers or ephemeralContainers) in a Pod or pod template that runs as such an account, unless
+the new value is the one the stored object holds for that container while running as that same
+account, or one ``system:masters`` wrote into that object (kind, namespace, name) for that container
+while it ran as that account (the history the accounts use: putting back what a fault changed keeps
+working). The image, env, resources, probes' other fields and the rest of the spec stay editable
+(the fix of ``fleetcast-operator-wrong-image`` is an image edit).
+
 A refusal is 403 Forbidden naming the field, as the real API server's admission answers.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .errors import ApiError
@@ -56,6 +69,15 @@ PLURALS = {"Pod": "pods", "ReplicationController": "replicationcontrollers", "De
 LEGACY_TOKEN_TYPE = "kubernetes.io/service-account-token"
 ACCOUNT_NAME_ANNOTATION = "kubernetes.io/service-account.name"
 GUARDED_KINDS = {*POD_SPEC_PATHS, ("", "Secret")}
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+#: what a container runs, by path inside it: its command and args, and the commands of its exec probes and hooks
+COMMAND_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("command",), ("args",),
+    *((probe, "exec", "command") for probe in ("livenessProbe", "readinessProbe", "startupProbe")),
+    *(("lifecycle", hook, "exec", "command") for hook in ("postStart", "preStop")),
+)
+NONE = "null"  # a field left out: the image's own command (or no probe command)
+ENTRY_SUBRESOURCES = ("exec", "attach", "ephemeralcontainers")
 
 
 def guarded(group: str, kind: str) -> bool:
@@ -98,11 +120,51 @@ def _effective(group: str, kind: str, obj: Any) -> set[str]:
     return names or ({"default"} if (group, kind) != ("", "Secret") else set())
 
 
+def runs_as(group: str, kind: str, obj: Any) -> str:
+    """The account an object's pods run as: ``serviceAccountName``, else ``serviceAccount``, else ``default``."""
+    spec = _dig(obj, POD_SPEC_PATHS.get((group, kind)) or ())
+    if isinstance(spec, dict):
+        for field in ("serviceAccountName", "serviceAccount"):
+            if isinstance(spec.get(field), str) and spec[field]:
+                return spec[field]
+    return "default"
+
+
+def commands(group: str, kind: str, obj: Any) -> dict[tuple[str, str, str], str]:
+    """(container list, container name, field) -> what that field runs, as JSON text (``null`` when left
+    out or empty), for every container of the object's pod spec."""
+    path = POD_SPEC_PATHS.get((group, kind))
+    spec = _dig(obj, path) if path else None
+    out: dict[tuple[str, str, str], str] = {}
+    if not isinstance(spec, dict):
+        return out
+    for lst in CONTAINER_LISTS:
+        containers = spec.get(lst)
+        for container in containers if isinstance(containers, list) else []:
+            if not isinstance(container, dict):
+                continue
+            cname = str(container.get("name") or "")
+            for field in COMMAND_FIELDS:
+                value = _dig(container, field)
+                out[(lst, cname, ".".join(field))] = json.dumps(value, sort_keys=True) if value else NONE
+    return out
+
+
 def _history(core: Any) -> dict[tuple[str, str, str, str], set[str]]:
     history = getattr(core, "_accounts_masters_wrote", None)
     if history is None:
         history = {}
         core._accounts_masters_wrote = history
+    return history
+
+
+def _command_history(core: Any) -> dict[tuple[str, str, str, str], set[tuple[str, str, str, str, str]]]:
+    """(group, kind, namespace, name) -> (account, container list, container, field, value) written by
+    ``system:masters``: a value counts only for the account the object ran as when it was written."""
+    history = getattr(core, "_commands_masters_wrote", None)
+    if history is None:
+        history = {}
+        core._commands_masters_wrote = history
     return history
 
 
@@ -119,6 +181,9 @@ def remember(core: Any, group: str, kind: str, namespace: str, *objs: Any) -> No
         key = _key(group, kind, namespace, obj)
         if key is not None:
             _history(core).setdefault(key, set()).update(_effective(group, kind, obj))
+            account = runs_as(group, kind, obj)
+            _command_history(core).setdefault(key, set()).update(
+                (account, *where, value) for where, value in commands(group, kind, obj).items())
 
 
 def account_user(namespace: str, name: str) -> UserInfo:
@@ -175,6 +240,55 @@ def check(authz: Authorizer, user: UserInfo, group: str, kind: str, namespace: s
             why = ('a pod may run as "default", as an account that holds no more than its writer, or (on update) '
                    "as the account the object already names")
         raise _refusal(user, PLURALS[kind], name, group, field, account, missing, why)
+    if kind != "Secret":
+        check_commands(authz, user, group, kind, namespace, obj, stored)
+
+
+def check_commands(authz: Authorizer, user: UserInfo, group: str, kind: str, namespace: str, obj: Any,
+                   stored: Any = None) -> None:
+    """403 Forbidden when ``user`` changes what a container runs (command, args, an exec probe's or
+    hook's command) in a Pod or pod template that runs as an account with rights ``user`` lacks,
+    to a value neither the stored object (running as that account) nor a ``system:masters`` write of
+    that object (running as that account) held for that container."""
+    if user.is_master or (group, kind) not in POD_SPEC_PATHS:
+        return
+    account = runs_as(group, kind, obj)
+    before = commands(group, kind, stored) if isinstance(stored, dict) and runs_as(group, kind, stored) == account \
+        else {}
+    key = _key(group, kind, namespace, obj)
+    wrote = _command_history(authz.core).get(key, set()) if key else set()
+    changed = [(where, value) for where, value in commands(group, kind, obj).items()
+               if value != before.get(where, NONE if before else None) and (account, *where, value) not in wrote]
+    if not changed:
+        return
+    missing = rights_beyond(authz, user, namespace, account)
+    if not missing:
+        return
+    (lst, cname, field), _value = changed[0]
+    index = next((i for i, c in enumerate(_dig(obj, (*POD_SPEC_PATHS[(group, kind)], lst)) or [])
+                  if isinstance(c, dict) and str(c.get("name") or "") == cname), 0)
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name = str(metadata.get("name") or metadata.get("generateName") or "")
+    raise _refusal(user, PLURALS[kind], name, group,
+                   f"{_field_prefix(POD_SPEC_PATHS[(group, kind)])}.{lst}[{index}].{field}", account, missing,
+                   f'what a pod running as it runs (a container\'s command or args, an exec probe\'s or hook\'s '
+                   f'command) may change only back to a value the benchmark wrote into this object; the image, env '
+                   f'and resources stay editable')
+
+
+def check_entry(authz: Authorizer, user: UserInfo, namespace: str, pod: Any, subresource: str) -> None:
+    """403 Forbidden for ``pods/exec``, ``pods/attach`` or a ``pods/ephemeralcontainers`` update by
+    ``user`` on a pod running as an account with rights ``user`` lacks: its token is mounted there."""
+    if user.is_master or subresource not in ENTRY_SUBRESOURCES or not isinstance(pod, dict):
+        return
+    account = runs_as("", "Pod", pod)
+    missing = rights_beyond(authz, user, namespace, account)
+    if missing:
+        name = str(_dig(pod, ("metadata", "name")) or "")
+        raise _refusal(user, "pods", name, "", f"pods/{subresource}", account, missing,
+                       "a pod may be entered (exec, attach, cp, an ephemeral container) only by a caller that holds "
+                       "every right of its ServiceAccount, whose token is mounted there; logs, describe and "
+                       "port-forward stay open")
 
 
 def check_token_request(authz: Authorizer, user: UserInfo, namespace: str, account: str) -> None:

@@ -443,6 +443,10 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
                                                              dry_run)
             warnings += hook_warnings
             body = mutated if mutated is not None else body
+        if target.subresource == "ephemeralcontainers" and rt.kind == "Pod":  # kubectl debug: the pod's token
+            account_admission.check_entry(server.authz, user, target.namespace or "",
+                                          core.store.get(rt.storage_key, target.namespace, target.name),
+                                          target.subresource)
         if not target.subresource:
             identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, body,
                                      core.store.get(rt.storage_key, target.namespace if rt.namespaced else None,
@@ -481,6 +485,8 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             mutated, hook_warnings = await webhooks.on_write(core, rt, target.namespace, target.name, preview, user,
                                                              dry_run)
             warnings += hook_warnings
+        if target.subresource == "ephemeralcontainers" and rt.kind == "Pod":  # kubectl debug: the pod's token
+            account_admission.check_entry(server.authz, user, target.namespace or "", existed, target.subresource)
         if not target.subresource and user.is_master:  # the account the benchmark wrote may be put back
             account_admission.remember(core, rt.group, rt.kind, target.namespace or "", existed)
         if not target.subresource and not user.is_master and identity_admission.guarded(rt.group, rt.kind):

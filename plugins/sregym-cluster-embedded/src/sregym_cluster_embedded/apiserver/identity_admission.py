@@ -1,5 +1,6 @@
 """Admission that depends on who writes: RBAC escalation (escalation.py), where Endpoints point, and
-which ServiceAccount a pod or pod template may name (account_admission.py).
+which ServiceAccount a pod or pod template may name and what a pod of a stronger account may run
+(account_admission.py; its exec/attach/ephemeral-container rule is called from the subresource paths).
 
 On this cluster every pod, Service and host listener shares one network namespace and 127.0.0.0/8,
 so an Endpoints object is a routing rule: the service proxy forwards a Service's traffic to
@@ -69,7 +70,8 @@ def check_endpoints(core: Any, kind: str, group: str, namespace: str, obj: dict[
 def admit(core: Any, authz: Authorizer, user: UserInfo, group: str, kind: str, namespace: str | None,
           obj: Any, stored: Any = None) -> None:
     """Refuse ``user``'s write of ``obj`` (replacing ``stored``, if any) when it escalates RBAC, points
-    Endpoints outside the namespace or runs pods as a ServiceAccount stronger than ``user``."""
+    Endpoints outside the namespace, runs pods as a ServiceAccount stronger than ``user`` or changes
+    the command of pods running as one."""
     if user.is_master:
         account_admission.remember(core, group, kind, namespace or "", obj, stored)
         return

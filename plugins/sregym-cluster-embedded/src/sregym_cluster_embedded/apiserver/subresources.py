@@ -75,6 +75,9 @@ async def handle(request: web.Request, server: ApiServer, target: Target) -> web
             raise method_not_allowed()
         return await pod_log(request, server, target)
     if sub in ("exec", "attach"):
+        # not into a pod whose account holds rights the caller lacks: its token is mounted there
+        account_admission.check_entry(server.authz, request[USER_KEY], target.namespace or "",
+                                      server.core.store.get("pods", target.namespace, target.name), sub)
         return await pod_exec(request, server, target)
     if sub == "eviction":
         if request.method != "POST":
