@@ -38,7 +38,7 @@ _FAMILIES = (
     "remove delete",
     "reject refuse deny forbid disallow",
     "tiny small little minuscule undersized",
-    "slow delay latency lag sluggish held_back hold_back holds_back slowed_down late",
+    "slow delay latency lag sluggish held_back hold_back holds_back held_up hold_up holds_up slowed_down late",
     "replica copy instance",
     "node machine host worker_node vm",
     "sidecar helper companion extra_container",
@@ -187,6 +187,25 @@ _GLOSSES = (
     ("change", r"\binstead\s+of\b|\bfrom\s+\S+\s+to\s+\S+|\b(?:bumped|moved|switched|swapped|rolled)\b"),
     ("ingress", r"\b(?:open\w*|mak\w*|start\w*)\s+(?:\S+\s+)?connections?\s+to\b|\b(?:traffic|connections?|requests?)\s+"
                 r"(?:in)?to\s+(?:the\s+)?(?:pods?|it|them)\b"),
+    # ninth round (issue #35): how a newcomer says a change, for every fault whose statement has the concept. A thing
+    # that "is gone" or "does not exist any more" was removed; rights "taken away" or "removed" were revoked; a
+    # database login is its role; what a thing "needs" it requires; "asks for 0 copies" is scaled to zero; the files
+    # a process "may have open" are its open files; a setting "defined twice" is duplicated, and "the later one wins"
+    # or "hides" the other shadows it
+    ("remove", r"\b(?:is|are|was|were|has\s+been|have\s+been)\s+gone\b|\bno\s+longer\s+(?:exists?|there|present)\b"
+               r"|\b(?:does|do)\s*(?:n't|\s+not)\s+exist\s+any\s?more\b|\btaken\s+out\b"),
+    ("revoke permission", r"\b(?:remov|delet|t[ao]ok|taken|strip|withdr[ae]w)\w*\s+(?:\S+\s+){0,4}?(?:access|rights?|"
+                          r"permissions?|privileges?|grants?)\b|\b(?:access|rights?|permissions?|privileges?|grants?)\s+"
+                          r"(?:\S+\s+){0,4}?(?:(?:were|was|got|have\s+been|has\s+been)\s+)?(?:remov|delet|taken|strip|withdr[ae]w)\w*"),
+    ("role", r"\b(?:database|db|postgres\w*|sql)\s+(?:login|account|user)s?\b|\blogin\s+role\b"),
+    ("require", r"\b(?:needs?|needed)\b"),
+    ("scale zero", r"\b(?:asks?\s+for|wants?|runs?|set\s+to|keeps?|down\s+to)\s+(?:0|zero|no)\s+(?:copies|replicas|pods|"
+                   r"instances)\b"),
+    ("open_file", r"\bfiles?\b(?:\s+\S+){0,6}?\s+(?:have|has|keep|keeps)?\s*open\b"),
+    ("duplicate", r"\btwice\b|\btwo\s+times\b|\bdefined\s+(?:\S+\s+){0,2}again\b"),
+    ("shadow", r"\b(?:second|later|last|other)\s+(?:\S+\s+){0,3}wins\b|\bhides?\b|\bhidden\b"),
+    # traffic kept on "the same machine as the caller", "the caller's own node", is local
+    ("local", r"\bsame\s+(?:node|machine|host|server)\s+as\b|\b(?:caller|client)s?(?:'s|s')?\s+own\s+(?:node|machine|host)\b"),
 )
 
 # words every fault statement shares: they count for little on their own

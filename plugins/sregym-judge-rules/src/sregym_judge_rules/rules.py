@@ -984,7 +984,11 @@ def _named_change(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, int]] 
 
 # what is done to a quantity: with the truth's value in the same sentence, the change itself
 _SETTING = re.compile(r"\b(?:capped|cap|caps|limited|limit|limits|set to|sized|only|reduced|lowered|shrunk|raised|"
-                      r"changed to|behind|ahead|skew\w*|drift\w*|off by|delay\w*|added|adds|injected|throttl\w*)\b")
+                      r"changed to|behind|ahead|skew\w*|drift\w*|off by|delay\w*|added|adds|injected|throttl\w*|"
+                      # what a value asked for or held back (ninth round of issue #35): "asks for 512 gigabytes",
+                      # "held up by 1500 ms"
+                      r"asks? for|asking for|asked for|requests?|requested|reserves?|reserved|held up|holds? up|"
+                      r"holding up|slowed(?: down)? by)\b")
 
 
 @functools.lru_cache(maxsize=8192)
