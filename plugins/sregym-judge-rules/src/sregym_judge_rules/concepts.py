@@ -24,7 +24,7 @@ import re
 _FAMILIES = (
     "drop lose loss lost discard throw_away swallow blackhole",
     "expire expiry invalid outdated lapse not_valid no_longer_valid validity_end past_its_validity",
-    "evict push_out kick_out displace",
+    "evict eviction push_out kick_out displace",
     "junk garbage bogus useless dummy filler",
     "large big huge oversized giant bulky",
     "flood stuff spam overwhelm",
@@ -206,6 +206,20 @@ _GLOSSES = (
     ("shadow", r"\b(?:second|later|last|other)\s+(?:\S+\s+){0,3}wins\b|\bhides?\b|\bhidden\b"),
     # traffic kept on "the same machine as the caller", "the caller's own node", is local
     ("local", r"\bsame\s+(?:node|machine|host|server)\s+as\b|\b(?:caller|client)s?(?:'s|s')?\s+own\s+(?:node|machine|host)\b"),
+    # an admission check said plainly: it "fails closed" (failurePolicy Fail), it "checks/approves every pod"
+    # (validating), "nothing runs behind it" (no ready endpoint), it trusts "the wrong authority" (another CA)
+    ("failure policy fail", r"\bfails?\s+closed\b|\bfail\s+shut\b"),
+    ("valid", r"\b(?:approv|check|vet|validat|inspect)\w*\s+(?:every|each|all|any)\s+(?:new\s+)?pods?\b"),
+    ("ready endpoint", r"\bno\s+(?:running|live|ready|working)\s+(?:server|pods?|backends?|replicas?)\b"
+                       r"|\bnothing\s+(?:running\s+|answering\s+)?behind\s+it\b"),
+    ("another", r"\bwrong\s+(?:certificate\s+)?authority\b|\bother\s+(?:certificate\s+)?authority\b"),
+    # a limit said as what is allowed ("only allows 4 connections"), below said as "fewer/less than", a pod that
+    # "stays Pending" or "cannot be placed" is not scheduled, an address where "no server runs" is unreachable
+    ("limit", r"\bonly\s+allows?\b|\ballows?\s+only\b"),
+    ("below low", r"\b(?:fewer|less)\s+than\b"),
+    ("schedule", r"\b(?:stay|stays|stayed|stuck|remain\w*)\s+(?:in\s+)?pending\b|\bcan(?:not|'t|\s+not)\s+be\s+(?:placed|scheduled)\b"
+                 r"|\bnever\s+(?:placed|scheduled)\b"),
+    ("unreachable", r"\bno\s+(?:dns\s+|name\s+)?server\s+(?:runs|is\s+running|listens|answers)\b|\bcan(?:not|'t)\s+be\s+reached\b"),
 )
 
 # words every fault statement shares: they count for little on their own
@@ -217,8 +231,10 @@ _COMMON = frozenset(
 )
 
 _PHRASES = sorted({e for line in _FAMILIES for e in line.split() if "_" in e}, key=lambda e: -e.count("_"))
+# every word of a phrase may be inflected ("turned on", "switched on", "thrown away"; ninth round of issue #35), as
+# :func:`_phrase_key` reads it back
 _PHRASE_RE = re.compile(
-    r"(?<![a-z0-9])(" + "|".join(re.escape(p).replace("_", r"\s+") for p in _PHRASES)
+    r"(?<![a-z0-9])(" + "|".join(r"(?:s|es|ed|d|ing)?\s+".join(re.escape(w) for w in p.split("_")) for p in _PHRASES)
     + r")(?:s|es|ed)?(?![a-z0-9])")
 
 
