@@ -419,11 +419,11 @@ NOT_YET_READ: frozenset[tuple[str, int]] = frozenset({
     ("env-shadowing", 0), ("ephemeral-ports", 1), ("fd-limit", 0), ("fd-limit", 1), ("feature-flag-bug", 1),
     ("finalizer-deadlock", 1), ("ingress-class-mismatch", 1), ("init-hang", 1), ("kubelet-crash", 0),
     ("kubelet-crash", 1), ("kubelet-eviction-threshold", 0), ("latent-sector-error", 0), ("liveness-aggressive",
-    0), ("liveness-misconfig", 1), ("missing-configmap", 1), ("missing-service", 1), ("network-loss", 0),
-    ("network-loss", 1), ("node-selector-missing", 1), ("operator-image-typo", 1), ("priority-preemption", 1),
-    ("psa-restricted", 1), ("pv-node-affinity-conflict", 1), ("pvc-claim-mismatch", 1), ("rate-limit-collapse",
-    0), ("retry-storm", 0), ("rolling-update-broken", 0), ("rolling-update-broken", 1), ("scale-zero", 1),
-    ("shm-too-small", 1), ("silent-data-corruption", 1), ("syscall-fail", 1), ("wrong-port-env", 1),
+    0), ("missing-configmap", 1), ("missing-service", 1), ("network-loss", 1), ("node-selector-missing", 1),
+    ("operator-image-typo", 1), ("priority-preemption", 1), ("psa-restricted", 1), ("pv-node-affinity-conflict",
+    1), ("pvc-claim-mismatch", 1), ("rate-limit-collapse", 0), ("retry-storm", 0), ("rolling-update-broken", 0),
+    ("rolling-update-broken", 1), ("scale-zero", 1), ("shm-too-small", 1), ("syscall-fail", 1),
+    ("wrong-port-env", 1),
 })
 
 # a swap of the culprit's name that leaves the culprit named by its own objects ("cart-cache-loadtest" writes into

@@ -22,13 +22,13 @@ import re
 # Families of words that say the same thing in an SRE's prose. Each line is one concept; the first word names
 # it. Multi-word entries are read as one token after :func:`_join_phrases`.
 _FAMILIES = (
-    "drop lose loss lost discard throw_away swallow blackhole",
+    "drop lose losing loss lost discard throw_away thrown_away swallow blackhole",
     "expire expiry invalid outdated lapse not_valid no_longer_valid validity_end past_its_validity",
     "evict eviction push_out kick_out displace",
     "junk garbage bogus useless dummy filler",
     "large big huge oversized giant bulky",
     "flood stuff spam overwhelm",
-    "bad damage corrupt defective unreadable faulty buggy broken",
+    "bad damage corrupt corruption defective unreadable faulty buggy broken",
     "forward route point send direct redirect route_to send_to hand_to hands_to",
     "bind listen occupy grab",
     "same identical very",
@@ -219,6 +219,10 @@ _GLOSSES = (
     ("below low", r"\b(?:fewer|less)\s+than\b"),
     ("schedule", r"\b(?:stay|stays|stayed|stuck|remain\w*)\s+(?:in\s+)?pending\b|\bcan(?:not|'t|\s+not)\s+be\s+(?:placed|scheduled)\b"
                  r"|\bnever\s+(?:placed|scheduled)\b"),
+    # a probe is its "health check"; a port "nothing listens on" is a misconfigured one; bits "flipped" are corrupt
+    ("probe", r"\bhealth\s+checks?\b|\b(?:liveness|readiness|ready|alive)\s+checks?\b"),
+    ("misconfigure", r"\b(?:path|port|address|url)s?\s+(?:where\s+)?nothing\s+(?:is\s+)?(?:listen|answer|serv)\w*"),
+    ("bad", r"\bflips?\s+(?:\S+\s+)?bits\b|\bbit\s+flips?\b|\bflipped\s+bits\b"),
     ("unreachable", r"\bno\s+(?:dns\s+|name\s+)?server\s+(?:runs|is\s+running|listens|answers)\b|\bcan(?:not|'t)\s+be\s+reached\b"),
 )
 
