@@ -194,7 +194,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("README.md", rf"{N} of upstream's {N} ids are aliases", ("upstream:equivalent", "upstream:ids")),
     Claim("README.md", rf"the {N} of {N} lite ids that have an equivalent", ("upstream:lite-equivalent", "upstream:lite")),
     Claim("README.md", rf"Not compatible: {N} of upstream's {N} applications", ("upstream:apps-not-here", "upstream:apps")),
-    Claim("README.md", rf"so {N} of upstream's ids have no equivalent", ("upstream:missing",)),
+    Claim("README.md", rf"so the number of\s+upstream ids with no equivalent is {N}", ("upstream:missing",)),
     Claim("README.md", rf"\({N} curated Hotel Reservation problems, tag `noise`", ("tagged:hotel-reservation:noise",)),
     Claim("README.md", rf"a hand-labelled set of {N} diagnoses", ("labelled:labelled.yaml",)),
     Claim("README.md", rf"Hotel Reservation \({N} gRPC/HTTP services, {N} PostgreSQL, {N} memcached, workload "
