@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import os
 import socket
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from _fixtures_ctrl import FakeKubelet, anyio_backend, settle  # noqa: F401
+from _fixtures_net import connects_from
 from sregym_cluster_embedded.client import new_local_cluster
 from sregym_cluster_embedded.controllers import start_controllers
 from sregym_cluster_embedded.controllers.informer import Informer
@@ -203,7 +200,7 @@ def test_the_program_refuses_another_islands_pod_with_ehostunreach(tmp_path) -> 
                       ng.key(addresses["pod on 1"], 0): hotel | (1 << ng.ISLAND_SHIFT),
                       ng.key(addresses["pod on 2"], 0): hotel | (2 << ng.ISLAND_SHIFT),
                       ng.key(addresses["service"], 0): hotel})
-        seen = {pod: _connects(path, targets) for pod, path in pods.items()}
+        seen = {pod: connects_from(path, targets) for pod, path in pods.items()}
     finally:
         for listener in listeners:
             listener.close()
@@ -215,33 +212,6 @@ def test_the_program_refuses_another_islands_pod_with_ehostunreach(tmp_path) -> 
     assert seen["on-1"] == {"pod on 1": "open", "pod on 2": unreachable, "service": "open"}
     assert seen["on-2"] == {"pod on 1": unreachable, "pod on 2": "open", "service": "open"}
     assert seen["fresh"] == {"pod on 1": "open", "pod on 2": "open", "service": "open"}
-
-
-CONNECT = """
-import json, socket, sys
-out = {}
-for owner, target in json.loads(sys.argv[1]).items():
-    host, port = target.rsplit(":", 1)
-    with socket.socket() as s:
-        try:
-            s.connect((host, int(port)))
-            out[owner] = "open"
-        except OSError as exc:
-            out[owner] = f"errno {exc.errno}"
-print(json.dumps(out))
-"""
-
-
-def _connects(cgroup: Path, targets: dict[str, str]) -> dict[str, str]:
-    procs = str(cgroup / "cgroup.procs")
-
-    def join() -> None:
-        with open(procs, "w") as handle:
-            handle.write("0")
-    result = subprocess.run([sys.executable, "-c", CONNECT, json.dumps(targets)], preexec_fn=join,
-                            capture_output=True, text=True, timeout=30)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 # ---------------------------------------------------------------- the service proxy

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from _fixtures_net import connects_from
 from sregym_cluster_embedded.network import netguard as ng
 
 
@@ -133,7 +130,7 @@ def test_the_program_decides_by_the_callers_app_in_the_kernel(tmp_path) -> None:
         guard.update({ng.key("127.44.0.0", ng.PREFIX16): ng.ALLOW,
                       ng.key(addresses["hotel"], 0): guard.groups.id("hotel-reservation"),
                       ng.key(addresses["social"], 0): guard.groups.id("social-network")})
-        seen = {pod: _connects(path, targets) for pod, path in pods.items()}
+        seen = {pod: connects_from(path, targets) for pod, path in pods.items()}
     finally:
         for listener in listeners:
             listener.close()
@@ -145,33 +142,6 @@ def test_the_program_decides_by_the_callers_app_in_the_kernel(tmp_path) -> None:
     assert seen["social"] == {"hotel": "errno 1", "social": "open", "no app": "open"}
     assert seen["ingress"] == {"hotel": "open", "social": "open", "no app": "open"}
     assert seen["unknown"] == {"hotel": "errno 1", "social": "errno 1", "no app": "open"}
-
-
-CONNECT = """
-import json, socket, sys
-out = {}
-for owner, target in json.loads(sys.argv[1]).items():
-    host, port = target.rsplit(":", 1)
-    with socket.socket() as s:
-        try:
-            s.connect((host, int(port)))
-            out[owner] = "open"
-        except OSError as exc:
-            out[owner] = f"errno {exc.errno}"
-print(json.dumps(out))
-"""
-
-
-def _connects(cgroup: Path, targets: dict[str, str]) -> dict[str, str]:
-    procs = str(cgroup / "cgroup.procs")
-
-    def join() -> None:
-        with open(procs, "w") as handle:
-            handle.write("0")
-    result = subprocess.run([sys.executable, "-c", CONNECT, json.dumps(targets)], preexec_fn=join,
-                            capture_output=True, text=True, timeout=30)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def test_the_policy_other_clusters_get_admits_whom_the_guard_admits() -> None:

@@ -1,0 +1,37 @@
+"""Shared by the network guard's tests: connect from inside a pod's cgroup, as its processes do."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+#: run in a child that joined the cgroup: each target's connect() outcome, "open" or "errno N"
+CONNECT = """
+import json, socket, sys
+out = {}
+for owner, target in json.loads(sys.argv[1]).items():
+    host, port = target.rsplit(":", 1)
+    with socket.socket() as s:
+        try:
+            s.connect((host, int(port)))
+            out[owner] = "open"
+        except OSError as exc:
+            out[owner] = f"errno {exc.errno}"
+print(json.dumps(out))
+"""
+
+
+def connects_from(cgroup: Path, targets: dict[str, str]) -> dict[str, str]:
+    """{name: "open" | "errno N"} for each ``host:port`` of ``targets``, connected from a process in ``cgroup``
+    (the guard's cgroup programs judge a caller by the cgroup it runs in)."""
+    procs = str(cgroup / "cgroup.procs")
+
+    def join() -> None:
+        with open(procs, "w") as handle:
+            handle.write("0")
+    result = subprocess.run([sys.executable, "-c", CONNECT, json.dumps(targets)], preexec_fn=join,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
