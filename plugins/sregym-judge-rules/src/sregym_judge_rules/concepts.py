@@ -28,7 +28,7 @@ _FAMILIES = (
     "junk garbage bogus useless dummy filler",
     "large big huge oversized giant bulky",
     "flood stuff spam overwhelm",
-    "bad damage corrupt corruption defective unreadable faulty buggy broken",
+    "bad damage corrupt corruption defective defect unreadable faulty buggy broken",
     "forward route point send direct redirect route_to send_to hand_to hands_to",
     "bind listen occupy grab",
     "same identical very",
@@ -36,7 +36,7 @@ _FAMILIES = (
     "taint mark",
     "change update modify edit alter tweak",
     "remove delete",
-    "reject refuse deny forbid disallow",
+    "reject refuse deny forbid disallow turn_away turned_away",
     "tiny small little minuscule undersized",
     "slow delay latency lag sluggish held_back hold_back holds_back held_up hold_up holds_up slowed_down late",
     "replica copy instance",
@@ -155,7 +155,10 @@ _GLOSSES = (
               r"|\b(?:have|has|carry|carries|wear|wears)\s+(?:that|this|the|such\s+a|a)\s+label\b"),
     ("requirepass enable", r"\b(?:demand|requir|ask|want|expect|insist)\w*\s+(?:for\s+|on\s+)?(?:a\s+|an\s+)?"
                            r"(?:password|auth\w*|credential)"
-                           r"|\bpassword\s*protect\w*|\bput\s+(?:a\s+)?password\s+on\b"),
+                           r"|\bpassword\s*protect\w*|\bput\s+(?:a\s+)?password\s+on\b"
+                           # tenth round: "wants a login password", "locked with a password"
+                           r"|\b(?:demand|requir|ask|want|expect|insist)\w*\s+(?:for\s+)?(?:a\s+|an\s+)?(?:login|access|new)\s+password"
+                           r"|\block\w*\s+(?:\S+\s+)?with\s+(?:a\s+)?password"),
     ("client", r"\b(?:services?|apps?|pods?|callers?)\s+(?:that|which)\s+(?:read|write|use|call|talk|connect)\w*"),
     ("limit", r"\broom\s+for\b|\ballowed\s+(?:only|at\s+most)\b|\bat\s+most\b"),
     ("low", r"\b(?:only|just)\s+(?:a\s+)?(?:couple|handful|few|dozen)\b|\bcouple\s+(?:of\s+)?dozen\b"),
@@ -200,19 +203,20 @@ _GLOSSES = (
     ("role", r"\b(?:database|db|postgres\w*|sql)\s+(?:login|account|user)s?\b|\blogin\s+role\b"),
     ("require", r"\b(?:needs?|needed)\b"),
     ("scale zero", r"\b(?:asks?\s+for|wants?|runs?|set\s+to|keeps?|down\s+to)\s+(?:0|zero|no)\s+(?:copies|replicas|pods|"
-                   r"instances)\b"),
+                   r"instances)\b|\b(?:copies|replicas|instances)\s+(?:\S+\s+)?(?:down\s+)?to\s+(?:0|zero)\b"),
     ("open_file", r"\bfiles?\b(?:\s+\S+){0,6}?\s+(?:have|has|keep|keeps)?\s*open\b"),
     ("duplicate", r"\btwice\b|\btwo\s+times\b|\bdefined\s+(?:\S+\s+){0,2}again\b"),
-    ("shadow", r"\b(?:second|later|last|other)\s+(?:\S+\s+){0,3}wins\b|\bhides?\b|\bhidden\b"),
+    ("shadow", r"\b(?:second|later|last|other)[\s,]+(?:\S+\s+){0,3}wins\b|\bhides?\b|\bhidden\b"),
     # traffic kept on "the same machine as the caller", "the caller's own node", is local
     ("local", r"\bsame\s+(?:node|machine|host|server)\s+as\b|\b(?:caller|client)s?(?:'s|s')?\s+own\s+(?:node|machine|host)\b"),
     # an admission check said plainly: it "fails closed" (failurePolicy Fail), it "checks/approves every pod"
     # (validating), "nothing runs behind it" (no ready endpoint), it trusts "the wrong authority" (another CA)
-    ("failure policy fail", r"\bfails?\s+closed\b|\bfail\s+shut\b"),
-    ("valid", r"\b(?:approv|check|vet|validat|inspect)\w*\s+(?:every|each|all|any)\s+(?:new\s+)?pods?\b"),
+    ("failure policy fail", r"\bfails?\s+closed\b|\bfail\s+shut\b|\b(?:refuse|reject|deny|block)\w*\s+(?:\S+\s+){0,2}"
+                            r"(?:when|if)\s+(?:it\s+is\s+|in\s+)?(?:unsure|in\s+doubt|doubt\w*|not\s+sure)\b"),
+    ("valid", r"\b(?:approv|check|vet|validat|inspect|looks?\s+at)\w*\s+(?:every|each|all|any)\s+(?:new\s+)?pods?\b"),
     ("ready endpoint", r"\bno\s+(?:running|live|ready|working)\s+(?:server|pods?|backends?|replicas?)\b"
                        r"|\bnothing\s+(?:running\s+|answering\s+)?behind\s+it\b"),
-    ("another", r"\bwrong\s+(?:certificate\s+)?authority\b|\bother\s+(?:certificate\s+)?authority\b"),
+    ("another", r"\b(?:wrong|other|another)\s+(?:certificate\s+)?(?:authority|issuer)\b"),
     # a limit said as what is allowed ("only allows 4 connections"), below said as "fewer/less than", a pod that
     # "stays Pending" or "cannot be placed" is not scheduled, an address where "no server runs" is unreachable
     ("limit", r"\bonly\s+allows?\b|\ballows?\s+only\b"),
@@ -224,6 +228,55 @@ _GLOSSES = (
     ("misconfigure", r"\b(?:path|port|address|url)s?\s+(?:where\s+)?nothing\s+(?:is\s+)?(?:listen|answer|serv)\w*"),
     ("bad", r"\bflips?\s+(?:\S+\s+)?bits\b|\bbit\s+flips?\b|\bflipped\s+bits\b"),
     ("unreachable", r"\bno\s+(?:dns\s+|name\s+)?server\s+(?:runs|is\s+running|listens|answers)\b|\bcan(?:not|'t)\s+be\s+reached\b"),
+    # tenth round (issue #35): a field said by its plain gloss, an effect that follows from the change alone, for every
+    # fault whose statement has the concept. A variable written in capitals with underscores is an environment
+    # variable; a "storage type" is a storage class, a "storage claim" a volume claim; a thing "named in" a spec is
+    # referenced; what "is not there" or "is not offered" is missing; "a kind of machine" asked for is a node label a
+    # selector requires
+    ("environment variable", r"\b[a-z][a-z0-9]*_[a-z0-9_]+\s+(?:setting|variable|var|entry|value)s?\b"
+                             r"|\benv(?:ironment)?\s+(?:var\w*|settings?|entry|entries)\b"),
+    ("class", r"\bstorage\s+(?:type|kind|tier)s?\b|\b(?:controller|gateway|proxy)\s+(?:type|kind|class)\b"),
+    ("persistent volume claim", r"\b(?:storage|volume|disk)\s+claims?\b"),
+    ("reference", r"\b(?:named|mentioned|listed|referred\s+to)\s+in\b"),
+    ("absent missing", r"\b(?:is|are)\s+not\s+there\b|\b(?:is|are)\s+not\s+(?:available|offered|provided)\s+(?:in|by)\b"
+                       r"|\b(?:does|do)\s*(?:not|n't)\s+(?:offer|provide)\b"),
+    ("selector require label", r"\b(?:asks?|wants?|requires?|insists?)\s+(?:for|on)\s+(?:a\s+)?(?:kind|type|sort)\s+of\s+"
+                               r"(?:node|machine|host|server)s?\b"),
+    # a quantity asked for far beyond what there is was raised past it ("a huge number of copies", "one hundred
+    # thousand copies")
+    ("raise exceed", r"\b(?:huge|enormous|absurd|insane|ridiculous|impossible)\s+(?:number|count|amount)\s+of\b"
+                     r"|\b(?:far|way)\s+too\s+many\b|\bhundreds?\s+(?:of\s+)?thousands?\b"),
+    # how many files a process may have open is its open-file limit (ulimit -n): "only open 24 files at once"
+    ("descriptor", r"\bfiles?\s+at\s+(?:once|a\s+time)\b|\bopen\s+\d+\s+files\b"),
+    ("ulimit", r"\blimit\s+(?:on|of)\s+how\s+many\s+(?:\S+\s+){0,4}(?:open|files?|sockets?|descriptors?)\b"
+               r"|\bopen[\s-]+files?\s+limit\b|\bnofile\s+limit\b"),
+    # a health check that "starts right away", "runs every second", "gives up after one miss"
+    ("initial slow", r"\b(?:starts?|begins?|checks?|probes?)\s+(?:\S+\s+)?(?:right\s+away|immediately|at\s+once|straight\s+away)\b"
+                     r"|\bno\s+(?:grace|warm\s?up|start\s?up)\s+(?:time|period|delay)\b"),
+    ("period", r"\bevery\s+(?:single\s+)?(?:second|\d+\s*(?:s|sec|seconds))\b|\bonce\s+a\s+second\b"),
+    ("failure threshold", r"\b(?:gives?\s+up|fails?|restarts?|kills?)\s+(?:\S+\s+)?after\s+(?:one|a\s+single|1)\s+"
+                          r"(?:miss\w*|failure|failed|fail)\b"),
+    # a waiting process "stuck waiting" blocks; a call that "returns EIO" fails with an errno
+    ("block", r"\bstuck\s+waiting\b|\bwaits?\s+forever\b"),
+    ("errno fail", r"\b(?:returns?|gets?|answers?\s+with|fails?\s+with)\s+(?:an?\s+)?e(?:io|nospc|acces|perm|again|intr|busy|"
+                   r"rofs|nomem|badf|inval|exist|noent)\b"),
+    # sectors that have "gone bad" are latent sector errors (not a whole disk's bad blocks: the sector is said)
+    ("latent error", r"\bsectors?\b(?:\s+\S+){0,5}?\s+(?:have\s+|has\s+)?(?:gone|went|going|turned)\s+bad\b"),
+    # retries "with no wait in between" have no backoff; "a flood of retries" is a storm, what "turns into" one amplifies
+    ("backoff", r"\b(?:no|without\s+(?:any\s+)?)\s*(?:wait|pause|delay)\w*\s+(?:in\s+)?between\b"),
+    ("storm", r"\b(?:flood|wave|avalanche|torrent|pile)\s+of\s+retr\w*"),
+    ("amplify", r"\bturns?\s+(?:\S+\s+){0,4}into\s+(?:a\s+)?(?:flood|storm|avalanche)\b"),
+    # a rate said per second is a rate; thousands waiting in the queue is a deep queue
+    ("rate", r"\brequests?\s+(?:per|a|/)\s*(?:second|sec|s)\b|\b(?:rps|qps)\b"),
+    ("deep", r"\b\d{3,}\s+(?:\S+\s+){0,2}(?:wait\w*|queued)\b|\b(?:long|huge|deep)\s+queue\b"),
+    # a switched-on "option" is a flag; a "more important" workload has a higher priority; pods "lost to" it preempted
+    ("flag", r"\b(?:option|setting)s?\s+(?:\S+\s+){0,3}(?:switched|turned|flipped)\s+on\b"),
+    ("high priority", r"\bmore\s+important\b|\bhigher\s+(?:rank|importance)\b"),
+    ("preempt", r"\blos\w*\s+(?:its\s+|their\s+)?pods?\s+to\b"),
+    # a Pod Security level said by what it admits: the namespace "only allows" strict pods enforces it
+    ("enforce", r"\bonly\s+(?:allows?|admits?|accepts?|lets\s+in)\s+(?:\S+\s+){0,3}(?:strict|hardened|restricted|secure)\b"),
+    # a kubelet told to "keep 90% of the disk free" has its hard eviction threshold on available disk raised
+    ("hard nodefs available", r"\bkeep\w*\s+(?:at\s+least\s+)?\d+\s*(?:%|percent)\s+(?:of\s+(?:the|its)\s+)?(?:disk|filesystem|storage)\s+free\b"),
 )
 
 # words every fault statement shares: they count for little on their own
