@@ -31,6 +31,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'admission-webhook-ca-mismatch': ('hotel-admission-webhook-ca-mismatch-rate', (
         'New rate pods cannot be created because the admission webhook that checks every pod has a certificate bundle from the wrong authority, so the API server does not trust the webhook server and rejects each pod.',
         "The pod checking webhook for rate is set to fail closed and the CA it trusts does not match the webhook's certificate, so the TLS check fails and no new rate pod is let in.",
+        'A gatekeeper check looks at every new rate pod, but the certificate issuer it was told to trust is the wrong one, so the API server cannot talk to it and, since it refuses when unsure, no rate pod gets in.',
     )),
     'admission-webhook-outage': ('hotel-admission-webhook-outage-rate', (
         'rate cannot get new pods because the admission webhook that has to approve every pod has no running server behind it (scaled to 0), and it is set to fail closed, so every pod creation is rejected.',
@@ -55,6 +56,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'cache-auth': ('astronomy-cache-auth-valkey-cart', (
         'valkey-cart was changed to ask for a password, but the cart service was never given that password, so every cart request is refused by the cache.',
         'The cart cache now wants a login password (it was added to how valkey-cart starts) and nobody told the cart service, so its calls are turned away.',
+        'Someone locked valkey-cart with a password and the cart service does not know it, so every cart call to the cache is turned away.',
     )),
     'cache-flood': ('hotel-cache-flood-rate', (
         'Something is stuffing memcached-rate with big useless entries (a session-warmer deployment that nobody needs), so the real rate entries get pushed out and every lookup goes to the database.',
@@ -151,6 +153,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'dns-nxdomain-service': ('astronomy-dns-nxdomain-cart', (
         "The cluster's name server (CoreDNS) was changed to say the cart service's name does not exist, so nobody can look up cart and calls to it fail.",
         "The name cart can't be looked up: a rule in the coredns settings answers NXDOMAIN for it.",
+        "The cluster's DNS was told to reply that the cart name does not exist, so the other services cannot find cart.",
     )),
     'dns-stale-zone': ('astronomy-dns-stale-zone-frontend', (
         "The cluster's DNS was changed to answer 'does not exist' for every service name, so frontend cannot find any of the services it calls.",
@@ -167,14 +170,17 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'ephemeral-ports': ('hotel-ephemeral-ports-geo', (
         "geo's pods can only use 4 local ports for outgoing connections (the port range was narrowed to 32000-32003), so it runs out of ports and new connections fail.",
         'The range of ports geo may use for outgoing calls was made tiny, so it cannot open new connections.',
+        'geo has only a handful of outgoing ports left to use because the port range was narrowed, so new calls from geo fail.',
     )),
     'fd-limit': ('hotel-fd-limit-frontend', (
         'frontend can only open 24 files at once (its open files limit was set very low), so it cannot accept more connections and fails with too many open files.',
         'The limit on how many files and sockets frontend may have open was lowered far too much, so it runs out.',
+        'frontend is only allowed about two dozen open files, sockets included, so under normal load it runs out and refuses new users.',
     )),
     'feature-flag-bug': ('hotel-feature-flag-bug-recommendation', (
         'A feature switch (FEATURE_RECOMMEND_V2) was turned on in recommendation and it enables code with a bug, so recommendations fail.',
         'recommendation has a new option switched on that runs a broken code path; turning it off fixes it.',
+        'A feature switch for recommendation was turned on, and the code it enables has a bug, so those requests break.',
     )),
     'finalizer-deadlock': ('hotel-finalizer-deadlock-geo', (
         "The config-guardian controller was made read-only, so it cannot take its finalizer off geo's settings ConfigMap, which is stuck being deleted, so geo never gets its new settings.",
@@ -207,6 +213,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'init-hang': ('astronomy-init-hang-quote', (
         "quote's startup container waits for config-service:8500, which does not exist, so it never finishes and the app container never starts.",
         'The init step of quote is stuck waiting for a dependency that is not there, so the pods stay in Init.',
+        "quote's pods never get past their init step: it waits forever for a dependency that does not exist.",
     )),
     'internal-traffic-local': ('hotel-internal-traffic-local-geo', (
         "geo's service only sends traffic to pods on the caller's own node, and geo's pods all run on a node where no caller runs, so calls to geo are dropped.",
@@ -223,14 +230,17 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'kubelet-eviction-threshold': ('hotel-kubelet-eviction-threshold-postgres-rate', (
         "The kubelet on postgres-rate's node was told to keep 90% of the disk free, which it never has, so it thinks the disk is full and evicts the pods.",
         "The eviction limit in the node's kubelet config was raised so high that the node reports disk pressure and throws postgres-rate off.",
+        "The kubelet on postgres-rate's machine must keep 90 percent of the disk free, which never happens, so it sees disk pressure and evicts postgres-rate.",
     )),
     'latent-sector-error': ('hotel-latent-sector-error-postgres-user', (
         "Some sectors on postgres-user's disk have gone bad, so reading them fails with I/O errors and the database breaks.",
         'The volume under postgres-user has hidden sector errors: reads return EIO.',
+        "A few sectors of postgres-user's disk went bad and every read of them errors out with EIO.",
     )),
     'liveness-aggressive': ('astronomy-liveness-aggressive-currency', (
         "currency's health check is far too impatient: it starts right away, runs every second and gives up after one miss, so Kubernetes keeps restarting the pod.",
         'The liveness check of currency kills the container after a single slow answer with no start delay, so it restarts in a loop.',
+        "currency's liveness check begins immediately, runs every second and kills the container after a single failed check, so it restarts forever.",
     )),
     'liveness-misconfig': ('astronomy-liveness-misconfig-ad', (
         "ad's liveness check looks at the wrong address (wrong path and port), so it always fails and the pod keeps being restarted.",
@@ -255,6 +265,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'missing-service': ('astronomy-missing-service-ad', (
         "The ad Service was deleted, so the name ad points nowhere and the frontend's calls to it fail.",
         'There is no longer a service object for ad; someone removed it, so nothing can reach the ad pods.',
+        "Someone deleted ad's Service, so there is no name or address left for the other services to call ad.",
     )),
     'mutating-webhook-memory': ('hotel-mutating-webhook-memory-geo', (
         "A mutating webhook rewrites every new pod's memory limit to 12Mi, so geo's containers are killed for lack of memory even though its deployment asks for enough.",
@@ -275,6 +286,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'node-selector-missing': ('hotel-node-selector-missing-profile', (
         "profile's pods must run on a node labelled disktype=nvme, and no node has that label, so they stay Pending.",
         'profile asks for a kind of machine that does not exist in the cluster, so its pods are never placed.',
+        "profile's pods want a node with a label that none of our nodes carry, so they are never scheduled.",
     )),
     'operator-image-typo': ('fleetcast-operator-wrong-image', (
         'The datastore-operator image name has a spelling mistake (fleetcast-operater), so the image cannot be downloaded and the operator never runs.',
@@ -299,6 +311,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'pvc-claim-mismatch': ('hotel-pvc-claim-mismatch-postgres-rate', (
         "postgres-rate's pod asks for a volume claim called data-v2 that does not exist, so the pod cannot start.",
         "The storage claim named in postgres-rate's spec is not there, so its disk is never mounted.",
+        "postgres-rate's pod asks for a volume claim by a name that does not exist, so the pod cannot start.",
     )),
     'pvc-rwo-shared': ('astronomy-pvc-rwo-shared-frontend', (
         'frontend was scaled out to one pod per node, but all of them use the same disk that can only attach to one node, so the others are stuck with Multi-Attach errors.',
@@ -319,6 +332,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'rate-limit-collapse': ('hotel-metastable-rate-limit-collapse', (
         'geo only lets 15 requests per second through its backend limit while 2000 wait in the queue, so queued requests time out and are retried, and it never recovers.',
         'The rate limit on geo is far below the load, with a very deep waiting line, so requests pile up, time out and come back again.',
+        'geo lets through far fewer requests per second than come in, and thousands queue up behind the limit until they time out and are retried, so it never catches up.',
     )),
     'readiness-misconfig': ('astronomy-readiness-misconfig-cart', (
         "cart's readiness check asks the wrong path and port, so the pods are never marked ready and get no traffic.",
@@ -335,6 +349,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'retry-storm': ('hotel-metastable-retry-storm', (
         "search's clients now give up after 50 ms and retry 30 times with no wait in between, so a little slowness turns into a flood of retries.",
         'The retry settings in search are far too aggressive (short timeout, many retries, no backoff), so load multiplies.',
+        "search's callers retry every call many times with no pause in between after a tiny timeout, so any slowness becomes a flood of retries.",
     )),
     'rolling-update-broken': ('hotel-rolling-update-broken-reservation', (
         "reservation's rollout is set to take down all old pods at once with no extra new ones, and the new pods hang in their init step, so there are no pods left.",
@@ -347,6 +362,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'scale-zero': ('astronomy-scale-zero-currency', (
         'currency was scaled down to zero pods, so nothing answers currency requests.',
         'There are no currency pods running because its deployment asks for 0 copies.',
+        "Somebody set currency's copies down to zero, so no pod serves it.",
     )),
     'selector-mismatch': ('astronomy-selector-mismatch-checkout', (
         'The checkout Service looks for pods with a label version=v2 that none of its pods have, so it has no endpoints and calls to checkout fail.',
@@ -379,6 +395,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'syscall-fail': ('hotel-syscall-fail-fsync-postgres-reservation', (
         "Every fsync call in postgres-reservation's pods fails with an I/O error, so the database cannot save anything and stops.",
         'postgres-reservation cannot flush its writes to disk: the system call that does it always returns EIO.',
+        "postgres-reservation's calls to fsync always fail with an injected EIO error, so the database cannot write.",
     )),
     'taint-no-toleration': ('hotel-taint-no-toleration-recommendation', (
         "Every node was marked with a dedicated=gpu NoSchedule taint that recommendation's pods do not tolerate, so they cannot be placed.",
@@ -403,6 +420,7 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
     'wrong-port-env': ('astronomy-wrong-port-env-checkout', (
         "checkout's setting for the product-catalog address points at the wrong port, so its calls to product-catalog fail.",
         "The address of product-catalog in checkout's environment has a port where nothing is listening.",
+        "checkout's environment setting for the product-catalog address has the wrong port, so checkout cannot reach product-catalog.",
     )),
     'wrong-target-port': ('hotel-wrong-target-port-user', (
         'The user Service sends traffic to the wrong port on the pods, so no connection reaches the app.',
@@ -412,15 +430,15 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
 
 # (family, index of the description) the judge does not read yet; see the module docstring
 NOT_YET_READ: frozenset[tuple[str, int]] = frozenset({
-    ("admission-webhook-outage", 1), ("admission-webhook-timeouts", 1), ("cache-flood", 1),
-    ("datastore-invalid-run-as-user", 1), ("datastore-invalid-update-strategy", 0),
+    ("admission-webhook-ca-mismatch", 2), ("admission-webhook-outage", 1), ("admission-webhook-timeouts", 1),
+    ("cache-flood", 1), ("datastore-invalid-run-as-user", 1), ("datastore-invalid-update-strategy", 0),
     ("datastore-missing-storage-class", 1), ("datastore-replicas-overload", 1), ("db-incompatible-upgrade", 1),
-    ("db-password-rotated", 1), ("db-require-tls", 0), ("db-require-tls", 1), ("dns-nxdomain-service", 0),
-    ("env-shadowing", 0), ("ephemeral-ports", 1), ("finalizer-deadlock", 1), ("ingress-class-mismatch", 1),
-    ("kubelet-crash", 0), ("kubelet-crash", 1), ("missing-configmap", 1), ("missing-service", 1), ("network-loss", 1),
+    ("db-password-rotated", 1), ("db-require-tls", 0), ("db-require-tls", 1), ("env-shadowing", 0), ("fd-limit", 2),
+    ("feature-flag-bug", 2), ("finalizer-deadlock", 1), ("ingress-class-mismatch", 1), ("kubelet-crash", 0),
+    ("kubelet-crash", 1), ("kubelet-eviction-threshold", 2), ("missing-configmap", 1), ("network-loss", 1),
     ("operator-image-typo", 1), ("priority-preemption", 1), ("psa-restricted", 1), ("pv-node-affinity-conflict", 1),
-    ("rolling-update-broken", 0), ("rolling-update-broken", 1), ("scale-zero", 1), ("shm-too-small", 1),
-    ("wrong-port-env", 1),
+    ("rate-limit-collapse", 2), ("retry-storm", 2), ("rolling-update-broken", 0), ("rolling-update-broken", 1),
+    ("shm-too-small", 1),
 })
 
 # a swap of the culprit's name that leaves the culprit named by its own objects ("cart-cache-loadtest" writes into

@@ -126,7 +126,7 @@ _GLOSSES = (
     ("nxdomain", r"\bnames?\b(?:\s+\S+){0,4}?\s+(?:does|do|did)\s+not\s+exist"),
     ("nxdomain", r"\bno\s+(?:such\s+)?(?:\S+\s+){0,2}(?:names?|hosts?|domains?|records?)\s+(?:exists?|found)\b"),
     ("nxdomain", r"\bno\s+such\s+(?:host|name|domain)\b|\bunknown\s+host\b|\bnon\s?existent\s+(?:domain|name)\b"),
-    ("nxdomain answer", r"\b(?:answer|repl(?:y|ie)|respond|return|claim|say|tell)\w*\s+(?:that\s+)?(?:\S+\s+){0,3}"
+    ("nxdomain answer", r"\b(?:answer|repl(?:y|ie)|respond|return|claim|say|tell)\w*\s+(?:that\s+)?(?:\S+\s+){0,5}"
                         r"(?:does|do)\s+not\s+exist"),
     ("coredns", r"\b(?:cluster|kubernetes|k8s|internal|in\s+cluster)(?:'s|\s+s)?\s+(?:dns|name\s?servers?|resolver)\b"),
     ("coredns nameserver", r"\bname\s+servers?\b|\bdns\s+(?:server|resolver)s?\b"),
@@ -229,12 +229,11 @@ _GLOSSES = (
     ("bad", r"\bflips?\s+(?:\S+\s+)?bits\b|\bbit\s+flips?\b|\bflipped\s+bits\b"),
     ("unreachable", r"\bno\s+(?:dns\s+|name\s+)?server\s+(?:runs|is\s+running|listens|answers)\b|\bcan(?:not|'t)\s+be\s+reached\b"),
     # tenth round (issue #35): a field said by its plain gloss, an effect that follows from the change alone, for every
-    # fault whose statement has the concept. A variable written in capitals with underscores is an environment
-    # variable; a "storage type" is a storage class, a "storage claim" a volume claim; a thing "named in" a spec is
+    # fault whose statement has the concept. A setting "in" a workload's environment is an environment variable; a
+    # "storage type" is a storage class, a "storage claim" a volume claim; a thing "named in" a spec is
     # referenced; what "is not there" or "is not offered" is missing; "a kind of machine" asked for is a node label a
     # selector requires
-    ("environment variable", r"\b[a-z][a-z0-9]*_[a-z0-9_]+\s+(?:setting|variable|var|entry|value)s?\b"
-                             r"|\benv(?:ironment)?\s+(?:var\w*|settings?|entry|entries)\b"),
+    ("environment variable", r"\bin\s+(?:\S+\s+){0,2}environment\b|\benv(?:ironment)?\s+(?:var\w*|settings?|entry|entries)\b"),
     ("class", r"\bstorage\s+(?:type|kind|tier)s?\b|\b(?:controller|gateway|proxy)\s+(?:type|kind|class)\b"),
     ("persistent volume claim", r"\b(?:storage|volume|disk)\s+claims?\b"),
     ("reference", r"\b(?:named|mentioned|listed|referred\s+to)\s+in\b"),
@@ -242,6 +241,11 @@ _GLOSSES = (
                        r"|\b(?:does|do)\s*(?:not|n't)\s+(?:offer|provide)\b"),
     ("selector require label", r"\b(?:asks?|wants?|requires?|insists?)\s+(?:for|on)\s+(?:a\s+)?(?:kind|type|sort)\s+of\s+"
                                r"(?:node|machine|host|server)s?\b"),
+    # the ports a workload "may use for outgoing calls" are its local port range, one "made tiny" a handful; "there is
+    # no longer a" thing: it was removed
+    ("local", r"\bports?\b(?:\s+\S+){0,6}?\s+(?:for\s+)?(?:outgoing|outbound)\b|\b(?:outgoing|outbound|ephemeral)\s+ports?\b"),
+    ("handful", r"\b(?:made|set|cut|shrunk|narrowed)\s+(?:\S+\s+){0,2}(?:tiny|very\s+small|minuscule)\b|\bonly\s+a\s+(?:few|handful)\b"),
+    ("remove", r"\bthere\s+is\s+no\s+longer\s+(?:a|an|any)\b"),
     # a quantity asked for far beyond what there is was raised past it ("a huge number of copies", "one hundred
     # thousand copies")
     ("raise exceed", r"\b(?:huge|enormous|absurd|insane|ridiculous|impossible)\s+(?:number|count|amount)\s+of\b"

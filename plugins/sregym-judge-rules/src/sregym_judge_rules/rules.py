@@ -876,6 +876,10 @@ def _names_the_changed_object(words: str, t: GroundTruth, statement: str) -> boo
     said = {c for c, _span in concepts.present(words, statement)}
     kind = {c for c, _a, _b in concepts.concepts(flatten(concepts.split_compounds(t.resource_kind)))}
     fields = concepts.field_concepts(tuple(_field_names(t.mutated_values)))
+    # the changed field by its plain name too, a word every fault shares included ("replicas": "asks for 0 copies";
+    # tenth round of issue #35)
+    fields |= {c for name in _field_names(t.mutated_values) for c, _a, _b in concepts.concepts(flatten(concepts.split_compounds(name)))
+               if len(c) >= 4}
     return bool(said & (kind | fields))
 
 
