@@ -6,14 +6,18 @@ handed, each test asserting the safe outcome. All tests here carry the ``adversa
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).parent
 SREGYM = str(Path(sys.executable).parent / "sregym")
+KUBECTL = str(Path(sys.executable).parent / "kubectl")
 
 
 def pytest_collection_modifyitems(items):
@@ -39,3 +43,27 @@ def deployed(shared_cluster):
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return shared_cluster
+
+
+
+@contextlib.contextmanager
+def _attempt_identity(admin_kubeconfig: Path, namespaces: list[str], workdir: Path) -> Iterator[Path]:
+    from sregym_core.conductor.agent_access import grant_agent_access, revoke_agent_access
+    from sregym_core.conductor.kube import Kube
+
+    kube = Kube(admin_kubeconfig, kubectl=KUBECTL)
+    account = f"agent-{uuid.uuid4().hex[:12]}"
+    agent = grant_agent_access(kube, namespaces, workdir / "agent.kubeconfig", account=account,
+                               expiration_seconds=600)
+    try:
+        yield agent
+    finally:
+        revoke_agent_access(kube, namespaces, account)
+
+
+@pytest.fixture(scope="session")
+def attempt_identity():
+    """``with attempt_identity(admin_kubeconfig, namespaces, workdir) as agent_kubeconfig:`` a fresh
+    attempt identity, made as ``sregym run`` makes one (its ServiceAccount and the agent's Roles in
+    ``namespaces``), revoked when the block ends."""
+    return _attempt_identity

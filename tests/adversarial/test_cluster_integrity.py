@@ -20,7 +20,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -34,19 +33,13 @@ EVIL_HOST = "x.test; location /t { alias /var/run/secrets/kubernetes.io/servicea
 
 
 @pytest.fixture(scope="module")
-def cluster(deployed, tmp_path_factory):
+def cluster(deployed, tmp_path_factory, attempt_identity):
     """A fresh attempt identity (as ``sregym run`` makes one) on the cluster with the app deployed."""
-    from sregym_core.conductor.agent_access import grant_agent_access, revoke_agent_access
-    from sregym_core.conductor.kube import Kube
-
-    kube = Kube(deployed.kubeconfig, kubectl=KUBECTL)
-    account = f"agent-{uuid.uuid4().hex[:12]}"
     work = tmp_path_factory.mktemp("cluster-integrity")
-    agent = grant_agent_access(kube, [NS], work / "agent.kubeconfig", account=account, expiration_seconds=600)
     try:
-        yield {"agent": agent, "admin": deployed.kubeconfig, "environ": deployed.environ, "work": work}
+        with attempt_identity(deployed.kubeconfig, [NS], work) as agent:
+            yield {"agent": agent, "admin": deployed.kubeconfig, "environ": deployed.environ, "work": work}
     finally:
-        revoke_agent_access(kube, [NS], account)
         for kind, name in (("service", "side-door"), ("endpoints", "side-door"), ("ingress", "evil"),
                            ("role", "status-writer"), ("rolebinding", "status-writer"), ("rolebinding", "as-admin"),
                            ("serviceaccount", "helper"), ("role", "config-reader"), ("rolebinding", "config-reader")):

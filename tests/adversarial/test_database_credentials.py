@@ -21,7 +21,6 @@ import shlex
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -36,19 +35,12 @@ MARK = "/tmp/sregym-planted"
 
 
 @pytest.fixture(scope="module")
-def cluster(deployed, tmp_path_factory):
+def cluster(deployed, tmp_path_factory, attempt_identity):
     """A fresh attempt identity (as ``sregym run`` makes one) on the cluster with the app deployed."""
-    from sregym_core.conductor.agent_access import grant_agent_access, revoke_agent_access
-    from sregym_core.conductor.kube import Kube
-
-    kube = Kube(deployed.kubeconfig, kubectl=KUBECTL)
-    account = f"agent-{uuid.uuid4().hex[:12]}"
-    work = tmp_path_factory.mktemp("db-credentials")
-    agent = grant_agent_access(kube, [NS], work / "agent.kubeconfig", account=account, expiration_seconds=600)
     try:
-        yield {"agent": agent, "admin": deployed.kubeconfig}
+        with attempt_identity(deployed.kubeconfig, [NS], tmp_path_factory.mktemp("db-credentials")) as agent:
+            yield {"agent": agent, "admin": deployed.kubeconfig}
     finally:
-        revoke_agent_access(kube, [NS], account)
         kubectl(deployed.kubeconfig, "delete", "pod", PROBE, "-n", NS, "--ignore-not-found", "--wait=false")
 
 

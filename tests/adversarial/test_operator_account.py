@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -35,27 +34,19 @@ IMAGE = "sregym/fleetcast-operator:1.0"
 
 
 @pytest.fixture(scope="module")
-def fleet(deployed_app, tmp_path_factory):
+def fleet(deployed_app, tmp_path_factory, attempt_identity):
     """FleetCast on the session's cluster and a fresh attempt identity (as ``sregym run`` makes one)."""
     pytest.importorskip("sregym_app_fleetcast", reason="needs the FleetCast app")
     from sregym_appkit.testing import deployment_for_module
-    from sregym_core.conductor.agent_access import grant_agent_access, revoke_agent_access
-    from sregym_core.conductor.kube import Kube
 
     deployment = deployment_for_module(deployed_app, "fleetcast")
     app = next(deployment)
     ns = app.app.namespace
-    admin_config = Path(app.env.cluster.kubeconfig())
-    kube = Kube(admin_config, kubectl=KUBECTL)
-    account = f"agent-{uuid.uuid4().hex[:12]}"
-    work = tmp_path_factory.mktemp("operator-account")
-    agent_config = grant_agent_access(kube, [ns], work / "agent.kubeconfig", account=account,
-                                      expiration_seconds=600)
-    c = {"agent": agent_config, "admin": admin_config, "ns": ns}
+    c = {"admin": Path(app.env.cluster.kubeconfig()), "ns": ns}
     try:
-        yield c
+        with attempt_identity(c["admin"], [ns], tmp_path_factory.mktemp("operator-account")) as c["agent"]:
+            yield c
     finally:
-        revoke_agent_access(kube, [ns], account)
         for kind, name in (("pod", "atkop"), ("pod", "helper-pod"), ("deployment", "atkop"),
                            ("deployment", "helper-app"), ("secret", "op-token"), ("rolebinding", "config-reader"),
                            ("role", "config-reader"), ("serviceaccount", "helper")):
