@@ -24,8 +24,9 @@ import re
 _FAMILIES = (
     "drop lose losing loss lost discard throw_away thrown_away swallow blackhole",
     "expire expiry invalid outdated lapse not_valid no_longer_valid validity_end past_its_validity",
-    "evict eviction push_out kick_out displace",
+    "evict eviction push_out kick_out displace throw_out thrown_out",
     "junk garbage bogus useless dummy filler",
+    "rogue stray unwanted",
     "large big huge oversized giant bulky",
     "flood stuff spam overwhelm",
     "bad damage corrupt corruption defective defect unreadable faulty buggy broken",
@@ -70,7 +71,8 @@ _FAMILIES = (
     "webhook admission_webhook",
     "policy rule",
     "schedule place",
-    "require mandatory must",
+    "require mandatory must demand insist_on",
+    "tls ssl encrypt encryption",
     "flag toggle switch feature_flag feature_switch feature_toggle",
     "enable turn_on switch_on activate flip_on",
     "another other foreign unrelated different",
@@ -213,7 +215,10 @@ _GLOSSES = (
     # (validating), "nothing runs behind it" (no ready endpoint), it trusts "the wrong authority" (another CA)
     ("failure policy fail", r"\bfails?\s+closed\b|\bfail\s+shut\b|\b(?:refuse|reject|deny|block)\w*\s+(?:\S+\s+){0,2}"
                             r"(?:when|if)\s+(?:it\s+is\s+|in\s+)?(?:unsure|in\s+doubt|doubt\w*|not\s+sure)\b"),
-    ("valid", r"\b(?:approv|check|vet|validat|inspect|looks?\s+at)\w*\s+(?:every|each|all|any)\s+(?:new\s+)?pods?\b"),
+    ("valid", r"\b(?:approv|check|vet|validat|inspect|looks?\s+at|says?\s+yes\s+to)\w*\s+(?:every|each|all|any)\s+(?:new\s+)?"
+              r"(?:\S+\s+)?pods?\b"),
+    # a check that "must say yes" or "has to approve" fails closed (failurePolicy Fail; tenth round)
+    ("failure policy fail", r"\b(?:must|has\s+to|have\s+to)\s+(?:say\s+yes|approve|okay|allow)\b"),
     ("ready endpoint", r"\bno\s+(?:running|live|ready|working)\s+(?:server|pods?|backends?|replicas?)\b"
                        r"|\bnothing\s+(?:running\s+|answering\s+)?behind\s+it\b"),
     ("another", r"\b(?:wrong|other|another)\s+(?:certificate\s+)?(?:authority|issuer)\b"),
@@ -246,6 +251,17 @@ _GLOSSES = (
     ("local", r"\bports?\b(?:\s+\S+){0,6}?\s+(?:for\s+)?(?:outgoing|outbound)\b|\b(?:outgoing|outbound|ephemeral)\s+ports?\b"),
     ("handful", r"\b(?:made|set|cut|shrunk|narrowed)\s+(?:\S+\s+){0,2}(?:tiny|very\s+small|minuscule)\b|\bonly\s+a\s+(?:few|handful)\b"),
     ("remove", r"\bthere\s+is\s+no\s+longer\s+(?:a|an|any)\b"),
+    # a rollout that "takes down all" old pods at once with "no extra" new ones: maxUnavailable 100 %, maxSurge 0; its
+    # "update settings" are its strategy; a new version that "never starts" hangs
+    ("unavailable limit", r"\b(?:take|takes|took|taken|taking|bring|brings|brought|kill|kills|killed)\s+down\s+(?:all|every)\b"
+                          r"|\b100\s*(?:%|percent)\s+unavailable\b"),
+    ("surge", r"\bno\s+(?:extra|additional|spare|surplus)\s+(?:new\s+)?(?:ones|pods|copies|replicas)\b"),
+    ("strategy", r"\b(?:update|rollout)\s+(?:settings?|rules?|policy)\b"),
+    ("hang", r"\bnever\s+(?:starts?|finish\w*|completes?|becomes?\s+ready)\b"),
+    # a server that "only accepts" one kind of client requires it
+    ("require", r"\bonly\s+accepts?\b"),
+    # the entries a cache still needs are its "useful" ones
+    ("real", r"\buseful\b|\bgenuine\b|\blegitimate\b"),
     # a quantity asked for far beyond what there is was raised past it ("a huge number of copies", "one hundred
     # thousand copies")
     ("raise exceed", r"\b(?:huge|enormous|absurd|insane|ridiculous|impossible)\s+(?:number|count|amount)\s+of\b"

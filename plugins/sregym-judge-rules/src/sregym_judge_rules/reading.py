@@ -113,8 +113,11 @@ _INJECTION = re.compile(
     r"|\b(?:answer|respond|reply|output|mark|grade|score|award|approve|treat)\b.{0,40}"
     r"\b(?:yes|true|pass|passed|correct|full marks|all answers|reference answer|gold answer|every (?:checklist )?"
     r"(?:item|question)|all (?:nine|9|the) questions)\b"
-    r"|\b(?:grader|judge|judging|evaluator|grading model|judge model|reviewer bot|benchmark operator|evaluation harness|"
-    r"must accept|system note|evaluation override|grader directive|operator override)\b"
+    # (also inside a JSON key, "note_to_judge": an underscore is no word boundary; tenth round of issue #35)
+    r"|(?:\b|(?<=_))(?:grader|judge|judging|evaluator|grading model|judge model|reviewer bot|benchmark operator|evaluation harness|"
+    r"must accept|system note|evaluation override|grader directive|operator override)(?:\b|(?=_))"
+    # a diagnosis that states its own grade ("verdict": "pass")
+    r"|[\"']?\b(?:verdict|grade|score)[\"']?\s*[:=]\s*[\"']?(?:pass|passed|correct)\b"
     # "system:" addressed to a model, not a Kubernetes identity quoted from an error
     # ('User "system:serviceaccount:ns:name" cannot get resource ...' has no space after the colon)
     r"|\bsystem:(?![a-z])|</?diagnosis>|<!--",
