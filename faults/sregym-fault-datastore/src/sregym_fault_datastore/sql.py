@@ -15,13 +15,20 @@ if TYPE_CHECKING:
 # image sets it, names the socket's directory): no password, and none exists to log in over TCP. The
 # curated apps' superuser has no password at all and their Secrets name a non-superuser admin
 # (issue #34, round 5); the superuser is whoever the container was initialised as (POSTGRES_USER).
-_PSQL = ('psql -U "${POSTGRES_USER:-postgres}" -d "${POSTGRES_DB:-postgres}" -v ON_ERROR_STOP=1 -At -F "|" '
-         '-c "$1"')
+# The grader's own sessions read the system catalogs only: the database's owner (the admin an agent can
+# read from the Secret) may create a schema named after the superuser, put operators or views that shadow
+# the catalogs' in it and set the database's search_path to reach them first (round 6 of issue #34: an
+# operator `postgres.||(name, name)` ran COPY ... TO PROGRAM in the superuser's check and rewrote what it
+# saw). A search_path given in the connection request overrides the database's, and with only
+# pg_catalog (and pg_temp, last) on it an unqualified name or operator never resolves to an owner's object.
+CATALOG_ONLY = "PGOPTIONS='-c search_path=pg_catalog,pg_temp'"
+_PSQL = (f'{CATALOG_ONLY} psql -U "${{POSTGRES_USER:-postgres}}" -d "${{POSTGRES_DB:-postgres}}" -v ON_ERROR_STOP=1 '
+         '-At -F "|" -c "$1"')
 # Over TCP, as a client (TLS is a property of TCP connections): the database's admin from the
 # container's environment (DB_ADMIN_USER/DB_ADMIN_PASSWORD, the curated apps' owner of the database), or
 # the image's own POSTGRES_USER/POSTGRES_PASSWORD where a manifest sets those. POD_IP is set by the
 # embedded node agent (pods share the host's loopback there); on real nodes localhost works.
-_PSQL_TCP = ('PGPASSWORD="${DB_ADMIN_PASSWORD:-$POSTGRES_PASSWORD}" psql -h "${POD_IP:-127.0.0.1}" '
+_PSQL_TCP = (f'{CATALOG_ONLY} PGPASSWORD="${{DB_ADMIN_PASSWORD:-$POSTGRES_PASSWORD}}" psql -h "${{POD_IP:-127.0.0.1}}" '
              '-U "${DB_ADMIN_USER:-${POSTGRES_USER:-postgres}}" -d "${POSTGRES_DB:-postgres}" -v ON_ERROR_STOP=1 '
              '-At -F "|" -c "$1"')
 

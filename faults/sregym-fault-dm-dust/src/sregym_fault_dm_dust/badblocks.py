@@ -46,9 +46,11 @@ _RELATIONS = (
     "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' "
     "ORDER BY pg_relation_size(c.oid) DESC, c.relname LIMIT {limit}")
 # the superuser over the pod's own Unix socket (CHECKPOINT needs one; no superuser logs in over TCP with
-# a password: issue #34, round 5)
-_PSQL = ('psql -U "${POSTGRES_USER:-postgres}" -d "${POSTGRES_DB:-postgres}" -At -F "|" -c "CHECKPOINT" '
-         '-c "$1"')
+# a password: issue #34, round 5), reading the system catalogs only: the database's owner can put an
+# operator or a view shadowing the catalogs' first on the database's search_path (round 6), and a
+# search_path in the connection request overrides it
+_PSQL = ("PGOPTIONS='-c search_path=pg_catalog,pg_temp' "
+         'psql -U "${POSTGRES_USER:-postgres}" -d "${POSTGRES_DB:-postgres}" -At -F "|" -c "CHECKPOINT" -c "$1"')
 
 
 def _mix(x: int) -> int:
