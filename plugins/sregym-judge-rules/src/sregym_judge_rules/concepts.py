@@ -52,7 +52,7 @@ _FAMILIES = (
     "job task batch",
     "never_exit never_finish never_complete never_stop never_end run_forever hang_forever stay_active",
     "skip skipped miss",
-    "connection conn",
+    "connection conn socket",
     "missing absent gone nonexistent not_exist does_not_exist no_such",
     "wrong incorrect mistaken bad_value",
     "password passwd credential",
@@ -225,7 +225,7 @@ _GLOSSES = (
     # a limit said as what is allowed ("only allows 4 connections"), below said as "fewer/less than", a pod that
     # "stays Pending" or "cannot be placed" is not scheduled, an address where "no server runs" is unreachable
     ("limit", r"\bonly\s+allows?\b|\ballows?\s+only\b"),
-    ("below low", r"\b(?:fewer|less)\s+than\b"),
+    ("below low", r"\b(?:fewer|less)\s+(?:\S+\s+){0,4}?than\b"),
     ("schedule", r"\b(?:stay|stays|stayed|stuck|remain\w*)\s+(?:in\s+)?pending\b|\bcan(?:not|'t|\s+not)\s+be\s+(?:placed|scheduled)\b"
                  r"|\bnever\s+(?:placed|scheduled)\b"),
     # a probe is its "health check"; a port "nothing listens on" is a misconfigured one; bits "flipped" are corrupt
@@ -258,6 +258,10 @@ _GLOSSES = (
     ("surge", r"\bno\s+(?:extra|additional|spare|surplus)\s+(?:new\s+)?(?:ones|pods|copies|replicas)\b"),
     ("strategy", r"\b(?:update|rollout)\s+(?:settings?|rules?|policy)\b"),
     ("hang", r"\bnever\s+(?:starts?|finish\w*|completes?|becomes?\s+ready)\b"),
+    # a process "only allowed 24" (or "about two dozen") of a thing has a low limit of it
+    ("limit", r"\bonly\s+allowed\b"),
+    ("low", r"\bonly\s+(?:allowed\s+|gets?\s+|has\s+|have\s+)?(?:about\s+|around\s+|roughly\s+)?(?:\d+|two|three|four|five|"
+            r"a\s+few|a\s+couple|(?:two|a)\s+dozen)\b"),
     # a server that "only accepts" one kind of client requires it
     ("require", r"\bonly\s+accepts?\b"),
     # the entries a cache still needs are its "useful" ones
@@ -285,10 +289,10 @@ _GLOSSES = (
     # retries "with no wait in between" have no backoff; "a flood of retries" is a storm, what "turns into" one amplifies
     ("backoff", r"\b(?:no|without\s+(?:any\s+)?)\s*(?:wait|pause|delay)\w*\s+(?:in\s+)?between\b"),
     ("storm", r"\b(?:flood|wave|avalanche|torrent|pile)\s+of\s+retr\w*"),
-    ("amplify", r"\bturns?\s+(?:\S+\s+){0,4}into\s+(?:a\s+)?(?:flood|storm|avalanche)\b"),
+    ("amplify", r"\b(?:turns?|becomes?|grows?)\s+(?:\S+\s+){0,4}?(?:into\s+)?(?:a\s+)?(?:flood|storm|avalanche)\b"),
     # a rate said per second is a rate; thousands waiting in the queue is a deep queue
     ("rate", r"\brequests?\s+(?:per|a|/)\s*(?:second|sec|s)\b|\b(?:rps|qps)\b"),
-    ("deep", r"\b\d{3,}\s+(?:\S+\s+){0,2}(?:wait\w*|queued)\b|\b(?:long|huge|deep)\s+queue\b"),
+    ("deep", r"\b(?:\d{3,}|thousands?|hundreds?)\s+(?:\S+\s+){0,2}(?:wait\w*|queued|queue\s+up)\b|\b(?:long|huge|deep)\s+queue\b"),
     # a switched-on "option" is a flag; a "more important" workload has a higher priority; pods "lost to" it preempted
     ("flag", r"\b(?:option|setting)s?\s+(?:\S+\s+){0,3}(?:switched|turned|flipped)\s+on\b"),
     ("high priority", r"\bmore\s+important\b|\bhigher\s+(?:rank|importance)\b"),

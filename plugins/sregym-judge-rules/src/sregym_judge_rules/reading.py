@@ -148,7 +148,8 @@ _UNSURE = (
 )
 _HEDGE = re.compile(
     r"\b(?:either\b.{1,80}\bor|could be|might be|might also|may be|maybe|possibly|possible|perhaps|probably|"
-    r"not sure|unsure|unclear|i suspect|(?:my|best|a|i|educated)\s+guess|guessing|one of (?:them|the two|the three|those|these|both|the (?:two|three|four|following|above|listed|candidates|suspects))\b|or the other|"
+    # (not what a component does "when unsure": a check that "refuses when unsure" fails closed; tenth round)
+    r"(?<!when\s)(?<!if\s)(?<!when\sit\sis\s)(?:not sure|unsure)|unclear|i suspect|(?:my|best|a|i|educated)\s+guess|guessing|one of (?:them|the two|the three|those|these|both|the (?:two|three|four|following|above|listed|candidates|suspects))\b|or the other|"
     # "it is one of three: ...", "one of 4." : a count of candidates with nothing after it but the list
     r"one of (?:the )?(?:two|three|four|five|six|several|many|multiple|\d+)(?=\s*[:;,.)]|\s*$)|"
     # "we have not ruled out X, Y and Z", "cannot exclude": every one stays a candidate
