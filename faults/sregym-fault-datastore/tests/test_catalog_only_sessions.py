@@ -34,26 +34,22 @@ ALTER DATABASE {DB} SET search_path = "$user", public, pg_catalog;
 
 
 @pytest.fixture
-def trapped():
-    localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        localrun.pg_bin("initdb")
-    except FileNotFoundError:
-        pytest.skip("no PostgreSQL on this machine")
-    with localrun.scratch_postgres("catalog-pg-") as server:
-        with psycopg.connect(server.admin_dsn("postgres"), autocommit=True) as conn:
-            conn.execute(f"CREATE ROLE {ADMIN} LOGIN PASSWORD 'a'")
-            conn.execute(f"CREATE ROLE {APP} LOGIN PASSWORD 'b'")
-            conn.execute(f"CREATE DATABASE {DB} OWNER {ADMIN}")
-        # as the database's owner, not a superuser: what an agent holding the Secret can do
-        with psycopg.connect(f"host=127.0.0.1 port={server.port} dbname={DB} user={ADMIN} password=a",
-                             autocommit=True) as owner:
-            owner.execute("CREATE TABLE public.geo (hotel_id int)")
-            owner.execute(TRAP)
-        env = {**os.environ, "PGHOST": "127.0.0.1", "PGPORT": str(server.port), "PGPASSWORD": localrun.ADMIN_PASSWORD,
-               "POSTGRES_USER": "postgres", "POSTGRES_DB": DB}
-        yield server, env, localrun
+def trapped(scratch_pg):
+    import psycopg
+
+    server, localrun = scratch_pg
+    with psycopg.connect(server.admin_dsn("postgres"), autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {ADMIN} LOGIN PASSWORD 'a'")
+        conn.execute(f"CREATE ROLE {APP} LOGIN PASSWORD 'b'")
+        conn.execute(f"CREATE DATABASE {DB} OWNER {ADMIN}")
+    # as the database's owner, not a superuser: what an agent holding the Secret can do
+    with psycopg.connect(f"host=127.0.0.1 port={server.port} dbname={DB} user={ADMIN} password=a",
+                         autocommit=True) as owner:
+        owner.execute("CREATE TABLE public.geo (hotel_id int)")
+        owner.execute(TRAP)
+    env = {**os.environ, "PGHOST": "127.0.0.1", "PGPORT": str(server.port), "PGPASSWORD": localrun.ADMIN_PASSWORD,
+           "POSTGRES_USER": "postgres", "POSTGRES_DB": DB}
+    yield server, env, localrun
 
 
 def _grader(env: dict[str, str], statement: str, script: str = sql._PSQL) -> list[str]:

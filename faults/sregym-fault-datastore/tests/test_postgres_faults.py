@@ -56,14 +56,9 @@ def test_a_job_runs_until_it_is_deleted_suspended_or_finished():
 
 
 @pytest.fixture
-def local_postgres():
-    localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
-    try:
-        localrun.pg_bin("initdb")
-    except FileNotFoundError:
-        pytest.skip("no PostgreSQL on this machine")
-    with localrun.scratch_postgres("lock-pg-") as server:
-        yield server, localrun.ADMIN_PASSWORD
+def local_postgres(scratch_pg):
+    server, localrun = scratch_pg
+    return server, localrun.ADMIN_PASSWORD
 
 
 def test_the_backfill_takes_the_lock_again_when_its_session_is_killed_and_lets_go_once_stopped(local_postgres):

@@ -98,19 +98,15 @@ class _Target:
 
 
 @pytest.fixture
-def pod():
-    localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        localrun.pg_bin("initdb")
-    except FileNotFoundError:
-        pytest.skip("no PostgreSQL on this machine")
-    with localrun.scratch_postgres("tls-pg-") as server:
-        with psycopg.connect(server.admin_dsn("postgres"), autocommit=True) as admin:
-            admin.execute(f"CREATE ROLE {APP_ROLE} LOGIN PASSWORD '{APP_PASSWORD}'")
-            admin.execute(f"CREATE ROLE {APP_OWNER} LOGIN PASSWORD '{APP_OWNER_PASSWORD}'")
-            admin.execute(f"CREATE DATABASE {APP_DB} OWNER {APP_OWNER}")
-        yield LocalPod(server, localrun.ADMIN_PASSWORD)
+def pod(scratch_pg):
+    import psycopg
+
+    server, localrun = scratch_pg
+    with psycopg.connect(server.admin_dsn("postgres"), autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {APP_ROLE} LOGIN PASSWORD '{APP_PASSWORD}'")
+        admin.execute(f"CREATE ROLE {APP_OWNER} LOGIN PASSWORD '{APP_OWNER_PASSWORD}'")
+        admin.execute(f"CREATE DATABASE {APP_DB} OWNER {APP_OWNER}")
+    return LocalPod(server, localrun.ADMIN_PASSWORD)
 
 
 def _login(pod: LocalPod, sslmode: str) -> str:

@@ -23,6 +23,16 @@ print(json.dumps(out))
 """
 
 
+class Items:
+    """What the guard reads from an informer's store: ``.list()`` of objects."""
+
+    def __init__(self, items: list[dict]) -> None:
+        self.items = items
+
+    def list(self) -> list[dict]:
+        return self.items
+
+
 def connects_from(cgroup: Path, targets: dict[str, str]) -> dict[str, str]:
     """{name: "open" | "errno N"} for each ``host:port`` of ``targets``, connected from a process in ``cgroup``
     (the guard's cgroup programs judge a caller by the cgroup it runs in)."""

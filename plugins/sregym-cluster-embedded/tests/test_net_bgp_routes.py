@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from _fixtures_ctrl import FakeKubelet, anyio_backend, settle  # noqa: F401
-from _fixtures_net import connects_from
+from _fixtures_net import Items, connects_from
 from sregym_cluster_embedded.client import new_local_cluster
 from sregym_cluster_embedded.controllers import start_controllers
 from sregym_cluster_embedded.controllers.informer import Informer
@@ -133,14 +133,6 @@ def test_bgp_off_switch(monkeypatch):
 
 
 # ---------------------------------------------------------------- the kernel guard's islands
-
-class Items:
-    def __init__(self, items: list[dict]) -> None:
-        self.items = items
-
-    def list(self) -> list[dict]:
-        return self.items
-
 
 def hotel_on_three_nodes() -> SimpleNamespace:
     namespaces = [{"metadata": {"name": "hotel", "labels": {"sregym.io/app": "hotel-reservation"}}}]

@@ -7,16 +7,8 @@ import socket
 from types import SimpleNamespace
 
 import pytest
-from _fixtures_net import connects_from
+from _fixtures_net import Items, connects_from
 from sregym_cluster_embedded.network import netguard as ng
-
-
-class Items:
-    def __init__(self, items: list[dict]) -> None:
-        self.items = items
-
-    def list(self) -> list[dict]:
-        return self.items
 
 
 def view() -> SimpleNamespace:
