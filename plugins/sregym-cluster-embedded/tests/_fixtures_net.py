@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 #: run in a child that joined the cgroup: each target's connect() outcome, "open" or "errno N"
@@ -45,3 +48,30 @@ def connects_from(cgroup: Path, targets: dict[str, str]) -> dict[str, str]:
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+@contextlib.contextmanager
+def listening(addresses: dict[str, str]) -> Iterator[dict[str, str]]:
+    """A listener on a free port of each address: yields {name: "ip:port"}, closes them afterwards."""
+    listeners: list[socket.socket] = []
+    try:
+        targets = {}
+        for owner, ip in addresses.items():
+            listener = socket.socket()
+            listeners.append(listener)
+            listener.bind((ip, 0))
+            listener.listen()
+            targets[owner] = f"{ip}:{listener.getsockname()[1]}"
+        yield targets
+    finally:
+        for listener in listeners:
+            listener.close()
+
+
+def release(guard) -> None:
+    """Close a test's guard and remove its pod cgroups: the first close releases the programs, the
+    second removes the guard's cgroup once its pods' are gone."""
+    guard.close()
+    for path in guard.cgroup.glob("pod-*"):
+        path.rmdir()
+    guard.close()

@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-import socket
 from types import SimpleNamespace
 
 import pytest
 from _fixtures_ctrl import FakeKubelet, anyio_backend, settle  # noqa: F401
-from _fixtures_net import Items, connects_from
+from _fixtures_net import Items, connects_from, listening, release
 from sregym_cluster_embedded.client import new_local_cluster
 from sregym_cluster_embedded.controllers import start_controllers
 from sregym_cluster_embedded.controllers.informer import Informer
@@ -171,7 +170,6 @@ def test_the_program_refuses_another_islands_pod_with_ehostunreach(tmp_path) -> 
     if os.geteuid() != 0 or ng.cgroup2_root() is None:
         pytest.skip("the guard needs root and cgroup v2")
     guard = ng.NetGuard(tmp_path)
-    listeners = []
     try:
         hotel = guard.groups.id("hotel-reservation")
         pods = {name: guard.cgroup / f"pod-{name}" for name in ("on-1", "on-2", "fresh")}
@@ -181,25 +179,14 @@ def test_the_program_refuses_another_islands_pod_with_ehostunreach(tmp_path) -> 
         guard.admit(pods["on-2"], {"sregym.io/app": "hotel-reservation"}, island=2)
         guard.admit(pods["fresh"], {"sregym.io/app": "hotel-reservation"})
         addresses = {"pod on 1": "127.44.1.2", "pod on 2": "127.44.2.2", "service": "127.43.0.7"}
-        targets = {}
-        for owner, ip in addresses.items():
-            listener = socket.socket()
-            listener.bind((ip, 0))
-            listener.listen()
-            listeners.append(listener)
-            targets[owner] = f"{ip}:{listener.getsockname()[1]}"
-        guard.update({ng.key("127.44.0.0", ng.PREFIX16): ng.ALLOW, ng.key("127.43.0.0", ng.PREFIX16): ng.ALLOW,
-                      ng.key(addresses["pod on 1"], 0): hotel | (1 << ng.ISLAND_SHIFT),
-                      ng.key(addresses["pod on 2"], 0): hotel | (2 << ng.ISLAND_SHIFT),
-                      ng.key(addresses["service"], 0): hotel})
-        seen = {pod: connects_from(path, targets) for pod, path in pods.items()}
+        with listening(addresses) as targets:
+            guard.update({ng.key("127.44.0.0", ng.PREFIX16): ng.ALLOW, ng.key("127.43.0.0", ng.PREFIX16): ng.ALLOW,
+                          ng.key(addresses["pod on 1"], 0): hotel | (1 << ng.ISLAND_SHIFT),
+                          ng.key(addresses["pod on 2"], 0): hotel | (2 << ng.ISLAND_SHIFT),
+                          ng.key(addresses["service"], 0): hotel})
+            seen = {pod: connects_from(path, targets) for pod, path in pods.items()}
     finally:
-        for listener in listeners:
-            listener.close()
-        guard.close()
-        for path in guard.cgroup.glob("pod-*"):
-            path.rmdir()
-        guard.close()
+        release(guard)
     unreachable = f"errno {errno.EHOSTUNREACH}"
     assert seen["on-1"] == {"pod on 1": "open", "pod on 2": unreachable, "service": "open"}
     assert seen["on-2"] == {"pod on 1": unreachable, "pod on 2": "open", "service": "open"}

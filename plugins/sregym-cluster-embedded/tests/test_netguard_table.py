@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import socket
 from types import SimpleNamespace
 
 import pytest
-from _fixtures_net import Items, connects_from
+from _fixtures_net import Items, connects_from, listening, release
 from sregym_cluster_embedded.network import netguard as ng
 
 
@@ -103,7 +102,6 @@ def test_the_program_decides_by_the_callers_app_in_the_kernel(tmp_path) -> None:
     if os.geteuid() != 0 or ng.cgroup2_root() is None:
         pytest.skip("the guard needs root and cgroup v2")
     guard = ng.NetGuard(tmp_path)
-    listeners = []
     try:
         pods = {name: guard.cgroup / f"pod-{name}" for name in ("hotel", "social", "ingress", "unknown")}
         for path in pods.values():
@@ -112,24 +110,13 @@ def test_the_program_decides_by_the_callers_app_in_the_kernel(tmp_path) -> None:
         guard.admit(pods["social"], {"sregym.io/app": "social-network"})
         guard.admit(pods["ingress"], {})
         addresses = {"hotel": "127.44.1.2", "social": "127.44.1.3", "no app": "127.44.1.4"}
-        targets = {}
-        for owner, ip in addresses.items():
-            listener = socket.socket()
-            listener.bind((ip, 0))
-            listener.listen()
-            listeners.append(listener)
-            targets[owner] = f"{ip}:{listener.getsockname()[1]}"
-        guard.update({ng.key("127.44.0.0", ng.PREFIX16): ng.ALLOW,
-                      ng.key(addresses["hotel"], 0): guard.groups.id("hotel-reservation"),
-                      ng.key(addresses["social"], 0): guard.groups.id("social-network")})
-        seen = {pod: connects_from(path, targets) for pod, path in pods.items()}
+        with listening(addresses) as targets:
+            guard.update({ng.key("127.44.0.0", ng.PREFIX16): ng.ALLOW,
+                          ng.key(addresses["hotel"], 0): guard.groups.id("hotel-reservation"),
+                          ng.key(addresses["social"], 0): guard.groups.id("social-network")})
+            seen = {pod: connects_from(path, targets) for pod, path in pods.items()}
     finally:
-        for listener in listeners:
-            listener.close()
-        guard.close()
-        for path in guard.cgroup.glob("pod-*"):
-            path.rmdir()
-        guard.close()
+        release(guard)
     assert seen["hotel"] == {"hotel": "open", "social": "errno 1", "no app": "open"}
     assert seen["social"] == {"hotel": "errno 1", "social": "open", "no app": "open"}
     assert seen["ingress"] == {"hotel": "open", "social": "open", "no app": "open"}
