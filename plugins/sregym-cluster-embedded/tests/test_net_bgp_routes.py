@@ -10,13 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 from _fixtures_ctrl import FakeKubelet, anyio_backend, settle  # noqa: F401
-from _fixtures_net import Items, connects_from, listening, release
-from sregym_cluster_embedded.client import new_local_cluster
-from sregym_cluster_embedded.controllers import start_controllers
+from _fixtures_net import Items, connects_from, listening, release, two_node_network
 from sregym_cluster_embedded.controllers.informer import Informer
-from sregym_cluster_embedded.network import bgp, start_network
+from sregym_cluster_embedded.network import bgp
 from sregym_cluster_embedded.network import netguard as ng
-from sregym_cluster_embedded.settings import ClusterSettings
 
 MASTER = "has(node-role.kubernetes.io/master)"
 REFLECTOR = "route-reflector == 'true'"
@@ -197,19 +194,8 @@ def test_the_program_refuses_another_islands_pod_with_ehostunreach(tmp_path) -> 
 
 @pytest.fixture
 async def two_nodes(tmp_path):
-    settings = ClusterSettings(state_dir=tmp_path, pod_cidr_prefix="127.207", service_cidr_prefix="127.208")
-    client = new_local_cluster(settings)
-    kubelet = FakeKubelet(client, nodes=("node-1", "node-2"), ip_prefix="127.207")
-    await kubelet.start()
-    ctrl = start_controllers(client, settings, only=["scheduler", "endpoints"])
-    network = await start_network(client, settings)
-    servers: list[asyncio.base_events.Server] = []
-    yield SimpleNamespace(client=client, network=network, servers=servers)
-    for server in servers:
-        server.close()
-    await network.stop()
-    await ctrl.stop()
-    await kubelet.stop()
+    async with two_node_network(tmp_path, "127.207", "127.208") as env:
+        yield env
 
 
 async def _answer(ip: str, port: int, source: str, timeout: float = 1.5) -> bytes | None:

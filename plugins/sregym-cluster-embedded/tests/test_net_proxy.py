@@ -8,34 +8,13 @@ import time
 
 import pytest
 from _fixtures_ctrl import FakeKubelet, anyio_backend, settle  # noqa: F401
+from _fixtures_net import Env, two_node_network
 from sregym_cluster_embedded.client import new_local_cluster
 from sregym_cluster_embedded.controllers import start_controllers
 from sregym_cluster_embedded.network import start_network
 from sregym_cluster_embedded.settings import ClusterSettings
 
 pytestmark = pytest.mark.anyio
-
-
-class Env:
-    def __init__(self, client, kubelet, network):
-        self.client, self.kubelet, self.network = client, kubelet, network
-        self.servers: list[asyncio.base_events.Server] = []
-
-    async def pod(self, name, labels, *, serve=True):
-        await self.client.create("pods", {"metadata": {"name": name, "labels": labels}, "spec": {
-            "containers": [{"name": "m", "image": "x", "ports": [{"name": "http", "containerPort": 8080}]}]}}, "default")
-
-        async def has_ip():
-            return (await self.client.get("pods", name, "default")).get("status", {}).get("podIP")
-        await settle(has_ip, timeout=10)
-        ip = (await self.client.get("pods", name, "default"))["status"]["podIP"]
-        if serve:
-            async def reply(reader, writer, who=name):
-                writer.write(who.encode())
-                await writer.drain()
-                writer.close()
-            self.servers.append(await asyncio.start_server(reply, ip, 8080))
-        return ip
 
 
 @pytest.fixture
@@ -159,19 +138,8 @@ async def test_load_balancer_gets_a_node_ip_ingress(env: Env):
 
 @pytest.fixture
 async def two_nodes(tmp_path):
-    settings = ClusterSettings(state_dir=tmp_path, pod_cidr_prefix="127.205", service_cidr_prefix="127.206")
-    client = new_local_cluster(settings)
-    kubelet = FakeKubelet(client, nodes=("node-1", "node-2"), ip_prefix="127.205")
-    await kubelet.start()
-    ctrl = start_controllers(client, settings, only=["scheduler", "endpoints"])
-    network = await start_network(client, settings)
-    e = Env(client, kubelet, network)
-    yield e
-    for server in e.servers:
-        server.close()
-    await network.stop()
-    await ctrl.stop()
-    await kubelet.stop()
+    async with two_node_network(tmp_path, "127.205", "127.206") as env:
+        yield env
 
 
 async def test_internal_traffic_policy_local_keeps_traffic_on_the_callers_node(two_nodes: Env):
@@ -223,7 +191,7 @@ async def test_a_fault_set_later_impairs_an_open_connection_and_clearing_heals_i
     async def opened():
         try:
             _r, w = await asyncio.wait_for(asyncio.open_connection(ip, 83), 1)
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             return False
         w.close()
         return True
