@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sregym_appkit import manifests as kit
+from sregym_appkit import postgres as pg
 from sregym_appkit.objects import INFRASTRUCTURE_PRIORITY, AppObjects
 
 from . import IMAGE_REPO, IMAGE_TAG
@@ -49,13 +50,20 @@ def _secret_env(*names: tuple[str, str]) -> list[dict[str, Any]]:
 
 
 def datastore() -> list[dict[str, Any]]:
-    """PostgreSQL: its credentials, its volume, its Service and a one-replica StatefulSet.
+    """PostgreSQL: its credentials, its init script, its volume, its Service and a one-replica StatefulSet.
+
+    The Secret's role owns the database and is no superuser (``sregym_appkit.postgres``): an agent reads
+    the Secret, and a superuser's password would let it run programs in the database pod or rewrite what
+    the grader reads. The superuser's password is random and cleared at initdb.
 
     autovacuum off and minimal WAL: the data is written once (the backend seeds it), and a database
     whose files change while nobody writes would be restored and restarted by every reset."""
     labels = OBJECTS.labels(DATASTORE, "datastore")
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": OBJECTS.meta(DATASTORE_SECRET, NAMESPACE, "datastore"),
               "type": "Opaque", "stringData": {"username": "myapp", "password": "myapp-password"}}
+    init = f"{DATASTORE}-init"
+    init_script = pg.init_config_map(OBJECTS.meta(init, NAMESPACE, "datastore"),
+                                     pg.roles_init_sql(owner=("DB_OWNER_USER", "DB_OWNER_PASSWORD")))
     claim = f"{DATASTORE}-data"
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": OBJECTS.meta(claim, NAMESPACE, "datastore"),
            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "256Mi"}}}}
@@ -63,9 +71,9 @@ def datastore() -> list[dict[str, Any]]:
     container = {
         "name": "postgres", "image": "postgres:15", "args": [a for s in settings for a in ("-c", s)],
         "ports": [{"name": "postgres", "containerPort": DATASTORE_PORT}],
-        "env": [*_secret_env(("POSTGRES_USER", "username"), ("POSTGRES_PASSWORD", "password")),
+        "env": [*pg.superuser_env(), *_secret_env(("DB_OWNER_USER", "username"), ("DB_OWNER_PASSWORD", "password")),
                 *_env(POSTGRES_DB=DATASTORE_DB, PGDATA="/var/lib/postgresql/data/pgdata")],
-        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"}],
+        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"}, pg.init_mount()],
         "readinessProbe": {"tcpSocket": {"port": DATASTORE_PORT}, "periodSeconds": 2, "failureThreshold": 3},
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
     }
@@ -74,8 +82,9 @@ def datastore() -> list[dict[str, Any]]:
         "spec": {"serviceName": DATASTORE, "replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": DATASTORE}},
                  "template": {"metadata": {"labels": labels},
                               "spec": {"terminationGracePeriodSeconds": 30, "containers": [container],
-                                       "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}}}}
-    return [secret, pvc, OBJECTS.service(DATASTORE, NAMESPACE, [("postgres", DATASTORE_PORT)], "datastore"), statefulset]
+                                       "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}},
+                                                   pg.init_volume(init)]}}}}
+    return [secret, init_script, pvc, OBJECTS.service(DATASTORE, NAMESPACE, [("postgres", DATASTORE_PORT)], "datastore"), statefulset]
 
 
 def _service_container(name: str, port: int, env: list[dict[str, Any]]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from sregym_appkit import postgres as pg
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .config import (ADMIN_PORT, DB_OWNERS, GATEWAY_PORT, MEMCACHED, NGINX_PORT, PERSISTENT_REDIS, REDIS, THRIFT_PORT,
@@ -84,31 +85,17 @@ def secrets() -> list[dict[str, Any]]:
     return out
 
 
-#: Run once by the postgres image when it initialises an empty data directory, as the superuser over the
-#: pod's Unix socket (before the server listens on TCP): the Secret's admin becomes a login role that owns
-#: the database (tables, GRANTs; no superuser, no CREATEROLE, which on PostgreSQL 15 could grant itself
-#: pg_execute_server_program), the service's role is created, and the superuser's password (random, from
-#: POSTGRES_PASSWORD_FILE) is cleared: no TCP login opens a superuser (issue #34, round 5).
-POSTGRES_INIT_SQL = """\
-\\getenv admin_user DB_ADMIN_USER
-\\getenv admin_password DB_ADMIN_PASSWORD
-\\getenv app_user DB_USER
-\\getenv app_password DB_PASSWORD
-\\getenv database POSTGRES_DB
-CREATE ROLE :"admin_user" LOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB PASSWORD :'admin_password';
-CREATE ROLE :"app_user" LOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB PASSWORD :'app_password';
-ALTER DATABASE :"database" OWNER TO :"admin_user";
-ALTER ROLE CURRENT_USER PASSWORD NULL;
-VACUUM (FREEZE) pg_authid, pg_database, pg_shdepend;
-"""
+#: Run once by the postgres image when it initialises an empty data directory (sregym_appkit.postgres): the
+#: Secret's admin owns the database and is no superuser, the service's role is a plain login, and the
+#: superuser's random password is cleared (issue #34, round 5).
+POSTGRES_INIT_SQL = pg.roles_init_sql(owner=("DB_ADMIN_USER", "DB_ADMIN_PASSWORD"), app=("DB_USER", "DB_PASSWORD"))
 
 
 def configmaps() -> list[dict[str, Any]]:
     return [*({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(f"{s}-config", "config"),
                "data": {"service-config.json": json.dumps(file_config(s), indent=2, sort_keys=True) + "\n"}}
               for s in TOPOLOGY),
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("postgres-init", "datastore"),
-             "data": {"10-roles.sql": POSTGRES_INIT_SQL}}]
+            pg.init_config_map(meta("postgres-init", "datastore"), POSTGRES_INIT_SQL)]
 
 
 def claim(name: str, tier: str, storage: str = "1Gi") -> dict[str, Any]:
@@ -135,21 +122,20 @@ def postgres() -> list[dict[str, Any]]:
             "ports": [{"name": "postgres", "containerPort": 5432}],
             # the superuser: a random password at initdb, read once from the kernel and stored nowhere,
             # cleared by the init script (POSTGRES_INIT_SQL); reached over the pod's Unix socket only
-            "env": [{"name": "POSTGRES_USER", "value": "postgres"},
-                    {"name": "POSTGRES_PASSWORD_FILE", "value": "/proc/sys/kernel/random/uuid"},
+            "env": [*pg.superuser_env(),
                     secret_env("DB_ADMIN_USER", f"{db}-db", "admin-username"),
                     secret_env("DB_ADMIN_PASSWORD", f"{db}-db", "admin-password"),
                     secret_env("DB_USER", f"{db}-db", "username"), secret_env("DB_PASSWORD", f"{db}-db", "password"),
                     {"name": "POSTGRES_DB", "value": database_name(db)},
                     {"name": "PGDATA", "value": "/var/lib/postgresql/data/pgdata"}],
             "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"},
-                             {"name": "init", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True}],
+                             pg.init_mount()],
             "readinessProbe": {"tcpSocket": {"port": 5432}, "periodSeconds": 2, "failureThreshold": 3},
             "livenessProbe": {"tcpSocket": {"port": 5432}, "initialDelaySeconds": 30, "periodSeconds": 10,
                               "failureThreshold": 6},
             "resources": resources("50m", "64Mi")}],
             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data"}},
-                        {"name": "init", "configMap": {"name": "postgres-init"}}]}
+                        pg.init_volume("postgres-init")]}
         out.append(workload("StatefulSet", name, "datastore", pod))
     return out
 
