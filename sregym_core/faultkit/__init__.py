@@ -7,6 +7,7 @@
 * :mod:`~sregym_core.faultkit.kube` — read and change objects through the real kubectl as the admin.
 * :mod:`~sregym_core.faultkit.flagd` — what a flagd-compatible flag service serves, and waiting for a change.
 * :mod:`~sregym_core.faultkit.users` — waiting, after a fix, until the workload's users succeed again.
+* :mod:`~sregym_core.faultkit.calico` — Calico's label selectors and the pod routes its BGP peers give.
 * :func:`schema` — a closed params JSON Schema; :data:`WORKLOADS` — the workload kinds.
 * :func:`~sregym_core.quantity.parse_quantity` — Kubernetes quantities (``500m``, ``1Gi``).
 
@@ -16,7 +17,7 @@
 from __future__ import annotations
 
 from ..quantity import parse_quantity
-from . import flagd, kube, users
+from . import calico, flagd, kube, users
 from .functions import FunctionFault, function_fault
 from .templates import (
     WORKLOADS,
@@ -31,7 +32,7 @@ from .templates import (
 from .truth import TruthValues, truth_factory
 
 __all__ = [
-    "WORKLOADS", "FunctionFault", "Mutation", "TemplateFault", "TruthValues", "flagd", "function_fault",
+    "WORKLOADS", "FunctionFault", "Mutation", "TemplateFault", "TruthValues", "calico", "flagd", "function_fault",
     "injected_value", "kube", "original_value", "parse_quantity", "pointer_get", "schema", "template_fault",
     "truth_factory", "users",
 ]

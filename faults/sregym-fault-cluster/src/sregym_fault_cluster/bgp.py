@@ -15,155 +15,27 @@ object is right; the break is in the CNI's cluster-scoped peering objects.
 The fix an SRE makes: point the selector back at the label the reflector carries
 (``route-reflector == 'true'``; the agent may change that one field of that one BGPPeer), or turn
 the mesh back on. ``is_present`` reads the live Nodes, BGPConfigurations and BGPPeers and computes
-the routes as Calico distributes them (as the embedded cluster's network does): present while some
-node running the app's pods has no route to another such node. Needs the embedded cluster (its
+the routes as Calico distributes them (``sregym_core.faultkit.calico``, the embedded cluster's
+network computes them with it too): present while some node running the app's pods has no route to
+another such node. Needs the embedded cluster (its
 routes follow these objects; ``SREGYM_EMBEDDED_BGP=0`` turns them off) with two nodes or more.
 """
 
 from __future__ import annotations
 
 import json
-import re
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import function_fault, kube, users
+from sregym_core.faultkit.calico import CONFIGS, DEFAULT_CONFIG, GROUP, PEERS, VERSION, islands, selects
 from sregym_core.types import FaultSpec, TargetSelector
 
-GROUP = "crd.projectcalico.org"
-PEERS, CONFIGS = f"bgppeers.{GROUP}", f"bgpconfigurations.{GROUP}"
-CONFIG, PEER = "default", "peer-with-route-reflectors"
+CONFIG, PEER = DEFAULT_CONFIG, "peer-with-route-reflectors"
 REFLECTOR_LABEL, REFLECTOR_VALUE = "route-reflector", "true"
 GOOD_SELECTOR = f"{REFLECTOR_LABEL} == '{REFLECTOR_VALUE}'"
 DRIFTED_SELECTOR = "has(node-role.kubernetes.io/master)"
 SERVED = TargetSelector(kinds=("Deployment",), requires=("service",),
                         exclude_roles=("workload-generator", "db:*", "cache:*", "stateful"))
-
-
-# ---------------------------------------------------------------- Calico's selectors and the routes
-
-_TOKEN = re.compile(r"""\s*('[^']*'|"[^"]*"|&&|\|\||==|!=|[(){},!]|[A-Za-z0-9_./\-]+)""")
-
-
-def _tokens(text: str) -> list[str]:
-    out, pos, text = [], 0, text.strip()
-    while pos < len(text):
-        found = _TOKEN.match(text, pos)
-        if not found:
-            raise ValueError(f"cannot read selector {text!r}")
-        out.append(found.group(1))
-        pos = found.end()
-    return out
-
-
-def selects(selector: str | None, labels: dict[str, str]) -> bool:
-    """Whether a Calico selector (``all()``, ``has(k)``, ``k == 'v'``, ``k != 'v'``, ``k in {..}``,
-    ``k not in {..}``, ``!``, ``&&``, ``||``, parentheses) selects these labels; one that does not
-    parse selects nothing, as Calico peers with nobody on it."""
-    toks = _tokens(selector or "") if selector else []
-    if not toks:
-        return True
-    pos = 0
-
-    def take(want: str | None = None) -> str:
-        nonlocal pos
-        if pos >= len(toks) or (want is not None and toks[pos] != want):
-            raise ValueError(f"selector {selector!r}: expected {want or 'more'}")
-        pos += 1
-        return toks[pos - 1]
-
-    def peek(ahead: int = 0) -> str | None:
-        return toks[pos + ahead] if pos + ahead < len(toks) else None
-
-    def value() -> str:
-        tok = take()
-        if len(tok) < 2 or tok[0] not in "'\"" or tok[-1] != tok[0]:
-            raise ValueError(f"selector {selector!r}: {tok!r} is not a quoted value")
-        return tok[1:-1]
-
-    def values() -> set[str]:
-        take("{")
-        out = set()
-        while peek() != "}":
-            out.add(value())
-            if peek() == ",":
-                take()
-        take("}")
-        return out
-
-    def term() -> bool:
-        if peek() == "!":
-            take()
-            return not term()
-        if peek() == "(":
-            take()
-            result = either()
-            take(")")
-            return result
-        word = take()
-        if word in ("all", "global", "has") and peek() == "(":
-            take("(")
-            key = take() if word == "has" else None
-            take(")")
-            return key is None or key in labels
-        op = take()
-        if op == "==":
-            return labels.get(word) == value()
-        if op == "!=":
-            return labels.get(word) != value()
-        if op == "in":
-            return labels.get(word) in values()
-        if op == "not" and peek() == "in":
-            take()
-            return labels.get(word) not in values()
-        raise ValueError(f"selector {selector!r}: cannot read {op!r}")
-
-    def both() -> bool:
-        result = term()
-        while peek() == "&&":
-            take()
-            result = term() and result
-        return result
-
-    def either() -> bool:
-        result = both()
-        while peek() == "||":
-            take()
-            result = both() or result
-        return result
-
-    try:
-        result = either()
-        return result if pos == len(toks) else False
-    except ValueError:
-        return False
-
-
-def mesh_on(configs: list[dict]) -> bool:
-    spec = next((c.get("spec") or {} for c in configs if c["metadata"]["name"] == CONFIG), {})
-    return spec.get("nodeToNodeMeshEnabled") is not False
-
-
-def islands(nodes: dict[str, dict[str, str]], configs: list[dict], peers: list[dict]) -> dict[str, int]:
-    """Node -> the set of nodes it has pod routes with: one for all with the mesh on; else nodes
-    joined by BGP sessions (a node a BGPPeer applies to and a node its peerSelector selects)."""
-    names = sorted(nodes)
-    if mesh_on(configs):
-        return {n: 0 for n in names}
-    group = {n: i for i, n in enumerate(names)}
-    for peer in peers:
-        spec = peer.get("spec") or {}
-        if not spec.get("peerSelector"):
-            continue  # a router outside the cluster (peerIP)
-        if spec.get("node"):
-            local = [spec["node"]] if spec["node"] in nodes else []
-        else:
-            local = [n for n in names if selects(spec.get("nodeSelector"), nodes[n])]
-        for remote in (n for n in names if selects(spec["peerSelector"], nodes[n])):
-            for node in local:
-                if node != remote and group[node] != group[remote]:
-                    old, new = group[node], group[remote]
-                    group = {n: new if g == old else g for n, g in group.items()}
-    return group
 
 
 # ---------------------------------------------------------------- the cluster's objects
@@ -195,7 +67,7 @@ def unrouted(ctx) -> bool:
 
 
 def _peer(selector: str) -> dict:
-    return {"apiVersion": f"{GROUP}/v1", "kind": "BGPPeer", "metadata": {"name": PEER},
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "BGPPeer", "metadata": {"name": PEER},
             "spec": {"nodeSelector": "all()", "peerSelector": selector}}
 
 
@@ -223,7 +95,7 @@ def inject(ctx, target, params):
     ctx.kubectl("label", "node", reflector, f"{REFLECTOR_LABEL}={REFLECTOR_VALUE}", "--overwrite")
     kube.apply(ctx, _peer(DRIFTED_SELECTOR))
     if config is None:
-        kube.apply(ctx, {"apiVersion": f"{GROUP}/v1", "kind": "BGPConfiguration", "metadata": {"name": CONFIG},
+        kube.apply(ctx, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "BGPConfiguration", "metadata": {"name": CONFIG},
                          "spec": {"nodeToNodeMeshEnabled": False, "asNumber": 64512}})
     else:
         ctx.kubectl("patch", CONFIGS, CONFIG, "--type", "merge", "-p",

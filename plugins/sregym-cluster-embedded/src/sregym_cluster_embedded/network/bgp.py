@@ -10,14 +10,15 @@ reflectors instead, chosen by ``BGPPeer`` objects (``crd.projectcalico.org/v1``,
 (``route-reflector == 'true'``, ``has(node-role.kubernetes.io/control-plane)``, ``all()``).
 
 The embedded cluster serves both resources and seeds ``default`` with the mesh on, so every node
-routes to every other, as before. The route computation (``Routes``): two nodes exchange routes
-when the mesh is on, or when they are joined by BGP sessions: a session is a node a BGPPeer applies
-to and a node its peerSelector selects (the reflector); routes travel along sessions, so nodes
-peering with the same reflector (or reflectors peering with each other) reach one another. This
-treats every node a peerSelector selects as a reflector (Calico also wants its
-``routeReflectorClusterID``; the embedded cluster keeps no Calico Node objects). A node that peers
-with nobody has routes to its own pods only: with the mesh off and a selector naming a label no
-node carries, pods on different nodes cannot reach each other while same-node traffic works.
+routes to every other, as before. ``Routes`` computes them (``sregym_core.faultkit.calico``, which
+the fault packs share): two nodes exchange routes when the mesh is on, or when they are joined by
+BGP sessions: a session is a node a BGPPeer applies to and a node its peerSelector selects (the
+reflector); routes travel along sessions, so nodes peering with the same reflector (or reflectors
+peering with each other) reach one another. This treats every node a peerSelector selects as a
+reflector (Calico also wants its ``routeReflectorClusterID``; the embedded cluster keeps no Calico
+Node objects). A node that peers with nobody has routes to its own pods only: with the mesh off and
+a selector naming a label no node carries, pods on different nodes cannot reach each other while
+same-node traffic works.
 
 Without a route, a pod's connection to a pod on the other node goes nowhere: the service proxy
 holds it unanswered (the caller's connect or first read times out, as a SYN sent into a missing
@@ -31,16 +32,23 @@ EHOSTUNREACH). Host-network pods and the benchmark's hidden namespaces are outsi
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
-from ..controllers.util import Obj
+from sregym_core.faultkit.calico import (
+    CONFIGS,
+    DEFAULT_CONFIG,
+    GROUP,
+    PEERS,
+    VERSION,
+    SelectorError,
+    islands,
+    mesh_enabled,
+    parse_selector,
+    selects,
+    sessions,
+)
 
-GROUP, VERSION = "crd.projectcalico.org", "v1"
-PEERS = f"bgppeers.{GROUP}"
-CONFIGS = f"bgpconfigurations.{GROUP}"
-DEFAULT_CONFIG = "default"
 DEFAULT_AS = 64512
 
 
@@ -48,200 +56,7 @@ def enabled() -> bool:
     return os.environ.get("SREGYM_EMBEDDED_BGP", "1") != "0"
 
 
-# ---------------------------------------------------------------- Calico's selector syntax
-
-class SelectorError(ValueError):
-    """A selector Calico would not parse (the embedded cluster lets it select no node)."""
-
-
-_TOKEN = re.compile(r"""\s*(?:(?P<str>'[^']*'|"[^"]*")|(?P<op>&&|\|\||==|!=|[(){},!])|"""
-                    r"""(?P<word>[A-Za-z0-9_./\-]+))""")
-
-Labels = dict[str, str]
-Predicate = Callable[[Labels], bool]
-
-
-def _tokens(text: str) -> list[str]:
-    out, pos = [], 0
-    text = text.strip()
-    while pos < len(text):
-        found = _TOKEN.match(text, pos)
-        if not found or found.end() == pos:
-            raise SelectorError(f"unexpected {text[pos:pos + 12]!r} in selector {text!r}")
-        out.append(found.group(0).strip())
-        pos = found.end()
-    return out
-
-
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.toks = _tokens(text)
-        self.i = 0
-
-    def peek(self, ahead: int = 0) -> str | None:
-        j = self.i + ahead
-        return self.toks[j] if j < len(self.toks) else None
-
-    def take(self, want: str | None = None) -> str:
-        tok = self.peek()
-        if tok is None or (want is not None and tok != want):
-            raise SelectorError(f"expected {want or 'more'} in selector {self.text!r}")
-        self.i += 1
-        return tok
-
-    def parse(self) -> Predicate:
-        if not self.toks:
-            return lambda _labels: True  # an empty selector selects everything
-        pred = self.or_()
-        if self.peek() is not None:
-            raise SelectorError(f"unexpected {self.peek()!r} in selector {self.text!r}")
-        return pred
-
-    def or_(self) -> Predicate:
-        parts = [self.and_()]
-        while self.peek() == "||":
-            self.take()
-            parts.append(self.and_())
-        return parts[0] if len(parts) == 1 else (lambda labels: any(p(labels) for p in parts))
-
-    def and_(self) -> Predicate:
-        parts = [self.unary()]
-        while self.peek() == "&&":
-            self.take()
-            parts.append(self.unary())
-        return parts[0] if len(parts) == 1 else (lambda labels: all(p(labels) for p in parts))
-
-    def unary(self) -> Predicate:
-        if self.peek() == "!":
-            self.take()
-            inner = self.unary()
-            return lambda labels: not inner(labels)
-        if self.peek() == "(":
-            self.take()
-            inner = self.or_()
-            self.take(")")
-            return inner
-        return self.term()
-
-    def _string(self) -> str:
-        tok = self.take()
-        if len(tok) < 2 or tok[0] not in "'\"" or tok[-1] != tok[0]:
-            raise SelectorError(f"expected a quoted value, got {tok!r} in selector {self.text!r}")
-        return tok[1:-1]
-
-    def _set(self) -> set[str]:
-        self.take("{")
-        values: set[str] = set()
-        while self.peek() != "}":
-            values.add(self._string())
-            if self.peek() == ",":
-                self.take()
-        self.take("}")
-        return values
-
-    def term(self) -> Predicate:
-        word = self.take()
-        if word in ("all", "global") and self.peek() == "(":
-            self.take("(")
-            self.take(")")
-            return lambda _labels: True
-        if word == "has" and self.peek() == "(":
-            self.take("(")
-            key = self.take()
-            self.take(")")
-            return lambda labels: key in labels
-        key, op = word, self.peek()
-        if op == "==":
-            self.take()
-            value = self._string()
-            return lambda labels: labels.get(key) == value
-        if op == "!=":
-            self.take()
-            value = self._string()
-            return lambda labels: labels.get(key) != value
-        if op == "in":
-            self.take()
-            values = self._set()
-            return lambda labels: labels.get(key) in values
-        if op == "not" and self.peek(1) == "in":
-            self.take()
-            self.take()
-            values = self._set()
-            return lambda labels: labels.get(key) not in values
-        if op in ("contains", "starts", "ends"):
-            self.take()
-            if op != "contains":
-                self.take("with")
-            value = self._string()
-            test = {"contains": str.__contains__, "starts": str.startswith, "ends": str.endswith}[op]
-            return lambda labels: key in labels and test(labels[key], value)
-        raise SelectorError(f"cannot read {word!r} in selector {self.text!r}")
-
-
-def parse_selector(text: str) -> Predicate:
-    """A Calico selector as a predicate over a label set (SelectorError when it does not parse)."""
-    return _Parser(str(text or "")).parse()
-
-
-def selects(text: str | None, labels: Labels) -> bool:
-    """Whether a selector selects these labels; one that does not parse selects nothing."""
-    try:
-        return parse_selector(text or "")(labels or {})
-    except SelectorError:
-        return False
-
-
-# ---------------------------------------------------------------- routes
-
-def mesh_enabled(configs: Iterable[Obj]) -> bool:
-    """``default``'s ``nodeToNodeMeshEnabled`` (Calico's default when unset or absent: on)."""
-    for obj in configs:
-        if (obj.get("metadata") or {}).get("name") == DEFAULT_CONFIG:
-            value = (obj.get("spec") or {}).get("nodeToNodeMeshEnabled")
-            return value is None or bool(value)
-    return True
-
-
-def sessions(nodes: dict[str, Labels], peers: Iterable[Obj]) -> set[frozenset[str]]:
-    """The BGP sessions between nodes that the BGPPeers ask for (peers given by ``peerIP`` alone are
-    routers outside the cluster: no session between nodes)."""
-    out: set[frozenset[str]] = set()
-    for peer in peers:
-        spec = peer.get("spec") or {}
-        if not spec.get("peerSelector"):
-            continue
-        if spec.get("node"):
-            local = [spec["node"]] if spec["node"] in nodes else []
-        elif spec.get("nodeSelector"):
-            local = [n for n, labels in nodes.items() if selects(spec["nodeSelector"], labels)]
-        else:
-            local = list(nodes)
-        remote = [n for n, labels in nodes.items() if selects(spec["peerSelector"], labels)]
-        out |= {frozenset((a, b)) for a in local for b in remote if a != b}
-    return out
-
-
-def islands(nodes: dict[str, Labels], configs: Iterable[Obj], peers: Iterable[Obj]) -> dict[str, int]:
-    """Node -> the number of the set of nodes it has routes with (nodes of one number reach each
-    other's pods; 1 for every node when all of them do)."""
-    names = sorted(nodes)
-    if mesh_enabled(configs):
-        return {n: 1 for n in names}
-    parent = {n: n for n in names}
-
-    def root(n: str) -> str:
-        while parent[n] != n:
-            parent[n] = parent[parent[n]]
-            n = parent[n]
-        return n
-
-    for pair in sessions(nodes, peers):
-        a, b = sorted(pair)
-        parent[root(b)] = root(a)
-    numbers: dict[str, int] = {}
-    return {n: numbers.setdefault(root(n), len(numbers) + 1) for n in names}
-
+# ---------------------------------------------------------------- routes (computed by faultkit.calico)
 
 class Routes:
     """The cluster's pod routes, kept current from the view's Nodes and Calico's BGP resources."""
