@@ -53,6 +53,7 @@ from typing import Any
 from .errors import ApiError
 from .escalation import not_held
 from .rbac import Authorizer, UserInfo
+from .shapes import as_dict
 
 #: (group, kind) -> path to the pod spec in the object
 POD_SPEC_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -226,7 +227,7 @@ def check(authz: Authorizer, user: UserInfo, group: str, kind: str, namespace: s
     kept = _effective(group, kind, stored) if isinstance(stored, dict) else set()
     key = _key(group, kind, namespace, obj)
     kept |= _history(authz.core).get(key, set()) if key else set()
-    metadata = obj.get("metadata") if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) else {}
+    metadata = as_dict(obj.get("metadata")) if isinstance(obj, dict) else {}
     name = str(metadata.get("name") or metadata.get("generateName") or "")
     for field, account in named_accounts(group, kind, obj):
         if account == "default" or account in kept:
@@ -267,7 +268,7 @@ def check_commands(authz: Authorizer, user: UserInfo, group: str, kind: str, nam
     (lst, cname, field), _value = changed[0]
     index = next((i for i, c in enumerate(_dig(obj, (*POD_SPEC_PATHS[(group, kind)], lst)) or [])
                   if isinstance(c, dict) and str(c.get("name") or "") == cname), 0)
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata = as_dict(obj.get("metadata"))
     name = str(metadata.get("name") or metadata.get("generateName") or "")
     raise _refusal(user, PLURALS[kind], name, group,
                    f"{_field_prefix(POD_SPEC_PATHS[(group, kind)])}.{lst}[{index}].{field}", account, missing,

@@ -28,11 +28,13 @@ def install(hooks: Any) -> None:
 
 
 def stop(hooks: Any) -> None:
-    fuse = getattr(hooks, "fuse", None)
+    fuse: fuselayer.FuseLayers | None = getattr(hooks, "fuse", None)
     if fuse is None:
         return
-    if hooks.nodes is not None and getattr(hooks.nodes, "fuse_layers", None) is fuse:
-        hooks.nodes.fuse_layers = None
+    nodes = hooks.nodes
+    attached: fuselayer.FuseLayers | None = None if nodes is None else getattr(nodes, "fuse_layers", None)
+    if attached is fuse:
+        nodes.fuse_layers = None
     fuse.close()
     hooks.fuse = None
 
@@ -43,7 +45,8 @@ def unavailable_reason(hooks: Any) -> str:
         return reason
     if hooks.nodes is None:
         return "no node agents"
-    if getattr(hooks.nodes, "isolation", None) is None and getattr(hooks.nodes, "isolation_warning", ""):
+    warning = getattr(hooks.nodes, "isolation_warning", "")
+    if getattr(hooks.nodes, "isolation", None) is None and warning:
         return "pods are not isolated here (no mount namespace of their own to mount the layer in)"
     return ""
 

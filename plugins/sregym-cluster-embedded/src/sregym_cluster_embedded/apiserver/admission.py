@@ -20,6 +20,7 @@ from sregym_core.quantity import DECIMAL_SI, QuantityError, milli_value
 from sregym_core.quantity_canonical import format_quantity, stored_amount
 
 from .defaults import apply_defaults, pod_qos_class
+from .shapes import as_dict
 
 __all__ = [
     "AdmissionError",
@@ -67,7 +68,7 @@ class AdmissionError(Exception):
 
 
 def _forbidden(resource: str, obj: dict[str, Any], reason_text: str) -> AdmissionError:
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata = as_dict(obj.get("metadata"))
     # Like the real plugin: before name generation the generateName prefix stands in for the name.
     name = str(metadata.get("name") or metadata.get("generateName") or "Unknown")
     plural, _, group = resource.partition(".")
@@ -279,7 +280,7 @@ def _validate_pod(limit_range: dict[str, Any], pod: dict[str, Any]) -> list[str]
     for item in _dicts(_spec(limit_range).get("limits")):
         if item.get("type") == "Container":
             for container in _dicts(spec.get("containers")) + _dicts(spec.get("initContainers")):
-                resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+                resources = as_dict(container.get("resources"))
                 problems += _check_item(
                     item, "Container", _resource_list(resources.get("requests")), _resource_list(resources.get("limits"))
                 )
@@ -290,7 +291,7 @@ def _validate_pod(limit_range: dict[str, Any], pod: dict[str, Any]) -> list[str]
 
 
 def _validate_claim(limit_range: dict[str, Any], claim: dict[str, Any]) -> list[str]:
-    resources = _spec(claim).get("resources") if isinstance(_spec(claim).get("resources"), dict) else {}
+    resources = as_dict(_spec(claim).get("resources"))
     problems: list[str] = []
     for item in _dicts(_spec(limit_range).get("limits")):
         if item.get("type") == "PersistentVolumeClaim":
@@ -461,9 +462,9 @@ def _matching_resources(resource: str, hard: Iterable[str]) -> list[str]:
 def _qos_best_effort(pod: dict[str, Any]) -> bool:
     spec = _spec(pod)
     for container in _dicts(spec.get("containers")) + _dicts(spec.get("initContainers")):
-        resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+        resources = as_dict(container.get("resources"))
         for field in ("requests", "limits"):
-            values = resources.get(field) if isinstance(resources.get(field), dict) else {}
+            values = as_dict(resources.get(field))
             if "cpu" in values or "memory" in values:
                 return False
     return True
@@ -471,10 +472,11 @@ def _qos_best_effort(pod: dict[str, Any]) -> bool:
 
 def _scope_matches(scope: str, operator: str, values: list[str], pod: dict[str, Any]) -> bool:
     spec = _spec(pod)
+    deadline = spec.get("activeDeadlineSeconds")
     if scope == "Terminating":
-        return spec.get("activeDeadlineSeconds") is not None and spec.get("activeDeadlineSeconds") >= 0
+        return deadline is not None and deadline >= 0
     if scope == "NotTerminating":
-        return spec.get("activeDeadlineSeconds") is None or spec.get("activeDeadlineSeconds") < 0
+        return deadline is None or deadline < 0
     if scope == "BestEffort":
         return _qos_best_effort(pod)
     if scope == "NotBestEffort":
@@ -494,7 +496,8 @@ def _scope_matches(scope: str, operator: str, values: list[str], pod: dict[str, 
 
 def _scope_selectors(quota: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
     spec = _spec(quota)
-    selectors = [(str(s), "Exists", []) for s in spec.get("scopes") or [] if isinstance(s, str)]
+    selectors: list[tuple[str, str, list[str]]] = [
+        (str(s), "Exists", []) for s in spec.get("scopes") or [] if isinstance(s, str)]
     selector = spec.get("scopeSelector")
     if isinstance(selector, dict):
         for expression in _dicts(selector.get("matchExpressions")):
@@ -569,7 +572,7 @@ def _missing_container_resources(pod: dict[str, Any], required: set[str]) -> str
     missing: dict[str, set[str]] = {}
     spec = _spec(pod)
     for container in _dicts(spec.get("containers")) + _dicts(spec.get("initContainers")):
-        resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+        resources = as_dict(container.get("resources"))
         present = set(_compute_usage(_resource_list(resources.get("requests")), _resource_list(resources.get("limits"))))
         for name in required - present:
             missing.setdefault(name, set()).add(str(container.get("name") or ""))
@@ -712,7 +715,8 @@ def apply_priority(pod: dict, priority_classes: list[dict]) -> None:
     if not isinstance(spec, dict):
         return
     # The two system classes always exist on a real cluster (the API server bootstraps them).
-    classes = {name: {"metadata": {"name": name}, "value": value} for name, value in SYSTEM_PRIORITY_CLASSES.items()}
+    classes: dict[str, dict[str, Any]] = {
+        name: {"metadata": {"name": name}, "value": value} for name, value in SYSTEM_PRIORITY_CLASSES.items()}
     classes.update(
         {str((pc.get("metadata") or {}).get("name")): pc for pc in priority_classes or [] if isinstance(pc, dict)}
     )
@@ -727,9 +731,10 @@ def apply_priority(pod: dict, priority_classes: list[dict]) -> None:
         chosen = min(defaults, key=lambda pc: int(pc.get("value") or 0))
         spec["priorityClassName"] = (chosen.get("metadata") or {}).get("name")
     else:
-        chosen = classes.get(str(name))
-        if chosen is None:
+        named = classes.get(str(name))
+        if named is None:
             raise _forbidden("pods", pod, f"no PriorityClass with name {name} was found")
+        chosen = named
     value = chosen.get("value")
     spec["priority"] = int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
     spec["preemptionPolicy"] = chosen.get("preemptionPolicy") or "PreemptLowerPriority"

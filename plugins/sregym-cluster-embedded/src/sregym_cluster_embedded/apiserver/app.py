@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -41,6 +41,9 @@ from .request import (
 )
 from .selectors import ObjectFilter
 from .store import Obj
+
+if TYPE_CHECKING:
+    from .admin_faults import FaultHooks
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,8 @@ class ApiServer:
         self._http: Any = None
         #: JSON lines, one per write request (who did what, with which outcome)
         self.audit_file: Any = None
+        #: the node fault endpoints (/sregym/faults), set by the cluster process once its parts run
+        self.fault_hooks: FaultHooks | None = None
 
     def audit(self, request: web.Request, code: int) -> None:
         user = request.get(USER_KEY)
@@ -474,14 +479,14 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
         existed = core.store.get(rt.storage_key, target.namespace if rt.namespaced else None, target.name)
         if existed is None and ctype == "application/apply-patch+yaml" and not target.subresource:
             server.authorize(user, "create", target)
-        body = await read_body(request)
-        warnings: list[str] = []
+        patch_body = await read_body(request)
+        warnings = []
         if not target.subresource:
-            warnings, body = fieldcheck.check_patch(rt, body, ctype, query)
+            warnings, patch_body = fieldcheck.check_patch(rt, patch_body, ctype, query)
         before = _namespace_labels(core, rt, target)
         mutated = None
         if webhooks.configured(core) and not target.subresource:
-            preview = core.patch(rt, target.namespace, target.name, body, ctype, dry_run=True)
+            preview = core.patch(rt, target.namespace, target.name, patch_body, ctype, dry_run=True)
             mutated, hook_warnings = await webhooks.on_write(core, rt, target.namespace, target.name, preview, user,
                                                              dry_run)
             warnings += hook_warnings
@@ -491,21 +496,21 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
             account_admission.remember(core, rt.group, rt.kind, target.namespace or "", existed)
         if not target.subresource and not user.is_master and identity_admission.guarded(rt.group, rt.kind):
             # who may write this depends on the result: judge the patched object before storing it
-            outcome = mutated if mutated is not None else core.patch(rt, target.namespace, target.name, body, ctype,
-                                                                     dry_run=True)
+            outcome = mutated if mutated is not None else \
+                core.patch(rt, target.namespace, target.name, patch_body, ctype, dry_run=True)
             identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, outcome,
                                      existed)
         grant = None if target.subresource or user.is_master or existed is None else \
             grant_admission.grant_for(core, rt.group, rt.plural, target.namespace, target.name)
         if grant is not None:
-            outcome = mutated if mutated is not None else core.patch(rt, target.namespace, target.name, body, ctype,
-                                                                     dry_run=True)
+            outcome = mutated if mutated is not None else \
+                core.patch(rt, target.namespace, target.name, patch_body, ctype, dry_run=True)
             grant_admission.admit(grant, user.name, existed, outcome)
         if mutated is not None:  # a mutating webhook changed the patched object: store it as changed
             result = webhooks.store_mutated(core, rt, target.namespace, target.name, mutated,
                                             existed=existed is not None, dry_run=dry_run)
         else:
-            result = core.patch(rt, target.namespace, target.name, body, ctype,
+            result = core.patch(rt, target.namespace, target.name, patch_body, ctype,
                                 subresource=target.subresource or None, dry_run=dry_run)
         if not target.subresource:
             warnings += _pod_security(request, core, target.namespace, result, before)

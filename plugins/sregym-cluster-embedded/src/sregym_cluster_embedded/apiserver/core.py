@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import builtins
 import json
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import admission, defaults, fieldcheck, patching, podsecurity
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .registry import VIRTUAL, Registry, ResourceType
 from .selectors import ObjectFilter
+from .shapes import as_dict
 from .store import Obj, Store, clone
 from .validation import QuantityProblem, name_problem, object_causes
+
+if TYPE_CHECKING:
+    import aiohttp
 
 # kinds whose metadata.generation tracks spec changes (plus every custom resource)
 GENERATION_KINDS = {
@@ -93,6 +98,8 @@ class ApiCore:
         self._node_ports: set[int] = set()
         #: the PodRuntime (logs, exec, metrics); set by the node agents when they start
         self.runtime: Any = None
+        #: the HTTPS client session webhook calls share (webhooks.py opens it on first use, closes it)
+        self._webhook_http: aiohttp.ClientSession | None = None
 
     # ------------------------------------------------------------------------------------------
     # conversion between the stored form and the version a request asked for
@@ -295,7 +302,7 @@ class ApiCore:
             labels = obj["metadata"].setdefault("labels", {})
             labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
         elif kind == "Pod":
-            status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+            status = as_dict(obj.get("status"))
             obj["status"] = {"phase": "Pending", **{k: v for k, v in status.items() if k == "qosClass"}}
         elif kind == "Secret":
             self._normalize_secret(obj)
@@ -845,7 +852,7 @@ class ApiCore:
             return self._update_scale(rt, namespace, name, patched, dry_run=dry_run)
         if stored is None:
             if content_type == "application/apply-patch+yaml" and subresource is None:
-                empty = {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": {"name": name}}
+                empty: Obj = {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": {"name": name}}
                 if rt.namespaced:
                     empty["metadata"]["namespace"] = namespace
                 created = _apply_patch(empty, body, content_type, kind=rt.kind, group=rt.group)
@@ -954,7 +961,8 @@ class ApiCore:
         value = spec.get("terminationGracePeriodSeconds")
         return int(value) if isinstance(value, int) and value >= 0 else DEFAULT_GRACE
 
-    def _delete_namespace(self, rt: ResourceType, old: Obj, finalizers: list[str]) -> Obj:
+    # (`list` in this class's annotations below is the method ApiCore.list, hence builtins.list)
+    def _delete_namespace(self, rt: ResourceType, old: Obj, finalizers: builtins.list[str]) -> Obj:
         name = old["metadata"]["name"]
         if name in ("default", "kube-system", "kube-public"):
             raise ApiError(403, f'namespaces "{name}" is forbidden: this namespace may not be deleted',
@@ -975,7 +983,7 @@ class ApiCore:
 
     def delete_collection(self, rt: ResourceType, namespace: str | None, *, label_selector: str | None = None,
                           field_selector: str | None = None, options: Obj | None = None,
-                          dry_run: bool = False) -> list[Obj]:
+                          dry_run: bool = False) -> builtins.list[Obj]:
         items, _, _, _ = self.list(rt, namespace, label_selector=label_selector, field_selector=field_selector)
         out = []
         for obj in list(items):

@@ -21,6 +21,8 @@ from typing import Any
 from sregym_core.quantity import QuantityError
 from sregym_core.quantity_canonical import format_quantity, stored_amount, stored_quantity
 
+from .shapes import as_dict
+
 __all__ = ["apply_defaults", "canonical_resources", "default_pod_spec", "image_pull_policy", "pod_qos_class"]
 
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
@@ -225,9 +227,9 @@ def pod_qos_class(spec: dict[str, Any]) -> str:
     any_set = False
     guaranteed = True
     for container in containers:
-        resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
-        requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
-        limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
+        resources = as_dict(container.get("resources"))
+        requests = as_dict(resources.get("requests"))
+        limits = as_dict(resources.get("limits"))
         for name in ("cpu", "memory"):
             request, limit = requests.get(name), limits.get(name)
             if request is not None or limit is not None:
@@ -409,7 +411,7 @@ def _default_job(obj: dict[str, Any], version: str) -> None:
 
 def _generate_job_selector(obj: dict[str, Any], spec: dict[str, Any]) -> None:
     """The Job registry's generated selector: needs the uid, so only once it has been assigned."""
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata = as_dict(obj.get("metadata"))
     uid = metadata.get("uid")
     if spec.get("manualSelector") is True or not uid:
         return
@@ -453,7 +455,7 @@ def _default_replication_controller(obj: dict[str, Any], version: str) -> None:
     if spec is None:
         return
     _set(spec, "replicas", 1)
-    template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    template = as_dict(spec.get("template"))
     labels = (template.get("metadata") or {}).get("labels") if isinstance(template.get("metadata"), dict) else None
     if isinstance(labels, dict) and labels:
         if not spec.get("selector"):

@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import ApiError
 from .rbac import Attributes, Authorizer, UserInfo
+from .shapes import as_dict, as_list
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 ROLE_KINDS = {"Role": "roles", "ClusterRole": "clusterroles"}
@@ -117,13 +118,13 @@ def check(authz: Authorizer, user: UserInfo, kind: str, namespace: str, obj: dic
             return
         if kind == "ClusterRole" and obj.get("aggregationRule"):
             raise _refused(user, plural, name, [], "must have cluster-admin privileges to use the aggregationRule")
-        rules = obj.get("rules") if isinstance(obj.get("rules"), list) else []
+        rules = as_list(obj.get("rules"))
         missing = not_held(_held_rules(authz, user, namespace), rules)
         if missing:
             raise _refused(user, plural, name, missing)
         return
     plural = BINDING_KINDS[kind]
-    ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), dict) else {}
+    ref = as_dict(obj.get("roleRef"))
     ref_kind, ref_name = ref.get("kind"), str(ref.get("name") or "")
     ref_plural = ROLE_KINDS.get(str(ref_kind))
     if ref_plural is None:

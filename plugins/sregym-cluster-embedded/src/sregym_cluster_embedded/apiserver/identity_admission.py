@@ -34,7 +34,7 @@ def _pod_ips(core: Any, namespace: str) -> set[str]:
         status = pod.get("status") or {}
         if status.get("podIP"):
             ips.add(status["podIP"])
-        ips.update(p.get("ip") for p in status.get("podIPs") or [] if isinstance(p, dict) and p.get("ip"))
+        ips.update(p["ip"] for p in status.get("podIPs") or [] if isinstance(p, dict) and p.get("ip"))
     return ips
 
 

@@ -15,6 +15,7 @@ import jsonpointer
 import yaml
 
 from . import smp
+from .shapes import as_dict
 from .yamlbody import load_json_compatible
 
 __all__ = ["CONTENT_TYPES", "PatchError", "apply_patch", "merge_patch"]
@@ -273,7 +274,7 @@ def _deep_merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]
 
 def _check_identity(original: dict[str, Any], patched: dict[str, Any]) -> None:
     """A patch may not rename an object or move it to another namespace (same check as the server)."""
-    old_meta = original.get("metadata") if isinstance(original.get("metadata"), dict) else {}
+    old_meta = as_dict(original.get("metadata"))
     new_meta = patched.get("metadata")
     if not isinstance(new_meta, dict):
         if "metadata" in patched:

@@ -123,13 +123,14 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 def _wire_fields(data: bytes) -> list[tuple[int, int, Any]]:
     """Split a message into ``(field number, wire type, value)``; value is int or bytes."""
-    out = []
+    out: list[tuple[int, int, Any]] = []
     pos = 0
     while pos < len(data):
         key, pos = _varint(data, pos)
         number, wire = key >> 3, key & 7
         if number == 0:
             raise ProtobufError("illegal field number 0")
+        value: int | bytes
         if wire == _VARINT:
             value, pos = _varint(data, pos)
         elif wire == _LENGTH:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .selectors import labels_of, selector_from_match_labels
+from .shapes import as_dict
 
 if TYPE_CHECKING:
     from .core import ApiCore
@@ -127,7 +128,7 @@ class Authorizer:
         if role is None:
             return []
         rules = _rules_of(role)
-        agg = role.get("aggregationRule") if isinstance(role.get("aggregationRule"), dict) else {}
+        agg = as_dict(role.get("aggregationRule"))
         selectors = agg.get("clusterRoleSelectors")
         for sel in selectors if isinstance(selectors, list) else []:
             if not isinstance(sel, dict):

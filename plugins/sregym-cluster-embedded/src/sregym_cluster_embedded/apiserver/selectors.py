@@ -42,7 +42,9 @@ def _check_value(value: str, selector: str) -> None:
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas that are not inside parentheses."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    depth = 0
+    cur: list[str] = []
     for ch in text:
         if ch == "(":
             depth += 1
@@ -81,15 +83,12 @@ def parse_label_selector(selector: str | None) -> Matcher | None:
             values = {v.strip() for v in values_text.split(",")}
             for v in values:
                 _check_value(v, selector)
-            if op == "in":
-                reqs.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
-            else:
-                reqs.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
+            reqs.append(_within(key, values) if op == "in" else _outside(key, values))
             continue
         if part.startswith("!"):
             key = part[1:].strip()
             _check_key(key, selector)
-            reqs.append(lambda labels, k=key: k not in labels)
+            reqs.append(_absent(key))
             continue
         m = _OP_RE.match(part)
         if m:
@@ -105,17 +104,42 @@ def parse_label_selector(selector: str | None) -> Matcher | None:
                 reqs.append(_numeric(key, op, number))
                 continue
             _check_value(value, selector)
-            if op == "!=":
-                reqs.append(lambda labels, k=key, v=value: labels.get(k) != v)
-            else:
-                reqs.append(lambda labels, k=key, v=value: labels.get(k) == v)
+            reqs.append(_differs(key, value) if op == "!=" else _equals(key, value))
             continue
         if re.fullmatch(r"\S+", part):
             _check_key(part, selector)
-            reqs.append(lambda labels, k=part: k in labels)
+            reqs.append(_present(part))
             continue
         raise ApiError(400, f"unable to parse requirement: found '{part}', expected: in, notin, =, ==, !=, gt, lt")
+    return _all(reqs)
+
+
+def _all(reqs: list[Matcher]) -> Matcher:
     return lambda labels: all(r(labels) for r in reqs)
+
+
+def _within(key: str, values: set[Any]) -> Matcher:
+    return lambda labels: labels.get(key) in values
+
+
+def _outside(key: str, values: set[Any]) -> Matcher:
+    return lambda labels: labels.get(key) not in values
+
+
+def _present(key: str) -> Matcher:
+    return lambda labels: key in labels
+
+
+def _absent(key: str) -> Matcher:
+    return lambda labels: key not in labels
+
+
+def _equals(key: str, value: Any) -> Matcher:
+    return lambda labels: labels.get(key) == value
+
+
+def _differs(key: str, value: Any) -> Matcher:
+    return lambda labels: labels.get(key) != value
 
 
 def _numeric(key: str, op: str, number: int) -> Matcher:
@@ -135,18 +159,18 @@ def selector_from_match_labels(selector: dict[str, Any] | None) -> Matcher | Non
         return None
     reqs: list[Matcher] = []
     for k, v in (selector.get("matchLabels") or {}).items():
-        reqs.append(lambda labels, k=k, v=v: labels.get(k) == v)
+        reqs.append(_equals(k, v))
     for expr in selector.get("matchExpressions") or []:
         key, op, values = expr.get("key"), expr.get("operator"), set(expr.get("values") or [])
         if op == "In":
-            reqs.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
+            reqs.append(_within(key, values))
         elif op == "NotIn":
-            reqs.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
+            reqs.append(_outside(key, values))
         elif op == "Exists":
-            reqs.append(lambda labels, k=key: k in labels)
+            reqs.append(_present(key))
         elif op == "DoesNotExist":
-            reqs.append(lambda labels, k=key: k not in labels)
-    return lambda labels: all(r(labels) for r in reqs)
+            reqs.append(_absent(key))
+    return _all(reqs)
 
 
 # -- field selectors ------------------------------------------------------------------------------

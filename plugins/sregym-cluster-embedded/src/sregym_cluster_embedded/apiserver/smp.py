@@ -420,12 +420,13 @@ def _merge_list(original: list[Any], patch: list[Any], meta: FieldMeta, order: l
     elif meta.merge_key is None or not any(isinstance(i, dict) for i in patch):
         merged = list(original) + [i for n, i in enumerate(patch) if i not in original and i not in patch[:n]]
     else:
-        merged = _merge_map_list(original, patch, meta)
-        if merged is None:  # "$patch: replace": exactly the patch's elements, in their order
+        by_key = _merge_map_list(original, patch, meta)
+        if by_key is None:  # "$patch: replace": exactly the patch's elements, in their order
             element = FieldMeta(struct=meta.struct)
             return [
                 _strip_directives(i, element) for i in patch if not (isinstance(i, dict) and _DIRECTIVE in i)
             ]
+        merged = by_key
     if order is None:
         order = [i for i in patch if not (isinstance(i, dict) and _DIRECTIVE in i)]
     return _apply_order(merged, order, meta.merge_key, original)

@@ -7,6 +7,7 @@ readers (HTTP responses, watch events) may hold references without copying.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import zlib
 from collections import deque
@@ -162,7 +163,8 @@ class Store:
         self._emit(key, "DELETED", gone, old)
         return gone
 
-    def drop_key(self, key: str) -> list[Obj]:
+    # (`list` here is the method Store.list, hence builtins.list)
+    def drop_key(self, key: str) -> builtins.list[Obj]:
         """Delete every object of a storage key (a CRD went away)."""
         removed = []
         for obj in self.list(key):

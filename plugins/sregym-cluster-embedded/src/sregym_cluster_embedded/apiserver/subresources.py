@@ -116,7 +116,7 @@ def _pod_and_container(server: ApiServer, target: Target, container: str | None)
             if init_names:
                 msg += f" or one of the init containers: [{' '.join(init_names)}]"
             raise bad_request(msg)
-    if container not in names + init_names + eph_names:
+    if not isinstance(container, str) or container not in names + init_names + eph_names:
         raise bad_request(f"container {container} is not valid for pod {name}")
     return pod, container
 
@@ -499,7 +499,7 @@ def component_statuses(request: web.Request, target: Target) -> web.Response:
     names = [target.name] if target.name else list(COMPONENTS)
     if target.name and target.name not in COMPONENTS:
         raise not_found("componentstatuses", "", target.name)
-    items = [{"kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": n},
+    items: list[dict[str, Any]] = [{"kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": n},
               "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]} for n in names]
     warning = '299 - "v1 ComponentStatus is deprecated in v1.19+"'
     if "as=Table" in request.headers.get("Accept", ""):
@@ -564,7 +564,7 @@ def metrics(request: web.Request, server: ApiServer, target: Target) -> web.Resp
             if not nodes:
                 raise not_found("nodes", "metrics.k8s.io", target.name)
         flt = ObjectFilter(None, q.get("labelSelector"), None, "nodes")
-        items = []
+        items: list[dict[str, Any]] = []
         for node in nodes:
             if not flt(node):
                 continue

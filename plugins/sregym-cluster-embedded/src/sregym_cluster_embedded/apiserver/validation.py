@@ -9,6 +9,8 @@ from typing import Any
 
 from sregym_core.quantity_canonical import stored_quantity
 
+from .shapes import as_dict, as_list
+
 SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -111,9 +113,9 @@ def _container_causes(containers: Any, field: str, need_image: bool = True) -> l
                 cause = _port_cause(port.get("containerPort"), f"{at}.ports[{j}].containerPort")
                 if cause:
                     causes.append(cause)
-        resources = c.get("resources") if isinstance(c.get("resources"), dict) else {}
-        limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
-        requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
+        resources = as_dict(c.get("resources"))
+        limits = as_dict(resources.get("limits"))
+        requests = as_dict(resources.get("requests"))
         parsed_limits = {k: _parse_quantity(v) for k, v in limits.items()}
         for key, value in requests.items():
             req = _parse_quantity(value)
@@ -158,9 +160,10 @@ def _uid_cause(context: Any, key: str, field: str) -> Cause | None:
 
 def _security_causes(spec: dict[str, Any], field: str) -> list[Cause]:
     """runAsUser / runAsGroup / fsGroup out of the uid range, in the pod's and each container's context."""
-    contexts = [(spec.get("securityContext"), f"{field}.securityContext", ("runAsUser", "runAsGroup", "fsGroup"))]
+    contexts: list[tuple[Any, str, tuple[str, ...]]] = [
+        (spec.get("securityContext"), f"{field}.securityContext", ("runAsUser", "runAsGroup", "fsGroup"))]
     for group in ("initContainers", "containers"):
-        for i, c in enumerate(spec.get(group) if isinstance(spec.get(group), list) else []):
+        for i, c in enumerate(as_list(spec.get(group))):
             if isinstance(c, dict):
                 contexts.append((c.get("securityContext"), f"{field}.{group}[{i}].securityContext",
                                  ("runAsUser", "runAsGroup")))
@@ -209,7 +212,7 @@ def object_causes(kind: str, obj: dict[str, Any]) -> list[Cause]:
             causes.append(("FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0",
                            "spec.replicas"))
     if kind == "Service":
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        spec = as_dict(obj.get("spec"))
         ports = spec.get("ports")
         if not ports and spec.get("type") != "ExternalName" and spec.get("clusterIP") != "None":
             causes.append(("FieldValueRequired", "Required value", "spec.ports"))
@@ -302,7 +305,7 @@ def _backend_causes(backend: Any, field: str) -> list[Cause]:
         out.append(("FieldValueRequired", "Required value", f"{field}.service.name"))
     elif len(name) > 63 or not DNS1035_RE.match(name):
         out.append(("FieldValueInvalid", f"Invalid value: {json.dumps(name)}: {DNS1035_MSG}", f"{field}.service.name"))
-    port = service.get("port") if isinstance(service.get("port"), dict) else {}
+    port = as_dict(service.get("port"))
     number, port_name = port.get("number"), port.get("name")
     if number is not None and port_name:
         out.append(("FieldValueInvalid", "Invalid value: \"\": cannot set both port name & port number",
@@ -323,7 +326,7 @@ def _backend_causes(backend: Any, field: str) -> list[Cause]:
 
 
 def ingress_causes(obj: dict[str, Any]) -> list[Cause]:
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = as_dict(obj.get("spec"))
     causes: list[Cause] = []
     for i, tls in enumerate(spec.get("tls") or []):
         for j, host in enumerate((tls.get("hosts") or []) if isinstance(tls, dict) else []):

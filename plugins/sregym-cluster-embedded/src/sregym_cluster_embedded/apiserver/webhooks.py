@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from . import patching
 from .errors import ApiError
 from .selectors import selector_from_match_labels
+from .shapes import as_dict, as_list
 
 if TYPE_CHECKING:
     from .core import ApiCore
@@ -89,7 +90,7 @@ def _rule_matches(rule: Obj, rt: ResourceType, subresource: str | None, operatio
             and has(rule.get("apiVersions"), rt.version)):
         return False
     resource = f"{rt.plural}/{subresource}" if subresource else rt.plural
-    resources = rule.get("resources") if isinstance(rule.get("resources"), list) else []
+    resources = as_list(rule.get("resources"))
     wanted = {resource, "*/*", f"{rt.plural}/*" if subresource else "*"}
     if subresource:
         wanted.add(f"*/{subresource}")
@@ -244,7 +245,7 @@ async def _call(core: ApiCore, hook: Obj, review: Obj, deadline: float) -> Obj:
             raise request_timeout() from exc  # the request's own deadline, not the webhook's
         raise WebhookCallError(f'failed to call webhook: Post "{shown}": context deadline exceeded') from exc
     except (aiohttp.ClientError, OSError, ssl.SSLError) as exc:
-        cause = exc
+        cause: BaseException = exc
         while cause.__cause__ is not None and _tls_reason(cause) is None:
             cause = cause.__cause__
         reason = _tls_reason(cause) or _tls_reason(exc)
@@ -302,11 +303,13 @@ def _failed(hook: Obj, error: WebhookCallError) -> ApiError | None:
 
 
 def _denied(hook: Obj, response: Obj) -> ApiError:
-    result = response.get("status") if isinstance(response.get("status"), dict) else {}
+    result = as_dict(response.get("status"))
     message = f'admission webhook "{hook.get("name", "")}" denied the request'
     if result.get("message"):
         message += f": {result['message']}"
-    code = result.get("code") if isinstance(result.get("code"), int) and result.get("code") >= 400 else 400
+    code = result.get("code")
+    if not isinstance(code, int) or code < 400:
+        code = 400
     reasons = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 422: "Invalid"}
     return ApiError(code, message, str(result.get("reason") or reasons.get(code, "")))
 

@@ -45,7 +45,7 @@ POD_COLUMNS = (
 
 def _is_restartable_init(container: dict[str, Any] | None) -> bool:
     """Sidecar containers: init containers with ``restartPolicy: Always``."""
-    return bool(container) and container.get("restartPolicy") == "Always"
+    return container is not None and container.get("restartPolicy") == "Always"
 
 
 def _condition_true(status: dict[str, Any], kind: str) -> bool:

@@ -280,8 +280,8 @@ def _metric_text(spec: dict[str, Any], status: dict[str, Any]) -> str:
         goal = f"{as_int(target['averageUtilization'])}%" if target.get("averageUtilization") is not None else "<auto>"
         return f"{name}: {now_text}/{goal}"
     if kind == "Pods":
-        current = dig(status, "pods", "current", "averageValue") if dig(status, "pods") is not None else None
-        return f"{_q(current)}/{_q(dig(spec, 'pods', 'target', 'averageValue'))}"
+        average = dig(status, "pods", "current", "averageValue") if dig(status, "pods") is not None else None
+        return f"{_q(average)}/{_q(dig(spec, 'pods', 'target', 'averageValue'))}"
     if kind in ("Object", "External"):
         key = kind.lower()
         target = as_dict(dig(spec, key, "target"))
