@@ -39,7 +39,7 @@ def unique_name(pv: Obj) -> str:
 
 
 def attachable(pv: Obj | None) -> bool:
-    return bool(pv) and ((pv.get("spec") or {}).get("csi") or {}).get("driver") == DRIVER
+    return pv is not None and ((pv.get("spec") or {}).get("csi") or {}).get("driver") == DRIVER
 
 
 def multi_attach_allowed(pv: Obj) -> bool:
@@ -119,7 +119,7 @@ class AttachDetachController(Controller):
             self.enqueue(ALL, REPORT_EVERY_S)
 
     async def _attach(self, pv: Obj, node: str, pods: list[Obj]) -> None:
-        body = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+        body: Obj = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
                 "metadata": {"name": attachment_name(pv, node)},
                 "spec": {"attacher": DRIVER, "nodeName": node, "source": {"persistentVolumeName": name_of(pv)}}}
         try:

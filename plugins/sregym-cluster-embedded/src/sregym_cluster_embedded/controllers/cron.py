@@ -126,8 +126,10 @@ def parse(expr: str) -> Schedule:
     parts = text.split()
     if len(parts) != 5:
         raise CronError(f"expected exactly 5 fields, found {len(parts)}: {expr}")
-    sets = [_field(p, lo, hi, names, name) for p, (name, lo, hi, names) in zip(parts, FIELDS, strict=True)]
-    return Schedule(*sets, day_any=parts[2] in ("*", "?"), weekday_any=parts[4] in ("*", "?"))
+    minutes, hours, days, months, weekdays = (
+        _field(p, lo, hi, names, name) for p, (name, lo, hi, names) in zip(parts, FIELDS, strict=True))
+    return Schedule(minutes, hours, days, months, weekdays,
+                    day_any=parts[2] in ("*", "?"), weekday_any=parts[4] in ("*", "?"))
 
 
 def _duration(text: str) -> float:

@@ -253,7 +253,7 @@ class EndpointSliceController(Controller):
 
     async def _create(self, service: Obj, ports: list[Obj], endpoints: list[Obj]) -> None:
         ns = service["metadata"].get("namespace", "")
-        body = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        body: Obj = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
                 "metadata": {"name": f"{name_of(service)}-{random_suffix()}", "namespace": ns,
                              "generateName": f"{name_of(service)}-", "labels": self._labels(service),
                              "annotations": {TRIGGER: rfc3339()},

@@ -6,7 +6,7 @@ Also keeps the `node.kubernetes.io/unschedulable` taint in step with `spec.unsch
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sregym_core.clusters import is_hidden_namespace
 
@@ -48,7 +48,7 @@ class NodeLifecycleController(Controller):
                                  lambda _e, lease, _o: self._lease_event(lease))
         self.pods = self.watch("pods", lambda _e, pod, _o: self._pod_event(pod))
         self.namespaces = self.watch("namespaces", lambda _e, _ns, _o: None)
-        self._taint_seen: dict[tuple[str, str, str], object] = {}
+        self._taint_seen: dict[tuple[str, str, str], datetime] = {}
         self._monitor: asyncio.Task | None = None
 
     def benchmark_pod(self, pod: Obj) -> bool:
@@ -94,18 +94,18 @@ class NodeLifecycleController(Controller):
 
     def heartbeat(self, node: Obj) -> float | None:
         """Seconds since the node agent last proved it is alive (Lease renewTime or Ready heartbeat)."""
-        stamps = []
+        stamps: list[datetime | None] = []
         lease = self.leases.get(LEASE_NS, name_of(node))
         if lease:
             stamps.append(parse_time((lease.get("spec") or {}).get("renewTime")))
         for cond in (node.get("status") or {}).get("conditions") or []:
             if cond.get("type") == "Ready":
                 stamps.append(parse_time(cond.get("lastHeartbeatTime")))
-        stamps = [s for s in stamps if s]
-        if not stamps:
-            stamps.append(parse_time(node.get("metadata", {}).get("creationTimestamp")))
-        stamps = [s for s in stamps if s]
-        return (now() - max(stamps)).total_seconds() if stamps else None
+        seen = [s for s in stamps if s]
+        if not seen:
+            created = parse_time(node.get("metadata", {}).get("creationTimestamp"))
+            seen = [created] if created else []
+        return (now() - max(seen)).total_seconds() if seen else None
 
     async def reconcile(self, key: Key) -> None:
         node = self.nodes.get(None, key[1])
@@ -208,7 +208,7 @@ class NodeLifecycleController(Controller):
                 if api_error_code(exc) != 404:
                     raise
 
-    def _first_seen_taint(self, pod: Obj, taint: Obj):
+    def _first_seen_taint(self, pod: Obj, taint: Obj) -> datetime:
         """A taint added by hand has no timeAdded: count from when we first saw it on that node."""
         key = (pod.get("spec", {}).get("nodeName", ""), taint.get("key", ""), taint.get("value", ""))
         return self._taint_seen.setdefault(key, now())
@@ -236,7 +236,7 @@ class NodeLifecycleController(Controller):
             if any(s is None for s in seconds):
                 continue
             added = parse_time(taint.get("timeAdded")) or self._first_seen_taint(pod, taint)
-            deadline = added + timedelta(seconds=max(0, min(int(s) for s in seconds)))
+            deadline = added + timedelta(seconds=max(0, min(int(s) for s in seconds if s is not None)))
             delays.append((deadline - now()).total_seconds())
         if not delays:
             return None

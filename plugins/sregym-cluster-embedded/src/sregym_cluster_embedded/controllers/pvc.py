@@ -81,8 +81,8 @@ class PersistentVolumeController(Controller):
     async def reconcile(self, key: Key) -> None:
         if key == ("", ""):
             await self._ensure_default_class()
-            for pvc in self.claims.list():
-                self.enqueue((pvc["metadata"].get("namespace", ""), name_of(pvc)))
+            for claim in self.claims.list():
+                self.enqueue((claim["metadata"].get("namespace", ""), name_of(claim)))
             return
         if key[0] == "/pv":
             await self._reclaim(key[1])

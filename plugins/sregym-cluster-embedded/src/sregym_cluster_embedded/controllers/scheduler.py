@@ -75,9 +75,11 @@ class Scheduler(Controller):
     def _victims_terminating(self, pod: Obj, by_node: dict[str, list[Obj]]) -> bool:
         """A pod that already preempted waits while its victims terminate instead of preempting again
         (kube-scheduler's PodEligibleToPreemptOthers)."""
-        node = (pod.get("status") or {}).get("nominatedNodeName")
+        node: str | None = (pod.get("status") or {}).get("nominatedNodeName")
         mine = priority_of(pod)
-        return bool(node) and any(is_deleting(p) and priority_of(p) < mine for p in by_node.get(node, []))
+        if not node:
+            return False
+        return any(is_deleting(p) and priority_of(p) < mine for p in by_node.get(node, []))
 
     def filter_node(self, pod: Obj, node: Obj, nodes: dict[str, Obj], by_node: dict[str, list[Obj]]) -> list[str]:
         """Reasons this node cannot take the pod (empty when it fits), in kube-scheduler plugin order."""

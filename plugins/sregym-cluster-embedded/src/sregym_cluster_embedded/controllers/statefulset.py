@@ -60,13 +60,15 @@ class StatefulSetController(Controller):
         parallel = spec.get("podManagementPolicy") == "Parallel"
         update_rev = revision_name(sts)
         await self._ensure_revision(sts, update_rev)
-        pods = {ordinal_of(sts, p): p for p in self.pods.list(ns) if is_controlled_by(p, sts)}
-        pods.pop(None, None)
+        pods: dict[int, Obj] = {}
+        for p in self.pods.list(ns):
+            if is_controlled_by(p, sts) and (ordinal := ordinal_of(sts, p)) is not None:
+                pods[ordinal] = p
         wanted = list(range(start, start + replicas))
         # failed pods are replaced
-        for ordinal, pod in list(pods.items()):
-            if (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded") and not is_deleting(pod):
-                await self._delete(sts, pod)
+        for ordinal, member in list(pods.items()):
+            if (member.get("status") or {}).get("phase") in ("Failed", "Succeeded") and not is_deleting(member):
+                await self._delete(sts, member)
                 pods.pop(ordinal)
         blocked = False
         for ordinal in wanted:
@@ -145,7 +147,7 @@ class StatefulSetController(Controller):
         tmeta = template.get("metadata") or {}
         labels = dict(tmeta.get("labels") or {})
         labels.update((sts["spec"].get("selector") or {}).get("matchLabels") or {})
-        body = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        body: Obj = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                 "metadata": {"name": claim, "namespace": ns, "labels": labels},
                 "spec": copy.deepcopy(template.get("spec") or {})}
         if tmeta.get("annotations"):

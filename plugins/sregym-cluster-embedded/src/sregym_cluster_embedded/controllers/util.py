@@ -93,7 +93,7 @@ def controller_of(obj: Obj) -> Obj | None:
 
 def is_controlled_by(obj: Obj, owner: Obj) -> bool:
     ref = controller_of(obj)
-    return bool(ref) and ref.get("uid") == uid_of(owner)
+    return ref is not None and bool(ref) and ref.get("uid") == uid_of(owner)
 
 
 # ---------------------------------------------------------------- label selectors
@@ -188,7 +188,7 @@ def pod_condition(pod: Obj, kind: str) -> Obj | None:
 
 def is_pod_ready(pod: Obj) -> bool:
     cond = pod_condition(pod, "Ready")
-    return bool(cond) and cond.get("status") == "True"
+    return cond is not None and cond.get("status") == "True"
 
 
 def is_pod_active(pod: Obj) -> bool:
