@@ -100,7 +100,15 @@ def program(map_fd: int, *, port_check: bool = True) -> bytes:
     after_lookup = len(decide) + len(fail)
     code = head + [_insn(0x15, dst=0, off=after_lookup, imm=0)]  # if r0 == 0 goto allow
     decide[-1] = _insn(0x3D, dst=0, src=1, off=len(fail))  # if r0 >= threshold (unsigned) goto allow
-    return b"".join(code + decide + fail + allow)
+    return b"".join(code + _patched(decide) + fail + allow)
+
+
+def _patched(slots: list[bytes | None]) -> list[bytes]:
+    """The instructions once every placeholder jump (None) has its offset; one left over is a bug here."""
+    done = [insn for insn in slots if insn is not None]
+    if len(done) != len(slots):
+        raise ValueError("a placeholder jump of the BPF program was left unpatched")
+    return done
 
 
 def _load(insns: bytes, attach_type: int, prog_type: int = PROG_CGROUP_SOCK_ADDR) -> int:

@@ -369,7 +369,7 @@ class ContainerRunner:
                     pass_fds=(channel,) if channel is not None else (),
                     preexec_fn=preexec, user=user, group=group)
                 fuselayer.hand_over(self.worker, self.pod, layers)
-                if listener_pair is not None:
+                if listener_pair is not None and supervisor is not None:  # a pair only with a supervisor
                     listener = seccompfault.receive_listener(listener_pair[0])
                     if listener is not None:
                         supervisor.add(listener, self.pod["metadata"].get("uid", ""), filter_calls)
@@ -553,13 +553,9 @@ class ContainerRunner:
         group_preexec = self.group.preexec if self.group is not None and self.running() else None
         join_fd = join_fds = None
         if self.context.sandbox is not None:
-            if not self.running():
-                raise ExecNotFound("container not running")
-            join_fds = await self._container_namespaces()
+            join_fds = await self._container_namespaces(self._running_process())
         elif self.context.plan is not None:
-            if not self.running():
-                raise ExecNotFound("container not running")
-            join_fd = os.open(f"/proc/{self.process.pid}/ns/mnt", os.O_RDONLY)
+            join_fd = os.open(f"/proc/{self._running_process().pid}/ns/mnt", os.O_RDONLY)
         user, group = self.context.popen_ids()
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -584,9 +580,15 @@ class ContainerRunner:
             await proc.wait()
         self.worker.agent.untrack(proc.pid)
 
-    async def _container_namespaces(self) -> list[tuple[int, int]]:
+    def _running_process(self) -> asyncio.subprocess.Process:
+        """The container's process, while it runs (ExecNotFound otherwise)."""
+        if self.process is None or not self.running():
+            raise ExecNotFound("container not running")
+        return self.process
+
+    async def _container_namespaces(self, process: asyncio.subprocess.Process) -> list[tuple[int, int]]:
         try:
-            return await isolation.open_namespaces_once_ready(self.process.pid, self.running)
+            return await isolation.open_namespaces_once_ready(process.pid, self.running)
         except OSError as exc:
             raise ExecNotFound(f"container not running: {exc}") from None
 

@@ -429,9 +429,9 @@ class Layer:
             return data
         if op == WRITE:
             fh, offset, size, *_ = WRITE_IN.unpack_from(body)
-            data = body[WRITE_IN.size:WRITE_IN.size + size]
+            chunk = body[WRITE_IN.size:WRITE_IN.size + size]
             handle = self._handle(fh)
-            written = os.pwrite(handle.fd, data, offset)
+            written = os.pwrite(handle.fd, chunk, offset)
             for rule in self.rules:
                 rule.written(handle.inode, offset, written)
             return WRITE_OUT.pack(written, 0)
@@ -565,8 +565,9 @@ class Layer:
     @staticmethod
     def _readdir(handle: _Handle, offset: int, size: int) -> bytes:
         out = bytearray()
-        for index in range(offset, len(handle.entries or ())):
-            name, inode, kind = handle.entries[index]
+        entries = handle.entries or []
+        for index in range(offset, len(entries)):
+            name, inode, kind = entries[index]
             record = DIRENT.pack(inode, index + 1, len(name), kind) + name
             record += b"\0" * (-len(record) % 8)
             if len(out) + len(record) > size:
@@ -624,10 +625,13 @@ class Layer:
         """One worker: read a request, answer it, until the mount goes away. The descriptor comes
         before the container's child mounts it (so the child may wait on the mount safely): until
         then reads fail with EPERM, and are tried again for MOUNT_WAIT_S."""
+        fd = self.fd
+        if fd is None:  # no kernel connection (a layer answering requests handed to it)
+            return
         deadline = time.monotonic() + MOUNT_WAIT_S
         while not self.closed:
             try:
-                request = os.read(self.fd, BUFFER)
+                request = os.read(fd, BUFFER)
             except OSError as exc:
                 if exc.errno in (errno.EINTR, errno.EAGAIN, errno.ENOENT):
                     continue  # interrupted, or the request was withdrawn
@@ -642,15 +646,18 @@ class Layer:
             reply = self.handle(request)
             if reply is not None:
                 with contextlib.suppress(OSError):  # ENOENT: the caller was interrupted meanwhile
-                    os.write(self.fd, reply)
+                    os.write(fd, reply)
 
     def invalidate(self) -> None:
         """Drop the kernel's cached pages and attributes of every node it knows (the rules changed)."""
+        fd = self.fd
+        if fd is None:  # no kernel connection: no kernel cache to drop
+            return
         with self.lock:
             ids = [n for n in self.nodes if n != ROOT_ID]
         for nodeid in ids:
             with contextlib.suppress(OSError):
-                os.write(self.fd, OUT_HEADER.pack(OUT_HEADER.size + INVAL_INODE.size, NOTIFY_INVAL_INODE, 0)
+                os.write(fd, OUT_HEADER.pack(OUT_HEADER.size + INVAL_INODE.size, NOTIFY_INVAL_INODE, 0)
                          + INVAL_INODE.pack(nodeid, 0, 0))
 
     def close(self) -> None:

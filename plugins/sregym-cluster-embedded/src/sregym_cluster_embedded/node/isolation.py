@@ -359,7 +359,7 @@ class Planner:
         self.empty_file = shared / "empty-file"
         self.empty_file.touch(exist_ok=True)
         self.empty_file.chmod(0o444)
-        self.shadow = {}
+        self.shadow: dict[str, str] = {}
         for kind in ("shadow", "gshadow"):
             path = shared / f"locked-{kind}"
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -391,14 +391,14 @@ class Planner:
         mounts.append(Mount("overlay", "/etc", "overlay", data=f"lowerdir=/etc,upperdir={upper},workdir={work}"))
         for path, is_dir in etc_masks():
             name = os.path.basename(path)
-            source = self.shadow.get(name.rstrip("-")) if name.rstrip("-") in self.shadow else (
+            source = self.shadow[name.rstrip("-")] if name.rstrip("-") in self.shadow else (
                 str(self.empty_dir) if is_dir else str(self.empty_file))
             mounts.append(Mount(source, path, "ro", is_dir=is_dir))
         # the writable parts of the image: private per container
         for name, mode in (("tmp", 0o1777), ("run", 0o755), ("var", 0o755), ("root", 0o755), ("var/tmp", 0o1777)):
-            real = rootfs / name
-            real.mkdir(parents=True, exist_ok=True)
-            real.chmod(mode)
+            writable = rootfs / name
+            writable.mkdir(parents=True, exist_ok=True)
+            writable.chmod(mode)
         (rootfs / "var" / "lib").mkdir(exist_ok=True)
         if not os.path.lexists(rootfs / "var" / "run"):
             os.symlink("../run", rootfs / "var" / "run")

@@ -204,7 +204,7 @@ class NodeAgent:
             old = previous.get(kind)
             changed = not old or old.get("status") != status
             return {"type": kind, "status": status, "lastHeartbeatTime": now,
-                    "lastTransitionTime": now if changed else old.get("lastTransitionTime", now),
+                    "lastTransitionTime": now if changed or old is None else old.get("lastTransitionTime", now),
                     "reason": reason, "message": message}
 
         capacity = dict(self.allocatable)
@@ -597,7 +597,8 @@ class NodeSet:
                 self.net_guard.close()
         if self._watchdog is not None:
             with contextlib.suppress(OSError, ValueError):
-                self._watchdog.stdin.close()
+                if self._watchdog.stdin is not None:  # its pipe (stdin=PIPE): closed, the watchdog ends
+                    self._watchdog.stdin.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 await asyncio.to_thread(self._watchdog.wait, 5)
             self._watchdog = None

@@ -163,7 +163,7 @@ def build_context(*, pod: dict, container: dict, recipe: Recipe, env: dict[str, 
     mapping.update(mounts)  # volume mounts shadow the image's own directories
     workdir = container.get("workingDir") or recipe.workdir
     visible = (workdir.startswith(("/usr/", "/etc/")) and os.path.isdir(workdir)) if planner is not None and workdir \
-        else bool(workdir) and os.path.isdir(mountns.resolve_in_root(workdir))
+        else bool(workdir and os.path.isdir(mountns.resolve_in_root(workdir)))
     if mount_ns and workdir and workdir not in mapping and not visible:
         real = rootfs / workdir.lstrip("/")  # the image would have it: give it one
         real.mkdir(parents=True, exist_ok=True)

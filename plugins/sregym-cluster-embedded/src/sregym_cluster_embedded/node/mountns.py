@@ -154,14 +154,14 @@ class MountPlan:
             if os.path.lexists(inside) or modes.get(first) == "overlay":
                 continue  # exists, or enter() makes it in the overlay's upper layer
             if inside.count("/") == 1 or first not in modes:  # a new top-level name: inside fsroot
-                target = Path(self.fsroot + inside)
+                mountpoint = Path(self.fsroot + inside)
             else:  # under a directory bound as it is: the mountpoint has to exist on the host
-                target = Path(inside)
+                mountpoint = Path(inside)
             if is_dir:
-                target.mkdir(parents=True, exist_ok=True)
+                mountpoint.mkdir(parents=True, exist_ok=True)
             else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.touch(exist_ok=True)
+                mountpoint.parent.mkdir(parents=True, exist_ok=True)
+                mountpoint.touch(exist_ok=True)
 
     def enter(self, cwd: str) -> None:
         """In the child: new mount namespace, the plan's mounts, chroot, chdir."""

@@ -18,11 +18,10 @@ class PathMap:
     def __init__(self, mounts: dict[str, str]) -> None:
         self.mounts = {k.rstrip("/") or "/": v for k, v in mounts.items()}
         prefixes = sorted((k for k in self.mounts if k != "/"), key=len, reverse=True)
+        self._pattern: re.Pattern[str] | None = None
         if prefixes:
             alternatives = "|".join(re.escape(p) for p in prefixes)
             self._pattern = re.compile(rf"(?:^|(?<=[\s'\"=:(,;]))({alternatives})(?=$|[/\s'\";:),])")
-        else:
-            self._pattern = None
 
     def host(self, path: str) -> str:
         """The host path for one container path (unchanged when unmapped)."""

@@ -90,8 +90,12 @@ class KubeletService:
     def _scheduled_restart(self) -> None:
         self._restart = None
         task = asyncio.ensure_future(self.agent.start())
-        task.add_done_callback(lambda t: t.cancelled() or t.exception() and log.warning(
-            "node %s: kubelet restart failed: %s", self.agent.name, t.exception()))
+
+        def report(done: asyncio.Future[None]) -> None:
+            if not done.cancelled() and done.exception():
+                log.warning("node %s: kubelet restart failed: %s", self.agent.name, done.exception())
+
+        task.add_done_callback(report)
 
     def cancel_restart(self) -> None:
         if self._restart is not None:

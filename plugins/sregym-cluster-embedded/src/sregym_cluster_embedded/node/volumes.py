@@ -29,7 +29,7 @@ NETWORK_DISK = "sregym.io/network-disk"  # attached by the attachdetach controll
 DEFAULT_MODE = 0o644
 
 
-async def _get(client, resource: str, name: str, namespace: str) -> dict | None:
+async def _get(client, resource: str, name: str, namespace: str | None) -> dict | None:
     try:
         return await client.get(resource, name, namespace)
     except Exception as exc:  # noqa: BLE001 - only a 404 means "missing"; others propagate
@@ -66,7 +66,7 @@ def field_value(pod: dict, path: str) -> str:
 def resource_value(pod: dict, ref: dict, node_allocatable: dict[str, str], default_container: str = "") -> str:
     """The value of a ``resourceFieldRef`` (limits fall back to node allocatable, like the kubelet)."""
     name = ref.get("containerName") or default_container
-    container = next((c for c in pod.get("spec", {}).get("containers", []) if c.get("name") == name), {})
+    container: dict = next((c for c in pod.get("spec", {}).get("containers", []) if c.get("name") == name), {})
     resources = container.get("resources") or {}
     kind, _, resource = ref.get("resource", "").partition(".")
     value = (resources.get(kind) or {}).get(resource)
@@ -342,7 +342,7 @@ def memory_backed(target: Path, size_limit: str) -> bool:
         return os.path.ismount(target)
     from .isolation import _libc
 
-    size = max(int(memory_bytes(str(size_limit))), 4096)
+    size = max(memory_bytes(str(size_limit)) or 0, 4096)
     if _libc.mount(b"tmpfs", str(target).encode(), b"tmpfs", 0, f"size={size},mode=1777".encode()) != 0:
         return False
     return True

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import time
+from typing import NoReturn
 
 MOUNTS: dict[str, str] = json.loads(os.environ.get("SREGYM_MOUNTS", "{}"))
 INIT_MARKER = ".sregym-initialised"
@@ -32,7 +33,7 @@ def host_path(path: str) -> str:
     return path
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     print(message, file=sys.stderr, flush=True)
     sys.exit(1)
 
