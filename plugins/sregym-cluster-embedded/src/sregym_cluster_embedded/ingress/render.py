@@ -23,13 +23,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 CONTROLLER = "k8s.io/ingress-nginx"
 CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
 REWRITE_ANNOTATION = "nginx.ingress.kubernetes.io/rewrite-target"
 HEALTH_PORT = 10254
+IngressT = TypeVar("IngressT", bound=Mapping[str, Any])
 #: ingress-nginx's documented default access log format ($proxy_upstream_name is set per location)
 LOG_FORMAT = ('$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" '
               '"$http_user_agent" $request_length $request_time [$proxy_upstream_name] [] $upstream_addr '
@@ -53,11 +54,11 @@ def served_classes(classes: Iterable[Mapping[str, Any]], controller: str = CONTR
     return names, default
 
 
-def served(ingresses: Iterable[Mapping[str, Any]], classes: Iterable[Mapping[str, Any]],
-           controller: str = CONTROLLER) -> list[Mapping[str, Any]]:
-    """The Ingresses this controller serves, oldest first."""
+def served(ingresses: Iterable[IngressT], classes: Iterable[Mapping[str, Any]],
+           controller: str = CONTROLLER) -> list[IngressT]:
+    """The Ingresses this controller serves (the objects given), oldest first."""
     names, default = served_classes(classes, controller)
-    out = []
+    out: list[IngressT] = []
     for ing in ingresses:
         if (ing.get("metadata") or {}).get("deletionTimestamp"):
             continue

@@ -106,8 +106,9 @@ class Network:
             await self._guard_dirty.wait()
             self._guard_dirty.clear()
             try:
-                if self.guard.map_fd >= 0:
-                    self.guard.refresh(self.view, self.settings, self.routes)
+                guard = self.guard  # set before this loop starts (it runs only with a guard)
+                if guard is not None and guard.map_fd >= 0:
+                    guard.refresh(self.view, self.settings, self.routes)
             except Exception:
                 log.exception("updating the pod reachability table failed")
             await asyncio.sleep(0.02)  # coalesce bursts

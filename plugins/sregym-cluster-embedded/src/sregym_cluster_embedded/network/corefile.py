@@ -86,6 +86,8 @@ def _tokens(text: str) -> list[tuple[str, int]]:
                 position = end + 1
             else:
                 match = re.match(r'[^\s{}"#]+', line[position:])
+                if match is None:  # unreachable: the character at `position` starts a word
+                    raise CorefileError(f"line {number}: unexpected {char!r}")
                 out.append((match.group(0), number))
                 position += len(match.group(0))
         out.append(("\n", number))

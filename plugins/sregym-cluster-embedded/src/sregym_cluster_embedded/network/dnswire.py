@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 TYPE_A, TYPE_NS, TYPE_CNAME, TYPE_SOA, TYPE_PTR, TYPE_TXT, TYPE_AAAA, TYPE_SRV, TYPE_ANY = 1, 2, 5, 6, 12, 16, 28, 33, 255
@@ -98,7 +99,7 @@ def parse_query(data: bytes) -> Message:
     return msg
 
 
-def build_response(query: Message, rcode: int, answers: list[Record], authority: list[Record] = (),
+def build_response(query: Message, rcode: int, answers: list[Record], authority: Sequence[Record] = (),
                    *, authoritative: bool = True, max_size: int | None = None) -> bytes:
     flags = 0x8000 | (query.flags & 0x0100) | (query.opcode << 11) | rcode  # QR, copy RD and opcode
     if authoritative:

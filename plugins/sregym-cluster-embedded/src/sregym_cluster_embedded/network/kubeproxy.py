@@ -84,7 +84,7 @@ def _running_image(pod: Obj) -> str | None:
         return None
     for cs in status.get("containerStatuses") or []:
         if cs.get("name") == "kube-proxy" and "running" in (cs.get("state") or {}):
-            spec = next((c for c in pod["spec"].get("containers") or [] if c.get("name") == "kube-proxy"), {})
+            spec: Obj = next((c for c in pod["spec"].get("containers") or [] if c.get("name") == "kube-proxy"), {})
             return spec.get("image") or cs.get("image")
     return None
 

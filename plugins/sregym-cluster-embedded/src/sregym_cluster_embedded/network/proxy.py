@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import ipaddress
 import logging
 import random
@@ -188,7 +189,7 @@ class ServiceProxy:
             self.listeners.pop(key).close()  # no endpoints left: connections are refused from now on
         for key in wanted - set(self.listeners):
             try:
-                server = await asyncio.start_server(lambda r, w, k=key: self._accept(k, r, w), key.ip, key.port,
+                server = await asyncio.start_server(functools.partial(self._accept, key), key.ip, key.port,
                                                     reuse_address=True)
             except OSError as exc:
                 # every sync retries (the address may free up); say it once per port, not per sync
@@ -227,7 +228,7 @@ class ServiceProxy:
         if ref.get("kind") == "Pod" and ref.get("name"):
             pod = self.view.pods.get(ref.get("namespace") or key.namespace, ref["name"])
         else:
-            pod = self.view.pod_by_ip(ip)
+            pod = self.view.pod_by_ip(ip) if isinstance(ip, str) else None
         if pod is None or pod["metadata"].get("namespace") != key.namespace:
             return False
         status = pod.get("status") or {}
