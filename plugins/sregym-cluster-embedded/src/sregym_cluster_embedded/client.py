@@ -6,6 +6,7 @@ Resource names are the plural for core kinds (``"pods"``) and ``"plural.group"``
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 from collections.abc import AsyncIterator
@@ -56,7 +57,8 @@ class LocalClient:
                                         field_selector=field_selector)
         return [clone(o) for o in items]
 
-    def list_nocopy(self, resource: str, namespace: str | None = None) -> list[dict]:
+    # (`list` in this class's annotations below is the method LocalClient.list, hence builtins.list)
+    def list_nocopy(self, resource: str, namespace: str | None = None) -> builtins.list[dict]:
         """The stored objects themselves (read-only!): for hot loops that only read."""
         items, _, _, _ = self.core.list(self._rt(resource), namespace)
         return items
@@ -88,8 +90,8 @@ class LocalClient:
         return clone(self.core.update(rt, meta.get("namespace"), meta.get("name", ""), body,
                                       subresource=subresource))
 
-    async def patch(self, resource: str, name: str, patch: dict | list, namespace: str | None = None, *,
-                    patch_type: str = "merge", subresource: str | None = None) -> dict:
+    async def patch(self, resource: str, name: str, patch: dict | builtins.list, namespace: str | None = None,
+                    *, patch_type: str = "merge", subresource: str | None = None) -> dict:
         rt = self._rt(resource)
         content_type = PATCH_TYPES.get(patch_type)
         if content_type is None:
@@ -170,7 +172,7 @@ class LocalClient:
             updated["involvedObject"] = ref
             self.core.update(rt, namespace, name, updated)
             return
-        event = {
+        event: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": name, "namespace": namespace},

@@ -15,13 +15,17 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import psutil
 
+from sregym_core.errors import ClusterError
+
 from . import locks
 from .apiserver.admin_faults import FaultHooks
+from .apiserver.app import ApiServer
 from .apiserver.server import RunningApiServer
 from .client import LocalClient
 from .cluster import KEEP, SERVING_FILES, STOPPING, _daemon_pid
@@ -32,13 +36,21 @@ from .plugin_images import plugin_image_source
 from .settings import ClusterSettings, allocate, cluster_dir, node_monitor_grace_period
 
 log = logging.getLogger("sregym_cluster_embedded.daemon")
-PartT = TypeVar("PartT")
 
 
 class Part(Protocol):
     """What the cluster process starts besides the API server, and stops in reverse order."""
 
     async def stop(self) -> None: ...
+
+
+class StartingPart(Part, Protocol):
+    """A part as its start function returns it: awaiting it waits until it runs, and gives it back."""
+
+    def __await__(self) -> Generator[Any, None, Any]: ...
+
+
+PartT = TypeVar("PartT", bound=StartingPart)
 
 
 def make_settings(name: str, nodes: int, *, host: str = "127.0.0.1", port: int = 0,
@@ -87,10 +99,17 @@ class ClusterProcess:
         # the admin fault endpoints (/sregym/faults, /sregym/nodes): shim rules, node stop, proxy faults
         hooks = FaultHooks(self.client, self.settings, nodes, network)
         hooks.install()
-        self.server.api.fault_hooks = hooks
+        self._api().fault_hooks = hooks
         self.parts.append(("fault-hooks", hooks))
         self.server.core.runtime = nodes.runtime
         controllers.set_metrics(nodes.runtime.pod_usage)
+
+    def _api(self) -> ApiServer:
+        """The API server's handlers' state (``start_api`` made it)."""
+        if self.server.api is None:
+            raise ClusterError(f"cluster {self.settings.name}: the API server has not started",
+                               hints=("start_api() runs before the other parts",))
+        return self.server.api
 
     def _plugin_images(self) -> Any:
         """The images installed apps and plugins declare, from this process's plugin host."""
@@ -117,7 +136,7 @@ class ClusterProcess:
         sa = self.server.core.store.get("serviceaccounts", namespace, account)
         if sa is None:
             raise LookupError(f"serviceaccount {namespace}/{account} not found")
-        authn = self.server.api.authn
+        authn = self._api().authn
         token, _expiry = authn.issue_sa_token(namespace, sa, int(projection.get("expirationSeconds") or 3607),
                                               projection.get("audience") and [projection["audience"]])
         return token

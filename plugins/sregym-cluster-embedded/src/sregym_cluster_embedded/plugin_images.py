@@ -7,7 +7,7 @@ import functools
 import importlib.metadata as metadata
 import importlib.util
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,7 +76,7 @@ def _package_dir(top: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _distributions_by_import_name() -> dict[str, list[str]]:
+def _distributions_by_import_name() -> Mapping[str, list[str]]:
     """Top-level import name -> the distributions that install it (scanning the environment costs
     most of a second, so once per catalog)."""
     return metadata.packages_distributions()
