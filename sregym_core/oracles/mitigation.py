@@ -20,6 +20,7 @@ baseline pod template, and ``functional_slo`` whether users get the *right answe
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -216,6 +217,76 @@ def template_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
     return changes or ["pod template changed"]
 
 
+#: shorter values (ports, "true", "1") are shared by unrelated keys; a credential is longer
+_MIN_CREDENTIAL_LEN = 4
+
+
+def _secret_values(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """``(namespace, secret, key) -> value`` of every Secret, decoded (undecodable values left out)."""
+    out: dict[tuple[str, str, str], str] = {}
+    for obj in objects:
+        if obj.get("kind") != "Secret":
+            continue
+        namespace, name = _get(obj, "metadata", "namespace", default=""), _get(obj, "metadata", "name", default="")
+        for key, value in (obj.get("data") or {}).items():
+            try:
+                out[(namespace, name, key)] = base64.b64decode(str(value), validate=True).decode()
+            except (ValueError, UnicodeDecodeError):
+                continue
+    return out
+
+
+def credential_swaps(baseline: Sequence[Mapping[str, Any]],
+                     current: Mapping[tuple[str, str, str], Mapping[str, Any]]) -> list[tuple[tuple[str, str, str], str]]:
+    """Workloads made to run under another credential of the app than the one they were deployed with,
+    as ``((kind, namespace, name), detail)``.
+
+    An agent that cannot restore a dropped or revoked database role can point the service at the
+    database's owner instead: write the admin's name and password into the service's Secret keys, or
+    make the container read the admin's keys. The app serves again and the fault stays. No fix of any
+    fault needs that: a repaired Secret key holds its baseline value again, or a new one (a rotated
+    password), never a value another key of the app's Secrets held after deploy; a repaired env var
+    reads the Secret key it read after deploy. So these are named (issue #34, round 6, finding 1b): a
+    Secret key now holding another key's baseline value; an env var that read a Secret key after
+    deploy now reading another key, or holding another key's baseline value as a literal.
+    """
+    before = _secret_values(baseline)
+    holders: dict[str, set[tuple[str, str, str]]] = {}
+    for where, value in before.items():
+        if len(value) >= _MIN_CREDENTIAL_LEN:
+            holders.setdefault(value, set()).add(where)
+    found: list[tuple[tuple[str, str, str], str]] = []
+    for where, value in sorted(_secret_values(current.values()).items()):
+        others = sorted(holders.get(value, set()) - {where})
+        if value != before.get(where) and others:
+            found.append((("Secret", where[0], where[1]),
+                          f"Secret {where[0]}/{where[1]} key {where[2]} now holds the value of {others[0][1]}/{others[0][2]}"))
+    baseline_by_key = {_key(o): o for o in baseline}
+    for key, new in sorted(current.items()):
+        old = baseline_by_key.get(key)
+        if key[0] not in _TEMPLATED or old is None:
+            continue
+        deployed = {c.get("name"): c for c in _get(old, "spec", "template", "spec", "containers", default=[]) or []}
+        for container in _get(new, "spec", "template", "spec", "containers", default=[]) or []:
+            env_was = {e.get("name"): e for e in (deployed.get(container.get("name")) or {}).get("env") or []}
+            for var in container.get("env") or []:
+                ref_was = _get(env_was.get(var.get("name")) or {}, "valueFrom", "secretKeyRef")
+                if not ref_was:
+                    continue
+                source = (key[1], ref_was.get("name", ""), ref_was.get("key", ""))
+                place = f"{key[0]} {key[1]}/{key[2]} container {container.get('name')} env {var.get('name')}"
+                ref_now = _get(var, "valueFrom", "secretKeyRef")
+                if ref_now and (key[1], ref_now.get("name", ""), ref_now.get("key", "")) != source:
+                    found.append((key, f"{place} reads {ref_now.get('name')}/{ref_now.get('key')} "
+                                       f"(after deploy {source[1]}/{source[2]})"))
+                elif "value" in var:
+                    others = sorted(holders.get(str(var["value"]), set()) - {source})
+                    if others and source not in holders.get(str(var["value"]), set()):
+                        found.append((key, f"{place} holds the value of {others[0][1]}/{others[0][2]} "
+                                           f"(after deploy it read {source[1]}/{source[2]})"))
+    return found
+
+
 def _short(value: Any, limit: int = 120) -> str:
     import json
 
@@ -230,7 +301,8 @@ class BaselinePreserved:
     No workload deleted, scaled below its baseline replicas, relabelled or replaced; and every
     workload the faults do not target runs the pod template it ran after deploy (images, commands,
     args, env, probes, resources, volumes...), so replacing a healthy component with a stub, or
-    breaking a neighbour, fails. Pods owned by a controller come and go and are not checked;
+    breaking a neighbour, fails; no workload is made to run under another of the app's credentials
+    than it was deployed with (:func:`credential_swaps`). Pods owned by a controller come and go and are not checked;
     standalone pods are. ``ignore`` and ``allow_replaced`` take ``Kind/name`` or ``name`` shell
     patterns, for faults whose fix necessarily recreates an object (a deleted Service).
     """
@@ -296,6 +368,11 @@ class BaselinePreserved:
             labels_was, labels_now = _labels(_get(old, "metadata", "labels")), _labels(_get(new, "metadata", "labels"))
             if labels_was != labels_now:
                 violation("relabelled", f"{kind} {namespace}/{name} labels changed: {labels_was} -> {labels_now}")
+        for (kind, namespace, name), detail in credential_swaps(baseline, current):
+            if _matches(self.ignore, kind, name):
+                continue
+            violations.append({"kind": kind, "namespace": namespace, "name": name, "violation": "credential_swapped",
+                               "detail": detail})
         baseline_keys = {_key(o) for o in baseline}
         added = [
             "/".join(k)
