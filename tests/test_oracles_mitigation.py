@@ -182,6 +182,8 @@ CREDENTIALS = [secret("user-db", username="hotel_user", password="user-pw-1", ad
     # the owner's name written into the container as a literal
     (lambda w: w[1]["spec"]["template"]["spec"]["containers"][0]["env"].__setitem__(
         0, {"name": "DB_USER", "value": "hotel_user_admin"}), "env DB_USER holds the value of user-db/admin-username"),
+    # a Secret of the agent's own holding the owner's password
+    (lambda w: w.append(secret("mine", pw="admin-pw-1")), "Secret hotel/mine key pw now holds the value of user-db/admin-password"),
 ])
 def test_baseline_preserved_names_a_workload_moved_to_another_credential(mutate, needle):
     current = copy.deepcopy(CREDENTIALS)
@@ -199,6 +201,10 @@ def test_baseline_preserved_names_a_workload_moved_to_another_credential(mutate,
     lambda w: w[1]["spec"]["template"]["spec"]["containers"][0]["env"].__setitem__(
         1, {"name": "DB_PASSWORD", "value": "user-pw-1"}),  # its own password inlined: the same credential
     lambda w: w[0]["data"].update(port=_b64("5433")),  # not a credential of another key
+    # the service pointed at the Secret a password rotation left (made after deploy, with a new value)
+    lambda w: (w.append(secret("user-db-rotated", password="rotated-pw-2")),
+               w[1]["spec"]["template"]["spec"]["containers"][0]["env"][1]["valueFrom"]["secretKeyRef"].update(
+                   name="user-db-rotated")),
 ])
 def test_baseline_preserved_lets_a_credential_fix_through(mutate):
     current = copy.deepcopy(CREDENTIALS)

@@ -246,9 +246,10 @@ def credential_swaps(baseline: Sequence[Mapping[str, Any]],
     make the container read the admin's keys. The app serves again and the fault stays. No fix of any
     fault needs that: a repaired Secret key holds its baseline value again, or a new one (a rotated
     password), never a value another key of the app's Secrets held after deploy; a repaired env var
-    reads the Secret key it read after deploy. So these are named (issue #34, round 6, finding 1b): a
-    Secret key now holding another key's baseline value; an env var that read a Secret key after
-    deploy now reading another key, or holding another key's baseline value as a literal.
+    reads the Secret key it read after deploy, or a Secret made since (a rotation's). So these are
+    named (issue #34, round 6, finding 1b): a Secret key (of a Secret old or new) now holding another
+    key's baseline value; an env var that read a Secret key after deploy now reading another key that
+    existed after deploy, or holding another key's baseline value as a literal.
     """
     before = _secret_values(baseline)
     holders: dict[str, set[tuple[str, str, str]]] = {}
@@ -276,7 +277,10 @@ def credential_swaps(baseline: Sequence[Mapping[str, Any]],
                 source = (key[1], ref_was.get("name", ""), ref_was.get("key", ""))
                 place = f"{key[0]} {key[1]}/{key[2]} container {container.get('name')} env {var.get('name')}"
                 ref_now = _get(var, "valueFrom", "secretKeyRef")
-                if ref_now and (key[1], ref_now.get("name", ""), ref_now.get("key", "")) != source:
+                read_now = (key[1], str(ref_now.get("name", "")), str(ref_now.get("key", ""))) if ref_now else None
+                # another key the app's Secrets held after deploy (a Secret made since, such as a rotation's,
+                # is judged by its values in the loop above)
+                if read_now is not None and read_now != source and read_now in before:
                     found.append((key, f"{place} reads {ref_now.get('name')}/{ref_now.get('key')} "
                                        f"(after deploy {source[1]}/{source[2]})"))
                 elif "value" in var:
