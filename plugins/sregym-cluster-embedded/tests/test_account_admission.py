@@ -296,7 +296,7 @@ def test_what_a_pod_of_a_stronger_account_runs_may_change_only_back_to_what_the_
              "spec.template.spec.initContainers[0].command")):
         done = patch("operator", body)
         _refused(done, where)
-        assert "the image, env and resources stay editable" in done.stderr
+        assert "the image, other env and resources stay editable" in done.stderr
     # replace (PUT) and apply go through the same check
     current = json.loads(agent("get", "deployment", "operator", *ns, "-o", "json").stdout)
     current["spec"]["template"]["spec"]["containers"][0]["command"] = ["sleep", "1"]
@@ -346,3 +346,56 @@ def test_what_a_pod_of_a_stronger_account_runs_may_change_only_back_to_what_the_
     _refused(_apply(agent, remade), field)
     del remade["spec"]["template"]["spec"]["containers"][0]["command"]
     _apply(agent, remade, check=True)
+
+
+def test_what_decides_the_code_a_pod_of_a_stronger_account_loads_is_held_too(kubectl, api_server, namespace):
+    """Red-team round 6, finding 4: with the command held, the agent put its own module into the operator's
+    process through PYTHONPATH and a ConfigMap volume. A loader variable, envFrom, the mounts, the working
+    directory and the pod's volumes are held like the command; other variables and the image are not,
+    and a replace (PUT) of a manifest that leaves out defaulted fields changes nothing held."""
+    agent = _agent(kubectl, api_server, namespace)
+    _operator(kubectl, namespace)
+    ns = ("-n", namespace)
+    deployed = _deployment(namespace, "operator", "operator", image="op:1")
+    spec = deployed["spec"]["template"]["spec"]
+    spec["volumes"] = [{"name": "conf", "configMap": {"name": "op-conf"}}]  # defaultMode left to the server
+    spec["containers"][0]["volumeMounts"] = [{"name": "conf", "mountPath": "/etc/op"}]
+    _apply(kubectl, deployed, check=True)
+    agent("create", "configmap", "planted", "--from-literal=sitecustomize.py=print('mine')", *ns)
+    prefix = "spec.template.spec.containers[0]."
+
+    def patch(body: list) -> object:
+        return agent("patch", "deployment", "operator", *ns, "--type=json", "-p", json.dumps(body), check=False)
+
+    container = "/spec/template/spec/containers/0"
+    for body, where in (
+            ([{"op": "add", "path": f"{container}/env", "value": [{"name": "PYTHONPATH", "value": "/planted"}]}],
+             prefix + "env[PYTHONPATH]"),
+            ([{"op": "add", "path": f"{container}/env", "value": [{"name": "LD_PRELOAD", "value": "/x/lib.so"}]}],
+             prefix + "env[LD_PRELOAD]"),
+            ([{"op": "add", "path": f"{container}/envFrom", "value": [{"configMapRef": {"name": "planted"}}]}],
+             prefix + "envFrom"),
+            ([{"op": "add", "path": f"{container}/volumeMounts/-", "value": {"name": "conf", "mountPath": "/app"}}],
+             prefix + "volumeMounts"),
+            ([{"op": "add", "path": f"{container}/workingDir", "value": "/etc/op"}], prefix + "workingDir"),
+            ([{"op": "replace", "path": "/spec/template/spec/volumes/0/configMap/name", "value": "planted"}],
+             "spec.template.spec.volumes")):
+        done = patch(body)
+        _refused(done, where)
+        assert "PYTHONPATH or LD_PRELOAD" in done.stderr
+    # The same by `kubectl set env` (the tool an agent reaches for), on a Pod template as on the Deployment
+    _refused(agent("set", "env", "deployment/operator", "PYTHONPATH=/planted", *ns, check=False), prefix + "env[PYTHONPATH]")
+    # other variables and the image stay editable
+    agent("set", "env", "deployment/operator", "LOG_LEVEL=debug", *ns)
+    agent("set", "image", "deployment/operator", "c=op:2", *ns)
+    # a replace of the manifest as deployed (no defaultMode, which the server filled in) with the image fixed
+    deployed["spec"]["template"]["spec"]["containers"][0]["image"] = "op:1"
+    deployed["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "LOG_LEVEL", "value": "debug"}]
+    done = agent("replace", "-f", "-", input=json.dumps(deployed), check=False)
+    assert done.returncode == 0, done.stderr
+    held = _op_container(agent, namespace)
+    assert held["image"] == "op:1" and held["volumeMounts"] == [{"name": "conf", "mountPath": "/etc/op"}]
+    # a fault (system:masters) that sets a loader variable may be undone by the agent
+    kubectl("set", "env", "deployment/operator", "PYTHONPATH=/broken", *ns)
+    assert agent("set", "env", "deployment/operator", "PYTHONPATH-", *ns, check=False).returncode == 0
+    assert "PYTHONPATH" not in json.dumps(_op_container(agent, namespace).get("env"))

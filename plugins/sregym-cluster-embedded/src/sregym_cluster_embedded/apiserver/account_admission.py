@@ -35,12 +35,15 @@ Nor may such a writer enter a pod that runs as such an account, where its token 
 ``pods/ephemeralcontainers`` update (``kubectl debug``) are refused; logs, get/describe and
 port-forward stay open, for diagnosis. And it may not change what such a pod runs (a container's
 ``command`` or ``args``, or the command of an ``exec`` probe or lifecycle hook, in containers,
-initContainers or ephemeralContainers) in a Pod or pod template that runs as such an account, unless
+initContainers or ephemeralContainers; and what decides which code that command loads: a variable of
+:data:`LOADER_ENV` such as ``PYTHONPATH`` or ``LD_PRELOAD``, ``envFrom``, ``volumeMounts``,
+``workingDir``, and the pod's ``volumes``: red-team round 6 ran its own module in the operator's
+process through ``PYTHONPATH`` and a ConfigMap volume) in a Pod or pod template that runs as such an account, unless
 the new value is the one the stored object holds for that container while running as that same
 account, or one ``system:masters`` wrote into that object (kind, namespace, name) for that container
 while it ran as that account (the history the accounts use: putting back what a fault changed keeps
-working). The image, env, resources, probes' other fields and the rest of the spec stay editable
-(the fix of ``fleetcast-operator-wrong-image`` is an image edit).
+working). The image, other env, resources, probes' other fields and the rest of the spec stay
+editable (the fix of ``fleetcast-operator-wrong-image`` is an image edit).
 
 A refusal is 403 Forbidden naming the field, as the real API server's admission answers.
 """
@@ -77,6 +80,16 @@ COMMAND_FIELDS: tuple[tuple[str, ...], ...] = (
     *((probe, "exec", "command") for probe in ("livenessProbe", "readinessProbe", "startupProbe")),
     *(("lifecycle", hook, "exec", "command") for hook in ("postStart", "preStop")),
 )
+#: what else decides the code a container runs, in its own fields: the variables every common runtime
+#: reads to load code before the program's own (a module on PYTHONPATH, a library in LD_PRELOAD...),
+#: envFrom (which can set any of them), the mounts (a ConfigMap over the program's files) and the
+#: working directory (``python -m`` imports from it first); red-team round 6, finding 4
+CODE_FIELDS: tuple[tuple[str, ...], ...] = (("envFrom",), ("volumeMounts",), ("workingDir",))
+LOADER_ENV = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONEXECUTABLE", "PYTHONINSPECT",
+              "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH", "NODE_OPTIONS", "NODE_PATH",
+              "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "PERL5LIB", "PERL5OPT",
+              "RUBYOPT", "RUBYLIB", "BASH_ENV", "ENV")
+POD = "pod"  # the container list of pod-level fields (``volumes``: what the mounts mount)
 NONE = "null"  # a field left out: the image's own command (or no probe command)
 ENTRY_SUBRESOURCES = ("exec", "attach", "ephemeralcontainers")
 
@@ -145,9 +158,16 @@ def commands(group: str, kind: str, obj: Any) -> dict[tuple[str, str, str], str]
             if not isinstance(container, dict):
                 continue
             cname = str(container.get("name") or "")
-            for field in COMMAND_FIELDS:
+            for field in (*COMMAND_FIELDS, *CODE_FIELDS):
                 value = _dig(container, field)
                 out[(lst, cname, ".".join(field))] = json.dumps(value, sort_keys=True) if value else NONE
+            env = container.get("env")
+            by_name = {str(e.get("name")): e for e in env if isinstance(e, dict)} if isinstance(env, list) else {}
+            for variable in LOADER_ENV:
+                entry = by_name.get(variable)
+                out[(lst, cname, f"env[{variable}]")] = json.dumps(entry, sort_keys=True) if entry else NONE
+    volumes = spec.get("volumes")
+    out[(POD, "", "volumes")] = json.dumps(volumes, sort_keys=True) if volumes else NONE
     return out
 
 
@@ -270,11 +290,13 @@ def check_commands(authz: Authorizer, user: UserInfo, group: str, kind: str, nam
                   if isinstance(c, dict) and str(c.get("name") or "") == cname), 0)
     metadata = as_dict(obj.get("metadata"))
     name = str(metadata.get("name") or metadata.get("generateName") or "")
-    raise _refusal(user, PLURALS[kind], name, group,
-                   f"{_field_prefix(POD_SPEC_PATHS[(group, kind)])}.{lst}[{index}].{field}", account, missing,
+    where = f"{lst}[{index}].{field}" if lst != POD else field
+    raise _refusal(user, PLURALS[kind], name, group, f"{_field_prefix(POD_SPEC_PATHS[(group, kind)])}.{where}",
+                   account, missing,
                    f'what a pod running as it runs (a container\'s command or args, an exec probe\'s or hook\'s '
-                   f'command) may change only back to a value the benchmark wrote into this object; the image, env '
-                   f'and resources stay editable')
+                   f'command, a variable that loads code such as PYTHONPATH or LD_PRELOAD, envFrom, its mounts, '
+                   f'its working directory, the pod\'s volumes) may change only back to a value the benchmark '
+                   f'wrote into this object; the image, other env and resources stay editable')
 
 
 def check_entry(authz: Authorizer, user: UserInfo, namespace: str, pod: Any, subresource: str) -> None:

@@ -453,9 +453,13 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
                                           core.store.get(rt.storage_key, target.namespace, target.name),
                                           target.subresource)
         if not target.subresource:
-            identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, body,
-                                     core.store.get(rt.storage_key, target.namespace if rt.namespaced else None,
-                                                    target.name))
+            stored = core.store.get(rt.storage_key, target.namespace if rt.namespaced else None, target.name)
+            judged = body
+            if stored is not None and not user.is_master and identity_admission.guarded(rt.group, rt.kind):
+                # judged as it would be stored (defaults applied), as a PATCH is: a manifest that leaves
+                # out a defaulted field (a volume's defaultMode) changes nothing the admission compares
+                judged = core.update(rt, target.namespace, target.name, body, dry_run=True)
+            identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, judged, stored)
             grant = None if user.is_master else grant_admission.grant_for(core, rt.group, rt.plural,
                                                                            target.namespace, target.name)
             if grant is not None:
