@@ -6,6 +6,7 @@ call waits instead of failing). Skipped, with the probe's reason, where the kern
 from __future__ import annotations
 
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -54,11 +55,21 @@ def filtered(tmp_path: Path) -> Iterator[tuple[seccompfault.SupervisorClient, su
     supervisor.close()
 
 
+def _readline(proc: subprocess.Popen, deadline: float) -> str | None:
+    """The process's next line, or None at the deadline (a process stuck in a filtered call prints
+    nothing: never block on it past the deadline)."""
+    ready, _w, _x = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+    return proc.stdout.readline().strip() if ready else None
+
+
 def _next(proc: subprocess.Popen, path: Path, want: str, timeout: float = 90.0) -> str:
     deadline = time.monotonic() + timeout
     line = ""
     while time.monotonic() < deadline:
-        line = proc.stdout.readline().strip()
+        got = _readline(proc, deadline)
+        if got is None:
+            return f"{line} (nothing more within {timeout} s)"
+        line = got
         if line.startswith(str(path)) and line.endswith(want):
             return line
     return line
@@ -72,6 +83,39 @@ def test_dormant_then_armed_on_a_path_then_cleared(filtered) -> None:
     assert _next(proc, outside, " ok").endswith(" ok")  # another path of the same process
     supervisor.set_rules({"pod-b": [[5, 1.0, []]]})  # another pod's rule
     assert _next(proc, inside, " ok").endswith(" ok")
+
+
+def test_a_call_the_dead_supervisor_received_and_never_answered_runs_after_the_restart(filtered) -> None:
+    """Killed between receiving a call and answering it, a supervisor left the caller waiting for good
+    (the node agent's copy keeps the listener open): the CI's loaded machine caught it, a test hung 600 s.
+    Here the receive is the dead supervisor's last act, done as it does it (the id into the listener's
+    slot of the shared table), while it is stopped; then it is killed, and the one started again lets the
+    waiting call run."""
+    import ctypes
+    import signal
+
+    from sregym_cluster_embedded.node import seccompsup
+
+    supervisor, proc, inside, _outside = filtered
+    assert _next(proc, inside, " ok").endswith(" ok")
+    os.kill(supervisor.proc.pid, signal.SIGSTOP)
+    listener = next(iter(supervisor.listeners))
+    slot = supervisor.slots[listener]
+    notif = ctypes.create_string_buffer(seccompsup.NOTIF_SIZE)
+    deadline = time.monotonic() + 30
+    while seccompsup._libc.ioctl(listener, seccompsup.IOCTL_RECV, ctypes.addressof(notif)) != 0:
+        assert time.monotonic() < deadline, "no call to receive"
+        time.sleep(0.01)
+    os.pwrite(supervisor.ids_fd, notif.raw[:8], slot * 8)  # what the supervisor writes right after a receive
+    os.kill(supervisor.proc.pid, signal.SIGKILL)
+    supervisor.proc.wait()
+    deadline = time.monotonic() + 2
+    while _readline(proc, deadline) is not None:  # what the process printed before its call was received
+        pass
+    assert _readline(proc, time.monotonic() + 1) is None  # the received call waits: nothing answers it
+    supervisor.check()  # what the fault hooks do every half second
+    assert _next(proc, inside, " ok", timeout=30).endswith(" ok")  # it ran, and the calls after it
+    assert _next(proc, _outside, " ok", timeout=30).endswith(" ok")
 
 
 def test_a_dead_supervisor_is_replaced_with_its_listeners(filtered) -> None:

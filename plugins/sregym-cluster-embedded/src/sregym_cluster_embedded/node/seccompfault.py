@@ -80,6 +80,8 @@ FILTER_FLAG_SPEC_ALLOW = 1 << 2
 RET_ALLOW, RET_USER_NOTIF = 0x7FFF0000, 0x7FC00000
 PR_SET_NO_NEW_PRIVS = 38
 SUPERVISOR = Path(__file__).with_name("seccompsup.py")
+#: listeners the id table has room for (one u64 each): far more containers than a node runs
+ID_SLOTS = 4096
 #: the operations a rule may name, and the syscalls each covers
 CALLS = {"fsync": ("fsync", "fdatasync"), "read": ("read", "pread64", "readv", "preadv"),
          "write": ("write", "pwrite64", "writev", "pwritev"), "open": ("open", "creat", "openat", "openat2")}
@@ -269,6 +271,10 @@ class SupervisorClient:
         self.select = select
         #: our copy of every live listener: fd -> (pod uid, the operations its filter names)
         self.listeners: dict[int, tuple[str, tuple[str, ...]]] = {}
+        #: the id table the supervisor writes each received call's id into, one slot per listener, so a
+        #: supervisor started again can answer a call the dead one left waiting (seccompsup.py)
+        self.ids_fd = -1
+        self.slots: dict[int, int] = {}  # listener fd -> slot
 
     def filter_calls(self, pod: dict) -> tuple[str, ...]:
         """The operations the filter of ``pod``'s containers names (() for no filter)."""
@@ -287,13 +293,18 @@ class SupervisorClient:
     def _ensure(self) -> socket.socket:
         if self.proc is not None and self.proc.poll() is None and self.sock is not None:
             return self.sock
+        again = self.sock is not None
         if self.sock is not None:
             log.warning("the seccomp supervisor exited (%s); starting it again", self.proc and self.proc.returncode)
             self.sock.close()
+        if self.ids_fd < 0:
+            self.ids_fd = os.memfd_create("sregym-seccomp-ids", os.MFD_CLOEXEC)
+            os.ftruncate(self.ids_fd, ID_SLOTS * 8)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(  # noqa: PLW1509 - the preexec only sets the death signal and priority
-                [sys.executable, "-I", str(SUPERVISOR), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                [sys.executable, "-I", str(SUPERVISOR), str(theirs.fileno()), str(self.ids_fd)],
+                pass_fds=(theirs.fileno(), self.ids_fd),
                 stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_supervisor_preexec)
         finally:
             theirs.close()
@@ -303,8 +314,19 @@ class SupervisorClient:
         if self.rules:
             self._send({"rules": self.rules})
         for fd, (uid, _calls) in list(self.listeners.items()):
-            self._send({"add": uid}, [fd])
+            self._send({"add": uid, "slot": self._slot(fd), "rescue": again}, [fd])
         return ours
+
+    def _slot(self, listener: int) -> int | None:
+        """The listener's slot in the id table (None when all are taken: no rescue for it)."""
+        if listener not in self.slots:
+            free = set(range(ID_SLOTS)) - set(self.slots.values())
+            if not free:
+                return None
+            slot = min(free)
+            os.pwrite(self.ids_fd, bytes(8), slot * 8)  # a slot used before holds another listener's id
+            self.slots[listener] = slot
+        return self.slots[listener]
 
     def _send(self, message: dict, fds: list[int] | None = None) -> None:
         sock = self._ensure()
@@ -312,10 +334,12 @@ class SupervisorClient:
 
     def add(self, listener: int, pod_uid: str, calls: Iterable[str] = ("fsync",)) -> None:
         """Hand a container's listener over (keeping a copy until its processes are gone)."""
-        self.listeners[listener] = (pod_uid, tuple(calls))
         try:
-            self._send({"add": pod_uid}, [listener])
+            sock = self._ensure()  # a supervisor started here gets the listeners known before this one
+            self.listeners[listener] = (pod_uid, tuple(calls))
+            socket.send_fds(sock, [json.dumps({"add": pod_uid, "slot": self._slot(listener)}).encode()], [listener])
         except OSError:
+            self.listeners[listener] = (pod_uid, tuple(calls))  # the next start hands it over
             log.exception("handing a seccomp listener to the supervisor failed")
 
     def check(self) -> None:
@@ -328,6 +352,7 @@ class SupervisorClient:
             for fd, events in poller.poll(0):
                 if events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
                     self.listeners.pop(fd, None)
+                    self.slots.pop(fd, None)
                     with contextlib.suppress(OSError):
                         os.close(fd)
         if self.proc is not None and self.proc.poll() is not None:
@@ -352,6 +377,10 @@ class SupervisorClient:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.listeners.clear()
+        self.slots.clear()
+        if self.ids_fd >= 0:
+            os.close(self.ids_fd)
+            self.ids_fd = -1
         if self.sock is not None:
             self.sock.close()
             self.sock = None

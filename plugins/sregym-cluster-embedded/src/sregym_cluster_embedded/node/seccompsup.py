@@ -8,7 +8,8 @@ messages from the node agent:
   what each filtered syscall number is (fsync, read, write or open), first, and for the opening
   calls where their path is (the directory descriptor argument is null for open/creat: the
   caller's working directory);
-* ``{"add": "<pod uid>"}`` with one descriptor (SCM_RIGHTS): a container's seccomp listener;
+* ``{"add": "<pod uid>", "slot": n}`` with one descriptor (SCM_RIGHTS): a container's seccomp
+  listener and its slot in the id table; with ``"rescue": true`` it was a dead supervisor's (below);
 * ``{"rules": {"<pod uid>": [[errno, rate, [path prefixes], [operations]], ...]}}``: the faults now.
 
 For each notification (a filtered syscall of a pod's process, e.g. ``fsync(fd)``) it fails the
@@ -17,6 +18,15 @@ with prefixes when the descriptor's path starts with one; read and write rules o
 calls on files, never on pipes or sockets), otherwise lets the kernel run it unchanged. The
 decision, the rate and the errno stay here, outside every pod. A listener goes away when the last
 process under its filter has exited (POLLHUP).
+
+A supervisor that dies (killed, a crash) may leave one call received and not answered, and the
+kernel keeps such a call waiting as long as the listener is open (the node agent keeps a copy):
+the caller would hang for good. So, right after each receive, the notification's id goes into the
+listener's slot of a table the node agent shares (a memfd, ``argv[2]``); a supervisor started again
+answers "continue" to that id and the next few of each listener it is handed back (ids follow one
+another per filter; the kernel refuses the answer for an id not waiting, and one not yet received
+is received as usual), so the waiting call runs. The only call still lost is one received in the
+instant between the receive and the write of its id.
 
 An opening call names its file by a path in the caller's memory: the supervisor reads it from
 ``/proc/<pid>/mem`` (a relative one joined to the caller's working directory or directory
@@ -33,6 +43,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import mmap
 import os
 import random
 import select
@@ -113,9 +124,15 @@ def _is_file(path: str) -> bool:
     return path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/"))
 
 
+#: how many ids after the one a slot holds a supervisor started again answers (see above)
+RESCUE_SPAN = 4
+
+
 class Supervisor:
-    def __init__(self, control: socket.socket) -> None:
+    def __init__(self, control: socket.socket, ids: mmap.mmap | None = None) -> None:
         self.control = control
+        self.ids = ids  # the id table: one u64 per slot, the last id received on that listener
+        self.slots: dict[int, int] = {}  # listener fd -> its slot
         self.listeners: dict[int, str] = {}  # listener fd -> pod uid
         self.rules: dict[str, list] = {}
         self.syscalls: dict[int, str] = {}
@@ -137,6 +154,11 @@ class Supervisor:
         if "add" in message:
             for fd in fds:
                 self.listeners[fd] = message["add"]
+                slot = message.get("slot")
+                if isinstance(slot, int) and self.ids is not None and 0 <= slot < len(self.ids) // 8:
+                    self.slots[fd] = slot
+                    if message.get("rescue"):
+                        self.rescue(fd, slot)
                 self.poll.register(fd, select.POLLIN)
                 _libc.ioctl(fd, IOCTL_SET_FLAGS, ctypes.c_void_p(FD_SYNC_WAKE_UP))
         if "syscalls" in message:
@@ -146,11 +168,24 @@ class Supervisor:
             self.rules = message["rules"]
         return True
 
+    def rescue(self, listener: int, slot: int) -> None:
+        """Let run a call a dead supervisor received on ``listener`` and never answered."""
+        assert self.ids is not None
+        last = struct.unpack_from("<Q", self.ids, slot * 8)[0]
+        if not last:
+            return  # the dead one received nothing on it
+        for offset in range(RESCUE_SPAN):
+            struct.pack_into("<QqiI", self.response, 0, (last + offset) & 0xFFFFFFFFFFFFFFFF, 0, 0, FLAG_CONTINUE)
+            _libc.ioctl(listener, IOCTL_SEND, self.response)  # ENOENT/EINPROGRESS: that id was not waiting
+
     def answer(self, listener: int) -> None:
         ctypes.memset(self.notif_addr, 0, NOTIF_SIZE)
         if _libc.ioctl(listener, IOCTL_RECV, self.notif_addr) != 0:
             return  # the caller died meanwhile (ENOENT)
         notif_id, pid, _flags, nr, _arch, _ip = struct.unpack_from("<QIIiIQ", self.notif, 0)
+        slot = self.slots.get(listener)
+        if slot is not None and self.ids is not None:
+            struct.pack_into("<Q", self.ids, slot * 8, notif_id)
         error = 0
         rules = self.rules.get(self.listeners.get(listener, ""))
         if rules:  # armed for this pod: the dormant path skips all of this
@@ -195,12 +230,14 @@ class Supervisor:
                 elif events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
                     self.poll.unregister(fd)
                     self.listeners.pop(fd, None)
+                    self.slots.pop(fd, None)
                     os.close(fd)
 
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
-    Supervisor(control).run()
+    ids = mmap.mmap(int(sys.argv[2]), 0) if len(sys.argv) > 2 else None
+    Supervisor(control, ids).run()
 
 
 if __name__ == "__main__":
