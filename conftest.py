@@ -11,6 +11,10 @@ landing suite (docs/ci.md).
   file, so at most one cluster with apps runs at a time; every other file is a unit of its own.
   (The lane is a scheduler of ours, :class:`LiveLaneScheduling`: xdist's own ``loadgroup`` marks
   groups by rewriting a private nodeid attribute that pytest 9.2 no longer reads.)
+* Property tests (Hypothesis) draw the same examples on every run (``derandomize``, no example
+  database): a landing check must not fail on an example no earlier run drew. A bug a random search
+  would find is looked for with ``SREGYM_HYPOTHESIS=explore`` (random examples, a database), and the
+  example it finds becomes an ``@example`` of the test.
 """
 
 import json
@@ -21,6 +25,15 @@ import uuid
 import pytest
 
 pytest_plugins = ["sregym_core.testing"]
+
+try:  # before any test module builds its settings from the default profile
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("landing", derandomize=True, database=None)
+    _hypothesis_settings.register_profile("explore", derandomize=False)
+    _hypothesis_settings.load_profile("explore" if os.environ.get("SREGYM_HYPOTHESIS") == "explore" else "landing")
+except ImportError:  # hypothesis comes with the test extras
+    pass
 
 #: the scheduler's unit of work holding every file that runs an app on a cluster (one worker, file after file)
 LIVE_LANE = "live-apps"

@@ -150,6 +150,10 @@ def wants_partial(accept: str) -> bool:
 
 
 def check_json_object(body: Any, kind: str) -> dict[str, Any]:
+    """The request's object; a top-level field that is ``null`` is left out, as the real server's decoder
+    reads it (a null ``spec`` decodes to an empty one, which validation then judges)."""
     if not isinstance(body, dict):
         raise ApiError(400, f"the body of the request must be a {kind} object", "BadRequest")
+    for field in [k for k, v in body.items() if v is None]:
+        del body[field]
     return body
