@@ -31,14 +31,9 @@ def _container_env(docs: list[dict], secret: dict[str, str]) -> dict[str, str]:
 @pytest.fixture
 def server():
     localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
-    pytest.importorskip("psycopg")
-    try:
-        localrun.pg_bin("initdb")
-        localrun.pg_bin("psql")
-    except FileNotFoundError:
-        pytest.skip("no PostgreSQL on this machine")
-    with localrun.scratch_postgres("template-roles-pg-") as pg:
-        pg.create_databases(("myapp",))
+    if reason := localrun.scratch_postgres_unavailable():
+        pytest.skip(reason)
+    with localrun.scratch_postgres("template-roles-pg-", ("myapp",)) as pg:
         yield pg, localrun
 
 

@@ -26,14 +26,9 @@ def _secret_and_init() -> tuple[dict[str, str], str]:
 @pytest.fixture
 def server():
     localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
-    pytest.importorskip("psycopg")
-    try:
-        localrun.pg_bin("initdb")
-        localrun.pg_bin("psql")
-    except FileNotFoundError:
-        pytest.skip("no PostgreSQL on this machine")
-    with localrun.scratch_postgres("roles-pg-") as pg:
-        pg.create_databases((SERVICE,))
+    if reason := localrun.scratch_postgres_unavailable():
+        pytest.skip(reason)
+    with localrun.scratch_postgres("roles-pg-", (SERVICE,)) as pg:
         yield pg, localrun
 
 

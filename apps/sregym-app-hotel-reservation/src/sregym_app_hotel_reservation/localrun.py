@@ -154,10 +154,24 @@ class Postgres:
 
 
 
+def scratch_postgres_unavailable() -> str | None:
+    """Why :func:`scratch_postgres` and a psycopg client cannot run here (None: they can), for a skip."""
+    try:
+        import psycopg  # noqa: F401 - only whether it imports
+    except ImportError:
+        return "psycopg is not installed"
+    try:
+        pg_bin("initdb")
+        pg_bin("psql")
+    except FileNotFoundError as exc:
+        return str(exc)
+    return None
+
+
 @contextlib.contextmanager
-def scratch_postgres(prefix: str = "sregym-pg-") -> Iterator[Postgres]:
-    """A started PostgreSQL in a fresh temporary directory, stopped and removed afterwards (tests).
-    FileNotFoundError when the machine has no PostgreSQL."""
+def scratch_postgres(prefix: str = "sregym-pg-", databases: tuple[str, ...] = ()) -> Iterator[Postgres]:
+    """A started PostgreSQL in a fresh temporary directory, with ``databases`` created, stopped and
+    removed afterwards (tests). FileNotFoundError when the machine has no PostgreSQL."""
     pg_bin("initdb")
     # PostgreSQL may run as another user: its directory must not sit under a private tmp dir
     root = Path(tempfile.mkdtemp(prefix=prefix))
@@ -166,6 +180,8 @@ def scratch_postgres(prefix: str = "sregym-pg-") -> Iterator[Postgres]:
     try:
         server.init()
         server.start()
+        if databases:
+            server.create_databases(databases)
         yield server
     finally:
         server.stop()
