@@ -293,10 +293,10 @@ def check_commands(authz: Authorizer, user: UserInfo, group: str, kind: str, nam
     where = f"{lst}[{index}].{field}" if lst != POD else field
     raise _refusal(user, PLURALS[kind], name, group, f"{_field_prefix(POD_SPEC_PATHS[(group, kind)])}.{where}",
                    account, missing,
-                   f'what a pod running as it runs (a container\'s command or args, an exec probe\'s or hook\'s '
-                   f'command, a variable that loads code such as PYTHONPATH or LD_PRELOAD, envFrom, its mounts, '
-                   f'its working directory, the pod\'s volumes) may change only back to a value the benchmark '
-                   f'wrote into this object; the image, other env and resources stay editable')
+                   'what a pod running as it runs (a container\'s command or args, an exec probe\'s or hook\'s '
+                   'command, a variable that loads code such as PYTHONPATH or LD_PRELOAD, envFrom, its mounts, '
+                   'its working directory, the pod\'s volumes) may change only back to a value the benchmark '
+                   'wrote into this object; the image, other env and resources stay editable')
 
 
 def check_entry(authz: Authorizer, user: UserInfo, namespace: str, pod: Any, subresource: str) -> None:
