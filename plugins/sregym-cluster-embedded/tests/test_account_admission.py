@@ -101,7 +101,8 @@ def test_a_new_pod_or_pod_template_may_not_run_as_an_account_stronger_than_its_w
 def test_an_object_may_keep_the_account_it_already_names(kubectl, api_server, namespace):
     agent = _agent(kubectl, api_server, namespace)
     _operator(kubectl, namespace)
-    _apply(kubectl, _deployment(namespace, "operator", "operator", image="op:bad"), check=True)
+    for image in ("op:1", "op:2", "op:3", "op:bad"):  # images the benchmark wrote (the deploy, faults)
+        _apply(kubectl, _deployment(namespace, "operator", "operator", image=image), check=True)
     _apply(kubectl, _deployment(namespace, "web", None), check=True)
     # the fix of a wrong operator image: patch, apply and replace (PUT) all keep working
     agent("set", "image", "deployment/operator", "c=op:1", "-n", namespace)
@@ -296,7 +297,7 @@ def test_what_a_pod_of_a_stronger_account_runs_may_change_only_back_to_what_the_
              "spec.template.spec.initContainers[0].command")):
         done = patch("operator", body)
         _refused(done, where)
-        assert "the image, other env and resources stay editable" in done.stderr
+        assert "other env and resources stay editable" in done.stderr
     # replace (PUT) and apply go through the same check
     current = json.loads(agent("get", "deployment", "operator", *ns, "-o", "json").stdout)
     current["spec"]["template"]["spec"]["containers"][0]["command"] = ["sleep", "1"]
@@ -305,8 +306,9 @@ def test_what_a_pod_of_a_stronger_account_runs_may_change_only_back_to_what_the_
     evil["spec"]["template"]["spec"]["containers"][0]["args"] = ["x"]
     _refused(_apply(agent, evil), "spec.template.spec.containers[0].args")
     assert "command" not in _op_container(agent, namespace) and "args" not in _op_container(agent, namespace)
-    # the image, env, resources and an httpGet probe stay editable
-    agent("set", "image", "deployment/operator", "c=op:2", *ns)
+    # env, resources and an httpGet probe stay editable; the image only back to one the benchmark wrote
+    _refused(agent("set", "image", "deployment/operator", "c=op:2", *ns, check=False),
+             "spec.template.spec.containers[0].image")
     agent("set", "env", "deployment/operator", "LOG_LEVEL=debug", *ns)
     agent("set", "resources", "deployment/operator", "--limits=memory=128Mi", *ns)
     probe = template(containers=[{"name": "c", "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8081}}}])
@@ -385,9 +387,11 @@ def test_what_decides_the_code_a_pod_of_a_stronger_account_loads_is_held_too(kub
         assert "PYTHONPATH or LD_PRELOAD" in done.stderr
     # The same by `kubectl set env` (the tool an agent reaches for), on a Pod template as on the Deployment
     _refused(agent("set", "env", "deployment/operator", "PYTHONPATH=/planted", *ns, check=False), prefix + "env[PYTHONPATH]")
-    # other variables and the image stay editable
+    # other variables stay editable; the image only back to one the benchmark wrote (round 6, finding 5:
+    # a stand-in on another image the cluster runs)
     agent("set", "env", "deployment/operator", "LOG_LEVEL=debug", *ns)
-    agent("set", "image", "deployment/operator", "c=op:2", *ns)
+    _refused(agent("set", "image", "deployment/operator", "c=sregym/app:1", *ns, check=False), prefix + "image")
+    kubectl("set", "image", "deployment/operator", "c=op:broken", *ns)  # a wrong-image fault
     # a replace of the manifest as deployed (no defaultMode, which the server filled in) with the image fixed
     deployed["spec"]["template"]["spec"]["containers"][0]["image"] = "op:1"
     deployed["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "LOG_LEVEL", "value": "debug"}]

@@ -35,15 +35,15 @@ Nor may such a writer enter a pod that runs as such an account, where its token 
 ``pods/ephemeralcontainers`` update (``kubectl debug``) are refused; logs, get/describe and
 port-forward stay open, for diagnosis. And it may not change what such a pod runs (a container's
 ``command`` or ``args``, or the command of an ``exec`` probe or lifecycle hook, in containers,
-initContainers or ephemeralContainers; and what decides which code that command loads: a variable of
-:data:`LOADER_ENV` such as ``PYTHONPATH`` or ``LD_PRELOAD``, ``envFrom``, ``volumeMounts``,
+initContainers or ephemeralContainers; and what decides which code that command loads: the image, a
+variable of :data:`LOADER_ENV` such as ``PYTHONPATH`` or ``LD_PRELOAD``, ``envFrom``, ``volumeMounts``,
 ``workingDir``, and the pod's ``volumes``: red-team round 6 ran its own module in the operator's
-process through ``PYTHONPATH`` and a ConfigMap volume) in a Pod or pod template that runs as such an account, unless
+process through ``PYTHONPATH`` and a ConfigMap volume, and a stand-in on another image) in a Pod or pod template that runs as such an account, unless
 the new value is the one the stored object holds for that container while running as that same
 account, or one ``system:masters`` wrote into that object (kind, namespace, name) for that container
 while it ran as that account (the history the accounts use: putting back what a fault changed keeps
-working). The image, other env, resources, probes' other fields and the rest of the spec stay
-editable (the fix of ``fleetcast-operator-wrong-image`` is an image edit).
+working: the fix of ``fleetcast-operator-wrong-image`` puts back the image the app deployed). Other
+env, resources, probes' other fields and the rest of the spec stay editable.
 
 A refusal is 403 Forbidden naming the field, as the real API server's admission answers.
 """
@@ -80,11 +80,13 @@ COMMAND_FIELDS: tuple[tuple[str, ...], ...] = (
     *((probe, "exec", "command") for probe in ("livenessProbe", "readinessProbe", "startupProbe")),
     *(("lifecycle", hook, "exec", "command") for hook in ("postStart", "preStop")),
 )
-#: what else decides the code a container runs, in its own fields: the variables every common runtime
-#: reads to load code before the program's own (a module on PYTHONPATH, a library in LD_PRELOAD...),
-#: envFrom (which can set any of them), the mounts (a ConfigMap over the program's files) and the
-#: working directory (``python -m`` imports from it first); red-team round 6, finding 4
-CODE_FIELDS: tuple[tuple[str, ...], ...] = (("envFrom",), ("volumeMounts",), ("workingDir",))
+#: what else decides the code a container runs, in its own fields: its image (another image the cluster
+#: runs, with a program of the agent's choosing: a wrong-image fault's fix puts back the image the app
+#: deployed, which the benchmark wrote), the variables every common runtime reads to load code before the
+#: program's own (a module on PYTHONPATH, a library in LD_PRELOAD...), envFrom (which can set any of
+#: them), the mounts (a ConfigMap over the program's files) and the working directory (``python -m``
+#: imports from it first); red-team round 6, findings 4 and 5
+CODE_FIELDS: tuple[tuple[str, ...], ...] = (("image",), ("envFrom",), ("volumeMounts",), ("workingDir",))
 LOADER_ENV = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONEXECUTABLE", "PYTHONINSPECT",
               "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH", "NODE_OPTIONS", "NODE_PATH",
               "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "PERL5LIB", "PERL5OPT",
@@ -293,10 +295,10 @@ def check_commands(authz: Authorizer, user: UserInfo, group: str, kind: str, nam
     where = f"{lst}[{index}].{field}" if lst != POD else field
     raise _refusal(user, PLURALS[kind], name, group, f"{_field_prefix(POD_SPEC_PATHS[(group, kind)])}.{where}",
                    account, missing,
-                   'what a pod running as it runs (a container\'s command or args, an exec probe\'s or hook\'s '
-                   'command, a variable that loads code such as PYTHONPATH or LD_PRELOAD, envFrom, its mounts, '
-                   'its working directory, the pod\'s volumes) may change only back to a value the benchmark '
-                   'wrote into this object; the image, other env and resources stay editable')
+                   'what a pod running as it runs (a container\'s image, command or args, an exec probe\'s or '
+                   'hook\'s command, a variable that loads code such as PYTHONPATH or LD_PRELOAD, envFrom, its '
+                   'mounts, its working directory, the pod\'s volumes) may change only back to a value the '
+                   'benchmark wrote into this object; other env and resources stay editable')
 
 
 def check_entry(authz: Authorizer, user: UserInfo, namespace: str, pod: Any, subresource: str) -> None:
