@@ -11,6 +11,7 @@ import json
 import pytest
 from sregym_app_fleetcast import catalog, crd, datastore_operator, faults, manifests
 from sregym_app_fleetcast.topology import DATASTORE, NAMESPACE
+from sregym_appkit.testing import assert_shipped_files_are_built
 
 
 def _cr(**spec) -> dict:
@@ -20,10 +21,7 @@ def _cr(**spec) -> dict:
 
 
 def test_shipped_manifests_are_the_built_ones(tmp_path):
-    manifests.write(tmp_path)
-    for path in manifests.manifest_files():
-        assert (tmp_path / path.name).read_text() == path.read_text(), \
-            f"{path.name} is stale: python -m sregym_app_fleetcast.manifests --write"
+    assert_shipped_files_are_built(manifests.SHIPPED, tmp_path)
 
 
 def test_the_crd_comes_first_and_alone_and_the_resource_names_the_shipped_spec():

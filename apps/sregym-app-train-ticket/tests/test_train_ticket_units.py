@@ -17,6 +17,7 @@ import yaml
 from sregym_app_train_ticket import data, flags, manifests, topology
 from sregym_app_train_ticket.faults import _flag
 from sregym_app_train_ticket.workload import ENDPOINTS, JOURNEYS, MAX_LAG_S, MIX, Generator, check_search, request_for
+from sregym_appkit.testing import assert_shipped_files_are_built
 
 from sregym_core.errors import FaultError
 
@@ -48,10 +49,7 @@ def test_flags_faulty_and_decoys_are_disjoint_and_owned():
 
 
 def test_shipped_manifests_are_the_rendering(tmp_path):
-    manifests.write(tmp_path)
-    for shipped in manifests.manifest_files():
-        assert list(yaml.safe_load_all(shipped.read_text())) == list(yaml.safe_load_all((tmp_path / shipped.name).read_text())), \
-            f"{shipped.name} is stale: run python -m sregym_app_train_ticket.manifests --write"
+    assert_shipped_files_are_built(manifests.SHIPPED, tmp_path)
 
 
 def test_render_applies_params_and_rejects_unknown_ones():

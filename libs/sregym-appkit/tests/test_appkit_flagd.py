@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sregym_appkit.flagd import FlagFile, parse
+from sregym_appkit.flagd import FlagFile, flag_file, parse
 
 
 def _doc(**overrides):
@@ -65,3 +65,17 @@ def test_an_unreadable_file_before_the_first_load_is_logged_and_serves_nothing(t
     assert not store.reload()
     assert '"flags_unreadable"' in capsys.readouterr().out
     assert store.evaluate("newCheckout")[0] == 404 and not store.loaded
+
+
+def test_a_shipped_flag_file_keeps_its_order_and_serves_every_flag_off(tmp_path):
+    raw = flag_file([("zeta", "last by name, first here", {"on": True, "off": False}),
+                     ("alpha", "a rate", {"off": 0, "on": 50})])
+    assert raw.endswith("}\n") and raw.startswith('{\n  "$schema": "https://flagd.dev/schema/v0/flags.json"')
+    assert list(parse(raw)) == ["zeta", "alpha"]
+    assert json.loads(raw)["flags"]["zeta"]["description"] == "last by name, first here"
+    path = tmp_path / "flags.json"
+    path.write_text(raw)
+    store = FlagFile(str(path))
+    assert store.reload()
+    assert [(f["key"], f["variant"], f["value"]) for f in store.evaluate_all()["flags"]] == [
+        ("zeta", "off", False), ("alpha", "off", 0)]

@@ -38,6 +38,33 @@ def test_the_namespaces_hide_the_workload_and_ship_the_generators_priority_class
     assert docs[1]["metadata"]["labels"]["sregym.dev/hidden"] == "true"
 
 
+def test_the_load_generator_runs_hidden_at_infrastructure_priority_with_its_settings_first():
+    kit = objects.AppObjects(part_of="shop", admin_port=9464)
+    service, deployment = kit.load_generator("shop-workload", "shop:1", "http://web.shop:80", rate=3, timeout_s=7,
+                                             cpu="20m", memory="48Mi", port=8090,
+                                             env=[{"name": "FLAGD_HOST", "value": "flagd.shop"}])
+    assert service["metadata"]["namespace"] == deployment["metadata"]["namespace"] == "shop-workload"
+    assert service["spec"]["ports"] == [{"name": "http", "port": 8090, "targetPort": 8090}]
+    assert deployment["metadata"]["labels"]["tier"] == "workload"
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == objects.INFRASTRUCTURE_PRIORITY
+    (container,) = pod["containers"]
+    assert container["args"] == ["load-generator"] and container["image"] == "shop:1"
+    assert [(e["name"], e["value"]) for e in container["env"]] == [
+        ("WORKLOAD_TARGET", "http://web.shop:80"), ("WORKLOAD_RATE", "3"), ("WORKLOAD_PORT", "8090"),
+        ("WORKLOAD_TIMEOUT_S", "7"), ("FLAGD_HOST", "flagd.shop")]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": 8090}
+    assert container["resources"] == {"requests": {"cpu": "20m", "memory": "48Mi"}, "limits": {"memory": "256Mi"}}
+    # the render step sets the rate on the generator it builds
+    manifests.render_images([deployment], "shop", {"image_tag": "2", "otlp_endpoint": "", "workload_rate": 9})
+    assert {"name": "WORKLOAD_RATE", "value": "9"} in container["env"]
+    quiet = kit.load_generator("w", "shop:1", "http://web", rate=1, timeout_s=5, cpu="20m", memory="48Mi",
+                               scrape=False, grace_s=5, strategy=objects.SURGE_FIRST)[1]
+    assert "annotations" not in quiet["spec"]["template"]["metadata"]
+    assert quiet["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5
+    assert quiet["spec"]["strategy"] == objects.SURGE_FIRST
+
+
 def _package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str = "kitapp") -> Path:
     pkg = tmp_path / name
     (pkg / "manifests").mkdir(parents=True)

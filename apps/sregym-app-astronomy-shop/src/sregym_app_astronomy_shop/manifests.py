@@ -7,11 +7,11 @@ sregym_app_astronomy_shop.manifests --write`` regenerates them; a test checks th
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sregym_appkit import manifests as kit
-from sregym_appkit.objects import INFRASTRUCTURE_PRIORITY, AppObjects
+from sregym_appkit.flagd import flag_file
+from sregym_appkit.objects import AppObjects
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .topology import (
@@ -64,10 +64,7 @@ http {
 
 
 def flagd_json() -> str:
-    flags = {name: {"description": FLAG_DESCRIPTIONS[name], "state": "ENABLED", "variants": variants,
-                    "defaultVariant": "off"}
-             for name, (variants, _owner, _on) in sorted(FLAGS.items())}
-    return json.dumps({"$schema": "https://flagd.dev/schema/v0/flags.json", "flags": flags}, indent=2) + "\n"
+    return flag_file((name, FLAG_DESCRIPTIONS[name], variants) for name, (variants, _owner, _on) in sorted(FLAGS.items()))
 
 
 def peer_env(service: str) -> list[dict[str, str]]:
@@ -147,17 +144,12 @@ def build() -> list[dict[str, Any]]:
              _deployment("frontend-proxy", NAMESPACE, proxy, "edge",
                          volumes=[{"name": "config", "configMap": {"name": "frontend-proxy-config"}}]),
              _ingress("frontend-proxy", "http")]
-    loadgen = {"name": "load-generator", "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": ["load-generator"],
-               "ports": [{"name": "http", "containerPort": 8089}],
-               "env": [{"name": "WORKLOAD_TARGET", "value": f"http://frontend-proxy.{NAMESPACE}.svc.cluster.local:8080"},
-                       {"name": "WORKLOAD_RATE", "value": "5"}, {"name": "WORKLOAD_PORT", "value": "8089"},
-                       {"name": "WORKLOAD_TIMEOUT_S", "value": str(WORKLOAD_TIMEOUT_S)},
-                       {"name": "FLAGD_HOST", "value": f"flagd.{NAMESPACE}.svc.cluster.local"},
-                       {"name": "FLAGD_OFREP_PORT", "value": "8016"}],
-               "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8089}, "periodSeconds": 2},
-               "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}}}
-    docs += [_service("load-generator", WORKLOAD_NAMESPACE, [("http", 8089)], "workload"),
-             _deployment("load-generator", WORKLOAD_NAMESPACE, loadgen, "workload", priority=INFRASTRUCTURE_PRIORITY)]
+    # the load generator reads the flags too (a flag can change what users do)
+    docs += OBJECTS.load_generator(
+        WORKLOAD_NAMESPACE, f"{IMAGE_REPO}:{IMAGE_TAG}", f"http://frontend-proxy.{NAMESPACE}.svc.cluster.local:8080",
+        rate=DEFAULT_PARAMS["workload_rate"], timeout_s=WORKLOAD_TIMEOUT_S, cpu="50m", memory="64Mi",
+        env=[{"name": "FLAGD_HOST", "value": f"flagd.{NAMESPACE}.svc.cluster.local"},
+             {"name": "FLAGD_OFREP_PORT", "value": "8016"}])
     return docs
 
 
@@ -170,8 +162,7 @@ def _files(doc: dict[str, Any]) -> str | None:
 
 SHIPPED = kit.ShippedManifests(__package__, IMAGE_REPO, DEFAULT_PARAMS, build=build,
                                workload_namespace=WORKLOAD_NAMESPACE, files_of_app=_files)
-manifest_dir, manifest_files, load_documents, write = SHIPPED.directory, SHIPPED.files, SHIPPED.documents, SHIPPED.write
-render, render_yaml = SHIPPED.render, SHIPPED.render_yaml  # (params=None); unknown parameters raise ValueError
+load_documents, render, render_yaml = SHIPPED.documents, SHIPPED.render, SHIPPED.render_yaml  # unknown params: ValueError
 
 if __name__ == "__main__":
     SHIPPED.command_line()

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sregym_appkit import manifests as kit
-from sregym_appkit.objects import INFRASTRUCTURE_PRIORITY, SURGE_FIRST, AppObjects
+from sregym_appkit.objects import SURGE_FIRST, AppObjects
 
 from . import IMAGE_REPO, IMAGE_TAG, OPERATOR_IMAGE_REPO
 from .crd import crd
@@ -156,17 +156,10 @@ def build() -> list[dict[str, Any]]:
     docs += [_service(API, NAMESPACE, [("http", API_PORT), ("admin", ADMIN_PORT)], "frontend"),
              _deployment(API, NAMESPACE, api, "frontend"),
              kit.ingress(NAMESPACE, API, "http", _labels(API, "frontend"))]
-    loadgen = {"name": LOAD_GENERATOR, "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": ["load-generator"],
-               "ports": [{"name": "http", "containerPort": LOAD_GENERATOR_PORT}],
-               "env": [{"name": "WORKLOAD_TARGET", "value": f"http://{API}.{NAMESPACE}.svc.cluster.local:{API_PORT}"},
-                       {"name": "WORKLOAD_RATE", "value": str(DEFAULT_PARAMS["workload_rate"])},
-                       {"name": "WORKLOAD_PORT", "value": str(LOAD_GENERATOR_PORT)},
-                       {"name": "WORKLOAD_TIMEOUT_S", "value": "5"}],
-               "readinessProbe": {"httpGet": {"path": "/healthz", "port": LOAD_GENERATOR_PORT}, "periodSeconds": 2},
-               "resources": {"requests": {"cpu": "20m", "memory": "48Mi"}, "limits": {"memory": "256Mi"}}}
-    docs += [_service(LOAD_GENERATOR, WORKLOAD_NAMESPACE, [("http", LOAD_GENERATOR_PORT)], "workload"),
-             _deployment(LOAD_GENERATOR, WORKLOAD_NAMESPACE, loadgen, "workload", priority=INFRASTRUCTURE_PRIORITY,
-                         scrape=False)]
+    docs += OBJECTS.load_generator(
+        WORKLOAD_NAMESPACE, f"{IMAGE_REPO}:{IMAGE_TAG}", f"http://{API}.{NAMESPACE}.svc.cluster.local:{API_PORT}",
+        rate=DEFAULT_PARAMS["workload_rate"], timeout_s=5, cpu="20m", memory="48Mi", name=LOAD_GENERATOR,
+        port=LOAD_GENERATOR_PORT, scrape=False, grace_s=5, strategy=SURGE_FIRST)
     return docs
 
 
@@ -185,7 +178,6 @@ def _files(doc: dict[str, Any]) -> str | None:
 
 SHIPPED = kit.ShippedManifests(__package__, IMAGE_REPO, DEFAULT_PARAMS, build=build,
                                workload_namespace=WORKLOAD_NAMESPACE, files_of_app=_files, default_file="30-api.yaml")
-manifest_dir, manifest_files, load_documents, write = SHIPPED.directory, SHIPPED.files, SHIPPED.documents, SHIPPED.write
 
 
 def render(params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -7,11 +7,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sregym_appkit import manifests as kit
-from sregym_appkit.objects import INFRASTRUCTURE_PRIORITY, AppObjects
+from sregym_appkit.flagd import flag_file
+from sregym_appkit.objects import AppObjects
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .data import init_sql, service_password
@@ -47,10 +47,9 @@ MARIADB_ARGS = ["--innodb-buffer-pool-size=16M", "--innodb-log-file-size=8M", "-
 
 
 def flagd_json() -> str:
-    flags = {name: {"description": desc, "state": "ENABLED", "variants": {"on": True, "off": False},
-                    "defaultVariant": "off"}
-             for name, (_owner, _real, desc) in sorted(FLAGS.items(), key=lambda kv: int(kv[0].rsplit("-", 1)[1]))}
-    return json.dumps({"$schema": "https://flagd.dev/schema/v0/flags.json", "flags": flags}, indent=2) + "\n"
+    """tt-feat-1, tt-feat-2, ... in number order, each a boolean (``on`` turns a faulty code path on)."""
+    return flag_file((name, desc, {"on": True, "off": False})
+                     for name, (_owner, _real, desc) in sorted(FLAGS.items(), key=lambda kv: int(kv[0].rsplit("-", 1)[1])))
 
 
 def db_user(service: str) -> str:
@@ -150,15 +149,9 @@ def build() -> list[dict[str, Any]]:
     for name in SERVICES:
         docs += _python_service(name)
     docs.append(_ingress("ts-ui-dashboard", "http"))
-    loadgen = {"name": "load-generator", "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": ["load-generator"],
-               "ports": [{"name": "http", "containerPort": 8089}],
-               "env": [{"name": "WORKLOAD_TARGET", "value": f"http://ts-ui-dashboard.{NAMESPACE}.svc.cluster.local:8080"},
-                       {"name": "WORKLOAD_RATE", "value": str(DEFAULT_PARAMS["workload_rate"])},
-                       {"name": "WORKLOAD_PORT", "value": "8089"}, {"name": "WORKLOAD_TIMEOUT_S", "value": str(WORKLOAD_TIMEOUT_S)}],
-               "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8089}, "periodSeconds": 2},
-               "resources": {"requests": {"cpu": "50m", "memory": "48Mi"}, "limits": {"memory": "256Mi"}}}
-    docs += [_service("load-generator", WORKLOAD_NAMESPACE, [("http", 8089)], "workload"),
-             _deployment("load-generator", WORKLOAD_NAMESPACE, loadgen, "workload", priority=INFRASTRUCTURE_PRIORITY)]
+    docs += OBJECTS.load_generator(
+        WORKLOAD_NAMESPACE, f"{IMAGE_REPO}:{IMAGE_TAG}", f"http://ts-ui-dashboard.{NAMESPACE}.svc.cluster.local:8080",
+        rate=DEFAULT_PARAMS["workload_rate"], timeout_s=WORKLOAD_TIMEOUT_S, cpu="50m", memory="48Mi")
     return docs
 
 
@@ -171,7 +164,6 @@ def _files(doc: dict[str, Any]) -> str | None:
 
 SHIPPED = kit.ShippedManifests(__package__, IMAGE_REPO, DEFAULT_PARAMS, build=build,
                                workload_namespace=WORKLOAD_NAMESPACE, files_of_app=_files)
-manifest_dir, manifest_files, load_documents, write = SHIPPED.directory, SHIPPED.files, SHIPPED.documents, SHIPPED.write
 render, render_yaml = SHIPPED.render, SHIPPED.render_yaml  # (params=None); unknown parameters raise ValueError
 
 if __name__ == "__main__":

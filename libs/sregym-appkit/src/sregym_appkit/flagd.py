@@ -18,12 +18,23 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import logs
 
 OFREP_PATH = "/ofrep/v1/evaluate/flags"
+#: the JSON schema a flag file names (flagd's own)
+SCHEMA = "https://flagd.dev/schema/v0/flags.json"
+
+
+def flag_file(flags: Iterable[tuple[str, str, Mapping[str, Any]]]) -> str:
+    """The flag file an app ships (its ``flagd-config`` ConfigMap): ``flags`` are (name, description,
+    variants) in the file's order, each ENABLED and serving its ``off`` variant until a fault edits
+    the file; JSON indented by two, ending in a newline."""
+    doc = {name: {"description": description, "state": "ENABLED", "variants": dict(variants), "defaultVariant": "off"}
+           for name, description, variants in flags}
+    return json.dumps({"$schema": SCHEMA, "flags": doc}, indent=2) + "\n"
 
 
 def parse(raw: bytes | str) -> dict[str, Any]:

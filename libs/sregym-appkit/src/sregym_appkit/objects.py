@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: the PriorityClass of the benchmark's own pods (workload generator, observability)
@@ -90,3 +91,23 @@ class AppObjects:
                 "spec": {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
                          "strategy": copy.deepcopy(strategy or REPLACE_IN_PLACE),
                          "template": {"metadata": template_meta, "spec": pod}}}
+
+    def load_generator(self, namespace: str, image: str, target: str, *, rate: int, timeout_s: int,
+                       cpu: str, memory: str, name: str = "load-generator", port: int = 8089,
+                       env: Sequence[Mapping[str, str]] = (), scrape: bool = True, grace_s: int = 10,
+                       strategy: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The workload generator (``serve load-generator`` of the app's ``image``) in its hidden
+        ``namespace``: a Service and a Deployment at :data:`INFRASTRUCTURE_PRIORITY`. It sends ``rate``
+        user tasks a second to ``target`` (a URL), gives each ``timeout_s`` seconds, serves its stats
+        on ``port``; ``env`` comes after its own variables, ``cpu`` and ``memory`` are its requests
+        (its memory limit is 256Mi); ``scrape``, ``grace_s`` and ``strategy`` are :meth:`deployment`'s."""
+        container: dict[str, Any] = {
+            "name": name, "image": image, "args": ["load-generator"], "ports": [{"name": "http", "containerPort": port}],
+            "env": [{"name": "WORKLOAD_TARGET", "value": target}, {"name": "WORKLOAD_RATE", "value": str(rate)},
+                    {"name": "WORKLOAD_PORT", "value": str(port)}, {"name": "WORKLOAD_TIMEOUT_S", "value": str(timeout_s)},
+                    *(dict(e) for e in env)],
+            "readinessProbe": {"httpGet": {"path": "/healthz", "port": port}, "periodSeconds": 2},
+            "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": "256Mi"}}}
+        return [self.service(name, namespace, [("http", port)], "workload"),
+                self.deployment(name, namespace, container, "workload", priority=INFRASTRUCTURE_PRIORITY, scrape=scrape,
+                                grace_s=grace_s, strategy=strategy)]
