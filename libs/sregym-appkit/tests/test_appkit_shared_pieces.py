@@ -38,6 +38,26 @@ def test_the_namespaces_hide_the_workload_and_ship_the_generators_priority_class
     assert docs[1]["metadata"]["labels"]["sregym.dev/hidden"] == "true"
 
 
+def test_a_service_container_runs_its_name_and_is_probed_on_the_admin_port_with_a_config_map_mounted():
+    kit = objects.AppObjects(part_of="shop", admin_port=9464)
+    env = [{"name": "A", "value": "1"}]
+    c = kit.service_container("cart", "shop:1", [("grpc", 7070), ("admin", 9464)], env, cpu="10m", memory="40Mi",
+                              ready_period_s=3, live_delay_s=15)
+    assert (c["name"], c["image"], c["args"], c["env"]) == ("cart", "shop:1", ["cart"], env)
+    assert c["ports"] == [{"name": "grpc", "containerPort": 7070}, {"name": "admin", "containerPort": 9464}]
+    assert c["readinessProbe"] == {"httpGet": {"path": "/readyz", "port": 9464}, "periodSeconds": 3,
+                                   "timeoutSeconds": 3, "failureThreshold": 2}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 9464}
+    assert c["livenessProbe"]["initialDelaySeconds"] == 15
+    assert c["resources"]["requests"] == {"cpu": "10m", "memory": "40Mi"}
+    volumes = objects.mount_config_map(c, "flagd-config", "/etc/flagd")
+    pod = kit.deployment("cart", "shop", c, "service", volumes=volumes)["spec"]["template"]["spec"]
+    (mount,) = pod["containers"][0]["volumeMounts"]
+    (volume,) = pod["volumes"]
+    assert mount == {"name": volume["name"], "mountPath": "/etc/flagd", "readOnly": True}
+    assert volume["configMap"] == {"name": "flagd-config"}
+
+
 def test_the_load_generator_runs_hidden_at_infrastructure_priority_with_its_settings_first():
     kit = objects.AppObjects(part_of="shop", admin_port=9464)
     service, deployment = kit.load_generator("shop-workload", "shop:1", "http://web.shop:80", rate=3, timeout_s=7,

@@ -11,7 +11,7 @@ from typing import Any
 
 from sregym_appkit import manifests as kit
 from sregym_appkit.flagd import flag_file
-from sregym_appkit.objects import AppObjects
+from sregym_appkit.objects import AppObjects, mount_config_map
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .topology import (
@@ -82,21 +82,12 @@ def _python_service(name: str) -> list[dict[str, Any]]:
     env = [{"name": "OTEL_SERVICE_NAME", "value": name}, {"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": ""},
            {"name": "FLAGD_HOST", "value": "flagd"}, {"name": "FLAGD_OFREP_PORT", "value": "8016"},
            {"name": "ADMIN_PORT", "value": str(ADMIN_PORT)}, *peer_env(name)]
-    container: dict[str, Any] = {
-        "name": name, "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": [name],
-        "ports": [{"name": pn, "containerPort": p} for pn, p in ports], "env": env,
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": ADMIN_PORT}, "periodSeconds": 2,
-                           "timeoutSeconds": 3, "failureThreshold": 2},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": ADMIN_PORT}, "initialDelaySeconds": 10,
-                          "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3},
-        "resources": {"requests": {"cpu": "20m", "memory": "48Mi"}, "limits": {"memory": "256Mi"}},
-    }
+    container = OBJECTS.service_container(name, f"{IMAGE_REPO}:{IMAGE_TAG}", ports, env, cpu="20m", memory="48Mi")
     volumes = None
     if name == "flagd":
         container["env"] = [e for e in env if e["name"] not in ("FLAGD_HOST", "OTEL_EXPORTER_OTLP_ENDPOINT")] + [
             {"name": "FLAGD_FILE", "value": "/etc/flagd/demo.flagd.json"}]
-        container["volumeMounts"] = [{"name": "config", "mountPath": "/etc/flagd", "readOnly": True}]
-        volumes = [{"name": "config", "configMap": {"name": "flagd-config"}}]
+        volumes = mount_config_map(container, "flagd-config", "/etc/flagd")
     tier = "queue-consumer" if port is None else ("frontend" if name == "frontend" else "service")
     docs = [] if port is None and name != "flagd" else []
     docs.append(_service(name, NAMESPACE, ports, tier))

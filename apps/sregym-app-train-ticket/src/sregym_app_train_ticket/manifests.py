@@ -11,7 +11,7 @@ from typing import Any
 
 from sregym_appkit import manifests as kit
 from sregym_appkit.flagd import flag_file
-from sregym_appkit.objects import AppObjects
+from sregym_appkit.objects import AppObjects, mount_config_map
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .data import init_sql, service_password
@@ -80,23 +80,12 @@ def service_env(service: str) -> list[dict[str, Any]]:
 
 def _python_service(name: str) -> list[dict[str, Any]]:
     port = SERVICES[name][0]
-    container: dict[str, Any] = {
-        "name": name, "image": f"{IMAGE_REPO}:{IMAGE_TAG}", "args": [name],
-        "ports": [{"name": "http", "containerPort": port}, {"name": "admin", "containerPort": ADMIN_PORT}],
-        "env": service_env(name),
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": ADMIN_PORT}, "periodSeconds": 3,
-                           "timeoutSeconds": 3, "failureThreshold": 2},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": ADMIN_PORT}, "initialDelaySeconds": 15,
-                          "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3},
-        "resources": {"requests": {"cpu": "10m", "memory": "40Mi"}, "limits": {"memory": "256Mi"}},
-    }
-    volumes = None
-    if name == FLAGD_SERVICE:
-        container["volumeMounts"] = [{"name": "config", "mountPath": "/etc/flagd", "readOnly": True}]
-        volumes = [{"name": "config", "configMap": {"name": "flagd-config"}}]
+    ports = [("http", port), ("admin", ADMIN_PORT)]
+    container = OBJECTS.service_container(name, f"{IMAGE_REPO}:{IMAGE_TAG}", ports, service_env(name),
+                                          cpu="10m", memory="40Mi", ready_period_s=3, live_delay_s=15)
+    volumes = mount_config_map(container, "flagd-config", "/etc/flagd") if name == FLAGD_SERVICE else None
     tier = "frontend" if name == "ts-ui-dashboard" else ("flags" if name == FLAGD_SERVICE else "service")
-    return [_service(name, NAMESPACE, [("http", port), ("admin", ADMIN_PORT)], tier),
-            _deployment(name, NAMESPACE, container, tier, volumes=volumes)]
+    return [_service(name, NAMESPACE, ports, tier), _deployment(name, NAMESPACE, container, tier, volumes=volumes)]
 
 
 def _mysql() -> list[dict[str, Any]]:

@@ -92,6 +92,23 @@ class AppObjects:
                          "strategy": copy.deepcopy(strategy or REPLACE_IN_PLACE),
                          "template": {"metadata": template_meta, "spec": pod}}}
 
+    def service_container(self, name: str, image: str, ports: Sequence[tuple[str, int]], env: list[dict[str, Any]], *,
+                          cpu: str, memory: str, ready_period_s: int = 2, live_delay_s: int = 10) -> dict[str, Any]:
+        """The container of one of the app's processes: ``image`` run with the argument ``name``,
+        ``ports`` its (name, port) pairs, ready while the admin port's ``/readyz`` answers (every
+        ``ready_period_s``, 2 failures) and restarted when ``/healthz`` stops answering (from
+        ``live_delay_s`` on, every 10 s, 3 failures; 3 s timeouts); ``cpu`` and ``memory`` are its
+        requests, its memory limit 256Mi."""
+        return {
+            "name": name, "image": image, "args": [name],
+            "ports": [{"name": pn, "containerPort": p} for pn, p in ports], "env": env,
+            "readinessProbe": {"httpGet": {"path": "/readyz", "port": self.admin_port}, "periodSeconds": ready_period_s,
+                               "timeoutSeconds": 3, "failureThreshold": 2},
+            "livenessProbe": {"httpGet": {"path": "/healthz", "port": self.admin_port}, "initialDelaySeconds": live_delay_s,
+                              "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3},
+            "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": "256Mi"}},
+        }
+
     def load_generator(self, namespace: str, image: str, target: str, *, rate: int, timeout_s: int,
                        cpu: str, memory: str, name: str = "load-generator", port: int = 8089,
                        env: Sequence[Mapping[str, str]] = (), scrape: bool = True, grace_s: int = 10,
@@ -111,3 +128,10 @@ class AppObjects:
         return [self.service(name, namespace, [("http", port)], "workload"),
                 self.deployment(name, namespace, container, "workload", priority=INFRASTRUCTURE_PRIORITY, scrape=scrape,
                                 grace_s=grace_s, strategy=strategy)]
+
+
+def mount_config_map(container: dict[str, Any], config_map: str, path: str) -> list[dict[str, Any]]:
+    """Mount the ConfigMap ``config_map`` read-only at ``path`` in ``container`` (as its volume
+    ``config``); return the pod's volumes for :meth:`AppObjects.deployment`."""
+    container["volumeMounts"] = [{"name": "config", "mountPath": path, "readOnly": True}]
+    return [{"name": "config", "configMap": {"name": config_map}}]
