@@ -1,5 +1,6 @@
 """The home-page flood (flag loadGeneratorFloodHomepage): closed-loop users, bounded in count and time,
-only to loopback addresses, in a process of its own that follows the flag.
+only to loopback addresses, in a process of its own that follows the flag; and the load generator's
+route to the shop's public name (the users' way in through the Ingress).
 
 Each test runs a real HTTP server on 127.0.0.1 and the real flood against it.
 """
@@ -146,3 +147,28 @@ def test_the_flood_process_follows_the_flag():
         state["loop"].call_soon_threadsafe(state["stop"].set)
         server.join(10)
     assert home.count >= 400
+
+
+def test_the_load_generator_reaches_the_shop_by_its_public_name_through_a_route_and_goes_back():
+    """/control's route (sregym_appkit.workload.route_session): requests for http://shop.test go to
+    the pinned address; route null sends users to the target again."""
+    from sregym_app_astronomy_shop.loadgen import Generator
+
+    async def scenario():
+        home = Home(delay=0)
+        runner, port = await _serve(home)
+        gen = Generator("http://127.0.0.1:9", rate=0, duration=0, timeout_s=3)
+        try:
+            gen.set_route({"url": "http://shop.test", "connect": f"127.0.0.1:{port}"})
+            routed = gen.target, gen.route, await gen._get("/")
+            gen.set_route(None)
+            return routed, (gen.target, gen.route), home.count
+        finally:
+            for session in gen.sessions:  # the routed one (the direct one opens with a run)
+                await session.close()
+            await runner.cleanup()
+
+    (target, route, (status, body)), back, count = asyncio.run(scenario())
+    assert (target, route) == ("http://shop.test", {"url": "http://shop.test", "connect": route["connect"]})
+    assert status == 200 and b"home" in body and count == 1
+    assert back == ("http://127.0.0.1:9", None)

@@ -25,20 +25,18 @@ import json
 import os
 import random
 import signal
-import ssl
 import threading
 import time
 import uuid
 from typing import Any
 
 import aiohttp
-import yarl
 from aiohttp import web
 from prometheus_client import Counter
 
 from sregym_appkit import logs
 from sregym_appkit.stats import Record, RequestLog
-from sregym_appkit.workload import PinnedResolver, add_query_routes, choose_weighted, validate_route
+from sregym_appkit.workload import add_query_routes, choose_weighted, route_session, validate_route
 
 from . import content, data
 from .homeflood import HomeFlood
@@ -106,13 +104,7 @@ class Generator:
         url, connect, ca = validate_route(route)
         if self.direct is None:
             self.direct = (self.target, self.session)
-        host = yarl.URL(url).host or ""
-        connect_host, _, connect_port = connect.rpartition(":")
-        context = ssl.create_default_context(cadata=ca) if ca else ssl.create_default_context()
-        self.session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=self.timeout_s), trust_env=False,
-            connector=aiohttp.TCPConnector(limit=self.max_inflight, ttl_dns_cache=10, ssl=context,
-                                           resolver=PinnedResolver({host: (connect_host, int(connect_port))})))
+        self.session = route_session(url, connect, ca, limit=self.max_inflight, timeout_s=self.timeout_s)
         self.sessions.append(self.session)
         self.target, self.route = url.rstrip("/"), {"url": url, "connect": connect}
 

@@ -167,6 +167,21 @@ class PinnedResolver(aiohttp.abc.AbstractResolver):
         await self.default.close()
 
 
+def route_session(url: str, connect: str, ca: str, *, limit: int, timeout_s: float) -> aiohttp.ClientSession:
+    """A client session for users arriving through an Ingress (a validated ``route``: :func:`validate_route`):
+    ``url``'s host is connected to at ``connect`` (``host:port`` of the ingress controller, as public DNS
+    would answer), its certificate verified against ``ca`` (PEM; the system's when empty); at most
+    ``limit`` connections, ``timeout_s`` for a request."""
+    from yarl import URL
+
+    host = URL(url).host or ""
+    connect_host, _, connect_port = connect.rpartition(":")
+    context = ssl.create_default_context(cadata=ca) if ca else ssl.create_default_context()
+    connector = aiohttp.TCPConnector(limit=limit, ttl_dns_cache=10, ssl=context,
+                                     resolver=PinnedResolver({host: (connect_host, int(connect_port))}))
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=timeout_s))
+
+
 def choose_weighted(mix: tuple[tuple[str, float], ...], rng: random.Random) -> str:
     """An endpoint drawn from ``mix`` ((name, share) pairs summing to 1)."""
     x, acc = rng.random(), 0.0
@@ -256,15 +271,7 @@ class Generator:
         url, connect, ca = validate_route(route)
         if self.direct is None:
             self.direct = (self.settings, self.session)
-        from yarl import URL
-
-        host = URL(url).host or ""
-        connect_host, _, connect_port = connect.rpartition(":")
-        context = ssl.create_default_context(cadata=ca) if ca else ssl.create_default_context()
-        connector = aiohttp.TCPConnector(limit=self.settings.max_inflight, ttl_dns_cache=10, ssl=context,
-                                         resolver=PinnedResolver({host: (connect_host, int(connect_port))}))
-        self.session = aiohttp.ClientSession(connector=connector,
-                                             timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s))
+        self.session = route_session(url, connect, ca, limit=self.settings.max_inflight, timeout_s=self.settings.timeout_s)
         self.sessions.append(self.session)
         self.settings = dataclasses.replace(self.direct[0], target=url.rstrip("/"))
         self.route = {"url": url, "connect": connect}
