@@ -12,6 +12,7 @@ import time
 
 import pytest
 from sregym_app_astronomy_shop.loadgen import ENDPOINTS, request_for
+from sregym_appkit.testing import every_kind_served
 
 from sregym_core.testing.slo import wait_for_service_level
 
@@ -30,9 +31,6 @@ def test_workload_meets_the_service_level_with_correct_content(shop):
 
     def good():
         stats = live.stats(60)
-        seen = {e for e, s in stats["by_endpoint"].items() if s["success"]}
-        ok = (stats["count"] >= 60 and stats["success_rate"] >= 0.99 and stats["content_errors"] == 0
-              and seen == set(ENDPOINTS))
-        return stats if ok else None
+        return stats if every_kind_served(stats, ENDPOINTS) else None
 
     assert wait_for_service_level(good, 120, 5, window_s=60), json.dumps(live.stats(60))[:1500]

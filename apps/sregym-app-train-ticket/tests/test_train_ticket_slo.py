@@ -12,6 +12,7 @@ import time
 
 import pytest
 from sregym_app_train_ticket.workload import ENDPOINTS, request_for
+from sregym_appkit.testing import every_kind_served
 
 from sregym_core.testing.slo import wait_for_service_level
 
@@ -29,9 +30,6 @@ def test_workload_meets_the_service_level_on_every_kind(tt):
 
     def good():
         stats = live.stats(90)
-        seen = {e for e, s in stats["by_endpoint"].items() if s["success"]}
-        ok = (stats["count"] >= 60 and stats["success_rate"] >= 0.99 and stats["content_errors"] == 0
-              and seen == set(ENDPOINTS))
-        return stats if ok else None
+        return stats if every_kind_served(stats, ENDPOINTS) else None
 
     assert wait_for_service_level(good, 150, 5, window_s=90), json.dumps(live.stats(90))[:1500]

@@ -129,6 +129,20 @@ def test_shipped_manifests_are_written_by_file_in_apply_order_and_rendered(tmp_p
         shipped.render({"replicas": 2})
 
 
+def test_the_service_level_needs_enough_requests_all_right_and_every_kind_succeeding():
+    def stats(count=100, rate=1.0, wrong=0, failing=()):
+        return {"count": count, "success_rate": rate, "content_errors": wrong,
+                "by_endpoint": {e: {"success": 0 if e in failing else 5} for e in ("home", "cart")}}
+
+    assert testing.every_kind_served(stats(), ("home", "cart"))
+    assert not testing.every_kind_served(stats(count=59), ("home", "cart"))
+    assert testing.every_kind_served(stats(count=20), ("home", "cart"), min_count=20)
+    assert not testing.every_kind_served(stats(rate=0.98), ("home", "cart"))
+    assert not testing.every_kind_served(stats(wrong=1), ("home", "cart"))
+    assert not testing.every_kind_served(stats(failing=("cart",)), ("home", "cart"))  # seen, never succeeding
+    assert not testing.every_kind_served(stats(), ("home", "cart", "checkout"))  # never seen
+
+
 def test_render_replicated_sets_replicas_images_tracing_and_the_workload():
     docs = [{"kind": "Deployment", "metadata": {"name": "nginx"}, "spec": {"replicas": 1, "template": {"spec": {
                 "containers": [{"name": "nginx", "image": "nginx:1"},

@@ -52,6 +52,16 @@ def assert_shipped_files_are_built(shipped: Any, scratch: Path) -> None:
         assert (scratch / path.name).read_text() == path.read_text(), f"{path.name} is stale: {command}"
 
 
+def every_kind_served(stats: dict[str, Any], endpoints: Iterable[str], *, min_count: int = 60,
+                      min_success_rate: float = 0.99) -> bool:
+    """The healthy service level of a window of the workload's ``stats`` (``GET /stats``): at least
+    ``min_count`` requests, a success rate of ``min_success_rate`` or more, no wrong content, and
+    every request kind of ``endpoints`` seen succeeding."""
+    seen = {e for e, s in stats["by_endpoint"].items() if s["success"]}
+    return (stats["count"] >= min_count and stats["success_rate"] >= min_success_rate
+            and stats["content_errors"] == 0 and seen == set(endpoints))
+
+
 def deployment_for_module(deployed_app: Any, name: str) -> Iterator[Any]:
     """The body of a live module's module-scoped fixture: the app ``name`` deployed through the
     conductor's own path (sregym_core.testing.live's ``deployed_app``), its deploy time printed, and
