@@ -22,6 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from sregym_app_hotel_reservation.localrun import free_port
+from sregym_appkit.service import stop_process
 
 
 def _value(v: Any) -> Any:
@@ -152,13 +153,7 @@ class Workload:
         raise TimeoutError("workload run did not finish")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc, 10)
 
 
 def metric(text: str, name: str, **labels: str) -> float:

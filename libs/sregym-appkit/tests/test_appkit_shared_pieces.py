@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import urllib.request
 from pathlib import Path
@@ -291,3 +294,20 @@ def test_a_service_begins_with_its_tracing_build_info_and_flags_and_stops_on_sig
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+def test_a_child_process_is_stopped_with_sigterm_and_killed_when_it_ignores_it():
+    polite = subprocess.Popen(["sleep", "30"])
+    service.stop_process(polite)
+    assert polite.returncode == -signal.SIGTERM
+    service.stop_process(polite)  # already gone: nothing to do
+    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                                 "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert stubborn.stdout is not None and stubborn.stdout.readline() == "ready\n"
+        service.stop_process(stubborn, grace_s=0.3)
+        assert stubborn.returncode == -signal.SIGKILL
+    finally:
+        stubborn.kill()
+        stubborn.wait()
+        stubborn.stdout.close()

@@ -34,6 +34,7 @@ from typing import Any
 import aiohttp
 import yarl
 
+from sregym_appkit.service import stop_process
 from sregym_appkit.workload import PinnedResolver
 
 MAX_WORKERS = 100
@@ -160,13 +161,7 @@ class HomeFlood:
 
     def stop(self) -> None:
         if self.process is not None:
-            if self.process.poll() is None:
-                self.process.terminate()
-                try:
-                    self.process.wait(5)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait(5)
+            stop_process(self.process)
             self.process = None
         self.workers = 0
 

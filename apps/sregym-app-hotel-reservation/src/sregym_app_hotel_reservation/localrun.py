@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from sregym_appkit.service import stop_process
+
 from . import config
 
 PG_BIN_CANDIDATES = ("/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin")
@@ -205,13 +207,8 @@ class Memcached:
         _wait_port(self.port, 10, self.proc)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        if self.proc:
+            stop_process(self.proc)
 
 
 def _user_exists(name: str) -> bool:

@@ -11,6 +11,7 @@ it), not a traceback; the admin port starts first, so probes answer as soon as t
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -76,3 +77,16 @@ def serve_until_stopped(stop: threading.Event, build: Callable[[], tuple[Server 
     admin.stop()
     shutdown_tracing()
     return 0
+
+
+def stop_process(proc: subprocess.Popen[Any], grace_s: float = 5.0) -> None:
+    """Stop a child process as the kubelet stops a container: SIGTERM, ``grace_s`` seconds to exit,
+    then SIGKILL; it is reaped either way. A process that has already exited is left as it is."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
