@@ -31,6 +31,7 @@ def _container_env(docs: list[dict], secret: dict[str, str]) -> dict[str, str]:
 @pytest.fixture
 def server():
     localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
+    pytest.importorskip("psycopg")
     if reason := localrun.scratch_postgres_unavailable():
         pytest.skip(reason)
     with localrun.scratch_postgres("template-roles-pg-", ("myapp",)) as pg:

@@ -26,6 +26,7 @@ def _secret_and_init() -> tuple[dict[str, str], str]:
 @pytest.fixture
 def server():
     localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
+    pytest.importorskip("psycopg")
     if reason := localrun.scratch_postgres_unavailable():
         pytest.skip(reason)
     with localrun.scratch_postgres("roles-pg-", (SERVICE,)) as pg:
