@@ -272,6 +272,7 @@ class FakeKubelet:
         self.cpu, self.memory = cpu, memory
         self.phase: dict[str, str] = {}  # pod name prefix -> phase to report (e.g. "Succeeded")
         self.unready: set[str] = set()
+        self.unready_images: set[str] = set()  # a pod running one of these images never gets ready
         self._task = None
         self._ips = itertools.count(10)
 
@@ -312,7 +313,8 @@ class FakeKubelet:
                     continue
                 status = pod.get("status") or {}
                 phase = self._wanted_phase(meta["name"])
-                ready = "True" if phase == "Running" and meta["name"] not in self.unready else "False"
+                bad_image = any(c.get("image") in self.unready_images for c in spec.get("containers") or [])
+                ready = "True" if phase == "Running" and meta["name"] not in self.unready and not bad_image else "False"
                 have = next((c["status"] for c in status.get("conditions") or [] if c["type"] == "Ready"), None)
                 if status.get("phase") == phase and have == ready:
                     continue

@@ -125,6 +125,37 @@ async def test_daemonset_one_pod_per_eligible_node(cluster: Cluster):
     assert sorted(p["spec"]["nodeName"] for p in await c.list("pods", "default")) == ["node-1", "node-2"]
 
 
+async def test_daemonset_rollout_replaces_an_old_revisions_unavailable_pod_first(cluster: Cluster):
+    """Red-team round 7, finding 1: an image that never gets ready, then the right one. The pod of the
+    intermediate revision is unavailable and used up maxUnavailable; Kubernetes' controller deletes an
+    old revision's unavailable pod whatever the budget, so the fixed template rolls to every node. Ours
+    waited on it for good (the buggy kube-proxy outlived the attempt and broke the next run's deploy)."""
+    c = cluster.client
+    cluster.kubelet.unready_images.add("crashes:1")
+    await c.create("daemonsets.apps", {"metadata": {"name": "proxy"}, "spec": {
+        "selector": {"matchLabels": {"app": "proxy"}}, "template": template("proxy", image="proxy:1"),
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}}}, "default")
+
+    async def images_ready(images):
+        pods = [p for p in await c.list("pods", "default") if not p["metadata"].get("deletionTimestamp")]
+        ready = [p for p in pods if any(x["type"] == "Ready" and x["status"] == "True"
+                                        for x in (p.get("status") or {}).get("conditions") or [])]
+        return sorted(p["spec"]["containers"][0]["image"] for p in ready) == images and len(pods) == len(images)
+
+    await settle(lambda: images_ready(["proxy:1", "proxy:1"]), timeout=10)
+    await c.patch("daemonsets.apps", "proxy", {"spec": {"template": template("proxy", image="crashes:1")}}, "default")
+
+    async def one_crashing():
+        pods = [p for p in await c.list("pods", "default") if not p["metadata"].get("deletionTimestamp")]
+        return sorted(p["spec"]["containers"][0]["image"] for p in pods) == ["crashes:1", "proxy:1"]
+
+    await settle(one_crashing, timeout=10)  # the budget is used up by the pod that never gets ready
+    await asyncio.sleep(0.5)
+    assert await one_crashing()
+    await c.patch("daemonsets.apps", "proxy", {"spec": {"template": template("proxy", image="proxy:2")}}, "default")
+    await settle(lambda: images_ready(["proxy:2", "proxy:2"]), timeout=15)
+
+
 async def test_job_completions_backoff_and_ttl(cluster: Cluster):
     c = cluster.client
     cluster.kubelet.phase["ok-"] = "Succeeded"

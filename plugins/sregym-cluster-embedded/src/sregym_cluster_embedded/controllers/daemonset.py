@@ -91,13 +91,21 @@ class DaemonSetController(Controller):
         if strategy.get("type", "RollingUpdate") != "RollingUpdate":
             return
         pods = [p for p in self.pods.list(ds["metadata"].get("namespace", "")) if is_controlled_by(p, ds)]
+        old = [p for p in pods if (p["metadata"].get("labels") or {}).get("controller-revision-hash") != rev
+               and not is_deleting(p)]
+        # an old revision's pod that is not available serves nothing: it goes whatever the budget, as
+        # Kubernetes' controller does (else a rollout to a template that never gets ready, then to a
+        # good one, waits on that pod for good: red-team round 7, finding 1)
+        for pod in old:
+            if not is_pod_ready(pod):
+                await self._delete(ds, pod)
         unavailable = sum(1 for p in pods if not is_pod_ready(p) or is_deleting(p))
         budget = int_or_percent((strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1), max(1, len(pods)),
                                 round_up=True) or 1
-        for pod in pods:
+        for pod in old:
             if unavailable >= budget:
                 break
-            if (pod["metadata"].get("labels") or {}).get("controller-revision-hash") != rev and not is_deleting(pod):
+            if is_pod_ready(pod):
                 await self._delete(ds, pod)
                 unavailable += 1
 
