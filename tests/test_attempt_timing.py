@@ -152,7 +152,10 @@ def test_times_are_measured_from_the_end_of_injection(tmp_path):
 
 def test_diagnosis_is_graded_while_current_and_a_duplicate_is_absorbed(tmp_path):
     record, _created, judged, graded, _injected, seen = run_attempt(tmp_path)
-    assert seen["first"] == seen["again"] == {"status": "200", "message": "Submission received"}
+    assert seen["first"] == {"status": "200", "message": "Submission received"}
+    # the other text, sent while the first was judged: upstream's answer, and the truth that it is not graded
+    assert seen["again"]["status"] == "200" and seen["again"]["graded"] is False, seen["again"]
+    assert record.extra["absorbed_submissions"] == [{"stage": "diagnosis", "solution": "a second diagnosis, to be absorbed"}]
     assert seen["stage_while_judging"] == "diagnosis"
     assert judged == ["geo has a wrong image"]  # the duplicate was not judged, nor taken as the mitigation
     assert seen["stage_while_oracle"] == "mitigation" and graded == ["oracle"]

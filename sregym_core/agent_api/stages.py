@@ -4,7 +4,7 @@ Stages run ``setup → diagnosis → mitigation → tearing_down → done`` (a p
 one of the two graded stages). A submission is graded *while its stage is still current*: the
 stage advances only when grading ends, so a client polling ``/status`` sees ``diagnosis`` until
 the judge has answered and ``mitigation`` until the oracle has. A second submission for a stage
-that is being graded is absorbed (the answer is the same ``200 Submission received``); grading is
+that is being graded is absorbed (``200 Submission received``, with ``graded: false``); grading is
 done by one evaluator at a time, and a submission that finds it busy with an earlier stage waits
 up to ``busy_wait_s`` and then gets ``503``.
 
@@ -13,7 +13,8 @@ Answers (status, body), from the facts in upstream-parity.md §2.1 (rows H4-H12)
 ===========================  ===================================================================
 situation                    answer
 ===========================  ===================================================================
-accepted / absorbed          200 ``{"status": "200", "message": "Submission received"}``
+accepted                     200 ``{"status": "200", "message": "Submission received"}``
+absorbed (stage under grading) 200 the same, plus ``"graded": false`` and a ``detail`` (this project's)
 duplicate of the last graded 200 ``{"status": "duplicate", "message": "..."}`` (this project's guard)
 stage ``done``               200 ``{"status": "done", "message": "All stages have been completed and graded..."}``
 stage setup / tearing_down   400 ``{"detail": "Cannot submit at stage: '<stage>'"}``
@@ -84,6 +85,7 @@ class StageDesk:
         self.busy_wait_s, self.busy_poll_s = busy_wait_s, busy_poll_s
         self.duplicate_window_s = duplicate_window_s
         self.duplicates = 0  # copies answered as duplicates (for the record)
+        self.absorbed: list[dict[str, str]] = []  # other texts that arrived while their stage was graded
         self.reported: set[str] = set()  # stages a client has read as current (GET /status)
         self.stage = "setup"
         self.submissions: dict[str, str] = {}
@@ -156,11 +158,17 @@ class StageDesk:
 
     def _while_graded(self, stage: str, solution: str) -> tuple[int, dict[str, Any]]:
         """A submission for the stage under grading: a copy of the graded text is a duplicate; any
-        other text is absorbed (upstream answers it ``Submission received`` and grades nothing)."""
+        other text is absorbed: upstream answers it ``Submission received`` and grades nothing. The
+        answer keeps upstream's two keys (clients read ``status``) and says, in ``graded: false`` and
+        ``detail``, that this text is not graded (red-team round 7: the same answer as a graded one
+        told the agent nothing); the attempt's record keeps the absorbed texts."""
         if self.submissions[stage].strip() == solution.strip():
             return 200, self._duplicate(stage)
         log.info("submission_absorbed", stage=stage)
-        return 200, dict(RECEIVED)
+        self.absorbed.append({"stage": stage, "solution": solution[:2000]})
+        return 200, {**RECEIVED, "graded": False,
+                     "detail": f"The {stage} submission received before this one is being graded; this one is "
+                               f"not graded."}
 
     def _copy_of(self, solution: str) -> str | None:
         """The earlier stage whose graded submission ``solution`` repeats within the window, or None."""

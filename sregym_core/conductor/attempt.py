@@ -320,6 +320,7 @@ class Attempt:
             fault_mechanism=self.fault_mechanism(),
             extra={"trajectory": list(outcome.trajectory)[:500], "attempt_id": self.attempt_id,
                    **({"noise_events": self.noise.events} if self.noise.plan else {}),
+                   **({"absorbed_submissions": list(self.desk.absorbed)} if self.desk.absorbed else {}),
                    **({"symptom": self.symptom} if self.symptom is not None else {})},
         )
         return AttemptRecord(**record)

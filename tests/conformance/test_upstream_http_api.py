@@ -133,9 +133,12 @@ def test_h2_to_h8_the_stage_protocol():
             first = await http.post("/submit", json={"solution": "geo has a bad image"})
             assert first.status_code == 200 and first.json() == RECEIVED
             assert (await http.get("/status")).json() == {"stage": "diagnosis"}
-            # H4: a duplicate during grading is absorbed with the same answer and not graded
+            # H4: another submission during grading is absorbed with upstream's answer (its two keys) and not
+            # graded; this project adds that it is not graded (graded: false, detail), which upstream's clients
+            # (reading status) pass over
             dup = await http.post("/submit", json={"solution": "a retried POST"})
-            assert dup.status_code == 200 and dup.json() == RECEIVED
+            assert dup.status_code == 200 and {k: dup.json()[k] for k in RECEIVED} == RECEIVED
+            assert dup.json()["graded"] is False
             attempt.judge.release.set()
             await wait_stage(http, "mitigation")
             assert attempt.judge.graded == ["geo has a bad image"]
