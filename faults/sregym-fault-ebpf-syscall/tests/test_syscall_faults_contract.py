@@ -56,21 +56,46 @@ def test_no_shim_among_their_mechanisms():
     assert FAULTS[1].mechanisms["open"] == ("bpf-lsm", "seccomp-supervisor")
 
 
-def test_no_mechanism_reaching_the_target_is_a_permanent_error_with_the_nodes_reasons(monkeypatch):
+def _node_that_refuses(monkeypatch, refusals: int):
+    """Node hooks whose node_fault refuses ``refusals`` times (pods without the filter), then accepts."""
     from types import SimpleNamespace
 
-    import pytest
     from sregym_fault_ebpf_syscall import syscalls
 
-    from sregym_core.errors import PermanentFaultError, TemporaryFaultError
+    from sregym_core.errors import TemporaryFaultError
 
-    def refuse(ctx, method, hook_id, **spec):
-        raise TemporaryFaultError("node fault hook node_fault: no mechanism can run this rule here "
-                                  "(seccomp-supervisor: pods db-1 did not start under a filter naming open)")
-    monkeypatch.setattr(syscalls.hooks, "call", refuse)
+    calls: list[tuple] = []
+
+    def call(ctx, method, hook_id, **spec):
+        calls.append((method, hook_id, spec))
+        if method == "node_fault" and sum(1 for c in calls if c[0] == "node_fault") <= refusals:
+            raise TemporaryFaultError("node fault hook node_fault: no mechanism can run this rule here "
+                                      "(seccomp-supervisor: pods db-1 did not start under a filter naming open)")
+        return {"mechanism": "seccomp-supervisor", "targets": {"db-2": ["10.0.0.2"]}} if method == "node_fault" else {}
+    monkeypatch.setattr(syscalls.hooks, "call", call)
     monkeypatch.setattr(syscalls.hooks, "selector_labels", lambda ctx, target: {"app": "db"})
-    ctx = SimpleNamespace(namespace="ns", state={}, cluster=NodeHooks(refuse))
+    monkeypatch.setattr(syscalls.hooks, "restart_pods", lambda ctx, target: calls.append(("restart_pods", "", {})))
+    ctx = SimpleNamespace(namespace="ns", state={}, cluster=NodeHooks(call))
     target = SimpleNamespace(component=SimpleNamespace(pvcs=()))
+    return syscalls, ctx, target, calls
+
+
+def test_a_target_whose_pods_run_without_the_filter_is_restarted_under_it(monkeypatch):
+    # an ad hoc pair (no installed problem names the target): red-team round 7 met the refusal here
+    syscalls, ctx, target, calls = _node_that_refuses(monkeypatch, refusals=1)
+    syscalls.syscall_inject(ctx, target, {"syscall": "open", "errno": "", "rate": 1.0, "port": 0})
+    assert [c[0] for c in calls] == ["node_fault", "supervise", "restart_pods", "node_fault"]
+    supervise = calls[1][2]
+    assert supervise == {"namespace": "ns", "labels": {"app": "db"}, "calls": ["open"]}
+    assert ctx.state["restarted_under_filter"] and ctx.state["pods"] == ["10.0.0.2"]
+
+
+def test_no_mechanism_reaching_the_target_is_a_permanent_error_with_the_nodes_reasons(monkeypatch):
+    import pytest
+
+    from sregym_core.errors import PermanentFaultError
+
+    syscalls, ctx, target, calls = _node_that_refuses(monkeypatch, refusals=2)  # still refused once restarted
     with pytest.raises(PermanentFaultError) as info:
         syscalls.syscall_inject(ctx, target, {"syscall": "open", "errno": "", "rate": 1.0, "port": 0})
     assert "did not start under a filter naming open" in str(info.value)
