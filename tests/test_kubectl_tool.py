@@ -203,6 +203,28 @@ def test_sandboxed_kubectl_cannot_read_or_write_host_files(tmp_path):
 
 
 @needs_sandbox
+def test_the_sandbox_does_not_show_where_the_attempts_kubeconfig_lives(tmp_path):
+    """Red-team round 7, finding 3: /proc/self/mountinfo (a bind mount's source) and /proc/1/cmdline
+    (bwrap's argv) read through the tool named the kubeconfig's host path, so the results directory
+    and the attempt. The sandbox binds a copy under a name that says nothing."""
+    where = tmp_path / "results-hotel-wrong-image-geo" / ".work" / "a1b2c3" / "agent.kubeconfig"
+    where.parent.mkdir(parents=True)
+    where.write_text(_kubeconfig(tmp_path).read_text())
+    tool = KubectlTool(kubeconfig=where, kubectl=KUBECTL)
+    assert tool.sandboxed
+    for source in ("/proc/self/mountinfo", "/proc/1/cmdline"):
+        out = asyncio.run(tool.execute(f"kubectl create configmap x --from-file=s={source} --dry-run=client -o yaml"))
+        assert "data:" in out, out  # it was read
+        assert "hotel-wrong-image" not in out and "a1b2c3" not in out and str(tmp_path) not in out, out
+    # the copy follows a kubeconfig rewritten during the attempt
+    import os
+
+    where.write_text(where.read_text().replace("agent-token", "rotated-token"))
+    os.utime(where, ns=(where.stat().st_atime_ns, where.stat().st_mtime_ns + 1_000_000))
+    assert "rotated-token" in tool._neutral_kubeconfig().read_text()
+
+
+@needs_sandbox
 def test_the_sandbox_holds_only_kubectl_and_the_kubeconfig(tmp_path):
     from sregym_core.agent_api import kubectl_sandbox
 

@@ -67,6 +67,8 @@ class KubectlTool:
     isolation: str = attrs.field(default="auto", validator=attrs.validators.in_(("auto", "bwrap", "none")))
     _sessions: collections.OrderedDict = attrs.field(factory=collections.OrderedDict, init=False)
     _private: Path | None = attrs.field(default=None, init=False)
+    _neutral_dir: Path | None = attrs.field(default=None, init=False)
+    _neutral: tuple[Path, int] | None = attrs.field(default=None, init=False)
 
     # ------------------------------------------------------------------ sessions
 
@@ -110,6 +112,22 @@ class KubectlTool:
     def _kubectl_path(self) -> str:
         return shutil.which(self.kubectl) or self.kubectl
 
+    def _neutral_kubeconfig(self) -> Path:
+        """A copy of the kubeconfig under a name that says nothing: the sandbox shows a bind mount's
+        source path in ``/proc/self/mountinfo`` and bwrap's argv in ``/proc/1/cmdline``, and the
+        original's path names the results directory and the attempt (red-team round 7, finding 3).
+        Copied again when the original changes."""
+        source = Path(self.kubeconfig)
+        stamp = source.stat().st_mtime_ns if source.exists() else 0
+        if self._neutral is None or self._neutral[1] != stamp:
+            if self._neutral_dir is None:
+                self._neutral_dir = Path(tempfile.mkdtemp(prefix="sregym-kubectl-"))
+                weakref.finalize(self, shutil.rmtree, self._neutral_dir, True)
+            copy = self._neutral_dir / "config"
+            shutil.copy2(source, copy)
+            self._neutral = (copy, stamp)
+        return self._neutral[0]
+
     def _private_dir(self) -> Path:
         """An empty directory of our own: kubectl's cwd and HOME when it runs without the sandbox."""
         if self._private is None:
@@ -125,7 +143,8 @@ class KubectlTool:
         if self.isolation != "none":
             bwrap = kubectl_sandbox.bwrap_usable(self._kubectl_path())
             if bwrap is not None:
-                return kubectl_sandbox.sandboxed_argv(bwrap, self._kubectl_path(), self.kubeconfig, args), {}, None
+                return kubectl_sandbox.sandboxed_argv(bwrap, self._kubectl_path(), self._neutral_kubeconfig(),
+                                                      args), {}, None
             if self.isolation == "bwrap":
                 raise RefusedCommand("the kubectl sandbox is not available on this machine (bubblewrap is missing "
                                      "or user namespaces are disabled)")
