@@ -78,6 +78,20 @@ def test_only_a_buggy_build_drops():
     assert kubeproxy.drop_share("localhost:5000/kube-proxy:v1.32.4-buggy@sha256:abc") == kubeproxy.BUGGY_DROP_SHARE
 
 
+def test_only_release_tags_of_kube_proxy_exist_on_the_node():
+    """Red-team round 7, finding 2: a made-up tag ran as a sound build and passed mitigation; a
+    registry has release tags only (and here the fault's -buggy builds), anything else is ErrImagePull."""
+    from sregym_cluster_embedded.node import images
+
+    catalog = images.default_catalog()
+    for ref in ("registry.k8s.io/kube-proxy:v1.32.4", "registry.k8s.io/kube-proxy:v1.32.4-buggy",
+                "registry.k8s.io/kube-proxy:v1.37.10"):
+        assert catalog.resolve(ref) is not None, ref
+    for ref in ("registry.k8s.io/kube-proxy:does-not-exist", "registry.k8s.io/kube-proxy:v1.32.4x",
+                "registry.k8s.io/kube-proxy", "k8s.gcr.io/kube-proxy:v1.32.4"):
+        assert catalog.resolve(ref) is None, ref
+
+
 def test_daemonset_is_kubeadms():
     objs = {(resource, body["metadata"]["name"]): body for resource, _, body in kubeproxy.objects("v1.32.4")}
     ds = objs[("daemonsets.apps", "kube-proxy")]

