@@ -31,16 +31,12 @@ def _container_env(docs: list[dict], secret: dict[str, str]) -> dict[str, str]:
 @pytest.fixture
 def server():
     localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
-    pytest.importorskip("psycopg")
-    if reason := localrun.scratch_postgres_unavailable():
-        pytest.skip(reason)
-    with localrun.scratch_postgres("template-roles-pg-", ("myapp",)) as pg:
+    with localrun.scratch_postgres_or_skip("template-roles-pg-", ("myapp",)) as pg:
         yield pg, localrun
 
 
 def test_the_template_secret_owns_its_database_and_is_no_superuser(server, tmp_path):
-    import psycopg
-
+    psycopg = pytest.importorskip("psycopg")
     pg, localrun = server
     docs = [d for d in yaml.safe_load_all(SHIPPED.read_text()) if d]
     secret = next(d for d in docs if d["kind"] == "Secret")["stringData"]

@@ -26,16 +26,12 @@ def _secret_and_init() -> tuple[dict[str, str], str]:
 @pytest.fixture
 def server():
     localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
-    pytest.importorskip("psycopg")
-    if reason := localrun.scratch_postgres_unavailable():
-        pytest.skip(reason)
-    with localrun.scratch_postgres("roles-pg-", (SERVICE,)) as pg:
+    with localrun.scratch_postgres_or_skip("roles-pg-", (SERVICE,)) as pg:
         yield pg, localrun
 
 
 def test_the_secrets_admin_owns_the_database_seeds_it_and_cannot_run_programs(server, tmp_path):
-    import psycopg
-
+    psycopg = pytest.importorskip("psycopg")
     pg, localrun = server
     secret, script = _secret_and_init()
     (tmp_path / "10-roles.sql").write_text(script)

@@ -167,6 +167,18 @@ def scratch_postgres_unavailable() -> str | None:
 
 
 @contextlib.contextmanager
+def scratch_postgres_or_skip(prefix: str, databases: tuple[str, ...] = ()) -> Iterator[Postgres]:
+    """:func:`scratch_postgres` for a test: skipped (``unittest.SkipTest``, which pytest honours) where
+    the machine has no PostgreSQL."""
+    import unittest
+
+    if reason := scratch_postgres_unavailable():
+        raise unittest.SkipTest(reason)
+    with scratch_postgres(prefix, databases) as server:
+        yield server
+
+
+@contextlib.contextmanager
 def scratch_postgres(prefix: str = "sregym-pg-", databases: tuple[str, ...] = ()) -> Iterator[Postgres]:
     """A started PostgreSQL in a fresh temporary directory, with ``databases`` created, stopped and
     removed afterwards (tests). FileNotFoundError when the machine has no PostgreSQL."""
