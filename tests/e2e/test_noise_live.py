@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from sregym_core.testing.jsonstream import JsonValues, objects
 from sregym_core.testing.verdicts import assert_fix_took
 
 pytestmark = pytest.mark.slow
@@ -103,17 +104,13 @@ class Watcher(threading.Thread):
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                         env={**self.cluster.environ, "KUBECONFIG": str(self.cluster.kubeconfig)})
                 self._procs.append(proc)
-            decoder, buffer = json.JSONDecoder(), ""
+            # linear in what kubectl prints: past 500 objects the initial list comes as pages of 500, each
+            # printed as one value, and re-decoding a growing buffer on every line fell minutes behind
+            # the watch on a busy cluster (issue #33)
+            stream = JsonValues()
             for line in proc.stdout:
-                buffer += line
-                while buffer.strip():
-                    try:
-                        obj, end = decoder.raw_decode(buffer.lstrip())
-                    except ValueError:
-                        break
-                    buffer = buffer.lstrip()[end:]
-                    for item in obj.get("items", [obj]):
-                        self._seen(item)
+                for item in objects(stream.feed(line)):
+                    self._seen(item)
             proc.wait()
             if not self.stop.is_set():
                 self.restarts.append((resource, proc.returncode, proc.stderr.read()[-500:]))
@@ -141,9 +138,6 @@ def _expected_plan(profile_path: Path):
                             host.get_apps()["hotel-reservation"], host.get_noise_sources(), seed=SEED, horizon_s=600)
 
 
-# In the full suite on 2 cores (2026-11-25, twice) no ConfigReloaded event reached the watch, with no
-# watch restart either; alone it passes. Until that is understood: --matrix only.
-@pytest.mark.matrix
 def test_seeded_noise_is_visible_reverted_and_changes_no_verdict(env, tmp_path):
     profile_path = tmp_path / "short.json"
     profile_path.write_text(json.dumps(PROFILE))
@@ -242,8 +236,10 @@ def test_seeded_noise_is_visible_reverted_and_changes_no_verdict(env, tmp_path):
                 if any(c.get("image") == PAUSE_IMAGE for c in p["spec"].get("containers") or [])]
     reloads = {n for n, e in watcher.events.items() if e.get("reason") == "ConfigReloaded"}
     assert not reloads & {e["metadata"]["name"] for e in _kubectl_json(env, "get", "events", "-n", NS)["items"]}
-    ours = {n for n, e in watcher.events.items() if "Client.Timeout exceeded while awaiting headers" in e.get("message", "")
-            or "failed to sync configmap cache" in e.get("message", "")}
+    # the warning-events noise's own events: its revert deletes them all with one kubectl call. Only the
+    # FailedMount one names them: the embedded kubelet posts the same readiness-timeout message when a
+    # probe really times out (under load it does, and those events rightly stay)
+    ours = {n for n, e in watcher.events.items() if "failed to sync configmap cache" in e.get("message", "")}
     left = {e["metadata"]["name"] for e in _kubectl_json(env, "get", "events", "-n", NS)["items"]}
     assert not ours & left
     deployments = _kubectl_json(env, "get", "deployments", "-n", NS)["items"]

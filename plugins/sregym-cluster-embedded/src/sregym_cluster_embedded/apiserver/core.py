@@ -146,18 +146,28 @@ class ApiCore:
         """(items, list resourceVersion, continue token, remainingItemCount)."""
         flt = ObjectFilter(namespace if rt.namespaced else None, label_selector, field_selector, rt.key)
         start_after: tuple[str, str] | None = None
+        list_rv: int | None = None
         if continue_token:
             try:
                 tok = json.loads(base64.urlsafe_b64decode(continue_token.encode() + b"=="))
                 start_after = (tok["ns"], tok["name"])
+                list_rv = int(tok["rv"]) if "rv" in tok else None
             except (ValueError, KeyError, TypeError):
                 raise ApiError(400, "continue key is not valid: illegal base64 data", "BadRequest") from None
-        items = self.store.list(rt.storage_key, namespace if rt.namespaced else None)
+        scope = namespace if rt.namespaced else None
+        if list_rv is None:
+            items, rv = self.store.list(rt.storage_key, scope), str(self.store.rv)
+        else:
+            # every page of a list is the state at the first page's resourceVersion, and says so: a
+            # client that watches from a paged list's resourceVersion (kubectl get --watch past 500
+            # objects) then misses nothing written while it paged (issue #33). With the current
+            # state and resourceVersion on later pages, kubectl saw pages disagree, watched "from
+            # now" once it had printed them, and never saw an Event created and deleted meanwhile.
+            items, rv = self.store.list_at(rt.storage_key, scope, list_rv), str(list_rv)
         if start_after is not None:
             items = [o for o in items if (o["metadata"].get("namespace") or "", o["metadata"]["name"]) > start_after]
         if flt.labels is not None or flt.fields is not None:
             items = [o for o in items if flt(o)]
-        rv = str(self.store.rv)
         cont, remaining = None, None
         if limit and limit > 0 and len(items) > limit:
             remaining = len(items) - limit

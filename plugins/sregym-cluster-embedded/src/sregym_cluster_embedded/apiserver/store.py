@@ -120,6 +120,32 @@ class Store:
             out.extend(items[n] for n in sorted(items))
         return out
 
+    def list_at(self, key: str, namespace: str | None, rv: int) -> builtins.list[Obj]:
+        """The objects as they were at resourceVersion ``rv``, in :meth:`list` order: what every page
+        of a paged list shows after the first, as etcd serves a continue token from the first page's
+        revision. Rebuilt from the watch history by undoing the writes since ``rv``; a revision
+        older than the history answers 410 Expired, as a compacted one does."""
+        if rv >= self.rv:
+            return self.list(key, namespace)
+        oldest = self._history[0][0] if self._history else self.rv
+        if rv < oldest - 1:
+            raise ApiError(410, "The provided continue parameter is too old to display a consistent list result. "
+                                "You can start a new list without the continue parameter.", "Expired")
+        ns_wanted = namespace or ""
+        items = {(o["metadata"].get("namespace") or "", o["metadata"]["name"]): o for o in self.list(key, namespace)}
+        for hist_rv, k, event_type, obj, old in reversed(self._history):
+            if hist_rv <= rv:
+                break
+            meta = obj["metadata"]
+            where = (meta.get("namespace") or "", meta["name"])
+            if k != key or (namespace and where[0] != ns_wanted):
+                continue
+            if event_type == "ADDED" or old is None:
+                items.pop(where, None)
+            else:  # MODIFIED or DELETED: the object was ``old`` before this write
+                items[where] = old
+        return [items[where] for where in sorted(items)]
+
     def iter_all(self) -> Iterator[tuple[str, Obj]]:
         for key, by_ns in self._data.items():
             for items in by_ns.values():
