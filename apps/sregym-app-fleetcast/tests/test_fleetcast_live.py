@@ -64,8 +64,16 @@ def test_the_operator_runs_the_datastore_and_the_workload_gets_seeded_answers(fc
     for kind, name in (("service", DATASTORE), ("service", f"{DATASTORE}-headless"), ("pdb", DATASTORE),
                        ("pvc", f"data-{DATASTORE}-0")):
         assert json.loads(live.kubectl("get", kind, name, "-n", live.namespace, "-o", "json"))["metadata"]["name"] == name
-    # the primary replicates to the two others
-    info = live.kubectl("exec", "-n", live.namespace, f"{DATASTORE}-0", "--", "redis-cli", "info", "replication")
+    # the primary replicates to the two others: a replica connects a moment after its pod is ready (a
+    # landing check caught one still in wait_bgsave), so wait for both, with an outer bound against a hang
+    def replication() -> str:
+        return live.kubectl("exec", "-n", live.namespace, f"{DATASTORE}-0", "--", "redis-cli", "info", "replication")
+
+    def both_connected() -> str | None:
+        text = replication()
+        return text if "connected_slaves:2" in text else None
+
+    info = wait_for(both_connected, 120, 1) or replication()
     assert "role:master" in info and "connected_slaves:2" in info, info
 
     assert_every_kind_answered_right(live, ("home", "list", "satellite", "position", "observe"), 60, timeout_s=240)
