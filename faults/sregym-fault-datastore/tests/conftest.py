@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 
@@ -12,9 +14,21 @@ def scratch_pg(request):
     skipped where the machine has no PostgreSQL or psycopg."""
     localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
     pytest.importorskip("psycopg")
-    try:
-        localrun.pg_bin("initdb")
-    except FileNotFoundError:
-        pytest.skip("no PostgreSQL on this machine")
-    with localrun.scratch_postgres(f"{request.node.name[:20]}-") as server:
+    with localrun.scratch_postgres_or_skip(f"{request.node.name[:20]}-") as server:
         yield server, localrun
+
+
+@pytest.fixture
+def owned_database(scratch_pg) -> Callable[..., None]:
+    """Makes an app's database as the curated apps do: a login role that owns it (no superuser) and
+    the service's login role: ``owned_database(db, (owner, password), (app, password))``."""
+    import psycopg
+
+    server, _localrun = scratch_pg
+
+    def make(db: str, owner: tuple[str, str], app: tuple[str, str]) -> None:
+        with psycopg.connect(server.admin_dsn("postgres"), autocommit=True) as admin:
+            for role, password in (app, owner):
+                admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+            admin.execute(f"CREATE DATABASE {db} OWNER {owner[0]}")
+    return make

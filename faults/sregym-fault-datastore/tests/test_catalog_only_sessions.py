@@ -34,14 +34,11 @@ ALTER DATABASE {DB} SET search_path = "$user", public, pg_catalog;
 
 
 @pytest.fixture
-def trapped(scratch_pg):
+def trapped(scratch_pg, owned_database):
     import psycopg
 
     server, localrun = scratch_pg
-    with psycopg.connect(server.admin_dsn("postgres"), autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {ADMIN} LOGIN PASSWORD 'a'")
-        conn.execute(f"CREATE ROLE {APP} LOGIN PASSWORD 'b'")
-        conn.execute(f"CREATE DATABASE {DB} OWNER {ADMIN}")
+    owned_database(DB, (ADMIN, "a"), (APP, "b"))
     # as the database's owner, not a superuser: what an agent holding the Secret can do
     with psycopg.connect(f"host=127.0.0.1 port={server.port} dbname={DB} user={ADMIN} password=a",
                          autocommit=True) as owner:

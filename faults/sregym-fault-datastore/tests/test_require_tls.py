@@ -98,14 +98,9 @@ class _Target:
 
 
 @pytest.fixture
-def pod(scratch_pg):
-    import psycopg
-
+def pod(scratch_pg, owned_database):
     server, localrun = scratch_pg
-    with psycopg.connect(server.admin_dsn("postgres"), autocommit=True) as admin:
-        admin.execute(f"CREATE ROLE {APP_ROLE} LOGIN PASSWORD '{APP_PASSWORD}'")
-        admin.execute(f"CREATE ROLE {APP_OWNER} LOGIN PASSWORD '{APP_OWNER_PASSWORD}'")
-        admin.execute(f"CREATE DATABASE {APP_DB} OWNER {APP_OWNER}")
+    owned_database(APP_DB, (APP_OWNER, APP_OWNER_PASSWORD), (APP_ROLE, APP_PASSWORD))
     return LocalPod(server, localrun.ADMIN_PASSWORD)
 
 
