@@ -454,19 +454,17 @@ async def resource_request(request: web.Request, server: ApiServer, group: str, 
                                           target.subresource)
         if not target.subresource:
             stored = core.store.get(rt.storage_key, target.namespace if rt.namespaced else None, target.name)
-            judged = body
-            if stored is not None and not user.is_master and identity_admission.guarded(rt.group, rt.kind):
-                # judged as it would be stored (defaults applied), as a PATCH is: a manifest that leaves
-                # out a defaulted field (a volume's defaultMode) changes nothing the admission compares
-                judged = core.update(rt, target.namespace, target.name, body, dry_run=True)
-            identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace, judged, stored)
             grant = None if user.is_master else grant_admission.grant_for(core, rt.group, rt.plural,
                                                                            target.namespace, target.name)
+            guarded = stored is not None and not user.is_master and identity_admission.guarded(rt.group, rt.kind)
+            # judged as it would be stored (defaults applied), as a PATCH is: a manifest that leaves out a
+            # defaulted field (a volume's defaultMode) changes nothing the admissions compare
+            as_stored = core.update(rt, target.namespace, target.name, body, dry_run=True) \
+                if guarded or grant is not None else None
+            identity_admission.admit(core, server.authz, user, rt.group, rt.kind, target.namespace,
+                                     as_stored if guarded else body, stored)
             if grant is not None:
-                grant_admission.admit(grant, user.name,
-                                      core.store.get(rt.storage_key, target.namespace if rt.namespaced else None,
-                                                     target.name),
-                                      core.update(rt, target.namespace, target.name, body, dry_run=True))
+                grant_admission.admit(grant, user.name, stored, as_stored)
         updated = core.update(rt, target.namespace, target.name, body, subresource=target.subresource or None,
                               dry_run=dry_run)
         if not target.subresource:
