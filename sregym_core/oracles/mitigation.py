@@ -284,9 +284,10 @@ def credential_swaps(baseline: Sequence[Mapping[str, Any]],
                     found.append((key, f"{place} reads {ref_now.get('name')}/{ref_now.get('key')} "
                                        f"(after deploy {source[1]}/{source[2]})"))
                 elif "value" in var:
-                    others = sorted(holders.get(str(var["value"]), set()) - {source})
-                    if others and source not in holders.get(str(var["value"]), set()):
-                        found.append((key, f"{place} holds the value of {others[0][1]}/{others[0][2]} "
+                    holding = holders.get(str(var["value"]), set())  # its own value inlined is no swap
+                    if holding and source not in holding:
+                        other = min(holding)
+                        found.append((key, f"{place} holds the value of {other[1]}/{other[2]} "
                                            f"(after deploy it read {source[1]}/{source[2]})"))
     return found
 
