@@ -320,10 +320,10 @@ class SupervisorClient:
     def _slot(self, listener: int) -> int | None:
         """The listener's slot in the id table (None when all are taken: no rescue for it)."""
         if listener not in self.slots:
-            free = set(range(ID_SLOTS)) - set(self.slots.values())
-            if not free:
+            used = set(self.slots.values())
+            slot = next((i for i in range(ID_SLOTS) if i not in used), None)
+            if slot is None:
                 return None
-            slot = min(free)
             os.pwrite(self.ids_fd, bytes(8), slot * 8)  # a slot used before holds another listener's id
             self.slots[listener] = slot
         return self.slots[listener]
