@@ -30,11 +30,7 @@ ROLE, PASSWORD = "sn_user_timeline", "user-timeline-Xy12z"
 @pytest.fixture
 def postgres() -> Iterator[tuple[Any, str]]:
     localrun = pytest.importorskip("sregym_app_hotel_reservation.localrun")
-    try:
-        localrun.pg_bin("initdb")
-    except FileNotFoundError:
-        pytest.skip("no PostgreSQL on this machine")
-    with localrun.scratch_postgres("sn-migrate-pg-") as server:
+    with localrun.scratch_postgres_or_skip("sn-migrate-pg-") as server:
         yield server, localrun.ADMIN_PASSWORD
 
 
