@@ -175,3 +175,52 @@ def grants_from_configmap(obj: dict[str, Any] | None) -> list[AgentGrant]:
     except (ValueError, KeyError, TypeError):
         return []
 
+
+
+# --------------------------------------------------------------------------- the same rights in every attempt
+
+
+def _object_key(grant: AgentGrant) -> tuple[str, str, str, str]:
+    return (grant.group, grant.resource, grant.namespace or "", grant.name)
+
+
+def uniform_grants(own: list[AgentGrant] | tuple[AgentGrant, ...], known: list[AgentGrant] | tuple[AgentGrant, ...],
+                   app_namespace: str) -> tuple[list[AgentGrant], list[AgentGrant]]:
+    """The rights an attempt's agent holds: ``(granted, held)``, alike for every problem.
+
+    Which cluster objects a problem grants names its fault's layer (``kubectl auth can-i --list`` is
+    the first thing an agent may run), so every attempt holds the same verbs on every object that
+    ``known`` (the grants of every problem installed) names. ``granted`` are the problem's own objects
+    it may change (its own ``may_change``); ``held`` are the others, and its own objects it only lets
+    the agent read: they take the widest ``may_change`` any problem gives them (so a write is refused
+    or accepted as in the problem where they are the fault), and any change of them still standing
+    when the mitigation is graded fails it (:class:`sregym_core.conductor.grants.GrantGuard`).
+    """
+    own = [resolve(g, app_namespace) for g in own]
+    every = [resolve(g, app_namespace) for g in known] + own
+    verbs: dict[tuple[str, str, str, str], set[str]] = {}
+    widest: dict[tuple[str, str, str, str], dict[str, str]] = {}
+    first: dict[tuple[str, str, str, str], AgentGrant] = {}
+    for grant in every:
+        key = _object_key(grant)
+        first.setdefault(key, grant)
+        verbs.setdefault(key, set()).update(grant.verbs)
+        modes = widest.setdefault(key, {})
+        for path, mode in grant.may_change.items():
+            modes[path] = "any" if "any" in (mode, modes.get(path)) else mode
+
+    def ordered(key: tuple[str, str, str, str]) -> tuple[str, ...]:
+        return tuple(v for v in VERBS if v in verbs[key])
+
+    granted, held = [], []
+    for grant in own:
+        key = _object_key(grant)
+        if {"patch", "update"} & set(grant.verbs):
+            granted.append(attrs.evolve(grant, verbs=ordered(key)))
+        else:  # read-only in the problem: it looks writable like everywhere else, and no change may stay
+            held.append(attrs.evolve(grant, verbs=ordered(key), may_change=widest[key]))
+    own_keys = {_object_key(g) for g in own}
+    for key in sorted(first):
+        if key not in own_keys:
+            held.append(attrs.evolve(first[key], verbs=ordered(key), may_change=widest[key]))
+    return granted, held

@@ -200,3 +200,68 @@ def test_the_guard_publishes_the_grants_for_admission_while_it_watches():
     ns, name = GRANTS_CONFIGMAP
     assert ("POST", f"/api/v1/namespaces/{ns}/configmaps") in kube.writes
     assert kube.writes[-1] == ("DELETE", f"/api/v1/namespaces/{ns}/configmaps/{name}")
+
+
+# --------------------------------------------------------------------------- the same rights in every attempt
+
+
+def _rights(granted: list[AgentGrant], held: list[AgentGrant]) -> set:
+    """What RBAC shows the agent (``kubectl auth can-i --list``): objects and verbs, not which are held."""
+    return {(g.group, g.resource, g.namespace, g.name, g.verbs) for g in [*granted, *held]}
+
+
+def test_every_attempt_holds_the_same_rights_whatever_its_fault():
+    """Issue 34: the grant named the fault's layer (``can-i --list`` showed coredns only for a DNS fault)."""
+    from sregym_core.grant_rules import uniform_grants
+    from sregym_core.plugins import new_plugin_host
+
+    problems = list(new_plugin_host().get_problems().values())
+    known = [g for p in problems for g in p.agent_access]
+    assert {g.name for g in known} >= {"coredns", "kube-proxy"}  # the catalogue grants cluster objects
+    by_app: dict[str, set] = {}
+    for problem in problems:
+        granted, held = uniform_grants(problem.agent_access, known, "hotel")
+        by_app.setdefault(problem.app, set()).add(frozenset(_rights(granted, held)))
+        # the problem's own writable objects keep their own limits; no object is both granted and held
+        own = {(g.resource, g.name.replace("{namespace}", "hotel")): g for g in problem.agent_access
+               if {"patch", "update"} & set(g.verbs)}
+        assert {(g.resource, g.name) for g in granted} == set(own)
+        assert all(g.may_change == own[(g.resource, g.name)].may_change for g in granted)
+        assert not {(g.resource, g.name) for g in granted} & {(g.resource, g.name) for g in held}
+    assert all(len(kinds) == 1 for kinds in by_app.values()), {a: len(k) for a, k in by_app.items()}
+
+
+def test_held_objects_take_the_widest_limits_and_a_read_only_own_grant_is_held():
+    from sregym_core.grant_rules import uniform_grants
+
+    read_only = AgentGrant(resource="configmaps", namespace="kube-system", name="kubelet-config", verbs=("get",),
+                           may_change={"data.kubelet": "remove-lines"})
+    writable = AgentGrant(resource="configmaps", namespace="kube-system", name="kubelet-config",
+                          verbs=("get", "patch", "update"), may_change={"data.kubelet": "any"})
+    granted, held = uniform_grants([read_only], [DNS, HOOK, writable], "hotel")
+    assert granted == []
+    by_name = {g.name: g for g in held}
+    assert set(by_name) == {"coredns", "pod-admission-hotel", "kubelet-config"}
+    assert by_name["kubelet-config"].verbs == ("get", "patch", "update")
+    assert by_name["kubelet-config"].may_change == {"data.kubelet": "any"}  # as where it is the fault
+    assert by_name["pod-admission-hotel"].verbs == ("get", "patch")
+    granted, held = uniform_grants([DNS], [DNS, HOOK], "hotel")
+    assert granted == [DNS] and [g.name for g in held] == ["pod-admission-hotel"]
+
+
+def test_a_held_object_may_be_written_but_a_change_that_stands_fails_and_is_undone_at_the_end():
+    """A write within the widest limits is not refused (refusing it would tell the agent the object is not
+    the fault's); it fails the mitigation while it stands, and the guard puts it back when the attempt ends."""
+    path = "/api/v1/namespaces/kube-system/configmaps/coredns"
+    kube = _FakeKube({path: _cm(COREFILE)})
+    guard = GrantGuard(kube, [], "hotel", held=[DNS])
+    guard.snapshot()
+    assert guard.held_changes() == []
+    kube.objects[path] = _cm(COREFILE.replace("        rcode NXDOMAIN\n", ""), rv="2")  # within remove-lines
+    assert guard.check() == [] and kube.writes == []  # not undone at once, not a violation of the grant
+    changed = guard.held_changes()
+    assert len(changed) == 1 and "does not involve it" in changed[0]["violations"][0]
+    guard.restore_held()
+    assert kube.objects[path]["data"]["Corefile"] == COREFILE and guard.held_changes() == []
+    kube.objects[path] = _cm(COREFILE + "rewrite name a b\n", rv="3")  # beyond the limits: undone at once
+    assert guard.check() and kube.objects[path]["data"]["Corefile"] == COREFILE

@@ -70,7 +70,7 @@ def fake_env(tmp_path: Path, judged: list[str], graded: list[str], injected: lis
     fault = FaultSpec(name="slow-inject", summary="takes 2 s to inject", impl=SlowFault())
     oracles = {"judge-rules": OracleSpec(name="judge-rules", kind="judge", factory=lambda **_: Judge(judged)),
                "always": OracleSpec(name="always", kind="mitigation", factory=lambda **_: Oracle(graded))}
-    host = types.SimpleNamespace(get_faults=lambda: {"slow-inject": fault}, get_oracles=lambda: oracles,
+    host = types.SimpleNamespace(get_faults=lambda: {"slow-inject": fault}, get_oracles=lambda: oracles, get_problems=dict,
                                  get_agent_tools=lambda: {}, before_inject=lambda *a: None,
                                  after_inject=lambda *a: None, before_recover=lambda *a: None,
                                  after_recover=lambda *a: None)

@@ -625,3 +625,57 @@ def test_a_plugin_oracles_parameters_are_checked_against_its_config_schema():
     assert built == []
     build_oracle({"pods-ready": {"minimum": 2}}, extra={"pods-ready": spec})
     assert built == [{"minimum": 2}]
+
+
+def _config(name, ns="hotel", **data):
+    return {"kind": "ConfigMap", "metadata": {"name": name, "namespace": ns, "uid": f"uid-cm-{name}"},
+            "data": {k.replace("_", "-"): v for k, v in data.items()}}
+
+
+REDIRECTABLE = [_config("post-storage-config", db_host="post-storage-postgres", db_port="5432"),
+                secret("post-storage-db", host="post-storage-postgres", password="pw-long-enough"),
+                service_reading("post-storage-service", "post-storage-db"),
+                deployment("post-storage-postgres"), service("post-storage-postgres")]
+
+
+def _standin(current, ip="10.96.0.77"):
+    standin = service("pgstandin")
+    standin["spec"]["clusterIP"] = ip
+    current += [deployment("pgstandin"), standin]
+
+
+@pytest.mark.parametrize(("mutate", "needle"), [
+    # round 7, attack 6: the client's ConfigMap pointed at a copy of the database on a fresh volume
+    (lambda w: (_standin(w), w[0]["data"].update({"db-host": "pgstandin"})),
+     "ConfigMap hotel/post-storage-config db-host now names pgstandin"),
+    (lambda w: (_standin(w), w[0]["data"].update({"db-host": "pgstandin.hotel.svc.cluster.local:5432"})),
+     "db-host now names pgstandin"),
+    (lambda w: (_standin(w), w[1]["data"].update(host=_b64("10.96.0.77"))),
+     "Secret hotel/post-storage-db host now names 10.96.0.77"),
+    (lambda w: (_standin(w), w[2]["spec"]["template"]["spec"]["containers"][0]["env"].append(
+        {"name": "DB_HOST", "value": "pgstandin"})), "post-storage-service/DB_HOST now names pgstandin"),
+])
+def test_baseline_preserved_names_configuration_pointed_at_a_stand_in(mutate, needle):
+    current = copy.deepcopy(REDIRECTABLE)
+    mutate(current)
+    faulty = [{"kind": "Deployment", "namespace": "hotel", "name": "post-storage-postgres"},
+              {"kind": "Deployment", "namespace": "hotel", "name": "post-storage-service"}]
+    verdict = run(baseline_preserved().evaluate(FakeContext(REDIRECTABLE, current, faulty=faulty)))
+    assert not verdict.passed
+    assert "redirected" in [v["violation"] for v in verdict.evidence["violations"]]
+    assert needle in verdict.evidence["reason"], verdict.evidence["reason"]
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda w: w[0]["data"].update({"db-port": "5433"}),  # a changed value that names nothing new
+    lambda w: (_standin(w), w[0]["data"].update({"db-port": "5433"})),  # a stand-in that nothing points at
+    # a name that only contains the stand-in's name is not it
+    lambda w: (_standin(w), w[0]["data"].update({"db-host": "pgstandin-old-post-storage-postgres"})),
+    # the same host written in full: it names what was there after deploy
+    lambda w: (_standin(w), w[0]["data"].update({"db-host": "post-storage-postgres.hotel.svc.cluster.local"})),
+])
+def test_baseline_preserved_lets_a_configuration_fix_through(mutate):
+    current = copy.deepcopy(REDIRECTABLE)
+    mutate(current)
+    verdict = run(baseline_preserved().evaluate(FakeContext(REDIRECTABLE, current)))
+    assert "redirected" not in [v["violation"] for v in verdict.evidence["violations"]], verdict.evidence

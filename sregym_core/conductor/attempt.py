@@ -33,6 +33,7 @@ from ..agent_api.stages import GRADED_STAGES, StageDesk
 from ..agents import AgentOutcome, AgentTask, PrivilegedAccess
 from ..errors import SregymError
 from ..faults import FaultContext, call_fault
+from ..grant_rules import uniform_grants
 from ..oracles.mitigation import OracleVerdict, build_oracle
 from ..problems import derive_ground_truth
 from ..results.record import AGENT_STATUSES, AttemptRecord, utc_now
@@ -83,8 +84,10 @@ class Attempt:
         #: the agent's own identity for this attempt (a ServiceAccount revoked when it ends)
         self.agent_account = f"agent-{self.attempt_id}"
         #: watches the objects the problem's agent_access grants (see .grants); started after injection
-        grants = tuple(getattr(problem, "agent_access", ()))
-        self.grant_guard = GrantGuard(env.kube if grants else None, grants, deployed.app.namespace)
+        self.grants, self.held_grants = uniform_grants(
+            tuple(getattr(problem, "agent_access", ())), _known_grants(env), deployed.app.namespace)
+        self.grant_guard = GrantGuard(env.kube if self.grants or self.held_grants else None, self.grants,
+                                      deployed.app.namespace, held=self.held_grants)
         self.agent_kubeconfig = workdir / "agent.kubeconfig"
         self.stages = tuple(settings.stages or getattr(problem, "stages", None) or GRADED_STAGES)
         self.desk = StageDesk({"diagnosis": self._paused_noise(self._judge),
@@ -380,9 +383,9 @@ class Attempt:
         await asyncio.to_thread(revoke_stale_identities, self.env.kube, self.deployed.namespaces)
         await asyncio.to_thread(grant_agent_access, self.env.kube, [self.deployed.app.namespace], self.agent_kubeconfig,
                                 account=self.agent_account, expiration_seconds=int(timeout) + 600)
-        if getattr(self.problem, "agent_access", ()):
-            await asyncio.to_thread(grant_extra, self.env.kube, self.agent_account, self.problem.agent_access,
-                                    self.deployed.app.namespace)
+        if self.grants or self.held_grants:
+            await asyncio.to_thread(grant_extra, self.env.kube, self.agent_account, self.grants,
+                                    self.deployed.app.namespace, held=self.held_grants)
 
     async def _revoke_identity(self) -> None:
         try:
@@ -443,6 +446,11 @@ class Attempt:
                 return OracleVerdict(name="mitigation", passed=False,
                                      evidence={"reason": "the agent changed a granted cluster object beyond its grant",
                                                "grant_violations": list(recorded)})
+            held = await asyncio.to_thread(self.grant_guard.held_changes)
+            if held:  # an object every attempt may write, which this fix does not involve, still changed
+                return OracleVerdict(name="mitigation", passed=False,
+                                     evidence={"reason": "the agent changed a cluster object this problem's fix "
+                                                         "does not involve", "grant_violations": held})
         return await oracle.evaluate(self.oracle_context())
 
     def _recreated(self) -> list[str]:
@@ -503,6 +511,11 @@ class _FailedAgent:
 
     async def run(self, task: AgentTask) -> AgentOutcome:
         return AgentOutcome(status="crashed", error=self.error)
+
+
+def _known_grants(env: Environment) -> list[Any]:
+    """Every grant of every problem installed: the rights each attempt holds alike (see uniform_grants)."""
+    return [grant for problem in env.host.get_problems().values() for grant in getattr(problem, "agent_access", ())]
 
 
 def _json_copy(value: Any) -> Any:

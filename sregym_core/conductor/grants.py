@@ -22,6 +22,7 @@ import copy
 import time
 from typing import Any
 
+import attrs
 import structlog
 
 from ..clusters import is_hidden_namespace
@@ -56,17 +57,25 @@ def _role_name(account: str, index: int) -> str:
 
 
 def grant_extra(kube: Kube, account: str, grants: tuple[AgentGrant, ...] | list[AgentGrant],
-                app_namespace: str) -> None:
-    """Give ``account`` (a ServiceAccount in the benchmark namespace) the problem's extra rights."""
+                app_namespace: str, *, held: tuple[AgentGrant, ...] | list[AgentGrant] = ()) -> None:
+    """Give ``account`` (a ServiceAccount in the benchmark namespace) the problem's extra rights, and the
+    ``held`` ones every attempt holds alike (skipped where their namespace is not on this cluster)."""
     rbac = "/apis/rbac.authorization.k8s.io/v1"
     subject = [{"kind": "ServiceAccount", "name": account, "namespace": BENCHMARK_NAMESPACE}]
-    for index, grant in enumerate(grants):
+    optional = len(grants)
+    for index, grant in enumerate([*grants, *held]):
         grant = resolve(grant, app_namespace)
         problem = check_grant(grant)
         if problem:
             raise ValueError(problem)
         if grant.namespace:
-            labels = (kube.get(f"/api/v1/namespaces/{grant.namespace}").get("metadata") or {}).get("labels") or {}
+            try:
+                namespace = kube.get(f"/api/v1/namespaces/{grant.namespace}")
+            except ApiStatusError as exc:
+                if exc.code == 404 and index >= optional:
+                    continue
+                raise
+            labels = (namespace.get("metadata") or {}).get("labels") or {}
             if is_hidden_namespace(labels):
                 raise ValueError(f"namespace {grant.namespace} is hidden from the agent and is never granted")
         name = _role_name(account, index)
@@ -117,9 +126,13 @@ class GrantGuard:
     """Watches the granted objects while the agent works; undoes and records changes beyond the grant."""
 
     def __init__(self, kube: Kube | None, grants: tuple[AgentGrant, ...] | list[AgentGrant], app_namespace: str, *,
-                 interval: float = 0.5) -> None:
+                 held: tuple[AgentGrant, ...] | list[AgentGrant] = (), interval: float = 0.5) -> None:
         self._kube = kube  # None for a problem that grants nothing: such a guard never reads the cluster
-        self.grants = [resolve(g, app_namespace) for g in grants]
+        #: what the agent may change for its fix, then what it holds only so that every attempt holds the
+        #: same rights (see grant_rules.uniform_grants): a change of those may be made, fails the mitigation
+        #: while it stands and is undone when the attempt ends
+        self.grants = [resolve(g, app_namespace) for g in grants] + [resolve(g, app_namespace) for g in held]
+        self._first_held = len(self.grants) - len(held)
         self.interval = interval
         self.snapshots: list[dict | None] = []
         self.recorded: list[dict[str, Any]] = []
@@ -209,5 +222,24 @@ class GrantGuard:
                 pass
             self._task = None
             await asyncio.to_thread(self.check)
+            await asyncio.to_thread(self.restore_held)
             await asyncio.to_thread(self.publish, False)
         return self.recorded
+
+    def held_changes(self) -> list[dict[str, Any]]:
+        """The held objects (the ones this problem's fix does not involve) that differ from their snapshot now."""
+        changed = []
+        for grant, before in zip(self.grants[self._first_held:], self.snapshots[self._first_held:], strict=True):
+            found = violations(before, self._read(grant), attrs.evolve(grant, may_change={}))
+            if found:
+                changed.append({"object": f"{grant.resource}/{grant.name}", "namespace": grant.namespace,
+                                "violations": [f"{grant.resource}/{grant.name} was changed, and this problem's fix "
+                                               "does not involve it"]})
+        return changed
+
+    def restore_held(self) -> None:
+        """Put back the held objects the agent changed (within what it may write)."""
+        for grant, before in zip(self.grants[self._first_held:], self.snapshots[self._first_held:], strict=True):
+            after = self._read(grant)
+            if before is not None and violations(before, after, attrs.evolve(grant, may_change={})):
+                self._restore(grant, before, after)

@@ -233,3 +233,61 @@ def test_endpoints_cannot_lead_into_the_hidden_namespaces_or_the_host(cluster):
                 pass
     finally:
         host_listener.close()
+
+
+# --------------------------------------------------------------------------- the grant names no layer
+
+
+def test_every_attempt_holds_the_same_cluster_rights_whatever_its_fault(cluster):
+    """Round 7's third finding: ``kubectl auth can-i --list`` named the fault's layer (coredns rights only
+    under a DNS fault). Two attempt identities made as ``sregym run`` makes them, one for a DNS fault and
+    one for a database fault, list the same rights; the database attempt's write to CoreDNS is accepted
+    (a refusal would tell it CoreDNS is not the fault), fails the mitigation while it stands and is undone."""
+    from sregym_core.conductor.agent_access import grant_agent_access, revoke_agent_access
+    from sregym_core.conductor.grants import GrantGuard, grant_extra, revoke_grants
+    from sregym_core.conductor.kube import Kube
+    from sregym_core.grant_rules import uniform_grants
+    from sregym_core.plugins import new_plugin_host
+
+    c = cluster
+    problems = new_plugin_host().get_problems()
+    known = [g for p in problems.values() for g in p.agent_access]
+    kube = Kube(c["admin"], kubectl=KUBECTL)
+    accounts = {"hotel-dns-nxdomain-geo": "agent-rights-dns", "hotel-db-revoke-geo": "agent-rights-db"}
+    listings, guard = {}, None
+    try:
+        for problem_id, account in accounts.items():
+            config = grant_agent_access(kube, [NS], c["work"] / f"{account}.kubeconfig", account=account,
+                                        expiration_seconds=600)
+            granted, held = uniform_grants(problems[problem_id].agent_access, known, NS)
+            grant_extra(kube, account, granted, NS, held=held)
+            listings[problem_id] = [sorted(kubectl(config, "auth", "can-i", "--list", *scope).stdout.splitlines())
+                                    for scope in (("-n", "kube-system"), ())]
+            if problem_id == "hotel-db-revoke-geo":
+                guard = GrantGuard(kube, granted, NS, held=held)
+                guard.snapshot()
+                guard.publish(True)  # as during an attempt: the embedded API server admits by the grants
+                db_agent = config
+        dns_rights, db_rights = listings.values()
+        assert dns_rights == db_rights
+        assert any("coredns" in line and "patch" in line for line in db_rights[0]), db_rights[0]
+        # the database attempt writes CoreDNS within what a DNS attempt may: accepted, then held against it
+        corefile = _json(admin(c, "get", "configmap", "coredns", "-n", "kube-system", "-o", "json"))["data"]["Corefile"]
+        fewer = "\n".join(line for line in corefile.splitlines() if "errors" not in line.split()) + "\n"
+        assert fewer != corefile
+        written = kubectl(db_agent, "patch", "configmap", "coredns", "-n", "kube-system", "--type=merge",
+                          "-p", json.dumps({"data": {"Corefile": fewer}}))
+        assert written.returncode == 0, written.stderr
+        assert guard.check() == []
+        held_change = guard.held_changes()
+        assert held_change and held_change[0]["object"] == "configmaps/coredns"
+        guard.restore_held()
+        assert _json(admin(c, "get", "configmap", "coredns", "-n", "kube-system", "-o", "json"))["data"][
+            "Corefile"] == corefile
+        assert guard.held_changes() == []
+    finally:
+        if guard is not None:
+            guard.publish(False)
+        for account in accounts.values():
+            revoke_grants(kube, account)
+            revoke_agent_access(kube, [NS], account)
