@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -58,15 +59,72 @@ def _name(requirement: str) -> str:
     return re.split(r"[<>=\[ ;]", requirement, maxsplit=1)[0].lower()
 
 
+def _requirements(path: Path) -> set[str]:
+    """The packages a pip requirements file names, following its ``-r`` includes."""
+    names: set[str] = set()
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line.startswith("-r "):
+            names |= _requirements(path.parent / line[3:].strip())
+        elif line:
+            names.add(_name(line))
+    return names
+
+
+def _build_lines(readme: Path) -> list[str]:
+    """The ``docker build`` commands of a README (its lines joined where they end in a backslash)."""
+    text = readme.read_text().replace("\\\n", " ")
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip().startswith("docker build ")]
+
+
+def test_the_kits_dockerfile_installs_the_kit_and_the_apps_requirements():
+    """One Dockerfile builds every app's image: the kit copied and installed with the app, both without
+    their dependencies (no sregym-core in an image), then the app's requirements file."""
+    text = (LIB / "Dockerfile").read_text()
+    assert "COPY libs/sregym-appkit /opt/sregym-appkit" in text and "--no-deps /opt/sregym-appkit ." in text
+    assert 'pip install --no-cache-dir -r "${REQUIREMENTS}"' in text
+    assert "ARG REQUIREMENTS=image-requirements.txt" in text
+    assert 'ENTRYPOINT ["/bin/sh", "/opt/sregym-appkit/image/entrypoint.sh"]' in text
+    assert (LIB / "image" / "entrypoint.sh").is_file()
+    assert not sorted(REPO.glob("apps/*/Dockerfile")), "an app builds its image with libs/sregym-appkit/Dockerfile"
+
+
 def test_each_app_image_that_uses_appkit_installs_it_and_its_dependencies():
     deps = {_name(d) for d in tomllib.loads((LIB / "pyproject.toml").read_text())["project"]["dependencies"]}
-    users = [d for d in sorted(REPO.glob("apps/*/Dockerfile"))
-             if "sregym-appkit" in {_name(r) for r in
-                                    tomllib.loads((d.parent / "pyproject.toml").read_text())["project"]["dependencies"]}]
+    users = [d for d in sorted(REPO.glob("apps/*/pyproject.toml"))
+             if "sregym-appkit" in {_name(r) for r in tomllib.loads(d.read_text())["project"]["dependencies"]}]
     assert {d.parent.name for d in users} >= {"sregym-app-hotel-reservation", "sregym-app-social-network",
-                                              "sregym-app-astronomy-shop", "sregym-app-train-ticket"}
-    for dockerfile in users:
-        text = dockerfile.read_text()
-        installed = {_name(r) for r in re.findall(r'"([A-Za-z0-9_.\[\]-]+[<>=][^"]*)"', text)}
-        assert deps <= installed, f"{dockerfile}: appkit needs {sorted(deps - installed)}"
-        assert "COPY libs/sregym-appkit" in text and "--no-deps /opt/sregym-appkit" in text, dockerfile
+                                              "sregym-app-astronomy-shop", "sregym-app-train-ticket",
+                                              "sregym-app-fleetcast"}
+    for pyproject in users:
+        app = pyproject.parent
+        # the template's line names the folder its copy will have (its project's name)
+        folder = tomllib.loads(pyproject.read_text())["project"]["name"] if app.name == "_template" else app.name
+        lines = _build_lines(app / "README.md")
+        assert lines, f"{app.name}/README.md documents no docker build line"
+        for line in lines:
+            assert f"-f libs/sregym-appkit/Dockerfile --build-arg APP={folder} " in line and line.endswith(" ."), line
+            requirements = re.search(r"--build-arg REQUIREMENTS=(\S+)", line)
+            installed = _requirements(app / (requirements.group(1) if requirements else "image-requirements.txt"))
+            assert deps <= installed, f"{app.name} ({line}): appkit needs {sorted(deps - installed)}"
+            assert "sregym-core" not in installed and "sregym-appkit" not in installed, line
+
+
+@pytest.mark.parametrize(("service", "args", "argv"), [
+    ("frontend", [], ["frontend"]), ("frontend", ["geo", "-v"], ["geo", "-v"]), ("", [], [])])
+def test_the_image_entry_point_runs_the_module_with_the_pods_args_or_the_default_service(tmp_path, service, args, argv):
+    """``python -m <module> <args>``, the image's default service when a container gives no args (none
+    when the build named none, as the FleetCast operator's), exec'd: python is the container's process."""
+    (tmp_path / "shows_argv.py").write_text("import os, sys, json; print(json.dumps([sys.argv[1:], os.getpid()]))")
+    entry = tmp_path / "entry"
+    entry.write_text(f"shows_argv\n{service}\n")
+    script = tmp_path / "entrypoint.sh"
+    script.write_text((LIB / "image" / "entrypoint.sh").read_text().replace("/etc/sregym-app-entry", str(entry)))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python").symlink_to(sys.executable)
+    proc = subprocess.Popen(["sh", str(script), *args], stdout=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={"PATH": f"{bindir}:/usr/bin:/bin", "PYTHONPATH": str(tmp_path)})
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert json.loads(out) == [argv, proc.pid]
