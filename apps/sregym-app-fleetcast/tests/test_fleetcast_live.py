@@ -20,9 +20,9 @@ import pytest
 import sregym_app_fleetcast.plugin
 from sregym_app_fleetcast.catalog import BY_ID, EPOCH
 from sregym_app_fleetcast.topology import API, API_PORT, CRD_NAME, DATASTORE, OPERATOR
-from sregym_appkit.testing import assert_every_kind_answered_right, deployment_for_module
+from sregym_appkit.testing import assert_every_kind_answered_right, deployment_for_module, live_fault_contract
 
-from sregym_core.testing.live import LiveCase, LiveFaultContract, wait_for
+from sregym_core.testing.live import LiveCase, wait_for
 
 pytestmark = [pytest.mark.slow]
 FRONTEND = (API, API_PORT)
@@ -178,12 +178,7 @@ def operator_cannot_pull(live) -> str | None:
     return None
 
 
-class TestFleetCastLiveFaults(LiveFaultContract):
-    plugin = sregym_app_fleetcast.plugin
-    app_name = "fleetcast"
-    request_for = request_for
-    frontend = FRONTEND
-    burst = (20, 4)
+class TestFleetCastLiveFaults(live_fault_contract(sregym_app_fleetcast.plugin, request_for, FRONTEND)):
     cases = {
         "datastore-replicas-overload": LiveCase(DATASTORE, unschedulable, endpoint="satellite", symptom_timeout=120),
         "datastore-missing-storage-class": LiveCase(DATASTORE, claims_pending, endpoint="satellite", symptom_timeout=90),

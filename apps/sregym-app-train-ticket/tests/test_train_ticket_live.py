@@ -19,9 +19,9 @@ import time
 import pytest
 import sregym_app_train_ticket.plugin
 from sregym_app_train_ticket.workload import ENDPOINTS, request_for
-from sregym_appkit.testing import assert_every_kind_answered_right, deployment_for_module, jaeger
+from sregym_appkit.testing import assert_every_kind_answered_right, deployment_for_module, jaeger, live_fault_contract
 
-from sregym_core.testing.live import LiveCase, LiveFaultContract, daily_sample, wait_for
+from sregym_core.testing.live import LiveCase, daily_sample, wait_for
 
 # No service level is graded here (TrainTicket's 40 services time out a peer after 5 s, and on a loaded
 # 2-core machine its success rate measured the machine: 0.94 in two CI runs). The checks are events:
@@ -154,13 +154,7 @@ def bookings_fail_with_unknown_column(live):
     return None
 
 
-class TestTrainTicketLiveFaults(LiveFaultContract):
-    plugin = sregym_app_train_ticket.plugin
-    app_name = "train-ticket"
-    request_for = request_for
-    frontend = FRONTEND
-    burst = (20, 4)
-
+class TestTrainTicketLiveFaults(live_fault_contract(sregym_app_train_ticket.plugin, request_for, FRONTEND)):
     # recovery: the workload's bookings succeed again (in its stats); a bare probe request of a booking
     # would carry no login token and be refused, so the probe kind is a search
     cases = {"tt-flag": LiveCase("ts-contacts-service", bookings_fail_with_unknown_column,

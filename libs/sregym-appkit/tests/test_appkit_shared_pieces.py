@@ -311,3 +311,31 @@ def test_a_child_process_is_stopped_with_sigterm_and_killed_when_it_ignores_it()
         stubborn.kill()
         stubborn.wait()
         stubborn.stdout.close()
+
+
+def test_an_apps_live_fault_contract_names_its_app_plugin_probes_and_burst(tmp_path, monkeypatch):
+    """The contract's fast check runs on the class the kit fills in: the app from its ``app`` module's
+    NAME, the faults from the plugin, the probes' request function and frontend, the small burst."""
+    package = tmp_path / "kitted_app"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "app.py").write_text('NAME = "kitted"\n')
+    (package / "plugin.py").write_text("from types import SimpleNamespace\n\n"
+                                       "def sregym_faults():\n"
+                                       "    return [SimpleNamespace(name='flag-on'), SimpleNamespace(name='typo')]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from importlib import import_module
+
+    plugin = import_module("kitted_app.plugin")
+
+    def request_for(kind, rng):
+        return "GET", f"/{kind}"
+
+    base = testing.live_fault_contract(plugin, request_for, ("web", 8080))
+    assert (base.app_name, base.frontend, base.burst, base.plugin) == ("kitted", ("web", 8080), (20, 4), plugin)
+    contract = type("Contract", (base,), {"cases": {"flag-on": object()}, "not_here": {"typo": "covered by a test"}})()
+    assert contract._request_for()("home", None) == ("GET", "/home")
+    contract.test_every_fault_has_a_live_case()
+    missing = type("Missing", (base,), {"cases": {"flag-on": object()}})()
+    with pytest.raises(AssertionError, match="typo"):
+        missing.test_every_fault_has_a_live_case()

@@ -120,3 +120,25 @@ def assert_every_kind_answered_right(live: Any, kinds: Iterable[str], window_s: 
         status, _ = live.call(kind)
         assert status == 200, kind
     return stats
+
+
+def live_fault_contract(plugin: Any, request_for: Callable[..., tuple[str, str]], frontend: tuple[str, int], *,
+                        burst: tuple[int, int] = (20, 4)) -> type[Any]:
+    """The base class of an app's live fault contract (sregym_core.testing.live's
+    ``LiveFaultContract``), filled in by the kit's conventions: the faults are those ``plugin``
+    registers, the app is the one its package's ``app`` module names (``NAME``), the probes send
+    ``request_for(kind, rng)`` to ``frontend`` (service, port), and the healthy latency inside a
+    burst is measured with ``burst`` (requests, concurrency: by default 20, 4 at a time, which an
+    app of one-replica services answers on a shared machine). The subclass names its cases::
+
+        class TestMyAppLiveFaults(live_fault_contract(sregym_app_myapp.plugin, request_for, FRONTEND)):
+            cases = {"wrong-image": LiveCase("backend", ...)}
+    """
+    from importlib import import_module
+
+    from sregym_core.testing.live import LiveFaultContract
+
+    app = import_module(".app", plugin.__package__)
+    return type(f"{app.NAME}-live-fault-contract", (LiveFaultContract,),
+                {"plugin": plugin, "app_name": app.NAME, "request_for": request_for, "frontend": frontend,
+                 "burst": burst, "__module__": __name__})
