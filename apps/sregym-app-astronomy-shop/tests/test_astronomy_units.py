@@ -318,3 +318,40 @@ def test_a_checkout_waits_for_the_order_confirmation_and_fails_without_it(monkey
     assert asyncio.run(gen._confirmed("o1")) == (200, content.ORDER_PROCESSING)
     assert content.check_order_status(b'{"orderId": "o2", "status": "confirmed"}', "o1") == "wrong order status"
     assert content.check_order_status(b'{"orderId": "o1", "status": "review"}', "o1") == "order not confirmed"
+
+
+def test_the_flagd_process_serves_ofrep_on_its_file_and_stops_on_sigterm(tmp_path, monkeypatch):
+    """The real ``serve flagd`` process (the kit's flagd command with the shop's HTTP routes)."""
+    import sys
+    import urllib.error
+    import urllib.request
+
+    from sregym_core.testing.localservers import free_port, start_server, stop_server
+
+    path = tmp_path / "demo.flagd.json"
+    path.write_text(flagd_json())
+    port, admin = free_port(), free_port()
+    monkeypatch.setenv("FLAGD_OFREP_PORT", str(port))
+    monkeypatch.setenv("ADMIN_PORT", str(admin))
+    monkeypatch.setenv("FLAGD_FILE", str(path))
+
+    def call(url: str, method: str = "POST") -> tuple[int, dict]:
+        request = urllib.request.Request(url, data=b"{}" if method == "POST" else None, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    proc = start_server([sys.executable, "-m", "sregym_app_astronomy_shop.serve", "flagd"], port, timeout=30)
+    try:
+        base = f"http://127.0.0.1:{port}/ofrep/v1/evaluate/flags"
+        flag = next(iter(FLAGS))
+        status, one = call(f"{base}/{flag}")
+        assert status == 200 and one["key"] == flag and one["reason"] == "STATIC"
+        assert call(f"{base}/no-such-flag")[0] == 404
+        status, bulk = call(base)
+        assert status == 200 and {f["key"] for f in bulk["flags"]} == set(FLAGS)
+        assert call(f"http://127.0.0.1:{admin}/readyz", "GET") == (200, {"ready": True, "flags": len(FLAGS)})
+    finally:
+        assert stop_server(proc) == 0

@@ -339,3 +339,39 @@ def test_an_apps_live_fault_contract_names_its_app_plugin_probes_and_burst(tmp_p
     missing = type("Missing", (base,), {"cases": {"flag-on": object()}})()
     with pytest.raises(AssertionError, match="typo"):
         missing.test_every_fault_has_a_live_case()
+
+
+def test_a_lazy_command_imports_its_module_only_when_it_runs(tmp_path, monkeypatch):
+    from sregym_appkit.cli import dispatch, lazy
+
+    (tmp_path / "lazily_loaded.py").write_text("def main(rest):\n    return len(rest)\n\n"
+                                               "def other(rest):\n    return 7\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    commands = {"count": lazy("lazily_loaded"), "seven": lazy("lazily_loaded", "other")}
+    assert "lazily_loaded" not in sys.modules
+    assert dispatch(["count", "a", "b"], usage="u", commands=commands, services=(), run_service=lambda a: 2) == 2
+    assert "lazily_loaded" in sys.modules
+    assert dispatch(["seven"], usage="u", commands=commands, services=(), run_service=lambda a: 2) == 7
+    monkeypatch.delitem(sys.modules, "lazily_loaded")
+
+
+def test_a_refused_migration_exits_1_with_the_first_line_of_the_databases_error(capsys):
+    psycopg = pytest.importorskip("psycopg")
+    from sregym_appkit.postgres import run_migration
+
+    ran = []
+    assert run_migration(lambda: ran.append(1), peer="users-postgres", addr="users-postgres:5432") == 0 and ran
+
+    def refused():
+        raise psycopg.OperationalError('connection failed: FATAL:  role "app" does not exist\nDETAIL: ...')
+
+    def silent():
+        raise psycopg.errors.InsufficientPrivilege()
+
+    capsys.readouterr()
+    assert run_migration(refused, peer="users-postgres", addr="users-postgres:5432") == 1
+    assert run_migration(silent, peer="users-postgres", addr="users-postgres:5432") == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert [(line["event"], line["peer"], line["addr"], line["error"]) for line in lines] == [
+        ("migrate_failed", "users-postgres", "users-postgres:5432", 'connection failed: FATAL:  role "app" does not exist'),
+        ("migrate_failed", "users-postgres", "users-postgres:5432", "InsufficientPrivilege")]

@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from sregym_appkit.admin import admin_server
-from sregym_appkit.cli import dispatch
+from sregym_appkit.cli import dispatch, lazy
 from sregym_appkit.service import begin, serve_until_stopped
 
 from . import IMAGE_TAG, telemetry
@@ -50,14 +50,8 @@ def run_service(service: str) -> int:
                                after_start=after_start)
 
 
-def _load_generator(rest: list[str]) -> int:
-    from .workload import main as workload_main
-
-    return workload_main(rest)
-
-
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(argv, usage=USAGE, commands={"load-generator": _load_generator}, services=SERVICES,
+    return dispatch(argv, usage=USAGE, commands={"load-generator": lazy(f"{__package__}.workload")}, services=SERVICES,
                     run_service=lambda args: run_service(args[0]))
 
 

@@ -12,25 +12,26 @@ API (port 8016)::
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from sregym_appkit.flagd import OFREP_PATH, FlagFile, parse, serve
+from sregym_appkit.flagd import OFREP_PATH, FlagFile, command, parse
 
-__all__ = ["FlagFile", "parse", "run"]
+__all__ = ["FlagFile", "main", "parse"]
 
 
-def run(stop: threading.Event) -> None:
-    """Serve ``FLAGD_FILE`` (default ``/etc/flagd/demo.flagd.json``) on ``FLAGD_OFREP_PORT`` until ``stop``."""
+def http_server(store: FlagFile, port: int) -> Any:
+    """OFREP on the shop's HTTP server, routed to ``store`` (untraced: evaluations are attributed to the
+    callers' spans)."""
     from .rpc import HttpServer
 
-    def http_server(store: FlagFile, port: int) -> HttpServer:
-        def route(method: str, url: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
-            if method != "POST" or not url.startswith(OFREP_PATH):
-                return 404, {"error": "not found", "hint": f"POST {OFREP_PATH}/{{key}}"}
-            key = url[len(OFREP_PATH):].strip("/")
-            return store.evaluate(key) if key else (200, store.evaluate_all())
+    def route(method: str, url: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        if method != "POST" or not url.startswith(OFREP_PATH):
+            return 404, {"error": "not found", "hint": f"POST {OFREP_PATH}/{{key}}"}
+        key = url[len(OFREP_PATH):].strip("/")
+        return store.evaluate(key) if key else (200, store.evaluate_all())
 
-        return HttpServer("flagd", port, route, traced=False)  # evaluations are attributed to the callers' spans
+    return HttpServer("flagd", port, route, traced=False)
 
-    serve(stop, http_server, default_file="/etc/flagd/demo.flagd.json")
+
+#: ``serve flagd``: ``FLAGD_FILE`` (default ``/etc/flagd/demo.flagd.json``) on ``FLAGD_OFREP_PORT`` until SIGTERM
+main = command(http_server, default_file="/etc/flagd/demo.flagd.json")

@@ -20,9 +20,8 @@ import threading  # noqa: E402
 from collections.abc import Callable, Mapping  # noqa: E402
 from typing import Any  # noqa: E402
 
-from sregym_appkit import logs  # noqa: E402
-from sregym_appkit.cli import dispatch  # noqa: E402
-from sregym_appkit.service import begin, serve_until_stopped, stop_on_signals  # noqa: E402
+from sregym_appkit.cli import dispatch, lazy  # noqa: E402
+from sregym_appkit.service import begin, serve_until_stopped  # noqa: E402
 
 from . import IMAGE_TAG  # noqa: E402
 
@@ -68,43 +67,14 @@ def run_service(service: str) -> int:
         "peers": {k: v for k, v in env.items() if k.endswith("_ADDR")}})
 
 
-def _flagd(rest: list[str]) -> int:
-    from .flagd import run
-
-    logs.configure("flagd")
-    run(stop_on_signals())
-    return 0
-
-
-def _load_generator(rest: list[str]) -> int:
-    from .loadgen import main as loadgen_main
-    return loadgen_main(rest)
-
-
-def _edge_scanner(rest: list[str]) -> int:
-    from .scanner import main as scanner_main
-    return scanner_main(rest)
-
-
-def _order_exporter(rest: list[str]) -> int:
-    from .exporter import main as exporter_main
-    return exporter_main(rest)
-
-
-def _cache_flood(rest: list[str]) -> int:
-    from .cacheflood import main as flood_main
-    return flood_main(rest)
-
-
-def _nginx(rest: list[str]) -> int:
-    from .edge import main as edge_main
-    return edge_main(rest)
+#: the commands, each module imported only when its command runs
+COMMANDS = {"flagd": lazy(f"{__package__}.flagd"), "load-generator": lazy(f"{__package__}.loadgen"),
+            "nginx": lazy(f"{__package__}.edge"), "edge-scanner": lazy(f"{__package__}.scanner"),
+            "order-exporter": lazy(f"{__package__}.exporter"), "cache-flood": lazy(f"{__package__}.cacheflood")}
 
 
 def main(argv: list[str] | None = None) -> int:
-    commands = {"flagd": _flagd, "load-generator": _load_generator, "nginx": _nginx, "edge-scanner": _edge_scanner,
-                "order-exporter": _order_exporter, "cache-flood": _cache_flood}
-    return dispatch(argv, usage=USAGE, commands=commands, services=SERVICES,
+    return dispatch(argv, usage=USAGE, commands=COMMANDS, services=SERVICES,
                     run_service=lambda args: run_service(args[0]))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from sregym_appkit.cli import dispatch
+from sregym_appkit.cli import dispatch, lazy
 
 USAGE = "usage: python -m sregym_app_fleetcast.serve {api|load-generator}"
 
@@ -14,14 +14,9 @@ def _api(_rest: list[str]) -> int:
     return api_main()
 
 
-def _load_generator(rest: list[str]) -> int:
-    from .workload import main as workload_main
-    return workload_main(rest)
-
-
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(argv, usage=USAGE, commands={"api": _api, "load-generator": _load_generator}, services=(),
-                    run_service=lambda args: 2)
+    return dispatch(argv, usage=USAGE, commands={"api": _api, "load-generator": lazy(f"{__package__}.workload")},
+                    services=(), run_service=lambda args: 2)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import threading  # noqa: E402
 from typing import Any  # noqa: E402
 
 from sregym_appkit import logs  # noqa: E402
-from sregym_appkit.cli import dispatch  # noqa: E402
+from sregym_appkit.cli import dispatch, lazy  # noqa: E402
 
 from . import IMAGE_TAG, config  # noqa: E402
 
@@ -152,24 +152,16 @@ def run_migrate(service: str, args: list[str]) -> int:
         logs.error("config_invalid", key="env.DB_ADMIN_PASSWORD", error="missing admin password",
                    hint="set DB_ADMIN_PASSWORD from the database's Secret")
         return 2
-    import psycopg
+    from sregym_appkit.postgres import run_migration
 
     from . import data
     from .db import conninfo
-    try:
-        data.migrate(service, conninfo(cfg.database, user=admin_user, password=admin_password),
-                     cfg.database.user, cfg.database.password,
-                     wait_s=float(os.environ.get("MIGRATE_WAIT_S", "120")))
-    except psycopg.Error as exc:
-        logs.error("migrate_failed", peer=f"postgres-{service}", addr=cfg.database.addr,
-                   error=str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-        return 1
-    return 0
 
-
-def _workload(rest: list[str]) -> int:
-    from .workload.generator import main as workload_main
-    return workload_main(rest)
+    database = cfg.database
+    return run_migration(lambda: data.migrate(service, conninfo(database, user=admin_user, password=admin_password),
+                                              database.user, database.password,
+                                              wait_s=float(os.environ.get("MIGRATE_WAIT_S", "120"))),
+                         peer=f"postgres-{service}", addr=database.addr)
 
 
 def _migrate(rest: list[str]) -> int:
@@ -180,8 +172,9 @@ def _migrate(rest: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(argv, usage=USAGE, commands={"workload": _workload, "migrate": _migrate},
-                    services=config.SERVICES, run_service=lambda args: run_service(args[0], args[1:]))
+    commands = {"workload": lazy(f"{__package__}.workload.generator"), "migrate": _migrate}
+    return dispatch(argv, usage=USAGE, commands=commands, services=config.SERVICES,
+                    run_service=lambda args: run_service(args[0], args[1:]))
 
 
 if __name__ == "__main__":

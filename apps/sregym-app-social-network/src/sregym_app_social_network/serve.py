@@ -22,7 +22,7 @@ import threading
 from typing import Any
 
 from sregym_appkit import logs
-from sregym_appkit.cli import dispatch
+from sregym_appkit.cli import dispatch, lazy
 
 from . import IMAGE_TAG, config
 
@@ -149,24 +149,15 @@ def run_migrate(database: str) -> int:
     if missing:
         logs.error("config_invalid", key=",".join(missing), error="missing", hint=f"set them from the Secret {database}-db")
         return 2
-    import psycopg
+    from sregym_appkit.postgres import run_migration
 
     from .seed import migrate
     from .stores import conninfo
-    try:
-        migrate(database, conninfo(env["DB_ADDR"], config.database_name(database), env["DB_ADMIN_USER"],
-                                   env["DB_ADMIN_PASSWORD"]), env["DB_USER"], env["DB_PASSWORD"],
-                wait_s=float(env.get("MIGRATE_WAIT_S", "120")))
-    except psycopg.Error as exc:
-        logs.error("migrate_failed", peer=f"{database}-postgres", addr=env["DB_ADDR"],
-                   error=str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-        return 1
-    return 0
 
-
-def _workload(rest: list[str]) -> int:
-    from .workload import main as workload_main
-    return workload_main(rest)
+    admin = conninfo(env["DB_ADDR"], config.database_name(database), env["DB_ADMIN_USER"], env["DB_ADMIN_PASSWORD"])
+    wait_s = float(env.get("MIGRATE_WAIT_S", "120"))
+    return run_migration(lambda: migrate(database, admin, env["DB_USER"], env["DB_PASSWORD"], wait_s=wait_s),
+                         peer=f"{database}-postgres", addr=env["DB_ADDR"])
 
 
 def _nginx(rest: list[str]) -> int:
@@ -182,8 +173,9 @@ def _migrate(rest: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(argv, usage=USAGE, commands={"workload": _workload, "nginx": _nginx, "migrate": _migrate},
-                    services=config.SERVICES, run_service=lambda args: run_service(args[0]))
+    commands = {"workload": lazy(f"{__package__}.workload"), "nginx": _nginx, "migrate": _migrate}
+    return dispatch(argv, usage=USAGE, commands=commands, services=config.SERVICES,
+                    run_service=lambda args: run_service(args[0]))
 
 
 if __name__ == "__main__":

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from typing import Any
 
 from sregym_appkit.flagclient import FlagClient
-from sregym_appkit.flagd import FlagFile, parse, serve  # noqa: F401 - parse: the app's flag file checker
+from sregym_appkit.flagd import FlagFile, command, parse  # noqa: F401 - parse: the app's flag file checker
 
 from . import runtime
 
@@ -51,17 +50,18 @@ def enabled(key: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------- flagd
-def serve_flagd(stop: threading.Event) -> None:
-    """flagd: the shared flag store (:mod:`sregym_appkit.flagd`) over OFREP, until ``stop``."""
-    def http_server(store: FlagFile, port: int) -> runtime.HttpServer:
-        def one(request: runtime.Request) -> Any:
-            status, body = store.evaluate(request["params"]["key"])
-            if status != 200:  # OFREP's error body is the error object itself
-                raise runtime.HttpError(status, json.dumps(body))
-            return body
+def flagd_http_server(store: FlagFile, port: int) -> runtime.HttpServer:
+    """flagd's OFREP routes on the app's HTTP server, answered by the shared flag store (untraced)."""
+    def one(request: runtime.Request) -> Any:
+        status, body = store.evaluate(request["params"]["key"])
+        if status != 200:  # OFREP's error body is the error object itself
+            raise runtime.HttpError(status, json.dumps(body))
+        return body
 
-        return runtime.HttpServer("flagd", port, [("POST", r"/ofrep/v1/evaluate/flags/(?P<key>[^/]+)", one),
-                                                  ("POST", r"/ofrep/v1/evaluate/flags/?", lambda _r: store.evaluate_all())],
-                                  traced=False)
+    return runtime.HttpServer("flagd", port, [("POST", r"/ofrep/v1/evaluate/flags/(?P<key>[^/]+)", one),
+                                              ("POST", r"/ofrep/v1/evaluate/flags/?", lambda _r: store.evaluate_all())],
+                              traced=False)
 
-    serve(stop, http_server, default_file="/etc/flagd/flags.json")
+
+#: ``serve flagd``: the shared flag store (:mod:`sregym_appkit.flagd`) over OFREP until SIGTERM
+serve_flagd = command(flagd_http_server, default_file="/etc/flagd/flags.json")

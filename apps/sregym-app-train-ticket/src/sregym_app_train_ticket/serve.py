@@ -11,8 +11,8 @@ import os
 import sys
 from typing import Any
 
-from sregym_appkit.cli import dispatch
-from sregym_appkit.service import begin, serve_until_stopped, stop_on_signals
+from sregym_appkit.cli import dispatch, lazy
+from sregym_appkit.service import begin, serve_until_stopped
 
 from . import IMAGE_TAG, runtime
 from .topology import SERVICES, peers
@@ -45,21 +45,12 @@ def run_service(service: str) -> int:
         "peers": {k: v for k, v in os.environ.items() if k.endswith("_ADDR")}})
 
 
-def _flagd(rest: list[str]) -> int:
-    from .flags import serve_flagd
-
-    runtime.configure_logs("flagd")
-    serve_flagd(stop_on_signals())
-    return 0
-
-
-def _load_generator(rest: list[str]) -> int:
-    from .workload import main as workload_main
-    return workload_main(rest)
+#: the commands, each module imported only when its command runs
+COMMANDS = {"flagd": lazy(f"{__package__}.flags", "serve_flagd"), "load-generator": lazy(f"{__package__}.workload")}
 
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(argv, usage=USAGE, commands={"flagd": _flagd, "load-generator": _load_generator}, services=SERVICES,
+    return dispatch(argv, usage=USAGE, commands=COMMANDS, services=SERVICES,
                     run_service=lambda args: run_service(args[0]))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Collection, Mapping
+from importlib import import_module
 
 Command = Callable[[list[str]], int]
 
@@ -26,3 +27,14 @@ def dispatch(argv: list[str] | None, *, usage: str, commands: Mapping[str, Comma
         print(f"unknown service {name!r}\n{usage}", file=sys.stderr)
         return 2
     return run_service([name, *rest])
+
+
+def lazy(module: str, function: str = "main") -> Command:
+    """The command ``module.function(rest)``, ``module`` imported only when the command runs: a
+    process of the image loads what its one service or command needs, after the entry point's own
+    setup (``commands={"load-generator": lazy(f"{__package__}.workload")}``)."""
+    def command(rest: list[str]) -> int:
+        run: Command = getattr(import_module(module), function)
+        return run(rest)
+
+    return command

@@ -137,3 +137,16 @@ def serve(stop: threading.Event, http_server: Callable[[FlagFile, int], Any], *,
         store.reload()
     server.stop()
     admin.stop()
+
+
+def command(http_server: Callable[[FlagFile, int], Any], *, default_file: str) -> Callable[[list[str]], int]:
+    """The image's ``flagd`` command (``main`` of the app's flagd module): JSON logs as ``flagd``, then
+    :func:`serve` with the app's ``http_server`` until SIGTERM or SIGINT; exit status 0."""
+    def main(rest: list[str]) -> int:
+        from .service import stop_on_signals
+
+        logs.configure("flagd")
+        serve(stop_on_signals(), http_server, default_file=default_file)
+        return 0
+
+    return main

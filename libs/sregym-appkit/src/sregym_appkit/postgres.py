@@ -20,6 +20,7 @@ Hotel Reservation writes the same script in YAML; Social Network and the app tem
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 #: where the image runs the init scripts from, and the script's file name in the ConfigMap
@@ -67,3 +68,21 @@ def init_mount(volume: str = "init") -> dict[str, Any]:
 def init_volume(config_map: str, volume: str = "init") -> dict[str, Any]:
     """The pod's volume of the init script's ConfigMap."""
     return {"name": volume, "configMap": {"name": config_map}}
+
+
+def run_migration(migrate: Callable[[], object], *, peer: str, addr: str) -> int:
+    """The last step of an app's ``migrate`` command (its datastore's init container): ``migrate()``
+    (roles, schema and seed data, as the app's admin role). Exit status 0 once it ran; 1, with one
+    ``migrate_failed`` log line naming ``peer`` at ``addr`` and the first line of PostgreSQL's error,
+    when the database refused it (the init container fails and the kubelet retries it)."""
+    import psycopg
+
+    from . import logs
+
+    try:
+        migrate()
+    except psycopg.Error as exc:
+        text = str(exc).strip()
+        logs.error("migrate_failed", peer=peer, addr=addr, error=text.splitlines()[0] if text else type(exc).__name__)
+        return 1
+    return 0
