@@ -15,8 +15,8 @@ import sregym_appkit
 LIB = Path(__file__).resolve().parent.parent
 REPO = LIB.parent.parent
 #: the modules the app images import (they carry no sregym_core)
-IMAGE_MODULES = ("admin", "cli", "flagd", "httpserver", "logs", "manifests", "metrics", "objects", "postgres", "service",
-                 "stats", "tracing", "workload")
+IMAGE_MODULES = ("admin", "cli", "flagd", "httpclient", "httpserver", "logs", "manifests", "metrics", "objects",
+                 "postgres", "service", "stats", "tracing", "workload")
 #: image modules that need an extra's packages (``sregym-appkit[config]``: attrs; ``[flags]``: OpenFeature;
 #: ``[grpc]``: grpcio), installed by the images of the apps that use them
 EXTRA_MODULES = ("config", "flagclient", "jsongrpc")

@@ -375,3 +375,69 @@ def test_a_refused_migration_exits_1_with_the_first_line_of_the_databases_error(
     assert [(line["event"], line["peer"], line["addr"], line["error"]) for line in lines] == [
         ("migrate_failed", "users-postgres", "users-postgres:5432", 'connection failed: FATAL:  role "app" does not exist'),
         ("migrate_failed", "users-postgres", "users-postgres:5432", "InsufficientPrivilege")]
+
+
+def test_a_json_peer_tells_an_answer_a_refusal_and_no_answer_apart():
+    import http.server
+
+    from sregym_appkit.httpclient import JsonPeer
+
+    seen: list[dict[str, str]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the standard library's name
+            seen.append({k.lower(): v for k, v in self.headers.items()})
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            status, out = (200, body) if self.path == "/echo" else (404, b'{"msg": "' + b"x" * 500 + b'"}')
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args):
+            pass
+
+    class Refused(Exception):
+        pass
+
+    class Peer(JsonPeer):
+        detail_chars = 20
+
+        def __init__(self, addr):
+            super().__init__("front", "back", addr, 2.0)
+            self.calls = []
+
+        def tracer(self):
+            from opentelemetry import trace
+
+            return trace.get_tracer("test")
+
+        def headers(self):
+            return {**super().headers(), "X-User": "u1"}
+
+        def refused(self, path, status, detail):
+            return Refused(f"{status} {detail}")
+
+        def unreachable(self, path, exc):
+            return Refused(f"none: {type(exc).__name__}")
+
+        def record(self, path, status, error, seconds):
+            self.calls.append((path, status, type(error).__name__ if error else None))
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        peer = Peer(f"127.0.0.1:{server.server_address[1]}")
+        assert peer.call("POST", "/echo", {"a": [1, 2]}) == {"a": [1, 2]}
+        assert seen[0]["content-type"] == "application/json" and seen[0]["x-user"] == "u1"
+        with pytest.raises(Refused, match=r'^404 \{"msg": "x{11}$'):
+            peer.call("POST", "/missing?q=1", {})
+    finally:
+        server.shutdown()
+        server.server_close()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    with pytest.raises(Refused, match="^none: (ConnectionRefusedError|URLError)$"):
+        Peer(f"127.0.0.1:{closed}").call("GET", "/x")
+    assert peer.calls == [("/echo", 200, None), ("/missing?q=1", 404, "HTTPError")]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from concurrent import futures
 from typing import Any
@@ -21,6 +20,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from sregym_appkit import logs
 from sregym_appkit.admin import admin_server  # noqa: F401 - the services' name for it
+from sregym_appkit.httpclient import JsonPeer
 from sregym_appkit.httpserver import HttpAnswer, HttpRequest, ThreadedHttpServer
 from sregym_appkit.jsongrpc import Call, RpcError, answer
 from sregym_appkit.jsongrpc import decode as _decode
@@ -135,43 +135,36 @@ _HTTP_CODES = {grpc.StatusCode.NOT_FOUND: 404, grpc.StatusCode.INVALID_ARGUMENT:
                grpc.StatusCode.FAILED_PRECONDITION: 400, grpc.StatusCode.RESOURCE_EXHAUSTED: 429}
 
 
-class HttpPeer:
-    """A JSON-over-HTTP client of one peer."""
+class HttpPeer(JsonPeer):
+    """A JSON-over-HTTP client of one peer; a failed call raises RpcError (UNAVAILABLE, or
+    INVALID_ARGUMENT for a 4xx answer)."""
 
     def __init__(self, service: str, peer: str, addr: str, timeout_s: float = 3.0) -> None:
-        self.service, self.peer, self.addr, self.timeout_s = service, peer, addr, timeout_s
+        super().__init__(service, peer, addr, timeout_s)
 
-    def call(self, method: str, path: str, body: Any = None) -> Any:
-        url = f"http://{self.addr}{path}"
-        start = time.perf_counter()
-        with telemetry.tracer().start_as_current_span(
-                f"{method} {path.split('?')[0]}", kind=trace.SpanKind.CLIENT,
-                attributes={"http.request.method": method, "url.full": url, "peer.service": self.peer}) as span:
-            data = None if body is None else _encode(body)
-            req = urllib.request.Request(url, data=data, method=method,
-                                         headers={"Content-Type": "application/json", **telemetry.carrier()})
-            code = "OK"
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    span.set_attribute("http.response.status_code", resp.status)
-                    return _decode(resp.read())
-            except urllib.error.HTTPError as exc:
-                code = str(exc.code)
-                detail = exc.read()[:300].decode(errors="replace")
-                span.set_attribute("http.response.status_code", exc.code)
-                span.set_status(trace.Status(trace.StatusCode.ERROR, f"HTTP {exc.code}"))
-                logs.error("http_call_failed", peer=self.peer, addr=self.addr, path=path, status=exc.code, error=detail)
-                raise RpcError(grpc.StatusCode.UNAVAILABLE if exc.code >= 500 else grpc.StatusCode.INVALID_ARGUMENT,
-                               f"{self.peer} ({self.addr}) {path}: HTTP {exc.code}: {detail}") from None
-            except (OSError, ValueError) as exc:
-                code = type(exc).__name__
-                span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
-                logs.error("http_call_failed", peer=self.peer, addr=self.addr, path=path, error=str(exc))
-                raise RpcError(grpc.StatusCode.UNAVAILABLE, f"{self.peer} ({self.addr}) {path}: {exc}") from None
-            finally:
-                telemetry.RPC_CLIENT.labels(self.service, self.peer, path.split("?")[0], code).inc()
-                telemetry.RPC_CLIENT_LATENCY.labels(self.service, self.peer, path.split("?")[0]).observe(
-                    time.perf_counter() - start)
+    def tracer(self) -> trace.Tracer:
+        return telemetry.tracer()
+
+    def encode(self, body: Any) -> bytes:
+        return _encode(body)
+
+    def decode(self, data: bytes) -> Any:
+        return _decode(data)
+
+    def refused(self, path: str, status: int, detail: str) -> Exception:
+        logs.error("http_call_failed", peer=self.peer, addr=self.addr, path=path, status=status, error=detail)
+        return RpcError(grpc.StatusCode.UNAVAILABLE if status >= 500 else grpc.StatusCode.INVALID_ARGUMENT,
+                        f"{self.peer} ({self.addr}) {path}: HTTP {status}: {detail}")
+
+    def unreachable(self, path: str, exc: Exception) -> Exception:
+        logs.error("http_call_failed", peer=self.peer, addr=self.addr, path=path, error=str(exc))
+        return RpcError(grpc.StatusCode.UNAVAILABLE, f"{self.peer} ({self.addr}) {path}: {exc}")
+
+    def record(self, path: str, status: int | None, error: Exception | None, seconds: float) -> None:
+        refused = isinstance(error, urllib.error.HTTPError)
+        code = "OK" if error is None else str(status) if refused else type(error).__name__
+        telemetry.RPC_CLIENT.labels(self.service, self.peer, path.split("?")[0], code).inc()
+        telemetry.RPC_CLIENT_LATENCY.labels(self.service, self.peer, path.split("?")[0]).observe(seconds)
 
 
 #: ``route(method, path, query, body) -> (status, body)`` or ``(status, bytes, content_type)``

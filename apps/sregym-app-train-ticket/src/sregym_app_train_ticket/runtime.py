@@ -13,15 +13,14 @@ import json
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 from prometheus_client import Counter, Gauge, Histogram
 from sregym_appkit import logs, tracing
 from sregym_appkit.admin import admin_server as AdminServer  # noqa: F401, N812 - the services' name
+from sregym_appkit.httpclient import JsonPeer
 from sregym_appkit.httpserver import HttpAnswer, HttpRequest, ThreadedHttpServer
 from sregym_appkit.logs import error, info, log, warning  # noqa: F401 - the services' names
 from sregym_appkit.tracing import shutdown_tracing  # noqa: F401
@@ -128,48 +127,44 @@ class HttpServer(ThreadedHttpServer):
             return status, out
 
 
-class Peer:
-    """A JSON-over-HTTP client of one peer (``<PEER>_ADDR`` host:port), with spans and metrics."""
+class Peer(JsonPeer):
+    """A JSON-over-HTTP client of one peer (``<PEER>_ADDR`` host:port), with spans and metrics; the
+    user's token goes on to the services a request calls. :meth:`call` gives the peer's JSON answer, or
+    raises HttpError with the peer's status (502 when it did not answer)."""
+
+    detail_chars = 400
 
     def __init__(self, service: str, peer: str, addr: str, timeout_s: float = 5.0) -> None:
-        self.service, self.peer, self.addr, self.timeout_s = service, peer, addr, timeout_s
+        super().__init__(service, peer, addr, timeout_s)
 
-    def call(self, method: str, path: str, body: Any = None) -> Any:
-        """The peer's JSON answer; HttpError with the peer's status (502 when it did not answer)."""
-        url = f"http://{self.addr}{path}"
-        started = time.perf_counter()
-        status = "error"
-        with tracer().start_as_current_span(f"{method} {self.peer}", kind=trace.SpanKind.CLIENT,
-                                            attributes={"http.request.method": method, "url.full": url,
-                                                        "peer.service": self.peer}) as span:
-            headers = {"Content-Type": "application/json"}
-            propagate.inject(headers)
-            authorization = CURRENT_AUTHORIZATION.get()
-            if authorization:  # the user's token goes on to the services this request calls
-                headers["Authorization"] = authorization
-            data = None if body is None else json.dumps(body).encode()
-            try:
-                request = urllib.request.Request(url, data=data, method=method, headers=headers)
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
-                    status = str(resp.status)
-                    return json.loads(resp.read() or b"null")
-            except urllib.error.HTTPError as exc:
-                status = str(exc.code)
-                detail = exc.read()[:400].decode(errors="replace")
-                try:
-                    detail = json.loads(detail).get("msg", detail)
-                except (ValueError, AttributeError):
-                    pass
-                span.set_status(trace.Status(trace.StatusCode.ERROR, f"HTTP {exc.code}"))
-                error("peer_call_failed", peer=self.peer, path=path, status=exc.code, error=detail)
-                raise HttpError(exc.code if exc.code < 500 else 500, f"{self.peer}: HTTP {exc.code}: {detail}") from None
-            except (OSError, ValueError) as exc:
-                span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
-                error("peer_call_failed", peer=self.peer, path=path, addr=self.addr, error=str(exc))
-                raise HttpError(502, f"{self.peer} ({self.addr}): {exc}") from None
-            finally:
-                CLIENT_REQUESTS.labels(self.service, self.peer, status).inc()
-                CLIENT_LATENCY.labels(self.service, self.peer).observe(time.perf_counter() - started)
+    def tracer(self) -> trace.Tracer:
+        return tracer()
+
+    def span_name(self, method: str, path: str) -> str:
+        return f"{method} {self.peer}"
+
+    def headers(self) -> dict[str, str]:
+        headers = super().headers()
+        authorization = CURRENT_AUTHORIZATION.get()
+        if authorization:
+            headers["Authorization"] = authorization
+        return headers
+
+    def refused(self, path: str, status: int, detail: str) -> Exception:
+        try:
+            detail = json.loads(detail).get("msg", detail)
+        except (ValueError, AttributeError):
+            pass
+        error("peer_call_failed", peer=self.peer, path=path, status=status, error=detail)
+        return HttpError(status if status < 500 else 500, f"{self.peer}: HTTP {status}: {detail}")
+
+    def unreachable(self, path: str, exc: Exception) -> Exception:
+        error("peer_call_failed", peer=self.peer, path=path, addr=self.addr, error=str(exc))
+        return HttpError(502, f"{self.peer} ({self.addr}): {exc}")
+
+    def record(self, path: str, status: int | None, error: Exception | None, seconds: float) -> None:
+        CLIENT_REQUESTS.labels(self.service, self.peer, "error" if status is None else str(status)).inc()
+        CLIENT_LATENCY.labels(self.service, self.peer).observe(seconds)
 
 
 def peers_from_env(service: str, names: tuple[str, ...]) -> dict[str, Peer]:
