@@ -441,3 +441,57 @@ def test_a_json_peer_tells_an_answer_a_refusal_and_no_answer_apart():
     with pytest.raises(Refused, match="^none: (ConnectionRefusedError|URLError)$"):
         Peer(f"127.0.0.1:{closed}").call("GET", "/x")
     assert peer.calls == [("/echo", 200, None), ("/missing?q=1", 404, "HTTPError")]
+
+
+def test_a_json_grpc_server_answers_records_every_call_and_reports_serving():
+    grpc = pytest.importorskip("grpc")
+    from concurrent import futures
+
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from opentelemetry import trace
+    from sregym_appkit.jsongrpc import JsonGrpcServer, RpcError, decode, encode
+
+    events: list[tuple] = []
+
+    def lookup(request):
+        if request.get("id") != 1:
+            raise RpcError(grpc.StatusCode.NOT_FOUND, f"no item {request.get('id')}")
+        return {"id": 1, "name": "telescope"}
+
+    class Server(JsonGrpcServer):
+        def tracer(self):
+            return trace.get_tracer("test")
+
+        def enter(self, context):
+            events.append(("enter",))
+            return "held"
+
+        def leave(self, entered):
+            events.append(("leave", entered))
+
+        def admit(self, span):
+            events.append(("admit",))
+
+        def record(self, method, code, seconds):
+            events.append(("record", method, code))
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = Server("shop.Catalog", {"Get": lookup}, f"127.0.0.1:{port}",
+                    executor=futures.ThreadPoolExecutor(max_workers=2))
+    server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        get = channel.unary_unary("/shop.Catalog/Get", request_serializer=encode, response_deserializer=decode)
+        assert get({"id": 1}, timeout=5) == {"id": 1, "name": "telescope"}
+        with pytest.raises(grpc.RpcError) as refused:
+            get({"id": 2}, timeout=5)
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND and refused.value.details() == "no item 2"
+        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        channel.close()
+        server.server.stop(0)
+    assert events == [("enter",), ("admit",), ("leave", "held"), ("record", "Get", "OK"),
+                      ("enter",), ("admit",), ("leave", "held"), ("record", "Get", "NOT_FOUND")]

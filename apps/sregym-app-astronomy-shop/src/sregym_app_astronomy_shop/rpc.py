@@ -16,13 +16,12 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from sregym_appkit import logs
 from sregym_appkit.admin import admin_server  # noqa: F401 - the services' name for it
 from sregym_appkit.httpclient import JsonPeer
 from sregym_appkit.httpserver import HttpAnswer, HttpRequest, ThreadedHttpServer
-from sregym_appkit.jsongrpc import Call, RpcError, answer
+from sregym_appkit.jsongrpc import JsonGrpcServer, RpcError
 from sregym_appkit.jsongrpc import decode as _decode
 from sregym_appkit.jsongrpc import encode as _encode
 
@@ -31,58 +30,31 @@ from . import telemetry
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconnect_backoff_ms", 200),
                    ("grpc.max_reconnect_backoff_ms", 2000), ("grpc.enable_retries", 0)]
-# Connection age capped as production gRPC servers do, so that callers reconnect (through the
-# Service) and notice when it lost its endpoints instead of keeping a pre-fault connection.
-SERVER_OPTIONS = [("grpc.so_reuseport", 0), ("grpc.max_connection_age_ms", 20000),
-                  ("grpc.max_connection_age_grace_ms", 5000)]
 
 
 def grpc_service_name(service: str) -> str:
     return "oteldemo." + "".join(p.capitalize() for p in service.split("-")) + "Service"
 
 
-class GrpcServer:
-    """One service's JSON methods plus grpc.health.v1."""
+class GrpcServer(JsonGrpcServer):
+    """One service's JSON methods plus grpc.health.v1 (an RpcError a handler raises is logged)."""
+
+    log_rpc_errors = True
 
     def __init__(self, service: str, port: int, handlers: Mapping[str, Handler], workers: int = 16) -> None:
-        from grpc_health.v1 import health, health_pb2_grpc
-
         self.service = service
-        self.health = health.HealthServicer()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=SERVER_OPTIONS)
-        path = grpc_service_name(service)
-        methods = {name: grpc.unary_unary_rpc_method_handler(self._wrap(name, fn), request_deserializer=_decode,
-                                                             response_serializer=_encode)
-                   for name, fn in handlers.items()}
-        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(path, methods),))
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        if not self.server.add_insecure_port(f"0.0.0.0:{port}"):
-            raise OSError(f"cannot listen on port {port}")
+        super().__init__(grpc_service_name(service), handlers, f"0.0.0.0:{port}",
+                         executor=futures.ThreadPoolExecutor(max_workers=workers))
 
-    def _wrap(self, method: str, fn: Handler) -> Callable[[Any, grpc.ServicerContext], Any]:
-        service, path = self.service, grpc_service_name(self.service)
+    def listen_error(self, address: str) -> str:
+        return f"cannot listen on port {address.rpartition(':')[2]}"
 
-        def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            start = time.perf_counter()
-            token = otel_context.attach(telemetry.extract(context.invocation_metadata()))
-            call = Call()
-            try:
-                with telemetry.tracer().start_as_current_span(
-                        f"{path}/{method}", kind=trace.SpanKind.SERVER,
-                        attributes={"rpc.system": "grpc", "rpc.service": path, "rpc.method": method}) as span:
-                    return answer(fn, request, context, span, method, call, log_rpc_errors=True)
-            finally:
-                otel_context.detach(token)
-                telemetry.RPC_SERVER.labels(service, method, call.code.name).inc()
-                telemetry.RPC_SERVER_LATENCY.labels(service, method).observe(time.perf_counter() - start)
+    def tracer(self) -> trace.Tracer:
+        return telemetry.tracer()
 
-        return handle
-
-    def start(self) -> None:
-        from grpc_health.v1 import health_pb2
-
-        self.server.start()
-        self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+    def record(self, method: str, code: str, seconds: float) -> None:
+        telemetry.RPC_SERVER.labels(self.service, method, code).inc()
+        telemetry.RPC_SERVER_LATENCY.labels(self.service, method).observe(seconds)
 
     def set_serving(self, serving: bool) -> None:
         from grpc_health.v1 import health_pb2

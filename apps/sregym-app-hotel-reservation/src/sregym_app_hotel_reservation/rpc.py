@@ -20,11 +20,10 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from opentelemetry import context as otel_context
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry import trace
 from sregym_appkit import logs
-from sregym_appkit.jsongrpc import Call, RpcError, answer
+from sregym_appkit.jsongrpc import SERVER_OPTIONS, JsonGrpcServer, RpcError  # noqa: F401 - SERVER_OPTIONS: the servers' options
 from sregym_appkit.jsongrpc import decode as _decode
 from sregym_appkit.jsongrpc import encode as _encode
 
@@ -41,16 +40,6 @@ CHANNEL_OPTIONS = [
     ("grpc.enable_retries", 0),  # retries are ours, configured by RPC_RETRIES
     ("grpc.keepalive_time_ms", 30000),
 ]
-
-SERVER_OPTIONS = [
-    ("grpc.so_reuseport", 0),
-    # Production gRPC servers cap connection age so clients re-resolve and rebalance; without it a
-    # client keeps a connection opened before a fault for as long as the pod lives, and a Service
-    # that lost its endpoints (wrong selector, failed readiness) would look healthy to it forever.
-    ("grpc.max_connection_age_ms", 20000),
-    ("grpc.max_connection_age_grace_ms", 5000),
-]
-
 
 # The caller's deadline (time.monotonic() value) for the request being served: outgoing calls never
 # wait past it, as gRPC deadline propagation does in Go and Java services.
@@ -84,71 +73,50 @@ class TokenBucket:
         return wait
 
 
-class RpcServer:
-    """A gRPC server for one service's JSON methods plus the health service."""
+class RpcServer(JsonGrpcServer):
+    """A gRPC server for one service's JSON methods plus the health service: at most ``queue_depth``
+    calls at once, a token bucket's rate limit, the caller's deadline kept for the calls it makes."""
 
     def __init__(self, cfg: Config, handlers: Mapping[str, Handler]) -> None:
         self.cfg = cfg
-        self.health = health.HealthServicer()
         self.bucket = TokenBucket(cfg.rpc.rate_limit) if cfg.rpc.rate_limit > 0 else None
         self._inflight = 0
         self._lock = threading.Lock()
-        self.server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=cfg.rpc.workers, thread_name_prefix="rpc"),
-            maximum_concurrent_rpcs=cfg.rpc.queue_depth,
-            options=SERVER_OPTIONS,
-        )
-        path = service_path(cfg.service)
-        method_handlers = {
-            name: grpc.unary_unary_rpc_method_handler(
-                self._wrap(name, fn), request_deserializer=_decode, response_serializer=_encode)
-            for name, fn in handlers.items()
-        }
-        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(path, method_handlers),))
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        self.bound = self.server.add_insecure_port(f"{cfg.host}:{cfg.port}")
-        if not self.bound:
-            raise OSError(f"cannot listen on {cfg.host}:{cfg.port}")
+        super().__init__(service_path(cfg.service), handlers, f"{cfg.host}:{cfg.port}",
+                         executor=futures.ThreadPoolExecutor(max_workers=cfg.rpc.workers, thread_name_prefix="rpc"),
+                         maximum_concurrent_rpcs=cfg.rpc.queue_depth)
 
-    def _wrap(self, method: str, fn: Handler) -> Callable[[Any, grpc.ServicerContext], Any]:
-        service = self.cfg.service
-        tracer = telemetry.tracer()
+    def tracer(self) -> trace.Tracer:
+        return telemetry.tracer()
 
-        def handle(request: dict[str, Any], context: grpc.ServicerContext) -> Any:
-            start = time.perf_counter()
-            parent = telemetry.extract(context.invocation_metadata())
-            token = otel_context.attach(parent)
-            remaining = context.time_remaining()
-            deadline_token = _deadline.set(time.monotonic() + remaining if remaining is not None else None)
-            call = Call()
-            with self._lock:
-                self._inflight += 1
-                telemetry.RPC_SERVER_INFLIGHT.labels(service).set(self._inflight)
-            try:
-                with tracer.start_as_current_span(
-                    f"{service_path(service)}/{method}", kind=trace.SpanKind.SERVER,
-                    attributes={"rpc.system": "grpc", "rpc.service": service_path(service), "rpc.method": method},
-                ) as span:
-                    if self.bucket is not None:
-                        waited = self.bucket.acquire()
-                        if waited > 0.001:
-                            span.set_attribute("hotel.ratelimit_wait_ms", round(waited * 1000, 1))
-                    return answer(fn, request, context, span, method, call)
-            finally:
-                otel_context.detach(token)
-                _deadline.reset(deadline_token)
-                with self._lock:
-                    self._inflight -= 1
-                    telemetry.RPC_SERVER_INFLIGHT.labels(service).set(self._inflight)
-                telemetry.RPC_SERVER_REQUESTS.labels(service, method, call.code.name).inc()
-                telemetry.RPC_SERVER_LATENCY.labels(service, method).observe(time.perf_counter() - start)
+    def enter(self, context: grpc.ServicerContext) -> Any:
+        remaining = context.time_remaining()
+        deadline_token = _deadline.set(time.monotonic() + remaining if remaining is not None else None)
+        self._count_inflight(+1)
+        return deadline_token
 
-        return handle
+    def leave(self, entered: Any) -> None:
+        _deadline.reset(entered)
+        self._count_inflight(-1)
+
+    def _count_inflight(self, change: int) -> None:
+        with self._lock:
+            self._inflight += change
+            telemetry.RPC_SERVER_INFLIGHT.labels(self.cfg.service).set(self._inflight)
+
+    def admit(self, span: Any) -> None:
+        if self.bucket is not None:
+            waited = self.bucket.acquire()
+            if waited > 0.001:
+                span.set_attribute("hotel.ratelimit_wait_ms", round(waited * 1000, 1))
+
+    def record(self, method: str, code: str, seconds: float) -> None:
+        telemetry.RPC_SERVER_REQUESTS.labels(self.cfg.service, method, code).inc()
+        telemetry.RPC_SERVER_LATENCY.labels(self.cfg.service, method).observe(seconds)
 
     def start(self) -> None:
-        self.server.start()
-        self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        self.health.set(service_path(self.cfg.service), health_pb2.HealthCheckResponse.SERVING)
+        super().start()
+        self.health.set(self.path, health_pb2.HealthCheckResponse.SERVING)
 
     def stop(self, grace: float) -> None:
         self.health.enter_graceful_shutdown()
