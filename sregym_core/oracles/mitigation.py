@@ -293,14 +293,14 @@ def redirections(baseline: Sequence[Mapping[str, Any]],
     found: list[tuple[tuple[str, str, str], str]] = []
     for key, obj in sorted(current.items()):
         old = before.get(key)
-        marks = added.get(key[1])
-        if old is None or not marks:
+        names_added = added.get(key[1], [])
+        if old is None or not names_added:
             continue
         was, now = _config_texts(old), _config_texts(obj)
         for field, text in sorted(now.items()):
             if text == was.get(field):
                 continue
-            hit = next((m for m in marks if _names(text, m) and not _names(was.get(field, ""), m)), None)
+            hit = next((m for m in names_added if _names(text, m) and not _names(was.get(field, ""), m)), None)
             if hit:
                 found.append((key, f"{key[0]} {key[1]}/{key[2]} {field} now names {hit}, which was not there after deploy"))
                 break
