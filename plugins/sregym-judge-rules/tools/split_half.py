@@ -11,7 +11,7 @@ figure on a whole set it was tuned on. It also reports the CPU time of a judgeme
 ``--show A`` lists the misses of half A only; half B's are never listed (that is the point). ``--per-app`` gives each
 half's figures per app, and ``--unread-app APP`` never lists that app's misses either (leave-one-app-out: the fifth
 round of issue #35 read none of Astronomy Shop's). Never run it on a set that is still held out (it refuses
-``heldout10.jsonl``; ``heldout9.jsonl`` is tuned on from 2026-11-30 00:57 UTC, ``heldout8.jsonl`` from 2026-11-30 00:25 UTC,
+``heldout10.jsonl`` and ``heldout11.jsonl``; ``heldout9.jsonl`` is tuned on from 2026-11-30 00:57 UTC, ``heldout8.jsonl`` from 2026-11-30 00:25 UTC,
 ``heldout7.jsonl`` from 2026-11-29 23:55 UTC).
 """
 
@@ -25,6 +25,10 @@ from collections import Counter
 
 from sregym_judge_rules.calibration import cohen_kappa, load_blind_set
 from sregym_judge_rules.rules import RulesJudge
+
+
+#: the blind sets no judge author may read yet (aggregate figures only, by `sregym judge calibrate --set`)
+HELD_OUT = ("heldout10", "heldout11")
 
 
 def half_of(problem_id: str) -> str:
@@ -80,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--confusion", action="store_true",
                         help="judge every correct diagnosis against every other problem of its app with other faults")
     args = parser.parse_args(argv)
-    if any("heldout10" in s for s in args.sets):
-        print("heldout10.jsonl is held out: not judged here", file=sys.stderr)
+    held_out = [s for s in args.sets if any(name in s for name in HELD_OUT)]
+    if held_out:
+        print(f"{', '.join(held_out)}: held out, not judged here", file=sys.stderr)
         return 2
     judge = RulesJudge()
     cpu = 0.0
