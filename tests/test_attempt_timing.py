@@ -302,3 +302,23 @@ def test_after_the_last_grading_the_surface_answers_done_until_the_harness_has_r
     stamps = [step["timestamp"] for step in record.extra["trajectory"]]
     assert [step["stage"] for step in record.extra["trajectory"]][-1] in ("tearing_down", "done")
     assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps) >= 2
+
+
+def test_the_identity_is_revoked_before_the_grant_guard_looks_last(tmp_path, monkeypatch):
+    """Red-team round 8, finding 1: the guard put the held objects back, then the identity was revoked, and an
+    agent writing until its token died left its change behind. The token dies first, then the guard looks."""
+    from sregym_core.conductor.grants import GrantGuard
+
+    order: list[str] = []
+
+    async def revoke(self):
+        order.append("revoke identity")
+
+    async def stop(self):
+        order.append("grant guard's last look")
+        return []
+
+    monkeypatch.setattr(Attempt, "_revoke_identity", revoke)
+    monkeypatch.setattr(GrantGuard, "stop", stop)
+    run_attempt(tmp_path)
+    assert order == ["revoke identity", "grant guard's last look"]

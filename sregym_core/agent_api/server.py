@@ -324,7 +324,10 @@ async def _submit_as_api(surface: AgentSurface, ans: str) -> dict[str, str]:
     """``submit`` on the API port: ``{"status": "200"|"done"|"error", "text": ...}``."""
     code, body = await surface.submit(ans)
     if code == 200:
-        return {"status": str(body.get("status", "200")), "text": str(body.get("message", ""))}
+        answer = {"status": str(body.get("status", "200")), "text": str(body.get("message", ""))}
+        if body.get("graded") is False:  # absorbed while its stage is graded: say so, as the HTTP answer does
+            answer.update(graded="false", detail=str(body.get("detail", "")))
+        return answer
     detail = body.get("detail", body.get("error"))
     return {"status": "error", "text": detail if isinstance(detail, str) else json.dumps(detail)}
 

@@ -299,10 +299,12 @@ class Attempt:
             await self.desk.cancel()
             await self.scheduler.stop()
             await self.noise.stop()
+            # the identity goes first: a write the agent keeps sending until its token dies must land before
+            # the guard's last look, which puts back every held object (red-team round 8, finding 1)
+            await self._revoke_identity()
             await self.grant_guard.stop()
             if own_server:
                 await server.stop()
-            await self._revoke_identity()
             await self._recover_all()
             self.desk.done()
         record.update(

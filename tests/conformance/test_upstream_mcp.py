@@ -103,7 +103,11 @@ def test_submit_returns_upstreams_shapes():
             assert json.loads(accepted.content[0].text) == accepted.structured_content  # an object, not a string
             # API port (/submit_mcp and the unified server): {"status": "200"|"done"|"error", "text": ...}
             again = await call(f"{server.api_url}/submit_mcp/sse", "submit", {"ans": "dup"})
-            assert again.structured_content == {"status": "200", "text": "Submission received"}
+            # upstream's two keys as upstream answers them; absorbed while the diagnosis is graded, it also says
+            # so, as the HTTP answer does (red-team round 8: an MCP client could not tell it was dropped)
+            assert {k: again.structured_content[k] for k in ("status", "text")} == {"status": "200",
+                                                                                      "text": "Submission received"}
+            assert again.structured_content["graded"] == "false" and "not graded" in again.structured_content["detail"]
             attempt.desk.done()
             done = await call(server.sse_url, "submit", {"ans": "more"})
             assert done.structured_content["status"] == "done"
