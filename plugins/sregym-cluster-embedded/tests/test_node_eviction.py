@@ -59,8 +59,11 @@ async def test_a_node_over_its_threshold_evicts_and_refuses_pods(monkeypatch):
         base = await client.get("configmaps", "kubelet-config", "kube-system")
         assert yaml.safe_load(base["data"]["kubelet"])["evictionHard"]["nodefs.available"] == "0%"
         drop_in = {"evictionHard": {"nodefs.available": "99.99%"}, "evictionPressureTransitionPeriod": "1s"}
-        await client.create("configmaps", {"metadata": {"name": "kubelet-config-node-1", "namespace": "kube-system"},
-                                           "data": {"kubelet": yaml.safe_dump(drop_in)}}, "kube-system")
+        # every node has its drop-in from the start, empty (read as no setting)
+        empty = await client.get("configmaps", "kubelet-config-node-1", "kube-system")
+        assert yaml.safe_load(empty["data"]["kubelet"]) is None
+        await client.patch("configmaps", "kubelet-config-node-1", {"data": {"kubelet": yaml.safe_dump(drop_in)}},
+                           "kube-system")
         pod = await wait_for(lambda: client.get("pods", "victim", "default"),
                              lambda p: p["status"].get("reason") == "Evicted", timeout=30)
         assert pod["status"]["phase"] == "Failed"

@@ -304,9 +304,8 @@ def test_disk_pressure_shows_in_node_conditions(monkeypatch):
             # the cluster-wide configuration ignores the host's disk (kind's 0%); the node's drop-in
             # brings back the kubelet's default floor
             assert agent.pressure()[1] is False
-            await client.create("configmaps", {"metadata": {"name": "kubelet-config-node-1", "namespace": "kube-system"},
-                                               "data": {"kubelet": "evictionHard:\n  nodefs.available: 10%\n"}},
-                                "kube-system")
+            await client.patch("configmaps", "kubelet-config-node-1",
+                               {"data": {"kubelet": "evictionHard:\n  nodefs.available: 10%\n"}}, "kube-system")
             await agent.eviction.reload(force=True)
             assert agent.pressure()[1] is True
             await agent._update_node_status()

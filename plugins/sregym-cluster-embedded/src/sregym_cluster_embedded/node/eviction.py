@@ -2,8 +2,8 @@
 
 Configuration comes as on a kubeadm cluster: the ``kubelet`` key of ``kube-system/kubelet-config``
 (a ``KubeletConfiguration``) for every node, merged with the node's drop-in
-``kube-system/kubelet-config-<node>`` when it exists (the embedded stand-in for a file in the node's
-``/etc/kubernetes/kubelet.conf.d/``). The kubelet re-reads both every few seconds; a field it does
+``kube-system/kubelet-config-<node>`` (the embedded stand-in for a file in the node's
+``/etc/kubernetes/kubelet.conf.d/``; each node makes its own, empty, when it starts). The kubelet re-reads both every few seconds; a field it does
 not know is ignored, a document it cannot parse is logged and the last good one kept.
 
 Signals are measured on this host (the node's filesystem is the state directory's):
@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 SYSTEM_NS = "kube-system"
 CONFIG_MAP = "kubelet-config"
 CONFIG_KEY = "kubelet"
+#: what a node's drop-in holds until someone sets something in it (read as no setting)
+DROP_IN_EMPTY = "# this node's KubeletConfiguration settings; they override kube-system/kubelet-config\n"
 CRITICAL_PRIORITY = 2_000_000_000
 REFRESH_S = 5.0
 
@@ -138,12 +140,19 @@ class EvictionManager:
         return parse_duration(self.config.get("evictionPressureTransitionPeriod"), 300.0)
 
     async def ensure_cluster_config(self) -> None:
-        """kubeadm's ``kube-system/kubelet-config``, created once by whichever node comes first."""
+        """kubeadm's ``kube-system/kubelet-config``, created once by whichever node comes first, and this
+        node's drop-in, empty: every node has one (as every kubeadm node has its drop-in directory), so a
+        fault that writes one node's settings changes an object that was there, not one only it makes
+        (red-team round 8: the drop-in's existence alone named the faulty node)."""
         body = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": CONFIG_MAP, "namespace": SYSTEM_NS},
                 "data": {CONFIG_KEY: yaml.safe_dump(CLUSTER_CONFIG, sort_keys=False)}}
-        with contextlib.suppress(Exception):
-            await self.agent.client.create("configmaps", body, SYSTEM_NS)
+        drop_in = {"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": f"{CONFIG_MAP}-{self.agent.name}", "namespace": SYSTEM_NS},
+                   "data": {CONFIG_KEY: DROP_IN_EMPTY}}
+        for obj in (body, drop_in):
+            with contextlib.suppress(Exception):  # there already (409): a restarted node keeps what it finds
+                await self.agent.client.create("configmaps", obj, SYSTEM_NS)
 
     async def _document(self, name: str) -> dict | None:
         try:
