@@ -53,19 +53,24 @@ def test_the_workload_gets_correct_content_through_every_endpoint(social):
     assert stats, live.stats(20)
     # and as a user: a user timeline through nginx holds that user's own, shortened, mention-resolved posts
     base = live.service_url(*FRONTEND)
-    seen = 0
-    for uid in range(120):
-        with urllib.request.urlopen(f"{base}/wrk2-api/user-timeline/read?user_id={uid}&start=0&stop=10",
-                                    timeout=60) as resp:
-            posts = json.loads(resp.read())
-        for post in posts:
-            assert post["creator"]["user_id"] == uid
-            assert post["urls"][0]["shortened_url"] in post["text"]
-            assert post["user_mentions"], post
-            seen += 1
-        if seen >= 3:
-            break
-    assert seen >= 3, "no composed posts found on user timelines"
+
+    def three_composed_posts() -> int | None:
+        # the generator composes posts as it goes: wait until three are on timelines, not for one look
+        seen = 0
+        for uid in range(120):
+            with urllib.request.urlopen(f"{base}/wrk2-api/user-timeline/read?user_id={uid}&start=0&stop=10",
+                                        timeout=60) as resp:
+                posts = json.loads(resp.read())
+            for post in posts:
+                assert post["creator"]["user_id"] == uid
+                assert post["urls"][0]["shortened_url"] in post["text"]
+                assert post["user_mentions"], post
+                seen += 1
+            if seen >= 3:
+                return seen
+        return None
+
+    assert wait_for(three_composed_posts, 300, 2), "no composed posts found on user timelines"
     assert "Active connections" in urllib.request.urlopen(f"{base}/nginx_status", timeout=60).read().decode()
 
 
