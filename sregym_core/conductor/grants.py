@@ -226,20 +226,22 @@ class GrantGuard:
             await asyncio.to_thread(self.publish, False)
         return self.recorded
 
-    def held_changes(self) -> list[dict[str, Any]]:
-        """The held objects (the ones this problem's fix does not involve) that differ from their snapshot now."""
-        changed = []
-        for grant, before in zip(self.grants[self._first_held:], self.snapshots[self._first_held:], strict=True):
-            found = violations(before, self._read(grant), attrs.evolve(grant, may_change={}))
-            if found:
-                changed.append({"object": f"{grant.resource}/{grant.name}", "namespace": grant.namespace,
-                                "violations": [f"{grant.resource}/{grant.name} was changed, and this problem's fix "
-                                               "does not involve it"]})
-        return changed
-
-    def restore_held(self) -> None:
-        """Put back the held objects the agent changed (within what it may write)."""
+    def _held_differences(self) -> list[tuple[AgentGrant, dict, dict | None]]:
+        """(grant, snapshot, now) of each held object that differs from its snapshot in any way."""
+        out = []
         for grant, before in zip(self.grants[self._first_held:], self.snapshots[self._first_held:], strict=True):
             after = self._read(grant)
             if before is not None and violations(before, after, attrs.evolve(grant, may_change={})):
-                self._restore(grant, before, after)
+                out.append((grant, before, after))
+        return out
+
+    def held_changes(self) -> list[dict[str, Any]]:
+        """The held objects (the ones this problem's fix does not involve) that differ from their snapshot now."""
+        return [{"object": f"{grant.resource}/{grant.name}", "namespace": grant.namespace,
+                 "violations": [f"{grant.resource}/{grant.name} was changed, and this problem's fix does not involve it"]}
+                for grant, _before, _after in self._held_differences()]
+
+    def restore_held(self) -> None:
+        """Put back the held objects the agent changed (within what it may write)."""
+        for grant, before, after in self._held_differences():
+            self._restore(grant, before, after)
