@@ -54,6 +54,24 @@ def check_grant(grant: AgentGrant) -> str | None:
             return f"may_change[{path!r}] must be 'any' or 'remove-lines'"
         if path.split(".")[0] in ("metadata", "apiVersion", "kind"):
             return f"may_change[{path!r}]: metadata, apiVersion and kind never change"
+    return _check_standing(grant)
+
+
+def _check_standing(grant: AgentGrant) -> str | None:
+    standing = grant.standing
+    if standing is None:
+        return None
+    if not isinstance(standing, dict):
+        return "standing must be the object's healthy form (a mapping with apiVersion and kind)"
+    missing = [key for key in ("apiVersion", "kind") if not isinstance(standing.get(key), str)]
+    if missing:
+        return f"standing needs {' and '.join(missing)}"
+    version = standing["apiVersion"]
+    group = version.split("/")[0] if "/" in version else ""
+    if group != grant.group:
+        return f"standing's apiVersion {version!r} is not of the grant's group {grant.group!r}"
+    if "metadata" in standing:
+        return "standing gives no metadata: the name and namespace are the grant's"
     return None
 
 
@@ -201,9 +219,12 @@ def uniform_grants(own: list[AgentGrant] | tuple[AgentGrant, ...], known: list[A
     verbs: dict[tuple[str, str, str, str], set[str]] = {}
     widest: dict[tuple[str, str, str, str], dict[str, str]] = {}
     first: dict[tuple[str, str, str, str], AgentGrant] = {}
+    standing: dict[tuple[str, str, str, str], Any] = {}
     for grant in every:
         key = _object_key(grant)
         first.setdefault(key, grant)
+        if grant.standing is not None:
+            standing.setdefault(key, grant.standing)
         verbs.setdefault(key, set()).update(grant.verbs)
         modes = widest.setdefault(key, {})
         for path, mode in grant.may_change.items():
@@ -216,11 +237,12 @@ def uniform_grants(own: list[AgentGrant] | tuple[AgentGrant, ...], known: list[A
     for grant in own:
         key = _object_key(grant)
         if {"patch", "update"} & set(grant.verbs):
-            granted.append(attrs.evolve(grant, verbs=ordered(key)))
+            granted.append(attrs.evolve(grant, verbs=ordered(key), standing=standing.get(key)))
         else:  # read-only in the problem: it looks writable like everywhere else, and no change may stay
-            held.append(attrs.evolve(grant, verbs=ordered(key), may_change=widest[key]))
+            held.append(attrs.evolve(grant, verbs=ordered(key), may_change=widest[key], standing=standing.get(key)))
     own_keys = {_object_key(g) for g in own}
     for key in sorted(first):
         if key not in own_keys:
-            held.append(attrs.evolve(first[key], verbs=ordered(key), may_change=widest[key]))
+            held.append(attrs.evolve(first[key], verbs=ordered(key), may_change=widest[key],
+                                     standing=standing.get(key)))
     return granted, held

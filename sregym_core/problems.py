@@ -127,7 +127,7 @@ def _agent_access(items: list[dict], what: str) -> tuple[AgentGrant, ...]:
     for index, item in enumerate(items):
         grant = AgentGrant(resource=item["resource"], name=item["name"], verbs=item["verbs"],
                            may_change=item["may_change"], group=item.get("group", ""),
-                           namespace=item.get("namespace"))
+                           namespace=item.get("namespace"), standing=item.get("standing"))
         problem = check_grant(grant)
         if problem:
             raise ConfigError(f"{what} is invalid", errors=[(f"$.agent_access[{index}]", problem)],

@@ -666,7 +666,16 @@ class NoiseInstance:
 class AgentGrant:
     """Extra rights a problem gives the attempt's agent on one named object outside the app's
     namespace (see :mod:`sregym_core.conductor.grants`): ``verbs`` on ``resource``/``name`` only, and
-    the object may change only in the ``may_change`` fields (path -> ``any`` or ``remove-lines``)."""
+    the object may change only in the ``may_change`` fields (path -> ``any`` or ``remove-lines``).
+
+    ``standing`` is the object's healthy form (its ``apiVersion``, ``kind`` and content; the name and
+    namespace come from the grant) for an object that exists only while some fault has made it: every
+    attempt creates it where it is missing before the fault is injected and removes what it created
+    when it ends, so that the existence of a granted object names no fault
+    (:mod:`sregym_core.conductor.standing`).
+
+    .. versionadded:: 0.3 ``standing``
+    """
 
     resource: str
     name: str
@@ -674,6 +683,7 @@ class AgentGrant:
     may_change: Mapping[str, str] = attrs.field(converter=_frozen_mapping)
     group: str = ""
     namespace: str | None = None
+    standing: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen(kw_only=True)

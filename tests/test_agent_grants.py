@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 
+import attrs
 import pytest
 
 from sregym_core.conductor.grants import GrantGuard, check_grant, resolve, violations
@@ -265,3 +266,75 @@ def test_a_held_object_may_be_written_but_a_change_that_stands_fails_and_is_undo
     assert kube.objects[path]["data"]["Corefile"] == COREFILE and guard.held_changes() == []
     kube.objects[path] = _cm(COREFILE + "rewrite name a b\n", rv="3")  # beyond the limits: undone at once
     assert guard.check() and kube.objects[path]["data"]["Corefile"] == COREFILE
+
+
+# --------------------------------------------------------------------------- objects that stand in every attempt
+
+STANDING_HOOK = AgentGrant(group="admissionregistration.k8s.io", resource="validatingwebhookconfigurations",
+                           name="pod-admission-{namespace}", verbs=("get", "patch"),
+                           may_change={"webhooks[*].clientConfig.caBundle": "any"},
+                           standing={"apiVersion": "admissionregistration.k8s.io/v1",
+                                     "kind": "ValidatingWebhookConfiguration", "webhooks": []})
+
+
+@pytest.mark.parametrize("standing, why", [
+    ({"kind": "ValidatingWebhookConfiguration"}, "needs apiVersion"),
+    ({"apiVersion": "v1", "kind": "ConfigMap"}, "not of the grant's group"),
+    ({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+      "metadata": {"name": "other"}}, "gives no metadata"),
+    (["not", "a", "mapping"], "healthy form"),
+])
+def test_a_standing_form_must_be_an_object_of_the_grants_kind_without_a_name_of_its_own(standing, why):
+    assert why in (check_grant(attrs.evolve(STANDING_HOOK, standing=standing)) or "")
+    assert check_grant(STANDING_HOOK) is None
+
+
+def test_every_attempt_carries_the_standing_form_of_an_object_whatever_problem_gives_it():
+    from sregym_core.grant_rules import uniform_grants
+
+    plain = attrs.evolve(STANDING_HOOK, standing=None)
+    granted, held = uniform_grants([DNS], [plain, STANDING_HOOK], "hotel")
+    assert [g.name for g in held] == ["pod-admission-hotel"] and held[0].standing == STANDING_HOOK.standing
+    granted, held = uniform_grants([plain], [STANDING_HOOK], "hotel")
+    assert granted[0].standing == STANDING_HOOK.standing
+
+
+class _ServerKube:
+    """A unit stand-in for the API server's create/delete answers (the live proof is
+    tests/adversarial/test_cluster_integrity.py::test_every_granted_object_exists_whatever_the_fault...)."""
+
+    def __init__(self, existing: set[str], served: set[str]) -> None:
+        self.objects, self.served, self.calls = set(existing), served, []
+
+    def request(self, method: str, path: str, body=None):
+        self.calls.append((method, path))
+        if method == "POST":
+            if path not in self.served:
+                raise ApiStatusError(404, "the server could not find the requested resource")
+            name = f"{path}/{body['metadata']['name']}"
+            if name in self.objects:
+                raise ApiStatusError(409, "already exists")
+            self.objects.add(name)
+            return body
+        if path not in self.objects:
+            raise ApiStatusError(404, "not found")
+        self.objects.discard(path)
+
+
+def test_standing_objects_are_created_where_missing_and_only_those_are_removed():
+    from sregym_core.conductor.standing import stand_up, standing_body, take_down
+
+    hooks = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+    peer = AgentGrant(group="crd.projectcalico.org", resource="bgppeers", name="peer", verbs=("get",),
+                      may_change={"spec.peerSelector": "any"},
+                      standing={"apiVersion": "crd.projectcalico.org/v1", "kind": "BGPPeer", "spec": {}})
+    dropin = AgentGrant(resource="configmaps", namespace="kube-system", name="kubelet-config-node-1", verbs=("get",),
+                        may_change={"data.kubelet": "any"}, standing={"apiVersion": "v1", "kind": "ConfigMap"})
+    existing = "/api/v1/namespaces/kube-system/configmaps/kubelet-config-node-1"
+    kube = _ServerKube({existing}, served={hooks, "/api/v1/namespaces/kube-system/configmaps"})  # no Calico here
+    created = stand_up(kube, [STANDING_HOOK, peer, dropin, DNS], "hotel")
+    assert created == [f"{hooks}/pod-admission-hotel"]
+    assert standing_body(dropin)["metadata"] == {"name": "kubelet-config-node-1", "namespace": "kube-system"}
+    take_down(kube, created)
+    assert kube.objects == {existing}  # the one it found stays
+    take_down(kube, created)  # gone already: fine

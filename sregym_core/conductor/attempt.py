@@ -45,6 +45,7 @@ from .hostload import CpuPressureLog
 from .environment import DeployedApp, Environment
 from .noise import runner_for_attempt
 from .schedule import FaultScheduler
+from .standing import stand_up, take_down
 
 log = structlog.get_logger()
 
@@ -88,6 +89,8 @@ class Attempt:
             tuple(getattr(problem, "agent_access", ())), _known_grants(env), deployed.app.namespace)
         self.grant_guard = GrantGuard(env.kube if self.grants or self.held_grants else None, self.grants,
                                       deployed.app.namespace, held=self.held_grants)
+        #: granted objects this attempt created in their healthy form (see conductor.standing)
+        self.standing_created: list[str] = []
         self.agent_kubeconfig = workdir / "agent.kubeconfig"
         self.stages = tuple(settings.stages or getattr(problem, "stages", None) or GRADED_STAGES)
         self.desk = StageDesk({"diagnosis": self._paused_noise(self._judge),
@@ -254,6 +257,10 @@ class Attempt:
         diagnosis: dict[str, Any] | None = None
         mitigation: OracleVerdict | None = None
         try:
+            if any(grant.standing is not None for grant in (*self.grants, *self.held_grants)):
+                # every granted object exists before the fault is injected, whatever the fault (round 8, finding 2)
+                self.standing_created = await asyncio.to_thread(
+                    stand_up, self.env.kube, (*self.grants, *self.held_grants), self.deployed.app.namespace)
             await self.scheduler.start()
             try:
                 await self.scheduler.wait_initial()
@@ -306,6 +313,8 @@ class Attempt:
             if own_server:
                 await server.stop()
             await self._recover_all()
+            if self.standing_created:
+                await asyncio.to_thread(take_down, self.env.kube, self.standing_created)
             self.desk.done()
         record.update(
             diagnosis_passed=(bool(diagnosis and diagnosis.get("passed")) if "diagnosis" in self.stages else None),

@@ -291,3 +291,84 @@ def test_every_attempt_holds_the_same_cluster_rights_whatever_its_fault(cluster)
         for account in accounts.values():
             revoke_grants(kube, account)
             revoke_agent_access(kube, [NS], account)
+
+
+# --------------------------------------------------------------------------- a granted object's existence
+
+
+def _granted_objects_as_the_agent_reads_them(config: Path, grants) -> dict[str, str]:
+    """Each granted object's name -> "found" or kubectl's refusal, read with the agent's kubeconfig."""
+    seen = {}
+    for grant in grants:
+        resource = f"{grant.resource}.{grant.group}" if grant.group else grant.resource
+        scope = ("-n", grant.namespace) if grant.namespace else ()
+        done = kubectl(config, "get", resource, grant.name, *scope, "-o", "name")
+        seen[grant.name] = "found" if done.returncode == 0 else done.stderr.strip()
+    return seen
+
+
+def test_every_granted_object_exists_whatever_the_fault_and_a_fault_changes_it_in_place(cluster):
+    """Round 8's second finding: the listing was the same everywhere, but the webhook configuration and the
+    BGP peer it names existed only under their own faults, so one ``get`` named the fault. As an attempt
+    does, every granted object with a standing form is created before injection: the agent finds every
+    name it holds rights on, on a database problem as on the webhook's. The webhook fault then changes
+    the standing configuration in place, its recover puts the standing form back, and the attempt's end
+    removes only what it created."""
+    import asyncio
+
+    from sregym_core.conductor.agent_access import grant_agent_access, revoke_agent_access
+    from sregym_core.conductor.grants import grant_extra, revoke_grants
+    from sregym_core.conductor.kube import Kube
+    from sregym_core.conductor.standing import stand_up, take_down
+    from sregym_core.faults import FaultContext, call_fault
+    from sregym_core.grant_rules import uniform_grants
+    from sregym_core.plugins import new_plugin_host
+    from sregym_core.types import Target
+
+    c = cluster
+    host = new_plugin_host()
+    problems = host.get_problems()
+    known = [g for p in problems.values() for g in p.agent_access]
+    kube = Kube(c["admin"], kubectl=KUBECTL)
+    hook = f"pod-admission-{NS}"
+    hook_path = f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{hook}"
+    seen: dict[str, dict[str, str]] = {}
+    created_all: list[str] = []
+    grants_account = "agent-standing"
+    config = grant_agent_access(kube, [NS], c["work"] / f"{grants_account}.kubeconfig", account=grants_account,
+                                expiration_seconds=600)
+    try:
+        for problem_id in ("hotel-db-revoke-geo", "hotel-admission-webhook-ca-mismatch-rate"):
+            granted, held = uniform_grants(problems[problem_id].agent_access, known, NS)
+            grant_extra(kube, grants_account, granted, NS, held=held)
+            created = stand_up(kube, [*granted, *held], NS)
+            created_all += created
+            seen[problem_id] = _granted_objects_as_the_agent_reads_them(config, [*granted, *held])
+            revoke_grants(kube, grants_account)
+        db, webhook = seen.values()
+        assert db == webhook, seen  # found or not alike (the session's one-node cluster has no node-2 drop-in)
+        assert db[hook] == db["peer-with-route-reflectors"] == db["kubelet-config-node-1"] == "found", db
+        assert kube.get(hook_path).get("webhooks") in (None, [])  # the standing form: no webhook
+
+        spec = host.get_faults()["admission-webhook-ca-mismatch"]
+        app = host.get_apps()["hotel-reservation"]
+        target = Target(app=app, component=app.component("rate"), namespace=NS)
+        ctx = FaultContext(kubeconfig=c["admin"], namespace=NS, app=app, cluster=None, kubectl_path=KUBECTL)
+        asyncio.run(call_fault(spec.impl.inject, ctx, target, {}))
+        try:
+            changed = kube.get(hook_path)
+            assert len(changed["webhooks"]) == 1 and changed["metadata"]["name"] == hook
+        finally:
+            asyncio.run(call_fault(spec.impl.recover, ctx, target, {}))
+        assert kube.get(hook_path).get("webhooks") in (None, [])  # put back, not deleted
+        take_down(kube, created_all)
+        assert not kube.exists(hook_path)  # this attempt made it: gone
+        # the node's own drop-in was not the attempt's to remove
+        assert kube.exists("/api/v1/namespaces/kube-system/configmaps/kubelet-config-node-1")
+        # rate admits pods again: its ReplicaSet brings it back (the module's other tests share the app)
+        rolled = admin(c, "rollout", "status", "deployment/rate", "-n", NS, "--timeout=180s")
+        assert rolled.returncode == 0, rolled.stderr
+    finally:
+        take_down(kube, created_all)
+        revoke_grants(kube, grants_account)
+        revoke_agent_access(kube, [NS], grants_account)

@@ -212,6 +212,10 @@ def ca_mismatch_config(namespace: str) -> str:
 
 def ca_mismatch_inject(ctx, target, params):
     _save_labels(ctx, target)
+    # the configuration stands in every attempt (the problem's grant gives its healthy form, no webhooks):
+    # the fault changes it in place and recover puts back what it found
+    standing = kube.get(ctx, "validatingwebhookconfiguration", ca_mismatch_config(ctx.namespace), missing_ok=True)
+    ctx.state["webhooks_before"] = None if standing is None else (standing.get("webhooks") or [])
     host = f"{CA_BACKEND}.{ctx.namespace}.svc"
     ca, cert, key = issue_certificates(host)
     stale_ca, _, _ = issue_certificates(host)
@@ -241,7 +245,15 @@ def ca_mismatch_fix(ctx, target, params):
 
 
 def ca_mismatch_recover(ctx, target, params):
-    _delete_all(ctx, ctx.namespace, CA_BACKEND, "validatingwebhookconfiguration", ca_mismatch_config(ctx.namespace))
+    before = ctx.state.get("webhooks_before")
+    if before is None:
+        _delete_all(ctx, ctx.namespace, CA_BACKEND, "validatingwebhookconfiguration", ca_mismatch_config(ctx.namespace))
+        return
+    # the standing configuration first (no pod admission waits on a backend about to go), then the backend
+    ctx.kubectl("patch", "validatingwebhookconfiguration", ca_mismatch_config(ctx.namespace), "--type=json",
+                "-p", json.dumps([{"op": "add", "path": "/webhooks", "value": before}]))
+    for kind, obj_name in (("deployment", CA_BACKEND), ("service", CA_BACKEND), ("secret", f"{CA_BACKEND}-tls")):
+        ctx.kubectl("delete", kind, obj_name, "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
 
 
 # --------------------------------------------------------------------------- mutating webhook rewrites limits
