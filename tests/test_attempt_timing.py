@@ -79,7 +79,7 @@ def fake_env(tmp_path: Path, judged: list[str], graded: list[str], injected: lis
                                 component=lambda name: component)
     app.target = lambda name: Target(app=app, component=component, namespace=app.namespace)
     cluster = types.SimpleNamespace(kubeconfig=lambda: tmp_path / "admin-kubeconfig")
-    env = types.SimpleNamespace(host=host, cluster=cluster, kubectl="kubectl", observability=lambda: None)
+    env = types.SimpleNamespace(host=host, cluster=cluster, kubectl="kubectl", observability=lambda: None, kube=None)
     deployed = types.SimpleNamespace(app=app, namespaces=("fake",), agent_kubeconfig=tmp_path / "agent-kubeconfig",
                                      baseline=types.SimpleNamespace(workloads=[]), workload=None)
     return env, deployed
@@ -114,12 +114,12 @@ def _no_cluster_identity(monkeypatch):
     monkeypatch.setattr(Attempt, "_revoke_identity", nothing)
 
 
-def run_attempt(tmp_path, stages=None, agent_factory=None):
+def run_attempt(tmp_path, stages=None, agent_factory=None, agent_access=()):
     judged, graded, injected, seen = [], [], [], {}
     env, deployed = fake_env(tmp_path, judged, graded, injected)
     problem = ProblemSpec(id="fake-problem", app="fake-app", faults=[FaultInstance(id="f0", fault="slow-inject",
                                                                                      target="geo")],
-                          oracle={"always": {}}, ground_truth=[], agent_timeout=60)
+                          oracle={"always": {}}, ground_truth=[], agent_timeout=60, agent_access=agent_access)
     agent = AgentSpec(name="immediate", factory=agent_factory or (lambda **_: ImmediateAgent(seen)))
     settings = AttemptSettings(mitigation_grace=0.0, stages=stages)
 
@@ -322,3 +322,50 @@ def test_the_identity_is_revoked_before_the_grant_guard_looks_last(tmp_path, mon
     monkeypatch.setattr(GrantGuard, "stop", stop)
     run_attempt(tmp_path)
     assert order == ["revoke identity", "grant guard's last look"]
+
+
+def test_the_journal_and_standing_objects_bracket_injection_and_recovery(tmp_path, monkeypatch):
+    """Before anything is injected the attempt journals the granted objects (after mending a dead attempt's)
+    and creates the standing ones; after every fault is recovered it removes them and closes the journal
+    (a dead attempt's leftovers are put back by the next one: conductor.journal, issue 34)."""
+    from sregym_core.conductor import attempt as attempt_module
+    from sregym_core.conductor.grants import GrantGuard
+    from sregym_core.types import AgentGrant
+
+    order: list[str] = []
+
+    def step(name, result=None):
+        def record(*_args, **_kwargs):
+            order.append(name)
+            return result
+        return record
+
+    async def guard_start(self):
+        order.append("guard snapshot")
+
+    async def guard_stop(self):
+        return []
+
+    async def inject(self, instance):
+        order.append("inject")
+
+    async def recover(self, instance):
+        order.append("recover")
+
+    monkeypatch.setattr(attempt_module, "open_journal", step("journal", {}))
+    monkeypatch.setattr(attempt_module, "stand_up", step("stand up", ["/apis/x/v1/things/hook"]))
+    monkeypatch.setattr(attempt_module, "note_created", step("journal the created"))
+    monkeypatch.setattr(attempt_module, "take_down", step("take down"))
+    monkeypatch.setattr(attempt_module, "close_journal", step("close journal"))
+    monkeypatch.setattr(GrantGuard, "start", guard_start)
+    monkeypatch.setattr(GrantGuard, "stop", guard_stop)
+    monkeypatch.setattr(Attempt, "_inject", inject)
+    monkeypatch.setattr(Attempt, "_recover", recover)
+    hook = AgentGrant(group="admissionregistration.k8s.io", resource="validatingwebhookconfigurations",
+                      name="pod-admission-{namespace}", verbs=("get", "patch"), may_change={"webhooks": "any"},
+                      standing={"apiVersion": "admissionregistration.k8s.io/v1",
+                                "kind": "ValidatingWebhookConfiguration"})
+    record, *_ = run_attempt(tmp_path, agent_access=(hook,))
+    assert record.diagnosis_passed
+    assert order == ["journal", "stand up", "journal the created", "inject", "guard snapshot", "recover",
+                     "take down", "close journal"]

@@ -45,6 +45,8 @@ from .hostload import CpuPressureLog
 from .environment import DeployedApp, Environment
 from .noise import runner_for_attempt
 from .schedule import FaultScheduler
+from .journal import close as close_journal
+from .journal import note_created, open_journal
 from .standing import stand_up, take_down
 
 log = structlog.get_logger()
@@ -91,6 +93,8 @@ class Attempt:
                                       deployed.app.namespace, held=self.held_grants)
         #: granted objects this attempt created in their healthy form (see conductor.standing)
         self.standing_created: list[str] = []
+        #: whether this attempt wrote a journal of the granted objects (see conductor.journal)
+        self.journal_open = False
         self.agent_kubeconfig = workdir / "agent.kubeconfig"
         self.stages = tuple(settings.stages or getattr(problem, "stages", None) or GRADED_STAGES)
         self.desk = StageDesk({"diagnosis": self._paused_noise(self._judge),
@@ -257,10 +261,20 @@ class Attempt:
         diagnosis: dict[str, Any] | None = None
         mitigation: OracleVerdict | None = None
         try:
-            if any(grant.standing is not None for grant in (*self.grants, *self.held_grants)):
+            every_grant = (*self.grants, *self.held_grants)
+            if every_grant:
+                # the granted objects as they are before anything is injected, for the next attempt to put
+                # back should this one die before it does (after mending a dead one's; conductor.journal)
+                journaled = await asyncio.to_thread(open_journal, self.env.kube, every_grant,
+                                                    self.deployed.app.namespace, self.attempt_id)
+                self.journal_open = True
+            if any(grant.standing is not None for grant in every_grant):
                 # every granted object exists before the fault is injected, whatever the fault (round 8, finding 2)
                 self.standing_created = await asyncio.to_thread(
-                    stand_up, self.env.kube, (*self.grants, *self.held_grants), self.deployed.app.namespace)
+                    stand_up, self.env.kube, every_grant, self.deployed.app.namespace)
+                if self.standing_created:
+                    await asyncio.to_thread(note_created, self.env.kube, journaled, self.standing_created,
+                                            self.attempt_id)
             await self.scheduler.start()
             try:
                 await self.scheduler.wait_initial()
@@ -315,6 +329,8 @@ class Attempt:
             await self._recover_all()
             if self.standing_created:
                 await asyncio.to_thread(take_down, self.env.kube, self.standing_created)
+            if self.journal_open and not self.unrecovered:  # all put back: nothing for the next attempt to mend
+                await asyncio.to_thread(close_journal, self.env.kube)
             self.desk.done()
         record.update(
             diagnosis_passed=(bool(diagnosis and diagnosis.get("passed")) if "diagnosis" in self.stages else None),
