@@ -485,6 +485,37 @@ def test_crd_via_kubectl(kubectl: Kubectl, namespace: str, tmp_path: Any) -> Non
     kubectl("delete", "crd", f"gadgets.{namespace}.example.com")
 
 
+def test_apply_over_a_custom_resource_that_create_made(kubectl: Kubectl, namespace: str, tmp_path: Any) -> None:
+    """A typed custom resource (Calico's BGPPeer is one) made by ``create``, then ``apply``: kubectl reads from
+    the OpenAPI document that custom resources take no strategic merge patch and sends a JSON merge patch, as
+    against kube-apiserver. Before, the document offered strategic merge for them too, kubectl sent one and
+    the server answered 415 UnsupportedMediaType."""
+    group = f"{namespace}.example.org"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"peers.{group}"},
+           "spec": {"group": group, "scope": "Cluster",
+                    "names": {"plural": "peers", "singular": "peer", "kind": "Peer", "listKind": "PeerList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {
+                            "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+                            "spec": {"type": "object", "properties": {"peerSelector": {"type": "string"}}}}}}}]}}
+    (tmp_path / "crd.yaml").write_text(yaml.safe_dump(crd))
+    kubectl("apply", "-f", str(tmp_path / "crd.yaml"))
+    kubectl("wait", "--for=condition=Established", f"crd/peers.{group}", "--timeout=10s", timeout=30)
+    try:
+        peer = {"apiVersion": f"{group}/v1", "kind": "Peer", "metadata": {"name": "p1"}, "spec": {"peerSelector": "a"}}
+        (tmp_path / "peer.yaml").write_text(yaml.safe_dump(peer))
+        kubectl("create", "-f", str(tmp_path / "peer.yaml"))
+        (tmp_path / "peer.yaml").write_text(yaml.safe_dump({**peer, "spec": {"peerSelector": "b"}}))
+        applied = kubectl("apply", "-f", str(tmp_path / "peer.yaml"), check=False)
+        assert applied.returncode == 0, applied.stderr
+        assert "missing the kubectl.kubernetes.io/last-applied-configuration annotation" in applied.stderr
+        stored = json.loads(kubectl("get", f"peers.{group}", "p1", "-o", "json").stdout)
+        assert stored["spec"]["peerSelector"] == "b"
+    finally:
+        kubectl("delete", "crd", f"peers.{group}", check=False)
+
+
 def test_unknown_fields_strict_and_warn(kubectl: Kubectl, namespace: str, tmp_path: Any) -> None:
     pytest.importorskip("sregym_cluster_embedded.apiserver.openapi", reason="OpenAPI schemas not built yet")
     typo = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "typo", "namespace": namespace},

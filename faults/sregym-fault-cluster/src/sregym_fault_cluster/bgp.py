@@ -71,6 +71,17 @@ def _peer(selector: str) -> dict:
             "spec": {"nodeSelector": "all()", "peerSelector": selector}}
 
 
+def _set_peer(ctx, spec: dict, *, exists: bool) -> None:
+    """The peer with ``spec``: created, or its spec replaced where it stands (every attempt's problem grant
+    gives the peer a standing form; ``kubectl apply`` over an object it did not create would send a
+    strategic merge patch, which custom resources refuse)."""
+    if exists:
+        ctx.kubectl("patch", PEERS, PEER, "--type=json", "-p", json.dumps([{"op": "replace", "path": "/spec",
+                                                                              "value": spec}]))
+    else:
+        kube.apply(ctx, {**_peer(""), "spec": spec})
+
+
 def inject(ctx, target, params):
     try:
         configs = json.loads(ctx.kubectl("get", CONFIGS, "-o", "json", check=False))["items"]
@@ -93,7 +104,7 @@ def inject(ctx, target, params):
         selector=DRIFTED_SELECTOR)
     # the route-reflector layout, then the drift: the peer selects reflectors by a label no node carries
     ctx.kubectl("label", "node", reflector, f"{REFLECTOR_LABEL}={REFLECTOR_VALUE}", "--overwrite")
-    kube.apply(ctx, _peer(DRIFTED_SELECTOR))
+    _set_peer(ctx, _peer(DRIFTED_SELECTOR)["spec"], exists=existing is not None)
     if config is None:
         kube.apply(ctx, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "BGPConfiguration", "metadata": {"name": CONFIG},
                          "spec": {"nodeToNodeMeshEnabled": False, "asNumber": 64512}})
@@ -127,7 +138,7 @@ def recover(ctx, target, params):
     if saved_peer is None:
         ctx.kubectl("delete", PEERS, PEER, "--ignore-not-found", check=False)
     else:
-        kube.apply(ctx, {**_peer(""), "spec": saved_peer})
+        _set_peer(ctx, saved_peer, exists=True)
     if ctx.state.get("labelled"):
         ctx.kubectl("label", "node", ctx.state["reflector"], f"{REFLECTOR_LABEL}-", check=False)
     users.wait_users_after_recover(ctx, target)

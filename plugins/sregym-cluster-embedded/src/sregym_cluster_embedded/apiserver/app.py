@@ -151,6 +151,7 @@ class ApiServer:
                 res: dict[str, Any] = {"group": rt.group, "version": rt.version, "kind": rt.kind,
                                        "plural": rt.plural, "namespaced": rt.namespaced}
                 if rt.crd is not None:
+                    res["custom"] = True
                     for ver in (rt.crd.get("spec") or {}).get("versions") or []:
                         if ver.get("name") == rt.version and (ver.get("schema") or {}).get("openAPIV3Schema"):
                             res["schema"] = ver["schema"]["openAPIV3Schema"]

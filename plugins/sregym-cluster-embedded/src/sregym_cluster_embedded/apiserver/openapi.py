@@ -34,6 +34,9 @@ _PATCH_TYPES = (
     "application/strategic-merge-patch+json",
     "application/apply-patch+yaml",
 )
+#: custom resources take no strategic merge patch (the server answers 415), and their PATCH operations
+#: say so as kube-apiserver's do: kubectl reads them to choose, and sends ``apply`` as a JSON merge patch
+_CUSTOM_PATCH_TYPES = tuple(t for t in _PATCH_TYPES if "strategic" not in t)
 _lock = threading.Lock()
 
 
@@ -285,7 +288,8 @@ def _paths(gv_path: str, resource: dict[str, Any], schema_name: str) -> dict[str
             {"200": ok, "201": ok},
             parameters=[_DRY_RUN, _FIELD_MANAGER, _FIELD_VALIDATION, _FORCE],
             requestBody={
-                "content": {t: {"schema": {"type": "object"}} for t in _PATCH_TYPES},
+                "content": {t: {"schema": {"type": "object"}}
+                            for t in (_CUSTOM_PATCH_TYPES if resource.get("custom") else _PATCH_TYPES)},
                 "required": True,
             },
         ),
