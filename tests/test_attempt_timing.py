@@ -79,7 +79,8 @@ def fake_env(tmp_path: Path, judged: list[str], graded: list[str], injected: lis
                                 component=lambda name: component)
     app.target = lambda name: Target(app=app, component=component, namespace=app.namespace)
     cluster = types.SimpleNamespace(kubeconfig=lambda: tmp_path / "admin-kubeconfig")
-    env = types.SimpleNamespace(host=host, cluster=cluster, kubectl="kubectl", observability=lambda: None, kube=None)
+    env = types.SimpleNamespace(host=host, cluster=cluster, kubectl="kubectl", observability=lambda: None, kube=None,
+                                capabilities=frozenset({"embedded"}))
     deployed = types.SimpleNamespace(app=app, namespaces=("fake",), agent_kubeconfig=tmp_path / "agent-kubeconfig",
                                      baseline=types.SimpleNamespace(workloads=[]), workload=None)
     return env, deployed
@@ -114,9 +115,10 @@ def _no_cluster_identity(monkeypatch):
     monkeypatch.setattr(Attempt, "_revoke_identity", nothing)
 
 
-def run_attempt(tmp_path, stages=None, agent_factory=None, agent_access=()):
+def run_attempt(tmp_path, stages=None, agent_factory=None, agent_access=(), capabilities=("embedded",)):
     judged, graded, injected, seen = [], [], [], {}
     env, deployed = fake_env(tmp_path, judged, graded, injected)
+    env.capabilities = frozenset(capabilities)
     problem = ProblemSpec(id="fake-problem", app="fake-app", faults=[FaultInstance(id="f0", fault="slow-inject",
                                                                                      target="geo")],
                           oracle={"always": {}}, ground_truth=[], agent_timeout=60, agent_access=agent_access)
@@ -369,3 +371,7 @@ def test_the_journal_and_standing_objects_bracket_injection_and_recovery(tmp_pat
     assert record.diagnosis_passed
     assert order == ["journal", "stand up", "journal the created", "inject", "guard snapshot", "recover",
                      "take down", "close journal"]
+    # a cluster the benchmark does not own gets no standing object (a BGP peer would change its routing)
+    order.clear()
+    run_attempt(tmp_path / "real", agent_access=(hook,), capabilities=("real",))
+    assert order == ["journal", "inject", "guard snapshot", "recover", "close journal"]

@@ -268,8 +268,9 @@ class Attempt:
                 journaled = await asyncio.to_thread(open_journal, self.env.kube, every_grant,
                                                     self.deployed.app.namespace, self.attempt_id)
                 self.journal_open = True
-            if any(grant.standing is not None for grant in every_grant):
-                # every granted object exists before the fault is injected, whatever the fault (round 8, finding 2)
+            if any(grant.standing is not None for grant in every_grant) and "real" not in self.env.capabilities:
+                # every granted object exists before the fault is injected, whatever the fault (round 8, finding 2);
+                # not in a cluster the benchmark does not own: a BGP peer there would change the user's routing
                 self.standing_created = await asyncio.to_thread(
                     stand_up, self.env.kube, every_grant, self.deployed.app.namespace)
                 if self.standing_created:
