@@ -75,6 +75,18 @@ def _check_standing(grant: AgentGrant) -> str | None:
     return None
 
 
+def collection_path(grant: AgentGrant) -> str:
+    """The API path of the granted object's collection (``/api/v1/namespaces/kube-system/configmaps``)."""
+    base = f"/apis/{grant.group}/v1" if grant.group else "/api/v1"
+    ns = f"/namespaces/{grant.namespace}" if grant.namespace else ""
+    return f"{base}{ns}/{grant.resource}"
+
+
+def object_path(grant: AgentGrant) -> str:
+    """The API path of the granted object itself."""
+    return f"{collection_path(grant)}/{grant.name}"
+
+
 def resolve(grant: AgentGrant, app_namespace: str) -> AgentGrant:
     """``grant`` with ``{namespace}`` in its name replaced by the app's namespace."""
     return attrs.evolve(grant, name=grant.name.replace("{namespace}", app_namespace))

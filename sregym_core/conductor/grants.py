@@ -34,7 +34,9 @@ from ..grant_rules import (  # noqa: F401  (what a problem file may grant lives 
     VERBS,
     _SERVER_FIELDS,
     check_grant,
+    collection_path,
     grants_configmap,
+    object_path,
     resolve,
     violations,
 )
@@ -44,12 +46,6 @@ from .kube import ApiStatusError, Kube
 log = structlog.get_logger()
 
 GRANT_LABEL = "sregym.io/agent-grant"
-
-
-def _object_path(grant: AgentGrant) -> str:
-    base = f"/apis/{grant.group}/v1" if grant.group else "/api/v1"
-    ns = f"/namespaces/{grant.namespace}" if grant.namespace else ""
-    return f"{base}{ns}/{grant.resource}/{grant.name}"
 
 
 def _role_name(account: str, index: int) -> str:
@@ -146,7 +142,7 @@ class GrantGuard:
 
     def _read(self, grant: AgentGrant) -> dict | None:
         try:
-            return self.kube.get(_object_path(grant))
+            return self.kube.get(object_path(grant))
         except ApiStatusError as exc:
             if exc.code == 404:
                 return None
@@ -197,10 +193,10 @@ class GrantGuard:
             meta.pop(key, None)
         try:
             if after is None:
-                self.kube.request("POST", _object_path(grant).rsplit("/", 1)[0], body=body)
+                self.kube.request("POST", collection_path(grant), body=body)
             else:
                 meta["resourceVersion"] = after["metadata"]["resourceVersion"]
-                self.kube.request("PUT", _object_path(grant), body=body)
+                self.kube.request("PUT", object_path(grant), body=body)
         except ApiStatusError as exc:  # a concurrent write: the next round sees it and restores again
             log.warning("agent_grant_restore_failed", object=f"{grant.resource}/{grant.name}", error=str(exc))
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from ..grant_rules import BENCHMARK_NAMESPACE, _SERVER_FIELDS, resolve
+from ..grant_rules import BENCHMARK_NAMESPACE, _SERVER_FIELDS, object_path, resolve
 from ..types import AgentGrant
 from .kube import ApiStatusError, Kube
 
@@ -29,12 +29,6 @@ log = structlog.get_logger()
 
 JOURNAL = (BENCHMARK_NAMESPACE, "sregym-attempt-journal")
 _COLLECTION = f"/api/v1/namespaces/{JOURNAL[0]}/configmaps"
-
-
-def object_path(grant: AgentGrant) -> str:
-    base = f"/apis/{grant.group}/v1" if grant.group else "/api/v1"
-    ns = f"/namespaces/{grant.namespace}" if grant.namespace else ""
-    return f"{base}{ns}/{grant.resource}/{grant.name}"
 
 
 def _bare(obj: dict[str, Any]) -> dict[str, Any]:

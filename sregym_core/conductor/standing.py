@@ -20,17 +20,11 @@ from typing import Any
 
 import structlog
 
-from ..grant_rules import resolve
+from ..grant_rules import collection_path, resolve
 from ..types import AgentGrant
 from .kube import ApiStatusError, Kube
 
 log = structlog.get_logger()
-
-
-def _collection_path(grant: AgentGrant) -> str:
-    base = f"/apis/{grant.group}/v1" if grant.group else "/api/v1"
-    ns = f"/namespaces/{grant.namespace}" if grant.namespace else ""
-    return f"{base}{ns}/{grant.resource}"
 
 
 def standing_body(grant: AgentGrant) -> dict[str, Any]:
@@ -47,7 +41,7 @@ def stand_up(kube: Kube, grants: list[AgentGrant] | tuple[AgentGrant, ...], app_
         if grant.standing is None:
             continue
         grant = resolve(grant, app_namespace)
-        collection = _collection_path(grant)
+        collection = collection_path(grant)
         path = f"{collection}/{grant.name}"
         try:
             kube.request("POST", collection, standing_body(grant))
