@@ -109,7 +109,7 @@ def test_shipped_manifests_are_written_by_file_in_apply_order_and_rendered(tmp_p
                 manifests.ingress("kitapp", "web", "http", kit.labels("web", "frontend")),
                 kit.deployment("load-generator", "kitapp-workload", loadgen, "workload")]
 
-    shipped = manifests.ShippedManifests("kitapp", "kit/app", {"image_tag": "1.0", "otlp_endpoint": "", "workload_rate": 5},
+    shipped = manifests.ShippedManifests("kitapp", "kit/app", manifests.default_params("1.0", workload_rate=5),
                                          build=build, workload_namespace="kitapp-workload",
                                          files_of_app=lambda d: "10-config.yaml" if d["kind"] == "ConfigMap" else None)
     shipped.write()
@@ -122,13 +122,15 @@ def test_shipped_manifests_are_written_by_file_in_apply_order_and_rendered(tmp_p
     with pytest.raises(AssertionError, match="10-config.yaml is stale: python -m kitapp.manifests --write"):
         testing.assert_shipped_files_are_built(shipped, tmp_path / "again")
     shipped.write()
+    assert shipped.render() == shipped.documents()  # the default parameters are what the files ship
     docs = shipped.render({"image_tag": "2.0", "otlp_endpoint": "http://otel:4318", "workload_rate": 9})
     web = next(d for d in docs if d["metadata"]["name"] == "web")
     assert web["spec"]["template"]["spec"]["containers"][0]["image"] == "kit/app:2.0"
     assert web["spec"]["template"]["spec"]["containers"][0]["env"] == [
         {"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://otel:4318"}]
     assert "value: '9'" in shipped.render_yaml({"workload_rate": 9})
-    with pytest.raises(ValueError, match="unknown manifest parameters: replicas"):
+    known = "known: image_tag, otlp_endpoint, workload_rate"
+    with pytest.raises(ValueError, match=f"unknown manifest parameters: replicas; {known}"):
         shipped.render({"replicas": 2})
 
 
@@ -172,7 +174,6 @@ def test_the_appspec_conventions(tmp_path, monkeypatch):
     (pkg / "app.py").write_text(
         "from sregym_appkit import appspec as kit\n"
         "NAME, NAMESPACE, DISPLAY_NAME = 'kit-spec', 'kit-spec', 'Kit Spec'\n"
-        "DESCRIPTION = kit.description(__package__)\n"
         "def components():\n"
         "    return (kit.postgres_component('db'), kit.memcached_component('cache'))\n"
         "def local_images():\n"
@@ -181,7 +182,8 @@ def test_the_appspec_conventions(tmp_path, monkeypatch):
 
     spec = appspec.app_record("kitspec.app", summary="kits", params={"image_tag": "1.0"}, deploy=None,
                               deploy_timeout=60.0, workload=appspec.workload_spec("kit-workload", "workload-generator"))
-    assert spec.description == "Kit Spec is an app that sells kits." == app.DESCRIPTION
+    # what agents are told: description.md's paragraph, its lines joined (the app module repeats none of it)
+    assert spec.description == "Kit Spec is an app that sells kits."
     assert spec.hidden_namespaces == ("kit-workload",) and spec.problems_dir == pkg / "problems"
     assert spec.workload.query_path == "/stats" and spec.workload.control_path == "/control"
     assert [i.image for i in spec.images] == ["kit/spec:1.0", "kit/spec:1.0.0", "kit/spec:latest"]

@@ -1,7 +1,8 @@
 """The AppSpec: the inventory faults and agents act on, what agents are told, images, workload, deploy.
 
-``sregym_appkit.appspec.app_record`` reads the names below and fills in the conventions: the
-manifests in ``manifests/``, the problems in ``problems/``, the workload namespace hidden.
+``sregym_appkit.appspec.app_record`` reads the names below and fills in the conventions: what
+agents are told from ``description.md``, the manifests in ``manifests/``, the problems in
+``problems/``, the workload namespace hidden.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from .topology import NAMESPACE as NAMESPACE  # read by app_record, as NAME and 
 
 NAME = "myapp"
 DISPLAY_NAME = "My App"
-DESCRIPTION = kit.description(__package__)  # description.md: one paragraph, what the app is and does
 
 
 def components() -> tuple[Any, ...]:

@@ -33,7 +33,7 @@ from .topology import (
 )
 
 #: the parameters a run may set (``sregym run --param``); render() refuses any other
-DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "otlp_endpoint": "", "workload_rate": 4}
+DEFAULT_PARAMS = kit.default_params(IMAGE_TAG, workload_rate=4)
 OBJECTS = AppObjects(part_of=NAMESPACE, admin_port=ADMIN_PORT)
 IMAGE = f"{IMAGE_REPO}:{IMAGE_TAG}"
 #: small on purpose: the embedded cluster runs every app on the host's cores

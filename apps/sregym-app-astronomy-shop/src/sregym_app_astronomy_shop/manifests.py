@@ -24,7 +24,7 @@ from .topology import (
     WORKLOAD_NAMESPACE,
 )
 
-DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "otlp_endpoint": "", "workload_rate": 5}
+DEFAULT_PARAMS = kit.default_params(IMAGE_TAG, workload_rate=5)
 NGINX_IMAGE = "nginx:1.22"
 VALKEY_IMAGE = "valkey/valkey:7.2"
 BROKER_IMAGE = "redis:7.0"

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 NAME = "fleetcast"
 DISPLAY_NAME = "Fleet Cast"
-DESCRIPTION = kit.description(__package__)  # description.md: one paragraph
 
 
 def components() -> tuple[ComponentSpec, ...]:

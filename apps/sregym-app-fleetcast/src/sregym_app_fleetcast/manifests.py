@@ -34,7 +34,7 @@ from .topology import (
     WORKLOAD_NAMESPACE,
 )
 
-DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "otlp_endpoint": "", "workload_rate": 4}
+DEFAULT_PARAMS = kit.default_params(IMAGE_TAG, workload_rate=4)
 OPERATOR_IMAGE = f"{OPERATOR_IMAGE_REPO}:{IMAGE_TAG}"
 OBJECTS = AppObjects(part_of="fleetcast", admin_port=ADMIN_PORT)
 _labels, _meta, _service = OBJECTS.labels, OBJECTS.meta, OBJECTS.service

@@ -21,10 +21,7 @@ SERVICE_ENV = ("HOTEL_CONFIG", "RPC_TIMEOUT_MS", "RPC_RETRIES", "RPC_BACKOFF_MS"
                "BACKEND_RATE_LIMIT", "QUEUE_DEPTH", "SERVER_WORKERS", "LOG_LEVEL", "OTEL_EXPORTER_OTLP_ENDPOINT",
                "OTEL_SERVICE_NAME")
 
-#: What the agent is told about the app (``/get_app`` ``descriptions``): what it is and does, in
-#: one paragraph as upstream's are; no ports, knobs or metric names (those are for it to find).
 DISPLAY_NAME = "Hotel Reservation"
-DESCRIPTION = kit.description(__package__)  # description.md: one paragraph
 
 
 def _knobs(service: str) -> tuple[str, ...]:

@@ -25,11 +25,7 @@ if TYPE_CHECKING:
     from sregym_core.types import AppSpec, ComponentSpec, LocalImage
 
 NAME = "train-ticket"
-
-#: What the agent is told about the app (``/get_app`` ``descriptions``): what it is and does, in
-#: one paragraph as upstream's are; no ports, knobs or metric names (those are for it to find).
 DISPLAY_NAME = "Train Ticket"
-DESCRIPTION = kit.description(__package__)  # description.md: one paragraph
 
 
 def _knobs(service: str) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from .topology import (
     peers,
 )
 
-DEFAULT_PARAMS: dict[str, Any] = {"image_tag": IMAGE_TAG, "otlp_endpoint": "", "workload_rate": 2}
+DEFAULT_PARAMS = kit.default_params(IMAGE_TAG, workload_rate=2)
 MARIADB_IMAGE = "mariadb:10.11"
 ROOT_PASSWORD = "ts-root-9c41"
 #: the key ts-auth-service signs login tokens with and the services check them with (the original

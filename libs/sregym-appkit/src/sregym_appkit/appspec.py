@@ -57,17 +57,17 @@ def knobs(*candidates: tuple[str, bool]) -> tuple[str, ...]:
 def app_record(app_module: str, *, summary: str, workload: WorkloadSpec, params: Mapping[str, Any], deploy: Any,
                deploy_timeout: float) -> AppSpec:
     """The AppSpec of the app whose ``app`` module is ``app_module`` (its ``__name__``), filled in by
-    convention: that module defines ``NAME``, ``NAMESPACE``, ``DISPLAY_NAME`` and ``DESCRIPTION`` (what
-    agents are told) and ``components()`` and ``local_images()``; the manifests are the YAML files in
-    the package's ``manifests/``, the problems those in its ``problems/``, and the workload
-    generator's namespace is hidden from agents."""
+    convention: that module defines ``NAME``, ``NAMESPACE`` and ``DISPLAY_NAME``, ``components()`` and
+    ``local_images()``; what agents are told is the package's ``description.md`` (:func:`description`),
+    the manifests are the YAML files in its ``manifests/``, the problems those in its ``problems/``,
+    and the workload generator's namespace is hidden from agents."""
     from .manifests import manifest_files
 
     app = import_module(app_module)
     package = app.__package__
     if not package:
         raise PluginError(f"{app_module} is not a module of a package (its manifests/ and problems/ live beside it)")
-    return AppSpec(name=app.NAME, summary=summary, namespace=app.NAMESPACE, description=app.DESCRIPTION,
+    return AppSpec(name=app.NAME, summary=summary, namespace=app.NAMESPACE, description=description(package),
                    display_name=app.DISPLAY_NAME, manifests=manifest_files(package), components=app.components(),
                    workload=workload, images=app.local_images(), hidden_namespaces=(workload.namespace,),
                    problems_dir=problems_dir(package), params=dict(params), deploy=deploy,

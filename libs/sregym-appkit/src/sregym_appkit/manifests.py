@@ -39,6 +39,14 @@ def merge_params(params: Mapping[str, Any] | None, defaults: Mapping[str, Any]) 
     return {**defaults, **(params or {})}
 
 
+def default_params(image_tag: str, *, workload_rate: int) -> dict[str, Any]:
+    """The parameters a run may set (``sregym run --param``) on an app whose manifests
+    :func:`render_images` renders, at their defaults: ``image_tag`` the app's release,
+    ``otlp_endpoint`` empty (no traces exported), ``workload_rate`` the workload generator's
+    user tasks a second."""
+    return {"image_tag": image_tag, "otlp_endpoint": "", "workload_rate": workload_rate}
+
+
 def replicas_per_service(replicas: int | Mapping[str, Any], services: tuple[str, ...] | Mapping[str, Any]) -> dict[str, int]:
     """The ``replicas`` parameter (one int for all, or ``{service: n}``) as ``{service: n}``."""
     if isinstance(replicas, Mapping):
