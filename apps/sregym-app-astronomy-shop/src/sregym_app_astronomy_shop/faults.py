@@ -15,11 +15,12 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from sregym_core.errors import FaultError, TemporaryFaultError
 from sregym_core.faultkit import flagd, kube, schema
-from sregym_core.faultkit.functions import FunctionFault
-from sregym_core.faultkit.truth import truth_factory
-from sregym_core.types import FaultSpec, TargetSelector
+from sregym_core.faultkit.functions import function_fault
+from sregym_core.types import TargetSelector
 
 from .topology import FLAGS
 
@@ -121,18 +122,15 @@ SYMPTOMS = ("errors", "high latency", "failed requests")
 
 
 def faults() -> list[Any]:
-    truth = truth_factory(
-        "flagd-flag", "app", "ConfigMap", MECHANISM, symptoms=SYMPTOMS,
-        keywords=("feature flag", "flag", "defaultVariant", "flagd-config"), values=_values, vocabulary=VOCABULARY,
-        prose="The feature flag {flag} in the ConfigMap {configmap} (served by {served_by}) was switched on, so "
-              "requests to {component} fail with errors or high latency; setting the flag back to off fixes it.")
-    return [FaultSpec(
+    return [function_fault(
         name="flagd-flag", summary="a flagd feature flag is turned on and breaks the service it controls", layer="app",
         selector=TargetSelector(kinds=("Deployment",), requires=("knob:flagd",)),
         params_schema=schema(flag={"type": "string", "enum": sorted(FLAGS)}, variant={"type": "string"}),
-        impl=FunctionFault(inject=inject, is_present=is_present, recover=recover, ground_truth=truth),
-        symptoms=SYMPTOMS,
-    )]
+        inject=inject, is_present=is_present, recover=recover,
+        resource_kind="ConfigMap", mechanism=MECHANISM, symptoms=SYMPTOMS,
+        keywords=("feature flag", "flag", "defaultVariant", "flagd-config"), values=_values, vocabulary=VOCABULARY,
+        prose="The feature flag {flag} in the ConfigMap {configmap} (served by {served_by}) was switched on, so "
+              "requests to {component} fail with errors or high latency; setting the flag back to off fixes it.")]
 
 
 # --- the queue's poison pill -------------------------------------------------------------------
@@ -203,10 +201,13 @@ def poison_fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
 
 
 def queue_faults() -> list[Any]:
-    truth = truth_factory(
-        "queue-poison-pill", "app", "message queue record",
-        "a record that is not an order (a poison pill) sits in the orders stream; the in-order consumers "
-        "accounting and fraud-detection retry it forever and stop consuming",
+    spec = function_fault(
+        name="queue-poison-pill", summary="a malformed record blocks the in-order consumers of the order stream",
+        layer="app", selector=TargetSelector(kinds=("Deployment",), roles=("queue:redis-streams",)),
+        inject=poison_inject, is_present=poison_present, recover=poison_fix, reference_fix=poison_fix,
+        resource_kind="message queue record",
+        mechanism="a record that is not an order (a poison pill) sits in the orders stream; the in-order consumers "
+                  "accounting and fraud-detection retry it forever and stop consuming",
         symptoms=("consumer lag", "message_processing_failed", "errors"),
         keywords=("poison", "bad message", "consumer lag", "stream", "offset"),
         values=lambda t, p, s: {"stream": STREAM, "message_id": s.get("poison_id", ""), "payload": POISON,
@@ -218,10 +219,5 @@ def queue_faults() -> list[Any]:
         prose="A malformed record ({payload}, id {message_id}) was published to the {stream} stream on {component}, "
               "so the in-order consumer groups accounting and fraud-detection fail on it and retry it forever and "
               "consumer lag grows; deleting and acknowledging the record fixes it.")
-    return [FaultSpec(
-        name="queue-poison-pill", summary="a malformed record blocks the in-order consumers of the order stream",
-        layer="app", selector=TargetSelector(kinds=("Deployment",), roles=("queue:redis-streams",)),
-        impl=FunctionFault(inject=poison_inject, is_present=poison_present, recover=poison_fix,
-                           ground_truth=truth, reference_fix=poison_fix),
-        symptoms=("consumer lag", "message_processing_failed"),
-    )]
+    # the ground truth names the errors users get too; the fault's record lists the queue's own two symptoms
+    return [attrs.evolve(spec, symptoms=("consumer lag", "message_processing_failed"))]

@@ -31,10 +31,11 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
+
 from sregym_core.errors import FaultError, PermanentFaultError
 from sregym_core.faultkit import kube, schema
-from sregym_core.faultkit.functions import FunctionFault
-from sregym_core.faultkit.truth import truth_factory
+from sregym_core.faultkit.functions import function_fault
 from sregym_core.types import FaultSpec, TargetSelector
 
 from .manifests import DATASTORE_SPEC, OPERATOR_IMAGE
@@ -324,19 +325,22 @@ def _cr_fault(name: str, summary: str, field: str, mutate, broken, shown, *, mec
               params: dict[str, Any], symptoms: tuple[str, ...], vocabulary: tuple[str, ...],
               keywords: tuple[str, ...], recreates: tuple[str, ...] = ()) -> FaultSpec:
     impl = FieldFault(field, mutate, broken, shown)
-    truth = truth_factory(name, "k8s", KIND, mechanism, symptoms=symptoms, keywords=(*CR_KEYWORDS, *keywords),
-                          values=impl.values, prose=prose, vocabulary=(*CR_VOCABULARY, *vocabulary))
-    return FaultSpec(name=name, summary=summary, layer="k8s", selector=CR_SELECTOR, params_schema=schema(**params),
-                     impl=FunctionFault(inject=impl.inject, is_present=impl.is_present, recover=impl.recover,
-                                        ground_truth=truth, reference_fix=impl.reference_fix),
-                     symptoms=symptoms, recreates=recreates)
+    return function_fault(name=name, summary=summary, layer="k8s", selector=CR_SELECTOR, params_schema=schema(**params),
+                          inject=impl.inject, is_present=impl.is_present, recover=impl.recover,
+                          reference_fix=impl.reference_fix, resource_kind=KIND, mechanism=mechanism, symptoms=symptoms,
+                          keywords=(*CR_KEYWORDS, *keywords), values=impl.values, prose=prose,
+                          vocabulary=(*CR_VOCABULARY, *vocabulary), recreates=recreates)
 
 
 def faults() -> list[FaultSpec]:
-    image_truth = truth_factory(
-        "operator-image-typo", "k8s", "Deployment",
-        "the operator Deployment's container image has a typo in its repository name, so its pod cannot pull "
-        "the image and no DatastoreCluster change is reconciled",
+    image = function_fault(
+        name="operator-image-typo", summary="a typo in the operator Deployment's image repository",
+        layer="k8s", selector=TargetSelector(kinds=("Deployment",), requires=("knob:operator",)),
+        params_schema=schema(image={"type": "string", "default": ""}),
+        inject=image_inject, is_present=image_is_present, recover=image_recover, reference_fix=image_fix,
+        resource_kind="Deployment",
+        mechanism="the operator Deployment's container image has a typo in its repository name, so its pod cannot "
+                  "pull the image and no DatastoreCluster change is reconciled",
         symptoms=("ErrImagePull", "ImagePullBackOff", "DatastoreCluster changes not reconciled"),
         keywords=("image", "typo", "ImagePullBackOff", "operator"),
         values=lambda target, params, state: {
@@ -348,6 +352,8 @@ def faults() -> list[FaultSpec]:
         prose="The operator Deployment {deployment} was changed to the image {after} (a typo of {before}): its pod "
               "stays in ImagePullBackOff, so no DatastoreCluster change is reconciled. Setting the image back to "
               "{before} fixes it.")
+    # the ground truth names the unreconciled changes too; the fault's record lists the pull errors alone
+    image = attrs.evolve(image, symptoms=("ErrImagePull", "ImagePullBackOff"))
     return [
         _cr_fault("datastore-replicas-overload", "a DatastoreCluster asks for far more replicas than the nodes hold",
                   "replicas", _overload, _overload_broken, _overload_shown,
@@ -415,10 +421,5 @@ def faults() -> list[FaultSpec]:
                   vocabulary=("update strategy", "updateStrategy", "strategy type", "invalid strategy", "RollingUpdate",
                               "OnDelete", "StatefulSetRejected", "rejected"),
                   keywords=("updateStrategy", "RollingUpdate")),
-        FaultSpec(name="operator-image-typo", summary="a typo in the operator Deployment's image repository",
-                  layer="k8s", selector=TargetSelector(kinds=("Deployment",), requires=("knob:operator",)),
-                  params_schema=schema(image={"type": "string", "default": ""}),
-                  impl=FunctionFault(inject=image_inject, is_present=image_is_present, recover=image_recover,
-                                     ground_truth=image_truth, reference_fix=image_fix),
-                  symptoms=("ErrImagePull", "ImagePullBackOff")),
+        image,
     ]
