@@ -9,7 +9,8 @@ window after a fix could still meet the old flag.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FaultError
 from . import kube
@@ -42,3 +43,35 @@ def wait_served(ctx: FaultContext, flag: str, variant: str, *, service: str, por
                            timeout=timeout, interval=1.0):
         raise FaultError(f"{fault}: flagd still does not serve {flag}={variant} {timeout:g} s after the "
                          "ConfigMap change", hints=("is the flagd pod running and mounting its flag ConfigMap?",))
+
+
+#: how SREs say "a flag was turned on" (judge-rules pattern syntax: ``a + b`` = both in one sentence), for a
+#: flag fault's ground truth
+VOCABULARY = ("feature flag", "feature toggle", "toggle", "flag + turned on", "flag + switched on", "flag + enabl*",
+              "flag + set to", "flag + flipped", "flagd config", "toggle + switched on", "toggle + turned on")
+
+
+def read_flags(ctx: FaultContext, configmap: str, key: str, *, fault: str) -> dict[str, Any]:
+    """The flag file (flagd's JSON) in ``key`` of ``configmap``; ``{}`` for a file that does not parse."""
+    cm = kube.get(ctx, "configmap", configmap, missing_ok=True)
+    if cm is None:
+        raise FaultError(f"{fault}: ConfigMap {configmap} not found", hints=("is the app deployed?",))
+    try:
+        doc = json.loads((cm.get("data") or {}).get(key, ""))
+    except ValueError:
+        doc = {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def set_flags(ctx: FaultContext, configmap: str, key: str, variants: Mapping[str, str], *, fault: str,
+              shipped: Callable[[str], dict[str, Any]]) -> None:
+    """Serve ``variants`` (flag -> variant) from the flag file, each flag ENABLED; a definition removed by hand
+    is put back as the app ships it (``shipped(flag)``) first."""
+    doc = read_flags(ctx, configmap, key, fault=fault)
+    flags = doc.setdefault("flags", {})
+    for name, variant in variants.items():
+        if not isinstance(flags.get(name), dict):
+            flags[name] = shipped(name)
+        flags[name]["state"] = "ENABLED"
+        flags[name]["defaultVariant"] = variant
+    kube.patch(ctx, "configmap", configmap, {"data": {key: json.dumps(doc, indent=2) + "\n"}})

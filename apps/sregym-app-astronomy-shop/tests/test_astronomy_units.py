@@ -181,8 +181,9 @@ class _FlagdCtx:
 
 def test_the_flag_fault_waits_until_flagd_serves_the_change(monkeypatch):
     from sregym_app_astronomy_shop import faults
+    from sregym_core.faultkit import kube
 
-    monkeypatch.setattr(faults.kube, "wait_until", lambda check, timeout, interval: any(check() for _ in range(5)))
+    monkeypatch.setattr(kube, "wait_until", lambda check, timeout, interval: any(check() for _ in range(5)))
     ctx = _FlagdCtx(["on", None, "not json", "off"])
     faults._wait_served(ctx, "adFailure", "off")  # flagd answered on, was down, answered garbage, then off
     assert ctx.calls[0][:2] == ("create", "--raw")

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from sregym_core.errors import FaultError, TemporaryFaultError
-from sregym_core.faultkit import flagd, kube, schema
+from sregym_core.faultkit import flagd, schema
 from sregym_core.faultkit.functions import function_fault
 from sregym_core.types import TargetSelector
 
@@ -45,29 +45,9 @@ def _flag(target: Any, params: Mapping[str, Any]) -> tuple[str, str]:
     return flag, variant
 
 
-def _read(ctx: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    cm = kube.get(ctx, "configmap", CONFIG_MAP)
-    assert cm is not None
-    try:
-        doc = json.loads((cm.get("data") or {}).get(KEY, ""))
-    except ValueError:
-        doc = {}
-    return cm, doc
-
-
-def _write(ctx: Any, doc: dict[str, Any]) -> None:
-    kube.patch(ctx, "configmap", CONFIG_MAP, {"data": {KEY: json.dumps(doc, indent=2) + "\n"}})
-
-
 def _set(ctx: Any, flag: str, variant: str) -> None:
-    _cm, doc = _read(ctx)
-    flags = doc.setdefault("flags", {})
-    if not isinstance(flags.get(flag), dict):  # a definition removed by hand: put the shipped one back
-        flags[flag] = {"state": "ENABLED", "variants": dict(FLAGS[flag][0]), "defaultVariant": "off"}
-    entry = flags[flag]
-    entry["defaultVariant"] = variant
-    entry["state"] = "ENABLED"
-    _write(ctx, doc)
+    flagd.set_flags(ctx, CONFIG_MAP, KEY, {flag: variant}, fault="flagd-flag",
+                    shipped=lambda name: {"state": "ENABLED", "variants": dict(FLAGS[name][0]), "defaultVariant": "off"})
 
 
 #: how long flagd may take to serve a ConfigMap change: the kubelet re-projects the volume (10 s on the
@@ -96,8 +76,7 @@ def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
 
 def is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
     flag, variant = _flag(target, params)
-    _cm, doc = _read(ctx)
-    entry = (doc.get("flags") or {}).get(flag) or {}
+    entry = (flagd.read_flags(ctx, CONFIG_MAP, KEY, fault="flagd-flag").get("flags") or {}).get(flag) or {}
     return entry.get("state") == "ENABLED" and entry.get("defaultVariant") == variant
 
 
@@ -115,8 +94,7 @@ def _values(target: Any, params: dict, state: dict) -> dict:
 
 
 #: how SREs say "a flag was turned on" (judge-rules pattern syntax: ``a + b`` = both in one sentence)
-VOCABULARY = ("feature flag", "feature toggle", "toggle", "flag + turned on", "flag + switched on", "flag + enabl*",
-              "flag + set to", "flag + flipped", "flagd config", "toggle + switched on", "toggle + turned on")
+VOCABULARY = flagd.VOCABULARY
 MECHANISM = "feature flag turned on in the flag configuration (ConfigMap flagd-config)"
 SYMPTOMS = ("errors", "high latency", "failed requests")
 

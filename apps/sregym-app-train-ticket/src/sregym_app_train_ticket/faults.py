@@ -13,14 +13,13 @@ on, whoever turned it, because the owning service takes the faulty path exactly 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from sregym_core.errors import FaultError
-from sregym_core.faultkit import flagd, kube, schema
+from sregym_core.faultkit import flagd, schema
 from sregym_core.faultkit.functions import FunctionFault
 from sregym_core.faultkit.truth import truth_factory
 from sregym_core.types import FaultSpec, TargetSelector
@@ -49,26 +48,13 @@ def _flag(target: Any, params: Mapping[str, Any]) -> tuple[str, list[str]]:
 
 
 def _read(ctx: Any) -> dict[str, Any]:
-    cm = kube.get(ctx, "configmap", CONFIG_MAP)
-    if cm is None:
-        raise FaultError(f"tt-flag: ConfigMap {CONFIG_MAP} not found", hints=("is train-ticket deployed?",))
-    try:
-        doc = json.loads((cm.get("data") or {}).get(KEY, ""))
-    except ValueError:
-        doc = {}
-    return doc if isinstance(doc, dict) else {}
+    return flagd.read_flags(ctx, CONFIG_MAP, KEY, fault="tt-flag")
 
 
 def _set(ctx: Any, values: dict[str, str]) -> None:
-    doc = _read(ctx)
-    flags = doc.setdefault("flags", {})
-    for name, variant in values.items():
-        if not isinstance(flags.get(name), dict):  # a definition removed by hand: put the shipped one back
-            flags[name] = {"description": FLAGS[name][2], "state": "ENABLED", "variants": {"on": True, "off": False},
-                           "defaultVariant": "off"}
-        flags[name]["state"] = "ENABLED"
-        flags[name]["defaultVariant"] = variant
-    kube.patch(ctx, "configmap", CONFIG_MAP, {"data": {KEY: json.dumps(doc, indent=2) + "\n"}})
+    flagd.set_flags(ctx, CONFIG_MAP, KEY, values, fault="tt-flag",
+                    shipped=lambda name: {"description": FLAGS[name][2], "state": "ENABLED",
+                                          "variants": {"on": True, "off": False}, "defaultVariant": "off"})
 
 
 #: how long a flag change may take to be served: the node's ConfigMap refresh, then flagd's reload
@@ -117,8 +103,7 @@ def _values(target: Any, params: dict, state: dict) -> dict:
             "decoys": decoys, "defaultVariant": {"before": "off", "after": "on"}}
 
 
-VOCABULARY = ("feature flag", "feature toggle", "toggle", "flag + turned on", "flag + switched on", "flag + enabl*",
-              "flag + set to", "flag + flipped", "flagd config", "toggle + switched on", "toggle + turned on")
+VOCABULARY = flagd.VOCABULARY
 KEYWORDS = ("feature flag", "flag", "flagd-config")
 SYMPTOMS = ("errors", "failed requests", "wrong content")
 
