@@ -238,7 +238,12 @@ class FakeClient:
             await self.patch("pods", pod["metadata"]["name"], {"status": status}, namespace, subresource="status")
 
 
-async def settle(predicate, timeout: float = 5.0, step: float = 0.02) -> None:
+#: how long settle waits by default: an outer bound that only catches a hang (controllers on a loaded machine,
+#: two test workers and a cluster on 2 cores, may take seconds for what takes milliseconds alone)
+HANG_S = 30.0
+
+
+async def settle(predicate, timeout: float = HANG_S, step: float = 0.02) -> None:
     """Wait until predicate() is true (controllers run as tasks), failing after `timeout`."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout

@@ -97,7 +97,7 @@ class Env:
 
         async def has_ip():
             return (await self.client.get("pods", name, "default")).get("status", {}).get("podIP")
-        await settle(has_ip, timeout=10)
+        await settle(has_ip)
         ip = (await self.client.get("pods", name, "default"))["status"]["podIP"]
         if serve:
             async def reply(reader, writer, who=name):

@@ -89,7 +89,7 @@ async def _ready_rollout(client: FakeClient, name="web", want_revision="1"):
                 and prog[0]["reason"] == "NewReplicaSetAvailable"
                 and d["metadata"]["annotations"].get(REVISION) == want_revision
                 and st.get("updatedReplicas") == st.get("replicas") == d["spec"]["replicas"])
-    await settle(done, timeout=10)
+    await settle(done)
 
 
 async def _delete_terminated(client: FakeClient):
@@ -184,7 +184,7 @@ async def test_progress_deadline_exceeded(cluster: FakeClient):
         d = await cluster.get("deployments.apps", "web")
         prog = [c for c in d.get("status", {}).get("conditions", []) if c["type"] == "Progressing"]
         return prog and prog[0]["reason"] == "ProgressDeadlineExceeded"
-    await settle(exceeded, timeout=5)
+    await settle(exceeded)
     d = await cluster.get("deployments.apps", "web")
     prog = [c for c in d["status"]["conditions"] if c["type"] == "Progressing"][0]
     assert prog["status"] == "False" and prog["message"].endswith("has timed out progressing.")
@@ -213,7 +213,7 @@ async def test_replicaset_failed_create_event_carries_api_message(cluster: FakeC
         d = await cluster.get("deployments.apps", "web")
         conds = (d.get("status") or {}).get("conditions", [])
         return len(cluster.objects("pods")) == 1 and not any(c["type"] == "ReplicaFailure" for c in conds)
-    await settle(recovered, timeout=10)
+    await settle(recovered)
 
 
 async def test_scale_down_prefers_not_ready_pods(cluster: FakeClient):

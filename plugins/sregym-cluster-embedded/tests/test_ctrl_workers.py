@@ -83,7 +83,10 @@ def test_one_worker_stays_serial():
             await asyncio.sleep(0.2)
             assert ctrl.done == []  # the only worker is busy with the slow key
             ctrl.release.set()
-            await asyncio.sleep(0.2)
+            # then both, in order: wait for the second to finish (the bound only catches a hang)
+            deadline = asyncio.get_running_loop().time() + 30
+            while len(ctrl.done) < 2 and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.01)
             assert ctrl.done == [("ns", "slow"), ("ns", "fast")]
         finally:
             await ctrl.stop()

@@ -59,7 +59,7 @@ async def test_statefulset_ordinals_claims_and_reverse_rollout(cluster: Cluster)
     async def ready(n):
         sts = await cluster.get("statefulsets.apps", "db")
         return (sts.get("status") or {}).get("readyReplicas") == n
-    await settle(lambda: ready(3), timeout=10)
+    await settle(lambda: ready(3))
     assert await cluster.names("pods") == ["db-0", "db-1", "db-2"]
     assert await cluster.names("persistentvolumeclaims") == ["data-db-0", "data-db-1", "data-db-2"]
     pod = await cluster.get("pods", "db-1")
@@ -68,7 +68,7 @@ async def test_statefulset_ordinals_claims_and_reverse_rollout(cluster: Cluster)
     # claims bind once their pod is scheduled (WaitForFirstConsumer on the default class)
     async def bound():
         return all((p.get("status") or {}).get("phase") == "Bound" for p in await c.list("persistentvolumeclaims", "default"))
-    await settle(bound, timeout=10)
+    await settle(bound)
     pv = (await c.list("persistentvolumes"))[0]
     assert pv["spec"]["hostPath"]["path"].startswith(str(cluster.ctrl.ctx.settings.state_dir))
     for volume in await c.list("persistentvolumes"):  # each pod landed where its volume was provisioned
@@ -95,12 +95,12 @@ async def test_statefulset_ordinals_claims_and_reverse_rollout(cluster: Cluster)
         st = sts.get("status") or {}
         return (st.get("observedGeneration") == sts["metadata"]["generation"] and st.get("updatedReplicas") == 3
                 and st.get("readyReplicas") == 3 and st["currentRevision"] == st["updateRevision"])
-    await settle(rolled, timeout=15)
+    await settle(rolled)
     recorder.cancel()
     assert order == ["db-2", "db-1", "db-0"]
     assert all(p["metadata"]["uid"] != old_uids[p["metadata"]["name"]] for p in await c.list("pods", "default"))
     await c.patch("statefulsets.apps", "db", {"spec": {"replicas": 1}}, "default")
-    await settle(lambda: _eq(cluster.names("pods"), ["db-0"]), timeout=10)
+    await settle(lambda: _eq(cluster.names("pods"), ["db-0"]))
     assert len(await cluster.names("persistentvolumeclaims")) == 3  # claims are retained
 
 
@@ -117,11 +117,11 @@ async def test_daemonset_one_pod_per_eligible_node(cluster: Cluster):
         ds = await cluster.get("daemonsets.apps", "agent")
         st = ds.get("status") or {}
         return st.get("desiredNumberScheduled") == n and st.get("numberReady") == n
-    await settle(lambda: scheduled(1), timeout=10)
+    await settle(lambda: scheduled(1))
     pods = await c.list("pods", "default")
     assert [p["spec"]["nodeName"] for p in pods] == ["node-1"]
     await c.patch("nodes", "node-2", {"spec": {"taints": None}})
-    await settle(lambda: scheduled(2), timeout=10)
+    await settle(lambda: scheduled(2))
     assert sorted(p["spec"]["nodeName"] for p in await c.list("pods", "default")) == ["node-1", "node-2"]
 
 
@@ -142,18 +142,18 @@ async def test_daemonset_rollout_replaces_an_old_revisions_unavailable_pod_first
                                         for x in (p.get("status") or {}).get("conditions") or [])]
         return sorted(p["spec"]["containers"][0]["image"] for p in ready) == images and len(pods) == len(images)
 
-    await settle(lambda: images_ready(["proxy:1", "proxy:1"]), timeout=10)
+    await settle(lambda: images_ready(["proxy:1", "proxy:1"]))
     await c.patch("daemonsets.apps", "proxy", {"spec": {"template": template("proxy", image="crashes:1")}}, "default")
 
     async def one_crashing():
         pods = [p for p in await c.list("pods", "default") if not p["metadata"].get("deletionTimestamp")]
         return sorted(p["spec"]["containers"][0]["image"] for p in pods) == ["crashes:1", "proxy:1"]
 
-    await settle(one_crashing, timeout=10)  # the budget is used up by the pod that never gets ready
+    await settle(one_crashing)  # the budget is used up by the pod that never gets ready
     await asyncio.sleep(0.5)
     assert await one_crashing()
     await c.patch("daemonsets.apps", "proxy", {"spec": {"template": template("proxy", image="proxy:2")}}, "default")
-    await settle(lambda: images_ready(["proxy:2", "proxy:2"]), timeout=15)
+    await settle(lambda: images_ready(["proxy:2", "proxy:2"]))
 
 
 async def test_job_completions_backoff_and_ttl(cluster: Cluster):
@@ -165,17 +165,17 @@ async def test_job_completions_backoff_and_ttl(cluster: Cluster):
     async def condition(name, kind):
         job = await cluster.get("jobs.batch", name)
         return job and any(x["type"] == kind and x["status"] == "True" for x in (job.get("status") or {}).get("conditions", []))
-    await settle(lambda: condition("ok", "Complete"), timeout=10)
+    await settle(lambda: condition("ok", "Complete"))
     job = await cluster.get("jobs.batch", "ok")
     assert job["status"]["succeeded"] == 3 and job["status"].get("completionTime")
     pods = await c.list("pods", "default", label_selector="job-name=ok")
     assert len(pods) == 3 and all(p["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] == job["metadata"]["uid"] for p in pods)
     assert ("Completed", "Job completed") in await cluster.events()
-    await settle(lambda: _eq(cluster.get("jobs.batch", "ok"), None), timeout=10)  # ttl
+    await settle(lambda: _eq(cluster.get("jobs.batch", "ok"), None))  # ttl
     cluster.kubelet.phase["bad-"] = "Failed"
     await c.create("jobs.batch", {"metadata": {"name": "bad"}, "spec": {
         "backoffLimit": 2, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "busybox"}]}}}}, "default")
-    await settle(lambda: condition("bad", "Failed"), timeout=10)
+    await settle(lambda: condition("bad", "Failed"))
     job = await cluster.get("jobs.batch", "bad")
     failed = [x for x in job["status"]["conditions"] if x["type"] == "Failed"][0]
     assert failed["reason"] == "BackoffLimitExceeded" and failed["message"] == "Job has reached the specified backoff limit"
@@ -192,7 +192,7 @@ async def test_cronjob_creates_jobs_on_schedule(cluster: Cluster):
     # pretend it has existed for a few minutes: the most recent missed time fires once
     cj = await c.get("cronjobs.batch", "tick", "default")
     await c.patch("cronjobs.batch", "tick", {"status": {"lastScheduleTime": created}}, "default", subresource="status")
-    await settle(lambda: _len(c.list("jobs.batch", "default"), 1), timeout=10)
+    await settle(lambda: _len(c.list("jobs.batch", "default"), 1))
     job = (await c.list("jobs.batch", "default"))[0]
     assert job["metadata"]["name"].startswith("tick-") and job["metadata"]["ownerReferences"][0]["uid"] == cj["metadata"]["uid"]
     cj = await c.get("cronjobs.batch", "tick", "default")
@@ -216,7 +216,7 @@ async def test_endpoints_and_slices_follow_readiness(cluster: Cluster):
         ep = await cluster.get("endpoints", "web")
         subsets = (ep or {}).get("subsets") or []
         return subsets and len(subsets[0].get("addresses", [])) == 2 and len(subsets[0].get("notReadyAddresses", [])) == 1
-    await settle(ep_ok, timeout=10)
+    await settle(ep_ok)
     ep = await cluster.get("endpoints", "web")
     assert ep["subsets"][0]["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
     assert {a["targetRef"]["name"] for a in ep["subsets"][0]["addresses"]} == {"web-0", "web-1"}
@@ -226,10 +226,10 @@ async def test_endpoints_and_slices_follow_readiness(cluster: Cluster):
     assert conds == {"web-0": True, "web-1": True, "web-2": False}
     assert slices[0]["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
     await c.delete("services", "web", "default")
-    await settle(lambda: _eq(cluster.get("endpoints", "web"), None), timeout=5)
+    await settle(lambda: _eq(cluster.get("endpoints", "web"), None))
     # the API server's own `kubernetes` Service keeps its slice in this namespace: count web's only
     await settle(lambda: _len(c.list("endpointslices.discovery.k8s.io", "default",
-                                     label_selector="kubernetes.io/service-name=web"), 0), timeout=5)
+                                     label_selector="kubernetes.io/service-name=web"), 0))
 
 
 async def test_gc_background_foreground_and_orphan(cluster: Cluster):
@@ -238,15 +238,15 @@ async def test_gc_background_foreground_and_orphan(cluster: Cluster):
     for name in ("bg", "fg", "orphan"):
         s = dict(spec, selector={"matchLabels": {"app": name}}, template=template(name))
         await c.create("deployments.apps", {"metadata": {"name": name}, "spec": s}, "default")
-    await settle(lambda: _len(c.list("pods", "default"), 6), timeout=10)
+    await settle(lambda: _len(c.list("pods", "default"), 6))
     await c.delete("deployments.apps", "bg", "default", propagation="Background")
-    await settle(lambda: _len(c.list("pods", "default", label_selector="app=bg"), 0), timeout=10)
+    await settle(lambda: _len(c.list("pods", "default", label_selector="app=bg"), 0))
     assert not await c.list("replicasets.apps", "default", label_selector="app=bg")
     await c.delete("deployments.apps", "fg", "default", propagation="Foreground")
-    await settle(lambda: _eq(cluster.get("deployments.apps", "fg"), None), timeout=10)
+    await settle(lambda: _eq(cluster.get("deployments.apps", "fg"), None))
     assert not await c.list("pods", "default", label_selector="app=fg")
     await c.delete("deployments.apps", "orphan", "default", propagation="Orphan")
-    await settle(lambda: _eq(cluster.get("deployments.apps", "orphan"), None), timeout=10)
+    await settle(lambda: _eq(cluster.get("deployments.apps", "orphan"), None))
     (rs,) = await c.list("replicasets.apps", "default", label_selector="app=orphan")
     assert not rs["metadata"].get("ownerReferences")
     assert len(await c.list("pods", "default", label_selector="app=orphan")) == 2
@@ -255,14 +255,14 @@ async def test_gc_background_foreground_and_orphan(cluster: Cluster):
 async def test_namespace_defaults_and_deletion(cluster: Cluster):
     c = cluster.client
     await c.create("namespaces", {"metadata": {"name": "shop"}})
-    await settle(lambda: _eq(cluster.names("configmaps", "shop"), ["kube-root-ca.crt"]), timeout=5)
+    await settle(lambda: _eq(cluster.names("configmaps", "shop"), ["kube-root-ca.crt"]))
     assert "default" in await cluster.names("serviceaccounts", "shop")
     await c.create("deployments.apps", {"metadata": {"name": "d"}, "spec": {
         "replicas": 1, "selector": {"matchLabels": {"app": "d"}}, "template": template("d")}}, "shop")
     await c.create("services", {"metadata": {"name": "s"}, "spec": {"selector": {"app": "d"}, "ports": [{"port": 80}]}}, "shop")
-    await settle(lambda: _len(c.list("pods", "shop"), 1), timeout=10)
+    await settle(lambda: _len(c.list("pods", "shop"), 1))
     await c.delete("namespaces", "shop")
-    await settle(lambda: _eq(cluster.get("namespaces", "shop", None), None), timeout=15)
+    await settle(lambda: _eq(cluster.get("namespaces", "shop", None), None))
     assert not await c.list("pods", "shop") and not await c.list("services", "shop")
 
 
@@ -278,7 +278,7 @@ async def test_hpa_scales_on_cpu_and_reports_missing_requests(cluster: Cluster):
     async def scaled():
         d = await cluster.get("deployments.apps", "api")
         return d["spec"]["replicas"] == 3
-    await settle(scaled, timeout=10)
+    await settle(scaled)
     hpa = await cluster.get("horizontalpodautoscalers.autoscaling", "api")
     assert hpa["status"]["currentMetrics"][0]["resource"]["current"]["averageUtilization"] == 180
     assert any(r == "SuccessfulRescale" and m.startswith("New size: 3; reason: cpu resource utilization") for r, m in await cluster.events())
@@ -289,7 +289,7 @@ async def test_hpa_scales_on_cpu_and_reports_missing_requests(cluster: Cluster):
     async def failing():
         return any(r == "FailedGetResourceMetric" and "missing request for cpu in container main of Pod noreq-" in m
                    for r, m in await cluster.events())
-    await settle(failing, timeout=10)
+    await settle(failing)
 
 
 async def test_pdb_status(cluster: Cluster):
@@ -302,23 +302,23 @@ async def test_pdb_status(cluster: Cluster):
         pdb = await cluster.get("poddisruptionbudgets.policy", "p")
         st = pdb.get("status") or {}
         return st.get("currentHealthy") == 3 and st.get("disruptionsAllowed") == 1 and st.get("expectedPods") == 3
-    await settle(ok, timeout=10)
+    await settle(ok)
 
 
 async def test_orphans_are_adopted_again(cluster: Cluster):
     c = cluster.client
     spec = {"replicas": 2, "selector": {"matchLabels": {"app": "adopt"}}, "template": template("adopt")}
     await c.create("deployments.apps", {"metadata": {"name": "adopt"}, "spec": spec}, "default")
-    await settle(lambda: _len(c.list("pods", "default", label_selector="app=adopt"), 2), timeout=10)
+    await settle(lambda: _len(c.list("pods", "default", label_selector="app=adopt"), 2))
     await c.delete("deployments.apps", "adopt", "default", propagation="Orphan")
-    await settle(lambda: _eq(cluster.get("deployments.apps", "adopt"), None), timeout=10)
+    await settle(lambda: _eq(cluster.get("deployments.apps", "adopt"), None))
     pods_before = sorted(p["metadata"]["uid"] for p in await c.list("pods", "default", label_selector="app=adopt"))
     new = await c.create("deployments.apps", {"metadata": {"name": "adopt"}, "spec": spec}, "default")
 
     async def adopted():
         sets = await c.list("replicasets.apps", "default", label_selector="app=adopt")
         return len(sets) == 1 and (sets[0]["metadata"].get("ownerReferences") or [{}])[0].get("uid") == new["metadata"]["uid"]
-    await settle(adopted, timeout=10)
+    await settle(adopted)
     await asyncio.sleep(0.3)
     assert sorted(p["metadata"]["uid"] for p in await c.list("pods", "default", label_selector="app=adopt")) == pods_before
 
@@ -328,7 +328,7 @@ async def test_job_on_failure_counts_container_restarts(cluster: Cluster):
     await c.create("jobs.batch", {"metadata": {"name": "flaky"}, "spec": {
         "backoffLimit": 2, "template": {"spec": {"restartPolicy": "OnFailure",
                                                  "containers": [{"name": "m", "image": "busybox"}]}}}}, "default")
-    await settle(lambda: _len(c.list("pods", "default", label_selector="job-name=flaky"), 1), timeout=10)
+    await settle(lambda: _len(c.list("pods", "default", label_selector="job-name=flaky"), 1))
     (pod,) = await c.list("pods", "default", label_selector="job-name=flaky")
     await c.patch("pods", pod["metadata"]["name"], {"status": {"containerStatuses": [
         {"name": "m", "restartCount": 3, "ready": False, "image": "busybox", "imageID": "",
@@ -338,4 +338,4 @@ async def test_job_on_failure_counts_container_restarts(cluster: Cluster):
         job = await c.get("jobs.batch", "flaky", "default")
         return any(x["type"] == "Failed" and x["reason"] == "BackoffLimitExceeded"
                    for x in (job.get("status") or {}).get("conditions", []))
-    await settle(failed, timeout=10)
+    await settle(failed)

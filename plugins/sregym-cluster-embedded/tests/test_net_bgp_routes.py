@@ -230,7 +230,7 @@ async def test_the_proxy_holds_traffic_between_unrouted_nodes_and_heals_with_the
 
         async def has_ip(name=name):
             return (await env.client.get("pods", name, "default")).get("status", {}).get("podIP")
-        await settle(has_ip, timeout=10)
+        await settle(has_ip)
         ips[name] = (await env.client.get("pods", name, "default"))["status"]["podIP"]
 
     async def echo(reader, writer):
@@ -242,7 +242,7 @@ async def test_the_proxy_holds_traffic_between_unrouted_nodes_and_heals_with_the
 
     async def answers(source: str) -> bool:
         return await _answer(ip, 82, source) == b"ping"
-    await settle(lambda: answers(ips["front-2"]), timeout=10)  # the mesh: every node
+    await settle(lambda: answers(ips["front-2"]))  # the mesh: every node
     reader, writer = await asyncio.open_connection(ip, 82, local_addr=(ips["front-2"], 0))  # a pooled connection
     try:
         writer.write(b"ping")
@@ -252,7 +252,7 @@ async def test_the_proxy_holds_traffic_between_unrouted_nodes_and_heals_with_the
         await env.client.patch(bgp.CONFIGS, "default", {"spec": {"nodeToNodeMeshEnabled": False}})
         await env.client.create(bgp.PEERS, {"apiVersion": "crd.projectcalico.org/v1", "kind": "BGPPeer",
                                             **peer(MASTER)})
-        await settle(lambda: env.network.routes.partitioned(), timeout=20)
+        await settle(lambda: env.network.routes.partitioned())
         assert await _answer(ip, 82, ips["front-2"]) is None  # the other node: no answer
         assert await answers(ips["front-1"])  # the same node: as before
         writer.write(b"ping")  # the open connection stalls
@@ -264,7 +264,7 @@ async def test_the_proxy_holds_traffic_between_unrouted_nodes_and_heals_with_the
         # the fix: a reflector the selector names
         await env.client.patch("nodes", "node-1", {"metadata": {"labels": {"route-reflector": "true"}}})
         await env.client.patch(bgp.PEERS, "peer-with-route-reflectors", {"spec": {"peerSelector": REFLECTOR}})
-        await settle(lambda: not env.network.routes.partitioned(), timeout=10)
+        await settle(lambda: not env.network.routes.partitioned())
         assert await asyncio.wait_for(stalled, 15) == b"ping"  # the stalled segment goes through
         assert await waiting == b"ping"  # and the connection opened meanwhile is answered
         assert await answers(ips["front-2"])

@@ -96,7 +96,7 @@ async def test_reverse_lookups_name_app_services_but_not_the_hidden_namespaces(n
 
     async def answered():
         return (await in_thread(ask, net.dns, ptr(web), w.TYPE_PTR))[0] == w.NOERROR
-    await settle(answered, timeout=10)
+    await settle(answered)
     rcode, answers = await in_thread(ask, net.dns, ptr(web), w.TYPE_PTR)
     assert b"web" in answers[0][1] and b"default" in answers[0][1]
     rcode, answers = await in_thread(ask, net.dns, ptr(hidden), w.TYPE_PTR)
@@ -110,13 +110,13 @@ async def test_headless_service_and_statefulset_hostnames(net):
     async def pods_ready():
         pods = await net.client.list("pods", "default", label_selector="app=db")
         return len(pods) == 2 and all(p["status"].get("podIP") for p in pods)
-    await settle(pods_ready, timeout=10)
+    await settle(pods_ready)
     pods = {p["metadata"]["name"]: p["status"]["podIP"] for p in await net.client.list("pods", "default")}
 
     async def answered():
         rcode, answers = await in_thread(ask, net.dns, "db.default.svc.cluster.local")
         return sorted(ip for _, ip in answers) == sorted(pods.values())
-    await settle(answered, timeout=10)
+    await settle(answered)
     assert await in_thread(ask, net.dns, "db-1.db.default.svc.cluster.local") == (w.NOERROR, [(w.TYPE_A, pods["db-1"])])
 
 
