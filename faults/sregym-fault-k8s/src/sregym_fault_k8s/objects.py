@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -11,6 +12,12 @@ from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
 from sregym_core.quantity import parse_quantity
 from sregym_core.types import FaultSpec, TargetSelector
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 SERVICE = TargetSelector(kinds=WORKLOADS, requires=("service",))
 
@@ -39,13 +46,24 @@ def _clean(obj: dict) -> dict:
 # fault shows as soon as clients reconnect, which is when it bites in production.
 
 
-def _svc_save(ctx, target):
+def _required(target: Target, name: str | None, what: str) -> str:
+    """The name of the target's ``what`` (Service, ConfigMap), which the fault's selector requires."""
+    if not name:
+        raise PermanentFaultError(f"component {target.component.name} has no {what}")
+    return name
+
+
+def _service_name(target: Target) -> str:
+    return _required(target, target.component.service_name, "Service")
+
+
+def _svc_save(ctx: FaultContext, target: Target) -> dict:
     svc = kube.service(ctx, target)
     ctx.state.setdefault("service", _clean(svc))
     return svc
 
 
-def _svc_restore_spec(ctx, target, params, fields=("selector", "ports")):
+def _svc_restore_spec(ctx: FaultContext, target: Target, params: Mapping[str, Any], fields=("selector", "ports")) -> None:
     saved = ctx.state.get("service")
     if not saved:
         return
@@ -58,7 +76,7 @@ def _svc_restore_spec(ctx, target, params, fields=("selector", "ports")):
                type="json")
 
 
-def selector_mismatch_inject(ctx, target, params):
+def selector_mismatch_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     svc = _svc_save(ctx, target)
     selector = {**svc["spec"].get("selector", {}), params["label"]: params["value"]}
     ctx.state["selector"] = selector
@@ -66,8 +84,8 @@ def selector_mismatch_inject(ctx, target, params):
     kube.restart_dependents(ctx, target)
 
 
-def selector_mismatch_present(ctx, target, params):
-    live = kube.get(ctx, "service", target.component.service_name, missing_ok=True)
+def selector_mismatch_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
+    live = kube.get(ctx, "service", _service_name(target), missing_ok=True)
     return live is None or live["spec"].get("selector", {}).get(params["label"]) == params["value"]
 
 
@@ -76,7 +94,7 @@ def _template_labels(obj: dict) -> dict:
     return {k: v for k, v in labels.items() if k != "pod-template-hash"}
 
 
-def _other_workloads(ctx, target) -> list[dict]:
+def _other_workloads(ctx: FaultContext, target: Target) -> list[dict]:
     items = []
     for kind in ("deployments", "statefulsets"):
         for obj in json.loads(ctx.kubectl("get", kind, "-n", ctx.namespace, "-o", "json"))["items"]:
@@ -85,7 +103,7 @@ def _other_workloads(ctx, target) -> list[dict]:
     return items
 
 
-def selector_pollution_inject(ctx, target, params):
+def selector_pollution_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     svc = _svc_save(ctx, target)
     own = _template_labels(kube.workload(ctx, target))
     others = [_template_labels(o) for o in _other_workloads(ctx, target)]
@@ -114,7 +132,7 @@ def selector_pollution_inject(ctx, target, params):
     raise PermanentFaultError("no other workload whose pods the Service selector could also match")
 
 
-def _selector_pollution_restore(ctx, target, params):
+def _selector_pollution_restore(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if ctx.state.get("mode") == "broad":
         _svc_restore_spec(ctx, target, params, ("selector",))
         return
@@ -128,9 +146,9 @@ def _selector_pollution_restore(ctx, target, params):
                type="json")
 
 
-def selector_pollution_present(ctx, target, params):
+def selector_pollution_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """Present while the Service's selector matches the pods of any other workload."""
-    svc = kube.get(ctx, "service", target.component.service_name, missing_ok=True)
+    svc = kube.get(ctx, "service", _service_name(target), missing_ok=True)
     if svc is None:
         return True  # deleting the Service is not a fix
     selector = svc["spec"].get("selector", {})
@@ -138,7 +156,7 @@ def selector_pollution_present(ctx, target, params):
                                   for labels in map(_template_labels, _other_workloads(ctx, target)))
 
 
-def wrong_target_port_inject(ctx, target, params):
+def wrong_target_port_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     svc = _svc_save(ctx, target)
     ports = copy.deepcopy(svc["spec"]["ports"])
     original = ports[0].get("targetPort", ports[0]["port"])
@@ -150,12 +168,12 @@ def wrong_target_port_inject(ctx, target, params):
     kube.restart_dependents(ctx, target)
 
 
-def wrong_target_port_present(ctx, target, params):
-    live = kube.get(ctx, "service", target.component.service_name, missing_ok=True)
+def wrong_target_port_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
+    live = kube.get(ctx, "service", _service_name(target), missing_ok=True)
     return live is None or live["spec"]["ports"][0].get("targetPort") == ctx.state["target_port"]
 
 
-def service_port_inject(ctx, target, params):
+def service_port_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     svc = _svc_save(ctx, target)
     ports = copy.deepcopy(svc["spec"]["ports"])
     if "targetPort" not in ports[0]:
@@ -166,23 +184,23 @@ def service_port_inject(ctx, target, params):
     kube.restart_dependents(ctx, target)
 
 
-def service_port_present(ctx, target, params):
-    live = kube.get(ctx, "service", target.component.service_name, missing_ok=True)
+def service_port_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
+    live = kube.get(ctx, "service", _service_name(target), missing_ok=True)
     return live is None or live["spec"]["ports"][0]["port"] == ctx.state["port"]
 
 
-def missing_service_inject(ctx, target, params):
+def missing_service_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _svc_save(ctx, target)
-    kube.delete(ctx, "service", target.component.service_name)
+    kube.delete(ctx, "service", _service_name(target))
     kube.restart_dependents(ctx, target)
 
 
-def missing_service_present(ctx, target, params):
-    return not kube.exists(ctx, "service", target.component.service_name)
+def missing_service_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
+    return not kube.exists(ctx, "service", _service_name(target))
 
 
-def missing_service_recover(ctx, target, params):
-    if not kube.exists(ctx, "service", target.component.service_name):
+def missing_service_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
+    if not kube.exists(ctx, "service", _service_name(target)):
         saved = copy.deepcopy(ctx.state["service"])
         saved["spec"].pop("clusterIP", None)
         saved["spec"].pop("clusterIPs", None)
@@ -191,31 +209,32 @@ def missing_service_recover(ctx, target, params):
 
 # --------------------------------------------------------------------------- ConfigMaps and Secrets
 
-def _config_map(ctx, target) -> dict:
-    name = target.component.config_map
-    if not name:
-        raise PermanentFaultError(f"component {target.component.name} has no ConfigMap")
-    return kube.get(ctx, "configmap", name)
+def _config_map_name(target: Target) -> str:
+    return _required(target, target.component.config_map, "ConfigMap")
 
 
-def missing_configmap_inject(ctx, target, params):
+def _config_map(ctx: FaultContext, target: Target) -> dict:
+    return kube.get(ctx, "configmap", _config_map_name(target))
+
+
+def missing_configmap_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     cm = _config_map(ctx, target)
     ctx.state["configmap"] = _clean(cm)
     kube.delete(ctx, "configmap", cm["metadata"]["name"])
     kube.delete_pods(ctx, target)
 
 
-def missing_configmap_present(ctx, target, params):
-    return not kube.exists(ctx, "configmap", target.component.config_map)
+def missing_configmap_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
+    return not kube.exists(ctx, "configmap", _config_map_name(target))
 
 
-def missing_configmap_recover(ctx, target, params):
-    if not kube.exists(ctx, "configmap", target.component.config_map):
+def missing_configmap_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
+    if not kube.exists(ctx, "configmap", _config_map_name(target)):
         ctx.kubectl("create", "-f", "-", input=json.dumps(ctx.state["configmap"]))
     kube.delete_pods(ctx, target)
 
 
-def configmap_drift_inject(ctx, target, params):
+def configmap_drift_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     cm = _config_map(ctx, target)
     ctx.state["configmap"] = _clean(cm)
     data = copy.deepcopy(cm.get("data") or {})
@@ -244,8 +263,8 @@ def configmap_drift_inject(ctx, target, params):
     kube.restart(ctx, target)
 
 
-def configmap_drift_present(ctx, target, params):
-    live = kube.get(ctx, "configmap", target.component.config_map, missing_ok=True)
+def configmap_drift_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
+    live = kube.get(ctx, "configmap", _config_map_name(target), missing_ok=True)
     if live is None:
         return True
     removed = ctx.state["removed"]
@@ -259,7 +278,7 @@ def configmap_drift_present(ctx, target, params):
     return removed["key"] not in parsed
 
 
-def configmap_drift_recover(ctx, target, params):
+def configmap_drift_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     saved = ctx.state["configmap"]
     kube.patch(ctx, "configmap", saved["metadata"]["name"], [{"op": "replace", "path": "/data", "value": saved.get("data", {})}],
                type="json")
@@ -281,25 +300,25 @@ def secret_read_by(workload: dict) -> str | None:
     return None
 
 
-def _secret_name(ctx, target) -> str:
+def _secret_name(ctx: FaultContext, target: Target) -> str:
     name = secret_read_by(kube.workload(ctx, target))
     if name is None:
         raise PermanentFaultError(f"{target.component.name} reads no Secret")
     return name
 
 
-def missing_secret_inject(ctx, target, params):
+def missing_secret_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     name = _secret_name(ctx, target)
     ctx.state["secret"] = _clean(kube.get(ctx, "secret", name))
     kube.delete(ctx, "secret", name)
     kube.delete_pods(ctx, target)
 
 
-def missing_secret_present(ctx, target, params):
+def missing_secret_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     return not kube.exists(ctx, "secret", ctx.state["secret"]["metadata"]["name"])
 
 
-def missing_secret_recover(ctx, target, params):
+def missing_secret_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if not kube.exists(ctx, "secret", ctx.state["secret"]["metadata"]["name"]):
         ctx.kubectl("create", "-f", "-", input=json.dumps(ctx.state["secret"]))
     kube.delete_pods(ctx, target)
@@ -307,7 +326,7 @@ def missing_secret_recover(ctx, target, params):
 
 # --------------------------------------------------------------------------- policies and admission
 
-def network_policy_inject(ctx, target, params):
+def network_policy_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     labels = obj["spec"]["template"]["metadata"].get("labels", {})
     selector = {k: v for k, v in labels.items() if k != "pod-template-hash"}
@@ -317,48 +336,48 @@ def network_policy_inject(ctx, target, params):
     kube.restart_dependents(ctx, target)
 
 
-def network_policy_present(ctx, target, params):
+def network_policy_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     return kube.exists(ctx, "networkpolicy", params["name"])
 
 
-def network_policy_recover(ctx, target, params):
+def network_policy_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.delete(ctx, "networkpolicy", params["name"])
 
 
-def quota_inject(ctx, target, params):
+def quota_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.apply(ctx, {"apiVersion": "v1", "kind": "ResourceQuota",
                      "metadata": {"name": params["name"], "namespace": ctx.namespace},
                      "spec": {"hard": {"limits.cpu": "64", "limits.memory": "256Gi", "requests.cpu": "64"}}})
     kube.delete_pods(ctx, target)
 
 
-def quota_present(ctx, target, params):
+def quota_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     return kube.exists(ctx, "resourcequota", params["name"])
 
 
-def quota_recover(ctx, target, params):
+def quota_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.delete(ctx, "resourcequota", params["name"])
 
 
-def limitrange_inject(ctx, target, params):
+def limitrange_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.apply(ctx, {"apiVersion": "v1", "kind": "LimitRange",
                      "metadata": {"name": params["name"], "namespace": ctx.namespace},
                      "spec": {"limits": [{"type": "Container", "max": {"memory": params["max_memory"]}}]}})
     kube.delete_pods(ctx, target)
 
 
-def limitrange_present(ctx, target, params):
+def limitrange_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     return kube.exists(ctx, "limitrange", params["name"])
 
 
-def limitrange_recover(ctx, target, params):
+def limitrange_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.delete(ctx, "limitrange", params["name"])
     kube.delete_pods(ctx, target)
 
 
 # --------------------------------------------------------------------------- nodes and scheduling
 
-def taint_inject(ctx, target, params):
+def taint_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     nodes = [n.removeprefix("node/") for n in ctx.kubectl("get", "nodes", "-o", "name").split()]
     taint = f"{params['key']}={params['value']}:NoSchedule"
     ctx.state["nodes"] = nodes
@@ -368,7 +387,7 @@ def taint_inject(ctx, target, params):
     kube.delete_pods(ctx, target)
 
 
-def taint_present(ctx, target, params):
+def taint_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     nodes = json.loads(ctx.kubectl("get", "nodes", "-o", "json"))["items"]
     schedulable = [n for n in nodes if not any(t.get("key") == params["key"] and t.get("effect") == "NoSchedule"
                                                for t in n["spec"].get("taints") or [])]
@@ -380,7 +399,7 @@ def taint_present(ctx, target, params):
                    for t in tolerations)
 
 
-def taint_recover(ctx, target, params):
+def taint_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     for node in ctx.state.get("nodes", []):
         ctx.kubectl("taint", "nodes", node.removeprefix("node/"), f"{params['key']}-", check=False)
     obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
@@ -410,7 +429,7 @@ def _staying_memory(pods: list[dict], classes: dict[str, int], node: str) -> flo
     return total
 
 
-def preemption_inject(ctx, target, params):
+def preemption_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.apply(ctx, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                      "metadata": {"name": "batch-critical"}, "value": BATCH_PRIORITY, "globalDefault": False,
                      "description": "nightly batch jobs"})
@@ -437,16 +456,16 @@ def preemption_inject(ctx, target, params):
                                                                         "resources": {"requests": {"memory": f"{mebibytes}Mi"}}}]}}}})
 
 
-def _batch_deployments(ctx) -> list[str]:
+def _batch_deployments(ctx: FaultContext) -> list[str]:
     out = ctx.kubectl("get", "deployments", "-n", ctx.namespace, "-l", "app=batch-reindex", "-o", "name", check=False)
     return [line.strip() for line in out.splitlines() if line.strip().startswith("deployment")]
 
 
-def preemption_present(ctx, target, params):
+def preemption_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     return bool(_batch_deployments(ctx))
 
 
-def preemption_recover(ctx, target, params):
+def preemption_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     for name in _batch_deployments(ctx):
         ctx.kubectl("delete", name, "-n", ctx.namespace, "--ignore-not-found", "--wait=false", check=False)
     ctx.kubectl("delete", "priorityclass", "batch-critical", "--ignore-not-found", check=False)
@@ -454,7 +473,7 @@ def preemption_recover(ctx, target, params):
 
 # --------------------------------------------------------------------------- storage
 
-def pvc_mismatch_inject(ctx, target, params):
+def pvc_mismatch_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     volumes = obj["spec"]["template"]["spec"].get("volumes") or []
     for index, volume in enumerate(volumes):
@@ -468,13 +487,13 @@ def pvc_mismatch_inject(ctx, target, params):
     raise PermanentFaultError(f"{target.component.name} mounts no PersistentVolumeClaim volume")
 
 
-def pvc_mismatch_present(ctx, target, params):
+def pvc_mismatch_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     obj = kube.workload(ctx, target)
     volumes = obj["spec"]["template"]["spec"].get("volumes") or []
     return any((v.get("persistentVolumeClaim") or {}).get("claimName") == params["claim"] for v in volumes)
 
 
-def pvc_mismatch_recover(ctx, target, params):
+def pvc_mismatch_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if "index" in ctx.state and pvc_mismatch_present(ctx, target, params):
         kube.patch(ctx, target.component.kind, target.component.name, [{
             "op": "replace", "path": f"/spec/template/spec/volumes/{ctx.state['index']}/persistentVolumeClaim/claimName",

@@ -36,12 +36,12 @@ def _retag(image: str, tag: str) -> str:
     return f"{repo}:{tag}"
 
 
-def wrong_image(ctx, target, params, obj):
+def wrong_image(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     image = kube.container(obj, target.component.container_name)["image"]
     return [_container_op(obj, target, "image", _retag(image, params["tag"]))]
 
 
-def buggy_image(ctx, target, params, obj):
+def buggy_image(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     image = kube.container(obj, target.component.container_name)["image"]
     return [_container_op(obj, target, "image", _retag(image, params["tag"]))]
 
@@ -70,7 +70,7 @@ def _pick_env(obj: dict, target: Target, wanted: str | None, predicate=lambda e:
                               + (f" named {wanted!r}" if wanted else ""))
 
 
-def missing_env(ctx, target, params, obj):
+def missing_env(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     index, item = _pick_env(obj, target, params.get("name"))
     ctx.state["env_name"] = item["name"]
     return [{"op": "remove", "path": "/spec/template/spec/" + kube.container_path(obj, target, f"env/{index}")}]
@@ -86,7 +86,7 @@ def _looks_like_address(item: dict) -> bool:
     return ":" in value and value.rsplit(":", 1)[-1].isdigit()
 
 
-def env_shadowing(ctx, target, params, obj):
+def env_shadowing(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     index, item = _pick_env(obj, target, params.get("name"), _looks_like_address)
     value = params.get("value") or _wrong_port(item.get("value", ""))
     env = _env_list(obj, target)
@@ -102,7 +102,7 @@ def _wrong_port(address: str) -> str:
     return f"{host}:{int(port) + 1}"
 
 
-def wrong_port_env(ctx, target, params, obj):
+def wrong_port_env(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     index, item = _pick_env(obj, target, params.get("name"), _looks_like_address)
     ctx.state["env_name"] = item["name"]
     value = params.get("value") or _wrong_port(item.get("value", ""))
@@ -115,16 +115,16 @@ def _env_values(target, params, state):
             "after": injected_value(state, "/value") or (injected_value(state, "") or {}).get("value")}
 
 
-def wrong_command(ctx, target, params, obj):
+def wrong_command(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     return [_container_op(obj, target, "command", ["sh", "-c", params["command"]])]
 
 
-def scale_zero(ctx, target, params, obj):
+def scale_zero(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     return [{"op": "add", "path": "/spec/replicas", "value": 0}]
 
 
 def _probe(kind: str):
-    def mutate(ctx, target, params, obj):
+    def mutate(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
         container = kube.container(obj, target.component.container_name)
         probe = container.get(kind)
         port = target.component.ports[0] if target.component.ports else 80
@@ -141,7 +141,7 @@ def _probe(kind: str):
     return mutate
 
 
-def liveness_aggressive(ctx, target, params, obj):
+def liveness_aggressive(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     container = kube.container(obj, target.component.container_name)
     probe = container.get("livenessProbe") or container.get("readinessProbe")
     if not probe:
@@ -152,7 +152,7 @@ def liveness_aggressive(ctx, target, params, obj):
     return [_container_op(obj, target, "livenessProbe", new)]
 
 
-def init_hang(ctx, target, params, obj):
+def init_hang(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     init = kube.pod_spec(obj).get("initContainers") or []
     hook = {"name": "wait-for-dependency", "image": "busybox:1.36",
             "command": ["sh", "-c", f"until nc -z {params['host']} {params['port']} 2>/dev/null; do "
@@ -162,7 +162,7 @@ def init_hang(ctx, target, params, obj):
     return [{"op": "add", "path": f"/spec/template/spec/initContainers/{len(init)}", "value": hook}]
 
 
-def sidecar_port_conflict(ctx, target, params, obj):
+def sidecar_port_conflict(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     port = target.component.ports[0]
     sidecar = {"name": "metrics-proxy", "image": "python:3.11",
                "command": ["python", "-m", "http.server", str(port)]}
@@ -170,7 +170,7 @@ def sidecar_port_conflict(ctx, target, params, obj):
     return [{"op": "add", "path": "/spec/template/spec/containers/0", "value": sidecar}]
 
 
-def host_port_conflict(ctx, target, params, obj):
+def host_port_conflict(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     container = kube.container(obj, target.component.container_name)
     ports = container.get("ports") or [{"containerPort": target.component.ports[0]}]
     first = {**ports[0], "hostPort": params["host_port"]}
@@ -192,7 +192,7 @@ def _ensure_port_holder(ctx: FaultContext, host_port: int) -> None:
 
 
 def _resources(field: str, resource: str):
-    def mutate(ctx, target, params, obj):
+    def mutate(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
         container = kube.container(obj, target.component.container_name)
         resources = dict(container.get("resources") or {})
         section = dict(resources.get(field) or {})
@@ -208,11 +208,11 @@ def _resources(field: str, resource: str):
     return mutate
 
 
-def node_selector_missing(ctx, target, params, obj):
+def node_selector_missing(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     return [{"op": "add", "path": "/spec/template/spec/nodeSelector", "value": {params["label"]: params["value"]}}]
 
 
-def anti_affinity_deadlock(ctx, target, params, obj):
+def anti_affinity_deadlock(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     labels = obj["spec"]["selector"].get("matchLabels", {})
     nodes = ctx.kubectl("get", "nodes", "-o", "name").split()
     affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -221,26 +221,26 @@ def anti_affinity_deadlock(ctx, target, params, obj):
             {"op": "add", "path": "/spec/replicas", "value": len(nodes) + 1}]
 
 
-def rolling_update_broken(ctx, target, params, obj):
+def rolling_update_broken(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%", "maxSurge": 0}}
     return [{"op": "add", "path": "/spec/strategy", "value": strategy}, *init_hang(ctx, target, params, obj)]
 
 
-def wrong_dns_policy(ctx, target, params, obj):
+def wrong_dns_policy(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     # a loopback nameserver nothing listens on: resolution fails and no packet leaves the pod
     return [{"op": "add", "path": "/spec/template/spec/dnsPolicy", "value": "None"},
             {"op": "add", "path": "/spec/template/spec/dnsConfig", "value": {"nameservers": [params["nameserver"]],
                                                                            "searches": ["internal.corp"]}}]
 
 
-def wrong_service_account(ctx, target, params, obj):
+def wrong_service_account(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     # the deprecated serviceAccount field mirrors serviceAccountName; the API server fills one from the
     # other, so both are set (and both put back)
     return [{"op": "add", "path": "/spec/template/spec/serviceAccountName", "value": params["service_account"]},
             {"op": "add", "path": "/spec/template/spec/serviceAccount", "value": params["service_account"]}]
 
 
-def hpa_no_request(ctx, target, params, obj):
+def hpa_no_request(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     container = kube.container(obj, target.component.container_name)
     resources = dict(container.get("resources") or {})
     resources["requests"] = {k: v for k, v in (resources.get("requests") or {}).items() if k != "cpu"}
@@ -262,18 +262,18 @@ class CpuRequestMissing(TemplateFault):
     values moved, with the HPA still blind; and any CPU request fixes it, not only the original one.
     """
 
-    def is_present(self, ctx, target, params) -> bool:
+    def is_present(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
         obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
         if obj is None:
             return True  # deleting the workload is not a fix
         container = kube.container(obj, target.component.container_name)
         return not ((container.get("resources") or {}).get("requests") or {}).get("cpu")
 
-    def reference_fix(self, ctx, target, params) -> None:
+    def reference_fix(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
         """Put the CPU request back; the HPA stays, scaling on it again (what the SRE wants)."""
         TemplateFault.recover(self, ctx, target, params)
 
-    def recover(self, ctx, target, params) -> None:
+    def recover(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
         """The harness's cleanup: the request back and the HPA the injection made gone, so no later
         problem on this cluster finds an autoscaler the app never had."""
         super().recover(ctx, target, params)
