@@ -10,6 +10,9 @@ from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema, templa
 from sregym_core.types import FaultSpec, TargetSelector
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
     from sregym_core.types import FailureMode, Target
 
 SERVICES = TargetSelector(kinds=WORKLOADS, roles=("service:*", "frontend"))
@@ -37,7 +40,7 @@ def _env_ops(obj: dict, target: Target, values: dict[str, str]) -> list[dict]:
 def _env_fault(name: str, summary: str, values: dict[str, str], *, mechanism: str, symptoms, keywords,
                failure_mode: FailureMode, selector: TargetSelector = SERVICES, params_schema=None,
                from_params=None) -> FaultSpec:
-    def mutate(ctx, target, params, obj):
+    def mutate(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
         chosen = from_params(params) if from_params else values
         return _env_ops(obj, target, chosen)
 
@@ -49,7 +52,7 @@ def _env_fault(name: str, summary: str, values: dict[str, str], *, mechanism: st
     )
 
 
-def fd_limit(ctx, target, params, obj):
+def fd_limit(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     image = kube.container(obj, target.component.container_name)["image"]
     local = next((i for i in target.app.images if i.matches(image)), None)
     container = kube.container(obj, target.component.container_name)
@@ -61,7 +64,7 @@ def fd_limit(ctx, target, params, obj):
     return [{"op": "add", "path": f"/spec/template/spec/containers/{index}/command", "value": wrapped}]
 
 
-def ephemeral_ports(ctx, target, params, obj):
+def ephemeral_ports(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
     if params["low"] > params["high"]:
         raise PermanentFaultError(f"ephemeral-ports: low {params['low']} is above high {params['high']}")
     context = dict(kube.pod_spec(obj).get("securityContext") or {})
@@ -87,7 +90,7 @@ threads = [threading.Thread(target=hammer) for _ in range(workers)]
 '''
 
 
-def burst_inject(ctx, target, params):
+def burst_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     service = target.component.service_name or target.component.name
     port = target.component.ports[0] if target.component.ports else 80
     url = f"http://{service}.{ctx.namespace}.svc.cluster.local:{port}{params['path']}"
@@ -102,17 +105,17 @@ def burst_inject(ctx, target, params):
                              {"name": "WORKERS", "value": str(params["workers"])}]}]}}}})
 
 
-def burst_present(ctx, target, params):
+def burst_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     job = kube.get(ctx, "job", params["job_name"], missing_ok=True)
     return job is not None and not job.get("status", {}).get("completionTime")
 
 
-def burst_recover(ctx, target, params):
+def burst_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     ctx.kubectl("delete", "job", params["job_name"], "-n", ctx.namespace, "--ignore-not-found",
                 "--cascade=foreground", "--wait=false", check=False)
 
 
-def cpu_pressure_inject(ctx, target, params):
+def cpu_pressure_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     selector = kube.pod_selector(kube.workload(ctx, target))
     pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
     node = next((p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName")), None)
@@ -125,17 +128,17 @@ def cpu_pressure_inject(ctx, target, params):
                      "spec": spec})
 
 
-def cpu_pressure_present(ctx, target, params):
+def cpu_pressure_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     pod = kube.get(ctx, "pod", params["pod_name"], missing_ok=True)
     return pod is not None and pod.get("status", {}).get("phase") in ("Pending", "Running")
 
 
-def cpu_pressure_recover(ctx, target, params):
+def cpu_pressure_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     ctx.kubectl("delete", "pod", params["pod_name"], "-n", ctx.namespace, "--ignore-not-found", "--grace-period=0",
                 "--force", check=False)
 
 
-def capacity_inject(ctx, target, params):
+def capacity_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-o", "json"))["items"]
     running = len([p for p in pods if p.get("status", {}).get("phase") in ("Running", "Pending")])
     kube.apply(ctx, {"apiVersion": "v1", "kind": "ResourceQuota",
@@ -143,11 +146,11 @@ def capacity_inject(ctx, target, params):
                      "spec": {"hard": {"pods": str(running)}}})
 
 
-def capacity_present(ctx, target, params):
+def capacity_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     return kube.exists(ctx, "resourcequota", params["name"])
 
 
-def capacity_recover(ctx, target, params):
+def capacity_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.delete(ctx, "resourcequota", params["name"])
 
 
