@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import FaultError, TemporaryFaultError
 from sregym_core.faultkit import function_fault, kube, schema
@@ -12,12 +13,18 @@ from sregym_core.types import FaultSpec, TargetSelector
 
 from .sql import running_pod
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
+
 MEMCACHED = TargetSelector(roles=("cache:memcached",))
 REDIS = TargetSelector(roles=("cache:redis", "cache:valkey"))
 ANY_CACHE = TargetSelector(roles=("cache:*",))
 
 
-def _args(ctx, target) -> list[str]:
+def _args(ctx: FaultContext, target: Target) -> list[str]:
     obj = kube.workload(ctx, target)
     container = obj["spec"]["template"]["spec"]["containers"][0]
     return list(container.get("args") or container.get("command") or [])
@@ -28,7 +35,7 @@ def _memory_flag(args: list[str]) -> str | None:
     return args[args.index("-m") + 1] if "-m" in args[:-1] else None
 
 
-def tiny_inject(ctx, target, params):
+def tiny_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     container = obj["spec"]["template"]["spec"]["containers"][0]
     field = "args" if "args" in container else "command"
@@ -56,7 +63,7 @@ def limit_maxbytes(stats: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _serving_caps(ctx, target) -> list[int | None]:
+def _serving_caps(ctx: FaultContext, target: Target) -> list[int | None]:
     """The memory cap each running pod of the cache reports (None: it does not answer as a memcached:
     still starting, or something else in its place)."""
     obj = kube.workload(ctx, target)
@@ -75,7 +82,7 @@ def _serving_caps(ctx, target) -> list[int | None]:
     return caps
 
 
-def tiny_present(ctx, target, params):
+def tiny_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """The cache is configured tiny (a restart keeps it), or a running cache pod holds at most the tiny
     cap, or does not answer as a memcached at all (a cache of nothing: its clients fall back to the
     database on every read, as with the tiny one)."""
@@ -85,13 +92,13 @@ def tiny_present(ctx, target, params):
     return any(cap is None or cap <= params["megabytes"] << 20 for cap in _serving_caps(ctx, target))
 
 
-def tiny_recover(ctx, target, params):
+def tiny_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.patch(ctx, target.component.kind, target.component.name,
                [{"op": "add", "path": f"/spec/template/spec/containers/0/{ctx.state['field']}",
                  "value": ctx.state["original"]}], type="json")
 
 
-def tiny_fix(ctx, target, params):
+def tiny_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Give the cache its memory back, and wait until the rolled-out cache serves with it."""
     tiny_recover(ctx, target, params)
     _wait_rolled_out(ctx, target)
@@ -116,7 +123,7 @@ while True:
 '''
 
 
-def flood_inject(ctx, target, params):
+def flood_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     service = target.component.service_name or target.component.name
     port = target.component.ports[0] if target.component.ports else 11211
     ctx.state["writer"] = params["writer"]
@@ -129,11 +136,11 @@ def flood_inject(ctx, target, params):
                      "env": [{"name": "CACHE_HOST", "value": service}, {"name": "CACHE_PORT", "value": str(port)}]}]}}}})
 
 
-def flood_present(ctx, target, params):
+def flood_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     return kube.exists(ctx, "deployment", params["writer"])
 
 
-def flood_fix(ctx, target, params):
+def flood_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.delete(ctx, "deployment", params["writer"])
     # flush the junk the writer left behind, through the cache's own protocol from inside its pod
     pod = running_pod(ctx, target)
@@ -199,20 +206,20 @@ def _cache_container(obj: dict, target) -> tuple[int, dict]:
     return index, kube.pod_spec(obj)["containers"][index]
 
 
-def _wait_rolled_out(ctx, target) -> None:
+def _wait_rolled_out(ctx: FaultContext, target: Target) -> None:
     kind, name = target.component.kind.lower(), target.component.name
     ctx.kubectl("rollout", "status", f"{kind}/{name}", "-n", ctx.namespace, f"--timeout={ROLLOUT_TIMEOUT_S}s",
                 timeout=ROLLOUT_TIMEOUT_S + 20.0)
 
 
-def _redis(ctx, target, *command: str, password: str | None = None) -> str:
+def _redis(ctx: FaultContext, target: Target, *command: str, password: str | None = None) -> str:
     pod = running_pod(ctx, target)
     auth = f'-a "{password}" --no-auth-warning ' if password else ""
     return ctx.kubectl("exec", pod, "-n", ctx.namespace, "--", "sh", "-c",
                        f'redis-cli -h "${{POD_IP:-127.0.0.1}}" {auth}' + " ".join(command), check=False)
 
 
-def _refuses_anonymous(ctx, target) -> bool | None:
+def _refuses_anonymous(ctx: FaultContext, target: Target) -> bool | None:
     """Whether the running cache answers an unauthenticated PING with NOAUTH (None: no ready pod)."""
     try:
         return "NOAUTH" in _redis(ctx, target, "PING")
@@ -220,7 +227,7 @@ def _refuses_anonymous(ctx, target) -> bool | None:
         return None
 
 
-def redis_auth_inject(ctx, target, params):
+def redis_auth_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     index, container = _cache_container(obj, target)
     field = launch_field(container)
@@ -235,7 +242,7 @@ def redis_auth_inject(ctx, target, params):
                          hints=("is the container's entrypoint a redis-server/valkey-server that takes options?",))
 
 
-def redis_auth_present(ctx, target, params):
+def redis_auth_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """The cache demands a password: its spec sets ``--requirepass`` (a restart keeps it), or the running
     server refuses an unauthenticated client."""
     obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
@@ -247,14 +254,14 @@ def redis_auth_present(ctx, target, params):
     return bool(_refuses_anonymous(ctx, target))
 
 
-def redis_auth_fix(ctx, target, params):
+def redis_auth_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Take ``--requirepass`` out of the cache's arguments, as the SRE who finds it there would, and wait
     until the rolled-out cache answers clients without a password."""
     obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
     if obj is None:
         return
     index, container = _cache_container(obj, target)
-    ops = []
+    ops: list[dict[str, Any]] = []
     for field in ("args", "command"):
         values = container.get(field)
         if requirepass_of(values) is None:

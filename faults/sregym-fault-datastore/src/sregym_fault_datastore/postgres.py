@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
@@ -12,6 +12,8 @@ from sregym_core.types import FaultSpec, TargetSelector
 from .sql import app_roles, login_refused, psql, quote_ident, table_grants
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from sregym_core.faults import FaultContext
     from sregym_core.types import Target
 
@@ -25,14 +27,14 @@ def _qualified(table: str) -> str:
 
 # ------------------------------------------------------------------ db-revoke
 
-def revoke_inject(ctx, target, params):
+def revoke_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     grants = {role: table_grants(ctx, target, role) for role in app_roles(ctx, target)}
     ctx.state["grants"] = grants
     for role in grants:
         psql(ctx, target, f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {quote_ident(role)}")
 
 
-def revoke_present(ctx, target, params):
+def revoke_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     for role, grants in ctx.state.get("grants", {}).items():
         live = set(map(tuple, table_grants(ctx, target, role)))
         if any(tuple(g) not in live for g in grants):
@@ -40,7 +42,7 @@ def revoke_present(ctx, target, params):
     return False
 
 
-def revoke_recover(ctx, target, params):
+def revoke_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     for role, grants in ctx.state.get("grants", {}).items():
         for table, privilege in grants:
             psql(ctx, target, f"GRANT {privilege} ON {_qualified(table)} TO {quote_ident(role)}")
@@ -48,7 +50,7 @@ def revoke_recover(ctx, target, params):
 
 # ------------------------------------------------------------------ db-drop-user
 
-def drop_user_inject(ctx, target, params):
+def drop_user_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     roles = app_roles(ctx, target)
     saved = {}
     for role in roles:
@@ -65,12 +67,12 @@ def drop_user_inject(ctx, target, params):
     ctx.state["roles"] = saved
 
 
-def drop_user_present(ctx, target, params):
+def drop_user_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     names = [r[0] for r in psql(ctx, target, "SELECT rolname FROM pg_roles")]
     return any(role not in names for role in ctx.state.get("roles", {}))
 
 
-def drop_user_recover(ctx, target, params):
+def drop_user_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     names = [r[0] for r in psql(ctx, target, "SELECT rolname FROM pg_roles")]
     for role, saved in ctx.state.get("roles", {}).items():
         if role not in names:
@@ -139,7 +141,7 @@ def _b64(value: str | None) -> str | None:
     return base64.b64decode(value).decode() if value else None
 
 
-def rotate_inject(ctx, target, params):
+def rotate_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     secret, users = _secret_users(ctx, target)
     if not secret or not users:
         from sregym_core.errors import PermanentFaultError
@@ -157,7 +159,7 @@ def rotate_inject(ctx, target, params):
     psql(ctx, target, f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'", check=False)
 
 
-def _passwords_in_use(ctx) -> list[str]:
+def _passwords_in_use(ctx: FaultContext) -> list[str]:
     """The password in the app's Secret (what a pod started now reads) and the one each running pod of
     the app carries in its environment (read from the pod)."""
     secret, key = ctx.state["secret"], ctx.state["key"]
@@ -182,12 +184,12 @@ def _passwords_in_use(ctx) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def rotate_present(ctx, target, params):
+def rotate_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """The database refuses the password the app's Secret holds or one a running app pod still uses."""
     return any(login_refused(ctx, target, ctx.state["role"], password) for password in _passwords_in_use(ctx))
 
 
-def _restart_users(ctx) -> None:
+def _restart_users(ctx: FaultContext) -> None:
     for kind, name in ctx.state.get("users", []):
         ctx.rollout_restart(kind, name)
     for kind, name in ctx.state.get("users", []):
@@ -195,7 +197,7 @@ def _restart_users(ctx) -> None:
                     check=False)
 
 
-def rotate_fix(ctx, target, params):
+def rotate_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Put the rotated password (from the rotation's Secret) into the Secret the app reads, and restart
     the app so its pods read it."""
     rotated = kube.get(ctx, "secret", rotated_secret_name(ctx.state["secret"]), missing_ok=True)
@@ -204,7 +206,7 @@ def rotate_fix(ctx, target, params):
     _restart_users(ctx)
 
 
-def rotate_recover(ctx, target, params):
+def rotate_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     old = _b64(ctx.state.get("old"))
     if old:
         psql(ctx, target, f"ALTER ROLE {quote_ident(ctx.state['role'])} PASSWORD '{old}'")
@@ -273,7 +275,7 @@ def job_running(job: dict | None) -> bool:
                    for c in (job.get("status") or {}).get("conditions") or [])
 
 
-def lock_inject(ctx, target, params):
+def lock_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # by default the hottest table (most scans and writes so far): the lock must hurt real traffic
     tables = [r[0] for r in psql(ctx, target, "SELECT relname FROM pg_stat_user_tables WHERE schemaname = 'public' "
                                               "ORDER BY coalesce(seq_scan, 0) + coalesce(idx_scan, 0) + n_tup_ins "
@@ -294,33 +296,33 @@ def lock_inject(ctx, target, params):
     kube.wait_until(lambda: _lock_held(ctx, target), timeout=60)
 
 
-def _lock_held(ctx, target) -> bool:
+def _lock_held(ctx: FaultContext, target: Target) -> bool:
     rows = psql(ctx, target, "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
                              f"WHERE l.mode = 'AccessExclusiveLock' AND l.granted AND c.relname = '{ctx.state['table']}'")
     return bool(rows) and rows[0][0] not in ("", "0")
 
 
-def _holder(ctx, params) -> dict | None:
+def _holder(ctx: FaultContext, params: Mapping[str, Any]) -> dict | None:
     return kube.get(ctx, "job", ctx.state.get("job", params["job_name"]), missing_ok=True)
 
 
-def lock_present(ctx, target, params):
+def lock_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """The table is locked now, or the backfill that takes the lock (again) still runs."""
     return job_running(_holder(ctx, params)) or _lock_held(ctx, target)
 
 
-def _holder_pods(ctx, params) -> list[str]:
+def _holder_pods(ctx: FaultContext, params: Mapping[str, Any]) -> list[str]:
     name = ctx.state.get("job", params["job_name"])
     out = ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", f"app={name}", "-o", "name", check=False)
     return [line for line in out.split() if line.strip()]
 
 
-def _terminate_holders(ctx, target) -> None:
+def _terminate_holders(ctx: FaultContext, target: Target) -> None:
     psql(ctx, target, "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
                       f"WHERE l.mode = 'AccessExclusiveLock' AND c.relname = '{ctx.state['table']}'", check=False)
 
 
-def lock_fix(ctx, target, params):
+def lock_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Stop the holder, as the SRE who traced the lock to the backfill would: delete its Job, wait for
     its pod to go, then terminate the session still holding the lock (PostgreSQL does not notice a
     vanished client while it sleeps)."""
@@ -336,7 +338,7 @@ def lock_fix(ctx, target, params):
         raise TemporaryFaultError(f"db-lock-contention: {ctx.state['table']} is still locked", delay=2.0)
 
 
-def _stop_holder(ctx, params) -> None:
+def _stop_holder(ctx: FaultContext, params: Mapping[str, Any]) -> None:
     name = ctx.state.get("job", params["job_name"])
     kube.delete(ctx, "job", name)
     # the Job's pods go with it (garbage collection); delete them too rather than wait on a collector
@@ -345,7 +347,7 @@ def _stop_holder(ctx, params) -> None:
     kube.wait_until(lambda: not _holder_pods(ctx, params), timeout=60)
 
 
-def lock_recover(ctx, target, params):
+def lock_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _stop_holder(ctx, params)
     _terminate_holders(ctx, target)
 
@@ -359,7 +361,7 @@ def _arg_value(args: list[str], name: str) -> tuple[int | None, str | None]:
     return None, None
 
 
-def max_conn_inject(ctx, target, params):
+def max_conn_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     args = list(obj["spec"]["template"]["spec"]["containers"][0].get("args") or [])
     ctx.state["args"] = list(args)
@@ -372,13 +374,13 @@ def max_conn_inject(ctx, target, params):
                [{"op": "add", "path": "/spec/template/spec/containers/0/args", "value": args}], type="json")
 
 
-def max_conn_present(ctx, target, params):
+def max_conn_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     obj = kube.workload(ctx, target)
     _index, value = _arg_value(obj["spec"]["template"]["spec"]["containers"][0].get("args") or [], "max_connections")
     return value is not None and int(value) <= params["value"]
 
 
-def max_conn_recover(ctx, target, params):
+def max_conn_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.patch(ctx, target.component.kind, target.component.name,
                [{"op": "add", "path": "/spec/template/spec/containers/0/args", "value": ctx.state["args"]}], type="json")
     # a StatefulSet does not replace a pod that never became Ready (Kubernetes' "forced rollback"
