@@ -98,7 +98,8 @@ def test_an_app_that_never_converges_is_measured_after_the_settle_timeout():
 
     access, attempt, workload = _access(ready_after=None, settle_timeout=1.0)
     stats = asyncio.run(access.workload_stats(0.1))
-    assert 1.0 <= stats["settle_wait_s"] < 3.0 and workload.asked_at
+    # it gave up at the 1 s asked for: the bound is far above that (a loaded machine) and under the 15 s default
+    assert 1.0 <= stats["settle_wait_s"] < 10.0 and workload.asked_at
 
 
 def test_the_window_skips_requests_sent_before_it_opened():

@@ -64,7 +64,9 @@ def test_a_poison_record_blocks_every_group_until_deleted_and_acknowledged(broke
         poison = client.xadd(STREAM, {"order": "not-an-order"})
         for i in range(3, 8):
             client.xadd(STREAM, _order(i))
-        time.sleep(2.5)
+        # every group has read the poison record (it stays pending: processing it fails) ...
+        assert _wait(lambda: all(client.xpending(STREAM, g)["pending"] == 1 for g in GROUPS))
+        time.sleep(2.5)  # ... and retries it: a while in which nothing behind it may be processed
         # head-of-line: nothing after the poison record is processed, in any group
         assert [c.processed for c in consumers] == [3, 3]
         for group in GROUPS:

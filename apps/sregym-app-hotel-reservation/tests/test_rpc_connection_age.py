@@ -29,8 +29,10 @@ def test_calls_survive_connection_age_rollovers_and_use_new_connections() -> Non
         peers.append(context.peer())  # the caller's address: a new one per connection
         return request
 
+    # connections age out after 0.6 s; a call under way then may finish on the old one for the shipped 5 s
+    # (a loaded machine may take more than a fraction of a second to answer it)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
-                         options=_scaled(rpc.SERVER_OPTIONS, age_ms=600, grace_ms=300))
+                         options=_scaled(rpc.SERVER_OPTIONS, age_ms=600, grace_ms=5000))
     handler = grpc.unary_unary_rpc_method_handler(echo)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.Echo", {"Call": handler}),))
     port = server.add_insecure_port("127.0.0.1:0")
@@ -39,11 +41,13 @@ def test_calls_survive_connection_age_rollovers_and_use_new_connections() -> Non
     call = channel.unary_unary("/t.Echo/Call")
     failures = 0
     try:
-        deadline = time.monotonic() + 3.0
+        # calls until the connection was replaced at least twice (about 3 s on an idle machine; the deadline
+        # only catches a server that never ages its connections out)
+        deadline = time.monotonic() + 60.0
         calls = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and (calls <= 50 or len(set(peers)) < 3):
             try:
-                assert call(b"x", timeout=2) == b"x"
+                assert call(b"x", timeout=30) == b"x"
             except grpc.RpcError:
                 failures += 1
             calls += 1
@@ -53,4 +57,4 @@ def test_calls_survive_connection_age_rollovers_and_use_new_connections() -> Non
         server.stop(0)
     assert calls > 50
     assert failures == 0
-    assert len(set(peers)) >= 3  # the connection was replaced at least twice in 3 s
+    assert len(set(peers)) >= 3  # the connection was replaced at least twice

@@ -213,7 +213,10 @@ def test_watch_semantics(c: LocalClient) -> None:
         await c.patch("configmaps", "new", {"data": {"k": "v"}}, "default")
         await c.patch("configmaps", "new", {"metadata": {"labels": {"w": "2"}}}, "default")  # leaves the selection
         await c.delete("configmaps", "pre", "default")
-        await asyncio.sleep(0.05)
+        deadline = asyncio.get_running_loop().time() + 30  # the watcher's turn comes: the bound only catches a hang
+        while len(events) < 5 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)  # and nothing more arrives
         task.cancel()
         return events
 

@@ -22,7 +22,7 @@ def test_stream_labels_and_timestamp_split() -> None:
     assert split_timestamp("no timestamp here") is None
 
 
-async def _wait_for(predicate, timeout: float = 10.0) -> None:
+async def _wait_for(predicate, timeout: float = 30.0) -> None:  # an outer bound: it only catches a hang
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
