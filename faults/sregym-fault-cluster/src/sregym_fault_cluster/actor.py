@@ -8,11 +8,18 @@ the actor (suspend or delete the CronJob) and restore the limit.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
 from . import api_actor
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 NAME = "nightly-rebalance"
 SELECTOR = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "db:*", "cache:*"))
@@ -31,7 +38,7 @@ with urllib.request.urlopen(request, context=context, timeout=20) as answer:
 """
 
 
-def _objects(ctx, target, memory: str, container: str) -> list[dict]:
+def _objects(ctx: FaultContext, target: Target, memory: str, container: str) -> list[dict]:
     return api_actor.actor_objects(
         ctx.namespace, NAME,
         rules=[{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "patch"]}],
@@ -39,13 +46,13 @@ def _objects(ctx, target, memory: str, container: str) -> list[dict]:
                                                               "CONTAINER": container, "MEMORY": memory})])
 
 
-def _limit(ctx, target) -> str | None:
+def _limit(ctx: FaultContext, target: Target) -> str | None:
     obj = kube.workload(ctx, target)
     container = kube.container(obj, target.component.container_name)
     return ((container.get("resources") or {}).get("limits") or {}).get("memory")
 
 
-def inject(ctx, target, params):
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     container = kube.container(obj, target.component.container_name)
     ctx.state.update(resources=container.get("resources") or {}, container=container["name"],
@@ -56,17 +63,17 @@ def inject(ctx, target, params):
     ctx.kubectl("create", "job", f"{NAME}-manual", f"--from=cronjob/{NAME}", "-n", ctx.namespace)
 
 
-def _actor_active(ctx) -> bool:
+def _actor_active(ctx: FaultContext) -> bool:
     cron = kube.get(ctx, "cronjob", NAME, missing_ok=True)
     return cron is not None and not cron["spec"].get("suspend")
 
 
-def is_present(ctx, target, params):
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     # the bad limit is in place, or the actor is still scheduled to put it back
     return _actor_active(ctx) or _limit(ctx, target) == ctx.state.get("memory", params["memory"])
 
 
-def fix(ctx, target, params):
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # stop the actor first, then restore the limit it keeps overwriting
     kube.patch(ctx, "cronjob", NAME, {"spec": {"suspend": True}})
     api_actor.delete_jobs(ctx, NAME)
@@ -76,7 +83,7 @@ def fix(ctx, target, params):
         type="json")
 
 
-def recover(ctx, target, params):
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     api_actor.remove_actor(ctx, NAME)
     ctx.kubectl("delete", f"job/{NAME}-manual", "-n", ctx.namespace, "--ignore-not-found", "--wait=false")
     if "resources" in ctx.state and _limit(ctx, target) == ctx.state.get("memory"):

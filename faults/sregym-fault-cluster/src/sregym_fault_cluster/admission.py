@@ -16,10 +16,17 @@ import base64
 import copy
 import datetime as dt
 import json
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import FaultError, PermanentFaultError
 from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 IMAGE = "sregym/admission-webhook:1.0"
 PORT = 8443
@@ -116,12 +123,12 @@ def webhook_configuration(kind: str, name: str, hook: str, namespace: str, servi
             "webhooks": [webhook]}
 
 
-def _create(ctx, objects: list[dict]) -> None:
+def _create(ctx: FaultContext, objects: list[dict]) -> None:
     for obj in objects:
         ctx.kubectl("apply", "-f", "-", input=json.dumps(obj))
 
 
-def _delete_all(ctx, namespace: str, name: str, config_kind: str, config_name: str) -> None:
+def _delete_all(ctx: FaultContext, namespace: str, name: str, config_kind: str, config_name: str) -> None:
     ctx.kubectl("delete", config_kind, config_name, "--ignore-not-found", "--wait=false")
     for kind, obj_name in (("deployment", name), ("service", name), ("secret", f"{name}-tls")):
         ctx.kubectl("delete", kind, obj_name, "-n", namespace, "--ignore-not-found", "--wait=false")
@@ -130,7 +137,7 @@ def _delete_all(ctx, namespace: str, name: str, config_kind: str, config_name: s
 # --------------------------------------------------------------------------- admission, asked live
 
 
-def probe_pod(ctx, target) -> dict:
+def probe_pod(ctx: FaultContext, target: Target) -> dict:
     """A pod built from the target's current pod template, with the labels saved at injection."""
     template = kube.workload(ctx, target)["spec"]["template"]
     labels = ctx.state.get("labels") or (template.get("metadata") or {}).get("labels") or {}
@@ -140,7 +147,7 @@ def probe_pod(ctx, target) -> dict:
             "spec": copy.deepcopy(template["spec"])}
 
 
-def dry_run_create(ctx, target) -> tuple[dict | None, str]:
+def dry_run_create(ctx: FaultContext, target: Target) -> tuple[dict | None, str]:
     """(the pod admission would store, "") or (None, the API server's refusal)."""
     try:
         # admission may take the API server's whole one-minute deadline (slow webhooks)
@@ -151,12 +158,12 @@ def dry_run_create(ctx, target) -> tuple[dict | None, str]:
     return json.loads(out), ""
 
 
-def _save_labels(ctx, target) -> None:
+def _save_labels(ctx: FaultContext, target: Target) -> None:
     template = kube.workload(ctx, target)["spec"]["template"]
     ctx.state["labels"] = dict((template.get("metadata") or {}).get("labels") or {})
 
 
-def _wait_ready(ctx, name: str, timeout: float = 90.0) -> None:
+def _wait_ready(ctx: FaultContext, name: str, timeout: float = 90.0) -> None:
     ctx.kubectl("rollout", "status", f"deployment/{name}", "-n", ctx.namespace, f"--timeout={int(timeout)}s",
                 timeout=timeout + 10)
 
@@ -166,11 +173,11 @@ def _wait_ready(ctx, name: str, timeout: float = 90.0) -> None:
 OUTAGE_BACKEND = "pod-policy-webhook"
 
 
-def _outage_config(ctx) -> str:
+def _outage_config(ctx: FaultContext) -> str:
     return f"pod-policy-{ctx.namespace}"
 
 
-def outage_inject(ctx, target, params):
+def outage_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _save_labels(ctx, target)
     host = f"{OUTAGE_BACKEND}.{ctx.namespace}.svc"
     ca, cert, key = issue_certificates(host)
@@ -184,19 +191,19 @@ def outage_inject(ctx, target, params):
     kube.delete_pods(ctx, target)
 
 
-def outage_present(ctx, target, params):
+def outage_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     pod, refusal = dry_run_create(ctx, target)
     # a call that only ran out of time (a loaded machine, a server that is back) is not the outage
     return pod is None and "failed calling webhook" in refusal and "deadline exceeded" not in refusal
 
 
-def outage_fix(ctx, target, params):
+def outage_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # as an SRE would: bring the policy server back, then let the ReplicaSet create the pods
     ctx.kubectl("scale", f"deployment/{OUTAGE_BACKEND}", "-n", ctx.namespace, "--replicas=1")
     _wait_ready(ctx, OUTAGE_BACKEND)
 
 
-def outage_recover(ctx, target, params):
+def outage_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _delete_all(ctx, ctx.namespace, OUTAGE_BACKEND, "validatingwebhookconfiguration", _outage_config(ctx))
 
 
@@ -210,7 +217,7 @@ def ca_mismatch_config(namespace: str) -> str:
     return f"pod-admission-{namespace}"
 
 
-def ca_mismatch_inject(ctx, target, params):
+def ca_mismatch_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _save_labels(ctx, target)
     # the configuration stands in every attempt (the problem's grant gives its healthy form, no webhooks):
     # the fault changes it in place and recover puts back what it found
@@ -229,14 +236,14 @@ def ca_mismatch_inject(ctx, target, params):
     kube.delete_pods(ctx, target)
 
 
-def ca_mismatch_present(ctx, target, params):
+def ca_mismatch_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     pod, refusal = dry_run_create(ctx, target)
     # the fault is the untrusted certificate; a webhook call that timed out on a loaded machine
     # after the CA was fixed is not this fault
     return pod is None and "failed calling webhook" in refusal and "x509" in refusal
 
 
-def ca_mismatch_fix(ctx, target, params):
+def ca_mismatch_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # as an SRE would: trust the CA that issued the server's certificate (the Secret's ca.crt)
     secret = kube.get(ctx, "secret", f"{CA_BACKEND}-tls")
     patch = [{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": secret["data"]["ca.crt"]}]
@@ -244,7 +251,7 @@ def ca_mismatch_fix(ctx, target, params):
                 "-p", json.dumps(patch))
 
 
-def ca_mismatch_recover(ctx, target, params):
+def ca_mismatch_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     before = ctx.state.get("webhooks_before")
     if before is None:
         _delete_all(ctx, ctx.namespace, CA_BACKEND, "validatingwebhookconfiguration", ca_mismatch_config(ctx.namespace))
@@ -261,7 +268,7 @@ def ca_mismatch_recover(ctx, target, params):
 MUTATING_BACKEND = "resource-defaults-webhook"
 
 
-def _mutating_config(ctx) -> str:
+def _mutating_config(ctx: FaultContext) -> str:
     return f"resource-defaults-{ctx.namespace}"
 
 
@@ -271,7 +278,7 @@ def _container_memory(pod: dict, target) -> str | None:
     return ((chosen.get("resources") or {}).get("limits") or {}).get("memory")
 
 
-def mutating_inject(ctx, target, params):
+def mutating_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _save_labels(ctx, target)
     host = f"{MUTATING_BACKEND}.{ctx.namespace}.svc"
     ca, cert, key = issue_certificates(host)
@@ -293,14 +300,14 @@ def mutating_inject(ctx, target, params):
     ctx.rollout_restart(target.component.kind, target.component.name)
 
 
-def mutating_present(ctx, target, params):
+def mutating_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     pod, refusal = dry_run_create(ctx, target)
     if pod is None:
         return "failed calling webhook" in refusal
     return _container_memory(pod, target) == ctx.state.get("memory", params["memory"])
 
 
-def mutating_fix(ctx, target, params):
+def mutating_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # the rewrite comes from the namespace's resource-defaults webhook: stop it, then roll the target
     ctx.kubectl("scale", f"deployment/{MUTATING_BACKEND}", "-n", ctx.namespace, "--replicas=0")
     ctx.kubectl("rollout", "status", f"deployment/{MUTATING_BACKEND}", "-n", ctx.namespace, "--timeout=60s",
@@ -308,7 +315,7 @@ def mutating_fix(ctx, target, params):
     ctx.rollout_restart(target.component.kind, target.component.name)
 
 
-def mutating_recover(ctx, target, params):
+def mutating_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _delete_all(ctx, ctx.namespace, MUTATING_BACKEND, "mutatingwebhookconfiguration", _mutating_config(ctx))
     ctx.rollout_restart(target.component.kind, target.component.name)
 
@@ -321,11 +328,11 @@ SLOW_BACKEND = "platform-hooks"
 SLOW_HOOKS = ("labels", "sidecars", "defaults", "audit")
 
 
-def _slow_config(ctx) -> str:
+def _slow_config(ctx: FaultContext) -> str:
     return f"platform-hooks-{ctx.namespace}"
 
 
-def timeouts_inject(ctx, target, params):
+def timeouts_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _save_labels(ctx, target)
     host = f"{SLOW_BACKEND}.{ctx.namespace}.svc"
     ca, cert, key = issue_certificates(host)
@@ -344,14 +351,14 @@ def timeouts_inject(ctx, target, params):
     kube.delete_pods(ctx, target)
 
 
-def _slow_backend_serving(ctx) -> bool:
+def _slow_backend_serving(ctx: FaultContext) -> bool:
     if not kube.exists(ctx, "mutatingwebhookconfiguration", _slow_config(ctx)):
         return False
     endpoints = kube.get(ctx, "endpoints", SLOW_BACKEND, missing_ok=True) or {}
     return any(subset.get("addresses") for subset in endpoints.get("subsets") or [])
 
 
-def timeouts_present(ctx, target, params):
+def timeouts_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     # quick answers first: without the configuration or a reachable slow server, calls fail fast
     # and are ignored; otherwise ask the API server (a dry run that waits for the webhooks)
     if not _slow_backend_serving(ctx):
@@ -360,14 +367,14 @@ def timeouts_present(ctx, target, params):
     return pod is None and "did not complete within requested timeout" in refusal
 
 
-def timeouts_fix(ctx, target, params):
+def timeouts_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # the platform hooks only stall: take their server down (failurePolicy Ignore lets pods through)
     ctx.kubectl("scale", f"deployment/{SLOW_BACKEND}", "-n", ctx.namespace, "--replicas=0")
     ctx.kubectl("rollout", "status", f"deployment/{SLOW_BACKEND}", "-n", ctx.namespace, "--timeout=60s",
                 timeout=70)
 
 
-def timeouts_recover(ctx, target, params):
+def timeouts_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _delete_all(ctx, ctx.namespace, SLOW_BACKEND, "mutatingwebhookconfiguration", _slow_config(ctx))
 
 
@@ -376,7 +383,7 @@ def timeouts_recover(ctx, target, params):
 ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
-def psa_inject(ctx, target, params):
+def psa_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     ns = json.loads(ctx.kubectl("get", "namespace", ctx.namespace, "-o", "json"))
     labels = ns["metadata"].get("labels") or {}
     ctx.state["previous"] = labels.get(ENFORCE)
@@ -389,7 +396,7 @@ def psa_inject(ctx, target, params):
     kube.delete_pods(ctx, target)
 
 
-def psa_present(ctx, target, params):
+def psa_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     pod, refusal = dry_run_create(ctx, target)
     return pod is None and "violates PodSecurity" in refusal
 
@@ -399,7 +406,7 @@ _RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"dr
 _RESTRICTED_POD = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
 
 
-def psa_fix(ctx, target, params):
+def psa_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # within the namespace, as an SRE would: make the pod template comply with the enforced level
     obj = kube.workload(ctx, target)
     spec = kube.pod_spec(obj)
@@ -412,7 +419,7 @@ def psa_fix(ctx, target, params):
     kube.patch(ctx, target.component.kind, target.component.name, ops, type="json")
 
 
-def psa_recover(ctx, target, params):
+def psa_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     previous = ctx.state.get("previous")
     if previous:
         ctx.kubectl("label", "namespace", ctx.namespace, f"{ENFORCE}={previous}", "--overwrite")

@@ -24,11 +24,18 @@ routes follow these objects; ``SREGYM_EMBEDDED_BGP=0`` turns them off) with two 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import function_fault, kube, users
 from sregym_core.faultkit.calico import CONFIGS, DEFAULT_CONFIG, GROUP, PEERS, VERSION, islands, selects
 from sregym_core.types import FaultSpec, TargetSelector
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 CONFIG, PEER = DEFAULT_CONFIG, "peer-with-route-reflectors"
 REFLECTOR_LABEL, REFLECTOR_VALUE = "route-reflector", "true"
@@ -40,7 +47,7 @@ SERVED = TargetSelector(kinds=("Deployment",), requires=("service",),
 
 # ---------------------------------------------------------------- the cluster's objects
 
-def _items(ctx, resource: str) -> list[dict]:
+def _items(ctx: FaultContext, resource: str) -> list[dict]:
     out = ctx.kubectl("get", resource, "-o", "json", check=False)
     try:
         return json.loads(out)["items"]
@@ -48,19 +55,19 @@ def _items(ctx, resource: str) -> list[dict]:
         return []  # the resource type is gone: Calico's defaults (the mesh)
 
 
-def _nodes(ctx) -> dict[str, dict[str, str]]:
+def _nodes(ctx: FaultContext) -> dict[str, dict[str, str]]:
     return {n["metadata"]["name"]: n["metadata"].get("labels") or {}
             for n in json.loads(ctx.kubectl("get", "nodes", "-o", "json"))["items"]}
 
 
-def _app_nodes(ctx) -> set[str]:
+def _app_nodes(ctx: FaultContext) -> set[str]:
     """The nodes running the app's pods (host-network pods route as their node)."""
     pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-o", "json"))["items"]
     return {p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName") and not p["spec"].get("hostNetwork")
             and (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}
 
 
-def unrouted(ctx) -> bool:
+def unrouted(ctx: FaultContext) -> bool:
     """Whether some node running the app's pods has no route to another one."""
     found = islands(_nodes(ctx), _items(ctx, CONFIGS), _items(ctx, PEERS))
     return len({found.get(node) for node in _app_nodes(ctx)}) > 1
@@ -71,7 +78,7 @@ def _peer(selector: str) -> dict:
             "spec": {"nodeSelector": "all()", "peerSelector": selector}}
 
 
-def _set_peer(ctx, spec: dict, *, exists: bool) -> None:
+def _set_peer(ctx: FaultContext, spec: dict, *, exists: bool) -> None:
     """The peer with ``spec``: created, or its spec replaced where it stands (every attempt's problem grant
     gives the peer a standing form; ``kubectl apply`` over an object it did not create would send a
     strategic merge patch, which custom resources refuse)."""
@@ -82,7 +89,7 @@ def _set_peer(ctx, spec: dict, *, exists: bool) -> None:
         kube.apply(ctx, {**_peer(""), "spec": spec})
 
 
-def inject(ctx, target, params):
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     try:
         configs = json.loads(ctx.kubectl("get", CONFIGS, "-o", "json", check=False))["items"]
     except (ValueError, KeyError, TypeError):
@@ -113,19 +120,19 @@ def inject(ctx, target, params):
                     json.dumps({"spec": {"nodeToNodeMeshEnabled": False}}))
 
 
-def is_present(ctx, target, params):
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     if kube.get(ctx, target.component.kind, target.component.name, missing_ok=True) is None:
         return True  # deleting the workload is no fix
     return unrouted(ctx)
 
 
-def fix(ctx, target, params):
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # as a cluster admin would: the peer selects the reflectors by the label they carry
     ctx.kubectl("patch", PEERS, PEER, "--type", "merge", "-p", json.dumps({"spec": {"peerSelector": GOOD_SELECTOR}}))
     users.wait_users_succeed(ctx)
 
 
-def recover(ctx, target, params):
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if "reflector" not in ctx.state:
         return
     saved_peer, saved_config = ctx.state.get("peer"), ctx.state.get("config")

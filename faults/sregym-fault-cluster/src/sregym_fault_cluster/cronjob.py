@@ -18,6 +18,7 @@ import base64
 import datetime as dt
 import json
 import time
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec
@@ -25,6 +26,12 @@ from sregym_core.types import FaultSpec
 from . import api_actor
 from . import ingress_users as users
 from .ingress import ENTRY
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 NAME = "cert-sync"
 SIDECAR = "log-forwarder"
@@ -46,7 +53,7 @@ print("cert-sync: copied", os.environ["SOURCE"], "to", os.environ["TARGET"], flu
 FORWARDER = "import time\nprint('log-forwarder: shipping logs', flush=True)\nwhile True:\n    time.sleep(30)\n"
 
 
-def _objects(ctx, secret: str, issued: str) -> list[dict]:
+def _objects(ctx: FaultContext, secret: str, issued: str) -> list[dict]:
     return api_actor.actor_objects(
         ctx.namespace, NAME, backoff_limit=2,
         rules=[{"apiGroups": [""], "resources": ["secrets"], "resourceNames": [issued, secret],
@@ -55,13 +62,13 @@ def _objects(ctx, secret: str, issued: str) -> list[dict]:
                     api_actor.container(SIDECAR, FORWARDER)])
 
 
-def _synced(ctx, secret: str, cert: bytes) -> bool:
+def _synced(ctx: FaultContext, secret: str, cert: bytes) -> bool:
     obj = kube.get(ctx, "secret", secret, missing_ok=True) or {}
     return base64.b64decode((obj.get("data") or {}).get("tls.crt", "")) == cert
 
 
 @users.users_first
-def inject(ctx, target, params):
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     from sregym_appkit.ingress import issue
 
     obj = users.ingress(ctx, target)
@@ -97,7 +104,7 @@ def _blocking(cron: dict) -> bool:
     return any(c.get("name") != "sync" for c in spec.get("containers") or [])
 
 
-def _stuck_jobs(ctx) -> list[str]:
+def _stuck_jobs(ctx: FaultContext) -> list[str]:
     jobs = json.loads(ctx.kubectl("get", "jobs", "-n", ctx.namespace, "-l", api_actor.label_selector(NAME),
                                   "-o", "json"))["items"]
     out = []
@@ -109,7 +116,7 @@ def _stuck_jobs(ctx) -> list[str]:
     return out
 
 
-def is_present(ctx, target, params):
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     cron = kube.get(ctx, "cronjob", NAME, missing_ok=True)
     if cron is None or cron["spec"].get("suspend"):
         # nothing copies the renewed certificate any more: present while the served one is unusable
@@ -120,7 +127,7 @@ def is_present(ctx, target, params):
     return _blocking(cron) or bool(_stuck_jobs(ctx))
 
 
-def fix(ctx, target, params):
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # the forwarder becomes a native sidecar (an init container that keeps running): the Job completes when
     # the sync does; then the stuck Job goes, so the next run copies the renewed certificate
     cron = kube.get(ctx, "cronjob", NAME)
@@ -139,7 +146,7 @@ def fix(ctx, target, params):
     users.wait_users_served(ctx)
 
 
-def recover(ctx, target, params):
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     try:
         api_actor.remove_actor(ctx, NAME)
         if "data" in ctx.state:

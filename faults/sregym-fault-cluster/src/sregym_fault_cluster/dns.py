@@ -8,24 +8,31 @@ lives in kube-system): an agent needs cluster scope to repair them.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema, users
 from sregym_core.types import FaultSpec, TargetSelector
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 NAMESPACE, NAME, KEY = "kube-system", "coredns", "Corefile"
 SERVICE = TargetSelector(kinds=WORKLOADS, requires=("service",))
 CLUSTER_DOMAIN = "cluster.local"
 
 
-def _corefile(ctx) -> tuple[dict, str]:
+def _corefile(ctx: FaultContext) -> tuple[dict, str]:
     obj = kube.get(ctx, "configmap", NAME, namespace=NAMESPACE, missing_ok=True)
     if obj is None or KEY not in (obj.get("data") or {}):
         raise PermanentFaultError("this cluster has no kube-system/coredns ConfigMap with a Corefile")
     return obj, obj["data"][KEY]
 
 
-def _write(ctx, text: str) -> None:
+def _write(ctx: FaultContext, text: str) -> None:
     kube.patch(ctx, "configmap", NAME, {"data": {KEY: text}}, namespace=NAMESPACE)
 
 
@@ -63,11 +70,11 @@ def nxdomain_for(corefile: str, fqdn: str) -> bool:
     return False
 
 
-def _fqdn(ctx, target) -> str:
+def _fqdn(ctx: FaultContext, target: Target) -> str:
     return f"{target.component.service_name}.{ctx.namespace}.svc.{CLUSTER_DOMAIN}"
 
 
-def _inject(ctx, target, block: str) -> None:
+def _inject(ctx: FaultContext, target: Target, block: str) -> None:
     _, text = _corefile(ctx)
     ctx.state["corefile"] = text
     _write(ctx, _insert(text, block))
@@ -75,7 +82,7 @@ def _inject(ctx, target, block: str) -> None:
     kube.restart_dependents(ctx, target)
 
 
-def service_nxdomain_inject(ctx, target, params):
+def service_nxdomain_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     fqdn = _fqdn(ctx, target)
     ctx.state["fqdn"] = fqdn
     regex = "^" + re.escape(fqdn).replace("\\.", "[.]").replace("\\-", "-") + "[.]$"
@@ -83,18 +90,18 @@ def service_nxdomain_inject(ctx, target, params):
                          f"        rcode NXDOMAIN\n        fallthrough\n    }}\n")
 
 
-def stale_zone_inject(ctx, target, params):
+def stale_zone_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     ctx.state["fqdn"] = _fqdn(ctx, target)
     # a leftover from a migration: the whole service zone answered NXDOMAIN
     _inject(ctx, target, f"    template ANY ANY svc.{CLUSTER_DOMAIN} {{\n        rcode NXDOMAIN\n    }}\n")
 
 
-def present(ctx, target, params):
+def present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     _, text = _corefile(ctx)
     return nxdomain_for(text, ctx.state.get("fqdn") or _fqdn(ctx, target))
 
 
-def fix(ctx, target, params):
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # as a cluster admin would: take the template out of the Corefile, then let callers reconnect
     obj, text = _corefile(ctx)
     cleaned = re.sub(r"^[ \t]*template\s[^{\n]*\{.*?^[ \t]*\}[ \t]*\n", "", text, flags=re.DOTALL | re.MULTILINE)
@@ -103,7 +110,7 @@ def fix(ctx, target, params):
     users.wait_users_succeed(ctx)
 
 
-def recover(ctx, target, params):
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     saved = ctx.state.get("corefile")
     if saved is not None:
         _write(ctx, saved)

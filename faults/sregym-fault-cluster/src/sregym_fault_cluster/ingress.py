@@ -20,12 +20,19 @@ import base64
 import copy
 import datetime as dt
 import json
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import function_fault, kube
 from sregym_core.types import FaultSpec, TargetSelector
 
 from . import ingress_users as users
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 ENTRY = TargetSelector(kinds=("Deployment",), requires=("knob:ingress",))
 WRONG_CLASS = "nginx-internal"
@@ -35,7 +42,7 @@ WRONG_CLASS = "nginx-internal"
 
 
 @users.users_first
-def tls_inject(ctx, target, params):
+def tls_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     from sregym_appkit.ingress import issue
 
     obj = users.ingress(ctx, target)
@@ -65,19 +72,19 @@ def _tls_values(target, params, state) -> dict:
             "renewed_secret": state.get("renewed") or f"{secret}-renewed"}
 
 
-def tls_present(ctx, target, params):
+def tls_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     obj = kube.get(ctx, "ingress", ctx.state.get("ingress") or target.component.name, missing_ok=True)
     return users.certificate_problem(ctx, obj, ctx.state.get("host") or users.host_of(obj or {"metadata": {}})) is not None
 
 
-def tls_fix(ctx, target, params):
+def tls_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # install the renewed certificate in the Secret the Ingress serves
     renewed = kube.get(ctx, "secret", ctx.state["renewed"])
     kube.patch(ctx, "secret", ctx.state["secret"], {"data": {k: renewed["data"][k] for k in ("tls.crt", "tls.key")}})
     users.wait_users_served(ctx)  # as an SRE checks the site after the change
 
 
-def tls_recover(ctx, target, params):
+def tls_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     try:
         if "data" in ctx.state:
             kube.patch(ctx, "secret", ctx.state["secret"], {"data": ctx.state["data"]})
@@ -89,7 +96,7 @@ def tls_recover(ctx, target, params):
 # --------------------------------------------------------------------------- misrouted path
 
 
-def _wrong_backend(ctx, target) -> tuple[str, int]:
+def _wrong_backend(ctx: FaultContext, target: Target) -> tuple[str, int]:
     """Another HTTP-less Service of the app (sorted by name): an internal backend, not the entry."""
     services = json.loads(ctx.kubectl("get", "services", "-n", ctx.namespace, "-o", "json"))["items"]
     for svc in sorted(services, key=lambda s: s["metadata"]["name"]):
@@ -116,7 +123,7 @@ def _routes(obj: dict | None) -> set[tuple]:
 
 
 @users.users_first
-def misroute_inject(ctx, target, params):
+def misroute_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = users.ingress(ctx, target)
     service, port = _wrong_backend(ctx, target)
     ctx.state.update(ingress=obj["metadata"]["name"], rules=obj["spec"]["rules"], wrong_service=service,
@@ -129,14 +136,14 @@ def misroute_inject(ctx, target, params):
     kube.patch(ctx, "ingress", obj["metadata"]["name"], {"spec": {"rules": rules}})
 
 
-def _port_number(ctx, service: str, port: str) -> str:
+def _port_number(ctx: FaultContext, service: str, port: str) -> str:
     if port.isdigit():
         return port
     svc = kube.get(ctx, "service", service, missing_ok=True) or {}
     return next((str(p["port"]) for p in (svc.get("spec") or {}).get("ports") or [] if p.get("name") == port), port)
 
 
-def misroute_present(ctx, target, params):
+def misroute_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     obj = kube.get(ctx, "ingress", ctx.state.get("ingress") or target.component.name, missing_ok=True)
     if obj is None:
         return True
@@ -147,12 +154,12 @@ def misroute_present(ctx, target, params):
     return not want <= have or any(h in hosts for h, *_ in have - want)
 
 
-def misroute_fix(ctx, target, params):
+def misroute_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.patch(ctx, "ingress", ctx.state["ingress"], {"spec": {"rules": ctx.state["rules"]}})
     users.wait_users_served(ctx)  # as an SRE checks the site after the change
 
 
-def misroute_recover(ctx, target, params):
+def misroute_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     try:
         if "rules" in ctx.state:
             kube.patch(ctx, "ingress", ctx.state["ingress"], {"spec": {"rules": ctx.state["rules"]}})
@@ -164,7 +171,7 @@ def misroute_recover(ctx, target, params):
 
 
 @users.users_first
-def class_inject(ctx, target, params):
+def class_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = users.ingress(ctx, target)
     wrong = params.get("class_name", WRONG_CLASS)
     if wrong in users.served_classes(ctx):
@@ -173,7 +180,7 @@ def class_inject(ctx, target, params):
     kube.patch(ctx, "ingress", obj["metadata"]["name"], {"spec": {"ingressClassName": wrong}})
 
 
-def class_present(ctx, target, params):
+def class_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     obj = kube.get(ctx, "ingress", ctx.state.get("ingress") or target.component.name, missing_ok=True)
     if obj is None:
         return True
@@ -182,16 +189,16 @@ def class_present(ctx, target, params):
     return wanted not in users.served_classes(ctx)
 
 
-def _restore_class(ctx):
+def _restore_class(ctx: FaultContext) -> None:
     kube.patch(ctx, "ingress", ctx.state["ingress"], {"spec": {"ingressClassName": ctx.state["class_name"] or "nginx"}})
 
 
-def class_fix(ctx, target, params):
+def class_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _restore_class(ctx)
     users.wait_users_served(ctx)  # as an SRE checks the site after the change
 
 
-def class_recover(ctx, target, params):
+def class_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     try:
         if "wrong" in ctx.state:
             _restore_class(ctx)

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import base64
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import kube
 from sregym_core.faultkit import users as kit_users
 
 if TYPE_CHECKING:
-    from sregym_core.faults import FaultContext
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext, UsersProbe
     from sregym_core.types import Target
 
 CONTROLLER_SERVICE = ("ingress-nginx", "ingress-nginx-controller")
@@ -62,7 +64,7 @@ def ca_key(ctx: FaultContext) -> bytes:
     return base64.b64decode(secret["data"]["tls.key"])
 
 
-def _client(ctx: FaultContext):
+def _client(ctx: FaultContext) -> UsersProbe:
     client = kit_users.workload_client(ctx)
     if client is None:
         raise PermanentFaultError(f"app {ctx.app.name} has no workload generator to send through the Ingress")
@@ -79,7 +81,7 @@ def route_users(ctx: FaultContext, target: Target, *, settle_s: float = 90.0) ->
     ctx.state["routed"] = True
     client.control(route=route)
     deadline = time.monotonic() + settle_s
-    stats: dict = {}
+    stats: Mapping[str, Any] = {}
     while time.monotonic() < deadline:
         time.sleep(3.0)
         stats = client.stats(3.0)
@@ -153,7 +155,7 @@ def put_secret(ctx: FaultContext, name: str, cert: bytes, key: bytes, labels: di
 
 def users_first(inject):
     """Move the workload's users onto the Ingress, then break it; back to the Service if that fails."""
-    def routed_inject(ctx, target, params):
+    def routed_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Any:
         route_users(ctx, target)
         try:
             return inject(ctx, target, params)

@@ -17,10 +17,17 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import function_fault, kube, schema, users
 from sregym_core.types import FaultSpec, TargetSelector
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 
 RESOURCE, POOL = "ippools.crd.projectcalico.org", "default-ipv4-ippool"
@@ -34,7 +41,7 @@ PARAMS = schema(prefix_length={"type": "integer", "minimum": 24, "maximum": 30, 
                                "description": "the prefix length the pool is shrunk to (a /26 holds 64 addresses)"})
 
 
-def _pool(ctx) -> dict:
+def _pool(ctx: FaultContext) -> dict:
     out = ctx.kubectl("get", RESOURCE, POOL, "-o", "json", "--ignore-not-found")
     if not out.strip():
         raise PermanentFaultError(f"this cluster has no IPPool {POOL}",
@@ -42,7 +49,7 @@ def _pool(ctx) -> dict:
     return json.loads(out)
 
 
-def _enabled_pools(ctx) -> list[ipaddress.IPv4Network]:
+def _enabled_pools(ctx: FaultContext) -> list[ipaddress.IPv4Network]:
     items = json.loads(ctx.kubectl("get", RESOURCE, "-o", "json"))["items"]
     out = []
     for item in items:
@@ -62,11 +69,11 @@ def _hosts(block: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
             if int(net.network_address) + h <= int(net.broadcast_address)]
 
 
-def _nodes(ctx) -> list[dict]:
+def _nodes(ctx: FaultContext) -> list[dict]:
     return json.loads(ctx.kubectl("get", "nodes", "-o", "json"))["items"]
 
 
-def _used(ctx) -> dict[str, set[str]]:
+def _used(ctx: FaultContext) -> dict[str, set[str]]:
     """Node -> addresses its live pods hold."""
     used: dict[str, set[str]] = {}
     for pod in json.loads(ctx.kubectl("get", "pods", "-A", "-o", "json"))["items"]:
@@ -84,18 +91,18 @@ def free_addresses(pools: list[ipaddress.IPv4Network], blocks: dict[str, str], u
                if str(ip) not in used.get(node, set()) and any(ip in pool for pool in pools))
 
 
-def _blocks(ctx) -> dict[str, str]:
+def _blocks(ctx: FaultContext) -> dict[str, str]:
     return {n["metadata"]["name"]: n["spec"]["podCIDR"] for n in _nodes(ctx) if (n.get("spec") or {}).get("podCIDR")}
 
 
-def _target_pods(ctx, target) -> list[dict]:
+def _target_pods(ctx: FaultContext, target: Target) -> list[dict]:
     obj = kube.workload(ctx, target)
     selector = ",".join(f"{k}={v}" for k, v in obj["spec"]["selector"].get("matchLabels", {}).items())
     items = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
-def _filler(ctx, node: str, replicas: int) -> dict:
+def _filler(ctx: FaultContext, node: str, replicas: int) -> dict:
     labels = {"app": FILLER}
     return {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": FILLER, "namespace": ctx.namespace, "labels": labels},
@@ -106,14 +113,17 @@ def _filler(ctx, node: str, replicas: int) -> dict:
                                          "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}}}]}}}}
 
 
-def inject(ctx, target, params):
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     pool = _pool(ctx)
     blocks = _blocks(ctx)
     if not blocks:
         raise PermanentFaultError("no node has a podCIDR to shrink the pool to")
     nodes = [p["spec"].get("nodeName") for p in _target_pods(ctx, target) if p["spec"].get("nodeName") in blocks]
     node = nodes[0] if nodes else sorted(blocks)[0]
-    shrunk = list(ipaddress.ip_network(blocks[node]).subnets(new_prefix=int(params["prefix_length"])))[-1]
+    block = ipaddress.ip_network(blocks[node])
+    if not isinstance(block, ipaddress.IPv4Network):  # the pools this fault shrinks are IPv4 (_enabled_pools)
+        raise PermanentFaultError(f"node {node}'s podCIDR {block} is not IPv4: no IPv4 pool to shrink to it")
+    shrunk = list(block.subnets(new_prefix=int(params["prefix_length"])))[-1]
     ctx.state.update(pool={"cidr": pool["spec"]["cidr"], "blockSize": pool["spec"].get("blockSize")},
                      cidr=str(shrunk), node=node)
     ctx.kubectl("patch", RESOURCE, POOL, "--type", "merge", "-p",
@@ -127,7 +137,7 @@ def inject(ctx, target, params):
     kube.delete_pods(ctx, target)  # the app needs new pods now, as after an eviction or a node drain
 
 
-def is_present(ctx, target, params):
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     """Some of the target's pods wait for an address and the pools have too few left."""
     obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
     if obj is None:
@@ -139,14 +149,14 @@ def is_present(ctx, target, params):
     return free_addresses(_enabled_pools(ctx), _blocks(ctx), _used(ctx)) < missing
 
 
-def _restore_pool(ctx) -> None:
+def _restore_pool(ctx: FaultContext) -> None:
     saved = ctx.state.get("pool") or {}
     if saved.get("cidr"):
         spec = {"cidr": saved["cidr"], **({"blockSize": saved["blockSize"]} if saved.get("blockSize") else {})}
         ctx.kubectl("patch", RESOURCE, POOL, "--type", "merge", "-p", json.dumps({"spec": spec}))
 
 
-def _wait_target(ctx, target, *, recovering: bool = False) -> None:
+def _wait_target(ctx: FaultContext, target: Target, *, recovering: bool = False) -> None:
     # the kubelet retries a failed sandbox on a back-off of at most 10 s
     ctx.kubectl("rollout", "status", f"deployment/{target.component.name}", "-n", ctx.namespace, "--timeout=180s",
                 check=False, timeout=200.0)
@@ -158,12 +168,12 @@ def _wait_target(ctx, target, *, recovering: bool = False) -> None:
         users.wait_users_succeed(ctx)
 
 
-def fix(ctx, target, params):
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _restore_pool(ctx)  # as a cluster admin would: give the pool its addresses back
     _wait_target(ctx, target)
 
 
-def recover(ctx, target, params):
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if "pool" not in ctx.state:
         return
     _restore_pool(ctx)

@@ -13,10 +13,17 @@ real cluster would only fail to pull the made-up tag.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import function_fault, kube, users
 from sregym_core.types import FaultSpec, TargetSelector
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 
 NAMESPACE, NAME, CONTAINER = "kube-system", "kube-proxy", "kube-proxy"
@@ -25,7 +32,7 @@ DEFAULT_IMAGE = "registry.k8s.io/kube-proxy:v1.32.4"  # the embedded cluster's (
 SERVICE = TargetSelector(kinds=("Deployment",), requires=("service",), exclude_roles=("workload-generator",))
 
 
-def _daemonset(ctx) -> dict | None:
+def _daemonset(ctx: FaultContext) -> dict | None:
     return kube.get(ctx, "daemonset", NAME, namespace=NAMESPACE, missing_ok=True)
 
 
@@ -35,19 +42,19 @@ def _image(ds: dict) -> str:
     return found.get("image", "")
 
 
-def _pod_images(ctx) -> list[str]:
+def _pod_images(ctx: FaultContext) -> list[str]:
     """The images kube-proxy's pods run (one per node)."""
     out = ctx.kubectl("get", "pods", "-n", NAMESPACE, "-l", "k8s-app=kube-proxy", "-o", "json")
     return [c.get("image", "") for p in json.loads(out)["items"] if not p["metadata"].get("deletionTimestamp")
             for c in p["spec"].get("containers") or [] if c.get("name") == CONTAINER]
 
 
-def _set_image(ctx, image: str) -> None:
+def _set_image(ctx: FaultContext, image: str) -> None:
     ctx.kubectl("set", "image", f"daemonset/{NAME}", "-n", NAMESPACE, f"{CONTAINER}={image}")
     ctx.kubectl("rollout", "status", f"daemonset/{NAME}", "-n", NAMESPACE, "--timeout=120s", timeout=130)
 
 
-def inject(ctx, target, params):
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     ds = _daemonset(ctx)
     if ds is None:
         raise PermanentFaultError(f"this cluster has no {NAMESPACE}/{NAME} DaemonSet",
@@ -59,14 +66,14 @@ def inject(ctx, target, params):
     _set_image(ctx, good + SUFFIX)
 
 
-def is_present(ctx, target, params):
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     ds = _daemonset(ctx)
     if ds is None:
         return True  # deleting kube-proxy leaves the rules its pods programmed on the nodes
     return _image(ds).endswith(SUFFIX) or any(image.endswith(SUFFIX) for image in _pod_images(ctx))
 
 
-def _roll_back(ctx) -> None:
+def _roll_back(ctx: FaultContext) -> None:
     ds = _daemonset(ctx)
     image = _image(ds) if ds else ""
     good = ctx.state.get("good_image") or image.removesuffix(SUFFIX)
@@ -74,13 +81,13 @@ def _roll_back(ctx) -> None:
         _set_image(ctx, good)
 
 
-def fix(ctx, target, params):
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     _roll_back(ctx)
     # callers stuck on a dropped connection reconnect on their own back-off: wait, as an SRE would
     users.wait_users_succeed(ctx)  # as an SRE watches the site
 
 
-def recover(ctx, target, params):
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if "good_image" in ctx.state:
         _roll_back(ctx)
         users.wait_users_after_recover(ctx, target)

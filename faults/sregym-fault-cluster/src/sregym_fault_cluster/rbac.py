@@ -15,11 +15,18 @@ missing permission, or roll the release back.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.faultkit import function_fault, kube
 from sregym_core.types import FaultSpec, TargetSelector
 
 from . import ingress_users as users
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 INIT = "config-sync"
 VOLUME = "synced-config"
@@ -61,7 +68,7 @@ def _role(target) -> str:
     return f"{target.component.name}-config-reader"
 
 
-def _rbac_objects(ctx, target) -> list[dict]:
+def _rbac_objects(ctx: FaultContext, target: Target) -> list[dict]:
     meta = {"namespace": ctx.namespace, "labels": {"app.kubernetes.io/part-of": target.app.name,
                                                    "app.kubernetes.io/component": target.component.name}}
     return [
@@ -75,7 +82,7 @@ def _rbac_objects(ctx, target) -> list[dict]:
     ]
 
 
-def inject(ctx, target, params):
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     spec = kube.pod_spec(obj)
     for item in _rbac_objects(ctx, target):
@@ -95,7 +102,7 @@ def inject(ctx, target, params):
     kube.patch(ctx, "deployment", target.component.name, ops, type="json")
 
 
-def can_read(ctx, account: str, config_map: str) -> bool:
+def can_read(ctx: FaultContext, account: str, config_map: str) -> bool:
     """Whether ``account`` may get the ConfigMap: the API server's own answer (a SubjectAccessReview)."""
     review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
               "spec": {"user": f"system:serviceaccount:{ctx.namespace}:{account}",
@@ -107,7 +114,7 @@ def can_read(ctx, account: str, config_map: str) -> bool:
     return bool(json.loads(out).get("status", {}).get("allowed"))
 
 
-def is_present(ctx, target, params):
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     obj = kube.get(ctx, "deployment", target.component.name, missing_ok=True)
     if obj is None:
         return True  # deleting the workload is no fix
@@ -115,10 +122,12 @@ def is_present(ctx, target, params):
     if not any(c.get("name") == INIT for c in spec.get("initContainers") or []):
         return False  # the release that needs the read was rolled back
     account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
-    return not can_read(ctx, account, ctx.state.get("config_map") or target.component.config_map)
+    config_map = ctx.state.get("config_map") or target.component.config_map
+    assert config_map, f"{target.component.name} has no ConfigMap"  # WITH_CONFIG, the fault's selector, requires one
+    return not can_read(ctx, account, config_map)
 
 
-def fix(ctx, target, params):
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # grant the one permission the Role lacks, then let the stuck pods retry now rather than after their back-off
     kube.patch(ctx, "role", _role(target), [{"op": "add", "path": "/rules/-", "value": {
         "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}}], type="json")
@@ -128,7 +137,7 @@ def fix(ctx, target, params):
     users.wait_users_served(ctx, timeout_s=90.0)
 
 
-def recover(ctx, target, params):
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if "ops" not in ctx.state:
         return
     obj = kube.get(ctx, "deployment", target.component.name, missing_ok=True)

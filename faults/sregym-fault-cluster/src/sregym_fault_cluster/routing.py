@@ -8,17 +8,24 @@ not fall back to other nodes).
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import function_fault, kube
 from sregym_core.types import FaultSpec, TargetSelector
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 SERVICE = TargetSelector(kinds=("Deployment",), requires=("service",),
                          exclude_roles=("workload-generator", "db:*", "cache:*"))
 HOSTNAME = "kubernetes.io/hostname"
 
 
-def _pods_of(ctx, deployment: str) -> list[dict]:
+def _pods_of(ctx: FaultContext, deployment: str) -> list[dict]:
     obj = kube.get(ctx, "deployment", deployment, missing_ok=True)
     if obj is None:
         return []
@@ -28,18 +35,24 @@ def _pods_of(ctx, deployment: str) -> list[dict]:
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
-def _caller_nodes(ctx, target) -> set[str]:
+def _caller_nodes(ctx: FaultContext, target: Target) -> set[str]:
     return {p["spec"].get("nodeName") for name in kube.dependents(ctx, target) for p in _pods_of(ctx, name)
             if p["spec"].get("nodeName")}
 
 
-def _endpoint_nodes(ctx, target) -> set[str]:
-    endpoints = kube.get(ctx, "endpoints", target.component.service_name, missing_ok=True) or {}
+def _service_name(target: Target) -> str:
+    name = target.component.service_name
+    assert name, f"{target.component.name} has no Service"  # SERVICE, the fault's selector, requires one
+    return name
+
+
+def _endpoint_nodes(ctx: FaultContext, target: Target) -> set[str]:
+    endpoints = kube.get(ctx, "endpoints", _service_name(target), missing_ok=True) or {}
     return {a.get("nodeName") for s in endpoints.get("subsets") or [] for a in s.get("addresses") or []
             if a.get("nodeName")}
 
 
-def inject(ctx, target, params):
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     callers = _caller_nodes(ctx, target)
     if not callers:
         raise PermanentFaultError(f"no running callers of {target.component.name}'s Service")
@@ -62,8 +75,8 @@ def inject(ctx, target, params):
                 timeout=130)
 
 
-def is_present(ctx, target, params):
-    svc = kube.get(ctx, "service", target.component.service_name, missing_ok=True)
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
+    svc = kube.get(ctx, "service", _service_name(target), missing_ok=True)
     if svc is None:
         return True  # deleting the Service is no fix
     if svc["spec"].get("internalTrafficPolicy", "Cluster") != "Local":
@@ -72,15 +85,15 @@ def is_present(ctx, target, params):
     return bool(_caller_nodes(ctx, target) - _endpoint_nodes(ctx, target))
 
 
-def fix(ctx, target, params):
-    kube.patch(ctx, "service", target.component.service_name, {"spec": {"internalTrafficPolicy": "Cluster"}})
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
+    kube.patch(ctx, "service", _service_name(target), {"spec": {"internalTrafficPolicy": "Cluster"}})
     kube.restart_dependents(ctx, target)
 
 
-def recover(ctx, target, params):
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if "policy" not in ctx.state:
         return
-    kube.patch(ctx, "service", target.component.service_name,
+    kube.patch(ctx, "service", _service_name(target),
                {"spec": {"internalTrafficPolicy": ctx.state["policy"]}})
     selector = ctx.state.get("node_selector")
     if selector:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError
 from sregym_core.faultkit import function_fault, kube, schema
@@ -18,6 +19,12 @@ from sregym_core.types import FaultSpec, TargetSelector
 
 from . import ingress_users as users
 from .nodes import matching_nodes, schedulable_nodes, template_nodes
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 HOSTNAME = "kubernetes.io/hostname"
 WITH_VOLUMES = TargetSelector(kinds=("StatefulSet", "Deployment"), requires=("pvcs",), exclude_roles=("workload-generator",))
@@ -37,7 +44,7 @@ def _claims(obj: dict) -> list[str]:
             if (v.get("persistentVolumeClaim") or {}).get("claimName")]
 
 
-def _volumes(ctx, obj: dict) -> list[dict]:
+def _volumes(ctx: FaultContext, obj: dict) -> list[dict]:
     """The bound PersistentVolumes of the workload's claims."""
     out = []
     for claim in _claims(obj):
@@ -50,7 +57,7 @@ def _volumes(ctx, obj: dict) -> list[dict]:
     return out
 
 
-def _volume_nodes(ctx, obj: dict, nodes: list[dict]) -> tuple[set[str] | None, list[str]]:
+def _volume_nodes(ctx: FaultContext, obj: dict, nodes: list[dict]) -> tuple[set[str] | None, list[str]]:
     """The nodes every bound volume of the workload can be used on (None: no volume has node
     affinity), and the names of the volumes that have one."""
     allowed: set[str] | None = None
@@ -65,11 +72,11 @@ def _volume_nodes(ctx, obj: dict, nodes: list[dict]) -> tuple[set[str] | None, l
     return allowed, pinned
 
 
-def _nodes(ctx) -> list[dict]:
+def _nodes(ctx: FaultContext) -> list[dict]:
     return json.loads(ctx.kubectl("get", "nodes", "-o", "json"))["items"]
 
 
-def affinity_inject(ctx, target, params):
+def affinity_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     nodes = _nodes(ctx)
     allowed, pinned = _volume_nodes(ctx, obj, nodes)
@@ -89,14 +96,14 @@ def affinity_inject(ctx, target, params):
     _replace_pods(ctx, target)
 
 
-def _replace_pods(ctx, target) -> None:
+def _replace_pods(ctx: FaultContext, target: Target) -> None:
     """A StatefulSet waits on a pod that never becomes Ready before it rolls it again (the known
     'forced rollback' case): delete the pods so the current template takes effect."""
     if target.component.kind == "StatefulSet" and kube.exists(ctx, "statefulset", target.component.name):
         kube.delete_pods(ctx, target)
 
 
-def affinity_present(ctx, target, params):
+def affinity_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
     if obj is None:
         return True  # deleting the workload is no fix
@@ -107,7 +114,7 @@ def affinity_present(ctx, target, params):
     return not (allowed & template_nodes(kube.pod_spec(obj), nodes))
 
 
-def _restore_selector(ctx, target) -> None:
+def _restore_selector(ctx: FaultContext, target: Target) -> None:
     obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
     if obj is None:
         return
@@ -123,7 +130,7 @@ def _restore_selector(ctx, target) -> None:
         kube.remove_pod_spec_field(ctx, target, "nodeSelector")
 
 
-def affinity_fix(ctx, target, params):
+def affinity_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # as an SRE would: take the pin off the pod template, replace the pod stuck Pending, and watch the
     # datastore come back and its callers reconnect
     _restore_selector(ctx, target)
@@ -133,7 +140,7 @@ def affinity_fix(ctx, target, params):
     users.wait_users_served(ctx, timeout_s=90.0)
 
 
-def affinity_recover(ctx, target, params):
+def affinity_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if "ops" not in ctx.state:
         return
     _restore_selector(ctx, target)
@@ -143,7 +150,7 @@ def affinity_recover(ctx, target, params):
 # ------------------------------------------------------------------ one ReadWriteOnce disk, many replicas
 
 
-def _attachable_class(ctx) -> str:
+def _attachable_class(ctx: FaultContext) -> str:
     classes = json.loads(ctx.kubectl("get", "storageclasses", "-o", "json"))["items"]
     for cls in sorted(classes, key=lambda c: c["metadata"]["name"]):
         if cls.get("provisioner") in ATTACHABLE:
@@ -156,7 +163,7 @@ def _claim_name(target) -> str:
     return f"{target.component.name}-{SHARED_VOLUME}"
 
 
-def shared_inject(ctx, target, params):
+def shared_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     nodes = schedulable_nodes(_nodes(ctx))
     replicas = max(int(obj["spec"].get("replicas", 1)), int(params["replicas"]))
@@ -193,7 +200,7 @@ def shared_inject(ctx, target, params):
     kube.patch(ctx, "deployment", target.component.name, ops, type="json")
 
 
-def _rwo_claims(ctx, obj: dict) -> list[str]:
+def _rwo_claims(ctx: FaultContext, obj: dict) -> list[str]:
     out = []
     for claim in _claims(obj):
         pvc = kube.get(ctx, "pvc", claim, missing_ok=True) or {}
@@ -203,7 +210,7 @@ def _rwo_claims(ctx, obj: dict) -> list[str]:
     return out
 
 
-def shared_present(ctx, target, params):
+def shared_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     obj = kube.get(ctx, "deployment", target.component.name, missing_ok=True)
     if obj is None:
         return True  # deleting the workload is no fix
@@ -212,7 +219,7 @@ def shared_present(ctx, target, params):
     return bool(set(_rwo_claims(ctx, obj)) - set(target.component.pvcs))
 
 
-def shared_fix(ctx, target, params):
+def shared_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # the cache is per replica: each gets its own emptyDir in place of the one shared disk
     obj = kube.workload(ctx, target)
     for index, volume in enumerate(kube.pod_spec(obj).get("volumes") or []):
@@ -225,7 +232,7 @@ def shared_fix(ctx, target, params):
     users.wait_users_served(ctx, timeout_s=90.0)  # callers' connections to the replaced pods settle
 
 
-def shared_recover(ctx, target, params):
+def shared_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     if "claim" not in ctx.state:
         return
     obj = kube.get(ctx, "deployment", target.component.name, missing_ok=True)
