@@ -323,7 +323,7 @@ def test_the_flagd_process_serves_ofrep_follows_its_file_and_answers_on_the_admi
         doc = json.loads(path.read_text())
         doc["flags"]["tt-feat-17"]["defaultVariant"] = "on"
         path.write_text(json.dumps(doc))
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # an outer bound: it only catches a flagd that never rereads its file
         while call(f"{base}/tt-feat-17")[1].get("value") is not True:
             assert time.monotonic() < deadline, "flagd did not follow its file"
             time.sleep(0.1)

@@ -161,12 +161,13 @@ def test_ca_bundle_must_sign_the_server_certificate(kubectl, namespace, hook) ->
 
 
 def test_timeout_seconds_bounds_the_call(kubectl, namespace, hook) -> None:
-    hook.behaviour = {"allowed": True, "delay": 8}
+    # the hook answers after 30 s (its threads are daemons: nothing waits for them); the call is cut after 1 s
+    hook.behaviour = {"allowed": True, "delay": 30}
     configure(kubectl, hook, namespace, timeout=1)
     started = time.monotonic()
     out = create(kubectl, namespace, pod("slow"))
     assert out.returncode != 0 and "context deadline exceeded" in out.stderr
-    assert time.monotonic() - started < 8  # suite-rules: outer-bound (cut before the hook's own 8 s answer)
+    assert time.monotonic() - started < 20  # suite-rules: outer-bound (cut before the hook's own 30 s answer)
     configure(kubectl, hook, namespace, timeout=1, failure="Ignore")
     assert create(kubectl, namespace, pod("slow-ignored")).returncode == 0
 

@@ -87,7 +87,7 @@ def test_a_watch_from_the_lists_version_sees_what_was_written_while_paging(c: Lo
                 return seen
         return seen
 
-    assert run(asyncio.wait_for(watch(), 5)) == [("ADDED", "user.00000000000000aa"), ("DELETED", "user.00000000000000aa")]
+    assert run(asyncio.wait_for(watch(), 30)) == [("ADDED", "user.00000000000000aa"), ("DELETED", "user.00000000000000aa")]
 
 
 def test_a_page_past_the_history_is_gone(c: LocalClient) -> None:
