@@ -20,13 +20,17 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.faultkit import kube
 from sregym_core.faultkit.functions import function_fault
 from sregym_core.types import TargetSelector
 
 from . import IMAGE_REPO, IMAGE_TAG
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 JOB = "cart-cache-loadtest"
 VALUE_BYTES = 1 << 20
@@ -91,7 +95,7 @@ def job(image: str, namespace: str, service: str = "valkey-cart", port: int = 63
                                            "containers": [container]}}}}
 
 
-def _image(ctx: Any) -> str:
+def _image(ctx: FaultContext) -> str:
     cart = kube.get(ctx, "deployment", "cart", missing_ok=True)
     for c in ((cart or {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers") or []):
         if str(c.get("image", "")).startswith(IMAGE_REPO + ":"):
@@ -99,22 +103,22 @@ def _image(ctx: Any) -> str:
     return f"{IMAGE_REPO}:{IMAGE_TAG}"
 
 
-def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     port = target.component.ports[0] if target.component.ports else 6379
     kube.apply(ctx, job(_image(ctx), ctx.namespace, target.component.service_name or target.component.name, port))
 
 
-def is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     return kube.exists(ctx, "job", JOB)
 
 
-def _flood_pods(ctx: Any) -> list[str]:
+def _flood_pods(ctx: FaultContext) -> list[str]:
     out = ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", f"app.kubernetes.io/name={JOB}", "-o", "name",
                       check=False)
     return [line for line in out.split() if line.strip()]
 
 
-def fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Delete the Job and its pods, then restart the cache (it comes back empty, out of its back-off)."""
     ctx.kubectl("delete", "job", JOB, "-n", ctx.namespace, "--ignore-not-found", "--cascade=foreground",
                 "--wait=false")
@@ -125,7 +129,7 @@ def fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     kube.delete_pods(ctx, target)
 
 
-def _values(target: Any, params: dict, state: dict) -> dict:
+def _values(target: Target, params: dict, state: dict) -> dict:
     return {"job": JOB, "keys": "loadtest:<thread>:<n>", "value_bytes": VALUE_BYTES, "writers": 10,
             "memory_limit": "256Mi", "maxmemory": "none (unbounded)", "outcome": "OOMKilled, CrashLoopBackOff"}
 

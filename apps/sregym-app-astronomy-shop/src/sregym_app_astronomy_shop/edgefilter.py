@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import FaultError, TemporaryFaultError
 from sregym_core.faultkit import kube
@@ -32,6 +32,10 @@ from sregym_core.types import TargetSelector
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .topology import NAMESPACE, WORKLOAD_NAMESPACE
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 CONFIG_MAP, KEY = "frontend-proxy-config", "nginx.conf"
 SCANNER = "edge-scanner"
@@ -59,17 +63,17 @@ def with_filter(conf: str, pattern: str = BAD_PATTERN) -> str:
     return conf.replace(ANCHOR, filter_block(pattern) + ANCHOR, 1)
 
 
-def _conf(ctx: Any) -> str:
+def _conf(ctx: FaultContext) -> str:
     cm = kube.get(ctx, "configmap", CONFIG_MAP)
     assert cm is not None
     return str((cm.get("data") or {}).get(KEY, ""))
 
 
-def _write(ctx: Any, conf: str) -> None:
+def _write(ctx: FaultContext, conf: str) -> None:
     kube.patch(ctx, "configmap", CONFIG_MAP, {"data": {KEY: conf}})
 
 
-def _image(ctx: Any) -> str:
+def _image(ctx: FaultContext) -> str:
     """The shop's image as deployed (its tag is a deploy parameter): the load generator runs it."""
     gen = kube.get(ctx, "deployment", "load-generator", namespace=WORKLOAD_NAMESPACE, missing_ok=True)
     for c in ((gen or {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers") or []):
@@ -93,12 +97,12 @@ def scanner_deployment(image: str, namespace: str = NAMESPACE) -> dict[str, Any]
                                   "spec": {"terminationGracePeriodSeconds": 5, "containers": [container]}}}}
 
 
-def _pods(ctx: Any, target: Any) -> list[dict[str, Any]]:
+def _pods(ctx: FaultContext, target: Target) -> list[dict[str, Any]]:
     selector = ",".join(f"{k}={v}" for k, v in target.component.labels.items())
     return list(json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"])
 
 
-def _restart_proxy(ctx: Any, target: Any) -> None:
+def _restart_proxy(ctx: FaultContext, target: Target) -> None:
     """Replace the proxy's pods (nginx reads its configuration at start) and wait until a new one is Ready,
     so what users see next is the configuration's doing, not the restart's."""
     old = {p["metadata"]["name"] for p in _pods(ctx, target)}
@@ -114,7 +118,7 @@ def _restart_proxy(ctx: Any, target: Any) -> None:
         raise TemporaryFaultError(f"edge-filter-redos: no new {target.component.name} pod became Ready", delay=5.0)
 
 
-def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     conf = _conf(ctx)
     if BAD_PATTERN not in conf:
         ctx.state["original"] = conf
@@ -124,17 +128,17 @@ def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     ctx.state["injected_at"] = time.time()
 
 
-def is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     return BAD_PATTERN in _conf(ctx)
 
 
-def reference_fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def reference_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Rewrite the regex so it cannot backtrack and restart the proxy (the scanner keeps probing)."""
     _write(ctx, _conf(ctx).replace(BAD_PATTERN, GOOD_PATTERN))
     kube.restart(ctx, target)
 
 
-def recover(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     kube.delete(ctx, "deployment", SCANNER, namespace=WORKLOAD_NAMESPACE)
     conf = _conf(ctx)
     original = ctx.state.get("original")
@@ -146,7 +150,7 @@ def recover(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
         kube.delete_pods(ctx, target)
 
 
-def _values(target: Any, params: dict, state: dict) -> dict:
+def _values(target: Target, params: dict, state: dict) -> dict:
     return {"configmap": CONFIG_MAP, "key": KEY, "filter": "location /api/ (if $uri !~ regex: return 400)",
             "regex": {"before": "(none)", "after": BAD_PATTERN},
             "catastrophic_part": "(\\w+-?)+ (a nested quantifier over the same characters)",

@@ -13,7 +13,7 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -24,11 +24,15 @@ from sregym_core.types import TargetSelector
 
 from .topology import FLAGS
 
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
+
 CONFIG_MAP = "flagd-config"
 KEY = "demo.flagd.json"
 
 
-def _flag(target: Any, params: Mapping[str, Any]) -> tuple[str, str]:
+def _flag(target: Target, params: Mapping[str, Any]) -> tuple[str, str]:
     """(flag, faulty variant) from params; without ``flag``, the first flag the target owns."""
     owned = sorted(name for name, (_v, owner, _on) in FLAGS.items() if owner == target.component.name)
     flag = str(params.get("flag") or (owned[0] if owned else ""))
@@ -45,7 +49,7 @@ def _flag(target: Any, params: Mapping[str, Any]) -> tuple[str, str]:
     return flag, variant
 
 
-def _set(ctx: Any, flag: str, variant: str) -> None:
+def _set(ctx: FaultContext, flag: str, variant: str) -> None:
     flagd.set_flags(ctx, CONFIG_MAP, KEY, {flag: variant}, fault="flagd-flag",
                     shipped=lambda name: {"state": "ENABLED", "variants": dict(FLAGS[name][0]), "defaultVariant": "off"})
 
@@ -56,37 +60,37 @@ SERVE_TIMEOUT_S = 150.0
 FLAGD_PORT = 8016
 
 
-def served_variant(ctx: Any, flag: str) -> str | None:
+def served_variant(ctx: FaultContext, flag: str) -> str | None:
     """The variant flagd answers for ``flag`` now (see :func:`sregym_core.faultkit.flagd.served_variant`)."""
     return flagd.served_variant(ctx, flag, service="flagd", port=FLAGD_PORT, fault="flagd-flag")
 
 
-def _wait_served(ctx: Any, flag: str, variant: str) -> None:
+def _wait_served(ctx: FaultContext, flag: str, variant: str) -> None:
     """Return once flagd serves ``variant`` for ``flag``: the change has reached the services."""
     flagd.wait_served(ctx, flag, variant, service="flagd", port=FLAGD_PORT, fault="flagd-flag",
                       timeout=SERVE_TIMEOUT_S)
 
 
-def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     flag, variant = _flag(target, params)
     ctx.state["flag"], ctx.state["variant"] = flag, variant
     _set(ctx, flag, variant)
     _wait_served(ctx, flag, variant)
 
 
-def is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     flag, variant = _flag(target, params)
     entry = (flagd.read_flags(ctx, CONFIG_MAP, KEY, fault="flagd-flag").get("flags") or {}).get(flag) or {}
     return entry.get("state") == "ENABLED" and entry.get("defaultVariant") == variant
 
 
-def recover(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     flag, _variant = _flag(target, params)
     _set(ctx, flag, "off")
     _wait_served(ctx, flag, "off")
 
 
-def _values(target: Any, params: dict, state: dict) -> dict:
+def _values(target: Target, params: dict, state: dict) -> dict:
     flag, variant = _flag(target, params)
     # flagd is involved (it serves the flag), not an unrelated component a diagnosis wrongly blames
     return {"flag": flag, "configmap": CONFIG_MAP, "served_by": "flagd",
@@ -117,7 +121,7 @@ STREAM, GROUPS = "orders", ("accounting", "fraud-detection")
 POISON = "not-an-order"
 
 
-def _queue_pod(ctx: Any, target: Any) -> str:
+def _queue_pod(ctx: FaultContext, target: Target) -> str:
     selector = ",".join(f"{k}={v}" for k, v in target.component.labels.items())
     pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", selector, "-o", "json"))["items"]
     for pod in pods:
@@ -127,7 +131,7 @@ def _queue_pod(ctx: Any, target: Any) -> str:
     raise TemporaryFaultError(f"no ready pod of {target.component.name} to run redis-cli in", delay=2.0)
 
 
-def _cli(ctx: Any, target: Any, *args: str) -> str:
+def _cli(ctx: FaultContext, target: Target, *args: str) -> str:
     command = 'redis-cli -h "${POD_IP:-127.0.0.1}" ' + " ".join(shlex.quote(a) for a in args)
     return ctx.kubectl("exec", _queue_pod(ctx, target), "-n", ctx.namespace, "--", "sh", "-c", command, check=False)
 
@@ -137,7 +141,7 @@ def _id_key(entry_id: str) -> tuple[int, int]:
     return int(ms or 0), int(seq or 0)
 
 
-def poison_inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def poison_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     # the last order before the pill: while it is in the stream, so are the orders queued behind the pill
     last = _cli(ctx, target, "XREVRANGE", STREAM, "+", "-", "COUNT", "1").split()
     out = _cli(ctx, target, "XADD", STREAM, "*", "order", POISON).strip()
@@ -147,7 +151,7 @@ def poison_inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     ctx.state["anchor_id"] = last[0] if last and re.fullmatch(r"\d+-\d+", last[0]) else ""
 
 
-def poison_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
+def poison_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     entry = ctx.state.get("poison_id")
     if not entry:
         return False
@@ -168,7 +172,7 @@ def poison_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
     return False
 
 
-def poison_fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def poison_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Skip the bad record as an SRE would: delete it from the stream and acknowledge it for every group."""
     entry = ctx.state.get("poison_id")
     if not entry:

@@ -16,7 +16,7 @@ exists.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import FaultError
 from sregym_core.faultkit import kube
@@ -25,6 +25,9 @@ from sregym_core.types import Target, TargetSelector
 
 from . import IMAGE_REPO, IMAGE_TAG
 from .faults import _cli
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
 
 SIDECAR, STREAM = "order-exporter", "orders-export"
 MESSAGE_BYTES = 4 << 20
@@ -48,11 +51,13 @@ def _image(obj: dict[str, Any]) -> str:
     return f"{IMAGE_REPO}:{IMAGE_TAG}"
 
 
-def _queue(ctx: Any) -> Any:
-    return Target(app=ctx.app, component=ctx.app.component("queue"), namespace=ctx.namespace)
+def _queue(ctx: FaultContext) -> Target:
+    component = ctx.app.component("queue")
+    assert component is not None, "Astronomy Shop has a queue component"  # the app's own topology
+    return Target(app=ctx.app, component=component, namespace=ctx.namespace)
 
 
-def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     if any(c.get("name") == SIDECAR for c in _containers(obj)):
         return
@@ -61,12 +66,12 @@ def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     _rolled_out(ctx, target)  # what users see next is the leak's doing, not the rollout's
 
 
-def _rolled_out(ctx: Any, target: Any) -> None:
+def _rolled_out(ctx: FaultContext, target: Target) -> None:
     ctx.kubectl("rollout", "status", f"{target.component.kind.lower()}/{target.component.name}", "-n", ctx.namespace,
                 "--timeout=180s", timeout=200)
 
 
-def _stream_exists(ctx: Any) -> bool:
+def _stream_exists(ctx: FaultContext) -> bool:
     out = _cli(ctx, _queue(ctx), "EXISTS", STREAM).strip()
     if out not in ("0", "1"):
         raise FaultError(f"queue-producer-leak: cannot ask the broker whether {STREAM} exists: {out[:200]!r}",
@@ -74,13 +79,13 @@ def _stream_exists(ctx: Any) -> bool:
     return out == "1"
 
 
-def is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     if any(c.get("name") == SIDECAR for c in _containers(kube.workload(ctx, target))):
         return True
     return _stream_exists(ctx)
 
 
-def fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """Remove the sidecar, wait until no pod runs it, then delete the stream it filled (also when the
     Deployment itself is gone: the broker must not stay full)."""
     obj = kube.get(ctx, target.component.kind.lower(), target.component.name, missing_ok=True)
@@ -92,7 +97,7 @@ def fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     _cli(ctx, _queue(ctx), "UNLINK", STREAM)
 
 
-def _values(target: Any, params: dict, state: dict) -> dict:
+def _values(target: Target, params: dict, state: dict) -> dict:
     return {"sidecar": SIDECAR, "stream": STREAM, "message_bytes": MESSAGE_BYTES, "broker": "queue",
             "maxmemory": "128mb (noeviction)", "broker_error": "OOM command not allowed when used memory > 'maxmemory'"}
 
