@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -40,6 +40,10 @@ from sregym_core.types import FaultSpec, TargetSelector
 
 from .manifests import DATASTORE_SPEC, OPERATOR_IMAGE
 from .topology import CRD_NAME, GROUP, KIND, OPERATOR
+
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import Target
 
 RESOURCE = f"{CRD_NAME}"  # kubectl's fully qualified resource name: never ambiguous with another group's
 VALID_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -53,7 +57,7 @@ HEAL_TIMEOUT_S = 180.0
 # ------------------------------------------------------------------ the resource
 
 
-def resource(ctx: Any, target: Any) -> dict[str, Any]:
+def resource(ctx: FaultContext, target: Target) -> dict[str, Any]:
     obj = kube.get(ctx, RESOURCE, target.component.name, missing_ok=True)
     if obj is None:
         raise PermanentFaultError(f"{KIND} {ctx.namespace}/{target.component.name} does not exist",
@@ -61,7 +65,7 @@ def resource(ctx: Any, target: Any) -> dict[str, Any]:
     return obj
 
 
-def _patch_spec(ctx: Any, target: Any, spec: dict[str, Any]) -> None:
+def _patch_spec(ctx: FaultContext, target: Target, spec: dict[str, Any]) -> None:
     kube.patch(ctx, RESOURCE, target.component.name, {"spec": spec})
 
 
@@ -81,13 +85,13 @@ def _running(obj: dict[str, Any]) -> bool:
             and _reconciled(obj).get("status") == "True")
 
 
-def _wait(ctx: Any, check: Callable[[], bool], what: str, timeout: float) -> None:
+def _wait(ctx: FaultContext, check: Callable[[], bool], what: str, timeout: float) -> None:
     if not kube.wait_until(check, timeout=timeout, interval=1.0):
         raise FaultError(f"{what} did not happen within {timeout:.0f}s",
                          hints=(f"kubectl describe {RESOURCE} -n {ctx.namespace}", f"kubectl logs deploy/{OPERATOR}"))
 
 
-def _wait_running(ctx: Any, target: Any) -> None:
+def _wait_running(ctx: FaultContext, target: Target) -> None:
     _wait(ctx, lambda: _running(resource(ctx, target)), f"{KIND} {target.component.name} Running", HEAL_TIMEOUT_S)
 
 
@@ -110,7 +114,7 @@ def _bad_strategy(value: Any) -> bool:
     return value not in VALID_STRATEGIES
 
 
-def _unschedulable_pods(ctx: Any, target: Any) -> list[str]:
+def _unschedulable_pods(ctx: FaultContext, target: Target) -> list[str]:
     """The cluster's pods the scheduler could not place (Pending, PodScheduled=False), not those
     merely starting."""
     pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l",
@@ -119,7 +123,7 @@ def _unschedulable_pods(ctx: Any, target: Any) -> list[str]:
         c.get("type") == "PodScheduled" and c.get("status") == "False" for c in (p.get("status") or {}).get("conditions") or [])]
 
 
-def _storage_class_exists(ctx: Any, name: str) -> bool:
+def _storage_class_exists(ctx: FaultContext, name: str) -> bool:
     return bool(ctx.kubectl("get", "storageclass", name, "--ignore-not-found", "-o", "name").strip())
 
 
@@ -128,13 +132,13 @@ def _overload(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]
     return {"replicas": int(params["replicas"])}
 
 
-def _overload_broken(ctx: Any, target: Any, obj: dict[str, Any]) -> bool:
+def _overload_broken(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
     want = (obj.get("spec") or {}).get("replicas") or 0
     return isinstance(want, int) and want > DATASTORE_SPEC["replicas"] and \
         int((obj.get("status") or {}).get("readyReplicas") or 0) < want
 
 
-def _overload_shown(ctx: Any, target: Any, obj: dict[str, Any]) -> bool:
+def _overload_shown(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
     return bool(_unschedulable_pods(ctx, target))
 
 
@@ -142,12 +146,12 @@ def _storage(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
     return {"storageClassName": str(params["storage_class"])}
 
 
-def _storage_broken(ctx: Any, target: Any, obj: dict[str, Any]) -> bool:
+def _storage_broken(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
     name = (obj.get("spec") or {}).get("storageClassName")
     return bool(name) and not _storage_class_exists(ctx, str(name))
 
 
-def _storage_shown(ctx: Any, target: Any, obj: dict[str, Any]) -> bool:
+def _storage_shown(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
     claims = json.loads(ctx.kubectl("get", "pvc", "-n", ctx.namespace, "-l",
                                     f"app.kubernetes.io/name={target.component.name}", "-o", "json"))["items"]
     pending = [c for c in claims if (c.get("status") or {}).get("phase") == "Pending"
@@ -161,7 +165,7 @@ def _toleration(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, An
     return {"tolerations": tolerations}
 
 
-def _toleration_broken(ctx: Any, target: Any, obj: dict[str, Any]) -> bool:
+def _toleration_broken(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
     return _bad_effect((obj.get("spec") or {}).get("tolerations"))
 
 
@@ -169,7 +173,7 @@ def _run_as(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
     return {"securityContext": {**(spec.get("securityContext") or {}), "runAsUser": int(params["run_as_user"])}}
 
 
-def _run_as_broken(ctx: Any, target: Any, obj: dict[str, Any]) -> bool:
+def _run_as_broken(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
     return _bad_uid((obj.get("spec") or {}).get("securityContext"))
 
 
@@ -177,11 +181,11 @@ def _strategy(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]
     return {"updateStrategy": str(params["strategy"])}
 
 
-def _strategy_broken(ctx: Any, target: Any, obj: dict[str, Any]) -> bool:
+def _strategy_broken(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
     return _bad_strategy((obj.get("spec") or {}).get("updateStrategy", "RollingUpdate"))
 
 
-def _rejected_shown(ctx: Any, target: Any, obj: dict[str, Any]) -> bool:
+def _rejected_shown(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
     return _rejected(obj)
 
 
@@ -189,10 +193,11 @@ class FieldFault:
     """A DatastoreCluster spec field set to a broken value (see the module's list)."""
 
     def __init__(self, field: str, mutate: Callable[[dict[str, Any], Mapping[str, Any]], dict[str, Any]],
-                 broken: Callable[[Any, Any, dict[str, Any]], bool], shown: Callable[[Any, Any, dict[str, Any]], bool]):
+                 broken: Callable[[FaultContext, Target, dict[str, Any]], bool],
+                 shown: Callable[[FaultContext, Target, dict[str, Any]], bool]):
         self.field, self.mutate, self.broken, self.shown = field, mutate, broken, shown
 
-    def inject(self, ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+    def inject(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
         obj = resource(ctx, target)
         spec = obj.get("spec") or {}
         kube.save(ctx, "original", {self.field: spec.get(self.field, DATASTORE_SPEC.get(self.field))})
@@ -203,24 +208,24 @@ class FieldFault:
         _wait(ctx, lambda: self.is_present(ctx, target, params), f"the effect of {self.field}={change[self.field]!r}",
                   SHOW_TIMEOUT_S)
 
-    def is_present(self, ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
+    def is_present(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
         obj = kube.get(ctx, RESOURCE, target.component.name, missing_ok=True)
         if obj is None:
             return False
         return self.broken(ctx, target, obj) and self.shown(ctx, target, obj)
 
-    def reference_fix(self, ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+    def reference_fix(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
         """What an SRE does from what the cluster shows: the field back to the value every other
         part of the app was deployed with (the shipped DatastoreCluster), then wait for Running."""
         _patch_spec(ctx, target, {self.field: DATASTORE_SPEC[self.field]})
         _wait_running(ctx, target)
 
-    def recover(self, ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+    def recover(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
         original = (ctx.state.get("original") or {}).get(self.field, DATASTORE_SPEC[self.field])
         _patch_spec(ctx, target, {self.field: original})
         _wait_running(ctx, target)
 
-    def values(self, target: Any, params: dict, state: dict) -> dict[str, Any]:
+    def values(self, target: Target, params: dict, state: dict) -> dict[str, Any]:
         after = (state.get("broken") or self.mutate(dict(DATASTORE_SPEC), params))[self.field]
         before = (state.get("original") or {}).get(self.field, DATASTORE_SPEC[self.field])
         return {"resource": f"{KIND}/{target.component.name}", "field": f"spec.{self.field}",
@@ -245,7 +250,7 @@ def _operator_container(obj: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     return index, kube.pod_spec(obj)["containers"][index]
 
 
-def _operator_ready(ctx: Any, target: Any) -> bool:
+def _operator_ready(ctx: FaultContext, target: Target) -> bool:
     """A Ready pod of the operator Deployment runs the shipped image with the image's own command."""
     pods = json.loads(ctx.kubectl("get", "pods", "-n", ctx.namespace, "-l", f"app.kubernetes.io/name={OPERATOR}",
                                   "-o", "json"))["items"]
@@ -263,7 +268,7 @@ def _operator_shipped(obj: dict[str, Any]) -> bool:
     return container.get("image") == OPERATOR_IMAGE and not container.get("command")
 
 
-def image_inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def image_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     obj = kube.workload(ctx, target)
     index, container = _operator_container(obj)
     path = f"/spec/template/spec/containers/{index}/image"
@@ -274,7 +279,7 @@ def image_inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
     _wait(ctx, lambda: image_is_present(ctx, target, params), "the operator's pod gone", SHOW_TIMEOUT_S)
 
 
-def image_is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
+def image_is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
     if obj is None:
         return True  # no operator at all: nothing reconciles the resource
@@ -283,7 +288,7 @@ def image_is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
     return not _operator_ready(ctx, target)
 
 
-def image_fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def image_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """The operator's image back to the one the app ships (``sregym/fleetcast-operator:<tag>``)."""
     obj = kube.workload(ctx, target)
     index, _container = _operator_container(obj)
@@ -301,7 +306,7 @@ def shipped_operator_container() -> dict[str, Any]:
     return json.loads(json.dumps(deployment["spec"]["template"]["spec"]["containers"][0]))
 
 
-def image_recover(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def image_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     """The whole operator container back as shipped (an agent may have changed more than the image:
     a stub's command and args), with the image the harness saved."""
     obj = kube.workload(ctx, target)
