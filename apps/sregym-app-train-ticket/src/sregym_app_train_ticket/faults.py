@@ -14,7 +14,7 @@ on, whoever turned it, because the owning service takes the faulty path exactly 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -27,11 +27,15 @@ from sregym_core.types import FaultSpec, TargetSelector
 from .faulty_paths import CODE_PATHS
 from .topology import DECOY_FLAGS, FAULTY_FLAGS, FLAGD_PORT, FLAGD_SERVICE, FLAGS
 
+if TYPE_CHECKING:
+    from sregym_core.faults import FaultContext
+    from sregym_core.types import GroundTruth, Target
+
 CONFIG_MAP = "flagd-config"
 KEY = "flags.json"
 
 
-def _flag(target: Any, params: Mapping[str, Any]) -> tuple[str, list[str]]:
+def _flag(target: Target, params: Mapping[str, Any]) -> tuple[str, list[str]]:
     owned = [f for f in FAULTY_FLAGS if FLAGS[f][0] == target.component.name]
     flag = str(params.get("flag") or (owned[0] if owned else ""))
     if flag not in FAULTY_FLAGS:
@@ -47,11 +51,11 @@ def _flag(target: Any, params: Mapping[str, Any]) -> tuple[str, list[str]]:
     return flag, decoys
 
 
-def _read(ctx: Any) -> dict[str, Any]:
+def _read(ctx: FaultContext) -> dict[str, Any]:
     return flagd.read_flags(ctx, CONFIG_MAP, KEY, fault="tt-flag")
 
 
-def _set(ctx: Any, values: dict[str, str]) -> None:
+def _set(ctx: FaultContext, values: dict[str, str]) -> None:
     flagd.set_flags(ctx, CONFIG_MAP, KEY, values, fault="tt-flag",
                     shipped=lambda name: {"description": FLAGS[name][2], "state": "ENABLED",
                                           "variants": {"on": True, "off": False}, "defaultVariant": "off"})
@@ -61,43 +65,43 @@ def _set(ctx: Any, values: dict[str, str]) -> None:
 SERVE_TIMEOUT_S = 60.0
 
 
-def served_variant(ctx: Any, flag: str) -> str | None:
+def served_variant(ctx: FaultContext, flag: str) -> str | None:
     """The variant flagd serves for ``flag`` now (see :func:`sregym_core.faultkit.flagd.served_variant`)."""
     return flagd.served_variant(ctx, flag, service=FLAGD_SERVICE, port=FLAGD_PORT, fault="tt-flag")
 
 
-def _wait_served(ctx: Any, flag: str, variant: str) -> None:
+def _wait_served(ctx: FaultContext, flag: str, variant: str) -> None:
     """Return once flagd serves ``variant``: the change has reached the services, so the reference is
     graded on the flag it set."""
     flagd.wait_served(ctx, flag, variant, service=FLAGD_SERVICE, port=FLAGD_PORT, fault="tt-flag",
                       timeout=SERVE_TIMEOUT_S)
 
 
-def inject(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     flag, decoys = _flag(target, params)
     _set(ctx, {flag: "on", **{d: "on" for d in decoys}})
     _wait_served(ctx, flag, "on")
 
 
-def is_present(ctx: Any, target: Any, params: Mapping[str, Any]) -> bool:
+def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     flag, _decoys = _flag(target, params)
     entry = (_read(ctx).get("flags") or {}).get(flag) or {}
     return entry.get("state") == "ENABLED" and (entry.get("variants") or {}).get(entry.get("defaultVariant")) is True
 
 
-def reference_fix(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def reference_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     flag, _decoys = _flag(target, params)
     _set(ctx, {flag: "off"})
     _wait_served(ctx, flag, "off")
 
 
-def recover(ctx: Any, target: Any, params: Mapping[str, Any]) -> None:
+def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     flag, decoys = _flag(target, params)
     _set(ctx, {flag: "off", **{d: "off" for d in decoys}})
     _wait_served(ctx, flag, "off")
 
 
-def _values(target: Any, params: dict, state: dict) -> dict:
+def _values(target: Target, params: dict, state: dict) -> dict:
     flag, decoys = _flag(target, params)
     return {"flag": flag, "configmap": CONFIG_MAP, "served_by": "flagd", "mechanism": CODE_PATHS[flag].mechanism,
             "decoys": decoys, "defaultVariant": {"before": "off", "after": "on"}}
@@ -115,7 +119,7 @@ _truth = truth_factory(
           "back to off fixes it.")
 
 
-def ground_truth(ctx: Any, target: Any, params: Mapping[str, Any]) -> Any:
+def ground_truth(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> GroundTruth:
     """The common truth, with the faulty code path's own phrases, keywords and symptoms."""
     path = CODE_PATHS[_flag(target, params)[0]]
     truth = _truth(ctx, target, params)
