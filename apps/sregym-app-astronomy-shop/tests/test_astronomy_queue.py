@@ -214,7 +214,7 @@ class _LeakCtx(_PodCtx):
 
 
 @pytest.mark.skipif(shutil.which("redis-cli") is None, reason="needs Debian's redis-cli")
-def test_the_leaking_exporter_fills_the_broker_until_orders_cannot_be_published_and_the_fix_frees_it(broker):
+def test_the_leaking_exporter_fills_the_broker_until_orders_cannot_be_published_and_the_fix_frees_it(broker, tmp_path):
     import os
     import sys
     from types import SimpleNamespace
@@ -238,8 +238,10 @@ def test_the_leaking_exporter_fills_the_broker_until_orders_cannot_be_published_
 
     env = {**{e["name"]: e["value"] for e in side["env"]}, "QUEUE_ADDR": f"127.0.0.1:{port}",
            "EXPORT_MESSAGE_BYTES": str(1 << 20), "EXPORT_INTERVAL_S": "0.2", "PATH": os.environ.get("PATH", "")}
-    proc = subprocess.Popen([sys.executable, "-m", "sregym_app_astronomy_shop.serve", "order-exporter"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = tmp_path / "order-exporter.log"  # read while it runs: its next try after the broker filled fails
+    with open(log, "w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "sregym_app_astronomy_shop.serve", "order-exporter"], env=env,
+                                stdout=sink, stderr=subprocess.STDOUT, text=True)
     try:
         def refused():
             try:
@@ -249,9 +251,11 @@ def test_the_leaking_exporter_fills_the_broker_until_orders_cannot_be_published_
                 return "maxmemory" in str(exc)  # redis-py drops the OOM prefix (OutOfMemoryError)
         assert _wait(refused), client.info("memory")["used_memory_human"]
         assert leak.is_present(ctx, target, {})
+        assert _wait(lambda: "export_failed" in log.read_text()), log.read_text()[-800:]
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=10)
+        proc.wait(30)
+    out = log.read_text()
     assert '"event": "export_failed"' in out or '"event":"export_failed"' in out, out[-800:]
     leak.fix(ctx, target, {})
     assert [c["name"] for c in ctx.deployment["spec"]["template"]["spec"]["containers"]] == ["checkout"]
