@@ -14,17 +14,21 @@ from sregym_core.quantity import parse_quantity
 from sregym_core.types import FaultSpec, TargetSelector
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
-    from sregym_core.faults import FaultContext
-    from sregym_core.types import Target
+    from sregym_core.faultkit import TruthValues
+    from sregym_core.faults import FaultContext, FaultMethod
+    from sregym_core.types import Capability, Layer, Target
 
 SERVICE = TargetSelector(kinds=WORKLOADS, requires=("service",))
 
 
-def fault(name: str, summary: str, *, inject, recover, is_present, fix=None, resource_kind: str, mechanism: str,
-          symptoms=(), keywords=(), params=None, selector=None, values=None, layer="k8s", prose=None,
-          capabilities=frozenset({"any"}), recreates=()) -> FaultSpec:
+def fault(name: str, summary: str, *, inject: FaultMethod, recover: FaultMethod, is_present: FaultMethod,
+          fix: FaultMethod | None = None, resource_kind: str, mechanism: str, symptoms: tuple[str, ...] = (),
+          keywords: tuple[str, ...] = (), params: Mapping[str, Any] | None = None,
+          selector: TargetSelector | None = None, values: TruthValues | None = None, layer: Layer = "k8s",
+          prose: str | None = None, capabilities: Iterable[Capability] = frozenset({"any"}),
+          recreates: tuple[str, ...] = ()) -> FaultSpec:
     return function_fault(name=name, summary=summary, layer=layer, selector=selector or SERVICE, recreates=recreates,
                           params_schema=params or schema(), inject=inject, recover=recover, is_present=is_present,
                           reference_fix=fix, resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms,
@@ -63,7 +67,8 @@ def _svc_save(ctx: FaultContext, target: Target) -> dict:
     return svc
 
 
-def _svc_restore_spec(ctx: FaultContext, target: Target, params: Mapping[str, Any], fields=("selector", "ports")) -> None:
+def _svc_restore_spec(ctx: FaultContext, target: Target, params: Mapping[str, Any],
+                      fields: tuple[str, ...] = ("selector", "ports")) -> None:
     saved = ctx.state.get("service")
     if not saved:
         return
@@ -503,7 +508,7 @@ def pvc_mismatch_recover(ctx: FaultContext, target: Target, params: Mapping[str,
         kube.delete_pods(ctx, target)
 
 
-def _pvc_volume_selector():
+def _pvc_volume_selector() -> TargetSelector:
     return TargetSelector(kinds=("Deployment", "StatefulSet"), requires=("pvcs",))
 
 

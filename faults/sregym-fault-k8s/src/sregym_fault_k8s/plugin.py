@@ -3,18 +3,23 @@ them that cannot take effect although their selector matches."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sregym_core import hookimpl
 
 from . import compatibility, objects, workload
 
+if TYPE_CHECKING:
+    from sregym_core.types import AppSpec, ComponentSpec, FaultSpec, Incompatible
+
 
 @hookimpl
-def sregym_faults():
+def sregym_faults() -> list[FaultSpec]:
     return [*workload.FAULTS, *objects.FAULTS]
 
 
 @hookimpl
-def sregym_check_compatibility(fault, component, app):
+def sregym_check_compatibility(fault: FaultSpec, component: ComponentSpec, app: AppSpec) -> Incompatible | None:
     """Refuse ``missing-secret`` on a component whose pod template reads no Secret.
 
     Its selector (a service with env vars) matches such a component, but there is no Secret to

@@ -13,10 +13,11 @@ from sregym_core.faultkit.templates import TemplateFault
 from sregym_core.types import TargetSelector
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
+    from sregym_core.faultkit.templates import Mutation
     from sregym_core.faults import FaultContext
-    from sregym_core.types import Target
+    from sregym_core.types import FaultSpec, Target
 
 SERVING = TargetSelector(kinds=WORKLOADS, requires=("ports",))
 #: components with a dependency address in an env var (``<PEER>_ADDR``, ``DB_ADDR``...)
@@ -50,7 +51,8 @@ def _env_list(obj: dict, target: Target) -> list[dict]:
     return kube.container(obj, target.component.container_name).get("env") or []
 
 
-def _pick_env(obj: dict, target: Target, wanted: str | None, predicate=lambda e: True) -> tuple[int, dict]:
+def _pick_env(obj: dict, target: Target, wanted: str | None,
+              predicate: Callable[[dict], bool] = lambda e: True) -> tuple[int, dict]:
     env = _env_list(obj, target)
     declared = [n for n in target.component.env if n.endswith("_ADDR")] + list(target.component.env)
     if not wanted:
@@ -76,7 +78,7 @@ def missing_env(ctx: FaultContext, target: Target, params: Mapping[str, Any], ob
     return [{"op": "remove", "path": "/spec/template/spec/" + kube.container_path(obj, target, f"env/{index}")}]
 
 
-def _missing_env_values(target, params, state):
+def _missing_env_values(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     original = next(iter(state.get("originals", {}).values()), None) or {}
     return {"removed_env": state.get("env_name") or params.get("name"), "original": original}
 
@@ -110,7 +112,7 @@ def wrong_port_env(ctx: FaultContext, target: Target, params: Mapping[str, Any],
              "value": value}]
 
 
-def _env_values(target, params, state):
+def _env_values(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     return {"env": state.get("env_name") or params.get("name"), "before": original_value(state, "/value"),
             "after": injected_value(state, "/value") or (injected_value(state, "") or {}).get("value")}
 
@@ -123,7 +125,7 @@ def scale_zero(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj
     return [{"op": "add", "path": "/spec/replicas", "value": 0}]
 
 
-def _probe(kind: str):
+def _probe(kind: str) -> Mutation:
     def mutate(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
         container = kube.container(obj, target.component.container_name)
         probe = container.get(kind)
@@ -191,7 +193,7 @@ def _ensure_port_holder(ctx: FaultContext, host_port: int) -> None:
                                                        "ports": [{"containerPort": host_port, "hostPort": host_port}]}]}}}})
 
 
-def _resources(field: str, resource: str):
+def _resources(field: str, resource: str) -> Mutation:
     def mutate(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
         container = kube.container(obj, target.component.container_name)
         resources = dict(container.get("resources") or {})
@@ -281,8 +283,10 @@ class CpuRequestMissing(TemplateFault):
                     "--ignore-not-found", check=False)
 
 
-def _cpu_request_missing(spec):
-    return attrs.evolve(spec, impl=CpuRequestMissing(spec.impl.mutate, truth=spec.impl.truth))
+def _cpu_request_missing(spec: FaultSpec) -> FaultSpec:
+    impl = spec.impl
+    assert isinstance(impl, TemplateFault)  # a template_fault's spec, as FAULTS passes it
+    return attrs.evolve(spec, impl=CpuRequestMissing(impl.mutate, truth=impl.truth))
 
 
 NUMBER = {"type": "integer", "minimum": 1, "maximum": 65535}
