@@ -16,7 +16,8 @@ from .sql import running_pod
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from sregym_core.faults import FaultContext
+    from sregym_core.faultkit import TruthValues
+    from sregym_core.faults import FaultContext, FaultMethod
     from sregym_core.types import Target
 
 MEMCACHED = TargetSelector(roles=("cache:memcached",))
@@ -201,7 +202,7 @@ def with_requirepass(values: list[str] | None, password: str) -> list[str]:
     return without_requirepass(values) + [REQUIREPASS, password]
 
 
-def _cache_container(obj: dict, target) -> tuple[int, dict]:
+def _cache_container(obj: dict, target: Target) -> tuple[int, dict]:
     index = kube.container_index(obj, target.component.container_name)
     return index, kube.pod_spec(obj)["containers"][index]
 
@@ -283,8 +284,10 @@ def redis_auth_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any])
                                                     f"{target.component.name} shows whether the fix rolled out"))
 
 
-def _f(name, summary, selector, inject, recover, present, fix=None, *, mechanism, resource_kind, symptoms=(),
-       keywords=(), params=None, values=None) -> FaultSpec:
+def _f(name: str, summary: str, selector: TargetSelector, inject: FaultMethod, recover: FaultMethod,
+       present: FaultMethod, fix: FaultMethod | None = None, *, mechanism: str, resource_kind: str,
+       symptoms: tuple[str, ...] = (), keywords: tuple[str, ...] = (), params: Mapping[str, Any] | None = None,
+       values: TruthValues | None = None) -> FaultSpec:
     return function_fault(name=name, summary=summary, layer="datastore", selector=selector,
                           params_schema=params or schema(), inject=inject, recover=recover, is_present=present,
                           reference_fix=fix, resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms,

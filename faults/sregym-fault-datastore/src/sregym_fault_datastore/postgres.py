@@ -14,7 +14,8 @@ from .sql import app_roles, login_refused, psql, quote_ident, table_grants
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from sregym_core.faults import FaultContext
+    from sregym_core.faultkit import TruthValues
+    from sregym_core.faults import FaultContext, FaultMethod
     from sregym_core.types import Target
 
 POSTGRES = TargetSelector(roles=("db:postgres",))
@@ -388,8 +389,10 @@ def max_conn_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any
     kube.delete_pods(ctx, target)
 
 
-def _f(name, summary, inject, recover, present, fix=None, *, mechanism, resource_kind="PostgreSQL role",
-       symptoms=(), keywords=(), params=None, values=None) -> FaultSpec:
+def _f(name: str, summary: str, inject: FaultMethod, recover: FaultMethod, present: FaultMethod,
+       fix: FaultMethod | None = None, *, mechanism: str, resource_kind: str = "PostgreSQL role",
+       symptoms: tuple[str, ...] = (), keywords: tuple[str, ...] = (), params: Mapping[str, Any] | None = None,
+       values: TruthValues | None = None) -> FaultSpec:
     return function_fault(name=name, summary=summary, layer="datastore", selector=POSTGRES,
                           params_schema=params or schema(), inject=inject, recover=recover, is_present=present,
                           reference_fix=fix, resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms,

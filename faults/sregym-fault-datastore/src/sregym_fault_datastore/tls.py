@@ -25,7 +25,7 @@ from .sql import app_roles, psql, running_pod
 
 if TYPE_CHECKING:
     from sregym_core.faults import FaultContext
-    from sregym_core.types import Target
+    from sregym_core.types import FaultSpec, Target
 
 #: the rule that makes TLS mandatory for TCP: pg_hba.conf is first-match, so ahead of the others it
 #: refuses every plain-text TCP connection whatever rule would have let it in
@@ -310,7 +310,7 @@ def truth_values(target: Target, params: Any, state: Any) -> dict:
             "hba_file": state.get("hba_file") or "$PGDATA/pg_hba.conf"}
 
 
-def _spec():
+def _spec() -> FaultSpec:
     from sregym_core.faultkit import function_fault, schema
 
     from .postgres import POSTGRES
