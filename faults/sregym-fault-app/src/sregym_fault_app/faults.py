@@ -10,9 +10,10 @@ from sregym_core.faultkit import WORKLOADS, function_fault, kube, schema, templa
 from sregym_core.types import FaultSpec, TargetSelector
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
-    from sregym_core.faults import FaultContext
+    from sregym_core.faultkit import TruthValues
+    from sregym_core.faults import FaultContext, FaultMethod
     from sregym_core.types import FailureMode, Target
 
 SERVICES = TargetSelector(kinds=WORKLOADS, roles=("service:*", "frontend"))
@@ -37,9 +38,10 @@ def _env_ops(obj: dict, target: Target, values: dict[str, str]) -> list[dict]:
     return ops
 
 
-def _env_fault(name: str, summary: str, values: dict[str, str], *, mechanism: str, symptoms, keywords,
-               failure_mode: FailureMode, selector: TargetSelector = SERVICES, params_schema=None,
-               from_params=None) -> FaultSpec:
+def _env_fault(name: str, summary: str, values: dict[str, str], *, mechanism: str, symptoms: tuple[str, ...],
+               keywords: tuple[str, ...], failure_mode: FailureMode, selector: TargetSelector = SERVICES,
+               params_schema: dict[str, Any] | None = None,
+               from_params: Callable[[Mapping[str, Any]], dict[str, str]] | None = None) -> FaultSpec:
     def mutate(ctx: FaultContext, target: Target, params: Mapping[str, Any], obj: dict) -> list[dict]:
         chosen = from_params(params) if from_params else values
         return _env_ops(obj, target, chosen)
@@ -154,8 +156,11 @@ def capacity_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any
     kube.delete(ctx, "resourcequota", params["name"])
 
 
-def _f(name, summary, inject, recover, present, *, mechanism, resource_kind, symptoms=(), keywords=(), params=None,
-       values=None, selector=SERVICES, failure_mode="transient", fix=None) -> FaultSpec:
+def _f(name: str, summary: str, inject: FaultMethod, recover: FaultMethod, present: FaultMethod, *, mechanism: str,
+       resource_kind: str, symptoms: tuple[str, ...] = (), keywords: tuple[str, ...] = (),
+       params: Mapping[str, Any] | None = None, values: TruthValues | None = None,
+       selector: TargetSelector = SERVICES, failure_mode: FailureMode = "transient",
+       fix: FaultMethod | None = None) -> FaultSpec:
     return function_fault(name=name, summary=summary, layer="config", selector=selector, params_schema=params or schema(),
                           inject=inject, recover=recover, is_present=present, reference_fix=fix,
                           resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms, keywords=keywords,
