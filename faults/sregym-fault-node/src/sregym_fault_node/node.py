@@ -19,7 +19,8 @@ from . import hooks, placement
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from sregym_core.faults import FaultContext
+    from sregym_core.faultkit import TruthValues
+    from sregym_core.faults import FaultContext, FaultMethod
     from sregym_core.types import Capability, Layer, Target
 
 STATELESS = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "stateful", "db:*"))
@@ -265,16 +266,17 @@ def _net_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -
 
 # --------------------------------------------------------------------------- records
 
-def _fault(name: str, summary: str, *, layer: Layer, selector: TargetSelector, params: Mapping[str, Any], inject, present, fix,
-           recover, resource_kind: str, mechanism: str, symptoms: tuple[str, ...], keywords: tuple[str, ...],
-           capabilities: frozenset[Capability], prose: str, values=None, recreates: tuple[str, ...] = ()) -> FaultSpec:
+def _fault(name: str, summary: str, *, layer: Layer, selector: TargetSelector, params: Mapping[str, Any],
+           inject: FaultMethod, present: FaultMethod, fix: FaultMethod, recover: FaultMethod, resource_kind: str,
+           mechanism: str, symptoms: tuple[str, ...], keywords: tuple[str, ...], capabilities: frozenset[Capability],
+           prose: str, values: TruthValues | None = None, recreates: tuple[str, ...] = ()) -> FaultSpec:
     return function_fault(name=name, summary=summary, layer=layer, selector=selector, params_schema=params,
                           inject=inject, recover=recover, is_present=present, reference_fix=fix,
                           resource_kind=resource_kind, mechanism=mechanism, symptoms=symptoms, keywords=keywords,
                           values=values, prose=prose, capabilities=capabilities, recreates=recreates)
 
 
-def _with_state(*keys: str):
+def _with_state(*keys: str) -> TruthValues:
     def values(target: Target, params: Mapping[str, Any], state: dict) -> dict:
         return {**params, **{k: state.get(k, "(unknown)") for k in keys}}
     return values
