@@ -272,7 +272,7 @@ def _mutating_config(ctx: FaultContext) -> str:
     return f"resource-defaults-{ctx.namespace}"
 
 
-def _container_memory(pod: dict, target) -> str | None:
+def _container_memory(pod: dict, target: Target) -> str | None:
     containers = pod["spec"]["containers"]
     chosen = next((c for c in containers if c["name"] == target.component.container_name), containers[0])
     return ((chosen.get("resources") or {}).get("limits") or {}).get("memory")

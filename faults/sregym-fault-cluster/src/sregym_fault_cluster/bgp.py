@@ -161,7 +161,7 @@ VOCABULARY = (
 )
 
 
-def _values(target, params, state) -> dict:
+def _values(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     return {"peer": PEER, "selector": state.get("selector") or DRIFTED_SELECTOR, "good_selector": GOOD_SELECTOR,
             "reflector": state.get("reflector") or "node-1", "label": f"{REFLECTOR_LABEL}={REFLECTOR_VALUE}",
             "config": CONFIG}

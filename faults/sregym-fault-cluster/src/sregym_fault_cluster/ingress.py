@@ -63,7 +63,7 @@ def tls_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> 
     users.put_secret(ctx, entry["secretName"], cert, key)
 
 
-def _tls_values(target, params, state) -> dict:
+def _tls_values(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     """The injected names, or the apps' convention (``<service>-tls`` for ``<namespace>.sregym.test``)
     before an injection recorded them (a ground truth derived without a cluster)."""
     secret = state.get("secret") or f"{target.component.service_name}-tls"

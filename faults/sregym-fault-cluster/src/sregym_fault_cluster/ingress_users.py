@@ -19,9 +19,9 @@ from sregym_core.faultkit import kube
 from sregym_core.faultkit import users as kit_users
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
-    from sregym_core.faults import FaultContext, UsersProbe
+    from sregym_core.faults import FaultContext, FaultMethod, UsersProbe
     from sregym_core.types import Target
 
 CONTROLLER_SERVICE = ("ingress-nginx", "ingress-nginx-controller")
@@ -153,7 +153,7 @@ def put_secret(ctx: FaultContext, name: str, cert: bytes, key: bytes, labels: di
     kube.apply(ctx, tls_secret(name, ctx.namespace, cert, key, labels=labels))
 
 
-def users_first(inject):
+def users_first(inject: Callable[[FaultContext, Target, Mapping[str, Any]], Any]) -> FaultMethod:
     """Move the workload's users onto the Ingress, then break it; back to the Service if that fails."""
     def routed_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Any:
         route_users(ctx, target)

@@ -191,7 +191,7 @@ VOCABULARY = (
 )
 
 
-def _values(target, params, state) -> dict:
+def _values(target: Target, params: Mapping[str, Any], state: dict) -> dict:
     return {"ippool": POOL, "cidr": state.get("cidr") or "127.42.1.192/26",
             "original_cidr": (state.get("pool") or {}).get("cidr") or "127.42.0.0/16",
             "filler": FILLER, "fillers": state.get("fillers") or 63, "node": state.get("node") or "node-1"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from sregym_core import hookimpl
 from sregym_core.types import LocalImage
@@ -10,9 +11,12 @@ from sregym_core.types import LocalImage
 from . import actor, admission, bgp, cronjob, dns, finalizer, ingress, ipam, kube_proxy, rbac, routing, storage
 from .admission import IMAGE
 
+if TYPE_CHECKING:
+    from sregym_core.types import FaultSpec
+
 
 @hookimpl
-def sregym_faults():
+def sregym_faults() -> list[FaultSpec]:
     return [*admission.FAULTS, *dns.FAULTS, *routing.FAULTS, *actor.FAULTS, *storage.FAULTS, *rbac.FAULTS,
             *cronjob.FAULTS, *ingress.FAULTS, *finalizer.FAULTS, *kube_proxy.FAULTS, *ipam.FAULTS,
             *bgp.FAULTS]

@@ -60,11 +60,11 @@ print(f"config-sync: wrote {len(data)} key(s) of configmap {name} to {target}", 
 """
 
 
-def _account(target) -> str:
+def _account(target: Target) -> str:
     return f"{target.component.name}-config-sync"
 
 
-def _role(target) -> str:
+def _role(target: Target) -> str:
     return f"{target.component.name}-config-reader"
 
 

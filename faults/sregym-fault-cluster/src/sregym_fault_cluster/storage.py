@@ -159,7 +159,7 @@ def _attachable_class(ctx: FaultContext) -> str:
                               hints=(f"provisioners known to attach: {', '.join(ATTACHABLE)}",))
 
 
-def _claim_name(target) -> str:
+def _claim_name(target: Target) -> str:
     return f"{target.component.name}-{SHARED_VOLUME}"
 
 

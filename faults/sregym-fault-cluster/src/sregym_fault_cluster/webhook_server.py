@@ -19,6 +19,7 @@ import ssl
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 def decide(review: dict, mode: str, memory: str) -> tuple[dict, str]:
@@ -78,7 +79,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args) -> None:  # the decision lines are the log
+    def log_message(self, format: str, *args: Any) -> None:  # the decision lines are the log
         pass
 
 
