@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sregym_appkit import appspec as kit
 
@@ -13,7 +13,7 @@ from .topology import ADMIN_PORT, FLAGS, SERVICES, WORKLOAD_NAMESPACE
 from .topology import NAMESPACE as NAMESPACE  # read by sregym_appkit.appspec.app_record
 
 if TYPE_CHECKING:
-    from sregym_core.types import AppSpec, ComponentSpec, LocalImage
+    from sregym_core.types import AppSpec, ComponentSpec, DeployContext, LocalImage
 
 NAME = "astronomy-shop"
 DISPLAY_NAME = "OpenTelemetry Demo Astronomy Shop"
@@ -68,7 +68,7 @@ def local_images() -> tuple[LocalImage, ...]:
             edge)
 
 
-def deploy(ctx: Any) -> None:
+def deploy(ctx: DeployContext) -> None:
     """Apply the manifests rendered with the run's params (and the Ingress's TLS certificate, from the
     shop's CA in the load generator's hidden namespace); the conductor then waits for Ready."""
     kit.apply_manifests(ctx, render_yaml(ctx.params), WORKLOAD_NAMESPACE)
