@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sregym_appkit import appspec as kit
 
@@ -27,7 +27,7 @@ from .topology import (
 )
 
 if TYPE_CHECKING:
-    from sregym_core.types import AppSpec, ComponentSpec, LocalImage
+    from sregym_core.types import AppSpec, ComponentSpec, DeployContext, LocalImage
 
 NAME = "fleetcast"
 DISPLAY_NAME = "Fleet Cast"
@@ -60,12 +60,12 @@ def local_images() -> tuple[LocalImage, ...]:
                          summary="the DatastoreCluster operator (kopf)") for tag in kit.STABLE_TAGS))
 
 
-def _kubectl(ctx: Any, *args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def _kubectl(ctx: DeployContext, *args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), *args], input=stdin,
                           capture_output=True, text=True, timeout=timeout)
 
 
-def deploy(ctx: Any) -> None:
+def deploy(ctx: DeployContext) -> None:
     """Apply the CRD, wait until it is served, then everything else (and the Ingress's TLS certificate);
     the conductor waits for Ready."""
     import yaml
@@ -85,7 +85,7 @@ def deploy(ctx: Any) -> None:
     _wait_for_statefulset(ctx)
 
 
-def _wait_for_statefulset(ctx: Any) -> None:
+def _wait_for_statefulset(ctx: DeployContext) -> None:
     """The operator makes the datastore's StatefulSet: wait until it exists, so the conductor's Ready
     wait covers it (else the app could look Ready before its datastore exists)."""
     from sregym_core.errors import DeployError

@@ -326,7 +326,9 @@ CR_VOCABULARY = ("datastorecluster", "datastore cluster", "custom resource", "th
 CR_KEYWORDS = ("DatastoreCluster", "custom resource", "operator", "orbit-db")
 
 
-def _cr_fault(name: str, summary: str, field: str, mutate, broken, shown, *, mechanism: str, prose: str,
+def _cr_fault(name: str, summary: str, field: str, mutate: Callable[[dict[str, Any], Mapping[str, Any]], dict[str, Any]],
+              broken: Callable[[FaultContext, Target, dict[str, Any]], bool],
+              shown: Callable[[FaultContext, Target, dict[str, Any]], bool], *, mechanism: str, prose: str,
               params: dict[str, Any], symptoms: tuple[str, ...], vocabulary: tuple[str, ...],
               keywords: tuple[str, ...], recreates: tuple[str, ...] = ()) -> FaultSpec:
     impl = FieldFault(field, mutate, broken, shown)
