@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sregym_appkit import appspec as kit
 
@@ -22,7 +22,7 @@ from .topology import (
 from .topology import NAMESPACE as NAMESPACE  # read by sregym_appkit.appspec.app_record
 
 if TYPE_CHECKING:
-    from sregym_core.types import AppSpec, ComponentSpec, LocalImage
+    from sregym_core.types import AppSpec, ComponentSpec, DeployContext, LocalImage
 
 NAME = "train-ticket"
 DISPLAY_NAME = "Train Ticket"
@@ -60,7 +60,7 @@ def local_images() -> tuple[LocalImage, ...]:
     return kit.service_images(IMAGE_REPO, __package__, GATEWAY, "TrainTicket services (argv[1] chooses the service)")
 
 
-def deploy(ctx: Any) -> None:
+def deploy(ctx: DeployContext) -> None:
     """Apply the manifests rendered with the run's params (and the Ingress's TLS certificate, from the
     app's CA in the load generator's hidden namespace); the conductor then waits for Ready."""
     kit.apply_manifests(ctx, render_yaml(ctx.params), WORKLOAD_NAMESPACE,
