@@ -170,3 +170,24 @@ def test_trajectory_steps_carry_their_own_times_and_the_upstream_id(tmp_path):
     assert stamps[2] > stamps[1]  # no time of its own: when it was written, later
     assert document["extra"] == {"problem_id": "hotel-wrong-image-geo", "upstream_id": "wrong_bin_usage"}
     assert document["session_id"] == "r1/wrong_bin_usage/react/1"
+
+
+def test_a_diagnosis_a_spreadsheet_would_run_is_written_as_text(tmp_path):
+    """Red-team round 9: a diagnosis beginning ``=HYPERLINK(...)`` went into the CSVs as it was, a formula
+    in any spreadsheet that opens them. Both CSV layouts write it with a leading apostrophe (shown as text);
+    the JSONL record keeps the text as the agent sent it, and numbers stay numbers."""
+    from sregym_core.results import ResultsWriter
+    from sregym_core.results.record import spreadsheet_safe
+
+    formula = '=HYPERLINK("http://127.0.0.1/x","geo has a bad image")'
+    attempt = record(diagnosis={**DIAGNOSIS, "inputs": {"submission": formula}}, error="-1+2 went wrong")
+    layout = UpstreamLayout(tmp_path / "upstream", started=0)
+    run_dir = layout.append(attempt)
+    row = read(run_dir / "hotel-wrong-image-geo_results.csv")[0]
+    assert row["Diagnosis.submission"] == "'" + formula
+    writer = ResultsWriter(tmp_path / "ours")
+    writer.append(attempt)
+    ours = read(tmp_path / "ours" / "results.csv")[0]
+    assert ours["error"] == "'-1+2 went wrong"
+    assert json.loads((tmp_path / "ours" / "results.jsonl").read_text())["error"] == "-1+2 went wrong"
+    assert [spreadsheet_safe(v) for v in ("-0.5", -3, "+1e3", "geo", "@sum")] == ["-0.5", -3, "+1e3", "geo", "'@sum"]

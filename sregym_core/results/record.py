@@ -146,3 +146,20 @@ class AttemptRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> AttemptRecord:
         fields = attrs.fields_dict(cls)
         return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+#: what makes a spreadsheet read a cell as a formula (OWASP's "CSV injection" list)
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """``value`` for a CSV cell: a text an agent wrote (its diagnosis, an error) that a spreadsheet would run
+    as a formula (``=HYPERLINK(...)``, red-team round 9) gets a leading apostrophe, which spreadsheets show as
+    text; numbers, and texts that are numbers, stay as they are."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .record import AttemptRecord
+from .record import AttemptRecord, spreadsheet_safe
 
 
 def _bool(value: Any) -> str:
@@ -159,7 +159,7 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: row.get(k, "") for k in columns})
+        writer.writerow({k: spreadsheet_safe(row.get(k, "")) for k in columns})
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".csv.tmp")
     tmp.write_text(buffer.getvalue())

@@ -22,7 +22,7 @@ import structlog
 
 from sregym_core.errors import ConfigError
 
-from .record import AttemptRecord
+from .record import AttemptRecord, spreadsheet_safe
 from .schema import validate_record_dict
 
 log = structlog.get_logger()
@@ -57,7 +57,7 @@ def csv_row(record: AttemptRecord) -> dict[str, Any]:
     row["diagnosis_composite"] = (record.diagnosis or {}).get("composite")
     row["mitigation_failures"] = "; ".join(_failed_leaves(record.mitigation))
     row["timeouts"] = ";".join(record.timeouts)
-    return {k: "" if row.get(k) is None else row[k] for k in CSV_COLUMNS}
+    return {k: "" if row.get(k) is None else spreadsheet_safe(row[k]) for k in CSV_COLUMNS}
 
 
 class ResultsWriter:
