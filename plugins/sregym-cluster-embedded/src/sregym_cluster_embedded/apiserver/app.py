@@ -7,6 +7,7 @@ the client sends can produce anything else.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import time
@@ -34,6 +35,7 @@ from .request import (
     json_response,
     media_type,
     parse_resource_path,
+    RECHECK_KEY,
     read_body,
     success_status,
     wants_partial,
@@ -55,6 +57,12 @@ _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 SERVER_KEY: web.AppKey[ApiServer] = web.AppKey("server")
+#: how often an open watch asks again whether its identity and its right to watch still hold
+WATCH_RECHECK_S = 1.0
+#: the authorization decisions the request being served was granted so far, asked again once its body has
+#: arrived and while a watch streams (see _recheck)
+_DECISIONS: contextvars.ContextVar[list[tuple[UserInfo, Attributes]] | None] = contextvars.ContextVar(
+    "sregym_authz_decisions", default=None)
 TIMING_KEY: web.RequestKey[str] = web.RequestKey("timing_key")
 PSA_AUDIT_KEY: web.RequestKey[str] = web.RequestKey("pod_security_audit")
 
@@ -134,11 +142,14 @@ class ApiServer:
         if not self.authz.allowed(user, attrs_):
             raise forbidden(user.name, verb, rt.plural, rt.group, target.namespace, name or target.name,
                             target.subresource)
+        _remember(user, attrs_)
 
     def authorize_path(self, user: UserInfo, verb: str, path: str) -> None:
-        if not self.authz.allowed(user, Attributes(verb=verb, path=path)):
+        attrs_ = Attributes(verb=verb, path=path)
+        if not self.authz.allowed(user, attrs_):
             raise ApiError(403, f'forbidden: User "{user.name}" cannot {verb} path "{path}"', "Forbidden",
                            details={})
+        _remember(user, attrs_)
 
     # ------------------------------------------------------------------------------------------
     # openapi
@@ -188,6 +199,28 @@ async def errors_middleware(request: web.Request, handler: Any) -> web.StreamRes
     return response
 
 
+def _remember(user: UserInfo, attrs_: Attributes) -> None:
+    decisions = _DECISIONS.get()
+    if decisions is not None:
+        decisions.append((user, attrs_))
+
+
+def _recheck(request: web.Request, decisions: list[tuple[UserInfo, Attributes]]) -> None:
+    """Raise what the request would get now: 401 once its identity is gone (a revoked ServiceAccount's token),
+    403 once a right it was granted is gone. The API server decides from the headers; a client may hold the
+    body back for minutes, or keep a watch open, past the end of the attempt that gave it the identity."""
+    server: ApiServer = request.app[SERVER_KEY]
+    header = request.headers.get("Authorization")
+    if header is not None:
+        now = server.authn.authenticate(header)
+        if now is None or now.name != request[USER_KEY].name:
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+    for user, attrs_ in decisions:
+        if not server.authz.allowed(user, attrs_):
+            raise ApiError(403, f'forbidden: User "{user.name}" may no longer {attrs_.verb} this', "Forbidden",
+                           details={})
+
+
 def _user(request: web.Request) -> UserInfo:
     server: ApiServer = request.app[SERVER_KEY]
     header = request.headers.get("Authorization")
@@ -207,6 +240,10 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
     path = request.path
     user = _user(request)
     request[USER_KEY] = user
+    if MASTERS_GROUP not in user.groups:  # the cluster's own identities (benchmark, controllers, nodes) stay
+        decisions: list[tuple[UserInfo, Attributes]] = []
+        _DECISIONS.set(decisions)  # this request's task only (aiohttp serves each request in its own task)
+        request[RECHECK_KEY] = lambda: _recheck(request, decisions)
     parts = [p for p in path.split("/")][1:]
     if parts and parts[-1] == "" and path not in ("/version/",):
         parts = parts[:-1]
@@ -656,7 +693,8 @@ async def watch_response(request: web.Request, server: ApiServer, target: Target
             chunk += bookmark(initial_rv, True)
         if chunk:
             await response.write(chunk)
-        last_bookmark = time.monotonic()
+        last_bookmark = last_check = time.monotonic()
+        recheck = request.get(RECHECK_KEY)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -664,8 +702,17 @@ async def watch_response(request: web.Request, server: ApiServer, target: Target
             transport = request.transport
             if transport is None or transport.is_closing():
                 break
+            if recheck is not None and time.monotonic() - last_check >= WATCH_RECHECK_S:
+                # a watch ends with its identity or its right to watch (red-team round 9: one streamed on
+                # for 21 minutes after its attempt's identity was revoked, into the next attempts)
+                last_check = time.monotonic()
+                try:
+                    recheck()
+                except ApiError:
+                    break
             try:
-                item = await asyncio.wait_for(watcher.queue.get(), timeout=min(remaining, 5.0))
+                item = await asyncio.wait_for(watcher.queue.get(),
+                                              timeout=min(remaining, 5.0 if recheck is None else WATCH_RECHECK_S))
             except TimeoutError:
                 if bookmarks and time.monotonic() - last_bookmark > BOOKMARK_INTERVAL:
                     await response.write(bookmark(store.rv))
@@ -673,6 +720,12 @@ async def watch_response(request: web.Request, server: ApiServer, target: Target
                 continue
             if item is None:
                 break
+            if recheck is not None and time.monotonic() - last_check >= WATCH_RECHECK_S:
+                last_check = time.monotonic()
+                try:
+                    recheck()
+                except ApiError:
+                    break
             out = [encode(*item)]
             while not watcher.queue.empty() and len(out) < 500:
                 nxt = watcher.queue.get_nowait()

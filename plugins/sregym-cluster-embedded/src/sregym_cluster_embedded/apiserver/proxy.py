@@ -14,7 +14,7 @@ from aiohttp import web
 
 from .errors import ApiError, not_found, server_not_found
 from .rbac import Attributes
-from .request import USER_KEY
+from .request import RECHECK_KEY, USER_KEY
 
 if TYPE_CHECKING:
     from .app import ApiServer
@@ -116,6 +116,9 @@ async def handle(request: web.Request, server: ApiServer, rest: list[str]) -> we
         path += "?" + request.query_string
     headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
     body = await request.read()
+    recheck = request.get(RECHECK_KEY)
+    if recheck is not None:  # the caller's identity and rights still hold now that the body has arrived
+        recheck()
     session = server.http_session()
     url = f"http://{ip}:{number}{path}"
     try:

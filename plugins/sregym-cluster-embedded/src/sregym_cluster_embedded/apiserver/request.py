@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 MAX_BODY = 3 * 1024 * 1024
 # the authenticated user of a request, set by the API server's authentication middleware
 USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("user")
+#: called once a request's body has arrived, before anything acts on it: raises the ApiError the request
+#: would get now (its identity revoked or its rights taken while the body was still on its way)
+RECHECK_KEY: web.RequestKey[Callable[[], None]] = web.RequestKey("recheck")
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -37,9 +41,15 @@ def success_status(details: dict[str, Any] | None = None, code: int = 200) -> di
 
 
 async def read_body(request: web.Request) -> bytes:
+    """The whole body, once its identity and rights still hold: a client that sends the headers in time and
+    holds the last byte back must not write after its identity was revoked (red-team round 9)."""
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise ApiError(413, "the request body is too large", "RequestEntityTooLarge")
-    return await request.read()
+    body = await request.read()
+    recheck = request.get(RECHECK_KEY)
+    if recheck is not None:
+        recheck()
+    return body
 
 PATCH_TYPES = (
     "application/json-patch+json",

@@ -1,0 +1,122 @@
+"""An identity revoked while its request is still on the wire (red-team round 9, issue #34).
+
+The API server decides who calls, and whether RBAC allows it, from the request's headers. A client
+that sent the headers during its attempt and held the body's last byte back wrote after the
+conductor had revoked its identity, past the grant guard's last look; a watch opened during the
+attempt streamed the next attempts' objects for 21 minutes. Here, against a real API server and the
+conductor's own identity code, over a raw TLS connection (the bytes kubectl would send, only slower):
+the body that completes after the revocation is refused and stores nothing, the same body with the
+identity still alive is stored, and a watch ends once its identity is gone."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import ssl
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import yaml
+
+from sregym_core.conductor.agent_access import grant_agent_access, revoke_agent_access
+from sregym_core.conductor.kube import Kube
+
+#: only catches a hang: the events waited for come in well under a second
+HANG_S = 30.0
+
+
+def _identity(kubeconfig: Path) -> tuple[str, int, ssl.SSLContext, str]:
+    """(host, port, TLS context trusting the cluster's CA, bearer token) of an agent kubeconfig."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+    url = urlparse(cluster["server"])
+    context = ssl.create_default_context()
+    with tempfile.NamedTemporaryFile("wb", suffix=".crt", delete=False) as ca:
+        ca.write(base64.b64decode(cluster["certificate-authority-data"]))
+    context.load_verify_locations(ca.name)
+    Path(ca.name).unlink()
+    context.check_hostname = False
+    return url.hostname or "127.0.0.1", url.port or 443, context, user["token"]
+
+
+def _open(kubeconfig: Path) -> tuple[ssl.SSLSocket, str, str]:
+    host, port, context, token = _identity(kubeconfig)
+    raw = socket.create_connection((host, port), timeout=HANG_S)
+    return context.wrap_socket(raw, server_hostname=host), host, token
+
+
+def _status(sock: ssl.SSLSocket) -> int:
+    """The HTTP status of the response on ``sock``."""
+    line = b""
+    while not line.endswith(b"\r\n"):
+        line += sock.recv(1)
+    return int(line.split()[1])
+
+
+def _held_back_patch(kubeconfig: Path, namespace: str, value: str) -> tuple[ssl.SSLSocket, bytes]:
+    """A merge patch of ConfigMap ``held`` whose headers and all but the last byte of its body are sent."""
+    sock, host, token = _open(kubeconfig)
+    body = json.dumps({"data": {"k": value}}).encode()
+    head = (f"PATCH /api/v1/namespaces/{namespace}/configmaps/held HTTP/1.1\r\nHost: {host}\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/merge-patch+json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    sock.sendall(head + body[:-1])
+    return sock, body[-1:]
+
+
+def test_a_body_held_back_past_the_revocation_is_refused_and_stores_nothing(api_server, namespace, tmp_path):
+    kube = Kube(api_server.kubeconfig)
+    kube.request("POST", f"/api/v1/namespaces/{namespace}/configmaps",
+                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held"}, "data": {"k": "before"}})
+    alive = grant_agent_access(kube, [namespace], tmp_path / "alive", account="agent-heldalive", expiration_seconds=600)
+    gone = grant_agent_access(kube, [namespace], tmp_path / "gone", account="agent-heldgone1", expiration_seconds=600)
+    try:
+        # the control: an identity that still holds when its last byte arrives writes
+        sock, last = _held_back_patch(alive, namespace, "written by a live identity")
+        time.sleep(0.5)  # the server has the headers (a later arrival is only the ordinary case)
+        sock.sendall(last)
+        assert _status(sock) == 200
+        sock.close()
+        assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/held")["data"]["k"] == "written by a live identity"
+
+        sock, last = _held_back_patch(gone, namespace, "written after the revocation")
+        time.sleep(0.5)
+        revoke_agent_access(kube, [namespace], "agent-heldgone1")  # the attempt ends
+        sock.sendall(last)
+        assert _status(sock) == 401
+        sock.close()
+        assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/held")["data"]["k"] == "written by a live identity"
+    finally:
+        revoke_agent_access(kube, [namespace], "agent-heldalive")
+        revoke_agent_access(kube, [namespace], "agent-heldgone1")
+
+
+def test_a_watch_ends_once_its_identity_is_revoked(api_server, namespace, tmp_path):
+    kube = Kube(api_server.kubeconfig)
+    agent = grant_agent_access(kube, [namespace], tmp_path / "watcher", account="agent-watcher01", expiration_seconds=600)
+    try:
+        sock, host, token = _open(agent)
+        sock.sendall((f"GET /api/v1/namespaces/{namespace}/configmaps?watch=1&timeoutSeconds=1800 HTTP/1.1\r\n"
+                      f"Host: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n").encode())
+        assert _status(sock) == 200
+        kube.request("POST", f"/api/v1/namespaces/{namespace}/configmaps",
+                     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "seen-while-alive"}})
+        revoke_agent_access(kube, [namespace], "agent-watcher01")
+        kube.request("POST", f"/api/v1/namespaces/{namespace}/configmaps",
+                     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "the-next-attempts"}})
+        received = b""
+        deadline = time.monotonic() + HANG_S
+        while not received.endswith(b"0\r\n\r\n"):  # the chunked stream's end: the server closed the watch
+            assert time.monotonic() < deadline, f"the watch still streams {HANG_S:g} s after the revocation"
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+        sock.close()
+        assert b"seen-while-alive" in received
+        # a watch may deliver what was already queued for it, but it ends: not a stream into later attempts
+    finally:
+        revoke_agent_access(kube, [namespace], "agent-watcher01")
