@@ -55,14 +55,33 @@ def _corefile(text: str) -> dict:
             "data": {"Corefile": text}}
 
 
-def test_a_normal_end_leaves_no_journal_and_nothing_is_put_back():
+def _set_corefile(kube: _Server, text: str) -> None:
+    changed = kube.get(DNS_PATH)
+    changed["data"]["Corefile"] = text
+    kube.request("PUT", DNS_PATH, changed)
+
+
+def test_a_sealed_journal_puts_back_only_a_write_that_landed_after_the_seal_and_soon(monkeypatch):
     kube = _Server({DNS_PATH: _corefile(".:53 {}\n")})
     recorded = journal.open_journal(kube, [DNS], "hotel", "a1")
     assert recorded[DNS_PATH]["data"] == {"Corefile": ".:53 {}\n"} and "uid" not in recorded[DNS_PATH]["metadata"]
     assert json.loads(kube.objects[JOURNAL_PATH]["data"]["objects"]) == recorded
-    journal.close(kube)
-    assert JOURNAL_PATH not in kube.objects
-    assert journal.recover_dead_attempt(kube) == []
+    _set_corefile(kube, ".:53 { fault }\n")  # the fault, then its recover
+    _set_corefile(kube, ".:53 {}\n")
+    journal.seal(kube, [DNS], "hotel", "a1")
+    assert journal.mend_leftovers(kube) == [] and JOURNAL_PATH not in kube.objects  # nothing since the seal
+
+    journal.seal(kube, [DNS], "hotel", "a2")
+    _set_corefile(kube, ".:53 { rewrite name a b }\n")  # a held-back body of a2's lands after its end
+    assert journal.mend_leftovers(kube) == [DNS_PATH]
+    assert kube.get(DNS_PATH)["data"]["Corefile"] == ".:53 {}\n"
+
+    journal.seal(kube, [DNS], "hotel", "a3")
+    later = journal.time.time() + journal.LATE_WRITE_WINDOW_S + 1
+    monkeypatch.setattr(journal.time, "time", lambda: later)
+    _set_corefile(kube, ".:53 { an operator's change }\n")  # long after: not a late write of a3's
+    assert journal.mend_leftovers(kube) == []
+    assert kube.get(DNS_PATH)["data"]["Corefile"] == ".:53 { an operator's change }\n"
 
 
 def test_a_dead_attempts_changes_and_creations_are_undone_and_a_bad_journal_only_goes():
@@ -73,10 +92,10 @@ def test_a_dead_attempts_changes_and_creations_are_undone_and_a_bad_journal_only
     changed = kube.get(DNS_PATH)
     changed["data"]["Corefile"] = ".:53 { rewrite name a b }\n"
     kube.request("PUT", DNS_PATH, changed)
-    assert journal.recover_dead_attempt(kube) == [DNS_PATH, "/apis/x/v1/hooks/h"]
+    assert journal.mend_leftovers(kube) == [DNS_PATH, "/apis/x/v1/hooks/h"]
     assert kube.get(DNS_PATH)["data"]["Corefile"] == ".:53 {}\n"
     assert "/apis/x/v1/hooks/h" not in kube.objects and JOURNAL_PATH not in kube.objects
     # a journal that cannot be read (cut short) mends nothing and is removed
     kube.objects[JOURNAL_PATH] = {"metadata": {"name": journal.JOURNAL[1], "resourceVersion": "1"},
                                   "data": {"objects": "{not json", "created": "["}}
-    assert journal.recover_dead_attempt(kube) == [] and JOURNAL_PATH not in kube.objects
+    assert journal.mend_leftovers(kube) == [] and JOURNAL_PATH not in kube.objects

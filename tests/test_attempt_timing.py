@@ -327,9 +327,10 @@ def test_the_identity_is_revoked_before_the_grant_guard_looks_last(tmp_path, mon
 
 
 def test_the_journal_and_standing_objects_bracket_injection_and_recovery(tmp_path, monkeypatch):
-    """Before anything is injected the attempt journals the granted objects (after mending a dead attempt's)
-    and creates the standing ones; after every fault is recovered it removes them and closes the journal
-    (a dead attempt's leftovers are put back by the next one: conductor.journal, issue 34)."""
+    """Before anything is injected the attempt journals the granted objects (after mending the last attempt's
+    leftovers) and creates the standing ones; after every fault is recovered it removes them and seals the
+    journal (what a dead attempt left, or a late write of an ended one, the next one puts back:
+    conductor.journal, issue 34)."""
     from sregym_core.conductor import attempt as attempt_module
     from sregym_core.conductor.grants import GrantGuard
     from sregym_core.types import AgentGrant
@@ -358,7 +359,7 @@ def test_the_journal_and_standing_objects_bracket_injection_and_recovery(tmp_pat
     monkeypatch.setattr(attempt_module, "stand_up", step("stand up", ["/apis/x/v1/things/hook"]))
     monkeypatch.setattr(attempt_module, "note_created", step("journal the created"))
     monkeypatch.setattr(attempt_module, "take_down", step("take down"))
-    monkeypatch.setattr(attempt_module, "close_journal", step("close journal"))
+    monkeypatch.setattr(attempt_module, "seal_journal", step("seal journal"))
     monkeypatch.setattr(GrantGuard, "start", guard_start)
     monkeypatch.setattr(GrantGuard, "stop", guard_stop)
     monkeypatch.setattr(Attempt, "_inject", inject)
@@ -370,8 +371,8 @@ def test_the_journal_and_standing_objects_bracket_injection_and_recovery(tmp_pat
     record, *_ = run_attempt(tmp_path, agent_access=(hook,))
     assert record.diagnosis_passed
     assert order == ["journal", "stand up", "journal the created", "inject", "guard snapshot", "recover",
-                     "take down", "close journal"]
+                     "take down", "seal journal"]
     # a cluster the benchmark does not own gets no standing object (a BGP peer would change its routing)
     order.clear()
     run_attempt(tmp_path / "real", agent_access=(hook,), capabilities=("real",))
-    assert order == ["journal", "inject", "guard snapshot", "recover", "close journal"]
+    assert order == ["journal", "inject", "guard snapshot", "recover", "seal journal"]

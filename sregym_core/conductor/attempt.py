@@ -45,8 +45,8 @@ from .hostload import CpuPressureLog
 from .environment import DeployedApp, Environment
 from .noise import runner_for_attempt
 from .schedule import FaultScheduler
-from .journal import close as close_journal
 from .journal import note_created, open_journal
+from .journal import seal as seal_journal
 from .standing import stand_up, take_down
 
 log = structlog.get_logger()
@@ -330,8 +330,10 @@ class Attempt:
             await self._recover_all()
             if self.standing_created:
                 await asyncio.to_thread(take_down, self.env.kube, self.standing_created)
-            if self.journal_open and not self.unrecovered:  # all put back: nothing for the next attempt to mend
-                await asyncio.to_thread(close_journal, self.env.kube)
+            if self.journal_open and not self.unrecovered:
+                # all put back: the next attempt undoes only a late write of this one's (a held-back body)
+                await asyncio.to_thread(seal_journal, self.env.kube, (*self.grants, *self.held_grants),
+                                        self.deployed.app.namespace, self.attempt_id)
             self.desk.done()
         record.update(
             diagnosis_passed=(bool(diagnosis and diagnosis.get("passed")) if "diagnosis" in self.stages else None),

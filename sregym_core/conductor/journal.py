@@ -7,16 +7,22 @@ conductor that dies in between (killed, the machine rebooted) left them changed,
 took the cluster as it found it: its guard compared with its own snapshot, so it neither flagged nor
 restored them (red-team round 8). So before an attempt injects anything it writes a journal into the
 benchmark's hidden namespace: every granted object as it is, and the standing objects it creates.
-A normal end deletes the journal. An attempt that finds a journal knows the one before it died: it puts
-each recorded object back as it was, removes the standing objects that one created, and only then
-writes its own. Changes made between attempts (an operator upgrading CoreDNS) are never undone: only
-what a dead attempt had recorded before it began.
+An attempt that finds an open journal knows the one before it died: it puts each recorded object back as
+it was, removes the standing objects that one created, and only then writes its own.
+
+A normal end *seals* the journal: each granted object as it is once everything was put back, with its
+resourceVersion. A write the ended attempt's identity sent but the API server stored later (a body held
+back past the revocation: red-team round 9; kube-apiserver authorizes from the headers and gives a
+request up to a minute) moves that version: the next attempt, starting within LATE_WRITE_WINDOW_S of the
+seal, puts such an object back. A change found later than that, or made between runs (an operator
+upgrading CoreDNS), is left alone.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import time
 from typing import Any
 
 import structlog
@@ -28,6 +34,8 @@ from .kube import ApiStatusError, Kube
 log = structlog.get_logger()
 
 JOURNAL = (BENCHMARK_NAMESPACE, "sregym-attempt-journal")
+#: how long after a sealed attempt a change of its granted objects is taken for one of its late writes
+LATE_WRITE_WINDOW_S = 600.0
 _COLLECTION = f"/api/v1/namespaces/{JOURNAL[0]}/configmaps"
 
 
@@ -56,8 +64,9 @@ def _journal_body(objects: dict[str, dict[str, Any]], created: list[str], attemp
                      "created": json.dumps(created)}}
 
 
-def recover_dead_attempt(kube: Kube) -> list[str]:
-    """Undo what an attempt that died left in the granted objects; the paths put back or removed."""
+def mend_leftovers(kube: Kube) -> list[str]:
+    """Undo what the attempt before left in the granted objects (see the module's docstring); the paths put
+    back or removed."""
     journal = _read(kube, f"{_COLLECTION}/{JOURNAL[1]}")
     if journal is None:
         return []
@@ -65,13 +74,19 @@ def recover_dead_attempt(kube: Kube) -> list[str]:
     try:
         objects = json.loads(data.get("objects") or "{}")
         created = json.loads(data.get("created") or "[]")
-    except ValueError:
-        objects, created = {}, []
+        versions = json.loads(data.get("versions") or "{}")
+        sealed_at = float(data["sealed_at"]) if "sealed_at" in data else None
+    except (ValueError, TypeError):
+        objects, created, versions, sealed_at = {}, [], {}, None
+    if sealed_at is not None and time.time() - sealed_at > LATE_WRITE_WINDOW_S:
+        objects = {}  # long after the attempt: whoever changed them since, it was not a late write of its
     mended: list[str] = []
     for path, before in objects.items():
         now = _read(kube, path)
         if now is None or _bare(now) == before:
             continue
+        if sealed_at is not None and (now.get("metadata") or {}).get("resourceVersion") == versions.get(path):
+            continue  # not written since the seal (a field only the server sets may read differently)
         body = copy.deepcopy(before)
         body.setdefault("metadata", {})["resourceVersion"] = now["metadata"]["resourceVersion"]
         try:
@@ -86,23 +101,44 @@ def recover_dead_attempt(kube: Kube) -> list[str]:
         except ApiStatusError as exc:
             if exc.code != 404:
                 log.warning("journal_remove_failed", path=path, error=str(exc))
-    log.warning("dead_attempt_recovered", attempt=data.get("attempt"), mended=mended)
+    if mended:
+        log.warning("late_writes_undone" if sealed_at is not None else "dead_attempt_recovered",
+                    attempt=data.get("attempt"), mended=mended)
     close(kube)
     return mended
 
 
-def open_journal(kube: Kube, grants: list[AgentGrant] | tuple[AgentGrant, ...], app_namespace: str,
-                 attempt_id: str) -> dict[str, dict[str, Any]]:
-    """Write this attempt's journal (after recovering a dead one's): each granted object as it is now."""
-    recover_dead_attempt(kube)
+def _current(kube: Kube, grants: list[AgentGrant] | tuple[AgentGrant, ...],
+             app_namespace: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Each granted object that exists, as it can be written back, and its resourceVersion."""
     objects: dict[str, dict[str, Any]] = {}
+    versions: dict[str, str] = {}
     for grant in grants:
         path = object_path(resolve(grant, app_namespace))
         now = _read(kube, path)
         if now is not None:
             objects[path] = _bare(now)
+            versions[path] = str((now.get("metadata") or {}).get("resourceVersion", ""))
+    return objects, versions
+
+
+def open_journal(kube: Kube, grants: list[AgentGrant] | tuple[AgentGrant, ...], app_namespace: str,
+                 attempt_id: str) -> dict[str, dict[str, Any]]:
+    """Write this attempt's journal (after mending the last one's leftovers): each granted object as it is now."""
+    mend_leftovers(kube)
+    objects, _versions = _current(kube, grants, app_namespace)
     _write(kube, _journal_body(objects, [], attempt_id))
     return objects
+
+
+def seal(kube: Kube, grants: list[AgentGrant] | tuple[AgentGrant, ...], app_namespace: str,
+         attempt_id: str) -> None:
+    """The attempt ended with everything put back: record the granted objects as they are now, for the next
+    attempt to undo a late write of this one's."""
+    objects, versions = _current(kube, grants, app_namespace)
+    body = _journal_body(objects, [], attempt_id)
+    body["data"].update(versions=json.dumps(versions, sort_keys=True), sealed_at=repr(time.time()))
+    _write(kube, body)
 
 
 def note_created(kube: Kube, objects: dict[str, dict[str, Any]], created: list[str], attempt_id: str) -> None:
@@ -111,7 +147,7 @@ def note_created(kube: Kube, objects: dict[str, dict[str, Any]], created: list[s
 
 
 def close(kube: Kube) -> None:
-    """The attempt ended normally (or a dead one's journal was acted on): no journal."""
+    """No journal (the last one was acted on, or no attempt is to follow on this cluster)."""
     try:
         kube.request("DELETE", f"{_COLLECTION}/{JOURNAL[1]}")
     except ApiStatusError as exc:

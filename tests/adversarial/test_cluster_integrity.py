@@ -378,8 +378,8 @@ def test_what_a_dead_attempt_left_in_the_granted_objects_is_put_back_by_the_next
     """Round 8: a conductor that died mid-attempt left a granted object changed (the next attempt's guard
     compares with its own snapshot, so it neither flagged nor restored it). The journal an attempt writes
     before injecting is read by the next one: the Corefile the dead attempt's fault changed is put back,
-    the standing object it created is removed; an attempt that ends normally leaves no journal, and a change
-    made between attempts is left alone."""
+    the standing object it created is removed. Round 9: a write that lands after a normal end (a body held
+    back past the revocation) is put back by the next attempt; a change long after is left alone."""
     from sregym_core.conductor import journal
     from sregym_core.conductor.kube import Kube
     from sregym_core.conductor.standing import stand_up
@@ -415,10 +415,19 @@ def test_what_a_dead_attempt_left_in_the_granted_objects_is_put_back_by_the_next
         assert kube.get(dns)["data"]["Corefile"] == corefile
         assert not kube.exists(hook)
         assert kube.get(journal_path)["data"]["attempt"] == "next-attempt"
-        journal.close(kube)  # it ended normally
-        assert not kube.exists(journal_path)
+        journal.seal(kube, every, NS, "next-attempt")  # it ended normally
 
-        # a change between attempts (an operator's) is nobody's to undo
+        # a write of its identity that lands after its end (a held-back body) is put back by the attempt after it
+        current = kube.get(dns)
+        kube.request("PUT", dns, {**current, "data": {**current["data"], "Corefile": corefile + "# late\n"}})
+        journal.open_journal(kube, every, NS, "third-attempt")
+        assert kube.get(dns)["data"]["Corefile"] == corefile
+        journal.seal(kube, every, NS, "third-attempt")
+
+        # a change long after the last attempt (an operator's) is nobody's to undo
+        sealed = kube.get(journal_path)
+        sealed["data"]["sealed_at"] = repr(time.time() - journal.LATE_WRITE_WINDOW_S - 60)
+        kube.request("PUT", journal_path, sealed)
         current = kube.get(dns)
         kube.request("PUT", dns, {**current, "data": {**current["data"], "Corefile": corefile + "\n"}})
         journal.open_journal(kube, every, NS, "after-the-operator")
