@@ -18,8 +18,11 @@ the rollout never completes. Its old pod keeps serving.
 
 The fix restores the Role's verbs. The guardian then saves the copy, removes its finalizer and
 creates the new ConfigMap, and the rollout completes. Removing the finalizer by hand and creating
-the rotated ConfigMap from the source is a fix as well: the mitigation checks the state
-(ConfigMap live with the rotated key, rollout complete), not the Role.
+the rotated ConfigMap from the source clears this rotation's symptoms but is no fix: the guardian
+still may not write ConfigMaps, so the next rotation deadlocks the same way (red-team round 9,
+finding 4). The fault is present while the rotation is stuck, and while the guardian, as deployed,
+may not do what a rotation asks of it: the API server's own answer (SubjectAccessReviews for its
+ServiceAccount), so that a new Role, a ClusterRole binding or the old Role restored all count.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ KEY, ENV = "request-timeout", "REQUEST_TIMEOUT"
 SELECTOR = TargetSelector(kinds=("Deployment",), exclude_roles=("workload-generator", "db:*", "cache:*"))
 ALL_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete"]
 READ_ONLY = ["get", "list", "watch"]
+#: what one rotation asks of the guardian: read, save the rollback copy (create, or update when it exists),
+#: remove its finalizer (patch), create the rotated ConfigMap (create)
+ROTATION_VERBS = ("get", "create", "update", "patch")
 
 #: the controller: one reconcile round every few seconds over the ConfigMaps its sources name
 SCRIPT = """\
@@ -222,10 +228,39 @@ def _needs_rotated(ctx: FaultContext, target: Target) -> bool:
     return any(r.get("name") == ctx.state["settings"] and r.get("key") == KEY for r in refs)
 
 
+def may(ctx: FaultContext, account: str, verb: str) -> bool:
+    """Whether ServiceAccount ``account`` may ``verb`` ConfigMaps in the namespace: the API server's own
+    answer (a SubjectAccessReview), whatever grants it (a Role, a ClusterRole, several bindings)."""
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+              "spec": {"user": f"system:serviceaccount:{ctx.namespace}:{account}",
+                       "groups": ["system:serviceaccounts", f"system:serviceaccounts:{ctx.namespace}",
+                                  "system:authenticated"],
+                       "resourceAttributes": {"namespace": ctx.namespace, "verb": verb, "resource": "configmaps"}}}
+    out = ctx.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(review))
+    return bool(json.loads(out).get("status", {}).get("allowed"))
+
+
+def guardian_can_rotate(ctx: FaultContext) -> bool:
+    """The guardian runs (its Deployment exists with a replica) and its ServiceAccount may do all a rotation
+    asks of it (:data:`ROTATION_VERBS`). Deleting or scaling the controller away while its sources stay is no
+    fix either: the next rotation's ConfigMap would never be created. With the controller and its sources both
+    gone (what recover leaves) nothing guards a ConfigMap any more, so nothing can deadlock."""
+    obj = kube.get(ctx, "deployment", NAME, missing_ok=True)
+    if obj is None:
+        return _live(ctx, SOURCES) is None
+    if (obj.get("spec") or {}).get("replicas", 1) == 0:
+        return False
+    spec = kube.pod_spec(obj)
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+    return all(may(ctx, account, verb) for verb in ROTATION_VERBS)
+
+
 def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
-    # the state, not the Role: a deletion stuck on the finalizer, or a rollout waiting for a ConfigMap that
-    # is not there (rolling the component back leaves the stuck deletion: still present)
-    return _stuck(ctx) or (_needs_rotated(ctx, target) and not _rotated(ctx))
+    # this rotation's state: a deletion stuck on the finalizer, or a rollout waiting for a ConfigMap that is not
+    # there (rolling the component back leaves the stuck deletion: still present); and the root cause: the
+    # guardian may not write ConfigMaps, so with the finalizer removed and the ConfigMap made by hand the next
+    # rotation deadlocks again (red-team round 9, finding 4)
+    return _stuck(ctx) or (_needs_rotated(ctx, target) and not _rotated(ctx)) or not guardian_can_rotate(ctx)
 
 
 def fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
@@ -293,9 +328,10 @@ FAULTS: list[FaultSpec] = [
               "its finalizer {finalizer} from ConfigMap {config_map}, whose deletion a config rotation requested, "
               "so the ConfigMap stays Terminating, the rotated one cannot be created (object is being deleted), "
               "and {component}'s new pods fail with CreateContainerConfigError. Fix: give the Role back its write "
-              "verbs (or remove the finalizer and create the rotated ConfigMap by hand).",
+              "verbs (removing the finalizer and creating the rotated ConfigMap by hand leaves the next rotation "
+              "to deadlock the same way).",
         vocabulary=VOCABULARY,
     ),
 ]
 
-__all__ = ["FAULTS", "FINALIZER", "settings_name"]
+__all__ = ["FAULTS", "FINALIZER", "ROTATION_VERBS", "guardian_can_rotate", "may", "settings_name"]
