@@ -693,23 +693,29 @@ async def watch_response(request: web.Request, server: ApiServer, target: Target
             chunk += bookmark(initial_rv, True)
         if chunk:
             await response.write(chunk)
-        last_bookmark = last_check = time.monotonic()
+        last_bookmark = time.monotonic()
         recheck = request.get(RECHECK_KEY)
+        checked = [time.monotonic()]
+
+        def revoked() -> bool:
+            """A watch ends with its identity or its right to watch (red-team round 9: one streamed on for 21
+            minutes after its attempt's identity was revoked, into the next attempts); asked once a second."""
+            if recheck is None or time.monotonic() - checked[0] < WATCH_RECHECK_S:
+                return False
+            checked[0] = time.monotonic()
+            try:
+                recheck()
+            except ApiError:
+                return True
+            return False
+
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             transport = request.transport
-            if transport is None or transport.is_closing():
+            if transport is None or transport.is_closing() or revoked():
                 break
-            if recheck is not None and time.monotonic() - last_check >= WATCH_RECHECK_S:
-                # a watch ends with its identity or its right to watch (red-team round 9: one streamed on
-                # for 21 minutes after its attempt's identity was revoked, into the next attempts)
-                last_check = time.monotonic()
-                try:
-                    recheck()
-                except ApiError:
-                    break
             try:
                 item = await asyncio.wait_for(watcher.queue.get(),
                                               timeout=min(remaining, 5.0 if recheck is None else WATCH_RECHECK_S))
@@ -718,14 +724,8 @@ async def watch_response(request: web.Request, server: ApiServer, target: Target
                     await response.write(bookmark(store.rv))
                     last_bookmark = time.monotonic()
                 continue
-            if item is None:
+            if item is None or revoked():
                 break
-            if recheck is not None and time.monotonic() - last_check >= WATCH_RECHECK_S:
-                last_check = time.monotonic()
-                try:
-                    recheck()
-                except ApiError:
-                    break
             out = [encode(*item)]
             while not watcher.queue.empty() and len(out) < 500:
                 nxt = watcher.queue.get_nowait()
