@@ -335,6 +335,8 @@ class GroundTruth:
         user_visible: False for a latent fault in a concurrent-independent problem.
         vocabulary: phrases that assert this fault's mechanism in ordinary SRE English (synonyms and
             paraphrases, pattern syntax of the judge-rules lexicon); brought by the fault's own spec.
+        identified_by: keys of ``mutated_values`` whose value identifies the fault among its siblings (a
+            flag fault's ``flag``): a diagnosis must name that value for its mechanism to count.
     """
 
     fault: str
@@ -349,6 +351,7 @@ class GroundTruth:
     keywords: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     user_visible: bool = True
     vocabulary: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    identified_by: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self, recurse=True, value_serializer=_jsonable)

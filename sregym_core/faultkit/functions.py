@@ -55,17 +55,19 @@ def function_fault(*, name: str, summary: str, inject: FaultMethod, recover: Fau
                    symptoms: tuple[str, ...] = (), keywords: tuple[str, ...] = (), values: TruthValues | None = None,
                    prose: str | None = None, capabilities: Iterable[Capability] = frozenset({"any"}),
                    failure_mode: FailureMode = "persistent", recreates: tuple[str, ...] = (),
-                   vocabulary: tuple[str, ...] = (),
+                   vocabulary: tuple[str, ...] = (), identified_by: tuple[str, ...] = (),
                    fault_mechanisms: Mapping[str, tuple[str, ...]] | None = None) -> FaultSpec:
     """A :class:`FaultSpec` from functions, with ground truth from :func:`truth_factory`.
 
     ``selector`` defaults to any workload; ``params_schema`` to no params; ``vocabulary`` (the
     mechanism in ordinary SRE English, for the judge) to the judge's own table for ``name``.
     ``fault_mechanisms``: ``FaultSpec.mechanisms`` (the real machinery per operation; ``mechanism``
-    is the ground truth's phrase).
+    is the ground truth's phrase). ``identified_by``: keys of the mutated values that identify the fault
+    among its siblings, which a diagnosis must name (see :class:`~sregym_core.types.GroundTruth`).
     """
     truth = truth_factory(name, layer, resource_kind, mechanism, symptoms=symptoms, keywords=keywords,
-                          values=values, prose=prose, vocabulary=vocabulary)
+                          values=values, prose=prose, vocabulary=vocabulary,
+                          identified_by=identified_by)
     return FaultSpec(
         name=name, summary=summary, layer=layer, selector=selector or TargetSelector(kinds=WORKLOADS),
         params_schema=params_schema or schema(),

@@ -111,6 +111,7 @@ def faults() -> list[Any]:
         inject=inject, is_present=is_present, recover=recover,
         resource_kind="ConfigMap", mechanism=MECHANISM, symptoms=SYMPTOMS,
         keywords=("feature flag", "flag", "defaultVariant", "flagd-config"), values=_values, vocabulary=VOCABULARY,
+        identified_by=("flag",),  # which flag: the fault is told from the other flags by its name
         prose="The feature flag {flag} in the ConfigMap {configmap} (served by {served_by}) was switched on, so "
               "requests to {component} fail with errors or high latency; setting the flag back to off fixes it.")]
 

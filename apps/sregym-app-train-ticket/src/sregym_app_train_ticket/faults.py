@@ -114,6 +114,7 @@ SYMPTOMS = ("errors", "failed requests", "wrong content")
 _truth = truth_factory(
     "tt-flag", "app", "ConfigMap", "a feature flag in the ConfigMap flagd-config switched a faulty code path on",
     symptoms=SYMPTOMS, keywords=KEYWORDS, values=_values, vocabulary=VOCABULARY,
+    identified_by=("flag",),  # which flag, not that a flag is on: the decoys are on too
     prose="The feature flag {flag} in the ConfigMap {configmap} (served by {served_by}) was switched on: in "
           "{component}, {mechanism}. Other flags switched on beside it ({decoys}) change nothing. Setting {flag} "
           "back to off fixes it.")

@@ -200,8 +200,8 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "node-not-ready": ("notready", "node not ready", "kubelet stopped", "kubelet down"),
     "kubelet-crash": ("kubelet .. crash*", "kubelet .. crash loop*", "kubelet .. exit*", "kubeletconfiguration",
                       "imagegc*", "image gc", "image garbage collection", "failed to validate kubelet configuration"),
-    "finalizer-deadlock": ("finalizer*", "stuck terminating", "stuck in terminating", "being deleted",
-                           "deletiontimestamp", "config guardian", "role .. read only", "made read only"),
+    # "stuck Terminating", "being deleted" are what one sees of it (any finalizer that is not removed), not what was done
+    "finalizer-deadlock": ("finalizer*", "deletiontimestamp", "config guardian", "role .. read only", "made read only"),
     "syscall-fail": ("fsync", "syscall", "ebpf", "injected error"),
     # FleetCast's operator faults (issue #40): phrases that say what was changed in the custom resource or the
     # operator, so that another fault's text names them as other mechanisms (a universal text lists them all)

@@ -27,7 +27,9 @@ weights 0.33/0.33/0.34, rounding to 0.01).
 from __future__ import annotations
 
 import functools
+import json
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -313,6 +315,21 @@ class RulesJudge:
             details.pop(decoy[0], None)
             if not mechanism:
                 mechanism_sentences = []
+        # a truth that says which of its values identifies it (a flag fault's flag: `identified_by`) is read only when
+        # that value is named: "a feature flag was switched on" fits every flag, the truth's and its decoys (round 9)
+        for fault in _identity_unnamed(sentences, truths, submission):
+            mechanism.pop(fault, None)
+            details.pop(fault, None)
+            if not mechanism:
+                mechanism_sentences = []
+        # a faulty component named only inside an enumeration of three or more of the app's components, two of them
+        # not involved in the fault ("it breaks ad, cart, checkout, frontend"), is one bet among several: the list
+        # hedges between components whatever its verb, a kitchen sink of components (round 9)
+        listed = _only_enumerated(clause_list, clause_sentence, sentences, any_mentions, truth_components, involved)
+        if listed and over_broad is None:
+            c, names = sorted(listed.items())[0]
+            over_broad = (f"names {c} only in an enumeration of {len(names)} components, "
+                          f"{len(names - involved)} of them not faulty: " + ", ".join(sorted(names)))
         if over_broad is None:
             for index in mechanism_sentences:
                 many = about.get(index, set()) - truth_components
@@ -514,6 +531,131 @@ def _decoy_instead(sentences: Sequence[reading.Sentence], truths: Sequence[Groun
                 if name.lower() not in _NOT_FLAGS and name.lower() != flag.lower():
                     return t.fault, name
     return None
+
+
+_LIST_SEPARATOR = re.compile(r"\s*(?:,|;|/|&|\+|,?\s*\b(?:and|as well as|plus)\b)\s*(?:the\s+)?")
+
+
+def _only_enumerated(clause_list: Sequence[text.Clause], clause_sentence: Sequence[int], sentences: Sequence[reading.Sentence],
+                     mentions: Sequence[text.Mention], truth_components: set[str], involved: set[str]) -> dict[str, set[str]]:
+    """The faulty components every asserted mention of which is an item of an enumeration of three components or more
+    (names joined only by commas, "and", "/"), two of them or more not involved in the fault, each with the names of
+    its (largest) enumeration."""
+    listed: dict[tuple[int, int], set[str]] = {}
+    by_clause: dict[int, list[text.Mention]] = {}
+    for m in mentions:
+        by_clause.setdefault(m.clause, []).append(m)
+    for index, found in by_clause.items():
+        found = sorted(found, key=lambda m: m.start)
+        runs: list[list[text.Mention]] = [[found[0]]]
+        for previous, m in zip(found, found[1:], strict=False):
+            between = clause_list[index].text[previous.end:m.start]
+            if _LIST_SEPARATOR.fullmatch(between) and m.component != previous.component:
+                runs[-1].append(m)
+            else:
+                runs.append([m])
+        for run in runs:
+            names = {m.component for m in run}
+            if len(names) >= 3 and len(names - involved) >= 2 and names & truth_components:
+                listed.update({(m.clause, m.start): names for m in run})
+    out: dict[str, set[str]] = {}
+    for c in truth_components:
+        own = [m for m in mentions if m.component == c and not sentences[clause_sentence[m.clause]].hedged]
+        if own and all((m.clause, m.start) in listed for m in own):
+            out[c] = max((listed[(m.clause, m.start)] for m in own), key=len)
+    return out
+
+
+def identifying_values(truth: GroundTruth) -> list[str]:
+    """The values that identify the fault among its siblings (the mutated values under its ``identified_by`` keys)."""
+    keys = getattr(truth, "identified_by", ()) or ()
+    return [str(v) for k in keys for v in _scalars(truth.mutated_values.get(k)) if str(v).strip()]
+
+
+def renderings(value: str) -> list[str]:
+    """How a diagnosis may write an identifying value unambiguously: as is, camelCase spaced (``ad failure`` for
+    ``adFailure``), hyphens and underscores as spaces (``tt feat 12``)."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", value)
+    out = [value, spaced, re.sub(r"[-_]+", " ", spaced)]
+    return list(dict.fromkeys(o for o in out if o.strip()))
+
+
+_SWITCH_WORD = re.compile(r"(?:flags?|switch(?:es)?|toggles?|flagd)")
+_DESCRIBING = frozenset({"that", "which", "for", "to", "of", "making", "named", "called", "makes", "whose"})
+
+
+def _described(words: Sequence[str], flat: str) -> bool:
+    """Is a name of several words (``failedReadinessProbe``) said by its words where they say which switch it is: before
+    the switch word ("the 'fail readiness' switch", "the slow-image-loading flag") or in what follows it to describe it
+    ("the switch that makes the ad service fail")? Every word of a name of two words, all but one of a longer one; a
+    word of four letters or more may be inflected ("failure", "loading", "catalogue"). "A flag was switched on and ad
+    fails" does not say which flag."""
+    tokens = re.findall(r"[a-z0-9]+", flat)
+
+    def said(word: str, near: Sequence[str]) -> bool:
+        if len(word) <= 3:
+            return word in near or word + "s" in near
+        need = max(4, len(word) - 3)
+        return any(len(t) >= 4 and len(os.path.commonprefix([word, t])) >= min(need, len(t)) for t in near)
+
+    needed = len(words) if len(words) <= 2 else len(words) - 1
+    for i, token in enumerate(tokens):
+        if not _SWITCH_WORD.fullmatch(token):
+            continue
+        near = tokens[max(0, i - 5):i]
+        if i + 1 < len(tokens) and tokens[i + 1] in _DESCRIBING:
+            near = [*near, *tokens[i + 1:i + 10]]
+        if sum(1 for w in words if said(w, near)) >= needed:
+            return True
+    return False
+
+
+def _json_values(submission: str) -> set[str]:
+    """The string values of a diagnosis that is one JSON object (a record's ``"flag": "adFailure"``)."""
+    try:
+        data = json.loads(submission.strip())
+    except ValueError:
+        return set()
+    out: set[str] = set()
+
+    def visit(value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+        elif isinstance(value, list):
+            for v in value:
+                visit(v)
+        elif isinstance(value, str):
+            out.add(value.strip().lower())
+
+    visit(data)
+    return out
+
+
+def _identity_unnamed(sentences: Sequence[reading.Sentence], truths: Sequence[GroundTruth], submission: str = "") -> list[str]:
+    """The faults whose identifying value (``GroundTruth.identified_by``) no asserted sentence names: as written, in one
+    of its renderings, a JSON record's value, or, for a name of several words, by its words in a sentence about a
+    flag or switch. A flag named only in a listing of several flags is not named as the cause."""
+    asserted = [s for s in sentences if not s.hedged]
+    flat = " . ".join(s.flat for s in asserted)
+    record = _json_values(submission)
+    out = []
+    for t in truths:
+        values = identifying_values(t)
+        if not values:
+            continue
+        decoys = [str(d) for d in t.mutated_values.get("decoys") or () if isinstance(d, str)]
+        if any(text.find_phrase(_outside_flag_listings(flat, v, decoys), r, allow_negated=True)
+               for v in values for r in renderings(v)):
+            continue
+        if any(v.lower() in record for v in values):
+            continue
+        worded = [re.sub(r"(?<=[a-z])(?=[A-Z])", " ", v).lower().split() for v in values]
+        if any(len(w) >= 2 and all(x.isalpha() for x in w) and _described(w, s.flat)
+               for w in worded for s in asserted):
+            continue
+        out.append(t.fault)
+    return out
 
 
 def _outside_flag_listings(flat: str, flag: str, decoys: Sequence[str]) -> str:
@@ -732,6 +874,9 @@ def _names_an_object(keyword: str) -> bool:
     # an article or possessive before the thing still only names it ("the CR", "its custom resource")
     bare = re.sub(r"^(?:the|a|an|its|their|this|that)\s+", "", flat)
     if flat in lexicon.OBJECT_WORDS or bare in lexicon.OBJECT_WORDS or text.flatten(keyword.lower()) in lexicon.OBJECT_WORDS:
+        return True
+    # a named thing's own configuration ("kube-proxy's config") names where, not what was changed
+    if re.fullmatch(r"[a-z0-9.]+(?: [a-z0-9.]+)?'s (?:config|configuration|configmap|settings?|conf)s?\*?", bare):
         return True
     if " " in flat:
         return False
@@ -1568,6 +1713,15 @@ class _SregymQuestions:
             return _Answer(False, "no mutated value counts without the right mechanism")
         if not values:
             return _Answer(True, "no concrete mutated values in the truth; follows the mechanism", 0.6)
+        identifying = [v for t in self.truths for v in identifying_values(t)]
+        if identifying:  # the value that tells the fault from its siblings must be the one stated (a flag's name)
+            for value in identifying:
+                for rendering in renderings(value):
+                    found = text.find_phrase(self.r.flat_values, rendering, allow_negated=True)
+                    if found:
+                        return _Answer(True, f"states the identifying value {value!r}: {found!r}")
+            # the mechanism is read only when the value is named (`_identity_unnamed`): here by its words or a record's field
+            return _Answer(True, "names the identifying value by its words: " + ", ".join(identifying), 0.8)
         for value in values:
             found = text.find_phrase(self.r.flat_values, value, allow_negated=True)
             if found:
