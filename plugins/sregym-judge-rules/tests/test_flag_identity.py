@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import pytest
 from sregym_judge_rules import RulesJudge
+from sregym_judge_rules.calibration import curated_truths
 
-from sregym_core.faults import FaultContext
 from sregym_core.plugins import process_host
-from sregym_core.problems import derive_ground_truth, resolve_problem
-from sregym_core.types import GroundTruth, Target
+from sregym_core.types import GroundTruth
 
 pytest.importorskip("sregym_app_train_ticket", reason="needs TrainTicket's curated flag problems")
 pytest.importorskip("sregym_app_astronomy_shop", reason="needs Astronomy Shop's curated flag problems")
@@ -28,18 +27,11 @@ ASTRONOMY_ATTACK = "A feature flag in flagd was switched on and it breaks ad, ca
 
 @pytest.fixture(scope="module")
 def curated():
+    """Per curated problem: (its app, its ground truths), derived as `sregym validate` derives them."""
     host = process_host()
-    faults, apps = host.get_faults(), host.get_apps()
-    out = {}
-    for pid, problem in sorted(host.get_problems().items()):
-        problem = resolve_problem(problem, host)
-        app = apps[problem.app]
-        truths = tuple(
-            derive_ground_truth(faults[i.fault], FaultContext.detached(app),
-                                Target(app=app, component=app.component(i.target), namespace=app.namespace), i)
-            for i in problem.faults if i.role != "trigger")
-        out[pid] = (app, truths)
-    return out
+    apps = host.get_apps()
+    return {pid: (apps[app], truths)
+            for pid, (app, _components, _namespace, truths) in curated_truths(host.get_problems(), host=host).items()}
 
 
 def _judge(curated, problem_id: str, submission: str):
