@@ -20,13 +20,14 @@ from __future__ import annotations
 import copy
 import fnmatch
 import json
+from pathlib import Path
 from typing import Any
 
 import attrs
 
 from ..errors import FaultError
 from ..faults import FaultContext
-from ..types import AppSpec, ComponentSpec
+from ..types import AppSpec, ComponentSpec, FaultSpec, Target
 
 _KINDS = {
     "deployment": "Deployment", "deployments": "Deployment", "deploy": "Deployment",
@@ -707,3 +708,14 @@ def _remove(doc: Any, path: str) -> Any:
     else:
         del parent[last]
     return doc
+
+
+def recorded_fault(host: Any, fault: str, app: str, component: str, *,
+                   context: type[RecordingFaultContext] = RecordingFaultContext,
+                   ) -> tuple[FaultSpec, Target, RecordingFaultContext]:
+    """``host``'s fault ``fault``, its target ``component`` of ``app`` and a fresh recording context over the
+    app's objects (``context``: a subclass that answers more of kubectl), for offline tests of one fault."""
+    app_spec = host.get_apps()[app]
+    target = Target(app=app_spec, component=app_spec.component(component), namespace=app_spec.namespace)
+    ctx = context(kubeconfig=Path("/nonexistent"), namespace=target.namespace, app=app_spec).child()
+    return host.get_faults()[fault], target, ctx

@@ -14,8 +14,7 @@ import attrs
 import pytest
 
 from sregym_core.plugins import process_host
-from sregym_core.testing.recording import RecordingFaultContext
-from sregym_core.types import Target
+from sregym_core.testing.recording import RecordingFaultContext, recorded_fault
 
 pytest.importorskip("sregym_app_social_network")
 embedded_rbac = pytest.importorskip("sregym_cluster_embedded.apiserver.rbac")
@@ -64,11 +63,8 @@ class AuthorizingContext(RecordingFaultContext):
 
 @pytest.fixture()
 def setup():
-    host = process_host()
-    app = host.get_apps()["social-network"]
-    spec = host.get_faults()["finalizer-deadlock"]
-    target = Target(app=app, component=app.component("user-service"), namespace=app.namespace)
-    ctx = AuthorizingContext(kubeconfig="/nonexistent", namespace=target.namespace, app=app).child()
+    spec, target, ctx = recorded_fault(process_host(), "finalizer-deadlock", "social-network", "user-service",
+                                       context=AuthorizingContext)
     name = finalizer.settings_name(target)
     # the guardian's first round, which inject waits for: the settings ConfigMap created and guarded
     _create(ctx, _settings(name, {"revision": "1", "log-format": "json"}, finalizers=[finalizer.FINALIZER]))

@@ -9,19 +9,14 @@ import json
 import pytest
 
 from sregym_core.plugins import process_host
-from sregym_core.testing.recording import RecordingFaultContext
-from sregym_core.types import Target
+from sregym_core.testing.recording import recorded_fault
 
 pytest.importorskip("sregym_app_hotel_reservation")
 
 
 @pytest.fixture()
 def setup():
-    host = process_host()
-    app = host.get_apps()["hotel-reservation"]
-    spec = host.get_faults()["hpa-no-request"]
-    target = Target(app=app, component=app.component("geo"), namespace=app.namespace)
-    ctx = RecordingFaultContext(kubeconfig="/nonexistent", namespace=target.namespace, app=app).child()
+    spec, target, ctx = recorded_fault(process_host(), "hpa-no-request", "hotel-reservation", "geo")
     spec.impl.inject(ctx, target, {})
     return spec, target, ctx
 
