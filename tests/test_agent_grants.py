@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 from sregym_core.conductor.grants import GrantGuard, check_grant, resolve, violations
-from sregym_core.conductor.kube import ApiStatusError
+from sregym_core.conductor.kube import ApiStatusError, Kube
 from sregym_core.errors import ConfigError
 from sregym_core.problems import parse_problem
 from sregym_core.types import AgentGrant
@@ -138,6 +138,9 @@ def test_only_the_ca_bundle_of_the_webhook_may_change():
 
 class _FakeKube:
     """The objects the guard reads and writes (the guard's own logic under test, not the API)."""
+
+    # Kube's own answers to a missing object, over this transport
+    find, delete, exists = Kube.find, Kube.delete, Kube.exists
 
     def __init__(self, objects: dict[str, dict]) -> None:
         self.objects = objects
@@ -302,6 +305,8 @@ def test_every_attempt_carries_the_standing_form_of_an_object_whatever_problem_g
 class _ServerKube:
     """A unit stand-in for the API server's create/delete answers (the live proof is
     tests/adversarial/test_cluster_integrity.py::test_every_granted_object_exists_whatever_the_fault...)."""
+
+    find, delete, exists = Kube.find, Kube.delete, Kube.exists  # Kube's own, over this transport
 
     def __init__(self, existing: set[str], served: set[str]) -> None:
         self.objects, self.served, self.calls = set(existing), served, []

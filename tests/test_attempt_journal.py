@@ -8,7 +8,7 @@ import copy
 import json
 
 from sregym_core.conductor import journal
-from sregym_core.conductor.kube import ApiStatusError
+from sregym_core.conductor.kube import ApiStatusError, Kube
 from sregym_core.types import AgentGrant
 
 DNS = AgentGrant(resource="configmaps", namespace="kube-system", name="coredns", verbs=("get", "patch"),
@@ -19,6 +19,8 @@ JOURNAL_PATH = f"/api/v1/namespaces/{journal.JOURNAL[0]}/configmaps/{journal.JOU
 
 class _Server:
     """Objects by path with resourceVersions, as an API server answers GET/POST/PUT/DELETE."""
+
+    find, delete, exists = Kube.find, Kube.delete, Kube.exists  # Kube's own, over this transport
 
     def __init__(self, objects: dict[str, dict]) -> None:
         self.objects = copy.deepcopy(objects)

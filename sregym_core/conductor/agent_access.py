@@ -176,11 +176,7 @@ def revoke_agent_access(kube: Kube, app_namespaces: list[str] | tuple[str, ...],
     paths += [f"{rbac}/clusterrolebindings/{_cluster_binding(account)}",
               f"/api/v1/namespaces/{BENCHMARK_NAMESPACE}/serviceaccounts/{account}"]
     for path in paths:
-        try:
-            kube.request("DELETE", path)
-        except ApiStatusError as exc:
-            if exc.code != 404:
-                raise
+        kube.delete(path)
 
 
 def revoke_stale_identities(kube: Kube, app_namespaces: list[str] | tuple[str, ...]) -> list[str]:

@@ -100,11 +100,7 @@ def revoke_grants(kube: Kube, account: str) -> None:
     paths += [f"{rbac}/clusterroles/{r['metadata']['name']}"
               for r in kube.list_items(f"{rbac}/clusterroles", "ClusterRole", labelSelector=selector)]
     for path in paths:
-        try:
-            kube.request("DELETE", path)
-        except ApiStatusError as exc:
-            if exc.code != 404:
-                raise
+        kube.delete(path)
 
 
 def _replace(kube: Kube, collection: str, obj: dict) -> None:
@@ -141,12 +137,7 @@ class GrantGuard:
         return self._kube
 
     def _read(self, grant: AgentGrant) -> dict | None:
-        try:
-            return self.kube.get(object_path(grant))
-        except ApiStatusError as exc:
-            if exc.code == 404:
-                return None
-            raise
+        return self.kube.find(object_path(grant))
 
     async def start(self) -> None:
         """Snapshot the granted objects (as the fault left them) and start watching."""

@@ -49,15 +49,6 @@ def _bare(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def _read(kube: Kube, path: str) -> dict[str, Any] | None:
-    try:
-        return kube.get(path)
-    except ApiStatusError as exc:
-        if exc.code == 404:
-            return None
-        raise
-
-
 def _journal_body(objects: dict[str, dict[str, Any]], created: list[str], attempt_id: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": JOURNAL[1], "namespace": JOURNAL[0]},
             "data": {"attempt": attempt_id, "objects": json.dumps(objects, sort_keys=True),
@@ -67,7 +58,7 @@ def _journal_body(objects: dict[str, dict[str, Any]], created: list[str], attemp
 def mend_leftovers(kube: Kube) -> list[str]:
     """Undo what the attempt before left in the granted objects (see the module's docstring); the paths put
     back or removed."""
-    journal = _read(kube, f"{_COLLECTION}/{JOURNAL[1]}")
+    journal = kube.find(f"{_COLLECTION}/{JOURNAL[1]}")
     if journal is None:
         return []
     data = journal.get("data") or {}
@@ -82,7 +73,7 @@ def mend_leftovers(kube: Kube) -> list[str]:
         objects = {}  # long after the attempt: whoever changed them since, it was not a late write of its
     mended: list[str] = []
     for path, before in objects.items():
-        now = _read(kube, path)
+        now = kube.find(path)
         if now is None or _bare(now) == before:
             continue
         if sealed_at is not None and (now.get("metadata") or {}).get("resourceVersion") == versions.get(path):
@@ -96,11 +87,10 @@ def mend_leftovers(kube: Kube) -> list[str]:
             log.warning("journal_restore_failed", path=path, error=str(exc))
     for path in created:
         try:
-            kube.request("DELETE", path)
-            mended.append(path)
+            if kube.delete(path):
+                mended.append(path)
         except ApiStatusError as exc:
-            if exc.code != 404:
-                log.warning("journal_remove_failed", path=path, error=str(exc))
+            log.warning("journal_remove_failed", path=path, error=str(exc))
     if mended:
         log.warning("late_writes_undone" if sealed_at is not None else "dead_attempt_recovered",
                     attempt=data.get("attempt"), mended=mended)
@@ -115,7 +105,7 @@ def _current(kube: Kube, grants: list[AgentGrant] | tuple[AgentGrant, ...],
     versions: dict[str, str] = {}
     for grant in grants:
         path = object_path(resolve(grant, app_namespace))
-        now = _read(kube, path)
+        now = kube.find(path)
         if now is not None:
             objects[path] = _bare(now)
             versions[path] = str((now.get("metadata") or {}).get("resourceVersion", ""))
@@ -149,14 +139,13 @@ def note_created(kube: Kube, objects: dict[str, dict[str, Any]], created: list[s
 def close(kube: Kube) -> None:
     """No journal (the last one was acted on, or no attempt is to follow on this cluster)."""
     try:
-        kube.request("DELETE", f"{_COLLECTION}/{JOURNAL[1]}")
+        kube.delete(f"{_COLLECTION}/{JOURNAL[1]}")
     except ApiStatusError as exc:
-        if exc.code != 404:
-            log.warning("journal_not_closed", error=str(exc))
+        log.warning("journal_not_closed", error=str(exc))
 
 
 def _write(kube: Kube, body: dict[str, Any]) -> None:
-    current = _read(kube, f"{_COLLECTION}/{JOURNAL[1]}")
+    current = kube.find(f"{_COLLECTION}/{JOURNAL[1]}")
     if current is None:
         kube.request("POST", _COLLECTION, body)
         return

@@ -75,9 +75,22 @@ class Kube:
     def get(self, path: str, **query: Any) -> Any:
         return self.request("GET", path, query=query or None)
 
-    def exists(self, path: str) -> bool:
+    def find(self, path: str) -> Any:
+        """The object at ``path``, or None where there is none (404); any other error is raised."""
         try:
-            self.get(path)
+            return self.get(path)
+        except ApiStatusError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+    def exists(self, path: str) -> bool:
+        return self.find(path) is not None
+
+    def delete(self, path: str) -> bool:
+        """Delete the object at ``path``; False where it was gone already (404), any other error raised."""
+        try:
+            self.request("DELETE", path)
             return True
         except ApiStatusError as exc:
             if exc.code == 404:

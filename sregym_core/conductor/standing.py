@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from ..grant_rules import collection_path, resolve
+from ..grant_rules import collection_path, object_path, resolve
 from ..types import AgentGrant
 from .kube import ApiStatusError, Kube
 
@@ -41,10 +41,9 @@ def stand_up(kube: Kube, grants: list[AgentGrant] | tuple[AgentGrant, ...], app_
         if grant.standing is None:
             continue
         grant = resolve(grant, app_namespace)
-        collection = collection_path(grant)
-        path = f"{collection}/{grant.name}"
+        path = object_path(grant)
         try:
-            kube.request("POST", collection, standing_body(grant))
+            kube.request("POST", collection_path(grant), standing_body(grant))
         except ApiStatusError as exc:
             if exc.code == 409:  # it stands already (a real cluster's own, or the last attempt's)
                 continue
@@ -60,7 +59,6 @@ def take_down(kube: Kube, created: list[str]) -> None:
     """Remove what :func:`stand_up` created (gone already is fine)."""
     for path in created:
         try:
-            kube.request("DELETE", path)
+            kube.delete(path)
         except ApiStatusError as exc:
-            if exc.code != 404:
-                log.warning("standing_object_not_removed", path=path, error=str(exc))
+            log.warning("standing_object_not_removed", path=path, error=str(exc))
