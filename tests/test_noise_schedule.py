@@ -14,6 +14,7 @@ from sregym_core.conductor.noise import (NoiseRunner, PlannedNoise, builtin_prof
                                          related_components)
 from sregym_core.errors import ConfigError
 from sregym_core.faults import FaultContext
+from sregym_core.testing.waiting import until
 from sregym_core.types import (AppSpec, ComponentSpec, FaultInstance, NoiseInstance, NoiseSpec, ProblemSpec,
                                TargetSelector)
 
@@ -143,16 +144,6 @@ def _runner(plan, calls):
     return NoiseRunner(plan, _sources(calls), ctx, app, settle_timeout=1.0)
 
 
-async def _until(predicate, timeout: float = 30.0) -> bool:
-    """Wait for an event of the schedule; the bound only catches a hang (the machine may be loaded)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
-
-
 def test_runner_injects_and_reverts_on_schedule_and_stop_reverts_everything():
     calls: list = []
     # the second inject is due 1.9 s before the first one's revert: a loaded machine cannot swap them
@@ -162,7 +153,7 @@ def test_runner_injects_and_reverts_on_schedule_and_stop_reverts_everything():
     async def main():
         runner = _runner(plan, calls)
         await runner.start()
-        assert await _until(lambda: len(calls) >= 3), calls
+        assert await until(lambda: len(calls) >= 3), calls
         assert calls == [("inject", "user"), ("inject", "profile"), ("revert", "user")]
         await runner.stop()  # the long one is still live: stop reverts it
         return runner
@@ -194,7 +185,7 @@ def test_grading_pauses_the_schedule_and_reverts_what_is_live():
 
         assert await runner.paused(grade)("fix") == "graded"
         assert ("inject", "profile") not in calls  # the clock stood still while grading
-        assert await _until(lambda: ("inject", "profile") in calls)  # and runs on after it
+        assert await until(lambda: ("inject", "profile") in calls)  # and runs on after it
         await runner.stop()
         return runner
 

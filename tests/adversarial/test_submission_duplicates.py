@@ -59,13 +59,6 @@ class _Sink:
         return {"app_name": "x"}
 
 
-async def _until(predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
-
-
 def _mcp_text(result) -> str:
     return result.content[0].text
 

@@ -9,6 +9,8 @@ import pytest
 from sregym_cluster_embedded.node import service
 from sregym_cluster_embedded.node.eviction import CLUSTER_CONFIG
 
+from sregym_core.testing.waiting import until
+
 
 def test_the_cluster_default_configuration_is_valid():
     assert service.validate(dict(CLUSTER_CONFIG)) is None
@@ -47,16 +49,6 @@ class _Agent:
         self.unit.may_start()
 
 
-async def _until(predicate, timeout: float = 30.0) -> bool:
-    """Poll the event loop until predicate() holds; the bound only catches a hang (the machine may be loaded)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            return False
-        await asyncio.sleep(0.01)
-    return True
-
-
 def test_crash_loop_restarts_until_the_configuration_is_fixed(monkeypatch):
     monkeypatch.setattr(service, "RESTART_S", 0.05)
 
@@ -65,10 +57,10 @@ def test_crash_loop_restarts_until_the_configuration_is_fixed(monkeypatch):
         assert agent.unit.may_start() is False
         assert agent.unit.status()["agent"] == "crashloop" and "must be less than" in agent.unit.status()["crash"]
         # systemd keeps restarting it (and it keeps crashing)
-        assert await _until(lambda: agent.starts >= 2 and agent.unit.restarts >= 3)
+        assert await until(lambda: agent.starts >= 2 and agent.unit.restarts >= 3)
         assert agent.unit.status()["agent"] == "crashloop"
         agent.eviction.config = {}  # someone fixed the file
-        assert await _until(lambda: agent.unit.status() == {})  # the next restart starts it for good
+        assert await until(lambda: agent.unit.status() == {})  # the next restart starts it for good
         assert agent.unit._restart is None
         # systemctl stop ends a loop
         agent.eviction.config = {"imageGCLowThresholdPercent": 95}
