@@ -1,9 +1,10 @@
 """Results: attempt records (JSONL + CSV), trajectories, summaries and the HTML report.
 
-The conductor creates one :class:`ResultsWriter` per results directory, a
-:class:`TrajectoryWriter` per attempt (at ``writer.trajectory_path(...)``) and appends one
-:class:`AttemptRecord` when the attempt ends. ``sregym report DIR`` prints
-:func:`summary_table` and calls :func:`write_html_report`.
+The conductor reads a results directory through :class:`ResultsDir` (``--resume``'s recorded
+keys), writes a :class:`TrajectoryWriter` per attempt (at ``results.trajectory_path(...)``) and
+hands one :class:`AttemptRecord` to the plugin host when the attempt ends; the builtin results
+plugin (:mod:`.results_writer`) appends it with a :class:`ResultsWriter`. ``sregym report DIR``
+prints :func:`summary_table` and calls :func:`write_html_report`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from .report import render_html, write_html_report
 from .schema import RESULT_SCHEMA, validate_record_dict
 from .summary import SummaryRow, format_summary, summarize, summarize_records, summary_table
 from .trajectory import ATIF_VERSION, Observation, ToolCall, TrajectoryWriter, load_trajectory
-from .writer import CSV_COLUMNS, ResultsWriter, read_records
+from .writer import CSV_COLUMNS, ResultsDir, ResultsWriter, read_records
 
 __all__ = [
     "AGENT_STATUSES",
@@ -24,6 +25,7 @@ __all__ = [
     "STAGES",
     "AttemptRecord",
     "Observation",
+    "ResultsDir",
     "ResultsWriter",
     "SummaryRow",
     "ToolCall",

@@ -1,8 +1,13 @@
 """Append attempt records to ``results.jsonl`` and ``results.csv``, durably, one attempt at a time.
 
 Each append is written, flushed and fsynced before it returns, so a crash or Ctrl-C loses at most
-the attempt in progress; ``--resume`` reads :meth:`ResultsWriter.completed_keys` and skips what is
+the attempt in progress; ``--resume`` reads :meth:`ResultsDir.completed_keys` and skips what is
 already recorded. A line torn by a crash is skipped when reading and never glued to the next one.
+
+:class:`ResultsDir` is the read side (recorded keys, where a trajectory goes), which the runner,
+the RL environment and executors use; :class:`ResultsWriter` adds :meth:`~ResultsWriter.append`,
+which only the builtin results plugin (:mod:`sregym_core.results.results_writer`) calls, from
+``sregym_attempt_finished``: the conductor hands every record to the plugin host.
 
 .. versionadded:: 0.1
 """
@@ -60,45 +65,19 @@ def csv_row(record: AttemptRecord) -> dict[str, Any]:
     return {k: "" if row.get(k) is None else spreadsheet_safe(row[k]) for k in CSV_COLUMNS}
 
 
-class ResultsWriter:
-    """Durable per-attempt results in ``directory``.
+class ResultsDir:
+    """The read side of a results directory: what is recorded, where an attempt's trajectory goes.
 
     :param directory: created if missing; holds ``results.jsonl``, ``results.csv`` and
         ``trajectories/``.
-    :param validate: check each record against the result schema before writing it.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, validate: bool = True) -> None:
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.jsonl_path = self.directory / JSONL_NAME
         self.csv_path = self.directory / CSV_NAME
         self.rejected_path = self.directory / REJECTED_NAME
-        self.validate = validate
-        self._lock = threading.Lock()
-
-    def append(self, record: AttemptRecord) -> None:
-        """Write one record to both files; returns once both are on disk."""
-        data = record.to_dict()
-        line = json.dumps(data, sort_keys=False, default=str, ensure_ascii=False) + "\n"
-        if self.validate:
-            try:
-                validate_record_dict(data)
-            except ConfigError as exc:
-                # an attempt may have taken many minutes: keep it, out of the way of readers, then fail loudly
-                with self._lock:
-                    _append_durably(self.rejected_path, line)
-                exc.hints = (*exc.hints, f"the record was kept in {self.rejected_path}")
-                raise
-        with self._lock:
-            _append_durably(self.jsonl_path, line)
-            buffer = io.StringIO()
-            writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-            if not self.csv_path.exists() or self.csv_path.stat().st_size == 0:
-                writer.writeheader()
-            writer.writerow(csv_row(record))
-            _append_durably(self.csv_path, buffer.getvalue())
-        log.debug("attempt_recorded", problem=record.problem_id, agent=record.agent, attempt=record.attempt)
 
     def records(self) -> list[AttemptRecord]:
         """Every readable record, in file order (torn or invalid lines are skipped with a warning)."""
@@ -127,6 +106,43 @@ class ResultsWriter:
             return str(Path(path).resolve().relative_to(self.directory.resolve()))
         except ValueError:
             return str(path)
+
+
+class ResultsWriter(ResultsDir):
+    """Durable per-attempt results in ``directory``.
+
+    :param directory: created if missing; holds ``results.jsonl``, ``results.csv`` and
+        ``trajectories/``.
+    :param validate: check each record against the result schema before writing it.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, validate: bool = True) -> None:
+        super().__init__(directory)
+        self.validate = validate
+        self._lock = threading.Lock()
+
+    def append(self, record: AttemptRecord) -> None:
+        """Write one record to both files; returns once both are on disk."""
+        data = record.to_dict()
+        line = json.dumps(data, sort_keys=False, default=str, ensure_ascii=False) + "\n"
+        if self.validate:
+            try:
+                validate_record_dict(data)
+            except ConfigError as exc:
+                # an attempt may have taken many minutes: keep it, out of the way of readers, then fail loudly
+                with self._lock:
+                    _append_durably(self.rejected_path, line)
+                exc.hints = (*exc.hints, f"the record was kept in {self.rejected_path}")
+                raise
+        with self._lock:
+            _append_durably(self.jsonl_path, line)
+            buffer = io.StringIO()
+            writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+            if not self.csv_path.exists() or self.csv_path.stat().st_size == 0:
+                writer.writeheader()
+            writer.writerow(csv_row(record))
+            _append_durably(self.csv_path, buffer.getvalue())
+        log.debug("attempt_recorded", problem=record.problem_id, agent=record.agent, attempt=record.attempt)
 
 
 def _safe(part: str) -> str:
