@@ -410,29 +410,71 @@ def sregym_after_recover(problem: ProblemSpec, instance: FaultInstance) -> None:
 
 
 @_hookspec
-def sregym_attempt_finished(record: Any) -> None:
-    """Called when an attempt's result record has been written.
+def sregym_run_started(results_dir: str, run_id: str) -> None:
+    """Called once when a run starts (``sregym run``, ``sregym validate``, an executor such as
+    ``--executor ray``), before its first attempt.
 
-    :param record: the :class:`~sregym_core.results.AttemptRecord`.
+    The builtin results plugin (``results-writer``, :mod:`sregym_core.results.results_writer`)
+    opens the run's files here: upstream SREGym's CSV layout is per run, under ``<MMDD_HHMM>/``
+    of the time the run started. A plugin that writes records elsewhere opens its sink here too.
+
+    :param results_dir: the directory the run records into (``--results``).
+    :param run_id: the run's id, which every record of the run carries (``record.run_id``).
 
     **Example:**
 
     .. code-block:: python
 
         @hookimpl
-        def sregym_attempt_finished(record):
-            dashboard.post({"problem": record.problem_id, "success": record.success})
+        def sregym_run_started(results_dir, run_id):
+            sinks[results_dir] = open(Path(results_dir) / f"{run_id}.ndjson", "a", encoding="utf-8")
+
+    .. versionadded:: 0.3
+    """
+
+
+@_hookspec
+def sregym_attempt_finished(record: Any, results_dir: str | None) -> None:
+    """Called for every attempt record a run makes, deploy failures included
+    (``record.deploy_failed``), and for every episode of an RL environment made with a results
+    directory.
+
+    This hook writes the results: the builtin ``results-writer`` plugin implements it
+    (``tryfirst``, so every other implementation runs once the record is on disk) and appends the
+    record, fsynced, to ``results.jsonl`` and ``results.csv`` under ``results_dir`` and to upstream
+    SREGym's per-run CSV layout. Add a results sink by implementing it in a plugin of your own;
+    replace the builtin's by blocking it (``SREGYM_DISABLE_PLUGINS=results-writer``; ``--resume``
+    and ``sregym report`` read ``results.jsonl``). Implementations are called one by one: one that
+    raises is logged and reported by the run, which goes on, and the others still get the record
+    (the builtin writer failing, say on a record its schema refuses, stops the run).
+
+    :param record: the :class:`~sregym_core.results.AttemptRecord`.
+    :param results_dir: the run's results directory; ``None`` when the caller records nowhere.
+
+    **Example:**
+
+    .. code-block:: python
+
+        @hookimpl
+        def sregym_attempt_finished(record, results_dir):
+            sinks[results_dir].write(json.dumps(record.to_dict()) + "\\n")
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.3
+       ``results_dir``; called for deploy failures and RL episodes too; the builtin results writer
+       is its first implementation; an implementation that raises no longer stops the run.
     """
 
 
 @_hookspec
 def sregym_run_finished(results_dir: str, records: list[Any]) -> None:
-    """Called once when ``sregym run`` finishes.
+    """Called once when a run finishes (after its last record; not when the run itself failed).
+
+    The builtin ``results-writer`` closes the run's files here (``tryfirst``). An implementation
+    that raises is logged and reported; the others are still called.
 
     :param results_dir: where the records were written.
-    :param records: every attempt record of the run.
+    :param records: every attempt record of the run (not those ``--resume`` skipped).
 
     **Example:**
 
@@ -443,6 +485,7 @@ def sregym_run_finished(results_dir: str, records: list[Any]) -> None:
             print(f"{sum(r.success for r in records)}/{len(records)} solved; see {results_dir}")
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.3 an implementation that raises no longer stops the others.
     """
 
 

@@ -5,8 +5,16 @@ entry-point group. Environment controls:
 
 * ``SREGYM_LOAD_PLUGINS`` — comma-separated allow-list of distributions or entry-point names; set but
   empty means *no* external plugins.
-* ``SREGYM_DISABLE_PLUGINS`` — comma-separated block-list (entry-point or distribution names).
+* ``SREGYM_DISABLE_PLUGINS`` — comma-separated block-list (entry-point or distribution names, or
+  the name of a builtin such as ``results-writer``, as pytest's ``-p no:junitxml`` blocks one of its
+  own; :meth:`PluginHost.block` does the same in code).
 * ``SREGYM_TRACE_PLUGINS=1`` — log every hook call at debug level.
+
+The lifecycle notifications (``sregym_run_started``, ``sregym_attempt_finished``,
+``sregym_run_finished``) are called implementation by implementation: one that raises is logged and
+kept as a :class:`HookFailure` (returned to the caller, which reports it) while the others are still
+called, so a broken third-party results sink cannot cost the builtin's records. A builtin that
+raises there stops the run (the builtin results writer refusing a record, a full disk).
 
 A builtin that fails to import is a :class:`~sregym_core.errors.PluginError`; an external plugin
 whose import fails is a :class:`~sregym_core.errors.PluginImportError` naming its entry point, its
@@ -54,8 +62,12 @@ log = structlog.get_logger()
 
 ENTRY_POINT_GROUP = "sregym"
 
-#: Builtin plugin modules, registered in code before entry points (so entry points run first).
-DEFAULT_PLUGINS: tuple[str, ...] = ("sregym_core.oracles.builtin",)
+#: Builtin plugin modules, registered in code before entry points (so entry points run first). A
+#: builtin's plugin name is its module's last part with ``-`` for ``_`` (:func:`builtin_name`).
+#: ``results_writer`` is engine code (it writes a run's records from the lifecycle hooks, as pytest's
+#: junitxml is a plugin on pytest's); it is named here, not imported, so the host stays below the
+#: engine, and it needs no dependency of the ``[run]`` extra.
+DEFAULT_PLUGINS: tuple[str, ...] = ("sregym_core.oracles.builtin", "sregym_core.results.results_writer")
 
 R = TypeVar("R")
 
@@ -73,6 +85,24 @@ class PluginInfo:
     hooks: tuple[str, ...] = ()
 
 
+@attrs.frozen(kw_only=True)
+class HookFailure:
+    """A plugin whose lifecycle hook raised: logged and reported; the other plugins were still called."""
+
+    plugin: str
+    provider: str
+    hook: str
+    error: str
+
+    def describe(self) -> str:
+        return f"plugin '{self.plugin}' ({self.provider}) failed in {self.hook}: {self.error}"
+
+
+def builtin_name(module_name: str) -> str:
+    """The plugin name of a builtin module: ``sregym_core.results.results_writer`` -> ``results-writer``."""
+    return module_name.rsplit(".", 1)[-1].replace("_", "-")
+
+
 @attrs.define
 class PluginHost:
     """Typed facade around the pluggy manager: flattens registration hooks, rejects duplicates."""
@@ -81,6 +111,8 @@ class PluginHost:
     _infos: dict[str, PluginInfo] = attrs.Factory(dict)
     _dists: dict[str, tuple[str, str]] = attrs.Factory(dict)
     _cache: dict[str, Any] = attrs.Factory(dict)
+    #: every lifecycle hook failure of a plugin, in order (each also logged and returned to the caller)
+    hook_failures: list[HookFailure] = attrs.Factory(list)
 
     # -------------------------------------------------------------------------------- loading
 
@@ -110,17 +142,32 @@ class PluginHost:
         self._dists.pop(name, None)
         self._cache.clear()
 
+    def block(self, name: str) -> None:
+        """Block the plugin ``name`` (builtin or not): unregistered if it is, never registered later.
+        What ``SREGYM_DISABLE_PLUGINS=name`` does, in code (pytest's ``-p no:name``)."""
+        info = self._infos.get(name)
+        self.unregister(name)
+        self.pm.set_blocked(name)
+        self._infos[name] = PluginInfo(name=name, distribution=info.distribution if info else name,
+                                       version=info.version if info else "", status="blocked")
+
     def load_builtins(self, modules: Iterable[str] = DEFAULT_PLUGINS) -> None:
         from . import __version__
 
+        block = _env_list("SREGYM_DISABLE_PLUGINS") or set()
         for module_name in modules:
+            name = builtin_name(module_name)
+            if name in block:  # e.g. results-writer, for a run whose records another plugin writes
+                self.pm.set_blocked(name)
+                self._infos[name] = PluginInfo(name=name, distribution="sregym-core", version=__version__,
+                                               status="blocked")
+                continue
             try:
                 module = importlib.import_module(module_name)
             except Exception as exc:  # a broken builtin is a broken install, never a missing feature
                 raise PluginError(f"builtin plugin {module_name} failed to import: {type(exc).__name__}: {exc}",
                                   hints=("reinstall sregym-core; run with --debug for the traceback",)) from exc
-            self.register(module, name=module_name.rsplit(".", 1)[-1].replace("_", "-"),
-                          version=__version__, builtin=True)
+            self.register(module, name=name, version=__version__, builtin=True)
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         allow = _env_list("SREGYM_LOAD_PLUGINS")
@@ -255,11 +302,17 @@ class PluginHost:
     def after_recover(self, problem: ProblemSpec, instance: FaultInstance) -> None:
         self.pm.hook.sregym_after_recover(problem=problem, instance=instance)
 
-    def attempt_finished(self, record: Any) -> None:
-        self.pm.hook.sregym_attempt_finished(record=record)
+    def run_started(self, results_dir: str, run_id: str) -> list[HookFailure]:
+        """A run recording into ``results_dir`` starts; returns the plugins that failed (reported)."""
+        return self._notify("sregym_run_started", results_dir=results_dir, run_id=run_id)
 
-    def run_finished(self, results_dir: str, records: list[Any]) -> None:
-        self.pm.hook.sregym_run_finished(results_dir=results_dir, records=records)
+    def attempt_finished(self, record: Any, results_dir: str | None = None) -> list[HookFailure]:
+        """Hand one attempt record to every plugin: the builtin results writer appends it to
+        ``results_dir`` first. Returns the plugins that failed (logged; the caller reports them)."""
+        return self._notify("sregym_attempt_finished", record=record, results_dir=results_dir)
+
+    def run_finished(self, results_dir: str, records: list[Any]) -> list[HookFailure]:
+        return self._notify("sregym_run_finished", results_dir=results_dir, records=records)
 
     def register_commands(self, cli: Any) -> None:
         """Let every plugin add commands to the root click group (``host`` is this host)."""
@@ -270,6 +323,32 @@ class PluginHost:
         return f"{dist} {version}".strip()
 
     # -------------------------------------------------------------------------------- internals
+
+    def _notify(self, hook_name: str, **kwargs: Any) -> list[HookFailure]:
+        """Call every implementation of a lifecycle notification in pluggy's order (``tryfirst``
+        first, then the latest registered first), each on its own: a plugin that raises is logged and
+        returned as a :class:`HookFailure` and the next one is still called. A builtin that raises
+        (the results writer refusing a record, a full disk) stops the caller, as before."""
+        hook = getattr(self.pm.hook, hook_name)
+        failures: list[HookFailure] = []
+        for impl in reversed(hook.get_hookimpls()):
+            if impl.hookwrapper or impl.wrapper:
+                raise PluginError(f"plugin '{impl.plugin_name}' ({self.provider_of(impl.plugin_name)}) wraps "
+                                  f"{hook_name}, a notification called one implementation at a time",
+                                  hints=("implement it as a plain @hookimpl (tryfirst/trylast order it)", _REPORT_TO))
+            try:
+                impl.function(*[kwargs[name] for name in impl.argnames])
+            except Exception as exc:
+                info = self._infos.get(impl.plugin_name)
+                if info is not None and info.status == "builtin":
+                    raise
+                failure = HookFailure(plugin=impl.plugin_name, provider=self.provider_of(impl.plugin_name),
+                                      hook=hook_name, error=f"{type(exc).__name__}: {exc}")
+                log.warning("plugin_hook_failed", plugin=failure.plugin, provider=failure.provider, hook=hook_name,
+                            error=failure.error, exc_info=exc)
+                self.hook_failures.append(failure)
+                failures.append(failure)
+        return failures
 
     def _call_each(self, hook_name: str, *, on_error: Callable[[str, Exception], Any] | None = None,
                    ) -> list[tuple[str, list[Any]]]:

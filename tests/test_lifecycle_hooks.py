@@ -1,4 +1,4 @@
-"""The conductor fires the six lifecycle hooks, in order, with their documented arguments.
+"""The conductor fires the seven lifecycle hooks, in order, with their documented arguments.
 
 ``run_plan`` runs for real: the plugin host, the work queue, the agent surface (a real HTTP server on
 loopback), the attempt's stage machine, the fault scheduler, the results writer and the reset. Only
@@ -60,8 +60,12 @@ class Recorder:
         self.calls.append(("after_recover", {"problem": problem, "instance": instance}))
 
     @hookimpl
-    def sregym_attempt_finished(self, record):
-        self.calls.append(("attempt_finished", {"record": record}))
+    def sregym_run_started(self, results_dir, run_id):
+        self.calls.append(("run_started", {"results_dir": results_dir, "run_id": run_id}))
+
+    @hookimpl
+    def sregym_attempt_finished(self, record, results_dir):
+        self.calls.append(("attempt_finished", {"record": record, "results_dir": results_dir}))
 
     @hookimpl
     def sregym_run_finished(self, results_dir, records):
@@ -173,7 +177,7 @@ def test_the_conductor_fires_every_lifecycle_hook_in_order(plugin_host, register
     records = asyncio.run(runner.run_plan(plugin_host, Cluster(tmp_path / "kubeconfig"), plan))
 
     assert [name for name, _args in recorder.calls] == [
-        "before_inject", "fault.inject", "after_inject",
+        "run_started", "before_inject", "fault.inject", "after_inject",
         "before_recover", "fault.recover", "after_recover",
         "attempt_finished", "run_finished",
     ]
@@ -184,5 +188,6 @@ def test_the_conductor_fires_every_lifecycle_hook_in_order(plugin_host, register
     (record,) = records
     assert isinstance(record, AttemptRecord)
     assert record.problem_id == "tiny-problem" and record.agent == "submitter" and record.mitigation_passed is True
-    assert calls["attempt_finished"]["record"] is record
+    assert calls["run_started"] == {"results_dir": str(tmp_path / "results"), "run_id": record.run_id}
+    assert calls["attempt_finished"] == {"record": record, "results_dir": str(tmp_path / "results")}
     assert calls["run_finished"] == {"results_dir": str(tmp_path / "results"), "records": [record]}

@@ -35,8 +35,12 @@ class _Recorder:
         self.calls.append(("after_recover", problem.id, instance.id))
 
     @hookimpl
-    def sregym_attempt_finished(self, record):
-        self.calls.append(("attempt_finished", record))
+    def sregym_run_started(self, results_dir, run_id):
+        self.calls.append(("run_started", results_dir, run_id))
+
+    @hookimpl
+    def sregym_attempt_finished(self, record, results_dir):
+        self.calls.append(("attempt_finished", record, results_dir))
 
     @hookimpl
     def sregym_run_finished(self, results_dir, records):
@@ -56,12 +60,15 @@ def test_lifecycle_methods_reach_every_implementation(plugin_host, register_plug
     plugin_host.after_inject(problem, instance)
     plugin_host.before_recover(problem, instance)
     plugin_host.after_recover(problem, instance)
-    plugin_host.attempt_finished("record-1")
-    plugin_host.run_finished("/tmp/results", ["record-1"])
+    assert plugin_host.run_started("/tmp/results", "run-1") == []
+    assert plugin_host.attempt_finished("record-1", results_dir="/tmp/results") == []
+    assert plugin_host.attempt_finished("record-2") == []  # a caller that records nowhere: results_dir None
+    assert plugin_host.run_finished("/tmp/results", ["record-1"]) == []
     assert recorder.calls == [
         ("before_inject", "p1", "f0"), ("after_inject", "p1", "f0"),
         ("before_recover", "p1", "f0"), ("after_recover", "p1", "f0"),
-        ("attempt_finished", "record-1"), ("run_finished", "/tmp/results", ("record-1",)),
+        ("run_started", "/tmp/results", "run-1"), ("attempt_finished", "record-1", "/tmp/results"),
+        ("attempt_finished", "record-2", None), ("run_finished", "/tmp/results", ("record-1",)),
     ]
 
 

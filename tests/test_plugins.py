@@ -90,7 +90,8 @@ def test_the_cli_reports_a_broken_plugin_as_an_error_without_a_traceback(monkeyp
                              env={**env, "SREGYM_DISABLE_PLUGINS": "importerror"})
     assert skipped.returncode == 0, skipped.stderr
     assert {p["name"]: p["status"] for p in json.loads(skipped.stdout)} == {
-        "builtin": "builtin", "blocked": "loaded", "importerror": "blocked", "success": "loaded"}
+        "builtin": "builtin", "results-writer": "builtin", "blocked": "loaded", "importerror": "blocked",
+        "success": "loaded"}
 
 
 def test_empty_allow_list_loads_nothing(fake_distribution, monkeypatch):

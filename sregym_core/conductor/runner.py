@@ -1,4 +1,11 @@
-"""Run problems × agents × attempts on one cluster, recording every attempt as it finishes."""
+"""Run problems × agents × attempts on one cluster, recording every attempt as it finishes.
+
+Recording is the plugin host's: the run announces itself (``sregym_run_started``), hands every
+record to ``sregym_attempt_finished`` and ends with ``sregym_run_finished``; the builtin results
+plugin (:mod:`sregym_core.results.results_writer`) writes the files. What the run reads back
+(``--resume``'s recorded keys, where a trajectory goes) it reads through a
+:class:`~sregym_core.results.writer.ResultsDir`.
+"""
 
 from __future__ import annotations
 
@@ -18,12 +25,11 @@ from ..agent_api.external import EXTERNAL_AGENT, announce_done, external_agent_s
 from ..agent_api.server import AgentServer, ServeSettings
 from ..clusters import capabilities_of, name_of
 from ..errors import DeployError, SregymError, UsageError
-from ..plugins import PluginHost
+from ..plugins import HookFailure, PluginHost
 from ..problems import missing_capabilities, resolve_problem, unavailable_mechanisms
 from ..results.record import AttemptRecord, attempt_key
 from ..results.trajectory import TrajectoryWriter
-from ..results.upstream_csv import UpstreamLayout
-from ..results.writer import ResultsWriter
+from ..results.writer import ResultsDir
 from ..types import ProblemSpec
 from .attempt import Attempt, AttemptSettings, new_attempt_id
 from .environment import Environment
@@ -71,20 +77,21 @@ class _RunState:
     plan: RunPlan
     run_id: str
     agents: dict[str, Any]
-    writer: ResultsWriter
-    upstream: UpstreamLayout
+    results: ResultsDir  # read side: recorded keys, trajectory paths (records go through the host)
     done: set
     items: list[WorkItem]
     queue: asyncio.Queue
     records: list[AttemptRecord] = attrs.Factory(list)
     claimed: set = attrs.Factory(set)  # indexes of items taken by an environment (or recorded as failed)
-    # False in a remote worker (see :mod:`.session`): the driver that merges the records calls the hook
+    # False in a remote worker (see :mod:`.session`): the driver that merges the records hands them to its host
     announce: bool = True
 
-    def record(self, record: AttemptRecord, trajectory: Path | None = None) -> None:
-        self.writer.append(record)
-        self.upstream.append(record, trajectory)
+    def record(self, record: AttemptRecord) -> list[HookFailure]:
+        """Hand ``record`` to the plugin host (the builtin results plugin writes it first) and keep
+        it for ``sregym_run_finished``; returns the plugins that failed on it, for the run to say."""
+        failures = self.host.attempt_finished(record, results_dir=str(self.plan.results_dir)) if self.announce else []
         self.records.append(record)
+        return failures
 
 
 async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: Progress | None = None,
@@ -95,17 +102,15 @@ async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: P
     say = progress or (lambda _text: None)
     clusters = list(clusters) if clusters else [cluster]
     agents = resolve_agents(host, plan)
-    writer = ResultsWriter(plan.results_dir)
+    results = ResultsDir(plan.results_dir)
     items = plan_items(host, plan, capabilities_of(clusters[0]), name_of(clusters[0], "?"), say,
                        probe=mechanism_probe(clusters[0]))
     queue: asyncio.Queue = asyncio.Queue()
     for index in range(len(items)):
         queue.put_nowait(index)
-    state = _RunState(host=host, plan=plan, run_id=new_run_id(),
-                      agents=agents, writer=writer,
-                      # upstream SREGym's CSV/directory layout, beside results.jsonl
-                      upstream=UpstreamLayout(plan.results_dir),
-                      done=writer.completed_keys() if plan.resume else set(), items=items, queue=queue)
+    state = _RunState(host=host, plan=plan, run_id=new_run_id(), agents=agents, results=results,
+                      done=results.completed_keys() if plan.resume else set(), items=items, queue=queue)
+    _say_failures(say, host.run_started(str(plan.results_dir), state.run_id))
     structlog.contextvars.bind_contextvars(run_id=state.run_id)
     try:
         workers = [_environment_worker(state, handle, index, len(clusters), say) for index, handle in enumerate(clusters)]
@@ -117,8 +122,14 @@ async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: P
         raise failures[0]
     for failure in failures:  # another environment finished the work: say what this one could not do
         say(f"an environment failed and its remaining work went to the others: {failure}")
-    host.run_finished(str(plan.results_dir), state.records)
+    _say_failures(say, host.run_finished(str(plan.results_dir), state.records))
     return state.records
+
+
+def _say_failures(say: Progress, failures: Sequence[HookFailure]) -> None:
+    """A plugin's lifecycle hook that raised, as the run reports it (the run and the other plugins went on)."""
+    for failure in failures:
+        say(f"{failure.describe()} (the run goes on; the other plugins were still called)")
 
 
 def plan_model(plan: RunPlan) -> str | None:
@@ -258,11 +269,10 @@ async def _run_item(state: _RunState, env: Environment, server: AgentServer, ite
         for other in failed:
             if attempt_key(resolved.id, other.agent, other.number, model) in state.done:
                 continue
-            state.record(AttemptRecord(run_id=state.run_id, problem_id=resolved.id, upstream_id=resolved.upstream_id,
-                                       agent=other.agent,
-                                       attempt=other.number, app=app.name, model=model, deploy_failed=True, diagnosis_passed=False,
-                                       mitigation_passed=False, deploy_attempts=getattr(exc, "deploy_attempts", 1),
-                                       error=exc.render()))
+            _say_failures(say, state.record(AttemptRecord(
+                run_id=state.run_id, problem_id=resolved.id, upstream_id=resolved.upstream_id, agent=other.agent,
+                attempt=other.number, app=app.name, model=model, deploy_failed=True, diagnosis_passed=False,
+                mitigation_passed=False, deploy_attempts=getattr(exc, "deploy_attempts", 1), error=exc.render())))
         say(f"{resolved.id}: deploy failed: {exc}")
         return
     say(f"{resolved.id} × {item.agent} #{item.number}: running")
@@ -279,10 +289,8 @@ async def _run_item(state: _RunState, env: Environment, server: AgentServer, ite
     if reconciled is not None and attempt.injected_at is not None:
         # graded -> next fault injected: the previous attempt's reset plus this one's setup and injection
         extra["reset_s"] = round(reconciled + (attempt.injected_at - attempt.started), 3)
-    record = _with_trajectory(state.writer, attrs.evolve(record, extra=extra), item.agent, plan)
-    state.record(record, plan.results_dir / record.trajectory_path if record.trajectory_path else None)
-    if state.announce:
-        host.attempt_finished(record)
+    record = _with_trajectory(state.results, attrs.evolve(record, extra=extra), item.agent, plan)
+    _say_failures(say, state.record(record))
     say(f"{resolved.id} × {item.agent} #{item.number}: {stage_verdicts(record)} ({record.agent_status})")
     started = time.monotonic()
     await reset_after_attempt(env, app, attempt, say)
@@ -319,7 +327,7 @@ async def reset_after_attempt(env: Environment, app: Any, attempt: Attempt, say:
     return env.deployed_app(app.name), actions
 
 
-def _with_trajectory(writer: ResultsWriter, record: AttemptRecord, agent: str, plan: object) -> AttemptRecord:
+def _with_trajectory(writer: ResultsDir, record: AttemptRecord, agent: str, plan: object) -> AttemptRecord:
     """The agent's logged steps as an ATIF v1.7 trajectory, with the tool outputs it logged as
     observations and its model as ``model_name``. (``plan``, a run plan or the RL API's stand-in, is
     not read.)"""

@@ -22,8 +22,7 @@ from ..agent_api.server import AgentServer, ServeSettings
 from ..clusters import name_of
 from ..plugins import PluginHost
 from ..results.record import AttemptRecord
-from ..results.upstream_csv import UpstreamLayout
-from ..results.writer import ResultsWriter
+from ..results.writer import ResultsDir
 from .environment import Environment
 from .runner import RunPlan, WorkItem, _run_item, _RunState, resolve_agents, serve_settings_for
 
@@ -76,12 +75,12 @@ class EnvironmentSession:
         return lines
 
     async def run(self, item: WorkItem, done: frozenset = frozenset()) -> ItemOutcome:
-        """Run one item (``done``: keys already recorded, for ``--resume``)."""
+        """Run one item (``done``: keys already recorded, for ``--resume``). Nothing is recorded
+        here: the records go back to the driver, which hands them to its plugin host."""
         lines: list[str] = []
-        writer = ResultsWriter(self.scratch)
         state = _RunState(host=self.host, plan=self.local_plan, run_id=self.run_id, agents=self.agents,
-                          writer=writer, upstream=UpstreamLayout(self.scratch / ".upstream"), done=set(done),
-                          items=[item], queue=asyncio.Queue(), announce=False)
+                          results=ResultsDir(self.scratch), done=set(done), items=[item], queue=asyncio.Queue(),
+                          announce=False)
         state.claimed.add(0)
         await _run_item(state, self.env, self.server, item, lines.append, self.index)
         attempts = []

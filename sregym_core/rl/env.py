@@ -156,11 +156,11 @@ class SregymEnv:
         self._pending_reset: Any = None  # the finished attempt whose app still needs reconciling
         self._episodes = 0
         self.reset_times: list[float] = []
-        self._writer = None
+        self._results = None  # where trajectories go; the records go through the host's results plugins
         if self.results_dir is not None:
-            from ..results.writer import ResultsWriter
+            from ..results.writer import ResultsDir
 
-            self._writer = ResultsWriter(self.results_dir)
+            self._results = ResultsDir(self.results_dir)
 
     # ------------------------------------------------------------------ Gymnasium API
 
@@ -319,9 +319,11 @@ class SregymEnv:
         from ..conductor.runner import _with_trajectory
 
         record = await episode.running()
-        if self._writer is not None:
-            record = _with_trajectory(self._writer, record, POLICY_AGENT, _TrajectoryPlan())
-            self._writer.append(record)
+        if self._results is not None:
+            record = _with_trajectory(self._results, record, POLICY_AGENT, _TrajectoryPlan())
+            # the builtin results plugin appends it to results.jsonl/results.csv; a plugin that fails
+            # on it is logged by the host and the episode goes on
+            self.host.attempt_finished(record, results_dir=str(self.results_dir))
         episode.record = record
         self._pending_reset = episode.attempt
 

@@ -1,6 +1,7 @@
 """The Ray executor's driver loop, on a stand-in for ray (the live test runs real Ray): a worker lost
 mid-item has its item rerun elsewhere, records and trajectories land once in the one results
-directory, --resume skips what is recorded, and a missing ray package is a clear error."""
+directory (written by the host's builtin results plugin, the driver hands it every record),
+--resume skips what is recorded, and a missing ray package is a clear error."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from pathlib import Path
 import attrs
 import pytest
 from sregym_core.conductor.session import ItemOutcome, RecordedAttempt
+from sregym_core import hookimpl
 from sregym_core.errors import SregymError
+from sregym_core.plugins import new_plugin_host
 from sregym_core.results.record import AttemptRecord, attempt_key
-from sregym_core.results.writer import ResultsWriter, read_records
+from sregym_core.results.writer import read_records
 from sregym_executor_ray import executor
 from sregym_executor_ray.ledger import WorkLedger
 
@@ -92,12 +95,15 @@ class FakeActor:
                            (f"{item.problem.id} × {item.agent} #{item.number}: running",))
 
 
-class Host:
+class Finished:
+    """A plugin beside the builtin results writer: the keys it was handed, and where."""
+
     def __init__(self):
         self.finished = []
 
-    def attempt_finished(self, record):
-        self.finished.append(record.key)
+    @hookimpl
+    def sregym_attempt_finished(self, record, results_dir):
+        self.finished.append((record.key, results_dir))
 
 
 def setup(tmp_path, done=()):
@@ -107,7 +113,11 @@ def setup(tmp_path, done=()):
                         done=done, max_tries=2)
     plan = types.SimpleNamespace(results_dir=tmp_path)
     lines: list[str] = []
-    merge = executor._Merge(Host(), plan, ResultsWriter(tmp_path), items, "r1", lines.append)
+    host = new_plugin_host(entry_points=False)  # the builtins: the results writer among them
+    merge = executor._Merge(host, plan, items, "r1", lines.append)
+    merge.finished = Finished()
+    host.register(merge.finished, name="finished")
+    host.run_started(str(tmp_path), "r1")
     return items, ledger, merge, lines
 
 
@@ -126,7 +136,10 @@ def test_a_worker_lost_mid_item_has_the_item_rerun_on_another(tmp_path):
     # the trajectories came back with the records, into the one results directory
     for record in read_records(tmp_path):
         assert (tmp_path / record.trajectory_path).read_text() == '{"steps": []}'
-    assert sorted(merge.host.finished) == sorted(keys)
+    assert sorted(merge.finished.finished) == sorted((key, str(tmp_path)) for key in keys)
+    # upstream's layout of the run, by the same plugin
+    assert len(list(tmp_path.glob("*/reference_ALL_results.csv"))) == 1
+    assert len(list(tmp_path.glob("*/*/*/run_1/trajectory.json"))) == 4
 
 
 def test_an_item_that_kills_every_worker_it_meets_is_recorded_failed_once(tmp_path):
@@ -139,6 +152,8 @@ def test_an_item_that_kills_every_worker_it_meets_is_recorded_failed_once(tmp_pa
     poison = attempt_key(*poison)
     assert records[poison].mitigation_passed is False
     assert "lost 2 times" in records[poison].error
+    # the failed item is handed to the other plugins too, like every record written
+    assert sorted(key for key, _ in merge.finished.finished) == sorted(records)
 
 
 def test_resume_runs_only_what_is_not_recorded(tmp_path):

@@ -3,8 +3,9 @@
 The driver (this process) starts a private, local Ray cluster bound to 127.0.0.1 (no dashboard, no
 usage statistics), starts one :class:`.worker.EnvironmentWorker` actor per worker, each with an
 embedded cluster of its own (``<cluster>-ray-<n>``), and hands each free worker the next item.
-Workers send back records and trajectories; only the driver writes the results directory, so
-``--resume`` reads it as it would after a serial run. A worker that dies mid-item (its process
+Workers send back records and trajectories; only the driver records them, through its plugin host
+(the builtin results plugin writes the results directory), so ``--resume`` reads it as it would
+after a serial run. A worker that dies mid-item (its process
 killed, its machine gone) loses only that item: it goes back to the front of the queue for another
 worker. At the end every worker and every Ray process is stopped.
 """
@@ -23,8 +24,7 @@ from typing import Any
 import attrs
 from sregym_core.errors import SregymError, UsageError
 from sregym_core.results.record import AttemptRecord, attempt_key
-from sregym_core.results.upstream_csv import UpstreamLayout
-from sregym_core.results.writer import ResultsWriter
+from sregym_core.results.writer import ResultsDir
 
 from .ledger import WorkLedger
 
@@ -93,8 +93,8 @@ def run_on_ray(*, host: Any, plan: Any, provider: str | None, cluster_name: str,
     resolve_agents(host, plan)  # an unknown agent fails here, before any worker starts
     names = [f"{cluster_name}-ray-{n}" for n in range(1, workers + 1)]
     items = plan_items(host, plan, frozenset(spec.capabilities), names[0], say)
-    writer = ResultsWriter(plan.results_dir)
-    done = writer.completed_keys() if plan.resume else set()
+    results = ResultsDir(plan.results_dir)  # the read side: recorded keys for --resume
+    done = results.completed_keys() if plan.resume else set()
     model = plan_model(plan)
     ledger = WorkLedger([attempt_key(i.problem.id, i.agent, i.number, model) for i in items], [i.problem.id for i in items],
                         done=done, max_tries=MAX_TRIES)
@@ -102,9 +102,10 @@ def run_on_ray(*, host: Any, plan: Any, provider: str | None, cluster_name: str,
         item = items[index]
         say(f"{item.problem.id} × {item.agent} #{item.number}: already recorded, skipped (--resume)")
     run_id = new_run_id()
-    merge = _Merge(host, plan, writer, items, run_id, say)
+    merge = _Merge(host, plan, items, run_id, say)
+    merge.said(host.run_started(str(plan.results_dir), run_id))
     if ledger.complete:
-        host.run_finished(str(plan.results_dir), merge.records)
+        merge.said(host.run_finished(str(plan.results_dir), merge.records))
         return merge.records
     scratch_root = plan.results_dir / ".work" / f"ray-{run_id}"
     with local_ray(workers) as ray:
@@ -115,7 +116,7 @@ def run_on_ray(*, host: Any, plan: Any, provider: str | None, cluster_name: str,
             _drive(ray, actors, ledger, items, sorted(done), merge, say)
         finally:
             _stop(ray, actors)
-    host.run_finished(str(plan.results_dir), merge.records)
+    merge.said(host.run_finished(str(plan.results_dir), merge.records))
     return merge.records
 
 
@@ -196,14 +197,18 @@ def _stop(ray: Any, actors: dict[int, Any]) -> None:
 
 
 class _Merge:
-    """The driver's side of the results: each record written once, trajectories copied in, hooks called."""
+    """The driver's side of the results: trajectories copied in, each record handed to the plugin
+    host once (the builtin results plugin writes it)."""
 
-    def __init__(self, host: Any, plan: Any, writer: ResultsWriter, items: list, run_id: str,
-                 say: Callable[[str], None]) -> None:
-        self.host, self.plan, self.writer, self.items, self.say = host, plan, writer, items, say
+    def __init__(self, host: Any, plan: Any, items: list, run_id: str, say: Callable[[str], None]) -> None:
+        self.host, self.plan, self.items, self.say = host, plan, items, say
         self.run_id = run_id
-        self.upstream = UpstreamLayout(plan.results_dir)
         self.records: list[AttemptRecord] = []
+
+    def said(self, failures: Any) -> None:
+        """A plugin's lifecycle hook that raised: the run says so and goes on (the host called the others)."""
+        for failure in failures:
+            self.say(f"{failure.describe()} (the run goes on; the other plugins were still called)")
 
     def outcome(self, ledger: WorkLedger, index: int, outcome: Any, tag: str) -> None:
         for line in outcome.lines:
@@ -233,8 +238,5 @@ class _Merge:
             path = self.plan.results_dir / record.trajectory_path
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(trajectory)
-        self.writer.append(record)
-        self.upstream.append(record, path)
+        self.said(self.host.attempt_finished(record, results_dir=str(self.plan.results_dir)))
         self.records.append(record)
-        if not record.deploy_failed:
-            self.host.attempt_finished(record)
