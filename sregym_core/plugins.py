@@ -331,7 +331,10 @@ class PluginHost:
         (the results writer refusing a record, a full disk) stops the caller, as before."""
         hook = getattr(self.pm.hook, hook_name)
         failures: list[HookFailure] = []
+        trace = os.environ.get("SREGYM_TRACE_PLUGINS") == "1"  # pluggy's tracing sees no call made this way
         for impl in reversed(hook.get_hookimpls()):
+            if trace:
+                log.debug("hook_trace", text=f"{hook_name} [{impl.plugin_name}] {sorted(kwargs)}")
             if impl.hookwrapper or impl.wrapper:
                 raise PluginError(f"plugin '{impl.plugin_name}' ({self.provider_of(impl.plugin_name)}) wraps "
                                   f"{hook_name}, a notification called one implementation at a time",

@@ -276,3 +276,12 @@ def test_rl_episodes_go_through_the_host_into_results_jsonl_and_csv(world, regis
     assert len((results / "results.csv").read_text().splitlines()) == 3
     assert [line["attempt"] for line in sink.lines(results)] == [1, 2] and sink.on_disk_first == [True, True]
     assert _upstream_csvs(results) == []
+
+
+def test_traced_notifications_name_each_plugin_called(plugin_host, register_plugin, monkeypatch, log_output):
+    """SREGYM_TRACE_PLUGINS=1 logs these calls too, although they do not go through pluggy's hook caller."""
+    monkeypatch.setenv("SREGYM_TRACE_PLUGINS", "1")
+    register_plugin(Sink(), name="sink")
+    plugin_host.run_started("/tmp/results", "run-1")
+    assert [e["text"] for e in log_output if e.get("event") == "hook_trace"] == [
+        "sregym_run_started [sink] ['results_dir', 'run_id']"]

@@ -102,14 +102,14 @@ async def run_plan(host: PluginHost, cluster: Any, plan: RunPlan, *, progress: P
     say = progress or (lambda _text: None)
     clusters = list(clusters) if clusters else [cluster]
     agents = resolve_agents(host, plan)
-    results = ResultsDir(plan.results_dir)
+    recorded = ResultsDir(plan.results_dir)  # the read side; the records go through the host
     items = plan_items(host, plan, capabilities_of(clusters[0]), name_of(clusters[0], "?"), say,
                        probe=mechanism_probe(clusters[0]))
     queue: asyncio.Queue = asyncio.Queue()
     for index in range(len(items)):
         queue.put_nowait(index)
-    state = _RunState(host=host, plan=plan, run_id=new_run_id(), agents=agents, results=results,
-                      done=results.completed_keys() if plan.resume else set(), items=items, queue=queue)
+    state = _RunState(host=host, plan=plan, run_id=new_run_id(), agents=agents, results=recorded,
+                      done=recorded.completed_keys() if plan.resume else set(), items=items, queue=queue)
     _say_failures(say, host.run_started(str(plan.results_dir), state.run_id))
     structlog.contextvars.bind_contextvars(run_id=state.run_id)
     try:
