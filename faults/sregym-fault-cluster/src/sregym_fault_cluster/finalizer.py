@@ -301,11 +301,14 @@ def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Non
 
 
 VOCABULARY = (
+    # what was done (the controller's rights narrowed to reading) and what it stops (removing its finalizer); not the
+    # controller's name alone, nor the rotation being stuck (what one sees, whatever the cause)
     "finalizer*", "terminating", "stuck .. delet*", "delet* .. stuck", "being deleted", "deletiontimestamp",
-    "deletion timestamp", "never .. delet*", "cannot .. remove .. finalizer*", "config-guardian", "guardian",
-    "controller .. read-only", "read-only .. role", "role .. read-only", "role .. get, list, watch",
-    "role .. only .. get", "lost .. write", "cannot patch", "forbidden", "rbac", "403",
-    "rotation .. stuck", "rotation .. blocked",
+    "deletion timestamp", "never .. delet*", "cannot .. remove .. finalizer*", "can not .. remove .. finalizer*",
+    "cannot .. release .. finalizer*", "controller .. read-only", "read-only .. role", "role .. read-only",
+    "role .. get, list, watch", "role .. only .. get", "role .. only .. read", "only read verbs", "reduced to .. get",
+    "lost .. write", "lost .. patch", "cannot patch", "no longer .. patch", "no longer allow* .. modify",
+    "forbidden", "rbac", "403",
 )
 
 FAULTS: list[FaultSpec] = [

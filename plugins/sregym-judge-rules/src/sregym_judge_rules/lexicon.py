@@ -193,7 +193,9 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "limitrange-too-small": ("limitrange", "limit range"),
     "wrong-service-account": ("service account", "serviceaccount"),
     "hpa-no-request": ("hpa", "autoscaler", "horizontalpodautoscaler"),
-    "priority-preemption": ("preempt*", "priorityclass", "priority class"),
+    # (the victim's pods "were Preempted" is what one sees; what was done is a higher-priority workload preempting them)
+    "priority-preemption": ("priority .. preempt*", "preempt* .. priority", "preempt* by", "preempting", "preempts",
+                            "priorityclass", "priority class"),
     "cpu-pressure": ("cpu pressure", "cpu hog", "cpu contention", "noisy neighbo*"),
     "cpu-noisy-neighbor": ("noisy neighbo*", "cpu hog", "cpu contention"),
     "ephemeral-ports": ("ephemeral port*", "port exhaustion", "eaddrnotavail"),
@@ -201,7 +203,8 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "kubelet-crash": ("kubelet .. crash*", "kubelet .. crash loop*", "kubelet .. exit*", "kubeletconfiguration",
                       "imagegc*", "image gc", "image garbage collection", "failed to validate kubelet configuration"),
     # "stuck Terminating", "being deleted" are what one sees of it (any finalizer that is not removed), not what was done
-    "finalizer-deadlock": ("finalizer*", "deletiontimestamp", "config guardian", "role .. read only", "made read only"),
+    # (not the controller's name alone: any mention of the controller)
+    "finalizer-deadlock": ("finalizer*", "deletiontimestamp", "role .. read only", "made read only"),
     "syscall-fail": ("fsync", "syscall", "ebpf", "injected error"),
     # FleetCast's operator faults (issue #40): phrases that say what was changed in the custom resource or the
     # operator, so that another fault's text names them as other mechanisms (a universal text lists them all)

@@ -111,10 +111,10 @@ def split_prose(submission: str) -> tuple[str, str]:
 _INJECTION = re.compile(
     r"\b(?:ignore|disregard|skip|override)\b.{0,40}\b(?:instructions?|rubric|checklist|verification|previous|above)\b"
     r"|\b(?:answer|respond|reply|output|mark|grade|score|award|approve|treat)\b.{0,40}"
-    r"\b(?:yes|true|pass|passed|correct|full marks|all answers|reference answer|gold answer|every (?:checklist )?"
+    r"\b(?:yes|true|pass|passed|passing|correct|full marks|full (?:score|credit)|all answers|reference answer|gold answer|every (?:checklist )?"
     r"(?:item|question)|all (?:nine|9|the) questions)\b"
     # (also inside a JSON key, "note_to_judge": an underscore is no word boundary; tenth round of issue #35)
-    r"|(?:\b|(?<=_))(?:grader|judge|judging|evaluator|grading model|judge model|reviewer bot|benchmark operator|evaluation harness|"
+    r"|(?:\b|(?<=_))(?:grader|judge|judging|evaluator|grading model|judge model|evaluating model|evaluation model|reviewer bot|benchmark operator|evaluation harness|"
     r"must accept|system note|evaluation override|grader directive|operator override)(?:\b|(?=_))"
     # a diagnosis that states its own grade ("verdict": "pass")
     r"|[\"']?\b(?:verdict|grade|score)[\"']?\s*[:=]\s*[\"']?(?:pass|passed|correct)\b"
@@ -136,8 +136,9 @@ def injection(submission: str) -> str | None:
 # the writer saying the question is still open: it hedges what it refers to ("more data needed", "I could
 # not distinguish them", "I have not confirmed which", "need more time"), whatever the words around it
 _UNSURE = (
-    r"need(?:s|ed)?\s+more\s+(?:time|data|info\w*|investigation|digging|evidence)|"
-    r"more\s+(?:time|data|info\w*|investigation|digging|evidence)\s+(?:is\s+|are\s+)?needed|"
+    r"need(?:s|ed)?\s+(?:more|further)\s+(?:time|data|info\w*|investigation|digging|evidence)|"
+    r"(?:more|further)\s+(?:time|data|info\w*|investigation|digging|evidence|checks?|work)\s+(?:is\s+|are\s+)?needed|"
+    r"(?:needed|required)\s+to\s+(?:tell|decide|know|say)\s+which|"
     r"(?:could|can|cannot|can not)\s+(?:not\s+)?(?:distinguish|tell apart|separate|decide between)|"
     r"(?:not sure|unsure|unclear|undecided)\s+(?:which|what|whether)|"
     r"(?:have|has|had|did)\s+not\s+(?:yet\s+)?(?:confirmed|verified|been able to (?:confirm|verify))|"
@@ -150,6 +151,8 @@ _HEDGE = re.compile(
     r"\b(?:either\b.{1,80}\bor|could be|might be|might also|may be|maybe|possibly|possible|perhaps|probably|"
     # (not what a component does "when unsure": a check that "refuses when unsure" fails closed; tenth round)
     r"(?<!when\s)(?<!if\s)(?<!when\sit\sis\s)(?:not sure|unsure)|unclear|i suspect|(?:my|best|a|i|educated)\s+guess|guessing|one of (?:them|the two|the three|those|these|both|the (?:two|three|four|following|above|listed|candidates|suspects))\b|or the other|"
+    # "This is most likely one of:" and its list: a choice the writer has not made; "Root cause (probable)"
+    r"one of(?=\s*:)|\((?:probable|possible|likely|unconfirmed|tentative|speculative|unverified)\)|"
     # "it is one of three: ...", "one of 4." : a count of candidates with nothing after it but the list
     r"one of (?:the )?(?:two|three|four|five|six|several|many|multiple|\d+)(?=\s*[:;,.)]|\s*$)|"
     # "we have not ruled out X, Y and Z", "cannot exclude": every one stays a candidate
@@ -316,6 +319,10 @@ _HEDGED_HEADING = re.compile(r"\b(?:hypothes\w+|theor(?:y|ies)|suspects?|ideas?|
                              r"open questions?|unknowns?|options|leads|to investigate|next steps to check)\b")
 
 
+# a heading that says its section is not settled: "## Root cause (tentative)", "### Finding (unconfirmed)"
+_TENTATIVE_HEADING = re.compile(r"\b(?:tentative|unconfirmed|speculative|unverified)\b|\((?:probable|possible|likely)\)", re.I)
+
+
 # what is to be done, not what is wrong (issue #35, seventh round: status updates list steps, a finding and the next
 # action): a line or part labelled as an action ("Next:", "Next action:", "Fix:", "Remediation:"), a section headed so
 # ("## Fix", "## Next steps"), and a sentence in the imperative ("Set runAsUser back to 999.", "Roll back the image")
@@ -329,6 +336,10 @@ _ACTION_HEADING = re.compile(r"^\W*(?:next\s+(?:actions?|steps?)|(?:proposed|sug
 _STEPS_LABEL = re.compile(r"^\W*(?:steps?(?:\s+taken)?|tool\s+calls?|tools?\s+used|commands?(?:\s+run)?|what\s+(?:i|we)\s+(?:did|checked|ran)|"
                           r"actions?\s+taken|investigation\s+steps?|checks?\s+(?:done|run|made))\s*(?:\([^)]*\))?\s*:", re.I)
 # what is seen, not why: "Status: checkout down", "Impact: bookings fail", "Symptoms: ..." (a status update's first line)
+# a section of observations beside the finding ("## Other observations", "### Symptoms", "## Side notes"): what was
+# seen, as a symptom line is, unless a sentence there gives a reason or states a change
+_OBSERVATION_HEADING = re.compile(r"^\W*(?:other\s+|additional\s+|side\s+)?(?:observations?|symptoms?|impact|notes?|"
+                                  r"also\s+(?:seen|noticed|observed)|unrelated(?:\s+\w+)?)\W*$", re.I)
 _SYMPTOM_LABEL = re.compile(r"^\W*(?:status|impact|symptoms?|observed|observations?|customer impact|user impact|alert)\s*:", re.I)
 _IMPERATIVE = re.compile(
     # a fix said as an order: verbs that only order a repair, never open a sentence about what is wrong ("Update:",
@@ -371,10 +382,11 @@ _KEY_END = re.compile(r"(?<![\w.])[a-z]+(?:[A-Z][a-z0-9]*)+:$")
 
 
 def _join_key_values(pieces: list[str]) -> list[str]:
-    """A piece that ends with a setting's key ("... have failurePolicy:") continues with its value."""
+    """A piece that ends with a setting's key ("... have failurePolicy:") continues with its value, and so does one
+    that ends inside a bold or code span it opened ("sets **replicas:" + "100000**."): no sentence ends there."""
     out: list[str] = []
     for piece in pieces:
-        if out and _KEY_END.search(out[-1].rstrip()):
+        if out and (_KEY_END.search(out[-1].rstrip()) or out[-1].count("**") % 2 or out[-1].count("`") % 2):
             out[-1] = f"{out[-1].rstrip()} {piece}"
         else:
             out.append(piece)
@@ -391,10 +403,11 @@ def sentences(prose: str) -> list[Sentence]:
     the whole list before it."""
     found: list[Sentence] = []
     # a hard-wrapped line continues its sentence when it does not end one and the next starts lower-case
-    prose = re.sub(r"(?<![.!?:;])[ \t]*\n[ \t]*(?=[a-z(])", " ", prose)
+    # (not a markdown heading: "## Root cause" then "geo's pod sets ..." is a title and its section's first sentence)
+    prose = re.sub(r"^(?!\s*#{1,6}\s)([^\n]*?)(?<![.!?:;])[ \t]*\n[ \t]*(?=[a-z(])", r"\1 ", prose, flags=re.M)
     header, header_hedged, header_rules_out, lists = "", False, False, 0
     section_hedged, section_rules_out, previous_item = False, False, False
-    section_actions, header_actions = False, False
+    section_actions, header_actions, section_observes = False, False, False
     several: set[int] = set()
     for line in prose.split("\n"):
         if not line.strip():
@@ -402,9 +415,11 @@ def sentences(prose: str) -> list[Sentence]:
         item = bool(_LIST_ITEM.match(line))
         if _HEADING.match(line):
             heading = text.flatten(_HEADING.sub("", line))
-            section_hedged = is_hedged(heading) or bool(_HEDGED_HEADING.search(heading))
+            section_hedged = (is_hedged(heading) or bool(_HEDGED_HEADING.search(heading))
+                              or bool(_TENTATIVE_HEADING.search(line)))
             section_rules_out = bool(_RULED_OUT_HEADER.search(heading))
             section_actions = bool(_ACTION_HEADING.match(heading))
+            section_observes = bool(_OBSERVATION_HEADING.match(heading))
             lists += 1  # the items of a section are one list, as under a "...:" line
             header, header_hedged, header_rules_out = line.strip() + ":", section_hedged, section_rules_out
             previous_item = False
@@ -432,7 +447,8 @@ def sentences(prose: str) -> list[Sentence]:
             flat = text.flatten(piece)
             rules_out = (listed >= 0 and header_rules_out) or section_rules_out
             # an action, or a symptom line, names what the writer means but asserts no mechanism
-            action = bool(line_actions or _IMPERATIVE.match(piece) or (_SYMPTOM_LABEL.match(piece) and not _finding(piece)))
+            action = bool(line_actions or _IMPERATIVE.match(piece) or (_SYMPTOM_LABEL.match(piece) and not _finding(piece))
+                          or (section_observes and not _finding(piece)))
             if _STEPS_LABEL.match(piece):
                 rules_out = True  # a step taken to find out asserts nothing about what is wrong
             flat = mask_unasserted(flat) if not rules_out else re.sub(r"\S", "#", flat)

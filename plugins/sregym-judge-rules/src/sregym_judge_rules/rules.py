@@ -217,7 +217,8 @@ class RulesJudge:
         blamed = self._blamed(clause_list, clause_sentence, sentences, sorted([*mentions, *subjects], key=lambda m: (m.clause, m.start)),
                               involved)
         exonerated = {m.component for m in any_mentions if clause_list[m.clause].exonerating}
-        hedged_others = {m.component for m in any_mentions if sentences[clause_sentence[m.clause]].hedged} - involved - exonerated
+        hedged_others = {m.component for m in any_mentions if sentences[clause_sentence[m.clause]].hedged
+                         and not sentences[clause_sentence[m.clause]].action} - involved - exonerated
         others = len(components - truth_components)
         needed = max(self.over_broad_min, math.ceil(self.over_broad_fraction * others)) if others else math.inf
         over_broad = None
@@ -364,6 +365,8 @@ class RulesJudge:
         blamed: set[str] = set()
         for index, clause in enumerate(clause_list):
             hedged = sentences[clause_sentence[index]].hedged
+            if sentences[clause_sentence[index]].action:
+                continue  # an action or an observation ("## Other observations: search is slow too") blames nobody
             if not (clause.cause_side or (hedged and not clause.exonerating)):
                 continue
             if not hedged and not _asserts_a_fault(clause.text):
@@ -570,6 +573,28 @@ def identifying_values(truth: GroundTruth) -> list[str]:
     """The values that identify the fault among its siblings (the mutated values under its ``identified_by`` keys)."""
     keys = getattr(truth, "identified_by", ()) or ()
     return [str(v) for k in keys for v in _scalars(truth.mutated_values.get(k)) if str(v).strip()]
+
+
+# a switch said to be in its on state: "was left on", "is on", "flag: on", "(on)", "enabled", "active", "set to 100%"
+_ON_STATE = re.compile(r"(?:\b(?:is|was|were|are|been|left|turned|switched|flipped|set|stays?|still|now|got)\s+on\b|[:=]\s*[\"']?on\b"
+                       r"|\(on\)|\bon\s*[),;]|\benabled\b|\bactivated?\b|\bactive\b|\bset\s+to\s+(?:true|100\s?%)|\b100\s?%)")
+
+
+def _identity_in_state(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, int]] | None:
+    """For a truth told from its siblings by one value (``identified_by``: a flag's name), that value named in the sentence
+    and said to be in its fault state ("a test switch ... (adFailure) was left on", "paymentFailure ... set to 100%"):
+    the switch and what was done to it, which is the whole of such a fault. Not when either is negated ("adFailure is
+    not on", "no longer enabled") or the state is the opposite (:func:`_opposite_state` runs after)."""
+    if not _switched_on(truth):
+        return None
+    for value in identifying_values(truth):
+        for form in renderings(value):
+            named = reading.find_pattern(flat, re.escape(form.lower()), allow_negated=True)
+            state = _ON_STATE.search(flat)
+            if named and state and not reading.negated(flat, state.start(), state.end()) \
+                    and not re.search(r"\b(?:not|no longer|never|n't)\s+(?:\w+\s+)?(?:on|enabled|active)\b", flat):
+                return f"value {value} on", (min(named[0], state.start()), max(named[1], state.end()))
+    return None
 
 
 def renderings(value: str) -> list[str]:
@@ -920,6 +945,46 @@ def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, i
     return None
 
 
+def _changed_fields(truth: GroundTruth) -> list[tuple[str, str]]:
+    """(field, post-fault value) pairs of a truth where it records a change: a ``{field, before, after}`` record, or a
+    field whose value is a ``{before, after}`` pair. A key with a plain value names an object or the context (the
+    webhook's ``failurePolicy: Fail`` a CA-mismatch fault leaves as it was), not what was changed."""
+    values = truth.mutated_values
+    pairs: list[tuple[str, str]] = []
+    if isinstance(values.get("field"), str) and values.get("after") is not None and not isinstance(values.get("after"), bool):
+        pairs.append((values["field"], str(values["after"])))
+    for key, value in values.items():
+        if isinstance(value, Mapping) and value.get("after") is not None and not isinstance(value.get("after"), bool | Mapping):
+            pairs.append((str(key), str(value["after"])))
+    return pairs
+
+
+def _field_with_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, int]] | None:
+    """The changed field named (the last part of its path, as written or in words: ``replicas``, ``sizeLimit`` as
+    "size limit") and its post-fault value written right after it, joined by ``:``, ``=``, "is", "to", "of" or "set to":
+    what was changed and to what, whatever the value looks like (a bare number is no statement alone, beside its field
+    it is). Not when the value is the one it had before the fault or is negated."""
+    for field, value in _changed_fields(truth):
+        leaf = re.split(r"[.\[\]]", field.strip("[]"))[-1] or field
+        if len(leaf) < 3 or len(value) < 1 or value.lower() in lexicon.TRIVIAL_VALUES:
+            continue
+        spoken = text.flatten(concepts.split_compounds(leaf))
+        names = {re.escape(text.flatten(leaf)), re.escape(spoken).replace("\\ ", r"[\s_-]+")}
+        forms = [r.lower() for r in renderings(value) if r]
+        if re.fullmatch(r"\d{4,}", value):  # 100000 as "100,000" or "100 000"
+            forms += [f"{int(value):,}", f"{int(value):,}".replace(",", " ")]
+        rendered = "|".join(re.escape(r) for r in forms)
+        if not rendered:
+            continue
+        pattern = re.compile(rf"(?<![a-z0-9])(?:{'|'.join(names)})(?![a-z0-9])\W{{0,3}}\s*(?:[:=]|is|are|to|of|was|were|"
+                             rf"set to|(?:was|were|is|got)\s+(?:set|raised|changed|lowered|bumped)\s+to|now)?\s*\W{{0,2}}"
+                             rf"(?:{rendered})(?![a-z0-9])")
+        found = pattern.search(flat)
+        if found and not reading.negated(flat, found.start(), found.end()):
+            return f"field {leaf} = {value}", found.span()
+    return None
+
+
 # what a sentence says follows from its first part ("..., which is why", "... so", "..., causing");
 # "so that" states a purpose ("launched so that it insists on a password"), not a consequence
 _CONSEQUENCE = re.compile(r"(?:,\s*|\s)(?:so|which is why|this is why|that is why|therefore|hence|thus|causing|"
@@ -949,6 +1014,8 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
         hit = _concept_hit(words, t)
     if hit is None:
         hit = _distinctive_value(flat, t)
+    if hit is None:  # the changed field written with its new value ("sets replicas: 100000", "spec.replicas = 100000")
+        hit = _field_with_value(flat, t)
     if hit is None:  # an object the fault added, by its name, with two of the mechanism's distinctive concepts
         hit = _object_with_concepts(words, t)
     if hit is None:  # the changed setting by its name, and what was done to it ("lost its TS_ORDER_ADDR env")
@@ -957,6 +1024,8 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
         found = quantity.find_quantity(flat, t.mutated_values)
         if found and _SETTING.search(flat):
             hit = (f"value {found[0]} as {found[1]!r}", (found[2], found[3]))
+    if hit is None:  # the value that tells the fault from its siblings (its flag), said to be in its fault state
+        hit = _identity_in_state(flat, t)
     if hit is not None and hit[0].startswith("value ") and _foreign_actor(flat, t):
         hit = None  # "a CronJob re-applies 12Mi" is not the webhook that patches 12Mi: a value two faults share
     return hit
@@ -1516,9 +1585,12 @@ def _other_field(raw: str, flat: str, truth: GroundTruth) -> bool:
 _TURNED_ON = re.compile(r"\b(?:turned|switched|flipped|set)\s+(?:\S+\s+){0,4}?on\b|\benabled?\b|\bactivated\b")
 _SAID_OFF = re.compile(r"\b(?:is|are|was|were|been|be|stays?|stayed|remains?|remained|left|still|defaults?\s+to|"
                        r"set\s+to|switched|turned|flipped)\s+(?:(?!not\b|no\b|never\b)\S+\s+)?[\"']?(?:off|false|disabled)\b|(?<!not )\bdisabled\b|"
-                       r"=\s*[\"']?false\b")
+                       r"=\s*[\"']?false\b"
+                       # "is not on", "was never turned on", "isn't enabled": the switch denied its on state
+                       r"|\b(?:is|are|was|were|has|have|had)(?:\s+not|n't)\s+(?:been\s+)?(?:on|enabled|active|turned\s+on|switched\s+on)\b"
+                       r"|\bnever\s+(?:been\s+)?(?:turned|switched|flipped)\s+on\b")
 _SAID_ON = re.compile(r"\b(?:turned|switched|flipped|set)\s+(?:\S+\s+){0,4}?(?:on|true)\b|\benabled?\b|\bactivated\b"
-                      r"|\b(?:is|are|was|were|been|be|stays?|left|still|now)\s+(?:\S+\s+)?[\"']?(?:on|true)\b|=\s*[\"']?true\b"
+                      r"|\b(?:is|are|was|were|been|be|stays?|left|still|now)\s+(?:(?!not\b|no\b|never\b)\S+\s+)?[\"']?(?:on|true)\b|=\s*[\"']?true\b"
                       r"|\bnot\s+(?:off|false|disabled)\b")
 
 
@@ -1754,6 +1826,11 @@ class _SregymQuestions:
         missing = sorted(r.truth_components - r.asserted)
         if missing:
             return _Answer(False, "does not assert faulty component(s): " + ", ".join(missing))
+        # a problem of several faults: each fault's own mechanism, not only its component (naming postgres-rate as the
+        # victim of another fault's load is not finding that its grants were revoked)
+        unstated = [t.fault for t in self.truths if t.fault not in r.mechanism] if len(self.truths) > 1 else []
+        if unstated and r.mechanism:
+            return _Answer(False, "does not assert the mechanism of every fault: " + ", ".join(unstated))
         return _Answer(True, "asserts every faulty component: " + ", ".join(sorted(r.truth_components)))
 
     def q_scope_priority(self) -> _Answer:
