@@ -1166,6 +1166,8 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
     if any(concepts.negated_in(words, a, b, statement, present.get((a, b), "")) for a, b in spans):
         return None
     spans = sorted(spans)
+    if not spans:
+        return None
     return "concepts: " + " ".join(words[a:b] for a, b in spans), (spans[0][0], spans[-1][1])
 
 
