@@ -100,8 +100,25 @@ def split_prose(submission: str) -> tuple[str, str]:
         if message is not None:  # each message ends its sentence (the next one does not continue it)
             prose.append(message if re.search(r"[.!?:;]\s*$", message) else message.rstrip() + ".")
             continue
+        if not fenced and is_pasted_line(line) and _QUOTED_THEN_PROSE.match(line) and not _EVENT.match(line):
+            # "geo log: PANIC: could not fsync ...: Input/output error. An eBPF fault makes fsync fail." -- a log line
+            # quoted at the start of a line, the writer's own sentences after it
+            head, *tail = _SENTENCE_BREAK.split(line)
+            rest = [t for t in tail]
+            while rest and (is_pasted_line(rest[0]) or len(_PLAIN_WORD.findall(rest[0])) < 4 or '"' in rest[0]
+                            or re.match(r"\W*(?:error|warning|failed|caused by|retrying|exception)\b", rest[0], re.I)):
+                head = f"{head} {rest.pop(0)}"
+            pasted.append(head)
+            if rest:
+                prose.append(" ".join(rest))
+            continue
         (pasted if fenced or is_pasted_line(line) else prose).append(line)
     return "\n".join(prose), "\n".join(pasted)
+
+
+# a line opened by a quoted log entry or event (not a table, JSON or YAML), with sentences after it
+_QUOTED_THEN_PROSE = re.compile(r"^(?!\s*[{\[\"]|\s*\S+:\s*$)(?=.*?[.!?]\s+[A-Z][a-z]+(?:\s+\S+){3,})")
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z][a-z])")
 
 
 # ------------------------------------------------------------------------------------------------

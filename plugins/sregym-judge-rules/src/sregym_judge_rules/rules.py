@@ -206,6 +206,16 @@ class RulesJudge:
         for m in mentions:
             if not clause_list[m.clause].exonerating:
                 about.setdefault(clause_sentence[m.clause], set()).add(m.component)
+        # "station's pods are fine, but its Service asks for a label no pod has": a possessive pronoun opening a cause
+        # clause after a clause that cleared a faulty component refers to that component (what is its is at fault)
+        pronoun: dict[int, set[str]] = {}
+        for m in mentions:
+            if m.component in truth_components and clause_list[m.clause].exonerating:
+                later = [c for i, c in enumerate(clause_list) if i > m.clause and clause_sentence[i] == clause_sentence[m.clause]]
+                if later and later[0].cause_side and _POSSESSIVE_OPENING.match(later[0].text):
+                    pronoun.setdefault(clause_sentence[m.clause], set()).add(m.component)
+        for index, named_before in pronoun.items():
+            about.setdefault(index, set()).update(named_before)
         hedged_components = {m.component for m in mentions if sentence_of(m).hedged}
         component_sentences: dict[str, str] = {}
         for m in mentions:
@@ -300,6 +310,11 @@ class RulesJudge:
                 for c in truth_components:
                     asserted.add(c)
                     component_sentences.setdefault(c, sentences[index].raw)
+        for index, named_before in pronoun.items():
+            if index in mechanism_sentences:
+                for c in named_before:
+                    asserted.add(c)
+                    component_sentences.setdefault(c, sentences[index].raw)
         # "the db" in a sentence that asserts the mechanism of the faulty datastore, already named as the
         # topic, refers to it ("user-timeline-service -> user-timeline-postgres: auth failed. role pw was
         # rotated in the db")
@@ -382,6 +397,9 @@ class RulesJudge:
                 elif not hedged and not (position + 1 < len(here) and text.listed(clause.text, here[position], here[position + 1])):
                     break  # what follows the culprit is its object ("wrong port for geo"), unless it is a list
         return blamed
+
+
+_POSSESSIVE_OPENING = re.compile(r"^\W*(?:(?:but|however|yet|though|although)\s+)?(?:its|their)\s+\w", re.I)
 
 
 # "every service name does not exist" quantifies names; "all services recover" is the fix working
@@ -1011,7 +1029,7 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
             # the span of the words themselves: other mechanisms elsewhere in the sentence still count
             hit = (" ".join(m.group(0) for m in present), (min(m.start() for m in present), max(m.end() for m in present)))
     if hit is None:  # the mechanism's meaning: most of its concepts, whatever the words (concepts.py)
-        hit = _concept_hit(words, t)
+        hit = _concept_hit(words, t, flat)
     if hit is None:
         hit = _distinctive_value(flat, t)
     if hit is None:  # the changed field written with its new value ("sets replicas: 100000", "spec.replicas = 100000")
@@ -1056,12 +1074,12 @@ def _foreign_actor(flat: str, t: GroundTruth) -> bool:
     return any(m.group(0).rstrip("s") not in known and m.group(0) not in known for m in _ACTORS.finditer(flat))
 
 
-def _concept_hit(words: str, t: GroundTruth) -> tuple[str, tuple[int, int]] | None:
+def _concept_hit(words: str, t: GroundTruth, flat: str = "") -> tuple[str, tuple[int, int]] | None:
     """Most of the meaning of one of the truth's own statements of what was done (its mechanism, the mechanism's
     cause part, the prose's), in the diagnosis's own words: a weighted share of its concepts of at least 60 %, three
     of them distinctive, none denied (:mod:`.concepts`)."""
     for statement in _statements(t):
-        hit = _statement_hit(words, t, statement)
+        hit = _statement_hit(words, t, statement, flat)
         if hit is not None:
             return hit
     return None
@@ -1118,7 +1136,7 @@ _RELAXED_SHARE = 0.4
 _WHOLE_STATEMENT = 0.85
 
 
-def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tuple[int, int]] | None:
+def _statement_hit(words: str, t: GroundTruth, statement: str, flat: str = "") -> tuple[str, tuple[int, int]] | None:
     share, _distinct, spans = concepts.coverage(words, statement)
     wanted = concepts.mechanism_concepts(statement)
     weight = dict(wanted)
@@ -1138,6 +1156,9 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
     if values:
         available += 1
         found = next((m for v in values for m in [text.phrase_pattern(v)] if m is not None and m.search(words)), None)
+        # a value that holds a component's name ("rate-config") is masked in ``words``: read it as written
+        in_flat = None if found is not None or not flat else next(
+            (m for v in values for m in [text.phrase_pattern(v)] if m is not None and m.search(flat)), None)
         said = quantity.find_quantity(words, t.mutated_values) if found is None else None
         if found is not None:
             distinct += 1
@@ -1146,6 +1167,10 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
         elif said is not None:  # the same quantity in the writer's unit ("a second and a half" for delay_ms 1500)
             distinct += 1
             spans = [*spans, (said[2], said[3])]
+        elif in_flat is not None:
+            distinct += 1
+            at = in_flat.search(flat)
+            spans = [*spans, at.span()] if at is not None else spans
     needed = 3 if available >= 3 else available + 1
     # a short statement of a truth that records no value ("the Service was deleted", "Service port changed from the
     # one clients use") is its object and its change and nothing more: said whole, it is said (ninth round of issue
@@ -1173,7 +1198,7 @@ def _statement_hit(words: str, t: GroundTruth, statement: str) -> tuple[str, tup
 
 # what is done to a setting named by the truth: taken away (for a fault that removes it), or set to a value
 _REMOVED = re.compile(r"\b(?:lost|loses|removed|deleted|dropped|missing|gone|no longer|does not exist|do not exist|not set|"
-                      r"unset|taken out|absent|without)\b")
+                      r"unset|taken out|absent|without|lacks?|lacking)\b")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+")
 
 

@@ -235,10 +235,18 @@ def _name_variants(name: str) -> list[str]:
             variants.add(parts[1])
     if parts[-1] == "service" and len(parts) >= 3:  # "compose-post-service": "compose-post"
         variants.add("-".join(parts[:-1]))
+    # a name part that is an English compound written as one word is also written in two ("frontend": "front end",
+    # "front-end"; "media-frontend": "media front end")
+    for compound, words in _SPLIT_COMPOUNDS.items():
+        if compound in parts:
+            variants.add("-".join(words if p == compound else p for p in parts))
     for variant in list(variants):
         if "-" in variant:
             variants.add(variant.replace("-", " "))
     return sorted(variants, key=len, reverse=True)
+
+
+_SPLIT_COMPOUNDS = {"frontend": "front-end", "backend": "back-end", "dataplane": "data-plane", "loadgen": "load-gen"}
 
 
 def datastore_owner(name: str) -> str:
