@@ -200,3 +200,37 @@ def test_prose_after_a_quoted_log_line_on_the_same_line_is_read():
     # the log's own continuation stays pasted: it asserts nothing
     assert not _judge("postgres-rate log: FATAL: could not fsync file base/1/2: Input/output error. Retrying in 5s.",
                       FSYNC).passed
+
+
+# --- plain English read by concept (written once per concept, for every fault whose statement has it) ---------------
+
+CONFIGMAP = GroundTruth(fault="missing-configmap", layer="k8s", components=("search",), namespace="hotel-reservation",
+                        resource_kind="ConfigMap", mechanism="the ConfigMap the pods mount was deleted",
+                        mutated_values={"configmap": "search-config"})
+SCALE = GroundTruth(fault="scale-zero", layer="k8s", components=("profile",), namespace="hotel-reservation",
+                    resource_kind="Deployment", mechanism="Deployment scaled to zero replicas",
+                    mutated_values={"replicas": 0})
+HOOKS = GroundTruth(fault="admission-webhook-timeouts", layer="k8s", components=("geo",), namespace="hotel-reservation",
+                    resource_kind="MutatingWebhookConfiguration",
+                    mechanism="four mutating webhooks with failurePolicy Ignore each wait out their timeoutSeconds on a "
+                              "slow server; serially they exceed the API server's one-minute request deadline, so every "
+                              "pod create in the namespace times out",
+                    mutated_values={"webhooks": 4, "service": "platform-hooks", "timeout_seconds": 20,
+                                    "failurePolicy": "Ignore"})
+
+
+def test_a_short_statement_said_with_the_objects_own_name():
+    assert _judge("search's settings object (search-config) is not there any more, so its restarted pods have "
+                  "nothing to load.", CONFIGMAP).passed
+    # the name alone, with nothing said about what happened to it, is not the change
+    assert not _judge("search reads search-config at start and logs every key it finds.", CONFIGMAP).passed
+
+
+def test_a_workload_dialled_down_to_zero_was_scaled_to_zero():
+    assert _judge("deploy/profile was dialled down to 0, so nothing answers behind profile's Service.", SCALE).passed
+
+
+def test_calls_made_one_after_another_that_add_up_past_a_deadline():
+    assert _judge("Four admission webhooks are called on each pod create and each one is slow (timeoutSeconds 20); "
+                  "called one after another they add up past the API server's request deadline, so geo's pods are "
+                  "never created.", HOOKS).passed

@@ -301,6 +301,23 @@ _GLOSSES = (
     ("enforce", r"\bonly\s+(?:allows?|admits?|accepts?|lets\s+in)\s+(?:\S+\s+){0,3}(?:strict|hardened|restricted|secure)\b"),
     # a kubelet told to "keep 90% of the disk free" has its hard eviction threshold on available disk raised
     ("hard nodefs available", r"\bkeep\w*\s+(?:at\s+least\s+)?\d+\s*(?:%|percent)\s+(?:of\s+(?:the|its)\s+)?(?:disk|filesystem|storage)\s+free\b"),
+    # eleventh round (issue #35), written from ordinary English for every fault whose statement has the concept: a
+    # thing that "is not there any more" was removed; a workload "dialled down to 0" or whose spec "says 0 copies" was
+    # scaled to zero; calls made "one after another" are serial and what "adds up past" a deadline exceeds it; a "disk
+    # type" is a storage class, an "update method" a strategy; "never put two copies on the same machine" is a
+    # required anti-affinity; a step that runs "before the main program" is an init container
+    ("remove", r"\b(?:is|are)\s*(?:n't|\s+not|\s+no\s+longer)\s+there(?:\s+any\s?more)?\b|\b(?:has|have)\s+no\s+more\b"),
+    ("scale zero", r"\b(?:scaled|dialled|dialed|turned|brought|cut|set|taken)\s+down\s+to\s+(?:0|zero|nothing)\b"
+                   r"|\b(?:says?|has|have|at|with)\s+(?:0|zero|no)\s+(?:copies|replicas|pods|instances)\b"),
+    ("serial", r"\bone\s+after\s+(?:another|the\s+other)\b|\bin\s+(?:a\s+)?(?:sequence|series|row)\b|\bsequential\w*"
+               r"|\bback\s+to\s+back\b"),
+    ("exceed", r"\badd\w*\s+up\s+(?:past|beyond|to\s+more\s+than|over)\b|\b(?:go|goes|went|run|runs)\s+past\b"),
+    ("class", r"\b(?:disk|volume)\s+(?:type|kind|class|tier)s?\b|\b(?:type|kind|class)\s+of\s+(?:disk|storage|volume)s?\b"),
+    ("strategy", r"\bupdate\s+(?:method|type|mode|kind|style|approach)s?\b"),
+    ("anti affinity require", r"\bnever\s+(?:to\s+)?(?:put|place|run|schedule|land)\w*\s+two\b(?:\s+\S+){0,4}?\s+(?:on|in)\s+"
+                              r"(?:the\s+)?same\s+(?:node|machine|host|server)\b"),
+    ("init container", r"\bbefore\s+the\s+main\s+(?:program|container|process|app\w*)\b|\b(?:helper|setup|start\s?up|"
+                       r"preparation|waiting)\s+step\b"),
 )
 
 # words every fault statement shares: they count for little on their own
@@ -413,17 +430,30 @@ def mechanism_concepts(mechanism: str) -> tuple[tuple[str, float], ...]:
     heads = set(_family_of().values())
     # "the target's pods" is the faulty component's, not a concept of what was done to it (a selector "targets")
     mechanism = re.sub(r"\bthe\s+target's\b", "the component's", mechanism)
-    for concept, _a, _b in concepts(flatten(split_compounds(mechanism))):
+    flat = flatten(split_compounds(mechanism))
+    # a clause that only says which object ("the ConfigMap *the pods mount* was deleted", "the Secret *holding the
+    # credentials* was deleted") describes it: its words count as little as words every fault shares
+    described = _DESCRIBING_CLAUSE.search(flat)
+    for concept, a, b in concepts(flat):
         if concept in seen or (len(concept) < 3 or (len(concept) == 3 and concept not in heads | _SHORT_TERMS)) or concept in _STOP:
             continue
-        seen[concept] = 0.4 if concept in _COMMON or concept in _COMMON_STEMS else 1.0
+        inside = described is not None and described.start(1) <= a and b <= described.end(1)
+        seen[concept] = 0.4 if concept in _COMMON or concept in _COMMON_STEMS or inside else 1.0
     return tuple(seen.items())
+
+
+# "the <object> the pods mount was deleted", "a <object> holding the credentials was deleted": the words between the
+# object and the predicate only say which object
+_DESCRIBING_CLAUSE = re.compile(r"^(?:the|a|an)\s+\S+(?:\s+\S+)??\s+((?:the\s+\S+\s+\S+|(?:that|which)\s+(?:\S+\s+){1,3}?|"
+                                r"holding\s+(?:\S+\s+){1,2}?))\s*(?:was|were|is|are|has\s+been)\s+\S+\s*$")
 
 
 _SHORT_TERMS = frozenset({"eio", "shm", "tls", "dns", "oom", "cpu", "ip", "fd", "ttl", "cidr", "pvc", "rwo"})
 _STOP = frozenset({"the", "and", "for", "its", "that", "this", "with", "from", "into", "than", "does", "have", "were",
                    "which", "their", "there", "them", "been", "when", "where", "what", "some", "also", "only", "whose",
-                   "whos"})
+                   "whos",
+                   # pronouns and determiners say no concept ("serially *they* exceed", "*each* waits out its timeout")
+                   "they", "each", "those", "these", "then", "both", "such", "your", "our"})
 _COMMON_STEMS = frozenset(stem(w) for w in _COMMON)
 
 

@@ -1071,7 +1071,10 @@ _ACTORS = re.compile(r"(?<![a-z0-9])(?:mutating webhook|admission webhook|admiss
 def _foreign_actor(flat: str, t: GroundTruth) -> bool:
     """Does the sentence name an actor of a kind the truth never mentions (a CronJob for a webhook's fault)?"""
     known = _truth_fields(t) + " " + text.flatten(t.resource_kind)
-    return any(m.group(0).rstrip("s") not in known and m.group(0) not in known for m in _ACTORS.finditer(flat))
+    # an actor's general kind is the truth's own when the truth names its head word ("admission webhook" for the
+    # truth's mutating webhooks)
+    return any(m.group(0).rstrip("s") not in known and m.group(0) not in known
+               and m.group(0).rstrip("s").split()[-1] not in known for m in _ACTORS.finditer(flat))
 
 
 def _concept_hit(words: str, t: GroundTruth, flat: str = "") -> tuple[str, tuple[int, int]] | None:
@@ -1172,6 +1175,10 @@ def _statement_hit(words: str, t: GroundTruth, statement: str, flat: str = "") -
             at = in_flat.search(flat)
             spans = [*spans, at.span()] if at is not None else spans
     needed = 3 if available >= 3 else available + 1
+    if values and available == 2 and distinct == 2 and (found is not None or in_flat is not None):
+        # a short statement said whole with the truth's own value ("the rate-config ConfigMap does not exist any
+        # more"): the value tells the object apart, the statement's one distinctive concept says what was done
+        needed = 2
     # a short statement of a truth that records no value ("the Service was deleted", "Service port changed from the
     # one clients use") is its object and its change and nothing more: said whole, it is said (ninth round of issue
     # #35; the value that would make the third concept does not exist to be said)
@@ -1198,7 +1205,7 @@ def _statement_hit(words: str, t: GroundTruth, statement: str, flat: str = "") -
 
 # what is done to a setting named by the truth: taken away (for a fault that removes it), or set to a value
 _REMOVED = re.compile(r"\b(?:lost|loses|removed|deleted|dropped|missing|gone|no longer|does not exist|do not exist|not set|"
-                      r"unset|taken out|absent|without|lacks?|lacking)\b")
+                      r"unset|taken out|absent|without|lacks?|lacking|remove|removes|delete|deletes|no more)\b")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+")
 
 
