@@ -41,8 +41,16 @@ import structlog
 
 from ..errors import UsageError
 from ..types import ObservabilityEndpoints, ToolSpec
-from .sessions import SessionTools, session_key
+from .sessions import DEFAULT_SESSION, SessionTools, session_key
 from .stages import NO_PROBLEM, WAITER_HEADER
+
+#: a request or MCP session that began in an attempt which has since ended (red-team round 10, attacks 2 and 2b): a
+#: submission whose body completed after its attempt ended is not graded for the next one, a session opened in one
+#: attempt does not act for the next (the next attempt's agent opens its own)
+ATTEMPT_ENDED = {"detail": "This request began in an attempt that has ended; it was not graded. "
+                           "Submit again for the current attempt (open a new MCP session for it)."}
+SESSION_ENDED = ("Command Rejected: this session was opened in an attempt that has ended. "
+                 "Open a new session for the current attempt.")
 
 log = structlog.get_logger()
 
@@ -238,6 +246,23 @@ def validate_submission(raw: bytes) -> tuple[str | None, list[dict[str, Any]]]:
     return data["solution"], []
 
 
+_UNSET: Any = object()
+_REMEMBERED_SESSIONS = 4096
+
+
+class _EndedSession:
+    """The kubectl tool of a session opened in an attempt that has ended: every call is refused."""
+
+    async def execute(self, _cmd: str) -> str:
+        return SESSION_ENDED
+
+    async def rollback(self) -> str:
+        return SESSION_ENDED
+
+    def previous_rollbackable(self) -> str:
+        return SESSION_ENDED
+
+
 class AgentSurface:
     """What the endpoints answer from: the attached attempt, its kubectl sessions, the tools."""
 
@@ -247,20 +272,41 @@ class AgentSurface:
         self.endpoints = endpoints
         self.sink: SubmissionSink | None = None
         self.sessions: SessionTools | None = None
+        #: how many attempts have attached; the attempt each named session (MCP, ``ssid``) was first seen in
+        self.generation = 0
+        self._session_generation: dict[str, int] = {}
 
     def attach(self, sink: SubmissionSink, kubectl_factory: Callable[[str], Any],
                endpoints: ObservabilityEndpoints | None = None) -> None:
         self.sink = sink
         self.sessions = SessionTools(kubectl_factory)
+        self.generation += 1
         if endpoints is not None:
             self.endpoints = endpoints
+
+    def session_current(self, key: str) -> bool:
+        """Is a named session one of the current attempt's? A session first seen before the current attempt attached
+        is not (its key is remembered from its first call); the default session of plain HTTP callers always is."""
+        if key == DEFAULT_SESSION:
+            return True
+        if key not in self._session_generation and len(self._session_generation) >= _REMEMBERED_SESSIONS:
+            self._session_generation.pop(next(iter(self._session_generation)))  # the oldest first
+        return self._session_generation.setdefault(key, self.generation) == self.generation
 
     def kubectl(self, key: str):
         if self.sessions is None:
             return None
+        if not self.session_current(key):
+            return _EndedSession()
         return self.sessions.get(key)
 
-    async def submit(self, solution: str) -> tuple[int, dict[str, Any]]:
+    async def submit(self, solution: str, *, began: Any = _UNSET, session: str = DEFAULT_SESSION) -> tuple[int, dict[str, Any]]:
+        """Hand ``solution`` to the attempt; ``began`` is the sink that was current when the request began (a body
+        completing after that attempt ended is not the next attempt's), ``session`` the MCP session it came by."""
+        if began is not _UNSET and began is not self.sink and began is not None:
+            return 409, dict(ATTEMPT_ENDED)
+        if not self.session_current(session):
+            return 409, dict(ATTEMPT_ENDED)
         if self.sink is None:
             return 400, dict(NO_PROBLEM)
         answer = self.sink.submit(solution)
@@ -289,10 +335,11 @@ def api_routes(surface: AgentSurface) -> list:
     from starlette.routing import Route
 
     async def submit(request):
+        began = surface.sink  # the attempt this request began in, before its body arrives (which may be held back)
         solution, errors = validate_submission(await request.body())
         if errors:
             return _json(422, {"detail": errors})
-        code, body = await surface.submit(solution)
+        code, body = await surface.submit(solution, began=began)
         return _json(code, body)
 
     async def status(request):
@@ -320,9 +367,9 @@ def _session(ctx: Any) -> str:
     return session_key(getattr(request, "headers", None), getattr(request, "query_params", None))
 
 
-async def _submit_as_api(surface: AgentSurface, ans: str) -> dict[str, str]:
+async def _submit_as_api(surface: AgentSurface, ans: str, session: str = DEFAULT_SESSION) -> dict[str, str]:
     """``submit`` on the API port: ``{"status": "200"|"done"|"error", "text": ...}``."""
-    code, body = await surface.submit(ans)
+    code, body = await surface.submit(ans, session=session)
     if code == 200:
         answer = {"status": str(body.get("status", "200")), "text": str(body.get("message", ""))}
         if body.get("graded") is False:  # absorbed while its stage is graded: say so, as the HTTP answer does
@@ -332,15 +379,13 @@ async def _submit_as_api(surface: AgentSurface, ans: str) -> dict[str, str]:
     return {"status": "error", "text": detail if isinstance(detail, str) else json.dumps(detail)}
 
 
-async def _submit_as_http(surface: AgentSurface, ans: str) -> dict[str, str]:
+async def _submit_as_http(surface: AgentSurface, ans: str, session: str = DEFAULT_SESSION) -> dict[str, str]:
     """``submit`` on the MCP port: ``{"status": "<http code>", "text": "<http body>"}``."""
-    code, body = await surface.submit(ans)
+    code, body = await surface.submit(ans, session=session)
     return {"status": str(code), "text": json.dumps(body)}
 
 
 def _register_kubectl(server: Any, surface: AgentSurface) -> None:
-    from mcp.server.mcpserver import Context  # MCP injects the request context into a parameter of this type
-
     async def exec_kubectl_cmd_safely(cmd: str, ctx) -> str:
         tool = surface.kubectl(_session(ctx))
         if tool is None:
@@ -355,14 +400,21 @@ def _register_kubectl(server: Any, surface: AgentSurface) -> None:
         tool = surface.kubectl(_session(ctx))
         return "No problem has been started" if tool is None else tool.previous_rollbackable()
 
-    descriptions = {
+    descriptions: dict[Callable[..., Any], str] = {
         exec_kubectl_cmd_safely: "Run one kubectl command (no pipes or shell) with your credentials and return its output.",
         rollback_command: "Undo the last mutating kubectl command of this session.",
         get_previous_rollbackable_cmd: "Show the commands of this session that rollback_command can undo.",
     }
     for function, description in descriptions.items():
-        function.__annotations__["ctx"] = Context  # a class, not a string: mcp is imported only here
+        _with_context(function)
         server.tool(name=function.__name__, description=description)(function)
+
+
+def _with_context(function: Callable[..., Any]) -> None:
+    """Let MCP inject the request context into ``function``'s ``ctx`` parameter (the session it came by)."""
+    from mcp.server.mcpserver import Context
+
+    function.__annotations__["ctx"] = Context  # a class, not a string: mcp is imported only here
 
 
 def _register_observability(server: Any, surface: AgentSurface, names: tuple[str, ...], *, upstream: bool) -> None:
@@ -418,10 +470,12 @@ def build_unified_mcp(surface: AgentSurface):
     _register_kubectl(server, surface)
     _register_observability(server, surface, tuple(OBSERVABILITY_TOOLS), upstream=False)
 
-    @server.tool(name="submit", description="Submit your diagnosis (stage diagnosis), then 'done' when mitigated (stage mitigation).")
-    async def submit(ans: str) -> dict[str, str]:
-        return await _submit_as_api(surface, ans)
+    async def submit(ans: str, ctx) -> dict[str, str]:
+        return await _submit_as_api(surface, ans, _session(ctx))
 
+    _with_context(submit)
+    server.tool(name="submit", description="Submit your diagnosis (stage diagnosis), then 'done' when mitigated "
+                                           "(stage mitigation).")(submit)
     return server
 
 
@@ -433,9 +487,11 @@ def build_family_mcp(surface: AgentSurface, family: str, *, on_api_port: bool = 
     if family == "kubectl":
         _register_kubectl(server, surface)
     elif family == "submit":
-        @server.tool(name="submit", description="Submit your answer for the current stage (diagnosis, then mitigation).")
-        async def submit(ans: str) -> dict[str, str]:
-            return await (_submit_as_api if on_api_port else _submit_as_http)(surface, ans)
+        async def submit(ans: str, ctx) -> dict[str, str]:
+            return await (_submit_as_api if on_api_port else _submit_as_http)(surface, ans, _session(ctx))
+
+        _with_context(submit)
+        server.tool(name="submit", description="Submit your answer for the current stage (diagnosis, then mitigation).")(submit)
     else:
         _register_observability(server, surface, UPSTREAM_FAMILIES[family], upstream=True)
     return server

@@ -1,0 +1,120 @@
+"""A request or MCP session belongs to the attempt it began in (red-team round 10, attacks 2 and 2b; issue #34).
+
+Driven over real HTTP and the official MCP client against a real AgentServer: a submission whose body is held back
+until the next attempt has attached is not graded for that attempt, and an MCP session opened in one attempt neither
+runs kubectl nor submits for the next."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+
+import httpx
+
+from sregym_core.agent_api.kubectl_tool import KubectlTool
+from sregym_core.agent_api.server import AgentServer
+
+
+class Sink:
+    """A minimal stage machine standing in for an attempt (the code around the server)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.stage = "diagnosis"
+        self.received: list[str] = []
+
+    def submit(self, solution: str):
+        self.received.append(solution)
+        self.stage = "mitigation" if self.stage == "diagnosis" else "done"
+        return 200, {"status": "accepted", "attempt": self.name}
+
+    def app_info(self):
+        return {"app_name": "fake-app", "namespace": "fake", "descriptions": "A fake app."}
+
+
+def _tool(tmp_path: Path, name: str) -> KubectlTool:
+    script = tmp_path / f"kubectl-{name}"
+    script.write_text(f"#!/bin/sh\necho \"{name}: $*\"\n")
+    script.chmod(0o755)
+    return KubectlTool(kubeconfig=tmp_path / f"{name}.kubeconfig", kubectl=str(script), isolation="none")
+
+
+async def _held_submit(port: int, text: str, release: asyncio.Event) -> tuple[int, dict]:
+    """POST /submit with every byte of the body but the last, the last one only once ``release`` is set."""
+    body = json.dumps({"solution": text}).encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"POST /submit HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body[:-1])
+    await writer.drain()
+    await release.wait()
+    writer.write(body[-1:])
+    await writer.drain()
+    raw = await asyncio.wait_for(reader.read(), timeout=30)
+    writer.close()
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(payload or b"{}")
+
+
+def test_a_held_back_submission_is_not_graded_for_the_next_attempt(tmp_path):
+    first, second = Sink("first"), Sink("second")
+
+    async def scenario():
+        server = AgentServer(first, _tool(tmp_path, "first"))
+        await server.start()
+        try:
+            port = int(server.api_url.rsplit(":", 1)[1])
+            release = asyncio.Event()
+            held = asyncio.create_task(_held_submit(port, "the Ingress of frontend is misrouted", release))
+            await asyncio.sleep(0.3)  # the request line and headers are in: it began in the first attempt
+            server.attach(second, lambda _session: _tool(tmp_path, "second"))
+            release.set()
+            code, body = await held
+            assert code == 409 and "ended" in body["detail"]
+            async with httpx.AsyncClient(base_url=server.api_url, trust_env=False) as http:
+                fresh = await http.post("/submit", json={"solution": "rate's Service has targetPort 9999"})
+                assert fresh.status_code == 200 and fresh.json()["attempt"] == "second"
+        finally:
+            await server.stop()
+
+    asyncio.run(scenario())
+    assert first.received == [] and second.received == ["rate's Service has targetPort 9999"]
+
+
+@contextlib.asynccontextmanager
+async def _sse_session(url: str):
+    """An MCP session over SSE (a long-lived connection, the session an agent keeps open)."""
+    from mcp import ClientSession
+    from mcp.client.sse import sse_client
+
+    async with sse_client(url) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def test_an_mcp_session_does_not_act_for_the_next_attempt(tmp_path):
+    first, second = Sink("first"), Sink("second")
+
+    async def scenario():
+        server = AgentServer(first, _tool(tmp_path, "first"))
+        await server.start()
+        try:
+            async with _sse_session(server.sse_url) as old:
+                out = await old.call_tool("exec_kubectl_cmd_safely", {"cmd": "kubectl get pods -n fake"})
+                assert out.content[0].text.startswith("first:")
+                server.attach(second, lambda _session: _tool(tmp_path, "second"))
+                refused = await old.call_tool("exec_kubectl_cmd_safely", {"cmd": "kubectl get pods -n fake"})
+                assert refused.content[0].text.startswith("Command Rejected:") and "ended" in refused.content[0].text
+                late = await old.call_tool("submit", {"ans": "a text sent by the earlier attempt's session"})
+                assert "ended" in late.content[0].text
+                async with _sse_session(server.sse_url) as new:  # the current attempt's agent opens its own
+                    out = await new.call_tool("exec_kubectl_cmd_safely", {"cmd": "kubectl get pods -n fake"})
+                    assert out.content[0].text.startswith("second:")
+                    answer = await new.call_tool("submit", {"ans": "rate's Service has targetPort 9999"})
+                    assert "accepted" in answer.content[0].text
+        finally:
+            await server.stop()
+
+    asyncio.run(scenario())
+    assert first.received == [] and second.received == ["rate's Service has targetPort 9999"]
