@@ -120,3 +120,80 @@ def test_a_watch_ends_once_its_identity_is_revoked(api_server, namespace, tmp_pa
         # a watch may deliver what was already queued for it, but it ends: not a stream into later attempts
     finally:
         revoke_agent_access(kube, [namespace], "agent-watcher01")
+
+
+def test_a_followed_log_ends_once_its_identity_is_revoked(api_server, namespace, tmp_path, monkeypatch):
+    """Red-team round 10: ``kubectl logs -f`` opened during an attempt streamed the next attempts' errors for 19 minutes."""
+    import asyncio
+
+    from conftest import running_pod
+
+    async def endless(*_args, **kwargs):  # a container that keeps logging, as an app's pods do
+        async def gen():
+            n = 0
+            while True:
+                n += 1
+                yield f"line {n}\n".encode()
+                await asyncio.sleep(0.2)
+        return gen()
+
+    monkeypatch.setattr(api_server.runtime, "read_log", endless)
+    running_pod(api_server, namespace, "chatty")
+    kube = Kube(api_server.kubeconfig)
+    agent = grant_agent_access(kube, [namespace], tmp_path / "follower", account="agent-follower1", expiration_seconds=600)
+    try:
+        sock, host, token = _open(agent)
+        sock.sendall((f"GET /api/v1/namespaces/{namespace}/pods/chatty/log?follow=true HTTP/1.1\r\n"
+                      f"Host: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n").encode())
+        assert _status(sock) == 200
+        received = b""
+        while b"line 2" not in received:  # it streams while the identity lives
+            received += sock.recv(65536)
+        revoke_agent_access(kube, [namespace], "agent-follower1")
+        deadline = time.monotonic() + HANG_S
+        while not received.endswith(b"0\r\n\r\n"):  # the chunked stream's end: the server closed the follow
+            assert time.monotonic() < deadline, f"the log still streams {HANG_S:g} s after the revocation"
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+        sock.close()
+    finally:
+        revoke_agent_access(kube, [namespace], "agent-follower1")
+
+
+def test_an_exec_session_ends_once_its_identity_is_revoked(api_server, namespace, tmp_path):
+    """Red-team round 10: exec sessions ran on past the revocation until the reset deleted their pods."""
+    import asyncio
+
+    import aiohttp
+
+    from conftest import running_pod
+
+    running_pod(api_server, namespace, "shell")
+    kube = Kube(api_server.kubeconfig)
+    agent = grant_agent_access(kube, [namespace], tmp_path / "execer", account="agent-execer01", expiration_seconds=600)
+    host, port, context, token = _identity(agent)
+
+    async def session() -> tuple[bytes, bool]:
+        url = (f"https://{host}:{port}/api/v1/namespaces/{namespace}/pods/shell/exec?container=main&stdout=true"
+               f"&command=sh&command=-c&command=while+true%3B+do+echo+tick%3B+sleep+0.2%3B+done")
+        received = b""
+        async with aiohttp.ClientSession() as http, http.ws_connect(
+                url, ssl=context, protocols=("v4.channel.k8s.io",), headers={"Authorization": f"Bearer {token}"}) as ws:
+            while b"tick" not in received:  # it runs while the identity lives
+                received += (await asyncio.wait_for(ws.receive(), HANG_S)).data or b""
+            revoke_agent_access(kube, [namespace], "agent-execer01")
+            deadline = time.monotonic() + HANG_S
+            while time.monotonic() < deadline:
+                msg = await asyncio.wait_for(ws.receive(), HANG_S)
+                if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSING):
+                    return received, True
+            return received, False
+
+    try:
+        received, closed = asyncio.run(session())
+        assert b"tick" in received
+        assert closed, f"the exec session still runs {HANG_S:g} s after the revocation"
+    finally:
+        revoke_agent_access(kube, [namespace], "agent-execer01")

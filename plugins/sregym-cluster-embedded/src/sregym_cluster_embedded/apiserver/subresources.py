@@ -17,6 +17,7 @@ from .core import now_iso
 from .errors import ApiError, bad_request, method_not_allowed, not_found, server_not_found
 from .rbac import Attributes
 from .request import (
+    RECHECK_KEY,
     USER_KEY,
     Target,
     bool_param,
@@ -133,6 +134,10 @@ def _waiting_reason(pod: dict[str, Any], container: str) -> str | None:
     return "ContainerCreating"
 
 
+#: how often a followed log looks again at who reads it (as a watch does)
+LOG_RECHECK_S = 1.0
+
+
 async def pod_log(request: web.Request, server: ApiServer, target: Target) -> web.StreamResponse:
     q = request.query
     pod, container = _pod_and_container(server, target, q.get("container"))
@@ -161,8 +166,28 @@ async def pod_log(request: web.Request, server: ApiServer, target: Target) -> we
         timestamps=bool_param(q, "timestamps"), limit_bytes=limit_bytes, follow=follow))
     response = web.StreamResponse(headers={"Content-Type": "text/plain"})
     started = False
+    recheck = request.get(RECHECK_KEY) if follow else None
+    chunks = stream.__aiter__()
+    pending: asyncio.Future[Any] | None = None
     try:
-        async for chunk in stream:
+        while True:
+            # a followed log streams as long as the caller likes: its identity and rights are looked at again every
+            # second, as a watch's are, so a revoked identity reads no later attempt's logs (red-team round 10). The
+            # next chunk is awaited in a task of its own: a timeout must not cancel the log's generator.
+            if pending is None:
+                pending = asyncio.ensure_future(chunks.__anext__())
+            if recheck is not None:
+                done, _ = await asyncio.wait({pending}, timeout=LOG_RECHECK_S)
+                recheck()
+                if not done:
+                    continue
+            try:
+                chunk = await pending
+            except StopAsyncIteration:
+                break
+            finally:
+                if pending.done():
+                    pending = None
             if not started:
                 await response.prepare(request)
                 started = True
@@ -177,6 +202,10 @@ async def pod_log(request: web.Request, server: ApiServer, target: Target) -> we
     except (ConnectionResetError, ConnectionError):
         return response
     finally:
+        if pending is not None and not pending.done():
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             with contextlib.suppress(Exception):
@@ -280,6 +309,7 @@ async def pod_exec(request: web.Request, server: ApiServer, target: Target) -> w
                     stdin.close()
 
         feeder = asyncio.create_task(feed())
+        guard = asyncio.create_task(_end_with_identity(request, proc, ws))
         if not want_stdin and getattr(proc, "stdin", None) is not None:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
@@ -292,6 +322,9 @@ async def pod_exec(request: web.Request, server: ApiServer, target: Target) -> w
     except (ConnectionResetError, ConnectionError):
         pass
     finally:
+        guard_ref = locals().get("guard")
+        if guard_ref is not None:
+            guard_ref.cancel()
         proc_ref = locals().get("proc")
         if proc_ref is not None and getattr(proc_ref, "returncode", 0) is None:
             with contextlib.suppress(ProcessLookupError, OSError, AttributeError):
@@ -299,6 +332,24 @@ async def pod_exec(request: web.Request, server: ApiServer, target: Target) -> w
         with contextlib.suppress(Exception):
             await ws.close()
     return ws
+
+
+async def _end_with_identity(request: web.Request, proc: Any, ws: web.WebSocketResponse) -> None:
+    """An exec session lasts as long as its identity: looked at every second, as a followed log and a watch are; once
+    the identity is revoked (the attempt ended) the command is killed and the session closed (red-team round 10)."""
+    recheck = request.get(RECHECK_KEY)
+    if recheck is None:
+        return
+    while True:
+        await asyncio.sleep(LOG_RECHECK_S)
+        try:
+            recheck()
+        except ApiError:
+            with contextlib.suppress(ProcessLookupError, OSError, AttributeError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                await ws.close()
+            return
 
 
 async def _attach(ws: web.WebSocketResponse, runtime: Any, target: Target, container: str) -> None:
