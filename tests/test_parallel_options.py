@@ -97,3 +97,54 @@ def test_a_problem_needing_missing_capabilities_is_skipped_with_the_reason(tmp_p
             "(cluster 'elsewhere' provides any, real)") in said
     assert progress.done == 2 and progress.skipped == 2  # the status line counts them as done
     assert RealCluster.ups == 1
+
+
+def test_side_by_side_each_environment_asks_for_its_own_token():
+    """Red-team round 10, attack 3: with one token for the run, environment 1's agent submitted to environment 2's API.
+    Each environment now asks for a token derived from the run's; one environment's token opens no other's API."""
+    import asyncio
+
+    import httpx
+
+    from sregym_core.agent_api.server import AgentServer, environment_token
+
+    class Sink:
+        stage = "diagnosis"
+
+        def __init__(self):
+            self.received = []
+
+        def submit(self, solution):
+            self.received.append(solution)
+            return 200, {"status": "accepted"}
+
+        def app_info(self):
+            return {"app_name": "fake", "namespace": "fake", "descriptions": ""}
+
+    settings = ServeSettings.from_env({}, api_port=0, mcp_port=0, token="the-runs-token-0123456789")
+    each = [serve_settings_for(settings, i, 2) for i in range(2)]
+    assert [s.token for s in each] == [environment_token("the-runs-token-0123456789", 0), environment_token("the-runs-token-0123456789", 1)]
+    assert len({s.token for s in each} | {"the-runs-token-0123456789"}) == 3
+    sinks = [Sink(), Sink()]
+
+    async def scenario():
+        servers = [AgentServer(sink, None, settings=s) for sink, s in zip(sinks, each)]
+        for server in servers:
+            await server.start()
+        try:
+            async with httpx.AsyncClient(trust_env=False) as http:
+                def auth(token):
+                    return {"Authorization": f"Bearer {token}"}
+                other = await http.post(f"{servers[1].api_url}/submit", json={"solution": "from env 1"},
+                                        headers=auth(each[0].token))
+                run = await http.post(f"{servers[1].api_url}/submit", json={"solution": "with the run's token"},
+                                      headers=auth("the-runs-token-0123456789"))
+                own = await http.post(f"{servers[1].api_url}/submit", json={"solution": "env 2's own"},
+                                      headers=auth(each[1].token))
+                assert (other.status_code, run.status_code, own.status_code) == (401, 401, 200)
+        finally:
+            for server in servers:
+                await server.stop()
+
+    asyncio.run(scenario())
+    assert sinks[0].received == [] and sinks[1].received == ["env 2's own"]

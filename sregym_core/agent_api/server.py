@@ -100,6 +100,15 @@ class SubmissionSink(Protocol):
     def app_info(self) -> dict[str, Any]: ...
 
 
+def environment_token(token: str, index: int) -> str:
+    """The token environment ``index`` (0-based) of a ``--parallel`` run asks for: an HMAC of the run's token, so a
+    harness that knows the run's token computes every environment's, and an agent handed one environment's token
+    cannot compute another's."""
+    import hashlib
+
+    return hmac.new(token.encode(), f"sregym-environment-{index + 1}".encode(), hashlib.sha256).hexdigest()[:40]
+
+
 @attrs.frozen
 class ServeSettings:
     """Where the agent surface listens.

@@ -33,7 +33,9 @@ from ._select import cluster_options, executor_option, parallel_option, plan_run
               help="Listen address of the agent API and MCP (upstream listens on 0.0.0.0). [env API_BIND_HOST; 127.0.0.1]")
 @click.option("--api-token", default=None, metavar="TOKEN",
               help="Require this token (Authorization: Bearer TOKEN) on every agent API/MCP request but GET /status, "
-                   "for an outside harness that sends one. [env SREGYM_API_TOKEN]")
+                   "for an outside harness that sends one. With --parallel each environment asks for its own token, "
+                   "an HMAC of this one (sregym_core.agent_api.server.environment_token; printed with its API "
+                   "address). [env SREGYM_API_TOKEN]")
 @click.option("--api-port", type=click.IntRange(0, 65535), default=None,
               help="Agent API port, 0 for a free one. [env API_PORT; 8000]")
 @click.option("--mcp-port", type=click.IntRange(0, 65535), default=None,

@@ -22,7 +22,7 @@ import attrs
 import structlog
 
 from ..agent_api.external import EXTERNAL_AGENT, announce_done, external_agent_spec, hold_until_told
-from ..agent_api.server import AgentServer, ServeSettings
+from ..agent_api.server import AgentServer, ServeSettings, environment_token
 from ..clusters import capabilities_of, name_of
 from ..errors import DeployError, SregymError, UsageError
 from ..plugins import HookFailure, PluginHost
@@ -63,10 +63,13 @@ def serve_settings_for(settings: ServeSettings, index: int, parallel: int) -> Se
     the environment's index and the defaults become free ports (each environment prints its own)."""
     if parallel <= 1:
         return settings
+    # one token for the run would let one environment's agent submit to another's API (red-team round 10, attack 3):
+    # each environment asks for its own, derived from the run's (environment_token; printed with its API address)
+    token = environment_token(settings.token, index) if settings.token else settings.token
     if settings.strict:
         return attrs.evolve(settings, api_port=settings.api_port + index if settings.api_port else 0,
-                            mcp_port=settings.mcp_port + index if settings.mcp_port else 0)
-    return attrs.evolve(settings, api_port=0, mcp_port=0, strict=True)
+                            mcp_port=settings.mcp_port + index if settings.mcp_port else 0, token=token)
+    return attrs.evolve(settings, api_port=0, mcp_port=0, strict=True, token=token)
 
 
 @attrs.define
@@ -205,7 +208,8 @@ async def _environment_worker(state: _RunState, cluster: Any, index: int, parall
     server = AgentServer(settings=serve_settings_for(plan.serve or ServeSettings.from_env(), index, parallel))
     await server.start()
     tell(f"agent API: {server.api_url} (MCP: {server.mcp_base_url}/<kubectl|prometheus|jaeger|loki|submit>/sse, "
-         f"{server.mcp_url})")
+         f"{server.mcp_url})" + (f"; this environment's token: {server.settings.token}"
+                                 if parallel > 1 and server.settings.token else ""))
     try:
         say(f"cluster: bringing up {name_of(cluster)}")
         await env.up()
