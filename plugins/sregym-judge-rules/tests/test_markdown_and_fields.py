@@ -234,3 +234,44 @@ def test_calls_made_one_after_another_that_add_up_past_a_deadline():
     assert _judge("Four admission webhooks are called on each pod create and each one is slow (timeoutSeconds 20); "
                   "called one after another they add up past the API server's request deadline, so geo's pods are "
                   "never created.", HOOKS).passed
+
+
+# --- red-team round 10: texts naming the object and the context siblings share, not the change ---------------------
+
+ROUND10 = [
+    ("The ValidatingWebhookConfiguration of hotel-reservation was changed: its webhook now fails closed and blocks "
+     "rate's pods from being created.", ("hotel-admission-webhook-ca-mismatch-rate", "hotel-admission-webhook-outage-rate",
+                                        "hotel-admission-webhook-timeouts-rate")),
+    ("A fail-closed admission webhook on pods in hotel-reservation blocks rate's pods.",
+     ("hotel-admission-webhook-ca-mismatch-rate", "hotel-admission-webhook-outage-rate")),
+    ("rate's pods cannot be created: the API server's call to the validating webhook for pods fails and the webhook's "
+     "failurePolicy is Fail.", ("hotel-admission-webhook-ca-mismatch-rate", "hotel-admission-webhook-outage-rate")),
+    ("A mutating webhook in hotel-reservation was changed and now rewrites geo's pods, so they fail.",
+     ("hotel-mutating-webhook-memory-geo",)),
+    ("The API server refuses the StatefulSet that the datastore-operator builds from the DatastoreCluster orbit-db, "
+     "because a field of orbit-db's spec was changed to an invalid value.",
+     ("fleetcast-operator-invalid-toleration", "fleetcast-operator-wrong-update-strategy")),
+]
+
+
+@pytest.mark.parametrize("text,problems", ROUND10)
+def test_the_object_and_shared_context_without_the_change_fail(text, problems):
+    from sregym_judge_rules.calibration import curated_truths
+
+    for pid, (_app, components, namespace, truths) in curated_truths(set(problems)).items():
+        verdict = RulesJudge().judge(text, truths, app_components=components, app_namespace=namespace)
+        assert not verdict.passed, pid
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("rate's pods are rejected: the validating webhook pods.pod-admission.ops.internal fails closed and its caBundle "
+     "is from another CA than the one that signed the webhook server's certificate, so the TLS check fails.",
+     "hotel-admission-webhook-ca-mismatch-rate"),
+    ("orbit-db's DatastoreCluster has a toleration with the effect NoScheduling, which Kubernetes does not accept, so "
+     "the API server refuses the StatefulSet the operator derives from it.", "fleetcast-operator-invalid-toleration"),
+])
+def test_the_change_itself_still_passes(text, problem):
+    from sregym_judge_rules.calibration import curated_truths
+
+    _app, components, namespace, truths = curated_truths({problem})[problem]
+    assert RulesJudge().judge(text, truths, app_components=components, app_namespace=namespace).passed

@@ -263,6 +263,8 @@ GENERIC_WORDS = frozenset({
 # Things, not what was done to them: Kubernetes kinds and everyday objects of a fault. Alone (as a
 # fault's keyword) they assert no mechanism ("the Ingress", "its ServiceAccount", "DiskPressure").
 OBJECT_WORDS = frozenset({
+    # the kind of an admission webhook names which webhook, not what it does (red-team round 10)
+    "mutating", "validating",
     "ingress", "ingressclass", "service", "serviceaccount", "service account", "secret", "configmap", "configmaps",
     "role", "rolebinding", "clusterrole", "rbac", "node", "nodes", "pod", "pods", "deployment", "statefulset",
     "daemonset", "persistentvolume", "persistentvolumeclaim", "pvc", "pv", "volume", "certificate", "cert", "tls",

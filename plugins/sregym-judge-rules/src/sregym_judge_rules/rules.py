@@ -1193,6 +1193,8 @@ def _statement_hit(words: str, t: GroundTruth, statement: str, flat: str = "") -
                 and _names_a_changed_field(words, t) and not _foreign_actor(words, t)):
             return None
     present = {span: concept for concept, span in concepts.present(words, statement)}
+    if not _carries_the_defect(words, t, set(present.values())):
+        return None
     glossed = concepts.gloss_spans(words, statement)
     spans = [(a, b) for a, b in spans if (a, b) in glossed or not any(ga <= a and b <= gb for ga, gb in glossed)]
     if any(concepts.negated_in(words, a, b, statement, present.get((a, b), "")) for a, b in spans):
@@ -1201,6 +1203,49 @@ def _statement_hit(words: str, t: GroundTruth, statement: str, flat: str = "") -
     if not spans:
         return None
     return "concepts: " + " ".join(words[a:b] for a, b in spans), (spans[0][0], spans[-1][1])
+
+
+_FAILS_CLOSED = re.compile(r"\bfail(?:s|ed|ing)?[\s-]+(?:closed|shut)\b|\bfailurepolicy\W+fail\b")
+_FAILS_OPEN = re.compile(r"\bfail(?:s|ed|ing)?[\s-]+open\b|\bfailurepolicy\W+ignore\b")
+
+
+def _other_failure_policy(flat: str, t: GroundTruth) -> bool:
+    """A webhook said to fail closed where the truth's fails open (``failurePolicy: Ignore``), or the other way round:
+    the same webhook setting with the other value (red-team round 10: "fails closed" read as four slow mutating
+    webhooks that ignore their failures)."""
+    policy = str(t.mutated_values.get("failurePolicy", "")).lower()
+    if policy == "ignore":
+        return bool(_FAILS_CLOSED.search(flat)) and not _FAILS_OPEN.search(flat)
+    if policy == "fail":
+        return bool(_FAILS_OPEN.search(flat)) and not _FAILS_CLOSED.search(flat)
+    return False
+
+
+def _carries_the_defect(words: str, t: GroundTruth, said: set[str]) -> bool:
+    """Does a concept reading carry what tells the fault from its siblings, not only the context they share (red-team
+    round 10: "its webhook fails closed and blocks rate's pods" read as a CA mismatch, an outage and a timeout at once;
+    "a field of orbit-db's spec was changed to an invalid value" as a bad toleration and a bad update strategy)?
+    A mechanism "<object> ... whose <defect>" needs a concept of the defect, whichever of its statements is read; a truth that records which field it
+    changed (``{"field": "spec.tolerations", ...}``) needs that field named, or its new value."""
+    from .text import flatten
+
+    in_words = said | {c for c, _a, _b in concepts.concepts(words)}
+    parts = concepts.split_effect(t.mechanism)
+    whose = re.split(r"\bwhose\b", parts[0] if parts else t.mechanism, maxsplit=1)  # in the cause part only
+    if len(whose) == 2:
+        wanted = {c for c, weight in concepts.mechanism_concepts(whose[1]) if weight == 1.0}
+        if wanted and not wanted & (in_words | {c for c, _span in concepts.present(words, whose[1])}):
+            return False
+    field = t.mutated_values.get("field")
+    if isinstance(field, str) and field:
+        path = [p for p in re.split(r"[.\[\]]", field) if p and not p.isdigit() and p not in ("spec", "metadata", "status")]
+        named = set(concepts.field_concepts(tuple(path)))  # "updateStrategy": strategy (its "update" is any change)
+        after = t.mutated_values.get("after")
+        values = [str(v) for v in _scalars(after)] if after is not None else []
+        if named and not named & in_words and not any(
+                v and len(v) >= 3 and re.search(rf"(?<![a-z0-9]){re.escape(flatten(v))}(?![a-z0-9])", words) for v in values):
+            return False
+    return True
 
 
 # what is done to a setting named by the truth: taken away (for a fault that removes it), or set to a value
@@ -1393,7 +1438,8 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             # a different fault of the same object, not this one
             spans.extend(_all_spans(words, vocab))
             continue
-        if claims.other_value(s.raw, t.mutated_values) or claims.other_family(words[:cause_end], _truth_fields(t)):
+        if (claims.other_value(s.raw, t.mutated_values) or claims.other_family(words[:cause_end], _truth_fields(t))
+                or _other_failure_policy(s.flat, t)):
             # the faulty object with what the sentence claims of it read against what the truth changed: its own field
             # given another value ("failurePolicy: Fail" for Ignore), or a defect of another family only ("a cert for
             # the wrong host name" for an expired one, "the Role was widened" for one made read-only)
