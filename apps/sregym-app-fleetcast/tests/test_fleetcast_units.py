@@ -225,3 +225,18 @@ def test_wrong_content_is_caught_and_a_wiped_datastore_is_seeded_again(redis_por
             finally:
                 await gen.close()
     asyncio.run(main())
+
+
+def test_a_weaker_value_is_not_the_repair():
+    """Red-team round 10, attack 5: the datastore run as root, or its tolerations deleted, passed every oracle."""
+    def cluster(**spec):
+        return {"spec": {**manifests.DATASTORE_SPEC, **spec}}
+
+    shipped = cluster()
+    assert not faults._run_as_broken(None, None, shipped) and not faults._toleration_broken(None, None, shipped)
+    assert faults._run_as_broken(None, None, cluster(securityContext={"runAsUser": 0, "fsGroup": 0}))
+    assert faults._run_as_broken(None, None, cluster(securityContext={"runAsUser": 999, "fsGroup": 0}))
+    assert not faults._run_as_broken(None, None, cluster(securityContext={"runAsUser": 1001, "fsGroup": 1001}))
+    assert faults._toleration_broken(None, None, cluster(tolerations=[]))
+    assert not faults._toleration_broken(None, None, cluster(tolerations=[
+        *manifests.DATASTORE_SPEC["tolerations"], {"key": "extra", "operator": "Exists"}]))

@@ -166,7 +166,15 @@ def _toleration(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, An
 
 
 def _toleration_broken(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
-    return _bad_effect((obj.get("spec") or {}).get("tolerations"))
+    """An invalid effect, or the shipped toleration gone: deleting the tolerations is not putting the deployed one back
+    (red-team round 10: it passed on nodes that happen to carry no taint, and breaks on any node that does)."""
+    tolerations = (obj.get("spec") or {}).get("tolerations")
+    return _bad_effect(tolerations) or not _shipped_tolerations_kept(tolerations)
+
+
+def _shipped_tolerations_kept(tolerations: Any) -> bool:
+    have = {(t.get("key"), t.get("operator"), t.get("effect")) for t in tolerations or [] if isinstance(t, dict)}
+    return all((t.get("key"), t.get("operator"), t.get("effect")) in have for t in DATASTORE_SPEC.get("tolerations") or [])
 
 
 def _run_as(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
@@ -174,7 +182,16 @@ def _run_as(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run_as_broken(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
-    return _bad_uid((obj.get("spec") or {}).get("securityContext"))
+    """An invalid uid, or root where the datastore was shipped to run as a non-root user: running it as root is a
+    weaker configuration, not the repair (red-team round 10: it passed, then broke the data files' ownership)."""
+    context = (obj.get("spec") or {}).get("securityContext")
+    return _bad_uid(context) or _root_where_shipped_non_root(context)
+
+
+def _root_where_shipped_non_root(context: Any) -> bool:
+    shipped = DATASTORE_SPEC.get("securityContext") or {}
+    return any(isinstance((context or {}).get(k), int) and (context or {}).get(k) == 0 and shipped.get(k, 0) != 0
+               for k in ("runAsUser", "runAsGroup", "fsGroup"))
 
 
 def _strategy(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
