@@ -275,3 +275,43 @@ def test_the_change_itself_still_passes(text, problem):
 
     _app, components, namespace, truths = curated_truths({problem})[problem]
     assert RulesJudge().judge(text, truths, app_components=components, app_namespace=namespace).passed
+
+
+# --- thirteenth round: names in brackets, chat handles, a dependency found answering, an actor's value -------------
+
+TT = ("ts-preserve-service", "ts-order-service", "ts-contacts-service", "ts-ui-dashboard", "ts-travel-service")
+TT_ENV = GroundTruth(fault="missing-env", layer="config", components=("ts-preserve-service",), namespace="train-ticket",
+                     resource_kind="Deployment", mechanism="required environment variable removed from the container",
+                     mutated_values={"removed_env": "TS_CONTACTS_SERVICE_ADDR", "original": {}})
+ACTOR = GroundTruth(fault="recurring-memory-actor", layer="k8s", components=("search",), namespace="hotel-reservation",
+                    resource_kind="CronJob", mechanism="a recurring CronJob actor patches the Deployment's memory limit to a "
+                                                       "tiny value every minute, so the container is OOMKilled",
+                    mutated_values={"cronjob": "limits-janitor", "memory_limit": "12Mi"})
+
+
+def test_a_name_in_brackets_after_its_description_names_the_component():
+    assert _judge("The booking service (preserve) no longer has TS_CONTACTS_SERVICE_ADDR in its settings, so it cannot "
+                  "find the contacts service.", TT_ENV, TT, "train-ticket").passed
+
+
+def test_chat_lines_opened_by_a_handle_are_messages_of_their_own():
+    text = ("kim: preserve keeps failing\nlee: checked its env, TS_CONTACTS_SERVICE_ADDR is gone\n"
+            "kim: so ts-preserve-service lost TS_CONTACTS_SERVICE_ADDR when the deploy was edited; add it back")
+    from sregym_judge_rules.reading import split_prose
+
+    assert len([s for s in sentences(split_prose(text)[0]) if s.raw.startswith(("kim:", "lee:"))]) == 3
+    assert _judge(text, TT_ENV, TT, "train-ticket").passed
+
+
+def test_a_dependency_found_answering_is_cleared():
+    hang = GroundTruth(fault="init-hang", layer="k8s", components=("user",), namespace="hotel-reservation",
+                       resource_kind="Deployment", mechanism="init container blocks waiting for a missing dependency",
+                       mutated_values={"initContainer": "wait-for-dependency", "waits_for": "settings-store:7000"})
+    assert not _judge("sam: the init container of user is fine, settings-store:7000 is reachable from the node\n"
+                      "sam: user's image pull is slow, just wait", hang).passed
+
+
+def test_an_actors_value_said_without_the_actor_is_not_its_mechanism():
+    assert not _judge("search's memory limit is 12Mi, so search is OOMKilled; raise it.", ACTOR).passed
+    assert _judge("A CronJob (limits-janitor) patches search's memory limit to 12Mi every minute, so search is "
+                  "OOMKilled however often the Deployment is fixed.", ACTOR).passed

@@ -87,6 +87,28 @@ def chat_message(line: str) -> str | None:
     return message
 
 
+# a chat line opened by its writer's handle, lower case, with no clock stamp ("cy: orbit-db PVCs Pending", "a: yes that");
+# a label of a status update ("next:", "fix:", "status:") is not a handle
+_SPEAKER = re.compile(r"^\s*(?:<[a-z][\w.@-]{0,15}>|@?[a-z][a-z0-9._-]{0,11}):\s+(?=\S)")
+_NOT_HANDLES = frozenset({"next", "fix", "fixes", "status", "impact", "finding", "findings", "steps", "step", "summary",
+                          "cause", "root", "note", "notes", "action", "actions", "result", "results", "symptom", "symptoms",
+                          "observed", "evidence", "update", "conclusion", "mitigation", "remediation", "error", "warning",
+                          "info", "debug", "fatal", "panic", "reason", "message", "hint", "data", "spec", "status",
+                          "image", "name", "kind", "type", "value", "key", "labels", "env", "args", "command"})
+
+
+def _speaker_message(line: str) -> str | None:
+    """The message of a chat line opened by a lower-case handle ("cy: so the DatastoreCluster names ..."), when what
+    follows reads as prose; each such line is a message of its own (twelfth round of issue #35)."""
+    found = _SPEAKER.match(line)
+    if not found or found.group(0).strip(" :<>@").lower() in _NOT_HANDLES:
+        return None
+    message = line[found.end():]
+    if len(_PLAIN_WORD.findall(message)) < 2 or is_pasted_line(message):
+        return None
+    return line  # the handle stays: it may be a component named as the topic ("postgres-geo: app role ...")
+
+
 def split_prose(submission: str) -> tuple[str, str]:
     """(prose, pasted): code fences and tool-output lines go to ``pasted``; a chat message's stamp is not output."""
     prose: list[str] = []
@@ -96,7 +118,7 @@ def split_prose(submission: str) -> tuple[str, str]:
         if line.strip().startswith("```"):
             fenced = not fenced
             continue
-        message = None if fenced else chat_message(line)
+        message = None if fenced else (chat_message(line) or _speaker_message(line))
         if message is not None:  # each message ends its sentence (the next one does not continue it)
             prose.append(message if re.search(r"[.!?:;]\s*$", message) else message.rstrip() + ".")
             continue
@@ -560,6 +582,8 @@ _HEALTHY_PREDICATE = re.compile(
     r"right(?!\s+(?:there|here|after|before|behind|next|now|away|at|on|in|by|to(?!\s+(?:me|us)\b))\b)|good|"
     r"plenty|enough|sufficient|adequate|generous|consistent|as configured|within (?:limits?|range|budget)|"
     r"usual|standard|typical|customary|"  # "16Ki is the usual setting for this chart"
+    # a dependency found answering: "config-service:8500 is reachable from the node" (twelfth round)
+    r"reachable|resolvable|answering|responding|up and running|"
     r"not the (?:cause|problem|issue|culprit|reason|source)|not involved|not responsible|irrelevant|ruled out|innocent)\b"
 )
 # a negated predicate whose verb says what went wrong: "the grants were not revoked", "X is not missing", "the

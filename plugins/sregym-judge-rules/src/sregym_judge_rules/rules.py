@@ -1046,6 +1046,11 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
         hit = _identity_in_state(flat, t)
     if hit is not None and hit[0].startswith("value ") and _foreign_actor(flat, t):
         hit = None  # "a CronJob re-applies 12Mi" is not the webhook that patches 12Mi: a value two faults share
+    if (hit is not None and hit[0].startswith("value ") and _RECURRING_ACTOR.search(text.flatten(t.mechanism))
+            and not _ACTORS.search(flat)):
+        # the value an actor keeps applying ("a CronJob patches the limit to 12Mi") said with no actor at all ("geo's
+        # limit is 12Mi") is the value a plain too-small limit has too: not this fault's mechanism
+        hit = None
     return hit
 
 
@@ -1066,6 +1071,10 @@ def _object_with_concepts(words: str, t: GroundTruth) -> tuple[str, tuple[int, i
 # the kinds of actor that change a workload from outside it
 _ACTORS = re.compile(r"(?<![a-z0-9])(?:mutating webhook|admission webhook|admission hook|webhook|cronjob|cron job|daemonset|"
                      r"job|operator|controller|limitrange|limit range|resourcequota|resource quota|vpa|hpa|autoscaler)s?(?![a-z0-9])")
+
+
+# an actor that keeps changing a workload from outside it (not the changed object itself, a DaemonSet's image)
+_RECURRING_ACTOR = re.compile(r"(?<![a-z0-9])(?:cronjob|cron job|job|operator|controller|webhook|autoscaler)s?(?![a-z0-9])")
 
 
 def _foreign_actor(flat: str, t: GroundTruth) -> bool:

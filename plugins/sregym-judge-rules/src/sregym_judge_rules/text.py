@@ -326,6 +326,9 @@ def _strong(text: str, start: int, end: int, name: str) -> bool:
         return True
     if re.search(r"(?:\*\*|__)$", before) and re.match(r"(?:\*\*|__)", after):  # set in bold, like quotes (eighth round)
         return True
+    # a name given in brackets right after what describes it: "the booking service (preserve)" (twelfth round)
+    if re.search(rf"\b(?:{'|'.join(RESOURCE_NOUNS)}|component|app|program)\s*\($", before) and re.match(r"\s*\)", after):
+        return True
     if re.match(r"(?:'s\b|\s*[:(])", after) or not before.strip(" ,;-(") or re.search(r"/$", before):
         return True
     # what "the root cause is" leaves of its clause: "in ad." names ad (eighth round)
