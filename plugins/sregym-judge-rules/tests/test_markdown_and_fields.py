@@ -315,3 +315,23 @@ def test_an_actors_value_said_without_the_actor_is_not_its_mechanism():
     assert not _judge("search's memory limit is 12Mi, so search is OOMKilled; raise it.", ACTOR).passed
     assert _judge("A CronJob (limits-janitor) patches search's memory limit to 12Mi every minute, so search is "
                   "OOMKilled however often the Deployment is fixed.", ACTOR).passed
+
+
+def test_two_causes_of_several_sentences_each_are_two_causes_not_a_list_of_candidates():
+    both = (GroundTruth(fault="node-selector-missing", layer="k8s", components=("search",), namespace="hotel-reservation",
+                        resource_kind="Deployment", mechanism="nodeSelector requires a node label that no node has",
+                        mutated_values={"nodeSelector": {"disk": "nvme-gen5"}}),
+            GroundTruth(fault="wrong-port-env", layer="config", components=("search",), namespace="hotel-reservation",
+                        resource_kind="Deployment", mechanism="dependency address environment variable points to a wrong port",
+                        mutated_values={"env": "GEO_ADDR", "after": "geo:9999"}))
+    text = ("## Root causes (two)\n1. search's pod template has `nodeSelector: disk=nvme-gen5`; no node has that label, "
+            "so the new pod is Pending.\n2. search's `GEO_ADDR` is `geo:9999`; geo listens on 8083, so once running, "
+            "search's calls to geo are refused.")
+    assert _judge(text, both).passed
+
+
+def test_a_json_record_of_a_flag_and_its_state_says_the_flag_is_on():
+    text = ('{"component": "cart", "flag": "cartStorageOutage", "state": "on", '
+            '"effect": "cart writes fail while the flag is on", "fix": "turn cartStorageOutage off"}')
+    assert _judge(text, FLAG, ASTRO, "astronomy-shop").passed
+    assert not _judge(text.replace('"state": "on"', '"state": "off"'), FLAG, ASTRO, "astronomy-shop").passed

@@ -448,6 +448,7 @@ def sentences(prose: str) -> list[Sentence]:
     section_hedged, section_rules_out, previous_item = False, False, False
     section_actions, header_actions, section_observes = False, False, False
     several: set[int] = set()
+    items_per_list: dict[int, int] = {}
     for line in prose.split("\n"):
         if not line.strip():
             continue
@@ -474,6 +475,8 @@ def sentences(prose: str) -> list[Sentence]:
             lists += 1
             header = ":"
         previous_item = item
+        if item and header.endswith(":"):
+            items_per_list[lists] = items_per_list.get(lists, 0) + 1
         listed = lists if item and header.endswith(":") else -1
         line_actions = section_actions or (listed >= 0 and header_actions)
         for piece in _join_key_values(_SENTENCE_END.split(line)):
@@ -501,10 +504,8 @@ def sentences(prose: str) -> list[Sentence]:
             found.append(Sentence(piece, flat, hedged, len(found), listed, action))
     # the items of a list under "Root causes:" (plural; "## Root causes", "Contributing factors:") are candidates the
     # writer did not choose between when there are three or more of them (eighth round): a kitchen sink, not a finding
-    counts: dict[int, int] = {}
-    for sentence in found:
-        if sentence.listed in several:
-            counts[sentence.listed] = counts.get(sentence.listed, 0) + 1
+    # (counted by items, not sentences: two causes of two sentences each are two causes; twelfth round)
+    counts = {listed: n for listed, n in items_per_list.items() if listed in several}
     found = [attrs.evolve(x, hedged=True) if counts.get(x.listed, 0) >= 3 else x for x in found]
     return _hedge_what_is_left_open(_conclusions_reach_back(found))
 
@@ -830,6 +831,17 @@ def json_as_prose(submission: str) -> str | None:
         was = next((_flat_value(data[k]) for k in data if _key(k) in _EXPECTED_KEYS and _flat_value(data[k])), "")
         causes.append(f"{setting} was set to {held}" + (f" instead of {was}" if was else ""))
         data = {k: v for k, v in data.items() if _key(k) not in _FIELD_KEYS | _VALUE_KEYS | _EXPECTED_KEYS}
+        role = {k: _role(k) for k in data}
+    # a flag named with its state ("flag": "kafkaQueueProblems", "state": "on") states that the flag is on, as a field
+    # with its value states the change (thirteenth round)
+    flag = next((_flat_value(data[k]) for k in data if _key(k) in ("flag", "feature_flag", "toggle", "switch")
+                 and _flat_value(data[k])), "")
+    state = next((_flat_value(data[k]) for k in data if _key(k) in ("state", "status", "value", "variant", "enabled")
+                  and _flat_value(data[k])), "")
+    if flag and state and not unfilled and re.fullmatch(r"\W*(?:on|true|enabled|active|100\s*%)\W*", state, re.I):
+        causes.append(f"the flag {flag} is on")
+        data = {k: v for k, v in data.items() if _key(k) not in ("flag", "feature_flag", "toggle", "switch", "state",
+                                                                 "status", "value", "variant", "enabled")}
         role = {k: _role(k) for k in data}
     # a field saying the answer is not confirmed ("status": "not yet verified", "confidence": "low") leaves every
     # explanation in it open, as "could be" does in prose
