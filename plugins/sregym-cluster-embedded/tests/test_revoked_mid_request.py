@@ -56,6 +56,18 @@ def _status(sock: ssl.SSLSocket) -> int:
     return int(line.split()[1])
 
 
+def _until_the_stream_ends(sock: ssl.SSLSocket, received: bytes, what: str) -> bytes:
+    """Read until the chunked stream's end (the server closed it) or the socket closes; fail if it still streams."""
+    deadline = time.monotonic() + HANG_S
+    while not received.endswith(b"0\r\n\r\n"):
+        assert time.monotonic() < deadline, f"{what} still streams {HANG_S:g} s after the revocation"
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    return received
+
+
 def _held_back_patch(kubeconfig: Path, namespace: str, value: str) -> tuple[ssl.SSLSocket, bytes]:
     """A merge patch of ConfigMap ``held`` whose headers and all but the last byte of its body are sent."""
     sock, host, token = _open(kubeconfig)
@@ -107,14 +119,7 @@ def test_a_watch_ends_once_its_identity_is_revoked(api_server, namespace, tmp_pa
         revoke_agent_access(kube, [namespace], "agent-watcher01")
         kube.request("POST", f"/api/v1/namespaces/{namespace}/configmaps",
                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "the-next-attempts"}})
-        received = b""
-        deadline = time.monotonic() + HANG_S
-        while not received.endswith(b"0\r\n\r\n"):  # the chunked stream's end: the server closed the watch
-            assert time.monotonic() < deadline, f"the watch still streams {HANG_S:g} s after the revocation"
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            received += chunk
+        received = _until_the_stream_ends(sock, b"", "the watch")
         sock.close()
         assert b"seen-while-alive" in received
         # a watch may deliver what was already queued for it, but it ends: not a stream into later attempts
@@ -150,13 +155,7 @@ def test_a_followed_log_ends_once_its_identity_is_revoked(api_server, namespace,
         while b"line 2" not in received:  # it streams while the identity lives
             received += sock.recv(65536)
         revoke_agent_access(kube, [namespace], "agent-follower1")
-        deadline = time.monotonic() + HANG_S
-        while not received.endswith(b"0\r\n\r\n"):  # the chunked stream's end: the server closed the follow
-            assert time.monotonic() < deadline, f"the log still streams {HANG_S:g} s after the revocation"
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            received += chunk
+        _until_the_stream_ends(sock, received, "the log")
         sock.close()
     finally:
         revoke_agent_access(kube, [namespace], "agent-follower1")
