@@ -228,15 +228,29 @@ def test_wrong_content_is_caught_and_a_wiped_datastore_is_seeded_again(redis_por
 
 
 def test_a_weaker_value_is_not_the_repair():
-    """Red-team round 10, attack 5: the datastore run as root, or its tolerations deleted, passed every oracle."""
-    def cluster(**spec):
-        return {"spec": {**manifests.DATASTORE_SPEC, **spec}}
+    """Red-team rounds 10 and 11: the datastore run as root, its tolerations deleted or replaced by one of another key,
+    passed every oracle: the API server takes them, so no symptom shows, yet the deployed spec is not back."""
+    class Ctx:
+        state: dict = {}
 
-    shipped = cluster()
-    assert not faults._run_as_broken(None, None, shipped) and not faults._toleration_broken(None, None, shipped)
-    assert faults._run_as_broken(None, None, cluster(securityContext={"runAsUser": 0, "fsGroup": 0}))
-    assert faults._run_as_broken(None, None, cluster(securityContext={"runAsUser": 999, "fsGroup": 0}))
-    assert not faults._run_as_broken(None, None, cluster(securityContext={"runAsUser": 1001, "fsGroup": 1001}))
-    assert faults._toleration_broken(None, None, cluster(tolerations=[]))
-    assert not faults._toleration_broken(None, None, cluster(tolerations=[
-        *manifests.DATASTORE_SPEC["tolerations"], {"key": "extra", "operator": "Exists"}]))
+    def present(fault_name, **spec):
+        impl = next(f for f in faults.faults() if f.name == fault_name)
+        obj = {"spec": {**manifests.DATASTORE_SPEC, **spec}, "status": {}}
+        original = faults.kube.get
+        faults.kube.get = lambda *_a, **_k: obj
+        try:
+            from types import SimpleNamespace
+            return impl.impl.is_present(Ctx(), SimpleNamespace(component=SimpleNamespace(name="orbit-db")), {})
+        finally:
+            faults.kube.get = original
+
+    assert not present("datastore-invalid-run-as-user")
+    assert present("datastore-invalid-run-as-user", securityContext={"runAsUser": 0, "fsGroup": 0})
+    assert present("datastore-invalid-run-as-user", securityContext={"runAsUser": 999, "fsGroup": 0})
+    assert not present("datastore-invalid-run-as-user", securityContext={"runAsUser": 1001, "fsGroup": 1001})
+    assert not present("datastore-invalid-toleration")
+    assert present("datastore-invalid-toleration", tolerations=[])
+    assert present("datastore-invalid-toleration", tolerations=[{"key": "another.example/key", "operator": "Exists",
+                                                                   "effect": "NoSchedule"}])
+    assert not present("datastore-invalid-toleration", tolerations=[
+        *manifests.DATASTORE_SPEC["tolerations"], {"key": "extra", "operator": "Exists"}])

@@ -166,15 +166,18 @@ def _toleration(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, An
 
 
 def _toleration_broken(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
-    """An invalid effect, or the shipped toleration gone: deleting the tolerations is not putting the deployed one back
-    (red-team round 10: it passed on nodes that happen to carry no taint, and breaks on any node that does)."""
-    tolerations = (obj.get("spec") or {}).get("tolerations")
-    return _bad_effect(tolerations) or not _shipped_tolerations_kept(tolerations)
+    return _bad_effect((obj.get("spec") or {}).get("tolerations"))
+
+
+def _toleration_weakened(obj: dict[str, Any]) -> bool:
+    """The shipped toleration gone (deleted, or replaced by one of another key): not putting the deployed one back
+    (red-team rounds 10 and 11: it passed on nodes that happen to carry no taint, and breaks on any node that does)."""
+    return not _shipped_tolerations_kept((obj.get("spec") or {}).get("tolerations"))
 
 
 def _shipped_tolerations_kept(tolerations: Any) -> bool:
-    have = {(t.get("key"), t.get("operator"), t.get("effect")) for t in tolerations or [] if isinstance(t, dict)}
-    return all((t.get("key"), t.get("operator"), t.get("effect")) in have for t in DATASTORE_SPEC.get("tolerations") or [])
+    have = {(t.get("key"), t.get("operator")) for t in tolerations or [] if isinstance(t, dict)}
+    return all((t.get("key"), t.get("operator")) in have for t in DATASTORE_SPEC.get("tolerations") or [])
 
 
 def _run_as(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
@@ -182,10 +185,13 @@ def _run_as(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run_as_broken(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
-    """An invalid uid, or root where the datastore was shipped to run as a non-root user: running it as root is a
-    weaker configuration, not the repair (red-team round 10: it passed, then broke the data files' ownership)."""
-    context = (obj.get("spec") or {}).get("securityContext")
-    return _bad_uid(context) or _root_where_shipped_non_root(context)
+    return _bad_uid((obj.get("spec") or {}).get("securityContext"))
+
+
+def _run_as_weakened(obj: dict[str, Any]) -> bool:
+    """Root where the datastore was shipped to run as a non-root user: a weaker configuration, not the repair (red-team
+    round 10: it passed, then broke the data files' ownership)."""
+    return _root_where_shipped_non_root((obj.get("spec") or {}).get("securityContext"))
 
 
 def _root_where_shipped_non_root(context: Any) -> bool:
@@ -211,8 +217,11 @@ class FieldFault:
 
     def __init__(self, field: str, mutate: Callable[[dict[str, Any], Mapping[str, Any]], dict[str, Any]],
                  broken: Callable[[FaultContext, Target, dict[str, Any]], bool],
-                 shown: Callable[[FaultContext, Target, dict[str, Any]], bool]):
-        self.field, self.mutate, self.broken, self.shown = field, mutate, broken, shown
+                 shown: Callable[[FaultContext, Target, dict[str, Any]], bool],
+                 weakened: Callable[[dict[str, Any]], bool] | None = None):
+        # ``weakened``: a value the API server takes but that is not the deployed one's equal (root for a non-root uid, the
+        # shipped toleration gone): no symptom shows, and still the fault is not repaired
+        self.field, self.mutate, self.broken, self.shown, self.weakened = field, mutate, broken, shown, weakened
 
     def inject(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
         obj = resource(ctx, target)
@@ -229,7 +238,10 @@ class FieldFault:
         obj = kube.get(ctx, RESOURCE, target.component.name, missing_ok=True)
         if obj is None:
             return False
-        return self.broken(ctx, target, obj) and self.shown(ctx, target, obj)
+        broken = self.broken(ctx, target, obj)
+        if not broken and self.weakened is not None and self.weakened(obj):
+            return True  # a valid value that is not the deployed one's equal: no symptom, and not repaired either
+        return broken and self.shown(ctx, target, obj)
 
     def reference_fix(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
         """What an SRE does from what the cluster shows: the field back to the value every other
@@ -347,8 +359,9 @@ def _cr_fault(name: str, summary: str, field: str, mutate: Callable[[dict[str, A
               broken: Callable[[FaultContext, Target, dict[str, Any]], bool],
               shown: Callable[[FaultContext, Target, dict[str, Any]], bool], *, mechanism: str, prose: str,
               params: dict[str, Any], symptoms: tuple[str, ...], vocabulary: tuple[str, ...],
-              keywords: tuple[str, ...], recreates: tuple[str, ...] = ()) -> FaultSpec:
-    impl = FieldFault(field, mutate, broken, shown)
+              keywords: tuple[str, ...], recreates: tuple[str, ...] = (),
+              weakened: Callable[[dict[str, Any]], bool] | None = None) -> FaultSpec:
+    impl = FieldFault(field, mutate, broken, shown, weakened)
     return function_fault(name=name, summary=summary, layer="k8s", selector=CR_SELECTOR, params_schema=schema(**params),
                           inject=impl.inject, is_present=impl.is_present, recover=impl.recover,
                           reference_fix=impl.reference_fix, resource_kind=KIND, mechanism=mechanism, symptoms=symptoms,
@@ -417,7 +430,7 @@ def faults() -> list[FaultSpec]:
                   symptoms=("DatastoreCluster phase Failed", "StatefulSetRejected", "Warning events"),
                   vocabulary=("toleration", "tolerations", "effect", "invalid effect", "toleration effect",
                               "unsupported value", "NoSchedule", "StatefulSetRejected", "rejected"),
-                  keywords=("toleration", "effect")),
+                  keywords=("toleration", "effect"), weakened=_toleration_weakened),
         _cr_fault("datastore-invalid-run-as-user", "a DatastoreCluster's securityContext.runAsUser is negative",
                   "securityContext", _run_as, _run_as_broken, _rejected_shown,
                   mechanism="the DatastoreCluster's spec.securityContext.runAsUser is negative; the API server refuses "
@@ -430,7 +443,7 @@ def faults() -> list[FaultSpec]:
                   symptoms=("DatastoreCluster phase Failed", "StatefulSetRejected", "Warning events"),
                   vocabulary=("runAsUser", "run as user", "securityContext", "security context", "negative uid",
                               "uid -1", "-1", "must be between 0", "StatefulSetRejected", "rejected"),
-                  keywords=("runAsUser", "securityContext")),
+                  keywords=("runAsUser", "securityContext"), weakened=_run_as_weakened),
         _cr_fault("datastore-invalid-update-strategy",
                   "a DatastoreCluster asks for a StatefulSet update strategy that does not exist",
                   "updateStrategy", _strategy, _strategy_broken, _rejected_shown,
