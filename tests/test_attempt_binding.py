@@ -118,3 +118,75 @@ def test_an_mcp_session_does_not_act_for_the_next_attempt(tmp_path):
 
     asyncio.run(scenario())
     assert first.received == [] and second.received == ["rate's Service has targetPort 9999"]
+
+
+def test_an_sse_session_opened_before_the_attempt_does_not_act_for_it(tmp_path):
+    """Red-team round 11, finding 2: a session opened (initialized) in one attempt and first called in the next ran as
+    the next attempt's identity. A session belongs to the attempt it was opened in, whether it made a call there or not."""
+    first, second = Sink("first"), Sink("second")
+
+    async def scenario():
+        server = AgentServer(first, _tool(tmp_path, "first"))
+        await server.start()
+        try:
+            async with _sse_session(server.sse_url) as old:  # opened, initialized, no call
+                server.attach(second, lambda _session: _tool(tmp_path, "second"))
+                refused = await old.call_tool("exec_kubectl_cmd_safely", {"cmd": "kubectl auth whoami"})
+                assert refused.content[0].text.startswith("Command Rejected:") and "ended" in refused.content[0].text
+                late = await old.call_tool("submit", {"ans": "sent by a session of the earlier attempt"})
+                assert "ended" in late.content[0].text
+        finally:
+            await server.stop()
+
+    asyncio.run(scenario())
+    assert first.received == [] and second.received == []
+
+
+def test_an_sse_message_held_back_past_its_attempt_is_not_the_next_ones(tmp_path):
+    """Red-team round 11, finding 1: ``POST .../messages/?session_id=`` with its last byte held back was taken by the
+    attempt current when the body completed. Over the raw SSE protocol, as an outside harness would send it."""
+    first, second = Sink("first"), Sink("second")
+
+    async def scenario():
+        server = AgentServer(first, _tool(tmp_path, "first"))
+        await server.start()
+        port = int(server.api_url.rsplit(":", 1)[1])
+        try:
+            async with httpx.AsyncClient(base_url=server.api_url, trust_env=False, timeout=30) as http, \
+                    http.stream("GET", "/sse") as stream:
+                lines = stream.aiter_lines()
+                endpoint = ""
+                async for line in lines:
+                    if line.startswith("data:") and "session_id=" in line:
+                        endpoint = line.split(":", 1)[1].strip()
+                        break
+
+                async def rpc(payload: dict) -> None:
+                    assert (await http.post(endpoint, json=payload)).status_code == 202
+
+                await rpc({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+                await rpc({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                call = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                    "name": "submit", "arguments": {"ans": "held back past the attempt"}}}).encode()
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(f"POST {endpoint} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                             f"Content-Length: {len(call)}\r\nConnection: close\r\n\r\n".encode() + call[:-1])
+                await writer.drain()
+                await asyncio.sleep(0.3)
+                server.attach(second, lambda _session: _tool(tmp_path, "second"))
+                writer.write(call[-1:])
+                await writer.drain()
+                await asyncio.wait_for(reader.read(), timeout=30)
+                writer.close()
+                result = ""
+                async for line in lines:
+                    if line.startswith("data:") and '"id":2' in line.replace(" ", ""):
+                        result = line
+                        break
+                assert "ended" in result
+        finally:
+            await server.stop()
+
+    asyncio.run(scenario())
+    assert first.received == [] and second.received == []

@@ -32,6 +32,7 @@ import inspect
 import ipaddress
 import json
 import os
+import re
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
@@ -293,6 +294,14 @@ class AgentSurface:
         if endpoints is not None:
             self.endpoints = endpoints
 
+    def session_born(self, key: str, generation: int) -> None:
+        """Remember the attempt a named session was opened in (:class:`SessionBirth` sees it open), if not known yet."""
+        if key == DEFAULT_SESSION or key in self._session_generation:
+            return
+        if len(self._session_generation) >= _REMEMBERED_SESSIONS:
+            self._session_generation.pop(next(iter(self._session_generation)))  # the oldest first
+        self._session_generation[key] = generation
+
     def session_current(self, key: str) -> bool:
         """Is a named session one of the current attempt's? A session first seen before the current attempt attached
         is not (its key is remembered from its first call); the default session of plain HTTP callers always is."""
@@ -338,6 +347,45 @@ class AgentSurface:
             return str(result)
         except Exception as exc:  # a tool error is an answer the agent can read, not a crash
             return f"{name} failed: {type(exc).__name__}: {exc}"
+
+
+_SSE_SESSION = re.compile(rb"session_id=([0-9a-fA-F-]{8,})")
+
+
+class SessionBirth:
+    """ASGI middleware binding each MCP session to the attempt current when it was opened, not at its first call (red-team
+    round 11): the SSE stream's endpoint event and the streamable-HTTP ``mcp-session-id`` header name a new session as
+    they go out; a request naming a session is counted from when its headers arrived (a message body held back past the
+    end of its attempt is still that attempt's)."""
+
+    def __init__(self, app: Any, surface: AgentSurface) -> None:
+        self.app, self.surface = app, surface
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        from starlette.datastructures import Headers, QueryParams
+
+        generation = self.surface.generation
+        key = session_key(Headers(scope=scope), QueryParams(scope.get("query_string", b"")))
+        if key != DEFAULT_SESSION:
+            self.surface.session_born(key, generation)
+        pending = [True]  # the endpoint event comes first on an SSE stream: look until it has been seen
+
+        async def watch(message: dict) -> None:
+            if message.get("type") == "http.response.start":
+                for name, value in message.get("headers") or []:
+                    if name.lower() == b"mcp-session-id":
+                        self.surface.session_born(f"mcp:{value.decode('latin-1')}", generation)
+            elif message.get("type") == "http.response.body" and pending[0]:
+                found = _SSE_SESSION.search(message.get("body") or b"")
+                if found:
+                    self.surface.session_born(f"sse:{found.group(1).decode()}", generation)
+                    pending[0] = False
+            await send(message)
+
+        await self.app(scope, receive, watch)
 
 
 def api_routes(surface: AgentSurface) -> list:
@@ -648,8 +696,8 @@ class AgentServer:
             api_sock.close()
             raise
         token = s.token
-        self._api = _Listener(CallerGuard(self.build_api_app(), token), api_sock)
-        self._mcp = _Listener(CallerGuard(self.build_mcp_app(), token), mcp_sock)
+        self._api = _Listener(CallerGuard(SessionBirth(self.build_api_app(), self.surface), token), api_sock)
+        self._mcp = _Listener(CallerGuard(SessionBirth(self.build_mcp_app(), self.surface), token), mcp_sock)
         await self._api.start()
         await self._mcp.start()
         log.info("agent_server_started", api=self.api_url, mcp=self.mcp_base_url)

@@ -300,7 +300,8 @@ class SregymEnv:
             message = body.get("message") or body.get("detail") or body
             return f"{message} (stage now: {episode.attempt.stage})"
         if call.tool in ("exec_kubectl_cmd_safely", "rollback_command"):
-            kubectl = surface.kubectl(POLICY_SESSION)
+            # the policy's session is this episode's: a session opened in an earlier attempt acts for no later one
+            kubectl = surface.kubectl(f"{POLICY_SESSION}-{surface.generation}")
             if kubectl is None:
                 return "Command Rejected: No problem has been started"
             return await (kubectl.execute(call.args["cmd"]) if call.tool == "exec_kubectl_cmd_safely"
