@@ -145,8 +145,13 @@ class SregymEnv:
         self.env = Environment(host=host, cluster=cluster, workdir=self.workdir, with_observability=observability,
                                standing_agent_access=False)
         # the agent surface on free loopback ports: outside tools may use it too, and environments
-        # side by side never collide on upstream's fixed ports
-        self.server = AgentServer(settings=ServeSettings(bind_host="127.0.0.1", api_port=0, mcp_port=0, strict=True))
+        # side by side never collide on upstream's fixed ports; it asks for this environment's own token
+        # (``api_token``), so no other process on the machine submits for the policy (red-team round 11)
+        import secrets
+
+        self.api_token = secrets.token_urlsafe(24)
+        self.server = AgentServer(settings=ServeSettings(bind_host="127.0.0.1", api_port=0, mcp_port=0, strict=True,
+                                                         token=self.api_token))
         self.run_id = time.strftime("%Y%m%dT%H%M%S") + "-rl-" + uuid.uuid4().hex[:6]
         self._rng = random.Random()
         self._loop = _LoopThread(name)

@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from sregym_core.testing.verdicts import assert_fix_took
@@ -76,6 +77,9 @@ def test_rl_episodes_reward_a_real_fix_and_not_a_wrong_one(shared_cluster, monke
         assert NS in observation and "kubectl" in observation
         assert PROBLEM not in observation and "scale-zero" not in observation
         api_port = env.server.api_port
+        # the environment's agent API asks for its own token: no other process on the machine submits for the policy
+        stray = httpx.post(f"{env.server.api_url}/submit", json={"solution": "a stray process's text"}, trust_env=False)
+        assert stray.status_code == 401
 
         # a malformed action is an observation, not a crash, and costs the episode nothing
         observation, reward, terminated, truncated, info = env.step({"tool": "rm -rf", "args": {}})

@@ -28,6 +28,18 @@ from sregym_core.conductor.kube import Kube
 HANG_S = 30.0
 
 
+def running_pod(api, namespace: str, name: str) -> None:
+    """This directory's conftest helper, loaded by path: in a run of several test directories the module named
+    ``conftest`` may be another directory's."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_embedded_tests_conftest", Path(__file__).with_name("conftest.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.running_pod(api, namespace, name)
+
+
 def _identity(kubeconfig: Path) -> tuple[str, int, ssl.SSLContext, str]:
     """(host, port, TLS context trusting the cluster's CA, bearer token) of an agent kubeconfig."""
     config = yaml.safe_load(kubeconfig.read_text())
@@ -131,8 +143,6 @@ def test_a_followed_log_ends_once_its_identity_is_revoked(api_server, namespace,
     """Red-team round 10: ``kubectl logs -f`` opened during an attempt streamed the next attempts' errors for 19 minutes."""
     import asyncio
 
-    from conftest import running_pod
-
     async def endless(*_args, **kwargs):  # a container that keeps logging, as an app's pods do
         async def gen():
             n = 0
@@ -166,8 +176,6 @@ def test_an_exec_session_ends_once_its_identity_is_revoked(api_server, namespace
     import asyncio
 
     import aiohttp
-
-    from conftest import running_pod
 
     running_pod(api_server, namespace, "shell")
     kube = Kube(api_server.kubeconfig)
