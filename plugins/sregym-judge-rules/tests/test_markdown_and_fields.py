@@ -251,6 +251,11 @@ ROUND10 = [
     ("The API server refuses the StatefulSet that the datastore-operator builds from the DatastoreCluster orbit-db, "
      "because a field of orbit-db's spec was changed to an invalid value.",
      ("fleetcast-operator-invalid-toleration", "fleetcast-operator-wrong-update-strategy")),
+    # red-team round 11: that a shared object "was changed", and a three-way "or" of mechanisms
+    ("The cluster DNS was changed and now breaks geo: lookups of geo's name or its dependencies' names fail.",
+     ("hotel-dns-nxdomain-geo",)),
+    ("The database that geo uses was changed: the credentials, grants or connection settings of geo's datastore no "
+     "longer match geo, so geo's queries fail and the frontend reports errors.", ("hotel-db-revoke-geo",)),
 ]
 
 

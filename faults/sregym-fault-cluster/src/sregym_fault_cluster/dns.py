@@ -123,7 +123,7 @@ def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Non
 VOCABULARY = (
     "nxdomain", "coredns", "corefile", "cluster dns .. config*", "cluster's dns .. config*", "dns config*",
     "dns server .. config*", "dns .. template", "dns .. rule*", "dns .. rewrit*", "dns .. claim*",
-    "dns .. changed", "dns .. answers .. not exist", "dns .. says .. not exist", "dns .. tampered",
+    "dns .. changed to", "dns .. answer* .. not exist", "dns .. says .. not exist", "dns .. tampered",
     "non-existent domain", "nonexistent domain",
 )
 

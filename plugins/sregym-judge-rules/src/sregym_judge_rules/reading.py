@@ -247,7 +247,17 @@ def _disjunction(sentence: str) -> bool:
         return True
     flat = text.normalize(sentence)
     found = list(_OR_CANDIDATE.finditer(flat))
-    return len(found) >= 2 and not _NEGATED_BEFORE_OR.search(flat[: found[0].start()])
+    if len(found) >= 2 and not _NEGATED_BEFORE_OR.search(flat[: found[0].start()]):
+        return True
+    # three things or more offered as "A, B or C" ("the credentials, grants or connection settings no longer match"):
+    # the writer has not chosen between them (red-team round 11), unless a negation comes first
+    listed = _THREE_WAY_OR.search(flat)
+    return listed is not None and not _NEGATED_BEFORE_OR.search(flat[: listed.start()])
+
+
+# "a, b or c" of short noun phrases (one to three words each)
+_THREE_WAY_OR = re.compile(r"\b[a-z][\w-]*(?: [a-z][\w-]*){0,2}, [a-z][\w-]*(?: [a-z][\w-]*){0,2},? or (?!not\b|no\b|so\b|more\b)"
+                           r"[a-z][\w-]*")
 
 
 # Negations of a term: "not a <term> issue", "ruled out <term>", "no sign of <term>". Error-message

@@ -873,10 +873,16 @@ def _saying_vocabulary(entries: tuple[str, ...], symptoms: tuple[str, ...], mech
         if symptom or (not words or flat in lexicon.GENERIC_WORDS
                 or (len(words) == 1 and concepts.stem(flat) in _GENERIC_STEMS)  # "scaled", "deleted"
                 or re.fullmatch(r"-?[\d.]+", flat) or all(w in _EMPTY_WORDS for w in words)
-                or ((not said or len(words) == 1) and _names_an_object(entry))):
+                or ((not said or len(words) == 1) and _names_an_object(entry))
+                # "<object> .. changed": that a thing changed says nothing of what was done to it (red-team round 11:
+                # "the cluster DNS was changed and now breaks <t>" passed both DNS problems)
+                or _CHANGED_ONLY.fullmatch(flat)):
             continue
         kept.append(entry)
     return tuple(kept)
+
+
+_CHANGED_ONLY = re.compile(r"(?:\S+ ){1,3}\.\. (?:changed?|modified|edited|altered|updated|tampered\w*)")
 
 
 def base_vocabulary(truth: GroundTruth) -> tuple[str, ...]:
