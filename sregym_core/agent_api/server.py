@@ -256,7 +256,6 @@ def validate_submission(raw: bytes) -> tuple[str | None, list[dict[str, Any]]]:
     return data["solution"], []
 
 
-_UNSET: Any = object()
 _REMEMBERED_SESSIONS = 4096
 
 
@@ -307,9 +306,8 @@ class AgentSurface:
         is not (its key is remembered from its first call); the default session of plain HTTP callers always is."""
         if key == DEFAULT_SESSION:
             return True
-        if key not in self._session_generation and len(self._session_generation) >= _REMEMBERED_SESSIONS:
-            self._session_generation.pop(next(iter(self._session_generation)))  # the oldest first
-        return self._session_generation.setdefault(key, self.generation) == self.generation
+        self.session_born(key, self.generation)  # first seen now: it is the current attempt's
+        return self._session_generation[key] == self.generation
 
     def kubectl(self, key: str):
         if self.sessions is None:
@@ -318,10 +316,11 @@ class AgentSurface:
             return _EndedSession()
         return self.sessions.get(key)
 
-    async def submit(self, solution: str, *, began: Any = _UNSET, session: str = DEFAULT_SESSION) -> tuple[int, dict[str, Any]]:
+    async def submit(self, solution: str, *, began: SubmissionSink | None = None,
+                     session: str = DEFAULT_SESSION) -> tuple[int, dict[str, Any]]:
         """Hand ``solution`` to the attempt; ``began`` is the sink that was current when the request began (a body
         completing after that attempt ended is not the next attempt's), ``session`` the MCP session it came by."""
-        if began is not _UNSET and began is not self.sink and began is not None:
+        if began is not None and began is not self.sink:
             return 409, dict(ATTEMPT_ENDED)
         if not self.session_current(session):
             return 409, dict(ATTEMPT_ENDED)

@@ -68,6 +68,16 @@ def _status(sock: ssl.SSLSocket) -> int:
     return int(line.split()[1])
 
 
+def _stream(kubeconfig: Path, path: str) -> ssl.SSLSocket:
+    """A GET of ``path`` with the identity of ``kubeconfig`` whose response streams (a watch, a followed log): its
+    socket, past the status line, which must be 200."""
+    sock, host, token = _open(kubeconfig)
+    sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+                  f"Connection: close\r\n\r\n").encode())
+    assert _status(sock) == 200
+    return sock
+
+
 def _until_the_stream_ends(sock: ssl.SSLSocket, received: bytes, what: str) -> bytes:
     """Read until the chunked stream's end (the server closed it) or the socket closes; fail if it still streams."""
     deadline = time.monotonic() + HANG_S
@@ -122,10 +132,7 @@ def test_a_watch_ends_once_its_identity_is_revoked(api_server, namespace, tmp_pa
     kube = Kube(api_server.kubeconfig)
     agent = grant_agent_access(kube, [namespace], tmp_path / "watcher", account="agent-watcher01", expiration_seconds=600)
     try:
-        sock, host, token = _open(agent)
-        sock.sendall((f"GET /api/v1/namespaces/{namespace}/configmaps?watch=1&timeoutSeconds=1800 HTTP/1.1\r\n"
-                      f"Host: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n").encode())
-        assert _status(sock) == 200
+        sock = _stream(agent, f"/api/v1/namespaces/{namespace}/configmaps?watch=1&timeoutSeconds=1800")
         kube.request("POST", f"/api/v1/namespaces/{namespace}/configmaps",
                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "seen-while-alive"}})
         revoke_agent_access(kube, [namespace], "agent-watcher01")
@@ -157,10 +164,7 @@ def test_a_followed_log_ends_once_its_identity_is_revoked(api_server, namespace,
     kube = Kube(api_server.kubeconfig)
     agent = grant_agent_access(kube, [namespace], tmp_path / "follower", account="agent-follower1", expiration_seconds=600)
     try:
-        sock, host, token = _open(agent)
-        sock.sendall((f"GET /api/v1/namespaces/{namespace}/pods/chatty/log?follow=true HTTP/1.1\r\n"
-                      f"Host: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n").encode())
-        assert _status(sock) == 200
+        sock = _stream(agent, f"/api/v1/namespaces/{namespace}/pods/chatty/log?follow=true")
         received = b""
         while b"line 2" not in received:  # it streams while the identity lives
             received += sock.recv(65536)

@@ -125,8 +125,7 @@ def split_prose(submission: str) -> tuple[str, str]:
         if not fenced and is_pasted_line(line) and _QUOTED_THEN_PROSE.match(line) and not _EVENT.match(line):
             # "geo log: PANIC: could not fsync ...: Input/output error. An eBPF fault makes fsync fail." -- a log line
             # quoted at the start of a line, the writer's own sentences after it
-            head, *tail = _SENTENCE_BREAK.split(line)
-            rest = [t for t in tail]
+            head, *rest = _SENTENCE_BREAK.split(line)
             while rest and (is_pasted_line(rest[0]) or len(_PLAIN_WORD.findall(rest[0])) < 4 or '"' in rest[0]
                             or re.match(r"\W*(?:error|warning|failed|caused by|retrying|exception)\b", rest[0], re.I)):
                 head = f"{head} {rest.pop(0)}"
@@ -844,14 +843,11 @@ def json_as_prose(submission: str) -> str | None:
         role = {k: _role(k) for k in data}
     # a flag named with its state ("flag": "kafkaQueueProblems", "state": "on") states that the flag is on, as a field
     # with its value states the change (thirteenth round)
-    flag = next((_flat_value(data[k]) for k in data if _key(k) in ("flag", "feature_flag", "toggle", "switch")
-                 and _flat_value(data[k])), "")
-    state = next((_flat_value(data[k]) for k in data if _key(k) in ("state", "status", "value", "variant", "enabled")
-                  and _flat_value(data[k])), "")
+    flag = next((_flat_value(data[k]) for k in data if _key(k) in _FLAG_KEYS and _flat_value(data[k])), "")
+    state = next((_flat_value(data[k]) for k in data if _key(k) in _STATE_KEYS and _flat_value(data[k])), "")
     if flag and state and not unfilled and re.fullmatch(r"\W*(?:on|true|enabled|active|100\s*%)\W*", state, re.I):
         causes.append(f"the flag {flag} is on")
-        data = {k: v for k, v in data.items() if _key(k) not in ("flag", "feature_flag", "toggle", "switch", "state",
-                                                                 "status", "value", "variant", "enabled")}
+        data = {k: v for k, v in data.items() if _key(k) not in _FLAG_KEYS | _STATE_KEYS}
         role = {k: _role(k) for k in data}
     # a field saying the answer is not confirmed ("status": "not yet verified", "confidence": "low") leaves every
     # explanation in it open, as "could be" does in prose
@@ -944,6 +940,9 @@ _PLACEHOLDER = re.compile(r"^\W*(?:\?+|n/?a|none|null|nil|unknown|unsure|tbd|tba
 
 
 _FIELD_KEYS = frozenset({"field", "setting", "key", "parameter", "param", "option", "path"})
+# a record of a flag and its state ("flag": "kafkaQueueProblems", "state": "on")
+_FLAG_KEYS = frozenset({"flag", "feature_flag", "toggle", "switch"})
+_STATE_KEYS = frozenset({"state", "status", "value", "variant", "enabled"})
 _VALUE_KEYS = frozenset({"value", "new_value", "current", "current_value", "actual", "actual_value", "now", "set_to"})
 _EXPECTED_KEYS = frozenset({"expected", "expected_value", "old_value", "was", "previous", "before", "should_be", "default"})
 

@@ -605,12 +605,14 @@ def _identity_in_state(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, i
     not on", "no longer enabled") or the state is the opposite (:func:`_opposite_state` runs after)."""
     if not _switched_on(truth):
         return None
+    state = _ON_STATE.search(flat)
+    if state is None or reading.negated(flat, state.start(), state.end()) \
+            or re.search(r"\b(?:not|no longer|never|n't)\s+(?:\w+\s+)?(?:on|enabled|active)\b", flat):
+        return None
     for value in identifying_values(truth):
         for form in renderings(value):
             named = reading.find_pattern(flat, re.escape(form.lower()), allow_negated=True)
-            state = _ON_STATE.search(flat)
-            if named and state and not reading.negated(flat, state.start(), state.end()) \
-                    and not re.search(r"\b(?:not|no longer|never|n't)\s+(?:\w+\s+)?(?:on|enabled|active)\b", flat):
+            if named:
                 return f"value {value} on", (min(named[0], state.start()), max(named[1], state.end()))
     return None
 
@@ -1242,8 +1244,6 @@ def _carries_the_defect(words: str, t: GroundTruth, said: set[str]) -> bool:
     "a field of orbit-db's spec was changed to an invalid value" as a bad toleration and a bad update strategy)?
     A mechanism "<object> ... whose <defect>" needs a concept of the defect, whichever of its statements is read; a truth that records which field it
     changed (``{"field": "spec.tolerations", ...}``) needs that field named, or its new value."""
-    from .text import flatten
-
     in_words = said | {c for c, _a, _b in concepts.concepts(words)}
     parts = concepts.split_effect(t.mechanism)
     whose = re.split(r"\bwhose\b", parts[0] if parts else t.mechanism, maxsplit=1)  # in the cause part only
@@ -1258,7 +1258,7 @@ def _carries_the_defect(words: str, t: GroundTruth, said: set[str]) -> bool:
         after = t.mutated_values.get("after")
         values = [str(v) for v in _scalars(after)] if after is not None else []
         if named and not named & in_words and not any(
-                v and len(v) >= 3 and re.search(rf"(?<![a-z0-9]){re.escape(flatten(v))}(?![a-z0-9])", words) for v in values):
+                v and len(v) >= 3 and re.search(rf"(?<![a-z0-9]){re.escape(text.flatten(v))}(?![a-z0-9])", words) for v in values):
             return False
     return True
 

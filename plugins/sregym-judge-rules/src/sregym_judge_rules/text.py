@@ -283,13 +283,17 @@ def _datastore_aliases(name: str) -> list[str]:
     return aliases
 
 
+# a datastore named as what a Secret belongs to ("the Secret of the database for geo") is not named as a component
+_NOT_A_SECRETS_OWNER = r"(?<!secret of )(?<!secret of the )(?<!secret for )(?<!secret for the )"
+
+
 @functools.lru_cache(maxsize=4096)
 def component_pattern(name: str) -> re.Pattern[str]:
     """Word-bounded mentions of ``name``, allowing pod-name suffixes (``geo-7d9f8c-x2k4q``, ``db-0``)."""
     # a datastore's alias that only qualifies a Secret or ConfigMap ("profile's database Secret", "the Secret of the
     # database for url-shorten-service") names that object, which belongs to the service, not the datastore
-    stores = [rf"(?<!secret of )(?<!secret of the )(?<!secret for )(?<!secret for the ){re.escape(v)}"
-              rf"(?!\s+(?:secret|configmap|config map|credentials? secret)s?\b)" for v in _datastore_aliases(name)]
+    stores = [rf"{_NOT_A_SECRETS_OWNER}{re.escape(v)}(?!\s+(?:secret|configmap|config map|credentials? secret)s?\b)"
+              for v in _datastore_aliases(name)]
     names = "|".join([re.escape(v) for v in _name_variants(name)] + stores)
     suffix = (
         # (a pod's random suffix alone has a digit or no vowel, as Kubernetes writes them: "-redis" in
@@ -386,7 +390,7 @@ def description_pattern(name: str, others: frozenset[str]) -> re.Pattern[str] | 
               else r"(?:tables?|database|db|postgres(?:ql)?|mysql|mongo(?:db)?|datastore|data store)")
     if owner != name and not twins and re.fullmatch(r"[a-z]+", owner):
         forms.append(rf"(?<![\w-]){owner}(?:'s|s')\s+(?:[a-z]+\s+)?{stores}(?![\w-])(?!\s+(?:secret|configmap|config map)s?\b)")
-        forms.append(rf"(?<![\w-])(?<!secret of )(?<!secret of the )(?<!secret for )(?<!secret for the ){stores}\s+"
+        forms.append(rf"(?<![\w-]){_NOT_A_SECRETS_OWNER}{stores}\s+"
                      rf"(?:behind|backing|of|for|serving)\s+(?:the\s+)?{owner}s?(?:\s+service)?(?![\w-])")
     if owner != name and not twins and re.fullmatch(r"[a-z]+(?:-[a-z]+)+", owner):
         # a store of a multi-word owner described by what it keeps: "the cache that holds users' home timelines",
