@@ -140,9 +140,11 @@ def test_runs_back_to_back_share_the_kept_cluster_and_no_keep_cluster_stops_it(c
     assert infos[0]["pid"] == infos[1]["pid"], infos
     # the loser of the race may have spawned a daemon that finds the name taken and exits: it goes
     deadline = time.monotonic() + 60  # suite-rules: outer-bound (it exits as soon as it sees the lock)
-    while time.monotonic() < deadline and _daemons(cli.home) != [infos[0]["pid"]]:
+    daemons = _daemons(cli.home)
+    while time.monotonic() < deadline and daemons != [infos[0]["pid"]]:
         time.sleep(0.5)
-    assert _daemons(cli.home) == [infos[0]["pid"]]
+        daemons = _daemons(cli.home)
+    assert daemons == [infos[0]["pid"]]
 
 
 def _gone(pid: int) -> bool:
@@ -154,13 +156,17 @@ def _gone(pid: int) -> bool:
 
 
 def _daemons(home: Path) -> list[int]:
-    """PIDs of cluster daemons serving under ``home``."""
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
+    """PIDs of cluster daemons serving under ``home``.
+
+    A daemon's child between fork and exec carries the daemon's command line and environment (it
+    starts node processes all the time): a match whose parent also matches is that, not a daemon.
+    """
+    found: dict[int, int] = {}
+    for proc in psutil.process_iter(["pid", "ppid", "cmdline"]):
         try:
             if ("serve" in (proc.info["cmdline"] or []) and proc.status() != psutil.STATUS_ZOMBIE
                     and proc.environ().get("SREGYM_HOME") == str(home)):
-                found.append(proc.info["pid"])
+                found[proc.info["pid"]] = proc.info["ppid"]
         except psutil.Error:
             continue
-    return found
+    return sorted(pid for pid, parent in found.items() if parent not in found)
