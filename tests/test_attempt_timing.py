@@ -376,3 +376,25 @@ def test_the_journal_and_standing_objects_bracket_injection_and_recovery(tmp_pat
     order.clear()
     run_attempt(tmp_path / "real", agent_access=(hook,), capabilities=("real",))
     assert order == ["journal", "inject", "guard snapshot", "recover", "seal journal"]
+
+
+def test_a_recovery_that_fails_is_in_the_record(tmp_path, monkeypatch):
+    """Red-team rounds 10 and 11: a fault whose recovery failed (the agent had left the target unreachable) was
+    named only in the run log; the record now says which fault and why, and settle() still retries it."""
+    async def failing_recover(self, instance):
+        raise RuntimeError("the target pod is gone")
+
+    monkeypatch.setattr(Attempt, "_recover", failing_recover)
+    record, *_ = run_attempt(tmp_path)
+    assert record.extra["fault_recovery_failed"] == [
+        {"fault": "slow-inject", "instance": "f0", "error": "RuntimeError: the target pod is gone"}]
+    # a recovery that works leaves no such entry
+    monkeypatch.undo()
+    monkeypatch.setattr(Attempt, "_grant_identity", _nothing)
+    monkeypatch.setattr(Attempt, "_revoke_identity", _nothing)
+    record, *_ = run_attempt(tmp_path / "again")
+    assert "fault_recovery_failed" not in record.extra
+
+
+async def _nothing(self):
+    return None

@@ -95,6 +95,8 @@ class Attempt:
         self.standing_created: list[str] = []
         #: whether this attempt wrote a journal of the granted objects (see conductor.journal)
         self.journal_open = False
+        self.unrecovered: list[FaultInstance] = []  # recoveries that failed: settle() retries them after the reset
+        self.recovery_failures: list[dict[str, str]] = []
         self.agent_kubeconfig = workdir / "agent.kubeconfig"
         self.stages = tuple(settings.stages or getattr(problem, "stages", None) or GRADED_STAGES)
         self.desk = StageDesk({"diagnosis": self._paused_noise(self._judge),
@@ -354,6 +356,7 @@ class Attempt:
             extra={"trajectory": list(outcome.trajectory)[:500], "attempt_id": self.attempt_id,
                    **({"noise_events": self.noise.events} if self.noise.plan else {}),
                    **({"absorbed_submissions": list(self.desk.absorbed)} if self.desk.absorbed else {}),
+                   **({"fault_recovery_failed": list(self.recovery_failures)} if self.recovery_failures else {}),
                    **({"symptom": self.symptom} if self.symptom is not None else {})},
         )
         return AttemptRecord(**record)
@@ -493,18 +496,22 @@ class Attempt:
         return patterns
 
     async def _recover_all(self) -> None:
-        self.unrecovered: list[FaultInstance] = []
+        self.unrecovered, self.recovery_failures = [], []
         for instance in reversed(self.scheduler.injected()):
             try:
                 await self._recover(instance)
             except Exception as exc:  # e.g. the datastore pod was deleted by the agent: retried after reconcile
                 log.warning("fault_recover_failed", fault=instance.fault, error=str(exc))
                 self.unrecovered.append(instance)
+                # in the record, not only the log: whoever reads a verdict sees that this attempt left a fault
+                # behind for the reset to clear (red-team rounds 10 and 11)
+                self.recovery_failures.append({"fault": instance.fault, "instance": instance.id,
+                                               "error": f"{type(exc).__name__}: {exc}"[:500]})
 
     async def settle(self) -> bool:
         """After the app was reconciled to baseline: retry recoveries that failed and check that no
         fault is still present. Returns False when the environment needs a hard reset."""
-        retry, self.unrecovered = list(getattr(self, "unrecovered", [])), []
+        retry, self.unrecovered = list(self.unrecovered), []
         for instance in retry:
             try:
                 await self._recover(instance)
