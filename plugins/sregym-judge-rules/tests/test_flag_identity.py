@@ -153,23 +153,37 @@ def test_a_text_naming_only_the_object_or_the_symptom_fails(curated, problem_id,
     assert not _judge(curated, problem_id, text).passed
 
 
-@pytest.mark.xfail(strict=True, reason="left open (round 9, 3c): 'lacks a permission' is read as the missing-permission "
-                                       "mechanism though it says neither which permission nor on what")
-def test_a_generic_missing_permission_text_fails(curated):
-    assert not _judge(curated, "social-sa-missing-permission-user-service",
-                      "user-service's ServiceAccount lacks a permission it needs.").passed
+@pytest.mark.parametrize("text", [
+    "user-service's ServiceAccount lacks a permission it needs.",
+    "user-service's ServiceAccount is missing permissions.",
+    "user-service is broken by RBAC: access denied.",
+])
+def test_a_generic_missing_permission_text_fails(curated, text):
+    """A word of denial says neither which right nor on what (red-team rounds 9 and 11): it fits a sibling's text."""
+    assert not _judge(curated, "social-sa-missing-permission-user-service", text).passed
 
 
-@pytest.mark.xfail(strict=True, reason="left open (round 9, 3c): 'kubelet configuration' named in a bracketed list of "
-                                       "cluster objects still reads as the kubelet faults' mechanism")
+@pytest.mark.parametrize(("problem_id", "text"), [
+    ("social-sa-missing-permission-user-service", "user-service's ServiceAccount lacks permission to read ConfigMaps."),
+    ("social-sa-missing-permission-user-service",
+     "user-service's service account lost its RBAC permission to read the config map user-service-config."),
+    ("social-sa-missing-permission-user-service",
+     "user-service can't start: the new init container reads its settings through the Kubernetes API and the API says "
+     "forbidden, its account has no right to read them."),
+    ("hotel-kubelet-eviction-threshold-postgres-rate",
+     "A kubelet drop-in on postgres-rate's node demands 90 % free nodefs, so the node reports DiskPressure with a "
+     "mostly empty disk; postgres-rate was evicted and cannot return."),
+])
+def test_the_same_object_with_what_was_done_to_it_passes(curated, problem_id, text):
+    assert _judge(curated, problem_id, text).passed
+
+
 def test_a_list_of_cluster_objects_that_were_changed_fails(curated):
     assert not _judge(curated, "hotel-kubelet-eviction-threshold-postgres-rate",
                       "postgres-rate fails: a change to a cluster object in kube-system (CoreDNS, kube-proxy, kubelet "
                       "configuration).").passed
 
 
-@pytest.mark.xfail(strict=True, reason="left open (round 9, 3c): 'a probe ... is misconfigured' does not say which probe "
-                                       "nor what is wrong with it, and passes liveness-misconfig")
 def test_a_probe_of_no_kind_misconfigured_fails(curated):
     assert not _judge(curated, "hotel-liveness-misconfig-profile",
                       "profile's pods keep failing a probe: a probe on profile is misconfigured.").passed

@@ -165,11 +165,17 @@ VOCABULARY = (
     "init container .. configmap*", "init container .. through the kubernetes api", "as serviceaccount",
     "as service account", "serviceaccount .. configmap*", "service account .. configmap*", "role .. grant*",
     "grant* .. configmap*", "grants no", "role .. no .. rule",
-    "forbidden", "rbac", "role .. configmap*", "configmap* .. role", "permission* .. configmap*",
-    "configmap* .. permission*", "serviceaccount .. cannot", "service account .. cannot", "cannot get .. configmap*",
-    "not allowed .. configmap*", "not authorized", "unauthori*", "lacks .. permission*", "missing .. permission*",
-    "missing .. rule", "no .. rule .. configmap*", "rolebinding", "access denied", "denied .. configmap*",
-    "403",
+    # a word of denial alone ("forbidden", "RBAC", "lacks a permission", "403") says neither which right nor on
+    # what: it passes a sibling fault's text too (red-team round 11). Said with the ConfigMap or what reads it, it is
+    # this mechanism
+    "role .. configmap*", "configmap* .. role", "permission* .. configmap*", "configmap* .. permission*",
+    "permission* .. config map*", "config map* .. permission*", "rbac .. configmap*", "rbac .. config map*",
+    "forbidden .. configmap*", "configmap* .. forbidden", "forbidden .. config map*", "config map* .. forbidden",
+    "403 .. configmap*", "configmap* .. 403", "403 .. config map*", "cannot get .. configmap*",
+    "cannot get .. config map*", "cannot read .. configmap*", "cannot read .. config map*",
+    "not allowed .. configmap*", "not allowed .. config map*", "not authorized .. configmap*",
+    "unauthori* .. configmap*", "no .. rule .. configmap*", "denied .. configmap*", "denied .. config map*",
+    "serviceaccount .. cannot", "service account .. cannot",
 )
 
 FAULTS: list[FaultSpec] = [

@@ -140,9 +140,12 @@ def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Non
 
 
 VOCABULARY = (
+    # the kubelet's configuration or its drop-in named alone is where, not what was changed: the crash fault's
+    # text names it too (red-team round 9, 3c)
     "eviction threshold*", "evictionhard", "eviction-hard", "eviction hard", "nodefs.available", "nodefs",
-    "kubelet config*", "kubelet's config*", "kubelet drop-in", "kubelet .. threshold*", "kubelet-config",
-    "diskpressure", "disk pressure", "disk-pressure",
+    "kubelet .. threshold*", "diskpressure", "disk pressure", "disk-pressure",
+    "drop-in .. free disk", "drop-in .. disk pressure", "drop-in .. evict*",
+    "free nodefs", "nodefs .. free",
 )
 
 FAULTS: list[FaultSpec] = [

@@ -130,7 +130,7 @@ def recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> Non
 VOCABULARY = (
     "kubelet .. crash*", "kubelet .. exit*", "kubelet .. fail* .. start", "kubelet .. not running",
     "kubelet .. down", "kubelet .. stopped", "kubelet .. dead", "kubelet .. restart*", "crash loop* .. kubelet",
-    "kubelet config*", "kubelet's config*", "kubeletconfiguration", "kubelet-config", "imagegc*",
+    "imagegc*",
     "image gc", "image garbage collection", "gc threshold*", "garbage collection threshold*",
     "low threshold", "high threshold", "thresholds .. swapped", "swapped .. threshold*",
     "failed to validate kubelet configuration", "invalid configuration", "kubelet stopped posting",

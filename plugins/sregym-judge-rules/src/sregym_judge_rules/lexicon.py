@@ -94,8 +94,8 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     ),
     "liveness-misconfig": (
         "liveness", "keep alive check", "keep-alive check", "health check .. wrong", "health check + wrong url",
-        "asks the wrong url", "probe* .. wrong path", "probe* .. wrong port", "probe .. misconfigured",
-        "probes .. where .. serves nothing", "health check .. changed", "alive check",
+        "asks the wrong url", "probe* .. wrong path", "probe* .. wrong port",
+        "probes .. where .. serves nothing", "alive check",
     ),
     "liveness-aggressive": (
         "liveness", "liveness + probe .. too aggressive", "liveness + failurethreshold", "liveness + initialdelayseconds",
