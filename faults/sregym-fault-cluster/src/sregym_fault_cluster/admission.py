@@ -475,6 +475,9 @@ FAULTS: list[FaultSpec] = [
         prose="The MutatingWebhookConfiguration served by {service} rewrites every new pod's memory limit in "
               "{namespace} to {memory_limit}; {component}'s containers are OOMKilled although its "
               "Deployment asks for more.",
+        # a webhook and the memory limit together: either alone is another fault's (a webhook outage, a small limit)
+        vocabulary=("webhook .. memory", "memory .. webhook", "webhook .. limit*", "limit* .. webhook",
+                    "admission .. memory limit", "memory limit .. admission", "webhook .. oom*"),
     ),
     function_fault(
         name="admission-webhook-timeouts",
@@ -493,6 +496,11 @@ FAULTS: list[FaultSpec] = [
         prose="{webhooks} mutating webhooks served by {service} (failurePolicy {failurePolicy}, timeoutSeconds "
               "{timeout_seconds}) each time out on a slow server; together they pass the API server's request "
               "deadline, so {component}'s pods in {namespace} cannot be created.",
+        # slow webhooks, or their timeouts adding up: a webhook that does not answer at all is the outage's
+        vocabulary=("webhook* .. slow*", "slow* .. webhook*", "webhook* .. timeout*", "timeout* .. webhook*",
+                    "webhook* .. deadline", "webhook* .. waiting", "webhook* .. one after another",
+                    "webhook* .. together", "timeoutseconds", "webhook* .. take* .. seconds",
+                    "webhook* .. wait* .. seconds", "checkers .. seconds"),
     ),
     function_fault(
         name="psa-restricted",

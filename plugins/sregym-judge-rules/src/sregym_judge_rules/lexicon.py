@@ -42,6 +42,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "missing env*", "removed env*", "deleted env*", "lost .. env* var*", "lost .. variable", "env* var* .. lost", "environment variable + removed",
         "environment variable + missing", "environment variable + deleted", "setting + gone from the deployment",
         "no longer get* .. password", "no longer .. told", "env + no * password", "env has .. but no",
+        "env* has no", "env* .. no longer has", "env* .. does not have",
         "variable + removed", "variable + deleted", "variable + missing", "password + not configured",
         "password not set", "unset",
     ),
@@ -82,6 +83,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "service .. deleted", "service .. removed", "service .. missing", "service .. no longer exists",
         "service .. gone", "service .. not found", "services .. not found", "deleted .. service",
         "removed .. service", "missing service", "no service object", "address .. is gone",
+        "service .. does not exist", "service .. doesn't exist", "no such service",
     ),
     "missing-configmap": (
         "configuration + removed from the cluster", "settings object + removed", "settings object + deleted", "configmap + gone", "config map .. deleted", "configmap .. removed", "configuration object .. deleted", "configuration object .. removed","configmap .. deleted", "configmap .. missing", "configmap .. not found", "missing configmap"),
@@ -204,7 +206,8 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
                       "imagegc*", "image gc", "image garbage collection", "failed to validate kubelet configuration"),
     # "stuck Terminating", "being deleted" are what one sees of it (any finalizer that is not removed), not what was done
     # (not the controller's name alone: any mention of the controller)
-    "finalizer-deadlock": ("finalizer*", "deletiontimestamp", "role .. read only", "made read only"),
+    "finalizer-deadlock": ("finalizer*", "deletiontimestamp", "role .. read only", "made read only",
+                           "only allowed to read", "may only read", "can only read", "allowed to read .. not .. change"),
     "syscall-fail": ("fsync", "syscall", "ebpf", "injected error"),
     # FleetCast's operator faults (issue #40): phrases that say what was changed in the custom resource or the
     # operator, so that another fault's text names them as other mechanisms (a universal text lists them all)

@@ -263,6 +263,14 @@ class RulesJudge:
                 if not clause_list[m.clause].exonerating and not sentences[clause_sentence[m.clause]].hedged]
         for m in weak:
             topic[clause_sentence[m.clause]] = topic[clause_sentence[m.clause]] | {m.component}
+        # a sentence naming a flag whose name carries a faulty component ("productCatalogFailure") is about it, unless
+        # the diagnosis names another component of the app as where the flag acts ("recommendationCacheFailure makes
+        # product-catalog's cache grow", "Root cause in frontend: ... productCatalogFailure")
+        other_named = {c for named in about.values() for c in named} - involved
+        for s in sentences:
+            if not other_named:
+                for c in _carried_by_identity(s.flat, truths):
+                    topic[s.index] = topic[s.index] | {c}
         # a sentence whose cause side blames another component says nothing about the faulty one's
         # mechanism ("search is OOMKilled, so geo lookups fail")
         for index in topic:
@@ -338,6 +346,21 @@ class RulesJudge:
             details.pop(fault, None)
             if not mechanism:
                 mechanism_sentences = []
+        # a flag named as the cause says which fault it is, whatever the component's place in the sentence: its name
+        # may carry the component ("adFailure", "recommendationCacheFailure"), or the component is named as where it
+        # acts ("the adFailure flag makes ad fail", "affected: cart"): the flag is blamed and, through it, the component.
+        # Not when another component of the app is named as well (which one the flag breaks is then in question)
+        named_anywhere = {m.component for m in any_mentions if not clause_list[m.clause].exonerating
+                          and not sentence_of(m).hedged}
+        elsewhere = {c for named in about.values() for c in named} - involved
+        for t in truths:
+            if t.fault in mechanism and identifying_values(t) and not set(t.components) <= asserted and not elsewhere:
+                for c in t.components:
+                    if c.lower() not in exonerated and (c.lower() in named_anywhere or any(
+                            c.lower() in _carried_by_identity(sentences[i].flat, [t]) for i in mechanism_sentences)):
+                        asserted.add(c.lower())
+                        component_sentences.setdefault(c.lower(), sentences[mechanism_sentences[0]].raw
+                                                       if mechanism_sentences else mechanism[t.fault])
         # a faulty component named only inside an enumeration of three or more of the app's components, two of them
         # not involved in the fault ("it breaks ad, cart, checkout, frontend"), is one bet among several: the list
         # hedges between components whatever its verb, a kitchen sink of components (round 9)
@@ -584,6 +607,20 @@ def _only_enumerated(clause_list: Sequence[text.Clause], clause_sentence: Sequen
         own = [m for m in mentions if m.component == c and not sentences[clause_sentence[m.clause]].hedged]
         if own and all((m.clause, m.start) in listed for m in own):
             out[c] = max((listed[(m.clause, m.start)] for m in own), key=len)
+    return out
+
+
+def _carried_by_identity(flat: str, truths: Sequence[GroundTruth]) -> set[str]:
+    """The faulty components whose name is part of an identifying value named in the sentence (``ad`` in
+    ``adFailure``, ``product-catalog`` in ``productCatalogFailure``)."""
+    out = set()
+    for t in truths:
+        for value in identifying_values(t):
+            forms = [text.flatten(form) for form in renderings(value)]
+            if not any(re.search(rf"(?<![a-z0-9]){re.escape(form)}(?![a-z0-9])", flat) for form in forms):
+                continue
+            out |= {c.lower() for c in t.components
+                    if any(re.search(rf"(?<![a-z0-9]){re.escape(text.flatten(c))}(?![a-z0-9])", form) for form in forms)}
     return out
 
 
@@ -929,6 +966,9 @@ def _names_an_object(keyword: str) -> bool:
     # a named thing's own configuration ("kube-proxy's config") names where, not what was changed
     if re.fullmatch(r"[a-z0-9.]+(?: [a-z0-9.]+)?'s (?:config|configuration|configmap|settings?|conf)s?\*?", bare):
         return True
+    # a hyphenated name ("config-sync", an init container's) names the thing, though it flattens to two words
+    if re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", keyword) and not re.search(r"(?:ed|en|ing)$", keyword):
+        return True
     if " " in flat:
         return False
     if re.search(r"[a-z][A-Z]", keyword) and keyword[0].isupper() and not re.search(r"\d", keyword):
@@ -959,13 +999,22 @@ def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, i
     components = {c.lower() for c in truth.components}
     # where the fault is (its node, its pods) is no statement of what was done there
     where = {str(v).lower() for k, v in truth.mutated_values.items() if str(k).lower() in _LOCATION_KEYS for v in _scalars(v)}
+    # a changed field's new value is the change itself when it is no word of the language: a compound ("fast-ssd"), a
+    # value in CamelCase ("NoScheduling")
+    new_values = {after for _field, after in _changed_fields(truth)}
     for value in concrete_values(truth):
         # a camelCase identifier (a flag's name, "imageSlowLoad") is as specific as a value with digits
-        camel = bool(re.fullmatch(r"[a-z]+(?:[A-Z][a-z0-9]+){2,}", value)) or bool(re.fullmatch(r"[\w./-]+=[\w./-]+", value))
+        camel = (bool(re.fullmatch(r"[a-z]+(?:[A-Z][a-z0-9]+){2,}", value)) or bool(re.fullmatch(r"[\w./-]+=[\w./-]+", value))
+                 or (value in new_values and bool(re.fullmatch(r"[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+|[a-z0-9]+(?:-[a-z0-9]+)+", value))))
         if (value.lower() in components or value.lower() in where or len(value) < 3
                 or not (camel or re.search(r"\d", value)) or not re.search(r"[a-z.:/_-]", value.lower())):
             continue
         found = reading.find_pattern(flat, re.sub(r"[*+]", " ", value), allow_negated=True)
+        address = re.fullmatch(r"([a-z][\w.-]*):(\d{2,5})", value.lower())
+        if not found and address:  # "config-service on port 8500" is config-service:8500
+            host = re.escape(text.flatten(address.group(1)))
+            spoken = re.search(rf"(?<![a-z0-9]){host}\W+(?:[a-z]+\W+){{0,3}}{address.group(2)}(?![0-9])", flat)
+            found = spoken.span() if spoken else None
         if found:
             return f"value {value}", found
     return None
@@ -1055,9 +1104,11 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
     if hit is not None and hit[0].startswith("value ") and _foreign_actor(flat, t):
         hit = None  # "a CronJob re-applies 12Mi" is not the webhook that patches 12Mi: a value two faults share
     if (hit is not None and hit[0].startswith("value ") and _RECURRING_ACTOR.search(text.flatten(t.mechanism))
-            and not _ACTORS.search(flat)):
+            and not _ACTORS.search(flat) and hit[0].removeprefix("value ") not in {a for _f, a in _changed_fields(t)}):
         # the value an actor keeps applying ("a CronJob patches the limit to 12Mi") said with no actor at all ("geo's
-        # limit is 12Mi") is the value a plain too-small limit has too: not this fault's mechanism
+        # limit is 12Mi") is the value a plain too-small limit has too: not this fault's mechanism. A value the truth
+        # records as written into a field of its own object (a custom resource's spec the operator derives from) is
+        # that change, whoever acts on it after
         hit = None
     return hit
 
@@ -1636,7 +1687,9 @@ def _another_actor(words: str, span: tuple[int, int], t: GroundTruth) -> bool:
     words ("init container" and "/dev/shm"), not actors."""
     known = " ".join([text.flatten(t.mechanism), text.flatten(t.fault), text.flatten(t.resource_kind),
                       *(text.flatten(k) for k in _field_names(t.mutated_values))])
-    for found in _POD_ACTORS.finditer(words[: span[1]]):
+    # a bracketed aside lists names ("four webhooks (labels, sidecars, defaults, audit)"), not who acts
+    before = re.sub(r"\([^()]*\)", lambda m: " " * len(m.group(0)), words[: span[1]])
+    for found in _POD_ACTORS.finditer(before):
         kind = "sidecar" if "sidecar" in found.group(0) else "init"
         if kind not in known:
             return True
@@ -1681,6 +1734,8 @@ _TURNED_ON = re.compile(r"\b(?:turned|switched|flipped|set)\s+(?:\S+\s+){0,4}?on
 _SAID_OFF = re.compile(r"\b(?:is|are|was|were|been|be|stays?|stayed|remains?|remained|left|still|defaults?\s+to|"
                        r"set\s+to|switched|turned|flipped)\s+(?:(?!not\b|no\b|never\b)\S+\s+)?[\"']?(?:off|false|disabled)\b|(?<!not )\bdisabled\b|"
                        r"=\s*[\"']?false\b"
+                       # "shows variant off", "defaultVariant off": what flagd serves is the off variant
+                       r"|\b(?:shows?|showing|serves?|serving)\s+(?:\S+\s+)?[\"']?off\b|\bvariant\s+[\"']?off\b"
                        # "is not on", "was never turned on", "isn't enabled": the switch denied its on state
                        r"|\b(?:is|are|was|were|has|have|had)(?:\s+not|n't)\s+(?:been\s+)?(?:on|enabled|active|turned\s+on|switched\s+on)\b"
                        r"|\bnever\s+(?:been\s+)?(?:turned|switched|flipped)\s+on\b")
