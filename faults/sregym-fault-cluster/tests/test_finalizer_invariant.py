@@ -163,3 +163,25 @@ def test_after_recover_it_is_absent(setup):
     spec, target, ctx, name = setup
     spec.impl.recover(ctx, target, {})
     assert not spec.impl.is_present(ctx, target, {})
+
+
+def test_a_grant_beyond_what_a_rotation_needs_is_no_fix(setup):
+    """Red-team round 10, 5b: the guardian's account bound to the agent's own ClusterRole made it work again, with
+    the rights to read Secrets, grant roles and start pods on top. Over-granting the controller is a new incident."""
+    spec, target, ctx, name = setup
+    _hand_workaround(ctx, name)
+    broad = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "agent-like"},
+             "rules": [{"apiGroups": [""], "resources": ["configmaps", "secrets", "pods"], "verbs": ["*"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "guardian-as-agent"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "agent-like"},
+               "subjects": [{"kind": "ServiceAccount", "name": finalizer.NAME, "namespace": ctx.namespace}]}
+    for obj in (broad, binding):
+        ctx.kubectl("apply", "-f", "-", "-n", ctx.namespace, input=json.dumps(obj))
+    assert all(finalizer.may(ctx, finalizer.NAME, verb) for verb in finalizer.ROTATION_VERBS)
+    assert finalizer.may(ctx, finalizer.NAME, "get", "secrets")
+    assert not finalizer.guardian_can_rotate(ctx) and spec.impl.is_present(ctx, target, {})
+    # the same binding narrowed to ConfigMaps is the fix
+    broad["rules"][0]["resources"] = ["configmaps"]
+    ctx.kubectl("apply", "-f", "-", "-n", ctx.namespace, input=json.dumps(broad))
+    assert finalizer.guardian_can_rotate(ctx) and not spec.impl.is_present(ctx, target, {})
