@@ -92,3 +92,12 @@ def test_a_bracketed_list_of_names_is_not_the_actor(curated):
     assert _passes(curated, "hotel-admission-webhook-timeouts-rate",
                    "rate gets no new pods: four webhooks (labels, sidecars, defaults, audit) each wait 20 seconds on a "
                    "slow backend, and together they run past the API server's deadline for a pod create.")
+
+
+@pytest.mark.parametrize("text", [
+    '{"id": "hotel-pvc-rwo-shared-frontend", "root_cause": "TODO", "component": "frontend"}',
+    '{"problem_id": "pvc-rwo-shared", "component": "frontend", "cause": "unknown"}',
+])
+def test_an_identifier_in_a_json_answer_claims_nothing(curated, text):
+    """A record's id names the problem by words that are the fault's own: an id is a label, not a finding."""
+    assert not _passes(curated, "hotel-pvc-rwo-shared-frontend", text)

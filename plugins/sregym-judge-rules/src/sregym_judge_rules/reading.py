@@ -868,7 +868,7 @@ def json_as_prose(submission: str) -> str | None:
                                     for k, v in data.items() if role[k] == "cause")
     for key, value in data.items():
         name = _key(key)
-        if role[key] in ("component", "cause", "evidence", "hedge", "status", "action"):
+        if role[key] in ("component", "cause", "evidence", "hedge", "status", "action") or name in _ID_KEYS:
             continue
         if not explained and (isinstance(value, dict | list) or name in _DATA_KEYS):
             continue  # fields of data with no explanation beside them are a record's shape, not a diagnosis
@@ -934,6 +934,9 @@ def _role(key: object) -> str:
 
 # keys whose value is a record's data (a kind, a layer, the changed values): read only beside an explanation
 _DATA_KEYS = frozenset({"values", "value", "resource_kind", "kind", "layer", "mutated_values", "fields", "flag", "params"})
+# an identifier labels the record ("id": "hotel-pvc-rwo-shared-frontend"): it claims nothing, whatever its words
+_ID_KEYS = frozenset({"id", "problem_id", "incident_id", "ticket", "ticket_id", "run_id",
+                      "attempt", "attempt_id"})
 # an explanation field left empty or holding a stand-in: "?", "n/a", "unknown", "TBD", "see values", "<mechanism>"
 _PLACEHOLDER = re.compile(r"^\W*(?:\?+|n/?a|none|null|nil|unknown|unsure|tbd|tba|todo|-+|\.+|<[^>]*>|"
                           r"see (?:the )?(?:values|above|below|evidence|fields|details))\W*$", re.I)
