@@ -25,6 +25,8 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "image pull*", "pull* the image", "pull* .. image", "fail* to pull",
         "cannot be pulled", "can not pull", "cannot pull", "manifest unknown", "image .. not found",
         "image .. does not exist", "image .. doesn't exist", "tag .. does not exist", "tag .. not found",
+        "tag .. doesn't exist", "tag .. not existing", "image .. not existing", "version .. doesn't exist",
+        "version .. not existing", "tag .. not in .. registry", "version .. not in .. registry",
         "nonexistent tag", "nonexistent image", "non existent tag", "non existent image", "missing tag",
         "wrong image", "bad image", "bad tag", "invalid image", "invalid tag", "unknown tag", "wrong tag",
         "image tag + missing", "image + never published", "release + never published", "tag + never published",
