@@ -190,3 +190,35 @@ def test_an_sse_message_held_back_past_its_attempt_is_not_the_next_ones(tmp_path
 
     asyncio.run(scenario())
     assert first.received == [] and second.received == []
+
+
+def test_a_caller_gone_before_its_body_arrived_is_no_server_error(tmp_path, capfd):
+    """Red-team round 11: a held ``POST /submit`` cut when the CLI sandbox ended left an unhandled ASGI traceback in the
+    run log. The request was never whole: nothing is submitted, nothing crashes, the server keeps answering."""
+    sink = Sink("first")
+    seen: list[str] = []
+
+    async def scenario():
+        server = AgentServer(sink, _tool(tmp_path, "first"))
+        await server.start()
+        port = int(server.api_url.rsplit(":", 1)[1])
+        try:
+            _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(f"POST /submit HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                         "Content-Length: 100\r\n\r\n".encode() + b'{"solution": "cut')
+            await writer.drain()
+            writer.close()
+            async with httpx.AsyncClient(base_url=server.api_url, trust_env=False, timeout=30) as http:
+                for _ in range(100):  # until the server has read the cut request; it answers /status meanwhile
+                    assert (await http.get("/status")).json() == {"stage": "diagnosis"}
+                    seen.append("".join(capfd.readouterr()))  # the run log: structlog on stdout, uvicorn on stderr
+                    if any("client_gone" in e or "Exception in ASGI" in e for e in seen):
+                        break
+                    await asyncio.sleep(0.1)
+        finally:
+            await server.stop()
+
+    asyncio.run(scenario())
+    err = "".join(seen) + "".join(capfd.readouterr())
+    assert sink.received == []
+    assert "agent_api_client_gone" in err and "Exception in ASGI application" not in err and "Traceback" not in err

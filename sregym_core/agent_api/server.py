@@ -384,7 +384,12 @@ class SessionBirth:
                     pending[0] = False
             await send(message)
 
-        await self.app(scope, receive, watch)
+        from starlette.requests import ClientDisconnect
+
+        try:
+            await self.app(scope, receive, watch)
+        except ClientDisconnect:  # the caller went away before its body had arrived (a sandbox ended): nobody to answer
+            log.info("agent_api_client_gone", path=scope.get("path"))
 
 
 def api_routes(surface: AgentSurface) -> list:
