@@ -11,7 +11,7 @@ figure on a whole set it was tuned on. It also reports the CPU time of a judgeme
 ``--show A`` lists the misses of half A only; half B's are never listed (that is the point). ``--per-app`` gives each
 half's figures per app, and ``--unread-app APP`` never lists that app's misses either (leave-one-app-out: the fifth
 round of issue #35 read none of Astronomy Shop's). Never run it on a set that is still held out (it refuses
-``heldout15.jsonl``; ``heldout14.jsonl`` is tuned on from 2026-11-30 15:40 UTC, ``heldout13.jsonl`` from 13:20 UTC, ``heldout12.jsonl`` from 12:52 UTC, ``heldout10.jsonl`` and ``heldout11.jsonl`` from 2026-11-30 12:20 UTC, ``heldout9.jsonl`` is tuned on from 2026-11-30 00:57 UTC, ``heldout8.jsonl`` from 2026-11-30 00:25 UTC,
+``heldout16.jsonl``; ``heldout15.jsonl`` is tuned on from 2026-11-30 16:26 UTC, ``heldout14.jsonl`` from 15:40 UTC, ``heldout13.jsonl`` from 13:20 UTC, ``heldout12.jsonl`` from 12:52 UTC, ``heldout10.jsonl`` and ``heldout11.jsonl`` from 2026-11-30 12:20 UTC, ``heldout9.jsonl`` is tuned on from 2026-11-30 00:57 UTC, ``heldout8.jsonl`` from 2026-11-30 00:25 UTC,
 ``heldout7.jsonl`` from 2026-11-29 23:55 UTC).
 """
 
@@ -28,7 +28,7 @@ from sregym_judge_rules.rules import RulesJudge
 
 
 #: the blind sets no judge author may read yet (aggregate figures only, by `sregym judge calibrate --set`)
-HELD_OUT = ("heldout15",)
+HELD_OUT = ("heldout16",)
 
 
 def half_of(problem_id: str) -> str:

@@ -115,6 +115,11 @@ FAULTS: list[FaultSpec] = [
         values=lambda t, p, s: {"internalTrafficPolicy": "Local", "node": s.get("node", "")},
         prose="{component}'s Service has internalTrafficPolicy {internalTrafficPolicy} and its only endpoints run "
               "on {node}, where none of its callers runs: their connections are dropped.",
+        # the policy by its name, or in plain words: traffic kept to the caller's own node
+        vocabulary=("internaltrafficpolicy", "internal traffic policy", "traffic policy .. local",
+                    "local machine only", "local node only", "caller's own machine", "caller's own node",
+                    "same machine as the caller", "same node as the caller", "keeps traffic .. local",
+                    "only .. copies on the caller's", "only .. pods on the caller's", "node-local"),
     ),
 ]
 

@@ -78,9 +78,11 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     ),
     "wrong-target-port": (
         "targetport", "target port", "maps .. port onto", "forwards .. to .. port", "forwards traffic to .. port",
-        "wrong door", "port mapping", "sent to the wrong port",
+        "wrong door", "port mapping", "sent to the wrong port", "sends .. to port .. on the pods",
+        "port .. on the pods .. nothing listens",
     ),
-    "service-port-mismatch": ("service port + changed", "service port + wrong", "port mismatch", "wrong service port"),
+    "service-port-mismatch": ("service port + changed", "service port + wrong", "port mismatch", "wrong service port",
+                              "service entry .. only .. port", "service .. now .. only .. port", "service .. port .. now"),
     "missing-service": (
         "service .. deleted", "service .. removed", "service .. missing", "service .. no longer exists",
         "service .. gone", "service .. not found", "services .. not found", "deleted .. service",
@@ -125,11 +127,15 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "machines labelled", "nodes labelled", "node affinity", "disktype",
     ),
     "taint-no-toleration": ("taint*", "toleration*", "noschedule"),
-    "anti-affinity-deadlock": ("anti affinity", "antiaffinity"),
+    "anti-affinity-deadlock": ("anti affinity", "antiaffinity", "never .. on .. same machine", "never .. on .. same node",
+                               "not .. two .. on the same machine", "not .. two .. on the same node"),
     "network-policy-block": (
         "networkpolicy", "network policy", "deny all", "deny-all", "denies .. ingress", "deny .. ingress",
         "default deny", "firewall", "drops all incoming", "lets nothing in", "cut off", "isolates",
         "policy object", "blocks .. ingress", "blocking .. ingress", "blocks .. traffic", "blocking traffic",
+        # (named alone, the policy is the object: "a network policy that was changed"; what it does says the fault)
+        "network polic* .. block*", "networkpolic* .. block*", "network polic* .. den*", "networkpolic* .. den*",
+        "network polic* .. drop*", "networkpolic* .. drop*",
     ),
     "db-revoke": (
         "revok*", "privilege*", "grant*", "lost .. rights", "read rights", "table permissions",
@@ -183,6 +189,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "missing-secret": (
         "credentials + removed", "credentials + deleted", "credentials + gone", "secret + gone", "secret + removed", "stores .. login + removed", "stores .. credentials + removed", "login + removed", "secret .. not found","secret .. deleted", "secret .. missing", "secret not found", "missing secret", "deleted secret"),
     "network-delay": ("network delay", "netem", "added latency", "slow network", "latency injected", "network + delay*",
+                      "held back .. on the network", "delayed .. on the network", "seconds on the network",
                       "delay* .. by .. node", "node* + delay*", "latency + added to", "tc qdisc"),
     "network-loss": ("packet loss", "dropping packets", "drops packets", "netem"),
     "wrong-dns-policy": ("look up names", "looks up names", "look names up", "name lookups .. at", "resolver .. set to", "dnspolicy", "dns policy", "nameserver", "resolv.conf"),
@@ -272,6 +279,7 @@ OBJECT_WORDS = frozenset({
     "mutating", "validating",
     "ingress", "ingressclass", "service", "serviceaccount", "service account", "secret", "configmap", "configmaps",
     "role", "rolebinding", "clusterrole", "rbac", "node", "nodes", "pod", "pods", "deployment", "statefulset",
+    "network policy", "network policies", "policy object",
     "daemonset", "persistentvolume", "persistentvolumeclaim", "pvc", "pv", "volume", "certificate", "cert", "tls",
     "dns", "coredns", "corefile", "kubelet", "kube proxy", "iptables", "cni", "webhook", "controller", "path",
     "backend", "dev shm", "shm", "diskpressure", "memorypressure", "pidpressure", "networkpolicy", "namespace",

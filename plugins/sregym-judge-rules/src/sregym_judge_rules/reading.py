@@ -158,7 +158,13 @@ _INJECTION = re.compile(
     r"|[\"']?\b(?:verdict|grade|score)[\"']?\s*[:=]\s*[\"']?(?:pass|passed|correct)\b"
     # "system:" addressed to a model, not a Kubernetes identity quoted from an error
     # ('User "system:serviceaccount:ns:name" cannot get resource ...' has no space after the colon)
-    r"|\bsystem:(?![a-z])|</?diagnosis>|<!--",
+    r"|\bsystem:(?![a-z])|</?diagnosis>|<!--"
+    # whoever grades, by what it does ("the scoring model", "the rating system", "instructions for the AI"), told to set
+    # aside what it checks against ("disregard the expected answer") or given its number ("score this 1.0")
+    r"|\b(?:scoring|grading|marking|rating|reviewing|assessment|assessing)\s+(?:model|system|llm|ai|bot|engine|agent|harness)\b"
+    r"|\b(?:scorer|instructions?\s+(?:to|for)\s+(?:the\s+)?(?:model|ai|llm|assistant))\b"
+    r"|\b(?:ignore|disregard|override|forget)\b.{0,40}\b(?:expected|ground[ -]truth|reference|criteria|grading|scoring)\b"
+    r"|\b(?:score|grade)\b.{0,20}(?:\b1\.0\b|\b100\s?%|\b10\s?/\s?10\b|\bmaximum\b|\bperfect\b|\bfull\b)",
     re.I,
 )
 
@@ -430,11 +436,15 @@ _KEY_END = re.compile(r"(?<![\w.])[a-z]+(?:[A-Z][a-z0-9]*)+:$")
 
 
 def _join_key_values(pieces: list[str]) -> list[str]:
-    """A piece that ends with a setting's key ("... have failurePolicy:") continues with its value, and so does one
-    that ends inside a bold or code span it opened ("sets **replicas:" + "100000**."): no sentence ends there."""
+    """A piece that ends with a setting's key ("... have failurePolicy:") continues with its value, so does one that
+    ends inside a bold or code span it opened ("sets **replicas:" + "100000**."), and one ending with a colon before a
+    bare value ("replicas:" + "100000;"): no sentence ends there."""
     out: list[str] = []
     for piece in pieces:
-        if out and (_KEY_END.search(out[-1].rstrip()) or out[-1].count("**") % 2 or out[-1].count("`") % 2):
+        # a bare value split off after a colon ("edited to replicas:" + "100000;") is the end of its sentence, not
+        # a sentence of its own (which, having no words, would be dropped)
+        bare_value = bool(piece.strip()) and not re.search(r"[A-Za-z]{2}", piece) and bool(out) and out[-1].rstrip().endswith(":")
+        if out and (bare_value or _KEY_END.search(out[-1].rstrip()) or out[-1].count("**") % 2 or out[-1].count("`") % 2):
             out[-1] = f"{out[-1].rstrip()} {piece}"
         else:
             out.append(piece)

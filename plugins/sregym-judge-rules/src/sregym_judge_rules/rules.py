@@ -405,9 +405,12 @@ class RulesJudge:
             hedged = sentences[clause_sentence[index]].hedged
             if sentences[clause_sentence[index]].action:
                 continue  # an action or an observation ("## Other observations: search is slow too") blames nobody
-            if not (clause.cause_side or (hedged and not clause.exonerating)):
+            # "profile and user ... contribute to the errors": a contributing cause is blamed too (red-team round 12:
+            # the noise's restarted pods named as contributors scored 1.0)
+            contributes = not clause.exonerating and bool(_CONTRIBUTES.search(clause.text))
+            if not (clause.cause_side or contributes or (hedged and not clause.exonerating)):
                 continue
-            if not hedged and not _asserts_a_fault(clause.text):
+            if not hedged and not contributes and not _asserts_a_fault(clause.text):
                 continue  # "search's lookups fail, so ..." states a symptom, it blames nobody
             here = [m for m in mentions if m.clause == index]
             for position, mention in enumerate(here):
@@ -420,6 +423,11 @@ class RulesJudge:
                 elif not hedged and not (position + 1 < len(here) and text.listed(clause.text, here[position], here[position + 1])):
                     break  # what follows the culprit is its object ("wrong port for geo"), unless it is a list
         return blamed
+
+
+_CONTRIBUTES = re.compile(r"\b(?:contribut\w*\s+to|(?:also|partly|jointly)\s+(?:cause[sd]?|causing|responsible|to blame)|"
+                          r"part\s+of\s+the\s+(?:cause|problem|root\s+cause)|add(?:s|ing)?\s+to\s+the\s+(?:errors|failures|outage|problem))\b",
+                          re.I)
 
 
 _POSSESSIVE_OPENING = re.compile(r"^\W*(?:(?:but|however|yet|though|although)\s+)?(?:its|their)\s+\w", re.I)
@@ -1693,7 +1701,16 @@ def _another_actor(words: str, span: tuple[int, int], t: GroundTruth) -> bool:
         kind = "sidecar" if "sidecar" in found.group(0) else "init"
         if kind not in known:
             return True
+    # an admission webhook that rewrites the limit is the webhook's fault, not a limit set too small
+    for found in _WRITING_ACTORS.finditer(before):
+        if found.group(1).split()[-1].rstrip("s") not in known:
+            return True
     return False
+
+
+#: actors that write into other objects, said as the subject of what was done ("the mutating webhook rewrites ...")
+_WRITING_ACTORS = re.compile(r"(?<![a-z0-9])((?:mutating |admission )?webhooks?|cronjobs?|cron jobs?)(?![a-z0-9])"
+                             r"(?=[^.;]{0,60}\b(?:rewrites?|patch(?:es)?|overwrites?|sets?|changes?|re-?applies)\b)")
 
 
 # fields that come in pairs on one object: saying the other one of the pair is a different fault of the same object
@@ -1752,23 +1769,28 @@ _BUILT_IN_KINDS = frozenset({"deployment", "statefulset", "daemonset", "replicas
 
 
 def _generated_workload_only(flat: str, truth: GroundTruth) -> bool:
-    """Does the sentence put the change in the workload an operator derives from the truth's custom resource (its
-    statement names the operator and that workload's kind) and name neither the resource (its kind, "custom resource",
-    "CR") nor the operator? The fault is in the resource; a fix to the generated StatefulSet is undone by the operator."""
+    """Does the sentence put the change in a workload (the one an operator derives from the truth's custom resource, or
+    any other workload kind) of a truth whose statement names an operator, and name neither the resource (its kind,
+    "custom resource", "CR") nor the operator? The fault is in the resource; a fix to the generated StatefulSet is undone by the operator."""
     kind = truth.resource_kind or ""
     mechanism = truth.mechanism
     if not kind or kind.lower() in _BUILT_IN_KINDS or "operator" not in mechanism.lower():
         return False
-    generated = [pattern for name, pattern in _GENERATED_KINDS.items() if name in mechanism and name != kind]
+    # the workload the operator derives, or a workload kind the statement never names (the operator's own Deployment
+    # "scaled to 100000" is not the custom resource's replicas)
+    generated = [pattern for name, pattern in _GENERATED_KINDS.items() if name != kind]
     # "a StatefulSet update strategy" names a type of value, not the generated object: only "the orbit-db StatefulSet"
     if not generated or not re.search(rf"(?<![a-z0-9])(?<!\ba )(?<!\ban )(?:{'|'.join(generated)})(?![a-z0-9])", flat):
         return False
     words = text.flatten(concepts.split_compounds(kind)).lower()
     operator = str(truth.mutated_values.get("operator", "")) if isinstance(truth.mutated_values, Mapping) else ""
-    owner = [re.escape(words), re.escape(kind.lower()), r"custom\s+resources?", r"crs?", r"crds?", r"operators?"]
-    if operator:
-        owner.append(re.escape(text.flatten(operator)))
-    return not re.search(rf"(?<![a-z0-9])(?:{'|'.join(owner)})(?![a-z0-9])", flat)
+    resource = [re.escape(words), re.escape(kind.lower()), r"custom\s+resources?", r"crs?", r"crds?"]
+    runners = [r"operators?"] + ([re.escape(text.flatten(operator))] if operator else [])
+    if re.search(rf"(?<![a-z0-9])(?:{'|'.join(resource)})(?![a-z0-9])", flat):
+        return False
+    # the operator's own workload ("the datastore-operator Deployment was scaled to 100000") is not where the change is
+    own = re.search(rf"(?<![a-z0-9])(?:{'|'.join(runners)})(?:'s)?\s+(?:{_GENERATED_KINDS['Deployment']})(?![a-z0-9])", flat)
+    return bool(own) or not re.search(rf"(?<![a-z0-9])(?:{'|'.join(runners)})(?![a-z0-9])", flat)
 
 
 def _old_value_only(flat: str, truth: GroundTruth) -> bool:
@@ -1837,8 +1859,13 @@ def _gates(r: Reading, truths: Sequence[GroundTruth]) -> dict[str, Any]:
         gates["kitchen_sink"] = "over-broad blame: " + r.over_broad
     elif r.blamed_unrelated:
         gates["kitchen_sink"] = "blames components that are not faulty: " + ", ".join(sorted(r.blamed_unrelated))
+    # a problem of several faults: a diagnosis of one of them is incomplete (red-team round 12, finding 4: one fault
+    # named fully scored 0.78-0.89 with "names every fault" answered no)
+    # (a latent fault, one users do not meet yet, may be left out: the visible ones are the incident)
+    missing = sorted({c.lower() for t in truths if t.user_visible for c in t.components} - r.asserted)
+    gates["incomplete"] = ("does not find every fault: " + ", ".join(missing)) if len(truths) > 1 and missing else None
     gates["passed"] = bool(gates["component_asserted"] and gates["prose"] and not gates["hedge"]
-                           and not gates["kitchen_sink"] and not gates["injection"])
+                           and not gates["kitchen_sink"] and not gates["injection"] and not gates["incomplete"])
     return gates
 
 
@@ -1858,6 +1885,8 @@ def _apply_gates(question: str, r: Reading, found: _Answer, rubric: str) -> _Ans
         return _Answer(False, f"gate: {g['hedge']}")
     if g.get("kitchen_sink") and (question in _SCOPE or (question in _CHARACTERIZATION and "mechanisms" in g["kitchen_sink"])):
         return _Answer(False, f"gate: {g['kitchen_sink']}")
+    if g.get("incomplete") and (question in _SCOPE or question in ("char_mechanism", "D2-Q1")):
+        return _Answer(False, f"gate: {g['incomplete']}")
     if not g.get("component_asserted") and question in _LOCALIZATION:
         return _Answer(False, "gate: the faulty component is not asserted as the cause" + (
             f" ({found.evidence})" if not found.answer else ""))
