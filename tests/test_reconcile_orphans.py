@@ -75,6 +75,9 @@ class _FakeKube:
     def request(self, method, path, body=None, **_):
         self.calls.append((method, path))
 
+    def workloads(self, namespaces):
+        return []
+
 
 def test_reconcile_deletes_a_foreign_endpoints_whose_service_it_deletes_in_the_same_pass():
     from sregym_core.conductor.reconcile import Baseline
@@ -207,3 +210,32 @@ def test_a_claim_owned_by_a_statefulset_is_its_own_only_if_its_templates_name_it
     # a scale-up's claim: no baseline pod has ordinal 1
     assert "1 replica(s) in the baseline" in _orphan_reason(claim("data-postgres-geo-1"), {"ss1": statefulset(["data"], 2)},
                                                             baseline)
+
+
+# ---- red-team round 12, finding 3: a field added to a custom resource outlived its attempt
+
+CRD = {"metadata": {"name": "datastoreclusters.fleetcast.sregym.io"},
+       "spec": {"group": "fleetcast.sregym.io", "scope": "Namespaced",
+                "names": {"plural": "datastoreclusters", "kind": "DatastoreCluster"},
+                "versions": [{"name": "v1", "served": True, "storage": True}]}}
+CLUSTER_SCOPED = {"metadata": {"name": "bgppeers.crd.projectcalico.org"},
+                  "spec": {"group": "crd.projectcalico.org", "scope": "Cluster", "names": {"plural": "bgppeers",
+                           "kind": "BGPPeer"}, "versions": [{"name": "v1", "served": True, "storage": True}]}}
+
+
+def test_the_reset_puts_an_apps_custom_resources_back_and_removes_new_ones():
+    from sregym_core.conductor.reconcile import Baseline
+
+    deployed = {"metadata": {"name": "orbit-db", "uid": "c1"}, "spec": {"replicas": 3, "securityContext": {"runAsUser": 999}}}
+    kube = _FakeKube({"CustomResourceDefinition": [CRD, CLUSTER_SCOPED], "DatastoreCluster": [deployed]})
+    baseline = Baseline(kube, ("fleetcast",)).take()
+    collection = "/apis/fleetcast.sregym.io/v1/namespaces/fleetcast/datastoreclusters"
+    assert (collection.replace("fleetcast/", "{ns}/", 1), "DatastoreCluster") in baseline.kinds
+    assert not any(kind == "BGPPeer" for _t, kind in baseline.kinds)  # cluster-scoped: no namespace of the app's
+    # the agent's weaker field on the resource, and a second resource of its own
+    weakened = {"metadata": {"name": "orbit-db", "uid": "c1", "resourceVersion": "7"},
+                "spec": {"replicas": 3, "securityContext": {"runAsUser": 999, "runAsGroup": 0}}}
+    kube.listing["DatastoreCluster"] = [weakened, {"metadata": {"name": "extra", "uid": "c2"}, "spec": {}}]
+    actions = baseline.reconcile()
+    assert ("PUT", f"{collection}/orbit-db") in kube.calls and ("DELETE", f"{collection}/extra") in kube.calls
+    assert "restored DatastoreCluster fleetcast/orbit-db" in actions

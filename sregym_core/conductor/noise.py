@@ -367,7 +367,12 @@ class NoiseRunner:
             await self._revert(live, "failed-inject", record=False)
             return
         self._live.append(live)
-        self._record(planned, "inject", detail=await self._describe(live))
+        try:
+            detail = await self._describe(live)
+        except asyncio.CancelledError:  # stopped while describing it: the noise is live, its inject is still recorded
+            self._record(planned, "inject")
+            raise
+        self._record(planned, "inject", detail=detail)
 
     async def _revert(self, live: _Live, reason: str, *, record: bool = True) -> None:
         live.reverted = True

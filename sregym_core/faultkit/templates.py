@@ -66,6 +66,22 @@ def _contains(live: Any, wanted: Any, original: Any = None) -> bool:
     return live == wanted
 
 
+def _weakened(live: Any, injected: Any, original: Any, path: str) -> bool:
+    """Was the field the fault broke deleted instead of repaired, where the app as deployed had it (red-team round 12:
+    the broken liveness or readiness probe removed, the tiny memory limit removed)? The workload then runs without
+    the check or the bound it shipped with: a weaker configuration, not the repair. For a resource map, a limit the
+    deployed app and the fault both set, gone from the live object (requests may go: they default to the limit)."""
+    if original is None or original == _MISSING:
+        return False  # the fault added the field: taking it away is the fix
+    if live == _MISSING:
+        return True
+    if path.endswith("/resources") and isinstance(original, dict) and isinstance(injected, dict):
+        kept = (original.get("limits") or {}).keys() & (injected.get("limits") or {}).keys()
+        live_limits = (live.get("limits") or {}) if isinstance(live, dict) else {}
+        return any(key not in live_limits for key in kept)
+    return False
+
+
 #: ``mutate(ctx, target, params, live_object) -> json-patch operations``
 Mutation = Callable[[FaultContext, Target, Mapping[str, Any], dict], list[dict]]
 
@@ -121,6 +137,8 @@ class TemplateFault:
                 if not (isinstance(parent, list) and original in parent) and live != original:
                     return True
                 continue
+            if _weakened(live, op["value"], ctx.state.get("originals", {}).get(op["path"], _MISSING), op["path"]):
+                return True
             # removed keys count only in resource maps (API defaults fill probes, ports... back in)
             original = ctx.state.get("originals", {}).get(op["path"]) if op["path"].endswith("/resources") else None
             if _contains(live, op["value"], original):

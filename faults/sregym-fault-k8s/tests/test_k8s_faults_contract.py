@@ -181,3 +181,42 @@ def test_restoring_twice_keeps_the_original_container():
     fault.recover(ctx, target, {})  # the reference fix
     fault.recover(ctx, target, {})  # then recover: must not remove the app's own container
     assert ctx.obj["spec"]["template"]["spec"]["containers"] == [app]
+
+
+def test_a_broken_probe_or_limit_deleted_instead_of_repaired_stays_present():
+    """Red-team round 12, finding 1: deleting the broken readiness or liveness probe, or the tiny memory limit, passed
+    every oracle. The workload then runs without the check or the bound it shipped with: the real primitives'
+    mutations, a probe or a limit deleted is still the fault; a repaired one, or a probe of another kind, is not."""
+    import copy
+
+    from sregym_fault_k8s.workload import _probe, _resources
+
+    from sregym_core.types import AppSpec, ComponentSpec, Target
+
+    component = ComponentSpec(name="profile", ports=(8081,))
+    target = Target(app=AppSpec(name="a", components=(component,)), component=component, namespace="ns")
+    shipped = {"name": "profile", "livenessProbe": {"httpGet": {"path": "/health", "port": 8081}, "periodSeconds": 5},
+               "resources": {"requests": {"memory": "64Mi"}, "limits": {"memory": "256Mi"}}}
+    container = "/spec/template/spec/containers/0"
+
+    def deployed():
+        return {"metadata": {"name": "profile"}, "spec": {"template": {"spec": {"containers": [copy.deepcopy(shipped)]}}}}
+
+    probe = TemplateFault(_probe("livenessProbe"), truth=None)
+    ctx = FakeCtx(deployed())
+    probe.inject(ctx, target, {"path": "/wrong"})
+    ctx.kubectl("patch", "-p", f'[{{"op": "remove", "path": "{container}/livenessProbe"}}]')
+    assert probe.is_present(ctx, target, {}) is True
+    ctx.kubectl("patch", "-p", f'[{{"op": "add", "path": "{container}/livenessProbe", '
+                               f'"value": {{"tcpSocket": {{"port": 8081}}}}}}]')
+    assert probe.is_present(ctx, target, {}) is False  # another kind of probe that works is a repair
+
+    limit = TemplateFault(_resources("limits", "memory"), truth=None)
+    ctx = FakeCtx(deployed())
+    limit.inject(ctx, target, {"value": "12Mi"})
+    assert limit.is_present(ctx, target, {}) is True
+    ctx.kubectl("patch", "-p", f'[{{"op": "remove", "path": "{container}/resources/limits"}}]')
+    assert limit.is_present(ctx, target, {}) is True
+    ctx.kubectl("patch", "-p", f'[{{"op": "add", "path": "{container}/resources/limits", '
+                               f'"value": {{"memory": "512Mi"}}}}]')
+    assert limit.is_present(ctx, target, {}) is False  # a limit raised, not removed, is a repair
