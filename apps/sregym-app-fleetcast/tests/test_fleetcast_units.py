@@ -248,6 +248,11 @@ def test_a_weaker_value_is_not_the_repair():
     assert present("datastore-invalid-run-as-user", securityContext={"runAsUser": 0, "fsGroup": 0})
     assert present("datastore-invalid-run-as-user", securityContext={"runAsUser": 999, "fsGroup": 0})
     assert not present("datastore-invalid-run-as-user", securityContext={"runAsUser": 1001, "fsGroup": 1001})
+    # red-team round 12: the repaired uid with the root group added, and another valid update strategy
+    assert present("datastore-invalid-run-as-user", securityContext={
+        **manifests.DATASTORE_SPEC["securityContext"], "runAsGroup": 0})
+    assert not present("datastore-invalid-update-strategy")
+    assert present("datastore-invalid-update-strategy", updateStrategy="OnDelete")
     assert not present("datastore-invalid-toleration")
     assert present("datastore-invalid-toleration", tolerations=[])
     assert present("datastore-invalid-toleration", tolerations=[{"key": "another.example/key", "operator": "Exists",

@@ -195,8 +195,10 @@ def _run_as_weakened(obj: dict[str, Any]) -> bool:
 
 
 def _root_where_shipped_non_root(context: Any) -> bool:
+    """A root uid or gid set where the shipped context does not set that root id (red-team round 12: a repaired uid with
+    ``runAsGroup: 0`` added ran the datastore in the root group)."""
     shipped = DATASTORE_SPEC.get("securityContext") or {}
-    return any(isinstance((context or {}).get(k), int) and (context or {}).get(k) == 0 and shipped.get(k, 0) != 0
+    return any(isinstance((context or {}).get(k), int) and (context or {}).get(k) == 0 and shipped.get(k) != 0
                for k in ("runAsUser", "runAsGroup", "fsGroup"))
 
 
@@ -206,6 +208,12 @@ def _strategy(spec: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]
 
 def _strategy_broken(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
     return _bad_strategy((obj.get("spec") or {}).get("updateStrategy", "RollingUpdate"))
+
+
+def _strategy_weakened(obj: dict[str, Any]) -> bool:
+    """Another valid strategy than the shipped one (red-team round 12: ``OnDelete`` passed; the datastore's pods then
+    never roll to a new spec by themselves): not putting the deployed strategy back."""
+    return (obj.get("spec") or {}).get("updateStrategy", "RollingUpdate") != DATASTORE_SPEC.get("updateStrategy", "RollingUpdate")
 
 
 def _rejected_shown(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> bool:
@@ -457,6 +465,6 @@ def faults() -> list[FaultSpec]:
                   symptoms=("DatastoreCluster phase Failed", "StatefulSetRejected", "Warning events"),
                   vocabulary=("update strategy", "updateStrategy", "strategy type", "invalid strategy", "RollingUpdate",
                               "OnDelete", "StatefulSetRejected", "rejected"),
-                  keywords=("updateStrategy", "RollingUpdate")),
+                  keywords=("updateStrategy", "RollingUpdate"), weakened=_strategy_weakened),
         image,
     ]
