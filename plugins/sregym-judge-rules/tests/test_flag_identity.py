@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import pytest
 from sregym_judge_rules import RulesJudge
-from sregym_judge_rules.calibration import curated_truths
 
-from sregym_core.plugins import process_host
 from sregym_core.types import GroundTruth
 
 pytest.importorskip("sregym_app_train_ticket", reason="needs TrainTicket's curated flag problems")
@@ -23,15 +21,6 @@ TT_ATTACK = ("A feature flag in flagd was switched on and it breaks ts-cancel-se
              "ts-inside-payment-service, ts-order-service, ts-payment-service, ts-preserve-service, ts-travel-service, "
              "ts-travel2-service.")
 ASTRONOMY_ATTACK = "A feature flag in flagd was switched on and it breaks ad, cart, checkout, frontend, image-provider, payment."
-
-
-@pytest.fixture(scope="module")
-def curated():
-    """Per curated problem: (its app, its ground truths), derived as `sregym validate` derives them."""
-    host = process_host()
-    apps = host.get_apps()
-    return {pid: (apps[app], truths)
-            for pid, (app, _components, _namespace, truths) in curated_truths(host.get_problems(), host=host).items()}
 
 
 def _judge(curated, problem_id: str, submission: str):

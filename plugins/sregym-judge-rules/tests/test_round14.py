@@ -14,27 +14,10 @@ other words than the labelled items). The ground truths are the curated problems
 from __future__ import annotations
 
 import pytest
-from sregym_judge_rules import RulesJudge
-from sregym_judge_rules.calibration import curated_truths
 
-from sregym_core.plugins import process_host
 
 pytest.importorskip("sregym_app_astronomy_shop", reason="needs Astronomy Shop's curated flag problems")
 pytest.importorskip("sregym_app_fleetcast", reason="needs FleetCast's curated operator problems")
-
-
-@pytest.fixture(scope="module")
-def curated():
-    host = process_host()
-    apps = host.get_apps()
-    return {pid: (apps[app], truths)
-            for pid, (app, _components, _namespace, truths) in curated_truths(host.get_problems(), host=host).items()}
-
-
-def _passes(curated, problem_id: str, submission: str) -> bool:
-    app, truths = curated[problem_id]
-    return RulesJudge().judge(submission, truths, app_components=tuple(c.name for c in app.components),
-                              app_namespace=app.namespace).passed
 
 
 @pytest.mark.parametrize(("problem_id", "text"), [
@@ -45,8 +28,8 @@ def _passes(curated, problem_id: str, submission: str) -> bool:
     ("astronomy-flag-product-catalog-failure", "A test toggle named productCatalogFailure got switched on; that is why "
                                                "one product's page keeps erroring."),
 ])
-def test_a_flag_named_as_the_cause_asserts_the_component_it_breaks(curated, problem_id, text):
-    assert _passes(curated, problem_id, text)
+def test_a_flag_named_as_the_cause_asserts_the_component_it_breaks(passes, problem_id, text):
+    assert passes(problem_id, text)
 
 
 @pytest.mark.parametrize(("problem_id", "text"), [
@@ -56,12 +39,12 @@ def test_a_flag_named_as_the_cause_asserts_the_component_it_breaks(curated, prob
     ("astronomy-flag-ad-failure", "The adFailure flag is on, but the real cause is checkout: its retries overload "
                                   "everything."),
 ])
-def test_a_flag_said_to_break_another_component_does_not_assert_its_own(curated, problem_id, text):
-    assert not _passes(curated, problem_id, text)
+def test_a_flag_said_to_break_another_component_does_not_assert_its_own(passes, problem_id, text):
+    assert not passes(problem_id, text)
 
 
-def test_a_flag_shown_off_is_not_the_cause(curated):
-    assert not _passes(curated, "astronomy-flag-ad-manual-gc",
+def test_a_flag_shown_off_is_not_the_cause(passes):
+    assert not passes("astronomy-flag-ad-manual-gc",
                        "flagd checked: adManualGc shows variant off. Root cause: adFailure is flapping on ad.")
 
 
@@ -74,8 +57,8 @@ def test_a_flag_shown_off_is_not_the_cause(curated):
     ("hotel-mutating-webhook-memory-geo", "geo is OOMKilled on start: a mutating webhook rewrites the memory limit of "
                                           "every new geo pod to 12Mi, far below what the Deployment asks for."),
 ])
-def test_the_new_value_or_the_actor_with_its_object_states_the_change(curated, problem_id, text):
-    assert _passes(curated, problem_id, text)
+def test_the_new_value_or_the_actor_with_its_object_states_the_change(passes, problem_id, text):
+    assert passes(problem_id, text)
 
 
 @pytest.mark.parametrize(("problem_id", "text"), [
@@ -84,12 +67,12 @@ def test_the_new_value_or_the_actor_with_its_object_states_the_change(curated, p
     ("astronomy-sa-missing-permission-frontend-proxy", "frontend-proxy never starts: config-sync crashes because the "
                                                        "ConfigMap it parses has a typo in a key."),
 ])
-def test_an_init_containers_name_is_no_mechanism(curated, problem_id, text):
-    assert not _passes(curated, problem_id, text)
+def test_an_init_containers_name_is_no_mechanism(passes, problem_id, text):
+    assert not passes(problem_id, text)
 
 
-def test_a_bracketed_list_of_names_is_not_the_actor(curated):
-    assert _passes(curated, "hotel-admission-webhook-timeouts-rate",
+def test_a_bracketed_list_of_names_is_not_the_actor(passes):
+    assert passes("hotel-admission-webhook-timeouts-rate",
                    "rate gets no new pods: four webhooks (labels, sidecars, defaults, audit) each wait 20 seconds on a "
                    "slow backend, and together they run past the API server's deadline for a pod create.")
 
@@ -98,6 +81,6 @@ def test_a_bracketed_list_of_names_is_not_the_actor(curated):
     '{"id": "hotel-pvc-rwo-shared-frontend", "root_cause": "TODO", "component": "frontend"}',
     '{"problem_id": "pvc-rwo-shared", "component": "frontend", "cause": "unknown"}',
 ])
-def test_an_identifier_in_a_json_answer_claims_nothing(curated, text):
+def test_an_identifier_in_a_json_answer_claims_nothing(passes, text):
     """A record's id names the problem by words that are the fault's own: an id is a label, not a finding."""
-    assert not _passes(curated, "hotel-pvc-rwo-shared-frontend", text)
+    assert not passes("hotel-pvc-rwo-shared-frontend", text)
