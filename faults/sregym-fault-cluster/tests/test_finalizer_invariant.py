@@ -98,6 +98,19 @@ def _hand_workaround(ctx, name: str) -> None:
     _create(ctx, _settings(name, json.loads(sources["data"][name])))
 
 
+def _bind_guardian(ctx, role: str, resources: list[str], verbs: list[str]) -> dict:
+    """A ClusterRole granting ``verbs`` on ``resources``, bound to the guardian's account in the namespace (the Role
+    stays as it is); the ClusterRole is returned to be changed and applied again."""
+    cluster_role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": role},
+                    "rules": [{"apiGroups": [""], "resources": resources, "verbs": verbs}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": f"guardian-{role}"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+               "subjects": [{"kind": "ServiceAccount", "name": finalizer.NAME, "namespace": ctx.namespace}]}
+    for obj in (cluster_role, binding):
+        ctx.kubectl("apply", "-f", "-", "-n", ctx.namespace, input=json.dumps(obj))
+    return cluster_role
+
+
 def _role_verbs(ctx) -> list[str]:
     role = json.loads(ctx.kubectl("get", "role", finalizer.NAME, "-n", ctx.namespace, "-o", "json"))
     return role["rules"][0]["verbs"]
@@ -144,14 +157,7 @@ def test_any_grant_that_lets_the_guardian_write_counts(setup):
     spec, target, ctx, name = setup
     _hand_workaround(ctx, name)
     # a ClusterRole bound in the namespace instead of the Role restored (the Role stays read-only)
-    writer = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "cm-writer"},
-              "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]}]}
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": "guardian-writes"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm-writer"},
-               "subjects": [{"kind": "ServiceAccount", "name": finalizer.NAME, "namespace": ctx.namespace}]}
-    for obj in (writer, binding):
-        ctx.kubectl("apply", "-f", "-", "-n", ctx.namespace, input=json.dumps(obj))
+    writer = _bind_guardian(ctx, "cm-writer", ["configmaps"], ["get", "create", "update"])
     assert spec.impl.is_present(ctx, target, {})  # no patch: the guardian still cannot remove its finalizer
     writer["rules"][0]["verbs"].append("patch")
     ctx.kubectl("apply", "-f", "-", "-n", ctx.namespace, input=json.dumps(writer))
@@ -170,14 +176,7 @@ def test_a_grant_beyond_what_a_rotation_needs_is_no_fix(setup):
     the rights to read Secrets, grant roles and start pods on top. Over-granting the controller is a new incident."""
     spec, target, ctx, name = setup
     _hand_workaround(ctx, name)
-    broad = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "agent-like"},
-             "rules": [{"apiGroups": [""], "resources": ["configmaps", "secrets", "pods"], "verbs": ["*"]}]}
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": "guardian-as-agent"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "agent-like"},
-               "subjects": [{"kind": "ServiceAccount", "name": finalizer.NAME, "namespace": ctx.namespace}]}
-    for obj in (broad, binding):
-        ctx.kubectl("apply", "-f", "-", "-n", ctx.namespace, input=json.dumps(obj))
+    broad = _bind_guardian(ctx, "agent-like", ["configmaps", "secrets", "pods"], ["*"])
     assert all(finalizer.may(ctx, finalizer.NAME, verb) for verb in finalizer.ROTATION_VERBS)
     assert finalizer.may(ctx, finalizer.NAME, "get", "secrets")
     assert not finalizer.guardian_can_rotate(ctx) and spec.impl.is_present(ctx, target, {})
