@@ -108,9 +108,16 @@ def test_an_mcp_session_does_not_act_for_the_next_attempt(tmp_path):
                 assert refused.content[0].text.startswith("Command Rejected:") and "ended" in refused.content[0].text
                 late = await old.call_tool("submit", {"ans": "a text sent by the earlier attempt's session"})
                 assert "ended" in late.content[0].text
+                # nor reads the current attempt's metrics, logs or traces (red-team round 12)
+                for tool, args in (("get_metrics", {"query": "up"}), ("get_logs", {"query": "{}"}),
+                                   ("get_traces", {"service": "geo"})):
+                    read = await old.call_tool(tool, args)
+                    assert "ended" in read.content[0].text, (tool, read.content[0].text)
                 async with _sse_session(server.sse_url) as new:  # the current attempt's agent opens its own
                     out = await new.call_tool("exec_kubectl_cmd_safely", {"cmd": "kubectl get pods -n fake"})
                     assert out.content[0].text.startswith("second:")
+                    metrics = await new.call_tool("get_metrics", {"query": "up"})
+                    assert "ended" not in metrics.content[0].text  # (no observability here: "not available")
                     answer = await new.call_tool("submit", {"ans": "rate's Service has targetPort 9999"})
                     assert "accepted" in answer.content[0].text
         finally:

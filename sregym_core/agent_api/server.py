@@ -487,36 +487,41 @@ def _register_observability(server: Any, surface: AgentSurface, names: tuple[str
 def _observability_tool(surface: AgentSurface, name: str, *, upstream: bool):
     """One tool function per name: MCP derives the input schema (and defaults) from the signature."""
 
-    async def call(**arguments: Any) -> str:
+    async def call(ctx: Any, **arguments: Any) -> str:
+        # a session opened in an earlier attempt reads nothing of this one's (red-team round 12: the metrics, logs and
+        # traces tools answered such a session, though they carry no identity)
+        if not surface.session_current(_session(ctx)):
+            return SESSION_ENDED
         return await surface.call_tool(name, upstream, **arguments)
 
     minutes = (UPSTREAM_DEFAULTS if upstream else {}).get(name, {}).get("last_n_minutes", 15)
     tool: Callable[..., Awaitable[str]]  # one signature per tool name, below
     if name == "get_metrics":
-        async def tool(query: str) -> str:
-            return await call(query=query)
+        async def tool(query: str, *, ctx) -> str:
+            return await call(ctx, query=query)
     elif name == "get_logs":
-        async def tool(query: str, last_n_minutes: int = 15) -> str:
-            return await call(query=query, last_n_minutes=last_n_minutes)
+        async def tool(query: str, last_n_minutes: int = 15, *, ctx) -> str:
+            return await call(ctx, query=query, last_n_minutes=last_n_minutes)
     elif name == "get_label_values":
-        async def tool(label: str) -> str:
-            return await call(label=label)
+        async def tool(label: str, *, ctx) -> str:
+            return await call(ctx, label=label)
     elif name == "get_operations":
-        async def tool(service: str) -> str:
-            return await call(service=service)
+        async def tool(service: str, *, ctx) -> str:
+            return await call(ctx, service=service)
     elif name == "get_traces" and upstream:
-        async def tool(service: str, last_n_minutes: int) -> str:
-            return await call(service=service, last_n_minutes=last_n_minutes)
+        async def tool(service: str, last_n_minutes: int, *, ctx) -> str:
+            return await call(ctx, service=service, last_n_minutes=last_n_minutes)
     elif name == "get_traces":
-        async def tool(service: str, last_n_minutes: int = 15) -> str:
-            return await call(service=service, last_n_minutes=last_n_minutes)
+        async def tool(service: str, last_n_minutes: int = 15, *, ctx) -> str:
+            return await call(ctx, service=service, last_n_minutes=last_n_minutes)
     elif name == "get_dependency_graph":
-        async def tool(last_n_minutes: int = minutes) -> str:
-            return await call(last_n_minutes=last_n_minutes)
+        async def tool(last_n_minutes: int = minutes, *, ctx) -> str:
+            return await call(ctx, last_n_minutes=last_n_minutes)
     else:
-        async def tool() -> str:
-            return await call()
+        async def tool(*, ctx) -> str:
+            return await call(ctx)
     tool.__name__ = name
+    _with_context(tool)
     return tool
 
 
