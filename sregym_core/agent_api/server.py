@@ -365,6 +365,7 @@ class SessionBirth:
             await self.app(scope, receive, send)
             return
         from starlette.datastructures import Headers, QueryParams
+        from starlette.requests import ClientDisconnect
 
         generation = self.surface.generation
         key = session_key(Headers(scope=scope), QueryParams(scope.get("query_string", b"")))
@@ -383,8 +384,6 @@ class SessionBirth:
                     self.surface.session_born(f"sse:{found.group(1).decode()}", generation)
                     pending[0] = False
             await send(message)
-
-        from starlette.requests import ClientDisconnect
 
         try:
             await self.app(scope, receive, watch)

@@ -126,6 +126,7 @@ class TemplateFault:
         obj = kube.get(ctx, target.component.kind, target.component.name, missing_ok=True)
         if obj is None:
             return True  # deleting the workload is not a fix
+        originals = ctx.state.get("originals", {})
         for op in ctx.state.get("ops", []):
             live = pointer_get(obj, op["path"])
             if op["op"] == "remove":
@@ -133,15 +134,15 @@ class TemplateFault:
                 # at another position, which is just as good)
                 parent_path, _, _index = op["path"].rpartition("/")
                 parent = pointer_get(obj, parent_path)
-                original = ctx.state["originals"].get(op["path"])
+                original = originals.get(op["path"])
                 if not (isinstance(parent, list) and original in parent) and live != original:
                     return True
                 continue
-            if _weakened(live, op["value"], ctx.state.get("originals", {}).get(op["path"], _MISSING), op["path"]):
+            original = originals.get(op["path"], _MISSING)
+            if _weakened(live, op["value"], original, op["path"]):
                 return True
             # removed keys count only in resource maps (API defaults fill probes, ports... back in)
-            original = ctx.state.get("originals", {}).get(op["path"]) if op["path"].endswith("/resources") else None
-            if _contains(live, op["value"], original):
+            if _contains(live, op["value"], original if op["path"].endswith("/resources") and original != _MISSING else None):
                 return True
         return False
 

@@ -267,8 +267,8 @@ class RulesJudge:
         # the diagnosis names another component of the app as where the flag acts ("recommendationCacheFailure makes
         # product-catalog's cache grow", "Root cause in frontend: ... productCatalogFailure")
         other_named = {c for named in about.values() for c in named} - involved
-        for s in sentences:
-            if not other_named:
+        if not other_named:
+            for s in sentences:
                 for c in _carried_by_identity(s.flat, truths):
                     topic[s.index] = topic[s.index] | {c}
         # a sentence whose cause side blames another component says nothing about the faulty one's
@@ -352,9 +352,8 @@ class RulesJudge:
         # Not when another component of the app is named as well (which one the flag breaks is then in question)
         named_anywhere = {m.component for m in any_mentions if not clause_list[m.clause].exonerating
                           and not sentence_of(m).hedged}
-        elsewhere = {c for named in about.values() for c in named} - involved
         for t in truths:
-            if t.fault in mechanism and identifying_values(t) and not set(t.components) <= asserted and not elsewhere:
+            if t.fault in mechanism and identifying_values(t) and not set(t.components) <= asserted and not other_named:
                 for c in t.components:
                     if c.lower() not in exonerated and (c.lower() in named_anywhere or any(
                             c.lower() in _carried_by_identity(sentences[i].flat, [t]) for i in mechanism_sentences)):
@@ -1007,8 +1006,8 @@ def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, i
     components = {c.lower() for c in truth.components}
     # where the fault is (its node, its pods) is no statement of what was done there
     where = {str(v).lower() for k, v in truth.mutated_values.items() if str(k).lower() in _LOCATION_KEYS for v in _scalars(v)}
-    # a changed field's new value is the change itself when it is no word of the language: a compound ("fast-ssd"), a
-    # value in CamelCase ("NoScheduling")
+    # a changed field's new value is the change itself when it is no word of the language: a compound ("fast-ssd") or
+    # a value in CamelCase (a scalar ``after``: a value inside a list, such as a toleration's effect, is not read here)
     new_values = {after for _field, after in _changed_fields(truth)}
     for value in concrete_values(truth):
         # a camelCase identifier (a flag's name, "imageSlowLoad") is as specific as a value with digits
@@ -1770,8 +1769,9 @@ _BUILT_IN_KINDS = frozenset({"deployment", "statefulset", "daemonset", "replicas
 
 def _generated_workload_only(flat: str, truth: GroundTruth) -> bool:
     """Does the sentence put the change in a workload (the one an operator derives from the truth's custom resource, or
-    any other workload kind) of a truth whose statement names an operator, and name neither the resource (its kind,
-    "custom resource", "CR") nor the operator? The fault is in the resource; a fix to the generated StatefulSet is undone by the operator."""
+    any other workload kind) of a truth whose statement names an operator, naming not the resource (its kind, "custom
+    resource", "CR") and either not the operator or the operator's own Deployment? The fault is in the resource; a fix
+    to the generated StatefulSet is undone by the operator."""
     kind = truth.resource_kind or ""
     mechanism = truth.mechanism
     if not kind or kind.lower() in _BUILT_IN_KINDS or "operator" not in mechanism.lower():
