@@ -36,7 +36,7 @@ from prometheus_client import Counter
 
 from sregym_appkit import logs
 from sregym_appkit.stats import Record, RequestLog
-from sregym_appkit.workload import add_query_routes, choose_weighted, route_session, validate_route
+from sregym_appkit.workload import IngressRouting, add_query_routes, choose_weighted, validate_route
 
 from . import content, data
 from .homeflood import HomeFlood
@@ -90,23 +90,20 @@ class Generator:
         self.inflight = 0
         self.sent = 0
         self.home_flood: HomeFlood | None = None
-        self.route: dict[str, str] | None = None
-        self.direct: tuple[str, aiohttp.ClientSession | None] | None = None
+        self.routing: IngressRouting[str] = IngressRouting()
         self.sessions: list[aiohttp.ClientSession] = []
 
     def set_route(self, route: dict[str, Any] | None) -> None:
         """Users through an Ingress (sregym_appkit's /control route: url, connect, ca), or back (None)."""
-        if route is None:
-            if self.direct is not None:
-                self.target, self.session = self.direct
-            self.route = None
-            return
-        url, connect, ca = validate_route(route)
-        if self.direct is None:
-            self.direct = (self.target, self.session)
-        self.session = route_session(url, connect, ca, limit=self.max_inflight, timeout_s=self.timeout_s)
-        self.sessions.append(self.session)
-        self.target, self.route = url.rstrip("/"), {"url": url, "connect": connect}
+        direct, url, self.session = self.routing.switch(route, (self.target, self.session),
+                                                        limit=self.max_inflight, timeout_s=self.timeout_s)
+        self.target = direct if url is None else url
+        if url is not None and self.session is not None:
+            self.sessions.append(self.session)
+
+    @property
+    def route(self) -> dict[str, str] | None:
+        return self.routing.route
 
     async def _get(self, path: str, method: str = "GET", body: Any = None) -> tuple[int, bytes]:
         assert self.session is not None
@@ -285,7 +282,7 @@ async def run() -> None:
     gen.task.cancel()
     await asyncio.to_thread(poller.join, 10)
     gen.home_flood.stop()
-    for session in {id(s): s for s in [gen.session, *gen.sessions, *(gen.direct[1:] if gen.direct else ())]
+    for session in {id(s): s for s in [gen.session, *gen.sessions, *(gen.routing.direct[1:] if gen.routing.direct else ())]
                     if s is not None}.values():
         await session.close()
     await runner.cleanup()

@@ -24,12 +24,11 @@ from .topology import (
     WORKLOAD_NAMESPACE,
 )
 
-DEFAULT_PARAMS = kit.default_params(IMAGE_TAG, workload_rate=5)
-NGINX_IMAGE = "nginx:1.22"
-VALKEY_IMAGE = "valkey/valkey:7.2"
-BROKER_IMAGE = "redis:7.0"
 OBJECTS = AppObjects(part_of="astronomy-shop", admin_port=ADMIN_PORT)
 _labels, _service, _deployment = OBJECTS.labels, OBJECTS.service, OBJECTS.deployment
+#: the third-party images beside the shop's own (the edge proxy, the cart's store, the order queue's broker)
+NGINX_IMAGE, VALKEY_IMAGE, BROKER_IMAGE = "nginx:1.22", "valkey/valkey:7.2", "redis:7.0"
+DEFAULT_PARAMS = kit.default_params(IMAGE_TAG, workload_rate=5)
 #: the load generator's deadline for one user task (all its requests), seconds
 WORKLOAD_TIMEOUT_S = 5
 

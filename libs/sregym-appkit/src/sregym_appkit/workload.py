@@ -35,7 +35,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import aiohttp
 import aiohttp.abc
@@ -44,6 +44,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, ge
 
 from . import logs
 from .stats import Record, RequestLog
+
+#: what a generator aims with when it goes straight to the target (its settings, or a target URL)
+Direct = TypeVar("Direct")
 
 MAX_RATE = 2000.0
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -182,6 +185,31 @@ def route_session(url: str, connect: str, ca: str, *, limit: int, timeout_s: flo
     return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=timeout_s))
 
 
+class IngressRouting(Generic[Direct]):
+    """Where users go: straight to the target, or through an Ingress (a /control ``route``). The way in
+    use before the first route (``Direct``: whatever the generator aims with, and its session) is kept so
+    that a ``None`` route goes back to it."""
+
+    def __init__(self) -> None:
+        self.direct: tuple[Direct, aiohttp.ClientSession | None] | None = None
+        self.route: dict[str, str] | None = None
+
+    def switch(self, route: Any, current: tuple[Direct, aiohttp.ClientSession | None], *, limit: int,
+               timeout_s: float) -> tuple[Direct, str | None, aiohttp.ClientSession | None]:
+        """(the direct way, the route's target URL or None, the session to use now). A new route opens a
+        new session (the caller closes it with its others); ValueError for a ``route`` that is not one."""
+        if route is None:
+            direct = self.direct if self.direct is not None else current
+            self.route = None
+            return direct[0], None, direct[1]
+        url, connect, ca = validate_route(route)
+        if self.direct is None:
+            self.direct = current
+        session = route_session(url, connect, ca, limit=limit, timeout_s=timeout_s)
+        self.route = {"url": url, "connect": connect}
+        return self.direct[0], url.rstrip("/"), session
+
+
 def choose_weighted(mix: tuple[tuple[str, float], ...], rng: random.Random) -> str:
     """An endpoint drawn from ``mix`` ((name, share) pairs summing to 1)."""
     x, acc = rng.random(), 0.0
@@ -232,8 +260,7 @@ class Generator:
         self.task: asyncio.Task[None] | None = None
         self.session: aiohttp.ClientSession | None = None
         self.sessions: list[aiohttp.ClientSession] = []  # every session opened (routes switch sessions)
-        self.direct: tuple[Settings, aiohttp.ClientSession | None] | None = None
-        self.route: dict[str, str] | None = None
+        self.routing: IngressRouting[Settings] = IngressRouting()
         self.sent = 0
         self.started_at = 0.0
         self.inflight = 0
@@ -263,18 +290,12 @@ class Generator:
         """Send users to ``route["url"]`` (an Ingress host), connecting to ``route["connect"]``
         (``host:port`` of the ingress controller's Service, as DNS would answer for the public name)
         and verifying its certificate against ``route["ca"]`` (PEM); None: back to the target."""
-        if route is None:
-            if self.direct is not None:
-                self.settings, self.session = self.direct
-            self.route = None
-            return
-        url, connect, ca = validate_route(route)
-        if self.direct is None:
-            self.direct = (self.settings, self.session)
-        self.session = route_session(url, connect, ca, limit=self.settings.max_inflight, timeout_s=self.settings.timeout_s)
-        self.sessions.append(self.session)
-        self.settings = dataclasses.replace(self.direct[0], target=url.rstrip("/"))
-        self.route = {"url": url, "connect": connect}
+        direct, url, self.session = self.routing.switch(route, (self.settings, self.session),
+                                                        limit=self.settings.max_inflight,
+                                                        timeout_s=self.settings.timeout_s)
+        self.settings = direct if url is None else dataclasses.replace(direct, target=url)
+        if url is not None and self.session is not None:
+            self.sessions.append(self.session)
 
     async def close(self) -> None:
         await self.stop()
@@ -355,7 +376,7 @@ class Generator:
     def progress(self) -> dict[str, Any]:
         return {"running": self.task is not None and not self.task.done(), "sent": self.sent,
                 "recorded_total": self.log.total, "inflight": self.inflight, "started_at": self.started_at,
-                "target": self.settings.target, "route": self.route, **dataclasses.asdict(self.spec)}
+                "target": self.settings.target, "route": self.routing.route, **dataclasses.asdict(self.spec)}
 
 
 def add_query_routes(app: web.Application, log: RequestLog, endpoints: tuple[str, ...]) -> None:
