@@ -167,11 +167,19 @@ def test_before_the_namespace_goes_every_finalizer_but_the_clusters_own_comes_of
 
     claim = {"metadata": {"name": "data", "finalizers": ["kubernetes.io/pvc-protection"]}}
     deployment = {"metadata": {"name": "web", "finalizers": ["example.com/hold", "foregroundDeletion"]}}
-    kube = _RecordingKube({"PersistentVolumeClaim": [claim], "Deployment": [deployment]})
+    crd = {"metadata": {"name": "datastoreclusters.fleetcast.sregym.dev"},
+           "spec": {"group": "fleetcast.sregym.dev", "scope": "Namespaced",
+                    "names": {"plural": "datastoreclusters", "kind": "DatastoreCluster"},
+                    "versions": [{"name": "v1", "served": True, "storage": True}]}}
+    custom = {"metadata": {"name": "store", "finalizers": ["example.com/hold"]}}
+    kube = _RecordingKube({"PersistentVolumeClaim": [claim], "Deployment": [deployment],
+                           "CustomResourceDefinition": [crd], "DatastoreCluster": [custom]})
     released = release_finalizers(kube, ("app",))
-    assert released == ["Deployment app/web"]
-    assert kube.calls == [("PATCH", "/apis/apps/v1/namespaces/app/deployments/web",
-                           {"metadata": {"finalizers": ["foregroundDeletion"]}})]
+    assert sorted(released) == ["DatastoreCluster app/store", "Deployment app/web"]
+    assert sorted(kube.calls, key=str) == sorted([
+        ("PATCH", "/apis/apps/v1/namespaces/app/deployments/web", {"metadata": {"finalizers": ["foregroundDeletion"]}}),
+        ("PATCH", "/apis/fleetcast.sregym.dev/v1/namespaces/app/datastoreclusters/store", {"metadata": {"finalizers": None}}),
+    ], key=str)
 
 
 def test_an_object_no_controller_of_its_owners_kind_makes_is_not_sheltered_by_it():

@@ -101,8 +101,7 @@ class Baseline:
 
     def take(self) -> Baseline:
         self.objects = {}
-        self.kinds = _with_custom_kinds(self._list("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                                                   "CustomResourceDefinition"))
+        self.kinds = reconciled_kinds(self.kube)
         for ns in self.namespaces:
             for template, kind in self.kinds:
                 for item in self._list(template.format(ns=ns), kind):
@@ -244,6 +243,18 @@ def _foreign_route(kind: str, item: dict[str, Any], services: dict[str, bool]) -
     return None
 
 
+def reconciled_kinds(kube: Kube) -> tuple[tuple[str, str], ...]:
+    """What the reset reconciles and the teardown releases: the built-in kinds and the cluster's namespaced custom
+    resources (:func:`_with_custom_kinds`), each as (collection template, kind)."""
+    try:
+        definitions = kube.list_items("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "CustomResourceDefinition")
+    except ApiStatusError as exc:
+        if exc.code not in (404, 405):
+            raise
+        definitions = []
+    return _with_custom_kinds(definitions)
+
+
 def _with_custom_kinds(definitions: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
     """The reconciled kinds with the cluster's namespaced custom resources among them, before the workloads (an
     operator derives its workloads from them): a field an agent adds to a custom resource (a DatastoreCluster's
@@ -372,10 +383,12 @@ def _drop_finalizers(kube: Kube, collection: str, item: dict[str, Any], keep: An
 
 def release_finalizers(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:
     """Take off every finalizer but the cluster's own from the objects of ``namespaces`` (before the
-    namespaces are deleted: no controller of ours will ever remove an agent's)."""
+    namespaces are deleted: no controller of ours will ever remove an agent's), custom resources included (an
+    agent's finalizer on a DatastoreCluster would otherwise hold its namespace in Terminating)."""
     released = []
+    kinds = reconciled_kinds(kube)
     for ns in namespaces:
-        for template, kind in RECONCILED:
+        for template, kind in kinds:
             collection = template.format(ns=ns)
             try:
                 items = kube.list_items(collection, kind)
