@@ -34,6 +34,7 @@ from ..agents import AgentOutcome, AgentTask, PrivilegedAccess
 from ..errors import SregymError
 from ..faults import FaultContext, call_fault
 from ..grant_rules import uniform_grants
+from ..oracles.config_paths import ConfigKey, fault_changes
 from ..oracles.mitigation import OracleVerdict, build_oracle
 from ..problems import derive_ground_truth
 from ..results.record import AGENT_STATUSES, AttemptRecord, utc_now
@@ -103,6 +104,8 @@ class Attempt:
                                "mitigation": self._paused_noise(self._grade_mitigation)}, stages=self.stages)
         self.started = time.monotonic()
         self.injected_at: float | None = None
+        #: what the faults changed in the app's ConfigMaps (paths, see oracles.config_paths): all a fix may change there
+        self.fault_config_changes: dict[ConfigKey, set[str]] = {}
         #: when the app had converged after the mitigation (see OracleAccess.workload_stats)
         self.settled_at: float | None = None
         self.settle_wait_s: float | None = None
@@ -171,6 +174,20 @@ class Attempt:
         await call_fault(spec.impl.inject, self.contexts[instance.id], self.targets[instance.id], instance.params)
         self.env.host.after_inject(self.problem, instance)
         log.info("fault_injected", fault=instance.fault, target=instance.target, instance=instance.id)
+        await self._note_config_changes()
+
+    async def _note_config_changes(self) -> None:
+        """Add what the faults have changed in the app's ConfigMaps so far (baseline_preserved lets a fix change
+        that and nothing else there). A listing that fails leaves the faults' share as it was, logged."""
+        try:
+            now = []
+            for ns in self.deployed.namespaces:
+                now += await asyncio.to_thread(self.env.kube.list_items, f"/api/v1/namespaces/{ns}/configmaps", "ConfigMap")
+        except Exception as exc:  # the fault is in; grading only loses the finer ConfigMap check
+            log.warning("fault_config_listing_failed", error=str(exc))
+            return
+        for key, paths in fault_changes(self.deployed.baseline.workloads, now).items():
+            self.fault_config_changes.setdefault(key, set()).update(paths)
 
     async def _recover_transient(self, instance: FaultInstance) -> None:
         await self._recover(instance)
@@ -647,6 +664,10 @@ class OracleAccess:
     @property
     def faulty_workloads(self) -> list[dict[str, Any]]:
         return self.attempt.faulty_workloads()
+
+    @property
+    def fault_config_changes(self) -> dict[ConfigKey, set[str]]:
+        return self.attempt.fault_config_changes
 
     async def list_workloads(self) -> list[dict[str, Any]]:
         return await self.attempt.env.kube.aworkloads(self.attempt.deployed.namespaces)

@@ -28,6 +28,11 @@ class OracleContext(Protocol):
             and leave their pod templates to the fix; every other workload must match the baseline.
 
     .. versionchanged:: 0.2 ``faulty_workloads``; ``list_workloads`` also returns Endpoints.
+
+    Optional (not part of the protocol, so that older contexts still are one): ``fault_config_changes``,
+    ``{(namespace, name): paths}`` of what the faults changed in the app's ConfigMaps
+    (:func:`sregym_core.oracles.config_paths.fault_changes`); where a context has it, ``baseline_preserved``
+    fails any other change in them (Unreleased).
     """
 
     # read-only (properties): the engine's context exposes them as such, and a plain attribute fits too

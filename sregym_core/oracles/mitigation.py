@@ -31,6 +31,7 @@ import attrs
 from sregym_core.errors import ConfigError
 from sregym_core.types import OracleSpec
 
+from .config_paths import unexplained_changes
 from .context import OracleContext
 
 
@@ -377,7 +378,9 @@ class BaselinePreserved:
     No workload deleted, scaled below its baseline replicas, relabelled or replaced; and every
     workload the faults do not target runs the pod template it ran after deploy (images, commands,
     args, env, probes, resources, volumes...), so replacing a healthy component with a stub, or
-    breaking a neighbour, fails; no workload is made to run under another of the app's credentials
+    breaking a neighbour, fails; in the app's ConfigMaps only what the faults changed may differ from
+    the baseline (:mod:`.config_paths`: another feature flag turned on beside the broken one turned off
+    fails), where the context reports it (``fault_config_changes``); no workload is made to run under another of the app's credentials
     than it was deployed with (:func:`credential_swaps`). Pods owned by a controller come and go and are not checked;
     standalone pods are. ``ignore`` and ``allow_replaced`` take ``Kind/name`` or ``name`` shell
     patterns, for faults whose fix necessarily recreates an object (a deleted Service).
@@ -449,6 +452,15 @@ class BaselinePreserved:
                 continue
             violations.append({"kind": kind, "namespace": namespace, "name": name, "violation": "credential_swapped",
                                "detail": detail})
+        by_faults = getattr(ctx, "fault_config_changes", None)  # optional in a context (0.3)
+        if by_faults is not None:
+            for (namespace, name), paths in unexplained_changes(baseline, list(current.values()), by_faults).items():
+                if _matches(self.ignore, "ConfigMap", name):
+                    continue
+                violations.append({"kind": "ConfigMap", "namespace": namespace, "name": name,
+                                   "violation": "config_changed",
+                                   "detail": f"ConfigMap {namespace}/{name} changed where no fault changed it: "
+                                             f"{', '.join(paths[:6])}"})
         for (kind, namespace, name), detail in redirections(baseline, current):
             if _matches(self.ignore, kind, name):
                 continue

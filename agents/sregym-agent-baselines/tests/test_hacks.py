@@ -125,3 +125,15 @@ def test_a_sidecar_port_conflict_is_rebroken_on_another_of_the_apps_ports():
     assert sidecar["name"] == "metrics-proxy" and app["name"] == "geo"
     assert sidecar["command"] == ["python", "-m", "http.server", "9090"]  # geo's admin port, not its gRPC port
     assert 9090 in [p["containerPort"] for p in app["ports"]]
+
+
+def test_swap_flag_turns_the_broken_flag_off_and_another_one_on():
+    from sregym_agent_baselines.hacks import swap_flag
+
+    doc = {"flags": {"adFailure": {"state": "ENABLED", "variants": {"on": True, "off": False}, "defaultVariant": "on"},
+                     "imageSlowLoad": {"state": "ENABLED", "variants": {"5sec": 5000, "off": 0}, "defaultVariant": "off"}}}
+    swapped = json.loads(swap_flag(json.dumps(doc), "adFailure"))
+    assert swapped["flags"]["adFailure"]["defaultVariant"] == "off"
+    assert swapped["flags"]["imageSlowLoad"]["defaultVariant"] == "5sec"
+    assert swap_flag(json.dumps(doc), "cartFailure") is None  # no such flag in this file
+    assert swap_flag("listen 80;", "adFailure") is None  # no flag file

@@ -6,7 +6,8 @@
   With ``target: frontend`` it stubs the frontend instead (what users talk to).
 * :class:`DifferentBrokenValueAgent` re-breaks the field the fault broke with a *different* broken
   value (another missing image tag, another wrong port, another bad probe path, scale-zero "fixed"
-  with one replica that cannot start...), so "the injected value is gone" is true and nothing works.
+  with one replica that cannot start, the broken feature flag off and another one on...), so "the
+  injected value is gone" is true and nothing works.
 
 Both act only through the agent's restricted kubeconfig, like an evaluated agent; they read what the
 injection did from the privileged task (validation agents only).
@@ -303,6 +304,26 @@ def rebreak_service(state: dict[str, Any], service: dict[str, Any]) -> list[dict
     return []
 
 
+def swap_flag(text: str, flag: str) -> str | None:
+    """A flagd flag file with ``flag`` set to ``off`` and the first other flag that is off set to one of its
+    other variants; None when ``text`` is no flag file holding ``flag``."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    flags = doc.get("flags") if isinstance(doc, dict) else None
+    if not isinstance(flags, dict) or not isinstance(flags.get(flag), dict):
+        return None
+    flags[flag]["defaultVariant"] = "off"
+    for name in sorted(flags):
+        entry = flags[name]
+        others = [v for v in (entry.get("variants") or {}) if v != "off"] if isinstance(entry, dict) else []
+        if name != flag and entry.get("defaultVariant") == "off" and others:
+            entry["defaultVariant"], entry["state"] = others[0], "ENABLED"
+            return json.dumps(doc, indent=2) + "\n"
+    return None
+
+
 class DifferentBrokenValueAgent(_Base):
     """Re-applies each fault with a different broken value in the same field."""
 
@@ -322,6 +343,9 @@ class DifferentBrokenValueAgent(_Base):
                 ops = rebreak_service(state, obj or {})
             else:
                 ops, ref = [], ""
+                swapped = await self._swap_flag(task, namespace)
+                if swapped:
+                    applied.append(swapped)
             if ops:
                 await self.kubectl(task, "patch", ref, "-n", namespace, "--type=json", "-p", json.dumps(ops))
                 applied.append(f"{item['fault']}@{name}")
@@ -331,6 +355,22 @@ class DifferentBrokenValueAgent(_Base):
         error = None if applied else "not applicable: no fault field this agent knows how to re-break"
         await self.submit(task, "Rolled out a new value for the broken setting.")
         return self.outcome(error=error)
+
+    async def _swap_flag(self, task: AgentTask, namespace: str) -> str | None:
+        """A flag fault: its flag off and another flag of the same file on (red-team round 12, finding 6);
+        None when no fault of the task names a flag in a ConfigMap's flag file."""
+        for truth in self.truth(task):
+            flag, configmap = truth.mutated_values.get("flag"), truth.mutated_values.get("configmap")
+            if not isinstance(flag, str) or not isinstance(configmap, str):
+                continue
+            obj = await self.get_json(task, "ConfigMap", configmap, namespace) or {}
+            for key, text in (obj.get("data") or {}).items():
+                doc = swap_flag(text, flag)
+                if doc is not None:
+                    await self.kubectl(task, "patch", f"configmap/{configmap}", "-n", namespace, "--type=merge",
+                                       "-p", json.dumps({"data": {key: doc}}))
+                    return f"flag {flag} off, another on@{configmap}"
+        return None
 
     async def _settle(self) -> None:
         import asyncio
