@@ -214,8 +214,25 @@ class RulesJudge:
                 later = [c for i, c in enumerate(clause_list) if i > m.clause and clause_sentence[i] == clause_sentence[m.clause]]
                 if later and later[0].cause_side and _POSSESSIVE_OPENING.match(later[0].text):
                     pronoun.setdefault(clause_sentence[m.clause], set()).add(m.component)
+        # "checkout cannot list products because its setting for the product catalog points at port 8082": a possessive
+        # pronoun opening the cause refers to the component the effect is said of (its subject); what the possessed
+        # thing is for ("for the product catalog") is its object, not a culprit
+        for m in mentions:
+            if m.component in truth_components and clause_list[m.clause].role == "effect" and \
+                    m is next(x for x in mentions if x.clause == m.clause):
+                later = [c for i, c in enumerate(clause_list) if i > m.clause and clause_sentence[i] == clause_sentence[m.clause]]
+                if later and later[0].cause_side and _POSSESSIVE_OPENING.match(later[0].text):
+                    pronoun.setdefault(clause_sentence[m.clause], set()).add(m.component)
         for index, named_before in pronoun.items():
             about.setdefault(index, set()).update(named_before)
+        complements = [m for m in any_mentions if clause_sentence[m.clause] in pronoun
+                       and _possessed_complement(clause_list[m.clause].text, m)]
+        if complements:
+            mentions = [m for m in mentions if m not in complements]
+            for m in complements:
+                if not any(x.component == m.component and clause_sentence[x.clause] == clause_sentence[m.clause]
+                           for x in mentions):
+                    about.get(clause_sentence[m.clause], set()).discard(m.component)
         hedged_components = {m.component for m in mentions if sentence_of(m).hedged}
         component_sentences: dict[str, str] = {}
         for m in mentions:
@@ -223,7 +240,8 @@ class RulesJudge:
                     and _identifies(clause_list, mentions, m, involved) and not _in_apposition(clause_list, any_mentions, m)):
                 component_sentences[m.component] = sentence_of(m).raw
         asserted = set(component_sentences)
-        subjects = [m for m in any_mentions if m not in mentions and _SUBJECT_AFTER.match(clause_list[m.clause].text[m.end:])]
+        subjects = [m for m in any_mentions if m not in mentions and m not in complements
+                    and _SUBJECT_AFTER.match(clause_list[m.clause].text[m.end:])]
         blamed = self._blamed(clause_list, clause_sentence, sentences, sorted([*mentions, *subjects], key=lambda m: (m.clause, m.start)),
                               involved)
         exonerated = {m.component for m in any_mentions if clause_list[m.clause].exonerating}
@@ -430,6 +448,15 @@ _CONTRIBUTES = re.compile(r"\b(?:contribut\w*\s+to|(?:also|partly|jointly)\s+(?:
 
 
 _POSSESSIVE_OPENING = re.compile(r"^\W*(?:(?:but|however|yet|though|although)\s+)?(?:its|their)\s+\w", re.I)
+# "its setting for (where) the product catalog (lives)", "their connection string to the cart store": the possessed
+# thing and a preposition, then the component it is about
+_POSSESSED_THING = re.compile(r"^\W*(?:(?:but|however|yet|though|although)\s+)?(?:its|their)\s+(?:[\w'-]+\s+){1,5}?"
+                              r"(?:for|to|of|towards?|about|at|on|with)\s+(?:(?:where|what|how)\s+)?(?:the\s+)?$", re.I)
+
+
+def _possessed_complement(clause: str, mention: text.Mention) -> bool:
+    """Is the mention what a possessed thing opening its clause is for ("its setting for the product catalog")?"""
+    return bool(_POSSESSED_THING.match(clause[: mention.start]))
 
 
 # "every service name does not exist" quantifies names; "all services recover" is the fix working
