@@ -247,3 +247,25 @@ def test_the_reset_puts_an_apps_custom_resources_back_and_removes_new_ones():
     actions = baseline.reconcile()
     assert ("PUT", f"{collection}/orbit-db") in kube.calls and ("DELETE", f"{collection}/extra") in kube.calls
     assert "restored DatastoreCluster fleetcast/orbit-db" in actions
+
+
+def test_a_pod_admitted_under_a_limit_range_that_is_gone_is_made_again():
+    """Round 13, finding 1: the reset deleted the agent's LimitRange, but a pod its controller had made meanwhile kept
+    the CPU limit the LimitRange defaulted (50m) through five later attempts."""
+    template = {"containers": [{"name": "app", "image": "img", "resources": {"limits": {"memory": "256Mi"}}}]}
+    rs = {"kind": "ReplicaSet", "metadata": {"name": "rec-1", "uid": "rs1"},
+          "spec": {"selector": {"matchLabels": {"app": "rec"}}, "template": {"spec": template}}}
+
+    def pod(resources):
+        return {"kind": "Pod", "metadata": {"name": "rec-1-x", "namespace": "app", "labels": {"app": "rec"},
+                                            "ownerReferences": [{"kind": "ReplicaSet", "name": "rec-1", "uid": "rs1",
+                                                                 "controller": True}]},
+                "spec": {"containers": [{"name": "app", "image": "img", "resources": resources}]}}
+
+    # the API server's own default (a limit requests itself) and another spelling of the same quantity are the template's
+    assert _orphan_reason(pod({"limits": {"memory": "268435456"}, "requests": {"memory": "256Mi"}}), {"rs1": rs}) is None
+    defaulted = pod({"limits": {"memory": "256Mi", "cpu": "50m"}, "requests": {"memory": "256Mi", "cpu": "50m"}})
+    assert "LimitRange" in _orphan_reason(defaulted, {"rs1": rs})
+    # an app deployed with a LimitRange of its own: its pods are defaulted by it every time, so they are its
+    baseline = {("LimitRange", "app", "defaults"): {}}
+    assert _orphan_reason(defaulted, {"rs1": rs}, baseline) is None

@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 
 from ..errors import DeployError
+from ..quantity import parse_quantity
 from .kube import ApiStatusError, Kube
 
 log = structlog.get_logger()
@@ -315,6 +316,26 @@ def _containers(pod_spec: dict[str, Any]) -> list[tuple[Any, ...]]:
     return out
 
 
+def _resources(pod_spec: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Per container, its limits and requests as quantities, with the API server's own default filled in (a limit
+    without a request requests the limit), so a pod and its template compare equal unless something else set them."""
+    out = []
+    for group in ("initContainers", "containers"):
+        for c in pod_spec.get(group) or ():
+            resources = c.get("resources") or {}
+            limits = {k: _quantity(v) for k, v in (resources.get("limits") or {}).items()}
+            requests = {**limits, **{k: _quantity(v) for k, v in (resources.get("requests") or {}).items()}}
+            out.append((group, c.get("name"), sorted(limits.items()), sorted(requests.items())))
+    return out
+
+
+def _quantity(value: Any) -> Any:
+    try:
+        return parse_quantity(str(value))
+    except Exception:  # not a quantity (the API server refuses those): compared as written
+        return str(value)
+
+
 def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]],
                    baseline: dict[tuple[str, str, str], dict[str, Any]] | None = None) -> str | None:
     """Why an object claiming a controller is not really its controller's, or None when it is.
@@ -342,6 +363,12 @@ def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]],
         template = (owner["spec"].get("template") or {}).get("spec")
         if template is not None and _containers(item.get("spec") or {}) != _containers(template):
             return f"it does not run the template of {ref.get('kind')} {ref.get('name')} (not made by it)"
+        no_limit_range = not any(k == "LimitRange" and n == namespace for k, n, _name in (baseline or {}))
+        if template is not None and no_limit_range and _resources(item.get("spec") or {}) != _resources(template):
+            # made by its controller while a LimitRange the agent created was there, which defaulted its resources
+            # (issue #34, round 13: a 50m CPU limit outlived the LimitRange by 32 minutes and five graded attempts)
+            return f"its resources are not its template's ({ref.get('kind')} {ref.get('name')}): admitted under a " \
+                   "LimitRange that is gone"
     if kind == "PersistentVolumeClaim" and ref.get("kind") == "StatefulSet":
         # a StatefulSet makes claims only from its volumeClaimTemplates, named <template>-<set>-<ordinal>
         # (issue #34, round 4: a claim "owned" by a set without templates outlived every reset)
