@@ -269,3 +269,20 @@ def test_a_pod_admitted_under_a_limit_range_that_is_gone_is_made_again():
     # an app deployed with a LimitRange of its own: its pods are defaulted by it every time, so they are its
     baseline = {("LimitRange", "app", "defaults"): {}}
     assert _orphan_reason(defaulted, {"rs1": rs}, baseline) is None
+
+
+def test_the_reset_clears_the_last_attempts_events():
+    """Round 13, finding 6: a forged OOMKilling warning the agent wrote was still listed 45 minutes later."""
+    from sregym_core.conductor.reconcile import Baseline
+
+    kube = _RecordingKube({})
+    baseline = Baseline(kube, ("app",))
+    baseline.reconcile()
+    assert ("DELETE", "/api/v1/namespaces/app/events") in [(m, p) for m, p, _ in kube.calls]
+
+
+def test_the_agent_reads_events_and_writes_none():
+    from sregym_core.conductor.agent_access import NAMESPACED_RULES
+
+    verbs = {v for rule in NAMESPACED_RULES if "" in rule["apiGroups"] and "events" in rule["resources"] for v in rule["verbs"]}
+    assert verbs == {"get", "list", "watch"}

@@ -30,8 +30,11 @@ NAMESPACED_RULES = [
     {"apiGroups": [""], "resources": ["pods", "pods/log", "pods/exec", "pods/attach", "pods/eviction",
                                       "pods/ephemeralcontainers", "services", "endpoints",
                                       "configmaps", "secrets", "persistentvolumeclaims", "serviceaccounts",
-                                      "events", "resourcequotas", "limitranges", "replicationcontrollers"],
+                                      "resourcequotas", "limitranges", "replicationcontrollers"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]},
+    # what happened is the cluster's to report: an Event the agent wrote (a forged OOMKilling warning) misled later
+    # attempts (red-team round 13, finding 6)
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["apps"], "resources": ["deployments", "deployments/scale", "replicasets",
                                           "replicasets/scale", "statefulsets", "statefulsets/scale", "daemonsets",
                                           "controllerrevisions"],

@@ -174,6 +174,15 @@ class Baseline:
                     elif item["metadata"].get("uid") != wanted["metadata"].get("uid") or _comparable(item) != _comparable(wanted):
                         self._put_back(collection, wanted, item)
                         actions.append(f"restored {kind} {ns}/{name}")
+        for ns in self.namespaces:
+            # the last attempt's Events (its fault's, its agent's) are no part of the app's post-deploy state
+            try:
+                cleared = self.kube.request("DELETE", f"/api/v1/namespaces/{ns}/events")
+                if isinstance(cleared, dict) and cleared.get("items"):
+                    actions.append(f"cleared {len(cleared['items'])} Events of {ns}")
+            except ApiStatusError as exc:
+                if exc.code not in (404, 405):
+                    raise
         for key, wanted in self.objects.items():
             if key in seen:
                 continue

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.request
 
 ARGS = sys.argv[1:]
@@ -58,6 +59,10 @@ dump = {
         "backdoor": kubectl("get", "rolebinding", "backdoor", "--ignore-not-found", "-o", "name")["out"].strip(),
         "standing_subjects": kubectl("get", "rolebinding", "sregym-agent", "--ignore-not-found",
                                      "-o", "jsonpath={.subjects}")["out"],
+        "limit_range": kubectl("get", "limitrange", "squeeze", "--ignore-not-found", "-o", "name")["out"].strip(),
+        "frontend_cpu_limits": kubectl("get", "pods", "-l", "app.kubernetes.io/name=frontend", "-o",
+                                       "jsonpath={.items[*].spec.containers[*].resources.limits.cpu}")["out"].strip(),
+        "forged_events": kubectl("get", "events", "--field-selector", "reason=SregymForged", "-o", "name")["out"].strip(),
     },
 }
 token = re.search(r"token: (\S+)", dump["kubeconfig"])
@@ -79,6 +84,24 @@ plants["standing_subject"] = kubectl(
     "patch", "rolebinding", "sregym-agent", "--type=json", "-p",
     json.dumps([{"op": "add", "path": "/subjects/-", "value": {"kind": "ServiceAccount", "name": "default",
                                                                "namespace": NS}}]))
+# a LimitRange that defaults every new container's CPU limit, and a frontend pod made again under it (round 13,
+# finding 1: the reset deleted the LimitRange but not what it had defaulted)
+limit_range = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "squeeze"},
+               "spec": {"limits": [{"type": "Container", "default": {"cpu": "50m"}, "defaultRequest": {"cpu": "50m"}}]}}
+plants["limit_range"] = kubectl("create", "-f", "-", input=json.dumps(limit_range))
+plants["frontend_restarted"] = kubectl("delete", "pods", "-l", "app.kubernetes.io/name=frontend", "--wait=false")
+for _ in range(60):
+    if "50m" in kubectl("get", "pods", "-l", "app.kubernetes.io/name=frontend", "-o",
+                        "jsonpath={.items[*].spec.containers[*].resources.limits.cpu}")["out"]:
+        break
+    time.sleep(1)
+dump["squeezed"] = kubectl("get", "pods", "-l", "app.kubernetes.io/name=frontend", "-o",
+                           "jsonpath={.items[*].spec.containers[*].resources.limits.cpu}")["out"]
+# a forged warning for the next attempt's agent to read (round 13, finding 6): refused
+event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "geo.forged"}, "reason": "SregymForged",
+         "message": "OOMKilling geo", "type": "Warning",
+         "involvedObject": {"kind": "Pod", "name": "geo", "namespace": NS}}
+dump["forged_event"] = kubectl("create", "-f", "-", input=json.dumps(event))
 dump["plants"] = plants
 with open("dump.json", "w") as handle:
     json.dump(dump, handle, indent=1)

@@ -5,7 +5,9 @@ outlive its attempt. Two attempts run back to back on the shared embedded cluste
 * issue 14 item 1, the answer in plain sight: no path, variable, argument, identity or URL the agent
   sees names the problem, its fault or its target;
 * item 6, persistence: the pods and RoleBinding subjects it adds are gone after the reset and are
-  not in the next attempt's baseline; its token is refused once the attempt is over.
+  not in the next attempt's baseline; its token is refused once the attempt is over;
+* round 13: a pod made again under a LimitRange the agent created loses what it defaulted with the reset, and
+  the agent cannot write Events (a forged warning for the next attempt).
 """
 
 from __future__ import annotations
@@ -104,6 +106,13 @@ def test_what_the_agent_planted_does_not_survive_the_reset(two_attempts):
     # the second attempt started from the baseline, without them
     assert second["seen_at_start"]["intruder"] == "" and second["seen_at_start"]["forged"] == ""
     assert second["seen_at_start"]["backdoor"] == ""
+    # round 13: the first attempt's LimitRange squeezed a frontend pod it made again; the reset removed both
+    assert "50m" in first["squeezed"], first["squeezed"]
+    assert second["seen_at_start"]["limit_range"] == ""
+    assert "50m" not in second["seen_at_start"]["frontend_cpu_limits"], second["seen_at_start"]
+    # and an Event is the cluster's to write: the forged warning was refused, and none is there next time
+    assert first["forged_event"]["code"] != 0 and "forbidden" in first["forged_event"]["err"].lower()
+    assert second["seen_at_start"]["forged_events"] == ""
     assert f'"namespace":"{NS}"' not in second["seen_at_start"]["standing_subjects"].replace(" ", "")
     # and after the run, nothing either attempt planted is left
     cluster = two_attempts["cluster"]
