@@ -16,7 +16,7 @@ from typing import Any
 
 from ..faults import FaultContext
 from ..types import Capability, FailureMode, FaultSpec, GroundTruth, Layer, Target, TargetSelector
-from . import kube
+from . import kube, weakening
 from .truth import TruthValues, truth_factory
 
 _MISSING = {"$missing": True}
@@ -78,7 +78,11 @@ def _weakened(live: Any, injected: Any, original: Any, path: str) -> bool:
     if path.endswith("/resources") and isinstance(original, dict) and isinstance(injected, dict):
         kept = (original.get("limits") or {}).keys() & (injected.get("limits") or {}).keys()
         live_limits = (live.get("limits") or {}) if isinstance(live, dict) else {}
-        return any(key not in live_limits for key in kept)
+        # round 13: a limit raised past any use or a request left far below the shipped one is no repair either
+        return any(key not in live_limits for key in kept) or weakening.resources_weaker(live, original) is not None
+    if path.rsplit("/", 1)[-1] in weakening.PROBES:
+        # round 13: a probe kept but made useless (it never acts, or checks nothing) is no repair
+        return weakening.probe_weaker(live, original) is not None
     return False
 
 

@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from sregym_core.errors import ConfigError
+from sregym_core.faultkit import weakening
 from sregym_core.types import OracleSpec
 
 from .config_paths import unexplained_changes
@@ -436,6 +437,13 @@ class BaselinePreserved:
                 if changes:
                     violation("template_changed", f"{kind} {namespace}/{name} (not a faulty workload) pod template "
                                                   f"changed: {'; '.join(changes[:6])}")
+            elif kind in _TEMPLATED:
+                # the fix may change a faulty workload's template, never leave it weaker than deployed: a probe or a
+                # bound deleted, made useless or left at the fault's value (red-team rounds 12-13)
+                weaker = weakening.template_weaker(_get(new, "spec", "template", "spec"),
+                                                   _get(old, "spec", "template", "spec"))
+                if weaker:
+                    violation("weakened", f"{kind} {namespace}/{name} is weaker than deployed: {'; '.join(weaker[:4])}")
             for what, path in (("selector", ("spec", "selector")), ("pod template labels", ("spec", "template", "metadata", "labels"))):
                 if kind == "Pod" or (what != "selector" and kind == "Service"):
                     continue
