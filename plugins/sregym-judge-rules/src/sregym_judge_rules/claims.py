@@ -148,8 +148,11 @@ def _claims(raw: str, key: str) -> Iterator[str]:
     names = {re.escape(key), re.escape(_camel(key))}
     # the key as a field (case as written: "ConfigMap" is a kind, "configMap" the field), in a dotted path or alone
     pattern = re.compile(rf"(?<![\w.])(?:\w+\.)*(?:{'|'.join(names)})`?{_GIVEN}")
-    for match in pattern.finditer(raw):
-        value = next(v for v in match.group("set", "key", "number", "quoted") if v is not None).rstrip(".,;")
+    # the verb before the field: "sets runAsUser to 0", "changed the updateStrategy to Rolling" (round 13, finding 5)
+    verb_first = re.compile(rf"(?i:\b(?:sets?|setting|changed?|changing|puts?|lowered|raised))\s+(?:(?i:the|its)\s+)?"
+                            rf"(?:\w+\.)*(?:{'|'.join(names)})`?\s+to\s+[`'\"]?(?P<set>-?[\w.]+)")
+    for found in (*pattern.finditer(raw), *verb_first.finditer(raw)):
+        value = next(v for v in found.groupdict().values() if v is not None).rstrip(".,;")
         if value.lower() in _NOT_A_VALUE or not _VALUE_SHAPE.search(value):
             continue
         yield value

@@ -2107,6 +2107,11 @@ _PRE_FAULT_KEYS = frozenset({"before", "baseline", "original", "previous", "old"
 _NAMED_KEYS = frozenset({"env", "selector", "nodeselector", "labels", "annotations"})
 
 
+# keys that name the changed object or who acts on it ("resource": "DatastoreCluster/orbit-db", "operator"), not a value
+# it was given: naming the object states no value (red-team round 13, finding 5)
+_NAMING_KEYS = frozenset({"resource", "operator"})
+
+
 def concrete_values(truth: GroundTruth) -> list[str]:
     """The distinctive *mutated* values a diagnosis could state: post-fault values only, never the
     truth's key names (``targetPort``, ``removed_env``) nor pre-fault values."""
@@ -2145,7 +2150,7 @@ def concrete_values(truth: GroundTruth) -> list[str]:
         add_scalar(value)
 
     for key, value in truth.mutated_values.items():
-        if key.lower() in _PRE_FAULT_KEYS:
+        if key.lower() in _PRE_FAULT_KEYS or key.lower() in _NAMING_KEYS:
             continue
         if re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+", key):  # an environment variable's name is what was changed
             values.append(key)
