@@ -259,3 +259,10 @@ def test_a_weaker_value_is_not_the_repair():
                                                                    "effect": "NoSchedule"}])
     assert not present("datastore-invalid-toleration", tolerations=[
         *manifests.DATASTORE_SPEC["tolerations"], {"key": "extra", "operator": "Exists"}])
+    # red-team round 13: the broken field repaired while another shipped field was given away is no repair
+    assert present("datastore-invalid-update-strategy", affinity={})
+    assert present("datastore-invalid-update-strategy", resources={"requests": {"cpu": "500m", "memory": "32Mi"}})
+    assert present("datastore-invalid-toleration", replicas=2)
+    assert not present("datastore-invalid-update-strategy", resources={
+        "requests": {"cpu": "500m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}})  # more is no weakening
+    assert faults.weaker_elsewhere(manifests.DATASTORE_SPEC, "updateStrategy") == []

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from sregym_core.errors import FaultError, PermanentFaultError
-from sregym_core.faultkit import kube, schema
+from sregym_core.faultkit import kube, schema, weakening
 from sregym_core.faultkit.functions import function_fault
 from sregym_core.types import FaultSpec, TargetSelector
 
@@ -220,6 +220,30 @@ def _rejected_shown(ctx: FaultContext, target: Target, obj: dict[str, Any]) -> b
     return _rejected(obj)
 
 
+def weaker_elsewhere(spec: Mapping[str, Any], field: str) -> list[str]:
+    """The DatastoreCluster's other fields left weaker than shipped while ``field`` was repaired (red-team round 13,
+    finding 3: the memory limit or the anti-affinity removed beside a repaired update strategy passed every oracle): a
+    shipped field gone or emptied, fewer replicas, resources weaker (:mod:`sregym_core.faultkit.weakening`), a
+    security setting of the root user or group where the shipped one is not."""
+    found = []
+    for key, shipped in DATASTORE_SPEC.items():
+        if key == field:
+            continue
+        live = spec.get(key)
+        if shipped and not live:
+            found.append(f"{key} removed")
+        elif key == "replicas" and isinstance(live, int) and live < shipped:
+            found.append(f"replicas {live} < {shipped}")
+        elif key == "resources":
+            why = weakening.resources_weaker(live, shipped)
+            if why:
+                found.append(f"resources: {why}")
+        elif key == "securityContext" and isinstance(live, Mapping):
+            found += [f"securityContext.{k} {live.get(k)!r}" for k in ("runAsUser", "runAsGroup", "fsGroup")
+                      if live.get(k) == 0 and shipped.get(k) != 0]
+    return found
+
+
 class FieldFault:
     """A DatastoreCluster spec field set to a broken value (see the module's list)."""
 
@@ -249,6 +273,8 @@ class FieldFault:
         broken = self.broken(ctx, target, obj)
         if not broken and self.weakened is not None and self.weakened(obj):
             return True  # a valid value that is not the deployed one's equal: no symptom, and not repaired either
+        if not broken and weaker_elsewhere(obj.get("spec") or {}, self.field):
+            return True  # the broken field repaired while another was given away: not the repair either
         return broken and self.shown(ctx, target, obj)
 
     def reference_fix(self, ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
