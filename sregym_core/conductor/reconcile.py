@@ -30,7 +30,7 @@ from typing import Any
 import structlog
 
 from ..errors import DeployError
-from ..quantity import parse_quantity
+from ..faultkit.weakening import limits_and_requests
 from .kube import ApiStatusError, Kube
 
 log = structlog.get_logger()
@@ -326,23 +326,15 @@ def _containers(pod_spec: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 
 def _resources(pod_spec: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """Per container, its limits and requests as quantities, with the API server's own default filled in (a limit
-    without a request requests the limit), so a pod and its template compare equal unless something else set them."""
+    """Per container, its limits and requests as quantities with the API server's default filled in
+    (:func:`~sregym_core.faultkit.weakening.limits_and_requests`), so a pod and its template compare equal unless
+    something else set them."""
     out = []
     for group in ("initContainers", "containers"):
         for c in pod_spec.get(group) or ():
-            resources = c.get("resources") or {}
-            limits = {k: _quantity(v) for k, v in (resources.get("limits") or {}).items()}
-            requests = {**limits, **{k: _quantity(v) for k, v in (resources.get("requests") or {}).items()}}
+            limits, requests = limits_and_requests(c.get("resources"))
             out.append((group, c.get("name"), sorted(limits.items()), sorted(requests.items())))
     return out
-
-
-def _quantity(value: Any) -> Any:
-    try:
-        return parse_quantity(str(value))
-    except Exception:  # not a quantity (the API server refuses those): compared as written
-        return str(value)
 
 
 def _orphan_reason(item: dict[str, Any], owners: dict[str, dict[str, Any]],

@@ -66,22 +66,18 @@ def _contains(live: Any, wanted: Any, original: Any = None) -> bool:
     return live == wanted
 
 
-def _weakened(live: Any, injected: Any, original: Any, path: str) -> bool:
-    """Was the field the fault broke deleted instead of repaired, where the app as deployed had it (red-team round 12:
-    the broken liveness or readiness probe removed, the tiny memory limit removed)? The workload then runs without
-    the check or the bound it shipped with: a weaker configuration, not the repair. For a resource map, a limit the
-    deployed app and the fault both set, gone from the live object (requests may go: they default to the limit)."""
+def _weakened(live: Any, original: Any, path: str) -> bool:
+    """Was the field the fault broke deleted or made useless instead of repaired, where the app as deployed had it?
+    The workload then runs without the check or the bound it shipped with: a weaker configuration, not the repair
+    (red-team round 12: the broken probe or the tiny memory limit removed; round 13: a probe that never acts or checks
+    nothing, a limit raised past any use, a request dropped; :mod:`.weakening` says which)."""
     if original is None or original == _MISSING:
         return False  # the fault added the field: taking it away is the fix
     if live == _MISSING:
         return True
-    if path.endswith("/resources") and isinstance(original, dict) and isinstance(injected, dict):
-        kept = (original.get("limits") or {}).keys() & (injected.get("limits") or {}).keys()
-        live_limits = (live.get("limits") or {}) if isinstance(live, dict) else {}
-        # round 13: a limit raised past any use or a request left far below the shipped one is no repair either
-        return any(key not in live_limits for key in kept) or weakening.resources_weaker(live, original) is not None
+    if path.endswith("/resources") and isinstance(original, dict):
+        return weakening.resources_weaker(live, original) is not None
     if path.rsplit("/", 1)[-1] in weakening.PROBES:
-        # round 13: a probe kept but made useless (it never acts, or checks nothing) is no repair
         return weakening.probe_weaker(live, original) is not None
     return False
 
@@ -143,7 +139,7 @@ class TemplateFault:
                     return True
                 continue
             original = originals.get(op["path"], _MISSING)
-            if _weakened(live, op["value"], original, op["path"]):
+            if _weakened(live, original, op["path"]):
                 return True
             # removed keys count only in resource maps (API defaults fill probes, ports... back in)
             if _contains(live, op["value"], original if op["path"].endswith("/resources") and original != _MISSING else None):

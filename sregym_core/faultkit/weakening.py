@@ -74,15 +74,22 @@ def _quantities(section: Any) -> dict[str, float]:
     return out
 
 
+def limits_and_requests(resources: Any) -> tuple[dict[str, float], dict[str, float]]:
+    """A container's ``resources`` as quantities, (limits, requests), with the API server's own default filled in: a
+    limit without a request requests the limit."""
+    resources = resources if isinstance(resources, Mapping) else {}
+    limits = _quantities(resources.get("limits"))
+    return limits, {**limits, **_quantities(resources.get("requests"))}
+
+
 def resources_weaker(live: Any, shipped: Any) -> str | None:
     """How a container's resources are weaker than shipped: a shipped limit gone or raised past any use, a shipped
     request gone (where no limit stands in for it) or far below the shipped one."""
     if not isinstance(shipped, Mapping):
         return None
     live = live if isinstance(live, Mapping) else {}
-    limits, shipped_limits = _quantities(live.get("limits")), _quantities(shipped.get("limits"))
-    requests = {**limits, **_quantities(live.get("requests"))}  # a limit requests itself
-    shipped_requests = {**shipped_limits, **_quantities(shipped.get("requests"))}
+    limits, requests = limits_and_requests(live)
+    shipped_limits, shipped_requests = limits_and_requests(shipped)
     for key, value in shipped_limits.items():
         if key not in limits:
             return f"the {key} limit is gone (shipped {shipped['limits'][key]})"

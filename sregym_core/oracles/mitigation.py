@@ -381,7 +381,9 @@ class BaselinePreserved:
     args, env, probes, resources, volumes...), so replacing a healthy component with a stub, or
     breaking a neighbour, fails; in the app's ConfigMaps only what the faults changed may differ from
     the baseline (:mod:`.config_paths`: another feature flag turned on beside the broken one turned off
-    fails), where the context reports it (``fault_config_changes``); no workload is made to run under another of the app's credentials
+    fails), where the context reports it (``fault_config_changes``); a faulty workload, whose template the fix
+    may change, is not left weaker than deployed (:mod:`sregym_core.faultkit.weakening`: a probe or a bound deleted
+    or made useless); no workload is made to run under another of the app's credentials
     than it was deployed with (:func:`credential_swaps`). Pods owned by a controller come and go and are not checked;
     standalone pods are. ``ignore`` and ``allow_replaced`` take ``Kind/name`` or ``name`` shell
     patterns, for faults whose fix necessarily recreates an object (a deleted Service).
@@ -460,7 +462,7 @@ class BaselinePreserved:
                 continue
             violations.append({"kind": kind, "namespace": namespace, "name": name, "violation": "credential_swapped",
                                "detail": detail})
-        by_faults = getattr(ctx, "fault_config_changes", None)  # optional in a context (0.3)
+        by_faults = getattr(ctx, "fault_config_changes", None)  # optional in a context (Unreleased)
         if by_faults is not None:
             for (namespace, name), paths in unexplained_changes(baseline, list(current.values()), by_faults).items():
                 if _matches(self.ignore, "ConfigMap", name):

@@ -238,9 +238,8 @@ def weaker_elsewhere(spec: Mapping[str, Any], field: str) -> list[str]:
             why = weakening.resources_weaker(live, shipped)
             if why:
                 found.append(f"resources: {why}")
-        elif key == "securityContext" and isinstance(live, Mapping):
-            found += [f"securityContext.{k} {live.get(k)!r}" for k in ("runAsUser", "runAsGroup", "fsGroup")
-                      if live.get(k) == 0 and shipped.get(k) != 0]
+        elif key == "securityContext" and isinstance(live, Mapping) and _root_where_shipped_non_root(live):
+            found.append("securityContext: a root user or group where the shipped one is not")
     return found
 
 
