@@ -27,8 +27,9 @@ def main() -> int:
                str(ROOT / "benchmarks" / "disk_fault_cycle.py")]
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     rows: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    # not anchored at a line's start: pytest -q's progress dot of the test before can precede a TIMING line
     for problem, mechanism, inject, recover in re.findall(
-            r"^TIMING (\S+) \S+ (\S+) inject=([\d.]+) recover=([\d.]+)", proc.stdout, re.M):
+            r"TIMING (\S+) \S+ (\S+) inject=([\d.]+) recover=([\d.]+)", proc.stdout):
         rows[(problem, mechanism)].append((float(inject), float(recover)))
     if not rows:
         print(proc.stdout[-3000:], proc.stderr[-2000:], sep="\n")

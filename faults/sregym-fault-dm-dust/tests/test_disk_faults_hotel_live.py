@@ -103,11 +103,18 @@ def test_corruption_names_no_target_and_the_reference_fix_brings_the_rows_back(h
     try:
         hotel.run(call_fault(spec.impl.inject, ctx, target, params))
         assert ctx.state["fault_mechanism"] == "fuse-badblocks"
-        # as the agent: every datastore restarted at inject and carries the same fuse mount
-        pods = _datastore_pods(agent)
-        assert set(pods) == set(before_pods)
-        for name, pod in pods.items():
-            assert pod["metadata"]["uid"] != before_pods[name]["metadata"]["uid"], f"{name} was not restarted"
+        # inject returns once it deleted the datastores' pods (the rule is on the node first): as the
+        # agent, wait for their successors, then every datastore restarted and carries the same fuse mount
+        def restarted() -> dict[str, dict] | None:
+            now = _datastore_pods(agent)
+            back = set(now) == set(before_pods) and all(
+                pod["metadata"]["uid"] != before_pods[name]["metadata"]["uid"] and any(
+                    c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in (pod.get("status") or {}).get("conditions") or [])
+                for name, pod in now.items())
+            return now if back else None
+        pods = wait_for(restarted, 180, 1.0)
+        assert pods, f"the datastores did not all come back: {_datastore_pods(admin)}"
         restarts = {name: [c.get("restartCount") for c in pod["status"].get("containerStatuses") or []]
                     for name, pod in pods.items()}
         assert len({json.dumps(v) for v in restarts.values()}) == 1, restarts

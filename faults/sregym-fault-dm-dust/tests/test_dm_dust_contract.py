@@ -63,26 +63,54 @@ def test_inject_asks_for_the_fuse_layer_first_and_records_what_ran(monkeypatch):
     from sregym_fault_dm_dust import badblocks
 
     calls = []
-    monkeypatch.setattr(badblocks.hooks, "claims", lambda ctx, target: ["data"])
+    target = SimpleNamespace(component=SimpleNamespace(name="pg", has_role=lambda r: False))
+    other = SimpleNamespace(component=SimpleNamespace(name="redis"))
+
+    def mounting(claim: str) -> dict:
+        return {"spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]}}
+    listed = {"pg": [mounting("data")], "redis": [mounting("other-data")]}
+    # one listing of every datastore's pods serves the claims, the cover and the restart
+    monkeypatch.setattr(badblocks.hooks, "datastores", lambda ctx, t: [target, other])
+    monkeypatch.setattr(badblocks.hooks, "group_pods", lambda ctx, group: calls.append("list") or listed)
     monkeypatch.setattr(badblocks.hooks, "selector_labels", lambda ctx, target: {"app": "pg"})
     monkeypatch.setattr(badblocks, "_table_map", lambda *a: None)
-    monkeypatch.setattr(badblocks.hooks, "restart_datastores", lambda ctx, target: calls.append("restart"))
+    # the restart does not wait for PostgreSQL: the rule is on the node before the pods are deleted
+    monkeypatch.setattr(badblocks.hooks, "restart_datastores",
+                        lambda ctx, target, current, wait: calls.append(("restart", current is listed, wait)))
     neighbours = [{"namespace": "ns", "claim": "other-data"}]
-    monkeypatch.setattr(badblocks.hooks, "neighbour_volumes", lambda ctx, target: neighbours)
     for answer in ({"mechanism": "fuse-badblocks", "pvs": ["pv-1"]},
                    {"mechanism": "fuse-badblocks", "pvs": ["pv-1"],
                     "passed_over": {"dm-dust": "no device-mapper on this node"}}):
         monkeypatch.setattr(badblocks.hooks, "call", lambda ctx, method, hook_id, **spec: calls.append(spec) or answer)
         ctx = SimpleNamespace(namespace="ns", state={})
-        badblocks.inject(ctx, SimpleNamespace(component=SimpleNamespace(has_role=lambda r: False)),
-                         {"fraction": 0.2, "restart": True})
+        badblocks.inject(ctx, target, {"fraction": 0.2, "restart": True})
         spec = calls[-2]
         # no LD_PRELOAD shim: it would miss static binaries (issue 36)
         assert spec["mechanisms"] == ["fuse-badblocks"] and spec["fuse_install"] is True
         # every other datastore's volume gets the (dormant) layer too, and all of them restart
-        assert spec["cover"] == neighbours and calls[-1] == "restart"
+        assert spec["cover"] == neighbours and calls[-1] == ("restart", True, False)
+        assert calls.count("list") == 1 and spec["volumes"] == [{"namespace": "ns", "claim": "data"}]
         assert ctx.state["fault_mechanism"] == answer["mechanism"]
         assert ctx.state.get("passed_over") == answer.get("passed_over")
+        calls.clear()
+
+
+def test_the_volume_path_comes_from_the_listing_without_a_call():
+    # inject's one listing (hooks.group_pods) holds the claims' volumes: no kubectl get pvc, get pv
+    from types import SimpleNamespace
+
+    from sregym_fault_dm_dust import badblocks
+    from sregym_fault_node import hooks
+
+    def no_call(*args, **kwargs):
+        raise AssertionError(f"unexpected kubectl {args}")
+    ctx = SimpleNamespace(namespace="ns", kubectl=no_call)
+    pod = {"spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "pg-data"}}],
+                    "containers": [{"name": "pg", "volumeMounts": [{"name": "d", "mountPath": "/var/lib/pg/"}]}]}}
+    listed = hooks.Listing({"pg": [pod]}, {"pg": {"app": "pg"}}, {"pg-data": "pv-1"}, {"pv-1": "/srv/pv-1"})
+    target = SimpleNamespace(component=SimpleNamespace(name="pg"))
+    assert badblocks.views(ctx, target, "pg-data", ["/var/lib/pg/base/1/2", "/elsewhere"], pods=[pod],
+                           listed=listed) == [("/var/lib/pg/base/1/2", "/srv/pv-1/base/1/2")]
 
 
 def test_datastores_are_the_target_and_every_other_db_with_claims():

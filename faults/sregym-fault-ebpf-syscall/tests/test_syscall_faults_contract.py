@@ -166,13 +166,14 @@ def test_latent_sector_error_asks_the_layer_for_sticky_reads_of_the_relation_fil
     monkeypatch.setattr(syscalls.hooks, "datastores", lambda ctx, t: [target, other])
     monkeypatch.setattr(syscalls.hooks, "group_pods", lambda ctx, group: calls.append("list") or listed)
     monkeypatch.setattr(syscalls.hooks, "selector_labels", lambda ctx, target: {"app": "pg"})
+    # the restart does not wait for PostgreSQL: the rule is on the node before the pods are deleted
     monkeypatch.setattr(syscalls.hooks, "restart_datastores",
-                        lambda ctx, target, current: calls.append(("restart", current is listed)))
+                        lambda ctx, target, current, wait: calls.append(("restart", current is listed, wait)))
     monkeypatch.setattr(syscalls.hooks, "call", lambda ctx, method, hook_id, **spec: calls.append(spec) or
                         {"mechanism": "fuse-badblocks", "pvs": ["pv-1"]})
     monkeypatch.setattr(badblocks, "relation_files", lambda ctx, target, limit, indexes, pods: [
         ("/var/lib/pg/data/base/5/16390", "users"), ("/var/lib/pg/data/base/5/16396", "users_pkey")][:limit])
-    monkeypatch.setattr(badblocks, "_host_and_mount", lambda ctx, target, claim, pods: ("/srv/pv-1", "/var/lib/pg"))
+    monkeypatch.setattr(badblocks, "_host_and_mount", lambda ctx, target, claim, pods, listed: ("/srv/pv-1", "/var/lib/pg"))
     ctx = SimpleNamespace(namespace="ns", state={})
     syscalls.lse_inject(ctx, target, {"rate": 0.3, "restart": True})
     assert calls.count("list") == 1
@@ -181,5 +182,5 @@ def test_latent_sector_error_asks_the_layer_for_sticky_reads_of_the_relation_fil
                              "/var/lib/pg/data/base/5/16396", "/srv/pv-1/data/base/5/16396"]
     assert spec["whole_volume"] is False and spec["sticky"] is True and spec["rate"] == 0.3
     assert spec["mechanisms"] == ["bpf-lsm", "bpf-fmod-ret", "fuse-badblocks"]  # no shim (issue 36)
-    assert spec["fuse_install"] is True and spec["cover"] == neighbours and calls[-1] == ("restart", True)
+    assert spec["fuse_install"] is True and spec["cover"] == neighbours and calls[-1] == ("restart", True, False)
     assert ctx.state["relations"] == ["users", "users_pkey"] and ctx.state["fault_mechanism"] == "fuse-badblocks"

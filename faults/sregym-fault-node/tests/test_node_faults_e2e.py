@@ -108,6 +108,22 @@ class Cluster:
             raise AssertionError(f"kubectl {' '.join(args)}: {proc.stderr}")
         return proc.stdout + proc.stderr
 
+    def pod_uid(self) -> str:
+        return self.kubectl("get", "pod", "pg-0", "-n", NS, "-o", "jsonpath={.metadata.uid}", check=False).strip()
+
+    def wait_restarted(self, old_uid: str, timeout: float = 120) -> None:
+        """A disk fault's inject returns once it deleted the pods (the rule is on the node first):
+        wait for the new pg-0, then for its PostgreSQL."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            uid = self.pod_uid()
+            if uid and uid != old_uid and "Running" in self.kubectl(
+                    "get", "pod", "pg-0", "-n", NS, "-o", "jsonpath={.status.phase}", check=False):
+                self.wait_sql(timeout=max(1.0, deadline - time.monotonic()))
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"pg-0 was not replaced (uid still {old_uid})")
+
     def sql(self, statement: str) -> str:
         return self.kubectl("exec", "pg-0", "-n", NS, "--", "psql", "-U", "postgres", "-At", "-c", statement,
                             check=False)
@@ -217,8 +233,10 @@ def test_latent_sector_error(cluster: Cluster) -> None:
     fault, ctx, target = fault_setup(cluster, "latent-sector-error", "pg")
     cluster.seed_table()
     params = params_of(fault, rate=0.05)
+    old_uid = cluster.pod_uid()
     fault.impl.inject(ctx, target, params)
     try:
+        cluster.wait_restarted(old_uid)
         outputs = [cluster.sql("select count(*), sum(length(pad)) from t") for _ in range(6)]
         assert any("Input/output error" in o for o in outputs), outputs
         logs = cluster.kubectl("logs", "pg-0", "-n", NS)
@@ -243,11 +261,12 @@ def test_disk_bad_blocks(cluster: Cluster) -> None:
         pytest.skip(f"fuse-badblocks unavailable here: {fuse.get('reason')}")
     cluster.seed_table()
     params = params_of(fault, fraction=0.05)
+    old_uid = cluster.pod_uid()
     fault.impl.inject(ctx, target, params)
     try:
         assert ctx.state["table"] == "t" and ctx.state["bad_blocks"]
         assert ctx.state["fault_mechanism"] == "fuse-badblocks", ctx.state
-        cluster.wait_sql()
+        cluster.wait_restarted(old_uid)
         first = cluster.sql("select count(*) from t")
         assert "Input/output error" in first and "could not read block" in first, first
         block = int(first.split("could not read block ")[1].split()[0])

@@ -87,14 +87,24 @@ def relation_files(ctx: FaultContext, target: Target, limit: int = 1, indexes: b
     return found
 
 
-def _largest_table(ctx: FaultContext, target: Target) -> tuple[str, str] | None:
-    found = relation_files(ctx, target)
+def _largest_table(ctx: FaultContext, target: Target, pods: list[dict] | None = None) -> tuple[str, str] | None:
+    found = relation_files(ctx, target, pods=pods)
     return found[0] if found else None
 
 
-def _host_and_mount(ctx: FaultContext, target: Target, claim: str, pods: list[dict] | None = None) -> tuple[str, str]:
+def _host_path(ctx: FaultContext, claim: str, listed: Mapping[str, Any] | None) -> str | None:
+    """The host path of the volume the claim is bound to, from ``listed`` (a :func:`hooks.group_pods`
+    listing) when it has the claim, else from the API."""
+    bound, host_paths = getattr(listed, "bound", {}), getattr(listed, "host_paths", {})
+    if claim in bound:
+        return host_paths.get(bound[claim]) or None
     pv = kube.get(ctx, "persistentvolume", hooks.bound_volume(ctx, claim) or "", namespace="")
-    path = (((pv or {}).get("spec") or {}).get("hostPath") or {}).get("path")
+    return (((pv or {}).get("spec") or {}).get("hostPath") or {}).get("path")
+
+
+def _host_and_mount(ctx: FaultContext, target: Target, claim: str, pods: list[dict] | None = None,
+                    listed: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    path = _host_path(ctx, claim, listed)
     if not path:  # no host directory behind the claim (e.g. the offline cluster): no file maps
         return "\0", ""
     host = os.path.realpath(path)
@@ -109,10 +119,12 @@ def _host_and_mount(ctx: FaultContext, target: Target, claim: str, pods: list[di
     return host, ""
 
 
-def views(ctx: FaultContext, target: Target, claim: str, files: list[str], pods: list[dict] | None = None) -> list[tuple[str, str]]:
+def views(ctx: FaultContext, target: Target, claim: str, files: list[str], pods: list[dict] | None = None,
+          listed: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     """Each file as PostgreSQL names it and as the node does (the layer's server matches host
-    paths, the shim the pods' own): files outside the claim's volume are left out."""
-    host, mount = _host_and_mount(ctx, target, claim, pods)
+    paths, the shim the pods' own): files outside the claim's volume are left out (``pods``, ``listed``:
+    the target's pods and the :func:`hooks.group_pods` listing, when the caller has them)."""
+    host, mount = _host_and_mount(ctx, target, claim, pods, listed)
     out: list[tuple[str, str]] = []
     for path in files:
         if mount and path.startswith(mount + "/"):
@@ -122,13 +134,16 @@ def views(ctx: FaultContext, target: Target, claim: str, files: list[str], pods:
     return out
 
 
-def _table_map(ctx: FaultContext, target: Target, claim: str, frac: float) -> dict | None:
-    """Paths (both views) of the largest table's file and a seed giving it bad blocks."""
-    found = _largest_table(ctx, target) if target.component.has_role("db:postgres") else None
+def _table_map(ctx: FaultContext, target: Target, claim: str, frac: float,
+               listed: Mapping[str, Any] | None = None) -> dict | None:
+    """Paths (both views) of the largest table's file and a seed giving it bad blocks (``listed``:
+    the datastores' :func:`hooks.group_pods` listing, the target's pods and volumes in it)."""
+    pods = None if listed is None else listed[target.component.name]
+    found = _largest_table(ctx, target, pods) if target.component.has_role("db:postgres") else None
     if found is None:
         return None
     path, table = found
-    found_views = views(ctx, target, claim, [path])
+    found_views = views(ctx, target, claim, [path], pods=pods, listed=listed)
     if not found_views:
         return None
     (seen, host_path), = found_views
@@ -145,30 +160,55 @@ def _table_map(ctx: FaultContext, target: Target, claim: str, frac: float) -> di
     return None
 
 
+def survey(ctx: FaultContext, target: Target) -> tuple[list[Any], Any, list[str]]:
+    """The app's datastores (the target first), their pods, claims and volumes from one listing, and
+    the target's claims: what inject needs before the rule, without a kubectl call per datastore
+    (inject's time is mostly its kubectl calls: the README of sregym-fault-ebpf-syscall)."""
+    group = hooks.datastores(ctx, target)
+    listed = hooks.group_pods(ctx, group)
+    claims = hooks.claims_of(listed[target.component.name])
+    if not claims:
+        from sregym_core.errors import PermanentFaultError
+
+        raise PermanentFaultError(f"{target.component.name} mounts no PersistentVolumeClaim")
+    return group, listed, claims
+
+
+def cover(ctx: FaultContext, group: list[Any], listed: Mapping[str, list[dict]]) -> list[dict[str, str]]:
+    """``[{namespace, claim}]`` of the other datastores' mounted claims, from the listing."""
+    return [{"namespace": ctx.namespace, "claim": c}
+            for other in group[1:] for c in hooks.claims_of(listed[other.component.name])]
+
+
 def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
-    claims = hooks.claims(ctx, target)
+    group, listed, claims = survey(ctx, target)
     frac = round(params["fraction"], 4)
-    spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
+    spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.labels_of(ctx, target, listed),
                             "calls": ["read"], "errno": "EIO", "mode": "badblocks", "frac": frac, "block": BLOCK,
                             "seed": 1, "volumes": [{"namespace": ctx.namespace, "claim": c} for c in claims],
                             "mechanisms": list(MECHANISMS["read"]),
                             # the pods restart below: they start with the layer over the volume
                             "fuse_install": bool(params["restart"])}
-    mapped = _table_map(ctx, target, claims[0], frac)
+    mapped = _table_map(ctx, target, claims[0], frac, listed)
     if mapped is not None:
         spec.update(paths=mapped["paths"], seed=mapped["seed"], whole_volume=False)
         ctx.state.update(table=mapped["table"], file=mapped["file"], bad_blocks=mapped["bad"][:32])
-    _arm(ctx, target, spec, claims, params["restart"])
+    _arm(ctx, target, spec, claims, params["restart"], group, listed)
 
 
-def _arm(ctx: FaultContext, target: Target, spec: dict, claims: list[str], restart: bool) -> None:
+def _arm(ctx: FaultContext, target: Target, spec: dict, claims: list[str], restart: bool, group: list[Any],
+         listed: Mapping[str, list[dict]]) -> None:
     """Send the rule; record the mechanism; restart the app's datastores (the target among them).
 
     The layer goes over every datastore's volume of the app (``cover``: dormant on the others),
     and all of them restart: the mount table and the restarts look the same whichever datastore
-    is broken, so neither names the target."""
+    is broken, so neither names the target. Inject returns once the pods are deleted: the rule is
+    on the node first, so each new pod starts with the layer (its map held by the node's server)
+    and the fault is armed from its first read; waiting for PostgreSQL's readiness as well cost
+    inject 2-4 s and changed nothing the symptom check sees (the restart alone shows it either
+    way: README of sregym-fault-ebpf-syscall, "How long")."""
     if restart:
-        spec = {**spec, "cover": hooks.neighbour_volumes(ctx, target)}
+        spec = {**spec, "cover": cover(ctx, group, listed)}
     record = hooks.call(ctx, "node_fault", hooks.hook_id(ctx, "shim"), **spec)
     ctx.state.update(claims=claims, volumes=record.get("pvs", []))
     ctx.state[STATE_KEY] = record.get("mechanism") or ""
@@ -176,7 +216,7 @@ def _arm(ctx: FaultContext, target: Target, spec: dict, claims: list[str], resta
         ctx.state["passed_over"] = dict(record["passed_over"])
     if restart:
         # a cold start: the datastore's cache no longer hides the unreadable blocks
-        hooks.restart_datastores(ctx, target)
+        hooks.restart_datastores(ctx, target, current=listed, wait=False)
 
 
 def is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:

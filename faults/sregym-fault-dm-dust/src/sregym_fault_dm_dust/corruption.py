@@ -39,22 +39,22 @@ MECHANISMS = {"read": ("fuse-badblocks",)}
 
 
 def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
-    claims = hooks.claims(ctx, target)
+    group, listed, claims = badblocks.survey(ctx, target)
     frac = round(params["fraction"], 4)
-    mapped = badblocks._table_map(ctx, target, claims[0], frac)
+    mapped = badblocks._table_map(ctx, target, claims[0], frac, listed)
     if mapped is None:
         from sregym_core.errors import PermanentFaultError
 
         raise PermanentFaultError(f"{target.component.name}: no user table file to corrupt",
                                   hints=("silent-data-corruption needs a PostgreSQL datastore with a seeded table",))
-    spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
+    spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.labels_of(ctx, target, listed),
                             "calls": ["read"], "errno": "EIO", "mode": "badblocks", "frac": frac,
                             "block": badblocks.BLOCK, "seed": mapped["seed"], "corrupt": True,
                             "flips": int(params["flips"]), "paths": mapped["paths"], "whole_volume": False,
                             "volumes": [{"namespace": ctx.namespace, "claim": c} for c in claims],
                             "mechanisms": list(MECHANISMS["read"]), "fuse_install": True}
     ctx.state.update(table=mapped["table"], file=mapped["file"], corrupt_blocks=mapped["bad"][:32])
-    badblocks._arm(ctx, target, spec, claims, True)
+    badblocks._arm(ctx, target, spec, claims, True, group, listed)
 
 
 def _values(target: Target, params: Mapping[str, Any], state: dict) -> dict:

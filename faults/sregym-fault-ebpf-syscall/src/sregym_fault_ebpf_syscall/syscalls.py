@@ -74,13 +74,13 @@ def lse_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> 
     claims = hooks.claims_of(mine)
     if not claims:
         raise PermanentFaultError(f"{target.component.name} mounts no PersistentVolumeClaim")
-    spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.selector_labels(ctx, target),
+    spec: dict[str, Any] = {"namespace": ctx.namespace, "labels": hooks.labels_of(ctx, target, listed),
                             "calls": ["read"], "errno": "EIO", "rate": params["rate"], "sticky": True,
                             "volumes": [{"namespace": ctx.namespace, "claim": c} for c in claims],
                             "mechanisms": list(LSE_MECHANISMS["read"]), "fuse_install": bool(params["restart"])}
     files = relation_files(ctx, target, limit=LSE_FILES, indexes=True, pods=mine) \
         if target.component.has_role("db:postgres") else []
-    both = views(ctx, target, claims[0], [path for path, _name in files], pods=mine)
+    both = views(ctx, target, claims[0], [path for path, _name in files], pods=mine, listed=listed)
     if both:
         # the database's own tables and indexes (as the pods and as the node name them): catalogs
         # and WAL read fine, else nothing would start
@@ -93,7 +93,9 @@ def lse_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> 
     ctx.state.update(claims=claims, volumes=record.get("pvs", []))
     _record_mechanism(ctx, record)
     if params["restart"]:
-        hooks.restart_datastores(ctx, target, current=listed)
+        # returns once the pods are deleted: the rule is on the node first, so the new pods start
+        # with the layer (armed from their first read), PostgreSQL's readiness not waited for
+        hooks.restart_datastores(ctx, target, current=listed, wait=False)
 
 
 def _node_rule(ctx: FaultContext, spec: dict) -> dict:

@@ -11,7 +11,7 @@ import json
 import time
 import urllib.error
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sregym_core.clusters import SupportsNodeFaults, capability
@@ -211,18 +211,33 @@ def datastores(ctx: FaultContext, target: Target) -> list[Any]:
     return out
 
 
-def group_pods(ctx: FaultContext, group: list[Any]) -> dict[str, list[dict]]:
+class Listing(dict):
+    """What :func:`group_pods` returns: component name -> its live pods, plus what the same kubectl
+    call listed of the namespace: each member's selector (``selectors``), each claim's bound volume
+    (``bound``) and each PersistentVolume's host path (``host_paths``)."""
+
+    def __init__(self, pods: dict[str, list[dict]], selectors: dict[str, dict[str, str]] | None = None,
+                 bound: dict[str, str] | None = None, host_paths: dict[str, str] | None = None) -> None:
+        super().__init__(pods)
+        self.selectors = selectors or {}
+        self.bound = bound or {}
+        self.host_paths = host_paths or {}
+
+
+def group_pods(ctx: FaultContext, group: list[Any]) -> Listing:
     """component name -> its live pods, for every target of ``group`` at once: one kubectl call for
-    the namespace's workloads and pods (per-target calls cost a datastore-rich app seconds)."""
+    the namespace's workloads, pods, claims and volumes (per-target calls cost a datastore-rich app
+    seconds; the claims and volumes spare a disk fault's inject two more)."""
     kinds = {"Deployment", "StatefulSet", "DaemonSet"}
     if any(t.component.kind not in kinds for t in group):
-        return {t.component.name: pods(ctx, t) for t in group}
-    items = json.loads(ctx.kubectl("get", "deployments,statefulsets,daemonsets,pods", "-n", ctx.namespace,
-                                   "-o", "json"))["items"]
+        return Listing({t.component.name: pods(ctx, t) for t in group})
+    items = json.loads(ctx.kubectl("get", "deployments,statefulsets,daemonsets,pods,persistentvolumeclaims,"
+                                   "persistentvolumes", "-n", ctx.namespace, "-o", "json"))["items"]
     selectors = {(o["kind"], o["metadata"]["name"]): (o["spec"].get("selector") or {}).get("matchLabels") or {}
                  for o in items if o.get("kind") in kinds}
     live = [o for o in items if o.get("kind") == "Pod" and not o["metadata"].get("deletionTimestamp")]
     out: dict[str, list[dict]] = {}
+    chosen: dict[str, dict[str, str]] = {}
     for member in group:
         key = (member.component.kind, member.component.name)
         if key not in selectors:
@@ -230,9 +245,20 @@ def group_pods(ctx: FaultContext, group: list[Any]) -> dict[str, list[dict]]:
         wanted = selectors[key]
         if not wanted:
             raise PermanentFaultError(f"{key[0]} {key[1]} has no matchLabels selector")
+        chosen[member.component.name] = dict(wanted)
         out[member.component.name] = [p for p in live if all(
             (p["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())]
-    return out
+    bound = {o["metadata"]["name"]: (o.get("spec") or {}).get("volumeName") or ""
+             for o in items if o.get("kind") == "PersistentVolumeClaim"}
+    host_paths = {o["metadata"]["name"]: ((o.get("spec") or {}).get("hostPath") or {}).get("path") or ""
+                  for o in items if o.get("kind") == "PersistentVolume"}
+    return Listing(out, chosen, bound, host_paths)
+
+
+def labels_of(ctx: FaultContext, target: Target, listed: dict[str, list[dict]]) -> dict[str, str]:
+    """The target's selector labels, from ``listed`` when :func:`group_pods` gave them."""
+    found = getattr(listed, "selectors", {}).get(target.component.name)
+    return dict(found) if found else selector_labels(ctx, target)
 
 
 def claims_of(items: list[dict]) -> list[str]:
@@ -256,10 +282,13 @@ def neighbour_volumes(ctx: FaultContext, target: Target) -> list[dict[str, str]]
             for items in group_pods(ctx, others).values() for c in claims_of(items)]
 
 
-def restart_datastores(ctx: FaultContext, target: Target, current: dict[str, list[dict]] | None = None) -> None:
+def restart_datastores(ctx: FaultContext, target: Target, current: Mapping[str, list[dict]] | None = None, *,
+                       wait: bool = True) -> None:
     """Delete the pods of the target and of every other datastore of its app at once (their
-    controllers make new ones), then wait for a new ready pod of each (``current``: their pods as
-    :func:`group_pods` listed them a moment ago)."""
+    controllers make new ones), then, with ``wait``, wait for a new ready pod of each (``current``:
+    their pods as :func:`group_pods` listed them a moment ago). A disk fault passes ``wait=False``:
+    its record is on the node before the delete, so every new pod starts with the layer and the
+    fault is armed without the caller waiting for PostgreSQL's start."""
     import random
 
     group = datastores(ctx, target)
@@ -270,6 +299,8 @@ def restart_datastores(ctx: FaultContext, target: Target, current: dict[str, lis
     random.shuffle(names)  # one call, in no telling order: the pods' ages do not single the target out
     if names:
         ctx.kubectl("delete", "pods", "-n", ctx.namespace, *names, "--wait=false", "--ignore-not-found")
+    if not wait:
+        return
 
     def all_back() -> bool:
         now = group_pods(ctx, group)
