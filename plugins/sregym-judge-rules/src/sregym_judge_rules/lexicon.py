@@ -58,7 +58,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "wrong command", "command override*", "command .. overridden", "command .. changed", "entrypoint",
         "wrong binary", "runs a different program", "maintenance mode", "sleep",
     ),
-    "scale-zero": (
+    "scale-zero": ("copies .. to 0", "copies .. set to 0", "copies .. to zero", "copies .. is 0", 
         "no copies", "run* none", "keep none", "keep no copies", "scaled to zero", "scaled to 0", "scaled down to zero", "scaled down to 0", "scale* .. to zero",
         "scale* .. to 0", "zero replicas", "0 replicas", "replicas: 0", "replicas to 0", "replicas to zero",
         "replicas set to 0", "replicas set to zero", "replicas is 0", "replicas is zero", "replica count of 0",
@@ -84,6 +84,9 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "service-port-mismatch": ("service port + changed", "service port + wrong", "port mismatch", "wrong service port",
                               "service entry .. only .. port", "service .. now .. only .. port", "service .. port .. now"),
     "missing-service": (
+        # its name entry in plain words ("the entry other programs use to reach geo by name was deleted")
+        "entry .. reach .. by name", "name entry .. deleted", "name entry .. removed", "address entry .. removed",
+        "address entry .. deleted",
         "service .. deleted", "service .. removed", "service .. missing", "service .. no longer exists",
         "service .. gone", "service .. not found", "services .. not found", "deleted .. service",
         "removed .. service", "missing service", "no service object", "address .. is gone",
@@ -98,7 +101,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "configmap + removed", "configmap + absent", "config validation failed", "peers + absent",
         "peers + removed", "peers + missing", "peers + dropped", "peers + lost",
     ),
-    "liveness-misconfig": (
+    "liveness-misconfig": ("whether .. is alive", "decides .. alive", 
         "liveness", "keep alive check", "keep-alive check", "health check .. wrong", "health check + wrong url",
         "asks the wrong url", "probe* .. wrong path", "probe* .. wrong port",
         "probes .. where .. serves nothing", "alive check",
@@ -152,7 +155,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     ),
     "db-max-connections": ("max connections", "max_connections", "too many clients", "connection limit", "connection slots"),
     "db-lock-contention": ("exclusive lock", "lock contention", "holds .. lock", "blocking query", "locked table", "lock on"),
-    "cache-auth": ("password + demand*", "password + insist*", "login secret", "insist* on .. login", "insist* on .. password", "requires a password", "demands a password", "now requires .. password", "requirepass", "noauth", "authentication required", "cache password", "auth required"),
+    "cache-auth": ("ask* for a password", "want* a password", "switched to .. password", "password + demand*", "password + insist*", "login secret", "insist* on .. login", "insist* on .. password", "requires a password", "demands a password", "now requires .. password", "requirepass", "noauth", "authentication required", "cache password", "auth required"),
     "cache-tiny": (
         "m 1", "-m 1", "cache .. too small", "cache .. far too small", "too small .. cache", "shrunk",
         "memory size .. set to", "memory .. set to .. mb", "1 mb", "one megabyte", "single megabyte",
@@ -193,7 +196,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
                       "delay* .. by .. node", "node* + delay*", "latency + added to", "tc qdisc"),
     "network-loss": ("packet loss", "dropping packets", "drops packets", "netem"),
     "wrong-dns-policy": ("look up names", "looks up names", "look names up", "name lookups .. at", "resolver .. set to", "dnspolicy", "dns policy", "nameserver", "resolv.conf"),
-    "fd-limit": ("file descriptor*", "ulimit", "nofile", "too many open files", "emfile"),
+    "fd-limit": ("files and connections open", "open files", "files .. open at once", "open file limit", "file descriptor*", "ulimit", "nofile", "too many open files", "emfile"),
     "host-port-conflict": ("hostport", "host port"),
     "sidecar-port-conflict": ("sidecar", "address already in use"),
     "init-hang": ("init container", "initcontainer*", "init 0 1"),

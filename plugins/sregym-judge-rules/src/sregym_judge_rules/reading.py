@@ -364,7 +364,9 @@ def find_pattern(flat: str, pattern: str, *, allow_negated: bool = False) -> tup
 
 # a sentence ends at . ! ? ; (not after an abbreviation: "e.g. via X" goes on), at ": " before a capital, at " - "
 _SENTENCE_END = re.compile(r"(?<=[.!?;])(?<![\s(]e\.g\.)(?<![\s(]i\.e\.)(?<!\setc\.)(?<!\svs\.)(?<!\scf\.)\s+(?=\S)"
-                           r"|(?<=:)\s+(?=[A-Z0-9])|\s+-\s+")
+                           r"|(?<=:)\s+(?=[A-Z]|\d+[.)]\s)|\s+-\s+")
+# (after a colon a sentence starts with a capital or a numbered item: "replicas: 0, so ..." is one sentence, the field
+# and its value)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)]|[a-z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
 # a section heading that makes its section a list of candidates ("### Hypothesis", "## Suspects", "Theories")
@@ -952,7 +954,9 @@ _PLACEHOLDER = re.compile(r"^\W*(?:\?+|n/?a|none|null|nil|unknown|unsure|tbd|tba
                           r"see (?:the )?(?:values|above|below|evidence|fields|details))\W*$", re.I)
 
 
-_FIELD_KEYS = frozenset({"field", "setting", "key", "parameter", "param", "option", "path"})
+_FIELD_KEYS = frozenset({"field", "setting", "key", "parameter", "param", "option", "path",
+                         # an environment variable is a setting too ("env": "PRODUCT_CATALOG_ADDR", "value": "...:8082")
+                         "env", "env_var", "envvar", "variable", "environment_variable"})
 # a record of a flag and its state ("flag": "kafkaQueueProblems", "state": "on")
 _FLAG_KEYS = frozenset({"flag", "feature_flag", "toggle", "switch"})
 _STATE_KEYS = frozenset({"state", "status", "value", "variant", "enabled"})
@@ -983,6 +987,9 @@ def _placeholder(value: str) -> bool:
     (``finalizer-deadlock``, ``missing_secret``: the name of a fault, not a statement of what was done)."""
     value = value.strip()
     words = re.findall(r"[A-Za-z]{2,}", value)
+    # a field with its value ("replicas: 0", "maxPods=10") states a setting, however few its words
+    if re.fullmatch(r"[A-Za-z][\w.-]*\s*[:=]\s*[\w\"'./:-]+", value):
+        return False
     return (not value or bool(_PLACEHOLDER.match(value)) or len(words) < 2
             or bool(re.fullmatch(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+", value))
             # only a layer and a kind of trouble ("network issue", "a config problem"): a category, not an explanation

@@ -1054,6 +1054,89 @@ def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, i
     return None
 
 
+def _before_after_pairs(truth: GroundTruth) -> list[tuple[str, str]]:
+    """(before, after) of every change the truth records with both values (a ``{field, before, after}`` record or a
+    field whose value is a ``{before, after}`` pair): the scalars that differ, found in step through both (a
+    toleration's effect inside a list of tolerations)."""
+    values = truth.mutated_values
+    records = [values] + [v for v in values.values() if isinstance(v, Mapping)]
+    out: list[tuple[str, str]] = []
+
+    def differ(before: Any, after: Any) -> None:
+        if isinstance(before, Mapping) and isinstance(after, Mapping):
+            for key in before.keys() & after.keys():
+                differ(before[key], after[key])
+        elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+            for b, a in zip(before, after, strict=True):
+                differ(b, a)
+        elif (before is not None and after is not None and not isinstance(before, bool | Mapping | list)
+              and not isinstance(after, bool | Mapping | list) and str(before) != str(after)):
+            out.append((str(before), str(after)))
+
+    for record in records:
+        differ(record.get("before"), record.get("after"))
+    return out
+
+
+# a sentence saying a value is no valid one ("'Rolling', which does not exist", "a misspelled type 'NoScheduling'")
+_INVALID_VALUE = re.compile(r"\b(?:does not exist|do not exist|did not exist|not exist|no such|invalid|not (?:a )?valid|"
+                            r"misspel\w*|typo\w*|unknown|unsupported|not supported|not recogni[sz]ed|bogus|made[ -]up)\b")
+
+
+def _written(flat: str, value: str) -> tuple[int, int] | None:
+    """Where a value is written as a word of its own (a number also with thousands separators), not negated."""
+    forms = {text.flatten(v) for v in renderings(value)} | {value.lower()}
+    if re.fullmatch(r"\d{4,}", value):
+        forms |= {f"{int(value):,}", f"{int(value):,}".replace(",", " ")}
+    for form in sorted(forms, key=len, reverse=True):
+        if not form.strip():
+            continue
+        for match in re.finditer(rf"(?<![a-z0-9]){re.escape(form)}(?![a-z0-9])", flat):
+            if not reading.negated(flat, match.start(), match.end()):
+                return match.span()
+    return None
+
+
+def _changed_token(before: str, after: str) -> str | None:
+    """The one part of a reference that the change made different ("fleetcast-operater" of
+    ``sregym/fleetcast-operater:1.0`` against ``sregym/fleetcast-operator:1.0``), when it is long enough to name the
+    change by itself; None when more than one part changed or the parts are no references."""
+    old, new = re.split(r"[/:@]", before), re.split(r"[/:@]", after)
+    if len(old) != len(new) or len(new) < 2:
+        return None
+    changed = [n for o, n in zip(old, new, strict=True) if o != n]
+    if len(changed) != 1 or len(changed[0]) < 5 or not re.search(r"[-_.\d]", changed[0]):
+        return None
+    return changed[0]
+
+
+def _before_and_after(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, int]] | None:
+    """The change written as its two values: the new one and the one it replaced ("'NoScheduling' instead of
+    'NoSchedule'", "asked for 100,000 copies; set back to 3"), or the one part of a reference that changed, written
+    alone ("the image is misspelled 'fleetcast-operater'"). Which field, the truth's own statement says; the two
+    values together say that this one changed and how."""
+    for before, after in _before_after_pairs(truth):
+        token = _changed_token(before, after)
+        if token is not None:
+            found = _written(flat, token)
+            if found:
+                return f"value {token}", found
+        if len(after) < 3 and not re.search(r"\d", after) or after.lower() in lexicon.TRIVIAL_VALUES:
+            continue
+        new_at, old_at = _written(flat, after), _written(flat, before)
+        if new_at and old_at and new_at != old_at:
+            return f"value {after} (was {before})", new_at
+        # the new value quoted, in a sentence that says it is no valid value: what was set, and what is wrong with it
+        quoted = re.search(rf"['\"]\s*{re.escape(after.lower())}\s*['\"]", flat)
+        if quoted and _INVALID_VALUE.search(flat) and not reading.negated(flat, quoted.start(), quoted.end()):
+            return f"value {after} (invalid)", quoted.span()
+    return None
+
+
+def _before_and_after_pairs_cached(truth: GroundTruth) -> list[tuple[str, str]]:
+    return _before_after_pairs(truth)
+
+
 def _changed_fields(truth: GroundTruth) -> list[tuple[str, str]]:
     """(field, post-fault value) pairs of a truth where it records a change: a ``{field, before, after}`` record, or a
     field whose value is a ``{before, after}`` pair. A key with a plain value names an object or the context (the
@@ -1125,6 +1208,8 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
         hit = _distinctive_value(flat, t)
     if hit is None:  # the changed field written with its new value ("sets replicas: 100000", "spec.replicas = 100000")
         hit = _field_with_value(flat, t)
+    if hit is None:  # the new value beside the one it replaced, or the one part of a reference that changed
+        hit = _before_and_after(flat, t)
     if hit is None:  # an object the fault added, by its name, with two of the mechanism's distinctive concepts
         hit = _object_with_concepts(words, t)
     if hit is None:  # the changed setting by its name, and what was done to it ("lost its TS_ORDER_ADDR env")

@@ -361,8 +361,19 @@ class Mention:
 
 # the parts of a name that say nothing about which component it is
 _GENERIC_PARTS = frozenset({"service", "svc", "server", "api", "app", "ts", "the", "main", "core", *_DATASTORE_PREFIXES,
-                            *_DATASTORE_SUFFIXES})
-_DESCRIBED_AS = r"(?:service|server|backend|microservice|api|pods?|deployment|workload|app|container)s?"
+                            *_DATASTORE_SUFFIXES,
+                            # words of English that qualify anything ("other services" is no ts-order-other-service)
+                            "other", "others", "first", "second", "extra", "legacy", "new", "old"})
+_DESCRIBED_AS = (r"(?:service|server|backend|microservice|api|pods?|deployment|workload|app|container|program|process|"
+                 r"component|converter|checker|handler|module)s?")
+# what a part of a name is called in plain words ("the login service" for ts-auth-service, "the website" for a
+# frontend; not "controller" for an operator: "the ingress-nginx controller" is no component of the app): a synonym stands for its part only where the
+# part itself would (it is in no other component's name)
+_PART_SYNONYMS = {
+    "auth": ("login", "log-in", "sign-in", "signin", "authentication"),
+    "frontend": ("website", "web site", "web front end", "web frontend", "front door"),
+    "shorten": ("short-link", "short link", "link-shortening", "link shortener", "shortener"),
+}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -374,13 +385,21 @@ def description_pattern(name: str, others: frozenset[str]) -> re.Pattern[str] | 
     database behind profiles" for postgres-profile)."""
     name = name.lower()
     other_parts = {p for o in others if o != name for p in o.split("-")}
-    unique = [p for p in name.split("-") if len(p) >= 4 and p not in _GENERIC_PARTS and p not in other_parts]
+    # (a part another name begins with is not unique either: "travel" of ts-travel-service is in "travel2")
+    unique = [p for p in name.split("-") if len(p) >= 4 and p not in _GENERIC_PARTS
+              and not any(o.startswith(p) for o in other_parts)]
     forms = []
     if unique:
         # the part in any form ("catalog" and "catalogue", "compose" and "composing"); a part with digits exactly
         stems = "|".join(re.escape(p) if re.search(r"\d", p) else re.escape(p[:-1] if p.endswith("e") else p) + r"[a-z]*"
                          for p in unique)
-        forms.append(rf"(?<!\w)(?:{stems})[ -]{_DESCRIBED_AS}(?![\w-])")
+        synonyms = [r"[\s-]+".join(re.escape(w) for w in re.split(r"[\s-]+", s)) for p in unique
+                    for s in _PART_SYNONYMS.get(p, ())]
+        forms.append(rf"(?<!\w)(?:{'|'.join([stems, *synonyms])})[ -]{_DESCRIBED_AS}(?![\w-])")
+        # one word may stand between where what follows says it is a service ("the security check service", "the
+        # currency conversion program"; "the nginx controller pod" is no nginx-thrift)
+        forms.append(rf"(?<!\w)(?:{'|'.join([stems, *synonyms])})[ -](?!controller|ingress|proxy|config)[a-z]+[ -]"
+                     rf"(?:service|server|program|microservice|converter|checker|handler)s?(?![\w-])")
     owner = datastore_owner(name)
     cache = any(w in name.split("-") for w in _CACHE_WORDS)
     # another datastore of the same owner and the same sort (two caches, two databases) makes it ambiguous

@@ -1,0 +1,79 @@
+"""The rules judge's seventeenth round (issue #35, 2026-11-30 night), on texts written for these tests.
+
+`heldout17.jsonl` was retired to tuning after its blind measurement; its misses showed readings that do not depend
+on one problem's words:
+
+- a field and its value written with a colon ("replicas: 0") are one sentence and, in a JSON answer, a statement;
+  an environment variable named with its value in a JSON answer is a setting with its value;
+- a component described by what it does in plain words: a name part's common synonym ("the login service" for
+  ts-auth-service), a "program"/"converter", one word between ("the security check service"); English words of a
+  name ("other" of ts-order-other-service) and a part another name begins with ("travel" of "travel2") describe
+  nothing;
+- a change written as its two values ("'NoScheduling' instead of 'NoSchedule'"), as the one part of a reference that
+  changed ("fleetcast-operater"), or as the new value quoted and said to be invalid.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def test_a_field_and_its_value_with_a_colon_state_the_change(passes):
+    assert passes("social-scale-zero-user-service", "Deployment user-service has replicas: 0, so nothing serves.")
+    assert passes("social-scale-zero-user-service", json.dumps(
+        {"component": "user-service", "object": "Deployment/user-service", "defect": "replicas: 0"}))
+    # the field alone, without its value, is still no statement
+    assert not passes("social-scale-zero-user-service", json.dumps(
+        {"component": "user-service", "defect": "replicas"}))
+
+
+def test_an_environment_variable_with_its_value_in_json_is_a_setting():
+    from sregym_judge_rules import reading
+
+    prose = reading.json_as_prose(json.dumps({"component": "checkout", "env": "PRODUCT_CATALOG_ADDR",
+                                              "value": "product-catalog:8082", "expected": "product-catalog:3550"}))
+    assert "PRODUCT_CATALOG_ADDR was set to product-catalog:8082 instead of product-catalog:3550" in prose
+
+
+def test_a_component_described_in_plain_words(passes):
+    assert passes("train-ticket-clock-drift-auth",
+                  "The clock on the node running the login service is a month behind, so the tokens it hands out "
+                  "look expired to every other service.")
+    assert passes("astronomy-scale-zero-currency",
+                  "Nobody is running the currency converter program: its number of copies was set to 0.")
+
+
+def test_english_words_of_a_name_and_shared_prefixes_describe_nothing(judge_on):
+    verdict = judge_on("train-ticket-missing-service-security",
+                       "The security check service runs, but the name entry other services use to reach it was "
+                       "deleted, so bookings cannot do the security check.")
+    assert verdict.passed
+    assert verdict.inputs["gates"]["kitchen_sink"] is None  # "other services" is not ts-order-other-service
+    # "travel" is a prefix of travel2: "the second travel search service" does not name ts-travel-service
+    assert not judge_on("train-ticket-wrong-image-travel",
+                        "Searches fail because the second travel search service was pointed at a software version "
+                        "that does not exist.").passed
+
+
+def test_a_change_written_as_its_two_values(passes):
+    assert passes("fleetcast-operator-invalid-toleration",
+                  "The orbit-db DatastoreCluster has a toleration with a misspelled effect, 'NoScheduling' instead "
+                  "of 'NoSchedule', so the cluster refuses the StatefulSet the operator builds.")
+    assert passes("fleetcast-operator-wrong-update-strategy",
+                  "The orbit-db definition asks for an update method 'Rolling', which does not exist (the real one "
+                  "is 'RollingUpdate'), so the cluster rejects the operator's StatefulSet.")
+
+
+def test_the_one_changed_part_of_an_image_names_the_typo(passes):
+    assert passes("fleetcast-operator-wrong-image",
+                  "The program that manages the database (datastore-operator) is set to download its software "
+                  "under a misspelled name, 'fleetcast-operater', so it never starts.")
+    # the image as it should be, only, says nothing of what was changed
+    assert not passes("fleetcast-operator-wrong-image",
+                      "datastore-operator should run sregym/fleetcast-operator:1.0; its pod does not start.")
+
+
+def test_another_value_of_the_same_field_still_fails(passes):
+    assert not passes("fleetcast-operator-invalid-toleration",
+                      "The orbit-db DatastoreCluster has a toleration with effect 'NoExecute' instead of "
+                      "'NoSchedule', so its pods are evicted.")
