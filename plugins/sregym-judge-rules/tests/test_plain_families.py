@@ -430,12 +430,12 @@ PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {
 
 # (family, index of the description) the judge does not read yet; see the module docstring
 NOT_YET_READ: frozenset[tuple[str, int]] = frozenset({
-    ("datastore-invalid-run-as-user", 1), ("datastore-invalid-update-strategy", 0),
+    ("datastore-invalid-run-as-user", 1),
     ("datastore-missing-storage-class", 1), ("datastore-replicas-overload", 1), ("db-incompatible-upgrade", 1),
     ("db-password-rotated", 1), ("db-require-tls", 0), ("env-shadowing", 0), ("feature-flag-bug", 2),
     ("finalizer-deadlock", 1), ("ingress-class-mismatch", 1), ("kubelet-crash", 0), ("kubelet-crash", 1),
     ("kubelet-eviction-threshold", 2), ("network-loss", 1), ("operator-image-typo", 1),
-    ("priority-preemption", 1), ("psa-restricted", 1), ("pv-node-affinity-conflict", 1), ("retry-storm", 2),
+    ("priority-preemption", 1), ("pv-node-affinity-conflict", 1), ("retry-storm", 2),
     ("rolling-update-broken", 1), ("shm-too-small", 1),
 })
 
@@ -443,7 +443,9 @@ NOT_YET_READ: frozenset[tuple[str, int]] = frozenset({
 # "the cache"), by the app's entry (the Ingress is the app's) or by a namespace-wide object (a quota on every pod of
 # the namespace): not a victim answer
 NO_VICTIM_FORM = frozenset({"cache-memory-flood", "capacity-constraint", "cronjob-sidecar-blocks", "ingress-class-mismatch",
-                            "ingress-tls-expired"})
+                            "ingress-tls-expired",
+                            # "the fleetcast database cluster resource" still names orbit-db, FleetCast's only database
+                            "datastore-invalid-run-as-user"})
 
 
 @pytest.fixture(scope="module")

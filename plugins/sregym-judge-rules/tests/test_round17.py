@@ -77,3 +77,34 @@ def test_another_value_of_the_same_field_still_fails(passes):
     assert not passes("fleetcast-operator-invalid-toleration",
                       "The orbit-db DatastoreCluster has a toleration with effect 'NoExecute' instead of "
                       "'NoSchedule', so its pods are evicted.")
+
+
+def test_a_chat_thread_quoted_or_with_bracketed_handles_is_read_as_its_messages(passes):
+    messages = ("user service failing logins", "the role on postgres-user was dropped, so user cannot connect",
+                "recreated the role, fixed")
+    quoted = "\n".join(f"> {who}: {m}" for who, m in zip(("dana", "lee", "dana"), messages, strict=True))
+    bracketed = "\n".join(f"[{who}] {m}" for who, m in zip(("dana", "lee", "dana"), messages, strict=True))
+    replies = f"dana: {messages[0]}\n> lee: {messages[1]}\n>> dana: {messages[2]}"
+    for thread in (quoted, bracketed, replies):
+        assert passes("hotel-db-drop-user-user", thread), thread
+    # a log level in brackets is no handle: the line stays pasted output
+    assert not passes("hotel-db-drop-user-user", "[error] role on postgres-user was dropped")
+
+
+def test_what_the_cluster_rejected_is_a_symptom_not_a_rejected_hypothesis(passes):
+    assert passes("fleetcast-operator-security-context",
+                  "The FleetCast datastore stopped accepting changes because its configuration told it to run as "
+                  "user -1, which Kubernetes refuses, so every update was rejected.")
+    # a hypothesis rejected is still ruled out
+    assert not passes("fleetcast-operator-security-context",
+                      "We suspected that orbit-db runs as user -1, but that hypothesis was rejected.")
+
+
+def test_the_apps_only_database_may_be_called_the_database(judge_on, passes):
+    verdict = judge_on("fleetcast-operator-invalid-toleration",
+                       "The FleetCast database could not be changed because one scheduling rule in its configuration "
+                       "used an effect name Kubernetes does not recognise, so every update was refused.")
+    assert verdict.answers_by_id()["loc_component"] is True
+    # the datastore's manager is the operator, not the database
+    assert not passes("fleetcast-operator-overload-replicas",
+                      "The datastore manager was scaled to 100000 copies, so nothing could be scheduled.")

@@ -89,7 +89,7 @@ def chat_message(line: str) -> str | None:
 
 # a chat line opened by its writer's handle, lower case, with no clock stamp ("cy: orbit-db PVCs Pending", "a: yes that");
 # a label of a status update ("next:", "fix:", "status:") is not a handle
-_SPEAKER = re.compile(r"^\s*(?:<[a-z][\w.@-]{0,15}>|@?[a-z][a-z0-9._-]{0,11}):\s+(?=\S)")
+_SPEAKER = re.compile(r"^\s*(?:(?:<[a-z][\w.@-]{0,15}>|@?[a-z][a-z0-9._-]{0,11}):|\[@?[a-z][a-z0-9._-]{0,11}\])\s+(?=\S)")
 _NOT_HANDLES = frozenset({"next", "fix", "fixes", "status", "impact", "finding", "findings", "steps", "step", "summary",
                           "cause", "root", "note", "notes", "action", "actions", "result", "results", "symptom", "symptoms",
                           "observed", "evidence", "update", "conclusion", "mitigation", "remediation", "error", "warning",
@@ -101,7 +101,7 @@ def _speaker_message(line: str) -> str | None:
     """The message of a chat line opened by a lower-case handle ("cy: so the DatastoreCluster names ..."), when what
     follows reads as prose; each such line is a message of its own (twelfth round of issue #35)."""
     found = _SPEAKER.match(line)
-    if not found or found.group(0).strip(" :<>@").lower() in _NOT_HANDLES:
+    if not found or found.group(0).strip(" :<>@[]").lower() in _NOT_HANDLES:
         return None
     message = line[found.end():]
     if len(_PLAIN_WORD.findall(message)) < 2 or is_pasted_line(message):
@@ -114,7 +114,13 @@ def split_prose(submission: str) -> tuple[str, str]:
     prose: list[str] = []
     pasted: list[str] = []
     fenced = False
-    for line in submission.splitlines():
+    lines = submission.splitlines()
+    if all(re.match(r"\s*>", line) for line in lines if line.strip()):
+        # a whole answer set as a quote (a chat thread copied as "> dana: ..."): the writer's own words, unquoted
+        lines = [re.sub(r"^\s*>+\s?", "", line) for line in lines]
+    # a message of a thread set as a quote ("> lee: the role was dropped") is that message
+    lines = [unquoted if _SPEAKER.match(unquoted := re.sub(r"^\s*>+\s?", "", line)) else line for line in lines]
+    for line in lines:
         if line.strip().startswith("```"):
             fenced = not fenced
             continue
@@ -653,7 +659,10 @@ _VERDICT = re.compile(
     r"|\b(?:cannot|can\s*not|could\s+not|can't|couldn't)\s+be\s+(?:the|a|it|why)\b"
     r"|\b(?:does|do|did)\s+not\s+explain\b"
     r"|\b(?:which|that)\s+(?:we|i|they)\s+(?:have\s+)?(?:disproved|refuted|rejected|ruled\s+out|excluded)\b"
-    r"|\b(?:was|were|is|are|been)\s+(?:disproved|refuted|rejected)\b|\bturned\s+out\s+(?:to\s+be\s+)?(?:wrong|false|fine|"
+    # ("rejected" rules out a hypothesis, not "every update was rejected": what the cluster refused is a symptom)
+    r"|\b(?:was|were|is|are|been)\s+(?:disproved|refuted)\b"
+    r"|\b(?:it|this|that|hypothes[ie]s|theory|theories|idea|suspicion|explanation|candidate|lead|guess)\s+"
+    r"(?:was|were|is|are|has\s+been|have\s+been)\s+rejected\b|\bturned\s+out\s+(?:to\s+be\s+)?(?:wrong|false|fine|"
     r"irrelevant|unrelated|innocent)\b|\bnot\s+the\s+case\b"
     r"|\b(?:works?|working|worked|behaves?|behaving|behaved)\s+(?:as\s+(?:intended|expected|designed|configured)|normally|"
     r"correctly|fine)\b"

@@ -1083,18 +1083,39 @@ _INVALID_VALUE = re.compile(r"\b(?:does not exist|do not exist|did not exist|not
                             r"misspel\w*|typo\w*|unknown|unsupported|not supported|not recogni[sz]ed|bogus|made[ -]up)\b")
 
 
-def _written(flat: str, value: str) -> tuple[int, int] | None:
-    """Where a value is written as a word of its own (a number also with thousands separators), not negated."""
-    forms = {text.flatten(v) for v in renderings(value)} | {value.lower()}
+def _written(flat: str, value: str, *, allow_negated: bool = False) -> tuple[int, int] | None:
+    """Where a value is written as a word of its own (a number also with thousands separators, or in words), not
+    negated unless ``allow_negated`` (the value a change replaced is written "instead of 3", "no longer 3")."""
+    forms = {text.flatten(v) for v in renderings(value)} | {value.lower()} | set(_number_words(value))
     if re.fullmatch(r"\d{4,}", value):
         forms |= {f"{int(value):,}", f"{int(value):,}".replace(",", " ")}
     for form in sorted(forms, key=len, reverse=True):
         if not form.strip():
             continue
         for match in re.finditer(rf"(?<![a-z0-9]){re.escape(form)}(?![a-z0-9])", flat):
-            if not reading.negated(flat, match.start(), match.end()):
+            if allow_negated or not reading.negated(flat, match.start(), match.end()):
                 return match.span()
     return None
+
+
+_SMALL_NUMBERS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+                  "sixteen seventeen eighteen nineteen twenty").split()
+
+
+def _number_words(value: str) -> list[str]:
+    """An integer as it is said in words: "three", "minus one", "a hundred thousand", "100k"."""
+    if not re.fullmatch(r"-?\d+", value.strip()):
+        return []
+    number = int(value)
+    sign, size = ("minus ", "negative "), abs(number)
+    if size <= 20:
+        words = [_SMALL_NUMBERS[size]]
+    elif size % 1000 == 0 and size // 1000 in (1, 10, 100):
+        head = {1: "one", 10: "ten", 100: "a hundred"}[size // 1000]
+        words = [f"{head} thousand", f"{head.replace('a ', 'one ')} thousand", f"{size // 1000}k"]
+    else:
+        return []
+    return [f"{s}{w}" for w in words for s in sign] if number < 0 else words
 
 
 def _changed_token(before: str, after: str) -> str | None:
@@ -1123,7 +1144,7 @@ def _before_and_after(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, in
                 return f"value {token}", found
         if len(after) < 3 and not re.search(r"\d", after) or after.lower() in lexicon.TRIVIAL_VALUES:
             continue
-        new_at, old_at = _written(flat, after), _written(flat, before)
+        new_at, old_at = _written(flat, after), _written(flat, before, allow_negated=True)
         if new_at and old_at and new_at != old_at:
             return f"value {after} (was {before})", new_at
         # the new value quoted, in a sentence that says it is no valid value: what was set, and what is wrong with it

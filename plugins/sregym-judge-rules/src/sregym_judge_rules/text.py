@@ -418,6 +418,11 @@ def description_pattern(name: str, others: frozenset[str]) -> re.Pattern[str] | 
         forms.append(rf"(?<![\w-]){stores}\s+(?:that|which)\s+(?:holds?|stores?|keeps?|caches?|serves?|backs?)\s+"
                      rf"(?:[\w']+\s+){{0,2}}{words}s?(?![\w-])")
         forms.append(rf"(?<![\w-]){stores}\s+(?:behind|backing|of|for|serving)\s+(?:the\s+)?{words}s?(?:\s+service)?(?![\w-])")
+    if owner != name and not cache and not any(datastore_owner(o) != o and not any(w in o.split("-") for w in _CACHE_WORDS)
+                                               for o in others if o != name):
+        # the app's only database, called so ("the FleetCast datastore", "our database"; not "the datastore manager")
+        forms.append(r"(?<![\w-])(?:the|our|its|their)\s+(?:[a-z]+\s+)?(?:database|datastore|data store)(?:'s)?(?![\w-])"
+                     r"(?!\s+(?:manager|operator|controller|team|admin\w*|schema|user|login|role|password|secret)s?\b)")
     return re.compile("|".join(forms)) if forms else None
 
 
