@@ -1,5 +1,5 @@
 """hooks.group_pods: every datastore's live pods from one kubectl call (what restart_datastores
-and neighbour_volumes poll), matched by each workload's selector as ``kubectl -l`` would."""
+and the disk faults' cover poll), matched by each workload's selector as ``kubectl -l`` would."""
 
 from __future__ import annotations
 

@@ -272,16 +272,6 @@ def claims_of(items: list[dict]) -> list[str]:
     return names
 
 
-def neighbour_volumes(ctx: FaultContext, target: Target) -> list[dict[str, str]]:
-    """``[{namespace, claim}]`` of the other datastores' mounted claims (those with running pods)."""
-    others = datastores(ctx, target)[1:]
-    if not others:
-        return []
-    # nothing mounted now (no pod, no claim): nothing to make look alike
-    return [{"namespace": ctx.namespace, "claim": c}
-            for items in group_pods(ctx, others).values() for c in claims_of(items)]
-
-
 def restart_datastores(ctx: FaultContext, target: Target, current: Mapping[str, list[dict]] | None = None, *,
                        wait: bool = True) -> None:
     """Delete the pods of the target and of every other datastore of its app at once (their
