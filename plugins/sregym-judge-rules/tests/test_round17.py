@@ -108,3 +108,16 @@ def test_the_apps_only_database_may_be_called_the_database(judge_on, passes):
     # the datastore's manager is the operator, not the database
     assert not passes("fleetcast-operator-overload-replicas",
                       "The datastore manager was scaled to 100000 copies, so nothing could be scheduled.")
+
+
+def test_what_an_operator_does_with_a_bad_value_is_not_a_foreign_actor(passes):
+    # the operator is the resource's controller: "the controller tried to apply" is no other actor's doing
+    assert passes("fleetcast-operator-wrong-update-strategy",
+                  "The orbit-db definition named an update method that does not exist ('Rolling'), so the cluster "
+                  "turned down every change the database controller tried to make.")
+
+
+def test_a_range_of_two_numbers_is_a_value(passes):
+    assert passes("hotel-ephemeral-ports-geo",
+                  "geo may only use four local ports (32000 to 32003) for its outgoing connections, so once four "
+                  "connections are open it cannot open another and gets 'cannot assign requested address'.")

@@ -77,7 +77,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "wrong pods in .. endpoints", "decoy", "extra pods in .. endpoints",
     ),
     "wrong-target-port": (
-        "targetport", "target port", "maps .. port onto", "forwards .. to .. port", "forwards traffic to .. port",
+        "targetport", "target port", "maps .. port onto", "forward* .. to .. port", "forward* traffic to .. port",
         "wrong door", "port mapping", "sent to the wrong port", "sends .. to port .. on the pods",
         "port .. on the pods .. nothing listens",
     ),

@@ -693,6 +693,9 @@ def renderings(value: str) -> list[str]:
     ``adFailure``), hyphens and underscores as spaces (``tt feat 12``)."""
     spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", value)
     out = [value, spaced, re.sub(r"[-_]+", " ", spaced)]
+    pair = re.fullmatch(r"(\d+)\s+(\d+)", value.strip())
+    if pair:  # a range of two numbers ("32000 32003") is written "32000 to 32003" as often
+        out.append(f"{pair.group(1)} to {pair.group(2)}")
     return list(dict.fromkeys(o for o in out if o.strip()))
 
 
@@ -1040,10 +1043,15 @@ def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, i
         # a camelCase identifier (a flag's name, "imageSlowLoad") is as specific as a value with digits
         camel = (bool(re.fullmatch(r"[a-z]+(?:[A-Z][a-z0-9]+){2,}", value)) or bool(re.fullmatch(r"[\w./-]+=[\w./-]+", value))
                  or (value in new_values and bool(re.fullmatch(r"[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+|[a-z0-9]+(?:-[a-z0-9]+)+", value))))
+        # a range of two numbers ("32000 32003", a port range) is as specific as a value with letters
+        number_range = bool(re.fullmatch(r"\d{3,}\s+\d{3,}", value.strip()))
         if (value.lower() in components or value.lower() in where or len(value) < 3
-                or not (camel or re.search(r"\d", value)) or not re.search(r"[a-z.:/_-]", value.lower())):
+                or not (camel or re.search(r"\d", value))
+                or not (re.search(r"[a-z.:/_-]", value.lower()) or number_range)):
             continue
         found = reading.find_pattern(flat, re.sub(r"[*+]", " ", value), allow_negated=True)
+        if not found and number_range:
+            found = _written(flat, value)
         address = re.fullmatch(r"([a-z][\w.-]*):(\d{2,5})", value.lower())
         if not found and address:  # "config-service on port 8500" is config-service:8500
             host = re.escape(text.flatten(address.group(1)))
@@ -1279,6 +1287,8 @@ _RECURRING_ACTOR = re.compile(r"(?<![a-z0-9])(?:cronjob|cron job|job|operator|co
 def _foreign_actor(flat: str, t: GroundTruth) -> bool:
     """Does the sentence name an actor of a kind the truth never mentions (a CronJob for a webhook's fault)?"""
     known = _truth_fields(t) + " " + text.flatten(t.resource_kind)
+    if re.search(r"\b(?:operator|controller)s?\b", known):  # an operator is the resource's controller, by either name
+        known += " operator controller"
     # an actor's general kind is the truth's own when the truth names its head word ("admission webhook" for the
     # truth's mutating webhooks)
     return any(m.group(0).rstrip("s") not in known and m.group(0) not in known

@@ -421,7 +421,9 @@ def description_pattern(name: str, others: frozenset[str]) -> re.Pattern[str] | 
     if owner != name and not cache and not any(datastore_owner(o) != o and not any(w in o.split("-") for w in _CACHE_WORDS)
                                                for o in others if o != name):
         # the app's only database, called so ("the FleetCast datastore", "our database"; not "the datastore manager")
-        forms.append(r"(?<![\w-])(?:the|our|its|their)\s+(?:[a-z]+\s+)?(?:database|datastore|data store)(?:'s)?(?![\w-])"
+        # (what something else is for or acts on, "the manager program for our database", names that other thing)
+        forms.append(r"(?<![\w-])(?<!for )(?<!of )(?<!to )(?<!from )(?<!with )(?<!manages )(?<!managing )(?<!runs )"
+                     r"(?:the|our|its|their)\s+(?:[a-z]+\s+)?(?:database|datastore|data store)(?:'s)?(?![\w-])"
                      r"(?!\s+(?:manager|operator|controller|team|admin\w*|schema|user|login|role|password|secret)s?\b)")
     return re.compile("|".join(forms)) if forms else None
 
