@@ -121,3 +121,36 @@ def test_a_range_of_two_numbers_is_a_value(passes):
     assert passes("hotel-ephemeral-ports-geo",
                   "geo may only use four local ports (32000 to 32003) for its outgoing connections, so once four "
                   "connections are open it cannot open another and gets 'cannot assign requested address'.")
+
+
+def test_a_field_named_invalid_without_its_value_is_no_mechanism(judge_on, passes):
+    # red-team round 13, finding 5 (open in SECURITY.md section 20): "an invalid runAsUser" with no value passed at 0.78
+    verdict = judge_on("fleetcast-operator-security-context",
+                       "The DatastoreCluster orbit-db has an invalid runAsUser, so the operator's StatefulSet is refused.")
+    assert not verdict.passed and verdict.answers_by_id()["char_mechanism"] is False
+    # what the truth says was done to it, in words or as the value, still states it
+    assert passes("fleetcast-operator-security-context",
+                  "The DatastoreCluster orbit-db sets runAsUser to a negative number, so the operator's StatefulSet "
+                  "is refused.")
+    assert passes("fleetcast-operator-security-context",
+                  "The DatastoreCluster orbit-db sets runAsUser to -1, so the operator's StatefulSet is refused.")
+
+
+def test_the_records_unchanged_field_blamed_is_the_sibling_fault(curated):
+    # red-team round 13, finding 7: "checks the wrong port" passed a readiness probe broken by its path. The live
+    # truth records the probe before and after the fault; here the path changed and the port stayed
+    import attrs
+
+    from sregym_judge_rules import RulesJudge
+
+    app, truths = curated["hotel-readiness-misconfig-search"]
+    probe = lambda path: {"httpGet": {"path": path, "port": 8082}, "periodSeconds": 5}  # noqa: E731
+    truth = attrs.evolve(truths[0], mutated_values={"readinessProbe": {"before": probe("/healthz"),
+                                                                         "after": probe("/healthz-broken")}})
+
+    def passes(text: str) -> bool:
+        return RulesJudge().judge(text, (truth,), app_components=tuple(c.name for c in app.components),
+                                  app_namespace=app.namespace).passed
+
+    assert not passes("The readiness probe of search checks the wrong port, so search is never marked ready.")
+    assert passes("The readiness probe of search checks the wrong path (/healthz-broken), so search is never ready.")

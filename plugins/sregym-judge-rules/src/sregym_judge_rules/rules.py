@@ -364,6 +364,14 @@ class RulesJudge:
             details.pop(fault, None)
             if not mechanism:
                 mechanism_sentences = []
+        # a field that was set to an invalid value, named with no value and no statement of what is wrong with it ("it
+        # has an invalid runAsUser"), says which field, not what it was set to: every fault of that field fits it
+        # (red-team round 13, finding 5; the object-only texts of the blind sets)
+        for fault in _field_name_only(details, truths, sentences):
+            mechanism.pop(fault, None)
+            details.pop(fault, None)
+            if not mechanism:
+                mechanism_sentences = []
         # a flag named as the cause says which fault it is, whatever the component's place in the sentence: its name
         # may carry the component ("adFailure", "recommendationCacheFailure"), or the component is named as where it
         # acts ("the adFailure flag makes ad fail", "affected: cart"): the flag is blamed and, through it, the component.
@@ -749,6 +757,90 @@ def _json_values(submission: str) -> set[str]:
 
     visit(data)
     return out
+
+
+def _unchanged_field_blamed(flat: str, truth: GroundTruth) -> bool:
+    """Does the sentence call a field of the changed record wrong that the change kept as it was ("the wrong port" of a
+    probe whose path changed), without naming any field that did change?"""
+    values = truth.mutated_values
+    records = [values] + [v for v in values.values() if isinstance(v, Mapping)]
+    kept: set[str] = set()
+
+    def leaves(value: Any, out: set[str]) -> None:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if isinstance(item, Mapping | list):
+                    leaves(item, out)
+                else:
+                    out.add(str(key))
+        elif isinstance(value, list):
+            for item in value:
+                leaves(item, out)
+
+    for record in records:
+        if isinstance(record.get("before"), Mapping) and isinstance(record.get("after"), Mapping):
+            leaves(record["before"], kept)
+    changed = set(_differing_fields(truth))
+    kept -= changed
+    if not kept or not changed:
+        return False
+    said = lambda field: re.search(rf"(?<![a-z0-9]){re.escape(text.flatten(concepts.split_compounds(field)))}s?(?![a-z0-9])", flat)
+    if any(said(field) for field in changed):
+        return False
+    return any(re.search(rf"\b(?:wrong|incorrect|bad|invalid|different|mistyped|changed)\s+(?:[a-z]+\s+)?"
+                         rf"{re.escape(text.flatten(concepts.split_compounds(field)))}s?\b", flat) for field in kept)
+
+
+def _field_name_only(details: Mapping[str, tuple[str, str]], truths: Sequence[GroundTruth],
+                     sentences: Sequence[reading.Sentence]) -> list[str]:
+    """The faults of a changed field (a ``{field, before, after}`` record) whose mechanism was read only from the
+    field's name ("runAsUser", "updateStrategy") in a sentence that says nothing else of what the truth says was
+    done ("is negative", "does not exist"), while no sentence gives the value it was set to or the one it replaced:
+    "it has an invalid runAsUser" says which field, not what it was set to; every fault of that field fits it."""
+    out = []
+    everything = " . ".join(s.flat for s in sentences if not s.hedged)
+    for t in truths:
+        if t.fault not in details or not _before_after_pairs(t):
+            continue
+        phrase = text.flatten(str(details[t.fault][0]).replace("*", "")).replace(" ", "")
+        leaves = _differing_fields(t)
+        if phrase not in {text.flatten(leaf).replace(" ", "") for leaf in leaves}:
+            continue
+        if any(_written(everything, v, allow_negated=True) for pair in _before_after_pairs(t) for v in pair):
+            continue
+        # what the truth's cause part says beyond its objects' and fields' names ("negative", "does not exist")
+        cause = (concepts.split_effect(t.mechanism) or (t.mechanism,))[0].split(";")[0]
+        naming = " ".join([*leaves, *(_changed_field for _changed_field, _a in _changed_fields(t)),
+                           t.resource_kind, str(t.mutated_values.get("resource", ""))])
+        named = {c for c, _span in concepts.present(text.flatten(concepts.split_compounds(naming)), cause)}
+        sentence = text.flatten(details[t.fault][1])
+        if any(c not in named for c, _span in concepts.present(sentence, cause)):
+            continue
+        out.append(t.fault)
+    return out
+
+
+def _differing_fields(truth: GroundTruth) -> list[str]:
+    """The names of the fields whose value a change record's ``before`` and ``after`` differ in (the leaf:
+    ``runAsUser`` inside ``spec.securityContext``), with the record's own field."""
+    values = truth.mutated_values
+    out = [re.split(r"[.\[\]]", str(values.get("field", "")))[-1]] if values.get("field") else []
+
+    def visit(before: Any, after: Any, name: str) -> None:
+        if isinstance(before, Mapping) and isinstance(after, Mapping):
+            for key in before.keys() & after.keys():
+                visit(before[key], after[key], str(key))
+        elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+            for b, a in zip(before, after, strict=True):
+                visit(b, a, name)
+        elif before != after and name:
+            out.append(name)
+
+    visit(values.get("before"), values.get("after"), out[0] if out else "")
+    for key, record in values.items():  # a field whose value is a {before, after} pair ("readinessProbe": {...})
+        if isinstance(record, Mapping) and "before" in record and "after" in record:
+            visit(record["before"], record["after"], str(key))
+    return [leaf for leaf in dict.fromkeys(out) if leaf]
 
 
 def _identity_unnamed(sentences: Sequence[reading.Sentence], truths: Sequence[GroundTruth], submission: str = "") -> list[str]:
@@ -1647,6 +1739,11 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             continue
         if _sibling_field(s.flat, t):
             # the right object, its twin field: a memory *limit* of 512Gi is not the truth's memory *request*
+            spans.extend(_all_spans(words, vocab))
+            continue
+        if _unchanged_field_blamed(s.flat, t):
+            # the record's other field blamed ("checks the wrong port" for a probe whose path was changed, its port
+            # kept): the sibling fault of the same object (red-team round 13, finding 7)
             spans.extend(_all_spans(words, vocab))
             continue
         if _other_field(s.raw, s.flat, t):
