@@ -534,7 +534,17 @@ def sentences(prose: str) -> list[Sentence]:
     # (counted by items, not sentences: two causes of two sentences each are two causes; twelfth round)
     counts = {listed: n for listed, n in items_per_list.items() if listed in several}
     found = [attrs.evolve(x, hedged=True) if counts.get(x.listed, 0) >= 3 else x for x in found]
+    # candidates each given a confidence ("Root cause A (confidence 60%): ... Root cause B (40%): ...") are
+    # alternatives the writer did not choose between, whichever ranks first (red-team round 14, finding 3)
+    ranked = [x.index for x in found if _CONFIDENCE.search(x.raw)]
+    if len(ranked) >= 2:
+        found = [attrs.evolve(x, hedged=True) if x.index in ranked else x for x in found]
     return _hedge_what_is_left_open(_conclusions_reach_back(found))
+
+
+# a confidence given to a cause: "(confidence 60%)", "(60%)", "confidence: 0.6", "(p=0.4)"
+_CONFIDENCE = re.compile(r"(?i)\bconfidence\b\s*[:=]?\s*(?:\d{1,3}\s*%|0?\.\d+|1\.0)"
+                         r"|\(\s*(?:confidence\s*|p\s*=\s*|~\s*)?\d{1,3}\s*%\s*\)|\(\s*p\s*=\s*0?\.\d+\s*\)")
 
 
 # a label of several causes at once: "root causes", "contributing causes/factors", "causes" (not "the cause")

@@ -87,6 +87,8 @@ class Reading:
     component_sentences: dict[str, str] = attrs.Factory(dict)
     mechanism_sentences: dict[str, tuple[str, str]] = attrs.Factory(dict)
     chain_sentence: str | None = None
+    # other fault families asserted as a cause added to the truth's ("in addition", "as well", "two faults")
+    added_mechanisms: dict[str, str] = attrs.Factory(dict)
 
     def evidence(self, truths: Sequence[GroundTruth]) -> dict[str, Any]:
         """What the verdict rests on, each with the sentence of the diagnosis that asserted it: the
@@ -319,7 +321,9 @@ class RulesJudge:
         exonerating = ({clause_sentence[i] for i, c in enumerate(clause_list) if c.exonerating}
                        - {clause_sentence[i] for i, c in enumerate(clause_list) if c.cause_side})
         details: dict[str, tuple[str, str]] = {}
-        mechanism, other, mechanism_sentences = _mechanisms(sentences, topic, truths, components, exonerating, details)
+        added: dict[str, str] = {}
+        mechanism, other, mechanism_sentences = _mechanisms(sentences, topic, truths, components, exonerating, details,
+                                                            added)
         every = sorted({(m.clause, m.start): m for m in [*mentions, *weak]}.values(), key=lambda m: (m.clause, m.start))
         for m in weak:
             if (clause_sentence[m.clause] in mechanism_sentences and _identifies(clause_list, every, m, involved)
@@ -415,6 +419,7 @@ class RulesJudge:
             over_broad=over_broad, mechanism=mechanism,
             other_mechanisms=other, chain=chain, injection=reading.injection(submission),
             component_sentences=component_sentences, mechanism_sentences=details, chain_sentence=chain_sentence,
+            added_mechanisms=added if mechanism else {},
         )
         r.gates = _gates(r, truths)
         return r
@@ -757,6 +762,42 @@ def _json_values(submission: str) -> set[str]:
 
     visit(data)
     return out
+
+
+def _ports_of(truth: GroundTruth) -> tuple[set[str], set[str], set[str]]:
+    """The ports a truth's change records before and after it (an address's port, ``host:8082``; a port field's
+    number) and the hosts of its addresses."""
+    before, after, hosts = set(), set(), set()
+    values = truth.mutated_values
+    records = [("", values)] + [(str(k), v) for k, v in values.items() if isinstance(v, Mapping)]
+    for key, record in records:
+        portish = "port" in key.lower() or "port" in str(values.get("field", "")).lower()
+        for when, out in (("before", before), ("after", after)):
+            value = record.get(when)
+            if isinstance(value, bool) or value is None or isinstance(value, Mapping | list):
+                continue
+            address = re.fullmatch(r"([a-z][\w.-]*):(\d{2,5})", str(value).strip(), re.I)
+            if address:
+                out.add(address.group(2))
+                hosts.add(text.flatten(address.group(1)))
+            elif portish and re.fullmatch(r"\d{2,5}", str(value).strip()):
+                out.add(str(value).strip())
+    return before, after, hosts
+
+
+def _other_port(flat: str, truth: GroundTruth) -> bool:
+    """Does the sentence give the changed address or port another port than the fault set ("points at
+    product-catalog:3551" for 8082, "targetPort 9999" for 9091), never writing the fault's? (red-team round 14,
+    finding 5: the variable's name counted as the value)"""
+    before, after, hosts = _ports_of(truth)
+    if not after:
+        return False
+    claimed = {m.group(1) for m in re.finditer(r"\b(?:target\s*port|port)\s*(?:is\s+|of\s+|to\s+|number\s+|[:=]\s*)?(\d{2,5})\b", flat)}
+    for host in hosts:
+        claimed |= {m.group(1) for m in re.finditer(rf"(?<![a-z0-9]){re.escape(host)}\s*:\s*(\d{{2,5}})\b", flat)}
+    if not claimed or claimed & after:
+        return False
+    return bool(claimed - before)
 
 
 def _unchanged_field_blamed(flat: str, truth: GroundTruth) -> bool:
@@ -1638,7 +1679,7 @@ def _mask_names(flat: str, components: Iterable[str]) -> str:
 
 def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[str]], truths: Sequence[GroundTruth],
                 components: Iterable[str] = (), exonerating: Iterable[int] = (),
-                details: dict[str, tuple[str, str]] | None = None):
+                details: dict[str, tuple[str, str]] | None = None, added: dict[str, str] | None = None):
     """Which truth mechanisms are asserted about their component, which other mechanisms are
     asserted at all (not in ``exonerating`` sentences, which say something is fine or ruled out),
     and in which sentences the truth mechanisms were found (``details``, when given: fault ->
@@ -1653,6 +1694,8 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
     truth_faults = {t.fault for t in truths}
     components = tuple(components)
     read = [_sentence_mechanisms(s, topic, truths, truth_faults, components, s.index in exonerating) for s in sentences]
+    # "two faults on geo: ...": every other mechanism of the text is one of the causes it says there are
+    several = any(_SEVERAL_FAULTS.search(s.flat) for s in sentences if not s.hedged)
     # the mechanisms named over the items of each list (a list of candidates is one enumeration)
     per_list: dict[int, set[str]] = {}
     for s, (families_here, _found, _details, _other) in zip(sentences, read, strict=True):
@@ -1667,6 +1710,8 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
             continue
         for family, evidence in other_here.items():
             other.setdefault(family, evidence)
+            if added is not None and (several or _ADDITIVE.search(s.flat)):
+                added.setdefault(family, evidence)
         if enumerated:  # an enumeration of mechanisms asserts none of them
             continue
         for fault, evidence in found_here.items():
@@ -1751,7 +1796,8 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             # a different fault of the same object, not this one
             spans.extend(_all_spans(words, vocab))
             continue
-        if (claims.other_value(s.raw, t.mutated_values) or claims.other_family(words[:cause_end], _truth_fields(t))
+        if (claims.other_value(s.raw, t.mutated_values) or _other_port(s.flat, t)
+                or claims.other_family(words[:cause_end], _truth_fields(t))
                 or _other_failure_policy(s.flat, t)):
             # the faulty object with what the sentence claims of it read against what the truth changed: its own field
             # given another value ("failurePolicy: Fail" for Ignore), or a defect of another family only ("a cert for
@@ -1805,6 +1851,17 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             families_here.discard(family)
             other_here.pop(family, None)
     return families_here, found_here, details_here, other_here
+
+
+# a cause stated as one more, beside the one already given ("in addition", "on top of that", "X is on as well", "a
+# second fault"): a diagnosis that adds a false cause to the right one is wrong (red-team round 14, finding 4)
+_ADDITIVE = re.compile(r"\b(?:in addition|additionally|on top of (?:that|this|it)|as well|besides|moreover|furthermore|"
+                       r"also|too|(?:a|the) second (?:fault|cause|problem|defect|issue)|two (?:faults|causes|problems|defects|issues)|"
+                       r"another (?:fault|cause|problem|defect|issue))\b")
+
+
+_SEVERAL_FAULTS = re.compile(r"\b(?:two|three|several|multiple|2|3)\s+(?:separate\s+|independent\s+|distinct\s+)?"
+                             r"(?:faults|causes|root causes|problems|defects|issues|changes)\b|\bboth\s+(?:faults|causes|problems)\b")
 
 
 # what says the effect comes first and its cause after: "X because Y", "X comes from Y", "X is caused by Y"
@@ -2095,6 +2152,8 @@ def _gates(r: Reading, truths: Sequence[GroundTruth]) -> dict[str, Any]:
         gates["hedge"] = "offers other components as possible causes: " + ", ".join(sorted(r.hedged_others))
     if len(r.other_mechanisms) >= 2:
         gates["kitchen_sink"] = "asserts several mechanisms: " + ", ".join(sorted(r.other_mechanisms))
+    elif r.added_mechanisms:
+        gates["kitchen_sink"] = "adds another cause to the fault's: " + ", ".join(sorted(r.added_mechanisms))
     elif r.over_broad:
         gates["kitchen_sink"] = "over-broad blame: " + r.over_broad
     elif r.blamed_unrelated:
