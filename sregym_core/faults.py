@@ -103,10 +103,13 @@ class FaultContext:
         return self._api
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0) -> str:
-        """Run the real kubectl as the admin and return stdout; raise :class:`FaultError` on failure."""
+        """Run the real kubectl as the admin and return stdout; raise :class:`FaultError` on failure.
+
+        A write names :data:`FAULT_FIELD_MANAGER`, the deploy's own field manager, so a real API server's
+        ``managedFields`` show the fields a fault wrote owned as the deployed ones are (issue #34)."""
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-        proc = subprocess.run([self.kubectl_path, *args], input=input, capture_output=True, text=True, errors="replace",
-                              env=env, timeout=timeout)
+        proc = subprocess.run([self.kubectl_path, *with_fault_field_manager(args)], input=input, capture_output=True,
+                              text=True, errors="replace", env=env, timeout=timeout)
         if check and proc.returncode != 0:
             raise FaultError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip() or proc.stdout.strip()}")
         return proc.stdout
@@ -138,6 +141,30 @@ class FaultContext:
         It keeps the subclass, so a recording context (the test harness's) stays recording.
         """
         return attrs.evolve(self, state={})
+
+
+#: the field manager a fault's kubectl writes name: the one a client-side ``kubectl apply`` (every app's
+#: deploy) records. A fault's own manager name would sit on exactly the fields it changed, in every
+#: object's ``managedFields`` the agent may read (``--show-managed-fields``): one look would name the fault.
+FAULT_FIELD_MANAGER = "kubectl-client-side-apply"
+#: the kubectl writes that take ``--field-manager`` (``kubectl <verb> --help``, 1.3x); ``rollout`` only
+#: with ``restart``, ``pause``, ``resume``; ``create`` not with ``--raw`` or ``token``
+_MANAGED_VERBS = frozenset({"patch", "apply", "create", "replace", "annotate", "label", "set", "taint", "rollout",
+                            "autoscale", "expose", "edit"})
+
+
+def with_fault_field_manager(args: tuple[str, ...] | list[str]) -> list[str]:
+    """``args`` with ``--field-manager=``:data:`FAULT_FIELD_MANAGER` when they are a write that takes one
+    and name no manager themselves (before a ``--``: what follows is a command's, not kubectl's)."""
+    argv = list(args)
+    if not argv or argv[0] not in _MANAGED_VERBS or any(a.startswith("--field-manager") for a in argv):
+        return argv
+    if argv[0] == "rollout" and argv[1:2] not in (["restart"], ["pause"], ["resume"]):
+        return argv
+    if argv[0] == "create" and ("--raw" in argv or argv[1:2] == ["token"]):
+        return argv
+    end = argv.index("--") if "--" in argv else len(argv)
+    return [*argv[:end], f"--field-manager={FAULT_FIELD_MANAGER}", *argv[end:]]
 
 
 @attrs.define
@@ -211,4 +238,5 @@ async def _call_once(method: FaultMethod, ctx: FaultContext, target: Any, params
     return result
 
 
-__all__ = ["Fault", "FaultContext", "FaultMethod", "NoiseSource", "TEMPORARY_RETRY_SECONDS", "UsersProbe", "call_fault"]
+__all__ = ["FAULT_FIELD_MANAGER", "Fault", "FaultContext", "FaultMethod", "NoiseSource", "TEMPORARY_RETRY_SECONDS", "UsersProbe", "call_fault",
+           "with_fault_field_manager"]

@@ -265,3 +265,19 @@ def test_a_server_side_dry_run_is_refused_and_stores_nothing(tmp_path):
     with pytest.raises(FaultError, match=r"does not model `kubectl create --dry-run` \(it runs no admission"):
         ctx.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe))
     assert ctx.objects == before
+
+
+def test_annotate_from_stdin_changes_the_objects_the_documents_name(tmp_path):
+    # kube.apply leaves no last-applied annotation: ``annotate -f - KEY-`` on what it applied (issue #34)
+    ctx = _cluster(tmp_path)
+    policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+              "metadata": {"name": "deny", "namespace": ctx.namespace,
+                           "annotations": {kube.LAST_APPLIED: "{}", "keep": "me"}},
+              "spec": {"podSelector": {}}}
+    ctx.kubectl("apply", "-f", "-", input=json.dumps(policy))
+    kube.strip_last_applied(ctx, json.dumps(policy))
+    assert ctx.objects[("NetworkPolicy", ctx.namespace, "deny")]["metadata"]["annotations"] == {"keep": "me"}
+    assert ctx.calls[-1] == ("annotate", "-f", "-", f"{kube.LAST_APPLIED}-")
+    gone = {**policy, "metadata": {"name": "gone", "namespace": ctx.namespace}}
+    with pytest.raises(FaultError, match='"gone" not found'):
+        kube.strip_last_applied(ctx, json.dumps(gone))

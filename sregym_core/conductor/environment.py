@@ -22,6 +22,8 @@ from ..clusters import (
     capability,
 )
 from ..errors import DeployError
+from ..faultkit.kube import LAST_APPLIED
+from ..faults import FAULT_FIELD_MANAGER
 from ..plugins import PluginHost
 from ..types import AppSpec, DeployContext
 from .agent_access import grant_agent_access
@@ -114,6 +116,8 @@ class Environment:
         started = time.monotonic()
         manifests = stack.render(app_namespaces=namespaces, hidden_namespaces=hidden)
         await self.kube.akubectl("apply", "-f", "-", input=manifests, timeout=stack.deploy_timeout)
+        await self.kube.akubectl("annotate", "-f", "-", f"{LAST_APPLIED}-", f"--field-manager={FAULT_FIELD_MANAGER}",
+                                 input=manifests, timeout=stack.deploy_timeout)
         await wait_ready(self.kube, (stack.namespace,), stack.deploy_timeout, what=f"observability stack {stack.name!r}")
         self._stack = stack
         self._endpoints = await asyncio.to_thread(self._stack_endpoints, stack)
@@ -189,6 +193,9 @@ class Environment:
         else:
             for manifest in app.manifests:
                 await self.kube.akubectl("apply", "-f", str(manifest), timeout=app.deploy_timeout)
+                # a record of the deployed state on each object would name any fault (issue #34)
+                await self.kube.akubectl("annotate", "-f", str(manifest), f"{LAST_APPLIED}-",
+                                         f"--field-manager={FAULT_FIELD_MANAGER}", timeout=app.deploy_timeout)
         # other apps' pods may not reach this one's (app_isolation.py): before the baseline, so a
         # reset puts a policy back
         await asyncio.to_thread(label_app_group, self.kube, namespaces, app.name)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "apply", "container", "container_index", "container_path", "delete", "delete_pods", "dependents", "exists", "get",
     "patch", "pod_selector", "pod_spec", "remove_pod_spec_field", "restart", "restart_dependents", "rollout_state", "save", "service",
-    "set_pod_spec_field", "wait_until", "workload",
+    "set_pod_spec_field", "strip_last_applied", "wait_until", "workload",
 ]
 
 
@@ -53,9 +53,21 @@ def patch(ctx: FaultContext, kind: str, name: str, body: Any, *, type: str = "me
     ctx.kubectl("patch", kind, name, "-n", namespace or ctx.namespace, "--type", type, "-p", json.dumps(body))
 
 
+#: the annotation a client-side ``kubectl apply`` writes: the applied state, which names what changed since
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
 def apply(ctx: FaultContext, obj: dict) -> None:
-    """``kubectl apply`` one object."""
-    ctx.kubectl("apply", "-f", "-", input=json.dumps(obj))
+    """``kubectl apply`` one object, leaving no last-applied annotation on it: an object the fault made
+    or changed must not be the one that carries a record of its applied state (issue #34)."""
+    text = json.dumps(obj)
+    ctx.kubectl("apply", "-f", "-", input=text)
+    strip_last_applied(ctx, text)
+
+
+def strip_last_applied(ctx: FaultContext, manifests: str) -> None:
+    """Remove the last-applied annotation from the objects ``manifests`` (JSON or YAML) names."""
+    ctx.kubectl("annotate", "-f", "-", f"{LAST_APPLIED}-", input=manifests)
 
 
 def delete(ctx: FaultContext, kind: str, name: str, *, namespace: str | None = None) -> None:

@@ -224,19 +224,21 @@ class RecordingFaultContext(FaultContext):
                 raise _KubectlFailed("error: --replicas=COUNT is required")
             obj["spec"]["replicas"] = int(flags["replicas"])
             return ""
+        if verb in ("label", "annotate") and flags.get("f") == "-" and input:
+            # ``-f -``: the objects the documents name (as after ``apply -f -`` of the same input)
+            for doc in _documents(input):
+                kind, name = doc["kind"], doc["metadata"]["name"]
+                obj = self._lookup(kind, name, doc["metadata"].get("namespace") or namespace)
+                if obj is None:
+                    raise _not_found(kind, name)
+                _set_metadata(obj, "labels" if verb == "label" else "annotations", rest)
+            return ""
         if verb in ("label", "annotate") and len(rest) >= 2:
             kind, name = _ref(rest[:2] if "/" not in rest[0] else rest[:1])
             obj = self._lookup(kind, name, namespace)
             if obj is None:
                 raise _not_found(kind, name)
-            field = "labels" if verb == "label" else "annotations"
-            for pair in [w for w in rest if "=" in w or w.endswith("-")]:
-                meta = obj["metadata"].setdefault(field, {})
-                if pair.endswith("-"):
-                    meta.pop(pair[:-1], None)
-                else:
-                    key, _, value = pair.partition("=")
-                    meta[key] = value
+            _set_metadata(obj, "labels" if verb == "label" else "annotations", rest)
             return ""
         if verb == "taint" and len(rest) >= 2:
             self._taint(rest[1:])
@@ -418,6 +420,17 @@ _WORKLOADS = frozenset({"Deployment", "StatefulSet", "DaemonSet"})
 
 class _KubectlFailed(FaultError):
     """What a real kubectl would fail with (NotFound, a missing flag): raised only when checked."""
+
+
+def _set_metadata(obj: dict, field: str, words: list[str]) -> None:
+    """``KEY=VALUE`` sets and ``KEY-`` removes a label or annotation, as ``kubectl label/annotate``."""
+    for pair in [w for w in words if "=" in w or w.endswith("-")]:
+        meta = obj["metadata"].setdefault(field, {})
+        if pair.endswith("-"):
+            meta.pop(pair[:-1], None)
+        else:
+            key, _, value = pair.partition("=")
+            meta[key] = value
 
 
 def _unmodelled(what: str, why: str = "") -> Exception:

@@ -20,7 +20,8 @@ INGRESS = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": 
 
 
 class FakeKubectl:
-    """Secrets by (namespace, name); ``apply`` stores them, ``get`` answers as kubectl does."""
+    """Secrets by (namespace, name); ``create`` stores a new one (no last-applied annotation, issue #34),
+    ``get`` answers as kubectl does."""
 
     def __init__(self):
         self.secrets: dict[tuple[str, str], dict] = {}
@@ -29,9 +30,11 @@ class FakeKubectl:
         if args[:2] == ("get", "secret"):
             found = self.secrets.get((args[4], args[2]))
             return json.dumps(found) if found else ""
-        if args[:2] == ("apply", "-f"):
+        if args[:2] == ("create", "-f"):
             obj = json.loads(stdin)
-            self.secrets[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = obj
+            key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+            assert key not in self.secrets, f"create of an existing Secret {key}"
+            self.secrets[key] = obj
             return ""
         raise AssertionError(args)
 

@@ -58,7 +58,7 @@ def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None
     ctx.state.update(resources=container.get("resources") or {}, container=container["name"],
                      memory=params["memory"])
     for item in _objects(ctx, target, params["memory"], container["name"]):
-        ctx.kubectl("apply", "-f", "-", input=json.dumps(item))
+        kube.apply(ctx, item)  # leaves no last-applied annotation (issue #34)
     # the first run right away (the schedule repeats it every minute)
     ctx.kubectl("create", "job", f"{NAME}-manual", f"--from=cronjob/{NAME}", "-n", ctx.namespace)
 

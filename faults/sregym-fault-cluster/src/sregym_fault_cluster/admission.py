@@ -125,7 +125,7 @@ def webhook_configuration(kind: str, name: str, hook: str, namespace: str, servi
 
 def _create(ctx: FaultContext, objects: list[dict]) -> None:
     for obj in objects:
-        ctx.kubectl("apply", "-f", "-", input=json.dumps(obj))
+        kube.apply(ctx, obj)  # leaves no last-applied annotation (issue #34)
 
 
 def _delete_all(ctx: FaultContext, namespace: str, name: str, config_kind: str, config_name: str) -> None:

@@ -31,6 +31,7 @@ from sregym_fault_node import hooks
 
 from sregym_core.clusters import HIDDEN_NAMESPACE_LABELS
 from sregym_core.errors import PermanentFaultError, TemporaryFaultError
+from sregym_core.faultkit import kube
 
 if TYPE_CHECKING:
     from sregym_core.faults import FaultContext
@@ -137,7 +138,7 @@ def arm(ctx: FaultContext, target: Target, *, call: str, errno: int, rate: float
     name = f"sregym-bpf-{uuid.uuid4().hex[:10]}"
     rule = {"call": call, "errno": int(errno), "rate": float(rate), "port": int(port or 0), "pods": uids}
     for obj in (namespace_manifest(), config_map(name, rule), daemon_set(name)):
-        ctx.kubectl("apply", "-f", "-", input=json.dumps(obj))
+        kube.apply(ctx, obj)  # leaves no last-applied annotation (issue #34)
     record = {"daemonset": name, "namespace": NAMESPACE, "pods": uids}
     deadline = time.monotonic() + READY_TIMEOUT_S
     while True:

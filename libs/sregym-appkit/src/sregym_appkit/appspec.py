@@ -133,14 +133,19 @@ def memcached_component(name: str) -> ComponentSpec:
 
 def apply_manifests(ctx: Any, manifests: str, ca_namespace: str, *, what: str = "",
                     hints: tuple[str, ...] = ()) -> None:
-    """``kubectl apply`` the rendered ``manifests`` (a DeployContext's kubectl and kubeconfig), then
-    issue the Ingresses' TLS certificates from the app's CA kept in ``ca_namespace`` (its hidden
+    """``kubectl apply`` the rendered ``manifests`` (a DeployContext's kubectl and kubeconfig), remove the
+    last-applied annotation it leaves (a record of the deployed state would name any fault, issue #34),
+    then issue the Ingresses' TLS certificates from the app's CA kept in ``ca_namespace`` (its hidden
     one). Waiting for Ready is the runner's: an AppSpec.deploy only applies."""
-    proc = subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), "apply", "-f", "-"],
-                          input=manifests, capture_output=True, text=True, timeout=ctx.timeout)
-    if proc.returncode != 0:
-        raise DeployError(f"kubectl apply{f' of {what}' if what else ''} failed: {proc.stderr.strip()[-1500:]}",
-                          hints=(APPLY_HINT, *hints))
+    from .deploy import DEPLOY_FIELD_MANAGER, LAST_APPLIED
+
+    for verb in (("apply", "-f", "-"),
+                 ("annotate", "-f", "-", f"{LAST_APPLIED}-", f"--field-manager={DEPLOY_FIELD_MANAGER}")):
+        proc = subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), *verb],
+                              input=manifests, capture_output=True, text=True, timeout=ctx.timeout)
+        if proc.returncode != 0:
+            raise DeployError(f"kubectl {verb[0]}{f' of {what}' if what else ''} failed: "
+                              f"{proc.stderr.strip()[-1500:]}", hints=(APPLY_HINT, *hints))
     from .deploy import Kubectl
     from .ingress import ensure_tls
 

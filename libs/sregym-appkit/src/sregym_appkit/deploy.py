@@ -77,6 +77,22 @@ class Kubectl:
         return json.loads(self.run(*args, "-o", "json", timeout=timeout) or "{}")
 
 
+#: what a client-side ``kubectl apply`` stores on each object: its applied state. Left on a deployed
+#: object, a diff of it with the live object names any fault's field in one line (issue #34, red-team
+#: round 14 finding 7), so every deploy removes it before the baseline snapshot and any fault.
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+#: the field manager of ``kubectl apply`` (client-side), which the strip names too: one manager for
+#: every deployed field in a real API server's ``managedFields`` (faults write under it as well)
+DEPLOY_FIELD_MANAGER = "kubectl-client-side-apply"
+
+
+def strip_last_applied(kubectl: Kubectl, manifests_yaml: str, timeout: float = 120) -> None:
+    """Remove the last-applied annotation from every object ``manifests_yaml`` names (one ``kubectl
+    annotate -f -``: standard kubectl, any cluster; an object without it is left as it is)."""
+    kubectl.run("annotate", "-f", "-", f"{LAST_APPLIED}-", f"--field-manager={DEPLOY_FIELD_MANAGER}",
+                stdin=manifests_yaml, timeout=timeout)
+
+
 def not_ready(kubectl: Kubectl, namespaces: tuple[str, ...]) -> list[str]:
     """Human-readable reasons why some workload is not fully Ready (empty when all are)."""
     waiting: list[str] = []
@@ -151,6 +167,7 @@ class AppDeployment:
         started = time.monotonic()
         deadline = started + timeout
         k.run("apply", "-f", "-", stdin=manifests_yaml, timeout=120)
+        strip_last_applied(k, manifests_yaml)
         # the Ingresses' TLS certificates, from the app's CA in its hidden (last) namespace
         from .ingress import ensure_tls
 

@@ -92,7 +92,8 @@ def _existing(kubectl: Any, namespace: str, name: str) -> dict | None:
 
 
 def ensure_tls(kubectl: Any, manifests_yaml: str, ca_namespace: str) -> list[str]:
-    """Create the CA and the TLS Secrets the manifests' Ingresses name, where missing; returns what was made."""
+    """Create the CA and the TLS Secrets the manifests' Ingresses name, where missing; returns what was made
+    (``kubectl create``: no last-applied annotation recording them, issue #34)."""
     wanted = []
     for doc in yaml.safe_load_all(manifests_yaml):
         if isinstance(doc, dict) and doc.get("kind") == "Ingress":
@@ -105,13 +106,13 @@ def ensure_tls(kubectl: Any, manifests_yaml: str, ca_namespace: str) -> list[str
     ca = _existing(kubectl, ca_namespace, CA_SECRET)
     if ca is None:
         cert, key = new_ca(f"{ca_namespace} ingress CA")
-        kubectl.run("apply", "-f", "-", stdin=json.dumps(tls_secret(CA_SECRET, ca_namespace, cert, key, ca=cert)))
+        kubectl.run("create", "-f", "-", stdin=json.dumps(tls_secret(CA_SECRET, ca_namespace, cert, key, ca=cert)))
         made.append(f"{ca_namespace}/{CA_SECRET}")
     else:
         cert, key = (base64.b64decode(ca["data"][k]) for k in ("tls.crt", "tls.key"))
     for ns, name, hosts in wanted:
         if _existing(kubectl, ns, name) is None:
             leaf, leaf_key = issue(cert, key, hosts)
-            kubectl.run("apply", "-f", "-", stdin=json.dumps(tls_secret(name, ns, leaf, leaf_key)))
+            kubectl.run("create", "-f", "-", stdin=json.dumps(tls_secret(name, ns, leaf, leaf_key)))
             made.append(f"{ns}/{name}")
     return made
