@@ -767,7 +767,9 @@ def _json_values(submission: str) -> set[str]:
 def _ports_of(truth: GroundTruth) -> tuple[set[str], set[str], set[str]]:
     """The ports a truth's change records before and after it (an address's port, ``host:8082``; a port field's
     number) and the hosts of its addresses."""
-    before, after, hosts = set(), set(), set()
+    before: set[str] = set()
+    after: set[str] = set()
+    hosts: set[str] = set()
     values = truth.mutated_values
     records = [("", values)] + [(str(k), v) for k, v in values.items() if isinstance(v, Mapping)]
     for key, record in records:
