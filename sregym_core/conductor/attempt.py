@@ -51,6 +51,7 @@ from .journal import seal as seal_journal
 from .standing import stand_up, take_down
 
 log = structlog.get_logger()
+_RBAC = "/apis/rbac.authorization.k8s.io/v1"
 
 STAGES = ("setup", "diagnosis", "mitigation", "tearing_down", "done")
 
@@ -106,6 +107,8 @@ class Attempt:
         self.injected_at: float | None = None
         #: what the faults changed in the app's ConfigMaps (paths, see oracles.config_paths): all a fix may change there
         self.fault_config_changes: dict[ConfigKey, set[str]] = {}
+        #: the app's Roles and RoleBindings once the faults were in (a fault's own release): what a fix may keep there
+        self.fault_rbac: list[dict[str, Any]] = []
         #: when the app had converged after the mitigation (see OracleAccess.workload_stats)
         self.settled_at: float | None = None
         self.settle_wait_s: float | None = None
@@ -175,6 +178,33 @@ class Attempt:
         self.env.host.after_inject(self.problem, instance)
         log.info("fault_injected", fault=instance.fault, target=instance.target, instance=instance.id)
         await self._note_config_changes()
+        await self._note_rbac()
+
+    def _list_rbac(self) -> list[dict[str, Any]]:
+        return [item for ns in self.deployed.namespaces
+                for kind, plural in (("Role", "roles"), ("RoleBinding", "rolebindings"))
+                for item in self.env.kube.list_items(f"{_RBAC}/namespaces/{ns}/{plural}", kind)]
+
+    async def _note_rbac(self) -> None:
+        """Keep the app's Roles and RoleBindings as the faults left them (baseline_preserved lets a fix keep what a
+        fault's release granted). A listing that fails leaves the last one, logged."""
+        try:
+            self.fault_rbac = await asyncio.to_thread(self._list_rbac)
+        except Exception as exc:  # the fault is in; grading only counts the fault's own grants as new
+            log.warning("fault_rbac_listing_failed", error=str(exc))
+
+    def rbac_state(self) -> dict[str, Any]:
+        """The app's RBAC for ``baseline_preserved`` (see OracleContext): after deploy, after the faults, now."""
+        from .agent_access import BENCHMARK_NAMESPACE
+
+        baseline = [obj for (kind, _ns, _name), obj in self.deployed.baseline.objects.items()
+                    if kind in ("Role", "RoleBinding")]
+        cluster_roles = {str(o["metadata"]["name"]): o.get("rules") or []
+                         for o in self.env.kube.list_items(f"{_RBAC}/clusterroles", "ClusterRole")}
+        repairs = [rule for instance in self.problem.faults if (ctx := self.contexts.get(instance.id)) is not None
+                   for rule in ctx.state.get("rbac_repair") or ()]
+        return {"baseline": baseline, "injected": list(self.fault_rbac), "current": self._list_rbac(),
+                "repairs": repairs, "cluster_roles": cluster_roles, "skip_subject_namespaces": (BENCHMARK_NAMESPACE,)}
 
     async def _note_config_changes(self) -> None:
         """Add what the faults have changed in the app's ConfigMaps so far (baseline_preserved lets a fix change
@@ -671,6 +701,9 @@ class OracleAccess:
 
     async def list_workloads(self) -> list[dict[str, Any]]:
         return await self.attempt.env.kube.aworkloads(self.attempt.deployed.namespaces)
+
+    async def rbac_state(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.attempt.rbac_state)
 
     async def node_pods(self) -> list[dict[str, Any]] | None:
         """The node agents' own account of their pods (None: this cluster cannot be asked)."""

@@ -7,12 +7,20 @@ failures), one replaced by ``exec: true`` (a probe that checks nothing), a limit
 (a bound that never binds), a request dropped or set to a sliver of the shipped one. Each predicate compares what runs now
 with what the app shipped and says how it is weaker, or None. A different working probe (another path, a TCP check),
 a limit raised within reason, a larger request: none of these is weaker.
+
+Round 14 (findings 2 and 6) passed every oracle with a probe sent to another pod's address (``httpGet.host``), an exec
+probe that cannot fail (``wget ... || true``), a day-long ``timeoutSeconds``, a sidecar added beside the repaired
+container, root and capabilities where the app shipped none, and a Role widened beside the missing permission. So a
+probe's host, an exec probe's shell script (read structurally) and its timeout count; a template is also weaker with
+a container added or a shipped one removed, or a more permissive security context (:func:`security_weaker`); and the
+app's Roles and RoleBindings may not grant any subject more than after deploy and what the faults took away
+(:func:`over_grants`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..quantity import parse_quantity
@@ -37,17 +45,145 @@ def _acts_after(probe: Mapping[str, Any]) -> float:
             return float(probe.get(key, default))
         except (TypeError, ValueError):
             return default
-    return number("initialDelaySeconds", 0) + number("periodSeconds", 10) * number("failureThreshold", 3)
+    # a probe that hangs holds each try open for its timeout: a try takes the longer of the period and the timeout
+    # (round 14, finding 2: a liveness probe with ``timeoutSeconds: 86400``); a liveness or startup probe's own grace
+    # period is waited out before the container is killed
+    each = max(number("periodSeconds", 10), number("timeoutSeconds", 1))
+    return number("initialDelaySeconds", 0) + each * number("failureThreshold", 3) + \
+        number("terminationGracePeriodSeconds", 0)
+
+
+_SHELLS = ("sh", "bash", "ash", "dash", "zsh", "busybox")
+#: shell words after which we do not follow the script's flow (a compound command, a function, errexit): such a
+#: script is taken as one that can fail, so an honest probe is never called a check of nothing
+_COMPOUND = frozenset({"if", "then", "else", "elif", "fi", "while", "until", "for", "do", "done", "case", "esac",
+                       "function", "select", "(", ")", "{", "}", "((", "))", "[[", "]]", "eval", "source", ".",
+                       "trap", "return", "set", "shopt", "exec"})
+_SUCCEEDS = frozenset({"true", ":", "echo", "printf", "sleep"})
+_FAILS = frozenset({"false"})
+_OK, _BAD = frozenset({0}), frozenset({1})
+_ANY = _OK | _BAD
+
+
+def _simple_status(words: list[str]) -> tuple[frozenset[int], bool] | None:
+    """Possible exit statuses of one simple command (``{0}`` always succeeds, ``{1}`` always fails) and whether it
+    ends the script; None where the script's flow is not followed."""
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+        words = words[1:]  # VAR=value cmd
+    if not words:
+        return _OK, False
+    if words[0] == "!":
+        inner = _simple_status(words[1:])
+        if inner is None:
+            return None
+        return frozenset(1 - s for s in inner[0]), inner[1]
+    name = words[0].rsplit("/", 1)[-1]
+    if name in _COMPOUND or words[0] in _COMPOUND:
+        return None
+    if name == "exit":
+        return (_OK if len(words) > 1 and words[1] == "0" else _ANY if len(words) == 1 else _BAD
+                if re.fullmatch(r"[0-9]+", words[1]) else _ANY), True
+    if name in _SUCCEEDS:
+        return _OK, False
+    if name in _FAILS:
+        return _BAD, False
+    return _ANY, False
+
+
+def script_cannot_fail(script: str) -> bool | None:
+    """Whether a shell script always exits 0, read structurally: its lists (``;``, ``&``, newlines), and-or chains
+    (``&&``, ``||``), pipelines (the last command's status) and ``exit``. ``wget ... || true``, ``check; exit 0``,
+    ``check | true``, ``exit 0`` cannot fail; ``check``, ``check || exit 1``, ``check && echo ok`` can. None where the
+    script uses what is not followed (compound commands, ``set -e``, ``exec``, unbalanced quotes): taken as can fail."""
+    import shlex
+
+    lexer = shlex.shlex(script.replace("\r", " ").replace("\n", " ; "), posix=True, punctuation_chars=";&|<>()")
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    # statements (split on ; & newlines), each an and-or chain of (operator before it, words); in a pipeline only the
+    # last command's status counts; a redirection and its target are no words of the command
+    statements: list[list[tuple[str, list[str]]]] = []
+    chain: list[tuple[str, list[str]]] = []
+    words: list[str] = []
+    op, redirect = "", False
+    for token in [*tokens, ";"]:
+        if token in ("|", "|&"):
+            words = []
+        elif token in ("&&", "||"):
+            chain.append((op, words))
+            words, op = [], token
+        elif token in (";", "&", ";;"):
+            chain.append((op, words))
+            statements.append(chain if token != "&" else [("", ["true"])])  # a background job: status 0
+            chain, words, op = [], [], ""
+        elif token and set(token) <= set("<>&"):
+            redirect = True
+        elif redirect:
+            redirect = False
+        else:
+            words.append(token)
+    final: frozenset[int] = _OK
+    exits: set[int] = set()
+    for statement in statements:
+        current: frozenset[int] | None = None  # the statuses of the paths still running
+        for before, command in statement:
+            skip: frozenset[int] = frozenset()
+            if current is not None:
+                runs = 0 in current if before == "&&" else bool(current - _OK)
+                skip = current - _OK if before == "&&" else current & _OK
+                if not runs:
+                    current = skip
+                    continue
+            read = _simple_status(command)
+            if read is None:
+                return None
+            result, ends = read
+            if ends:
+                exits.update(result)
+                current = skip
+            else:
+                current = skip | result
+        if not current:  # every path exited here
+            return not (exits - {0})
+        final = current
+    return not ((set(final) | exits) - {0})
 
 
 def _checks_nothing(probe: Mapping[str, Any]) -> bool:
+    """An exec probe whose command cannot fail: ``true``, ``echo``, or a shell script that always exits 0."""
     command = ((probe.get("exec") or {}).get("command")) if isinstance(probe.get("exec"), Mapping) else None
     if not isinstance(command, list) or not command:
         return False
     words = [str(w).strip() for w in command]
-    if words[0] in ("sh", "/bin/sh", "bash", "/bin/bash") and len(words) >= 3 and words[1] == "-c":
-        return bool(_ALWAYS_TRUE.match(words[2].strip()))
-    return bool(_ALWAYS_TRUE.match(" ".join(words)))
+    program = words[0].rsplit("/", 1)[-1]
+    if program in _SHELLS:
+        rest = words[1:]
+        if program == "busybox" and rest and rest[0] in _SHELLS:
+            rest = rest[1:]
+        flags = [w for w in rest if w.startswith("-")]
+        at = next((i for i, w in enumerate(rest) if w.startswith("-") and "c" in w[1:]), None)
+        if at is None or at + 1 >= len(rest) or any("e" in f[1:] for f in flags if not f.startswith("--")):
+            return False
+        return bool(script_cannot_fail(rest[at + 1]))
+    if program == "env":  # env [VAR=value...] command
+        rest = [w for w in words[1:] if "=" not in w and not w.startswith("-")]
+        return bool(rest) and _checks_nothing({"exec": {"command": rest}})
+    return program in _SUCCEEDS or bool(_ALWAYS_TRUE.match(" ".join(words)))
+
+
+#: where a probe's check goes: the handler's own host, set only to send it elsewhere (kubelet probes the pod's IP)
+_HANDLERS = ("httpGet", "tcpSocket", "grpc")
+
+
+def _probe_host(probe: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    for handler in _HANDLERS:
+        if isinstance(probe.get(handler), Mapping):
+            host = probe[handler].get("host")
+            return handler, (str(host).strip() or None) if host is not None else None
+    return None
 
 
 def probe_weaker(live: Any, shipped: Any) -> str | None:
@@ -58,6 +194,11 @@ def probe_weaker(live: Any, shipped: Any) -> str | None:
         return "removed"
     if _checks_nothing(live) and not _checks_nothing(shipped):
         return f"checks nothing (exec {live['exec'].get('command')})"
+    # a host on the handler sends the check to another address (round 14, finding 2: another Service's address, so
+    # the probe reports on a healthy neighbour); the shipped probe's own host, if it had one, is kept
+    host_now, host_was = _probe_host(live), _probe_host(shipped)
+    if host_now is not None and host_now[1] is not None and host_now[1] != (host_was[1] if host_was else None):
+        return f"checks another host ({host_now[0]}.host {host_now[1]}, not the pod's own)"
     slow, was = _acts_after(live), _acts_after(shipped)
     if slow > max(SLOWEST_S, SLOWER_FACTOR * was):
         return f"acts only after {slow:g} s of failures (shipped: {was:g} s)"
@@ -116,11 +257,217 @@ def container_weaker(live: Mapping[str, Any], shipped: Mapping[str, Any]) -> lis
     return found
 
 
-def template_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] | None) -> list[str]:
-    """Per container of a pod template (by name), how it is weaker than the shipped template's."""
-    def by_name(spec: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
-        return {str(c.get("name")): c for c in ((spec or {}).get("containers") or ()) if isinstance(c, Mapping)}
+def _context(spec: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    value = (spec or {}).get("securityContext")
+    return value if isinstance(value, Mapping) else {}
 
-    now = by_name(live)
-    return [f"container {name}: {why}" for name, container in by_name(shipped).items() if name in now
-            for why in container_weaker(now[name], container)]
+
+def _effective(container: Mapping[str, Any], pod: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The security settings a container runs with: its own securityContext over the pod's (the fields both have)."""
+    own, shared = _context(container), _context(pod)
+    out: dict[str, Any] = {key: own.get(key, shared.get(key))
+                           for key in ("runAsUser", "runAsGroup", "runAsNonRoot", "seccompProfile")}
+    for key in ("allowPrivilegeEscalation", "privileged", "readOnlyRootFilesystem", "procMount"):
+        out[key] = own.get(key)
+    caps: Mapping[str, Any] = own["capabilities"] if isinstance(own.get("capabilities"), Mapping) else {}
+    out["add"] = {str(c).upper().removeprefix("CAP_") for c in caps.get("add") or ()}
+    out["drop"] = {str(c).upper().removeprefix("CAP_") for c in caps.get("drop") or ()}
+    return out
+
+
+def security_weaker(live: Mapping[str, Any], shipped: Mapping[str, Any], live_pod: Mapping[str, Any] | None = None,
+                    shipped_pod: Mapping[str, Any] | None = None) -> list[str]:
+    """How a container's security settings are more permissive than shipped (round 14, finding 6): root where it did
+    not run as root, ``runAsNonRoot`` dropped, privilege escalation allowed or privileged where the shipped spec did
+    not say so, capabilities added or no longer dropped, a read-only root filesystem made writable, an unconfined
+    seccomp profile or an unmasked /proc. A stricter setting, or one kept, is not weaker."""
+    now, was = _effective(live, live_pod), _effective(shipped, shipped_pod)
+    found = []
+    if now["runAsUser"] is not None and str(now["runAsUser"]) == "0" and str(was["runAsUser"]) != "0":
+        found.append(f"runs as root (runAsUser 0; shipped {was['runAsUser'] if was['runAsUser'] is not None else 'unset'})")
+    if now["runAsGroup"] is not None and str(now["runAsGroup"]) == "0" and was["runAsGroup"] is not None \
+            and str(was["runAsGroup"]) != "0":
+        found.append(f"runs as group 0 (shipped {was['runAsGroup']})")
+    if was["runAsNonRoot"] is True and now["runAsNonRoot"] is not True:
+        found.append("runAsNonRoot dropped")
+    for key in ("allowPrivilegeEscalation", "privileged"):
+        if now[key] is True and was[key] is not True:
+            found.append(f"{key} set true (shipped {was[key] if was[key] is not None else 'unset'})")
+    if was["allowPrivilegeEscalation"] is False and now["allowPrivilegeEscalation"] is not False:
+        found.append("allowPrivilegeEscalation no longer false")
+    added = sorted(now["add"] - was["add"])
+    if added:
+        found.append(f"capabilities added: {', '.join(added)}")
+    kept_dropped = "ALL" in now["drop"]
+    undropped = sorted(was["drop"] - now["drop"]) if not kept_dropped else []
+    if undropped:
+        found.append(f"capabilities no longer dropped: {', '.join(undropped)}")
+    if was["readOnlyRootFilesystem"] is True and now["readOnlyRootFilesystem"] is not True:
+        found.append("readOnlyRootFilesystem dropped")
+    kind = lambda profile: (profile or {}).get("type") if isinstance(profile, Mapping) else None  # noqa: E731
+    if kind(now["seccompProfile"]) == "Unconfined" and kind(was["seccompProfile"]) != "Unconfined":
+        found.append("seccomp profile Unconfined")
+    if now["procMount"] == "Unmasked" and was["procMount"] != "Unmasked":
+        found.append("procMount Unmasked")
+    return found
+
+
+#: pod-level fields that open the node to the pod: set true where the shipped template did not
+_HOST_FIELDS = ("hostNetwork", "hostPID", "hostIPC", "hostUsers")
+
+
+def pod_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] | None) -> list[str]:
+    """What of a pod template's own spec is more permissive than shipped: the node's namespaces shared, a hostPath
+    volume added, the pod's security context opened (root for every container, ``runAsNonRoot`` dropped)."""
+    now: Mapping[str, Any] = live or {}
+    was: Mapping[str, Any] = shipped or {}
+    found = [f"{field} set" for field in _HOST_FIELDS[:3] if now.get(field) is True and was.get(field) is not True]
+    if now.get("hostUsers") is True and was.get("hostUsers") is False:
+        found.append("hostUsers set")
+    paths = lambda spec: {str(v.get("name")) for v in spec.get("volumes") or () if isinstance(v, Mapping)  # noqa: E731
+                          and v.get("hostPath") is not None}
+    found += [f"hostPath volume {name} added" for name in sorted(paths(now) - paths(was))]
+    return found
+
+
+def _by_name(spec: Mapping[str, Any] | None, group: str = "containers") -> dict[str, Mapping[str, Any]]:
+    return {str(c.get("name")): c for c in ((spec or {}).get(group) or ()) if isinstance(c, Mapping)}
+
+
+def template_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] | None) -> list[str]:
+    """How a pod template is weaker than the shipped template: per container (by name), its probes, resources and
+    security settings; containers added beside the shipped ones (a sidecar the app never had: round 14, finding 6,
+    ``sh -c "sleep 100000"`` beside geo) or shipped ones removed (a container or an init container: the fault's own
+    init containers are not the shipped template's, so a fix may keep or remove them); and the pod's own spec opened
+    to the node."""
+    now, was = _by_name(live), _by_name(shipped)
+    found = [f"container {name}: {why}" for name, container in was.items() if name in now
+             for why in [*container_weaker(now[name], container), *security_weaker(now[name], container, live, shipped)]]
+    found += [f"container {name} added (the app shipped {', '.join(sorted(was)) or 'none'})"
+              for name in sorted(set(now) - set(was))]
+    found += [f"container {name} removed" for name in sorted(set(was) - set(now))]
+    init_now, init_was = _by_name(live, "initContainers"), _by_name(shipped, "initContainers")
+    found += [f"init container {name} removed" for name in sorted(set(init_was) - set(init_now))]
+    found += [f"init container {name}: {why}" for name, container in init_was.items() if name in init_now
+              for why in security_weaker(init_now[name], container, live, shipped)]
+    return found + pod_weaker(live, shipped)
+
+
+# ------------------------------------------------------------------------------------------------ RBAC
+#: one permission: (namespace, API group, resource, object name, verb); "*" in a field is the wildcard
+Atom = tuple[str, str, str, str, str]
+Subject = tuple[str, str, str]
+RBAC_KINDS = ("Role", "RoleBinding")
+
+
+def rule_atoms(rule: Mapping[str, Any], namespace: str) -> set[Atom]:
+    """A Role rule as single permissions in ``namespace`` (a rule without ``resourceNames`` names every object)."""
+    if not isinstance(rule, Mapping):
+        return set()
+    verbs = [str(v) for v in rule.get("verbs") or ()]
+    if rule.get("nonResourceURLs"):
+        return {(namespace, "nonResourceURL", str(url), "*", verb) for url in rule["nonResourceURLs"] for verb in verbs}
+    return {(namespace, str(group), str(resource), str(name), verb)
+            for group in rule.get("apiGroups") or ("",) for resource in rule.get("resources") or ()
+            for name in rule.get("resourceNames") or ("*",) for verb in verbs}
+
+
+def _covered(atom: Atom, allowed: set[Atom]) -> bool:
+    if atom in allowed:
+        return True
+    return any(all(have == "*" or have == want for have, want in zip(grant, atom)) for grant in allowed)
+
+
+def grants(objects: Sequence[Mapping[str, Any]], cluster_roles: Mapping[str, Any] | None = None,
+           skip_subject_namespaces: Sequence[str] = ()) -> dict[Subject, dict[Atom, str]]:
+    """What each subject (``(kind, namespace, name)``; a ServiceAccount's namespace defaults to its binding's) may do
+    in the namespaces of ``objects`` (Roles and RoleBindings), each permission with the object that grants it. A
+    binding to a ClusterRole grants its rules (``cluster_roles``: name -> rules) in the binding's namespace; one whose
+    rules are unknown grants an opaque permission named after it."""
+    cluster_roles = cluster_roles or {}
+    roles = {(_meta(o, "namespace"), _meta(o, "name")): o.get("rules") or () for o in objects if o.get("kind") == "Role"}
+    out: dict[Subject, dict[Atom, str]] = {}
+    for binding in objects:
+        if binding.get("kind") != "RoleBinding":
+            continue
+        namespace, ref = _meta(binding, "namespace"), binding.get("roleRef") or {}
+        ref_kind, ref_name = str(ref.get("kind", "")), str(ref.get("name", ""))
+        if ref_kind == "Role":
+            rules, origin = roles.get((namespace, ref_name)), f"Role {namespace}/{ref_name}"
+            if rules is None:
+                continue  # a binding to no Role grants nothing
+            atoms = {a for rule in rules for a in rule_atoms(rule, namespace)}
+        else:
+            origin = f"RoleBinding {namespace}/{_meta(binding, 'name')} (ClusterRole {ref_name})"
+            rules = cluster_roles.get(ref_name)
+            atoms = ({a for rule in rules for a in rule_atoms(rule, namespace)} if rules is not None
+                     else {(namespace, "clusterrole", ref_name, "*", "*")})
+        for subject in binding.get("subjects") or ():
+            if not isinstance(subject, Mapping):
+                continue
+            kind = str(subject.get("kind", ""))
+            where = str(subject.get("namespace") or (namespace if kind == "ServiceAccount" else ""))
+            if kind == "ServiceAccount" and where in skip_subject_namespaces:
+                continue
+            held = out.setdefault((kind, where, str(subject.get("name", ""))), {})
+            for atom in atoms:
+                held.setdefault(atom, origin)
+    return out
+
+
+def _meta(obj: Mapping[str, Any], key: str) -> str:
+    return str((obj.get("metadata") or {}).get(key) or "")
+
+
+def _describe_atoms(atoms: Sequence[Atom]) -> str:
+    by_target: dict[str, list[str]] = {}
+    for _ns, group, resource, name, verb in sorted(atoms):
+        target = (f"{group}/" if group not in ("", "nonResourceURL", "clusterrole") else "") + resource + \
+            (f" {name}" if name != "*" else "")
+        if group == "clusterrole":
+            target = f"everything of ClusterRole {resource}"
+        by_target.setdefault(target, []).append(verb)
+    return "; ".join(f"{','.join(verbs)} {target}" for target, verbs in sorted(by_target.items()))
+
+
+def over_grants(baseline: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]], *,
+                injected: Sequence[Mapping[str, Any]] = (), repairs: Sequence[Mapping[str, Any]] = (),
+                cluster_roles: Mapping[str, Any] | None = None, skip_subject_namespaces: Sequence[str] = (),
+                tls_secrets: Collection[tuple[str, str]] = ()) -> list[tuple[tuple[str, str, str], str]]:
+    """Subjects the app's Roles and RoleBindings now grant more than they did (red-team round 14, finding 6), as
+    ``((kind, namespace, name) of the granting object, detail)``.
+
+    What a subject may hold: what it held after deploy (``baseline``) or once the faults were in (``injected``: a
+    fault's own release, such as a Role it ships short of a permission), and, for a subject whose rights the faults
+    made or changed, what the faults took away (``repairs``: the rules a fault names in its state as its repair, e.g.
+    ``get`` on ConfigMaps, or the write verbs a read-only Role lost). Anything more is an over-grant: write on
+    Secrets, pods or ServiceAccounts beside the missing read, an untouched Role widened to other Secrets, a binding to
+    a broad ClusterRole. Compared by permission, so a fix may grant through another Role or binding.
+
+    ``get`` on a TLS Secret (``tls_secrets``: ``(namespace, name)`` of the Secrets of type ``kubernetes.io/tls``) for a
+    ServiceAccount of another namespace is not counted: that is the ingress controller's access, which the cluster
+    keeps from the Ingresses (an Ingress pointed at a renewed certificate's Secret widens it)."""
+    before = grants(baseline, cluster_roles, skip_subject_namespaces)
+    after_faults = grants(injected, cluster_roles, skip_subject_namespaces) if injected else {}
+    now = grants(current, cluster_roles, skip_subject_namespaces)
+    namespaces = {_meta(o, "namespace") for o in [*baseline, *injected, *current]}
+    repair_atoms = {a for rule in repairs for ns in namespaces for a in rule_atoms(rule, ns)}
+    found: dict[str, list[Atom]] = {}
+    for subject, held in sorted(now.items()):
+        allowed = set(before.get(subject, {})) | set(after_faults.get(subject, {}))
+        if subject in after_faults and set(after_faults[subject]) != set(before.get(subject, {})):
+            allowed |= repair_atoms
+        for atom, origin in held.items():
+            if subject[0] == "ServiceAccount" and subject[1] != atom[0] and atom[1:3] == ("", "secrets") \
+                    and atom[4] == "get" and (atom[0], atom[3]) in tls_secrets:
+                continue
+            if not _covered(atom, allowed):
+                found.setdefault(f"{origin}\0{'/'.join(subject)}", []).append(atom)
+    out = []
+    for where, atoms in sorted(found.items()):
+        origin, holder = where.split("\0")
+        kind, rest = origin.split(" ", 1)
+        namespace, name = rest.split(" ", 1)[0].split("/", 1)
+        out.append(((kind, namespace, name), f"{origin} grants {holder.replace('/', ' ', 1)} more than after deploy: "
+                                             f"{_describe_atoms(atoms)[:400]}"))
+    return out

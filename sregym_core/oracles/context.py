@@ -33,6 +33,12 @@ class OracleContext(Protocol):
     ``{(namespace, name): paths}`` of what the faults changed in the app's ConfigMaps
     (:func:`sregym_core.oracles.config_paths.fault_changes`); where a context has it, ``baseline_preserved``
     fails any other change in them (Unreleased).
+
+    Optional too: ``async rbac_state()``, the app's RBAC as a mapping: ``baseline`` (Roles and RoleBindings after
+    deploy), ``injected`` (after the faults were injected), ``current`` (now), ``repairs`` (the rules the faults name
+    as their repair, from their state's ``rbac_repair``), ``cluster_roles`` (name -> rules) and
+    ``skip_subject_namespaces`` (the benchmark's own identities); where a context has it, ``baseline_preserved`` fails a
+    subject granted more (:func:`sregym_core.faultkit.weakening.over_grants`; Unreleased).
     """
 
     # read-only (properties): the engine's context exposes them as such, and a plain attribute fits too

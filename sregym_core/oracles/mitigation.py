@@ -383,8 +383,10 @@ class BaselinePreserved:
     the baseline (:mod:`.config_paths`: another feature flag turned on beside the broken one turned off
     fails), where the context reports it (``fault_config_changes``); a faulty workload, whose template the fix
     may change, is not left weaker than deployed (:mod:`sregym_core.faultkit.weakening`: a probe or a bound deleted
-    or made useless); no workload is made to run under another of the app's credentials
-    than it was deployed with (:func:`credential_swaps`). Pods owned by a controller come and go and are not checked;
+    or made useless, a container added, a more permissive security context); no workload is made to run under
+    another of the app's credentials than it was deployed with (:func:`credential_swaps`); where the context reports
+    the app's RBAC (``rbac_state``), no subject is granted more than after deploy and what the faults took away
+    (violation ``over_granted``). Pods owned by a controller come and go and are not checked;
     standalone pods are. ``ignore`` and ``allow_replaced`` take ``Kind/name`` or ``name`` shell
     patterns, for faults whose fix necessarily recreates an object (a deleted Service).
     """
@@ -476,6 +478,21 @@ class BaselinePreserved:
                 continue
             violations.append({"kind": kind, "namespace": namespace, "name": name, "violation": "redirected",
                                "detail": detail})
+        rbac_state = getattr(ctx, "rbac_state", None)  # optional in a context (Unreleased)
+        if rbac_state is not None:
+            # the app's Roles may not grant any subject more than after deploy and what the faults took away (red-team
+            # round 14, finding 6: the fault's Role given write on Secrets and pods beside the missing read)
+            rbac = await rbac_state()
+            for (kind, namespace, name), detail in weakening.over_grants(
+                    rbac.get("baseline") or (), rbac.get("current") or (), injected=rbac.get("injected") or (),
+                    repairs=rbac.get("repairs") or (), cluster_roles=rbac.get("cluster_roles") or {},
+                    skip_subject_namespaces=rbac.get("skip_subject_namespaces") or (),
+                    tls_secrets={(k[1], k[2]) for k, o in current.items()
+                                 if k[0] == "Secret" and o.get("type") == "kubernetes.io/tls"}):
+                if _matches(self.ignore, kind, name):
+                    continue
+                violations.append({"kind": kind, "namespace": namespace, "name": name, "violation": "over_granted",
+                                   "detail": detail})
         baseline_keys = {_key(o) for o in baseline}
         added = [
             "/".join(k)

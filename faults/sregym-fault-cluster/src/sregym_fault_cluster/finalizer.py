@@ -194,7 +194,9 @@ def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None
     if not kube.wait_until(guarded, timeout=150.0, interval=2.0):
         raise PermanentFaultError(f"{NAME} did not create and guard configmap {name} within 150 s",
                                   hints=(f"kubectl logs -n {ctx.namespace} deploy/{NAME}",))
-    # the hardening pass: the guardian keeps only read access
+    # the hardening pass: the guardian keeps only read access (what it took away is all a fix may grant back:
+    # baseline_preserved, over_granted)
+    ctx.state.update(rbac_repair=_role(ctx, ALL_VERBS)["rules"])
     kube.apply(ctx, _role(ctx, READ_ONLY))
     # the rotation, as the runbook says: new source, delete the live ConfigMap, roll the component
     kube.apply(ctx, _sources(ctx, name, rotated))

@@ -96,6 +96,8 @@ def inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None
             "value": init if spec.get("initContainers") else [init]},
            {"op": "add", "path": "/spec/template/spec/volumes" + ("/-" if spec.get("volumes") else ""),
             "value": {"name": VOLUME, "emptyDir": {}} if spec.get("volumes") else [{"name": VOLUME, "emptyDir": {}}]}]
+    # what a fix may grant beyond the release (baseline_preserved, over_granted): reading ConfigMaps, nothing more
+    ctx.state.update(rbac_repair=[{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}])
     ctx.state.update(account=_account(target), role=_role(target), config_map=target.component.config_map, ops=ops,
                      original={k: spec.get(k) for k in ("serviceAccountName", "serviceAccount", "initContainers",
                                                         "volumes")})
