@@ -18,6 +18,14 @@ and a ReplicaSet that is not its baseline Deployment's template (one planted wit
 labels, or a revision the agent rolled) go, and their controllers make their own again. Finalizers
 the baseline did not have are taken off before anything is deleted and from what stays: a finalizer
 no controller removes would keep a deleted object, and the namespace, terminating forever.
+
+What a pod read as it was made or as its containers started stays with it (env vars from a Secret, a config file read
+once), so the snapshot also records every ConfigMap's, Secret's and ServiceAccount's resourceVersion and every pod's
+restart counts: a controller's pod made (or whose containers started again) since then, which reads one written since
+then, even one put back as it was, is deleted and made again by its controller from what the reset put back (red-team
+round 14, finding 1: a pod made while its Secret held the database owner's credentials kept them through every later
+reset). Pods that ran through the attempt stay, so a reset restarts only what the attempt restarted. ServiceAccount
+``default`` is the cluster's but is put back like any other object, never deleted (finding 8).
 """
 
 from __future__ import annotations
@@ -70,9 +78,19 @@ EXTRAS_ONLY = frozenset({"ReplicaSet", "ControllerRevision", "ReplicationControl
                          "Pod"})
 
 #: Objects the cluster itself creates in every namespace; never reconciled.
-SYSTEM_NAMES = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
-#: Fields whose drift matters, per kind (the rest is status or server bookkeeping).
-COMPARED = ("spec", "data", "stringData", "binaryData", "rules", "roleRef", "subjects")
+SYSTEM_NAMES = {("ConfigMap", "kube-root-ca.crt")}
+#: Objects the cluster creates in every namespace but an agent may change: put back to the baseline's like any
+#: other, never deleted (red-team round 14, finding 8: ``imagePullSecrets`` and ``automountServiceAccountToken`` set
+#: on ServiceAccount ``default`` outlived every reset).
+CLUSTER_OWNED = {("ServiceAccount", "default")}
+#: Fields whose drift matters, per kind (the rest is status or server bookkeeping); the last three a ServiceAccount's.
+COMPARED = ("spec", "data", "stringData", "binaryData", "rules", "roleRef", "subjects",
+            "imagePullSecrets", "automountServiceAccountToken", "secrets")
+#: What a pod reads when it is made or its containers start, and keeps: env and files from ConfigMaps and Secrets,
+#: and what admission copies from its ServiceAccount (red-team round 14, finding 1).
+SOURCES = ("ConfigMap", "Secret", "ServiceAccount")
+#: who makes a pod again when it is deleted
+POD_CONTROLLERS = frozenset({"ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job"})
 
 
 def _strip(obj: dict[str, Any]) -> dict[str, Any]:
@@ -99,17 +117,29 @@ class Baseline:
         self.workloads: list[dict[str, Any]] = []
         #: what is reconciled: the built-in kinds and the cluster's namespaced custom resources
         self.kinds: tuple[tuple[str, str], ...] = RECONCILED
+        #: (kind, namespace, name) -> (uid, resourceVersion) of every ConfigMap, Secret and ServiceAccount at the
+        #: snapshot, and (namespace, pod uid) -> restart count per container of every pod then (None: no snapshot
+        #: taken, nothing to tell an attempt's pods by)
+        self.versions: dict[tuple[str, str, str], tuple[Any, Any]] | None = None
+        self.pods: dict[tuple[str, str], dict[tuple[str, str], int]] | None = None
 
     def take(self) -> Baseline:
         self.objects = {}
         self.kinds = reconciled_kinds(self.kube)
+        versions: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        pods: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
         for ns in self.namespaces:
             for template, kind in self.kinds:
                 for item in self._list(template.format(ns=ns), kind):
                     name = item["metadata"]["name"]
+                    if kind in SOURCES:
+                        versions[(kind, ns, name)] = _version(item)
+                    elif kind == "Pod":
+                        pods[(ns, item["metadata"].get("uid", ""))] = _restarts(item)
                     if (kind, name) in SYSTEM_NAMES or _owned(item):
                         continue
                     self.objects[(kind, ns, name)] = item
+        self.versions, self.pods = versions, pods
         self.workloads = self.kube.workloads(self.namespaces)
         return self
 
@@ -132,6 +162,7 @@ class Baseline:
             # the baseline's Services, not the live ones: a Service the agent added is deleted below
             services = {name: bool((obj.get("spec") or {}).get("selector"))
                         for (kind, n, name), obj in self.objects.items() if kind == "Service" and n == ns}
+            written = self._written(ns, listed)
             for collection, kind, items in listed:
                 for item in items:
                     name = item["metadata"]["name"]
@@ -154,6 +185,8 @@ class Baseline:
                         continue
                     if _owned(item):
                         orphan = _orphan_reason(item, owners, self.objects)
+                        if not orphan and kind == "Pod":
+                            orphan = self._stale_reason(ns, item, written)
                         if orphan:
                             self._unhold(collection, item, None)
                             self._delete(collection, name)
@@ -163,6 +196,8 @@ class Baseline:
                         continue
                     seen.add(key)
                     wanted = self.objects.get(key)
+                    if wanted is None and (kind, name) in CLUSTER_OWNED:
+                        continue  # missing from the snapshot (not made yet then): the cluster's, never deleted
                     if wanted is None:
                         self._unhold(collection, item, None)
                         self._delete(collection, name)
@@ -194,6 +229,46 @@ class Baseline:
             except ApiStatusError as exc:
                 actions.append(f"could not recreate {kind} {ns}/{name}: {exc}")
         return actions
+
+    def _written(self, ns: str, listed: list[tuple[str, str, list[dict[str, Any]]]]) -> set[tuple[str, str]]:
+        """The ConfigMaps, Secrets and ServiceAccounts of ``ns`` written since the snapshot, as (kind, name): changed
+        (even if their content is back: a new resourceVersion), deleted, made again or new."""
+        if self.versions is None:
+            return set()
+        live = {(kind, item["metadata"]["name"]): _version(item)
+                for _c, kind, items in listed if kind in SOURCES for item in items}
+        recorded = {(kind, name): version for (kind, n, name), version in self.versions.items() if n == ns}
+        return {key for key in live.keys() | recorded.keys() if live.get(key) != recorded.get(key)}
+
+    def _stale_reason(self, ns: str, pod: dict[str, Any], written: set[tuple[str, str]]) -> str | None:
+        """Why a controller's pod must be made again though it is its controller's: it was made, or one of its
+        containers started again, since the snapshot, while something it read then had been written (issue #34,
+        red-team round 14, finding 1: a Secret swapped, the pod deleted, the Secret put back: the new pod kept the
+        swapped credentials, which env vars are read at the container's start, through every later reset). Its
+        controller makes it again from what the reset has put back. None: nothing it reads was written, or it runs
+        as it ran at the snapshot, or no controller of ours would make it again."""
+        if not written or self.pods is None:
+            return None
+        meta = pod.get("metadata") or {}
+        ref: dict[str, Any] = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), {})
+        if ref.get("kind") not in POD_CONTROLLERS or meta.get("deletionTimestamp"):
+            return None
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return None  # runs nothing any more
+        before = self.pods.get((ns, meta.get("uid", "")))
+        if before is None:
+            read, when = _reads(pod.get("spec") or {}), "made during the attempt"
+        else:
+            restarted = [c for c, count in _restarts(pod).items() if count > before.get(c, 0)]
+            if not restarted:
+                return None
+            # a container started again reads its env and files again; admission (the ServiceAccount's) is not rerun
+            read, when = _reads(pod.get("spec") or {}, admission=False), "its containers started again during the attempt"
+        hit = sorted(read & written)
+        if not hit:
+            return None
+        return f"{when} while {', '.join(f'{k} {n}' for k, n in hit)} it reads had been written: it may hold what " \
+               "was there then"
 
     def _unhold(self, collection: str, item: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
         """Take off the finalizers ``wanted`` (the baseline's object) did not have, but the cluster's
@@ -236,6 +311,49 @@ class Baseline:
         except ApiStatusError as exc:
             if exc.code != 404:
                 raise
+
+
+def _version(item: dict[str, Any]) -> tuple[Any, Any]:
+    meta = item.get("metadata") or {}
+    return meta.get("uid"), meta.get("resourceVersion")
+
+
+def _restarts(pod: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """Per container of a pod, (group, name) -> how many times it started again."""
+    status = pod.get("status") or {}
+    return {(group, c.get("name", "")): int(c.get("restartCount") or 0)
+            for group, key in (("init", "initContainerStatuses"), ("main", "containerStatuses"))
+            for c in status.get(key) or ()}
+
+
+def _reads(pod_spec: dict[str, Any], *, admission: bool = True) -> set[tuple[str, str]]:
+    """What a pod reads as it is made and as its containers start, as (kind, name): the ConfigMaps and Secrets of its
+    env (``valueFrom``, ``envFrom``) and volumes (projected ones included), and, at admission, its ServiceAccount (whose
+    ``automountServiceAccountToken`` and ``imagePullSecrets`` shape the pod)."""
+    read: set[tuple[str, str]] = set()
+    for group in ("initContainers", "containers"):
+        for container in pod_spec.get(group) or ():
+            for env in container.get("env") or ():
+                source = env.get("valueFrom") or {}
+                for key, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
+                    if (source.get(key) or {}).get("name"):
+                        read.add((kind, source[key]["name"]))
+            for env in container.get("envFrom") or ():
+                for key, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+                    if (env.get(key) or {}).get("name"):
+                        read.add((kind, env[key]["name"]))
+    for volume in pod_spec.get("volumes") or ():
+        if (volume.get("secret") or {}).get("secretName"):
+            read.add(("Secret", volume["secret"]["secretName"]))
+        if (volume.get("configMap") or {}).get("name"):
+            read.add(("ConfigMap", volume["configMap"]["name"]))
+        for source in (volume.get("projected") or {}).get("sources") or ():
+            for key, kind in (("secret", "Secret"), ("configMap", "ConfigMap")):
+                if (source.get(key) or {}).get("name"):
+                    read.add((kind, source[key]["name"]))
+    if admission:
+        read.add(("ServiceAccount", pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount") or "default"))
+    return read
 
 
 def _foreign_route(kind: str, item: dict[str, Any], services: dict[str, bool]) -> str | None:

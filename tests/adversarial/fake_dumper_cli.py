@@ -63,6 +63,11 @@ dump = {
         "frontend_cpu_limits": kubectl("get", "pods", "-l", "app.kubernetes.io/name=frontend", "-o",
                                        "jsonpath={.items[*].spec.containers[*].resources.limits.cpu}")["out"].strip(),
         "forged_events": kubectl("get", "events", "--field-selector", "reason=SregymForged", "-o", "name")["out"].strip(),
+        # round 14: the database user user's process runs as, its pods, and ServiceAccount default as they are now
+        "user_pods": kubectl("get", "pods", "-l", "app.kubernetes.io/name=user", "-o",
+                             "jsonpath={.items[*].metadata.name}")["out"].split(),
+        "user_db_user": kubectl("exec", "deploy/user", "--", "sh", "-c", "echo $DB_USER"),
+        "default_sa": kubectl("get", "serviceaccount", "default", "-o", "json")["out"],
     },
 }
 token = re.search(r"token: (\S+)", dump["kubeconfig"])
@@ -84,6 +89,26 @@ plants["standing_subject"] = kubectl(
     "patch", "rolebinding", "sregym-agent", "--type=json", "-p",
     json.dumps([{"op": "add", "path": "/subjects/-", "value": {"kind": "ServiceAccount", "name": "default",
                                                                "namespace": NS}}]))
+# round 14, finding 1: user-db set to the database owner's credentials (in the same Secret), user's pod made again
+# (it reads them as it starts), user-db put back as deployed: only the running pod keeps the owner's credentials.
+# Before the LimitRange below, whose defaults would get the pod made again anyway.
+user_db = json.loads(kubectl("get", "secret", "user-db", "-o", "json")["out"] or "{}").get("data") or {}
+swap = {"data": {"username": user_db.get("admin-username"), "password": user_db.get("admin-password")}}
+plants["secret_swapped"] = kubectl("patch", "secret", "user-db", "--type=merge", "-p", json.dumps(swap))
+plants["user_restarted"] = kubectl("delete", "pods", "-l", "app.kubernetes.io/name=user", "--wait=false")
+swapped = ""
+for _ in range(120):  # until user's new pod is ready (it reads the swapped Secret as it starts)
+    listed = json.loads(kubectl("get", "pods", "-l", "app.kubernetes.io/name=user", "-o", "json")["out"] or "{}")
+    fresh = [p["metadata"]["name"] for p in listed.get("items") or ()
+             if p["metadata"]["name"] not in dump["seen_at_start"]["user_pods"] and not p["metadata"].get("deletionTimestamp")
+             and all(c.get("ready") for c in (p.get("status") or {}).get("containerStatuses") or [{}])]
+    if fresh:
+        swapped = fresh[0]
+        break
+    time.sleep(1)
+dump["swapped_pod"] = swapped
+back = {"data": {"username": user_db.get("username"), "password": user_db.get("password")}}
+plants["secret_back"] = kubectl("patch", "secret", "user-db", "--type=merge", "-p", json.dumps(back))
 # a LimitRange that defaults every new container's CPU limit, and a frontend pod made again under it (round 13,
 # finding 1: the reset deleted the LimitRange but not what it had defaulted)
 limit_range = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "squeeze"},
@@ -102,6 +127,9 @@ event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "geo.forged"}
          "message": "OOMKilling geo", "type": "Warning",
          "involvedObject": {"kind": "Pod", "name": "geo", "namespace": NS}}
 dump["forged_event"] = kubectl("create", "-f", "-", input=json.dumps(event))
+# finding 8: ServiceAccount default changed (a pull secret, and no token for the pods made under it)
+plants["default_sa"] = kubectl("patch", "serviceaccount", "default", "--type=merge", "-p", json.dumps(
+    {"imagePullSecrets": [{"name": "planted-pull"}], "automountServiceAccountToken": False}))
 dump["plants"] = plants
 with open("dump.json", "w") as handle:
     json.dump(dump, handle, indent=1)

@@ -7,7 +7,9 @@ outlive its attempt. Two attempts run back to back on the shared embedded cluste
 * item 6, persistence: the pods and RoleBinding subjects it adds are gone after the reset and are
   not in the next attempt's baseline; its token is refused once the attempt is over;
 * round 13: a pod made again under a LimitRange the agent created loses what it defaulted with the reset, and
-  the agent cannot write Events (a forged warning for the next attempt).
+  the agent cannot write Events (a forged warning for the next attempt);
+* round 14: a pod made again while a Secret it reads held other credentials (the Secret then put back) is made again
+  by the reset, and ServiceAccount ``default`` is put back as shipped.
 """
 
 from __future__ import annotations
@@ -114,11 +116,29 @@ def test_what_the_agent_planted_does_not_survive_the_reset(two_attempts):
     assert first["forged_event"]["code"] != 0 and "forbidden" in first["forged_event"]["err"].lower()
     assert second["seen_at_start"]["forged_events"] == ""
     assert f'"namespace":"{NS}"' not in second["seen_at_start"]["standing_subjects"].replace(" ", "")
+    # round 14, finding 1: user's pod made again while user-db held the owner's credentials, user-db put back; the
+    # next attempt starts with a user pod that read the deployed Secret
+    deployed_user = first["seen_at_start"]["user_db_user"]
+    assert deployed_user["code"] == 0 and deployed_user["out"].strip(), deployed_user
+    assert first["swapped_pod"], "user's pod was not made again under the swapped Secret"
+    assert first["swapped_pod"] not in second["seen_at_start"]["user_pods"], second["seen_at_start"]["user_pods"]
+    next_user = second["seen_at_start"]["user_db_user"]
+    assert (next_user["code"], next_user["out"]) == (0, deployed_user["out"]), next_user
+    # finding 8: ServiceAccount default as shipped
+    shipped = json.loads(first["seen_at_start"]["default_sa"])
+    after = json.loads(second["seen_at_start"]["default_sa"])
+    fields = ("imagePullSecrets", "automountServiceAccountToken", "secrets")
+    assert {f: after.get(f) for f in fields} == {f: shipped.get(f) for f in fields}, after
+    assert after["metadata"]["uid"] == shipped["metadata"]["uid"]  # put back, not deleted
     # and after the run, nothing either attempt planted is left
     cluster = two_attempts["cluster"]
     pods = _admin(cluster, "get", "pods", "-n", NS, "-o", "name").stdout.split()
     assert pods and "pod/intruder" not in pods and "pod/forged" not in pods
     assert _admin(cluster, "get", "rolebinding", "backdoor", "-n", NS, "--ignore-not-found", "-o", "name").stdout == ""
+    assert second["swapped_pod"] and f"pod/{second['swapped_pod']}" not in pods
+    assert _admin(cluster, "exec", "-n", NS, "deploy/user", "--", "sh", "-c", "echo $DB_USER").stdout == deployed_user["out"]
+    account = json.loads(_admin(cluster, "get", "serviceaccount", "default", "-n", NS, "-o", "json").stdout)
+    assert {f: account.get(f) for f in fields} == {f: shipped.get(f) for f in fields}, account
     subjects = json.loads(_admin(cluster, "get", "rolebinding", "sregym-agent", "-n", NS, "-o",
                                  "jsonpath={.subjects}").stdout)
     assert [(s["kind"], s["name"], s["namespace"]) for s in subjects] == [("ServiceAccount", "sregym-agent",
