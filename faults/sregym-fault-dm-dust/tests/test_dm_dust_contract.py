@@ -61,23 +61,12 @@ def test_inject_asks_for_the_fuse_layer_first_and_records_what_ran(monkeypatch):
     from types import SimpleNamespace
 
     from sregym_fault_dm_dust import badblocks
+    from sregym_fault_node.testing import two_datastores
 
-    calls = []
-    target = SimpleNamespace(component=SimpleNamespace(name="pg", has_role=lambda r: False))
-    other = SimpleNamespace(component=SimpleNamespace(name="redis"))
-
-    def mounting(claim: str) -> dict:
-        return {"spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]}}
-    listed = {"pg": [mounting("data")], "redis": [mounting("other-data")]}
+    calls: list = []
     # one listing of every datastore's pods serves the claims, the cover and the restart
-    monkeypatch.setattr(badblocks.hooks, "datastores", lambda ctx, t: [target, other])
-    monkeypatch.setattr(badblocks.hooks, "group_pods", lambda ctx, group: calls.append("list") or listed)
-    monkeypatch.setattr(badblocks.hooks, "selector_labels", lambda ctx, target: {"app": "pg"})
+    target, _listed, neighbours = two_datastores(monkeypatch, calls)
     monkeypatch.setattr(badblocks, "_table_map", lambda *a: None)
-    # the restart does not wait for PostgreSQL: the rule is on the node before the pods are deleted
-    monkeypatch.setattr(badblocks.hooks, "restart_datastores",
-                        lambda ctx, target, current, wait: calls.append(("restart", current is listed, wait)))
-    neighbours = [{"namespace": "ns", "claim": "other-data"}]
     for answer in ({"mechanism": "fuse-badblocks", "pvs": ["pv-1"]},
                    {"mechanism": "fuse-badblocks", "pvs": ["pv-1"],
                     "passed_over": {"dm-dust": "no device-mapper on this node"}}):

@@ -153,22 +153,11 @@ def test_latent_sector_error_asks_the_layer_for_sticky_reads_of_the_relation_fil
 
     from sregym_fault_dm_dust import badblocks
     from sregym_fault_ebpf_syscall import syscalls
+    from sregym_fault_node.testing import two_datastores
 
     calls: list = []
-    neighbours = [{"namespace": "ns", "claim": "other-data"}]
-    target = SimpleNamespace(component=SimpleNamespace(name="pg", has_role=lambda role: role == "db:postgres"))
-    other = SimpleNamespace(component=SimpleNamespace(name="redis"))
-
-    def mounting(claim: str) -> dict:
-        return {"spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]}}
-    listed = {"pg": [mounting("data")], "redis": [mounting("other-data")]}
     # one listing of every datastore's pods serves the claims, the files' views, the cover and the restart
-    monkeypatch.setattr(syscalls.hooks, "datastores", lambda ctx, t: [target, other])
-    monkeypatch.setattr(syscalls.hooks, "group_pods", lambda ctx, group: calls.append("list") or listed)
-    monkeypatch.setattr(syscalls.hooks, "selector_labels", lambda ctx, target: {"app": "pg"})
-    # the restart does not wait for PostgreSQL: the rule is on the node before the pods are deleted
-    monkeypatch.setattr(syscalls.hooks, "restart_datastores",
-                        lambda ctx, target, current, wait: calls.append(("restart", current is listed, wait)))
+    target, _listed, neighbours = two_datastores(monkeypatch, calls, ("db:postgres",))
     monkeypatch.setattr(syscalls.hooks, "call", lambda ctx, method, hook_id, **spec: calls.append(spec) or
                         {"mechanism": "fuse-badblocks", "pvs": ["pv-1"]})
     monkeypatch.setattr(badblocks, "relation_files", lambda ctx, target, limit, indexes, pods: [
