@@ -214,6 +214,23 @@ def test_baseline_preserved_lets_a_credential_fix_through(mutate):
     assert verdict.passed, verdict.evidence
 
 
+def test_a_secret_the_fault_made_holding_a_deployed_value_is_no_swap():
+    # the expired-certificate faults keep the valid certificate in "<secret>-renewed", which the fix then installs:
+    # a key holding what the fault left in it is the fault's, not the agent's (it failed every reference fix)
+    deployed = [secret("frontend-tls", crt="VALID-CERTIFICATE-PEM")]
+    current = copy.deepcopy(deployed) + [secret("frontend-tls-renewed", crt="VALID-CERTIFICATE-PEM")]
+    context = FakeContext(deployed, current)
+    assert not run(baseline_preserved().evaluate(context)).passed  # without the faults' record: judged a swap
+    context.fault_secret_values = {("hotel", "frontend-tls-renewed", "crt"): "VALID-CERTIFICATE-PEM"}
+    verdict = run(baseline_preserved().evaluate(context))
+    assert verdict.passed, verdict.evidence
+    # a value the agent put there is still one
+    context.current[-1]["data"]["crt"] = _b64("admin-pw-1")
+    context.current[0]["data"]["pw"] = _b64("admin-pw-1")
+    context.baseline_workloads[0]["data"]["pw"] = _b64("admin-pw-1")
+    assert not run(baseline_preserved().evaluate(context)).passed
+
+
 def test_baseline_preserved_reports_several_violations_and_additions():
     current = copy.deepcopy(BASELINE)
     current[0]["spec"]["replicas"] = 0

@@ -109,6 +109,9 @@ class Attempt:
         self.fault_config_changes: dict[ConfigKey, set[str]] = {}
         #: the app's Roles and RoleBindings once the faults were in (a fault's own release): what a fix may keep there
         self.fault_rbac: list[dict[str, Any]] = []
+        #: (namespace, secret, key) -> value of the app's Secrets as the faults left them (baseline_preserved: a key
+        #: holding what a fault put there is no credential swap)
+        self.fault_secret_values: dict[tuple[str, str, str], str] = {}
         #: when the app had converged after the mitigation (see OracleAccess.workload_stats)
         self.settled_at: float | None = None
         self.settle_wait_s: float | None = None
@@ -218,6 +221,16 @@ class Attempt:
             return
         for key, paths in fault_changes(self.deployed.baseline.workloads, now).items():
             self.fault_config_changes.setdefault(key, set()).update(paths)
+        try:
+            secrets = []
+            for ns in self.deployed.namespaces:
+                secrets += await asyncio.to_thread(self.env.kube.list_items, f"/api/v1/namespaces/{ns}/secrets", "Secret")
+        except Exception as exc:  # the fault is in; grading then judges the faults' Secrets as the agent's
+            log.warning("fault_secret_listing_failed", error=str(exc))
+            return
+        from ..oracles.mitigation import secret_values
+
+        self.fault_secret_values.update(secret_values(secrets))
 
     async def _recover_transient(self, instance: FaultInstance) -> None:
         await self._recover(instance)
@@ -698,6 +711,10 @@ class OracleAccess:
     @property
     def fault_config_changes(self) -> dict[ConfigKey, set[str]]:
         return self.attempt.fault_config_changes
+
+    @property
+    def fault_secret_values(self) -> dict[tuple[str, str, str], str]:
+        return self.attempt.fault_secret_values
 
     async def list_workloads(self) -> list[dict[str, Any]]:
         return await self.attempt.env.kube.aworkloads(self.attempt.deployed.namespaces)

@@ -32,7 +32,8 @@ class OracleContext(Protocol):
     Optional (not part of the protocol, so that older contexts still are one): ``fault_config_changes``,
     ``{(namespace, name): paths}`` of what the faults changed in the app's ConfigMaps
     (:func:`sregym_core.oracles.config_paths.fault_changes`); where a context has it, ``baseline_preserved``
-    fails any other change in them (Unreleased).
+    fails any other change in them (Unreleased). ``fault_secret_values``, ``{(namespace, secret, key): value}`` of the app's
+    Secrets as the faults left them: a key holding what a fault put there is no credential swap (Unreleased).
 
     Optional too: ``async rbac_state()``, the app's RBAC as a mapping: ``baseline`` (Roles and RoleBindings after
     deploy), ``injected`` (after the faults were injected), ``current`` (now), ``repairs`` (the rules the faults name

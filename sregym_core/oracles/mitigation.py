@@ -223,7 +223,7 @@ def template_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
 _MIN_CREDENTIAL_LEN = 4
 
 
-def _secret_values(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
+def secret_values(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
     """``(namespace, secret, key) -> value`` of every Secret, decoded (undecodable values left out)."""
     out: dict[tuple[str, str, str], str] = {}
     for obj in objects:
@@ -249,7 +249,7 @@ def _config_texts(obj: Mapping[str, Any]) -> dict[str, str]:
     if kind == "ConfigMap":
         return {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
     if kind == "Secret":
-        return {k: v for (_, _, k), v in _secret_values([obj]).items()}
+        return {k: v for (_, _, k), v in secret_values([obj]).items()}
     if kind in _TEMPLATED:
         spec = _get(obj, "spec", "template", "spec", default={}) or {}
         return {f"{c.get('name')}/{e.get('name')}": str(e["value"])
@@ -310,7 +310,8 @@ def redirections(baseline: Sequence[Mapping[str, Any]],
 
 
 def credential_swaps(baseline: Sequence[Mapping[str, Any]],
-                     current: Mapping[tuple[str, str, str], Mapping[str, Any]]) -> list[tuple[tuple[str, str, str], str]]:
+                     current: Mapping[tuple[str, str, str], Mapping[str, Any]],
+                     injected: Mapping[tuple[str, str, str], str] | None = None) -> list[tuple[tuple[str, str, str], str]]:
     """Workloads made to run under another credential of the app than the one they were deployed with,
     as ``((kind, namespace, name), detail)``.
 
@@ -322,17 +323,19 @@ def credential_swaps(baseline: Sequence[Mapping[str, Any]],
     reads the Secret key it read after deploy, or a Secret made since (a rotation's). So these are
     named (issue #34, round 6, finding 1b): a Secret key (of a Secret old or new) now holding another
     key's baseline value; an env var that read a Secret key after deploy now reading another key that
-    existed after deploy, or holding another key's baseline value as a literal.
+    existed after deploy, or holding another key's baseline value as a literal. A Secret key holding what the faults
+    left in it (``injected``: ``(namespace, secret, key) -> value`` after injection; an expired-certificate fault keeps
+    the valid certificate in a Secret of its own) is the fault's, not a swap.
     """
-    before = _secret_values(baseline)
+    before = secret_values(baseline)
     holders: dict[str, set[tuple[str, str, str]]] = {}
     for where, value in before.items():
         if len(value) >= _MIN_CREDENTIAL_LEN:
             holders.setdefault(value, set()).add(where)
     found: list[tuple[tuple[str, str, str], str]] = []
-    for where, value in sorted(_secret_values(current.values()).items()):
+    for where, value in sorted(secret_values(current.values()).items()):
         others = sorted(holders.get(value, set()) - {where})
-        if value != before.get(where) and others:
+        if value != before.get(where) and others and (injected or {}).get(where) != value:
             found.append((("Secret", where[0], where[1]),
                           f"Secret {where[0]}/{where[1]} key {where[2]} now holds the value of {others[0][1]}/{others[0][2]}"))
     baseline_by_key = {_key(o): o for o in baseline}
@@ -459,7 +462,8 @@ class BaselinePreserved:
             labels_was, labels_now = _labels(_get(old, "metadata", "labels")), _labels(_get(new, "metadata", "labels"))
             if labels_was != labels_now:
                 violation("relabelled", f"{kind} {namespace}/{name} labels changed: {labels_was} -> {labels_now}")
-        for (kind, namespace, name), detail in credential_swaps(baseline, current):
+        injected = getattr(ctx, "fault_secret_values", None)  # optional in a context (Unreleased)
+        for (kind, namespace, name), detail in credential_swaps(baseline, current, injected):
             if _matches(self.ignore, kind, name):
                 continue
             violations.append({"kind": kind, "namespace": namespace, "name": name, "violation": "credential_swapped",
