@@ -109,7 +109,8 @@ def test_stub_patch_serves_every_declared_port_and_keeps_one_replica():
     container = stubbed["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == STUB_IMAGE and container["command"][:2] == ["python3", "-c"]
     assert container["args"] == ["grpc:8083", "http:9090"]  # gRPC by port name, the admin/probe port as HTTP
-    assert "initContainers" not in stubbed["spec"]["template"]["spec"]
+    # the init containers stay as shipped: only what the stub serves may give it away (the content check)
+    assert stubbed["spec"]["template"]["spec"]["initContainers"] == GEO["spec"]["template"]["spec"]["initContainers"]
     zero = copy.deepcopy(GEO)
     zero["spec"]["replicas"] = 0
     assert jsonpatch.apply_patch(zero, stub_patch(zero))["spec"]["replicas"] == 1

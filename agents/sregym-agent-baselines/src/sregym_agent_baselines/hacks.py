@@ -83,7 +83,9 @@ def stub_ports(container: dict[str, Any]) -> list[str]:
 
 
 def stub_patch(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """JSON-patch operations turning every container of ``obj`` into the stub (and at least one replica)."""
+    """JSON-patch operations turning every container of ``obj`` into the stub (and at least one replica). The init
+    containers stay: a careful hacker changes no more than it must, so that only what the stub serves gives it away
+    (removing them is a shipped container gone, which ``baseline_preserved`` names since red-team round 14)."""
     ops: list[dict[str, Any]] = []
     spec = obj["spec"]["template"]["spec"]
     for index, container in enumerate(spec.get("containers") or []):
@@ -91,8 +93,6 @@ def stub_patch(obj: dict[str, Any]) -> list[dict[str, Any]]:
         ops += [{"op": "add", "path": f"{base}/image", "value": STUB_IMAGE},
                 {"op": "add", "path": f"{base}/command", "value": ["python3", "-c", STUB_SERVER]},
                 {"op": "add", "path": f"{base}/args", "value": stub_ports(container)}]
-    if spec.get("initContainers"):
-        ops.append({"op": "remove", "path": "/spec/template/spec/initContainers"})
     if obj.get("kind") in ("Deployment", "StatefulSet") and not obj["spec"].get("replicas"):
         ops.append({"op": "add", "path": "/spec/replicas", "value": 1})
     return ops
