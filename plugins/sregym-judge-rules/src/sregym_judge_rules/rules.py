@@ -1297,10 +1297,6 @@ def _before_and_after(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, in
     return None
 
 
-def _before_and_after_pairs_cached(truth: GroundTruth) -> list[tuple[str, str]]:
-    return _before_after_pairs(truth)
-
-
 def _changed_fields(truth: GroundTruth) -> list[tuple[str, str]]:
     """(field, post-fault value) pairs of a truth where it records a change: a ``{field, before, after}`` record, or a
     field whose value is a ``{before, after}`` pair. A key with a plain value names an object or the context (the
