@@ -228,6 +228,9 @@ class AppSpec:
         params: default manifest parameters.
         deploy: an optional :class:`Deploy` replacing the default ``kubectl apply`` of ``manifests``.
         deploy_timeout: seconds to wait for every pod to be Ready.
+        render: optional ``render(params) -> str``, the objects ``deploy`` applies as YAML, made offline
+            (no cluster): the judge's calibration previews each fault's injection on them, so the
+            ground truth it grades against carries the values a run's would.
     """
 
     name: str = attrs.field(converter=normalize_name)
@@ -244,6 +247,7 @@ class AppSpec:
     params: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
     deploy: Deploy | None = attrs.field(default=None, eq=False, hash=False)
     deploy_timeout: float = 180.0
+    render: Callable[[Mapping[str, Any]], str] | None = attrs.field(default=None, eq=False, hash=False)
 
     def component(self, name: str) -> ComponentSpec | None:
         wanted = name.lower()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,36 @@ def objects_for_app(app: AppSpec) -> list[dict]:
         objects += [o for o in _component_objects(app, component)
                     if not (o["kind"] == "ConfigMap" and o["metadata"]["name"] in shipped)]
     return objects + list(shipped.values())
+
+
+def rendered_objects(app: AppSpec) -> list[dict] | None:
+    """The objects ``app``'s deploy applies (its :attr:`~AppSpec.render`, with its default params), as
+    the API server would hold them after it: one running pod per workload from its template, on one
+    Node. None when the app cannot render offline (then :func:`objects_for_app` is what there is)."""
+    import yaml
+
+    if app.render is None:
+        return None
+    objects: list[dict] = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "labels": {}},
+                            "spec": {}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, when PyYAML was built with it: 10x faster
+    for doc in yaml.load_all(app.render(dict(app.params)), Loader=loader):
+        if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict) or not doc.get("kind"):
+            continue
+        obj = copy.deepcopy(doc)
+        obj["metadata"].setdefault("namespace", app.namespace)
+        objects.append(obj)
+        if obj["kind"] in _WORKLOADS and obj["metadata"]["namespace"] == app.namespace:
+            template = obj.get("spec", {}).get("template") or {}
+            spec = template.get("spec") or {}
+            objects.append({"apiVersion": "v1", "kind": "Pod",
+                            "metadata": {"name": f"{obj['metadata']['name']}-0", "namespace": app.namespace,
+                                         "labels": dict((template.get("metadata") or {}).get("labels") or {})},
+                            "spec": copy.deepcopy(spec) | {"nodeName": "node-1"},
+                            "status": {"phase": "Running", "containerStatuses": [
+                                {"name": c.get("name"), "ready": True, "restartCount": 0}
+                                for c in spec.get("containers", [])]}})
+    return objects
 
 
 def manifest_config_maps(app: AppSpec) -> dict[str, dict]:
@@ -162,11 +193,26 @@ class RecordingFaultContext(FaultContext):
     calls: list[tuple[str, ...]] = attrs.Factory(list)
     objects: dict[tuple[str, str, str], dict] = attrs.Factory(dict)
     _stamps: int = 0
+    #: a preview (:meth:`seeded`): a verb that acts inside a process, and any call after this monotonic
+    #: time (a fault polling for something only a live cluster would do), raise :class:`Unpreviewable`
+    strict_until: float | None = None
 
     def __attrs_post_init__(self) -> None:
         if not self.objects:
             for obj in objects_for_app(self.app):
                 self._store(obj)
+
+    @classmethod
+    def seeded(cls, app: AppSpec, objects: list[dict], *, budget_s: float = 2.0) -> RecordingFaultContext:
+        """A strict context holding exactly ``objects`` (say :func:`rendered_objects`), not the plausible
+        ones, for previewing an injection: what it cannot answer as a cluster would (a process's output,
+        a controller's progress within ``budget_s`` seconds) raises :class:`Unpreviewable`."""
+        ctx = cls(kubeconfig=Path("/nonexistent"), namespace=app.namespace, app=app, objects={("", "", ""): {}},
+                  strict_until=time.monotonic() + budget_s)
+        ctx.objects.clear()
+        for obj in objects:
+            ctx._store(obj)
+        return ctx
 
     def child(self) -> RecordingFaultContext:
         # fresh state, but the same calls log and object store (one cluster, several fault instances)
@@ -178,6 +224,12 @@ class RecordingFaultContext(FaultContext):
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0) -> str:
         self.calls.append(args)
+        if self.strict_until is not None:
+            verb = next((a for a in args if not a.startswith("-")), "")
+            if verb in _PROCESS_VERBS or (verb == "rollout" and "status" in args):
+                raise Unpreviewable(f"kubectl {verb} needs a live process")
+            if time.monotonic() > self.strict_until:
+                raise Unpreviewable("the fault waits for what only a live cluster does")
         try:
             return self._kubectl(args, input)
         except _KubectlFailed as exc:
@@ -416,6 +468,14 @@ _RECORDED_ONLY = frozenset({"rollout", "exec", "wait", "logs", "describe", "top"
 
 
 _WORKLOADS = frozenset({"Deployment", "StatefulSet", "DaemonSet"})
+
+
+#: verbs whose answer comes from a process in a pod (a strict context cannot preview them)
+_PROCESS_VERBS = frozenset({"exec", "logs", "wait", "top", "port-forward", "attach", "cp", "debug", "run"})
+
+
+class Unpreviewable(Exception):  # noqa: N818 - not a FaultError on purpose: no fault code may swallow it as one
+    """A strict :class:`RecordingFaultContext` was asked what only a live cluster can answer."""
 
 
 class _KubectlFailed(FaultError):

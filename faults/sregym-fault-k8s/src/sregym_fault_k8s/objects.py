@@ -183,6 +183,7 @@ def service_port_inject(ctx: FaultContext, target: Target, params: Mapping[str, 
     ports = copy.deepcopy(svc["spec"]["ports"])
     if "targetPort" not in ports[0]:
         ports[0]["targetPort"] = ports[0]["port"]
+    ctx.state["original_port"] = ports[0]["port"]
     ports[0]["port"] = ports[0]["port"] + params["offset"]
     ctx.state["port"] = ports[0]["port"]
     kube.patch(ctx, "service", svc["metadata"]["name"], [{"op": "replace", "path": "/spec/ports", "value": ports}], type="json")
@@ -534,7 +535,8 @@ FAULTS = [
           inject=service_port_inject, recover=lambda c, t, p: _svc_restore_spec(c, t, p, ("ports",)),
           is_present=service_port_present, resource_kind="Service", mechanism="Service port changed from the one clients use",
           symptoms=("connection refused",), keywords=("port", "service"),
-          params=schema(offset={"type": "integer", "default": 10}), values=lambda t, p, s: {"port": s.get("port")}),
+          params=schema(offset={"type": "integer", "default": 10}),
+          values=lambda t, p, s: {"port": {"before": s.get("original_port"), "after": s.get("port")}}),
     fault("missing-service", "the component's Service is deleted (and its callers restarted since)",
           inject=missing_service_inject,
           recover=missing_service_recover, is_present=missing_service_present, resource_kind="Service", recreates=("Service/{service}",),

@@ -90,7 +90,7 @@ HOTEL_COMPONENTS = (
 )
 
 
-def load_dataset(path: str | os.PathLike[str] | None = None, *, host: Any = None) -> list[CalibrationItem]:
+def load_dataset(path: str | os.PathLike[str] | None = None, *, host: Any = None, truth: str = "run") -> list[CalibrationItem]:
     """Read a calibration set: ``.yaml`` (problems, shared texts, items labelled pass/fail; see
     ``data/labelled.yaml``) or JSON Lines (each line: ``id``, ``category``, ``truth`` (list of
     ground-truth dicts), ``app_components``, ``app_namespace``, ``submission``, ``labels``
@@ -101,7 +101,7 @@ def load_dataset(path: str | os.PathLike[str] | None = None, *, host: Any = None
     if path.suffix in (".yaml", ".yml"):
         return _load_labelled_yaml(path)
     if is_blind_set(path):
-        return load_blind_set(path, host=host)
+        return load_blind_set(path, host=host, truth=truth)
     items: list[CalibrationItem] = []
     seen: set[str] = set()
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -209,10 +209,10 @@ def is_blind_set(path: str | os.PathLike[str]) -> bool:
     return False
 
 
-def load_blind_set(path: str | os.PathLike[str], *, host: Any = None) -> list[CalibrationItem]:
+def load_blind_set(path: str | os.PathLike[str], *, host: Any = None, truth: str = "run") -> list[CalibrationItem]:
     """Read a blind set: JSON Lines, each ``{"id", "problem_id", "voice", "category", "label":
     "pass"|"fail", "diagnosis", "why"}``. The ground truth of each curated problem is derived from the
-    installed fault specs, as a run derives it before injection (no cluster)."""
+    installed fault specs, as a run derives it (``truth``: see :func:`curated_truths`; no cluster)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"calibration set {path} does not exist")
@@ -237,7 +237,7 @@ def load_blind_set(path: str | os.PathLike[str], *, host: Any = None) -> list[Ca
         rows.append((where, data))
     if not rows:
         raise ConfigError(f"calibration set {path} is empty")
-    problems = curated_truths({str(d["problem_id"]) for _w, d in rows}, host=host)
+    problems = curated_truths({str(d["problem_id"]) for _w, d in rows}, host=host, truth=truth)
     items: list[CalibrationItem] = []
     seen: set[str] = set()
     for where, data in rows:
@@ -267,14 +267,25 @@ def _host_of_installed_plugins(host: Any) -> Any:
     return new_plugin_host()
 
 
-def curated_truths(problem_ids: Iterable[str], *, host: Any = None,
+def curated_truths(problem_ids: Iterable[str], *, host: Any = None, truth: str = "run",
                    ) -> dict[str, tuple[str, tuple[str, ...], str, tuple[GroundTruth, ...]]]:
     """Per curated problem id: (app, the app's component names, its namespace, the ground truths),
-    from the problems and faults of ``host`` (default: the installed plugins)."""
+    from the problems and faults of ``host`` (default: the installed plugins).
+
+    ``truth="run"`` (the default) derives each truth as a run does, after injection: the problem's
+    faults are injected in order into the objects the app's deploy applies (its offline render, held by
+    a recording kubectl; nothing runs), so a value a fault picks from the live object (the port it moved,
+    the image tag it set, the replicas it had) is in the truth as it is in a run's. A fault that cannot
+    be previewed that way (it acts inside a process, or needs a node hook) gets the truth it declares
+    before injection, which is all ``truth="detached"`` gives every fault (the figures before
+    2026-12-01: values a fault reads from the cluster are missing, so a diagnosis can neither be
+    credited nor faulted for them)."""
     from sregym_core.faults import FaultContext
     from sregym_core.problems import derive_ground_truth, resolve_problem
     from sregym_core.types import Target
 
+    if truth not in ("run", "detached"):
+        raise ConfigError(f"unknown truth {truth!r}", hints=("run (as a run derives it) or detached",))
     host = _host_of_installed_plugins(host)
     installed = host.get_problems()
     faults, apps = host.get_faults(), host.get_apps()
@@ -284,13 +295,47 @@ def curated_truths(problem_ids: Iterable[str], *, host: Any = None,
             continue
         problem = resolve_problem(installed[pid], host)
         app = apps[problem.app]
+        previewed = _previewed_contexts(problem, app, faults) if truth == "run" else {}
         truths = tuple(
-            derive_ground_truth(faults[i.fault], FaultContext.detached(app),
+            derive_ground_truth(faults[i.fault], previewed.get(i.id) or FaultContext.detached(app),
                                 Target(app=app, component=app.component(i.target), namespace=app.namespace), i)
             for i in problem.faults if i.role != "trigger"
         )
         out[pid] = (problem.app, tuple(c.name for c in app.components), app.namespace, truths)
     return out
+
+
+#: each app's rendered objects, by app name (the seeded context copies them, so they are never changed)
+_RENDERED: dict[str, list[dict] | None] = {}
+
+
+def _previewed_contexts(problem: Any, app: Any, faults: Mapping[str, Any]) -> dict[str, Any]:
+    """Per fault instance id, the context its injection left (its ``state``), each injected in the
+    problem's order into one recording cluster seeded with the app's rendered objects; an instance
+    whose injection cannot run there is left out (and so is every later one: they would see a cluster
+    the run would not have)."""
+    import asyncio
+
+    from sregym_core.faults import call_fault
+    from sregym_core.testing.recording import RecordingFaultContext, rendered_objects
+    from sregym_core.types import Target
+
+    if app.name not in _RENDERED:  # rendering an app takes ~0.5 s; a set names each app's problems many times
+        _RENDERED[app.name] = rendered_objects(app)
+    objects = _RENDERED[app.name]
+    if objects is None:
+        return {}
+    cluster = RecordingFaultContext.seeded(app, objects)
+    contexts: dict[str, Any] = {}
+    for instance in problem.faults:
+        ctx = cluster.child()
+        target = Target(app=app, component=app.component(instance.target), namespace=app.namespace)
+        try:
+            asyncio.run(call_fault(faults[instance.fault].impl.inject, ctx, target, dict(instance.params), retry_for=0))
+        except Exception:  # noqa: BLE001 - any fault that cannot be previewed keeps its declared truth
+            break
+        contexts[instance.id] = ctx
+    return contexts
 
 
 def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
@@ -536,6 +581,7 @@ def calibrate(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     host: Any = None,
+    truth: str = "run",
 ) -> CalibrationReport:
     """Run ``judges`` (names or judge objects; one or two) over a labelled set.
 
@@ -544,13 +590,14 @@ def calibrate(
     :param options: per judge name, factory options (``{"judge-llm": {"model": ...}}``).
     :param progress: called as ``progress(judge, done, total)``.
     :param host: the plugin host to find judges and curated problems in (default: the installed plugins).
+    :param truth: how a blind set's ground truths are derived: ``run`` or ``detached`` (:func:`curated_truths`).
     :returns: kappa of every judge against the labels and, with two judges, between them.
     """
     if not judges:
         raise ConfigError("calibrate needs at least one judge", hints=("e.g. --judge judge-rules",))
     if dataset is None or isinstance(dataset, str | os.PathLike):
         label = str(dataset or labelled_set_path())
-        items = load_dataset(dataset, host=host)
+        items = load_dataset(dataset, host=host, truth=truth)
     else:
         items = list(dataset)
         label = "(items)"

@@ -36,8 +36,13 @@ LLM_JUDGES = ("judge-llm", "judge-llm-gated")
 @click.option("--judge-rubric", type=click.Choice(["sregym", "upstream"]), default="sregym", show_default=True,
               help="The checklist the judges answer.")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=None, help="Composite score needed to pass.")
+@click.option("--truth", type=click.Choice(["run", "detached"]), default="run", show_default=True,
+              help="With --set: the ground truths as a run derives them (each fault previewed on the app's rendered "
+                   "objects) or as declared before injection (values read from the cluster missing; figures before "
+                   "2026-12-01).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def judge_calibrate(judges, dataset, blind_set, show_items, judge_model, judge_api_base, judge_api_key, judge_rubric, threshold, as_json) -> None:
+def judge_calibrate(judges, dataset, blind_set, show_items, judge_model, judge_api_base, judge_api_key, judge_rubric, threshold,
+                    truth, as_json) -> None:
     """Judges against hand labels: confusion matrix, false-pass and false-fail rates per category
     (per app and per voice when the set says), Cohen's kappa (per question too when the set has
     per-question labels), agreement between judges."""
@@ -72,7 +77,7 @@ def judge_calibrate(judges, dataset, blind_set, show_items, judge_model, judge_a
             click.echo(f"{name}: {done}/{total}", err=True)
 
     try:
-        report = calibrate(list(judges), blind_set or dataset, options=options, progress=progress)
+        report = calibrate(list(judges), blind_set or dataset, options=options, progress=progress, truth=truth)
     except SregymError as exc:
         raise click.ClickException(exc.render().removeprefix("Error: ")) from None
     if blind_set and not show_items:  # a held-out set is measured without anyone seeing which items missed

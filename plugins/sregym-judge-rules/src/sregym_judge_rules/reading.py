@@ -623,6 +623,11 @@ _HEALTHY_PREDICATE = re.compile(
     # a dependency found answering: "config-service:8500 is reachable from the node" (twelfth round)
     r"reachable|resolvable|answering|responding|up and running|"
     r"not the (?:cause|problem|issue|culprit|reason|source)|not involved|not responsible|irrelevant|ruled out|innocent)\b"
+    # an image or version said to be there ("image 2.1.0 exists", "version 2.1.0 exists and downloads fine", "the tag
+    # pulled fine"): the tag cleared, not blamed (a run's truth names the tag, so its mere mention is no credit)
+    r"|\b(?:image|tag|version|release|build)\b(?:(?!\b(?:not|no|never|nowhere|longer)\b)[^,;])*?"
+    r"\b(?:exists|existed|is published|was published|is available|was available|"
+    r"(?:pulls?|pulled|downloads?|downloaded)\s+(?:fine|ok|okay|successfully|without\s+(?:an?\s+)?(?:errors?|problems?)))\b"
 )
 # a negated predicate whose verb says what went wrong: "the grants were not revoked", "X is not missing", "the
 # webhook does not touch the limit" (any form of the verb: a participle after be/have, the base form after do)

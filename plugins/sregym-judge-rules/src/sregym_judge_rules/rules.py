@@ -851,6 +851,8 @@ def _field_name_only(details: Mapping[str, tuple[str, str]], truths: Sequence[Gr
             continue
         if any(_written(everything, v, allow_negated=True) for pair in _before_after_pairs(t) for v in pair):
             continue
+        if _relative_change(everything, t):  # "moved up by 10": the change, by how much
+            continue
         # what the truth's cause part says beyond its objects' and fields' names ("negative", "does not exist")
         cause = (concepts.split_effect(t.mechanism) or (t.mechanism,))[0].split(";")[0]
         naming = " ".join([*leaves, *(_changed_field for _changed_field, _a in _changed_fields(t)),
@@ -1261,6 +1263,32 @@ def _number_words(value: str) -> list[str]:
     return [f"{s}{w}" for w in words for s in sign] if number < 0 else words
 
 
+def _relative_change(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, int]] | None:
+    """A numeric change written as its difference, not its values: "targetPort = container port + 1", "one above the
+    port it listens on", "the port moved up by 10", "lowered by 2". The difference must be the truth's own (after
+    minus before), so "+ 1" for a change of 10 says nothing."""
+    for before, after in _before_after_pairs(truth):
+        if not (re.fullmatch(r"-?\d+", before) and re.fullmatch(r"-?\d+", after)):
+            continue
+        delta = int(after) - int(before)
+        size = abs(delta)
+        if not size:
+            continue
+        amount = "|".join(re.escape(w) for w in [str(size), *_number_words(str(size))] + (["a", "an"] if size == 1 else []))
+        up, down = (r"up|higher|above|more|over|past|greater|bigger|larger|raised|increased|bumped|incremented",
+                    r"down|lower|below|less|under|smaller|lowered|reduced|decreased|decremented")
+        toward = up if delta > 0 else down
+        sign = r"\+" if delta > 0 else r"[-−]"
+        spoken = re.search(
+            rf"(?:{sign})\s*(?:{amount})(?![\d.])"
+            rf"|(?<![\w.])(?:{amount})\s+(?:port\s+|ports\s+|numbers?\s+)?(?:{toward})\b"
+            rf"|\b(?:{toward})\s+by\s+(?:{amount})\b"
+            + (r"|\boff\s+by\s+one\b" if size == 1 else ""), flat)
+        if spoken and not reading.negated(flat, spoken.start(), spoken.end()):
+            return f"value {after} (was {before}, {'+' if delta > 0 else '-'}{size})", spoken.span()
+    return None
+
+
 def _changed_token(before: str, after: str) -> str | None:
     """The one part of a reference that the change made different ("fleetcast-operater" of
     ``sregym/fleetcast-operater:1.0`` against ``sregym/fleetcast-operator:1.0``), when it is long enough to name the
@@ -1523,6 +1551,11 @@ def _statement_hit(words: str, t: GroundTruth, statement: str, flat: str = "") -
             distinct += 1
             at = in_flat.search(flat)
             spans = [*spans, at.span()] if at is not None else spans
+        else:  # the change by how much ("the port moved up by 10")
+            relative = _relative_change(flat or words, t)
+            if relative is not None:
+                distinct += 1
+                spans = [*spans, relative[1]] if not flat or flat == words else spans
     needed = 3 if available >= 3 else available + 1
     if values and available == 2 and distinct == 2 and (found is not None or in_flat is not None):
         # a short statement said whole with the truth's own value ("the rate-config ConfigMap does not exist any
@@ -2274,6 +2307,10 @@ class _SregymQuestions:
             found = text.find_phrase(self.r.flat_values, value, allow_negated=True)
             if found:
                 return _Answer(True, f"states mutated value {value!r}: {found!r}")
+        for t in self.truths:
+            relative = _relative_change(self.r.flat_values, t)
+            if relative:
+                return _Answer(True, f"states the change as its difference: {relative[0]!r}")
         found_quantity = quantity.find_quantity(self.r.flat_values, {k: v for t in self.truths for k, v in t.mutated_values.items()})
         if found_quantity:
             return _Answer(True, f"states mutated value {found_quantity[0]!r} as {found_quantity[1]!r}")
