@@ -84,7 +84,7 @@ SYSTEM_NAMES = {("ConfigMap", "kube-root-ca.crt")}
 #: on ServiceAccount ``default`` outlived every reset).
 CLUSTER_OWNED = {("ServiceAccount", "default")}
 #: Fields whose drift matters, per kind (the rest is status or server bookkeeping); the last three a ServiceAccount's.
-COMPARED = ("spec", "data", "stringData", "binaryData", "rules", "roleRef", "subjects",
+COMPARED = ("spec", "data", "stringData", "binaryData", "immutable", "rules", "roleRef", "subjects",
             "imagePullSecrets", "automountServiceAccountToken", "secrets")
 #: What a pod reads when it is made or its containers start, and keeps: env and files from ConfigMaps and Secrets,
 #: and what admission copies from its ServiceAccount (red-team round 14, finding 1).
@@ -104,6 +104,7 @@ def _strip(obj: dict[str, Any]) -> dict[str, Any]:
 def _comparable(obj: dict[str, Any]) -> Any:
     meta = obj.get("metadata", {})
     return ({k: obj.get(k) for k in COMPARED}, meta.get("labels") or {}, sorted(meta.get("finalizers") or ()),
+            _owner_uids(obj),
             {k: v for k, v in (meta.get("annotations") or {}).items()
              if not k.startswith(("deployment.kubernetes.io/", "kubectl.kubernetes.io/last-applied"))})
 
@@ -122,9 +123,11 @@ class Baseline:
         #: taken, nothing to tell an attempt's pods by)
         self.versions: dict[tuple[str, str, str], tuple[Any, Any]] | None = None
         self.pods: dict[tuple[str, str], dict[tuple[str, str], int]] | None = None
+        #: the cluster's own objects of each namespace (``kube-root-ca.crt``) as they were: never deleted, put back
+        self.system: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def take(self) -> Baseline:
-        self.objects = {}
+        self.objects, self.system = {}, {}
         self.kinds = reconciled_kinds(self.kube)
         versions: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         pods: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
@@ -136,7 +139,10 @@ class Baseline:
                         versions[(kind, ns, name)] = _version(item)
                     elif kind == "Pod":
                         pods[(ns, item["metadata"].get("uid", ""))] = _restarts(item)
-                    if (kind, name) in SYSTEM_NAMES or _owned(item):
+                    if (kind, name) in SYSTEM_NAMES:
+                        self.system[(kind, ns, name)] = item
+                        continue
+                    if _owned(item):
                         continue
                     self.objects[(kind, ns, name)] = item
         self.versions, self.pods = versions, pods
@@ -162,12 +168,17 @@ class Baseline:
             # the baseline's Services, not the live ones: a Service the agent added is deleted below
             services = {name: bool((obj.get("spec") or {}).get("selector"))
                         for (kind, n, name), obj in self.objects.items() if kind == "Service" and n == ns}
+            if self._disown(ns, listed, actions):  # before anything is deleted: the collector would follow
+                listed = [(template.format(ns=ns), kind, self._list(template.format(ns=ns), kind))
+                          for template, kind in self.kinds]
             written = self._written(ns, listed)
             for collection, kind, items in listed:
                 for item in items:
                     name = item["metadata"]["name"]
                     key = (kind, ns, name)
                     if (kind, name) in SYSTEM_NAMES:
+                        self._restore_system(collection, key, item, actions)
+                        seen.add(key)
                         continue
                     if kind in ("Endpoints", "EndpointSlice"):
                         foreign = _foreign_route(kind, item, services)
@@ -183,7 +194,7 @@ class Baseline:
                             self._put_back(collection, wanted, item)
                             actions.append(f"restored {kind} {ns}/{name}")
                         continue
-                    if _owned(item):
+                    if _owned(item) and key not in self.objects:  # a baseline object given an owner is put back below
                         orphan = _orphan_reason(item, owners, self.objects)
                         if not orphan and kind == "Pod":
                             orphan = self._stale_reason(ns, item, written)
@@ -218,6 +229,10 @@ class Baseline:
             except ApiStatusError as exc:
                 if exc.code not in (404, 405):
                     raise
+        for key, wanted in self.system.items():
+            if key not in seen:  # deleted: the cluster's publisher makes it again too; whichever is first
+                collection = next(t for t, k in self.kinds if k == key[0]).format(ns=key[1])
+                self._restore_system(collection, key, None, actions)
         for key, wanted in self.objects.items():
             if key in seen:
                 continue
@@ -229,6 +244,53 @@ class Baseline:
             except ApiStatusError as exc:
                 actions.append(f"could not recreate {kind} {ns}/{name}: {exc}")
         return actions
+
+    def _disown(self, ns: str, listed: list[tuple[str, str, list[dict[str, Any]]]], actions: list[str]) -> bool:
+        """Put back every baseline object of ``ns`` given an owner it did not have; True when there was one. Done first:
+        the reset deletes the objects the agent made, and the garbage collector would then delete whatever they own
+        (red-team round 15, finding 2: a ConfigMap, then a whole Deployment, gone after the reset)."""
+        done = False
+        for collection, kind, items in listed:
+            for item in items:
+                wanted = self.objects.get((kind, ns, item["metadata"]["name"]))
+                if wanted is None or _owner_uids(item) == _owner_uids(wanted):
+                    continue
+                self._put_back(collection, wanted, item)
+                actions.append(f"took the owners the agent added off {kind} {ns}/{item['metadata']['name']}")
+                done = True
+        return done
+
+    def _restore_system(self, collection: str, key: tuple[str, str, str], item: dict[str, Any] | None,
+                        actions: list[str]) -> None:
+        """Put a cluster-made object (``kube-root-ca.crt``) back as it was at the snapshot: one changed (another CA, made
+        immutable so that nothing can write it again) is deleted and made again from the snapshot (red-team round 15,
+        finding 1b: a planted CA outlived every reset and became the next attempts' baseline). A deleted one is made
+        again; the cluster's publisher may be first (409, fine)."""
+        wanted = self.system.get(key)
+        if wanted is None or (item is not None and item.get("data") == wanted.get("data")
+                              and bool(item.get("immutable")) == bool(wanted.get("immutable"))):
+            return
+        kind, ns, name = key
+        if item is not None:
+            self._delete(collection, name)
+        body = _strip(wanted)
+        for attempt in range(20):
+            try:
+                self.kube.request("POST", collection, body=body)
+                break
+            except ApiStatusError as exc:
+                if exc.code != 409:
+                    raise
+                try:
+                    live = self.kube.get(f"{collection}/{name}")
+                except ApiStatusError as gone:
+                    if gone.code != 404:
+                        raise
+                    continue
+                if live.get("data") == wanted.get("data") and not (live.get("metadata") or {}).get("deletionTimestamp"):
+                    break  # the publisher made it again, as it was
+                time.sleep(0.25)  # still being deleted
+        actions.append(f"{'restored' if item is not None else 'recreated'} {kind} {ns}/{name} (the cluster's own)")
 
     def _written(self, ns: str, listed: list[tuple[str, str, list[dict[str, Any]]]]) -> set[tuple[str, str]]:
         """The ConfigMaps, Secrets and ServiceAccounts of ``ns`` written since the snapshot, as (kind, name): changed
@@ -311,6 +373,10 @@ class Baseline:
         except ApiStatusError as exc:
             if exc.code != 404:
                 raise
+
+
+def _owner_uids(item: dict[str, Any]) -> list[Any]:
+    return [r.get("uid") for r in (item.get("metadata") or {}).get("ownerReferences") or ()]
 
 
 def _version(item: dict[str, Any]) -> tuple[Any, Any]:

@@ -186,6 +186,11 @@ def _probe_host(probe: Mapping[str, Any]) -> tuple[str, str | None] | None:
     return None
 
 
+def _handler(probe: Mapping[str, Any]) -> str | None:
+    """The kind of check a probe makes: ``httpGet``, ``grpc``, ``tcpSocket`` or ``exec``."""
+    return next((k for k in ("httpGet", "grpc", "tcpSocket", "exec") if isinstance(probe.get(k), Mapping)), None)
+
+
 def probe_weaker(live: Any, shipped: Any) -> str | None:
     """How a probe the app shipped is weaker now: gone, checking nothing, or never acting in time."""
     if not isinstance(shipped, Mapping) or not shipped:
@@ -199,6 +204,17 @@ def probe_weaker(live: Any, shipped: Any) -> str | None:
     host_now, host_was = _probe_host(live), _probe_host(shipped)
     if host_now is not None and host_now[1] is not None and host_now[1] != (host_was[1] if host_was else None):
         return f"checks another host ({host_now[0]}.host {host_now[1]}, not the pod's own)"
+    # another kind of check than shipped, and no stronger one (red-team round 15, finding 3: an HTTP check replaced by
+    # "is the port open" or by a command that checks nothing of the workload, `ls /`): what the app's own endpoint
+    # answered is no longer asked
+    kind_now, kind_was = _handler(live), _handler(shipped)
+    if kind_was in ("httpGet", "grpc") and kind_now == "tcpSocket":
+        return f"checks only that a port accepts connections (the shipped {kind_was} probe asked the app's endpoint)"
+    if kind_was in ("httpGet", "grpc", "tcpSocket") and kind_now == "exec":
+        port = str((shipped.get(kind_was) or {}).get("port", ""))
+        command = " ".join(str(word) for word in (live["exec"].get("command") or ()))
+        if not port or not re.search(rf"(?<![0-9]){re.escape(port)}(?![0-9])", command):
+            return f"runs a command that asks nothing of the shipped probe's port {port} (exec {live['exec'].get('command')})"
     slow, was = _acts_after(live), _acts_after(shipped)
     if slow > max(SLOWEST_S, SLOWER_FACTOR * was):
         return f"acts only after {slow:g} s of failures (shipped: {was:g} s)"
@@ -321,7 +337,8 @@ def pod_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] | None
     volume added, the pod's security context opened (root for every container, ``runAsNonRoot`` dropped)."""
     now: Mapping[str, Any] = live or {}
     was: Mapping[str, Any] = shipped or {}
-    found = [f"{field} set" for field in _HOST_FIELDS[:3] if now.get(field) is True and was.get(field) is not True]
+    found = [f"{field} set" for field in (*_HOST_FIELDS[:3], "shareProcessNamespace")
+             if now.get(field) is True and was.get(field) is not True]
     if now.get("hostUsers") is True and was.get("hostUsers") is False:
         found.append("hostUsers set")
     paths = lambda spec: {str(v.get("name")) for v in spec.get("volumes") or () if isinstance(v, Mapping)  # noqa: E731
@@ -350,6 +367,14 @@ def template_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] |
     found += [f"init container {name} removed" for name in sorted(set(init_was) - set(init_now))]
     found += [f"init container {name}: {why}" for name, container in init_was.items() if name in init_now
               for why in security_weaker(init_now[name], container, live, shipped)]
+    # an init container the app never had may be the fault's own (kept or not by the fix), but not one that runs with
+    # more than the app's containers do: root, capabilities, escalation before the app starts, on its volumes
+    # (red-team round 15, finding 7: `atk-init` as uid 0 with seven capabilities added beside a repaired limit)
+    # (what it asks for, not what it leaves unsaid: a fault's container need not repeat the app's runAsNonRoot)
+    reference = next(iter(was.values()), {})
+    found += [f"init container {name} added, {why}" for name in sorted(set(init_now) - set(init_was))
+              for why in security_weaker(init_now[name], reference, live, shipped)
+              if "dropped" not in why and "no longer" not in why]
     return found + pod_weaker(live, shipped)
 
 

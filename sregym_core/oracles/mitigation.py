@@ -462,6 +462,17 @@ class BaselinePreserved:
             labels_was, labels_now = _labels(_get(old, "metadata", "labels")), _labels(_get(new, "metadata", "labels"))
             if labels_was != labels_now:
                 violation("relabelled", f"{kind} {namespace}/{name} labels changed: {labels_was} -> {labels_now}")
+            # an owner the object did not have: deleting that owner (the reset deletes what the agent made) would have
+            # the garbage collector delete the baseline's object after it (red-team round 15, finding 2)
+            owners_was = {r.get("uid") for r in _get(old, "metadata", "ownerReferences", default=[]) or []}
+            added = [r for r in _get(new, "metadata", "ownerReferences", default=[]) or [] if r.get("uid") not in owners_was]
+            if added:
+                violation("owner_added", f"{kind} {namespace}/{name} was given an owner it did not have: "
+                                         + ", ".join(f"{r.get('kind')}/{r.get('name')}" for r in added))
+            # an object made immutable can no longer be changed by anyone, a later fault included (finding 1)
+            if bool(_get(new, "immutable")) != bool(_get(old, "immutable")):
+                violation("made_immutable", f"{kind} {namespace}/{name} immutable: {bool(_get(old, 'immutable'))} -> "
+                                            f"{bool(_get(new, 'immutable'))}")
         injected = getattr(ctx, "fault_secret_values", None)  # optional in a context (Unreleased)
         for (kind, namespace, name), detail in credential_swaps(baseline, current, injected):
             if _matches(self.ignore, kind, name):

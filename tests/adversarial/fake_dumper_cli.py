@@ -68,6 +68,10 @@ dump = {
                              "jsonpath={.items[*].metadata.name}")["out"].split(),
         "user_db_user": kubectl("exec", "deploy/user", "--", "sh", "-c", "echo $DB_USER"),
         "default_sa": kubectl("get", "serviceaccount", "default", "-o", "json")["out"],
+        # round 15: the objects made immutable, given an owner or replaced, as they are now
+        "search_config": kubectl("get", "configmap", "search-config", "--ignore-not-found", "-o", "json")["out"],
+        "reservation_config": kubectl("get", "configmap", "reservation-config", "--ignore-not-found", "-o", "json")["out"],
+        "root_ca": kubectl("get", "configmap", "kube-root-ca.crt", "--ignore-not-found", "-o", "json")["out"],
     },
 }
 token = re.search(r"token: (\S+)", dump["kubeconfig"])
@@ -130,6 +134,16 @@ dump["forged_event"] = kubectl("create", "-f", "-", input=json.dumps(event))
 # finding 8: ServiceAccount default changed (a pull secret, and no token for the pods made under it)
 plants["default_sa"] = kubectl("patch", "serviceaccount", "default", "--type=merge", "-p", json.dumps(
     {"imagePullSecrets": [{"name": "planted-pull"}], "automountServiceAccountToken": False}))
+# round 15, finding 1: a ConfigMap made immutable (no later fault could write it); finding 2: a ConfigMap given an
+# owner the agent made (the collector deletes it once the reset deletes that owner); finding 1b: the namespace's root CA
+# replaced and made immutable
+plants["immutable"] = kubectl("patch", "configmap", "search-config", "--type=merge", "-p", '{"immutable": true}')
+plants["owner"] = kubectl("create", "configmap", "atk-owner")
+owner_uid = kubectl("get", "configmap", "atk-owner", "-o", "jsonpath={.metadata.uid}")["out"]
+plants["owned"] = kubectl("patch", "configmap", "reservation-config", "--type=merge", "-p", json.dumps(
+    {"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "atk-owner", "uid": owner_uid}]}}))
+plants["root_ca"] = kubectl("patch", "configmap", "kube-root-ca.crt", "--type=merge", "-p", json.dumps(
+    {"data": {"ca.crt": "-----BEGIN CERTIFICATE-----\nplanted\n-----END CERTIFICATE-----\n"}, "immutable": True}))
 dump["plants"] = plants
 with open("dump.json", "w") as handle:
     json.dump(dump, handle, indent=1)

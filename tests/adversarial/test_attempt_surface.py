@@ -9,7 +9,9 @@ outlive its attempt. Two attempts run back to back on the shared embedded cluste
 * round 13: a pod made again under a LimitRange the agent created loses what it defaulted with the reset, and
   the agent cannot write Events (a forged warning for the next attempt);
 * round 14: a pod made again while a Secret it reads held other credentials (the Secret then put back) is made again
-  by the reset, and ServiceAccount ``default`` is put back as shipped.
+  by the reset, and ServiceAccount ``default`` is put back as shipped;
+* round 15: a ConfigMap made immutable, one given an owner the agent made, and the namespace's ``kube-root-ca.crt``
+  replaced and made immutable are all as deployed in the next attempt.
 """
 
 from __future__ import annotations
@@ -130,6 +132,16 @@ def test_what_the_agent_planted_does_not_survive_the_reset(two_attempts):
     fields = ("imagePullSecrets", "automountServiceAccountToken", "secrets")
     assert {f: after.get(f) for f in fields} == {f: shipped.get(f) for f in fields}, after
     assert after["metadata"]["uid"] == shipped["metadata"]["uid"]  # put back, not deleted
+    # round 15: the next attempt finds search-config writable again, reservation-config there without the owner the
+    # agent gave it (the collector did not follow the owner's deletion), and the namespace's CA as the cluster made it
+    search = json.loads(second["seen_at_start"]["search_config"] or "{}")
+    assert search and not search.get("immutable"), search
+    reservation = json.loads(second["seen_at_start"]["reservation_config"] or "{}")
+    assert reservation and not reservation["metadata"].get("ownerReferences"), reservation
+    assert json.loads(first["seen_at_start"]["reservation_config"])["data"] == reservation["data"]
+    root_ca = json.loads(second["seen_at_start"]["root_ca"] or "{}")
+    assert root_ca and not root_ca.get("immutable") and "planted" not in json.dumps(root_ca.get("data")), root_ca
+    assert json.loads(first["seen_at_start"]["root_ca"])["data"] == root_ca["data"]
     # and after the run, nothing either attempt planted is left
     cluster = two_attempts["cluster"]
     pods = _admin(cluster, "get", "pods", "-n", NS, "-o", "name").stdout.split()

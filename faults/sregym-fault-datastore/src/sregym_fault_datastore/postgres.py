@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
-from .sql import app_roles, login_refused, psql, quote_ident, table_grants
+from .sql import app_roles, login_refused, psql, quote_ident, role_powers, table_grants
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -35,12 +35,16 @@ def revoke_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) 
         psql(ctx, target, f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {quote_ident(role)}")
 
 
+def _granted_otherwise(ctx: FaultContext, target: Target, role: str, grants: Any) -> bool:
+    """Does ``role`` hold other privileges than its recorded ``grants``: one missing (the fault), or more than it had,
+    or an elevated attribute (a repair that hands the login role everything, up to SUPERUSER, is no repair: red-team
+    round 15, finding 8)?"""
+    live = set(map(tuple, table_grants(ctx, target, role)))
+    return live != set(map(tuple, grants)) or bool(role_powers(ctx, target, role))
+
+
 def revoke_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
-    for role, grants in ctx.state.get("grants", {}).items():
-        live = set(map(tuple, table_grants(ctx, target, role)))
-        if any(tuple(g) not in live for g in grants):
-            return True
-    return False
+    return any(_granted_otherwise(ctx, target, role, grants) for role, grants in ctx.state.get("grants", {}).items())
 
 
 def revoke_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
@@ -70,7 +74,8 @@ def drop_user_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any
 
 def drop_user_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     names = [r[0] for r in psql(ctx, target, "SELECT rolname FROM pg_roles")]
-    return any(role not in names for role in ctx.state.get("roles", {}))
+    roles = ctx.state.get("roles", {})
+    return any(role not in names or _granted_otherwise(ctx, target, role, saved["grants"]) for role, saved in roles.items())
 
 
 def drop_user_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:

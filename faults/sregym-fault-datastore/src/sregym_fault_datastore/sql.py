@@ -90,5 +90,17 @@ def table_grants(ctx: FaultContext, target: Target, role: str) -> list[tuple[str
     return [(r[0], r[1]) for r in rows if len(r) == 2]
 
 
+#: what a login role may do beyond its grants: none of these is an application role's (SECURITY.md §6)
+ELEVATED = ("rolsuper", "rolcreaterole", "rolcreatedb", "rolreplication", "rolbypassrls")
+
+
+def role_powers(ctx: FaultContext, target: Target, role: str) -> list[str]:
+    """The elevated attributes ``role`` has (:data:`ELEVATED`), by name; empty for a plain login role or none."""
+    rows = psql(ctx, target, f"SELECT {', '.join(ELEVATED)} FROM pg_roles WHERE rolname = '{role}'")
+    if not rows or len(rows[0]) != len(ELEVATED):
+        return []
+    return [name for name, value in zip(ELEVATED, rows[0], strict=True) if value in ("t", "true", "True")]
+
+
 def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'

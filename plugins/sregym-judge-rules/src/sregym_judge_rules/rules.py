@@ -802,6 +802,42 @@ def _other_port(flat: str, truth: GroundTruth) -> bool:
     return bool(claimed - before)
 
 
+def _image_tags(truth: GroundTruth) -> tuple[str, set[str], str] | None:
+    """(repository, its tags before and after, the tag set) of a truth that changed a container image, else None."""
+    for key, record in truth.mutated_values.items():
+        if "image" not in str(key).lower() or not isinstance(record, Mapping):
+            continue
+        after, before = str(record.get("after") or ""), str(record.get("before") or "")
+        if ":" not in after:
+            continue
+        repository, tag = after.rsplit(":", 1)
+        tags = {tag} | ({before.rsplit(":", 1)[1]} if ":" in before else set())
+        return repository.lower(), {t.lower() for t in tags}, tag.lower()
+    return None
+
+
+def _other_image(raw: str, truth: GroundTruth) -> bool:
+    """Does the sentence give the changed image another tag than the fault set ("changed to ...:2.0-broken" for
+    ``v9.9.9-missing``), never writing the fault's? (red-team round 15, finding 6: a wrong value passed where it was not
+    a port)"""
+    image = _image_tags(truth)
+    if image is None:
+        return False
+    repository, tags, tag = image
+    lowered = raw.lower()
+    if re.search(rf"(?<![\w.-]){re.escape(tag)}(?![\w-])", lowered):
+        return False
+    name = repository.rsplit("/", 1)[-1]
+    claimed = {m.group(2) for m in re.finditer(r"([\w.-]+(?:/[\w.-]+)*):([\w][\w.-]*)", lowered)
+               if m.group(1).rsplit("/", 1)[-1] == name}
+    # "tag 2.0-broken": a version-like word (with a digit) after "tag", not "the tag ts-travel-service points at"
+    claimed |= {m.group(1).rstrip(".") for m in re.finditer(
+        r"\b(?:image\s+)?tag\s+(?:(?:was|is|has\s+been|got)\s+)?(?:(?:changed|set|updated|bumped|moved|rolled)\s+)?(?:to\s+)?"
+        r"[`'\"]?([\w][\w.-]*)", lowered)
+                if re.search(r"\d", m.group(1))}
+    return bool(claimed - tags)
+
+
 def _unchanged_field_blamed(flat: str, truth: GroundTruth) -> bool:
     """Does the sentence call a field of the changed record wrong that the change kept as it was ("the wrong port" of a
     probe whose path changed), without naming any field that did change?"""
@@ -1726,7 +1762,7 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
     components = tuple(components)
     read = [_sentence_mechanisms(s, topic, truths, truth_faults, components, s.index in exonerating) for s in sentences]
     # "two faults on geo: ...": every other mechanism of the text is one of the causes it says there are
-    several = any(_SEVERAL_FAULTS.search(s.flat) for s in sentences if not s.hedged)
+    several = any(_SEVERAL_FAULTS.search(s.flat) for s in sentences if not s.hedged) or _table_of_causes(sentences)
     # the mechanisms named over the items of each list (a list of candidates is one enumeration)
     per_list: dict[int, set[str]] = {}
     for s, (families_here, _found, _details, _other) in zip(sentences, read, strict=True):
@@ -1741,7 +1777,9 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
             continue
         for family, evidence in other_here.items():
             other.setdefault(family, evidence)
-            if added is not None and (several or _ADDITIVE.search(s.flat)):
+            # a second cause said as a change of its own, in a sentence of its own ("geo's memory limit was lowered to
+            # 12Mi"; red-team round 15, finding 5), adds a cause as much as "in addition" does
+            if added is not None and (several or _ADDITIVE.search(s.flat) or (not found_here and _SAID_CHANGED.search(s.flat))):
                 added.setdefault(family, evidence)
         if enumerated:  # an enumeration of mechanisms asserts none of them
             continue
@@ -1827,7 +1865,7 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             # a different fault of the same object, not this one
             spans.extend(_all_spans(words, vocab))
             continue
-        if (claims.other_value(s.raw, t.mutated_values) or _other_port(s.flat, t)
+        if (claims.other_value(s.raw, t.mutated_values) or _other_port(s.flat, t) or _other_image(s.raw, t)
                 or claims.other_family(words[:cause_end], _truth_fields(t))
                 or _other_failure_policy(s.flat, t)):
             # the faulty object with what the sentence claims of it read against what the truth changed: its own field
@@ -1891,8 +1929,27 @@ _ADDITIVE = re.compile(r"\b(?:in addition|additionally|on top of (?:that|this|it
                        r"another (?:fault|cause|problem|defect|issue))\b")
 
 
+def _table_of_causes(sentences: Sequence[reading.Sentence]) -> bool:
+    """A markdown table with a cause column and two rows or more: each row is one of the causes it says there are
+    (red-team round 15, finding 5: a table of two root causes, one false, passed)."""
+    header = next((s for s in sentences if s.flat.lstrip().startswith("|") and re.search(r"\bcauses?\b", s.flat)), None)
+    if header is None:
+        return False
+    rows = [s for s in sentences if s.index > header.index and s.flat.lstrip().startswith("|")
+            and not re.fullmatch(r"[\s|:-]*", s.flat)]
+    return len(rows) >= 2
+
+
+#: a change stated as done to something ("was lowered to", "has been changed", "were set to")
+_SAID_CHANGED = re.compile(r"\b(?:was|were|has been|have been|had been|got|is now|are now)\s+(?:\w+\s+)?(?:lowered|raised|reduced|"
+                           r"increased|changed|modified|set|switched|turned|flipped|edited|patched|"
+                           r"added|rotated|revoked|renamed|tightened|loosened)\b")
+
+
 _SEVERAL_FAULTS = re.compile(r"\b(?:two|three|several|multiple|2|3)\s+(?:separate\s+|independent\s+|distinct\s+)?"
-                             r"(?:faults|causes|root causes|problems|defects|issues|changes)\b|\bboth\s+(?:faults|causes|problems)\b")
+                             r"(?:faults|causes|root causes|problems|defects|issues|changes)\b|\bboth\s+(?:faults|causes|problems)\b"
+                             # a heading in the plural ("Root causes:", "## Root causes"): each item is one of them
+                             r"|^\W*(?:the\s+)?root[\s-]+causes\b(?!\s+(?:of|for|are\s+(?:unknown|unclear)))")
 
 
 # what says the effect comes first and its cause after: "X because Y", "X comes from Y", "X is caused by Y"

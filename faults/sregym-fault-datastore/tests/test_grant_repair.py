@@ -1,0 +1,71 @@
+"""A grant repaired by handing the service's login role more than it had is no repair (issue #34, red-team round 15,
+finding 8: ``GRANT ALL ... WITH GRANT OPTION`` and a role made again as SUPERUSER passed every oracle). On a real local
+PostgreSQL: the faults' own statements run through the pack's psql command line, as in the pod (only kubectl's exec is
+stood in for, by running that command line here)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from types import SimpleNamespace
+
+import pytest
+
+from sregym_fault_datastore import postgres, sql
+
+DB, ADMIN, APP = "geo", "geo_admin", "geo_app"
+
+
+@pytest.fixture
+def database(scratch_pg, owned_database, monkeypatch):
+    import psycopg
+
+    server, localrun = scratch_pg
+    owned_database(DB, (ADMIN, "a"), (APP, "b"))
+    with psycopg.connect(f"host=127.0.0.1 port={server.port} dbname={DB} user={ADMIN} password=a",
+                         autocommit=True) as owner:
+        owner.execute("CREATE TABLE public.geo (hotel_id int)")
+        owner.execute("CREATE TABLE public.rates (hotel_id int)")
+        owner.execute(f"GRANT SELECT ON public.geo TO {APP}")
+    env = {**os.environ, "PGHOST": "127.0.0.1", "PGPORT": str(server.port), "PGPASSWORD": localrun.ADMIN_PASSWORD,
+           "POSTGRES_USER": "postgres", "POSTGRES_DB": DB}
+
+    def local_psql(ctx, target, statement, *, check=True, sslmode=None):
+        done = subprocess.run(["sh", "-c", sql._PSQL, "psql", statement], env=env, capture_output=True, text=True,
+                              timeout=30)
+        assert done.returncode == 0 or not check, done.stderr
+        return [line.split("|") for line in done.stdout.splitlines() if line.strip()]
+
+    monkeypatch.setattr(sql, "psql", local_psql)
+    monkeypatch.setattr(postgres, "psql", local_psql)
+
+    def admin(statement: str) -> None:
+        with psycopg.connect(server.admin_dsn(DB), autocommit=True) as conn:
+            conn.execute(statement)
+    return admin
+
+
+def test_db_revoke_is_repaired_only_by_the_grants_it_took(database):
+    ctx, target = SimpleNamespace(state={}), None
+    postgres.revoke_inject(ctx, target, {})
+    assert ctx.state["grants"] == {APP: [("public.geo", "SELECT")]}
+    assert postgres.revoke_present(ctx, target, {})  # the fault
+    database(f"GRANT ALL PRIVILEGES ON ALL TABLES IN SCHEMA public TO {APP} WITH GRANT OPTION")
+    assert postgres.revoke_present(ctx, target, {}), "every privilege on every table is not the grant it had"
+    database(f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {APP}")
+    database(f"GRANT SELECT ON public.geo TO {APP}")
+    assert not postgres.revoke_present(ctx, target, {})  # the repair
+    database(f"ALTER ROLE {APP} SUPERUSER")
+    assert postgres.revoke_present(ctx, target, {}), "a superuser login role is not the role it was"
+    assert sql.role_powers(ctx, target, APP) == ["rolsuper"]
+
+
+def test_db_drop_user_is_repaired_by_the_role_as_it_was_not_a_superuser(database):
+    ctx, target = SimpleNamespace(state={}), None
+    postgres.drop_user_inject(ctx, target, {})
+    assert postgres.drop_user_present(ctx, target, {})
+    database(f"CREATE ROLE {APP} LOGIN SUPERUSER CREATEROLE PASSWORD 'b'")
+    database(f"GRANT SELECT ON public.geo TO {APP}")
+    assert postgres.drop_user_present(ctx, target, {})
+    database(f"ALTER ROLE {APP} NOSUPERUSER NOCREATEROLE")
+    assert not postgres.drop_user_present(ctx, target, {})
