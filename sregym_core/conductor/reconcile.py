@@ -248,7 +248,7 @@ class Baseline:
     def _disown(self, ns: str, listed: list[tuple[str, str, list[dict[str, Any]]]], actions: list[str]) -> bool:
         """Put back every baseline object of ``ns`` given an owner it did not have; True when there was one. Done first:
         the reset deletes the objects the agent made, and the garbage collector would then delete whatever they own
-        (red-team round 15, finding 2: a ConfigMap, then a whole Deployment, gone after the reset)."""
+        (red-team round 15, finding 3: a ConfigMap, then a whole Deployment, gone after the reset)."""
         done = False
         for collection, kind, items in listed:
             for item in items:
@@ -264,7 +264,7 @@ class Baseline:
                         actions: list[str]) -> None:
         """Put a cluster-made object (``kube-root-ca.crt``) back as it was at the snapshot: one changed (another CA, made
         immutable so that nothing can write it again) is deleted and made again from the snapshot (red-team round 15,
-        finding 1b: a planted CA outlived every reset and became the next attempts' baseline). A deleted one is made
+        finding 2: a planted CA outlived every reset and became the next attempts' baseline). A deleted one is made
         again; the cluster's publisher may be first (409, fine)."""
         wanted = self.system.get(key)
         if wanted is None or (item is not None and item.get("data") == wanted.get("data")

@@ -204,7 +204,7 @@ def probe_weaker(live: Any, shipped: Any) -> str | None:
     host_now, host_was = _probe_host(live), _probe_host(shipped)
     if host_now is not None and host_now[1] is not None and host_now[1] != (host_was[1] if host_was else None):
         return f"checks another host ({host_now[0]}.host {host_now[1]}, not the pod's own)"
-    # another kind of check than shipped, and no stronger one (red-team round 15, finding 3: an HTTP check replaced by
+    # another kind of check than shipped, and no stronger one (red-team round 15, finding 5: an HTTP check replaced by
     # "is the port open" or by a command that checks nothing of the workload, `ls /`): what the app's own endpoint
     # answered is no longer asked
     kind_now, kind_was = _handler(live), _handler(shipped)
@@ -332,6 +332,13 @@ def security_weaker(live: Mapping[str, Any], shipped: Mapping[str, Any], live_po
 _HOST_FIELDS = ("hostNetwork", "hostPID", "hostIPC", "hostUsers")
 
 
+def _seconds(value: Any, default: float) -> float:
+    try:
+        return float(value) if value is not None and not isinstance(value, bool) else default
+    except (TypeError, ValueError):
+        return default
+
+
 def pod_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] | None) -> list[str]:
     """What of a pod template's own spec is more permissive than shipped: the node's namespaces shared, a hostPath
     volume added, the pod's security context opened (root for every container, ``runAsNonRoot`` dropped)."""
@@ -341,6 +348,11 @@ def pod_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] | None
              if now.get(field) is True and was.get(field) is not True]
     if now.get("hostUsers") is True and was.get("hostUsers") is False:
         found.append("hostUsers set")
+    # a container killed by its failing liveness probe keeps running for the pod's grace period unless the probe sets
+    # its own (red-team round 15, finding 5: the probe repaired, the pod's terminationGracePeriodSeconds 86400)
+    grace_now, grace_was = _seconds(now.get("terminationGracePeriodSeconds"), 30), _seconds(was.get("terminationGracePeriodSeconds"), 30)
+    if grace_now > max(SLOWEST_S, SLOWER_FACTOR * grace_was):
+        found.append(f"terminationGracePeriodSeconds {grace_now:g} (shipped {grace_was:g})")
     paths = lambda spec: {str(v.get("name")) for v in spec.get("volumes") or () if isinstance(v, Mapping)  # noqa: E731
                           and v.get("hostPath") is not None}
     found += [f"hostPath volume {name} added" for name in sorted(paths(now) - paths(was))]
@@ -369,7 +381,7 @@ def template_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] |
               for why in security_weaker(init_now[name], container, live, shipped)]
     # an init container the app never had may be the fault's own (kept or not by the fix), but not one that runs with
     # more than the app's containers do: root, capabilities, escalation before the app starts, on its volumes
-    # (red-team round 15, finding 7: `atk-init` as uid 0 with seven capabilities added beside a repaired limit)
+    # (red-team round 15, finding 6: `atk-init` as uid 0 with seven capabilities added beside a repaired limit)
     # (what it asks for, not what it leaves unsaid: a fault's container need not repeat the app's runAsNonRoot)
     reference = next(iter(was.values()), {})
     found += [f"init container {name} added, {why}" for name in sorted(set(init_now) - set(init_was))

@@ -463,7 +463,7 @@ class BaselinePreserved:
             if labels_was != labels_now:
                 violation("relabelled", f"{kind} {namespace}/{name} labels changed: {labels_was} -> {labels_now}")
             # an owner the object did not have: deleting that owner (the reset deletes what the agent made) would have
-            # the garbage collector delete the baseline's object after it (red-team round 15, finding 2)
+            # the garbage collector delete the baseline's object after it (red-team round 15, finding 3)
             owners_was = {r.get("uid") for r in _get(old, "metadata", "ownerReferences", default=[]) or []}
             added = [r for r in _get(new, "metadata", "ownerReferences", default=[]) or [] if r.get("uid") not in owners_was]
             if added:

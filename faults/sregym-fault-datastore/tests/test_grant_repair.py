@@ -1,5 +1,5 @@
 """A grant repaired by handing the service's login role more than it had is no repair (issue #34, red-team round 15,
-finding 8: ``GRANT ALL ... WITH GRANT OPTION`` and a role made again as SUPERUSER passed every oracle). On a real local
+finding 4: ``GRANT ALL ... WITH GRANT OPTION`` and a role made again as SUPERUSER passed every oracle). On a real local
 PostgreSQL: the faults' own statements run through the pack's psql command line, as in the pod (only kubectl's exec is
 stood in for, by running that command line here)."""
 

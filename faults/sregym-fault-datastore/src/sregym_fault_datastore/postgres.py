@@ -38,7 +38,7 @@ def revoke_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) 
 def _granted_otherwise(ctx: FaultContext, target: Target, role: str, grants: Any) -> bool:
     """Does ``role`` hold other privileges than its recorded ``grants``: one missing (the fault), or more than it had,
     or an elevated attribute (a repair that hands the login role everything, up to SUPERUSER, is no repair: red-team
-    round 15, finding 8)?"""
+    round 15, finding 4)?"""
     live = set(map(tuple, table_grants(ctx, target, role)))
     return live != set(map(tuple, grants)) or bool(role_powers(ctx, target, role))
 

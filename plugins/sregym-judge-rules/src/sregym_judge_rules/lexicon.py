@@ -187,7 +187,10 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     ),
     # flagd-served flags (Astronomy Shop, TrainTicket): the faults bring their own vocabulary; these are
     # the plain-English "switch" paraphrases united with it
-    "flagd-flag": ("switch + turned on", "switches + turned on", "switch + flipped", "switches + flipped", "switch + set to on"),
+    "flagd-flag": ("switch + turned on", "switches + turned on", "switch + flipped", "switches + flipped", "switch + set to on",
+                   # a flag of flagd's ConfigMap said to be on (red-team round 15, finding 8: "In addition, the adFailure
+                   # flag in flagd-config is on" beside another fault's cause was read as nothing)
+                   "flag* + flagd* + is on", "flag* + flagd* + turned on", "flag* + flagd* + enabled", "flagd* + defaultvariant* + on"),
     "tt-flag": ("switch + turned on", "switches + turned on", "switch + flipped", "switches + flipped", "switch + set to on"),
     "missing-secret": (
         "credentials + removed", "credentials + deleted", "credentials + gone", "secret + gone", "secret + removed", "stores .. login + removed", "stores .. credentials + removed", "login + removed", "secret .. not found","secret .. deleted", "secret .. missing", "secret not found", "missing secret", "deleted secret"),

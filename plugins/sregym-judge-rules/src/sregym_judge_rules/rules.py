@@ -818,7 +818,7 @@ def _image_tags(truth: GroundTruth) -> tuple[str, set[str], str] | None:
 
 def _other_image(raw: str, truth: GroundTruth) -> bool:
     """Does the sentence give the changed image another tag than the fault set ("changed to ...:2.0-broken" for
-    ``v9.9.9-missing``), never writing the fault's? (red-team round 15, finding 6: a wrong value passed where it was not
+    ``v9.9.9-missing``), never writing the fault's? (red-team round 15, finding 9: a wrong value passed where it was not
     a port)"""
     image = _image_tags(truth)
     if image is None:
@@ -836,6 +836,22 @@ def _other_image(raw: str, truth: GroundTruth) -> bool:
         r"[`'\"]?([\w][\w.-]*)", lowered)
                 if re.search(r"\d", m.group(1))}
     return bool(claimed - tags)
+
+
+def _other_quantity(flat: str, truth: GroundTruth) -> bool:
+    """Does the sentence set the changed size or duration to another amount than the fault did ("lowered to 64Mi" for a
+    12Mi limit), never writing the fault's? Only an amount said as what something was set to ("to", "at", "is", "=",
+    ":") counts: "its usual 256Mi" or a measured usage is no claim of the new value (red-team round 15, finding 9)."""
+    # the truth's amounts written with their unit ("12Mi", "1500ms"), not a bare number under a key that reads as one
+    # ("min: 32" of a conntrack setting is no 32 minutes)
+    wanted = [w for w in quantity.truth_quantities(truth.mutated_values) if not re.fullmatch(r"-?\d+(?:\.\d+)?", w[0])]
+    if not wanted or quantity.find_quantity(flat, truth.mutated_values):
+        return False
+    dimensions = {dimension for _value, dimension, _size in wanted}
+    for _written, dimension, _size, start, _end in quantity.text_quantities(flat):
+        if dimension in dimensions and re.search(r"(?:\bto|\bat|\bis|\bof|=|:)\s*(?:only\s+|just\s+)?$", flat[max(0, start - 12):start]):
+            return True
+    return False
 
 
 def _unchanged_field_blamed(flat: str, truth: GroundTruth) -> bool:
@@ -1760,7 +1776,7 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
     where: list[int] = []
     truth_faults = {t.fault for t in truths}
     components = tuple(components)
-    read = [_sentence_mechanisms(s, topic, truths, truth_faults, components, s.index in exonerating) for s in sentences]
+    read = [_read_with_asides(s, topic, truths, truth_faults, components, s.index in exonerating) for s in sentences]
     # "two faults on geo: ...": every other mechanism of the text is one of the causes it says there are
     several = any(_SEVERAL_FAULTS.search(s.flat) for s in sentences if not s.hedged) or _table_of_causes(sentences)
     # the mechanisms named over the items of each list (a list of candidates is one enumeration)
@@ -1778,7 +1794,7 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
         for family, evidence in other_here.items():
             other.setdefault(family, evidence)
             # a second cause said as a change of its own, in a sentence of its own ("geo's memory limit was lowered to
-            # 12Mi"; red-team round 15, finding 5), adds a cause as much as "in addition" does
+            # 12Mi"; red-team round 15, finding 8), adds a cause as much as "in addition" does
             if added is not None and (several or _ADDITIVE.search(s.flat) or (not found_here and _SAID_CHANGED.search(s.flat))):
                 added.setdefault(family, evidence)
         if enumerated:  # an enumeration of mechanisms asserts none of them
@@ -1790,6 +1806,62 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
         if found_here:
             where.append(s.index)
     return found, other, where
+
+
+_ASIDE = re.compile(r"\s*\(([^()]{1,160})\)")
+
+
+def _without_own_asides(s: reading.Sentence, truths: Sequence[GroundTruth]) -> reading.Sentence:
+    """The sentence without the asides in brackets that only describe what the truth records ("The DB_PASSWORD variable
+    (from Secret user-db, key password) was removed": where the removed variable came from, red-team round 15's honest
+    answer that scored 0.33): such an aside is a detail of the truth's own object, neither another mechanism nor words
+    that come between the ones of the statement. An aside naming anything else stays."""
+    leaves: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, inner in value.items():
+                leaves.append(str(key))
+                walk(inner)
+        elif isinstance(value, list | tuple):
+            for inner in value:
+                walk(inner)
+        elif value is not None and not isinstance(value, bool):
+            leaves.append(str(value))
+
+    for t in truths:
+        walk(t.mutated_values)
+    recorded = {text.flatten(v) for v in leaves}
+    recorded = {r for r in recorded if len(r) >= 3}
+
+    def own(match: re.Match[str]) -> bool:
+        inside = text.flatten(match.group(1))
+        named = [w for w in re.findall(r"[a-z0-9][\w.-]*[a-z0-9]", inside) if not _ASIDE_FILLER.fullmatch(w)]
+        return bool(named) and all(any(w == r or w in r.split() for r in recorded) for w in named)
+
+    if "(" not in s.raw or not recorded:
+        return s
+    flat = _ASIDE.sub(lambda m: "" if own(m) else m.group(0), s.flat)
+    if flat == s.flat:
+        return s
+    return attrs.evolve(s, flat=flat, raw=_ASIDE.sub(lambda m: "" if own(m) else m.group(0), s.raw))
+
+
+def _read_with_asides(s: reading.Sentence, topic: Mapping[int, set[str]], truths: Sequence[GroundTruth],
+                      truth_faults: set[str], components: tuple[str, ...], exonerating: bool):
+    """:func:`_sentence_mechanisms` of the sentence, where an aside that only describes the truth's own object
+    (:func:`_without_own_asides`) names no other mechanism and keeps no words of a statement apart; what the aside
+    itself names of the truth (a flag's name in brackets) still counts for it."""
+    as_written = _sentence_mechanisms(s, topic, truths, truth_faults, components, exonerating)
+    stripped = _without_own_asides(s, truths)
+    if stripped is s:
+        return as_written
+    families, found, details, other = _sentence_mechanisms(stripped, topic, truths, truth_faults, components, exonerating)
+    return families, {**found, **as_written[1]}, {**details, **as_written[2]}, other
+
+
+#: the words of an aside that name nothing ("from Secret user-db, key password": from, key, secret)
+_ASIDE_FILLER = re.compile(r"from|of|in|the|its|key|secret|configmap|field|value|env|var|variable|set|by|via|a|an|and")
 
 
 def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], truths: Sequence[GroundTruth],
@@ -1866,6 +1938,7 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             spans.extend(_all_spans(words, vocab))
             continue
         if (claims.other_value(s.raw, t.mutated_values) or _other_port(s.flat, t) or _other_image(s.raw, t)
+                or _other_quantity(s.flat, t)
                 or claims.other_family(words[:cause_end], _truth_fields(t))
                 or _other_failure_policy(s.flat, t)):
             # the faulty object with what the sentence claims of it read against what the truth changed: its own field
@@ -1931,7 +2004,7 @@ _ADDITIVE = re.compile(r"\b(?:in addition|additionally|on top of (?:that|this|it
 
 def _table_of_causes(sentences: Sequence[reading.Sentence]) -> bool:
     """A markdown table with a cause column and two rows or more: each row is one of the causes it says there are
-    (red-team round 15, finding 5: a table of two root causes, one false, passed)."""
+    (red-team round 15, finding 8: a table of two root causes, one false, passed)."""
     header = next((s for s in sentences if s.flat.lstrip().startswith("|") and re.search(r"\bcauses?\b", s.flat)), None)
     if header is None:
         return False
