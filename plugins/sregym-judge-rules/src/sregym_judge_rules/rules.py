@@ -1816,21 +1816,7 @@ def _without_own_asides(s: reading.Sentence, truths: Sequence[GroundTruth]) -> r
     (from Secret user-db, key password) was removed": where the removed variable came from, red-team round 15's honest
     answer that scored 0.33): such an aside is a detail of the truth's own object, neither another mechanism nor words
     that come between the ones of the statement. An aside naming anything else stays."""
-    leaves: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, Mapping):
-            for key, inner in value.items():
-                leaves.append(str(key))
-                walk(inner)
-        elif isinstance(value, list | tuple):
-            for inner in value:
-                walk(inner)
-        elif value is not None and not isinstance(value, bool):
-            leaves.append(str(value))
-
-    for t in truths:
-        walk(t.mutated_values)
+    leaves = [leaf for t in truths for leaf in _record_leaves(t.mutated_values) if leaf not in ("True", "False")]
     recorded = {text.flatten(v) for v in leaves}
     recorded = {r for r in recorded if len(r) >= 3}
 
@@ -2110,22 +2096,24 @@ _FIELD_SET = re.compile(
     r"|(?<![\w.])`?(" + _FIELD + r")`?\s*=\s*\S")
 
 
+def _record_leaves(value: Any) -> list[str]:
+    """Every key and scalar of a record (nested mappings and lists walked through), as text."""
+    out: list[str] = []
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            out.append(str(key))
+            out += _record_leaves(inner)
+    elif isinstance(value, list | tuple):
+        for inner in value:
+            out += _record_leaves(inner)
+    elif value is not None:
+        out.append(str(value))
+    return out
+
+
 def _truth_fields(truth: GroundTruth) -> str:
     """Everything the truth names (its keys, values, mechanism, keywords and vocabulary), flattened."""
-    keys: list[str] = []
-
-    def visit(value: Any) -> None:
-        if isinstance(value, Mapping):
-            for k, v in value.items():
-                keys.append(str(k))
-                visit(v)
-        elif isinstance(value, list | tuple):
-            for v in value:
-                visit(v)
-        elif value is not None:
-            keys.append(str(value))
-
-    visit(dict(truth.mutated_values))
+    keys = _record_leaves(dict(truth.mutated_values))
     return " ".join(text.flatten(x) for x in [*keys, truth.mechanism, *truth.keywords, *vocabulary(truth)])
 
 
