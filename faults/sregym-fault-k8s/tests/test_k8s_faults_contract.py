@@ -186,7 +186,7 @@ def test_restoring_twice_keeps_the_original_container():
 def test_a_broken_probe_or_limit_deleted_instead_of_repaired_stays_present():
     """Red-team round 12, finding 1: deleting the broken readiness or liveness probe, or the tiny memory limit, passed
     every oracle. The workload then runs without the check or the bound it shipped with: the real primitives'
-    mutations, a probe or a limit deleted is still the fault; a repaired one, or a probe of another kind, is not."""
+    mutations, a probe or a limit deleted is still the fault; a repaired one, or another check of the same endpoint, is not."""
     import copy
 
     from sregym_fault_k8s.workload import _probe, _resources
@@ -209,7 +209,11 @@ def test_a_broken_probe_or_limit_deleted_instead_of_repaired_stays_present():
     assert probe.is_present(ctx, target, {}) is True
     ctx.kubectl("patch", "-p", f'[{{"op": "add", "path": "{container}/livenessProbe", '
                                f'"value": {{"tcpSocket": {{"port": 8081}}}}}}]')
-    assert probe.is_present(ctx, target, {}) is False  # another kind of probe that works is a repair
+    # a port check in place of the shipped HTTP check asks less of the app (red-team round 15, finding 5): still weaker
+    assert probe.is_present(ctx, target, {}) is True
+    ctx.kubectl("patch", "-p", f'[{{"op": "replace", "path": "{container}/livenessProbe", '
+                               f'"value": {{"httpGet": {{"path": "/healthz", "port": 8081}}, "periodSeconds": 5}}}}]')
+    assert probe.is_present(ctx, target, {}) is False  # another HTTP check of the app's own port is a repair
 
     limit = TemplateFault(_resources("limits", "memory"), truth=None)
     ctx = FakeCtx(deployed())

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from sregym_appkit import appspec as kit
 
 from . import IMAGE_REPO, OPERATOR_IMAGE_REPO
-from .manifests import DEFAULT_PARAMS, split
+from .manifests import DEFAULT_PARAMS, render_yaml, split  # noqa: F401 - render_yaml: kit.app_record makes it AppSpec.render
 from .topology import (
     ADMIN_PORT,
     API,

@@ -8,7 +8,7 @@ from sregym_appkit import appspec as kit
 
 from .config import CACHED_SERVICES, DATA_SERVICES, DEFAULT_PORTS, PEERS, SERVICES
 from .images import local_images as local_images  # read by sregym_appkit.appspec.app_record
-from .manifests import DEFAULT_PARAMS
+from .manifests import DEFAULT_PARAMS, render_yaml  # noqa: F401 - render_yaml: kit.app_record makes it AppSpec.render
 
 if TYPE_CHECKING:
     from sregym_core.types import AppSpec, ComponentSpec

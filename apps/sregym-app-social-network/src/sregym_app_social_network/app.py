@@ -19,7 +19,7 @@ from .config import (
     TOPOLOGY,
 )
 from .images import local_images as local_images  # read by sregym_appkit.appspec.app_record
-from .manifests import DEFAULT_PARAMS
+from .manifests import DEFAULT_PARAMS, render_yaml  # noqa: F401 - render_yaml: kit.app_record makes it AppSpec.render
 
 if TYPE_CHECKING:
     from sregym_core.types import AppSpec, ComponentSpec

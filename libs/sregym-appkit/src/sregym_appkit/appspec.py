@@ -71,16 +71,13 @@ def app_record(app_module: str, *, summary: str, workload: WorkloadSpec, params:
                    display_name=app.DISPLAY_NAME, manifests=manifest_files(package), components=app.components(),
                    workload=workload, images=app.local_images(), hidden_namespaces=(workload.namespace,),
                    problems_dir=problems_dir(package), params=dict(params), deploy=deploy,
-                   deploy_timeout=deploy_timeout, render=_renderer(package))
+                   deploy_timeout=deploy_timeout, render=_renderer(app))
 
 
-def _renderer(package: str) -> Any:
-    """The package's ``manifests.render_yaml`` (the objects its deploy applies), when it has one."""
-    try:
-        manifests = import_module(f"{package}.manifests")
-    except ImportError:
-        return None
-    render = getattr(manifests, "render_yaml", None)
+def _renderer(app: Any) -> Any:
+    """The app module's ``render_yaml`` (the objects its deploy applies, rendered offline), when it has one: apps
+    import it into their ``app`` module for this."""
+    render = getattr(app, "render_yaml", None)
     return render if callable(render) else None
 
 
