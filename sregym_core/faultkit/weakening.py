@@ -38,13 +38,18 @@ REQUEST_SHARE = 0.1
 _ALWAYS_TRUE = re.compile(r"^(?:(?:/usr)?/bin/)?(?:true|:)$|^exit\s+0$|^echo(?:\s.*)?$")
 
 
+def _number(fields: Mapping[str, Any], key: str, default: float) -> float:
+    """``fields[key]`` as a number of seconds or tries; ``default`` when it is missing or not a number."""
+    try:
+        return float(fields.get(key, default))
+    except (TypeError, ValueError):
+        return default
+
+
 def _acts_after(probe: Mapping[str, Any]) -> float:
     """Seconds a failing container takes to be acted on (the Kubernetes defaults: period 10 s, threshold 3)."""
     def number(key: str, default: float) -> float:
-        try:
-            return float(probe.get(key, default))
-        except (TypeError, ValueError):
-            return default
+        return _number(probe, key, default)
     # a probe that hangs holds each try open for its timeout: a try takes the longer of the period and the timeout
     # (round 14, finding 2: a liveness probe with ``timeoutSeconds: 86400``); a liveness or startup probe's own grace
     # period is waited out before the container is killed
@@ -292,11 +297,13 @@ def _effective(container: Mapping[str, Any], pod: Mapping[str, Any] | None) -> d
 
 
 def security_weaker(live: Mapping[str, Any], shipped: Mapping[str, Any], live_pod: Mapping[str, Any] | None = None,
-                    shipped_pod: Mapping[str, Any] | None = None) -> list[str]:
+                    shipped_pod: Mapping[str, Any] | None = None, *, omissions: bool = True) -> list[str]:
     """How a container's security settings are more permissive than shipped (round 14, finding 6): root where it did
     not run as root, ``runAsNonRoot`` dropped, privilege escalation allowed or privileged where the shipped spec did
     not say so, capabilities added or no longer dropped, a read-only root filesystem made writable, an unconfined
-    seccomp profile or an unmasked /proc. A stricter setting, or one kept, is not weaker."""
+    seccomp profile or an unmasked /proc. A stricter setting, or one kept, is not weaker. With ``omissions=False`` only
+    what the container asks for counts, not a shipped restriction it does not repeat (``runAsNonRoot``, a dropped
+    capability, ``allowPrivilegeEscalation: false``, a read-only root filesystem)."""
     now, was = _effective(live, live_pod), _effective(shipped, shipped_pod)
     found = []
     if now["runAsUser"] is not None and str(now["runAsUser"]) == "0" and str(was["runAsUser"]) != "0":
@@ -304,21 +311,21 @@ def security_weaker(live: Mapping[str, Any], shipped: Mapping[str, Any], live_po
     if now["runAsGroup"] is not None and str(now["runAsGroup"]) == "0" and was["runAsGroup"] is not None \
             and str(was["runAsGroup"]) != "0":
         found.append(f"runs as group 0 (shipped {was['runAsGroup']})")
-    if was["runAsNonRoot"] is True and now["runAsNonRoot"] is not True:
+    if omissions and was["runAsNonRoot"] is True and now["runAsNonRoot"] is not True:
         found.append("runAsNonRoot dropped")
     for key in ("allowPrivilegeEscalation", "privileged"):
         if now[key] is True and was[key] is not True:
             found.append(f"{key} set true (shipped {was[key] if was[key] is not None else 'unset'})")
-    if was["allowPrivilegeEscalation"] is False and now["allowPrivilegeEscalation"] is not False:
+    if omissions and was["allowPrivilegeEscalation"] is False and now["allowPrivilegeEscalation"] is not False:
         found.append("allowPrivilegeEscalation no longer false")
     added = sorted(now["add"] - was["add"])
     if added:
         found.append(f"capabilities added: {', '.join(added)}")
     kept_dropped = "ALL" in now["drop"]
-    undropped = sorted(was["drop"] - now["drop"]) if not kept_dropped else []
+    undropped = sorted(was["drop"] - now["drop"]) if omissions and not kept_dropped else []
     if undropped:
         found.append(f"capabilities no longer dropped: {', '.join(undropped)}")
-    if was["readOnlyRootFilesystem"] is True and now["readOnlyRootFilesystem"] is not True:
+    if omissions and was["readOnlyRootFilesystem"] is True and now["readOnlyRootFilesystem"] is not True:
         found.append("readOnlyRootFilesystem dropped")
     kind = lambda profile: (profile or {}).get("type") if isinstance(profile, Mapping) else None  # noqa: E731
     if kind(now["seccompProfile"]) == "Unconfined" and kind(was["seccompProfile"]) != "Unconfined":
@@ -332,13 +339,6 @@ def security_weaker(live: Mapping[str, Any], shipped: Mapping[str, Any], live_po
 _HOST_FIELDS = ("hostNetwork", "hostPID", "hostIPC", "hostUsers")
 
 
-def _seconds(value: Any, default: float) -> float:
-    try:
-        return float(value) if value is not None and not isinstance(value, bool) else default
-    except (TypeError, ValueError):
-        return default
-
-
 def pod_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] | None) -> list[str]:
     """What of a pod template's own spec is more permissive than shipped: the node's namespaces shared, a hostPath
     volume added, the pod's security context opened (root for every container, ``runAsNonRoot`` dropped)."""
@@ -350,7 +350,7 @@ def pod_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] | None
         found.append("hostUsers set")
     # a container killed by its failing liveness probe keeps running for the pod's grace period unless the probe sets
     # its own (red-team round 15, finding 5: the probe repaired, the pod's terminationGracePeriodSeconds 86400)
-    grace_now, grace_was = _seconds(now.get("terminationGracePeriodSeconds"), 30), _seconds(was.get("terminationGracePeriodSeconds"), 30)
+    grace_now, grace_was = (_number(now, "terminationGracePeriodSeconds", 30), _number(was, "terminationGracePeriodSeconds", 30))
     if grace_now > max(SLOWEST_S, SLOWER_FACTOR * grace_was):
         found.append(f"terminationGracePeriodSeconds {grace_now:g} (shipped {grace_was:g})")
     paths = lambda spec: {str(v.get("name")) for v in spec.get("volumes") or () if isinstance(v, Mapping)  # noqa: E731
@@ -385,8 +385,7 @@ def template_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] |
     # (what it asks for, not what it leaves unsaid: a fault's container need not repeat the app's runAsNonRoot)
     reference = next(iter(was.values()), {})
     found += [f"init container {name} added, {why}" for name in sorted(set(init_now) - set(init_was))
-              for why in security_weaker(init_now[name], reference, live, shipped)
-              if "dropped" not in why and "no longer" not in why]
+              for why in security_weaker(init_now[name], reference, live, shipped, omissions=False)]
     return found + pod_weaker(live, shipped)
 
 

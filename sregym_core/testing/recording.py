@@ -89,16 +89,19 @@ def rendered_objects(app: AppSpec) -> list[dict] | None:
         obj["metadata"].setdefault("namespace", app.namespace)
         objects.append(obj)
         if obj["kind"] in _WORKLOADS and obj["metadata"]["namespace"] == app.namespace:
-            template = obj.get("spec", {}).get("template") or {}
-            spec = template.get("spec") or {}
-            objects.append({"apiVersion": "v1", "kind": "Pod",
-                            "metadata": {"name": f"{obj['metadata']['name']}-0", "namespace": app.namespace,
-                                         "labels": dict((template.get("metadata") or {}).get("labels") or {})},
-                            "spec": copy.deepcopy(spec) | {"nodeName": "node-1"},
-                            "status": {"phase": "Running", "containerStatuses": [
-                                {"name": c.get("name"), "ready": True, "restartCount": 0}
-                                for c in spec.get("containers", [])]}})
+            objects.append(_running_pod(obj, f"{obj['metadata']['name']}-0", app.namespace, "node-1"))
     return objects
+
+
+def _running_pod(owner: dict, name: str, namespace: str, node: str) -> dict:
+    """A ready pod made from ``owner``'s (a workload's) pod template, as its controller and the node would run it."""
+    template = copy.deepcopy((owner.get("spec") or {}).get("template") or {})
+    spec = template.get("spec") or {}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": (template.get("metadata") or {}).get("labels") or {}},
+            "spec": spec | {"nodeName": node},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": c.get("name"), "ready": True, "restartCount": 0} for c in spec.get("containers", [])]}}
 
 
 def manifest_config_maps(app: AppSpec) -> dict[str, dict]:
@@ -207,12 +210,8 @@ class RecordingFaultContext(FaultContext):
         """A strict context holding exactly ``objects`` (say :func:`rendered_objects`), not the plausible
         ones, for previewing an injection: what it cannot answer as a cluster would (a process's output,
         a controller's progress within ``budget_s`` seconds) raises :class:`Unpreviewable`."""
-        ctx = cls(kubeconfig=Path("/nonexistent"), namespace=app.namespace, app=app, objects={("", "", ""): {}},
-                  strict_until=time.monotonic() + budget_s)
-        ctx.objects.clear()
-        for obj in objects:
-            ctx._store(obj)
-        return ctx
+        return cls(kubeconfig=Path("/nonexistent"), namespace=app.namespace, app=app,
+                   objects=dict(_stored(obj, app.namespace) for obj in objects), strict_until=time.monotonic() + budget_s)
 
     def child(self) -> RecordingFaultContext:
         # fresh state, but the same calls log and object store (one cluster, several fault instances)
@@ -379,13 +378,7 @@ class RecordingFaultContext(FaultContext):
             while ("Pod", namespace, f"{base}-{index}") in self.objects or f"{base}-{index}" == name:
                 index += 1
             name = f"{base}-{index}"
-        template = copy.deepcopy(owner["spec"]["template"])
-        containers = template["spec"].get("containers", [])
-        self._store({"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {"name": name, "namespace": namespace, "labels": template["metadata"].get("labels", {})},
-                     "spec": template["spec"] | {"nodeName": pod.get("spec", {}).get("nodeName", "node-1")},
-                     "status": {"phase": "Running", "containerStatuses": [
-                         {"name": c["name"], "ready": True, "restartCount": 0} for c in containers]}})
+        self._store(_running_pod(owner, name, namespace, pod.get("spec", {}).get("nodeName", "node-1")))
 
     def _restart(self, refs: list[str], namespace: str) -> None:
         """``kubectl rollout restart``: stamps the pod template, as kubectl does (a new rollout)."""
@@ -455,11 +448,8 @@ class RecordingFaultContext(FaultContext):
         return self.objects.get((kind, _ns(kind, namespace), name))
 
     def _store(self, obj: dict, namespace: str | None = None) -> None:
-        kind = obj["kind"]
-        if kind == "Pod" and "status" not in obj:
-            obj = {**obj, "status": {"phase": "Pending"}}  # what the API server answers for a new pod
-        ns = _ns(kind, obj["metadata"].get("namespace") or namespace or self.namespace)
-        self.objects[(kind, ns, obj["metadata"]["name"])] = copy.deepcopy(obj)
+        key, stored = _stored(obj, namespace or self.namespace)
+        self.objects[key] = stored
 
 
 #: verbs that read, wait or act inside a process: recorded, no effect on the stored objects
@@ -573,6 +563,16 @@ def _env_listing(obj: dict, containers: list[str]) -> str:
             else:
                 lines.append(f"# {item['name']} from {next(iter(item.get('valueFrom') or {'a reference': 0}))}")
     return "".join(line + "\n" for line in lines)
+
+
+def _stored(obj: dict, namespace: str) -> tuple[tuple[str, str, str], dict]:
+    """(its key in the store, a copy of ``obj`` as the API server holds it): in ``namespace`` unless it names its own
+    or is cluster-scoped; a new pod without status is Pending."""
+    kind = obj["kind"]
+    if kind == "Pod" and "status" not in obj:
+        obj = {**obj, "status": {"phase": "Pending"}}  # what the API server answers for a new pod
+    ns = _ns(kind, obj["metadata"].get("namespace") or namespace)
+    return (kind, ns, obj["metadata"]["name"]), copy.deepcopy(obj)
 
 
 def _ns(kind: str, namespace: str) -> str:

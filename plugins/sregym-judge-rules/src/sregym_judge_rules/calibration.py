@@ -305,8 +305,9 @@ def curated_truths(problem_ids: Iterable[str], *, host: Any = None, truth: str =
     return out
 
 
-#: each app's rendered objects, by app name (the seeded context copies them, so they are never changed)
-_RENDERED: dict[str, list[dict] | None] = {}
+#: each app's rendered objects, by (app name, its render function): a test's host may hold another app of the same
+#: name (the seeded context copies them, so they are never changed)
+_RENDERED: dict[tuple[str, Any], list[dict] | None] = {}
 
 
 def _previewed_contexts(problem: Any, app: Any, faults: Mapping[str, Any]) -> dict[str, Any]:
@@ -320,9 +321,10 @@ def _previewed_contexts(problem: Any, app: Any, faults: Mapping[str, Any]) -> di
     from sregym_core.testing.recording import RecordingFaultContext, rendered_objects
     from sregym_core.types import Target
 
-    if app.name not in _RENDERED:  # rendering an app takes ~0.5 s; a set names each app's problems many times
-        _RENDERED[app.name] = rendered_objects(app)
-    objects = _RENDERED[app.name]
+    key = (app.name, app.render)
+    if key not in _RENDERED:  # rendering an app takes ~0.5 s; a set names each app's problems many times
+        _RENDERED[key] = rendered_objects(app)
+    objects = _RENDERED[key]
     if objects is None:
         return {}
     cluster = RecordingFaultContext.seeded(app, objects)

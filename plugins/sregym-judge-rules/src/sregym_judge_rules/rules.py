@@ -1816,16 +1816,17 @@ def _without_own_asides(s: reading.Sentence, truths: Sequence[GroundTruth]) -> r
     (from Secret user-db, key password) was removed": where the removed variable came from, red-team round 15's honest
     answer that scored 0.33): such an aside is a detail of the truth's own object, neither another mechanism nor words
     that come between the ones of the statement. An aside naming anything else stays."""
+    if "(" not in s.raw:  # most sentences: nothing to read
+        return s
     leaves = [leaf for t in truths for leaf in _record_leaves(t.mutated_values) if leaf not in ("True", "False")]
-    recorded = {text.flatten(v) for v in leaves}
-    recorded = {r for r in recorded if len(r) >= 3}
+    recorded = {r for r in (text.flatten(v) for v in leaves) if len(r) >= 3}
 
     def own(match: re.Match[str]) -> bool:
         inside = text.flatten(match.group(1))
         named = [w for w in re.findall(r"[a-z0-9][\w.-]*[a-z0-9]", inside) if not _ASIDE_FILLER.fullmatch(w)]
         return bool(named) and all(any(w == r or w in r.split() for r in recorded) for w in named)
 
-    if "(" not in s.raw or not recorded:
+    if not recorded:
         return s
     flat = _ASIDE.sub(lambda m: "" if own(m) else m.group(0), s.flat)
     if flat == s.flat:
