@@ -18,7 +18,6 @@ from types import SimpleNamespace
 import pytest
 from sregym_app_train_ticket import data, flags, manifests, replicated, runtime, services, tokens, topology, workload
 from sregym_app_train_ticket.workload import Generator, check_search
-from sregym_core.testing.localservers import free_port
 
 
 # ---------------------------------------------------------------------------- the helpers alone
@@ -146,17 +145,20 @@ def tt(mariadb):
     mp.setattr(services, "TASK_STALE_S", 3.0)
     mp.setattr(services, "ROUTE_PREFETCH_S", 1.0)
     names = [n for n in topology.SERVICES if n != topology.FLAGD_SERVICE]
-    ports = {n: free_port() for n in names}
-    servers, dbs = [], {}
+    # every server binds a port the kernel picks (a port probed free and bound later can be taken in between by
+    # another worker's connection: CI of stop 51); the peers are filled in once every port is known
+    servers, dbs, peers = [], {}, {n: {} for n in names}
     for name in names:
-        peers = {p: runtime.Peer(name, p, f"127.0.0.1:{ports[p]}", peer_timeout) for p in topology.peers(name)}
         schema = topology.schema_of(name)
         if schema:
             dbs[name] = Database(name, {"MYSQL_ADDR": f"127.0.0.1:{mariadb}", "MYSQL_DATABASE": schema,
                                         "MYSQL_USER": manifests.db_user(name), "MYSQL_PASSWORD": data.service_password(name)})
-        server = runtime.HttpServer(name, ports[name], services.BUILDERS[name](services.Ctx(name, peers, dbs.get(name))))
+        servers.append(runtime.HttpServer(name, 0, services.BUILDERS[name](services.Ctx(name, peers[name], dbs.get(name)))))
+    ports = {name: server.port for name, server in zip(names, servers)}
+    for name in names:
+        peers[name].update({p: runtime.Peer(name, p, f"127.0.0.1:{ports[p]}", peer_timeout) for p in topology.peers(name)})
+    for server in servers:
         server.start()
-        servers.append(server)
     yield Cluster(on=on, ports=ports, dbs=dbs)
     for server in servers:
         server.stop()

@@ -91,6 +91,11 @@ class ThreadedHttpServer:
         self.httpd = ThreadingHTTPServer(("0.0.0.0", port), Handler)
         self.httpd.daemon_threads = True
 
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one the kernel chose when built with port 0)."""
+        return int(self.httpd.server_address[1])
+
     def start(self) -> None:
         threading.Thread(target=self.httpd.serve_forever, name=f"http-{self.service}", daemon=True).start()
 
