@@ -70,6 +70,9 @@ VOCABULARY = (
     "clock drift", "clock skew", "clock is behind", "clock is ahead", "clock .. wrong", "clock .. off",
     "time drift", "time skew", "time sync*", "ntp", "chrony", "timesyncd", "wall clock", "system time",
     "node's clock", "node clock", "timestamp* .. wrong", "timestamp* .. old", "timestamp* .. past",
+    # how a newcomer says it: "its clock set about a month (30 days) in the past", "its date set a month back"
+    "clock .. .. in the past", "clock .. .. behind", "clock .. .. ahead", "clock .. .. in the future", "clock .. late",
+    "clock .. back", "date .. back", "date .. in the past", "calendar .. in the past", "wrong clock",
 )
 
 FAULTS: list[FaultSpec] = [

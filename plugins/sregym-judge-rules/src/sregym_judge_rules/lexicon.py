@@ -209,7 +209,19 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "capacity-constraint": ("resourcequota", "resource quota", "quota", "exceeded quota"),
     "limitrange-too-small": ("limitrange", "limit range"),
     "wrong-service-account": ("service account", "serviceaccount"),
-    "hpa-no-request": ("hpa", "autoscaler", "horizontalpodautoscaler"),
+    # naming the autoscaler is naming where it shows, not what was done (its maxReplicas, its metric are other faults)
+    "hpa-no-request": ("cpu request* .. removed", "cpu request* .. missing", "cpu request* .. deleted", "no cpu request*",
+                       "without .. cpu request*", "missing .. cpu request*", "removed .. cpu request*",
+                       "deleted .. cpu request*", "lost .. cpu request*",
+                       "not .. cpu request*", "no resource request*", "no requests", "cpu request* .. gone",
+                       "cannot compute .. utili*", "can not compute .. utili*", "no request .. cpu",
+                       "no longer asks for", "does not ask for .. cpu", "doesn't ask for .. cpu", "asks for no cpu",
+                       # the field by its path, with what happened to it (the path alone is any quota's or limit's)
+                       "no longer has .. requests.cpu", "lost .. requests.cpu", "without .. requests.cpu",
+                       "removed .. requests.cpu", "requests.cpu .. removed", "requests.cpu .. missing",
+                       "missing request for cpu", "no .. requests.cpu", "lost .. resources.requests.cpu",
+                       "no longer has .. resources.requests.cpu", "without .. resources.requests.cpu",
+                       "removed .. resources.requests.cpu", "no .. resources.requests.cpu"),
     # (the victim's pods "were Preempted" is what one sees; what was done is a higher-priority workload preempting them)
     "priority-preemption": ("priority .. preempt*", "preempt* .. priority", "preempt* by", "preempting", "preempts",
                             "priorityclass", "priority class"),

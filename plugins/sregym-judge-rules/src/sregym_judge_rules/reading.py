@@ -322,7 +322,8 @@ def _compile_piece(piece: str) -> re.Pattern[str] | None:
         if word == "..":
             parts.append(r"(?:\s+\S+){0,5}")
             continue
-        body = re.escape(word.rstrip("*")) + (r"[a-z0-9']*" if word.endswith("*") else "")
+        # a word may carry the writer's markup ("lost its **cpu request**", "`requests.cpu`")
+        body = r"[*_`]*" + re.escape(word.rstrip("*")) + (r"[a-z0-9']*" if word.endswith("*") else "")
         parts.append((r"\s+" if parts and not parts[-1].startswith(r"(?:\s+") else (r"\s+" if parts else "")) + body)
     if not parts:
         return None

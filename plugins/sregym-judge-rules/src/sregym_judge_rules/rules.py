@@ -368,6 +368,14 @@ class RulesJudge:
             details.pop(fault, None)
             if not mechanism:
                 mechanism_sentences = []
+        # a signed offset said the other way round ("the clock runs 30 days ahead" for one 30 days behind) is the opposite
+        # change, with other symptoms: not the fault's mechanism
+        for t in truths:
+            if t.fault in mechanism and _wrong_direction(" ".join(s.flat for s in sentences), t):
+                mechanism.pop(t.fault, None)
+                details.pop(t.fault, None)
+                if not mechanism:
+                    mechanism_sentences = []
         # a field that was set to an invalid value, named with no value and no statement of what is wrong with it ("it
         # has an invalid runAsUser"), says which field, not what it was set to: every fault of that field fits it
         # (red-team round 13, finding 5; the object-only texts of the blind sets)
@@ -444,6 +452,8 @@ class RulesJudge:
                 continue  # "search's lookups fail, so ..." states a symptom, it blames nobody
             here = [m for m in mentions if m.clause == index]
             for position, mention in enumerate(here):
+                if mention.component not in truth and _OBSERVER.match(clause.text[mention.end:]):
+                    continue  # "frontend sees half of the searches fail": who sees the errors, not who causes them
                 if mention.component not in truth:
                     # after the predicate ("someone removed the object that stores profile's login") a
                     # component is an object of the fault, not its culprit
@@ -453,6 +463,11 @@ class RulesJudge:
                 elif not hedged and not (position + 1 < len(here) and text.listed(clause.text, here[position], here[position + 1])):
                     break  # what follows the culprit is its object ("wrong port for geo"), unless it is a list
         return blamed
+
+
+# a component as the one that sees, reports or receives the failures: an observer of the symptom
+_OBSERVER = re.compile(r"^(?:'s\s+\w+)?\s+(?:(?:now|also|only|just|still)\s+)?(?:sees?|saw|seeing|observes?|observed|notices?|noticed|"
+                       r"reports?|reported|receives?|received|experiences?|experienced|logs?|logged)\b")
 
 
 _CONTRIBUTES = re.compile(r"\b(?:contribut\w*\s+to|(?:also|partly|jointly)\s+(?:cause[sd]?|causing|responsible|to blame)|"
@@ -528,9 +543,12 @@ def _object_patterns(truths: Sequence[GroundTruth], components: set[str]) -> lis
                 for x in _scalars(value):
                     name = text.flatten(str(x)) if isinstance(x, str) else ""
                     if len(name) >= 3 and name not in components:
-                        kind = str(key).lower()
-                        patterns.append((re.compile(rf"(?<![a-z0-9]){re.escape(name)}\s+{kind}s?(?![a-z0-9])|"
-                                                    rf"(?<![a-z0-9]){kind}\s+{re.escape(name)}(?![a-z0-9])"), False))
+                        # a stream is also called a topic, a queue or a line ("the orders topic", "the order line")
+                        kind = (r"(?:streams?|topics?|queues?|lines?|channels?)" if str(key).lower() in ("stream", "topic", "queue")
+                                else rf"{str(key).lower()}s?")
+                        named = re.escape(name[:-1]) + "s?" if name.endswith("s") else re.escape(name)
+                        patterns.append((re.compile(rf"(?<![a-z0-9]){named}\s+{kind}(?![a-z0-9])|"
+                                                    rf"(?<![a-z0-9]){kind}\s+{named}(?![a-z0-9])"), False))
                 continue
             for x in _scalars(value):
                 name = str(x).rsplit("/", 1)[-1].lower() if isinstance(x, str) else ""
@@ -554,6 +572,12 @@ def _object_sentences(sentences: Sequence[reading.Sentence], truths: Sequence[Gr
     patterns = _object_patterns(truths, components)
     if not patterns or any(named - involved for named in about.values()):
         return {}
+    # a component the fault involves (the consumers a poison record blocks) called defective is blamed as the cause: the
+    # object is then its victim ("buggy consumers crash and corrupt the orders topic")
+    truth_components = {c.lower() for t in truths for c in t.components}
+    if any(named - truth_components and _DEFECTIVE.search(sentences[index].flat)
+           for index, named in about.items() if index < len(sentences)):
+        return {}
     system_objects = {str(x).rsplit("/", 1)[-1] for t in truths for x in _scalars(dict(t.mutated_values))
                       if isinstance(x, str) and x.startswith("kube-system/")}
     out: dict[int, bool] = {}
@@ -567,6 +591,9 @@ def _object_sentences(sentences: Sequence[reading.Sentence], truths: Sequence[Gr
         if shared:
             out[s.index] = all(shared)
     return out
+
+
+_DEFECTIVE = re.compile(r"\b(?:buggy|bugs?|defect\w*|faulty|misbehav\w*)\b")
 
 
 def _names_the_object(phrase: str, truths: Sequence[GroundTruth], components: set[str]) -> bool:
@@ -836,6 +863,17 @@ def _other_image(raw: str, truth: GroundTruth) -> bool:
         r"[`'\"]?([\w][\w.-]*)", lowered)
                 if re.search(r"\d", m.group(1))}
     return bool(claimed - tags)
+
+
+_SIGNAL = re.compile(r"\b(?:memory|nodefs|imagefs|containerfs|pid)\.(?:available|inodesfree)\b")
+
+
+def _other_signal(flat: str, truth: GroundTruth) -> bool:
+    """Does the sentence name an eviction signal ("memory.available") where the truth's is another one
+    ("nodefs.available"), never the truth's? The same threshold of another resource is another fault."""
+    wanted = set(_SIGNAL.findall(text.flatten(f"{truth.mechanism} {truth.prose}")))
+    said = set(_SIGNAL.findall(flat))
+    return bool(wanted) and bool(said) and not said & wanted
 
 
 def _other_quantity(flat: str, truth: GroundTruth) -> bool:
@@ -1226,8 +1264,9 @@ def _distinctive_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, i
     # where the fault is (its node, its pods) is no statement of what was done there
     where = {str(v).lower() for k, v in truth.mutated_values.items() if str(k).lower() in _LOCATION_KEYS for v in _scalars(v)}
     # a changed field's new value is the change itself when it is no word of the language: a compound ("fast-ssd") or
-    # a value in CamelCase (a scalar ``after``: a value inside a list, such as a toleration's effect, is not read here)
-    new_values = {after for _field, after in _changed_fields(truth)}
+    # a value in CamelCase; a value inside a list that the change made different counts too (a toleration's effect
+    # "NoScheduling" among the tolerations)
+    new_values = _written_afters(truth)
     for value in concrete_values(truth):
         # a camelCase identifier (a flag's name, "imageSlowLoad") is as specific as a value with digits
         camel = (bool(re.fullmatch(r"[a-z]+(?:[A-Z][a-z0-9]+){2,}", value)) or bool(re.fullmatch(r"[\w./-]+=[\w./-]+", value))
@@ -1277,7 +1316,10 @@ def _before_after_pairs(truth: GroundTruth) -> list[tuple[str, str]]:
 
 # a sentence saying a value is no valid one ("'Rolling', which does not exist", "a misspelled type 'NoScheduling'")
 _INVALID_VALUE = re.compile(r"\b(?:does not exist|do not exist|did not exist|not exist|no such|invalid|not (?:a )?valid|"
-                            r"misspel\w*|typo\w*|unknown|unsupported|not supported|not recogni[sz]ed|bogus|made[ -]up)\b")
+                            r"misspel\w*|typo\w*|unknown|unsupported|not supported|not recogni[sz]ed|bogus|made[ -]up|"
+                            # "Kubernetes knows only 'RollingUpdate' or 'OnDelete'": the value beside it is none of them
+                            r"(?:knows?|accepts?|allows?|supports?|understands?|recogni[sz]es?) only|"
+                            r"only (?:knows?|accepts?|allows?|supports?|understands?|recogni[sz]es?))\b")
 
 
 def _written(flat: str, value: str, *, allow_negated: bool = False) -> tuple[int, int] | None:
@@ -1313,6 +1355,29 @@ def _number_words(value: str) -> list[str]:
     else:
         return []
     return [f"{s}{w}" for w in words for s in sign] if number < 0 else words
+
+
+_AHEAD = re.compile(r"\b(?:ahead|in\s+the\s+future|fast|forward|too\s+late\s+a\s+date|later\s+than)\b")
+_BEHIND = re.compile(r"\b(?:behind|in\s+the\s+past|back|late|slow|earlier\s+than)\b")
+
+
+def _wrong_direction(flat: str, truth: GroundTruth) -> str | None:
+    """A signed offset the truth records (a clock 30 days behind: ``offset_minutes: -43200``) said the other way round
+    ("the clock runs 30 days ahead"): the same object and size, the opposite change, whose symptoms differ (tokens not
+    yet valid instead of already expired)."""
+    signs = {v < 0 for k, v in truth.mutated_values.items()
+             if "offset" in str(k).lower() and isinstance(v, int | float) and not isinstance(v, bool) and v}
+    if len(signs) != 1:
+        return None
+    behind = signs.pop()
+    for clause in re.split(r"[.;:]\s|\bbut\b", flat):
+        if not re.search(r"\b(?:clock|date|time)\b", clause):
+            continue
+        ahead, back = _AHEAD.search(clause), _BEHIND.search(clause)
+        wrong, right = (ahead, back) if behind else (back, ahead)
+        if wrong and not right and not reading.negated(clause, wrong.start(), wrong.end()):
+            return clause.strip()[:160]
+    return None
 
 
 def _relative_change(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, int]] | None:
@@ -1463,13 +1528,19 @@ def _truth_hit(words: str, flat: str, t: GroundTruth, vocab: Sequence[str]) -> t
     if hit is not None and hit[0].startswith("value ") and _foreign_actor(flat, t):
         hit = None  # "a CronJob re-applies 12Mi" is not the webhook that patches 12Mi: a value two faults share
     if (hit is not None and hit[0].startswith("value ") and _RECURRING_ACTOR.search(text.flatten(t.mechanism))
-            and not _ACTORS.search(flat) and hit[0].removeprefix("value ") not in {a for _f, a in _changed_fields(t)}):
+            and not _ACTORS.search(flat) and hit[0].removeprefix("value ").split(" (")[0] not in _written_afters(t)):
         # the value an actor keeps applying ("a CronJob patches the limit to 12Mi") said with no actor at all ("geo's
         # limit is 12Mi") is the value a plain too-small limit has too: not this fault's mechanism. A value the truth
         # records as written into a field of its own object (a custom resource's spec the operator derives from) is
         # that change, whoever acts on it after
         hit = None
     return hit
+
+
+def _written_afters(t: GroundTruth) -> set[str]:
+    """The values the truth records as written into a field of its object: a changed field's new value, or what a
+    change made different inside a list (a toleration's effect)."""
+    return {a for _f, a in _changed_fields(t)} | {a for _b, a in _before_after_pairs(t)}
 
 
 def _object_with_concepts(words: str, t: GroundTruth) -> tuple[str, tuple[int, int]] | None:
@@ -1925,7 +1996,7 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             spans.extend(_all_spans(words, vocab))
             continue
         if (claims.other_value(s.raw, t.mutated_values) or _other_port(s.flat, t) or _other_image(s.raw, t)
-                or _other_quantity(s.flat, t)
+                or _other_quantity(s.flat, t) or _other_signal(s.flat, t)
                 or claims.other_family(words[:cause_end], _truth_fields(t))
                 or _other_failure_policy(s.flat, t)):
             # the faulty object with what the sentence claims of it read against what the truth changed: its own field

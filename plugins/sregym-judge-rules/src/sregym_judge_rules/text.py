@@ -428,6 +428,38 @@ def description_pattern(name: str, others: frozenset[str]) -> re.Pattern[str] | 
     return re.compile("|".join(forms)) if forms else None
 
 
+# a datastore word followed by its owners in a list: "PostgreSQL StatefulSets (geo, rate, profile)", "the postgres
+# instances geo, rate and user"; and a list that carries its first name's prefix: "postgres-geo, -rate, -profile"
+_STORE_NOUN = (r"(?:postgres(?:ql)?|databases?|dbs?|mysql|mongo(?:db)?|redis|memcached|valkey|caches?)"
+               r"(?:\s+(?:statefulsets?|instances?|pods?|servers?|databases?|dbs?|containers?))?")
+_OWNER_LIST = re.compile(_STORE_NOUN + r"\s*[(:]?\s*((?:[a-z][\w-]*\s*(?:,|/|\band\b|&)\s*(?:and\s+)?){1,}[a-z][\w-]*)\s*\)?")
+_PREFIX_LIST = re.compile(r"\b((?:%s)-)[a-z][\w]*(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+)-[a-z][\w]*)+" % "|".join(_DATASTORE_PREFIXES))
+
+
+def _distributed_stores(clause: str, known: frozenset[str]) -> list[Mention]:
+    """Datastores named through their owners in a list after a datastore word, or as suffixes of the first one's
+    prefix (a correlated fault of every database: "all six PostgreSQL StatefulSets (geo, rate, profile, ...)"). Each
+    owner counts as its datastore only where exactly one known component is that owner's store of that sort."""
+    out: list[Mention] = []
+    for match in _OWNER_LIST.finditer(clause):
+        cache = bool(re.match(r"(?:redis|memcached|valkey|cache)", match.group(0)))
+        for owner in re.finditer(r"[a-z][\w-]*", match.group(1)):
+            if owner.group(0) == "and":
+                continue
+            stores = [k for k in known if k != owner.group(0) and datastore_owner(k) == owner.group(0)
+                      and any(w in k.split("-") for w in _CACHE_WORDS) == cache]
+            if len(stores) == 1:
+                out.append(Mention(stores[0], -1, match.start(1) + owner.start(), match.start(1) + owner.end()))
+    for match in _PREFIX_LIST.finditer(clause):
+        prefix = match.group(1)
+        for part in re.finditer(r"-([a-z][\w]*)", match.group(0)[len(prefix):]):
+            name = prefix + part.group(1)
+            if name in known:
+                start = match.start() + len(prefix) + part.start()
+                out.append(Mention(name, -1, start, start + len(part.group(0))))
+    return out
+
+
 def find_mentions(clause_list: Sequence[Clause], components: Iterable[str], reserved: Iterable[str] = (), *,
                   weak: bool = False, known: Iterable[str] = ()) -> list[Mention]:
     """Every unambiguous mention of every component, longest names first so ``postgres-geo`` and
@@ -441,6 +473,9 @@ def find_mentions(clause_list: Sequence[Clause], components: Iterable[str], rese
     found: list[Mention] = []
     for index, clause in enumerate(clause_list):
         candidates: list[tuple[Mention, bool]] = []
+        # a datastore named through its owner in a list of a datastore word claims that owner's name first
+        listed_stores = [attrs.evolve(m, clause=index) for m in _distributed_stores(clause.text, everyone)
+                         if m.component in {n for n, r in names if not r}]
         for name, is_reserved in names:
             for match in component_pattern(name).finditer(clause.text):
                 candidates.append((Mention(name, index, match.start(), match.end()), is_reserved))
@@ -448,6 +483,7 @@ def find_mentions(clause_list: Sequence[Clause], components: Iterable[str], rese
             for match in described.finditer(clause.text) if described is not None else ():
                 candidates.append((Mention(name, index, match.start(), match.end()), False))
         candidates.sort(key=lambda item: (-(item[0].end - item[0].start), item[0].start))
+        candidates = [(m, False) for m in listed_stores] + candidates
         kept: list[Mention] = []
         claimed: list[tuple[int, int]] = []
         for mention, is_reserved in candidates:
