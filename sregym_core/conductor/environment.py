@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -29,7 +28,7 @@ from ..types import AppSpec, DeployContext
 from .agent_access import grant_agent_access
 from .app_isolation import apply_isolation_policy, label_app_group, policy_wanted
 from .kube import Kube, default_kubectl
-from .reconcile import Baseline, release_finalizers, wait_ready, workload_generations
+from .reconcile import Baseline, cut_long_graces, release_finalizers, wait_ready, workload_generations
 from .volumes import VolumeSnapshots
 from .workload import WorkloadClient
 
@@ -323,13 +322,21 @@ class Environment:
         # an object held by a finalizer nobody removes (an agent's) would keep its namespace
         # terminating forever, and every later deploy on the cluster failing (issue #34, round 3)
         await asyncio.to_thread(release_finalizers, self.kube, namespaces)
-        try:
-            await self.kube.akubectl("delete", "namespace", *namespaces, "--ignore-not-found", "--wait=true",
-                                     timeout=app.deploy_timeout)
-        except subprocess.TimeoutExpired as exc:
-            raise DeployError(f"the namespaces of app {app.name!r} were not gone {app.deploy_timeout:g} s after "
-                              "their deletion", hints=(f"see `kubectl get all -n {namespaces[0]}` for what is "
-                                                       "left Terminating, and its finalizers",)) from exc
+        await self.kube.akubectl("delete", "namespace", *namespaces, "--ignore-not-found", "--wait=false",
+                                 timeout=app.deploy_timeout)
+        deadline = time.monotonic() + app.deploy_timeout
+        while True:
+            # a pod that asked for a day to stop (and ignores SIGTERM) would hold its namespace for that day
+            # (red-team round 16, finding 1): the namespace's pods are going anyway, so those go at once
+            await asyncio.to_thread(cut_long_graces, self.kube, namespaces)
+            left = [ns for ns in namespaces if await asyncio.to_thread(self.kube.exists, f"/api/v1/namespaces/{ns}")]
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise DeployError(f"the namespaces of app {app.name!r} were not gone {app.deploy_timeout:g} s after "
+                                  "their deletion", hints=(f"see `kubectl get all -n {left[0]}` for what is "
+                                                           "left Terminating, and its finalizers",))
+            await asyncio.sleep(1.0)
 
     async def redeploy_app(self, app: AppSpec) -> DeployedApp:
         """Hard reset: remove the app and deploy it again."""

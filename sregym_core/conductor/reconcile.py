@@ -200,7 +200,7 @@ class Baseline:
                             orphan = self._stale_reason(ns, item, written)
                         if orphan:
                             self._unhold(collection, item, None)
-                            self._delete(collection, name)
+                            self._delete(collection, name, item)
                             actions.append(f"deleted {kind} {ns}/{name} ({orphan})")
                         elif self._unhold(collection, item, None):
                             actions.append(f"took the agent's finalizers off {kind} {ns}/{name}")
@@ -211,7 +211,7 @@ class Baseline:
                         continue  # missing from the snapshot (not made yet then): the cluster's, never deleted
                     if wanted is None:
                         self._unhold(collection, item, None)
-                        self._delete(collection, name)
+                        self._delete(collection, name, item)
                         actions.append(f"deleted {kind} {ns}/{name} (not in the baseline)")
                     elif kind in EXTRAS_ONLY:
                         if self._unhold(collection, item, wanted):
@@ -220,6 +220,7 @@ class Baseline:
                     elif item["metadata"].get("uid") != wanted["metadata"].get("uid") or _comparable(item) != _comparable(wanted):
                         self._put_back(collection, wanted, item)
                         actions.append(f"restored {kind} {ns}/{name}")
+        actions += cut_long_graces(self.kube, self.namespaces)
         for ns in self.namespaces:
             # the last attempt's Events (its fault's, its agent's) are no part of the app's post-deploy state
             try:
@@ -367,9 +368,12 @@ class Baseline:
             else:
                 raise
 
-    def _delete(self, collection: str, name: str) -> None:
+    def _delete(self, collection: str, name: str, item: dict[str, Any] | None = None) -> None:
+        body: dict[str, Any] = {"propagationPolicy": "Background"}
+        if item is not None and _long_grace(item):
+            body["gracePeriodSeconds"] = 0  # a day-long grace would hold the reset, and the namespace (round 16)
         try:
-            self.kube.request("DELETE", f"{collection}/{name}", body={"propagationPolicy": "Background"})
+            self.kube.request("DELETE", f"{collection}/{name}", body=body)
         except ApiStatusError as exc:
             if exc.code != 404:
                 raise
@@ -591,6 +595,43 @@ def _drop_finalizers(kube: Kube, collection: str, item: dict[str, Any], keep: An
         if exc.code != 404:
             raise
     return True
+
+
+#: the longest a pod the reset deletes, or finds terminating, may take to stop: a pod may ask for any grace period
+#: (a day) and a process may ignore SIGTERM, so the reset would wait for it and a namespace could not go (red-team
+#: round 16, finding 1: every later deploy of the app on the kept cluster failed for a day)
+RESET_GRACE_S = 30
+
+
+def _long_grace(pod: dict[str, Any]) -> bool:
+    if pod.get("kind", "Pod") != "Pod" and "containers" not in (pod.get("spec") or {}):
+        return False
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    asked = meta.get("deletionGracePeriodSeconds") if meta.get("deletionTimestamp") else spec.get("terminationGracePeriodSeconds")
+    return isinstance(asked, int) and asked > RESET_GRACE_S
+
+
+def cut_long_graces(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:
+    """Delete at once (grace 0) every pod of ``namespaces`` that is terminating, or would terminate, over a grace
+    period longer than :data:`RESET_GRACE_S`. Only called where the pods are going anyway (the reset, the app's removal)."""
+    cut = []
+    for ns in namespaces:
+        try:
+            pods = kube.list_items(f"/api/v1/namespaces/{ns}/pods", "Pod")
+        except ApiStatusError:
+            continue
+        for pod in pods:
+            if not (pod["metadata"].get("deletionTimestamp") and _long_grace(pod)):
+                continue
+            try:
+                kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}",
+                             body={"propagationPolicy": "Background", "gracePeriodSeconds": 0})
+                cut.append(f"deleted Pod {ns}/{pod['metadata']['name']} at once (it asked for "
+                           f"{pod['metadata'].get('deletionGracePeriodSeconds')} s to stop)")
+            except ApiStatusError as exc:
+                if exc.code != 404:
+                    raise
+    return cut
 
 
 def release_finalizers(kube: Kube, namespaces: tuple[str, ...]) -> list[str]:

@@ -216,10 +216,10 @@ def probe_weaker(live: Any, shipped: Any) -> str | None:
     if kind_was in ("httpGet", "grpc") and kind_now == "tcpSocket":
         return f"checks only that a port accepts connections (the shipped {kind_was} probe asked the app's endpoint)"
     if kind_was in ("httpGet", "grpc", "tcpSocket") and kind_now == "exec":
-        port = str((shipped.get(kind_was) or {}).get("port", ""))
-        command = " ".join(str(word) for word in (live["exec"].get("command") or ()))
-        if not port or not re.search(rf"(?<![0-9]){re.escape(port)}(?![0-9])", command):
-            return f"runs a command that asks nothing of the shipped probe's port {port} (exec {live['exec'].get('command')})"
+        # a command in place of the kubelet's own check: whether it fails on a bad answer is the command's choice (round
+        # 16, finding 4: `curl -s` of the very path the fault broke exits 0 on its 404), so the check the app shipped
+        # is no longer made; a repair puts back a check of the shipped kind
+        return f"runs a command in place of the shipped {kind_was} check (exec {live['exec'].get('command')})"
     slow, was = _acts_after(live), _acts_after(shipped)
     if slow > max(SLOWEST_S, SLOWER_FACTOR * was):
         return f"acts only after {slow:g} s of failures (shipped: {was:g} s)"
@@ -266,8 +266,13 @@ def resources_weaker(live: Any, shipped: Any) -> str | None:
 
 
 def container_weaker(live: Mapping[str, Any], shipped: Mapping[str, Any]) -> list[str]:
-    """Every way a container's probes and resources are weaker than the shipped container's."""
+    """Every way a container's probes and resources are weaker than the shipped container's, and a lifecycle hook it
+    did not ship (a command run in the app's container at each start or stop: round 16, finding 3)."""
     found = []
+    hooks_now: Mapping[str, Any] = live["lifecycle"] if isinstance(live.get("lifecycle"), Mapping) else {}
+    hooks_was: Mapping[str, Any] = shipped["lifecycle"] if isinstance(shipped.get("lifecycle"), Mapping) else {}
+    found += [f"lifecycle {hook} added or changed" for hook in sorted(hooks_now)
+              if hooks_now.get(hook) and hooks_now.get(hook) != hooks_was.get(hook)]
     for field in PROBES:
         why = probe_weaker(live.get(field), shipped.get(field))
         if why:
@@ -353,10 +358,26 @@ def pod_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] | None
     grace_now, grace_was = (_number(now, "terminationGracePeriodSeconds", 30), _number(was, "terminationGracePeriodSeconds", 30))
     if grace_now > max(SLOWEST_S, SLOWER_FACTOR * grace_was):
         found.append(f"terminationGracePeriodSeconds {grace_now:g} (shipped {grace_was:g})")
+    # the root group for every process of the pod (round 16, finding 3: `supplementalGroups: [0]` beside a repair)
+    context_now, context_was = _context(now), _context(was)
+    if 0 in _ints(context_now.get("supplementalGroups")) and 0 not in _ints(context_was.get("supplementalGroups")):
+        found.append("supplementalGroups include the root group 0")
+    if str(context_now.get("fsGroup")) == "0" and str(context_was.get("fsGroup")) != "0":
+        found.append("fsGroup 0 (the root group owns the volumes)")
     paths = lambda spec: {str(v.get("name")) for v in spec.get("volumes") or () if isinstance(v, Mapping)  # noqa: E731
                           and v.get("hostPath") is not None}
     found += [f"hostPath volume {name} added" for name in sorted(paths(now) - paths(was))]
     return found
+
+
+def _ints(values: Any) -> set[int]:
+    out = set()
+    for value in values if isinstance(values, list | tuple) else ():
+        try:
+            out.add(int(value))
+        except (TypeError, ValueError):
+            continue
+    return out
 
 
 def _by_name(spec: Mapping[str, Any] | None, group: str = "containers") -> dict[str, Mapping[str, Any]]:
@@ -386,6 +407,14 @@ def template_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] |
     reference = next(iter(was.values()), {})
     found += [f"init container {name} added, {why}" for name in sorted(set(init_now) - set(init_was))
               for why in security_weaker(init_now[name], reference, live, shipped, omissions=False)]
+    # an init container with restartPolicy Always is a sidecar that runs for the pod's whole life (round 16, finding 3)
+    found += [f"init container {name} added as a sidecar (restartPolicy Always)" for name in sorted(set(init_now) - set(init_was))
+              if init_now[name].get("restartPolicy") == "Always" and init_was.get(name, {}).get("restartPolicy") != "Always"]
+    found += [f"init container {name} made a sidecar (restartPolicy Always)" for name in sorted(set(init_now) & set(init_was))
+              if init_now[name].get("restartPolicy") == "Always" and init_was[name].get("restartPolicy") != "Always"]
+    found += [f"init container {name}: lifecycle {hook} added or changed" for name in sorted(init_now)
+              for hook, body in (init_now[name].get("lifecycle") or {}).items()
+              if body and body != ((init_was.get(name) or {}).get("lifecycle") or {}).get(hook)]
     return found + pod_weaker(live, shipped)
 
 

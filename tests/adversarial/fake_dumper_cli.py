@@ -55,6 +55,7 @@ dump = {
     "get_app": http("/get_app"),
     "seen_at_start": {
         "intruder": kubectl("get", "pod", "intruder", "--ignore-not-found", "-o", "name")["out"].strip(),
+        "stubborn": kubectl("get", "pod", "stubborn", "stubborn-deleted", "--ignore-not-found", "-o", "name")["out"].strip(),
         "forged": kubectl("get", "pod", "forged", "--ignore-not-found", "-o", "name")["out"].strip(),
         "backdoor": kubectl("get", "rolebinding", "backdoor", "--ignore-not-found", "-o", "name")["out"].strip(),
         "standing_subjects": kubectl("get", "rolebinding", "sregym-agent", "--ignore-not-found",
@@ -144,6 +145,14 @@ plants["owned"] = kubectl("patch", "configmap", "reservation-config", "--type=me
     {"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "atk-owner", "uid": owner_uid}]}}))
 plants["root_ca"] = kubectl("patch", "configmap", "kube-root-ca.crt", "--type=merge", "-p", json.dumps(
     {"data": {"ca.crt": "-----BEGIN CERTIFICATE-----\nplanted\n-----END CERTIFICATE-----\n"}, "immutable": True}))
+# round 16, finding 1: pods that ask for a day to stop and ignore SIGTERM, one left running, one deleted by the agent
+# (terminating for that day): the reset must not wait a day for them, nor a namespace deletion
+for name in ("stubborn", "stubborn-deleted"):
+    plants[name] = kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"terminationGracePeriodSeconds": 86400, "containers": [{
+            "name": "c", "image": image, "command": ["sh", "-c", "trap '' TERM INT HUP; while true; do sleep 1; done"]}]}}))
+plants["stubborn_delete"] = kubectl("delete", "pod", "stubborn-deleted", "--wait=false")
 dump["plants"] = plants
 with open("dump.json", "w") as handle:
     json.dump(dump, handle, indent=1)

@@ -11,7 +11,9 @@ outlive its attempt. Two attempts run back to back on the shared embedded cluste
 * round 14: a pod made again while a Secret it reads held other credentials (the Secret then put back) is made again
   by the reset, and ServiceAccount ``default`` is put back as shipped;
 * round 15: a ConfigMap made immutable, one given an owner the agent made, and the namespace's ``kube-root-ca.crt``
-  replaced and made immutable are all as deployed in the next attempt.
+  replaced and made immutable are all as deployed in the next attempt;
+* round 16: pods that ask for a day to stop and ignore SIGTERM (one running, one already deleted) hold neither the reset
+  nor the run.
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ def test_what_the_agent_planted_does_not_survive_the_reset(two_attempts):
     # the second attempt started from the baseline, without them
     assert second["seen_at_start"]["intruder"] == "" and second["seen_at_start"]["forged"] == ""
     assert second["seen_at_start"]["backdoor"] == ""
+    assert second["seen_at_start"]["stubborn"] == ""
     # round 13: the first attempt's LimitRange squeezed a frontend pod it made again; the reset removed both
     assert "50m" in first["squeezed"], first["squeezed"]
     assert second["seen_at_start"]["limit_range"] == ""
@@ -146,6 +149,8 @@ def test_what_the_agent_planted_does_not_survive_the_reset(two_attempts):
     cluster = two_attempts["cluster"]
     pods = _admin(cluster, "get", "pods", "-n", NS, "-o", "name").stdout.split()
     assert pods and "pod/intruder" not in pods and "pod/forged" not in pods
+    # round 16, finding 1: the pods that asked for a day to stop are gone (the run above ended, its reset too)
+    assert "pod/stubborn" not in pods and "pod/stubborn-deleted" not in pods, pods
     assert _admin(cluster, "get", "rolebinding", "backdoor", "-n", NS, "--ignore-not-found", "-o", "name").stdout == ""
     assert second["swapped_pod"] and f"pod/{second['swapped_pod']}" not in pods
     assert _admin(cluster, "exec", "-n", NS, "deploy/user", "--", "sh", "-c", "echo $DB_USER").stdout == deployed_user["out"]

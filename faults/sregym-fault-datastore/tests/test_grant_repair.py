@@ -69,3 +69,34 @@ def test_db_drop_user_is_repaired_by_the_role_as_it_was_not_a_superuser(database
     assert postgres.drop_user_present(ctx, target, {})
     database(f"ALTER ROLE {APP} NOSUPERUSER NOCREATEROLE")
     assert not postgres.drop_user_present(ctx, target, {})
+
+
+def test_a_repair_that_makes_the_login_role_a_member_of_another_role_is_no_repair(database):
+    """Red-team round 16, finding 2: the right table grant plus membership in ``pg_execute_server_program`` (the
+    service's own login then runs programs on the database) or in the database's owner passed as the repair."""
+    ctx, target = SimpleNamespace(state={}), None
+    postgres.revoke_inject(ctx, target, {})
+    database(f"GRANT SELECT ON public.geo TO {APP}")
+    assert not postgres.revoke_present(ctx, target, {})  # the repair
+    for extra, undo in ((f"GRANT pg_execute_server_program TO {APP}", f"REVOKE pg_execute_server_program FROM {APP}"),
+                        (f"GRANT {ADMIN} TO {APP}", f"REVOKE {ADMIN} FROM {APP}"),
+                        (f"GRANT CREATE ON SCHEMA public TO {APP}", f"REVOKE CREATE ON SCHEMA public FROM {APP}")):
+        database(extra)
+        assert postgres.revoke_present(ctx, target, {}), extra
+        database(undo)
+        assert not postgres.revoke_present(ctx, target, {}), undo
+
+
+def test_a_dropped_role_made_again_in_another_role_is_no_repair(database):
+    ctx, target = SimpleNamespace(state={}), None
+    postgres.drop_user_inject(ctx, target, {})
+    database(f"CREATE ROLE {APP} LOGIN PASSWORD 'b' IN ROLE {ADMIN}, pg_execute_server_program")
+    database(f"GRANT SELECT ON public.geo TO {APP}")
+    assert postgres.drop_user_present(ctx, target, {})
+    database(f"REVOKE {ADMIN}, pg_execute_server_program FROM {APP}")
+    assert not postgres.drop_user_present(ctx, target, {})
+    # and the recovery makes the role as it was, memberships included (none here)
+    database(f"DROP OWNED BY {APP}")
+    database(f"DROP ROLE {APP}")
+    postgres.drop_user_recover(ctx, target, {})
+    assert not postgres.drop_user_present(ctx, target, {})

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
-from .sql import app_roles, login_refused, psql, quote_ident, role_powers, table_grants
+from .sql import app_roles, login_refused, psql, quote_ident, role_powers, role_standing, table_grants
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -31,20 +31,28 @@ def _qualified(table: str) -> str:
 def revoke_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     grants = {role: table_grants(ctx, target, role) for role in app_roles(ctx, target)}
     ctx.state["grants"] = grants
+    ctx.state["standing"] = {role: role_standing(ctx, target, role) for role in grants}
     for role in grants:
         psql(ctx, target, f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {quote_ident(role)}")
 
 
-def _granted_otherwise(ctx: FaultContext, target: Target, role: str, grants: Any) -> bool:
+def _granted_otherwise(ctx: FaultContext, target: Target, role: str, grants: Any, standing: Any = None) -> bool:
     """Does ``role`` hold other privileges than its recorded ``grants``: one missing (the fault), or more than it had,
     or an elevated attribute (a repair that hands the login role everything, up to SUPERUSER, is no repair: red-team
-    round 15, finding 4)?"""
+    round 15, finding 4), or other role memberships or schema rights than it had (a member of
+    ``pg_execute_server_program`` or of the database's owner: round 16, finding 2)?"""
     live = set(map(tuple, table_grants(ctx, target, role)))
-    return live != set(map(tuple, grants)) or bool(role_powers(ctx, target, role))
+    if live != set(map(tuple, grants)) or role_powers(ctx, target, role):
+        return True
+    was = standing or {"member_of": [], "schema_create": False}
+    now = role_standing(ctx, target, role)
+    return sorted(now["member_of"]) != sorted(was["member_of"]) or (now["schema_create"] and not was["schema_create"])
 
 
 def revoke_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
-    return any(_granted_otherwise(ctx, target, role, grants) for role, grants in ctx.state.get("grants", {}).items())
+    standing = ctx.state.get("standing") or {}
+    return any(_granted_otherwise(ctx, target, role, grants, standing.get(role))
+               for role, grants in ctx.state.get("grants", {}).items())
 
 
 def revoke_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
@@ -61,7 +69,7 @@ def drop_user_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any
     for role in roles:
         secret = psql(ctx, target, f"SELECT rolpassword FROM pg_authid WHERE rolname = '{role}'")
         saved[role] = {"password": secret[0][0] if secret and secret[0] else None,
-                       "grants": table_grants(ctx, target, role)}
+                       "grants": table_grants(ctx, target, role), "standing": role_standing(ctx, target, role)}
         psql(ctx, target, f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {quote_ident(role)}")
         psql(ctx, target, f"REVOKE ALL ON SCHEMA public FROM {quote_ident(role)}", check=False)
         psql(ctx, target, f"DROP OWNED BY {quote_ident(role)}", check=False)
@@ -75,7 +83,8 @@ def drop_user_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any
 def drop_user_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     names = [r[0] for r in psql(ctx, target, "SELECT rolname FROM pg_roles")]
     roles = ctx.state.get("roles", {})
-    return any(role not in names or _granted_otherwise(ctx, target, role, saved["grants"]) for role, saved in roles.items())
+    return any(role not in names or _granted_otherwise(ctx, target, role, saved["grants"], saved.get("standing"))
+               for role, saved in roles.items())
 
 
 def drop_user_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
@@ -88,6 +97,8 @@ def drop_user_recover(ctx: FaultContext, target: Target, params: Mapping[str, An
         psql(ctx, target, f"GRANT USAGE ON SCHEMA public TO {quote_ident(role)}", check=False)
         for table, privilege in saved["grants"]:
             psql(ctx, target, f"GRANT {privilege} ON {_qualified(table)} TO {quote_ident(role)}")
+        for member_of in (saved.get("standing") or {}).get("member_of", []):
+            psql(ctx, target, f"GRANT {quote_ident(member_of)} TO {quote_ident(role)}")
 
 
 # ------------------------------------------------------------------ db-password-rotated

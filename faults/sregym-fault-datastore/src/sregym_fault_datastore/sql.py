@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError, TemporaryFaultError
 
@@ -104,3 +104,14 @@ def role_powers(ctx: FaultContext, target: Target, role: str) -> list[str]:
 
 def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def role_standing(ctx: FaultContext, target: Target, role: str) -> dict[str, Any]:
+    """What ``role`` holds besides its table grants and attributes: the roles it is a member of (a predefined
+    ``pg_execute_server_program`` runs programs, the database's owner brings every right of the owner) and whether it
+    may create objects in schema ``public`` (red-team round 16, finding 2: both passed as a grant repair)."""
+    members = psql(ctx, target, "SELECT b.rolname FROM pg_auth_members m JOIN pg_roles b ON b.oid = m.roleid "
+                                f"JOIN pg_roles r ON r.oid = m.member WHERE r.rolname = '{role}' ORDER BY 1")
+    create = psql(ctx, target, f"SELECT has_schema_privilege('{role}', 'public', 'CREATE')", check=False)
+    return {"member_of": [r[0] for r in members if r and r[0]],
+            "schema_create": bool(create and create[0] and create[0][0] in ("t", "true"))}

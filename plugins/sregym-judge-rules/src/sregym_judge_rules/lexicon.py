@@ -68,7 +68,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "selector-mismatch": (
         "only forwards to pods tagged", "forwards only to pods tagged", "pods tagged as", "none of .. pods is tagged", "no pod is tagged", "selector + does not match", "selector + matches no", "selector + match no", "selector + no pod",
         "selector + not tagged", "selector + require*", "selector + demand*", "selector + mismatch*",
-        "selector + changed", "selector + wrong", "selector mismatch", "label mismatch",
+        "selector + changed", "selector + wrong", "selector mismatch", "label mismatch", "selector + no longer match*",
         "does not match any pod", "matches no pods", "selects no pods", "looking for pods tagged",
         "routes to nothing", "not tagged that way",
     ),

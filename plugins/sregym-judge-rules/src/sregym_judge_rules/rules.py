@@ -1849,7 +1849,8 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
     components = tuple(components)
     read = [_read_with_asides(s, topic, truths, truth_faults, components, s.index in exonerating) for s in sentences]
     # "two faults on geo: ...": every other mechanism of the text is one of the causes it says there are
-    several = any(_SEVERAL_FAULTS.search(s.flat) for s in sentences if not s.hedged) or _table_of_causes(sentences)
+    several = (any(_SEVERAL_FAULTS.search(s.flat) for s in sentences if not s.hedged) or _table_of_causes(sentences)
+               or _listed_under_cause(sentences))
     # the mechanisms named over the items of each list (a list of candidates is one enumeration)
     per_list: dict[int, set[str]] = {}
     for s, (families_here, _found, _details, _other) in zip(sentences, read, strict=True):
@@ -2029,7 +2030,9 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
     for family, patterns in lexicon.MECHANISMS.items():
         if family in truth_faults or exonerating:  # "its liveness probe is fine" blames nothing
             continue
-        hit = _match_any(words, patterns)
+        # where the sentence states its cause first: "its readiness probe asks for /ready-v2, so it never becomes
+        # Ready" names the probe as the cause before the words of its effect (round 16, finding 5)
+        hit = (_match_any(words[:cause_end], patterns) if cause_end < len(words) else None) or _match_any(words, patterns)
         if not hit or any(hit[1][0] < e and b < hit[1][1] for b, e in spans):
             continue
         spans.append(hit[1])  # the same words assert one mechanism ("liveness": not two liveness faults)
@@ -2057,7 +2060,10 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
 # second fault"): a diagnosis that adds a false cause to the right one is wrong (red-team round 14, finding 4)
 _ADDITIVE = re.compile(r"\b(?:in addition|additionally|on top of (?:that|this|it)|as well|besides|moreover|furthermore|"
                        r"also|too|(?:a|the) second (?:fault|cause|problem|defect|issue)|two (?:faults|causes|problems|defects|issues)|"
-                       r"another (?:fault|cause|problem|defect|issue))\b")
+                       r"another (?:fault|cause|problem|defect|issue))\b"
+                       # "... does not match Secret geo-db either" (a negative "also"), "(and its memory limit to 12Mi)":
+                       # red-team round 16, finding 5
+                       r"|\beither\W*$|\(\s*and\s+(?:its|the|their|his|her)\s+[\w\s.'-]{1,40}?\s+(?:to|at|was|were|is|set)\b")
 
 
 def _table_of_causes(sentences: Sequence[reading.Sentence]) -> bool:
@@ -2069,6 +2075,18 @@ def _table_of_causes(sentences: Sequence[reading.Sentence]) -> bool:
     rows = [s for s in sentences if s.index > header.index and s.flat.lstrip().startswith("|")
             and not re.fullmatch(r"[\s|:-]*", s.flat)]
     return len(rows) >= 2
+
+
+def _listed_under_cause(sentences: Sequence[reading.Sentence]) -> bool:
+    """A "Root cause:" heading over a list of two items or more: each item is one of the causes it gives, whatever
+    the heading's number (red-team round 16, finding 5: a singular heading over two bullets, one false)."""
+    for heading in sentences:
+        if heading.listed < 0 and re.fullmatch(r"\W*(?:the\s+)?(?:root[\s-]+)?cause\W*", heading.flat.strip()):
+            after = [s for s in sentences if s.index > heading.index]
+            # the list right under the heading (a list after a sentence of prose details that one cause)
+            if after and after[0].listed >= 0 and len([s for s in after if s.listed == after[0].listed]) >= 2:
+                return True
+    return False
 
 
 #: a change stated as done to something ("was lowered to", "has been changed", "were set to")
