@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from sregym_core.conductor.reconcile import RESET_GRACE_S, Baseline, cut_long_graces
+from sregym_core.errors import DeployError
 
 NS = "hotel"
 
@@ -54,3 +57,27 @@ def test_cut_long_graces_takes_only_terminating_pods_over_the_bound():
     cut = cut_long_graces(api, (NS,))
     assert [(m, n, b["gracePeriodSeconds"]) for m, n, b in api.calls] == [("DELETE", "deleted-slowly", 0)]
     assert len(cut) == 1 and "86400 s" in cut[0]
+
+
+def test_the_resets_wait_cuts_a_pod_the_put_back_template_replaced_over_a_long_grace():
+    """Round 16, finding 1 again: the repaired template with a 599 s grace and a preStop hook that sleeps; once the
+    reset put the template back, its old pods terminated over that grace and the reset's wait ran out."""
+    import asyncio
+
+    from sregym_core.conductor.reconcile import wait_ready
+
+    class Going(Api):
+        def request(self, method, path, body=None, **_):
+            super().request(method, path, body)
+            if method == "DELETE" and (body or {}).get("gracePeriodSeconds") == 0:
+                self.pods = [p for p in self.pods if p["metadata"]["name"] != path.rsplit("/", 1)[-1]]
+            return {}
+
+    api = Going([pod("geo-old", "u1", grace=599, terminating=599)])
+    assert asyncio.run(wait_ready(api, (NS,), 5, cut_graces=True)) < 5
+    assert api.pods == []
+    # the plain wait (after a deploy) leaves pods to their own grace
+    api = Going([pod("geo-old", "u1", grace=599, terminating=599)])
+    with pytest.raises(DeployError, match="did not become ready"):
+        asyncio.run(wait_ready(api, (NS,), 1))
+    assert [p["metadata"]["name"] for p in api.pods] == ["geo-old"]

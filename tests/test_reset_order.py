@@ -68,7 +68,7 @@ def _environment(events: list[str], workload: _Workload, late: list[str]) -> Env
 def ready(monkeypatch):
     events: list[str] = []
 
-    async def wait_ready(kube, namespaces, timeout, what=""):
+    async def wait_ready(kube, namespaces, timeout, what="", cut_graces=False):
         events.append("ready")
 
     async def restart_entered_pods(self, namespaces, timeout):

@@ -388,7 +388,8 @@ class Environment:
             lap("after_reconcile")
         if pause_users and users_during_settle and users is not None:
             await self._pause_workload(users)
-        await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset")
+        await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout, what=f"app {name!r} after reset",
+                         cut_graces=True)
         lap("ready")
         if checks_volumes and volumes is not None:
             late = await asyncio.to_thread(volumes.restore_late_changes)
@@ -396,7 +397,7 @@ class Environment:
                 log.info("volumes_changed_late", actions=late)
                 actions += late
                 await wait_ready(self.kube, deployed.namespaces, deployed.app.deploy_timeout,
-                                 what=f"app {name!r} after its volumes were put back")
+                                 what=f"app {name!r} after its volumes were put back", cut_graces=True)
             await asyncio.to_thread(volumes.mark)  # what the next attempt starts from
             lap("late_and_mark")
         if deployed.workload is not None:  # as deployed (an agent's /control write does not carry over)

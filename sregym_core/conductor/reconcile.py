@@ -701,11 +701,17 @@ def workload_generations(kube: Kube, namespaces: tuple[str, ...]) -> dict[tuple[
             for kind, ns, obj in replicated_workloads(kube, namespaces)}
 
 
-async def wait_ready(kube: Kube, namespaces: tuple[str, ...], timeout: float, *, what: str = "the app") -> float:
-    """Wait until every pod is Ready and every workload has its replicas; return seconds waited."""
+async def wait_ready(kube: Kube, namespaces: tuple[str, ...], timeout: float, *, what: str = "the app",
+                     cut_graces: bool = False) -> float:
+    """Wait until every pod is Ready and every workload has its replicas; return seconds waited. ``cut_graces`` (the
+    reset's wait): a pod found terminating over a grace period longer than :data:`RESET_GRACE_S` goes at once, as the
+    reset's own deletions do (red-team round 16: the repaired template's pods, made with a 599 s grace and a preStop
+    hook that sleeps, held the reset's wait once the put-back template replaced them)."""
     started = time.monotonic()
     last: list[str] = []
     while time.monotonic() - started < timeout:
+        if cut_graces:
+            await asyncio.to_thread(cut_long_graces, kube, namespaces)
         last = await asyncio.to_thread(lambda: workloads_settled(kube, namespaces) + pods_not_ready(kube, namespaces))
         if not last:
             return time.monotonic() - started
