@@ -400,3 +400,7 @@ def test_a_sidecar_by_another_name_a_start_hook_or_the_root_group_is_weaker():
     assert template_weaker({**shipped, "securityContext": {"supplementalGroups": [1000]}}, shipped) == []
     ends = {"name": "migrate", "image": "hotel:1", "command": ["sh", "-c", "true"]}
     assert template_weaker({**shipped, "initContainers": [ends]}, shipped) == []
+    # a shipped init container turned into a sidecar
+    with_init = {**shipped, "initContainers": [ends]}
+    assert template_weaker({**shipped, "initContainers": [{**ends, "restartPolicy": "Always"}]}, with_init) == [
+        "init container migrate made a sidecar (restartPolicy Always)"]

@@ -604,7 +604,9 @@ RESET_GRACE_S = 30
 
 
 def _long_grace(pod: dict[str, Any]) -> bool:
-    if pod.get("kind", "Pod") != "Pod" and "containers" not in (pod.get("spec") or {}):
+    """Is ``pod`` (a listed object: any kind) a pod terminating, or that would terminate, over more than
+    :data:`RESET_GRACE_S`?"""
+    if pod.get("kind") != "Pod":
         return False
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     asked = meta.get("deletionGracePeriodSeconds") if meta.get("deletionTimestamp") else spec.get("terminationGracePeriodSeconds")
@@ -710,11 +712,11 @@ async def wait_ready(kube: Kube, namespaces: tuple[str, ...], timeout: float, *,
     started = time.monotonic()
     last: list[str] = []
     while time.monotonic() - started < timeout:
-        if cut_graces:
-            await asyncio.to_thread(cut_long_graces, kube, namespaces)
         last = await asyncio.to_thread(lambda: workloads_settled(kube, namespaces) + pods_not_ready(kube, namespaces))
         if not last:
             return time.monotonic() - started
+        if cut_graces and any(item.endswith("(terminating)") for item in last):  # listed again only then
+            await asyncio.to_thread(cut_long_graces, kube, namespaces)
         await asyncio.sleep(0.5)
     raise DeployError(f"{what} did not become ready within {timeout:g} s",
                       hints=tuple(f"not ready: {item}" for item in last[:10]))

@@ -54,11 +54,9 @@ class FaultScheduler:
             except asyncio.CancelledError:
                 # cut while injecting (Ctrl-C, the attempt ending): the fault's write may be in already while its
                 # inject still notes what it changed, so it is recovered with the others (CI of stop 51)
-                self._injected.append(instance)
-                self._ever.append(instance)
+                self._mark_injected(instance)
                 raise
-            self._injected.append(instance)
-            self._ever.append(instance)
+            self._mark_injected(instance)
             self._events[instance.id].set()
             if instance.when.duration:
                 await asyncio.sleep(instance.when.duration)
@@ -70,6 +68,10 @@ class FaultScheduler:
             log.warning("fault_schedule_failed", instance=instance.id, error=str(exc))
             self._errors.append(exc)
             self._events[instance.id].set()
+
+    def _mark_injected(self, instance: FaultInstance) -> None:
+        self._injected.append(instance)
+        self._ever.append(instance)
 
     async def replay(self, name: str) -> None:
         """Re-inject trigger ``name`` (an instance id) for its duration, then recover it."""

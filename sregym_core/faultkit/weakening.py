@@ -268,11 +268,7 @@ def resources_weaker(live: Any, shipped: Any) -> str | None:
 def container_weaker(live: Mapping[str, Any], shipped: Mapping[str, Any]) -> list[str]:
     """Every way a container's probes and resources are weaker than the shipped container's, and a lifecycle hook it
     did not ship (a command run in the app's container at each start or stop: round 16, finding 3)."""
-    found = []
-    hooks_now: Mapping[str, Any] = live["lifecycle"] if isinstance(live.get("lifecycle"), Mapping) else {}
-    hooks_was: Mapping[str, Any] = shipped["lifecycle"] if isinstance(shipped.get("lifecycle"), Mapping) else {}
-    found += [f"lifecycle {hook} added or changed" for hook in sorted(hooks_now)
-              if hooks_now.get(hook) and hooks_now.get(hook) != hooks_was.get(hook)]
+    found = [f"lifecycle {hook} added or changed" for hook in hooks_changed(live, shipped)]
     for field in PROBES:
         why = probe_weaker(live.get(field), shipped.get(field))
         if why:
@@ -281,6 +277,16 @@ def container_weaker(live: Mapping[str, Any], shipped: Mapping[str, Any]) -> lis
     if why:
         found.append(why)
     return found
+
+
+def hooks_changed(live: Mapping[str, Any], shipped: Mapping[str, Any] | None) -> list[str]:
+    """The lifecycle hooks (``postStart``, ``preStop``) a container has that the shipped one did not, or not so."""
+    def hooks(container: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        value = (container or {}).get("lifecycle")
+        return value if isinstance(value, Mapping) else {}
+
+    now, was = hooks(live), hooks(shipped)
+    return [hook for hook in sorted(now) if now[hook] and now[hook] != was.get(hook)]
 
 
 def _context(spec: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -408,13 +414,11 @@ def template_weaker(live: Mapping[str, Any] | None, shipped: Mapping[str, Any] |
     found += [f"init container {name} added, {why}" for name in sorted(set(init_now) - set(init_was))
               for why in security_weaker(init_now[name], reference, live, shipped, omissions=False)]
     # an init container with restartPolicy Always is a sidecar that runs for the pod's whole life (round 16, finding 3)
-    found += [f"init container {name} added as a sidecar (restartPolicy Always)" for name in sorted(set(init_now) - set(init_was))
-              if init_now[name].get("restartPolicy") == "Always" and init_was.get(name, {}).get("restartPolicy") != "Always"]
-    found += [f"init container {name} made a sidecar (restartPolicy Always)" for name in sorted(set(init_now) & set(init_was))
-              if init_now[name].get("restartPolicy") == "Always" and init_was[name].get("restartPolicy") != "Always"]
+    found += [f"init container {name} {'made' if name in init_was else 'added as'} a sidecar (restartPolicy Always)"
+              for name in sorted(init_now) if init_now[name].get("restartPolicy") == "Always"
+              and (init_was.get(name) or {}).get("restartPolicy") != "Always"]
     found += [f"init container {name}: lifecycle {hook} added or changed" for name in sorted(init_now)
-              for hook, body in (init_now[name].get("lifecycle") or {}).items()
-              if body and body != ((init_was.get(name) or {}).get("lifecycle") or {}).get(hook)]
+              for hook in hooks_changed(init_now[name], init_was.get(name))]
     return found + pod_weaker(live, shipped)
 
 

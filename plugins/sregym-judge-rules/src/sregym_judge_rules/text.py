@@ -50,6 +50,11 @@ _DATASTORE_PREFIXES = ("postgres", "postgresql", "mongodb", "mongo", "mysql", "d
 _DATASTORE_SUFFIXES = ("db", "database", "postgres", "postgresql", "mongodb", "mongo", "mysql", "redis", "memcached", "cache")
 _CACHE_WORDS = ("memcached", "redis", "valkey", "cache")
 
+
+def _is_cache(name: str) -> bool:
+    """Is a component, by a part of its name, a cache (``memcached-profile``, ``home-timeline-redis``)?"""
+    return any(w in name.split("-") for w in _CACHE_WORDS)
+
 _NEGATION = re.compile(
     r"\b(?:not|no|never|without|rather than|instead of|ruled out|rule out|nothing to do with|unrelated to)\b"
     r"(?:\s+\S+){0,3}\s*$"
@@ -401,10 +406,10 @@ def description_pattern(name: str, others: frozenset[str]) -> re.Pattern[str] | 
         forms.append(rf"(?<!\w)(?:{'|'.join([stems, *synonyms])})[ -](?!controller|ingress|proxy|config)[a-z]+[ -]"
                      rf"(?:service|server|program|microservice|converter|checker|handler)s?(?![\w-])")
     owner = datastore_owner(name)
-    cache = any(w in name.split("-") for w in _CACHE_WORDS)
+    cache = _is_cache(name)
     # another datastore of the same owner and the same sort (two caches, two databases) makes it ambiguous
     twins = [o for o in others if o != name and datastore_owner(o) == owner and o != owner
-             and any(w in o.split("-") for w in _CACHE_WORDS) == cache]
+             and _is_cache(o) == cache]
     stores = (r"(?:cache|memcached|redis|valkey)" if cache
               else r"(?:tables?|database|db|postgres(?:ql)?|mysql|mongo(?:db)?|datastore|data store)")
     if owner != name and not twins and re.fullmatch(r"[a-z]+", owner):
@@ -418,7 +423,7 @@ def description_pattern(name: str, others: frozenset[str]) -> re.Pattern[str] | 
         forms.append(rf"(?<![\w-]){stores}\s+(?:that|which)\s+(?:holds?|stores?|keeps?|caches?|serves?|backs?)\s+"
                      rf"(?:[\w']+\s+){{0,2}}{words}s?(?![\w-])")
         forms.append(rf"(?<![\w-]){stores}\s+(?:behind|backing|of|for|serving)\s+(?:the\s+)?{words}s?(?:\s+service)?(?![\w-])")
-    if owner != name and not cache and not any(datastore_owner(o) != o and not any(w in o.split("-") for w in _CACHE_WORDS)
+    if owner != name and not cache and not any(datastore_owner(o) != o and not _is_cache(o)
                                                for o in others if o != name):
         # the app's only database, called so ("the FleetCast datastore", "our database"; not "the datastore manager")
         # (what something else is for or acts on, "the manager program for our database", names that other thing)
@@ -447,7 +452,7 @@ def _distributed_stores(clause: str, known: frozenset[str]) -> list[Mention]:
             if owner.group(0) == "and":
                 continue
             stores = [k for k in known if k != owner.group(0) and datastore_owner(k) == owner.group(0)
-                      and any(w in k.split("-") for w in _CACHE_WORDS) == cache]
+                      and _is_cache(k) == cache]
             if len(stores) == 1:
                 out.append(Mention(stores[0], -1, match.start(1) + owner.start(), match.start(1) + owner.end()))
     for match in _PREFIX_LIST.finditer(clause):
@@ -469,13 +474,14 @@ def find_mentions(clause_list: Sequence[Clause], components: Iterable[str], rese
     ``known`` (the app's components)."""
     names = [(c.lower(), False) for c in set(components)] + [(r.lower(), True) for r in set(reserved) if r]
     names.sort(key=lambda item: len(item[0]), reverse=True)
-    everyone = frozenset({c.lower() for c in known} | {n for n, r in names if not r})
+    own = {n for n, r in names if not r}
+    everyone = frozenset({c.lower() for c in known} | own)
     found: list[Mention] = []
     for index, clause in enumerate(clause_list):
         candidates: list[tuple[Mention, bool]] = []
         # a datastore named through its owner in a list of a datastore word claims that owner's name first
         listed_stores = [attrs.evolve(m, clause=index) for m in _distributed_stores(clause.text, everyone)
-                         if m.component in {n for n, r in names if not r}]
+                         if m.component in own]
         for name, is_reserved in names:
             for match in component_pattern(name).finditer(clause.text):
                 candidates.append((Mention(name, index, match.start(), match.end()), is_reserved))
