@@ -337,6 +337,7 @@ _PHRASE_RE = re.compile(
     + r")(?:s|es|ed)?(?![a-z0-9])")
 
 
+@functools.lru_cache(maxsize=65536)  # a judgement stems the same few thousand words again and again
 def stem(word: str) -> str:
     """A crude English stem: plural, past, progressive and comparative endings off, a doubled final consonant
     and a final "e" dropped ("composing" and "compose", "dropped" and "drop", "matches" and "match")."""
@@ -401,6 +402,11 @@ def _phrase_key(token: str, family: dict[str, str]) -> str:
 
 def concepts(flat: str) -> list[tuple[str, int, int]]:
     """The concepts of a flattened text, each with the span of the words that carry it."""
+    return list(_concepts(flat))
+
+
+@functools.lru_cache(maxsize=8192)  # one sentence is read against every mechanism of every truth
+def _concepts(flat: str) -> tuple[tuple[str, int, int], ...]:
     family = _family_of()
     out = []
     joined = _join_phrases(flat)
@@ -411,7 +417,7 @@ def concepts(flat: str) -> list[tuple[str, int, int]]:
             continue
         key = _phrase_key(token, family) if "_" in token else stem(token)
         out.append((family.get(key, key), match.start(), match.end()))
-    return out
+    return tuple(out)
 
 
 def split_compounds(statement: str) -> str:
@@ -565,7 +571,7 @@ def statements(mechanism: str, prose: str = "", names: tuple[str, ...] = ()) -> 
 
 def present(sentence_flat: str, mechanism: str) -> list[tuple[str, tuple[int, int]]]:
     """The mechanism's concepts a sentence carries, each with the span that carries it."""
-    return _found(sentence_flat, mechanism)[1]
+    return list(_found(sentence_flat, mechanism)[1])
 
 
 def coverage(sentence_flat: str, mechanism: str) -> tuple[float, int, list[tuple[int, int]]]:
@@ -579,11 +585,12 @@ def coverage(sentence_flat: str, mechanism: str) -> tuple[float, int, list[tuple
     return (sum(weight[c] for c, _s in got) / total, sum(1 for c, _s in got if weight[c] == 1.0), [s for _c, s in got])
 
 
-def _found(sentence_flat: str, mechanism: str) -> tuple[tuple[tuple[str, float], ...], list[tuple[str, tuple[int, int]]]]:
+@functools.lru_cache(maxsize=16384)  # a sentence meets each truth's statements in several readings of one judgement
+def _found(sentence_flat: str, mechanism: str) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, tuple[int, int]], ...]]:
     """The mechanism's weighted concepts, and those the sentence carries with their spans."""
     wanted = mechanism_concepts(mechanism)
     if not wanted:
-        return wanted, []
+        return wanted, ()
     here: dict[str, tuple[int, int]] = {}
     for concept, a, b in concepts(sentence_flat):
         here.setdefault(concept, (a, b))
@@ -612,7 +619,7 @@ def _found(sentence_flat: str, mechanism: str) -> tuple[tuple[tuple[str, float],
     more = re.search(r"\s>\s", sentence_flat)
     if more and "more" not in here:
         here["more"] = (more.start() + 1, more.end() - 1)
-    return wanted, [(c, here[c]) for c, _w in wanted if c in here]
+    return wanted, tuple((c, here[c]) for c, _w in wanted if c in here)
 
 
 def gloss_spans(sentence_flat: str, mechanism: str) -> list[tuple[int, int]]:

@@ -337,7 +337,7 @@ def _required_literal(piece: str) -> str:
 
 
 @functools.lru_cache(maxsize=8192)
-def _compile_pattern(pattern: str) -> tuple[tuple[str, re.Pattern[str]], ...] | None:
+def pattern_pieces(pattern: str) -> tuple[tuple[str, re.Pattern[str]], ...] | None:
     """A vocabulary pattern's pieces as (a literal every match contains, the compiled piece);
     ``None`` when a piece has no words. A judgement tries every pattern of the lexicon on every
     sentence, hundreds of thousands of look-ups per replayed suite: the split is done once per
@@ -350,7 +350,7 @@ def _compile_pattern(pattern: str) -> tuple[tuple[str, re.Pattern[str]], ...] | 
 def find_pattern(flat: str, pattern: str, *, allow_negated: bool = False) -> tuple[int, int] | None:
     """The span of the first non-negated match of a vocabulary pattern in one flattened sentence (of its
     first piece, for ``a + b`` patterns)."""
-    pieces = _compile_pattern(pattern)
+    pieces = pattern_pieces(pattern)
     if not pieces:
         return None
     spans: list[tuple[int, int]] = []

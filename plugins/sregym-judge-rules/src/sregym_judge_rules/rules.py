@@ -1244,10 +1244,20 @@ def _names_an_object(keyword: str) -> bool:
 
 def _match_any(flat: str, patterns: Iterable[str]) -> tuple[str, tuple[int, int]] | None:
     for pattern in patterns:
+        # (most patterns lack their first literal in a sentence: that look-up is done here, without a call)
+        pieces = reading.pattern_pieces(pattern)
+        if not pieces or pieces[0][0] not in flat:
+            continue
         span = reading.find_pattern(flat, pattern)
         if span:
             return pattern, span
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _family_hits(flat: str) -> Mapping[str, tuple[str, tuple[int, int]]]:
+    """Every other family's first match in a sentence (read-only: cached, as one sentence meets every truth)."""
+    return {family: hit for family, patterns in lexicon.MECHANISMS.items() if (hit := _match_any(flat, patterns))}
 
 
 def _all_spans(flat: str, patterns: Iterable[str]) -> list[tuple[int, int]]:
@@ -2032,7 +2042,7 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             continue
         # where the sentence states its cause first: "its readiness probe asks for /ready-v2, so it never becomes
         # Ready" names the probe as the cause before the words of its effect (round 16, finding 5)
-        hit = (_match_any(words[:cause_end], patterns) if cause_end < len(words) else None) or _match_any(words, patterns)
+        hit = (_family_hits(words[:cause_end]).get(family) if cause_end < len(words) else None) or _family_hits(words).get(family)
         if not hit or any(hit[1][0] < e and b < hit[1][1] for b, e in spans):
             continue
         spans.append(hit[1])  # the same words assert one mechanism ("liveness": not two liveness faults)

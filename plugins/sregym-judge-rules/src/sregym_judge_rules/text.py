@@ -311,6 +311,33 @@ def component_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w.-])(?<!//)(?:{names}){suffix}(?![\w-]|:\d|\.(?!svc\b|[a-z0-9-]+\.svc\b)[a-z])")
 
 
+@functools.lru_cache(maxsize=4096)
+def _component_literals(name: str) -> re.Pattern[str]:
+    """The literal texts one of which every match of :func:`component_pattern` contains (its alternatives)."""
+    return _any_of(tuple(_name_variants(name)) + tuple(_datastore_aliases(name)))
+
+
+def _any_of(literals: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(literal) for literal in sorted(set(literals), key=len)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _description_literals(name: str, others: frozenset[str]) -> re.Pattern[str] | None:
+    """Texts one of which every match of :func:`description_pattern` contains (a superset: a clause without
+    any of them is not scanned): a unique part's stem or a synonym's first word, and for a datastore its owner's
+    first word and the words an only database is called by."""
+    name = name.lower()
+    other_parts = {p for o in others if o != name for p in o.split("-")}
+    unique = [p for p in name.split("-") if len(p) >= 4 and p not in _GENERIC_PARTS
+              and not any(o.startswith(p) for o in other_parts)]
+    literals = [p if re.search(r"\d", p) else (p[:-1] if p.endswith("e") else p) for p in unique]
+    literals += [re.split(r"[\s-]+", s)[0] for p in unique for s in _PART_SYNONYMS.get(p, ())]
+    owner = datastore_owner(name)
+    if owner != name:
+        literals += [owner.split("-")[0], "database", "datastore", "data store"]
+    return _any_of(tuple(literals)) if literals else None
+
+
 def _short_word(matched: str, name: str) -> bool:
     """Is this a one-word short form of a longer name ("preserve" for ts-preserve-service)? Such a word is
     plain English too: it names the component only with a resource noun, a possessive or quotes, even
@@ -483,9 +510,14 @@ def find_mentions(clause_list: Sequence[Clause], components: Iterable[str], rese
         listed_stores = [attrs.evolve(m, clause=index) for m in _distributed_stores(clause.text, everyone)
                          if m.component in own]
         for name, is_reserved in names:
-            for match in component_pattern(name).finditer(clause.text):
-                candidates.append((Mention(name, index, match.start(), match.end()), is_reserved))
-            described = None if is_reserved else description_pattern(name, everyone)
+            # (a clause holds a few of the app's names: one without a name's literal texts is not scanned)
+            if _component_literals(name).search(clause.text):
+                for match in component_pattern(name).finditer(clause.text):
+                    candidates.append((Mention(name, index, match.start(), match.end()), is_reserved))
+            literals = None if is_reserved else _description_literals(name, everyone)
+            if literals is None or not literals.search(clause.text):
+                continue
+            described = description_pattern(name, everyone)
             for match in described.finditer(clause.text) if described is not None else ():
                 candidates.append((Mention(name, index, match.start(), match.end()), False))
         candidates.sort(key=lambda item: (-(item[0].end - item[0].start), item[0].start))
