@@ -48,11 +48,15 @@ LIVE_FIXTURES = {"embedded_cluster", "shared_cluster", "deployed_app"}
 #: API): the landing suite grades no service level (docs/ci.md), the window only has to see the
 #: content of a few answers; validation runs (``--validation``) keep every problem's own window
 LANDING_ORACLE_WINDOW_S = "5"
+#: and the graces before grading (the mitigation's 2 s, the clients' 3 s to reconnect) capped: they keep a
+#: service level from counting the seconds after a fix, which no landing test grades (SREGYM_GRADING_GRACE)
+LANDING_GRADING_GRACE_S = "0.5"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if not (config.getoption("--validation") or os.environ.get("SREGYM_VALIDATION") == "1"):
         os.environ.setdefault("SREGYM_ORACLE_WINDOW", LANDING_ORACLE_WINDOW_S)
+        os.environ.setdefault("SREGYM_GRADING_GRACE", LANDING_GRADING_GRACE_S)
     # Under pytest-xdist (./test.sh runs two workers), every worker gets its own SREGYM_HOME: its
     # session cluster and the clusters its tests start live apart from the other worker's, whose
     # names they share. Addresses stay distinct machine-wide (the embedded cluster's range registry).

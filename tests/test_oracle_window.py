@@ -40,3 +40,27 @@ def test_the_run_command_reads_the_window_from_the_environment():
     assert "SREGYM_ORACLE_WINDOW" in help_text
     option = next(p for p in cli.get_command(None, "run").params if p.name == "oracle_window")
     assert option.envvar == "SREGYM_ORACLE_WINDOW"
+
+
+def test_the_grading_grace_cap_shortens_graces_only_where_set(monkeypatch):
+    from sregym_core.conductor.attempt import AttemptSettings, grading_grace
+    from sregym_core.errors import ConfigError
+
+    defaults = AttemptSettings()
+    monkeypatch.delenv("SREGYM_GRADING_GRACE", raising=False)
+    assert grading_grace(defaults.mitigation_grace) == defaults.mitigation_grace == 2.0
+    assert grading_grace(defaults.reconnect_grace) == defaults.reconnect_grace == 3.0
+    monkeypatch.setenv("SREGYM_GRADING_GRACE", "0.5")
+    assert grading_grace(defaults.mitigation_grace) == 0.5 and grading_grace(0.2) == 0.2  # a cap, never longer
+    for bad in ("soon", "-1", "nan"):
+        monkeypatch.setenv("SREGYM_GRADING_GRACE", bad)
+        with pytest.raises(ConfigError, match="SREGYM_GRADING_GRACE"):
+            grading_grace(2.0)
+
+
+def test_the_landing_suite_caps_the_graces_and_validation_keeps_them():
+    import os
+
+    # conftest.py sets both for the landing suite (this process); `--validation` sets neither
+    assert os.environ.get("SREGYM_VALIDATION") == "1" or (
+        os.environ["SREGYM_ORACLE_WINDOW"] == "5" and os.environ["SREGYM_GRADING_GRACE"] == "0.5")

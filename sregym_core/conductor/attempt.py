@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import time
 import uuid
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from ..agent_api.kubectl_tool import KubectlTool
 from ..agent_api.server import AgentServer, ServeSettings
 from ..agent_api.stages import GRADED_STAGES, StageDesk
 from ..agents import AgentOutcome, AgentTask, PrivilegedAccess
-from ..errors import SregymError
+from ..errors import ConfigError, SregymError
 from ..faults import FaultContext, call_fault
 from ..grant_rules import uniform_grants
 from ..oracles.config_paths import ConfigKey, fault_changes
@@ -54,6 +55,27 @@ log = structlog.get_logger()
 _RBAC = "/apis/rbac.authorization.k8s.io/v1"
 
 STAGES = ("setup", "diagnosis", "mitigation", "tearing_down", "done")
+
+
+#: caps every grace before grading (the mitigation's, the clients' reconnect): the landing suite sets it
+#: (conftest.py), as it grades no service level (docs/ci.md); users and validation runs keep the full graces
+GRADING_GRACE_ENV = "SREGYM_GRADING_GRACE"
+
+
+def grading_grace(seconds: float) -> float:
+    """``seconds``, or less where ``SREGYM_GRADING_GRACE`` caps it."""
+    cap = os.environ.get(GRADING_GRACE_ENV, "").strip()
+    if not cap:
+        return seconds
+    try:
+        value = float(cap)
+    except ValueError:
+        raise ConfigError(f"{GRADING_GRACE_ENV}={cap!r} is not a number of seconds",
+                          hints=[f"unset {GRADING_GRACE_ENV}, or set it to a number such as 0.5"]) from None
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{GRADING_GRACE_ENV}={cap!r} is not a number of seconds >= 0",
+                          hints=[f"unset {GRADING_GRACE_ENV}, or set it to a number such as 0.5"])
+    return min(seconds, value)
 
 
 @attrs.define
@@ -532,7 +554,7 @@ class Attempt:
         if self.settings.oracle_window:
             config = _override_window(config, self.settings.oracle_window)
         oracle = build_oracle(config, extra=oracles, source=f"problem {self.problem.id}")
-        await asyncio.sleep(self.settings.mitigation_grace)
+        await asyncio.sleep(grading_grace(self.settings.mitigation_grace))
         if self.grant_guard.grants:  # a change beyond the granted fields fails the mitigation, even if undone
             recorded = await asyncio.to_thread(self.grant_guard.check)
             if recorded:
@@ -776,7 +798,7 @@ class OracleAccess:
         if attempt.settled_at is None and attempt.settings.settle_timeout > 0:
             started = time.monotonic()
             if await wait_converged(attempt.env.kube, attempt.deployed.namespaces, attempt.settings.settle_timeout):
-                attempt.settled_at = time.monotonic() + attempt.settings.reconnect_grace
+                attempt.settled_at = time.monotonic() + grading_grace(attempt.settings.reconnect_grace)
             else:  # never converged (or stuck on an image it cannot pull): measure what users get now
                 attempt.settled_at = time.monotonic()
             attempt.settle_wait_s = round(time.monotonic() - started, 2)
