@@ -76,6 +76,45 @@ def test_the_packages_are_built_without_isolation_after_their_build_requirements
     monkeypatch.setattr(tool, "packages", lambda: [a, b])
     monkeypatch.setattr(sys, "argv", ["dev_install.py", "--venv", str(venv_dir)])
     assert tool.main() == 0
-    requirements, packages = calls
+    fetch_uv, requirements, packages = calls
+    assert fetch_uv[-1] == tool.UV  # uv could not be had here (the call is a fake): pip installs
     assert requirements[-3:] == ["cython", "setuptools>=68", "wheel"] and "-e" not in requirements
     assert "--no-build-isolation" in packages and packages[-2:] == ["-e", str(b)]
+
+
+def test_uv_installs_with_every_release_pinned_and_pip_does_where_uv_cannot(tmp_path, monkeypatch, capsys):
+    tool = _tool()
+    a = _package(tmp_path, "a", "[build-system]\nrequires = ['setuptools>=68']\n[project]\nname = 'a'\n")
+    venv_dir = tmp_path / "venv"
+    (venv_dir / "bin").mkdir(parents=True)
+    (venv_dir / "bin" / "python").symlink_to(sys.executable)
+    calls = []
+
+    def fake_call(command):  # pip installing uv puts its binary into the environment, as the real one does
+        calls.append(command)
+        if command[-1] == tool.UV:
+            (venv_dir / "bin" / "uv").write_text("")
+        return 0
+
+    monkeypatch.setattr(tool.subprocess, "call", fake_call)
+    monkeypatch.setattr(tool, "packages", lambda: [a])
+    monkeypatch.setattr(sys, "argv", ["dev_install.py", "--venv", str(venv_dir)])
+    assert tool.main() == 0
+    fetch_uv, requirements, packages = calls
+    assert fetch_uv[1:4] == ["-m", "pip", "install"]
+    for command in (requirements, packages):
+        assert command[:3] == [str(venv_dir / "bin" / "uv"), "pip", "install"]
+        assert command[command.index("--python") + 1] == str(venv_dir / "bin" / "python")
+        assert command[command.index("-c") + 1] == str(tool.CONSTRAINTS)
+    # the pins are the checkout's: every line a release of a third-party package, none of ours
+    pins = [line for line in tool.CONSTRAINTS.read_text().splitlines() if line and not line.startswith("#")]
+    assert pins and all("==" in line for line in pins)
+    assert not any(line.lower().startswith(("sregym", "uv==")) for line in pins)
+    # without uv (it could not be installed), pip installs, with the same pins
+    (venv_dir / "bin" / "uv").unlink()
+    monkeypatch.setattr(tool.subprocess, "call", lambda command: calls.append(command) or 0)
+    monkeypatch.setattr(sys, "argv", ["dev_install.py", "--venv", str(venv_dir), "--force"])
+    del calls[:]
+    assert tool.main() == 0
+    assert all(command[1:4] == ["-m", "pip", "install"] for command in calls)
+    assert str(tool.CONSTRAINTS) in calls[-1] and "uv could not be installed" in capsys.readouterr().err

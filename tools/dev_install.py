@@ -46,6 +46,12 @@ def extras_for(path: Path) -> str:
 
 
 STAMP = ".sregym-dev-install.sha256"
+#: every third-party release pinned (``--lock`` writes it from the environment): a fresh machine resolves
+#: nothing, whatever PyPI published since, so CI installs what the last green run had
+CONSTRAINTS = ROOT / "tools" / "constraints.txt"
+#: the installer: uv resolves and installs the ~130 packages in a fraction of pip's time (a fresh setup
+#: ~30 s instead of ~100 s, docs/ci.md); pip does it where uv cannot be installed
+UV = "uv==0.13.9"
 
 
 def build_requirements(targets: list[Path]) -> list[str]:
@@ -59,9 +65,35 @@ def build_requirements(targets: list[Path]) -> list[str]:
     return sorted(found | {"wheel"})  # setuptools before 70.1 builds an editable wheel with `wheel`
 
 
+def installer(venv_dir: Path) -> list[str]:
+    """``uv pip install`` for the environment (uv installed into it by pip first), else ``pip install``."""
+    python = venv_dir / "bin" / "python"
+    uv = venv_dir / "bin" / "uv"
+    if not uv.exists():
+        subprocess.call([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", UV])
+    if uv.exists():
+        return [str(uv), "pip", "install", "--python", str(python), "-q"]
+    print("dev_install: uv could not be installed; installing with pip", file=sys.stderr, flush=True)
+    return [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+
+
+def write_lock(venv_dir: Path) -> int:
+    """Pin every third-party release the environment holds into :data:`CONSTRAINTS`."""
+    frozen = subprocess.run([str(venv_dir / "bin" / "python"), "-m", "pip", "freeze", "--exclude-editable"],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    pins = sorted(line for line in frozen if line and not line.startswith("#") and " @ " not in line
+                  and not line.lower().startswith("uv=="))
+    header = CONSTRAINTS.read_text().splitlines()[:2] if CONSTRAINTS.is_file() else []
+    CONSTRAINTS.write_text("\n".join([*header, *pins]) + "\n")
+    print(f"{len(pins)} releases pinned in {CONSTRAINTS.relative_to(ROOT)}")
+    return 0
+
+
 def install_stamp(targets: list[Path]) -> str:
     """What the install depends on: the interpreter, and every package's pyproject.toml and extras."""
     digest = hashlib.sha256(sys.version.encode())
+    if CONSTRAINTS.is_file():
+        digest.update(CONSTRAINTS.read_bytes())
     for path in targets:
         digest.update(f"{path}{extras_for(path)}".encode())
         digest.update((path / "pyproject.toml").read_bytes())
@@ -73,6 +105,7 @@ def main() -> int:
     parser.add_argument("--venv", default=os.environ.get("SREGYM_VENV", str(ROOT / ".venv")))
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--force", action="store_true", help="install even if nothing changed")
+    parser.add_argument("--lock", action="store_true", help=f"pin the environment's releases into {CONSTRAINTS.name}")
     args = parser.parse_args()
     targets = packages()
     if args.list:
@@ -80,6 +113,8 @@ def main() -> int:
             print(path.relative_to(ROOT) if path != ROOT else ".")
         return 0
     venv_dir = Path(args.venv)
+    if args.lock:
+        return write_lock(venv_dir)
     python = venv_dir / "bin" / "python"
     if not python.exists():
         venv.create(venv_dir, with_pip=True)
@@ -88,7 +123,7 @@ def main() -> int:
         print(f"{len(targets)} packages already installed in {venv_dir} (no pyproject.toml changed)", flush=True)
         return 0
     stamp_file.unlink(missing_ok=True)  # a failed or interrupted install must not be taken as done
-    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    pip = installer(venv_dir) + (["-c", str(CONSTRAINTS)] if CONSTRAINTS.is_file() else [])
     code = subprocess.call(pip + build_requirements(targets))
     if code != 0:
         return code
