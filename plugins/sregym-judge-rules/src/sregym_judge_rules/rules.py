@@ -1977,6 +1977,10 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             # gives NXDOMAIN"): a symptom there, not the mechanism asserted
             spans.extend(_all_spans(words, vocab))
             continue
+        if _presence_denied(s.flat, hit[1], t):
+            # "the nodes have no taint" for a taint the fault added: the thing denied, not asserted
+            spans.extend(_all_spans(words, vocab))
+            continue
         if _a_sibling_decides(words, hit[0], t, vocab, truth_faults):
             # a word two faults share ("liveness") next to the other one's own words ("wrong path" for a
             # too-aggressive probe): the sentence states the sibling fault of the same object
@@ -2264,7 +2268,23 @@ _TWIN_FIELDS = (
      re.compile(r"\b(?:memory|cpu|resources?)\s+limits?\b|\blimits?\s+(?:of|for|on)\s+(?:memory|cpu)\b")),
     (re.compile(r"\breadiness\s*(?:probe|check)?\b"), re.compile(r"\bliveness\s*(?:probe|check)?\b")),
     (re.compile(r"\bingress\b"), re.compile(r"\begress\b")),
+    # a Service's targetPort (the pods' side) and the port it exposes, or the container's own port: "the Service
+    # listens on the wrong front port", "the container was changed to listen on 9091"
+    (re.compile(r"\btarget\s*ports?\b"),
+     re.compile(r"\b(?:front|outside|outer|public|exposed|external|incoming|container)\s*ports?\b")),
 )
+
+
+# a mechanism that takes something away (its absence is the fault): "has no X" states it, not denies it
+_ABSENCE = re.compile(r"\b(?:missing|miss|removed?|deleted?|revoked?|dropped|drop|lacks?|lacking|lost|absent|without|no|"
+                      r"never|stripped|unset|empty|cleared?)\b")
+_HAS_NO = re.compile(r"\b(?:have|has|had|carry|carries|carried)\s+no\s+(?:[\w-]+\s+){0,2}$")
+
+
+def _presence_denied(flat: str, span: tuple[int, int], truth: GroundTruth) -> bool:
+    """Does the sentence say its subject *has no* of what the fault added ("the nodes have no taint", "the namespace has
+    no NetworkPolicy")? For a fault that takes something away ("missing permission"), "has no" states the fault."""
+    return bool(_HAS_NO.search(flat[: span[0]])) and not _ABSENCE.search(text.flatten(truth.mechanism))
 
 
 def _sibling_field(flat: str, truth: GroundTruth) -> bool:

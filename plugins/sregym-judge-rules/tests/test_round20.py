@@ -1,0 +1,30 @@
+"""The judge's twentieth round (issue #35): readings found from the misses of the tuned blind sets, each tested on
+texts written for these tests (never the blind sets' own items, which stay measurement material)."""
+
+from __future__ import annotations
+
+
+def test_the_port_a_service_exposes_is_not_its_target_port(passes):
+    right = ("The user Service's targetPort was moved to 8087, a port nothing in the user pods listens on, so every "
+             "call to user is refused.")
+    assert passes("hotel-wrong-target-port-user", right)
+    assert passes("hotel-wrong-target-port-user", "The user Service's target port is 8087 while the user container "
+                                                  "listens on 8086, so connections to user are refused.")
+    # the Service's other port (the one clients dial), or the container's own: the right object, another field
+    for other in ("The user Service now exposes the wrong front port, so clients dialling user on 8086 get nothing; "
+                  "put the Service's port back.",
+                  "The user Service's external port was changed, so callers dial a port the Service no longer offers."):
+        assert not passes("hotel-wrong-target-port-user", other)
+
+
+def test_having_none_of_what_the_fault_added_denies_it_and_having_none_of_what_it_took_states_it(passes):
+    # the fault added a taint: "the nodes have no taint" denies it, whatever else the text blames
+    assert not passes("social-taint-no-toleration-post-storage-service",
+                      "The nodes have no taint, I checked. post-storage-service is Pending because of its image.")
+    assert passes("social-taint-no-toleration-post-storage-service",
+                  "The node carries a NoSchedule taint that post-storage-service does not tolerate, so its pod stays "
+                  "Pending.")
+    # the fault took a permission away: "has no permission" is the fault itself
+    assert passes("astronomy-sa-missing-permission-frontend-proxy",
+                  "frontend-proxy's ServiceAccount has no RBAC permission to get configmaps, so its config-sync init "
+                  "container is forbidden and the pod never starts.")
