@@ -404,3 +404,24 @@ def test_a_sidecar_by_another_name_a_start_hook_or_the_root_group_is_weaker():
     with_init = {**shipped, "initContainers": [ends]}
     assert template_weaker({**shipped, "initContainers": [{**ends, "restartPolicy": "Always"}]}, with_init) == [
         "init container migrate made a sidecar (restartPolicy Always)"]
+
+
+def test_a_code_loading_variable_or_a_shell_around_the_service_is_weaker():
+    # red-team round 17, findings A and B: beside the fix, PYTHONPATH pointed at a ConfigMap with sitecustomize.py, and
+    # the service's command wrapped in `sh -c "(loop) & exec service"`
+    shipped = {"containers": [{"name": "geo", "image": "hotel:1", "args": ["geo"],
+                               "env": [{"name": "LOG_LEVEL", "value": "info"}]}]}
+    loader = {"name": "geo", "image": "hotel:1", "args": ["geo"],
+              "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "PYTHONPATH", "value": "/opt/atk"}]}
+    assert template_weaker({"containers": [loader]}, shipped) == [
+        "container geo: env PYTHONPATH added or changed (it loads code)"]
+    wrapped = {"name": "geo", "image": "hotel:1", "args": ["geo"], "env": [{"name": "LOG_LEVEL", "value": "info"}],
+               "command": ["sh", "-c", "(while true; do date; sleep 10; done) & exec python -m serve \"$@\"", "sh"]}
+    assert template_weaker({"containers": [wrapped]}, shipped) == [
+        "container geo: command wrapped in a shell script (the app shipped none)"]
+    # an ordinary variable added or changed, other arguments (a cache given more memory), the shipped shell kept: not
+    fixed = {"name": "geo", "image": "hotel:1", "args": ["geo", "-m", "128"], "env": [{"name": "LOG_LEVEL", "value": "debug"}]}
+    assert template_weaker({"containers": [fixed]}, shipped) == []
+    shelled = {"containers": [{"name": "geo", "image": "hotel:1", "command": ["/bin/sh", "-c", "exec geo"],
+                               "env": [{"name": "PYTHONPATH", "value": "/app"}]}]}
+    assert template_weaker(shelled, shelled) == []

@@ -265,10 +265,47 @@ def resources_weaker(live: Any, shipped: Any) -> str | None:
     return None
 
 
+#: variables that make a runtime load code of the writer's choosing at start (a module path, a preloaded library,
+#: options that name a script or an agent)
+CODE_LOADERS = frozenset({"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "LD_PRELOAD", "LD_LIBRARY_PATH",
+                          "LD_AUDIT", "NODE_OPTIONS", "NODE_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+                          "JDK_JAVA_OPTIONS", "PERL5OPT", "PERL5LIB", "RUBYOPT", "RUBYLIB", "BASH_ENV", "ENV",
+                          "GOFLAGS"})
+
+
+def _env(container: Mapping[str, Any]) -> dict[str, Any]:
+    return {str(e.get("name")): (e.get("value"), e.get("valueFrom")) for e in (container.get("env") or ())
+            if isinstance(e, Mapping)}
+
+
+def loaders_changed(live: Mapping[str, Any], shipped: Mapping[str, Any] | None) -> list[str]:
+    """The code-loading variables (:data:`CODE_LOADERS`) a container sets that the shipped one did not, or not so:
+    red-team round 17, finding A (``PYTHONPATH`` at a ConfigMap holding ``sitecustomize.py``, beside the fix)."""
+    now, was = _env(live), _env(shipped or {})
+    return [name for name in sorted(now) if name in CODE_LOADERS and now[name] != was.get(name)]
+
+
+_SHELL_C = re.compile(r"^(?:\S*/)?(?:sh|bash|ash|dash|zsh|busybox)$")
+
+
+def wrapped_in_shell(live: Mapping[str, Any], shipped: Mapping[str, Any] | None) -> bool:
+    """Is the container's process started by a shell script (``sh -c ...``) where the app shipped none? A process
+    started beside the service by its own command is a sidecar inside its container (round 17, finding B)."""
+    def shell(container: Mapping[str, Any] | None) -> bool:
+        words = [str(w) for w in [*((container or {}).get("command") or ()), *((container or {}).get("args") or ())]]
+        return bool(words) and bool(_SHELL_C.match(words[0])) and "-c" in words[1:3]
+
+    return shell(live) and not shell(shipped)
+
+
 def container_weaker(live: Mapping[str, Any], shipped: Mapping[str, Any]) -> list[str]:
     """Every way a container's probes and resources are weaker than the shipped container's, and a lifecycle hook it
-    did not ship (a command run in the app's container at each start or stop: round 16, finding 3)."""
+    did not ship (a command run in the app's container at each start or stop: round 16, finding 3), a code-loading
+    variable it did not ship, or a shell script in place of its own command (round 17, findings A and B)."""
     found = [f"lifecycle {hook} added or changed" for hook in hooks_changed(live, shipped)]
+    found += [f"env {name} added or changed (it loads code)" for name in loaders_changed(live, shipped)]
+    if wrapped_in_shell(live, shipped):
+        found.append("command wrapped in a shell script (the app shipped none)")
     for field in PROBES:
         why = probe_weaker(live.get(field), shipped.get(field))
         if why:
