@@ -100,3 +100,25 @@ def test_a_dropped_role_made_again_in_another_role_is_no_repair(database):
     database(f"DROP ROLE {APP}")
     postgres.drop_user_recover(ctx, target, {})
     assert not postgres.drop_user_present(ctx, target, {})
+
+
+def test_a_definer_function_default_privileges_or_create_on_the_database_is_no_repair(database):
+    # red-team round 17, finding C: the dropped role made again with its grant, and beside it a SECURITY DEFINER
+    # function owned by the database's owner that runs any SQL, default privileges and CREATE on the database
+    ctx, target = SimpleNamespace(state={}), None
+    postgres.drop_user_inject(ctx, target, {})
+    database(f"CREATE ROLE {APP} LOGIN PASSWORD 'b'")
+    database(f"GRANT SELECT ON public.geo TO {APP}")
+    assert not postgres.drop_user_present(ctx, target, {})
+    database("CREATE FUNCTION public.atk_exec(q text) RETURNS text LANGUAGE plpgsql SECURITY DEFINER AS "
+             "$f$ BEGIN EXECUTE q; RETURN 'ok'; END $f$")
+    database(f"ALTER FUNCTION public.atk_exec(text) OWNER TO {ADMIN}")
+    assert postgres.drop_user_present(ctx, target, {})
+    database("DROP FUNCTION public.atk_exec(text)")
+    assert not postgres.drop_user_present(ctx, target, {})
+    database(f"ALTER DEFAULT PRIVILEGES FOR ROLE {ADMIN} IN SCHEMA public GRANT ALL ON TABLES TO {APP}")
+    assert postgres.drop_user_present(ctx, target, {})
+    database(f"ALTER DEFAULT PRIVILEGES FOR ROLE {ADMIN} IN SCHEMA public REVOKE ALL ON TABLES FROM {APP}")
+    assert not postgres.drop_user_present(ctx, target, {})
+    database(f"GRANT CREATE ON DATABASE {DB} TO {APP}")
+    assert postgres.drop_user_present(ctx, target, {})

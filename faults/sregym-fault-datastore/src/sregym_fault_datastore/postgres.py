@@ -46,7 +46,11 @@ def _granted_otherwise(ctx: FaultContext, target: Target, role: str, grants: Any
         return True
     was = standing or {"member_of": [], "schema_create": False}
     now = role_standing(ctx, target, role)
-    return sorted(now["member_of"]) != sorted(was["member_of"]) or (now["schema_create"] and not was["schema_create"])
+    # (a standing recorded before a key existed counts as none of it)
+    return (sorted(now["member_of"]) != sorted(was["member_of"]) or (now["schema_create"] and not was["schema_create"])
+            or (now["database_create"] and not was.get("database_create", False))
+            or bool(set(now["definer_functions"]) - set(was.get("definer_functions", [])))
+            or now["default_privileges"] > was.get("default_privileges", 0))
 
 
 def revoke_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:

@@ -113,5 +113,18 @@ def role_standing(ctx: FaultContext, target: Target, role: str) -> dict[str, Any
     members = psql(ctx, target, "SELECT b.rolname FROM pg_auth_members m JOIN pg_roles b ON b.oid = m.roleid "
                                 f"JOIN pg_roles r ON r.oid = m.member WHERE r.rolname = '{role}' ORDER BY 1")
     create = psql(ctx, target, f"SELECT has_schema_privilege('{role}', 'public', 'CREATE')", check=False)
+    # round 17, finding C: CREATE on the database, a SECURITY DEFINER function of another role it may run (any SQL as
+    # that role), default privileges that hand it what another role creates later
+    row = psql(ctx, target, f"SELECT has_database_privilege('{role}', current_database(), 'CREATE'), "
+                            "(SELECT string_agg(p.oid::regprocedure::text, ';' ORDER BY 1) FROM pg_proc p JOIN pg_namespace "
+                            "n ON n.oid = p.pronamespace WHERE p.prosecdef AND n.nspname NOT IN ('pg_catalog', "
+                            "'information_schema') AND p.proowner <> (SELECT oid FROM pg_roles WHERE rolname = "
+                            f"'{role}') AND has_function_privilege('{role}', p.oid, 'EXECUTE')), "
+                            "(SELECT count(*) FROM pg_default_acl d, aclexplode(d.defaclacl) a WHERE a.grantee = "
+                            f"(SELECT oid FROM pg_roles WHERE rolname = '{role}'))", check=False)
+    database, definers, defaults = (row[0] + ["", "", ""])[:3] if row and row[0] else ("", "", "0")
     return {"member_of": [r[0] for r in members if r and r[0]],
-            "schema_create": bool(create and create[0] and create[0][0] in ("t", "true"))}
+            "schema_create": bool(create and create[0] and create[0][0] in ("t", "true")),
+            "database_create": database in ("t", "true"),
+            "definer_functions": [f for f in str(definers or "").split(";") if f],
+            "default_privileges": int(defaults) if str(defaults).isdigit() else 0}
