@@ -473,6 +473,12 @@ class BaselinePreserved:
             if bool(_get(new, "immutable")) != bool(_get(old, "immutable")):
                 violation("made_immutable", f"{kind} {namespace}/{name} immutable: {bool(_get(old, 'immutable'))} -> "
                                             f"{bool(_get(new, 'immutable'))}")
+            # a Service that publishes its unready pods no longer lets readiness gate its traffic: a readiness probe
+            # repaired beside it has no effect (red-team round 17, finding E)
+            if kind == "Service" and _get(new, "spec", "publishNotReadyAddresses") and \
+                    not _get(old, "spec", "publishNotReadyAddresses"):
+                violation("weakened", f"Service {namespace}/{name} publishes unready pods (publishNotReadyAddresses): "
+                                      "readiness no longer gates its traffic")
         injected = getattr(ctx, "fault_secret_values", None)  # optional in a context (Unreleased)
         for (kind, namespace, name), detail in credential_swaps(baseline, current, injected):
             if _matches(self.ignore, kind, name):
