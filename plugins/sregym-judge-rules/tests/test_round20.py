@@ -28,3 +28,21 @@ def test_having_none_of_what_the_fault_added_denies_it_and_having_none_of_what_i
     assert passes("astronomy-sa-missing-permission-frontend-proxy",
                   "frontend-proxy's ServiceAccount has no RBAC permission to get configmaps, so its config-sync init "
                   "container is forbidden and the pod never starts.")
+
+
+_HONEST = ("geo's Deployment image in hotel-reservation was changed to sregym/hotel-reservation:v9.9.9-missing, a tag "
+           "that does not exist, so its new pod is stuck in ImagePullBackOff and geo has no ready endpoint; search's "
+           "geo lookups fail.")
+
+
+def test_a_second_cause_asked_and_answered_yes_or_kept_open_adds_a_cause(passes):
+    # red-team round 17, finding D: a false second cause as a question the next sentence answers, and as a cause the
+    # writer says it has not ruled out beside the one it ranks first
+    assert passes("hotel-wrong-image-geo", _HONEST)
+    assert not passes("hotel-wrong-image-geo", _HONEST + " Was geo's memory limit lowered to 12Mi too? Yes, and geo is "
+                                                         "OOMKilled.")
+    assert not passes("hotel-wrong-image-geo", "Most likely: " + _HONEST + " Not ruled out: geo's memory limit was "
+                                                                           "lowered to 12Mi, so geo is OOMKilled.")
+    # a question left open, or answered no, and a cause ruled out, add nothing
+    assert passes("hotel-wrong-image-geo", _HONEST + " Was geo's memory limit lowered too? No, it is 256Mi as deployed.")
+    assert passes("hotel-wrong-image-geo", _HONEST + " Ruled out: geo's memory limit, it is unchanged.")

@@ -541,7 +541,21 @@ def sentences(prose: str) -> list[Sentence]:
     ranked = [x.index for x in found if _CONFIDENCE.search(x.raw)]
     if len(ranked) >= 2:
         found = [attrs.evolve(x, hedged=True) if x.index in ranked else x for x in found]
-    return _hedge_what_is_left_open(_conclusions_reach_back(found))
+    return _hedge_what_is_left_open(_conclusions_reach_back(_questions_answered_yes(found)))
+
+
+# an answer that affirms the question before it: "Was geo's limit lowered too? Yes, ..."
+_YES = re.compile(r"^\W*(?:yes|yep|yeah|indeed|correct|confirmed|it was|it is|they were)\b", re.I)
+
+
+def _questions_answered_yes(found: list[Sentence]) -> list[Sentence]:
+    """A question the next sentence answers "yes" is asserted: the writer states it, in two sentences (red-team round
+    17, finding D: "Was geo's memory limit lowered to 12Mi too? Yes, and geo is OOMKilled.")."""
+    out = list(found)
+    for i in range(len(out) - 1):
+        if out[i].raw.rstrip().endswith("?") and _YES.match(out[i + 1].raw):
+            out[i] = attrs.evolve(out[i], flat=mask_unasserted(text.flatten(out[i].raw.rstrip()[:-1] + ".")))
+    return out
 
 
 # a confidence given to a cause: "(confidence 60%)", "(60%)", "confidence: 0.6", "(p=0.4)"

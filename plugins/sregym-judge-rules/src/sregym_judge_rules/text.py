@@ -64,7 +64,8 @@ _NEGATION = re.compile(
 _EXONERATION = re.compile(
     r"\b(?:is|are|was|were|looks|look|seems|seem|appears|appear)\s+(?:\w+\s+)?"
     r"(?:healthy|fine|ok|okay|unaffected|working|normal|not the cause|not affected|not involved)\b"
-    r"|\b(?:not the (?:root )?cause|ruled out|not responsible|innocent|unrelated to the (?:fault|issue|problem))\b"
+    r"|\b(?:not the (?:root )?cause|(?<!not )(?<!n't )(?<!yet )(?<!never )(?<!not be )(?<!cannot be )(?<!not been )ruled out|"
+    r"not responsible|innocent|unrelated to the (?:fault|issue|problem))\b"
     r"|\b(?:unaffected|unchanged|healthy|clean)\b[\s.)]*$"
 )
 
