@@ -425,3 +425,24 @@ def test_a_code_loading_variable_or_a_shell_around_the_service_is_weaker():
     shelled = {"containers": [{"name": "geo", "image": "hotel:1", "command": ["/bin/sh", "-c", "exec geo"],
                                "env": [{"name": "PYTHONPATH", "value": "/app"}]}]}
     assert template_weaker(shelled, shelled) == []
+
+
+def _service(**spec):
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "search", "namespace": "hotel-reservation",
+                                                                "uid": "svc-search"},
+            "spec": {"selector": {"io.kompose.service": "search"}, "ports": [{"port": 8082, "targetPort": 8082}],
+                     **spec}}
+
+
+def test_a_service_made_to_publish_unready_pods_is_weakened():
+    # finding E: the readiness probe repaired, and beside it the Service told to route to pods whether ready or not
+    before = [_service()]
+    after = [_service(publishNotReadyAddresses=True, sessionAffinity="ClientIP")]
+    verdict = asyncio.run(baseline_preserved().evaluate(_Context(before, after)))
+    assert not verdict.passed
+    assert [v["violation"] for v in verdict.evidence["violations"]] == ["weakened"]
+    assert "publishNotReadyAddresses" in verdict.evidence["violations"][0]["detail"]
+    # shipped so (a headless peer-discovery Service), or left as shipped: not weakened
+    shipped = [_service(publishNotReadyAddresses=True)]
+    assert asyncio.run(baseline_preserved().evaluate(_Context(shipped, copy.deepcopy(shipped)))).passed
+    assert asyncio.run(baseline_preserved().evaluate(_Context(before, copy.deepcopy(before)))).passed
