@@ -70,8 +70,7 @@ def grading_grace(seconds: float) -> float:
     try:
         value = float(cap)
     except ValueError:
-        raise ConfigError(f"{GRADING_GRACE_ENV}={cap!r} is not a number of seconds",
-                          hints=[f"unset {GRADING_GRACE_ENV}, or set it to a number such as 0.5"]) from None
+        value = math.nan
     if not math.isfinite(value) or value < 0:
         raise ConfigError(f"{GRADING_GRACE_ENV}={cap!r} is not a number of seconds >= 0",
                           hints=[f"unset {GRADING_GRACE_ENV}, or set it to a number such as 0.5"])

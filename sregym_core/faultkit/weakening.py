@@ -157,6 +157,20 @@ def script_cannot_fail(script: str) -> bool | None:
     return not ((set(final) | exits) - {0})
 
 
+def _shell_script(words: Sequence[str]) -> tuple[str, list[str]] | None:
+    """(the script, the shell's flags) where ``words`` run a shell on a ``-c`` script (``sh -c``, ``bash -ec``,
+    ``busybox sh -c``); None otherwise."""
+    if not words or words[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return None
+    rest = list(words[1:])
+    if words[0].rsplit("/", 1)[-1] == "busybox" and rest and rest[0] in _SHELLS:
+        rest = rest[1:]
+    at = next((i for i, w in enumerate(rest) if w.startswith("-") and "c" in w[1:]), None)
+    if at is None or at + 1 >= len(rest):
+        return None
+    return rest[at + 1], [w for w in rest if w.startswith("-")]
+
+
 def _checks_nothing(probe: Mapping[str, Any]) -> bool:
     """An exec probe whose command cannot fail: ``true``, ``echo``, or a shell script that always exits 0."""
     command = ((probe.get("exec") or {}).get("command")) if isinstance(probe.get("exec"), Mapping) else None
@@ -165,14 +179,10 @@ def _checks_nothing(probe: Mapping[str, Any]) -> bool:
     words = [str(w).strip() for w in command]
     program = words[0].rsplit("/", 1)[-1]
     if program in _SHELLS:
-        rest = words[1:]
-        if program == "busybox" and rest and rest[0] in _SHELLS:
-            rest = rest[1:]
-        flags = [w for w in rest if w.startswith("-")]
-        at = next((i for i, w in enumerate(rest) if w.startswith("-") and "c" in w[1:]), None)
-        if at is None or at + 1 >= len(rest) or any("e" in f[1:] for f in flags if not f.startswith("--")):
+        shell = _shell_script(words)
+        if shell is None or any("e" in f[1:] for f in shell[1] if not f.startswith("--")):
             return False
-        return bool(script_cannot_fail(rest[at + 1]))
+        return bool(script_cannot_fail(shell[0]))
     if program == "env":  # env [VAR=value...] command
         rest = [w for w in words[1:] if "=" not in w and not w.startswith("-")]
         return bool(rest) and _checks_nothing({"exec": {"command": rest}})
@@ -285,15 +295,12 @@ def loaders_changed(live: Mapping[str, Any], shipped: Mapping[str, Any] | None) 
     return [name for name in sorted(now) if name in CODE_LOADERS and now[name] != was.get(name)]
 
 
-_SHELL_C = re.compile(r"^(?:\S*/)?(?:sh|bash|ash|dash|zsh|busybox)$")
-
-
 def wrapped_in_shell(live: Mapping[str, Any], shipped: Mapping[str, Any] | None) -> bool:
     """Is the container's process started by a shell script (``sh -c ...``) where the app shipped none? A process
     started beside the service by its own command is a sidecar inside its container (round 17, finding B)."""
     def shell(container: Mapping[str, Any] | None) -> bool:
         words = [str(w) for w in [*((container or {}).get("command") or ()), *((container or {}).get("args") or ())]]
-        return bool(words) and bool(_SHELL_C.match(words[0])) and "-c" in words[1:3]
+        return _shell_script(words) is not None
 
     return shell(live) and not shell(shipped)
 

@@ -198,6 +198,12 @@ _UNSURE = (
     # "the relative contribution of each is undetermined"
     r"(?:is|are|remains?|was|were)\s+(?:still\s+)?(?:undetermined|not (?:yet )?(?:determined|known))"
 )
+# "we have not ruled out X", "cannot exclude": what it names stays a candidate (a hedge; beside a ranked first cause,
+# a second cause: rules.py)
+_KEPT_OPEN_WORDS = (r"(?:cannot|can not|could not|did not|do not|have not|has not|not yet|not)\s+(?:yet\s+)?(?:be\s+)?"
+                    r"(?:rule|ruled|exclude|excluded)\b")
+#: the same, on its own, in normalized text (contractions expanded)
+KEPT_OPEN = re.compile(r"\b" + _KEPT_OPEN_WORDS)
 _HEDGE = re.compile(
     r"\b(?:either\b.{1,80}\bor|could be|might be|might also|may be|maybe|possibly|possible|perhaps|probably|"
     # (not what a component does "when unsure": a check that "refuses when unsure" fails closed; tenth round)
@@ -207,7 +213,7 @@ _HEDGE = re.compile(
     # "it is one of three: ...", "one of 4." : a count of candidates with nothing after it but the list
     r"one of (?:the )?(?:two|three|four|five|six|several|many|multiple|\d+)(?=\s*[:;,.)]|\s*$)|"
     # "we have not ruled out X, Y and Z", "cannot exclude": every one stays a candidate
-    r"(?:cannot|can not|could not|did not|do not|have not|has not|not yet|not)\s+(?:yet\s+)?(?:be\s+)?(?:rule|ruled|exclude|excluded)\b|"
+    + _KEPT_OPEN_WORDS + r"|"
     # "one of three reasons", "one of 2 likely causes", "one of several things": a choice, whatever the count
     r"one of (?:the )?(?:two|three|four|five|six|seven|several|many|multiple|a few|a couple of|\d+)\s+(?:\w+\s+)?"
     r"(?:reasons?|causes?|things|possibilit\w+|candidates?|explanations?|issues|problems|suspects?|options|hypothes\w+|"

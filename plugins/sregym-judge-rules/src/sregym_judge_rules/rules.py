@@ -1872,7 +1872,7 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
             if enumerated:
                 for family, evidence in other_here.items():
                     other.setdefault(family, evidence)
-            elif added is not None and _KEPT_OPEN.search(s.raw):
+            elif added is not None and reading.KEPT_OPEN.search(text.normalize(s.raw)):
                 # "Not ruled out: geo's memory limit was lowered to 12Mi": a second cause the writer keeps open beside
                 # the one it ranks first (red-team round 17, finding D)
                 for family, evidence in other_here.items():
@@ -1893,11 +1893,6 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
         if found_here:
             where.append(s.index)
     return found, other, where
-
-
-# a cause the writer says it cannot exclude: it stays one of the causes the diagnosis gives
-_KEPT_OPEN = re.compile(r"\b(?:cannot|can ?not|can't|could not|couldn't|did not|didn't|have not|haven't|has not|hasn't|"
-                        r"not yet|not)\s+(?:yet\s+)?(?:be\s+)?(?:rule|ruled|exclude|excluded)\b", re.I)
 
 
 _ASIDE = re.compile(r"\s*\(([^()]{1,160})\)")

@@ -322,15 +322,21 @@ def _any_of(literals: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(literal) for literal in sorted(set(literals), key=len)))
 
 
+def _unique_parts(name: str, others: frozenset[str]) -> list[str]:
+    """The parts of ``name`` (lower case) that say which component it is: no other name has them, or begins with them
+    ("travel" of ts-travel-service is in "travel2"), and they are no generic word."""
+    other_parts = {p for o in others if o != name for p in o.split("-")}
+    return [p for p in name.split("-") if len(p) >= 4 and p not in _GENERIC_PARTS
+            and not any(o.startswith(p) for o in other_parts)]
+
+
 @functools.lru_cache(maxsize=4096)
 def _description_literals(name: str, others: frozenset[str]) -> re.Pattern[str] | None:
     """Texts one of which every match of :func:`description_pattern` contains (a superset: a clause without
     any of them is not scanned): a unique part's stem or a synonym's first word, and for a datastore its owner's
     first word and the words an only database is called by."""
     name = name.lower()
-    other_parts = {p for o in others if o != name for p in o.split("-")}
-    unique = [p for p in name.split("-") if len(p) >= 4 and p not in _GENERIC_PARTS
-              and not any(o.startswith(p) for o in other_parts)]
+    unique = _unique_parts(name, others)
     literals = [p if re.search(r"\d", p) else (p[:-1] if p.endswith("e") else p) for p in unique]
     literals += [re.split(r"[\s-]+", s)[0] for p in unique for s in _PART_SYNONYMS.get(p, ())]
     owner = datastore_owner(name)
@@ -417,10 +423,7 @@ def description_pattern(name: str, others: frozenset[str]) -> re.Pattern[str] | 
     service" for compose-post-service), and a datastore by its owner ("reservation's main table", "the
     database behind profiles" for postgres-profile)."""
     name = name.lower()
-    other_parts = {p for o in others if o != name for p in o.split("-")}
-    # (a part another name begins with is not unique either: "travel" of ts-travel-service is in "travel2")
-    unique = [p for p in name.split("-") if len(p) >= 4 and p not in _GENERIC_PARTS
-              and not any(o.startswith(p) for o in other_parts)]
+    unique = _unique_parts(name, others)
     forms = []
     if unique:
         # the part in any form ("catalog" and "catalogue", "compose" and "composing"); a part with digits exactly
