@@ -133,6 +133,9 @@ class Attempt:
         #: (namespace, secret, key) -> value of the app's Secrets as the faults left them (baseline_preserved: a key
         #: holding what a fault put there is no credential swap)
         self.fault_secret_values: dict[tuple[str, str, str], str] = {}
+        #: (kind, namespace, name) -> the paths of its pod template or Service spec the faults changed (read around each
+        #: injection; weakening.changed_paths): all a fix may change there beyond a known-harmless repair. None: unknown
+        self.fault_workload_changes: dict[tuple[str, str, str], set[tuple[str, ...]]] | None = {}
         #: when the app had converged after the mitigation (see OracleAccess.workload_stats)
         self.settled_at: float | None = None
         self.settle_wait_s: float | None = None
@@ -197,12 +200,52 @@ class Attempt:
 
     async def _inject(self, instance: FaultInstance) -> None:
         spec = self.faults[instance.fault]
-        self.env.host.before_inject(self.problem, instance)
-        await call_fault(spec.impl.inject, self.contexts[instance.id], self.targets[instance.id], instance.params)
-        self.env.host.after_inject(self.problem, instance)
+        before = await self._list_templated()
+        try:
+            self.env.host.before_inject(self.problem, instance)
+            await call_fault(spec.impl.inject, self.contexts[instance.id], self.targets[instance.id], instance.params)
+            self.env.host.after_inject(self.problem, instance)
+        finally:  # a fault cut or failed midway may have written part of its change: that part is the fault's too
+            await self._note_workload_changes(before)
         log.info("fault_injected", fault=instance.fault, target=instance.target, instance=instance.id)
         await self._note_config_changes()
         await self._note_rbac()
+
+    async def _list_templated(self) -> list[dict[str, Any]] | None:
+        """The app's Deployments, StatefulSets, DaemonSets and Services now; None where the listing fails."""
+        paths = (("/apis/apps/v1/namespaces/{ns}/deployments", "Deployment"),
+                 ("/apis/apps/v1/namespaces/{ns}/statefulsets", "StatefulSet"),
+                 ("/apis/apps/v1/namespaces/{ns}/daemonsets", "DaemonSet"), ("/api/v1/namespaces/{ns}/services", "Service"))
+
+        def listing() -> list[dict[str, Any]]:
+            out: list[dict[str, Any]] = []
+            for ns in self.deployed.namespaces:
+                for path, kind in paths:
+                    try:
+                        out += self.env.kube.list_items(path.format(ns=ns), kind)
+                    except Exception as exc:
+                        if getattr(exc, "code", None) != 404:  # a namespace not (yet) there holds nothing
+                            raise
+            return out
+
+        try:
+            return await asyncio.to_thread(listing)
+        except Exception as exc:  # grading then cannot tell the faults' changes from the fix's: the rule is off
+            log.warning("fault_workload_listing_failed", error=str(exc))
+            return None
+
+    async def _note_workload_changes(self, before: list[dict[str, Any]] | None) -> None:
+        """Add what one injection changed in the app's pod templates and Services (baseline_preserved lets a fix change
+        that, and elsewhere only a known-harmless repair). A listing that failed, before or after, leaves it unknown
+        for the attempt (None: the rule is not applied, the checks by direction are)."""
+        from ..oracles.mitigation import fault_workload_changes
+
+        after = await self._list_templated() if before is not None else None
+        if before is None or after is None or self.fault_workload_changes is None:
+            self.fault_workload_changes = None
+            return
+        for key, paths in fault_workload_changes(before, after).items():
+            self.fault_workload_changes.setdefault(key, set()).update(paths)
 
     def _list_rbac(self) -> list[dict[str, Any]]:
         return [item for ns in self.deployed.namespaces
@@ -736,6 +779,10 @@ class OracleAccess:
     @property
     def fault_secret_values(self) -> dict[tuple[str, str, str], str]:
         return self.attempt.fault_secret_values
+
+    @property
+    def fault_workload_changes(self) -> dict[tuple[str, str, str], set[tuple[str, ...]]] | None:
+        return self.attempt.fault_workload_changes
 
     async def list_workloads(self) -> list[dict[str, Any]]:
         return await self.attempt.env.kube.aworkloads(self.attempt.deployed.namespaces)

@@ -34,6 +34,10 @@ class OracleContext(Protocol):
     (:func:`sregym_core.oracles.config_paths.fault_changes`); where a context has it, ``baseline_preserved``
     fails any other change in them (Unreleased). ``fault_secret_values``, ``{(namespace, secret, key): value}`` of the app's
     Secrets as the faults left them: a key holding what a fault put there is no credential swap (Unreleased).
+    ``fault_workload_changes``, ``{(kind, namespace, name): paths}`` of what the faults changed in the app's pod
+    templates and Services (:func:`sregym_core.oracles.mitigation.fault_workload_changes`, read around each injection),
+    or None when unknown: where a context has it, ``baseline_preserved`` fails a change no fault made that is no
+    known-harmless repair (:func:`sregym_core.faultkit.weakening.unexplained`, ``service_weaker``; Unreleased).
 
     Optional too: ``async rbac_state()``, the app's RBAC as a mapping: ``baseline`` (Roles and RoleBindings after
     deploy), ``injected`` (after the faults were injected), ``current`` (now), ``repairs`` (the rules the faults name

@@ -189,6 +189,32 @@ def faulty_keys(ctx: Any) -> set[tuple[str, str, str]]:
             for w in getattr(ctx, "faulty_workloads", ()) or ()}
 
 
+def fault_workload_changes(before: Iterable[Mapping[str, Any]],
+                           after: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], set[tuple[str, ...]]]:
+    """What one injection changed in the app's pod templates and Services, read from the objects just before and just
+    after it: ``(kind, namespace, name) -> paths`` (:func:`sregym_core.faultkit.weakening.changed_paths`,
+    :func:`~sregym_core.faultkit.weakening.changed_service_paths`); an object the injection deleted is changed
+    everywhere (``()``). ``baseline_preserved`` lets a fix change these and, elsewhere, only what is a known-harmless
+    repair. Reading around each injection, not after all of them, keeps out what an agent changed in between."""
+    old = {_key(o): o for o in before if o.get("kind") in (*_TEMPLATED, "Service")}
+    new = {_key(o): o for o in after if o.get("kind") in (*_TEMPLATED, "Service")}
+    out: dict[tuple[str, str, str], set[tuple[str, ...]]] = {}
+    for key, obj in old.items():
+        now = new.get(key)
+        if now is None or _get(now, "metadata", "uid") != _get(obj, "metadata", "uid"):
+            out[key] = {()}
+            continue
+        if key[0] == "Service":
+            paths = weakening.changed_service_paths(_get(obj, "spec"), _get(now, "spec"))
+        else:
+            paths = weakening.changed_paths(_get(obj, "spec", "template", "spec"), _get(now, "spec", "template", "spec"))
+        if paths:
+            out[key] = paths
+    for key in set(new) - set(old):
+        out[key] = {()}  # made by the fault: its own
+    return out
+
+
 def template_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """What differs between two pod templates' specs, named field by field (empty: identical)."""
     before, after = _get(old, "spec", "template", "spec", default={}), _get(new, "spec", "template", "spec", default={})
@@ -407,6 +433,9 @@ class BaselinePreserved:
         if any(not o.get("kind") for o in baseline + list(current.values())):
             raise ValueError("workload objects must carry 'kind' (set it on items of list responses)")
         faulty = faulty_keys(ctx)
+        # what the faults changed in the app's pod templates and Services (optional in a context, Unreleased): where
+        # it is known, a change no fault made must be a known-harmless repair
+        by_faults_templates = getattr(ctx, "fault_workload_changes", None)
         violations: list[dict[str, str]] = []
         checked = 0
         for old in baseline:
@@ -446,9 +475,15 @@ class BaselinePreserved:
                                                   f"changed: {'; '.join(changes[:6])}")
             elif kind in _TEMPLATED:
                 # the fix may change a faulty workload's template, never leave it weaker than deployed: a probe or a
-                # bound deleted, made useless or left at the fault's value (red-team rounds 12-13)
+                # bound deleted, made useless or left at the fault's value (red-team rounds 12-13); and, where the
+                # context knows what the faults changed, nothing changed that no fault changed beyond a known-harmless
+                # repair (weakening.unexplained: a command, a volume, an envFrom source, an init container...)
                 weaker = weakening.template_weaker(_get(new, "spec", "template", "spec"),
-                                                   _get(old, "spec", "template", "spec"))
+                                                   _get(old, "spec", "template", "spec"),
+                                                   None if by_faults_templates is None
+                                                   else by_faults_templates.get((kind, namespace, name), set()))
+                weaker += weakening.annotations_weaker(_get(new, "spec", "template", "metadata"),
+                                                       _get(old, "spec", "template", "metadata"))
                 if weaker:
                     violation("weakened", f"{kind} {namespace}/{name} is weaker than deployed: {'; '.join(weaker[:4])}")
             for what, path in (("selector", ("spec", "selector")), ("pod template labels", ("spec", "template", "metadata", "labels"))):
@@ -474,11 +509,20 @@ class BaselinePreserved:
                 violation("made_immutable", f"{kind} {namespace}/{name} immutable: {bool(_get(old, 'immutable'))} -> "
                                             f"{bool(_get(new, 'immutable'))}")
             # a Service that publishes its unready pods no longer lets readiness gate its traffic: a readiness probe
-            # repaired beside it has no effect (red-team round 17, finding E)
-            if kind == "Service" and _get(new, "spec", "publishNotReadyAddresses") and \
-                    not _get(old, "spec", "publishNotReadyAddresses"):
-                violation("weakened", f"Service {namespace}/{name} publishes unready pods (publishNotReadyAddresses): "
-                                      "readiness no longer gates its traffic")
+            # repaired beside it has no effect (red-team round 17, finding E); its other fields hold their shipped
+            # values where no fault changed them (sessionAffinity, externalTrafficPolicy, type, ports: still open
+            # after round 17). A Service made again where no fault deleted it, without the record: its uid says so
+            if kind == "Service":
+                weaker = []
+                if _get(new, "spec", "publishNotReadyAddresses") and not _get(old, "spec", "publishNotReadyAddresses"):
+                    weaker.append("publishes unready pods (publishNotReadyAddresses): readiness no longer gates its "
+                                  "traffic")
+                if by_faults_templates is not None or old_uid == new_uid:
+                    weaker += weakening.service_weaker(
+                        _get(new, "spec"), _get(old, "spec"),
+                        None if by_faults_templates is None else by_faults_templates.get((kind, namespace, name), set()))
+                if weaker:
+                    violation("weakened", f"Service {namespace}/{name} is weaker than deployed: {'; '.join(weaker[:4])}")
         injected = getattr(ctx, "fault_secret_values", None)  # optional in a context (Unreleased)
         for (kind, namespace, name), detail in credential_swaps(baseline, current, injected):
             if _matches(self.ignore, kind, name):
