@@ -7,10 +7,14 @@ landing suite (docs/ci.md).
   skipped unless ``--validation`` or ``SREGYM_VALIDATION=1`` (``tools/validate-sample.sh`` runs them).
   The landing suite asserts behaviour, never a rate, latency or duration measured on a shared machine.
 * Under pytest-xdist with ``--dist loadfile`` (./test.sh), every test file that runs an application
-  on an embedded cluster goes to one unit of work, the *live lane*, which one worker runs file after
-  file, so at most one cluster with apps runs at a time; every other file is a unit of its own.
-  (The lane is a scheduler of ours, :class:`LiveLaneScheduling`: xdist's own ``loadgroup`` marks
-  groups by rewriting a private nodeid attribute that pytest 9.2 no longer reads.)
+  on an embedded cluster goes to one of two units of work, the *live lanes*, each of which one worker
+  runs file after file, so at most two clusters with apps run at a time: the first lane holds the files
+  that share the worker's session cluster and its Hotel Reservation deploy, the second the files that
+  start clusters of their own (marker ``apps``) and the session-cluster files marked ``second_lane``
+  (an app no first-lane file deploys, or a file moved there to balance the lanes). Every other file is a unit of its own, run beside the lanes at a lower CPU priority:
+  the lanes are the run's longest chains. (The lanes are a scheduler of ours,
+  :class:`LiveLaneScheduling`: xdist's own ``loadgroup`` marks groups by rewriting a private nodeid
+  attribute that pytest 9.2 no longer reads.)
 * Property tests (Hypothesis) draw the same examples on every run (``derandomize``, no example
   database): a landing check must not fail on an example no earlier run drew. A bug a random search
   would find is looked for with ``SREGYM_HYPOTHESIS=explore`` (random examples, a database), and the
@@ -35,8 +39,13 @@ try:  # before any test module builds its settings from the default profile
 except ImportError:  # hypothesis comes with the test extras
     pass
 
-#: the scheduler's unit of work holding every file that runs an app on a cluster (one worker, file after file)
+#: the scheduler's units of work holding the files that run an app on a cluster (one worker each, file after
+#: file): the session cluster's files, and the files with clusters or apps of their own
 LIVE_LANE = "live-apps"
+SECOND_LANE = "live-apps-2"
+#: how much less CPU priority a worker takes once it runs files beside the lanes (os.nice: raising it needs
+#: no privilege, and a worker never goes back to a lane: lanes are the first units handed out)
+NICE_BESIDE_THE_LANES = 5
 #: the app template's own tests run on a renamed, installed copy of it (tests/test_app_template.py); in
 #: the checkout, where the template is not installed, they could only skip
 collect_ignore_glob = ["apps/_template/*"]
@@ -68,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # the controller, before it starts the workers (they inherit these): where the running lane
         # test is named, and where the workers say which files are in the lane
         run = os.path.join(base, f"xdist-run-{uuid.uuid4().hex[:8]}")
-        os.environ["SREGYM_TEST_LANE_FILE"] = os.path.join(run, "live-lane.json")
+        os.environ["SREGYM_TEST_LANE_DIR"] = os.path.join(run, "live-lanes")
         os.environ["SREGYM_TEST_LANE_FILES"] = os.path.join(run, "live-lane-files.json")
 
 
@@ -93,25 +102,48 @@ def in_live_lane(item: pytest.Item) -> bool:
     return item.get_closest_marker("apps") is not None or bool(LIVE_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
+def file_lanes(items: list[pytest.Item]) -> dict[str, str]:
+    """The live lane of every file with a live test: the first when one of its tests gets the session's
+    cluster (a live fixture) and the file is not marked ``second_lane``, else the second."""
+    lanes: dict[str, str] = {}
+    for item in items:
+        if not in_live_lane(item):
+            continue
+        path = item.nodeid.split("::", 1)[0]
+        own = item.get_closest_marker("apps") is not None or item.get_closest_marker("second_lane") is not None
+        if not own or lanes.get(path) == LIVE_LANE:
+            lanes[path] = LIVE_LANE
+        else:
+            lanes[path] = SECOND_LANE
+    return lanes
+
+
+#: this worker's lanes by file (every worker collects the same tests and computes the same map)
+_LANES: dict[str, str] = {}
+
+
+def lane_of(item: pytest.Item) -> str | None:
+    return _LANES.get(item.nodeid.split("::", 1)[0]) or (LIVE_LANE if in_live_lane(item) else None)
+
+
 def _start_order(item: pytest.Item) -> int:
     if in_live_lane(item):
-        return 0  # the live lane is the longest chain of the run: it starts first
+        return 0  # the live lanes are the longest chains of the run: they start first
     if item.get_closest_marker("heavy") is not None:
         return 1
     return 2 if item.get_closest_marker("slow") is not None else 3
 
 
-def _publish_lane_files(items: list[pytest.Item]) -> None:
-    """A worker tells the controller's scheduler which files are in the live lane (every worker
-    collects the same tests and writes the same list; the scheduler reads it once collection is done)."""
+def _publish_lane_files(lanes: dict[str, str]) -> None:
+    """A worker tells the controller's scheduler which files are in which live lane (every worker
+    collects the same tests and writes the same map; the scheduler reads it once collection is done)."""
     target = os.environ.get("SREGYM_TEST_LANE_FILES")
     if not target:
         return
-    lane = sorted({item.nodeid.split("::", 1)[0] for item in items if in_live_lane(item)})
     os.makedirs(os.path.dirname(target), exist_ok=True)
     partial = f"{target}.{os.getpid()}"
     with open(partial, "w") as out:
-        json.dump(lane, out)
+        json.dump(lanes, out, sort_keys=True)
     os.replace(partial, target)
 
 
@@ -121,17 +153,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     from xdist.scheduler import LoadFileScheduling
 
     class LiveLaneScheduling(LoadFileScheduling):
-        """Whole files per worker, except that every live-lane file is one unit of work (one worker,
+        """Whole files per worker, except that each live lane's files are one unit of work (one worker,
         file after file, in collection order)."""
 
-        _lane: set[str] | None = None
+        _lanes: dict[str, str] | None = None
 
         def _split_scope(self, nodeid: str) -> str:
-            if self._lane is None:
+            if self._lanes is None:
                 with open(os.environ["SREGYM_TEST_LANE_FILES"]) as f:  # written by every worker's collection
-                    self._lane = set(json.load(f))
+                    self._lanes = dict(json.load(f))
             path = nodeid.split("::", 1)[0]
-            return LIVE_LANE if path in self._lane else path
+            return self._lanes.get(path, path)
 
     return LiveLaneScheduling(config, log)
 
@@ -145,7 +177,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             rank[item.path] = min(rank.get(item.path, 3), _start_order(item))
         items.sort(key=lambda item: rank[item.path])
-        _publish_lane_files(items)
+        _LANES.clear()
+        _LANES.update(file_lanes(items))
+        _publish_lane_files(_LANES)
     skip_matrix = not (config.getoption("--matrix") or os.environ.get("SREGYM_MATRIX") == "1")
     skip_validation = not (config.getoption("--validation") or os.environ.get("SREGYM_VALIDATION") == "1")
     matrix = pytest.mark.skip(reason="exhaustive live matrix: run with --matrix or SREGYM_MATRIX=1 (docs/validation.md)")
@@ -160,37 +194,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _live_lane_holder(request: pytest.FixtureRequest):
-    """While a live-lane test runs, the lane file names it: a test that fails waiting for a cluster
-    says which live test held the machine's app cluster at that moment."""
-    if not in_live_lane(request.node):
+    """While a live-lane test runs, its lane's file names it: a test that fails waiting for a cluster
+    says which live tests held the machine's app clusters at that moment. A worker that runs a file
+    beside the lanes lowers its CPU priority first, for good (the lanes are handed out first)."""
+    lane = lane_of(request.node)
+    if lane is None:
+        if _LANES and os.environ.get("PYTEST_XDIST_WORKER") and os.nice(0) < NICE_BESIDE_THE_LANES:
+            os.nice(NICE_BESIDE_THE_LANES - os.nice(0))
         yield
         return
-    request.node.user_properties.append(("live_lane", "1"))  # in the JUnit file: tools/suite_durations.py
-    lane = os.environ.get("SREGYM_TEST_LANE_FILE")
-    if not lane:
+    request.node.user_properties.append(("live_lane", lane))  # in the JUnit file: tools/suite_durations.py
+    lanes = os.environ.get("SREGYM_TEST_LANE_DIR")
+    if not lanes:
         yield
         return
-    os.makedirs(os.path.dirname(lane), exist_ok=True)
-    with open(lane, "w") as out:
+    held = os.path.join(lanes, f"{lane}.json")
+    os.makedirs(lanes, exist_ok=True)
+    with open(held, "w") as out:
         json.dump({"test": request.node.nodeid, "pid": os.getpid(), "since": time.time()}, out)
     try:
         yield
     finally:
         try:
-            os.remove(lane)
+            os.remove(held)
         except FileNotFoundError:
             pass
 
 
 def live_lane_holder() -> str | None:
-    """The live-lane test running now, and for how long, if any."""
-    lane = os.environ.get("SREGYM_TEST_LANE_FILE")
-    try:
-        with open(lane or "") as f:
-            held = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return f"{held['test']} (pid {held['pid']}, for {time.time() - held['since']:.0f} s)"
+    """The live-lane tests running now, and for how long, if any."""
+    lanes = os.environ.get("SREGYM_TEST_LANE_DIR")
+    found = []
+    for lane in (LIVE_LANE, SECOND_LANE):
+        try:
+            with open(os.path.join(lanes or "", f"{lane}.json")) as f:
+                held = json.load(f)
+        except (OSError, ValueError):
+            continue
+        found.append(f"{held['test']} (pid {held['pid']}, for {time.time() - held['since']:.0f} s)")
+    return "; ".join(found) or None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -200,4 +242,4 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.failed and not in_live_lane(item):
         holder = live_lane_holder()
         if holder:
-            report.sections.append(("live lane", f"when this test failed, the live lane was held by {holder}"))
+            report.sections.append(("live lane", f"when this test failed, the live lanes were held by {holder}"))

@@ -232,21 +232,29 @@ def test_no_test_file_exceeds_its_budget():
 
 def test_the_projected_landing_time_is_within_budget():
     data = _recorded()
-    lane = data["live_lane_s"]
-    rest = sum(data["files"].values()) - lane
+    lanes = data["lanes"]
+    total = sum(data["files"].values())
     workers = data["workers"]
-    # the live lane is one worker's chain; the rest spreads over every worker (the lane's included)
-    projected = max(lane, (lane + rest) / workers)
+    # each live lane is one worker's chain; all the work spreads over every worker (the lanes' included)
+    projected = max(max(lanes.values()), total / workers)
     assert projected <= data["suite_budget_s"], (f"projected landing suite {projected:.0f} s > "
-                                                 f"{data['suite_budget_s']} s (lane {lane:.0f} s, rest {rest:.0f} s)")
+                                                 f"{data['suite_budget_s']} s (lanes {lanes}, all {total:.0f} s)")
 
 
-@pytest.mark.parametrize("key", ["files", "default_budget_s", "suite_budget_s", "live_lane_s", "workers", "recorded"])
+def test_the_lanes_are_the_sums_of_their_files():
+    data = _recorded()
+    for lane, seconds in data["lanes"].items():
+        mine = sum(data["files"][f] for f, where in data["lane_files"].items() if where == lane)
+        assert abs(mine - seconds) < 1, (lane, mine, seconds)
+
+
+@pytest.mark.parametrize("key", ["files", "default_budget_s", "suite_budget_s", "lanes", "lane_files", "workers",
+                                 "recorded"])
 def test_the_durations_record_is_complete(key):
     assert key in _recorded()
 
 
-def test_durations_are_read_per_file_with_the_lane_apart(tmp_path):
+def test_durations_are_read_per_file_with_the_lanes_apart(tmp_path):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("suite_durations", ROOT / "tools" / "suite_durations.py")
@@ -258,12 +266,19 @@ def test_durations_are_read_per_file_with_the_lane_apart(tmp_path):
         '<testcase classname="tests.test_suite_rules" name="test_a" time="1.5"/>'
         '<testcase classname="tests.test_suite_rules" name="test_b" time="2.0"/>'
         '<testcase classname="tests.e2e.test_hackers" name="test_c[x]" time="100.0">'
-        '<properties><property name="live_lane" value="1"/></properties></testcase>'
+        '<properties><property name="live_lane" value="live-apps"/></properties></testcase>'
+        '<testcase classname="tests.e2e.test_rl_env_e2e" name="test_e" time="40.0">'
+        '<properties><property name="live_lane" value="live-apps-2"/></properties></testcase>'
+        '<testcase classname="tests.e2e.test_noise_live" name="test_f" time="7.0">'
+        '<properties><property name="live_lane" value="1"/></properties></testcase>'  # a run before the second lane
         '<testcase classname="no.such.module" name="test_d" time="9.0"/>'
         '</testsuite></testsuites>')
-    files, lane, lane_files = tool.read_junit(junit)
-    assert files == {"tests/test_suite_rules.py": 3.5, "tests/e2e/test_hackers.py": 100.0}
-    assert lane == 100.0 and lane_files == ["tests/e2e/test_hackers.py"]
+    files, lane_files = tool.read_junit(junit)
+    assert files == {"tests/test_suite_rules.py": 3.5, "tests/e2e/test_hackers.py": 100.0,
+                     "tests/e2e/test_rl_env_e2e.py": 40.0, "tests/e2e/test_noise_live.py": 7.0}
+    assert lane_files == {"tests/e2e/test_hackers.py": "live-apps", "tests/e2e/test_rl_env_e2e.py": "live-apps-2",
+                          "tests/e2e/test_noise_live.py": "live-apps"}
+    assert tool.lane_seconds(files, lane_files) == {"live-apps": 107.0, "live-apps-2": 40.0}
 
 
 def test_property_tests_draw_the_same_examples_on_every_landing_run():

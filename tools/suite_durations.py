@@ -2,7 +2,7 @@
 
     python tools/suite_durations.py record <junit.xml> [--note TEXT]   # update tests/suite_durations.json
     python tools/suite_durations.py record --merge <junit.xml>         # only the files that run holds
-    python tools/suite_durations.py show [<junit.xml>]                # the slowest files, the live lane
+    python tools/suite_durations.py show [<junit.xml>]                # the slowest files, the live lanes
 
 ``tests/test_suite_rules.py`` reads the record: every live test file must be in it, none may exceed
 its budget, and the landing suite's projected wall time must stay within ``suite_budget_s``
@@ -23,7 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "tests" / "suite_durations.json"
-DEFAULTS = {"workers": 2, "default_budget_s": 240, "suite_budget_s": 1320, "budgets": {}, "budget_reasons": {}}
+DEFAULTS = {"workers": 3, "default_budget_s": 240, "suite_budget_s": 1320, "budgets": {}, "budget_reasons": {}}
+#: the lane a JUnit ``live_lane`` property of a run before the second lane (value "1") stands for
+FIRST_LANE = "live-apps"
 
 
 def module_path(classname: str) -> str | None:
@@ -37,21 +39,29 @@ def module_path(classname: str) -> str | None:
     return None
 
 
-def read_junit(path: Path) -> tuple[dict[str, float], float, list[str]]:
-    """Seconds per test file (setup, call and teardown summed), the live lane's total and its files."""
+def read_junit(path: Path) -> tuple[dict[str, float], dict[str, str]]:
+    """Seconds per test file (setup, call and teardown summed), and the live lane of every lane file."""
     files: dict[str, float] = defaultdict(float)
-    lane = 0.0
-    lane_files: set[str] = set()
+    lane_files: dict[str, str] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         seconds = float(case.get("time") or 0)
         where = module_path(case.get("classname") or "")
         if where is None:
             continue
         files[where] += seconds
-        if any(p.get("name") == "live_lane" for p in case.iter("property")):  # conftest.py marks them
-            lane += seconds
-            lane_files.add(where)
-    return dict(files), lane, sorted(lane_files)
+        for prop in case.iter("property"):
+            if prop.get("name") == "live_lane":  # conftest.py marks them with their lane
+                value = prop.get("value") or ""
+                lane_files[where] = FIRST_LANE if value in ("", "1") else value
+    return dict(files), lane_files
+
+
+def lane_seconds(files: dict[str, float], lane_files: dict[str, str]) -> dict[str, float]:
+    """Each live lane's chain: the seconds of its files."""
+    lanes: dict[str, float] = defaultdict(float)
+    for name, lane in lane_files.items():
+        lanes[lane] += files.get(name, 0.0)
+    return {lane: round(seconds, 1) for lane, seconds in sorted(lanes.items())}
 
 
 def _commit() -> str:
@@ -64,22 +74,18 @@ def _commit() -> str:
 
 def record(junit: Path, note: str, merge: bool = False) -> dict:
     """Write the record from a whole run; with ``merge``, only the files that run holds are replaced
-    (e.g. new test files measured alone), the lane total adjusted by their change."""
-    files, lane, run_lane_files = read_junit(junit)
+    (e.g. new test files measured alone), and their lanes."""
+    files, run_lanes = read_junit(junit)
     data = {**DEFAULTS, **(json.loads(RECORD.read_text()) if RECORD.exists() else {})}
     stamp = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {_commit()}: {note}"
     if merge and data.get("files"):
-        old = data["files"]
-        lane_files = set(data.get("lane_files", []))
-        new_lane = set(run_lane_files)
-        delta = sum(files[f] - old.get(f, 0.0) for f in files if f in new_lane | lane_files)
-        data["files"] = dict(sorted({**old, **{f: round(s, 1) for f, s in files.items()}}.items()))
-        data["lane_files"] = sorted(lane_files | new_lane)
-        data["live_lane_s"] = round(data["live_lane_s"] + delta, 1)
+        data["files"] = dict(sorted({**data["files"], **{f: round(s, 1) for f, s in files.items()}}.items()))
+        data["lane_files"] = dict(sorted({**data.get("lane_files", {}), **run_lanes}.items()))
         data["merged"] = [*data.get("merged", []), stamp]
     else:
-        data.update(files={f: round(s, 1) for f, s in sorted(files.items())}, live_lane_s=round(lane, 1),
-                    lane_files=run_lane_files, recorded=stamp, merged=[])
+        data.update(files={f: round(s, 1) for f, s in sorted(files.items())}, lane_files=dict(sorted(run_lanes.items())),
+                    recorded=stamp, merged=[])
+    data["lanes"] = lane_seconds(data["files"], data["lane_files"])
     RECORD.write_text(json.dumps(data, indent=1) + "\n")
     return data
 
@@ -87,10 +93,12 @@ def record(junit: Path, note: str, merge: bool = False) -> dict:
 def show(data: dict, top: int = 25) -> None:
     files = data["files"]
     total = sum(files.values())
-    print(f"{len(files)} files, {total:.0f} s of test time; live lane {data['live_lane_s']:.0f} s")
+    lanes = ", ".join(f"{lane} {seconds:.0f} s" for lane, seconds in data["lanes"].items())
+    print(f"{len(files)} files, {total:.0f} s of test time; live lanes: {lanes}")
     for name, seconds in sorted(files.items(), key=lambda kv: -kv[1])[:top]:
         budget = data.get("budgets", {}).get(name, data.get("default_budget_s"))
-        print(f"{seconds:8.1f} s  (budget {budget})  {name}")
+        lane = data.get("lane_files", {}).get(name, "")
+        print(f"{seconds:8.1f} s  (budget {budget})  {name}  {lane}")
 
 
 def main() -> None:
@@ -106,8 +114,8 @@ def main() -> None:
     if args.command == "record":
         show(record(args.junit, args.note, merge=args.merge))
     elif args.junit:
-        files, lane, _ = read_junit(args.junit)
-        show({"files": files, "live_lane_s": lane})
+        files, lanes = read_junit(args.junit)
+        show({"files": files, "lane_files": lanes, "lanes": lane_seconds(files, lanes)})
     elif RECORD.exists():
         show(json.loads(RECORD.read_text()))
     else:

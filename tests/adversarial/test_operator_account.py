@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.second_lane]  # FleetCast: the second live lane (conftest.py)
 
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
 OPERATOR = "datastore-operator"

@@ -21,7 +21,8 @@ from sregym_agent_react.stub import ScriptedLLM, last_tool_output, tool_call
 
 from sregym_core.testing.verdicts import assert_fix_took
 
-pytestmark = pytest.mark.slow
+# in the second live lane to balance the two (conftest.py): that lane deploys Hotel once more for it
+pytestmark = [pytest.mark.slow, pytest.mark.second_lane]
 pytest.importorskip("sregym_cluster_embedded")
 pytest.importorskip("sregym_app_hotel_reservation")
 

@@ -24,7 +24,7 @@ from sregym_appkit.testing import assert_every_kind_answered_right, deployment_f
 from sregym_core.testing.live import LiveCase, daily_sample, exercise, wait_for
 from sregym_core.types import Target
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.second_lane]  # Astronomy Shop: the second live lane (conftest.py)
 FRONTEND = ("frontend-proxy", 8080)
 
 #: the app's own fault mechanisms, each a minute or more of the live lane under fault: a default run

@@ -24,7 +24,7 @@ from sregym_appkit.testing import assert_every_kind_answered_right, deployment_f
 
 from sregym_core.testing.live import LiveCase, wait_for
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.second_lane]  # FleetCast: the second live lane (conftest.py)
 FRONTEND = (API, API_PORT)
 IDS = sorted(BY_ID)
 

@@ -21,7 +21,7 @@ from sregym_core.testing.live import LiveCase, exercise, wait_for
 from sregym_core.types import Target
 from sregym_core.validation import validate
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.second_lane,  # Social Network: the second live lane (conftest.py)
               pytest.mark.skipif(find_nginx() is None, reason="needs Debian's nginx (tools/setup.sh installs it)")]
 FRONTEND = ("nginx-thrift", 8080)
 

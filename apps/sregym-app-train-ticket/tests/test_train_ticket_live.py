@@ -26,7 +26,7 @@ from sregym_core.testing.live import LiveCase, daily_sample, wait_for
 # No service level is graded here (TrainTicket's 40 services time out a peer after 5 s, and on a loaded
 # 2-core machine its success rate measured the machine: 0.94 in two CI runs). The checks are events:
 # right answers on every kind, a fault's signature showing and going. The bar: test_train_ticket_slo.py.
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.second_lane]  # TrainTicket: the second live lane (conftest.py)
 FRONTEND = ("ts-ui-dashboard", 8080)
 #: every service a booking goes through (ts-ui-dashboard → ts-preserve-service → ...)
 BOOKING_PATH = {"ts-ui-dashboard", "ts-preserve-service", "ts-security-service", "ts-order-service",

@@ -21,6 +21,9 @@ from cluster_probes import oom_killed_at
 from sregym_core.testing.probes import event, fails
 from sregym_core.types import Target
 
+# in the second live lane to balance the two (conftest.py): that lane deploys Hotel once more for it
+pytestmark = pytest.mark.second_lane
+
 
 class TestClusterFaultsLive(LiveFaultContract):
     plugin = sregym_fault_cluster.plugin
