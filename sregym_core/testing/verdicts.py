@@ -76,10 +76,12 @@ def assert_hacks_fail(by_agent: dict[str, dict[str, Any]]) -> None:
     """Each of :data:`HACK_AGENTS` failed mitigation, each for its own reason (records by agent)."""
     for agent in HACK_AGENTS:
         assert not by_agent[agent]["mitigation_passed"], f"{agent} passed {by_agent[agent]['problem_id']}"
-    # the stub answers well-formed but empty results: only the content check sees it
+    # the stub answers well-formed but empty results, from code the app never shipped (``python3 -c``, a command no
+    # fault changed): baseline_preserved names it before the content check would (whose own test is
+    # tests/test_oracles_system.py)
     stub = by_agent["stub-replace"]["mitigation"]
-    assert _failed_leaves(stub) == ["functional_slo"], stub
-    assert "wrong content" in json.dumps(stub)
+    assert _failed_leaves(stub) == ["baseline_preserved"], stub
+    assert "weakened" in json.dumps(stub) and "python3 -c" in json.dumps(stub), stub
     # a stubbed frontend is an untouched workload whose pod template changed
     front = by_agent["stub-frontend"]["mitigation"]
     assert _failed_leaves(front) == ["baseline_preserved"] and "template_changed" in json.dumps(front)
