@@ -1882,7 +1882,9 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
             other.setdefault(family, evidence)
             # a second cause said as a change of its own, in a sentence of its own ("geo's memory limit was lowered to
             # 12Mi"; red-team round 15, finding 8), adds a cause as much as "in addition" does
-            if added is not None and (several or _ADDITIVE.search(s.flat) or (not found_here and _SAID_CHANGED.search(s.flat))):
+            if added is not None and (several or _ADDITIVE.search(s.flat) or (not found_here and _SAID_CHANGED.search(s.flat))
+                                      or (found_here and _COORDINATED_CHANGE.search(s.flat)
+                                          and not _shares_truth_object(evidence, truths))):
                 added.setdefault(family, evidence)
         if enumerated:  # an enumeration of mechanisms asserts none of them
             continue
@@ -1892,7 +1894,38 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
                 details.setdefault(fault, details_here[fault])
         if found_here:
             where.append(s.index)
+    if added is not None and found:
+        # a step of the fix that says what was done ("2. raise geo's memory limit back to 256Mi: it was lowered to
+        # 12Mi") asserts that change as much as a sentence of its own does: a second cause beside the fault's (round 21,
+        # red-team finding D). A step that only says what to do ("2. then restart the pod") asserts nothing.
+        for s in sentences:
+            if s.action and not s.hedged and _SAID_CHANGED.search(s.flat):
+                step = _read_with_asides(attrs.evolve(s, action=False), topic, truths, truth_faults, components,
+                                         s.index in exonerating)
+                for family, evidence in step[3].items():
+                    added.setdefault(family, evidence)
     return found, other, where
+
+
+_CHANGE_VERBS = frozenset({"lowered", "raised", "reduced", "increased", "changed", "modified", "switched", "turned",
+                           "flipped", "edited", "patched", "rotated", "revoked", "renamed", "tightened", "loosened",
+                           "removed", "deleted", "dropped", "count", "value", "setting"})
+
+
+def _shares_truth_object(evidence: str, truths: Sequence[GroundTruth]) -> bool:
+    """Does another mechanism's phrase ("'replica count .. raised' in ...") name a thing the truth's own statement
+    names ("more replicas than nodes")? Then the second change after "and" is part of the truth's, not another cause."""
+    phrase = evidence.split("'")[1] if evidence.count("'") >= 2 else evidence
+    own = _truth_words(truths)
+    return any(w[:6] in own for w in re.findall(r"[a-z]{4,}", phrase) if w not in _CHANGE_VERBS)
+
+
+# one verb, two changes: "the image was changed to X, and its memory limit to 12Mi", or a second change of its own
+# after "and" ("... and its memory limit was lowered to 12Mi") in the sentence that states the fault's (round 21)
+_COORDINATED_CHANGE = re.compile(r"\band\s+(?:its|the|their|his|her)\s+(?:[\w.'-]+\s+){1,4}?"
+                                 r"(?:to\s+[`'\"]?\S*\d|(?:was|were|has\s+been|have\s+been|got)\s+(?:\w+\s+)?"
+                                 r"(?:lowered|raised|reduced|increased|changed|modified|set|cut|switched|turned|flipped|edited|"
+                                 r"patched|rotated|revoked|renamed|tightened|loosened|removed|deleted|dropped)\b)")
 
 
 _ASIDE = re.compile(r"\s*\(([^()]{1,160})\)")
@@ -2003,6 +2036,11 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             continue
         if _sibling_field(s.flat, t):
             # the right object, its twin field: a memory *limit* of 512Gi is not the truth's memory *request*
+            spans.extend(_all_spans(words, vocab))
+            continue
+        if _another_field_of_object(s, cause_end, t):
+            # the right object, another of its fields (a CPU limit for a memory limit, a probe's path for its timings,
+            # another environment variable): a different change of the same object, not this one (round 21)
             spans.extend(_all_spans(words, vocab))
             continue
         if _unchanged_field_blamed(s.flat, t):
@@ -2300,6 +2338,112 @@ def _sibling_field(flat: str, truth: GroundTruth) -> bool:
         for mine, twin in ((first, second), (second, first)):
             if mine.search(own) and not twin.search(own) and twin.search(flat) and not mine.search(flat):
                 return True
+    return False
+
+
+# Fields of one object, grouped by the object they belong to (issue #35, round 21): each group's fields are the
+# settings an SRE names of that object, so a sentence naming one of them names *that* field. A truth's fields are read
+# from what it says was done (its statement, its fault, the fields its change record changed), never per problem. The
+# group applies where the sentence is about its object (the scope words, when given).
+_FIELD_GROUPS: tuple[tuple[re.Pattern[str] | None, dict[str, re.Pattern[str]]], ...] = tuple(
+    (re.compile(scope) if scope else None, {name: re.compile(pattern) for name, pattern in fields.items()})
+    for scope, fields in (
+        # a container's resources: counted in CPU or in memory (a JVM's heap is the process's own setting)
+        (None, {
+            "cpu": r"\bcpus?[\s.]+(?:limits?|requests?|quotas?|ceilings?|caps?|shares?)\b"
+                   r"|\b(?:limits?|requests?)[\s.]+(?:of\s+|for\s+|on\s+)?(?:the\s+)?cpus?\b|\bcpus\b|\bmillicores?\b",
+            "memory": r"\b(?:memory|mem|ram)[\s.]+(?:limits?|requests?|ceilings?|caps?|quotas?)\b"
+                      r"|\b(?:limits?|requests?)[\s.]+(?:of\s+|for\s+|on\s+)?(?:the\s+)?(?:memory|mem|ram)\b",
+            "heap": r"(?<![a-z0-9])-?xmx\w*|\b(?:max(?:imum)?|jvm|java)\s+heap\b|\bheap\s+size\b",
+        }),
+        # a probe: where it asks (path, port) or how hard it checks (delay, period, threshold, timeout)
+        (r"\bprobes?\b|\bliveness\w*|\breadiness\w*|\bstartup\s*probe\b|\bhealth\s*checks?\b", {
+            "endpoint": r"\bpaths?\b|\bendpoints?\b|\burls?\b|\bports?\b|\bhttp\s*get\b|\bhealthz\w*",
+            "timing": r"\binitial\s*delay\w*|\bperiod\w*|\bthresholds?\b|\btimeouts?\b|\baggressive\b|\bintervals?\b"
+                      r"|\bevery\s+(?:\d+\s*)?(?:second|sec|s)\b|\bno\s+(?:initial\s+)?(?:delay|grace)\b|\bgrace\b|\btoo\s+(?:often|soon|early|fast)\b",
+        }),
+        # what network emulation does to a node's packets
+        (None, {
+            "delay": r"\bdelay\w*|\blatency\b|\bjitter\b|\bheld\s+back\b",
+            "loss": r"\bloss\b|\bpackets?\s+(?:are\s+|get\s+)?(?:lost|dropped)\b|\b(?:drops?|dropping|losing)\s+(?:\S+\s+){0,3}?packets?\b",
+            "corrupt": r"\bcorrupt\w*\s+packets?\b|\bpackets?\s+(?:are\s+)?corrupt\w*",
+            "duplicate": r"\bduplicat\w*\s+packets?\b|\bpackets?\s+(?:are\s+)?duplicat\w*",
+            "bandwidth": r"\bbandwidth\b",
+        }),
+        # the Pod Security Admission mode: enforce rejects, warn and audit only report
+        (r"pod\s*security|\bpsa\b|\bpss\b", {"enforce": r"\benforce\b", "warn": r"\bwarn\b", "audit": r"\baudit\b"}),
+        # a database server's client authentication: TLS required, or the password method
+        (None, {
+            "tls": r"\btls\b|\bssl\b|\bhost(?:no)?ssl\b|\bencrypt\w*",
+            "method": r"\bmd5\b|\bscram\w*|\bauth\w*\s+method\b|\bpassword\s+method\b|\bpeer\s+auth\w*",
+        }),
+        # a kubelet's thresholds: eviction, or image garbage collection
+        (r"kubelet", {
+            "eviction": r"\beviction\w*|\bnodefs\w*|\bimagefs\w*|\bmemory\.available\b",
+            "image-gc": r"\bimage\s*gc\w*|\bimagegc\w*|\bimage\s+garbage\b|\bgarbage\s+collect\w*",
+        }),
+        # an Ingress: its class, its host, its backend (the Service a path rule sends to) and that backend's port
+        (r"\bingress\w*", {
+            "class": r"\bingress\s*class\w*|\bclass\s*names?\b|\bclass\b|\bcontroller\b",
+            "host": r"\bhosts?\b|\bhost\s*names?\b|\bdomains?\b",
+            "backend": r"\bbackends?\b|\bservices?\b|\bpath\s+rules?\b|\bpaths?\b",
+            "port": r"\bports?\b",
+        }),
+    )
+)
+
+# an environment variable's name as a shell writes it: DB_PASSWORD, PRODUCT_CATALOG_ADDR
+_ENV_NAME = re.compile(r"(?<![\w.-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w-])")
+
+
+def _truth_env_names(values: Any) -> set[str]:
+    """The environment variables a truth's change is about: the values of its ``env``-like keys that are written like
+    one, and its keys written like one."""
+    out: set[str] = set()
+
+    def visit(value: Any, key: str) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if _ENV_NAME.fullmatch(str(k)):
+                    out.add(str(k))
+                visit(v, str(k))
+        elif isinstance(value, list | tuple):
+            for v in value:
+                visit(v, key)
+        elif isinstance(value, str) and "env" in key.lower() and _ENV_NAME.fullmatch(value):
+            out.add(value)
+
+    visit(values, "")
+    return out
+
+
+def _another_field_of_object(s: reading.Sentence, cause_end: int, truth: GroundTruth) -> bool:
+    """Does the sentence claim a field of the truth's object other than the truth's own (a CPU limit for a memory limit,
+    a probe's path for its timings, packet loss for a delay, the warn label for enforce, another environment variable),
+    in what it says is the cause, naming none of the truth's own fields of that object? A correct text that also names a
+    healthy field ("the CPU limit is fine, the memory limit was cut") names the truth's too, and what it rules out is
+    masked. The twin of the truth's field (a limit for a request) is :func:`_sibling_field`."""
+    flat = s.flat
+    cause = flat[:cause_end]
+    own = " ".join([text.flatten(truth.mechanism), truth.fault.replace("-", " "),
+                    *(text.flatten(concepts.split_compounds(f)) for f in _differing_fields(truth))]).lower()
+    for scope, fields in _FIELD_GROUPS:
+        if scope is not None and not scope.search(flat):
+            continue
+        mine = {name for name, pattern in fields.items() if pattern.search(own)}
+        if not mine:
+            continue
+        if any(fields[name].search(flat) for name in mine):
+            continue
+        if any(pattern.search(cause) for name, pattern in fields.items() if name not in mine):
+            return True
+    envs = _truth_env_names(truth.mutated_values)
+    if envs:
+        said = {name for name in _ENV_NAME.findall(s.raw) if text.flatten(name).lower() in cause}
+        own_said = any(text.flatten(e).lower() in flat for e in envs)
+        foreign = [n for n in said if not any(n in e or e in n for e in envs)]
+        if foreign and not own_said:
+            return True
     return False
 
 
