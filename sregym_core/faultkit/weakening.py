@@ -15,6 +15,11 @@ probe's host, an exec probe's shell script (read structurally) and its timeout c
 a container added or a shipped one removed, or a more permissive security context (:func:`security_weaker`); and the
 app's Roles and RoleBindings may not grant any subject more than after deploy and what the faults took away
 (:func:`over_grants`).
+
+Round 17's answers (a code-loading variable, a shell around the service) were walked around by their next variants, so
+the faulty workload's template is also held to a rule (:func:`unexplained`): relative to the shipped template, a change
+no fault made (what each injection changed is read around it) must be a known-harmless repair; and a Service's fields
+hold their shipped values where no fault changed them (:func:`service_weaker`).
 """
 
 from __future__ import annotations
