@@ -84,3 +84,21 @@ def test_one_verb_two_changes_adds_a_cause(passes):
     assert passes("social-anti-affinity-deadlock-compose-post-service",
                   "compose-post-service has a required pod anti-affinity on kubernetes.io/hostname and its replica "
                   "count was raised to one more than the number of nodes, so the extra replica stays Pending.")
+
+
+def test_the_container_said_to_listen_elsewhere_is_not_the_services_port(passes):
+    # the Service's side changed: a container said to have been moved to another port is the other object's change
+    pid = "social-wrong-target-port-user-service"
+    assert not passes(pid, "The user-service container was changed to listen on 9091 while its Service still targets "
+                           "9090, so calls to user-service are refused.")
+    assert passes(pid, "user-service's Service targetPort was changed to 9091 while the container listens on 9090, so "
+                       "calls to user-service are refused.")
+
+
+def test_a_nodes_connection_settings_and_a_volumes_fields_are_told_apart(passes):
+    assert not passes("hotel-ephemeral-ports-geo", "geo fails with EADDRNOTAVAIL because the sysctl somaxconn was set "
+                                                   "very low on its pod.")
+    assert passes("hotel-ephemeral-ports-geo", "geo's pod has net.ipv4.ip_local_port_range narrowed to 32000-32003, so "
+                                               "its outgoing calls fail with EADDRNOTAVAIL.")
+    assert not passes("hotel-pvc-rwo-shared-frontend", "The shared disk the frontend replicas mount is too small, so "
+                                                       "the replicas on other nodes cannot start.")

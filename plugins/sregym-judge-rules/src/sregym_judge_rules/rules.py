@@ -2382,6 +2382,27 @@ _FIELD_GROUPS: tuple[tuple[re.Pattern[str] | None, dict[str, re.Pattern[str]]], 
             "eviction": r"\beviction\w*|\bnodefs\w*|\bimagefs\w*|\bmemory\.available\b",
             "image-gc": r"\bimage\s*gc\w*|\bimagegc\w*|\bimage\s+garbage\b|\bgarbage\s+collect\w*",
         }),
+        # a Service's ports and the container's own: the Service side changed, or the container said to listen elsewhere
+        (None, {
+            "service-port": r"\btarget\s*ports?\b|\bservices?(?:'s)?\s+(?:\w+\s+)?ports?\b|\bports?\s+of\s+the\s+service\b",
+            "container-listen": r"\bcontainers?\s+(?:(?:was|were|has\s+been|got|is)\s+)?(?:now\s+|(?:changed|moved|reconfigured|"
+                                r"switched)\s+to\s+)+listen\w*|\bcontainer\s*ports?\s+(?:was|were|has\s+been|got|is\s+now)\s+"
+                                r"(?:changed|moved|set)\b",
+        }),
+        # a node's connection settings: the local port range, the listen backlog, the conntrack table, kube-proxy's mode
+        (None, {
+            "port-range": r"\bip\s*local\s*port\s*range\b|\bport\s+range\b|\bephemeral\s+ports?\b|\blocal\s+ports?\b",
+            "backlog": r"\bsomaxconn\b|\blisten\s+backlog\b|\bsyn\s+backlog\b",
+            "conntrack": r"\bconntrack\w*|\bmax\s*per\s*core\b",
+            "proxy-mode": r"\buserspace\b|\bipvs\b|\bproxy\s*mode\b",
+        }),
+        # a volume: its storage class, its size, its access mode
+        (None, {
+            "class": r"\bstorage\s*class\w*",
+            "size": r"\bstorage\s*size\b|\b(?:volume|disk|pvc|claim)\s+size\b|\b(?:volume|disk|pvc|claim)\s+(?:is\s+)?too\s+"
+                    r"(?:small|big|large)\b|\bshared\s+disk\s+(?:\S+\s+){0,6}?too\s+(?:small|big|large)\b",
+            "access-mode": r"\bread\s*write\s*once\b|\brwo\b|\baccess\s*modes?\b|\bmulti\W?attach\b",
+        }),
         # an Ingress: its class, its host, its backend (the Service a path rule sends to) and that backend's port
         (r"\bingress\w*", {
             "class": r"\bingress\s*class\w*|\bclass\s*names?\b|\bclass\b|\bcontroller\b",
