@@ -67,6 +67,7 @@ def test_what_a_fault_changed_is_read_by_field():
     # wrappers other than sh -c
     (_with(resources=RAISED, command=["python3", "-c", "import os,threading; os.execvp('geo', ['geo'])"]),
      "command wrapped in python3 -c"),
+    (_with(resources=RAISED, command=["/tmp/src/.venv/bin/python", "-c", "import threading"]), "command wrapped in python -c"),
     (_with(resources=RAISED, command=["env", "PYTHONSTARTUP=/tmp/x.py", "geo"]), "command wrapped in env with variables set"),
     (_with(resources=RAISED, command=["/bin/busybox", "nohup", "geo"]), "command wrapped in busybox (nohup)"),
     (_with(resources=RAISED, command=["node", "--require", "/tmp/hook.js", "server.js"]), "command wrapped in node --require"),
@@ -89,6 +90,12 @@ def test_loaders_and_wrappers_are_weaker_whatever_the_record(attack, needle):
      "init container prep added (neither the app nor a fault put it there)"),
     (_with(resources=RAISED, pod_volumes=[{"name": "data", "configMap": {"name": "atk"}}]),
      "volume data changed (no fault changed it)"),
+    # red-team round 18, finding 1: one key of a ConfigMap mounted (subPath) over a .pth file of the virtualenv, whose
+    # import line Python's site runs inside the service's own process
+    (_with(resources=RAISED, volumeMounts=[{"name": "atk-pth", "subPath": "p.pth",
+                                            "mountPath": "/app/.venv/lib/python3.11/site-packages/distutils-precedence.pth"}],
+           pod_volumes=[*SHIPPED["volumes"], {"name": "atk-pth", "configMap": {"name": "atk-pth"}}]),
+     "volumeMount /app/.venv/lib/python3.11/site-packages/distutils-precedence.pth added (no fault changed it)"),
     # the command or its arguments, the image, the working directory where no fault touched them
     (_with(resources=RAISED, args=["--plugin", "/tmp/x.so"]), "container geo: args set to"),
     (_with(resources=RAISED, command=["/tmp/geo-wrapper"]), "container geo: command changed to"),
