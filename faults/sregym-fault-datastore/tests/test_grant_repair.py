@@ -122,3 +122,40 @@ def test_a_definer_function_default_privileges_or_create_on_the_database_is_no_r
     assert not postgres.drop_user_present(ctx, target, {})
     database(f"GRANT CREATE ON DATABASE {DB} TO {APP}")
     assert postgres.drop_user_present(ctx, target, {})
+
+
+def test_a_repair_that_opens_another_login_is_no_repair(database, scratch_pg):
+    """Red-team round 18, finding 3: beside the right grant, the superuser given the service's own password (from the
+    app's Secret) opened a TCP login as the superuser. Any change to who may log in as what, beyond the app's login
+    roles, leaves the fault present: another role's password (a new one, or the same one set again: a new verifier),
+    a new login role. Each shape on a fresh injection, which records the access as it finds it."""
+    _, localrun = scratch_pg
+    shapes = (f"ALTER ROLE postgres PASSWORD '{localrun.ADMIN_PASSWORD}'",  # this harness logs in as postgres with it
+              f"ALTER ROLE {ADMIN} PASSWORD 'known'", "CREATE ROLE helper LOGIN PASSWORD 'x'",
+              f"ALTER ROLE {ADMIN} SUPERUSER")
+    for opened in shapes:
+        for inject, present in ((postgres.revoke_inject, postgres.revoke_present),
+                                (postgres.drop_user_inject, postgres.drop_user_present)):
+            ctx, target = SimpleNamespace(state={}), None
+            inject(ctx, target, {})
+            if inject is postgres.drop_user_inject:
+                database(f"CREATE ROLE {APP} LOGIN PASSWORD 'b'")
+            database(f"GRANT SELECT ON public.geo TO {APP}")
+            database(f"ALTER ROLE {APP} PASSWORD 'b2'")  # the app's own login role: the faults', not compared here
+            assert not present(ctx, target, {}), "the repair alone"
+            database(opened)
+            assert present(ctx, target, {}), opened
+            database("DROP ROLE IF EXISTS helper")
+            database(f"ALTER ROLE {ADMIN} NOSUPERUSER")
+
+
+def test_the_access_record_reads_passwords_roles_and_the_hba_rules(database, scratch_pg):
+    _, localrun = scratch_pg
+    ctx, target = SimpleNamespace(state={}), None
+    was = sql.database_access(ctx, target, [APP])
+    assert APP not in was["roles"] and {ADMIN, "postgres"} <= set(was["roles"]) and was["hba"]
+    assert sql.access_changed(was, sql.database_access(ctx, target, [APP])) == []
+    database(f"ALTER ROLE postgres PASSWORD '{localrun.ADMIN_PASSWORD}'")
+    assert sql.access_changed(was, sql.database_access(ctx, target, [APP])) == [
+        "role postgres changed (attributes or password)"]
+    assert sql.access_changed(None, was) == []

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 from sregym_core.faultkit import function_fault, kube, schema
 from sregym_core.types import FaultSpec, TargetSelector
 
-from .sql import app_roles, login_refused, psql, quote_ident, role_powers, role_standing, table_grants
+from .sql import (access_changed, app_roles, database_access, login_refused, psql, quote_ident, role_powers,
+                  role_standing, table_grants)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -32,6 +33,7 @@ def revoke_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) 
     grants = {role: table_grants(ctx, target, role) for role in app_roles(ctx, target)}
     ctx.state["grants"] = grants
     ctx.state["standing"] = {role: role_standing(ctx, target, role) for role in grants}
+    ctx.state["access"] = database_access(ctx, target, list(grants))
     for role in grants:
         psql(ctx, target, f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {quote_ident(role)}")
 
@@ -53,10 +55,17 @@ def _granted_otherwise(ctx: FaultContext, target: Target, role: str, grants: Any
             or now["default_privileges"] > was.get("default_privileges", 0))
 
 
+def _access_opened(ctx: FaultContext, target: Target, roles: list[str]) -> bool:
+    """Did the repair also change who may log in as what, beyond the app's login roles (:func:`access_changed`)?"""
+    was = ctx.state.get("access")
+    return bool(was) and bool(access_changed(was, database_access(ctx, target, roles)))
+
+
 def revoke_present(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> bool:
     standing = ctx.state.get("standing") or {}
-    return any(_granted_otherwise(ctx, target, role, grants, standing.get(role))
-               for role, grants in ctx.state.get("grants", {}).items())
+    grants = ctx.state.get("grants", {})
+    return any(_granted_otherwise(ctx, target, role, role_grants, standing.get(role))
+               for role, role_grants in grants.items()) or _access_opened(ctx, target, list(grants))
 
 
 def revoke_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
@@ -69,6 +78,7 @@ def revoke_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any])
 
 def drop_user_inject(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
     roles = app_roles(ctx, target)
+    ctx.state["access"] = database_access(ctx, target, roles)
     saved = {}
     for role in roles:
         secret = psql(ctx, target, f"SELECT rolpassword FROM pg_authid WHERE rolname = '{role}'")
@@ -88,7 +98,7 @@ def drop_user_present(ctx: FaultContext, target: Target, params: Mapping[str, An
     names = [r[0] for r in psql(ctx, target, "SELECT rolname FROM pg_roles")]
     roles = ctx.state.get("roles", {})
     return any(role not in names or _granted_otherwise(ctx, target, role, saved["grants"], saved.get("standing"))
-               for role, saved in roles.items())
+               for role, saved in roles.items()) or _access_opened(ctx, target, list(roles))
 
 
 def drop_user_recover(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
