@@ -48,7 +48,7 @@ from sregym_core.oracles.judge import (
 )
 from sregym_core.types import GroundTruth
 
-from . import claims, concepts, lexicon, quantity, reading, text
+from . import claims, concepts, lexicon, quantity, reading, secondcause, text
 
 NAME = "judge-rules"
 RUBRICS = ("sregym", "upstream")
@@ -420,6 +420,8 @@ class RulesJudge:
         for ns in sorted(namespaces, key=len, reverse=True):
             if ns:
                 masked = masked.replace(text.flatten(ns), " ")
+        for key in secondcause.changes_beyond(submission, truths):  # the writer's own diff (red-team round 18)
+            added.setdefault(f"{key} (a change the writer's diff states)", key)
         r = Reading(
             prose=prose, flat=flat, flat_values=masked, sentences=sentences, clauses=clause_list,
             clause_sentence=clause_sentence, mentions=mentions, truth_components=truth_components, asserted=asserted,
@@ -2597,6 +2599,10 @@ def _gates(r: Reading, truths: Sequence[GroundTruth]) -> dict[str, Any]:
         gates["kitchen_sink"] = "over-broad blame: " + r.over_broad
     elif r.blamed_unrelated:
         gates["kitchen_sink"] = "blames components that are not faulty: " + ", ".join(sorted(r.blamed_unrelated))
+    elif foreign := secondcause.foreign_claims(s.raw for s in r.sentences):
+        # a claim the rules cannot read may be a second cause (red-team rounds 17 and 18: "Außerdem wurde das
+        # Speicherlimit von geo auf 12Mi gesenkt"): the judge reads English, so it cannot clear it
+        gates["kitchen_sink"] = "states in another language what the judge cannot weigh: " + foreign[0][:80]
     # a problem of several faults: a diagnosis of one of them is incomplete (red-team round 12, finding 4: one fault
     # named fully scored 0.78-0.89 with "names every fault" answered no)
     # (a latent fault, one users do not meet yet, may be left out: the visible ones are the incident)
