@@ -7,8 +7,9 @@ landing suite (docs/ci.md).
   skipped unless ``--validation`` or ``SREGYM_VALIDATION=1`` (``tools/validate-sample.sh`` runs them).
   The landing suite asserts behaviour, never a rate, latency or duration measured on a shared machine.
 * Under pytest-xdist with ``--dist loadfile`` (./test.sh), every test file that runs an application
-  on an embedded cluster goes to one of two units of work, the *live lanes*, each of which one worker
-  runs file after file, so at most two clusters with apps run at a time: the first lane holds the files
+  on an embedded cluster goes to a unit of work, a *live lane*, which one worker runs file after file. With
+  two workers (./test.sh's default) there is one lane: at most one cluster with apps runs at a time. With
+  three or more there are two, so at most two clusters with apps run at a time: the first lane holds the files
   that share the worker's session cluster and its Hotel Reservation deploy, the second the files that
   start clusters of their own (marker ``apps``) and the session-cluster files marked ``second_lane``
   (an app no first-lane file deploys, or a file moved there to balance the lanes). Every other file is a unit of its own, run beside the lanes at a lower CPU priority:
@@ -102,16 +103,18 @@ def in_live_lane(item: pytest.Item) -> bool:
     return item.get_closest_marker("apps") is not None or bool(LIVE_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
-def file_lanes(items: list[pytest.Item]) -> dict[str, str]:
-    """The live lane of every file with a live test: the first when one of its tests gets the session's
-    cluster (a live fixture) and the file is not marked ``second_lane``, else the second."""
+def file_lanes(items: list[pytest.Item], workers: int) -> dict[str, str]:
+    """The live lane of every file with a live test. With three workers or more, the first lane when one of its tests
+    gets the session's cluster (a live fixture) and the file is not marked ``second_lane``, else the second; with fewer,
+    every live file in the one lane (two lanes on two workers would hold both until a lane ends, every other file
+    waiting)."""
     lanes: dict[str, str] = {}
     for item in items:
         if not in_live_lane(item):
             continue
         path = item.nodeid.split("::", 1)[0]
         own = item.get_closest_marker("apps") is not None or item.get_closest_marker("second_lane") is not None
-        if not own or lanes.get(path) == LIVE_LANE:
+        if workers < 3 or not own or lanes.get(path) == LIVE_LANE:
             lanes[path] = LIVE_LANE
         else:
             lanes[path] = SECOND_LANE
@@ -178,7 +181,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             rank[item.path] = min(rank.get(item.path, 3), _start_order(item))
         items.sort(key=lambda item: rank[item.path])
         _LANES.clear()
-        _LANES.update(file_lanes(items))
+        _LANES.update(file_lanes(items, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
         _publish_lane_files(_LANES)
     skip_matrix = not (config.getoption("--matrix") or os.environ.get("SREGYM_MATRIX") == "1")
     skip_validation = not (config.getoption("--validation") or os.environ.get("SREGYM_VALIDATION") == "1")

@@ -6,18 +6,18 @@
 # machine (tests marked `validation` do that; tools/validate-sample.sh runs them; docs/ci.md).
 #
 # SREGYM_TEST_WORKERS=N runs the suite in N pytest-xdist workers (--dist loadfile): every file that
-# runs an application on an embedded cluster is in one of two units of work, the live lanes, each of
-# which one worker runs one file at a time, so at most two clusters with apps run at a time; every
-# other file is a unit of its own, run beside the lanes at a lower CPU priority (conftest.py's
-# scheduler). Default: 3 workers on a machine with 2 or more cores (one per lane, one beside them:
-# the lanes wait on events much of the time), else 1; SREGYM_TEST_WORKERS=1 runs one process, in file order.
+# runs an application on an embedded cluster is in a unit of work, a live lane, which one worker runs one
+# file at a time; every other file is a unit of its own, run beside the lane at a lower CPU priority
+# (conftest.py's scheduler). Default: 2 workers on a machine with 2 or more cores (one lane: at most one
+# cluster with apps at a time), else 1; with 3 or more, two lanes (docs/ci.md: on 2 cores the two lanes' clusters
+# take the CPU the third worker was to use). SREGYM_TEST_WORKERS=1 runs one process, in file order.
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
 "$root/tools/setup.sh"
 venv_dir=${SREGYM_VENV:-$root/.venv}
 cd "$root"
 cores=$(nproc 2>/dev/null || echo 1)
-workers=${SREGYM_TEST_WORKERS:-$(( cores >= 2 ? 3 : 1 ))}
+workers=${SREGYM_TEST_WORKERS:-$(( cores >= 2 ? 2 : 1 ))}
 # How long a cluster start may take, derived from one measured on this machine now (unless set):
 # 100 times a quiet start, at least 300 s: it only catches a start that hangs, so it is generous.
 if [ -z "${SREGYM_CLUSTER_START_TIMEOUT:-}" ]; then

@@ -157,6 +157,17 @@ def test_app_tests_run_in_two_lanes_and_other_files_stay_whole_at_a_lower_priori
     assert niceness == {"a": base, "c": base, "d": max(base, 5)}, niceness
 
 
+def test_two_workers_keep_one_lane(tmp_path):
+    tree = _tree(tmp_path, {"test_live.py": LIVE, "test_own_cluster.py": OWN_CLUSTER, "test_other_app.py": OTHER_APP,
+                            "test_plain.py": PLAIN})
+    done = _pytest(tree, "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder")
+    assert done.returncode == 0, done.stdout[-3000:]
+    workers = {nodeid: worker for worker, nodeid in re.findall(r"\[(gw\d)\] \[\s*\d+%\] \w+ (\S+)", done.stdout)}
+    lane = {workers["test_live.py::test_a"], workers["test_own_cluster.py::test_c"], workers["test_other_app.py::test_g"]}
+    plain = {workers["test_plain.py::test_d"]}
+    assert len(lane) == 1 and lane != plain, workers
+
+
 def test_validation_tests_run_only_when_asked(tmp_path):
     tree = _tree(tmp_path, {"test_plain.py": PLAIN})
     quiet = _pytest(tree)
