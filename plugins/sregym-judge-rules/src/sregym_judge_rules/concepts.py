@@ -319,6 +319,15 @@ _GLOSSES = (
                               r"(?:the\s+)?same\s+(?:node|machine|host|server)\b"),
     ("init container", r"\bbefore\s+the\s+main\s+(?:program|container|process|app\w*)\b|\b(?:helper|setup|start\s?up|"
                        r"preparation|waiting)\s+step\b"),
+    # twenty-second round (issue #35): the count a workload asks for, by any of its names (`spec.replicas`, "desired
+    # count", "count of copies"), said to be 0, "= 0", "1 -> 0" or none is scaled to zero; the count that is *ready*,
+    # *available* or *current* being 0 is what any fault shows, not this change
+    # a thing that "is absent" is gone, as one that "is gone" (twenty-second round)
+    ("remove", r"\b(?:is|are|was|were)\s+(?:now\s+)?absent\b"),
+    ("scale zero replica", r"(?<!ready\s)(?<!available\s)(?<!current\s)(?<!updated\s)\b(?:spec\.)?(?:replicas?(?:\s+count)?|"
+                   r"desired(?:\s+(?:replica|pod))?\s+count|(?:count|number)\s+of\s+(?:copies|replicas|pods|instances))"
+                   r"(?:\s+(?:was|is|got|has\s+been))?\s*(?:(?:set|changed|lowered|dropped|scaled|cut)\s+)?"
+                   r"(?:=|:|to|at|1\s*(?:->|→|>|to)|(?=0\b))\s*(?:0|zero|none|nothing)\b(?![.,]\d)"),
 )
 
 # words every fault statement shares: they count for little on their own
@@ -379,6 +388,11 @@ def _family_of() -> dict[str, str]:
         for entry in entries:
             owner.setdefault(entry if "_" in entry else stem(entry), head)
     return owner
+
+
+def family_of_word(word: str) -> str | None:
+    """The concept a single word belongs to ("copies" and "replicas": replica), None for a word of no family."""
+    return _family_of().get(stem(word))
 
 
 def _join_phrases(flat: str) -> str:

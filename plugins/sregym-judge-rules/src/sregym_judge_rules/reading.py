@@ -882,6 +882,9 @@ def json_as_prose(submission: str) -> str | None:
         data = data[0]
     if not isinstance(data, dict):
         return None
+    several = _several_findings(data)
+    if several:
+        return "\n".join(several)
     data = _lift_finding(data)
     role = {k: _role(k) for k in data}
     components = [_flat_value(v) for k, v in data.items() if role[k] == "component" and _flat_value(v)]
@@ -906,6 +909,23 @@ def json_as_prose(submission: str) -> str | None:
     if flag and state and not unfilled and re.fullmatch(r"\W*(?:on|true|enabled|active|100\s*%)\W*", state, re.I):
         causes.append(f"the flag {flag} is on")
         data = {k: v for k, v in data.items() if _key(k) not in _FLAG_KEYS | _STATE_KEYS}
+        role = {k: _role(k) for k in data}
+    # an object named with the state it is in ("object": "Service ad", "state": "deleted") says that of the object, and
+    # a thing named as missing ("missing": "the ConfigMap holding the envoy configuration") says it is missing
+    # (twenty-second round): a record with no explanation field explains by these
+    if not causes and not unfilled:
+        thing = next((_flat_value(data[k]) for k in data if _key(k) in _OBJECT_KEYS and _flat_value(data[k])), "")
+        held_in = next((k for k in data if _key(k) in ("state", "status", "condition") and _flat_value(data[k])
+                        and not _UNSURE_STATUS.search(_flat_value(data[k]))
+                        and not _PLACEHOLDER.match(_flat_value(data[k]))), None)
+        if thing and held_in is not None:
+            causes.append(f"{thing} is {_flat_value(data[held_in])}")
+            data = {k: v for k, v in data.items() if k != held_in}
+        gone = next((k for k in data if _key(k) in _GONE_KEYS and isinstance(data[k], str) and _flat_value(data[k])
+                     and not _PLACEHOLDER.match(_flat_value(data[k]))), None)
+        if gone is not None:
+            causes.append(f"{_flat_value(data[gone])} is {_key(gone)}")
+            data = {k: v for k, v in data.items() if k != gone}
         role = {k: _role(k) for k in data}
     # a field saying the answer is not confirmed ("status": "not yet verified", "confidence": "low") leaves every
     # explanation in it open, as "could be" does in prose
@@ -958,6 +978,34 @@ _UNSURE_STATUS = re.compile(r"\b(?:not (?:yet )?(?:verified|confirmed|checked)|u
 # "investigating" says the incident is not closed, not that the finding is unsure)
 
 
+def _several_findings(data: dict) -> list[str]:
+    """An answer that holds several findings, each a record with a component and a cause: a list of them under one key
+    (``{"faults": [{"component": ..., "cause": ...}, ...]}``) or one per key (``{"visible": {...}, "latent": {...}}``),
+    is read as each finding's prose in turn (twenty-second round). Not when the key that holds them says they are
+    candidates, evidence or a fix, nor when the answer itself names a component or a cause beside them (one finding with
+    data, which :func:`_lift_finding` reads)."""
+    import json
+
+    def finding(v: object) -> bool:
+        return isinstance(v, dict) and any(_role(x) == "component" for x in v) and any(_role(x) == "cause" for x in v)
+
+    if any(_role(k) in ("component", "cause") and not isinstance(v, dict | list) for k, v in data.items()):
+        return []
+    records: list[dict] = []
+    lists = [k for k, v in data.items() if isinstance(v, list) and len(v) >= 2 and all(finding(x) for x in v)]
+    keyed = [k for k, v in data.items() if finding(v)]
+    if len(lists) == 1 and not keyed and _role(lists[0]) not in ("hedge", "evidence", "status", "action"):
+        records = list(data[lists[0]])
+    elif len(keyed) >= 2 and not lists and not any(_role(k) in ("hedge", "evidence", "status", "action") for k in keyed):
+        records = [data[k] for k in keyed]
+    out = []
+    for record in records:
+        said = json_as_prose(json.dumps(record))
+        if said:
+            out.append(said)
+    return out if len(out) >= 2 else []
+
+
 def _lift_finding(data: dict) -> dict:
     """A finding wrapped in one object (``{"incident": {"component": ..., "cause": ...}, "confidence": ...}``): its
     fields read as the answer's own, beside the wrapper's other fields."""
@@ -1005,6 +1053,10 @@ _FIELD_KEYS = frozenset({"field", "setting", "key", "parameter", "param", "optio
                          "env", "env_var", "envvar", "variable", "environment_variable"})
 # a record of a flag and its state ("flag": "kafkaQueueProblems", "state": "on")
 _FLAG_KEYS = frozenset({"flag", "feature_flag", "toggle", "switch"})
+# a record of an object and the state it is in ("object": "Service ad", "state": "deleted"), or of what is gone
+_OBJECT_KEYS = frozenset({"object", "resource", "kind", "broken_object", "faulty_object", "faulty_resource",
+                          "broken_resource"})
+_GONE_KEYS = frozenset({"missing", "absent", "deleted", "removed", "gone"})
 _STATE_KEYS = frozenset({"state", "status", "value", "variant", "enabled"})
 _VALUE_KEYS = frozenset({"value", "new_value", "current", "current_value", "actual", "actual_value", "now", "set_to"})
 _EXPECTED_KEYS = frozenset({"expected", "expected_value", "old_value", "was", "previous", "before", "should_be", "default"})

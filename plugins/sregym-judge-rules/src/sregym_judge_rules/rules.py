@@ -216,6 +216,18 @@ class RulesJudge:
                 later = [c for i, c in enumerate(clause_list) if i > m.clause and clause_sentence[i] == clause_sentence[m.clause]]
                 if later and later[0].cause_side and _POSSESSIVE_OPENING.match(later[0].text):
                     pronoun.setdefault(clause_sentence[m.clause], set()).add(m.component)
+                elif not later or all(c.exonerating for c in later):
+                    # the same after ";" or a full stop ("geo's CPU limit is fine; its memory limit was lowered"): the
+                    # next sentence opens with the pronoun in its cause and names no component of its own
+                    next_index = clause_sentence[m.clause] + 1
+                    next_clauses = [i for i, s in enumerate(clause_sentence) if s == next_index]
+                    # ... or names none at all after clearing one of the component's own things ("geo's image is
+                    # fine; the memory limit was lowered"): what was cleared was the component's, so is what follows
+                    owned = re.match(r"\s*(?:'s|’s|')(?![a-z])", clause_list[m.clause].text[m.end:]) is not None
+                    if (next_clauses and clause_list[next_clauses[0]].cause_side
+                            and (owned or _POSSESSIVE_OPENING.match(clause_list[next_clauses[0]].text))
+                            and not any(clause_sentence[x.clause] == next_index for x in any_mentions)):
+                        pronoun.setdefault(next_index, set()).add(m.component)
         # "checkout cannot list products because its setting for the product catalog points at port 8082": a possessive
         # pronoun opening the cause refers to the component the effect is said of (its subject); what the possessed
         # thing is for ("for the product catalog") is its object, not a culprit
@@ -1491,6 +1503,15 @@ def _field_with_value(flat: str, truth: GroundTruth) -> tuple[str, tuple[int, in
         found = pattern.search(flat)
         if found and not reading.negated(flat, found.start(), found.end()):
             return f"field {leaf} = {value}", found.span()
+        # the value counting what the field counts, in a word of the field's concept ("asked for 100,000 copies" for
+        # replicas 100000): a count and the thing counted say the field and its new value (twenty-second round). Only
+        # a value of two digits or more: "1 copy", "0 copies" are what many faults show
+        family = concepts.family_of_word(spoken.split()[-1]) if spoken.split() else None
+        if family and re.fullmatch(r"\d{2,}", value):
+            for counted in re.finditer(rf"(?<![a-z0-9.,])(?:{rendered})\s+([a-z]+)", flat):
+                if (concepts.family_of_word(counted.group(1)) == family
+                        and not reading.negated(flat, counted.start(), counted.end())):
+                    return f"field {leaf} = {value}", counted.span()
     return None
 
 
@@ -2476,10 +2497,16 @@ def _other_field(raw: str, flat: str, truth: GroundTruth) -> bool:
     if not named:
         return False
     known = _truth_fields(truth)
-    foreign = [f for f in named if text.flatten(f) not in known]
+
+    def is_known(f: str) -> bool:
+        # a field named by its path ("spec.replicas", "spec.template.spec.dnsPolicy") is its last part, the truth's
+        # own field when that is one (twenty-second round)
+        return text.flatten(f) in known or text.flatten(f.rsplit(".", 1)[-1]) in known
+
+    foreign = [f for f in named if not is_known(f)]
     if not foreign:
         return False
-    own = [f for f in re.findall(_FIELD, raw) if text.flatten(f) in known and len(f) > 3]
+    own = [f for f in re.findall(_FIELD, raw) if is_known(f) and len(f) > 3]
     return not own
 
 
