@@ -12,8 +12,8 @@ landing suite (docs/ci.md).
   three or more there are two, so at most two clusters with apps run at a time: the first lane holds the files
   that share the worker's session cluster and its Hotel Reservation deploy, the second the files that
   start clusters of their own (marker ``apps``) and the session-cluster files marked ``second_lane``
-  (an app no first-lane file deploys, or a file moved there to balance the lanes). Every other file is a unit of its own, run beside the lanes at a lower CPU priority:
-  the lanes are the run's longest chains. (The lanes are a scheduler of ours,
+  (an app no first-lane file deploys, or a file moved there to balance the lanes). Every other file is a unit of its
+  own, run beside the lane or lanes (beside two, at a lower CPU priority: they are the run's longest chains). (The lanes are a scheduler of ours,
   :class:`LiveLaneScheduling`: xdist's own ``loadgroup`` marks groups by rewriting a private nodeid
   attribute that pytest 9.2 no longer reads.)
 * Property tests (Hypothesis) draw the same examples on every run (``derandomize``, no example
@@ -44,7 +44,7 @@ except ImportError:  # hypothesis comes with the test extras
 #: file): the session cluster's files, and the files with clusters or apps of their own
 LIVE_LANE = "live-apps"
 SECOND_LANE = "live-apps-2"
-#: how much less CPU priority a worker takes once it runs files beside the lanes (os.nice: raising it needs
+#: how much less CPU priority a worker takes once it runs files beside two lanes (os.nice: raising it needs
 #: no privilege, and a worker never goes back to a lane: lanes are the first units handed out)
 NICE_BESIDE_THE_LANES = 5
 #: the app template's own tests run on a renamed, installed copy of it (tests/test_app_template.py); in
@@ -198,11 +198,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _live_lane_holder(request: pytest.FixtureRequest):
     """While a live-lane test runs, its lane's file names it: a test that fails waiting for a cluster
-    says which live tests held the machine's app clusters at that moment. A worker that runs a file
-    beside the lanes lowers its CPU priority first, for good (the lanes are handed out first)."""
+    says which live tests held the machine's app clusters at that moment. With two lanes, a worker that runs a file
+    beside them lowers its CPU priority first, for good (the lanes are handed out first). With one lane it does not:
+    r67 (2026-12-01, two workers, the other worker at +5) gave the lane 1.3 cores and the other worker 0.46, which
+    made the other worker's files the longer chain."""
     lane = lane_of(request.node)
     if lane is None:
-        if _LANES and os.environ.get("PYTEST_XDIST_WORKER") and os.nice(0) < NICE_BESIDE_THE_LANES:
+        if SECOND_LANE in _LANES.values() and os.environ.get("PYTEST_XDIST_WORKER") and os.nice(0) < NICE_BESIDE_THE_LANES:
             os.nice(NICE_BESIDE_THE_LANES - os.nice(0))
         yield
         return
