@@ -6,11 +6,11 @@
 # machine (tests marked `validation` do that; tools/validate-sample.sh runs them; docs/ci.md).
 #
 # SREGYM_TEST_WORKERS=N runs the suite in N pytest-xdist workers (--dist loadfile): every file that
-# runs an application on an embedded cluster is in a unit of work, a live lane, which one worker runs one
-# file at a time; every other file is a unit of its own, run beside the lane at a lower CPU priority
-# (conftest.py's scheduler). Default: 2 workers on a machine with 2 or more cores (one lane: at most one
-# cluster with apps at a time), else 1; with 3 or more, two lanes (docs/ci.md: on 2 cores the two lanes' clusters
-# take the CPU the third worker was to use). SREGYM_TEST_WORKERS=1 runs one process, in file order.
+# runs an application on the session's embedded cluster is in a unit of work, a live lane, which one worker
+# runs one file at a time; every other file is a unit of its own, the files with a cluster of their own first
+# (conftest.py's scheduler). Default: 2 workers on a machine with 2 or more cores (one lane), else 1; with 3 or
+# more, two lanes and the files beside them at a lower CPU priority (docs/ci.md: on 2 cores the two lanes'
+# clusters take the CPU the third worker was to use). SREGYM_TEST_WORKERS=1 runs one process, in file order.
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
 "$root/tools/setup.sh"

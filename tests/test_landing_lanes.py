@@ -2,8 +2,9 @@
 test tree under the repo's own root conftest, run by pytest-xdist with ``--dist loadfile``.
 
 * every test that gets the session's app cluster (a ``deployed_app``/``shared_cluster``/``embedded_cluster``
-  fixture) runs in one group, the first live lane, on one worker; the files with a cluster of their
-  own (the ``apps`` marker) or an app of their own (``second_lane``) in the second lane, on another;
+  fixture) runs in one group, the first live lane, on one worker; with three workers the files with a cluster of
+  their own (the ``apps`` marker) or an app of their own (``second_lane``) in the second lane, on another; with two,
+  the files with a cluster of their own are units of their own, the other worker's first;
 * other files stay whole, one group each, on workers that lowered their CPU priority;
 * tests marked ``validation`` are skipped unless ``--validation``;
 * a test that fails outside the lane while a lane test runs says which lane test held it.
@@ -163,9 +164,14 @@ def test_two_workers_keep_one_lane(tmp_path):
     done = _pytest(tree, "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder")
     assert done.returncode == 0, done.stdout[-3000:]
     workers = {nodeid: worker for worker, nodeid in re.findall(r"\[(gw\d)\] \[\s*\d+%\] \w+ (\S+)", done.stdout)}
-    lane = {workers["test_live.py::test_a"], workers["test_own_cluster.py::test_c"], workers["test_other_app.py::test_g"]}
+    lane = {workers["test_live.py::test_a"], workers["test_live.py::test_b"], workers["test_other_app.py::test_g"]}
     plain = {workers["test_plain.py::test_d"]}
     assert len(lane) == 1 and lane != plain, workers
+    # a file with a cluster of its own is not in the lane: the other worker takes it first, beside the lane
+    assert {workers["test_own_cluster.py::test_c"]} != lane, workers
+    order = [nodeid for _worker, nodeid in re.findall(r"\[(gw\d)\] \[\s*\d+%\] \w+ (\S+)", done.stdout)]
+    beside = [n for n in order if workers[n] not in lane]
+    assert beside[0] == "test_own_cluster.py::test_c", beside
     # beside one lane the other worker keeps its priority (r67: at +5 its files became the longer chain)
     assert int((tmp_path / "d").read_text()) == os.nice(0)
 
