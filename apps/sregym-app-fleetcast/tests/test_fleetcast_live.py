@@ -127,6 +127,29 @@ def test_the_agent_may_edit_the_resource_but_not_its_status(fc, tmp_path):
         revoke_agent_access(fc.env.kube, [fc.app.namespace], account)
 
 
+def test_an_operator_on_its_image_that_reconciles_nothing_is_still_the_fault(fc):
+    """Red-team round 19, finding 2: the operator's image put back, but its WATCH_NAMESPACES pointed at a namespace
+    it may not read. Its pod is Ready (/healthz answers) and it reconciles nothing, the operator fault's own symptom:
+    the fault still counts as present, and the whole container as shipped makes it gone."""
+    from sregym_core.faults import call_fault
+    from sregym_core.types import Target
+
+    live = fc.live(time.time(), request_for=request_for, frontend=FRONTEND)
+    spec = fc.host.get_faults()["operator-image-typo"]
+    target = Target(app=fc.app, component=fc.app.component(OPERATOR), namespace=fc.app.namespace)
+    ctx = fc.context()
+    assert wait_for(lambda: _running(live), 120, 1)
+    assert fc.run(call_fault(spec.impl.is_present, ctx, target, {})) is False, "the shipped operator reconciles"
+    live.kubectl("set", "env", f"deployment/{OPERATOR}", "WATCH_NAMESPACES=fleetcast-standby", "-n", live.namespace)
+    try:
+        live.kubectl("rollout", "status", f"deployment/{OPERATOR}", "-n", live.namespace, "--timeout=180s")
+        assert fc.run(call_fault(spec.impl.is_present, ctx, target, {})) is True
+    finally:
+        live.kubectl("set", "env", f"deployment/{OPERATOR}", "WATCH_NAMESPACES=fleetcast", "-n", live.namespace)
+        live.kubectl("rollout", "status", f"deployment/{OPERATOR}", "-n", live.namespace, "--timeout=180s")
+    assert wait_for(lambda: not fc.run(call_fault(spec.impl.is_present, ctx, target, {})), 120, 1)
+
+
 # ------------------------------------------------------------------ the live fault contract
 
 

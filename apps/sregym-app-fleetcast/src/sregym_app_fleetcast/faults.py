@@ -39,6 +39,7 @@ from sregym_core.faultkit.functions import function_fault
 from sregym_core.types import FaultSpec, TargetSelector
 
 from .manifests import DATASTORE_SPEC, OPERATOR_IMAGE
+from .crd import HASH_ANNOTATION
 from .topology import CRD_NAME, GROUP, KIND, OPERATOR
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ UID_MAX = 2147483647
 #: how long inject waits for the symptom, and a reference fix for the datastore to be Running again
 SHOW_TIMEOUT_S = 120.0
 HEAL_TIMEOUT_S = 180.0
+#: how long the operator may take to write a StatefulSet's spec hash back (it resyncs every 4 s; a loaded machine)
+RECONCILE_PROBE_S = 60.0
 
 
 # ------------------------------------------------------------------ the resource
@@ -347,7 +350,42 @@ def image_is_present(ctx: FaultContext, target: Target, params: Mapping[str, Any
         return True  # no operator at all: nothing reconciles the resource
     if not _operator_shipped(obj):
         return True
-    return not _operator_ready(ctx, target)
+    return not (_operator_ready(ctx, target) and operator_reconciles(ctx))
+
+
+def _owned_statefulsets(ctx: FaultContext) -> list[dict[str, Any]]:
+    items = json.loads(ctx.kubectl("get", "statefulsets", "-n", ctx.namespace, "-o", "json"))["items"]
+    return [s for s in items if any(o.get("kind") == KIND for o in s["metadata"].get("ownerReferences") or ())]
+
+
+def operator_reconciles(ctx: FaultContext) -> bool:
+    """Whether the operator acts on what it is there to watch: the spec hash it writes on each DatastoreCluster's
+    StatefulSet, taken off, is back within :data:`RECONCILE_PROBE_S`. A Ready operator on the right image that
+    watches a namespace it may not read (or none) reconciles nothing, which is the fault's own symptom (red-team
+    round 19, finding 2: its pod answered /healthz and every other oracle passed). Taking the annotation off changes
+    no pod (the template stays); when the operator does not put it back, the probe does."""
+    pointer = "/metadata/annotations/" + HASH_ANNOTATION.replace("~", "~0").replace("/", "~1")
+    for sts in _owned_statefulsets(ctx) or [None]:
+        if sts is None:
+            return False  # the operator makes a StatefulSet for the shipped resource: none at all is none made
+        name = sts["metadata"]["name"]
+        value = (sts["metadata"].get("annotations") or {}).get(HASH_ANNOTATION)
+        if value is None:
+            return False  # the operator has not written it (or not since someone took it off)
+        try:
+            kube.patch(ctx, "statefulset", name, [{"op": "test", "path": pointer, "value": value},
+                                                  {"op": "remove", "path": pointer}], type="json")
+        except FaultError:
+            return False  # changed or gone between the read and the patch: ask again at the next check
+
+        def written_back() -> bool:
+            now = kube.get(ctx, "statefulset", name, missing_ok=True)
+            return now is not None and HASH_ANNOTATION in (now["metadata"].get("annotations") or {})
+
+        if not kube.wait_until(written_back, timeout=RECONCILE_PROBE_S, interval=1.0):
+            kube.patch(ctx, "statefulset", name, {"metadata": {"annotations": {HASH_ANNOTATION: value}}})
+            return False
+    return True
 
 
 def image_fix(ctx: FaultContext, target: Target, params: Mapping[str, Any]) -> None:
