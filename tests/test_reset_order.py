@@ -46,7 +46,8 @@ class _Workload:
         self.rate = settings["rate"]
         return {"rate": self.rate}
 
-    async def arestart_deployed_run(self):
+    async def arestart_deployed_run(self, *, forget=False):
+        self.forget = forget
         self.events.append("restart_deployed_run")
         self.rate = 5.0
         return {"rate": self.rate}
@@ -90,6 +91,7 @@ def test_users_pause_before_the_volumes_are_checked_and_run_again_after_the_mark
     assert order == ["control rate=0", "reconcile", "restore", "entered", "ready", "late_check", "mark",
                      "restart_deployed_run"], events
     assert workload.rate == 5.0  # the deployed run is back when the reset returns
+    assert workload.forget  # the volumes were put back: the users forget what they wrote in the attempt
 
 
 def test_a_late_write_is_put_back_and_the_app_waited_for_before_the_mark(ready):

@@ -280,11 +280,12 @@ class Environment:
             await self._wait_workload_healthy(app, workload)
 
     @staticmethod
-    async def _restart_workload(workload: WorkloadClient) -> None:
+    async def _restart_workload(workload: WorkloadClient, *, forget: bool = False) -> None:
         """Put the generator's run back as deployed (issue #34: an agent set its rate to 0, which
-        failed every later deploy on the cluster). A generator not up yet is left to its start."""
+        failed every later deploy on the cluster). A generator not up yet is left to its start.
+        ``forget``: the app's data was put back, so the generator forgets what it expected of it."""
         try:
-            answer = await workload.arestart_deployed_run()
+            answer = await workload.arestart_deployed_run(forget=forget)
         except Exception as exc:  # noqa: BLE001 - not reachable yet: it starts as deployed anyway
             log.info("workload_restart_skipped", error=str(exc)[:200])
             return
@@ -401,7 +402,9 @@ class Environment:
             await asyncio.to_thread(volumes.mark)  # what the next attempt starts from
             lap("late_and_mark")
         if deployed.workload is not None:  # as deployed (an agent's /control write does not carry over)
-            await self._restart_workload(deployed.workload)
+            # the volumes and caches put back, what the users wrote in the attempt is gone by design: they forget
+            # it (Social Network's posts: red-team round 19 saw the next attempt's timelines graded against them)
+            await self._restart_workload(deployed.workload, forget=restore_volumes)
         if restore_volumes and (deployed.volumes is not None or restarted) and deployed.workload is not None:
             await self._wait_workload_healthy(deployed.app, deployed.workload)  # its clients reconnected
             lap("workload")
@@ -414,12 +417,14 @@ class Environment:
         return actions
 
     async def _restart_caches(self, deployed: DeployedApp) -> list[str]:
-        """Start the app's memory-only caches afresh (components with a ``cache:*`` role and no
-        volume): what an agent wrote into one (a poisoned entry without expiry) would otherwise be
-        served to the next attempt's users (issue #34, round 3). Their controllers start new pods."""
+        """Start the app's memory-only caches and queues afresh (components with a ``cache:*`` or ``queue:*`` role
+        and no volume): what an agent wrote into one (a poisoned entry without expiry, issue #34 round 3; a record
+        no consumer can parse, which stops every in-order consumer group behind it, red-team round 19 finding 1)
+        would otherwise be served to the next attempt's users. Their controllers start new pods."""
         done = []
         for component in deployed.app.components:
-            if not component.has_role("cache:*") or component.pvcs or not component.labels:
+            in_memory = component.has_role("cache:*") or component.has_role("queue:*")
+            if not in_memory or component.pvcs or not component.labels:
                 continue
             selector = ",".join(f"{k}={v}" for k, v in component.labels.items())
             await self.kube.akubectl("delete", "pods", "-n", deployed.app.namespace, "-l", selector, "--wait=false",

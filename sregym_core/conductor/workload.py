@@ -76,13 +76,20 @@ class WorkloadClient:
             body["distribution"] = env.get("WORKLOAD_DISTRIBUTION") or "poisson"
         return body
 
-    def restart_deployed_run(self) -> dict[str, Any] | None:
+    def restart_deployed_run(self, *, forget: bool = False) -> dict[str, Any] | None:
         """Restart the generator's run as deployed (see :meth:`deployed_run`); what it answers, or
         None when there is nothing to restart from. A generator an agent stopped or pointed elsewhere
-        (issue #34) must not carry that into the next deploy or attempt."""
+        (issue #34) must not carry that into the next deploy or attempt. ``forget``: the app's stored data
+        was put back as deployed, so the generator forgets what it expected of it (``"forget": true`` in the
+        /control body, always sent then; a generator that refuses the key is restarted without it)."""
         body = self.deployed_run()
         if body is None:
             return None
+        if forget:
+            try:
+                return self.control(**body, forget=True)
+            except OracleError:
+                pass  # a generator without that key refuses the body (Astronomy Shop's: "no other keys"): as before
         current = self._request("GET", self.spec.control_path)
         if all(current.get(key) == value for key, value in body.items()) and current.get("running", True):
             return current  # as deployed and running: a restart would only cut its request history short
@@ -107,8 +114,8 @@ class WorkloadClient:
                         return env
         return None
 
-    async def arestart_deployed_run(self) -> dict[str, Any] | None:
-        return await asyncio.to_thread(self.restart_deployed_run)
+    async def arestart_deployed_run(self, *, forget: bool = False) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.restart_deployed_run, forget=forget)
 
     async def astats(self, window_s: float) -> dict[str, Any]:
         return await asyncio.to_thread(self.stats, window_s)

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from sregym_core.errors import OracleError
+
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
 NS = "hotel-reservation"
 
@@ -90,6 +92,23 @@ def test_the_deployed_run_comes_from_the_generators_own_deployment():
     client, sent = _client(env, running)
     client.restart_deployed_run()
     assert [m for m, _p, _b in sent] == ["GET", "GET"]
+    # after a reset put the app's data back: restarted with "forget" even when running as deployed
+    client, sent = _client(env, running)
+    client.restart_deployed_run(forget=True)
+    assert sent[-1] == ("POST", "/control", {"rate": 5.0, "duration": 600.0, "route": None, "max_requests": 10_000_000,
+                                             "distribution": "poisson", "forget": True})
+    # a generator that refuses the key (Astronomy Shop's allows no other keys) is restarted without it
+    client, sent = _client([{"name": "WORKLOAD_RATE", "value": "2"}], {"rate": 0.0, "route": None})
+    plain = client._request
+
+    def refuses_forget(method, path, body=None):
+        if body and "forget" in body:
+            raise OracleError("workload generator answered 400: no other keys but route")
+        return plain(method, path, body)
+
+    client._request = refuses_forget
+    assert client.restart_deployed_run(forget=True)["rate"] == 2.0
+    assert sent[-1] == ("POST", "/control", {"rate": 2.0, "duration": 86400.0, "route": None})
 
 
 # ------------------------------------------------------------------------------------------- live

@@ -141,6 +141,34 @@ def test_the_flood_flag_starts_the_bounded_home_page_flood_in_the_pod_and_off_st
     assert stopped and stopped["flood_users"] == 0, stopped
 
 
+def test_a_record_an_agent_left_in_the_order_stream_is_gone_after_the_reset(shop):
+    """Red-team round 19, finding 1: a record no consumer can parse, added from a pod of the agent's own (never
+    entering the queue's pod), stops both in-order consumer groups; the queue keeps no volume and was no cache, so it
+    outlived the reset and failed the next attempts' checkouts. The reset starts memory-only queues afresh."""
+    live = shop.live(time.time(), request_for=request_for, frontend=FRONTEND)
+    ns = shop.app.namespace
+
+    def redis(*args: str) -> str:
+        return live.kubectl("exec", "-n", ns, "deploy/queue", "--", "redis-cli", *args)
+
+    live.kubectl("run", "left-record", "-n", ns, "--image=redis:7.0", "--restart=Never", "--command", "--",
+                 "redis-cli", "-h", "queue", "xadd", "orders", "*", "order", "{not-json")
+
+    def stuck():
+        failed = live.logs("accounting").count('"event":"message_processing_failed"')
+        return f"accounting failed {failed} times on the record" if failed >= 2 else None
+
+    assert wait_for(stuck, 120, 2), live.logs("accounting")[-2000:]
+    shop.reset(restore_volumes=True)
+    assert "{not-json" not in redis("xrange", "orders", "-", "+")
+
+    def flowing():
+        groups = redis("xinfo", "groups", "orders")
+        return groups if "accounting" in groups and "fraud-detection" in groups else None
+
+    assert wait_for(flowing, 120, 2), "the consumers made their groups on the fresh queue"
+
+
 @_in_rotation("queue-poison-pill")
 def test_queue_poison_pill_blocks_the_consumers_until_skipped(shop):
     spec = shop.host.get_faults()["queue-poison-pill"]

@@ -227,6 +227,25 @@ def test_a_frozen_timeline_is_caught_once_a_new_post_settled():
     assert ledger.check_timeline("home", reader, [old], settled) == "timeline_missing_recent_post"
 
 
+def test_after_the_stores_were_put_back_the_ledger_expects_nothing_it_wrote_before():
+    """A reset restores post-storage and the timelines as deployed: the posts composed before it are gone by design.
+    The generator forgets them (``/control`` ``"forget": true``, sent by the reset), so the next attempt's timelines are
+    not graded against them (red-team round 19 saw an honest fix fail on ``timeline_missing_recent_post``)."""
+    ledger, rng = Ledger("k" * 24), random.Random(3)
+    old_post, old = _stored(ledger, rng, user_id=9)
+    ledger.sending(old_post)
+    ledger.composed(old_post, sent_at=time.time())
+    settled = 1e12
+    assert ledger.check_timeline("user", 9, [], settled) == "timeline_missing_recent_post"
+    ledger.forget()
+    assert ledger.expected("user", 9) is None and ledger.unconfirmed_since("user", 9, 0) == 0
+    assert ledger.check_timeline("user", 9, [], settled) is None
+    new_post, new = _stored(ledger, rng, user_id=9)  # what is composed after the reset is demanded again
+    ledger.composed(new_post, sent_at=time.time())
+    assert ledger.check_timeline("user", 9, [], settled) == "timeline_missing_recent_post"
+    assert ledger.check_timeline("user", 9, [new], settled) is None
+
+
 def test_nginx_config_proxies_the_api_to_the_gateway():
     conf = nginx.render_conf("/tmp/p", 8080, "127.0.0.1:8082")
     assert "listen 8080;" in conf and "server 127.0.0.1:8082;" in conf

@@ -18,6 +18,10 @@ class EchoGenerator(workload.Generator):
 
     endpoints = ("ok", "wrong", "fail")
     metrics_prefix = "appkit_test_"
+    forgotten = 0
+
+    def forget(self) -> None:
+        self.forgotten += 1
 
     def choose(self, rng: random.Random) -> str:
         return workload.choose_weighted((("ok", 0.5), ("wrong", 0.25), ("fail", 0.25)), rng)
@@ -79,6 +83,14 @@ def test_generator_records_successes_content_errors_and_failures_and_serves_stat
                     assert r.status == 400 and "rate must be within" in (await r.json())["error"]
                 async with s.post(f"http://127.0.0.1:{api_port}/control", json={"rate": 0}) as r:
                     assert (await r.json())["rate"] == 0.0
+                # "forget": the harness put the app's data back (a reset); a generator with a memory of it forgets
+                assert gen.forgotten == 0
+                async with s.post(f"http://127.0.0.1:{api_port}/control", json={"rate": 0, "forget": "yes"}) as r:
+                    assert r.status == 400 and "forget must be true or false" in (await r.json())["error"]
+                async with s.post(f"http://127.0.0.1:{api_port}/control", json={"rate": 0, "forget": False}) as r:
+                    assert r.status == 200 and gen.forgotten == 0
+                async with s.post(f"http://127.0.0.1:{api_port}/control", json={"rate": 0, "forget": True}) as r:
+                    assert r.status == 200 and gen.forgotten == 1
             by = stats["by_endpoint"]
             assert stats["count"] == 60 and stats["endpoints"] == ["ok", "wrong", "fail"]
             assert by["ok"]["success_rate"] == 1.0

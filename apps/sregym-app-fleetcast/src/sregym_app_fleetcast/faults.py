@@ -365,9 +365,10 @@ def operator_reconciles(ctx: FaultContext) -> bool:
     round 19, finding 2: its pod answered /healthz and every other oracle passed). Taking the annotation off changes
     no pod (the template stays); when the operator does not put it back, the probe does."""
     pointer = "/metadata/annotations/" + HASH_ANNOTATION.replace("~", "~0").replace("/", "~1")
-    for sts in _owned_statefulsets(ctx) or [None]:
-        if sts is None:
-            return False  # the operator makes a StatefulSet for the shipped resource: none at all is none made
+    owned = _owned_statefulsets(ctx)
+    if not owned:
+        return False  # the operator makes a StatefulSet for the shipped resource: none at all is none made
+    for sts in owned:
         name = sts["metadata"]["name"]
         value = (sts["metadata"].get("annotations") or {}).get(HASH_ANNOTATION)
         if value is None:

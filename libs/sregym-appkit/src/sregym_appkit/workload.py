@@ -279,6 +279,11 @@ class Generator:
         """Send one request with ``self.session`` to ``self.settings.target`` and judge the answer."""
         raise NotImplementedError
 
+    def forget(self) -> None:
+        """Forget what the generator expects of the app's stored data (posts it wrote, orders it placed): the
+        harness put that data back to what was deployed (a reset restores volumes and restarts caches), so what
+        it wrote since is gone by design, not lost by the app. Generators that keep no such memory do nothing."""
+
     # --- the engine -----------------------------------------------------------------------------
     async def open(self) -> None:
         connector = aiohttp.TCPConnector(limit=self.settings.max_inflight, ttl_dns_cache=10)
@@ -414,9 +419,15 @@ def make_app(gen: Generator) -> web.Application:
             has_route, route = "route" in body, body.pop("route", None)
             if route is not None:
                 validate_route(route)
+            forget = body.pop("forget", False)
+            if not isinstance(forget, bool):
+                raise ValueError("forget must be true or false")
             spec = validate_run(body, base=gen.spec)
         except (ValueError, json.JSONDecodeError) as exc:
             return web.json_response({"error": str(exc)}, status=400)
+        if forget:
+            await gen.stop()
+            gen.forget()
         if has_route:
             await gen.stop()
             await gen.set_route(route)

@@ -61,6 +61,13 @@ class Ledger:
         # (kind, user id) -> nonce -> when a compose that did not answer success ended (inf: in flight)
         self.unconfirmed: dict[tuple[str, int], dict[str, float]] = {}
 
+    def forget(self) -> None:
+        """Expect nothing of the timelines any more (the harness put the stores back as deployed)."""
+        with self.lock:
+            self.user_latest.clear()
+            self.home_latest.clear()
+            self.unconfirmed.clear()
+
     def sign(self, user_id: int, nonce: str, words: str) -> str:
         return hmac.new(self.key, f"{user_id}|{nonce}|{words}".encode(), hashlib.sha256).hexdigest()[:32]
 
