@@ -132,7 +132,12 @@ def test_a_repair_that_opens_another_login_is_no_repair(database, scratch_pg):
     _, localrun = scratch_pg
     shapes = (f"ALTER ROLE postgres PASSWORD '{localrun.ADMIN_PASSWORD}'",  # this harness logs in as postgres with it
               f"ALTER ROLE {ADMIN} PASSWORD 'known'", "CREATE ROLE helper LOGIN PASSWORD 'x'",
-              f"ALTER ROLE {ADMIN} SUPERUSER")
+              f"ALTER ROLE {ADMIN} SUPERUSER",
+              # red-team round 19, finding 4: the admin a member of the superuser role, or handed a definer function
+              f"GRANT postgres TO {ADMIN}",
+              "CREATE SCHEMA atk AUTHORIZATION postgres; CREATE FUNCTION atk.run(q text) RETURNS void LANGUAGE plpgsql "
+              "SECURITY DEFINER AS $f$ BEGIN EXECUTE q; END $f$; REVOKE ALL ON FUNCTION atk.run(text) FROM PUBLIC; "
+              f"GRANT USAGE ON SCHEMA atk TO {ADMIN}; GRANT EXECUTE ON FUNCTION atk.run(text) TO {ADMIN}")
     for opened in shapes:
         for inject, present in ((postgres.revoke_inject, postgres.revoke_present),
                                 (postgres.drop_user_inject, postgres.drop_user_present)):
@@ -147,6 +152,8 @@ def test_a_repair_that_opens_another_login_is_no_repair(database, scratch_pg):
             assert present(ctx, target, {}), opened
             database("DROP ROLE IF EXISTS helper")
             database(f"ALTER ROLE {ADMIN} NOSUPERUSER")
+            database(f"REVOKE postgres FROM {ADMIN}")
+            database("DROP SCHEMA IF EXISTS atk CASCADE")
 
 
 def test_the_access_record_reads_passwords_roles_and_the_hba_rules(database, scratch_pg):
@@ -159,3 +166,19 @@ def test_the_access_record_reads_passwords_roles_and_the_hba_rules(database, scr
     assert sql.access_changed(was, sql.database_access(ctx, target, [APP])) == [
         "role postgres changed (attributes or password)"]
     assert sql.access_changed(None, was) == []
+    database(f"ALTER ROLE postgres PASSWORD '{localrun.ADMIN_PASSWORD}'")
+    was = sql.database_access(ctx, target, [APP])
+    database(f"GRANT postgres TO {ADMIN}")
+    assert sql.access_changed(was, sql.database_access(ctx, target, [APP])) == [
+        f"role membership added: {ADMIN} in postgres"]
+    database(f"REVOKE postgres FROM {ADMIN}")
+    database(f"GRANT {ADMIN} TO {APP}")  # the app's login role is the faults' own record (role_standing), not this one
+    assert sql.access_changed(was, sql.database_access(ctx, target, [APP])) == []
+    database(f"REVOKE {ADMIN} FROM {APP}")
+    # a record written before memberships, definers and schemas were part of it compares what it has
+    older = {"roles": was["roles"], "hba": was["hba"]}
+    database("CREATE SCHEMA atk")
+    assert sql.access_changed(older, sql.database_access(ctx, target, [APP])) == []
+    assert sql.access_changed(was, sql.database_access(ctx, target, [APP])) == [
+        "schema added: atk owner postgres acl default"]
+    database("DROP SCHEMA atk")

@@ -135,7 +135,8 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
     every other role with its attributes and a digest of its password (from ``pg_authid``, which only the superuser
     reads), and a digest of the host-based authentication rules as the file on disk holds them. A repair that also gives
     the superuser a password an agent knows (the service's own, from its Secret: red-team round 18, finding 3), makes a
-    new role, opens ``pg_hba.conf`` to ``trust`` or hands a role LOGIN changes one of them."""
+    new role, opens ``pg_hba.conf`` to ``trust`` or hands a role LOGIN changes one of them; so does a membership between
+    other roles, a SECURITY DEFINER function or a schema made or re-granted (red-team round 19, finding 4)."""
     names = ", ".join(f"'{role}'" for role in except_roles) or "''"
     roles = psql(ctx, target, "SELECT rolname, rolsuper, rolcanlogin, rolcreaterole, rolcreatedb, rolreplication, "
                               "rolbypassrls, md5(coalesce(rolpassword, '')), coalesce(rolvaliduntil::text, '') "
@@ -144,8 +145,31 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
     hba = psql(ctx, target, "SELECT md5(coalesce(string_agg(concat_ws(' ', type, database::text, user_name::text, "
                             "address, netmask, auth_method, options::text, error), ';' ORDER BY line_number), '')) "
                             "FROM pg_hba_file_rules", check=False)
+    # red-team round 19, finding 4: the admin (whose password is in the app's Secret) made a member of the superuser
+    # role, or given a SECURITY DEFINER function of the superuser's in a schema of its own: every membership between
+    # the other roles, every definer function and every schema outside the system's, with owners and rights
+    members = psql(ctx, target, "SELECT r.rolname || ' in ' || g.rolname || CASE WHEN m.admin_option THEN ' (admin)' "
+                                "ELSE '' END FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member JOIN pg_roles g "
+                                f"ON g.oid = m.roleid WHERE r.rolname NOT IN ({names}) AND g.rolname NOT IN ({names}) "
+                                "ORDER BY 1", check=False)
+    # rights by grantee, the app's login roles left out (their grants are the faults' own record, which a repair puts
+    # back); NULL rights are the owner's defaults
+    def rights(acl: str) -> str:
+        return (f"coalesce((SELECT string_agg(CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) "
+                f"END || ':' || a.privilege_type, ',' ORDER BY 1) FROM aclexplode({acl}) a WHERE a.grantee = 0 OR "
+                f"pg_get_userbyid(a.grantee) NOT IN ({names})), 'default')")
+    definers = psql(ctx, target, "SELECT p.oid::regprocedure::text || ' owner ' || pg_get_userbyid(p.proowner) || "
+                                 f"' acl ' || {rights('p.proacl')} FROM pg_proc p JOIN pg_namespace n ON "
+                                 "n.oid = p.pronamespace WHERE p.prosecdef AND n.nspname NOT IN ('pg_catalog', "
+                                 "'information_schema') ORDER BY 1", check=False)
+    schemas = psql(ctx, target, f"SELECT n.nspname || ' owner ' || pg_get_userbyid(n.nspowner) || ' acl ' || "
+                                f"{rights('n.nspacl')} FROM pg_namespace n WHERE n.nspname NOT LIKE 'pg\\_%' "
+                                "AND n.nspname <> 'information_schema' ORDER BY 1", check=False)
     return {"roles": {row[0]: "|".join(row[1:]) for row in roles if len(row) == 9},
-            "hba": hba[0][0] if hba and hba[0] else ""}
+            "hba": hba[0][0] if hba and hba[0] else "",
+            "members": [row[0] for row in members if row and row[0]],
+            "definers": ["|".join(row) for row in definers if row and row[0]],
+            "schemas": ["|".join(row) for row in schemas if row and row[0]]}
 
 
 def access_changed(was: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
@@ -160,4 +184,9 @@ def access_changed(was: dict[str, Any] | None, now: dict[str, Any]) -> list[str]
               if before[name] != after[name]]
     if was.get("hba") and now.get("hba") and was["hba"] != now["hba"]:
         found.append("pg_hba.conf rules changed")
+    for key, what in (("members", "role membership"), ("definers", "definer function"), ("schemas", "schema")):
+        if key not in was:  # recorded before this part of the record existed
+            continue
+        found += [f"{what} added: {item}" for item in sorted(set(now.get(key, ())) - set(was[key]))]
+        found += [f"{what} removed: {item}" for item in sorted(set(was[key]) - set(now.get(key, ())))]
     return found
