@@ -323,6 +323,12 @@ class RulesJudge:
         # the lock) named in a sentence make it a sentence about the fault: the component is only where it shows.
         # Likewise a component named only in pasted evidence is what the prose around it explains.
         anchored = _object_sentences(sentences, truths, components, about, involved)
+        # a sentence naming the platform object only by its kind is about the fault only when it says what was changed
+        # in it, outside the kind ("the kubelet configuration has its GC thresholds swapped"), not what the object
+        # does ("the kubelet stopped posting status", "all nodes NotReady": what any of its faults shows)
+        for index in [i for i in anchored if _kind_only(sentences[i].flat, truths, components)]:
+            if not _change_said(sentences[index].flat, truths, components):
+                del anchored[index]
         if not about and not any(not clause_list[m.clause].exonerating for m in any_mentions):
             shown = _pasted_components(_pasted, components)
             if shown and shown <= involved:
@@ -345,10 +351,14 @@ class RulesJudge:
         for index in mechanism_sentences:
             # a system object other faults change too localizes only with a specific statement of the change
             # and naming the object itself ("cert-sync", "the CronJob") says which object, not what was done to it
+            # (a sentence naming the object only by its platform kind stayed anchored only if it says what was changed)
+            kind_only = index in anchored and _kind_only(sentences[index].flat, truths, components)
             said = [hit[0] for t in truths if index in anchored
                     for hit in [_truth_hit(_mask_names(sentences[index].flat, components), sentences[index].flat, t, vocabulary(t))]
                     if hit and not _names_the_object(hit[0], truths, components)]
-            if index in anchored and said and (not anchored[index] or any(_specific_statement(p) for p in said)):
+            if index in anchored and (said or kind_only) and (not anchored[index] or kind_only
+                                                              or any(_specific_statement(p) for p in said)
+                                                              or _field_named(sentences[index].flat, truths)):
                 for c in truth_components:
                     asserted.add(c)
                     component_sentences.setdefault(c, sentences[index].raw)
@@ -540,7 +550,8 @@ _OBJECT_KEYS = re.compile(r"ingress|cronjob|job|daemonset|configmap|secret|webho
 _CONTAINER_KEYS = frozenset({"stream", "topic", "queue", "table", "bucket", "collection"})
 
 
-def _object_patterns(truths: Sequence[GroundTruth], components: set[str]) -> list[tuple[re.Pattern[str], bool]]:
+def _object_patterns(truths: Sequence[GroundTruth], components: set[str], *,
+                     kinds: bool = True) -> list[tuple[re.Pattern[str], bool]]:
     """The fault's own objects as a diagnosis names them, each marked "shared" when it is a system object other
     faults change too (``kube-system/coredns``, ``kube-system/kube-proxy``, the app's Ingress) rather than one
     the fault added or names alone (``cert-sync``, ``analytics-backfill``). A flag fault is told by its flag,
@@ -575,7 +586,81 @@ def _object_patterns(truths: Sequence[GroundTruth], components: set[str]) -> lis
         if t.resource_kind.lower() == "ingress" or re.search(r"\bapp's ingress\b|\bthe ingress\b", t.mechanism, re.I):
             patterns.append((re.compile(r"(?<![a-z0-9])(?<!nginx )ingress(?:es)?(?![a-z0-9])(?!\s+(?:nginx|controller|class\b))"),
                              True))
+        # a platform fault's changed object by its kind ("the Calico BGPPeer", "the pod IP pool", "the admission
+        # webhook", "the quota", "the kubelet"): the app component is only where such a fault shows (round 23). Shared:
+        # the kind says which object, never what was done to it, so a specific statement of the change must be there
+        if kinds:
+            patterns += [(pattern, True) for pattern in _kind_patterns(t.resource_kind)]
     return patterns
+
+
+def _kind_only(flat: str, truths: Sequence[GroundTruth], components: set[str]) -> bool:
+    """Does a sentence name the fault's objects only by a platform kind (none by its name, no other object)?"""
+    return (any(p.search(flat) for t in truths for p in _kind_patterns(t.resource_kind))
+            and not any(p.search(flat) for p, _shared in _object_patterns(truths, components, kinds=False)))
+
+
+def _field_named(flat: str, truths: Sequence[GroundTruth]) -> bool:
+    """Does a sentence give one of the truth's fields, by its own compound name (``imageGCLowThresholdPercent``: a
+    lowerCamel keyword), a number ("imageGCLowThresholdPercent 90", "... is 90")? A field with its value says what was
+    changed, as a kind never does; the field alone ("maxPerCore and min are normal") does not."""
+    for t in truths:
+        for k in t.keywords:
+            pattern = text.phrase_pattern(k) if re.fullmatch(r"[a-z]+(?:[A-Z][A-Za-z0-9]*)+", k) and len(k) >= 8 else None
+            for found in pattern.finditer(flat) if pattern else ():
+                if re.match(r"\W{0,3}(?:(?:is|was|set\s+to|of|at|to)\s+)?\d", flat[found.end():]):
+                    return True
+    return False
+
+
+def _change_said(flat: str, truths: Sequence[GroundTruth], components: set[str]) -> bool:
+    """Does a sentence say, beyond the name or kind of the fault's object, what was changed: a specific statement of the
+    truth's own words, or one of its fields by name?"""
+    if _field_named(flat, truths):
+        return True
+    for t in truths:
+        hit = _truth_hit(_mask_names(flat, components), flat, t, vocabulary(t))
+        if hit and not _names_the_object(hit[0], truths, components) and not _kind_said(hit[0], truths) \
+                and _specific_statement(hit[0]):
+            return True
+    return False
+
+
+def _kind_said(phrase: str, truths: Sequence[GroundTruth]) -> bool:
+    """Does a mechanism phrase name the platform object's kind ("kubelet .. stopped", "every node")? It then says what
+    the object does or where the fault is (every kubelet exits, all nodes go NotReady: what any of its faults shows),
+    not what was changed in it: it cannot localize a sentence that names the object only by that kind."""
+    flat = text.flatten(phrase.replace("*", ""))
+    return any(p.search(flat) for t in truths for p in _kind_patterns(t.resource_kind))
+
+
+# kinds of the cluster's own objects, changed by a fault that the app's component only suffers (its pods cannot start,
+# its calls time out): a diagnosis names the faulty object by its kind or its name, rarely the component
+# (not a NetworkPolicy or a PriorityClass: each is written for, or used by, one workload, which must be named)
+_PLATFORM_KINDS = frozenset({"bgppeer", "ippool", "validatingwebhookconfiguration", "mutatingwebhookconfiguration",
+                             "resourcequota", "node"})
+# the last word of a kind that only says it is a setting ("...WebhookConfiguration"): the word before it is the thing
+_KIND_SUFFIXES = frozenset({"configuration", "class"})
+
+
+@functools.lru_cache(maxsize=64)
+def _kind_patterns(kind: str) -> tuple[re.Pattern[str], ...]:
+    """How a diagnosis names a platform object by its kind: the kind as one word or as its parts ("BGPPeer", "bgp
+    peer", "IPPool", "ip pool", "ValidatingWebhookConfiguration", "validating webhook"), its head noun ("webhook",
+    "quota", "pool") and the kind's terms (``lexicon.KIND_TERMS``: a node is also "the kubelet" that runs it)."""
+    if kind.lower() not in _PLATFORM_KINDS:
+        return ()
+    parts = [w.lower() for w in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+", kind)]
+    if len(parts) > 2 and parts[-1] in _KIND_SUFFIXES:
+        parts = parts[:-1]
+    head = [parts[-1]] if len(parts) > 1 and parts[-1] not in _KIND_SUFFIXES else []
+    names = {kind.lower(), "".join(parts), " ".join(parts), *head, *lexicon.KIND_TERMS.get(kind.lower(), ())}
+    out = []
+    for name in sorted(names):
+        body = r"[\s-]?".join(re.escape(w) for w in name.split())
+        if len(name) >= 4:
+            out.append(re.compile(rf"(?<![a-z0-9]){body}(?:s|es)?(?![a-z0-9])"))
+    return tuple(out)
 
 
 def _object_sentences(sentences: Sequence[reading.Sentence], truths: Sequence[GroundTruth], components: set[str],
