@@ -128,7 +128,7 @@ def test_the_agent_may_edit_the_resource_but_not_its_status(fc, tmp_path):
 
 
 def test_an_operator_on_its_image_that_reconciles_nothing_is_still_the_fault(fc):
-    """Red-team round 19, finding 2: the operator's image put back, but its WATCH_NAMESPACES pointed at a namespace
+    """Red-team round 19, finding 3: the operator's image put back, but its WATCH_NAMESPACES pointed at a namespace
     it may not read. Its pod is Ready (/healthz answers) and it reconciles nothing, the operator fault's own symptom:
     the fault still counts as present, and the whole container as shipped makes it gone."""
     from sregym_core.faults import call_fault

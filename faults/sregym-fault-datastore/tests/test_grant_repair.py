@@ -133,7 +133,7 @@ def test_a_repair_that_opens_another_login_is_no_repair(database, scratch_pg):
     shapes = (f"ALTER ROLE postgres PASSWORD '{localrun.ADMIN_PASSWORD}'",  # this harness logs in as postgres with it
               f"ALTER ROLE {ADMIN} PASSWORD 'known'", "CREATE ROLE helper LOGIN PASSWORD 'x'",
               f"ALTER ROLE {ADMIN} SUPERUSER",
-              # red-team round 19, finding 4: the admin a member of the superuser role, or handed a definer function
+              # red-team round 19, finding 2: the admin a member of the superuser role, or handed a definer function
               f"GRANT postgres TO {ADMIN}",
               "CREATE SCHEMA atk AUTHORIZATION postgres; CREATE FUNCTION atk.run(q text) RETURNS void LANGUAGE plpgsql "
               "SECURITY DEFINER AS $f$ BEGIN EXECUTE q; END $f$; REVOKE ALL ON FUNCTION atk.run(text) FROM PUBLIC; "

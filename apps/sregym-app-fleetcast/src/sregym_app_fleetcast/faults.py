@@ -362,7 +362,7 @@ def operator_reconciles(ctx: FaultContext) -> bool:
     """Whether the operator acts on what it is there to watch: the spec hash it writes on each DatastoreCluster's
     StatefulSet, taken off, is back within :data:`RECONCILE_PROBE_S`. A Ready operator on the right image that
     watches a namespace it may not read (or none) reconciles nothing, which is the fault's own symptom (red-team
-    round 19, finding 2: its pod answered /healthz and every other oracle passed). Taking the annotation off changes
+    round 19, finding 3: its pod answered /healthz and every other oracle passed). Taking the annotation off changes
     no pod (the template stays); when the operator does not put it back, the probe does."""
     pointer = "/metadata/annotations/" + HASH_ANNOTATION.replace("~", "~0").replace("/", "~1")
     owned = _owned_statefulsets(ctx)

@@ -136,7 +136,7 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
     reads), and a digest of the host-based authentication rules as the file on disk holds them. A repair that also gives
     the superuser a password an agent knows (the service's own, from its Secret: red-team round 18, finding 3), makes a
     new role, opens ``pg_hba.conf`` to ``trust`` or hands a role LOGIN changes one of them; so does a membership between
-    other roles, a SECURITY DEFINER function or a schema made or re-granted (red-team round 19, finding 4)."""
+    other roles, a SECURITY DEFINER function or a schema made or re-granted (red-team round 19, finding 2)."""
     names = ", ".join(f"'{role}'" for role in except_roles) or "''"
     roles = psql(ctx, target, "SELECT rolname, rolsuper, rolcanlogin, rolcreaterole, rolcreatedb, rolreplication, "
                               "rolbypassrls, md5(coalesce(rolpassword, '')), coalesce(rolvaliduntil::text, '') "
@@ -145,7 +145,7 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
     hba = psql(ctx, target, "SELECT md5(coalesce(string_agg(concat_ws(' ', type, database::text, user_name::text, "
                             "address, netmask, auth_method, options::text, error), ';' ORDER BY line_number), '')) "
                             "FROM pg_hba_file_rules", check=False)
-    # red-team round 19, finding 4: the admin (whose password is in the app's Secret) made a member of the superuser
+    # red-team round 19, finding 2: the admin (whose password is in the app's Secret) made a member of the superuser
     # role, or given a SECURITY DEFINER function of the superuser's in a schema of its own: every membership between
     # the other roles, every definer function and every schema outside the system's, with owners and rights
     members = psql(ctx, target, "SELECT r.rolname || ' in ' || g.rolname || CASE WHEN m.admin_option THEN ' (admin)' "
