@@ -30,7 +30,8 @@ _COLUMNS = re.compile(r"\S(?: {2,}|\t)\S")
 _TABLE_HEADER = re.compile(r"^\s*(?:NAME|NAMESPACE|TYPE|LAST SEEN|Filesystem|Type)\s{2,}\S", re.M)
 _SHELL = re.compile(r"^\s*(?:\$|#|>)\s+\S|^\s*(?:kubectl|psql|curl|grpcurl|df|echo)\s+\S+.*\s-[a-z-]", re.I)
 # (a footnote, "[1] geo's readiness probe asks for ...", is the writer's prose: red-team round 16, finding 5)
-_JSON = re.compile(r"^\s*(?:[{}\]]|\[(?!\d{1,2}\]\s+[A-Za-z])|\"[^\"]+\"\s*:)")
+# (and a Markdown footnote's definition, "[^1]: geo's memory limit was lowered", too: red-team round 19, finding 4)
+_JSON = re.compile(r"^\s*(?:[{}\]]|\[(?!\d{1,2}\]\s+[A-Za-z]|\^[\w-]{1,12}\]:?\s)|\"[^\"]+\"\s*:)")
 # "  memory:  12Mi", "- name: FEATURE_X": a key with a short value; "- geo: the tag does not exist" is prose
 _YAML_KEY = re.compile(r"^(?:\s{2,}|\s*- )[\"']?[\w.\-/]+[\"']?:(?:\s+\S+){0,3}\s*$")
 _TOP_YAML = re.compile(
