@@ -7,15 +7,16 @@ landing suite (docs/ci.md).
   skipped unless ``--validation`` or ``SREGYM_VALIDATION=1`` (``tools/validate-sample.sh`` runs them).
   The landing suite asserts behaviour, never a rate, latency or duration measured on a shared machine.
 * Under pytest-xdist with ``--dist loadfile`` (./test.sh), every test file that runs an application
-  on an embedded cluster goes to a unit of work, a *live lane*, which one worker runs file after file. With
-  two workers (./test.sh's default) there is one lane: at most one cluster with apps runs at a time. With
-  three or more there are two, so at most two clusters with apps run at a time: the first lane holds the files
-  that share the worker's session cluster and its Hotel Reservation deploy, the second the files that
-  start clusters of their own (marker ``apps``) and the session-cluster files marked ``second_lane``
-  (an app no first-lane file deploys, or a file moved there to balance the lanes). Every other file is a unit of its
-  own, run beside the lane or lanes (beside two, at a lower CPU priority: they are the run's longest chains). (The lanes are a scheduler of ours,
-  :class:`LiveLaneScheduling`: xdist's own ``loadgroup`` marks groups by rewriting a private nodeid
-  attribute that pytest 9.2 no longer reads.)
+  on the worker's session cluster goes to a unit of work, a *live lane*, which one worker runs file after
+  file. With two workers (./test.sh's default) there is one lane, and each file that starts a cluster of
+  its own (marker ``apps``) is a unit of its own that the other worker takes first, so for a few minutes
+  two clusters with apps run at once. With three or more there are two lanes: the first holds the files
+  that share the session cluster and its Hotel Reservation deploy, the second the files with clusters of
+  their own and the session-cluster files marked ``second_lane`` (an app no first-lane file deploys, or a
+  file moved there to balance the lanes). Every other file is a unit of its own, run beside the lane or
+  lanes (beside two, at a lower CPU priority: they are the run's longest chains). (The lanes are a
+  scheduler of ours, :class:`LiveLaneScheduling`: xdist's own ``loadgroup`` marks groups by rewriting a
+  private nodeid attribute that pytest 9.2 no longer reads.)
 * Property tests (Hypothesis) draw the same examples on every run (``derandomize``, no example
   database): a landing check must not fail on an example no earlier run drew. A bug a random search
   would find is looked for with ``SREGYM_HYPOTHESIS=explore`` (random examples, a database), and the
@@ -122,7 +123,7 @@ def file_lanes(items: list[pytest.Item], workers: int) -> dict[str, str]:
         path = item.nodeid.split("::", 1)[0]
         own = item.get_closest_marker("apps") is not None or item.get_closest_marker("second_lane") is not None
         if workers < 3:
-            if not own_cluster(item) or lanes.get(path) == LIVE_LANE:
+            if not own_cluster(item):
                 lanes[path] = LIVE_LANE
         elif not own or lanes.get(path) == LIVE_LANE:
             lanes[path] = LIVE_LANE
@@ -144,10 +145,10 @@ def lane_of(item: pytest.Item) -> str | None:
 
 
 def _start_order(item: pytest.Item) -> int:
-    if in_live_lane(item) and not own_cluster(item):
-        return 0  # the live lanes are the longest chains of the run: they start first
     if own_cluster(item):
         return 1  # beside the lane from the start (on two workers; in the second lane on three)
+    if in_live_lane(item):
+        return 0  # the live lanes are the longest chains of the run: they start first
     if item.get_closest_marker("heavy") is not None:
         return 2
     return 3 if item.get_closest_marker("slow") is not None else 4
@@ -220,7 +221,8 @@ def _live_lane_holder(request: pytest.FixtureRequest):
     made the other worker's files the longer chain."""
     lane = lane_of(request.node)
     if lane is None:
-        if SECOND_LANE in _LANES.values() and os.environ.get("PYTEST_XDIST_WORKER") and os.nice(0) < NICE_BESIDE_THE_LANES:
+        beside_two = SECOND_LANE in _LANES.values() and os.environ.get("PYTEST_XDIST_WORKER")
+        if beside_two and os.nice(0) < NICE_BESIDE_THE_LANES:
             os.nice(NICE_BESIDE_THE_LANES - os.nice(0))
         yield
         return
