@@ -19,7 +19,8 @@ import time
 import pytest
 import sregym_app_train_ticket.plugin
 from sregym_app_train_ticket.workload import ENDPOINTS, request_for
-from sregym_appkit.testing import assert_every_kind_answered_right, deployment_for_module, jaeger, live_fault_contract
+from sregym_appkit.testing import (assert_every_kind_answered_right, assert_user_call_answers, deployment_for_module, jaeger,
+                                   live_fault_contract)
 
 from sregym_core.testing.live import LiveCase, daily_sample, wait_for
 
@@ -46,8 +47,7 @@ def test_workload_succeeds_with_seeded_answers_on_every_kind(tt):
     # the success-rate bar: test_train_ticket_slo.py, validation runs
     assert_every_kind_answered_right(live, ENDPOINTS, 90, also_call=("search", "search-other", "home"))
     for kind in ("book", "orders"):  # a booking or an order list needs a login (the workload logs in)
-        status, _ = live.call(kind)
-        assert status == 401, kind
+        assert_user_call_answers(live, kind, 401)
 
 
 def test_one_booking_trace_spans_the_whole_path_down_to_the_sql_and_the_graph_draws_it(tt):

@@ -169,7 +169,7 @@ def test_postgres_18_refuses_postgres_15_data_until_the_image_is_set_back(deploy
     request_for = load_request_for("sregym_app_hotel_reservation.workload.mix")
     injected = time.time()
     live = hotel.live(injected, request_for=request_for)
-    assert _logins_work(live), "logins failed before the fault"
+    assert wait_for(lambda: _logins_work(live), 120), "logins failed before the fault"  # an event: a call may time out under load
     try:
         hotel.run(call_fault(spec.impl.inject, ctx, target, params))
         sts = live.get_json("statefulset", "postgres-user")
