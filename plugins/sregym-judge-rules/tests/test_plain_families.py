@@ -433,7 +433,7 @@ NOT_YET_READ: frozenset[tuple[str, int]] = frozenset({
     ("datastore-invalid-run-as-user", 1),
     ("datastore-missing-storage-class", 1), ("datastore-replicas-overload", 1), ("db-incompatible-upgrade", 1),
     ("db-password-rotated", 1), ("db-require-tls", 0), ("env-shadowing", 0), ("feature-flag-bug", 2),
-    ("finalizer-deadlock", 1), ("ingress-class-mismatch", 1), ("kubelet-crash", 0), ("kubelet-crash", 1),
+    ("finalizer-deadlock", 1), ("kubelet-crash", 0), ("kubelet-crash", 1),
     ("kubelet-eviction-threshold", 2), ("network-loss", 1), ("operator-image-typo", 1),
     ("priority-preemption", 1), ("pv-node-affinity-conflict", 1), ("retry-storm", 2),
     ("rolling-update-broken", 1), ("shm-too-small", 1),

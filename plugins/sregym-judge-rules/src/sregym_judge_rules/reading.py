@@ -151,6 +151,83 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z][a-z])")
 
 
 # ------------------------------------------------------------------------------------------------
+# the writer's claims outside the prose (red-team round 19, finding 4)
+# ------------------------------------------------------------------------------------------------
+
+# a block quote's line, a Markdown heading's text, a comment in code: what the prose reading sets aside as quoted, a
+# title or pasted output, but the writer may state a cause there ("> also geo's memory limit was lowered", "# geo: a
+# missing tag and a memory limit lowered to 12Mi", "memory: 12Mi  # lowered from 256Mi: this is why it is OOMKilled")
+_QUOTE_LINE = re.compile(r"^\s*>+\s?(.*)$")
+_HEADING_LINE = re.compile(r"^\s*#{1,6}\s+(.*?)\s*#*\s*$")
+# a comment at the end of a line of code, or a whole line of comment: "#" or "//" after a space or at the start
+_COMMENT = re.compile(r"(?:^|\s)(?:#|//)\s+(\S.*)$")
+_COMMAND = re.compile(r"^\s*(?:\$\s*)?(?:kubectl|helm|psql|curl|grpcurl|redis-cli|mysql|docker|crictl|sudo|cat|echo|"
+                      r"export|systemctl|journalctl|tc|iptables|nsenter|ip|ss|df|ls|cd|sed|grep|awk|for|while|do|done|if|"
+                      r"then|fi)\b", re.I)
+_YAML_LINE = re.compile(r"^(\s*)(?:-\s+)?[\"']?([\w.\-/]+)[\"']?\s*:\s*(.*?)\s*$")
+# what says a change was made or why: a fault verb in the past, a changed value ("lowered from 256Mi"), a reason
+_CLAIM_CUE = re.compile(r"\b(?:was|were|has\s+been|have\s+been|had\s+been|got|is\s+now|are\s+now)\s+(?:\w+\s+)?\w+(?:ed|en|set|cut)\b"
+                        r"|\b(?:lowered|raised|reduced|increased|decreased|changed|cut|bumped|dropped|shrunk|set)\s+(?:from|to)\s+\S*\d"
+                        r"|\b(?:because|due\s+to|caused\s+by|this\s+is\s+why|that\s+is\s+why|which\s+is\s+why|the\s+reason)\b"
+                        r"|\b(?:also|too|as\s+well|in\s+addition|another|second)\b", re.I)
+
+
+def _prose_like(line: str, words: int = 3) -> bool:
+    return len(_PLAIN_WORD.findall(line)) >= words and not is_pasted_line(line) and not _COMMAND.match(line)
+
+
+def hidden_claims(submission: str) -> list[str]:
+    """The writer's own sentences the prose reading does not read as its claims: the text of a block quote (not a
+    chat message set as a quote, which is read as prose already, nor a log line quoted), of a Markdown heading (the
+    title of the answer or of a section), and a comment in code (with the key or command it annotates: "limits memory:
+    12Mi, lowered from 256Mi"). Only those that say a change was made, why, or that it is one more are returned (a
+    colleague's question quoted, "> anything in events?", a plain section title, "## Root cause", claim nothing): each
+    is read for a second cause beside the fault's, never for the fault's own mechanism (red-team round 19, finding 4)."""
+    lines = submission.splitlines()
+    if all(re.match(r"\s*>", line) for line in lines if line.strip()):
+        return []  # a whole answer set as a quote is read as prose already
+    out: list[str] = []
+    fenced = False
+    parents: list[tuple[int, str]] = []  # the keys of the YAML a comment sits in, by indentation
+    for line in lines:
+        if line.strip().startswith("```"):
+            fenced, parents = not fenced, []
+            continue
+        if not fenced and (quoted := _QUOTE_LINE.match(line)):
+            body = quoted.group(1).strip()
+            if _SPEAKER.match(body) or chat_message(body) is not None:
+                continue  # a message of a thread: prose already
+            if _prose_like(body):
+                out.append(body)
+            continue
+        if not fenced and (heading := _HEADING_LINE.match(line)):
+            body = heading.group(1).strip()
+            if _prose_like(body, 2):
+                out.append(body)
+            continue
+        if not (fenced or is_pasted_line(line)):
+            continue
+        comment = _COMMENT.search(line)
+        code = line[: comment.start()] if comment else line
+        key = _YAML_LINE.match(code)
+        if key:
+            indent = len(key.group(1))
+            parents = [(i, k) for i, k in parents if i < indent]
+            if not key.group(3):
+                parents.append((indent, key.group(2)))
+        if not comment or not _prose_like(comment.group(1)):
+            continue
+        note = comment.group(1).strip()
+        if key and key.group(3):
+            out.append(" ".join([k for _i, k in parents] + [key.group(2)]) + f": {key.group(3)}, {note}")
+        elif code.strip():
+            out.append(f"{note} (in `{code.strip()}`)")
+        else:
+            out.append(note)
+    return [o if re.search(r"[.!?]\s*$", o) else o + "." for o in out if _CLAIM_CUE.search(o)]
+
+
+# ------------------------------------------------------------------------------------------------
 # injection, hedges, negation
 # ------------------------------------------------------------------------------------------------
 

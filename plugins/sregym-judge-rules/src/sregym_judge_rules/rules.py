@@ -181,7 +181,8 @@ class RulesJudge:
     # reading the diagnosis
     # ---------------------------------------------------------------------------------------------
 
-    def read(self, submission: str, truths: Sequence[GroundTruth], app_components: Iterable[str], app_namespace: str) -> Reading:
+    def read(self, submission: str, truths: Sequence[GroundTruth], app_components: Iterable[str], app_namespace: str,
+             *, hidden: bool = True) -> Reading:
         truth_components = {c.lower() for t in truths for c in t.components}
         components = {c.lower() for c in app_components} | truth_components
         namespaces = {app_namespace} | {t.namespace for t in truths}
@@ -454,7 +455,26 @@ class RulesJudge:
             added_mechanisms=added if mechanism else {},
         )
         r.gates = _gates(r, truths)
+        if hidden and r.gates["passed"]:
+            self._hidden_second_cause(r, submission, truths, app_components, app_namespace)
         return r
+
+    def _hidden_second_cause(self, r: Reading, submission: str, truths: Sequence[GroundTruth],
+                             app_components: Iterable[str], app_namespace: str) -> None:
+        """A second cause the writer states where the prose reading does not look (red-team round 19, finding 4): in a
+        block quote, a heading, a comment in code (:func:`reading.hidden_claims`). Those sentences are read as the
+        writer's, after the prose, only for what they add: when the reading with them finds another cause (another
+        mechanism stated as a change, another component blamed) that the prose alone does not, the diagnosis states two
+        causes. They never supply the fault's own mechanism or component."""
+        if reading.json_as_prose(submission):
+            return
+        claims_ = reading.hidden_claims(submission)
+        if not claims_:
+            return
+        again = self.read(submission + "\n\n" + "\n".join(claims_), truths, app_components, app_namespace, hidden=False)
+        if again.gates.get("kitchen_sink"):
+            r.gates["kitchen_sink"] = f"{again.gates['kitchen_sink']} (in a quote, heading or code comment)"
+            r.gates["passed"] = False
 
     @staticmethod
     def _blamed(clause_list: Sequence[text.Clause], clause_sentence: Sequence[int], sentences: Sequence[reading.Sentence],
@@ -679,6 +699,8 @@ def _object_sentences(sentences: Sequence[reading.Sentence], truths: Sequence[Gr
         return {}
     system_objects = {str(x).rsplit("/", 1)[-1] for t in truths for x in _scalars(dict(t.mutated_values))
                       if isinstance(x, str) and x.startswith("kube-system/")}
+    ingress = any(t.resource_kind.lower() == "ingress" or re.search(r"\bapp's ingress\b|\bthe ingress\b", t.mechanism, re.I)
+                  for t in truths)
     out: dict[int, bool] = {}
     for s in sentences:
         if s.hedged or about.get(s.index, set()) - involved:
@@ -687,6 +709,11 @@ def _object_sentences(sentences: Sequence[reading.Sentence], truths: Sequence[Gr
         # a system object described by what it is ("the cluster's name server" for kube-system/coredns), by the glosses
         # of the concept its name is (eighth round)
         shared += [True for name in system_objects if concepts.gloss_spans(s.flat, name)]
+        # the app's Ingress described by a word of its concept ("the website's entry rule", "the front door rule", "the
+        # entrance rule"): a newcomer's name for it, shared as the word "ingress" is (what was changed must be said too)
+        if ingress and any(concept == "ingress" and flat_word != "ingress" for concept, flat_word in
+                           ((c, s.flat[b:e]) for c, b, e in concepts.concepts(s.flat))):
+            shared.append(True)
         if shared:
             out[s.index] = all(shared)
     return out
@@ -1356,7 +1383,13 @@ def _match_any(flat: str, patterns: Iterable[str]) -> tuple[str, tuple[int, int]
 @functools.lru_cache(maxsize=4096)
 def _family_hits(flat: str) -> Mapping[str, tuple[str, tuple[int, int]]]:
     """Every other family's first match in a sentence (read-only: cached, as one sentence meets every truth)."""
+    # a describe block's keys said in a line of prose ("Limits: memory: 12Mi") name the field as its words do ("limits
+    # memory"): the colon after a key is read as a space (the same length, so spans stay where they are)
+    flat = _KEY_COLON.sub(" ", flat)
     return {family: hit for family, patterns in lexicon.MECHANISMS.items() if (hit := _match_any(flat, patterns))}
+
+
+_KEY_COLON = re.compile(r"(?<=[a-z]):(?=\s+[a-z])")
 
 
 def _all_spans(flat: str, patterns: Iterable[str]) -> list[tuple[int, int]]:
@@ -1990,7 +2023,7 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
             other.setdefault(family, evidence)
             # a second cause said as a change of its own, in a sentence of its own ("geo's memory limit was lowered to
             # 12Mi"; red-team round 15, finding 8), adds a cause as much as "in addition" does
-            if added is not None and (several or _ADDITIVE.search(s.flat) or (not found_here and _SAID_CHANGED.search(s.flat))
+            if added is not None and (several or _ADDITIVE.search(s.flat) or (not found_here and (_SAID_CHANGED.search(s.flat) or _CHANGED_VALUE.search(s.flat)))
                                       or (found_here and _COORDINATED_CHANGE.search(s.flat)
                                           and not _shares_truth_object(evidence, truths))):
                 added.setdefault(family, evidence)
@@ -2008,11 +2041,17 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
         # red-team finding D). A step that only says what to do ("2. then restart the pod") asserts nothing.
         for s in sentences:
             if s.action and not s.hedged and _SAID_CHANGED.search(s.flat):
-                step = _read_with_asides(attrs.evolve(s, action=False), topic, truths, truth_faults, components,
+                # a command's option names the field it sets ("--limits=memory=256Mi" is limits memory): the reason the
+                # step gives ("(the limit had been lowered to 12Mi)") is about that field (red-team round 19, finding 4)
+                step = _read_with_asides(attrs.evolve(s, action=False, flat=_OPTION_EQUALS.sub(" ", s.flat)), topic, truths,
+                                         truth_faults, components,
                                          s.index in exonerating)
                 for family, evidence in step[3].items():
                     added.setdefault(family, evidence)
     return found, other, where
+
+
+_OPTION_EQUALS = re.compile(r"(?<=[a-z])=(?=[a-z0-9])")
 
 
 _CHANGE_VERBS = frozenset({"lowered", "raised", "reduced", "increased", "changed", "modified", "switched", "turned",
@@ -2030,8 +2069,9 @@ def _shares_truth_object(evidence: str, truths: Sequence[GroundTruth]) -> bool:
 
 # one verb, two changes: "the image was changed to X, and its memory limit to 12Mi", or a second change of its own
 # after "and" ("... and its memory limit was lowered to 12Mi") in the sentence that states the fault's (round 21)
-_COORDINATED_CHANGE = re.compile(r"\band\s+(?:its|the|their|his|her)\s+(?:[\w.'-]+\s+){1,4}?"
-                                 r"(?:to\s+[`'\"]?\S*\d|(?:was|were|has\s+been|have\s+been|got)\s+(?:\w+\s+)?"
+_COORDINATED_CHANGE = re.compile(r"\band\s+(?:its|the|their|his|her|a|an|[\w-]+'s)\s+(?:[\w.'-]+\s+){1,4}?"
+                                 r"(?:to\s+[`'\"]?\S*\d|(?:lowered|raised|reduced|increased|decreased|cut|bumped|shrunk)\s+"
+                                 r"(?:from|to)\s+[`'\"]?\S*\d|(?:was|were|has\s+been|have\s+been|got)\s+(?:\w+\s+)?"
                                  r"(?:lowered|raised|reduced|increased|changed|modified|set|cut|switched|turned|flipped|edited|"
                                  r"patched|rotated|revoked|renamed|tightened|loosened|removed|deleted|dropped)\b)")
 
@@ -2258,6 +2298,11 @@ def _listed_under_cause(sentences: Sequence[reading.Sentence]) -> bool:
 _SAID_CHANGED = re.compile(r"\b(?:was|were|has been|have been|had been|got|is now|are now)\s+(?:\w+\s+)?(?:lowered|raised|reduced|"
                            r"increased|changed|modified|set|switched|turned|flipped|edited|patched|"
                            r"added|rotated|revoked|renamed|tightened|loosened)\b")
+
+
+# a changed value said with its participle, no verb: "memory: 12Mi (lowered from 256Mi)", "a memory limit lowered to 12Mi"
+# (red-team round 19, finding 4: an "Evidence:" line, a heading): the writer states the change as much as "was lowered"
+_CHANGED_VALUE = re.compile(r"\b(?:lowered|raised|reduced|increased|decreased|cut|bumped|shrunk)\s+(?:from|to)\s+[`'\"]?\S*\d")
 
 
 _SEVERAL_FAULTS = re.compile(r"\b(?:two|three|several|multiple|2|3)\s+(?:separate\s+|independent\s+|distinct\s+)?"
