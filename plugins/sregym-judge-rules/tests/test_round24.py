@@ -101,3 +101,34 @@ def test_the_apps_ingress_by_a_newcomers_name_for_it(passes):
     # the object said to be broken, or another of its fields, says which object, not what was changed in it
     assert not passes(pid, "The website's entry rule is broken, so no visitor gets through.")
     assert not passes(pid, "The website's entry rule points at the wrong backend port, so no visitor gets through.")
+
+
+def test_a_workload_told_to_run_on_a_machine_its_data_disk_is_not_on(passes):
+    # "told to run on one machine" is a node selector, its "data disk" its persistent volume, which "lives on" one
+    # machine, and "a different machine" is outside it: the pin against the volume's node affinity, in plain words
+    pid = "hotel-pv-node-affinity-postgres-reservation"
+    assert passes(pid, "The reservation database (postgres-reservation) was told to run on one particular machine, but its "
+                       "data disk is attached only to a different machine, so it can never start.")
+    assert passes(pid, "postgres-reservation is pinned to a node other than the one its data disk lives on, so it cannot "
+                       "be scheduled anywhere.")
+    # the disk itself, or the machine, blamed for something else is another fault
+    assert not passes(pid, "postgres-reservation's data disk is full, so it cannot start.")
+    assert not passes(pid, "postgres-reservation's data disk was deleted, so it cannot start.")
+    assert not passes(pid, "postgres-reservation was told to run on a machine that is out of memory, so it cannot start.")
+    assert not passes(pid, "postgres-reservation runs on a different machine than usual, so it is slow.")
+
+
+def test_every_database_of_the_app_named_at_once(passes):
+    # a correlated fault in every datastore of the app: "all six of the app's databases" names each of them
+    pid = "hotel-correlated-incompatible-upgrade"
+    assert passes(pid, "All six of the app's databases were upgraded to PostgreSQL 18 at once, a major version that "
+                       "cannot open the data files the old version 15 wrote, so none of them starts.")
+    # where the fault is, without what was done, or another change, or one database only, is not the fault
+    assert not passes(pid, "All six of the app's databases are down, so every page fails.")
+    assert not passes(pid, "All six of the app's databases had their passwords rotated, so every login fails.")
+    assert not passes(pid, "postgres-geo was upgraded to PostgreSQL 18, which cannot read its version 15 data, so it does "
+                           "not start.")
+    # one datastore's fault is never named by "all databases"
+    assert not passes("hotel-pv-node-affinity-postgres-reservation",
+                      "All of the app's databases were pinned to a node other than the one their data disks live on, "
+                      "so they cannot start.")

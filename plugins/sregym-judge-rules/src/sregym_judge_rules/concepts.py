@@ -328,6 +328,15 @@ _GLOSSES = (
                    r"desired(?:\s+(?:replica|pod))?\s+count|(?:count|number)\s+of\s+(?:copies|replicas|pods|instances))"
                    r"(?:\s+(?:was|is|got|has\s+been))?\s*(?:(?:set|changed|lowered|dropped|scaled|cut)\s+)?"
                    r"(?:=|:|to|at|1\s*(?:->|→|>|to)|(?=0\b))\s*(?:0|zero|none|nothing)\b(?![.,]\d)"),
+    # twenty-fourth round (issue #35): a workload "told to run on one machine", "forced to run on", "pinned to" a node is
+    # held there by a node selector; its "data disk" is its persistent volume, which "lives on" or "is attached to" one
+    # machine (the volume's node affinity); "a different machine", "another node" than that one is outside it
+    ("selector", r"\b(?:told|forced|made|set\s+up|configured|pinned|tied|restricted)\s+to\s+(?:only\s+)?run\s+(?:only\s+)?on\b"
+                 r"|\bpinned\s+to\b|\brun\s+on\s+this\s+(?:server|machine|node)\b"),
+    ("persistent volume", r"\bdata\s+disks?\b|\b(?:local|attached)\s+disks?\b|\bdisks?\s+(?:with|holding)\s+its\s+data\b"),
+    ("affinity", r"\b(?:disks?|data|volumes?)\s+(?:\S+\s+){0,2}(?:lives?|sits?|is\s+attached|attached|is)\s+(?:only\s+)?(?:on|to)\b"),
+    ("outside", r"\b(?:a\s+|the\s+)?(?:different|another|other)\s+(?:server|machine|node|host)\b"
+                r"|\b(?:server|machine|node|host)\s+other\s+than\b|\b(?:machine|node|server|host)\s+that\s+does\s*(?:not|n't)\s+have\s+its\b"),
 )
 
 # words every fault statement shares: they count for little on their own

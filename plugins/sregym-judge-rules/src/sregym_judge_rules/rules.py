@@ -262,6 +262,13 @@ class RulesJudge:
         exonerated = {m.component for m in any_mentions if clause_list[m.clause].exonerating}
         hedged_others = {m.component for m in any_mentions if sentences[clause_sentence[m.clause]].hedged
                          and not sentences[clause_sentence[m.clause]].action} - involved - exonerated
+        # "all six of the app's databases", "every one of its databases": a datastore word quantified over all of them
+        # names every datastore of the app when the fault is in every one of them (a correlated fault), and only then
+        every_store = _every_store_sentences(sentences, truth_components, components)
+        # not where another component is named beside them ("every database of the app (search, postgres-rate, ...)")
+        every_store = {i for i in every_store if not about.get(i, set()) - involved}
+        for index in every_store:
+            about.setdefault(index, set()).update(truth_components)
         others = len(components - truth_components)
         needed = max(self.over_broad_min, math.ceil(self.over_broad_fraction * others)) if others else math.inf
         over_broad = None
@@ -273,6 +280,8 @@ class RulesJudge:
             blaming = re.sub(r"\ball (?:the )?pods (?:on|of|scheduled on|running on) (?:that|the|this|one|a|its) "
                              r"(?:node|host|machine)\b", " ", blaming)
             for phrase in lexicon.OVER_BROAD_PHRASES:
+                if every_store and "database" in phrase:
+                    continue  # every database is where the fault is
                 found = _blames_everything(blaming, phrase)
                 if found:
                     over_broad = f"blames the whole application: {found!r}"
@@ -360,6 +369,11 @@ class RulesJudge:
             if index in anchored and (said or kind_only) and (not anchored[index] or kind_only
                                                               or any(_specific_statement(p) for p in said)
                                                               or _field_named(sentences[index].flat, truths)):
+                for c in truth_components:
+                    asserted.add(c)
+                    component_sentences.setdefault(c, sentences[index].raw)
+        for index in mechanism_sentences:
+            if index in every_store:
                 for c in truth_components:
                     asserted.add(c)
                     component_sentences.setdefault(c, sentences[index].raw)
@@ -507,6 +521,21 @@ class RulesJudge:
                 elif not hedged and not (position + 1 < len(here) and text.listed(clause.text, here[position], here[position + 1])):
                     break  # what follows the culprit is its object ("wrong port for geo"), unless it is a list
         return blamed
+
+
+_EVERY_STORE = re.compile(r"\b(?:all|every|each)\b(?:\s+(?:one|two|three|four|five|six|seven|eight|nine|ten|\d+|of|the|its|"
+                          r"their|our|[\w-]+'s))*\s+(?:[\w-]+\s+)?(?:databases?|dbs?|datastores?|postgres(?:ql)?)\b")
+
+
+def _every_store_sentences(sentences: Sequence[reading.Sentence], truth_components: set[str],
+                           components: set[str]) -> set[int]:
+    """The asserted sentences that name every datastore of the app by a quantified datastore word ("all six of the
+    app's databases", "every one of its databases"), when the fault is in every datastore of the app (not its caches)
+    and in nothing else: one fault's datastore is never named by "all databases" (twenty-fourth round)."""
+    stores = {c for c in components if text.datastore_owner(c) != c and not text._is_cache(c)}
+    if len(truth_components) < 2 or truth_components != stores:
+        return set()
+    return {s.index for s in sentences if not s.hedged and _EVERY_STORE.search(s.flat)}
 
 
 # a component as the one that sees, reports or receives the failures: an observer of the symptom
