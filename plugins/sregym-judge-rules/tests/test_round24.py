@@ -132,3 +132,20 @@ def test_every_database_of_the_app_named_at_once(passes):
     assert not passes("hotel-pv-node-affinity-postgres-reservation",
                       "All of the app's databases were pinned to a node other than the one their data disks live on, "
                       "so they cannot start.")
+
+
+def test_its_database_in_a_sentence_naming_the_owner(passes):
+    # "the geo service ... its database" is geo's database, as "geo's database" is: the faulty datastore named
+    pid = "hotel-db-revoke-geo"
+    assert passes(pid, "The geo service could still log in to its database, but someone took away its permission to "
+                       "read and write the tables, so every lookup was refused.")
+    assert passes("social-db-revoke-post-storage-postgres",
+                  "The post storage service can still sign in to its database, but someone took away its right to read "
+                  "and write the tables, so every save is refused with 'permission denied'.")
+    # another service's database, or the owner's own fault, is not the faulty datastore's
+    assert not passes(pid, "The rate service could still log in to its database, but someone took away its permission to "
+                           "read and write the tables, so every lookup was refused.")
+    assert not passes(pid, "The geo service could still log in to its database, but its memory limit was lowered to 12Mi, "
+                           "so every lookup fails.")
+    assert not passes(pid, "The geo service cannot reach its database because a network policy blocks it, so every "
+                           "lookup fails.")

@@ -262,6 +262,19 @@ class RulesJudge:
         exonerated = {m.component for m in any_mentions if clause_list[m.clause].exonerating}
         hedged_others = {m.component for m in any_mentions if sentences[clause_sentence[m.clause]].hedged
                          and not sentences[clause_sentence[m.clause]].action} - involved - exonerated
+        # "the geo service could still log in to its database, but ...": "its database" in a sentence that names the owner
+        # of a faulty datastore is that datastore, as "geo's database" is (round 24)
+        owned_stores: dict[int, set[str]] = {}
+        for m in any_mentions:
+            index = clause_sentence[m.clause]
+            if clause_list[m.clause].exonerating or not _ITS_STORE.search(sentences[index].flat):
+                continue
+            for store in truth_components:
+                owner = text.datastore_owner(store)
+                if owner != store and not text._is_cache(store) and owner in (m.component, m.component.removesuffix("-service")):
+                    owned_stores.setdefault(index, set()).add(store)
+        for index, stores_here in owned_stores.items():
+            about.setdefault(index, set()).update(stores_here)
         # "all six of the app's databases", "every one of its databases": a datastore word quantified over all of them
         # names every datastore of the app when the fault is in every one of them (a correlated fault), and only then
         every_store = _every_store_sentences(sentences, truth_components, components)
@@ -373,6 +386,9 @@ class RulesJudge:
                     asserted.add(c)
                     component_sentences.setdefault(c, sentences[index].raw)
         for index in mechanism_sentences:
+            for c in owned_stores.get(index, ()):
+                asserted.add(c)
+                component_sentences.setdefault(c, sentences[index].raw)
             if index in every_store:
                 for c in truth_components:
                     asserted.add(c)
@@ -523,6 +539,7 @@ class RulesJudge:
         return blamed
 
 
+_ITS_STORE = re.compile(r"\b(?:its|their)\s+(?:own\s+)?(?:database|db|datastore|postgres(?:ql)?)\b")
 _EVERY_STORE = re.compile(r"\b(?:all|every|each)\b(?:\s+(?:one|two|three|four|five|six|seven|eight|nine|ten|\d+|of|the|its|"
                           r"their|our|[\w-]+'s))*\s+(?:[\w-]+\s+)?(?:databases?|dbs?|datastores?|postgres(?:ql)?)\b")
 
