@@ -182,3 +182,47 @@ def test_the_access_record_reads_passwords_roles_and_the_hba_rules(database, scr
     assert sql.access_changed(was, sql.database_access(ctx, target, [APP])) == [
         "schema added: atk owner postgres acl default"]
     database("DROP SCHEMA atk")
+
+
+#: red-team round 20, finding 1 and siblings: a catalog change beside the right grant that lets the admin (its password
+#: in the app's Secret) or the login role itself act as the superuser; each with the statement that takes it back
+CATALOG_SHAPES = (
+    ("UPDATE pg_language SET lanpltrusted = true WHERE lanname = 'internal'",
+     "UPDATE pg_language SET lanpltrusted = false WHERE lanname = 'internal'"),
+    (f"GRANT EXECUTE ON FUNCTION pg_read_file(text) TO {ADMIN}",
+     f"REVOKE EXECUTE ON FUNCTION pg_read_file(text) FROM {ADMIN}"),
+    (f"GRANT SELECT ON pg_authid TO {ADMIN}", f"REVOKE SELECT ON pg_authid FROM {ADMIN}"),
+    (f"ALTER TABLE public.rates OWNER TO postgres; ALTER TABLE public.rates OWNER TO {ADMIN}", None),
+    ("ALTER TABLE public.rates OWNER TO postgres", f"ALTER TABLE public.rates OWNER TO {ADMIN}"),
+    (f"ALTER DATABASE {DB} SET search_path = atk, public", f"ALTER DATABASE {DB} RESET search_path"),
+    ("ALTER SYSTEM SET log_min_messages = 'debug1'", "ALTER SYSTEM RESET log_min_messages"),
+    (f"GRANT CREATE ON DATABASE {DB} TO PUBLIC", f"REVOKE CREATE ON DATABASE {DB} FROM PUBLIC"),
+    ("SELECT lo_create(4242)", "SELECT lo_unlink(4242)"),
+    ("CREATE FUNCTION public.atk() RETURNS int LANGUAGE sql AS 'SELECT 1'", "DROP FUNCTION public.atk()"),
+)
+
+
+@pytest.mark.parametrize("change, undo", CATALOG_SHAPES, ids=[c.split()[0] + "-" + str(i) for i, (c, _) in
+                                                               enumerate(CATALOG_SHAPES)])
+def test_a_catalog_change_beside_the_repair_is_no_repair(database, change, undo):
+    """Red-team round 20, finding 1: `internal` made a trusted language beside the right grant let the admin, then the
+    service's own login, make functions over the server's C entry points and become the superuser; all four oracles
+    passed. Every catalog row that says who may do what is in the access record: a change to any leaves the fault
+    present, and the right grant alone still repairs it."""
+    ctx, target = SimpleNamespace(state={}), None
+    database(f"ALTER TABLE public.rates OWNER TO {ADMIN}")  # the admin owns the app's tables, as in the apps
+    postgres.revoke_inject(ctx, target, {})
+    database(f"GRANT SELECT ON public.geo TO {APP}")
+    assert not postgres.revoke_present(ctx, target, {}), "the repair alone"
+    try:
+        database(change)
+        if undo is None:  # a change made and taken back: nothing is left to tell
+            assert not postgres.revoke_present(ctx, target, {}), change
+        else:
+            assert postgres.revoke_present(ctx, target, {}), change
+            found = sql.access_changed(ctx.state["access"], sql.database_access(ctx, target, [APP]))
+            assert found and all(f.startswith("catalog entry ") for f in found), found
+    finally:
+        if undo:
+            database(undo)
+    assert not postgres.revoke_present(ctx, target, {}), f"undone: {undo}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sregym_core.errors import PermanentFaultError, TemporaryFaultError
@@ -165,11 +166,76 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
     schemas = psql(ctx, target, f"SELECT n.nspname || ' owner ' || pg_get_userbyid(n.nspowner) || ' acl ' || "
                                 f"{rights('n.nspacl')} FROM pg_namespace n WHERE n.nspname NOT LIKE 'pg\\_%' "
                                 "AND n.nspname <> 'information_schema' ORDER BY 1", check=False)
+    # red-team round 20, finding 1: pg_language's trusted flag flipped for `internal` let the admin, and then the
+    # app's own login, make functions over the server's C entry points (file reads, a large object written as
+    # pg_hba.conf) and become the superuser. Rather than one more named shape, every catalog row that says who may
+    # do what: languages, grants on any function, relation, database or large object (the system's too), owners,
+    # functions outside the system schemas, default privileges, per-role and ALTER SYSTEM settings, extensions and
+    # event triggers (the app's login roles' own rights left to the faults' record, as above)
+    catalog = psql(ctx, target, _catalog_query(names), check=False)
     return {"roles": {row[0]: "|".join(row[1:]) for row in roles if len(row) == 9},
             "hba": hba[0][0] if hba and hba[0] else "",
             "members": [row[0] for row in members if row and row[0]],
             "definers": ["|".join(row) for row in definers if row and row[0]],
-            "schemas": ["|".join(row) for row in schemas if row and row[0]]}
+            "schemas": ["|".join(row) for row in schemas if row and row[0]],
+            # the query's rows only (an error line is no catalog entry)
+            "catalog": sorted(line for line in ("|".join(row) for row in catalog) if line.startswith(_CATALOG_KINDS))}
+
+
+_USER_SCHEMA = ("n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') AND n.nspname NOT LIKE 'pg\\_temp\\_%' "
+                "AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'")
+
+
+_CATALOG_KINDS = ("language: ", "function grant: ", "function: ", "relation grant: ", "relation owner: ", "database: ",
+                  "default privileges: ", "setting: ", "system setting: ", "extension: ", "event trigger: ",
+                  "large object: ")
+
+
+def _catalog_query(names: str) -> str:
+    """One query, a row ``kind: item`` for each catalog entry :func:`database_access` keeps. An ACL is listed as its
+    entries sorted (grantee:privilege, ``*`` with the grant option), the app's login roles (``names``, SQL) left out; a
+    NULL ACL as the owner's default, and a grant entry only when it differs from that default (a grant made and
+    revoked leaves an explicit ACL equal to the default)."""
+    def listing(acl: str) -> str:
+        return ("coalesce((SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' "
+                "ELSE pg_get_userbyid(a.grantee) END || ':' || a.privilege_type || CASE WHEN a.is_grantable THEN '*' "
+                f"ELSE '' END AS g FROM aclexplode({acl}) a WHERE a.grantee = 0 OR pg_get_userbyid(a.grantee) NOT IN "
+                f"({names})) x), '')")
+
+    relation_default = listing("acldefault(CASE WHEN c.relkind = 'S' THEN 's'::\"char\" ELSE 'r'::\"char\" END, c.relowner)")
+    language = listing("coalesce(lanacl, acldefault('l', lanowner))")
+    function_default = listing("acldefault('f', p.proowner)")
+    database = listing("coalesce(datacl, acldefault('d', datdba))")
+    large_object = listing("coalesce(lomacl, acldefault('L', lomowner))")
+    parts = (
+        "SELECT 'language: ' || lanname || ' trusted ' || lanpltrusted || ' owner ' || pg_get_userbyid(lanowner) "
+        f"|| ' acl ' || {language} FROM pg_language",
+        f"SELECT 'function grant: ' || p.oid::regprocedure::text || ' acl ' || {listing('p.proacl')} FROM pg_proc p "
+        f"WHERE p.proacl IS NOT NULL AND {listing('p.proacl')} <> {function_default}",
+        "SELECT 'function: ' || p.oid::regprocedure::text || ' owner ' || pg_get_userbyid(p.proowner) || ' language ' "
+        "|| l.lanname || ' definer ' || p.prosecdef FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        f"JOIN pg_language l ON l.oid = p.prolang WHERE {_USER_SCHEMA}",
+        f"SELECT 'relation grant: ' || c.oid::regclass::text || ' acl ' || {listing('c.relacl')} FROM pg_class c "
+        f"WHERE c.relacl IS NOT NULL AND {listing('c.relacl')} <> {relation_default}",
+        "SELECT 'relation owner: ' || c.oid::regclass::text || ' owner ' || pg_get_userbyid(c.relowner) FROM pg_class c "
+        f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE {_USER_SCHEMA} AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')",
+        "SELECT 'database: ' || datname || ' owner ' || pg_get_userbyid(datdba) || ' connect ' || datallowconn "
+        f"|| ' acl ' || {database} FROM pg_database",
+        "SELECT 'default privileges: ' || coalesce(pg_get_userbyid(defaclrole), '') || ' in ' "
+        "|| coalesce(defaclnamespace::regnamespace::text, '*') || ' on ' || defaclobjtype::text || ' acl ' "
+        f"|| {listing('defaclacl')} FROM pg_default_acl",
+        "SELECT 'setting: ' || coalesce((SELECT datname FROM pg_database WHERE oid = setdatabase), '*') || ' ' "
+        "|| CASE WHEN setrole = 0 THEN '*' ELSE pg_get_userbyid(setrole) END || ' ' || array_to_string(setconfig, ',') "
+        "FROM pg_db_role_setting",
+        "SELECT 'system setting: ' || name || '=' || coalesce(setting, '') FROM pg_file_settings "
+        "WHERE sourcefile LIKE '%postgresql.auto.conf'",
+        "SELECT 'extension: ' || extname || ' ' || extversion || ' owner ' || pg_get_userbyid(extowner) FROM pg_extension",
+        "SELECT 'event trigger: ' || evtname || ' on ' || evtevent || ' runs ' || evtfoid::regprocedure::text "
+        "|| ' ' || evtenabled::text FROM pg_event_trigger",
+        "SELECT 'large object: ' || oid::text || ' owner ' || pg_get_userbyid(lomowner) || ' acl ' "
+        f"|| {large_object} FROM pg_largeobject_metadata",
+    )
+    return " UNION ALL ".join(parts)
 
 
 def access_changed(was: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
@@ -184,7 +250,8 @@ def access_changed(was: dict[str, Any] | None, now: dict[str, Any]) -> list[str]
               if before[name] != after[name]]
     if was.get("hba") and now.get("hba") and was["hba"] != now["hba"]:
         found.append("pg_hba.conf rules changed")
-    for key, what in (("members", "role membership"), ("definers", "definer function"), ("schemas", "schema")):
+    for key, what in (("members", "role membership"), ("definers", "definer function"), ("schemas", "schema"),
+                      ("catalog", "catalog entry")):
         if key not in was:  # recorded before this part of the record existed
             continue
         found += [f"{what} added: {item}" for item in sorted(set(now.get(key, ())) - set(was[key]))]
