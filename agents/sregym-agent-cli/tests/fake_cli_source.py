@@ -41,6 +41,9 @@ def post(url, body, headers=None):
         return reply.status, reply.read().decode()
 
 
+if os.environ.get("FAKE_SHELL"):  # what a model's shell tool may run in the sandbox
+    subprocess.run(["/bin/sh", "-c", os.environ["FAKE_SHELL"]], cwd=os.getcwd())
+
 if os.environ.get("FAKE_SLEEP"):
     with open(os.path.join(os.getcwd(), "fake.pid"), "w") as handle:
         handle.write(str(os.getpid()))

@@ -405,3 +405,55 @@ def test_cancellation_by_the_conductor_stops_the_cli(tmp_path, monkeypatch):
     asyncio.run(scenario())
     leftovers = [p for p in psutil.process_iter(["cmdline"]) if str(bin_dir) in " ".join(p.info["cmdline"] or ())]
     assert leftovers == []
+
+
+def _files_kept(tmp_path: Path) -> dict[str, int]:
+    """Every file kept with the attempt (its results directory), by name: the larger of its size and its allocated
+    bytes less one filesystem block (a file's last block is allocated whole)."""
+    kept = {}
+    for root, _dirs, names in os.walk(tmp_path / "results"):
+        for name in names:
+            st = os.lstat(os.path.join(root, name))
+            kept[name] = max(st.st_size, st.st_blocks * 512 - 4096)
+    return kept
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_no_file_the_cli_writes_or_extends_grows_past_the_limit_and_a_sparse_one_is_not_written_out(tmp_path,
+                                                                                                    monkeypatch):
+    """Red-team round 20, finding 2: `truncate -s 1G ~/x` in the sandbox (no block written) was copied back as 1 GiB
+    of real blocks, so one command could fill the host's disk. The CLI runs under a file size limit (the kernel
+    refuses the truncate and stops a writer at it) and the copy-back leaves out what is bigger."""
+    bin_dir = tmp_path / "tools" / "bin"
+    install_fake(bin_dir, "gemini")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    shell = ("truncate -s 1G sparse.img; echo $? > truncate.rc; head -c 3000000 /dev/zero > big.bin; echo $? > head.rc; "
+             "truncate -s 1G /tmp/t.img; echo $? > tmp.rc")
+    outcome, sink, report = run_cli(tmp_path, "gemini-cli", max_file_bytes=1_000_000, env={"FAKE_SHELL": shell})
+    assert outcome.status == "ok", outcome.error
+    assert len(sink.received) == 2  # the agent went on working
+    kept = _files_kept(tmp_path)
+    assert {"truncate.rc", "head.rc", "tmp.rc", "big.bin"} <= set(kept), sorted(kept)
+    assert max(kept.values()) <= 1_000_000, {k: v for k, v in kept.items() if v > 1_000_000}
+    rcs = {name: (tmp_path / "results").rglob(name) for name in ("truncate.rc", "head.rc", "tmp.rc")}
+    assert all(int(next(paths).read_text()) != 0 for paths in rcs.values())
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_cli_that_fills_its_work_directory_is_stopped_and_its_record_kept_within_the_budget(tmp_path, monkeypatch):
+    """Red-team round 20, finding 2: the work directory (on the host's disk) had no bound. Past its budget the CLI
+    is stopped, the attempt records why, and no more than the budget is kept."""
+    bin_dir = tmp_path / "tools" / "bin"
+    install_fake(bin_dir, "gemini")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    shell = "for i in 1 2 3 4 5 6 7 8; do head -c 900000 /dev/urandom > fill$i.bin; done; sleep 60"
+    outcome, sink, _report = run_cli(tmp_path, "gemini-cli", max_file_bytes=1_000_000, max_workdir_bytes=4_000_000,
+                                     env={"FAKE_SHELL": shell})
+    assert outcome.status == "crashed" and "wrote more than 4000000 bytes" in outcome.error, outcome
+    assert sink.received == []  # stopped before it submitted
+    kept = _files_kept(tmp_path)
+    assert sum(v for k, v in kept.items() if k.startswith("fill")) <= 4_000_000
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if str(bin_dir) in " ".join(p.info["cmdline"] or ())]
+    assert leftovers == []

@@ -27,12 +27,18 @@ from sregym_core.errors import AgentError, ConfigError, SregymError
 from .adapters import ADAPTERS, Adapter, Launch, Usage
 from .netrelay import Endpoint, NetworkRelay, endpoint_of
 from .prompt import task_prompt
-from .sandbox import NETWORKS, Sandbox, bwrap_path, protected_paths
+from .sandbox import NETWORKS, Sandbox, bwrap_path, protected_paths, with_file_size_limit
 
 log = structlog.get_logger()
 
 SETTINGS = ("model", "binary", "timeout", "sandbox", "network", "env", "pass_env", "read_only", "protected",
-            "max_output_bytes", "provider_hosts")
+            "max_output_bytes", "provider_hosts", "max_file_bytes", "max_workdir_bytes")
+#: the most one file the CLI writes may hold, and all of its work directory (kept with the attempt): red-team round
+#: 20, finding 2 (a sparse file the copy-back wrote out in full; a work directory that could fill the host's disk)
+MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_WORKDIR_BYTES = 1024 * 1024 * 1024
+#: how often the work directory's size is checked while the CLI runs
+WORKDIR_CHECK_S = 3.0
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin")
 PROXY_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 #: seconds left to the conductor after the CLI's own limit, to parse output and report
@@ -94,14 +100,20 @@ class CLIAgent:
             except OSError as exc:
                 return AgentOutcome(status="crashed", trajectory=tuple(trajectory),
                                     error=AgentError(f"{adapter.name} could not be started: {exc}").render())
+            workdir_cap = int(settings.get("max_workdir_bytes") or MAX_WORKDIR_BYTES)
+            skipped: list[str] = []
             try:
-                code = await asyncio.wait_for(proc.wait(), timeout)
+                code, overfull = await _wait_within(proc, timeout, launch.workdir, workdir_cap)
+                if overfull:
+                    status = "overfull"
             except TimeoutError:
                 status = "timeout"
             finally:
                 await _stop(proc)  # also on cancellation by the conductor
                 if self.copy_back is not None:
-                    _copy_back(launch.workdir, self.copy_back)
+                    skipped = _copy_back(launch.workdir, self.copy_back,
+                                         max_file=int(settings.get("max_file_bytes") or MAX_FILE_BYTES),
+                                         budget=workdir_cap)
         if self.copy_back is not None:
             out_path, err_path = self.copy_back / out_path.name, self.copy_back / err_path.name
         limit = int(settings.get("max_output_bytes") or 50_000_000)
@@ -114,7 +126,13 @@ class CLIAgent:
         trajectory.append({"action": "exit", "message": f"exit code {code}", "exit_code": code, "stage": stage,
                            "seconds": round(time.time() - started, 2), "stderr_tail": stderr[-1000:], "timestamp": now})
         problems = []
-        if status == "timeout":
+        if skipped:
+            trajectory.insert(-1, {"action": "copy_back", "message": "files left out of the attempt's record (too big)",
+                                   "skipped": skipped[:50], "timestamp": now})
+        if status == "overfull":
+            status = "crashed"
+            problems.append(f"{adapter.name} wrote more than {workdir_cap} bytes into its work directory and was stopped")
+        elif status == "timeout":
             problems.append(f"{adapter.name} exceeded its {timeout:g} s limit and was stopped")
         elif code != 0:
             status = "crashed"
@@ -191,6 +209,7 @@ class CLIAgent:
         env.update(launch.env)
         env.update({str(k): str(v) for k, v in (settings.get("env") or {}).items()})
         wrapped = sandbox.wrap(adapter.argv(str(binary), launch, prompt), env)
+        wrapped.argv = with_file_size_limit(wrapped.argv, int(settings.get("max_file_bytes") or MAX_FILE_BYTES))
         if sandbox.isolated:
             wrapped.env = {"PATH": os.environ.get("PATH", ":".join(SYSTEM_PATH))}  # for bwrap itself; --clearenv inside
         return launch, sandbox, wrapped
@@ -261,16 +280,55 @@ def _find_binary(adapter: Adapter, override: str | None) -> Path:
     return Path(found).absolute()
 
 
-def _copy_back(run_dir: Path, workdir: Path) -> None:
-    """Keep the CLI's files (output, transcripts, HOME) with the attempt; remove its private copy."""
-    shutil.copytree(run_dir, workdir, symlinks=True, dirs_exist_ok=True,
-                    ignore_dangling_symlinks=True, copy_function=_copy_quietly)
+def _copy_back(run_dir: Path, workdir: Path, *, max_file: int, budget: int) -> list[str]:
+    """Keep the CLI's files (output, transcripts, HOME) with the attempt, none bigger than ``max_file`` and no more than
+    ``budget`` bytes in all (a file's size, not its blocks: a sparse file is written out in full); remove its private
+    copy. Returns the files left out."""
+    skipped: list[str] = []
+    copied = 0
+
+    def copy(src: str, dst: str) -> None:
+        nonlocal copied
+        with contextlib.suppress(OSError):  # sockets, fifos and unreadable leftovers are not worth a crash
+            size = os.lstat(src).st_size
+            if size > max_file or copied + size > budget:
+                skipped.append(os.path.relpath(src, run_dir))
+                return
+            shutil.copy2(src, dst)
+            copied += size
+
+    shutil.copytree(run_dir, workdir, symlinks=True, dirs_exist_ok=True, ignore_dangling_symlinks=True,
+                    copy_function=copy)
     shutil.rmtree(run_dir.parent, ignore_errors=True)
+    return skipped
 
 
-def _copy_quietly(src: str, dst: str) -> None:
-    with contextlib.suppress(OSError):  # sockets, fifos and unreadable leftovers are not worth a crash
-        shutil.copy2(src, dst)
+def disk_use(directory: Path, stop_above: int) -> int:
+    """Bytes the files under ``directory`` take (allocated blocks), counting stopped once past ``stop_above``."""
+    total = 0
+    for root, _dirs, names in os.walk(directory):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+        if total > stop_above:
+            break
+    return total
+
+
+async def _wait_within(proc: asyncio.subprocess.Process, timeout: float, workdir: Path,
+                       cap: int) -> tuple[int | None, bool]:
+    """Wait for the CLI (``TimeoutError`` after ``timeout``); (its exit code, False), or (None, True) as soon as its work
+    directory holds more than ``cap`` bytes (the host's disk is every later attempt's)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        try:
+            return await asyncio.wait_for(asyncio.shield(proc.wait()), min(WORKDIR_CHECK_S, left)), False
+        except TimeoutError:
+            if await asyncio.to_thread(disk_use, workdir, cap) > cap:
+                return None, True
 
 
 def _parse(adapter: Adapter, stdout: str) -> Usage:
