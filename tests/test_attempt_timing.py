@@ -398,3 +398,25 @@ def test_a_recovery_that_fails_is_in_the_record(tmp_path, monkeypatch):
 
 async def _nothing(self):
     return None
+
+
+class ForgedUsageAgent(ImmediateAgent):
+    """Works the problem, then reports the usage a CLI printed on its stdout (red-team round 20, finding 3)."""
+
+    async def run(self, task):
+        done = await super().run(task)
+        return AgentOutcome(status=done.status, steps=-2, prompt_tokens=-1000, completion_tokens=7,
+                            cost=float("-inf"))
+
+
+def test_usage_an_agent_reports_that_no_record_can_hold_is_left_out_and_the_attempt_still_recorded(tmp_path):
+    """Negative tokens and cost printed by a CLI agent made the record invalid, and `sregym run` stopped before its
+    next attempt. Now the record holds 0 for what cannot be a count or an amount, says what it left out, and keeps
+    the rest; the grading is unchanged. The record passes its own schema (the writer's check)."""
+    from sregym_core.results.schema import validate_record_dict
+
+    record, *_rest = run_attempt(tmp_path, agent_factory=lambda **_: ForgedUsageAgent({}))
+    assert record.success and (record.steps, record.prompt_tokens, record.completion_tokens) == (0, 0, 7)
+    assert record.cost_usd == 0.0
+    assert record.extra["usage_rejected"] == {"steps": "-2", "prompt_tokens": "-1000", "cost_usd": "-inf"}
+    validate_record_dict(record.to_dict())

@@ -461,6 +461,9 @@ class Attempt:
                 await asyncio.to_thread(seal_journal, self.env.kube, (*self.grants, *self.held_grants),
                                         self.deployed.app.namespace, self.attempt_id)
             self.desk.done()
+        usage, rejected_usage = agent_usage(outcome)
+        if rejected_usage:
+            log.warning("agent_usage_rejected", agent=self.agent_spec.name, values=rejected_usage)
         record.update(
             diagnosis_passed=(bool(diagnosis and diagnosis.get("passed")) if "diagnosis" in self.stages else None),
             diagnosis=diagnosis,
@@ -472,8 +475,7 @@ class Attempt:
             time_to_mitigate_s=self._since_injection(self.desk.submitted_at.get("mitigation")),
             diagnosis_graded_s=self._since_injection(self.desk.graded_at.get("diagnosis")),
             mitigation_graded_s=self._since_injection(self.desk.graded_at.get("mitigation")),
-            agent_timeout_s=self.timeout, steps=outcome.steps,
-            prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=outcome.cost,
+            agent_timeout_s=self.timeout, **usage,
             agent_status=outcome.status if outcome.status in AGENT_STATUSES else "ok", timeouts=tuple(timeouts),
             error=record.get("error") or outcome.error, finished_at=utc_now(),
             fault_mechanism=self.fault_mechanism(),
@@ -481,7 +483,8 @@ class Attempt:
                    **({"noise_events": self.noise.events} if self.noise.plan else {}),
                    **({"absorbed_submissions": list(self.desk.absorbed)} if self.desk.absorbed else {}),
                    **({"fault_recovery_failed": list(self.recovery_failures)} if self.recovery_failures else {}),
-                   **({"symptom": self.symptom} if self.symptom is not None else {})},
+                   **({"symptom": self.symptom} if self.symptom is not None else {}),
+                   **({"usage_rejected": rejected_usage} if rejected_usage else {})},
         )
         return AttemptRecord(**record)
 
@@ -655,6 +658,26 @@ class Attempt:
                 log.warning("fault_check_failed", fault=instance.fault, error=str(exc))
                 return False
         return True
+
+
+def agent_usage(outcome: AgentOutcome) -> tuple[dict[str, Any], dict[str, str]]:
+    """The record's steps, tokens and cost from what the agent reported, and the values left out (as text): a count
+    that is no whole number of at least 0, a cost that is no finite amount of at least 0. An agent's usage is its own
+    word (a CLI prints it; red-team round 20, finding 3: negative tokens made the record invalid and ended the run)."""
+    usage: dict[str, Any] = {}
+    rejected: dict[str, str] = {}
+    for field, value in (("steps", outcome.steps), ("prompt_tokens", outcome.prompt_tokens),
+                         ("completion_tokens", outcome.completion_tokens)):
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        usage[field] = value if ok else 0
+        if not ok:
+            rejected[field] = repr(value)[:100]
+    cost = outcome.cost
+    ok = isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0
+    usage["cost_usd"] = float(cost) if ok else 0.0
+    if not ok:
+        rejected["cost_usd"] = repr(cost)[:100]
+    return usage, rejected
 
 
 def new_attempt_id() -> str:
