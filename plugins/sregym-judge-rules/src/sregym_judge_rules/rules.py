@@ -1037,6 +1037,37 @@ def _other_image(raw: str, truth: GroundTruth) -> bool:
     return bool(claimed - tags)
 
 
+# a percentage as written: "50%", "10 %", "10 percent"; not "40% of requests" (a share the writer measured, not the
+# value a setting was given)
+_PERCENT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|percent\b)(?!\s*of\b)")
+
+
+def _truth_percents(value: Any) -> set[float]:
+    """Every percentage the fault set (``defaultVariant: 100%``), never one it replaced (``before``)."""
+    found: set[float] = set()
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if str(key).lower() not in ("before", "baseline", "original", "previous", "old", "decoys"):
+                found |= _truth_percents(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            found |= _truth_percents(item)
+    elif isinstance(value, str):
+        found |= {float(m.group(1)) for m in _PERCENT.finditer(value.lower())}
+    return found
+
+
+def _other_percent(flat: str, truth: GroundTruth) -> bool:
+    """Does the sentence give the fault's setting another percentage than the one it was set to ("paymentFailure is
+    set to 50%" for a flag at 100%), never writing the fault's? A flag at a small share and one failing every request
+    are different faults with different effects (round 25: the right object, a wrong value)."""
+    wanted = _truth_percents(truth.mutated_values)
+    if not wanted:
+        return False
+    said = {float(m.group(1)) for m in _PERCENT.finditer(flat)}
+    return bool(said) and not said & wanted
+
+
 _SIGNAL = re.compile(r"\b(?:memory|nodefs|imagefs|containerfs|pid)\.(?:available|inodesfree)\b")
 
 
@@ -2248,7 +2279,7 @@ def _sentence_mechanisms(s: reading.Sentence, topic: Mapping[int, set[str]], tru
             spans.extend(_all_spans(words, vocab))
             continue
         if (claims.other_value(s.raw, t.mutated_values) or _other_port(s.flat, t) or _other_image(s.raw, t)
-                or _other_quantity(s.flat, t) or _other_signal(s.flat, t)
+                or _other_quantity(s.flat, t) or _other_signal(s.flat, t) or _other_percent(s.flat, t)
                 or claims.other_family(words[:cause_end], _truth_fields(t))
                 or _other_failure_policy(s.flat, t)):
             # the faulty object with what the sentence claims of it read against what the truth changed: its own field
@@ -2756,10 +2787,30 @@ def _switched_on(truth: GroundTruth) -> bool:
     return any(str(v).lower() in ("on", "true") for v in _scalars(dict(truth.mutated_values)))
 
 
+_TURNED_BEFORE = re.compile(r"\b(?:turn\w*|switch\w*|flip\w*|toggl\w*|set|setting|put\w*|disabl\w*)\s+"
+                            r"(?:the\s+|flag\s+|switch\s+|setting\s+)*$")
+
+
 def _opposite_state(flat: str, truth: GroundTruth) -> bool:
     """Does the sentence say the switch the truth turned on is off (false, disabled), and nowhere that it is on? The
     right field with the other value is not the truth's change ("the flag is off, so the old path runs")."""
-    return _switched_on(truth) and bool(_SAID_OFF.search(flat)) and not _SAID_ON.search(flat)
+    if not _switched_on(truth):
+        return False
+    if _SAID_OFF.search(flat) and not _SAID_ON.search(flat):
+        return True
+    # the truth's own switch named with "off" right after it, though another switch in the sentence is on
+    # ("productCatalogFailure off, but recommendationCacheFailure on"): the state said of the name is its state, and
+    # the one on is a decoy (round 25); never "off -> on" or "off to 100%", which tells the change itself
+    for value in identifying_values(truth):
+        for form in renderings(value):
+            name = re.escape(form.lower())
+            said_off = re.search(rf"(?<![\w-]){name}\s*(?:[:=]\s*|(?:is|was|stays?|still|remains?)\s+)?[\"'`]?(?:off|false|disabled)\b"
+                                 rf"(?!\s*(?:->|→|=>|,?\s*so\s+(?:on|true|enabled|\d)|to\b|then\b|before\b|until\b|earlier\b|originally\b|by default\b))", flat)
+            # "turning tt-feat-5 off fixed it": an action taken (the fix), not the state the switch was found in
+            said_on = re.search(rf"(?<![\w-]){name}\s*(?:[:=]\s*|(?:is|was|now)\s+)?[\"'`]?(?:on|true|enabled|100\s?%)\b", flat)
+            if said_off and not said_on and not _TURNED_BEFORE.search(flat[:said_off.start()]):
+                return True
+    return False
 
 
 def _chain(sentences: Sequence[reading.Sentence], mechanism_sentences: Sequence[int],
@@ -3036,11 +3087,25 @@ _NAMED_KEYS = frozenset({"env", "selector", "nodeselector", "labels", "annotatio
 _NAMING_KEYS = frozenset({"resource", "operator"})
 
 
+def _pre_fault_scalars(value: Any, inside: bool = False, key: str = "") -> list[tuple[str, Any]]:
+    """(key, value) of every scalar recorded as the state before the fault (under ``before``, ``old`` ...)."""
+    if isinstance(value, Mapping):
+        return [pair for sub, item in value.items()
+                for pair in _pre_fault_scalars(item, inside or str(sub).lower() in _PRE_FAULT_KEYS, str(sub))]
+    if isinstance(value, list | tuple):
+        return [pair for item in value for pair in _pre_fault_scalars(item, inside, key)]
+    return [(key, value)] if inside and value is not None and not isinstance(value, bool) else []
+
+
 def concrete_values(truth: GroundTruth) -> list[str]:
     """The distinctive *mutated* values a diagnosis could state: post-fault values only, never the
     truth's key names (``targetPort``, ``removed_env``) nor pre-fault values."""
     components = {c.lower() for c in truth.components}
     values: list[str] = []
+    # the tags the images had before the fault: a tag the change kept ("sregym/fleetcast-operater:1.0" for
+    # "sregym/fleetcast-operator:1.0", a typo in the repository) says nothing of the change by itself (round 25)
+    kept_tags = {str(v).rsplit(":", 1)[1].lower() for k, v in _pre_fault_scalars(truth.mutated_values)
+                 if re.fullmatch(r"[\w./-]+:[\w.-]+", str(v))}
 
     def add_scalar(value: Any) -> None:
         if isinstance(value, bool) or value is None:
@@ -3053,7 +3118,7 @@ def concrete_values(truth: GroundTruth) -> list[str]:
             values.append(string.rsplit(":", 1)[0])
         if re.fullmatch(r"[\w./-]+:[\w.-]+", string):  # image reference or host:port: the tag/port alone counts too
             tag = string.rsplit(":", 1)[1]
-            if len(tag) >= 2 and tag.lower() not in lexicon.TRIVIAL_VALUES:
+            if len(tag) >= 2 and tag.lower() not in lexicon.TRIVIAL_VALUES and tag.lower() not in kept_tags:
                 values.append(tag)
 
     def add(value: Any, key: str = "") -> None:
