@@ -668,8 +668,9 @@ def agent_usage(outcome: AgentOutcome) -> tuple[dict[str, Any], dict[str, str]]:
     rejected: dict[str, str] = {}
     for field, value in (("steps", outcome.steps), ("prompt_tokens", outcome.prompt_tokens),
                          ("completion_tokens", outcome.completion_tokens)):
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-        usage[field] = value if ok else 0
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+              and float(value).is_integer())
+        usage[field] = int(value) if ok else 0
         if not ok:
             rejected[field] = repr(value)[:100]
     cost = outcome.cost

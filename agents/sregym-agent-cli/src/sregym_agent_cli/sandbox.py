@@ -33,8 +33,8 @@ import contextlib
 import functools
 import os
 import shutil
-import sys
 import subprocess
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
