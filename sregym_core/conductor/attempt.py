@@ -664,20 +664,17 @@ def agent_usage(outcome: AgentOutcome) -> tuple[dict[str, Any], dict[str, str]]:
     """The record's steps, tokens and cost from what the agent reported, and the values left out (as text): a count
     that is no whole number of at least 0, a cost that is no finite amount of at least 0. An agent's usage is its own
     word (a CLI prints it; red-team round 20, finding 3: negative tokens made the record invalid and ended the run)."""
+    def amount(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
     usage: dict[str, Any] = {}
     rejected: dict[str, str] = {}
-    for field, value in (("steps", outcome.steps), ("prompt_tokens", outcome.prompt_tokens),
-                         ("completion_tokens", outcome.completion_tokens)):
-        ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-              and float(value).is_integer())
-        usage[field] = int(value) if ok else 0
+    for field, value, whole in (("steps", outcome.steps, True), ("prompt_tokens", outcome.prompt_tokens, True),
+                                ("completion_tokens", outcome.completion_tokens, True), ("cost_usd", outcome.cost, False)):
+        ok = amount(value) and (not whole or float(value).is_integer())
+        usage[field] = (int(value) if whole else float(value)) if ok else (0 if whole else 0.0)
         if not ok:
             rejected[field] = repr(value)[:100]
-    cost = outcome.cost
-    ok = isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0
-    usage["cost_usd"] = float(cost) if ok else 0.0
-    if not ok:
-        rejected["cost_usd"] = repr(cost)[:100]
     return usage, rejected
 
 

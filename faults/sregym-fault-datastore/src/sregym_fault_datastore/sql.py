@@ -155,9 +155,7 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
     # rights by grantee, the app's login roles left out (their grants are the faults' own record, which a repair puts
     # back); NULL rights are the owner's defaults
     def rights(acl: str) -> str:
-        return (f"coalesce((SELECT string_agg(CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) "
-                f"END || ':' || a.privilege_type, ',' ORDER BY 1) FROM aclexplode({acl}) a WHERE a.grantee = 0 OR "
-                f"pg_get_userbyid(a.grantee) NOT IN ({names})), 'default')")
+        return f"coalesce(nullif({_acl_listing(acl, names)}, ''), 'default')"
     definers = psql(ctx, target, "SELECT p.oid::regprocedure::text || ' owner ' || pg_get_userbyid(p.proowner) || "
                                  f"' acl ' || {rights('p.proacl')} FROM pg_proc p JOIN pg_namespace n ON "
                                  "n.oid = p.pronamespace WHERE p.prosecdef AND n.nspname NOT IN ('pg_catalog', "
@@ -190,16 +188,22 @@ _CATALOG_KINDS = ("language: ", "function grant: ", "function: ", "relation gran
                   "large object: ")
 
 
+def _acl_listing(acl: str, names: str) -> str:
+    """SQL for the entries of the ACL ``acl`` (an expression), sorted, as ``grantee:privilege`` (``*`` with the grant
+    option), the roles ``names`` (SQL, the app's login roles) left out; '' when none is left."""
+    return ("coalesce((SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' "
+            "ELSE pg_get_userbyid(a.grantee) END || ':' || a.privilege_type || CASE WHEN a.is_grantable THEN '*' "
+            f"ELSE '' END AS g FROM aclexplode({acl}) a WHERE a.grantee = 0 OR pg_get_userbyid(a.grantee) NOT IN "
+            f"({names})) x), '')")
+
+
 def _catalog_query(names: str) -> str:
     """One query, a row ``kind: item`` for each catalog entry :func:`database_access` keeps. An ACL is listed as its
     entries sorted (grantee:privilege, ``*`` with the grant option), the app's login roles (``names``, SQL) left out; a
     NULL ACL as the owner's default, and a grant entry only when it differs from that default (a grant made and
     revoked leaves an explicit ACL equal to the default)."""
     def listing(acl: str) -> str:
-        return ("coalesce((SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' "
-                "ELSE pg_get_userbyid(a.grantee) END || ':' || a.privilege_type || CASE WHEN a.is_grantable THEN '*' "
-                f"ELSE '' END AS g FROM aclexplode({acl}) a WHERE a.grantee = 0 OR pg_get_userbyid(a.grantee) NOT IN "
-                f"({names})) x), '')")
+        return _acl_listing(acl, names)
 
     relation_default = listing("acldefault(CASE WHEN c.relkind = 'S' THEN 's'::\"char\" ELSE 'r'::\"char\" END, c.relowner)")
     language = listing("coalesce(lanacl, acldefault('l', lanowner))")

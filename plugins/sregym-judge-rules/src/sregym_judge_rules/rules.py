@@ -2146,9 +2146,10 @@ def _shares_truth_object(evidence: str, truths: Sequence[GroundTruth]) -> bool:
 
 # one verb, two changes: "the image was changed to X, and its memory limit to 12Mi", or a second change of its own
 # after "and" ("... and its memory limit was lowered to 12Mi") in the sentence that states the fault's (round 21)
+# a changed value said with its participle: "lowered to 12Mi", "cut from 256Mi" (see _CHANGED_VALUE)
+_PARTICIPLE_VALUE = r"(?:lowered|raised|reduced|increased|decreased|cut|bumped|shrunk)\s+(?:from|to)\s+[`'\"]?\S*\d"
 _COORDINATED_CHANGE = re.compile(r"\band\s+(?:its|the|their|his|her|a|an|[\w-]+'s)\s+(?:[\w.'-]+\s+){1,4}?"
-                                 r"(?:to\s+[`'\"]?\S*\d|(?:lowered|raised|reduced|increased|decreased|cut|bumped|shrunk)\s+"
-                                 r"(?:from|to)\s+[`'\"]?\S*\d|(?:was|were|has\s+been|have\s+been|got)\s+(?:\w+\s+)?"
+                                 r"(?:to\s+[`'\"]?\S*\d|" + _PARTICIPLE_VALUE + r"|(?:was|were|has\s+been|have\s+been|got)\s+(?:\w+\s+)?"
                                  r"(?:lowered|raised|reduced|increased|changed|modified|set|cut|switched|turned|flipped|edited|"
                                  r"patched|rotated|revoked|renamed|tightened|loosened|removed|deleted|dropped)\b)")
 
@@ -2379,7 +2380,7 @@ _SAID_CHANGED = re.compile(r"\b(?:was|were|has been|have been|had been|got|is no
 
 # a changed value said with its participle, no verb: "memory: 12Mi (lowered from 256Mi)", "a memory limit lowered to 12Mi"
 # (red-team round 19, finding 4: an "Evidence:" line, a heading): the writer states the change as much as "was lowered"
-_CHANGED_VALUE = re.compile(r"\b(?:lowered|raised|reduced|increased|decreased|cut|bumped|shrunk)\s+(?:from|to)\s+[`'\"]?\S*\d")
+_CHANGED_VALUE = re.compile(r"\b" + _PARTICIPLE_VALUE)
 
 
 _SEVERAL_FAULTS = re.compile(r"\b(?:two|three|several|multiple|2|3)\s+(?:separate\s+|independent\s+|distinct\s+)?"
