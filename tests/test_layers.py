@@ -41,6 +41,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "sregym_core.faultkit": (CONTRACT, "the toolkit fault packs write faults with; acts through FaultContext"),
     "sregym_core.mechanisms": (CONTRACT, "the vocabulary of fault mechanisms FaultSpec declares"),
     "sregym_core.symptoms": (CONTRACT, "a problem's declared symptom and what a probe concludes from what it read"),
+    "sregym_core.unchanged": (CONTRACT, "which manifest documents an apply would change, read against the live objects"),
     "sregym_core.quantity": (CONTRACT, "Kubernetes quantities, a value helper of the toolkit"),
     "sregym_core.quantity_canonical": (CONTRACT, "canonical quantity text, a value helper"),
     "sregym_core.validation": (CONTRACT, "the JSON Schemas and their checker"),

@@ -20,11 +20,12 @@ from ..clusters import (
     capabilities_of,
     capability,
 )
-from ..errors import DeployError
+from ..errors import ClusterError, DeployError
 from ..faultkit.kube import LAST_APPLIED
 from ..faults import FAULT_FIELD_MANAGER
 from ..plugins import PluginHost
 from ..types import AppSpec, DeployContext
+from ..unchanged import GET_LIVE_ARGS, changed_manifests
 from .agent_access import grant_agent_access
 from .app_isolation import apply_isolation_policy, label_app_group, policy_wanted
 from .kube import Kube, default_kubectl
@@ -113,10 +114,13 @@ class Environment:
         namespaces = tuple(sorted({a.namespace for a in apps if a.namespace}))
         hidden = tuple(sorted({ns for a in apps for ns in a.hidden_namespaces} | {"sregym-system"}))
         started = time.monotonic()
-        manifests = stack.render(app_namespaces=namespaces, hidden_namespaces=hidden)
-        await self.kube.akubectl("apply", "-f", "-", input=manifests, timeout=stack.deploy_timeout)
-        await self.kube.akubectl("annotate", "-f", "-", f"{LAST_APPLIED}-", f"--field-manager={FAULT_FIELD_MANAGER}",
-                                 input=manifests, timeout=stack.deploy_timeout)
+        manifests = await self._changed(stack.render(app_namespaces=namespaces, hidden_namespaces=hidden),
+                                        stack.deploy_timeout)
+        if manifests:  # on a kept cluster the stack is usually there as rendered: nothing to apply
+            await self.kube.akubectl("apply", "-f", "-", input=manifests, timeout=stack.deploy_timeout)
+            await self.kube.akubectl("annotate", "-f", "-", f"{LAST_APPLIED}-",
+                                     f"--field-manager={FAULT_FIELD_MANAGER}", input=manifests,
+                                     timeout=stack.deploy_timeout)
         await wait_ready(self.kube, (stack.namespace,), stack.deploy_timeout, what=f"observability stack {stack.name!r}")
         self._stack = stack
         self._endpoints = await asyncio.to_thread(self._stack_endpoints, stack)
@@ -171,30 +175,16 @@ class Environment:
     async def _deploy(self, app: AppSpec) -> DeployedApp:
         started = time.monotonic()
         namespaces = app.all_namespaces
+        kept = bool(await asyncio.to_thread(workload_generations, self.kube, namespaces))
+        if kept:  # first, so a datastore the volumes' check restarts mounts what drifted or went (a ConfigMap)
+            await self._apply_app(app)
         kept_volumes, generations = await self._check_kept_volumes(app, namespaces)
         if app.workload is not None:
             # a generator already on the cluster runs as deployed again before the deploy checks it:
             # a run an agent stopped in an earlier run must not fail this deploy (issue #34)
             await self._restart_workload(WorkloadClient(app.workload, self.kube, self.cluster))
-        if app.deploy is not None:
-            # an app's own Deploy (blocking or async) replaces the plain apply
-            params = dict(app.params)
-            if self._stack is not None and "otlp_endpoint" in app.params:
-                params["otlp_endpoint"] = self._stack.otlp_endpoint
-            ctx = DeployContext(app=app, kubeconfig=self.cluster.kubeconfig(), kubectl_path=self.kubectl,
-                                params=params, timeout=app.deploy_timeout)
-            if inspect.iscoroutinefunction(app.deploy):
-                await app.deploy(ctx)
-            else:
-                result = await asyncio.to_thread(app.deploy, ctx)
-                if inspect.isawaitable(result):
-                    await result
-        else:
-            for manifest in app.manifests:
-                await self.kube.akubectl("apply", "-f", str(manifest), timeout=app.deploy_timeout)
-                # a record of the deployed state on each object would name any fault (issue #34)
-                await self.kube.akubectl("annotate", "-f", str(manifest), f"{LAST_APPLIED}-",
-                                         f"--field-manager={FAULT_FIELD_MANAGER}", timeout=app.deploy_timeout)
+        if not kept:
+            await self._apply_app(app)
         # other apps' pods may not reach this one's (app_isolation.py): before the baseline, so a
         # reset puts a policy back
         await asyncio.to_thread(label_app_group, self.kube, namespaces, app.name)
@@ -220,6 +210,47 @@ class Environment:
         baseline = await asyncio.to_thread(Baseline(self.kube, namespaces).take)
         return DeployedApp(app=app, namespaces=namespaces, baseline=baseline, agent_kubeconfig=agent_kubeconfig,
                            workload=workload, deploy_seconds=time.monotonic() - started, volumes=volumes)
+
+    async def _apply_app(self, app: AppSpec) -> None:
+        """The app's objects as its manifests (or its own Deploy) say; on a kept cluster only what drifted."""
+        if app.deploy is not None:
+            # an app's own Deploy (blocking or async) replaces the plain apply
+            params = dict(app.params)
+            if self._stack is not None and "otlp_endpoint" in app.params:
+                params["otlp_endpoint"] = self._stack.otlp_endpoint
+            ctx = DeployContext(app=app, kubeconfig=self.cluster.kubeconfig(), kubectl_path=self.kubectl,
+                                params=params, timeout=app.deploy_timeout)
+            if inspect.iscoroutinefunction(app.deploy):
+                await app.deploy(ctx)
+            else:
+                result = await asyncio.to_thread(app.deploy, ctx)
+                if inspect.isawaitable(result):
+                    await result
+        else:
+            for manifest in app.manifests:
+                # a file's objects already as written (a kept cluster) are not applied again; a
+                # directory is applied whole, as kubectl reads it
+                text = (await self._changed(manifest.read_text(), app.deploy_timeout) if manifest.is_file()
+                        else None)
+                if text == "":
+                    continue
+                source = ("-f", "-") if text is not None else ("-f", str(manifest))
+                await self.kube.akubectl("apply", *source, input=text, timeout=app.deploy_timeout)
+                # a record of the deployed state on each object would name any fault (issue #34)
+                await self.kube.akubectl("annotate", *source, f"{LAST_APPLIED}-",
+                                         f"--field-manager={FAULT_FIELD_MANAGER}", input=text,
+                                         timeout=app.deploy_timeout)
+
+    async def _changed(self, manifests: str, timeout: float) -> str:
+        """The documents of ``manifests`` an apply would change (sregym_core.unchanged): a deploy on a
+        kept cluster applies only those, and none when nothing drifted."""
+        def get_live(text: str) -> str | None:
+            try:
+                return self.kube.kubectl(*GET_LIVE_ARGS, input=text, timeout=timeout)
+            except ClusterError:
+                return None
+
+        return await asyncio.to_thread(changed_manifests, manifests, get_live)
 
     async def _check_kept_volumes(self, app: AppSpec, namespaces: tuple[str, ...]) -> tuple[VolumeSnapshots | None, Any]:
         """On a kept cluster the app is already there, its users idle since the last run (idle_apps):

@@ -142,3 +142,56 @@ def test_no_object_records_its_deployed_state_and_nothing_singles_out_the_faults
             assert not kept, f"{key}'s metadata still holds what the fault removed: {kept[:5]}"
         report.append(f"{key[0]}/{key[1]}: managers {sorted(managers)} (untouched {key[0]}s: {sorted(usual_managers)})")
     print("\n".join(["changed objects as the agent reads them:", *report]))
+
+
+#: the objects a deploy on a kept cluster must bring back (drifted or gone), the rest it must not touch
+DRIFT = (("configmap", "search-config"), ("service", "geo"), ("configmap", "postgres-init"))
+#: kinds no controller writes as the app runs: their resourceVersion moves only when someone writes them
+STILL_KINDS = "configmaps,services,secrets,ingresses,persistentvolumeclaims"
+
+
+def _versions(admin: Path) -> dict[tuple[str, str], str]:
+    done = _kubectl(admin, "get", STILL_KINDS, "-n", NS, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    return {(o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"] for o in json.loads(done.stdout)["items"]}
+
+
+def test_a_deploy_on_a_kept_cluster_applies_what_drifted_and_writes_nothing_else(deployed):
+    """``sregym deploy`` of the running app (what every later ``sregym run`` does) puts back a drifted
+    ConfigMap, a drifted Service and a deleted ConfigMap, and writes no other object: the documents the
+    live objects already hold are not applied again (sregym_appkit.unchanged); none carries a
+    last-applied record afterwards."""
+    admin = deployed.kubeconfig
+    search = json.loads(_kubectl(admin, "get", "configmap", "search-config", "-n", NS, "-o", "json").stdout)
+    geo = json.loads(_kubectl(admin, "get", "service", "geo", "-n", NS, "-o", "json").stdout)
+    ports = geo["spec"]["ports"]
+    admin_port = next(i for i, p in enumerate(ports) if p["name"] == "admin")
+    drifted_search = {k: v + "\n# drifted\n" for k, v in search["data"].items()}
+    writes = (
+        ("patch", "configmap", "search-config", "-n", NS, "--type=merge", "-p", json.dumps({"data": drifted_search})),
+        ("patch", "service", "geo", "-n", NS, "--type=json", "-p", json.dumps(
+            [{"op": "replace", "path": f"/spec/ports/{admin_port}/targetPort", "value": 9091}])),
+        ("delete", "configmap", "postgres-init", "-n", NS),
+    )
+    for write in writes:
+        done = _kubectl(admin, *write)
+        assert done.returncode == 0, (write, done.stderr)
+    before = _versions(admin)
+    assert ("ConfigMap", "postgres-init") not in before
+    redeploy = subprocess.run([str(BIN / "sregym"), "deploy", "hotel-reservation", "--cluster", deployed.name,
+                               "--workdir", str(deployed.workdir)], env=deployed.environ, capture_output=True,
+                              text=True, timeout=HANG_S)
+    assert redeploy.returncode == 0, redeploy.stderr[-3000:]
+    after = _versions(admin)
+    search_now = json.loads(_kubectl(admin, "get", "configmap", "search-config", "-n", NS, "-o", "json").stdout)
+    geo_now = json.loads(_kubectl(admin, "get", "service", "geo", "-n", NS, "-o", "json").stdout)
+    assert search_now["data"] == search["data"], "the drifted ConfigMap is back as deployed"
+    assert geo_now["spec"]["ports"][admin_port]["targetPort"] == ports[admin_port]["targetPort"]
+    assert ("ConfigMap", "postgres-init") in after, "the deleted ConfigMap is back"
+    drifted = {("ConfigMap", "search-config"), ("Service", "geo"), ("ConfigMap", "postgres-init")}
+    # the app's TLS Secret is issued again only if it does not verify: it does, so nothing else moved
+    rewritten = sorted(f"{k}/{n}" for (k, n), version in before.items() if (k, n) not in drifted and after.get((k, n)) != version)
+    assert not rewritten, f"the deploy wrote objects that had not drifted: {rewritten}"
+    for kind, name in DRIFT:
+        obj = json.loads(_kubectl(admin, "get", kind, name, "-n", NS, "-o", "json").stdout)
+        assert LAST_APPLIED not in (obj["metadata"].get("annotations") or {}), (kind, name)

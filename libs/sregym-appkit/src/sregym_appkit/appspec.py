@@ -146,10 +146,13 @@ def apply_manifests(ctx: Any, manifests: str, ca_namespace: str, *, what: str = 
     one). Waiting for Ready is the runner's: an AppSpec.deploy only applies."""
     from .deploy import DEPLOY_FIELD_MANAGER, LAST_APPLIED
 
+    changed = _changed_manifests(ctx, manifests)  # on a kept cluster, usually none
     for verb in (("apply", "-f", "-"),
                  ("annotate", "-f", "-", f"{LAST_APPLIED}-", f"--field-manager={DEPLOY_FIELD_MANAGER}")):
+        if not changed:
+            break
         proc = subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), *verb],
-                              input=manifests, capture_output=True, text=True, timeout=ctx.timeout)
+                              input=changed, capture_output=True, text=True, timeout=ctx.timeout)
         if proc.returncode != 0:
             raise DeployError(f"kubectl {verb[0]}{f' of {what}' if what else ''} failed: "
                               f"{proc.stderr.strip()[-1500:]}", hints=(APPLY_HINT, *hints))
@@ -157,3 +160,16 @@ def apply_manifests(ctx: Any, manifests: str, ca_namespace: str, *, what: str = 
     from .ingress import ensure_tls
 
     ensure_tls(Kubectl(ctx.kubeconfig, ctx.kubectl_path), manifests, ca_namespace)
+
+
+
+def _changed_manifests(ctx: Any, manifests: str) -> str:
+    """The documents of ``manifests`` the live cluster does not already hold as written (sregym_core.unchanged)."""
+    from sregym_core.unchanged import GET_LIVE_ARGS, changed_manifests
+
+    def get_live(text: str) -> str | None:
+        proc = subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), *GET_LIVE_ARGS], input=text,
+                              capture_output=True, text=True, timeout=ctx.timeout)
+        return proc.stdout if proc.returncode == 0 else None
+
+    return changed_manifests(manifests, get_live)
