@@ -158,8 +158,7 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
         return f"coalesce(nullif({_acl_listing(acl, names)}, ''), 'default')"
     definers = psql(ctx, target, "SELECT p.oid::regprocedure::text || ' owner ' || pg_get_userbyid(p.proowner) || "
                                  f"' acl ' || {rights('p.proacl')} FROM pg_proc p JOIN pg_namespace n ON "
-                                 "n.oid = p.pronamespace WHERE p.prosecdef AND n.nspname NOT IN ('pg_catalog', "
-                                 "'information_schema') ORDER BY 1", check=False)
+                                 "n.oid = p.pronamespace WHERE p.prosecdef ORDER BY 1", check=False)
     schemas = psql(ctx, target, f"SELECT n.nspname || ' owner ' || pg_get_userbyid(n.nspowner) || ' acl ' || "
                                 f"{rights('n.nspacl')} FROM pg_namespace n WHERE n.nspname NOT LIKE 'pg\\_%' "
                                 "AND n.nspname <> 'information_schema' ORDER BY 1", check=False)
@@ -167,8 +166,9 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
     # app's own login, make functions over the server's C entry points (file reads, a large object written as
     # pg_hba.conf) and become the superuser. Rather than one more named shape, every catalog row that says who may
     # do what: languages, grants on any function, relation, database or large object (the system's too), owners,
-    # functions outside the system schemas, default privileges, per-role and ALTER SYSTEM settings, extensions and
-    # event triggers (the app's login roles' own rights left to the faults' record, as above)
+    # every function made after initdb in any schema (round 21, finding 3: one put in pg_catalog) and every definer,
+    # default privileges, per-role and ALTER SYSTEM settings, extensions and event triggers (the app's login roles'
+    # own rights left to the faults' record, as above)
     catalog = psql(ctx, target, _catalog_query(names), check=False)
     return {"roles": {row[0]: "|".join(row[1:]) for row in roles if len(row) == 9},
             "hba": hba[0][0] if hba and hba[0] else "",
@@ -179,8 +179,16 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
             "catalog": sorted(line for line in ("|".join(row) for row in catalog) if line.startswith(_CATALOG_KINDS))}
 
 
-_USER_SCHEMA = ("n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') AND n.nspname NOT LIKE 'pg\\_temp\\_%' "
-                "AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'")
+#: the first OID of an object made after initdb (PostgreSQL's FirstNormalObjectId): the system's own are below it
+_FIRST_USER_OID = 16384
+
+
+def _user_made(oid: str) -> str:
+    """SQL: the object (``oid``, in namespace ``n``) is one somebody made, wherever it lives. Red-team round 21,
+    finding 3: a SECURITY DEFINER function the superuser put *in* ``pg_catalog`` (or ``information_schema``), where
+    the schema alone said "the system's", ran programs for every login; temporary schemas are sessions' own churn."""
+    return ("(n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%' AND "
+            f"(n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') OR {oid} >= {_FIRST_USER_OID}))")
 
 
 _CATALOG_KINDS = ("language: ", "function grant: ", "function: ", "relation grant: ", "relation owner: ", "database: ",
@@ -217,11 +225,11 @@ def _catalog_query(names: str) -> str:
         f"WHERE p.proacl IS NOT NULL AND {listing('p.proacl')} <> {function_default}",
         "SELECT 'function: ' || p.oid::regprocedure::text || ' owner ' || pg_get_userbyid(p.proowner) || ' language ' "
         "|| l.lanname || ' definer ' || p.prosecdef FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-        f"JOIN pg_language l ON l.oid = p.prolang WHERE {_USER_SCHEMA}",
+        f"JOIN pg_language l ON l.oid = p.prolang WHERE {_user_made('p.oid')} OR p.prosecdef",
         f"SELECT 'relation grant: ' || c.oid::regclass::text || ' acl ' || {listing('c.relacl')} FROM pg_class c "
         f"WHERE c.relacl IS NOT NULL AND {listing('c.relacl')} <> {relation_default}",
         "SELECT 'relation owner: ' || c.oid::regclass::text || ' owner ' || pg_get_userbyid(c.relowner) FROM pg_class c "
-        f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE {_USER_SCHEMA} AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')",
+        f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE {_user_made('c.oid')} AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')",
         "SELECT 'database: ' || datname || ' owner ' || pg_get_userbyid(datdba) || ' connect ' || datallowconn "
         f"|| ' acl ' || {database} FROM pg_database",
         "SELECT 'default privileges: ' || coalesce(pg_get_userbyid(defaclrole), '') || ' in ' "
