@@ -370,15 +370,10 @@ class Attempt:
                                   "stages": self.stages, "model": (self.settings.agent_config or {}).get("model")}
         timeouts: list[str] = []
         outcome = AgentOutcome(status="crashed", error="agent never started")
-        await self._grant_identity()
         own_server = server is None
-        try:
-            if server is None:
-                server = AgentServer(settings=ServeSettings(bind_host="127.0.0.1", api_port=0, mcp_port=0, strict=True))
-                await server.start()
-        except BaseException:
-            await self._revoke_identity()
-            raise
+        if server is None:
+            server = AgentServer(settings=ServeSettings(bind_host="127.0.0.1", api_port=0, mcp_port=0, strict=True))
+            await server.start()
         kubectl = KubectlTool(kubeconfig=self.agent_kubeconfig, kubectl=self.env.kubectl,
                               namespace=self.deployed.app.namespace, cache_dir=self.workdir / "kube-cache")
         # one rollback stack per agent session (sregym_ssid header or session_id query)
@@ -410,6 +405,10 @@ class Attempt:
                 record["error"] = f"fault injection failed: {exc}"
                 outcome = AgentOutcome(status="ok", error="not started: fault injection failed")
                 raise _InjectionFailed from exc
+            # the identity exists only from here on: one working during setup read the healthy state and then the
+            # fault's change as it was made, a diff that names it without any investigation (red-team round 21,
+            # finding 4); the time to diagnose counts from the moment it works
+            await self._grant_identity()
             self.injected_at = time.monotonic()
             await self.grant_guard.start()  # the granted objects as the fault left them
             if self.agent_spec.name in self.settings.symptom_agents:
@@ -599,6 +598,10 @@ class Attempt:
         if self.settings.oracle_window:
             config = _override_window(config, self.settings.oracle_window)
         oracle = build_oracle(config, extra=oracles, source=f"problem {self.problem.id}")
+        # the fix is submitted: the agent's identity ends before any check runs, so nothing holding its token (a pod
+        # it made, its token in a Secret) can answer a check that perturbs the system or undo a change for the
+        # grading's length (red-team round 21, finding 1); the attempt's end revokes it again, idempotently
+        await self._revoke_identity()
         await asyncio.sleep(grading_grace(self.settings.mitigation_grace))
         if self.grant_guard.grants:  # a change beyond the granted fields fails the mitigation, even if undone
             recorded = await asyncio.to_thread(self.grant_guard.check)

@@ -572,3 +572,116 @@ def test_the_missing_permission_repaired_passes_and_write_on_secrets_beside_it_f
     assert [(v["violation"], v["name"]) for v in widened.evidence["violations"]] == [
         ("over_granted", "profile-config-reader")], widened.evidence
     assert "get,update secrets" in widened.evidence["reason"]
+
+
+class TokenKeeper:
+    """An evaluated agent that keeps its token somewhere of its own (red-team round 21, finding 1: a pod given the
+    agent's token in a Secret wrote back what a mitigation check takes away, during the grading): it copies its
+    kubeconfig, submits a diagnosis, starts a reader that keeps using the copy, and submits the mitigation without a
+    fix. The reader's every call is on record with its start time."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, bool]] = []
+        self.stop = threading.Event()
+        self.submitted_at: float | None = None
+
+    def _keep_reading(self, kubeconfig: Path) -> None:
+        from sregym_core.conductor.kube import Kube
+
+        kube = Kube(kubeconfig)
+        while not self.stop.is_set():
+            started = time.monotonic()
+            try:
+                kube.get(f"/apis/apps/v1/namespaces/{NS}/deployments/geo")
+                self.calls.append((started, True))
+            except Exception:  # noqa: BLE001 - a refused token is what the test looks for
+                self.calls.append((started, False))
+            self.stop.wait(0.05)
+
+    async def run(self, task):
+        import httpx
+
+        from sregym_core.agents import AgentOutcome
+
+        kept = task.workdir / "kept.kubeconfig"
+        kept.write_text(task.kubeconfig.read_text())
+        reader = threading.Thread(target=self._keep_reading, args=(kept,), daemon=True)
+        reader.start()
+        async with httpx.AsyncClient(base_url=task.api_url, timeout=120) as client:
+            await client.post("/submit", json={"solution": "geo's image was set to a tag that does not exist"})
+            while not any(ok for _t, ok in self.calls):  # the token works: the reader is in
+                await asyncio.sleep(0.05)
+            while (await client.get("/status")).json().get("stage") != "mitigation":  # the diagnosis is graded
+                await asyncio.sleep(0.1)
+            self.submitted_at = time.monotonic()
+            await client.post("/submit", json={"solution": "done"})
+        await asyncio.sleep(1.0)
+        self.stop.set()
+        reader.join(10)
+        return AgentOutcome(status="ok")
+
+
+def test_the_agents_identity_works_only_from_the_injection_to_the_fixs_submission(hotel, tmp_path):
+    """Red-team round 21, findings 4 and 1. The identity the attempt hands out is usable only once the fault is in:
+    the first thing it can read is geo with the fault's image already set (one that worked during setup read the
+    healthy state and then the change as it was made). And it is dead before the mitigation is graded: a reader
+    keeping the agent's token (as a pod given it in a Secret would) gets no answer to a call it starts after the
+    revocation, which comes before the oracles look at the system."""
+    from sregym_core.conductor.attempt import Attempt, AttemptSettings
+    from sregym_core.conductor.kube import Kube
+    from sregym_core.problems import resolve_problem
+    from sregym_core.types import AgentSpec
+
+    live = hotel
+    keeper = TokenKeeper()
+    spec = AgentSpec(name="token-keeper", factory=lambda **_config: keeper, needs={"kubeconfig", "http-api"})
+    problem = resolve_problem(live.host.get_problems()[PROBLEM], live.host, capabilities=live.env.capabilities)
+    attempt = Attempt(live.env, live.deployed, problem, spec, attempt_no=1, run_id="adversarial",
+                      settings=AttemptSettings(agent_timeout=300), workdir=tmp_path)
+    baseline_image = next(o for o in live.deployed.baseline.workloads if o["kind"] == "Deployment"
+                          and o["metadata"]["name"] == "geo")["spec"]["template"]["spec"]["containers"][0]["image"]
+    first_read: dict = {}
+    watching = threading.Event()
+
+    def watch_for_the_identity() -> None:
+        """Read geo with the attempt's kubeconfig the moment it works, as a watcher started before the attempt did."""
+        while not watching.is_set() and not first_read:
+            try:
+                if attempt.agent_kubeconfig.exists():
+                    geo = Kube(attempt.agent_kubeconfig).get(f"/apis/apps/v1/namespaces/{NS}/deployments/geo")
+                    first_read.update(image=geo["spec"]["template"]["spec"]["containers"][0]["image"],
+                                      injected=len(attempt.scheduler.injected()))
+            except Exception:  # noqa: BLE001 - not usable yet (the file half written, the binding not yet made)
+                pass
+            time.sleep(0.02)
+
+    moments: dict[str, float] = {}
+    revoke, context = attempt._revoke_identity, attempt.oracle_context
+
+    async def revoke_and_note() -> None:
+        await revoke()
+        moments.setdefault("revoked", time.monotonic())
+
+    def context_and_note():
+        moments.setdefault("graded", time.monotonic())
+        return context()
+
+    attempt._revoke_identity = revoke_and_note  # type: ignore[method-assign]
+    attempt.oracle_context = context_and_note  # type: ignore[method-assign]
+    watcher = threading.Thread(target=watch_for_the_identity, daemon=True)
+    watcher.start()
+    try:
+        record = live.run(attempt.run())
+    finally:
+        watching.set()
+        watcher.join(10)
+        keeper.stop.set()
+        live.reset()
+    assert record.mitigation_passed is False, record.mitigation
+    assert first_read, "the attempt's identity was never usable"
+    assert first_read["injected"] == len(problem.faults) and first_read["image"] != baseline_image, first_read
+    assert keeper.submitted_at is not None and any(ok for started, ok in keeper.calls if started < keeper.submitted_at)
+    assert "graded" in moments and moments["revoked"] < moments["graded"], (moments, record.mitigation)
+    late = [started - moments["revoked"] for started, ok in keeper.calls if ok and started > moments["revoked"]]
+    assert not late, f"the kept token answered {len(late)} calls started after the revocation"
+    assert any(not ok for started, ok in keeper.calls if started > moments["revoked"]), "the reader kept trying"
