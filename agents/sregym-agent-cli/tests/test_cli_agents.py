@@ -457,3 +457,30 @@ def test_a_cli_that_fills_its_work_directory_is_stopped_and_its_record_kept_with
     assert sum(v for k, v in kept.items() if k.startswith("fill")) <= 4_000_000
     leftovers = [p for p in psutil.process_iter(["cmdline"]) if str(bin_dir) in " ".join(p.info["cmdline"] or ())]
     assert leftovers == []
+
+
+def _private_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("sregym-agent-*")}
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_tree_deeper_than_a_path_can_name_is_counted_left_out_and_removed(tmp_path, monkeypatch):
+    """Red-team round 21, finding 5: a tree 2500 levels deep (one mkdir and chdir at a time) crashed the copy-back
+    ("File name too long"), the attempt was recorded as a crash and the CLI's private directory, with everything it
+    wrote, stayed on the host's /tmp. The files at the bottom of such a tree count against the work directory's
+    budget, the copy-back keeps what is shallow enough and leaves the rest out, and the private directory goes."""
+    bin_dir = tmp_path / "tools" / "bin"
+    install_fake(bin_dir, "gemini")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    deep = ("import os\nfor _ in range(300):\n    os.mkdir('d' * 40)\n    os.chdir('d' * 40)\n"
+            "for i in range(5):\n    open(f'deep{i}.bin', 'wb').write(os.urandom(900000))\n")
+    shell = f"echo shallow > top.txt; python3 -c \"{deep}\"; sleep 60"
+    before = _private_dirs()
+    outcome, sink, _report = run_cli(tmp_path, "gemini-cli", max_file_bytes=1_000_000, max_workdir_bytes=4_000_000,
+                                     env={"FAKE_SHELL": shell})
+    # the deep files were seen: past the budget the CLI was stopped (not a crash of the copy-back)
+    assert outcome.status == "crashed" and "wrote more than 4000000 bytes" in outcome.error, outcome
+    kept = _files_kept(tmp_path)
+    assert "top.txt" in kept and not any(name.startswith("deep") for name in kept), sorted(kept)
+    assert _private_dirs() <= before, "the CLI's private directory was left on the host"

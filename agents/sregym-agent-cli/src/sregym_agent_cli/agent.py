@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -39,6 +40,9 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_WORKDIR_BYTES = 1024 * 1024 * 1024
 #: how often the work directory's size is checked while the CLI runs
 WORKDIR_CHECK_S = 3.0
+#: how deep under its work directory the CLI's files are kept with the attempt (red-team round 21, finding 5: a
+#: tree 2500 levels deep, made one ``mkdir``/``chdir`` at a time, broke a copy by path)
+MAX_COPY_DEPTH = 32
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin")
 PROXY_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 #: seconds left to the conductor after the CLI's own limit, to parse output and report
@@ -281,30 +285,68 @@ def _find_binary(adapter: Adapter, override: str | None) -> Path:
 
 
 def _copy_back(run_dir: Path, workdir: Path, *, max_file: int, budget: int) -> list[str]:
-    """Keep the CLI's files (output, transcripts, HOME) with the attempt, none bigger than ``max_file`` and no more than
-    ``budget`` bytes in all (a file's size, not its blocks: a sparse file is written out in full); remove its private
-    copy. Returns the files left out."""
+    """Keep the CLI's files (output, transcripts, HOME) with the attempt, none bigger than ``max_file``, no more than
+    ``budget`` bytes in all (a file's size, not its blocks: a sparse file is written out in full) and none deeper than
+    :data:`MAX_COPY_DEPTH`; remove its private copy whatever happens (a copy that failed once left hundreds of MB on the
+    host's /tmp, every attempt again). Returns what was left out."""
     skipped: list[str] = []
     copied = 0
-
-    def copy(src: str, dst: str) -> None:
-        nonlocal copied
-        with contextlib.suppress(OSError):  # sockets, fifos and unreadable leftovers are not worth a crash
-            size = os.lstat(src).st_size
-            if size > max_file or copied + size > budget:
-                skipped.append(os.path.relpath(src, run_dir))
-                return
-            shutil.copy2(src, dst)
-            copied += size
-
-    shutil.copytree(run_dir, workdir, symlinks=True, dirs_exist_ok=True, ignore_dangling_symlinks=True,
-                    copy_function=copy)
-    shutil.rmtree(run_dir.parent, ignore_errors=True)
+    try:
+        for root, dirs, names in os.walk(run_dir, onerror=lambda exc: skipped.append(f"unreadable: {exc.filename}")):
+            relative = os.path.relpath(root, run_dir)
+            depth = 0 if relative == "." else relative.count(os.sep) + 1
+            if depth >= MAX_COPY_DEPTH:
+                skipped += [os.path.join(relative, d) + "/ (too deep)" for d in dirs]
+                dirs.clear()
+            target = os.path.join(workdir, relative)
+            try:
+                os.makedirs(target, exist_ok=True)
+            except OSError:
+                skipped.append(relative + "/")
+                dirs.clear()
+                continue
+            for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(root, d)))]:
+                src, dst = os.path.join(root, name), os.path.join(target, name)
+                try:  # sockets, fifos and unreadable leftovers are not worth a crash
+                    st = os.lstat(src)
+                    if os.path.islink(src):
+                        with contextlib.suppress(FileExistsError):
+                            os.symlink(os.readlink(src), dst)
+                        continue
+                    if not os.path.isfile(src):
+                        continue
+                    if st.st_size > max_file or copied + st.st_size > budget:
+                        skipped.append(os.path.relpath(src, run_dir))
+                        continue
+                    shutil.copy2(src, dst)
+                    copied += st.st_size
+                except OSError:
+                    skipped.append(os.path.relpath(src, run_dir))
+    finally:
+        remove_tree(run_dir.parent)
     return skipped
 
 
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` however deep its tree: ``rm`` walks it by directory handles, where a path would pass the
+    kernel's length limit and Python's recursive removal its recursion limit."""
+    try:
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True, timeout=300)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def disk_use(directory: Path, stop_above: int) -> int:
-    """Bytes the files under ``directory`` take (allocated blocks), counting stopped once past ``stop_above``."""
+    """Bytes the files under ``directory`` take (allocated blocks), however deep (``du`` walks by directory handles:
+    a file at the bottom of a tree deeper than a path can name counts too); a walk of our own where ``du`` is missing."""
+    try:
+        done = subprocess.run(["du", "-s", "-x", "--block-size=1", "--", str(directory)], capture_output=True,
+                              text=True, timeout=60)
+        if done.stdout.split():
+            return int(done.stdout.split()[0])
+    except (OSError, subprocess.SubprocessError, ValueError):
+        pass
     total = 0
     for root, _dirs, names in os.walk(directory):
         for name in names:
