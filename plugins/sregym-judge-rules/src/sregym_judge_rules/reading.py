@@ -524,6 +524,23 @@ class Sentence:
     # an action to take ("Fix: GRANT ALL ... back to rate's role", "Next: remove the 'resource-defaults' webhook"): it
     # asserts no mechanism, but what it names (the object to repair, the value it restores) is what the writer means
     action: bool = False
+    # under a label that says what follows is one cause more beside the one given ("Contributing factor:", "Also:",
+    # "Secondary:", an "Other issues" list or section, a footnote): a mechanism there is a second cause (round 26)
+    added: bool = False
+
+
+# a label, heading or list header that says what it introduces is one more, beside what was said (judge round 26,
+# red-team round 20's finding 4): a word of addition or of a further cause, whatever the label's noun ("Contributing
+# factor:", "Secondary:", "Also:", "Other issues", "Additional findings", "Side issue", "Compounding problem"); a
+# footnote's text ("[^1]: ...") is a remark beside the text as well. Labels of observations, symptoms, ruled-out
+# items, candidates and actions keep their own reading (they assert no cause or are hedged before this is asked).
+_ANOTHER_LABEL = re.compile(
+    r"^\W*(?:(?:also|plus|additionally|in\s+addition|besides|furthermore|moreover|separately|secondary|contribut\w*|"
+    r"compounding|aggravating|exacerbating|other|another|additional|further|extra|side|second)\b[^:]{0,40}"
+    r"|\[\^[\w-]+\])\s*:", re.I)
+_ANOTHER_HEADING = re.compile(
+    r"^\W*(?:also|plus|additionally|in\s+addition|besides|secondary|contribut\w*|compounding|aggravating|"
+    r"exacerbating|other|another|additional|further|extra|side|second)\b", re.I)
 
 
 _KEY_END = re.compile(r"(?<![\w.])[a-z]+(?:[A-Z][a-z0-9]*)+:$")
@@ -560,6 +577,7 @@ def sentences(prose: str) -> list[Sentence]:
     header, header_hedged, header_rules_out, lists = "", False, False, 0
     section_hedged, section_rules_out, previous_item = False, False, False
     section_actions, header_actions, section_observes = False, False, False
+    section_adds, header_adds = False, False
     several: set[int] = set()
     items_per_list: dict[int, int] = {}
     for line in prose.split("\n"):
@@ -573,6 +591,7 @@ def sentences(prose: str) -> list[Sentence]:
             section_rules_out = bool(_RULED_OUT_HEADER.search(heading))
             section_actions = bool(_ACTION_HEADING.match(heading))
             section_observes = bool(_OBSERVATION_HEADING.match(heading))
+            section_adds = bool(_ANOTHER_HEADING.match(heading))
             lists += 1  # the items of a section are one list, as under a "...:" line
             header, header_hedged, header_rules_out = line.strip() + ":", section_hedged, section_rules_out
             previous_item = False
@@ -582,6 +601,7 @@ def sentences(prose: str) -> list[Sentence]:
             header_hedged = header.endswith(":") and is_hedged(header)
             header_rules_out = header.endswith(":") and bool(_RULED_OUT_HEADER.search(text.flatten(header)))
             header_actions = header.endswith(":") and bool(_ACTION_HEADING.match(header[:-1]))
+            header_adds = header.endswith(":") and bool(_ANOTHER_LABEL.match(header))
             if header.endswith(":"):
                 lists += 1
         if item and not header.endswith(":") and not previous_item:  # items with no line introducing them: a list too
@@ -592,6 +612,8 @@ def sentences(prose: str) -> list[Sentence]:
             items_per_list[lists] = items_per_list.get(lists, 0) + 1
         listed = lists if item and header.endswith(":") else -1
         line_actions = section_actions or (listed >= 0 and header_actions)
+        # the line's own label ("Contributing factor: ..."), the list's header or the section's heading
+        line_adds = section_adds or (listed >= 0 and header_adds) or bool(_ANOTHER_LABEL.match(line.strip(" \t-*•>")))
         for piece in _join_key_values(_SENTENCE_END.split(line)):
             piece = piece.strip(" \t-*•>")
             piece = re.sub(r"^(?:\d+[.)]|[a-z][.)])\s+", "", piece)  # list numbering
@@ -614,7 +636,7 @@ def sentences(prose: str) -> list[Sentence]:
             label = _SEVERAL_CAUSES.match(flat)
             if label and len(re.findall(r",|\band\b", flat[label.end():])) >= 2:
                 hedged = True
-            found.append(Sentence(piece, flat, hedged, len(found), listed, action))
+            found.append(Sentence(piece, flat, hedged, len(found), listed, action, line_adds))
     # the items of a list under "Root causes:" (plural; "## Root causes", "Contributing factors:") are candidates the
     # writer did not choose between when there are three or more of them (eighth round): a kitchen sink, not a finding
     # (counted by items, not sentences: two causes of two sentences each are two causes; twelfth round)

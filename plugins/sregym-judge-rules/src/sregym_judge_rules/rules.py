@@ -519,8 +519,12 @@ class RulesJudge:
                 continue  # an action or an observation ("## Other observations: search is slow too") blames nobody
             # "profile and user ... contribute to the errors": a contributing cause is blamed too (red-team round 12:
             # the noise's restarted pods named as contributors scored 1.0)
-            contributes = not clause.exonerating and bool(_CONTRIBUTES.search(clause.text))
-            if not (clause.cause_side or contributes or (hedged and not clause.exonerating)):
+            contributes = not clause.exonerating and _contributes(clause.text)
+            # a broken state said as one more ("Also profile has a memory leak", under "Contributing factor:") is a
+            # cause of its own, wherever the clause stands (judge round 26)
+            additive = (not clause.exonerating and (sentences[clause_sentence[index]].added or bool(_ONE_MORE.search(clause.text)))
+                        and _asserts_a_fault(clause.text))
+            if not (clause.cause_side or contributes or additive or (hedged and not clause.exonerating)):
                 continue
             if not hedged and not contributes and not _asserts_a_fault(clause.text):
                 continue  # "search's lookups fail, so ..." states a symptom, it blames nobody
@@ -560,9 +564,28 @@ _OBSERVER = re.compile(r"^(?:'s\s+\w+)?\s+(?:(?:now|also|only|just|still)\s+)?(?
                        r"reports?|reported|receives?|received|experiences?|experienced|logs?|logged)\b")
 
 
-_CONTRIBUTES = re.compile(r"\b(?:contribut\w*\s+to|(?:also|partly|jointly)\s+(?:cause[sd]?|causing|responsible|to blame)|"
+# (judge round 26, SECURITY.md §26: a component blamed in words that name no mechanism the judge knows, "the cart service
+# is also at fault", "and redis misbehaved too": the blame itself is said, whatever the fault)
+_CONTRIBUTES = re.compile(r"\b(?:at\s+fault|to\s+blame|misbehav\w*|(?:is|are|was|were)\s+(?:also\s+|partly\s+)?(?:a\s+|the\s+)?"
+                          r"(?:culprits?|responsible)|contribut\w*\s+to|(?:also|partly|jointly)\s+(?:cause[sd]?|causing|responsible|to blame)|"
                           r"part\s+of\s+the\s+(?:cause|problem|root\s+cause)|add(?:s|ing)?\s+to\s+the\s+(?:errors|failures|outage|problem))\b",
                           re.I)
+
+
+# a clause that says it adds to what was said: opened by "also", "in addition", "separately", or "has also", "as well",
+# "too" at its end (not an "also" inside a clause about something else: "a storm which continued also after the burst")
+_ONE_MORE = re.compile(r"^\W*(?:(?:and|but)\s+)?(?:also|additionally|in\s+addition|besides|moreover|furthermore|"
+                       r"on\s+top\s+of\s+(?:that|this|it)|plus|separately)\b|\b(?:as\s+well|too)\W*$"
+                       r"|\b(?:is|are|was|were|has|have|had)\s+also\b")
+
+
+def _contributes(clause: str) -> bool:
+    """Does the clause say something contributes to the failure or is to blame, not negated ("rate is not at fault",
+    "search is not to blame" clear it)?"""
+    return any(not _NEGATED_BEFORE.search(clause[max(0, m.start() - 24): m.start()]) for m in _CONTRIBUTES.finditer(clause))
+
+
+_NEGATED_BEFORE = re.compile(r"\b(?:not|never|no longer|n't|nor|neither)\s+(?:\w+\s+)?$")
 
 
 _POSSESSIVE_OPENING = re.compile(r"^\W*(?:(?:but|however|yet|though|although)\s+)?(?:its|their)\s+\w", re.I)
@@ -1329,6 +1352,11 @@ def _asserts_a_fault(clause: str) -> bool:
     if text.BLAME_CUES.search(clause):
         return True
     flat = text.flatten(clause)
+    if _BROKEN_STATE.search(flat):
+        # a fault of another kind than a changed setting, said as the state of something ("rate's connection pool is
+        # exhausted", "orders has a memory leak"): something is broken, though no mechanism of the table names it (judge
+        # round 26, SECURITY.md §26); what something does to another ("checkout overloads the stream") is not its state
+        return True
     return any(_match_any(flat, patterns) for patterns in lexicon.MECHANISMS.values())
 
 
@@ -2100,7 +2128,7 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
             other.setdefault(family, evidence)
             # a second cause said as a change of its own, in a sentence of its own ("geo's memory limit was lowered to
             # 12Mi"; red-team round 15, finding 8), adds a cause as much as "in addition" does
-            if added is not None and (several or _ADDITIVE.search(s.flat) or (not found_here and (_SAID_CHANGED.search(s.flat) or _CHANGED_VALUE.search(s.flat)))
+            if added is not None and (several or s.added or _ADDITIVE.search(s.flat) or (not found_here and (_SAID_CHANGED.search(s.flat) or _CHANGED_VALUE.search(s.flat)))
                                       or (found_here and _COORDINATED_CHANGE.search(s.flat)
                                           and not _shares_truth_object(evidence, truths))):
                 added.setdefault(family, evidence)
@@ -2349,10 +2377,17 @@ _ADDITIVE = re.compile(r"\b(?:in addition|additionally|on top of (?:that|this|it
                        r"|\beither\W*$|\(\s*and\s+(?:its|the|their|his|her)\s+[\w\s.'-]{1,40}?\s+(?:to|at|was|were|is|set)\b")
 
 
+# a table column that lists causes: a cause, a change, a finding, an issue (its header cell's words)
+_CAUSE_COLUMN = re.compile(r"\|\s*(?:[\w-]+\s+){0,2}(?:causes?|changes?|changed|findings?|issues?|problems?|factors?|faults?|"
+                           r"defects?|misconfigurations?|before|after|old(?:\s+value)?|new(?:\s+value)?|diff)\s*(?=\|)")
+
+
 def _table_of_causes(sentences: Sequence[reading.Sentence]) -> bool:
     """A markdown table with a cause column and two rows or more: each row is one of the causes it says there are
-    (red-team round 15, finding 8: a table of two root causes, one false, passed)."""
-    header = next((s for s in sentences if s.flat.lstrip().startswith("|") and re.search(r"\bcauses?\b", s.flat)), None)
+    (red-team round 15, finding 8: a table of two root causes, one false, passed). A column of what changed, what was
+    found or what is wrong ("change", "finding", "issue", "before | after") lists causes as much (round 26, red-team
+    round 20's finding 4: "| geo | image tag 1.0 -> v9.9.9-missing |" above "| geo | memory limit 256Mi -> 12Mi |")."""
+    header = next((s for s in sentences if s.flat.lstrip().startswith("|") and _CAUSE_COLUMN.search(s.flat)), None)
     if header is None:
         return False
     rows = [s for s in sentences if s.index > header.index and s.flat.lstrip().startswith("|")
@@ -2396,6 +2431,12 @@ _EFFECT_BEFORE = re.compile(r"\s(?:because(?:\s+of)?|due\s+to|caused\s+by|as\s+a
 # nouns of a fault of another kind than a changed setting: a cause in their own right
 _FAULT_NOUNS = re.compile(r"\b(?:corrupt\w*|leak\w*|bug|bugs|buggy|regression|overload\w*|deadlock\w*|race\s+condition|"
                           r"exhaust\w*|saturat\w*|contention|memory\s+pressure|noisy\s+neighbou?r)\b")
+
+
+# a broken state said of something: "is exhausted", "are saturated", "has a memory leak", "was deadlocked"
+_BROKEN_STATE = re.compile(r"\b(?:is|are|was|were|got|gets|became|becomes|has\s+been|have\s+been)\s+(?:\w+\s+)?"
+                           r"(?:exhausted|saturated|deadlocked|corrupt(?:ed)?|overloaded|leaking|thrashing|wedged)\b"
+                           r"|\b(?:has|have|had)\s+(?:a\s+)?(?:\w+\s+)?(?:leak|deadlock|race\s+condition|bug)\b")
 
 
 def _another_cause(words: str, flat: str, t: GroundTruth, components: Sequence[str]) -> bool:
