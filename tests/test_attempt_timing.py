@@ -323,7 +323,7 @@ def test_the_identity_is_revoked_before_the_grant_guard_looks_last(tmp_path, mon
     monkeypatch.setattr(Attempt, "_revoke_identity", revoke)
     monkeypatch.setattr(GrantGuard, "stop", stop)
     run_attempt(tmp_path)
-    # revoked as the fix is graded (red-team round 21, finding 1) and again as the attempt ends, before the guard
+    # revoked as the fix is graded (red-team round 21, finding 2) and again as the attempt ends, before the guard
     assert order[-1] == "grant guard's last look" and order[:-1] and set(order[:-1]) == {"revoke identity"}, order
 
 

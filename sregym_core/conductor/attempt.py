@@ -600,7 +600,7 @@ class Attempt:
         oracle = build_oracle(config, extra=oracles, source=f"problem {self.problem.id}")
         # the fix is submitted: the agent's identity ends before any check runs, so nothing holding its token (a pod
         # it made, its token in a Secret) can answer a check that perturbs the system or undo a change for the
-        # grading's length (red-team round 21, finding 1); the attempt's end revokes it again, idempotently
+        # grading's length (red-team round 21, finding 2); the attempt's end revokes it again, idempotently
         await self._revoke_identity()
         await asyncio.sleep(grading_grace(self.settings.mitigation_grace))
         if self.grant_guard.grants:  # a change beyond the granted fields fails the mitigation, even if undone

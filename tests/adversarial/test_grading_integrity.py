@@ -575,7 +575,7 @@ def test_the_missing_permission_repaired_passes_and_write_on_secrets_beside_it_f
 
 
 class TokenKeeper:
-    """An evaluated agent that keeps its token somewhere of its own (red-team round 21, finding 1: a pod given the
+    """An evaluated agent that keeps its token somewhere of its own (red-team round 21, finding 2: a pod given the
     agent's token in a Secret wrote back what a mitigation check takes away, during the grading): it copies its
     kubeconfig, submits a diagnosis, starts a reader that keeps using the copy, and submits the mitigation without a
     fix. The reader's every call is on record with its start time."""
@@ -622,7 +622,7 @@ class TokenKeeper:
 
 
 def test_the_agents_identity_works_only_from_the_injection_to_the_fixs_submission(hotel, tmp_path):
-    """Red-team round 21, findings 4 and 1. The identity the attempt hands out is usable only once the fault is in:
+    """Red-team round 21, findings 4 and 2. The identity the attempt hands out is usable only once the fault is in:
     the first thing it can read is geo with the fault's image already set (one that worked during setup read the
     healthy state and then the change as it was made). And it is dead before the mitigation is graded: a reader
     keeping the agent's token (as a pod given it in a Secret would) gets no answer to a call it starts after the

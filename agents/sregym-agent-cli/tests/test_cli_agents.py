@@ -466,7 +466,7 @@ def _private_dirs() -> set[str]:
 @pytest.mark.slow
 @needs_bwrap
 def test_a_tree_deeper_than_a_path_can_name_is_counted_left_out_and_removed(tmp_path, monkeypatch):
-    """Red-team round 21, finding 5: a tree 2500 levels deep (one mkdir and chdir at a time) crashed the copy-back
+    """Red-team round 21, finding 3: a tree 2500 levels deep (one mkdir and chdir at a time) crashed the copy-back
     ("File name too long"), the attempt was recorded as a crash and the CLI's private directory, with everything it
     wrote, stayed on the host's /tmp. The files at the bottom of such a tree count against the work directory's
     budget, the copy-back keeps what is shallow enough and leaves the rest out, and the private directory goes."""

@@ -199,7 +199,7 @@ CATALOG_SHAPES = (
     (f"GRANT CREATE ON DATABASE {DB} TO PUBLIC", f"REVOKE CREATE ON DATABASE {DB} FROM PUBLIC"),
     ("SELECT lo_create(4242)", "SELECT lo_unlink(4242)"),
     ("CREATE FUNCTION public.atk() RETURNS int LANGUAGE sql AS 'SELECT 1'", "DROP FUNCTION public.atk()"),
-    # red-team round 21, finding 3: a superuser's definer function put in a system schema, no grant (EXECUTE to PUBLIC)
+    # red-team round 21, finding 1: a superuser's definer function put in a system schema, no grant (EXECUTE to PUBLIC)
     ("CREATE FUNCTION pg_catalog.atk_run(q text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER "
      "SET search_path = pg_catalog AS $f$ BEGIN EXECUTE q; END $f$", "DROP FUNCTION pg_catalog.atk_run(text)"),
     ("CREATE FUNCTION information_schema._pg_atk(q text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER "

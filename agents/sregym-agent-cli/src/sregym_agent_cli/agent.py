@@ -40,7 +40,7 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_WORKDIR_BYTES = 1024 * 1024 * 1024
 #: how often the work directory's size is checked while the CLI runs
 WORKDIR_CHECK_S = 3.0
-#: how deep under its work directory the CLI's files are kept with the attempt (red-team round 21, finding 5: a
+#: how deep under its work directory the CLI's files are kept with the attempt (red-team round 21, finding 3: a
 #: tree 2500 levels deep, made one ``mkdir``/``chdir`` at a time, broke a copy by path)
 MAX_COPY_DEPTH = 32
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin")

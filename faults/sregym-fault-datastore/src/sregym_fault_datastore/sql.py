@@ -166,7 +166,7 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
     # app's own login, make functions over the server's C entry points (file reads, a large object written as
     # pg_hba.conf) and become the superuser. Rather than one more named shape, every catalog row that says who may
     # do what: languages, grants on any function, relation, database or large object (the system's too), owners,
-    # every function made after initdb in any schema (round 21, finding 3: one put in pg_catalog) and every definer,
+    # every function made after initdb in any schema (round 21, finding 1: one put in pg_catalog) and every definer,
     # default privileges, per-role and ALTER SYSTEM settings, extensions and event triggers (the app's login roles'
     # own rights left to the faults' record, as above)
     catalog = psql(ctx, target, _catalog_query(names), check=False)
@@ -185,7 +185,7 @@ _FIRST_USER_OID = 16384
 
 def _user_made(oid: str) -> str:
     """SQL: the object (``oid``, in namespace ``n``) is one somebody made, wherever it lives. Red-team round 21,
-    finding 3: a SECURITY DEFINER function the superuser put *in* ``pg_catalog`` (or ``information_schema``), where
+    finding 1: a SECURITY DEFINER function the superuser put *in* ``pg_catalog`` (or ``information_schema``), where
     the schema alone said "the system's", ran programs for every login; temporary schemas are sessions' own churn."""
     return ("(n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%' AND "
             f"(n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') OR {oid} >= {_FIRST_USER_OID}))")
