@@ -421,3 +421,14 @@ def test_usage_an_agent_reports_that_no_record_can_hold_is_left_out_and_the_atte
     assert record.cost_usd == 0.0
     assert record.extra["usage_rejected"] == {"steps": "-2", "prompt_tokens": "-1000", "cost_usd": "-inf"}
     validate_record_dict(record.to_dict())
+
+
+def test_usage_beyond_any_real_attempt_is_left_out():
+    """Red-team round 21: 10^30 tokens and a cost of 1e300 printed by a CLI were recorded as printed."""
+    from sregym_core.conductor.attempt import MAX_USAGE_COST_USD, MAX_USAGE_COUNT, agent_usage
+
+    usage, rejected = agent_usage(AgentOutcome(status="ok", steps=12, prompt_tokens=10**30,
+                                               completion_tokens=MAX_USAGE_COUNT, cost=1e300))
+    assert usage == {"steps": 12, "prompt_tokens": 0, "completion_tokens": MAX_USAGE_COUNT, "cost_usd": 0.0}
+    assert set(rejected) == {"prompt_tokens", "cost_usd"}
+    assert agent_usage(AgentOutcome(status="ok", cost=MAX_USAGE_COST_USD))[0]["cost_usd"] == MAX_USAGE_COST_USD

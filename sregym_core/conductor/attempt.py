@@ -663,18 +663,27 @@ class Attempt:
         return True
 
 
+#: the most one attempt's record takes as a count of steps or tokens, and as a cost: far beyond any real attempt (a
+#: trillion tokens; a million dollars), so an agent's word beyond them is no measurement
+MAX_USAGE_COUNT = 10**12
+MAX_USAGE_COST_USD = 1e6
+
+
 def agent_usage(outcome: AgentOutcome) -> tuple[dict[str, Any], dict[str, str]]:
     """The record's steps, tokens and cost from what the agent reported, and the values left out (as text): a count
-    that is no whole number of at least 0, a cost that is no finite amount of at least 0. An agent's usage is its own
-    word (a CLI prints it; red-team round 20, finding 3: negative tokens made the record invalid and ended the run)."""
-    def amount(value: Any) -> bool:
-        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    that is no whole number from 0 to :data:`MAX_USAGE_COUNT`, a cost that is no finite amount from 0 to
+    :data:`MAX_USAGE_COST_USD`. An agent's usage is its own word (a CLI prints it; red-team round 20, finding 3:
+    negative tokens made the record invalid and ended the run; round 21: 10^30 tokens and a cost of 1e300 were
+    recorded as printed, and a report's sums are then that one attempt's)."""
+    def amount(value: Any, most: float) -> bool:
+        return (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+                and 0 <= value <= most)
 
     usage: dict[str, Any] = {}
     rejected: dict[str, str] = {}
     for field, value, whole in (("steps", outcome.steps, True), ("prompt_tokens", outcome.prompt_tokens, True),
                                 ("completion_tokens", outcome.completion_tokens, True), ("cost_usd", outcome.cost, False)):
-        ok = amount(value) and (not whole or float(value).is_integer())
+        ok = amount(value, MAX_USAGE_COUNT if whole else MAX_USAGE_COST_USD) and (not whole or float(value).is_integer())
         usage[field] = (int(value) if whole else float(value)) if ok else (0 if whole else 0.0)
         if not ok:
             rejected[field] = repr(value)[:100]
