@@ -106,6 +106,11 @@ def ensure_namespace(kube: Kube, name: str, labels: dict[str, str] | None = None
             raise
 
 
+def ensure_benchmark_namespace(kube: Kube) -> None:
+    """The hidden namespace the identities, the journal and the grants' records live in."""
+    ensure_namespace(kube, BENCHMARK_NAMESPACE, {"sregym.io/hidden": "true"})
+
+
 def grant_agent_access(kube: Kube, app_namespaces: list[str] | tuple[str, ...], out: Path, *,
                        account: str = AGENT_ACCOUNT, expiration_seconds: int = 86400) -> Path:
     """Create (or refresh) the agent identity ``account`` and write its kubeconfig to ``out``.
@@ -115,7 +120,7 @@ def grant_agent_access(kube: Kube, app_namespaces: list[str] | tuple[str, ...], 
     comes from the TokenRequest API and expires after ``expiration_seconds`` (at least 600, as
     Kubernetes requires); :func:`revoke_agent_access` ends it before that.
     """
-    ensure_namespace(kube, BENCHMARK_NAMESPACE, {"sregym.io/hidden": "true"})
+    ensure_benchmark_namespace(kube)
     expiration_seconds = max(600, int(expiration_seconds))
     metadata: dict = {"name": account}
     if account != AGENT_ACCOUNT:

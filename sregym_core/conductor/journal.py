@@ -29,6 +29,7 @@ import structlog
 
 from ..grant_rules import BENCHMARK_NAMESPACE, _SERVER_FIELDS, object_path, resolve
 from ..types import AgentGrant
+from .agent_access import ensure_benchmark_namespace
 from .kube import ApiStatusError, Kube
 
 log = structlog.get_logger()
@@ -114,7 +115,10 @@ def _current(kube: Kube, grants: list[AgentGrant] | tuple[AgentGrant, ...],
 
 def open_journal(kube: Kube, grants: list[AgentGrant] | tuple[AgentGrant, ...], app_namespace: str,
                  attempt_id: str) -> dict[str, dict[str, Any]]:
-    """Write this attempt's journal (after mending the last one's leftovers): each granted object as it is now."""
+    """Write this attempt's journal (after mending the last one's leftovers): each granted object as it is now. The
+    hidden namespace it lives in is made here: the attempt's identity, which used to make it first, comes only after
+    the injection (red-team round 21, finding 4)."""
+    ensure_benchmark_namespace(kube)
     mend_leftovers(kube)
     objects, _versions = _current(kube, grants, app_namespace)
     _write(kube, _journal_body(objects, [], attempt_id))
