@@ -101,3 +101,24 @@ def test_a_dead_attempts_changes_and_creations_are_undone_and_a_bad_journal_only
     kube.objects[JOURNAL_PATH] = {"metadata": {"name": journal.JOURNAL[1], "resourceVersion": "1"},
                                   "data": {"objects": "{not json", "created": "["}}
     assert journal.mend_leftovers(kube) == [] and JOURNAL_PATH not in kube.objects
+
+
+class _NamespacedServer(_Server):
+    """Refuses an object in a namespace that does not exist, as an API server does (404)."""
+
+    def request(self, method: str, path: str, body=None):
+        parts = path.split("/")
+        if method == "POST" and len(parts) > 5 and parts[3] == "namespaces":
+            if f"/api/v1/namespaces/{parts[4]}" not in self.objects:
+                raise ApiStatusError(404, f'namespaces "{parts[4]}" not found')
+        return super().request(method, path, body)
+
+
+def test_the_journal_makes_its_hidden_namespace_on_a_fresh_cluster():
+    """The attempt's identity used to make the hidden namespace before anything else; it now comes after the
+    injection (red-team round 21, finding 4), and a fresh cluster's first attempt with grants failed writing its
+    journal: namespace sregym-system not found."""
+    kube = _NamespacedServer({DNS_PATH: _corefile(".:53 {\n    forward . /etc/resolv.conf\n}\n"),
+                              "/api/v1/namespaces/kube-system": {"metadata": {"name": "kube-system"}}})
+    journal.open_journal(kube, [DNS], "hotel", "first")
+    assert f"/api/v1/namespaces/{journal.JOURNAL[0]}" in kube.objects and JOURNAL_PATH in kube.objects
