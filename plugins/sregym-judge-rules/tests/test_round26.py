@@ -76,3 +76,21 @@ def test_another_component_blamed_without_a_known_mechanism_fails(passes, extra)
 ])
 def test_another_component_cleared_still_passes(passes, extra):
     assert passes(IMAGE, OK + " " + extra)
+
+
+@pytest.mark.parametrize("declared", [
+    "Root cause: rate's connection pool exhaustion.",
+    "The real cause is rate's thread pool, which is exhausted.",
+])
+def test_the_fault_looked_at_and_another_cause_declared_fails(passes, declared):
+    # the fault's own change seen and set aside, another cause declared: the declaration is what the writer concludes
+    assert not passes(IMAGE, "Checked geo's Deployment: its image sregym/hotel-reservation:v9.9.9-missing is a tag that "
+                             "does not exist, but the old pod keeps serving, so that is harmless. " + declared)
+
+
+def test_the_fault_declared_as_the_root_cause_still_passes(passes):
+    assert passes(IMAGE, "Root cause: geo's Deployment image was changed to sregym/hotel-reservation:v9.9.9-missing, a "
+                         "tag that does not exist, so geo's pod is stuck in ImagePullBackOff and search's lookups fail.")
+    assert passes(IMAGE, "search's lookups to geo fail and rate looked slow at first. The real cause is geo: its image "
+                         "was changed to sregym/hotel-reservation:v9.9.9-missing, a tag that does not exist, so its pod "
+                         "is stuck in ImagePullBackOff.")

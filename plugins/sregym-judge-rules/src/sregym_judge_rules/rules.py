@@ -414,6 +414,13 @@ class RulesJudge:
             details.pop(decoy[0], None)
             if not mechanism:
                 mechanism_sentences = []
+        # the writer's declared cause ("Root cause: ts-mysql connection pool exhaustion", "the real cause is X's thread
+        # pool") that names something else and neither the fault's component nor its mechanism: the fault's words
+        # elsewhere were what the writer looked at and set aside, not the cause it gives (judge round 26, the negated
+        # texts: the real cause named, cleared, and another declared)
+        if mechanism and _declares_another_cause(sentences, mechanism_sentences, about, involved, other):
+            mechanism, mechanism_sentences = {}, []
+            details.clear()
         # a truth that says which of its values identifies it (a flag fault's flag: `identified_by`) is read only when
         # that value is named: "a feature flag was switched on" fits every flag, the truth's and its decoys (round 9)
         for fault in _identity_unnamed(sentences, truths, submission):
@@ -577,6 +584,29 @@ _CONTRIBUTES = re.compile(r"\b(?:at\s+fault|to\s+blame|misbehav\w*|(?:is|are|was
 _ONE_MORE = re.compile(r"^\W*(?:(?:and|but)\s+)?(?:also|additionally|in\s+addition|besides|moreover|furthermore|"
                        r"on\s+top\s+of\s+(?:that|this|it)|plus|separately)\b|\b(?:as\s+well|too)\W*$"
                        r"|\b(?:is|are|was|were|has|have|had)\s+also\b")
+
+
+# a sentence that declares the cause: "Root cause: ...", "the real cause is ...", "the actual issue is ..."
+_DECLARED_CAUSE = re.compile(r"^\W*(?:the\s+)?(?:(?:real|actual|true|underlying)\s+)?(?:root[\s-]+)?cause\s*(?::|is\b)"
+                             r"|\bthe\s+(?:real|actual|true)\s+(?:root\s+)?(?:cause|issue|problem|culprit|reason)\b")
+
+
+def _declares_another_cause(sentences: Sequence[reading.Sentence], where: Sequence[int], about: Mapping[int, set[str]],
+                            involved: set[str], other: Mapping[str, str]) -> bool:
+    """Does every sentence that declares the cause name something else (a component the fault does not involve, another
+    mechanism, a broken state) and neither the fault's mechanism nor a component it involves? (A "## Root cause"
+    section's first sentence was tried as a declaration too: it cost a correct plain explanation and fixed nothing.)"""
+    declared = [s for s in sentences if not s.hedged and not s.action and _DECLARED_CAUSE.search(s.flat)]
+    if not declared:
+        return False
+    for s in declared:
+        if s.index in where or about.get(s.index, set()) & involved:
+            return False
+        named_else = bool(about.get(s.index, set()) - involved)
+        mechanism_else = any(s.raw[:160] in evidence for evidence in other.values())
+        if not (named_else or mechanism_else or _BROKEN_STATE.search(s.flat) or _FAULT_NOUNS.search(s.flat)):
+            return False
+    return True
 
 
 def _contributes(clause: str) -> bool:
