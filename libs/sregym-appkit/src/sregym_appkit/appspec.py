@@ -162,7 +162,6 @@ def apply_manifests(ctx: Any, manifests: str, ca_namespace: str, *, what: str = 
     ensure_tls(Kubectl(ctx.kubeconfig, ctx.kubectl_path), manifests, ca_namespace)
 
 
-
 def _changed_manifests(ctx: Any, manifests: str) -> str:
     """The documents of ``manifests`` the live cluster does not already hold as written (sregym_core.unchanged)."""
     from sregym_core.unchanged import GET_LIVE_ARGS, changed_manifests
