@@ -1,4 +1,5 @@
-"""The servers cap connection age: callers move to new connections without a failed call.
+"""The servers cap connection age: callers move to new connections without a failed call (as the services'
+clients call: one that raced the server's goodbye on an aged connection is sent again).
 
 Why it matters: a caller must reconnect (through the Service) now and then, or a Service that lost
 its endpoints after the caller connected would look healthy to it forever.
@@ -39,22 +40,29 @@ def test_calls_survive_connection_age_rollovers_and_use_new_connections() -> Non
     server.start()
     channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=rpc.CHANNEL_OPTIONS)
     call = channel.unary_unary("/t.Echo/Call")
-    failures = 0
+    failures: list[str] = []
     try:
         # calls until the connection was replaced at least twice (about 3 s on an idle machine; the deadline
         # only catches a server that never ages its connections out)
         deadline = time.monotonic() + 60.0
         calls = 0
         while time.monotonic() < deadline and (calls <= 50 or len(set(peers)) < 3):
-            try:
-                assert call(b"x", timeout=30) == b"x"
-            except grpc.RpcError:
-                failures += 1
+            # as the services' clients call (rpc.Peer.call): a call that raced the server's goodbye on an aged
+            # connection (a retryable code) is sent once more; a caller sees only a failure of that second try
+            # (CI's loaded machine once raced one call of ~60 this way, 2026-12-01)
+            for attempt in range(2):
+                try:
+                    assert call(b"x", timeout=30) == b"x"
+                    break
+                except grpc.RpcError as exc:
+                    if exc.code() not in rpc.RETRYABLE or attempt == 1:
+                        failures.append(f"{exc.code().name}: {exc.details()}")
+                        break
             calls += 1
             time.sleep(0.01)
     finally:
         channel.close()
         server.stop(0)
     assert calls > 50
-    assert failures == 0
+    assert failures == []
     assert len(set(peers)) >= 3  # the connection was replaced at least twice
