@@ -25,11 +25,11 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .faultkit.kube import LAST_APPLIED  # the record a client-side apply keeps (removed by every deploy, issue #34)
+
 #: the arguments of the one read of the live objects, after ``kubectl`` (the manifests on its stdin)
 GET_LIVE_ARGS = ("get", "-f", "-", "-o", "json", "--ignore-not-found")
 
-#: the record a client-side apply keeps (the deploy removes it: it would name any fault, issue #34)
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def covers(want: Any, have: Any) -> bool:

@@ -178,7 +178,7 @@ class Environment:
         kept = bool(await asyncio.to_thread(workload_generations, self.kube, namespaces))
         if kept:  # first, so a datastore the volumes' check restarts mounts what drifted or went (a ConfigMap)
             await self._apply_app(app)
-        kept_volumes, generations = await self._check_kept_volumes(app, namespaces)
+        kept_volumes, generations = (await self._check_kept_volumes(app, namespaces)) if kept else (None, None)
         if app.workload is not None:
             # a generator already on the cluster runs as deployed again before the deploy checks it:
             # a run an agent stopped in an earlier run must not fail this deploy (issue #34)

@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -309,11 +310,11 @@ def _copy_back(run_dir: Path, workdir: Path, *, max_file: int, budget: int) -> l
                 src, dst = os.path.join(root, name), os.path.join(target, name)
                 try:  # sockets, fifos and unreadable leftovers are not worth a crash
                     st = os.lstat(src)
-                    if os.path.islink(src):
+                    if stat.S_ISLNK(st.st_mode):
                         with contextlib.suppress(FileExistsError):
                             os.symlink(os.readlink(src), dst)
                         continue
-                    if not os.path.isfile(src):
+                    if not stat.S_ISREG(st.st_mode):
                         continue
                     if st.st_size > max_file or copied + st.st_size > budget:
                         skipped.append(os.path.relpath(src, run_dir))

@@ -166,8 +166,8 @@ def database_access(ctx: FaultContext, target: Target, except_roles: list[str]) 
     # app's own login, make functions over the server's C entry points (file reads, a large object written as
     # pg_hba.conf) and become the superuser. Rather than one more named shape, every catalog row that says who may
     # do what: languages, grants on any function, relation, database or large object (the system's too), owners,
-    # every function made after initdb in any schema (round 21, finding 1: one put in pg_catalog) and every definer,
-    # default privileges, per-role and ALTER SYSTEM settings, extensions and event triggers (the app's login roles'
+    # every function made after initdb in any schema (round 21, finding 1: one put in pg_catalog; every definer is in
+    # `definers` above), default privileges, per-role and ALTER SYSTEM settings, extensions and event triggers (the app's login roles'
     # own rights left to the faults' record, as above)
     catalog = psql(ctx, target, _catalog_query(names), check=False)
     return {"roles": {row[0]: "|".join(row[1:]) for row in roles if len(row) == 9},
@@ -225,7 +225,7 @@ def _catalog_query(names: str) -> str:
         f"WHERE p.proacl IS NOT NULL AND {listing('p.proacl')} <> {function_default}",
         "SELECT 'function: ' || p.oid::regprocedure::text || ' owner ' || pg_get_userbyid(p.proowner) || ' language ' "
         "|| l.lanname || ' definer ' || p.prosecdef FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-        f"JOIN pg_language l ON l.oid = p.prolang WHERE {_user_made('p.oid')} OR p.prosecdef",
+        f"JOIN pg_language l ON l.oid = p.prolang WHERE {_user_made('p.oid')}",
         f"SELECT 'relation grant: ' || c.oid::regclass::text || ' acl ' || {listing('c.relacl')} FROM pg_class c "
         f"WHERE c.relacl IS NOT NULL AND {listing('c.relacl')} <> {relation_default}",
         "SELECT 'relation owner: ' || c.oid::regclass::text || ' owner ' || pg_get_userbyid(c.relowner) FROM pg_class c "

@@ -166,9 +166,12 @@ def _changed_manifests(ctx: Any, manifests: str) -> str:
     """The documents of ``manifests`` the live cluster does not already hold as written (sregym_core.unchanged)."""
     from sregym_core.unchanged import GET_LIVE_ARGS, changed_manifests
 
+    from .deploy import Kubectl
+
     def get_live(text: str) -> str | None:
-        proc = subprocess.run([ctx.kubectl_path, "--kubeconfig", str(ctx.kubeconfig), *GET_LIVE_ARGS], input=text,
-                              capture_output=True, text=True, timeout=ctx.timeout)
-        return proc.stdout if proc.returncode == 0 else None
+        try:
+            return Kubectl(ctx.kubeconfig, ctx.kubectl_path).run(*GET_LIVE_ARGS, stdin=text, timeout=ctx.timeout)
+        except DeployError:  # not read back (or not in time): everything is applied
+            return None
 
     return changed_manifests(manifests, get_live)
