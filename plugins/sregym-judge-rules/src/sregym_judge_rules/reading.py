@@ -534,13 +534,12 @@ class Sentence:
 # factor:", "Secondary:", "Also:", "Other issues", "Additional findings", "Side issue", "Compounding problem"); a
 # footnote's text ("[^1]: ...") is a remark beside the text as well. Labels of observations, symptoms, ruled-out
 # items, candidates and actions keep their own reading (they assert no cause or are hedged before this is asked).
+_ADDING_WORDS = (r"also|plus|additionally|in\s+addition|besides|secondary|contribut\w*|compounding|aggravating|"
+                 r"exacerbating|other|another|additional|further|extra|side|second")
+# a label opens its line ("Furthermore: ...", "Separately: ..."); as a heading those words head no list of causes
 _ANOTHER_LABEL = re.compile(
-    r"^\W*(?:(?:also|plus|additionally|in\s+addition|besides|furthermore|moreover|separately|secondary|contribut\w*|"
-    r"compounding|aggravating|exacerbating|other|another|additional|further|extra|side|second)\b[^:]{0,40}"
-    r"|\[\^[\w-]+\])\s*:", re.I)
-_ANOTHER_HEADING = re.compile(
-    r"^\W*(?:also|plus|additionally|in\s+addition|besides|secondary|contribut\w*|compounding|aggravating|"
-    r"exacerbating|other|another|additional|further|extra|side|second)\b", re.I)
+    rf"^\W*(?:(?:{_ADDING_WORDS}|furthermore|moreover|separately)\b[^:]{{0,40}}|\[\^[\w-]+\])\s*:", re.I)
+_ANOTHER_HEADING = re.compile(rf"^\W*(?:{_ADDING_WORDS})\b", re.I)
 
 
 _KEY_END = re.compile(r"(?<![\w.])[a-z]+(?:[A-Z][a-z0-9]*)+:$")
