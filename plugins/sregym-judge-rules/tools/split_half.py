@@ -28,7 +28,7 @@ from sregym_judge_rules.rules import RulesJudge
 
 
 #: the blind sets no judge author may read yet (aggregate figures only, by `sregym judge calibrate --set`)
-HELD_OUT = ("heldout18", "heldout19", "heldout20", "heldout21", "heldout22", "heldout23")
+HELD_OUT = ("heldout18", "heldout19", "heldout20", "heldout21", "heldout22", "heldout23", "heldout24")
 
 
 def half_of(problem_id: str) -> str:
