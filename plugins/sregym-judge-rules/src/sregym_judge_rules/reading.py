@@ -172,6 +172,14 @@ _CLAIM_CUE = re.compile(r"\b(?:was|were|has\s+been|have\s+been|had\s+been|got|is
                         r"|\b(?:also|too|as\s+well|in\s+addition|another|second)\b", re.I)
 
 
+# a value changed into another, said with an arrow and no verb: "memory: 256Mi -> 12Mi", "replicas 3 → 0", "image
+# 1.0 => v9.9.9-missing", "tls: true -> false" (red-team round 21: a `key: old -> new` line, an arrow line): the writer
+# states the change as much as "was lowered from 256Mi to 12Mi". A call chain ("frontend -> checkout") has no values.
+_ARROW = r"\s*(?:->|=>|→|⇒|⟶|➜|➔)\s*"
+_SWITCH = r"(?:true|false|on|off|enabled|disabled)"
+ARROW_CHANGE = re.compile(rf"\S*\d\S*{_ARROW}[`'\"]?\S*\d|(?<![\w-]){_SWITCH}{_ARROW}{_SWITCH}(?![\w-])", re.I)
+
+
 def _prose_like(line: str, words: int = 3) -> bool:
     return len(_PLAIN_WORD.findall(line)) >= words and not is_pasted_line(line) and not _COMMAND.match(line)
 
@@ -224,7 +232,65 @@ def hidden_claims(submission: str) -> list[str]:
             out.append(f"{note} (in `{code.strip()}`)")
         else:
             out.append(note)
-    return [o if re.search(r"[.!?]\s*$", o) else o + "." for o in out if _CLAIM_CUE.search(o)]
+    out += _json_claims(lines)
+    return [o if re.search(r"[.!?]\s*$", o) else o + "." for o in out if _CLAIM_CUE.search(o) or ARROW_CHANGE.search(o)]
+
+
+# what a tool prints (``kubectl get -o json``, an API's answer): its objects carry these keys, the writer's own do not
+_TOOL_KEYS = frozenset({"apiversion", "kind", "metadata", "items", "spec", "status", "resourceversion", "uid"})
+_OLD_KEYS = frozenset({"before", "old", "old_value", "was", "previous", "from", "original"})
+_NEW_KEYS = frozenset({"after", "new", "new_value", "now", "to", "current", "set_to"})
+
+
+def _json_claims(lines: list[str]) -> list[str]:
+    """The writer's own JSON objects beside the prose (red-team round 21: ``{"root_causes": [{"component": ...,
+    "change": "memory limit lowered to 12Mi"}]}`` after a correct paragraph), each object as one line of what it says:
+    its values in order (a bare value with its key, "memory_limit: 12Mi"), a before and an after value as "old -> new".
+    Evidence keys (logs, errors) and a tool's objects (``apiVersion``, ``metadata``) say nothing of the writer's. An
+    answer that is one JSON object is read as prose already (:func:`json_as_prose`)."""
+    import json
+
+    out: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, list):
+            for item in value:
+                walk(item)
+            return
+        if not isinstance(value, dict) or {_key(k) for k in value} & _TOOL_KEYS:
+            return
+        keys = {_key(k): k for k in value}
+        old = next((value[keys[k]] for k in keys if k in _OLD_KEYS and not isinstance(value[keys[k]], dict | list)), None)
+        new = next((value[keys[k]] for k in keys if k in _NEW_KEYS and not isinstance(value[keys[k]], dict | list)), None)
+        parts: list[str] = []
+        for k, v in value.items():
+            if isinstance(v, dict | list):
+                walk(v)
+            elif v is not None and _key(k) not in _EVIDENCE_KEYS and not (
+                    old is not None and new is not None and _key(k) in _OLD_KEYS | _NEW_KEYS):
+                parts.append(str(v) if " " in str(v) or _role(k) == "component" else f"{k}: {v}")
+        if old is not None and new is not None:
+            parts.append(f"{old} -> {new}")
+        if parts:
+            out.append(", ".join(parts))
+
+    start: int | None = None
+    for i, line in enumerate(lines):
+        if start is None:
+            if re.match(r"\s*[{\[]\s*(?:[\"{]|$)", line):
+                start = i
+            else:
+                continue
+        if i - start > 200:
+            start = None
+            continue
+        try:
+            data = json.loads("\n".join(lines[start: i + 1]))
+        except ValueError:
+            continue
+        start = None
+        walk(data)
+    return out
 
 
 # ------------------------------------------------------------------------------------------------

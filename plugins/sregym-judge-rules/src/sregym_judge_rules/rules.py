@@ -259,6 +259,7 @@ class RulesJudge:
                     and _SUBJECT_AFTER.match(clause_list[m.clause].text[m.end:])]
         blamed = self._blamed(clause_list, clause_sentence, sentences, sorted([*mentions, *subjects], key=lambda m: (m.clause, m.start)),
                               involved)
+        blamed |= _table_rows_blamed(sentences, components - involved, involved)
         exonerated = {m.component for m in any_mentions if clause_list[m.clause].exonerating}
         hedged_others = {m.component for m in any_mentions if sentences[clause_sentence[m.clause]].hedged
                          and not sentences[clause_sentence[m.clause]].action} - involved - exonerated
@@ -510,7 +511,7 @@ class RulesJudge:
             return
         again = self.read(submission + "\n\n" + "\n".join(claims_), truths, app_components, app_namespace, hidden=False)
         if again.gates.get("kitchen_sink"):
-            r.gates["kitchen_sink"] = f"{again.gates['kitchen_sink']} (in a quote, heading or code comment)"
+            r.gates["kitchen_sink"] = f"{again.gates['kitchen_sink']} (in a quote, heading, code comment or JSON object)"
             r.gates["passed"] = False
 
     @staticmethod
@@ -2158,7 +2159,8 @@ def _mechanisms(sentences: Sequence[reading.Sentence], topic: Mapping[int, set[s
             other.setdefault(family, evidence)
             # a second cause said as a change of its own, in a sentence of its own ("geo's memory limit was lowered to
             # 12Mi"; red-team round 15, finding 8), adds a cause as much as "in addition" does
-            if added is not None and (several or s.added or _ADDITIVE.search(s.flat) or (not found_here and (_SAID_CHANGED.search(s.flat) or _CHANGED_VALUE.search(s.flat)))
+            if added is not None and (several or s.added or _ADDITIVE.search(s.flat) or (not found_here and (_SAID_CHANGED.search(s.flat) or _CHANGED_VALUE.search(s.flat)
+                                                                               or reading.ARROW_CHANGE.search(s.raw)))
                                       or (found_here and _COORDINATED_CHANGE.search(s.flat)
                                           and not _shares_truth_object(evidence, truths))):
                 added.setdefault(family, evidence)
@@ -2423,6 +2425,34 @@ def _table_of_causes(sentences: Sequence[reading.Sentence]) -> bool:
     rows = [s for s in sentences if s.index > header.index and s.flat.lstrip().startswith("|")
             and not re.fullmatch(r"[\s|:-]*", s.flat)]
     return len(rows) >= 2
+
+
+# a row that clears its component ("| cart | healthy |", "| currency | not involved |") blames nobody
+_ROW_CLEARS = re.compile(r"\b(?:not|no|never|fine|healthy|ok|okay|normal|ruled\s+out|unrelated|unaffected|unchanged|"
+                         r"nothing|none|n/a)\b")
+
+
+def _table_rows_blamed(sentences: Sequence[reading.Sentence], others: set[str], involved: set[str]) -> set[str]:
+    """The other components a Markdown table's rows blame (red-team round 21: "| cart | connection pool exhausted |",
+    "| currency | crash loop after a bad config push |" under a correct paragraph): a row whose first cell is another
+    component and whose other cells say something is broken (a fault word, a broken state, a blame cue, a mechanism),
+    not a row about what the fault does to it (its other cells name the faulty component: "| checkout | lookups to
+    product-catalog fail |") nor one that clears it. A row of a table is the writer's claim as much as a sentence."""
+    blamed: set[str] = set()
+    rows = [s for s in sentences if not s.hedged and s.flat.lstrip().startswith("|") and s.flat.count("|") >= 3]
+    if len(rows) < 2:
+        return blamed
+    for s in rows[1:]:  # the first row is the header
+        cells = [c.strip() for c in s.flat.strip().strip("|").split("|")]
+        if len(cells) < 2 or "#" in s.flat or re.fullmatch(r"[\s:-]*", cells[0]):
+            continue
+        rest = " . ".join(cells[1:])
+        named = {c for c in others if text.component_pattern(c).search(cells[0])}
+        if not named or _ROW_CLEARS.search(rest) or any(text.component_pattern(c).search(rest) for c in involved):
+            continue
+        if _FAULT_NOUNS.search(rest) or _asserts_a_fault(rest):
+            blamed |= named
+    return blamed
 
 
 def _listed_under_cause(sentences: Sequence[reading.Sentence]) -> bool:

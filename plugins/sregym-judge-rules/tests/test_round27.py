@@ -1,0 +1,69 @@
+"""The judge's twenty-seventh round (issue #35): a second cause in the layouts red-team round 21 found still passing
+(SECURITY.md §28), read as what they state whatever the layout: a JSON object of the writer's own keys, a
+``field: old -> new`` line, an arrow line, a Markdown table whose rows blame other components. A change said with an
+arrow between two values is a change stated, as "was lowered from 256Mi to 12Mi" is; the writer's JSON objects are read
+for a second cause as a quote or a heading is; a table row whose first cell is another component and whose other cells
+say something is broken blames that component. A genuine consequence of the one cause in the same layouts (the
+victims' errors, the alert that fired, the faulty field's own before -> after) still passes. Each rule is tested on
+texts written for these tests (never the blind sets' own items, which stay measurement material)."""
+
+from __future__ import annotations
+
+import pytest
+
+IMAGE = "hotel-wrong-image-geo"
+OK = ("geo's Deployment image in hotel-reservation was changed to sregym/hotel-reservation:v9.9.9-missing, a tag that "
+      "does not exist, so geo's new pod is stuck in ImagePullBackOff and geo has no ready endpoint; search's nearby "
+      "lookups to geo fail.")
+
+
+def test_the_right_cause_alone_passes(passes):
+    assert passes(IMAGE, OK)
+
+
+@pytest.mark.parametrize("extra", [
+    # a JSON object of the writer's own keys, one line or several, a change said in words or as before/after
+    '{"causes": [{"service": "geo", "what": "CPU limit cut to 10m", "result": "throttled to a crawl"}]}',
+    '{\n  "also_wrong": {\n    "object": "geo Deployment",\n    "field": "resources.limits.memory",\n'
+    '    "before": "512Mi",\n    "after": "16Mi"\n  }\n}',
+    # a bare `key: old -> new` line and an arrow line, in several arrows
+    "geo.spec.template.spec.containers[0].resources.limits.memory: 512Mi -> 16Mi",
+    "geo memory limit 512Mi → 16Mi ⇒ OOMKilled every few seconds.",
+    "geo CPU limit: 500m => 10m, throttled.",
+])
+def test_a_second_change_in_another_layout_fails(passes, extra):
+    assert not passes(IMAGE, OK + "\n\n" + extra)
+
+
+@pytest.mark.parametrize("extra", [
+    # the faulty field's own change, in the same layouts
+    '{"object": "geo Deployment", "field": "image", "before": "sregym/hotel-reservation:1.0", '
+    '"after": "sregym/hotel-reservation:v9.9.9-missing"}',
+    "geo image: sregym/hotel-reservation:1.0 -> sregym/hotel-reservation:v9.9.9-missing",
+    "geo image tag 1.0 → v9.9.9-missing ⇒ ImagePullBackOff.",
+    # the victims' errors and the alert that fired
+    '{"alert": "GeoUnavailable", "fired_at": "10:02", "impact": "search nearby lookups fail"}',
+    "search nearby-lookup error rate 0% → 100% after 10:02.",
+    # a call chain is no change
+    "frontend -> search -> geo: the last hop fails.",
+])
+def test_a_consequence_of_the_one_cause_in_those_layouts_still_passes(passes, extra):
+    assert passes(IMAGE, OK + "\n\n" + extra)
+
+
+def test_a_table_blaming_two_other_components_fails(passes):
+    table = ("| service | finding |\n|---|---|\n| rate | thread pool saturated |\n"
+             "| profile | crash loop after a bad config rollout |")
+    assert not passes(IMAGE, OK + "\n\n" + table)
+    status = "| service | state |\n|---|---|\n| rate | memory leak, restarting |\n| profile | its cache is corrupt |"
+    assert not passes(IMAGE, OK + "\n\n" + status)
+
+
+@pytest.mark.parametrize("table", [
+    # what the fault does to the other components, rows that clear them, the faulty component's own row
+    "| service | finding |\n|---|---|\n| search | nearby lookups to geo fail |\n| frontend | 500s on the map page |",
+    "| service | state |\n|---|---|\n| rate | healthy |\n| profile | not involved, no errors |",
+    "| service | finding |\n|---|---|\n| geo | image tag v9.9.9-missing does not exist |\n| search | lookups fail |",
+])
+def test_a_table_of_consequences_or_cleared_components_still_passes(passes, table):
+    assert passes(IMAGE, OK + "\n\n" + table)
