@@ -208,6 +208,48 @@ def revoke_stale_identities(kube: Kube, app_namespaces: list[str] | tuple[str, .
     return names
 
 
+#: an identity is an account a process can hold a token of, and the bindings that give it rights
+_IDENTITY_KINDS = (("ServiceAccount", "/api/v1/namespaces/{ns}/serviceaccounts"),
+                   ("RoleBinding", "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"))
+
+
+def identities(kube: Kube, namespaces: list[str] | tuple[str, ...]) -> dict[tuple[str, str, str], list[dict]]:
+    """The app namespaces' ServiceAccounts and RoleBindings: (kind, namespace, name) -> the binding's subjects
+    (an account's: empty)."""
+    found: dict[tuple[str, str, str], list[dict]] = {}
+    for ns in namespaces:
+        for kind, path in _IDENTITY_KINDS:
+            for item in kube.list_items(path.format(ns=ns), kind):
+                found[(kind, ns, item["metadata"]["name"])] = list(item.get("subjects") or [])
+    return found
+
+
+def end_identities_made(kube: Kube, namespaces: list[str] | tuple[str, ...],
+                        kept: dict[tuple[str, str, str], list[dict]]) -> list[str]:
+    """End every identity the agent made in the app namespaces, as its own is ended (red-team round 21, finding 2,
+    and its sibling: a ServiceAccount the agent created and bound within its own rights, whose token a pod of its
+    keeps, outlived the agent's revocation). ``kept``: the accounts and bindings that existed after deploy or once
+    the faults were in, with their subjects. An account not among them is deleted (every token bound to it dies
+    with it); a binding not among them is deleted; a kept binding loses the subjects the agent added. What a fix puts
+    back under an existing name (a deleted account or binding, a binding's lost subject) is untouched. Returns what
+    was ended, for the record."""
+    ended: list[str] = []
+    for (kind, ns, name), subjects in identities(kube, namespaces).items():
+        path = dict(_IDENTITY_KINDS)[kind].format(ns=ns) + f"/{name}"
+        if (kind, ns, name) not in kept:
+            if kind == "ServiceAccount" and name == "default":
+                continue  # the namespace's own: the cluster makes it again at once
+            kube.delete(path)
+            ended.append(f"{kind} {ns}/{name}")
+            continue
+        added = [s for s in subjects if s not in kept[(kind, ns, name)]]
+        if added:
+            body = {"subjects": [s for s in subjects if s not in added]}
+            kube.request("PATCH", path, body=body, content_type="application/merge-patch+json")
+            ended.append(f"{kind} {ns}/{name}: {len(added)} subject(s) the agent added")
+    return ended
+
+
 def _cluster_binding(account: str) -> str:
     return "sregym-agent-cluster" if account == AGENT_ACCOUNT else f"{account}-cluster"
 

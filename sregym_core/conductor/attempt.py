@@ -41,7 +41,8 @@ from ..problems import derive_ground_truth
 from ..results.record import AGENT_STATUSES, AttemptRecord, utc_now
 from ..types import AgentSpec, FaultInstance, ProblemSpec, Target
 from .reconcile import wait_converged
-from .agent_access import grant_agent_access, revoke_agent_access, revoke_stale_identities
+from .agent_access import (end_identities_made, grant_agent_access, identities, revoke_agent_access,
+                           revoke_stale_identities)
 from .grants import GrantGuard, grant_extra, revoke_grants
 from .hostload import CpuPressureLog
 from .environment import DeployedApp, Environment
@@ -138,6 +139,9 @@ class Attempt:
         self.fault_workload_changes: dict[tuple[str, str, str], set[tuple[str, ...]]] | None = {}
         #: when the app had converged after the mitigation (see OracleAccess.workload_stats)
         self.settled_at: float | None = None
+        #: the app namespace's ServiceAccounts and RoleBindings (with subjects) after deploy and once the faults were
+        #: in: what ending the agent's identity leaves (agent_access.end_identities_made); None before it is granted
+        self.identities_kept: dict[tuple[str, str, str], list[dict]] | None = None
         self.settle_wait_s: float | None = None
         self.symptom: dict[str, Any] | None = None
         self.faults = env.host.get_faults()
@@ -540,6 +544,13 @@ class Attempt:
         """A fresh ServiceAccount and token for this attempt only, valid a little past its time limit."""
         timeout = self.timeout
         await asyncio.to_thread(revoke_stale_identities, self.env.kube, self.deployed.namespaces)
+        # the accounts and bindings before the agent could make any: what its revocation leaves in place
+        namespaces = [self.deployed.app.namespace]
+        kept = {key: list(obj.get("subjects") or []) for key, obj in self.deployed.baseline.objects.items()
+                if key[0] in ("ServiceAccount", "RoleBinding") and key[1] in namespaces}
+        for key, subjects in (await asyncio.to_thread(identities, self.env.kube, namespaces)).items():
+            kept[key] = [*kept.get(key, []), *(s for s in subjects if s not in kept.get(key, []))]
+        self.identities_kept = kept
         await asyncio.to_thread(grant_agent_access, self.env.kube, [self.deployed.app.namespace], self.agent_kubeconfig,
                                 account=self.agent_account, expiration_seconds=int(timeout) + 600)
         if self.grants or self.held_grants:
@@ -550,6 +561,11 @@ class Attempt:
         try:
             await asyncio.to_thread(revoke_agent_access, self.env.kube, [self.deployed.app.namespace], self.agent_account)
             await asyncio.to_thread(revoke_grants, self.env.kube, self.agent_account)
+            if self.identities_kept is not None:
+                ended = await asyncio.to_thread(end_identities_made, self.env.kube, [self.deployed.app.namespace],
+                                                self.identities_kept)
+                if ended:
+                    log.info("agent_made_identities_ended", ended=ended)
         except Exception as exc:  # the token still expires by itself; the next attempt sweeps the account
             log.warning("agent_identity_revoke_failed", error=str(exc))
         self.agent_kubeconfig.unlink(missing_ok=True)
