@@ -226,3 +226,45 @@ def test_a_cluster_that_cannot_start_in_time_fails_with_its_log(monkeypatch, tmp
         assert not cluster.status("tooslow").running
     finally:
         cluster.down("tooslow")
+
+
+def test_a_subpath_is_resolved_inside_its_volume_or_refused(tmp_path):
+    """Red-team round 22, finding 1: a subPath naming the pod's own symlink out of the volume (``/``, the state dir)
+    is refused as the kubelet refuses it; one inside (through a symlink that stays inside) is the resolved path;
+    a missing one is made inside; absolute paths and ``..`` never."""
+    import os
+
+    from sregym_cluster_embedded.node.errors import ContainerConfigError
+    from sregym_cluster_embedded.node.pod import subpath_source
+
+    volume = tmp_path / "e"
+    (volume / "inside" / "deeper").mkdir(parents=True)
+    os.symlink("/", volume / "root")
+    os.symlink(str(tmp_path), volume / "up")
+    os.symlink("inside", volume / "alias")
+    assert subpath_source(volume, "alias/deeper", "e", "c") == volume / "inside" / "deeper"
+    assert subpath_source(volume, "new/dir", "e", "c") == volume / "new" / "dir" and (volume / "new" / "dir").is_dir()
+    for sub in ("root", "root/etc", "up", "../e", "/etc", "inside/../../x"):
+        with pytest.raises(ContainerConfigError, match='failed to prepare subPath for volumeMount "e" of container "c"'):
+            subpath_source(volume, sub, "e", "c")
+
+
+def test_a_volume_is_opened_without_following_a_symlink(tmp_path):
+    """What the child binds: the path checked in the parent, opened a component at a time; a component swapped for a
+    symlink after the check fails the start (CVE-2021-25741) instead of binding what the symlink names."""
+    import errno
+    import os
+
+    from sregym_cluster_embedded.node.mountns import safe_source
+
+    (tmp_path / "vol" / "dir").mkdir(parents=True)
+    fd = safe_source(str(tmp_path / "vol" / "dir"))
+    try:
+        assert os.path.samestat(os.fstat(fd), os.stat(tmp_path / "vol" / "dir"))
+    finally:
+        os.close(fd)
+    os.rename(tmp_path / "vol" / "dir", tmp_path / "vol" / "was")
+    os.symlink("/", tmp_path / "vol" / "dir")
+    with pytest.raises(OSError) as refused:
+        safe_source(str(tmp_path / "vol" / "dir"))
+    assert refused.value.errno == errno.ELOOP

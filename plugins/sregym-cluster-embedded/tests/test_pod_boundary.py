@@ -190,6 +190,50 @@ def test_run_as_non_root_refuses_a_root_container(cluster: Cluster) -> None:
     assert "runAsNonRoot and image will run as root" in message
 
 
+def _waiting(cluster: Cluster, name: str, container: str = "c") -> tuple[str, str, str]:
+    pod = json.loads(cluster.kubectl("get", "pod", "-n", NS, name, "-o", "json").stdout)
+    status = next((s for s in pod.get("status", {}).get("containerStatuses") or [] if s.get("name") == container), {})
+    waiting = (status.get("state") or {}).get("waiting") or {}
+    return waiting.get("reason", ""), waiting.get("message", ""), next(iter(status.get("state") or {}), "")
+
+
+def test_a_subpath_through_a_symlink_to_the_host_does_not_start(cluster: Cluster) -> None:
+    """Red-team round 22, finding 1 (CVE-2017-1002101's shape): an init container, root, puts symlinks to ``/`` and to
+    the cluster's state directory into the pod's emptyDir; the main container mounts them by ``subPath``. It must not
+    start (the kubelet's CreateContainerConfigError), while a subPath naming a real directory of the volume does, and
+    nothing of the host is reachable from it."""
+    state = str(cluster.info.state_dir)
+    def pod(name: str, links: str, sub: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": {
+            "terminationGracePeriodSeconds": 0, "volumes": [{"name": "e", "emptyDir": {}}],
+            "initContainers": [{"name": "links", "image": "busybox", "command": ["sh", "-c", links],
+                                "securityContext": {"runAsUser": 0}, "volumeMounts": [{"name": "e", "mountPath": "/e"}]}],
+            "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"],
+                            "securityContext": {"runAsUser": 0},
+                            "volumeMounts": [{"name": "e", "mountPath": "/x", "subPath": sub}]}]}}
+
+    escape = pod("subpath-escape", f"ln -s / /e/root; ln -s {state} /e/home; mkdir -p /e/inside", "root")
+    home = pod("subpath-home", f"ln -s {state} /e/home", "home")
+    inside = pod("subpath-inside", "mkdir -p /e/inside/deeper; echo ok > /e/inside/deeper/f; ln -s inside /e/alias",
+                 "alias/deeper")
+    for manifest in (escape, home, inside):
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    cluster.kubectl("wait", "-n", NS, "--for=condition=Ready", "pod/subpath-inside", "--timeout=60s")
+    assert cluster.kubectl("exec", "-n", NS, "subpath-inside", "--", "cat", "/x/f").stdout.strip() == "ok"
+    for name in ("subpath-escape", "subpath-home"):
+        deadline = time.monotonic() + 30
+        reason = message = state_name = ""
+        while time.monotonic() < deadline:
+            reason, message, state_name = _waiting(cluster, name)
+            if reason == "CreateContainerConfigError":
+                break
+            time.sleep(0.5)
+        assert reason == "CreateContainerConfigError" and 'failed to prepare subPath for volumeMount "e"' in message, \
+            (name, reason, message, state_name)
+        time.sleep(2)  # retried with back-off: still not running
+        assert _waiting(cluster, name)[2] == "waiting"
+
+
 def test_run_as_user_is_honoured(cluster: Cluster) -> None:
     cluster.run_pod("custom", pod_security={"runAsUser": 1234, "runAsGroup": 2345, "supplementalGroups": [3456]})
     assert cluster.sh("custom", "id -u; id -g; id -G").stdout.split() == ["1234", "2345", "2345", "3456"]

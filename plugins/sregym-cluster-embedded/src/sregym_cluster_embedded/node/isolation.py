@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ContainerConfigError
-from .mountns import contained
+from .mountns import bind_volume, contained
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -228,6 +228,7 @@ class Mount:
     kind: str  # "bind" | "ro" | "overlay" | "tmpfs" | "sysfs" | "devpts"
     is_dir: bool = True
     data: str = ""
+    volume: bool = False  # a pod volume's directory or file: bound through mountns.safe_source
 
 
 @dataclass
@@ -259,7 +260,11 @@ class Sandbox:
                 flags |= 0 if m.kind == "devpts" else MS_NODEV  # pty nodes must open
                 _mount(m.kind, target, m.kind, flags, m.data or None)
             else:
-                _mount(m.source, target, None, MS_BIND | (MS_REC if m.kind == "bind" else 0))
+                bind_flags = MS_BIND | (MS_REC if m.kind == "bind" else 0)
+                if m.volume:
+                    bind_volume(m.source, target, bind_flags)
+                else:
+                    _mount(m.source, target, None, bind_flags)
                 flags = MS_REMOUNT | MS_BIND | MS_NOSUID
                 flags |= MS_NOEXEC if m.kind == "dev" else MS_NODEV
                 flags |= MS_RDONLY if m.kind == "ro" else 0
@@ -430,7 +435,8 @@ class Planner:
         for path, host in (ro_binds or {}).items():
             mounts.append(Mount(host, path, "ro", is_dir=os.path.isdir(host)))
         for path, host in volumes.items():
-            mounts.append(Mount(host, path, "ro" if path in readonly else "bind", is_dir=os.path.isdir(host)))
+            mounts.append(Mount(host, path, "ro" if path in readonly else "bind", is_dir=os.path.isdir(host),
+                                volume=True))
         # parents before children; stable otherwise (volumes after image paths at the same depth)
         order = {id(m): i for i, m in enumerate(mounts)}
         mounts.sort(key=lambda m: (m.target.rstrip("/").count("/"), order[id(m)]))

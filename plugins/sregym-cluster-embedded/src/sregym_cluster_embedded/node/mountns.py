@@ -101,6 +101,37 @@ def contained(root: str, path: str) -> str:
     return root + (out or "/")
 
 
+def safe_source(path: str) -> int:
+    """An ``O_PATH`` descriptor of ``path``, opened from ``/`` one component at a time without following a symlink:
+    what a volume mount binds (through ``/proc/self/fd/N``), so the path checked in the parent is the one mounted
+    even if a pod's process swaps a component for a symlink in between (CVE-2021-25741). OSError (ELOOP) when a
+    component is a symlink."""
+    import errno
+    import stat
+
+    fd = os.open("/", os.O_PATH | os.O_DIRECTORY)
+    try:
+        for part in [p for p in path.split("/") if p]:
+            nxt = os.open(part, os.O_PATH | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+            if stat.S_ISLNK(os.fstat(fd).st_mode):
+                raise OSError(errno.ELOOP, f"a symlink in a volume's path: {path}")
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def bind_volume(source: str, target: str, flags: int) -> None:
+    """Bind volume directory or file ``source`` at ``target`` through :func:`safe_source`."""
+    fd = safe_source(source)
+    try:
+        _mount(f"/proc/self/fd/{fd}", target, None, flags)
+    finally:
+        os.close(fd)
+
+
 def resolve_in_root(path: str) -> str:
     """``path`` with symlinks resolved as the container sees them (the host's layout)."""
     return contained("", path)
@@ -146,6 +177,7 @@ class MountPlan:
         self.top.sort(key=lambda item: item[0] != state_top)
         modes = {name: mode for name, mode, _, _ in self.top}
         self.binds: list[tuple[str, str, bool]] = []  # (host source, container path, is_dir)
+        self.volume_sources = set(mounts.values())  # bound through safe_source
         for container_path, host_path in sorted({**mounts, **files}.items(), key=lambda kv: kv[0].count("/")):
             inside = resolve_in_root(container_path)
             is_dir = os.path.isdir(host_path)
@@ -185,7 +217,10 @@ class MountPlan:
                 else:
                     os.makedirs(os.path.dirname(target), exist_ok=True)
                     open(target, "a").close()  # noqa: SIM115 - an empty mountpoint file
-            _mount(source, target, None, MS_BIND | MS_REC)
+            if source in self.volume_sources:
+                bind_volume(source, target, MS_BIND | MS_REC)
+            else:
+                _mount(source, target, None, MS_BIND | MS_REC)
         os.chroot(self.fsroot)
         os.chdir(cwd if os.path.isdir(cwd) else "/")
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from . import sysctls
 from .container import ContainerRunner
 from .envs import expand, service_env
-from .errors import MountError, NotAttached
+from .errors import ContainerConfigError, MountError, NotAttached
 from .hostports import HostPortForwarder
 from .shim import ensure_private_dir, shim_env
 from .volumes import VolumeBuilder, release_memory_volumes
@@ -53,6 +53,27 @@ def qos_class(pod: dict) -> str:
         return "BestEffort"
     return "Guaranteed" if guaranteed else "Burstable"
 
+
+
+def subpath_source(base: Path, sub: str, volume: str, container: str) -> Path:
+    """The host path a ``subPath`` of volume directory ``base`` mounts, as the kubelet prepares it: symlinks resolved
+    (a subPath is a snapshot of what it names then) and the result inside the volume, or the container does not start
+    (CVE-2017-1002101; red-team round 22, finding 1: a pod's own symlink to ``/`` in its emptyDir, mounted by subPath,
+    gave it the host's whole filesystem as root). A missing one is made, inside the volume. The child then opens the
+    resolved path one component at a time without following symlinks (``mountns.safe_source``), so a symlink swapped
+    in after this check fails the start instead of being followed (CVE-2021-25741)."""
+    refused = ContainerConfigError(f'failed to prepare subPath for volumeMount "{volume}" of container "{container}"')
+    if os.path.isabs(sub) or ".." in Path(sub).parts:
+        raise refused
+    root = Path(os.path.realpath(base))
+    real = Path(os.path.realpath(root / sub))
+    if real != root and root not in real.parents:
+        raise refused
+    if not os.path.lexists(real):
+        real.mkdir(parents=True, exist_ok=True)
+        if Path(os.path.realpath(real)) != real:  # a component became a symlink meanwhile
+            raise refused
+    return real
 
 class PodWorker:
     def __init__(self, agent: NodeAgent, pod: dict) -> None:
@@ -181,13 +202,9 @@ class PodWorker:
             if base is None:
                 continue
             sub = mount.get("subPath") or expand(mount.get("subPathExpr", ""), env)
-            real = base
+            real = Path(os.path.realpath(base))  # the child binds it without following a symlink
             if sub:
-                real = base / sub.lstrip("/")
-                if real.is_symlink() or real.exists():
-                    real = Path(os.path.realpath(real))  # a subPath is a snapshot, as on a real node
-                else:
-                    real.mkdir(parents=True, exist_ok=True)
+                real = subpath_source(base, sub, mount.get("name", ""), container.get("name", ""))
             mounts[mount.get("mountPath", "")] = str(real)
         return mounts
 
