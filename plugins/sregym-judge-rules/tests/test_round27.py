@@ -67,3 +67,50 @@ def test_a_table_blaming_two_other_components_fails(passes):
 ])
 def test_a_table_of_consequences_or_cleared_components_still_passes(passes, table):
     assert passes(IMAGE, OK + "\n\n" + table)
+
+
+# --- the right object, another field or value (the largest held-out false-pass group) -----------------------------
+
+@pytest.mark.parametrize("problem, right, wrong", [
+    # what is in place conceded before a contrast, another field of the same object blamed after it
+    ("hotel-db-drop-user-user",
+     "user's login role was dropped from postgres-user, so every login of the user service fails with 'role does not "
+     "exist'.",
+     "user's login role still exists in postgres-user, but its password was changed, so every login of the user "
+     "service is refused."),
+    ("hotel-ingress-class-mismatch-frontend",
+     "The frontend Ingress's ingressClassName was changed to a class no controller serves, so no controller routes it "
+     "and the site is unreachable.",
+     "The frontend Ingress has the correct class, but its host rule was changed to a domain nobody uses, so the site "
+     "is unreachable."),
+    # another environment variable of the same Deployment, in a record of the writer's
+    ("astronomy-wrong-port-env-checkout",
+     "checkout's PRODUCT_CATALOG_ADDR was changed to product-catalog:8082, a port nothing listens on, so checkout "
+     "cannot list products.",
+     '{"component": "checkout", "field": "CART_ADDR", "value": "cart:9999", "why": "wrong port in the address"}'),
+])
+def test_the_right_object_with_another_field_fails(passes, problem, right, wrong):
+    assert passes(problem, right)
+    assert not passes(problem, wrong)
+
+
+@pytest.mark.parametrize("problem, text", [
+    ("hotel-finalizer-deadlock-geo",
+     "geo-settings hangs in Terminating. config-guardian is working and the finalizer is expected; just wait."),
+    ("hotel-db-max-connections-rate",
+     "rate's queries fail. max_connections on postgres-rate fine (checked); a slow query holds the rows, add an index."),
+    ("hotel-selector-mismatch-profile",
+     "The profile Service's selector correctly matches the profile pods; profile itself crashes at start."),
+    ("social-ingress-misrouted-path-nginx-thrift",
+     "The Ingress properly routes every path to nginx-thrift; nginx-thrift's worker pool is saturated."),
+])
+def test_the_real_cause_named_and_cleared_in_the_writers_words_fails(passes, problem, text):
+    assert not passes(problem, text)
+
+
+@pytest.mark.parametrize("extra", [
+    "search works again as expected after the rollback.",
+    "rate is working normally and its cache is healthy.",
+])
+def test_a_correct_text_that_clears_bystanders_still_passes(passes, extra):
+    assert passes(IMAGE, OK + " " + extra)

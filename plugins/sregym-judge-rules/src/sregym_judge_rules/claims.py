@@ -153,7 +153,10 @@ def _claims(raw: str, key: str) -> Iterator[str]:
                             rf"(?:\w+\.)*(?:{'|'.join(names)})`?\s+to\s+[`'\"]?(?P<set>-?[\w.]+)")
     for found in (*pattern.finditer(raw), *verb_first.finditer(raw)):
         value = next(v for v in found.groupdict().values() if v is not None).rstrip(".,;")
-        if value.lower() in _NOT_A_VALUE or not _VALUE_SHAPE.search(value):
+        # a capitalised word after "key:" is an enumeration's value ("dnsPolicy: Default", "failurePolicy: Fail"), not
+        # the plain word "default"
+        enum = found.groupdict().get("key") is not None and value[:1].isupper() and value[1:2].islower()
+        if (value.lower() in _NOT_A_VALUE and not enum) or not _VALUE_SHAPE.search(value):
             continue
         yield value
 

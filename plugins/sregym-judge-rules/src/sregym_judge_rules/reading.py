@@ -801,7 +801,7 @@ _HEALTHY_PREDICATE = re.compile(
     # "is not correct", "is no longer valid" say the healthy state is gone, which is the fault
     r"\b(?:looks?|looked|seems?|seemed|appears?|appeared|is|are|was|were|stays?|stayed|remains?|remained|"
     # a reduced passive of checking: "readiness probe verified ok", "the grants checked fine"
-    r"verified(?:\s+as)?|checked(?:\s+as)?|confirmed(?:\s+as)?|tested(?:\s+as)?|validated(?:\s+as)?)\s+"
+    r"verified(?:\s+as)?|checked(?:\s+as)?|confirmed(?:\s+as)?|tested(?:\s+as)?|validated(?:\s+as)?|found(?:\s+to\s+be)?)\s+"
     r"(?:(?!not\b|no\b|never\b|hardly\b|barely\b|in\b)[\w.%]+,?\s+)?"
     r"(?:fine|ok|okay|normal|healthy|correct|intact|unchanged|untouched|as expected|in place|clean|unaffected|"
     r"right(?!\s+(?:there|here|after|before|behind|next|now|away|at|on|in|by|to(?!\s+(?:me|us)\b))\b)|good|"
@@ -809,7 +809,16 @@ _HEALTHY_PREDICATE = re.compile(
     r"usual|standard|typical|customary|"  # "16Ki is the usual setting for this chart"
     # a dependency found answering: "config-service:8500 is reachable from the node" (twelfth round)
     r"reachable|resolvable|answering|responding|up and running|"
-    r"not the (?:cause|problem|issue|culprit|reason|source)|not involved|not responsible|irrelevant|ruled out|innocent)\b"
+    r"not the (?:cause|problem|issue|culprit|reason|source)|not involved|not responsible|irrelevant|ruled out|innocent|"
+    # what the writer calls harmless or as intended ("the finalizer is expected", "config-guardian is working")
+    r"harmless|benign|expected(?!\s+to\b)|working(?!\s+(?:on|with|against)\b)|by design|as designed)\b"
+    # a route or a match said to be right: "the Ingress routes to nginx-thrift correctly", "the selector matches the
+    # pods correctly" (round 27: the real cause named and cleared in the writer's words)
+    r"|\b(?:routes?|routed|routing|matches|matched|matching|points?|pointed|resolves?|resolved|selects?|selected)\b"
+    r"(?:(?!\b(?:not|no|never|but|wrong|only)\b)[^,;])*?\b(?:correctly|properly)\b"
+    r"|\b(?:correctly|properly)\s+(?:routes?|routed|matches|matched|points?|pointed|resolves?|resolved|selects?|selected)\b"
+    # a bare state with the check that found it: "max_connections ok (checked)", "class checked, fine"
+    r"|\b(?:ok|okay|fine|good|correct|healthy|intact|consistent|normal)\s*\(\s*(?:checked|verified|confirmed)\s*\)"
     # an image or version said to be there ("image 2.1.0 exists", "version 2.1.0 exists and downloads fine", "the tag
     # pulled fine"): the tag cleared, not blamed (a run's truth names the tag, so its mere mention is no credit)
     r"|\b(?:image|tag|version|release|build)\b(?:(?!\b(?:not|no|never|nowhere|longer)\b)[^,;])*?"
@@ -855,7 +864,8 @@ _VERDICT = re.compile(
     r"|\b(?:just|only|merely)\s+(?:noise|a symptom|a side effect|a red herring|cosmetic)\b|\bred herring\b"
     r"|(?:—|–|--)\s*not\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:problem|issue|cause)\b"
     # ordinary ways of ruling a candidate out (issue #35, fourth round), written once for every fault
-    r"|\b(?:it|this|that)\s+(?:is|was)\s+(?:fine|ok|okay|correct|healthy|innocent|unrelated)\b"
+    r"|\b(?:it|this|that)\s+(?:is|was)\s+(?:fine|ok|okay|correct|healthy|innocent|unrelated|expected|harmless|by design)\b"
+    r"|(?:^|,\s*|\s(?:—|–|--)\s*)(?:(?:entirely|completely|quite|totally|probably)\s+)?(?:harmless|benign)\s*[.!]?\s*$"
     r"|\bhas\s+nothing\s+to\s+do\s+with\b|\b(?:a|the)\s+(?:false\s+(?:lead|alarm|positive)|dead\s+end|distraction)\b"
     r"|\b(?:is|are|was|were)\s+not\s+(?:to\s+blame|at\s+fault|why|it)\b"
     r"|\b(?:cannot|can\s*not|could\s+not|can't|couldn't)\s+be\s+(?:the|a|it|why)\b"
@@ -952,7 +962,38 @@ def unasserted_spans(flat: str) -> list[tuple[int, int]]:
                     a, b = clause_spans[other]
                     out.append((start + a, start + b))
                     other += step
+    out += _conceded_spans(flat)
     out += _verdict_spans(flat)
+    return out
+
+
+# what a part conceded before a contrast says is in place: "has the right class", "the login role exists", "still has
+# its password", "the flag is on" is no such word (a state, not a presence)
+_IN_PLACE = re.compile(
+    r"\b(?:has|have|had|uses?|used|carr(?:y|ies)|keeps?|kept|holds?|points?\s+(?:at|to))\s+(?:\w+\s+){0,2}?"
+    r"(?:the\s+)?(?:right|correct|proper|expected|same)\b(?!\s+(?:after|before|now|away)\b)"
+    r"|\bstill\s+(?:has|have|had|holds?|carr(?:y|ies)|exists?|there|present|in\s+place|defined|set)\b"
+    r"|(?<!\bnot\s)(?<!\bno\s)(?<!\bnever\s)(?<!\blonger\s)\b(?:exists?|existed|is\s+present|are\s+present|"
+    r"is\s+there|are\s+there|is\s+in\s+place|are\s+in\s+place)\b(?!\s+(?:any|no)\b)")
+# a part that ends at a contrast ("X, but Y", "X; however Y", "X, whereas Y") and says nothing negative of its own
+_CONTRAST_NEXT = re.compile(r"^,?\s+\b(?:but|however|whereas|yet)\b|^\s*;\s*(?:but|however)\b")
+_PART_NEGATIVE = re.compile(r"\b(?:not|no|never|n't|without|wrong|bad|missing|broken|invalid|removed|deleted|dropped|"
+                            r"changed|lowered|raised|expired|revoked)\b")
+
+
+def _conceded_spans(flat: str) -> list[tuple[int, int]]:
+    """A part conceded before a contrast that says the thing is in place ("the Ingress has the right class, but its host
+    name is wrong", "the login role exists, but its password was changed", "it still has its database password, but
+    its address setting was removed"): what is in place is cleared, the cause is after the contrast (the right object
+    with another field blamed; issue #35, round 27). Only a part with no negative word of its own: "the role exists but
+    has no grants" keeps its second part, and "the image does not exist, but ..." is the fault."""
+    out: list[tuple[int, int]] = []
+    for start, end in _spans(flat, _PART_BOUNDARY):
+        if not _CONTRAST_NEXT.match(flat[end:end + 12]):
+            continue
+        part = flat[start:end]
+        if _IN_PLACE.search(part) and not _PART_NEGATIVE.search(part):
+            out.append((start, end))
     return out
 
 

@@ -445,6 +445,14 @@ class RulesJudge:
             details.pop(fault, None)
             if not mechanism:
                 mechanism_sentences = []
+        # the truth's environment variable never named, another one named where the writer states something (a JSON
+        # record's "setting": "CART_ADDR" for PRODUCT_CATALOG_ADDR): the right object, another of its settings (round 27)
+        for fault in _other_env_only(sentences, truths):
+            if fault in mechanism:
+                mechanism.pop(fault, None)
+                details.pop(fault, None)
+                if not mechanism:
+                    mechanism_sentences = []
         # a flag named as the cause says which fault it is, whatever the component's place in the sentence: its name
         # may carry the component ("adFailure", "recommendationCacheFailure"), or the component is named as where it
         # acts ("the adFailure flag makes ad fail", "affected: cart"): the flag is blamed and, through it, the component.
@@ -2767,6 +2775,25 @@ def _truth_env_names(values: Any) -> set[str]:
             out.add(value)
 
     visit(values, "")
+    return out
+
+
+def _other_env_only(sentences: Sequence[reading.Sentence], truths: Sequence[GroundTruth]) -> list[str]:
+    """The faults about environment variables (their values name them: ``PRODUCT_CATALOG_ADDR``) whose variables no
+    asserted sentence names while one names another variable: the writer says which setting it means, and it is not the
+    truth's (a sentence-level reading is :func:`_another_field_of_object`; this one sees a record split over lines)."""
+    asserted = [s for s in sentences if not s.hedged and not s.action]
+    said = {name for s in asserted for name in _ENV_NAME.findall(s.raw)}
+    out: list[str] = []
+    for t in truths:
+        envs = _truth_env_names(t.mutated_values)
+        if not envs or not said:
+            continue
+        if any(n in e or e in n for n in said for e in envs):
+            continue
+        if any(text.flatten(e).lower() in s.flat for s in asserted for e in envs):
+            continue
+        out.append(t.fault)
     return out
 
 
