@@ -53,3 +53,22 @@ def test_an_unknown_statefulset_update_strategy_is_refused():
     assert len(causes) == 1 and causes[0][2] == "spec.updateStrategy"
     assert "must be 'RollingUpdate' or 'OnDelete'" in causes[0][1] and '"Rollingupdate"' in causes[0][1]
     assert object_causes("StatefulSet", _sts(strategy={"type": "RollingUpdate"})) == []
+
+
+def test_a_subpath_must_descend_into_its_volume():
+    """validateLocalDescendingPath, as the real server words it (red-team round 22, finding 1: ``subPath: ../../..``
+    was accepted and the node followed it onto the host); a name with dots that is not ``..`` stays valid."""
+    mounts = [{"name": "e", "mountPath": "/x", "subPath": "../../.."}, {"name": "e", "mountPath": "/y", "subPath": "/etc"},
+              {"name": "e", "mountPath": "/z", "subPath": "a/b..c/..d"}, {"name": "e", "mountPath": "/w", "subPath": "a/../b"}]
+    causes = object_causes("Deployment", {"spec": {"template": {"spec": {
+        "initContainers": [{"name": "i", "image": "x", "volumeMounts": mounts[:1]}],
+        "containers": [{"name": "c", "image": "x", "volumeMounts": mounts}]}}}})
+    assert causes == [
+        ("FieldValueInvalid", "Invalid value: \"../../..\": must not contain '..'",
+         "spec.template.spec.containers[0].volumeMounts[0].subPath"),
+        ("FieldValueInvalid", 'Invalid value: "/etc": must be a relative path',
+         "spec.template.spec.containers[0].volumeMounts[1].subPath"),
+        ("FieldValueInvalid", "Invalid value: \"a/../b\": must not contain '..'",
+         "spec.template.spec.containers[0].volumeMounts[3].subPath"),
+        ("FieldValueInvalid", "Invalid value: \"../../..\": must not contain '..'",
+         "spec.template.spec.initContainers[0].volumeMounts[0].subPath")]

@@ -113,6 +113,15 @@ def _container_causes(containers: Any, field: str, need_image: bool = True) -> l
                 cause = _port_cause(port.get("containerPort"), f"{at}.ports[{j}].containerPort")
                 if cause:
                     causes.append(cause)
+        for j, mount in enumerate(c.get("volumeMounts") or []):
+            sub = mount.get("subPath") if isinstance(mount, dict) else None
+            if isinstance(sub, str) and sub:  # validateLocalDescendingPath: the node keeps it inside the volume too
+                if sub.startswith("/"):
+                    causes.append(("FieldValueInvalid", f'Invalid value: "{sub}": must be a relative path',
+                                   f"{at}.volumeMounts[{j}].subPath"))
+                if ".." in sub.replace("\\", "/").split("/"):
+                    causes.append(("FieldValueInvalid", f"Invalid value: \"{sub}\": must not contain '..'",
+                                   f"{at}.volumeMounts[{j}].subPath"))
         resources = as_dict(c.get("resources"))
         limits = as_dict(resources.get("limits"))
         requests = as_dict(resources.get("requests"))
