@@ -114,3 +114,19 @@ def test_the_real_cause_named_and_cleared_in_the_writers_words_fails(passes, pro
 ])
 def test_a_correct_text_that_clears_bystanders_still_passes(passes, extra):
     assert passes(IMAGE, OK + " " + extra)
+
+
+@pytest.mark.parametrize("problem, text", [
+    # a bare verdict closing the clause that named the cause: "checked, fine", "ok"
+    ("hotel-ingress-class-mismatch-frontend",
+     "site unreachable. frontend Ingress class checked, fine. frontend pods crash on a bad config push, restart them."),
+    ("hotel-db-max-connections-rate",
+     "rate's queries fail. max_connections on postgres-rate looked at, ok. A slow query holds the rows; add an index."),
+])
+def test_the_cause_closed_by_a_bare_verdict_fails(passes, problem, text):
+    assert not passes(problem, text)
+
+
+def test_a_bare_state_inside_a_longer_clause_clears_nothing_else(passes):
+    assert passes(IMAGE, "geo's image was changed to sregym/hotel-reservation:v9.9.9-missing, a tag that does not exist "
+                         "(search pods fine, ready), so geo's new pod is stuck in ImagePullBackOff; search's lookups fail.")

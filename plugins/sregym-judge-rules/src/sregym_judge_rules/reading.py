@@ -811,7 +811,10 @@ _HEALTHY_PREDICATE = re.compile(
     r"reachable|resolvable|answering|responding|up and running|"
     r"not the (?:cause|problem|issue|culprit|reason|source)|not involved|not responsible|irrelevant|ruled out|innocent|"
     # what the writer calls harmless or as intended ("the finalizer is expected", "config-guardian is working")
-    r"harmless|benign|expected(?!\s+to\b)|working(?!\s+(?:on|with|against)\b)|by design|as designed)\b"
+    r"harmless|benign|negligible|insignificant|expected(?!\s+to\b)|working(?!\s+(?:on|with|against)\b)|by design|"
+    r"as designed)\b"
+    # a bare state closing its clause: "RBAC fine", "class checked, fine", "rate ok"
+    r"|^\W*(?:[\w.'-]+\s+){0,3}(?<!\bnot\s)(?<!\bno\s)(?:fine|ok|okay)\s*[.!]?\s*$"
     # a route or a match said to be right: "the Ingress routes to nginx-thrift correctly", "the selector matches the
     # pods correctly" (round 27: the real cause named and cleared in the writer's words)
     r"|\b(?:routes?|routed|routing|matches|matched|matching|points?|pointed|resolves?|resolved|selects?|selected)\b"
@@ -865,7 +868,7 @@ _VERDICT = re.compile(
     r"|(?:—|–|--)\s*not\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:problem|issue|cause)\b"
     # ordinary ways of ruling a candidate out (issue #35, fourth round), written once for every fault
     r"|\b(?:it|this|that)\s+(?:is|was)\s+(?:fine|ok|okay|correct|healthy|innocent|unrelated|expected|harmless|by design)\b"
-    r"|(?:^|,\s*|\s(?:—|–|--)\s*)(?:(?:entirely|completely|quite|totally|probably)\s+)?(?:harmless|benign)\s*[.!]?\s*$"
+    r"|(?:^|,\s*|\s(?:—|–|--)\s*)(?:(?:entirely|completely|quite|totally|probably)\s+)?(?:harmless|benign|negligible|insignificant|fine|ok|okay)\s*[.!]?\s*$"
     r"|\bhas\s+nothing\s+to\s+do\s+with\b|\b(?:a|the)\s+(?:false\s+(?:lead|alarm|positive)|dead\s+end|distraction)\b"
     r"|\b(?:is|are|was|were)\s+not\s+(?:to\s+blame|at\s+fault|why|it)\b"
     r"|\b(?:cannot|can\s*not|could\s+not|can't|couldn't)\s+be\s+(?:the|a|it|why)\b"
