@@ -130,3 +130,17 @@ def test_the_cause_closed_by_a_bare_verdict_fails(passes, problem, text):
 def test_a_bare_state_inside_a_longer_clause_clears_nothing_else(passes):
     assert passes(IMAGE, "geo's image was changed to sregym/hotel-reservation:v9.9.9-missing, a tag that does not exist "
                          "(search pods fine, ready), so geo's new pod is stuck in ImagePullBackOff; search's lookups fail.")
+
+
+def test_a_list_closed_by_all_suspicious_is_a_kitchen_sink(passes):
+    assert not passes(IMAGE, "geo: image tag v9.9.9-missing does not exist, CNI, MTU, DNS, kube-proxy - all suspicious")
+
+
+@pytest.mark.parametrize("problem, text", [
+    ("hotel-quota-admission-user",
+     "The ResourceQuota has plenty of headroom, so it is not what keeps user's pods away; user's config push broke it."),
+    ("hotel-memory-limit-too-small-geo",
+     "geo's 12Mi memory limit is not a factor either; geo crashes because a bad config push broke it."),
+])
+def test_the_cause_dismissed_as_no_factor_fails(passes, problem, text):
+    assert not passes(problem, text)

@@ -383,7 +383,11 @@ _HEDGE = re.compile(
 _UNSURE_RE = re.compile(r"\b(?:" + _UNSURE + r")\b|\b(?:any|one|either) of (?:these|those|them|the above)\b"
                         r"|\ball of (?:these|those|them|the above)\b(?!\s+(?:at once|together|again|back))"
                         r"|\b(?:any|either|each|all|both) (?:of )?(?:the |these |those )?(?:two|three|four|five|\d+)\b"
-                        r"(?:\s+\w+)?\s+(?:is|are|seems?|remains?|looks?)\s+(?:equally\s+|still\s+)?(?:possible|plausible|likely)\b",
+                        r"(?:\s+\w+)?\s+(?:is|are|seems?|remains?|looks?)\s+(?:equally\s+|still\s+)?(?:possible|plausible|likely)\b"
+                        # "IP pool, CNI, MTU, DNS - all suspicious": a closing word that keeps every name before it a
+                        # suspect (a kitchen sink of candidates, round 27)
+                        r"|^\W*(?:all|each|both|every\s+one)\s+(?:of\s+(?:them|these|those)\s+)?(?:(?:is|are|look|looks|seem|seems)\s+)?"
+                        r"(?:suspicious|suspects?|candidates?|possible|plausible)\W*$",
                         re.I)
 # a disjunction of candidates: "A OR B" written in capitals, or two "or"s joining alternatives; numeric
 # approximations ("one or two", "or so", "or more") offer no alternative
@@ -811,6 +815,7 @@ _HEALTHY_PREDICATE = re.compile(
     r"reachable|resolvable|answering|responding|up and running|"
     r"not the (?:cause|problem|issue|culprit|reason|source)|not involved|not responsible|irrelevant|ruled out|innocent|"
     # what the writer calls harmless or as intended ("the finalizer is expected", "config-guardian is working")
+    r"(?:has|have|had)\s+(?:lots\s+of|plenty\s+of|enough|ample)\s+headroom|"
     r"harmless|benign|negligible|insignificant|expected(?!\s+to\b)|working(?!\s+(?:on|with|against)\b)|by design|"
     r"as designed)\b"
     # a bare state closing its clause: "RBAC fine", "class checked, fine", "rate ok"
@@ -859,7 +864,9 @@ _LOOKED_AT = re.compile(
 # a verdict that rules its subject out ("X is not the reason", "X are excluded", "is not that", "X is just noise")
 _VERDICT = re.compile(
     r"\b(?:is|are|was|were|be|been|'s)\s+(?:\w+\s+)?not\s+(?:the|a|an|our|my)\s+(?:[\w-]+\s+){0,2}"
-    r"(?:cause|reason|problem|issue|culprit|source|explanation|trigger|story|answer)\b"
+    r"(?:cause|reason|problem|issue|culprit|source|explanation|trigger|story|answer|factor)\b"
+    # "it is not what blocks user", "that is not what breaks the calls" (round 27)
+    r"|\b(?:is|are|was|were)\s+not\s+what\s+(?:blocks?|breaks?|causes?|keeps?|stops?|prevents?|fails?|triggers?)\b"
     r"|\b(?:is|are|was|were|be|been)\s+(?:thus\s+|therefore\s+|hence\s+|also\s+)?(?:excluded|ruled out|eliminated|"
     r"cleared|exonerated)\b"
     r"|\b(?:is|was)\s+not\s+(?:that|it|this)\s*[.!]?\s*$"
