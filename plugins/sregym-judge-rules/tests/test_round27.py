@@ -144,3 +144,10 @@ def test_a_list_closed_by_all_suspicious_is_a_kitchen_sink(passes):
 ])
 def test_the_cause_dismissed_as_no_factor_fails(passes, problem, text):
     assert not passes(problem, text)
+
+
+def test_a_verdict_after_but_it_covers_what_it_turns_back_on(passes):
+    # the real cause named, a contrast turning back on it ("but it ..."), then the verdict
+    assert not passes("train-ticket-network-policy-block-price",
+                      "A NetworkPolicy default-deny-ingress sits in the namespace but it admits everything from the "
+                      "namespace, not the culprit; ts-price-service crashes at start.")

@@ -870,7 +870,7 @@ _VERDICT = re.compile(
     r"|\b(?:is|are|was|were|be|been)\s+(?:thus\s+|therefore\s+|hence\s+|also\s+)?(?:excluded|ruled out|eliminated|"
     r"cleared|exonerated)\b"
     r"|\b(?:is|was)\s+not\s+(?:that|it|this)\s*[.!]?\s*$"
-    r"|(?:^|,\s*|\s(?:—|–|--)\s*)not\s+(?:it|that|this|the\s+(?:cause|problem|issue|culprit))\s*[.!]?\s*$"
+    r"|(?:^|,\s*|\s(?:—|–|--)\s*)not\s+(?:it|that|this|the\s+(?:cause|problem|issue|culprit))\s*[.!;]?\s*$"
     r"|\b(?:just|only|merely)\s+(?:noise|a symptom|a side effect|a red herring|cosmetic)\b|\bred herring\b"
     r"|(?:—|–|--)\s*not\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:problem|issue|cause)\b"
     # ordinary ways of ruling a candidate out (issue #35, fourth round), written once for every fault
@@ -889,6 +889,9 @@ _VERDICT = re.compile(
     r"|\b(?:works?|working|worked|behaves?|behaving|behaved)\s+(?:as\s+(?:intended|expected|designed|configured)|normally|"
     r"correctly|fine)\b"
 )
+# a contrast whose subject is what was just named: "X, but it ...", "X but that one ..."
+_TURNS_BACK = re.compile(r"\b(?:but|however|yet)\s+(?:it|they|that|this|these|those)\b(?!\s+(?:is|was|are|were)\s+(?:not\s+)?"
+                         r"(?:the\s+)?(?:cause|reason|culprit|problem)\b)")
 # what a verdict concludes from the clause before it: ", so X is not the problem", "; OOM is not the issue",
 # "— not a policy problem"; a contrast before it ("X was changed, but Y is not the cause") keeps X asserted
 _CONCLUDES_BEFORE = re.compile(r"(?:,\s*(?:so|hence|therefore|thus)?|\s(?:so|hence|therefore|thus)|;|—|–|--)\s*$")
@@ -1038,6 +1041,15 @@ def _verdict_spans(flat: str) -> list[tuple[int, int]]:
             suspicion = refers_back and _SUSPICION.search(flat[: a])
             if ((not _CONCLUDES_BEFORE.search(flat[: a]) and not refers_back)
                     or (_CONTRAST.search(before) and not suspicion) or (_CHANGE_CUE.search(before) and not suspicion)):
+                # "there is a metrics-proxy container but it is on another port, not the culprit": the clause the
+                # verdict concludes from turns back on what it names ("but it ..."), so the verdict covers it whole,
+                # and no further (round 27)
+                turn = _TURNS_BACK.search(before)
+                if _CONCLUDES_BEFORE.search(flat[: a]) and turn and not _CHANGE_CUE.search(before[turn.end():]):
+                    first -= 1
+                    # "X, but it ...": the contrast opens its clause, so what it turns back on is the clause before
+                    if first > 0 and not before[: turn.start()].strip() and _CONCLUDES_BEFORE.search(flat[: clauses[first][0]]):
+                        first -= 1
                 break
             first -= 1
         last = here
