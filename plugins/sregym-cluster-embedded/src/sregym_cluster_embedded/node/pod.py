@@ -54,7 +54,6 @@ def qos_class(pod: dict) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-
 def subpath_source(base: Path, sub: str, volume: str, container: str) -> Path:
     """The host path a ``subPath`` of volume directory ``base`` mounts, as the kubelet prepares it: symlinks resolved
     (a subPath is a snapshot of what it names then) and the result inside the volume, or the container does not start
@@ -74,6 +73,7 @@ def subpath_source(base: Path, sub: str, volume: str, container: str) -> Path:
         if Path(os.path.realpath(real)) != real:  # a component became a symlink meanwhile
             raise refused
     return real
+
 
 class PodWorker:
     def __init__(self, agent: NodeAgent, pod: dict) -> None:
