@@ -209,8 +209,8 @@ def revoke_stale_identities(kube: Kube, app_namespaces: list[str] | tuple[str, .
 
 
 #: an identity is an account a process can hold a token of, and the bindings that give it rights
-_IDENTITY_KINDS = (("ServiceAccount", "/api/v1/namespaces/{ns}/serviceaccounts"),
-                   ("RoleBinding", "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"))
+_IDENTITY_KINDS = {"ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+                   "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"}
 
 
 def identities(kube: Kube, namespaces: list[str] | tuple[str, ...]) -> dict[tuple[str, str, str], list[dict]]:
@@ -218,7 +218,7 @@ def identities(kube: Kube, namespaces: list[str] | tuple[str, ...]) -> dict[tupl
     (an account's: empty)."""
     found: dict[tuple[str, str, str], list[dict]] = {}
     for ns in namespaces:
-        for kind, path in _IDENTITY_KINDS:
+        for kind, path in _IDENTITY_KINDS.items():
             for item in kube.list_items(path.format(ns=ns), kind):
                 found[(kind, ns, item["metadata"]["name"])] = list(item.get("subjects") or [])
     return found
@@ -235,7 +235,7 @@ def end_identities_made(kube: Kube, namespaces: list[str] | tuple[str, ...],
     was ended, for the record."""
     ended: list[str] = []
     for (kind, ns, name), subjects in identities(kube, namespaces).items():
-        path = dict(_IDENTITY_KINDS)[kind].format(ns=ns) + f"/{name}"
+        path = _IDENTITY_KINDS[kind].format(ns=ns) + f"/{name}"
         if (kind, ns, name) not in kept:
             if kind == "ServiceAccount" and name == "default":
                 continue  # the namespace's own: the cluster makes it again at once
